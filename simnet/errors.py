@@ -1,0 +1,27 @@
+"""The one error type users see: bad input, reported as ``file:line: field: what``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["InputError"]
+
+
+class InputError(ValueError):
+    """Bad user input. ``str()`` is the single line the CLI prints before exiting with 2.
+
+    >>> str(InputError("links[3].bandwidth: '40 Gbq' is not a bandwidth", "x.yaml", 14))
+    "x.yaml:14: links[3].bandwidth: '40 Gbq' is not a bandwidth"
+    """
+
+    def __init__(self, message: str, file: str | Path | None = None, line: int | None = None):
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = self.file or "<input>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}"

@@ -1,0 +1,1 @@
+"""Reports: tables, files and plots made from topologies and results."""

@@ -1,0 +1,45 @@
+"""Write a topology for other graph tools: GraphML, GEXF (Gephi) or node-link JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+
+from simnet.topology.model import Topology
+
+__all__ = ["export_graph", "export_topology"]
+
+
+def export_graph(topo: Topology) -> nx.DiGraph:
+    """A copy of the graph with GraphML-safe attributes: no None, ``rank`` on GPUs.
+
+    Edges keep ``bandwidth`` (bytes/s) and ``latency`` (s) and gain ``bandwidth_gbps``.
+    """
+    graph = nx.DiGraph(name=topo.name)
+    ranks = {gpu: i for i, gpu in enumerate(topo.gpus)}
+    for node, data in topo.graph.nodes(data=True):
+        attrs = {k: v for k, v in data.items() if v is not None}
+        if node in ranks:
+            attrs["rank"] = ranks[node]
+        graph.add_node(node, **attrs)
+    for u, v, data in topo.graph.edges(data=True):
+        graph.add_edge(u, v, bandwidth=data["bandwidth"], latency=data["latency"],
+                       bandwidth_gbps=data["bandwidth"] * 8 / 1e9)
+    return graph
+
+
+def export_topology(topo: Topology, path: str | Path, fmt: str) -> Path:
+    """Write ``topo`` to ``path`` as ``graphml``, ``gexf`` or ``json`` (node-link)."""
+    path = Path(path)
+    graph = export_graph(topo)
+    if fmt == "graphml":
+        nx.write_graphml(graph, path)
+    elif fmt == "gexf":
+        nx.write_gexf(graph, path)
+    elif fmt == "json":
+        path.write_text(json.dumps(nx.node_link_data(graph, edges="links"), indent=1))
+    else:
+        raise ValueError(f"unknown export format {fmt!r}")
+    return path

@@ -1,0 +1,288 @@
+"""Topology generators: ``generate: {kind: <name>, ...}`` in a topology file.
+
+Each generator is a plain function from its validated parameters to lists of nodes and
+links; they can be combined with explicit ``nodes``/``links`` (and with each other, via
+``prefix``) in one file. Defaults follow public specs (cited per parameter).
+
+>>> nodes, links = generate({"kind": "nvswitch", "gpus": 4})
+>>> [n.id for n in nodes]
+['gpu0', 'gpu1', 'gpu2', 'gpu3', 'nvswitch']
+>>> links[0].bandwidth  # H100 NVLink 4: 900 GB/s total, 450 GB/s each direction
+450000000000.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from simnet.topology.schema import Bandwidth, Count, LinkSpec, Latency, NodeSpec, Strict
+
+__all__ = ["GENERATORS", "generate", "GeneratorError"]
+
+
+class GeneratorError(ValueError):
+    """A generator's parameters are wrong; ``loc`` is relative to the ``generate`` mapping."""
+
+    def __init__(self, loc: tuple, message: str):
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+
+
+def _link(a: str, b: str, bandwidth: float, latency: float) -> LinkSpec:
+    return LinkSpec.model_construct(a=a, b=b, bandwidth=bandwidth, latency=latency, directed=False)
+
+
+def _node(id: str, kind: str, **labels: str | None) -> NodeSpec:
+    return NodeSpec.model_construct(id=id, kind=kind, rank=None, **{
+        key: labels.get(key) for key in ("host", "rack", "region")})
+
+
+class NVSwitchParams(Strict):
+    """One server whose GPUs all attach to an NVSwitch fabric (DGX/HGX style)."""
+
+    kind: Literal["nvswitch"]
+    gpus: Count = 8
+    gpu_bandwidth: Bandwidth = 450e9  # H100 SXM NVLink 4: 18 links x 50 GB/s, half each way
+    latency: Latency = 0.5e-6  # GPU -> NVSwitch hop
+    nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)
+    pcie_bandwidth: Bandwidth = 64e9  # PCIe Gen5 x16, each way
+    host: str = "node0"
+    prefix: str = ""
+
+
+class PCIeParams(Strict):
+    """One server whose GPUs talk over PCIe: GPUs behind PCIe switches under one host bridge."""
+
+    kind: Literal["pcie"]
+    gpus: Count = 8
+    gpus_per_switch: Count = 2
+    pcie_bandwidth: Bandwidth = 32e9  # PCIe Gen4 x16: ~32 GB/s each way
+    uplink_bandwidth: Bandwidth = 32e9  # PCIe switch -> root complex, Gen4 x16
+    latency: Latency = 1e-6
+    host: str = "node0"
+    prefix: str = ""
+
+
+class LeafSpineParams(Strict):
+    """Racks of GPU servers: NVSwitch inside a host, NICs to a ToR leaf, leaves to spines."""
+
+    kind: Literal["leaf_spine"]
+    racks: Count = 2
+    hosts_per_rack: Count = 4
+    gpus_per_host: Count = 8
+    nvlink_bandwidth: Bandwidth = 450e9  # per GPU each way (H100 NVLink 4)
+    nvlink_latency: Latency = 0.5e-6
+    nic_per: Literal["gpu", "host"] = "gpu"
+    nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7
+    pcie_bandwidth: Bandwidth = 64e9  # GPU <-> NIC, PCIe Gen5 x16
+    pcie_latency: Latency = 0.5e-6
+    link_latency: Latency = 1e-6  # NIC <-> ToR and ToR <-> spine, cable + switch hop
+    spines: Count = 2
+    uplink_bandwidth: Bandwidth | None = None  # each ToR -> spine link
+    oversubscription: Annotated[float, Field(gt=0)] | None = None  # ToR down:up ratio
+    prefix: str = ""
+
+    @model_validator(mode="after")
+    def _one_uplink_rule(self) -> "LeafSpineParams":
+        if self.uplink_bandwidth is not None and self.oversubscription is not None:
+            raise ValueError("give uplink_bandwidth or oversubscription, not both")
+        return self
+
+    def tor_uplink(self) -> float:
+        """Bandwidth of one ToR -> spine link in bytes/s (each direction)."""
+        if self.uplink_bandwidth is not None:
+            return self.uplink_bandwidth
+        nics = self.gpus_per_host if self.nic_per == "gpu" else 1
+        down = self.hosts_per_rack * nics * self.nic_bandwidth
+        return down / (self.oversubscription or 1.0) / self.spines
+
+
+class CrossRegionParams(LeafSpineParams):
+    """Several leaf-spine regions whose spines meet at a gateway; gateways joined by WAN."""
+
+    kind: Literal["cross_region"]  # type: ignore[assignment]
+    regions: Count = 2
+    racks: Count = 1
+    wan_bandwidth: Bandwidth = 100e9 / 8  # 100 Gb/s long-haul wave
+    wan_latency: Latency = 30e-3  # e.g. Frankfurt <-> Virginia one way ~ 40 ms
+    gateway_bandwidth: Bandwidth | None = None  # spine -> gateway; default the WAN bandwidth
+
+
+class PSStarParams(Strict):
+    """Workers and parameter servers on one Ethernet switch."""
+
+    kind: Literal["ps_star"]
+    workers: Count = 16
+    servers: Count = 1
+    worker_bandwidth: Bandwidth = 25e9 / 8
+    ps_bandwidth: Bandwidth = 25e9 / 8
+    latency: Latency = 5e-6  # host -> switch over TCP
+    prefix: str = ""
+
+
+class FullMeshParams(Strict):
+    """GPUs with a direct link between every pair (e.g. AMD MI300X Infinity Fabric)."""
+
+    kind: Literal["full_mesh"]
+    gpus: Count = 8
+    bandwidth: Bandwidth = 64e9  # MI300X: 7 links x 64 GB/s each way, one per peer
+    latency: Latency = 1e-6
+    host: str = "node0"
+    prefix: str = ""
+
+
+Nodes = list[NodeSpec]
+Links = list[LinkSpec]
+
+
+def nvswitch(p: NVSwitchParams) -> tuple[Nodes, Links]:
+    """``gpus`` GPUs each linked to one NVSwitch node; optional per-GPU NICs."""
+    switch = f"{p.prefix}nvswitch"
+    nodes = [_node(f"{p.prefix}gpu{i}", "gpu", host=p.host) for i in range(p.gpus)]
+    nodes.append(_node(switch, "switch", host=p.host))
+    links = [_link(n.id, switch, p.gpu_bandwidth, p.latency) for n in nodes[:-1]]
+    if p.nic_bandwidth is not None:
+        for i in range(p.gpus):
+            nic = f"{p.prefix}nic{i}"
+            nodes.append(_node(nic, "nic", host=p.host))
+            links.append(_link(f"{p.prefix}gpu{i}", nic, p.pcie_bandwidth, p.latency))
+    return nodes, links
+
+
+def pcie(p: PCIeParams) -> tuple[Nodes, Links]:
+    """GPUs in groups of ``gpus_per_switch`` under PCIe switches, all under one host bridge."""
+    bridge = f"{p.prefix}hostbridge"
+    nodes = [_node(bridge, "host", host=p.host)]
+    links = []
+    for s in range((p.gpus + p.gpus_per_switch - 1) // p.gpus_per_switch):
+        switch = f"{p.prefix}pcisw{s}"
+        nodes.append(_node(switch, "switch", host=p.host))
+        links.append(_link(switch, bridge, p.uplink_bandwidth, p.latency))
+    for i in range(p.gpus):
+        gpu = f"{p.prefix}gpu{i}"
+        nodes.insert(i, _node(gpu, "gpu", host=p.host))
+        links.append(_link(gpu, f"{p.prefix}pcisw{i // p.gpus_per_switch}", p.pcie_bandwidth, p.latency))
+    return nodes, links
+
+
+def _leaf_spine(p: LeafSpineParams, prefix: str, region: str | None) -> tuple[Nodes, Links, list[str]]:
+    """A leaf-spine fabric; also returns the ids of its top switches (spines, or the ToR)."""
+    gpus: Nodes = []
+    infra: Nodes = []
+    links: Links = []
+    tors = [f"{prefix}tor{r}" for r in range(p.racks)]
+    for r, tor in enumerate(tors):
+        rack = f"{prefix}r{r}"
+        infra.append(_node(tor, "switch", rack=rack, region=region))
+        for h in range(p.hosts_per_rack):
+            host = f"{prefix}r{r}h{h}"
+            labels = dict(host=host, rack=rack, region=region)
+            nvswitch_id = f"{host}-nvswitch"
+            if p.gpus_per_host > 1:
+                infra.append(_node(nvswitch_id, "switch", **labels))
+            if p.nic_per == "host":
+                infra.append(_node(f"{host}-nic", "nic", **labels))
+                links.append(_link(f"{host}-nic", tor, p.nic_bandwidth, p.link_latency))
+            for g in range(p.gpus_per_host):
+                gpu = f"{host}-gpu{g}"
+                gpus.append(_node(gpu, "gpu", **labels))
+                if p.gpus_per_host > 1:
+                    links.append(_link(gpu, nvswitch_id, p.nvlink_bandwidth, p.nvlink_latency))
+                if p.nic_per == "gpu":
+                    nic = f"{host}-nic{g}"
+                    infra.append(_node(nic, "nic", **labels))
+                    links.append(_link(gpu, nic, p.pcie_bandwidth, p.pcie_latency))
+                    links.append(_link(nic, tor, p.nic_bandwidth, p.link_latency))
+                else:
+                    links.append(_link(gpu, f"{host}-nic", p.pcie_bandwidth, p.pcie_latency))
+    if p.racks == 1:
+        return gpus + infra, links, tors
+    spines = [f"{prefix}spine{s}" for s in range(p.spines)]
+    infra += [_node(s, "switch", region=region) for s in spines]
+    uplink = p.tor_uplink()
+    links += [_link(tor, spine, uplink, p.link_latency) for tor in tors for spine in spines]
+    return gpus + infra, links, spines
+
+
+def leaf_spine(p: LeafSpineParams) -> tuple[Nodes, Links]:
+    """``racks`` x ``hosts_per_rack`` x ``gpus_per_host`` GPUs on a two-tier Clos fabric.
+
+    Node ids: ``r0h1-gpu3`` (GPU 3 of host 1 in rack 0), ``r0h1-nic3``, ``r0h1-nvswitch``,
+    ``tor0``, ``spine1``. Each ToR has one link to every spine of bandwidth
+    ``uplink_bandwidth``, or (its NIC bandwidth) / ``oversubscription`` / ``spines``.
+    """
+    nodes, links, _ = _leaf_spine(p, p.prefix, None)
+    return nodes, links
+
+
+def cross_region(p: CrossRegionParams) -> tuple[Nodes, Links]:
+    """``regions`` leaf-spine fabrics, each with a gateway; gateways pairwise joined by WAN."""
+    nodes: Nodes = []
+    links: Links = []
+    gateways = []
+    for g in range(p.regions):
+        region = f"{p.prefix}region{g}"
+        sub_nodes, sub_links, tops = _leaf_spine(p, f"{region}-", region)
+        gateway = f"{region}-gw"
+        gateways.append(gateway)
+        nodes += sub_nodes + [_node(gateway, "switch", region=region)]
+        links += sub_links
+        links += [_link(top, gateway, p.gateway_bandwidth or p.wan_bandwidth, p.link_latency) for top in tops]
+    for i, a in enumerate(gateways):
+        for b in gateways[i + 1:]:
+            links.append(_link(a, b, p.wan_bandwidth, p.wan_latency))
+    return nodes, links
+
+
+def ps_star(p: PSStarParams) -> tuple[Nodes, Links]:
+    """``workers`` single-GPU hosts and ``servers`` parameter servers on one switch."""
+    switch = f"{p.prefix}switch"
+    nodes = [_node(f"{p.prefix}worker{i}", "gpu", host=f"{p.prefix}w{i}") for i in range(p.workers)]
+    nodes += [_node(f"{p.prefix}ps{i}", "ps", host=f"{p.prefix}ps{i}") for i in range(p.servers)]
+    nodes.append(_node(switch, "switch"))
+    links = [_link(n.id, switch, p.ps_bandwidth if n.kind == "ps" else p.worker_bandwidth, p.latency)
+             for n in nodes[:-1]]
+    return nodes, links
+
+
+def full_mesh(p: FullMeshParams) -> tuple[Nodes, Links]:
+    """``gpus`` GPUs, one direct full-duplex link between every pair."""
+    ids = [f"{p.prefix}gpu{i}" for i in range(p.gpus)]
+    nodes = [_node(i, "gpu", host=p.host) for i in ids]
+    links = [_link(a, b, p.bandwidth, p.latency) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    return nodes, links
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A registered generator: its parameter model and its function."""
+
+    params: type[Strict]
+    build: Callable[..., tuple[Nodes, Links]]
+
+
+GENERATORS: dict[str, Generator] = {
+    "nvswitch": Generator(NVSwitchParams, nvswitch),
+    "pcie": Generator(PCIeParams, pcie),
+    "leaf_spine": Generator(LeafSpineParams, leaf_spine),
+    "cross_region": Generator(CrossRegionParams, cross_region),
+    "ps_star": Generator(PSStarParams, ps_star),
+    "full_mesh": Generator(FullMeshParams, full_mesh),
+}
+
+
+def generate(params: dict) -> tuple[Nodes, Links]:
+    """Run the generator named by ``params["kind"]``; raise GeneratorError or ValidationError."""
+    if not isinstance(params, dict):
+        raise GeneratorError((), "expected a mapping with a 'kind'")
+    kind = params.get("kind")
+    if kind not in GENERATORS:
+        raise GeneratorError(("kind",), f"unknown generator {kind!r}; expected one of {', '.join(GENERATORS)}")
+    generator = GENERATORS[kind]
+    return generator.build(generator.params.model_validate(params))
+

@@ -1,0 +1,126 @@
+"""Topology YAML -> ``Topology``, with one-line errors naming file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+from pydantic import ValidationError
+
+from simnet.errors import InputError
+from simnet.topology.generators import GeneratorError, generate
+from simnet.topology.model import FORWARDING_KINDS, Topology
+from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
+from simnet.yamlsource import Source, load_yaml
+
+__all__ = ["load_topology", "topology_from_dict"]
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Load and validate a topology file; raise ``InputError`` on any mistake."""
+    data, source = load_yaml(path)
+    return topology_from_dict(data, source)
+
+
+def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = ()) -> Topology:
+    """Build a ``Topology`` from parsed YAML; ``prefix`` locates it inside a larger file."""
+    source = source or Source("<topology>")
+    if not isinstance(data, dict):
+        got = type(data).__name__ if data is not None else "nothing"
+        raise source.error(prefix, f"expected a mapping with name, nodes and links, got a {got}")
+    try:
+        spec = TopologySpec.model_validate(data)
+    except ValidationError as exc:
+        raise source.from_validation(exc, prefix) from None
+
+    nodes: list[tuple[NodeSpec, tuple]] = []
+    links: list[tuple[LinkSpec, tuple]] = []
+    generators = spec.generate if isinstance(spec.generate, list) else [spec.generate] if spec.generate else []
+    for i, params in enumerate(generators):
+        loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
+        try:
+            made_nodes, made_links = generate(params)
+        except GeneratorError as exc:
+            raise source.error(loc + exc.loc, exc.message) from None
+        except ValidationError as exc:
+            raise source.from_validation(exc, loc) from None
+        nodes += [(n, loc) for n in made_nodes]
+        links += [(link, loc) for link in made_links]
+    nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
+    links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
+
+    graph = nx.DiGraph(name=spec.name)
+    where: dict[str, tuple] = {}
+    for node, loc in nodes:
+        if node.id in where:
+            first = source.line(where[node.id])
+            raise source.error(loc + ("id",), f"duplicate id {node.id!r} (first defined on line {first})")
+        if node.rank is not None and node.kind != "gpu":
+            raise source.error(loc + ("rank",), f"only GPUs have ranks; {node.id!r} is a {node.kind}")
+        where[node.id] = loc
+        graph.add_node(node.id, kind=node.kind, host=node.host, rack=node.rack, region=node.region)
+    for link, loc in links:
+        for end in ("a", "b"):
+            name = getattr(link, end)
+            if name not in where:
+                raise source.error(loc + (end,), f"unknown node {name!r}")
+        if link.a == link.b:
+            raise source.error(loc + ("b",), f"a link from {link.a!r} to itself")
+        pairs = [(link.a, link.b)] if link.directed else [(link.a, link.b), (link.b, link.a)]
+        for u, v in pairs:
+            if graph.has_edge(u, v):
+                raise source.error(loc, f"a link {u} -> {v} already exists (line {graph.edges[u, v]['line']})")
+            graph.add_edge(u, v, bandwidth=link.bandwidth, latency=link.latency, line=source.line(loc))
+
+    gpus = _rank_order(nodes, source)
+    if not gpus:
+        raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
+    _check_reachable(graph, gpus, where, source)
+    return Topology(spec.name, graph, gpus, spec.description, source.file)
+
+
+def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:
+    """GPUs in rank order: explicit ``rank:`` first claims its slot, the rest fill in file order."""
+    gpus = [(n, loc) for n, loc in nodes if n.kind == "gpu"]
+    slots: list[str | None] = [None] * len(gpus)
+    for node, loc in gpus:
+        if node.rank is None:
+            continue
+        if node.rank >= len(gpus):
+            raise source.error(loc + ("rank",), f"rank {node.rank} is out of range; there are {len(gpus)} GPUs")
+        if slots[node.rank] is not None:
+            raise source.error(loc + ("rank",), f"rank {node.rank} given twice (also {slots[node.rank]!r})")
+        slots[node.rank] = node.id
+    free = iter(i for i, s in enumerate(slots) if s is None)
+    for node, _ in gpus:
+        if node.rank is None:
+            slots[next(free)] = node.id
+    return [s for s in slots if s is not None]
+
+
+def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: Source) -> None:
+    """Every GPU must reach every other through forwarding nodes (or a direct link)."""
+    fabric = graph.subgraph(n for n, kind in graph.nodes(data="kind") if kind in FORWARDING_KINDS)
+    component = {}
+    condensed = nx.condensation(fabric)
+    for comp, members in condensed.nodes(data="members"):
+        for member in members:
+            component[member] = comp
+    reach = {c: frozenset(nx.descendants(condensed, c) | {c}) for c in condensed}
+    reaches_out: dict[frozenset, list[str]] = {}
+    reached_in: dict[frozenset, list[str]] = {}
+    for gpu in gpus:
+        out = frozenset().union(*(reach[component[v]] for v in graph.successors(gpu) if v in component))
+        into = frozenset(component[u] for u in graph.predecessors(gpu) if u in component)
+        reaches_out.setdefault(out, []).append(gpu)
+        reached_in.setdefault(into, []).append(gpu)
+    for out, senders in reaches_out.items():
+        for into, receivers in reached_in.items():
+            if out & into:
+                continue
+            for a in senders:
+                for b in receivers:
+                    if a != b and not graph.has_edge(a, b):
+                        loc = where[a]
+                        raise source.error(loc, f"GPU {a!r} cannot reach GPU {b!r}: no path through switches or NICs")

@@ -1,0 +1,196 @@
+"""``Topology``: the networkx graph of a cluster plus ranks, grouping labels and routes.
+
+Edges are directed: a full-duplex link is two edges, each with ``bandwidth`` (bytes/s,
+that direction's capacity) and ``latency`` (seconds, one way). Every directed link also
+has a dense index (``link_index``) so the network can keep per-link state in numpy
+arrays (``capacity``, ``latency_ps``).
+
+Routing (DESIGN section 3): shortest path by total latency, ties broken by hop count,
+then ECMP: among equal-cost next hops one is picked by a stable hash of
+``(src, dst, flow)``, so a connection always takes the same path and results repeat.
+Only switches, NICs and host bridges forward traffic; GPUs and parameter servers are
+endpoints (a path never goes *through* a GPU).
+
+>>> from simnet.topology.loader import topology_from_dict
+>>> topo = topology_from_dict({"name": "demo", "generate": {"kind": "nvswitch", "gpus": 4}})
+>>> topo.route("gpu0", "gpu3")
+[('gpu0', 'nvswitch'), ('nvswitch', 'gpu3')]
+>>> topo.path_latency("gpu0", "gpu3")
+1e-06
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import zlib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+__all__ = ["Topology", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND"]
+
+FORWARDING_KINDS = frozenset({"switch", "nic", "host"})
+GROUP_LEVELS = ("host", "rack", "region")
+PS_PER_SECOND = 10**12
+"""Latencies and simulated times are kept as integer picoseconds so equal sums are equal."""
+
+
+@dataclass(eq=False)
+class Topology:
+    """A loaded topology. ``gpus`` lists the ranks in order (rank i is ``gpus[i]``)."""
+
+    name: str
+    graph: nx.DiGraph
+    gpus: list[str]
+    description: str = ""
+    source: str | None = None
+    _routes: dict = field(default_factory=dict, repr=False)
+    _dags: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.nodes: list[str] = list(self.graph.nodes)
+        self.node_index = {n: i for i, n in enumerate(self.nodes)}
+        self.links: list[tuple[str, str]] = list(self.graph.edges)
+        self.link_index = {edge: i for i, edge in enumerate(self.links)}
+        self.capacity = np.array([self.graph.edges[e]["bandwidth"] for e in self.links], dtype=float)
+        self.latency_ps = np.array([round(self.graph.edges[e]["latency"] * PS_PER_SECOND) for e in self.links],
+                                   dtype=np.int64)
+        forwards = {n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS}
+        self._adjacency = {
+            u: sorted(((self.node_index[v], v, int(self.latency_ps[self.link_index[(u, v)]])) for v in self.graph[u]))
+            for u in self.nodes
+        }
+        self._forwards = forwards
+
+    # ----------------------------------------------------------------- labels
+    def kind(self, node: str) -> str:
+        """The node's kind: gpu, switch, nic, host or ps."""
+        return self.graph.nodes[node]["kind"]
+
+    def label(self, node: str, level: str) -> str:
+        """The node's grouping label at ``level`` (host, rack, region); never empty.
+
+        A node without that label forms a group of its own, named after it.
+        """
+        if level not in GROUP_LEVELS:
+            raise ValueError(f"group level must be one of {', '.join(GROUP_LEVELS)}, not {level!r}")
+        return self.graph.nodes[node].get(level) or node
+
+    def groups(self, level: str, gpus: list[str] | None = None) -> dict[str, list[str]]:
+        """GPUs grouped by their label at ``level``, groups and members in rank order."""
+        result: dict[str, list[str]] = {}
+        for gpu in self.gpus if gpus is None else gpus:
+            result.setdefault(self.label(gpu, level), []).append(gpu)
+        return result
+
+    @cached_property
+    def parameter_servers(self) -> list[str]:
+        """Nodes of kind ``ps`` in file order."""
+        return [n for n, kind in self.graph.nodes(data="kind") if kind == "ps"]
+
+    # ---------------------------------------------------------------- routing
+    def shortest_paths(self, src: str, stop: str | None = None) -> tuple[dict, dict]:
+        """Dijkstra from ``src`` on (latency ps, hops), forwarding only through switches/NICs.
+
+        Returns ``(cost, preds)``: the (latency ps, hops) of every node settled and all its
+        equal-cost predecessors. With ``stop`` the search ends once that node is settled.
+        """
+        best: dict[str, tuple[int, int]] = {src: (0, 0)}
+        preds: dict[str, list[str]] = {src: []}
+        done: dict[str, tuple[int, int]] = {}
+        heap = [(0, 0, self.node_index[src], src)]
+        while heap:
+            lat, hops, _, u = heapq.heappop(heap)
+            if u in done:
+                continue
+            done[u] = (lat, hops)
+            if u == stop:
+                break
+            if u != src and u not in self._forwards:
+                continue  # endpoints never forward
+            for _, v, link_lat in self._adjacency[u]:
+                cost = (lat + link_lat, hops + 1)
+                known = best.get(v)
+                if known is None or cost < known:
+                    best[v] = cost
+                    preds[v] = [u]
+                    heapq.heappush(heap, (cost[0], cost[1], self.node_index[v], v))
+                elif cost == known and u not in preds[v]:
+                    preds[v].append(u)
+        return done, preds
+
+    def _shortest_dag(self, src: str, dst: str) -> dict[str, list[str]]:
+        """All equal-cost predecessors on shortest (latency, hops) paths from src to dst."""
+        key = (src, dst)
+        if key not in self._dags:
+            done, preds = self.shortest_paths(src, stop=dst)
+            if dst not in done:
+                raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
+            self._dags[key] = preds
+        return self._dags[key]
+
+    def route_indices(self, src: str, dst: str, flow: int = 0) -> tuple[int, ...]:
+        """Directed link indices of the route from ``src`` to ``dst`` for connection ``flow``."""
+        key = (src, dst, flow)
+        cached = self._routes.get(key)
+        if cached is not None:
+            return cached
+        if src == dst:
+            self._routes[key] = ()
+            return ()
+        preds = self._shortest_dag(src, dst)
+        path = [dst]
+        node = dst
+        while node != src:
+            choices = preds[node]
+            if len(choices) > 1:
+                choices = sorted(choices, key=self.node_index.__getitem__)
+                digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
+                node = choices[digest % len(choices)]
+            else:
+                node = choices[0]
+            path.append(node)
+        path.reverse()
+        route = tuple(self.link_index[(u, v)] for u, v in zip(path, path[1:]))
+        self._routes[key] = route
+        return route
+
+    def route(self, src: str, dst: str, flow: int = 0) -> list[tuple[str, str]]:
+        """The directed links ``[(u, v), ...]`` a transfer from src to dst follows."""
+        return [self.links[i] for i in self.route_indices(src, dst, flow)]
+
+    def path_latency(self, src: str, dst: str, flow: int = 0) -> float:
+        """One-way latency of the route in seconds."""
+        return int(sum(self.latency_ps[i] for i in self.route_indices(src, dst, flow))) / PS_PER_SECOND
+
+    def path_bandwidth(self, src: str, dst: str, flow: int = 0) -> float:
+        """Bottleneck bandwidth of the route in bytes/s (inf for src == dst)."""
+        route = self.route_indices(src, dst, flow)
+        return float(self.capacity[list(route)].min()) if route else float("inf")
+
+    def link_name(self, index: int) -> str:
+        """``"u->v"`` for a directed link index."""
+        u, v = self.links[index]
+        return f"{u}->{v}"
+
+    def subset(self, gpus: list[str] | int | None) -> "Topology":
+        """The same network with only the given GPUs as ranks (first N, or ids in order)."""
+        if gpus is None:
+            return self
+        if isinstance(gpus, int):
+            if not 1 <= gpus <= len(self.gpus):
+                raise ValueError(f"gpus: {gpus} is out of range; this topology has {len(self.gpus)} GPUs")
+            chosen = self.gpus[:gpus]
+        else:
+            unknown = [g for g in gpus if g not in self.node_index or self.kind(g) != "gpu"]
+            if unknown:
+                raise ValueError(f"gpus: {unknown[0]!r} is not a GPU of {self.name}")
+            chosen = list(gpus)
+        if chosen == self.gpus:
+            return self
+        sub = copy.copy(self)  # same graph, arrays and route caches; other ranks
+        sub.gpus = chosen
+        return sub

@@ -1,0 +1,76 @@
+"""Facts about a topology a person checks before trusting it: counts, bandwidths, worst path."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from simnet.topology.model import PS_PER_SECOND, Topology
+
+__all__ = ["TopologySummary", "summarize", "worst_path", "EXACT_WORST_PATH_GPUS"]
+
+EXACT_WORST_PATH_GPUS = 256
+"""Up to this many GPUs the worst path is searched from every GPU; above, from one GPU per host."""
+
+
+@dataclass(frozen=True)
+class TopologySummary:
+    """Counts and extremes of a topology; bandwidths in bytes/s, latency in seconds."""
+
+    name: str
+    gpus: int
+    hosts: int
+    racks: int
+    regions: int
+    kinds: dict[str, int]
+    links: int
+    directed_links: int
+    min_bandwidth: float
+    max_bandwidth: float
+    worst_latency: float
+    worst_hops: int
+    worst_pair: tuple[str, str]
+    worst_exact: bool
+
+
+def _farthest_gpu(topo: Topology, src: str, gpus: set[str]) -> tuple[int, int, str]:
+    """(latency ps, hops, gpu) of the GPU farthest from src along shortest routes."""
+    cost, _ = topo.shortest_paths(src)
+    return max(((lat, hops, node) for node, (lat, hops) in cost.items() if node in gpus and node != src),
+               default=(0, 0, src))
+
+
+def worst_path(topo: Topology) -> tuple[float, int, tuple[str, str], bool]:
+    """Largest GPU-to-GPU route latency (s), its hops, the pair, and whether it is exact."""
+    exact = len(topo.gpus) <= EXACT_WORST_PATH_GPUS
+    sources = topo.gpus if exact else list({topo.label(g, "host"): g for g in topo.gpus}.values())
+    gpus = set(topo.gpus)
+    latency, hops, pair = 0, 0, (topo.gpus[0], topo.gpus[0])
+    for src in sources:
+        lat, h, dst = _farthest_gpu(topo, src, gpus)
+        if (lat, h) > (latency, hops):
+            latency, hops, pair = lat, h, (src, dst)
+    return latency / PS_PER_SECOND, hops, pair, exact
+
+
+def summarize(topo: Topology) -> TopologySummary:
+    """Everything ``simnet topo check`` prints."""
+    kinds = Counter(kind for _, kind in topo.graph.nodes(data="kind"))
+    undirected = {frozenset(edge) for edge in topo.links}
+    latency, hops, pair, exact = worst_path(topo)
+    return TopologySummary(
+        name=topo.name,
+        gpus=len(topo.gpus),
+        hosts=len(topo.groups("host")),
+        racks=len({topo.graph.nodes[g].get("rack") for g in topo.gpus} - {None}),
+        regions=len({topo.graph.nodes[g].get("region") for g in topo.gpus} - {None}),
+        kinds=dict(kinds),
+        links=len(undirected),
+        directed_links=len(topo.links),
+        min_bandwidth=float(topo.capacity.min()),
+        max_bandwidth=float(topo.capacity.max()),
+        worst_latency=latency,
+        worst_hops=hops,
+        worst_pair=pair,
+        worst_exact=exact,
+    )

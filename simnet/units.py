@@ -1,0 +1,129 @@
+"""Human quantities <-> SI floats: bandwidth in bytes/s, time in seconds, size in bytes.
+
+Units are mandatory: a bare number is refused, so "400" never silently means
+400 bits, bytes or gigabytes. Bandwidth units follow DESIGN section 2: ``b/s``,
+``Kb/s`` ... ``Gbps`` are *bits* per second (decimal), ``B/s`` ... ``GB/s``,
+``GBps`` are *bytes* per second (decimal), ``KiB/s`` ... ``GiB/s`` are binary.
+
+>>> parse_bandwidth("400 Gb/s") == parse_bandwidth("50 GB/s") == 50e9
+True
+>>> parse_time("1.5 us")
+1.5e-06
+>>> parse_size("1 GiB")
+1073741824
+>>> format_size(64 * 2**20), format_time(0.0452), format_bandwidth(50e9)
+('64 MiB', '45.2 ms', '400 Gb/s')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "UnitError",
+    "parse_bandwidth",
+    "parse_time",
+    "parse_size",
+    "format_bandwidth",
+    "format_time",
+    "format_size",
+]
+
+
+class UnitError(ValueError):
+    """A quantity that is not a number followed by a known unit."""
+
+
+_BANDWIDTH = {
+    # bits per second, decimal
+    "b/s": 1 / 8, "bps": 1 / 8,
+    "Kb/s": 1e3 / 8, "Kbps": 1e3 / 8, "kb/s": 1e3 / 8, "kbps": 1e3 / 8,
+    "Mb/s": 1e6 / 8, "Mbps": 1e6 / 8,
+    "Gb/s": 1e9 / 8, "Gbps": 1e9 / 8,
+    "Tb/s": 1e12 / 8, "Tbps": 1e12 / 8,
+    # bytes per second, decimal
+    "B/s": 1.0, "Bps": 1.0,
+    "KB/s": 1e3, "kB/s": 1e3, "KBps": 1e3,
+    "MB/s": 1e6, "MBps": 1e6,
+    "GB/s": 1e9, "GBps": 1e9,
+    "TB/s": 1e12, "TBps": 1e12,
+    # bytes per second, binary
+    "KiB/s": 2.0**10, "MiB/s": 2.0**20, "GiB/s": 2.0**30, "TiB/s": 2.0**40,
+}
+_TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
+_SIZE = {
+    "B": 1, "KB": 10**3, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+}
+
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d.+-][^\s]*)\s*$")
+
+_EXAMPLES = {
+    "bandwidth": "e.g. '400 Gb/s', '50 GB/s'",
+    "time": "e.g. '1.5 us', '20 ms'",
+    "size": "e.g. '64 MiB', '1 GB'",
+}
+
+
+def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, float]:
+    """Split ``text`` into (number, unit multiplier) or raise UnitError."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise UnitError(f"{text!r} is not a {what} ({_EXAMPLES[what]})")
+    match = _QUANTITY.match(str(text))
+    if not match or match.group(2) not in table:
+        if isinstance(text, (int, float)):
+            raise UnitError(f"{text!r} has no unit; a {what} needs one ({_EXAMPLES[what]})")
+        raise UnitError(f"{str(text)!r} is not a {what} ({_EXAMPLES[what]})")
+    return float(match.group(1)), table[match.group(2)]
+
+
+def parse_bandwidth(text: object) -> float:
+    """Parse a bandwidth such as ``"400 Gb/s"`` into bytes per second."""
+    number, unit = _parse(text, _BANDWIDTH, "bandwidth")
+    return number * unit
+
+
+def parse_time(text: object) -> float:
+    """Parse a duration such as ``"1.5 us"`` into seconds."""
+    number, unit = _parse(text, _TIME, "time")
+    return number * unit
+
+
+def parse_size(text: object) -> int:
+    """Parse a size such as ``"64 MiB"`` into a whole number of bytes."""
+    number, unit = _parse(text, _SIZE, "size")
+    value = number * unit
+    if value != math.floor(value):
+        raise UnitError(f"{text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def _significant(value: float) -> str:
+    """Up to 4 significant digits, no trailing zeros."""
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    """Format bytes/s in network units (bits per second, decimal)."""
+    bits = bytes_per_s * 8
+    for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("Kb/s", 1e3)):
+        if abs(bits) >= scale:
+            return f"{_significant(bits / scale)} {unit}"
+    return f"{_significant(bits)} b/s"
+
+
+def format_time(seconds: float) -> str:
+    """Format seconds with the largest unit that keeps the number >= 1."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{_significant(seconds / scale)} {unit}"
+    return f"{_significant(seconds / 1e-9)} ns"
+
+
+def format_size(nbytes: float) -> str:
+    """Format bytes in binary units (as nccl-tests sizes are usually powers of two)."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= scale:
+            return f"{_significant(nbytes / scale)} {unit}"
+    return f"{_significant(nbytes)} B"

@@ -1,0 +1,114 @@
+"""YAML documents that remember where each value came from, for one-line error messages.
+
+``load_yaml`` returns plain Python data plus a ``Source`` that maps a path inside the
+document (``("links", 3, "bandwidth")``) to its 1-based line, and turns pydantic
+validation errors into an ``InputError`` naming file, line and field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from simnet.errors import InputError
+
+__all__ = ["Source", "load_yaml", "format_loc"]
+
+Loc = tuple[Any, ...]
+
+
+@dataclass
+class Source:
+    """Where a document came from and the line of every value in it."""
+
+    file: str
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line(self, loc: Loc) -> int | None:
+        """Line of ``loc`` or of its nearest ancestor that has one."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return self.lines.get((), None)
+
+    def error(self, loc: Loc, message: str) -> InputError:
+        """An InputError for the value at ``loc``."""
+        name = format_loc(loc)
+        return InputError(f"{name}: {message}" if name else message, self.file, self.line(loc))
+
+    def from_validation(self, exc: ValidationError, prefix: Loc = ()) -> InputError:
+        """The first pydantic error as one line naming file, line and field."""
+        first = exc.errors()[0]
+        loc = tuple(prefix) + tuple(first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown key {loc[-1]!r}"
+        elif first["type"] == "missing":
+            message = "is required but missing"
+        elif first["type"] == "literal_error":
+            message = f"{first.get('input')!r} is not one of {message.removeprefix('Input should be ')}"
+        return self.error(loc, message)
+
+
+def format_loc(loc: Loc) -> str:
+    """``("links", 3, "bandwidth")`` -> ``"links[3].bandwidth"``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+class _Builder:
+    def __init__(self, source: Source, loader: yaml.SafeLoader):
+        self.source = source
+        self.loader = loader
+
+    def build(self, node: yaml.Node, loc: Loc) -> Any:
+        self.source.lines[loc] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.loader.construct_object(key_node, deep=True)
+                if key in result:
+                    raise InputError(f"{format_loc(loc + (key,))}: duplicate key {key!r}",
+                                     self.source.file, key_node.start_mark.line + 1)
+                result[key] = self.build(value_node, loc + (key,))
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, loc + (i,)) for i, item in enumerate(node.value)]
+        return self.loader.construct_object(node, deep=True)
+
+
+def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
+    """Parse one YAML document into plain data and its ``Source`` (line map)."""
+    path = Path(path)
+    source = Source(str(path))
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror}", path) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InputError("the file is empty; expected a mapping", path, 1)
+        return _Builder(source, loader).build(node, ()), source
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise InputError(f"YAML syntax error: {exc.problem or exc.context}", path, line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"YAML syntax error: {exc}", path) from None
+    finally:
+        loader.dispose()

@@ -1,0 +1,141 @@
+"""Loading topologies: the graph contract of DESIGN section 3, generators, routing."""
+
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from simnet import load_topology, topology_from_dict
+from simnet.topology.generators import GENERATORS
+
+TOPOLOGIES = sorted((Path(__file__).parent.parent / "topologies").glob("*.yaml"))
+
+
+def _two_gpu(**link):
+    return {"name": "t", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"},
+                                   {"id": "sw", "kind": "switch"}],
+            "links": [{"a": "g0", "b": "sw", "bandwidth": "400 Gb/s", "latency": "1 us", **link},
+                      {"a": "g1", "b": "sw", "bandwidth": "100 Gb/s", "latency": "2 us"}]}
+
+
+def test_full_duplex_link_is_two_directed_edges_in_si_units():
+    topo = topology_from_dict(_two_gpu())
+    assert isinstance(topo.graph, nx.DiGraph)
+    assert topo.graph.edges["g0", "sw"]["bandwidth"] == 50e9
+    assert topo.graph.edges["sw", "g0"]["bandwidth"] == 50e9
+    assert topo.graph.edges["g0", "sw"]["latency"] == pytest.approx(1e-6)
+    assert topo.path_latency("g0", "g1") == pytest.approx(3e-6)
+    assert topo.path_bandwidth("g0", "g1") == 12.5e9
+
+
+def test_directed_link_is_one_edge():
+    data = _two_gpu(directed=True)
+    data["links"].append({"a": "sw", "b": "g0", "bandwidth": "1 GB/s", "latency": "5 us", "directed": True})
+    topo = topology_from_dict(data)
+    assert topo.graph.edges["g0", "sw"]["bandwidth"] == 50e9
+    assert topo.graph.edges["sw", "g0"]["bandwidth"] == 1e9
+
+
+def test_rank_order_is_file_order_unless_explicit():
+    data = {"name": "r", "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu", "rank": 0},
+                                   {"id": "c", "kind": "gpu"}, {"id": "sw", "kind": "switch"}],
+            "links": [{"a": n, "b": "sw", "bandwidth": "1 GB/s", "latency": "1 us"} for n in "abc"]}
+    assert topology_from_dict(data).gpus == ["b", "a", "c"]
+
+
+def test_generated_and_explicit_parts_combine():
+    data = {"name": "mix", "generate": {"kind": "nvswitch", "gpus": 2, "prefix": "n0-", "host": "n0"},
+            "nodes": [{"id": "extra", "kind": "gpu", "host": "n1"}],
+            "links": [{"a": "extra", "b": "n0-nvswitch", "bandwidth": "25 GB/s", "latency": "3 us"}]}
+    topo = topology_from_dict(data)
+    assert topo.gpus == ["n0-gpu0", "n0-gpu1", "extra"]
+    assert topo.groups("host") == {"n0": ["n0-gpu0", "n0-gpu1"], "n1": ["extra"]}
+
+
+def test_generators_can_be_listed():
+    data = {"name": "two", "generate": [{"kind": "nvswitch", "gpus": 2, "prefix": "a-"},
+                                        {"kind": "nvswitch", "gpus": 2, "prefix": "b-"}],
+            "links": [{"a": "a-nvswitch", "b": "b-nvswitch", "bandwidth": "1 GB/s", "latency": "1 us"}]}
+    assert len(topology_from_dict(data).gpus) == 4
+
+
+@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
+def test_every_library_topology_loads_and_routes(path):
+    topo = load_topology(path)
+    for a in topo.gpus:
+        for b in topo.gpus[:4]:
+            if a != b:
+                route = topo.route(a, b)
+                assert route[0][0] == a and route[-1][1] == b
+                assert all(topo.kind(u) != "gpu" for u, _ in route[1:])  # GPUs never forward
+
+
+def test_leaf_spine_counts_labels_and_oversubscription():
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 3, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2,
+        "nic_bandwidth": "400 Gb/s", "oversubscription": 2}})
+    assert len(topo.gpus) == 24
+    assert len(topo.groups("host")) == 6 and len(topo.groups("rack")) == 3
+    # 2 hosts x 4 NICs x 50 GB/s down, 2:1 -> 200 GB/s up over 2 spines = 100 GB/s per uplink
+    assert topo.graph.edges["tor0", "spine1"]["bandwidth"] == pytest.approx(100e9)
+    cross_rack = topo.route("r0h0-gpu0", "r2h1-gpu3")
+    assert [u for u, _ in cross_rack] == ["r0h0-gpu0", "r0h0-nic0", "tor0", cross_rack[3][0], "tor2", "r2h1-nic3"]
+    assert topo.route("r0h0-gpu0", "r0h0-gpu3") == [("r0h0-gpu0", "r0h0-nvswitch"), ("r0h0-nvswitch", "r0h0-gpu3")]
+
+
+def test_nic_per_host_shares_one_nic():
+    topo = topology_from_dict({"name": "h", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 2, "nic_per": "host"}})
+    assert topo.route("r0h0-gpu1", "r0h1-gpu0")[1] == ("r0h0-nic", "tor0")
+
+
+def test_ecmp_spreads_flows_over_spines_deterministically():
+    spec = {"name": "e", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8,
+                                      "spines": 4}}
+    topo = topology_from_dict(spec)
+    spines = {topo.route("r0h0-gpu0", "r1h0-gpu0", flow)[2][1] for flow in range(64)}
+    assert spines == {"spine0", "spine1", "spine2", "spine3"}
+    again = topology_from_dict(spec)
+    for flow in range(16):
+        assert topo.route("r0h0-gpu1", "r1h0-gpu5", flow) == again.route("r0h0-gpu1", "r1h0-gpu5", flow)
+
+
+def test_routing_prefers_low_latency_then_fewer_hops():
+    link = lambda a, b, lat: {"a": a, "b": b, "bandwidth": "1 GB/s", "latency": lat}  # noqa: E731
+    data = {"name": "p", "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"},
+                                   {"id": "s1", "kind": "switch"}, {"id": "s2", "kind": "switch"},
+                                   {"id": "s3", "kind": "switch"}],
+            # a-s1-b: 10 us over 2 hops; a-s2-s3-b: 3 us over 3 hops
+            "links": [link("a", "s1", "5 us"), link("s1", "b", "5 us"),
+                      link("a", "s2", "1 us"), link("s2", "s3", "1 us"), link("s3", "b", "1 us")]}
+    assert [v for _, v in topology_from_dict(data).route("a", "b")] == ["s2", "s3", "b"]
+    data["links"][2]["latency"] = "8 us"  # now 10 us both ways: the 2-hop path wins the tie
+    assert [v for _, v in topology_from_dict(data).route("a", "b")] == ["s1", "b"]
+
+
+@pytest.mark.parametrize("kind", sorted(GENERATORS))
+def test_each_generator_builds_with_defaults(kind):
+    topo = topology_from_dict({"name": kind, "generate": {"kind": kind}})
+    assert topo.gpus
+    assert all(d["bandwidth"] > 0 for _, _, d in topo.graph.edges(data=True))
+
+
+def test_cross_region_wan_link_dominates_latency():
+    topo = load_topology(Path(__file__).parent.parent / "topologies" / "cross_region.yaml")
+    a, b = topo.groups("region")["region0"][0], topo.groups("region")["region1"][0]
+    assert topo.path_latency(a, b) > 35e-3
+    assert ("region0-gw", "region1-gw") in topo.route(a, b)
+
+
+def test_ps_star_has_parameter_server():
+    topo = load_topology(Path(__file__).parent.parent / "topologies" / "ps_star.yaml")
+    assert topo.parameter_servers == ["ps0"]
+    assert len(topo.gpus) == 16
+
+
+def test_subset_keeps_routes_and_selects_ranks():
+    topo = load_topology(Path(__file__).parent.parent / "topologies" / "two_racks.yaml")
+    sub = topo.subset(16)
+    assert sub.gpus == topo.gpus[:16] and sub.graph is topo.graph
+    with pytest.raises(ValueError, match="out of range"):
+        topo.subset(65)

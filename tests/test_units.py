@@ -1,0 +1,74 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simnet import units
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("400 Gb/s", 50e9), ("50 GB/s", 50e9), ("400 Gbps", 50e9), ("50 GBps", 50e9),
+    ("8 b/s", 1.0), ("1 bps", 1 / 8), ("100 Mb/s", 12.5e6), ("1 Tb/s", 125e9),
+    ("1 KiB/s", 1024.0), ("1 GiB/s", 2.0**30), ("2.5 MB/s", 2.5e6), ("1e3 B/s", 1e3),
+])
+def test_bandwidth_bits_versus_bytes(text, expected):
+    assert units.parse_bandwidth(text) == pytest.approx(expected, rel=1e-15)
+
+
+def test_400_gbps_equals_50_gbytes_per_second():
+    assert units.parse_bandwidth("400 Gb/s") == units.parse_bandwidth("50 GB/s")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1.5 us", 1.5e-6), ("1.5 µs", 1.5e-6), ("20 ms", 0.02), ("3 ns", 3e-9), ("2 s", 2.0), ("0 s", 0.0),
+])
+def test_time(text, expected):
+    assert units.parse_time(text) == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1 GiB", 2**30), ("1 GB", 10**9), ("64 MiB", 64 * 2**20), ("8 B", 8), ("1.5 KiB", 1536), ("2 TiB", 2**41),
+])
+def test_size(text, expected):
+    assert units.parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["400", 400, 4.5, "40 Gbq", "fast", "", "GB/s", None, True, "1 GB"])
+def test_bandwidth_refuses_bare_numbers_and_unknown_units(bad):
+    with pytest.raises(units.UnitError):
+        units.parse_bandwidth(bad)
+
+
+def test_messages_say_what_was_expected():
+    with pytest.raises(units.UnitError, match=r"'40 Gbq' is not a bandwidth \(e.g. '400 Gb/s', '50 GB/s'\)"):
+        units.parse_bandwidth("40 Gbq")
+    with pytest.raises(units.UnitError, match="has no unit"):
+        units.parse_time(5)
+
+
+def test_size_must_be_whole_bytes():
+    with pytest.raises(units.UnitError, match="whole number"):
+        units.parse_size("1.5 B")
+
+
+@given(st.floats(min_value=1e-3, max_value=1e15, allow_nan=False))
+def test_bandwidth_format_parse_round_trip(value):
+    assert units.parse_bandwidth(units.format_bandwidth(value)) == pytest.approx(value, rel=5e-4)
+
+
+@given(st.floats(min_value=1e-12, max_value=1e5, allow_nan=False))
+def test_time_format_parse_round_trip(value):
+    assert units.parse_time(units.format_time(value)) == pytest.approx(value, rel=5e-4)
+
+
+@given(st.integers(min_value=0, max_value=2**50))
+def test_size_format_parse_round_trip(value):
+    text = units.format_size(value)
+    number, unit = text.split()
+    assert float(number) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit] == \
+        pytest.approx(value, rel=5e-4, abs=0.5)
+
+
+@given(st.integers(min_value=0, max_value=43))
+def test_power_of_two_sizes_format_exactly(exponent):
+    value = 2**exponent
+    assert units.parse_size(units.format_size(value)) == value
