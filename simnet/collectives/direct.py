@@ -1,0 +1,78 @@
+"""Direct algorithms: a parameter server, and every rank sending to every other (naive)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
+from simnet.topology.model import Topology
+
+__all__ = ["ps", "naive", "parameter_servers"]
+
+
+def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | list[str] | None,
+                      ps_servers: int) -> list[str]:
+    """The server nodes: ``ps_server`` if given, else the first ``ps_servers`` nodes of kind
+    ps, else the first ``ps_servers`` ranks."""
+    if ps_servers < 1:
+        raise ValueError("ps_servers must be at least 1")
+    if ps_server is not None:
+        servers = [ps_server] if isinstance(ps_server, str) else list(ps_server)
+        unknown = [s for s in servers if s not in topology.node_index]
+        if unknown:
+            raise ValueError(f"ps_server: {unknown[0]!r} is not a node of {topology.name}")
+        return servers
+    pool = topology.parameter_servers or ranks
+    if ps_servers > len(pool):
+        what = "parameter servers (kind: ps)" if topology.parameter_servers else "ranks"
+        raise ValueError(f"ps_servers: {ps_servers} requested but there are only {len(pool)} {what}")
+    return pool[:ps_servers]
+
+
+@register("ps", "every worker pushes its gradient to a parameter server, which sums it and sends it back",
+          "2*L + 2*N*S/B_ps on a dedicated server whose NIC has bandwidth B_ps (N workers); "
+          "K shards: 2*L + 2*N*S/(K*B_ps)",
+          options=("ps_server", "ps_servers", "chunk_size"))
+def ps(topology: Topology, ranks: list[str], size: int, ps_server: str | list[str] | None = None,
+       ps_servers: int = 1, chunk_size: int | None = None) -> Schedule:
+    """Push (reduce at the server), then pull (copy back), per shard and chunk.
+
+    Shard k of K (S/K bytes) lives on server k. A chunk is pulled once every worker's push
+    of that chunk has arrived. Contention-free, one dedicated server with NIC bandwidth
+    B_ps, N workers, path latency L: ``2*L + 2*N*S/B_ps`` (the N pushes share the server's
+    ingress, then the N pulls its egress).
+    """
+    b = ScheduleBuilder("ps", ranks, size)
+    servers = parameter_servers(topology, ranks, ps_server, ps_servers)
+    shards = split_range(0, size, len(servers))
+    ranks_index = np.arange(len(ranks))
+    for k, server in enumerate(servers):
+        s = b.node(server)
+        workers = ranks_index[ranks_index != s]
+        if len(workers) == 0:
+            continue
+        chunks = chunk_count(int(shards[k + 1] - shards[k]), chunk_size)
+        cuts = split_range(int(shards[k]), int(shards[k + 1]), chunks)
+        push_prev = np.full(len(workers), -1)
+        pull_prev = np.full(len(workers), -1)
+        for j in range(chunks):
+            push = b.add(workers, s, cuts[j], cuts[j + 1], REDUCE, after_sent=push_prev, step=0, chunk=j, channel=k)
+            summed = b.join(s, push[None, :])[0]  # the server holds chunk j's sum
+            pull_prev = b.add(s, workers, cuts[j], cuts[j + 1], COPY, deps=[summed], after_sent=pull_prev,
+                              step=1, chunk=j, channel=k)
+            push_prev = push
+    b.info["servers"] = servers
+    return b.build()
+
+
+@register("naive", "every rank sends its full buffer to every other rank, which adds them up (N^2 traffic)",
+          "L + (N-1)*S/B through one switch")
+def naive(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """All-to-all of whole buffers. Through one switch: ``L + (N-1)*S/B`` (each rank's
+    link carries N-1 full buffers each way)."""
+    b = ScheduleBuilder("naive", ranks, size)
+    n = len(ranks)
+    src, dst = np.nonzero(~np.eye(n, dtype=bool))
+    b.add(src, dst, 0, size, REDUCE, channel=0)
+    return b.build()

@@ -1,0 +1,106 @@
+"""Hierarchical AllReduce: ring reduce-scatter inside each group, an AllReduce of each
+shard across groups, ring all-gather inside each group (as in Horovod's and NCCL's
+two-level schemes: fast links inside a host, fewer and slower ones between hosts).
+
+Groups are the ranks' labels at ``group_by`` (host, rack or region) and may differ in
+size. The buffer is cut into M segments, M the largest group; a group of g members gives
+member i the contiguous block of segments ``[i*M//g, (i+1)*M//g)``. Each run of segments
+whose owners (one per group) are the same is AllReduced across groups by those owners
+with algorithm ``inner``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.collectives.recursive import halving_doubling_part, recursive_doubling_part
+from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.ring import all_gather, reduce_scatter, ring_allreduce
+from simnet.collectives.schedule import Schedule, ScheduleBuilder, split_range
+from simnet.collectives.tree import double_binary_tree_part, tree_part
+from simnet.topology.model import GROUP_LEVELS, Topology
+
+__all__ = ["hierarchical", "INNER_ALGORITHMS"]
+
+INNER_ALGORITHMS = {
+    "ring": ring_allreduce,
+    "tree": tree_part,
+    "double_binary_tree": double_binary_tree_part,
+    "halving_doubling": halving_doubling_part,
+    "recursive_doubling": recursive_doubling_part,
+}
+"""Algorithms that can run across groups: ``(b, members, lo, hi, ready, chunk_size, channel) -> done``."""
+
+
+def _join_rows(b: ScheduleBuilder, nodes: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
+    """One id per node that is delivered once every id in its row is (-1 where a row is empty)."""
+    width = max((len(r) for r in rows), default=0)
+    matrix = np.full((len(rows), max(width, 1)), -1, dtype=np.int64)
+    for i, row in enumerate(rows):
+        matrix[i, : len(row)] = row
+    has = (matrix >= 0).any(axis=1)
+    joined = np.full(len(rows), -1, dtype=np.int64)
+    if has.any():
+        joined[has] = b.join(nodes[has], matrix[has])
+    return joined
+
+
+@register("hierarchical",
+          "ring reduce-scatter inside each group, AllReduce across groups (inner, default tree), ring all-gather",
+          "equal groups of g over G groups: 2(g-1)*(L_in + S/(g*B_in)) + T_inner(S/g, G)",
+          options=("inner", "group_by", "chunk_size"))
+def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "host",
+                 chunk_size: int | None = None) -> Schedule:
+    """Two-level AllReduce over the groups of ``ranks`` at level ``group_by``.
+
+    Contention-free, G groups of g ranks with intra-group latency L_in and bandwidth B_in:
+    ``2(g-1)(L_in + S/(g B_in)) + T_inner(S/g, G)`` where ``T_inner`` is the inner
+    algorithm's own closed form for S/g bytes over G ranks (the phases do not overlap).
+    """
+    if inner not in INNER_ALGORITHMS:
+        raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
+    if group_by not in GROUP_LEVELS:
+        raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
+    b = ScheduleBuilder("hierarchical", ranks, size)
+    position = {r: i for i, r in enumerate(ranks)}
+    groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
+    segments = split_range(0, size, max(len(g) for g in groups))
+    count = len(segments) - 1
+
+    # 1. ring reduce-scatter inside each group; part p ends with member (p - 1) mod g
+    plans = []
+    for members in groups:
+        g = len(members)
+        cuts = (np.arange(g + 1) * count) // g  # segment index where each part starts
+        bounds = segments[cuts]
+        chunks = chunk_count(int(bounds[1] - bounds[0]), chunk_size)
+        owned, last = reduce_scatter(b, members, bounds, np.full(g, -1), chunks, channel=0)
+        owner_of_part = (np.arange(g) - 1) % g
+        ready = _join_rows(b, members, [row[row >= 0] for row in owned])
+        plans.append((members, cuts, bounds, chunks, owner_of_part, ready, last))
+
+    # 2. across groups: one inner AllReduce per run of segments with the same owners
+    owner = np.stack([plan[4][np.searchsorted(plan[1], np.arange(count), side="right") - 1] for plan in plans])
+    finished: list[list[list[int]]] = [[[] for _ in plan[0]] for plan in plans]
+    start = 0
+    channel = 1
+    for end in range(1, count + 1):
+        if end < count and (owner[:, end] == owner[:, start]).all():
+            continue
+        who = owner[:, start]
+        nodes = np.array([plan[0][i] for plan, i in zip(plans, who)])
+        ready = np.array([plan[5][i] for plan, i in zip(plans, who)])
+        done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready,
+                                       chunk_size=chunk_size, channel=channel)
+        for g, i in enumerate(who):
+            finished[g][i].extend(done[g][done[g] >= 0].tolist())
+        channel += 2
+        start = end
+
+    # 3. ring all-gather inside each group from the owners' final parts
+    for (members, _, bounds, chunks, owner_of_part, ready, last), done in zip(plans, finished):
+        # all_gather starts member i from part (i + 1) mod g, which owner_of_part gives to member i
+        final = _join_rows(b, members, [np.array(done[i] or [ready[i]]) for i in range(len(members))])
+        all_gather(b, members, bounds, final, chunks, channel=0, step0=len(members) - 1, last=last)
+    b.info["groups"] = len(groups)
+    return b.build()

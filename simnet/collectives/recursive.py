@@ -1,0 +1,123 @@
+"""Recursive doubling and Rabenseifner's halving-doubling, for any N.
+
+For N not a power of two, the usual fold (Thakur, Rabenseifner & Gropp, 2005): with
+p = 2^floor(lg N) and r = N - p, each of the first r even ranks 2i sends its whole
+buffer to 2i+1 and sits out; the p remaining ranks run the power-of-two algorithm; then
+each 2i+1 copies the result back to 2i.
+
+Exchanges follow a rendezvous: a rank sends a round's data only once its partner has
+finished the previous round too (as NCCL and MPI's large-message protocol wait for the
+receiver's buffer), so a message never lands in a buffer its owner still has to send.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.collectives.registry import register
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
+from simnet.topology.model import Topology
+
+__all__ = ["recursive_doubling", "halving_doubling", "recursive_doubling_part", "halving_doubling_part"]
+
+
+def _fold(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray, channel: int):
+    """Fold the extra ranks in; returns (active member positions, ready id per active, p, r)."""
+    n = len(members)
+    p = 1 << (n.bit_length() - 1)
+    r = n - p
+    active = np.concatenate([np.arange(1, 2 * r, 2), np.arange(2 * r, n)]).astype(np.int64)
+    active_ready = ready[active].copy()
+    if r:
+        evens = np.arange(0, 2 * r, 2)
+        folded = b.add(members[evens], members[evens + 1], lo, hi, REDUCE, deps=[ready[evens], ready[evens + 1]],
+                       step=0, channel=channel)
+        # a folded-in rank is final once its own data and its partner's are in
+        active_ready[:r] = b.join(members[evens + 1], np.stack([folded, ready[evens + 1]], axis=1))
+    return active, active_ready, p, r
+
+
+def _unfold(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, active: np.ndarray, final: np.ndarray,
+            r: int, step: int, channel: int) -> np.ndarray:
+    """Copy the result back to the folded ranks; returns (n, D) completion ids."""
+    n = len(members)
+    width = max(final.shape[1], 1)
+    done = np.full((n, width), -1, dtype=np.int64)
+    done[active, : final.shape[1]] = final
+    if r:
+        evens = np.arange(0, 2 * r, 2)
+        back = b.add(members[evens + 1], members[evens], lo, hi, COPY, deps=list(final[:r].T), step=step,
+                     channel=channel)
+        done[evens, 0] = back
+    return done
+
+
+def recursive_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+                            chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+    """lg p rounds in which partners at distance 2^d exchange and add their whole buffers."""
+    ready = np.asarray(ready, dtype=np.int64)
+    if len(members) == 1:
+        return ready.reshape(1, 1)
+    active, current, p, r = _fold(b, members, lo, hi, ready, channel)
+    rounds = p.bit_length() - 1
+    me = np.arange(p)
+    for d in range(rounds):
+        partner = me ^ (1 << d)
+        sent = b.add(members[active], members[active[partner]], lo, hi, REDUCE,
+                     deps=[current, current[partner]], step=d + 1, channel=channel)
+        # rank a is final for this round once its own data and its partner's message are in
+        current = b.join(members[active], np.stack([current, sent[partner]], axis=1))
+    return _unfold(b, members, lo, hi, active, current[:, None], r, rounds + 1, channel)
+
+
+def halving_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+                          chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+    """Recursive-halving reduce-scatter, then recursive-doubling all-gather (Rabenseifner)."""
+    ready = np.asarray(ready, dtype=np.int64)
+    if len(members) == 1:
+        return ready.reshape(1, 1)
+    active, current, p, r = _fold(b, members, lo, hi, ready, channel)
+    rounds = p.bit_length() - 1
+    me = np.arange(p)
+    region_lo = np.full(p, lo, dtype=np.int64)
+    region_hi = np.full(p, hi, dtype=np.int64)
+    history = []  # (partner, bit) per round, replayed backwards by the all-gather
+    for d in range(rounds):
+        bit = p >> (d + 1)
+        partner = me ^ bit
+        middle = region_lo + (region_hi - region_lo) // 2
+        keep_low = (me & bit) == 0
+        send_lo = np.where(keep_low, middle, region_lo)
+        send_hi = np.where(keep_low, region_hi, middle)
+        sent = b.add(members[active], members[active[partner]], send_lo, send_hi, REDUCE,
+                     deps=[current], step=1 + d, channel=channel)
+        current = b.join(members[active], np.stack([current, sent[partner]], axis=1))
+        region_lo = np.where(keep_low, region_lo, middle)
+        region_hi = np.where(keep_low, middle, region_hi)
+        history.append(partner)
+    for d, partner in enumerate(reversed(history)):
+        sent = b.add(members[active], members[active[partner]], region_lo, region_hi, COPY,
+                     deps=[current], step=1 + rounds + d, channel=channel)
+        current = b.join(members[active], np.stack([current, sent[partner]], axis=1))
+        region_lo = np.minimum(region_lo, region_lo[partner])
+        region_hi = np.maximum(region_hi, region_hi[partner])
+    return _unfold(b, members, lo, hi, active, current[:, None], r, 1 + 2 * rounds, channel)
+
+
+@register("recursive_doubling", "lg N rounds: partners at distance 1, 2, 4, ... exchange and add the full buffer",
+          "lg(N) * (L + S/B) for N a power of two; + 2*(L + S/B) for the fold otherwise")
+def recursive_doubling(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """Recursive doubling. Contention-free, N a power of two: ``lg(N) * (L + S/B)``."""
+    b = ScheduleBuilder("recursive_doubling", ranks, size)
+    recursive_doubling_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1))
+    return b.build()
+
+
+@register("halving_doubling",
+          "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather",
+          "2*lg(N)*L + 2*(N-1)/N * S/B for N a power of two through one switch; + 2*(L + S/B) for the fold")
+def halving_doubling(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """Halving-doubling. Contention-free, N a power of two: ``2 lg(N) L + 2 (N-1)/N S/B``."""
+    b = ScheduleBuilder("halving_doubling", ranks, size)
+    halving_doubling_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1))
+    return b.build()

@@ -1,0 +1,72 @@
+"""The public algorithm names (DESIGN section 5) and the options each one understands.
+
+An algorithm is a plain function ``(topology, ranks, size, **options) -> Schedule``,
+registered with a one-line description and its contention-free closed form.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simnet.collectives.schedule import Schedule
+from simnet.topology.model import Topology
+
+__all__ = ["Algorithm", "ALGORITHMS", "register", "build_schedule", "chunk_count", "COMMON_OPTIONS"]
+
+COMMON_OPTIONS = ("reduce_bandwidth", "message_overhead")
+"""Options every algorithm accepts; the replay, not the schedule, applies them."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered AllReduce algorithm."""
+
+    name: str
+    build: Callable[..., Schedule]
+    description: str
+    closed_form: str
+    options: tuple[str, ...]
+
+
+ALGORITHMS: dict[str, Algorithm] = {}
+
+
+def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = ()):
+    """Decorator: publish ``fn`` under ``name``."""
+
+    def decorate(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
+        ALGORITHMS[name] = Algorithm(name, fn, description, closed_form, options)
+        return fn
+
+    return decorate
+
+
+def chunk_count(nbytes: int, chunk_size: int | None) -> int:
+    """Pipeline pieces for ``nbytes`` with pieces of at most ``chunk_size`` bytes (>= 1)."""
+    if not chunk_size or nbytes <= chunk_size:
+        return 1
+    return math.ceil(nbytes / chunk_size)
+
+
+def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | None = None,
+                   **options) -> Schedule:
+    """The schedule of algorithm ``name`` for ``size`` bytes over ``ranks`` (default: all GPUs).
+
+    Options an algorithm does not use are ignored, so one option set serves a list of
+    algorithms; an option no algorithm knows is refused.
+    """
+    from simnet import collectives  # noqa: F401  (registers the algorithms)
+
+    if name not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}")
+    known = set(COMMON_OPTIONS).union(*(a.options for a in ALGORITHMS.values()))
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"unknown option {unknown[0]!r}; expected one of {', '.join(sorted(known))}")
+    if size < 0:
+        raise ValueError("size must not be negative")
+    algorithm = ALGORITHMS[name]
+    mine = {k: v for k, v in options.items() if k in algorithm.options and v is not None}
+    return algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)

@@ -1,0 +1,126 @@
+"""Ring AllReduce: reduce-scatter then all-gather around a ring (Patarasuk & Yuan, 2009).
+
+The buffer is cut into N parts. In reduce-scatter step s (0..N-2) rank i sends part
+(i - s) mod N to rank i+1, which adds it to its own; afterwards rank i holds part
+(i + 1) mod N fully reduced. All-gather then passes the reduced parts around once more,
+overwriting. With ``chunk_size`` each step's part is cut into k pieces that move on as
+soon as they arrive, queued in order on each rank's connection to its successor.
+
+The pieces here are reusable: ``reduce_scatter`` and ``all_gather`` work on any subset of
+nodes and byte range, which is how ``hierarchical`` runs rings inside each host.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
+from simnet.topology.model import Topology
+
+__all__ = ["ring", "reduce_scatter", "all_gather", "ring_allreduce"]
+
+
+def _chunk_bounds(bounds: np.ndarray, parts: np.ndarray, chunks: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) arrays of shape (len(parts), chunks) cutting each part into ``chunks`` pieces."""
+    lo, hi = bounds[parts], bounds[parts + 1]
+    cuts = lo[:, None] + (np.arange(chunks + 1)[None, :] * (hi - lo)[:, None]) // chunks
+    return cuts[:, :-1], cuts[:, 1:]
+
+
+def _steps(b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, chunks: int, channel: int,
+           op: int, first_part: np.ndarray, first_deps: list[np.ndarray], extra_deps: list[np.ndarray],
+           step0: int, last: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """N-1 ring steps; step s sends part ``first_part - s``. Returns ids per step (m, k) and last."""
+    m = len(members)
+    successors = np.roll(members, -1)
+    ids_per_step = []
+    deps = first_deps
+    for s in range(m - 1):
+        lo, hi = _chunk_bounds(bounds, (first_part - s) % m, chunks)
+        # FIFO per connection: chunk j waits for chunk j-1 (or the previous step's last chunk) to leave
+        after = np.empty((m, chunks), dtype=np.int64)
+        after[:, 0] = last
+        ids = np.empty((m, chunks), dtype=np.int64)
+        for j in range(chunks):
+            if j:
+                after[:, j] = ids[:, j - 1]
+            ids[:, j] = b.add(members, successors, lo[:, j], hi[:, j], op,
+                              deps=[d[:, j] if d.ndim == 2 else d for d in deps + extra_deps],
+                              after_sent=after[:, j], step=step0 + s, chunk=j, channel=channel)
+        ids_per_step.append(ids)
+        last = ids[:, -1]
+        deps = [np.roll(ids, 1, axis=0)]  # what rank i received from rank i-1 at this step
+    return ids_per_step, last
+
+
+def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, ready: np.ndarray,
+                   chunks: int = 1, channel: int = 0, step0: int = 0,
+                   last: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Ring reduce-scatter of ``bounds`` (N+1 byte offsets) over ``members`` (N node indices).
+
+    ``ready[i]`` is a transfer id (or -1) after whose delivery member i's data is final.
+    Member i ends owning part (i + 1) mod N. Returns ``(owned, last)``: the (N, chunks)
+    ids whose delivery completes each member's owned part (-1 where nothing was received),
+    and each member's last transfer on its outgoing connection.
+    """
+    m = len(members)
+    last = np.full(m, -1, dtype=np.int64) if last is None else last
+    if m == 1:
+        return np.full((1, chunks), -1, dtype=np.int64), last
+    ready = np.asarray(ready, dtype=np.int64)
+    steps, last = _steps(b, members, bounds, chunks, channel, REDUCE, np.arange(m), [], [ready], step0, last)
+    return np.roll(steps[-1], 1, axis=0), last
+
+
+def all_gather(b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, owned: np.ndarray,
+               chunks: int = 1, channel: int = 0, step0: int = 0,
+               last: np.ndarray | None = None) -> np.ndarray:
+    """Ring all-gather: member i starts with part (i + 1) mod N final once ``owned[i]``
+    ((N, chunks) or (N,) ids, -1 = already final) is delivered. Returns the (N, D) ids whose
+    delivery gives each member the whole range (-1 padded)."""
+    m = len(members)
+    owned = np.asarray(owned, dtype=np.int64)
+    if m == 1:
+        return owned.reshape(1, -1)
+    last = np.full(m, -1, dtype=np.int64) if last is None else last
+    steps, _ = _steps(b, members, bounds, chunks, channel, COPY, np.arange(m) + 1, [owned], [], step0, last)
+    received = [np.roll(ids, 1, axis=0) for ids in steps]
+    return np.concatenate([owned.reshape(m, -1)] + received, axis=1)
+
+
+def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+                   chunk_size: int | None = None, channel: int = 0, step0: int = 0) -> np.ndarray:
+    """Ring AllReduce of ``[lo, hi)`` over ``members``; returns (N, D) ids that complete it."""
+    m = len(members)
+    bounds = split_range(lo, hi, m)
+    chunks = chunk_count((hi - lo) // max(m, 1), chunk_size)
+    owned, last = reduce_scatter(b, members, bounds, ready, chunks, channel, step0)
+    return all_gather(b, members, bounds, owned, chunks, channel, step0 + m - 1, last)
+
+
+@register(
+    "ring",
+    "reduce-scatter then all-gather around a ring, 2(N-1) steps of S/N (NCCL Ring)",
+    "2(N-1) * (L + S/(N*B)); with k pieces per step: 2(N-1)*(L + S/(N*k*B)) + (k-1)*S/(N*k*B)",
+    options=("chunk_size", "channels"),
+)
+def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
+         channels: int = 1) -> Schedule:
+    """Ring AllReduce over ``ranks`` in order; ``channels`` rings each carry S/C.
+
+    Channel c runs the ring forward for even c and backward for odd c, so two channels
+    use both directions of every full-duplex link. Contention-free time with path
+    latency L and bottleneck bandwidth B per direction, k pieces per step of S/N:
+    ``2(N-1) * (L + S/(N*k*B)) + (k-1) * S/(N*k*B)`` (k = 1: ``2(N-1)(L + S/(N*B))``).
+    """
+    b = ScheduleBuilder("ring", ranks, size)
+    members = np.arange(len(ranks))
+    if channels < 1:
+        raise ValueError("channels must be at least 1")
+    edges = split_range(0, size, channels)
+    for c in range(channels):
+        order = members if c % 2 == 0 else members[::-1].copy()
+        ring_allreduce(b, order, int(edges[c]), int(edges[c + 1]), np.full(len(order), -1), chunk_size, channel=c)
+    b.info["channels"] = channels
+    return b.build()

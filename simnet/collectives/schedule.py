@@ -1,0 +1,181 @@
+"""Schedules: the contract between algorithms (which build them) and the replay (which runs them).
+
+A schedule is a set of transfers held as numpy arrays, one entry per transfer:
+
+* ``src``, ``dst``: indices into ``nodes`` (node ids of the topology);
+* ``lo``, ``hi``: the byte range ``[lo, hi)`` of the buffer it carries (``hi - lo`` bytes);
+* ``op``: ``REDUCE`` (the receiver adds the data into its buffer) or ``COPY`` (overwrites);
+* ``step``, ``chunk``: the algorithm's step and pipeline chunk, for traces;
+* ``channel``: the connection it travels on (ECMP hashes on it, as on a QP or socket);
+* dependencies: a transfer starts once every transfer in ``deps(t)`` has been *delivered*
+  (and reduced, if it was a reduction) and, when ``after_sent[t] >= 0``, once that
+  transfer's last byte has *left* its sender (a FIFO connection: pieces queue behind
+  each other on one channel).
+
+Data semantics, used by ``simnet.collectives.verify``: a transfer reads its bytes from the
+sender's buffer when it starts and applies them at the receiver when delivered. Ranks start
+with their own input; other nodes (a parameter server) start with zeros.
+
+>>> b = ScheduleBuilder("demo", ranks=["a", "b"], size=8)
+>>> send = b.add(src=0, dst=1, lo=0, hi=8, op=REDUCE)
+>>> back = b.add(src=1, dst=0, lo=0, hi=8, op=COPY, deps=[send])
+>>> s = b.build()
+>>> len(s), s.deps(1).tolist(), int(s.nbytes.sum())
+(2, [0], 16)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range"]
+
+COPY = 0
+REDUCE = 1
+
+
+def split_range(lo: int, hi: int, parts: int) -> np.ndarray:
+    """``parts + 1`` boundaries cutting ``[lo, hi)`` into near-equal whole-byte pieces.
+
+    >>> split_range(0, 10, 3).tolist()
+    [0, 3, 6, 10]
+    """
+    return lo + (np.arange(parts + 1, dtype=np.int64) * (hi - lo)) // parts
+
+
+@dataclass
+class Schedule:
+    """Transfers and their dependencies (see the module docstring for the fields)."""
+
+    algorithm: str
+    nodes: list[str]
+    ranks: list[str]
+    size: int
+    src: np.ndarray
+    dst: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    op: np.ndarray
+    step: np.ndarray
+    chunk: np.ndarray
+    channel: np.ndarray
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+    after_sent: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @property
+    def nbytes(self) -> np.ndarray:
+        """Bytes carried by each transfer."""
+        return self.hi - self.lo
+
+    def deps(self, t: int) -> np.ndarray:
+        """Transfers that must be delivered before transfer ``t`` may start."""
+        return self.dep_idx[self.dep_ptr[t]: self.dep_ptr[t + 1]]
+
+
+def _gather(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Concatenate the CSR rows ``items`` of (ptr, idx), vectorised."""
+    starts, ends = ptr[items], ptr[items + 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return idx[:0]
+    offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+    return idx[offsets + np.arange(total)]
+
+
+class ScheduleBuilder:
+    """Collects transfers batch by batch (all arguments broadcast), then ``build()``s.
+
+    ``ranks`` become nodes 0..N-1; ``node(id)`` adds any other node (a parameter server).
+    """
+
+    def __init__(self, algorithm: str, ranks: Sequence[str], size: int):
+        self.algorithm = algorithm
+        self.ranks = list(ranks)
+        self.size = int(size)
+        self.nodes = list(ranks)
+        self._node_index = {n: i for i, n in enumerate(self.nodes)}
+        self._batches: list[dict[str, np.ndarray]] = []
+        self._count = 0
+        self.info: dict = {}
+
+    def node(self, node_id: str) -> int:
+        """Index of ``node_id``, adding it if it is not a rank."""
+        if node_id not in self._node_index:
+            self._node_index[node_id] = len(self.nodes)
+            self.nodes.append(node_id)
+        return self._node_index[node_id]
+
+    def add(self, src, dst, lo, hi, op, deps: Sequence = (), after_sent=-1, step=0, chunk=0,
+            channel=0) -> np.ndarray:
+        """Add transfers; returns their ids in the arguments' broadcast shape.
+
+        ``deps`` is a list of id arrays (each broadcast like the others; ``-1`` = none).
+        """
+        values = [np.asarray(v, dtype=np.int64) for v in (src, dst, lo, hi, op, after_sent, step, chunk, channel)]
+        dep_values = [np.asarray(d, dtype=np.int64) for d in deps]
+        shape = np.broadcast_shapes(*(v.shape for v in values + dep_values))
+        columns = [np.broadcast_to(v, shape).reshape(-1) for v in values]
+        n = columns[0].size
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        matrix = (np.stack([np.broadcast_to(d, shape).reshape(-1) for d in dep_values], axis=1) if dep_values
+                  else np.full((n, 0), -1, dtype=np.int64))
+        if (matrix >= self._count).any() or (columns[5] >= self._count).any():
+            raise ValueError("a transfer can only depend on transfers added before it")
+        if (columns[2] > columns[3]).any() or (columns[2] < 0).any() or (columns[3] > self.size).any():
+            raise ValueError("byte ranges must satisfy 0 <= lo <= hi <= size")
+        names = ("src", "dst", "lo", "hi", "op", "after_sent", "step", "chunk", "channel")
+        batch = {name: np.array(col) for name, col in zip(names, columns)}
+        batch["deps"] = matrix
+        self._batches.append(batch)
+        ids = np.arange(self._count, self._count + n, dtype=np.int64).reshape(shape)
+        self._count += n
+        return ids
+
+    def join(self, node, deps: np.ndarray) -> np.ndarray:
+        """Zero-byte markers at ``node`` (broadcast) delivered once all ``deps`` (last axis) are.
+
+        A join turns "all of these" into one id that later transfers can depend on; the
+        replay completes it instantly, without the network.
+        """
+        deps = np.asarray(deps, dtype=np.int64)
+        node = np.asarray(node, dtype=np.int64)
+        columns = [deps[..., i] for i in range(deps.shape[-1])]
+        return self.add(node, node, 0, 0, COPY, deps=columns, step=-1, chunk=-1)
+
+    def build(self) -> Schedule:
+        """The finished ``Schedule``."""
+        def column(name: str, dtype) -> np.ndarray:
+            if not self._batches:
+                return np.zeros(0, dtype=dtype)
+            return np.concatenate([b[name] for b in self._batches]).astype(dtype)
+
+        dep_ptr = [np.zeros(1, dtype=np.int64)]
+        dep_idx = []
+        offset = 0
+        for batch in self._batches:
+            matrix = batch["deps"]
+            valid = matrix >= 0
+            counts = valid.sum(axis=1)
+            dep_ptr.append(offset + np.cumsum(counts))
+            offset += int(counts.sum())
+            dep_idx.append(matrix[valid])
+        return Schedule(
+            algorithm=self.algorithm, nodes=list(self.nodes), ranks=list(self.ranks), size=self.size,
+            src=column("src", np.int32), dst=column("dst", np.int32),
+            lo=column("lo", np.int64), hi=column("hi", np.int64), op=column("op", np.int8),
+            step=column("step", np.int32), chunk=column("chunk", np.int32), channel=column("channel", np.int32),
+            dep_ptr=np.concatenate(dep_ptr),
+            dep_idx=np.concatenate(dep_idx).astype(np.int64) if dep_idx else np.zeros(0, dtype=np.int64),
+            after_sent=column("after_sent", np.int64),
+            info=dict(self.info),
+        )

@@ -1,0 +1,170 @@
+"""Pipelined tree AllReduce and NCCL's double binary tree.
+
+The buffer is cut into k chunks. Each chunk is reduced up the tree (a node forwards chunk
+j to its parent once chunk j arrived from all its children) and broadcast back down from
+the root; reduction and broadcast of different chunks overlap, as in NCCL. Each
+connection (child -> parent, parent -> child) sends its chunks in order.
+
+Tree shapes follow NCCL's ``ncclGetBtree``/``ncclGetDtree`` (src/graph/trees.cc): rank 0
+is the root with a single child; the second tree of the double binary tree is the mirror
+image of the first (even N) or the first shifted by one rank (odd N), so that a rank
+interior in one tree is a leaf in the other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
+from simnet.topology.model import Topology
+
+__all__ = ["btree_parents", "dtree_parents", "tree_depth", "tree_allreduce", "tree_part", "double_binary_tree_part",
+           "tree", "double_binary_tree"]
+
+
+def btree_parents(n: int) -> np.ndarray:
+    """Parent of each rank in NCCL's binary tree over ranks 0..n-1 (root 0: parent -1).
+
+    >>> btree_parents(6).tolist()
+    [-1, 2, 4, 2, 0, 4]
+    """
+    parents = np.full(n, -1, dtype=np.int64)
+    for rank in range(1, n):
+        bit = rank & -rank  # lowest set bit
+        up = (rank ^ bit) | (bit << 1)
+        parents[rank] = up if up < n else rank ^ bit
+    return parents
+
+
+def dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parents in NCCL's two complementary trees: the btree, and its mirror (even n) or shift (odd n)."""
+    first = btree_parents(n)
+    ranks = np.arange(n)
+    if n % 2 == 0:
+        mirrored = first[n - 1 - ranks]
+        second = np.where(mirrored < 0, -1, n - 1 - mirrored)
+    else:
+        shifted = first[(ranks - 1) % n]
+        second = np.where(shifted < 0, -1, (shifted + 1) % n)
+    return first, second
+
+
+def tree_depth(parents: np.ndarray) -> int:
+    """Edges on the longest root-to-leaf path."""
+    depth = _depths(parents)
+    return int(depth.max()) if len(depth) else 0
+
+
+def _depths(parents: np.ndarray) -> np.ndarray:
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for v in range(len(parents)):
+        u, d = v, 0
+        while parents[u] >= 0:
+            u, d = parents[u], d + 1
+            if d > len(parents):
+                raise ValueError("parents do not form a tree")
+        depth[v] = d
+    return depth
+
+
+def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray, lo: int, hi: int,
+                   ready: np.ndarray, chunks: int, channel: int = 0) -> np.ndarray:
+    """Pipelined reduce + broadcast of ``[lo, hi)`` over ``members`` arranged by ``parents``
+    (indices into ``members``, -1 for the root). ``ready[i]``: id after which member i's
+    data is final (-1: from the start). Returns (m, D) ids completing each member (-1 padded).
+    """
+    m = len(members)
+    ready = np.asarray(ready, dtype=np.int64)
+    if m == 1:
+        return ready.reshape(1, 1)
+    depth = _depths(parents)
+    root = int(np.flatnonzero(parents < 0)[0])
+    children = [np.flatnonzero(parents == v) for v in range(m)]
+    width = max(len(c) for c in children)
+    child_matrix = np.full((m, width), -1, dtype=np.int64)
+    for v, kids in enumerate(children):
+        child_matrix[v, : len(kids)] = kids
+    cuts = split_range(lo, hi, chunks)
+    up = np.full((m, chunks), -1, dtype=np.int64)  # v -> parent(v), chunk j
+    down = np.full((m, chunks), -1, dtype=np.int64)  # parent(v) -> v, chunk j
+    levels_up = [np.flatnonzero((depth == d) & (parents >= 0)) for d in range(int(depth.max()), 0, -1)]
+    for j in range(chunks):
+        for nodes in levels_up:
+            kids = child_matrix[nodes]
+            from_kids = np.where(kids >= 0, up[np.maximum(kids, 0), j], -1)
+            previous = up[nodes, j - 1] if j else -1
+            up[nodes, j] = b.add(members[nodes], members[parents[nodes]], cuts[j], cuts[j + 1], REDUCE,
+                                 deps=[*from_kids.T, ready[nodes]], after_sent=previous, step=0, chunk=j,
+                                 channel=channel)
+        for nodes in reversed(levels_up):
+            above = parents[nodes]
+            at_root = above == root
+            root_kids = child_matrix[root]
+            root_done = np.where(root_kids >= 0, up[np.maximum(root_kids, 0), j], -1)
+            deps = [np.where(at_root, d, down[above, j]) for d in root_done] + [np.where(at_root, ready[root], -1)]
+            previous = down[nodes, j - 1] if j else -1
+            down[nodes, j] = b.add(members[above], members[nodes], cuts[j], cuts[j + 1], COPY, deps=deps,
+                                   after_sent=previous, step=1, chunk=j, channel=channel)
+    done = down.copy()
+    root_kids = child_matrix[root][child_matrix[root] >= 0]
+    done[root] = -1
+    root_done = np.concatenate([up[root_kids].ravel(), [ready[root]]])
+    result = np.full((m, max(chunks, len(root_done))), -1, dtype=np.int64)
+    result[:, :chunks] = done
+    result[root, : len(root_done)] = root_done
+    return result
+
+
+def tree_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+              chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+    """Binary-tree AllReduce of ``[lo, hi)`` over ``members`` (NCCL's btree on their order)."""
+    return tree_allreduce(b, members, btree_parents(len(members)), lo, hi, ready,
+                          chunk_count(hi - lo, chunk_size), channel)
+
+
+def double_binary_tree_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+                            chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+    """Two complementary trees, each on half of ``[lo, hi)``, on channels ``channel`` and ``channel + 1``."""
+    middle = lo + (hi - lo) // 2
+    chunks = chunk_count(middle - lo, chunk_size)
+    done = [tree_allreduce(b, members, parents, part_lo, part_hi, ready, chunks, channel + t)
+            for t, (parents, part_lo, part_hi) in enumerate(zip(dtree_parents(len(members)), (lo, middle),
+                                                                    (middle, hi)))]
+    return np.concatenate(done, axis=1)
+
+
+_TREE_FORM = ("2*D*(L + S/(k*B)) + (k-1)*S/(k*B), D = depth of NCCL's binary tree (ceil(lg N) for N > 1), "
+              "on dedicated links (full mesh)")
+
+
+@register("tree", "pipelined binary tree: reduce up to the root, broadcast down, chunk by chunk (NCCL Tree)",
+          _TREE_FORM, options=("chunk_size",))
+def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None) -> Schedule:
+    """Pipelined binary-tree AllReduce in k = ceil(S / chunk_size) chunks.
+
+    Contention-free time when every tree edge is its own link (a full mesh), path latency
+    L, bandwidth B: ``2*D*(L + S/(k*B)) + (k-1)*S/(k*B)`` where D is the tree depth
+    (``tree_depth(btree_parents(N))``): a chunk climbs D hops and descends D hops, and the
+    k-1 chunks behind it follow one chunk time apart.
+    """
+    b = ScheduleBuilder("tree", ranks, size)
+    tree_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1), chunk_size)
+    return b.build()
+
+
+@register("double_binary_tree",
+          "NCCL's two complementary binary trees, each pipelining half the data (rank interior in at most one)",
+          "each tree: tree's form with S/2, both run at once; on dedicated links "
+          "max over the two trees of 2*D_t*(L + S/(2kB)) + (k-1)*S/(2kB)",
+          options=("chunk_size",))
+def double_binary_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None) -> Schedule:
+    """Two trees (``dtree_parents``) each AllReduce half of the buffer, on channels 0 and 1.
+
+    Every rank is a leaf in at least one tree, so its links carry about the same load in
+    both; contention-free time is the slower tree's: ``2*D*(L + S/(2kB)) + (k-1)*S/(2kB)``
+    with k chunks of each half.
+    """
+    b = ScheduleBuilder("double_binary_tree", ranks, size)
+    double_binary_tree_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1), chunk_size)
+    return b.build()
