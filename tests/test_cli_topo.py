@@ -25,7 +25,7 @@ def test_check_reports_counts_and_worst_path(cli, root):
     assert "GPUs:      64 in 8 hosts, 2 racks" in out
     assert "64 NICs, 12 switches" in out
     assert "400 Gb/s .. 3.6 Tb/s (50 .. 450 GB/s)" in out
-    assert "5 us over 6 hops (r0h0-gpu0 -> r1h" in out
+    assert "6 us over 6 hops (r0h0-gpu0 -> r1h" in out  # 1 us PCIe + 4 x 1 us fabric + 1 us PCIe
 
 
 def test_show_lists_ranks_and_link_classes(cli, root):

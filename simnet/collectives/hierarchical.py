@@ -6,7 +6,8 @@ Groups are the ranks' labels at ``group_by`` (host, rack or region) and may diff
 size. The buffer is cut into M segments, M the largest group; a group of g members gives
 member i the contiguous block of segments ``[i*M//g, (i+1)*M//g)``. Each run of segments
 whose owners (one per group) are the same is AllReduced across groups by those owners
-with algorithm ``inner``.
+with algorithm ``inner``; successive runs rotate the group order, so with ``inner: tree``
+the roots and interior nodes (which carry the most traffic) are spread over the groups.
 """
 
 from __future__ import annotations
@@ -88,12 +89,14 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         if end < count and (owner[:, end] == owner[:, start]).all():
             continue
         who = owner[:, start]
-        nodes = np.array([plan[0][i] for plan, i in zip(plans, who)])
-        ready = np.array([plan[5][i] for plan, i in zip(plans, who)])
+        # rotate the group order per run so tree roots and interior nodes spread over the groups
+        order = np.roll(np.arange(len(plans)), -(start % len(plans)))
+        nodes = np.array([plans[g][0][who[g]] for g in order])
+        ready = np.array([plans[g][5][who[g]] for g in order])
         done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready,
                                        chunk_size=chunk_size, channel=channel)
-        for g, i in enumerate(who):
-            finished[g][i].extend(done[g][done[g] >= 0].tolist())
+        for position, g in enumerate(order):
+            finished[g][who[g]].extend(done[position][done[position] >= 0].tolist())
         channel += 2
         start = end
 

@@ -102,7 +102,7 @@ def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, re
 @register(
     "ring",
     "reduce-scatter then all-gather around a ring, 2(N-1) steps of S/N (NCCL Ring)",
-    "2(N-1) * (L + S/(N*B)); with k pieces per step: 2(N-1)*(L + S/(N*k*B)) + (k-1)*S/(N*k*B)",
+    "2(N-1) * (L + S/(N*B)); k pieces of c = S/(N*k) per step: (2N-3)*max(L + c/B, k*c/B) + k*c/B + L",
     options=("chunk_size", "channels"),
 )
 def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
@@ -111,8 +111,11 @@ def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
 
     Channel c runs the ring forward for even c and backward for odd c, so two channels
     use both directions of every full-duplex link. Contention-free time with path
-    latency L and bottleneck bandwidth B per direction, k pieces per step of S/N:
-    ``2(N-1) * (L + S/(N*k*B)) + (k-1) * S/(N*k*B)`` (k = 1: ``2(N-1)(L + S/(N*B))``).
+    latency L and bottleneck bandwidth B per direction, k pieces of c = S/(N*k) per step:
+    ``(2N-3) * max(L + c/B, k*c/B) + k*c/B + L``: a step starts every max(...) (its
+    first piece needs the previous step's first piece, and the connection must have
+    sent the previous step's k pieces). With k = 1 this is ``2(N-1)(L + S/(N*B))``;
+    pipelining hides latency but never the 2(N-1)/N * S bytes each link carries.
     """
     b = ScheduleBuilder("ring", ranks, size)
     members = np.arange(len(ranks))

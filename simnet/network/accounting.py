@@ -13,13 +13,11 @@ __all__ = ["LinkStats", "SATURATED"]
 SATURATED = 0.999
 """A link counts as saturated while its load is at least this fraction of its capacity."""
 
-_PS = 1e-12
-
-
 class LinkStats:
     """Running statistics for each directed link (same order as ``Topology.links``).
 
-    Attributes (numpy arrays, one entry per link): ``bytes`` carried, ``peak`` load as a
+    Attributes (numpy arrays, one entry per link): ``bytes`` carried by finished flows
+    (exact, not integrated over the picosecond clock), ``peak`` load as a
     fraction of capacity, ``saturated_ps`` and ``busy_ps`` (time at >= 99.9 % and > 0 %
     load), ``max_flows`` (most flows at once). With ``timeline=True``, ``timeline`` is a
     list of ``(time_ps, link_indices, loads_Bps)`` giving every link's load from that
@@ -52,10 +50,15 @@ class LinkStats:
             used = np.flatnonzero(self.load)
             self.timeline.append((now, used, self.load[used]))
 
+    def add_bytes(self, paths: np.ndarray, sizes: np.ndarray) -> None:
+        """Count finished flows' bytes on every link of their padded ``paths``."""
+        links = len(self.capacity)
+        width = paths.shape[1]
+        self.bytes += np.bincount(paths.ravel(), weights=np.repeat(sizes, width), minlength=links + 1)[:links]
+
     def integrate(self, elapsed_ps: int) -> None:
         """Account ``elapsed_ps`` picoseconds at the current load."""
         if not self.flows.any():
             return
-        self.bytes += self.load * (elapsed_ps * _PS)
         self.saturated_ps += elapsed_ps * (self.load >= SATURATED * self.capacity)
         self.busy_ps += elapsed_ps * (self.load > 0)

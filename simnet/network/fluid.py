@@ -226,6 +226,7 @@ class FluidNetwork:
     def _finish(self, finished: np.ndarray) -> None:
         now = self.env.now
         tags, owners, rows = self._tag[finished], self._owner[finished], self._row[finished]
+        self.stats.add_bytes(self._paths[rows], self._size[finished])
         keep = ~finished
         self._row, self._left, self._size = self._row[keep], self._left[keep], self._size[keep]
         self._rate, self._tag, self._owner = self._rate[keep], self._tag[keep], self._owner[keep]

@@ -76,11 +76,11 @@ class LeafSpineParams(Strict):
     hosts_per_rack: Count = 4
     gpus_per_host: Count = 8
     nvlink_bandwidth: Bandwidth = 450e9  # per GPU each way (H100 NVLink 4)
-    nvlink_latency: Latency = 0.5e-6
+    nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
     nic_per: Literal["gpu", "host"] = "gpu"
     nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7
     pcie_bandwidth: Bandwidth = 64e9  # GPU <-> NIC, PCIe Gen5 x16
-    pcie_latency: Latency = 0.5e-6
+    pcie_latency: Latency = 1e-6  # GPU -> NIC through a PCIe switch; above NVLink, so peers talk over NVLink
     link_latency: Latency = 1e-6  # NIC <-> ToR and ToR <-> spine, cable + switch hop
     spines: Count = 2
     uplink_bandwidth: Bandwidth | None = None  # each ToR -> spine link

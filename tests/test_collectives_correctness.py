@@ -1,0 +1,105 @@
+"""Every schedule computes an AllReduce: replayed on real numbers, every rank ends with the sum."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simnet import topology_from_dict
+from simnet.collectives import ALGORITHMS, AllReduceMismatch, build_schedule, check_allreduce
+from simnet.collectives.hierarchical import INNER_ALGORITHMS
+from simnet.collectives.schedule import ScheduleBuilder
+from simnet.collectives.tree import btree_parents, dtree_parents, tree_depth
+
+# 4 racks x 4 hosts x 8 GPUs = 128 ranks; hosts, racks and a ps node for the ps algorithm
+CLUSTER = topology_from_dict({
+    "name": "cluster",
+    "generate": {"kind": "leaf_spine", "racks": 4, "hosts_per_rack": 4, "gpus_per_host": 8},
+    "nodes": [{"id": "ps0", "kind": "ps"}, {"id": "ps1", "kind": "ps"}],
+    "links": [{"a": "ps0", "b": "spine0", "bandwidth": "100 Gb/s", "latency": "1 us"},
+              {"a": "ps1", "b": "spine1", "bandwidth": "100 Gb/s", "latency": "1 us"}],
+})
+# uneven groups: hosts of 3, 1, 4 and 2 GPUs
+UNEVEN = topology_from_dict({
+    "name": "uneven",
+    "nodes": [{"id": f"h{h}g{g}", "kind": "gpu", "host": f"h{h}", "rack": f"r{h % 2}"}
+              for h, size in enumerate((3, 1, 4, 2)) for g in range(size)] + [{"id": "sw", "kind": "switch"}],
+    "links": [{"a": f"h{h}g{g}", "b": "sw", "bandwidth": "10 GB/s", "latency": "1 us"}
+              for h, size in enumerate((3, 1, 4, 2)) for g in range(size)],
+})
+SIZES = list(range(1, 34)) + [64, 100]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithm_is_an_allreduce(name, n):
+    check_allreduce(build_schedule(name, CLUSTER, 4096 + n, ranks=CLUSTER.gpus[:n]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(ALGORITHMS)), n=st.integers(1, 40), size=st.integers(0, 5000),
+       chunk=st.sampled_from([None, 1, 7, 64, 1000]), channels=st.integers(1, 4),
+       inner=st.sampled_from(sorted(INNER_ALGORITHMS)), group_by=st.sampled_from(["host", "rack", "region"]),
+       servers=st.integers(1, 3), ps_nodes=st.booleans(), start=st.integers(0, 60))
+def test_every_option_combination_is_an_allreduce(name, n, size, chunk, channels, inner, group_by, servers,
+                                                  ps_nodes, start):
+    ranks = CLUSTER.gpus[start: start + n]  # groups of unequal size when start is not host-aligned
+    options = {"chunk_size": chunk, "channels": channels, "inner": inner, "group_by": group_by,
+               "ps_servers": min(servers, 2 if ps_nodes else n)}
+    if name == "ps" and not ps_nodes:
+        options["ps_server"] = ranks[: options["ps_servers"]]
+    check_allreduce(build_schedule(name, CLUSTER, size, ranks=ranks, **options))
+
+
+@pytest.mark.parametrize("inner", sorted(INNER_ALGORITHMS))
+@pytest.mark.parametrize("group_by", ["host", "rack"])
+def test_hierarchical_with_unequal_groups(inner, group_by):
+    schedule = build_schedule("hierarchical", UNEVEN, 1000, inner=inner, group_by=group_by, chunk_size=64)
+    check_allreduce(schedule)
+    assert schedule.info["groups"] == (4 if group_by == "host" else 2)
+
+
+def test_parameter_server_defaults_to_the_ps_node_then_rank_0():
+    assert build_schedule("ps", CLUSTER, 10).info["servers"] == ["ps0"]
+    assert build_schedule("ps", CLUSTER, 10, ps_servers=2).info["servers"] == ["ps0", "ps1"]
+    assert build_schedule("ps", UNEVEN, 10).info["servers"] == ["h0g0"]
+    with pytest.raises(ValueError, match="only 2 parameter servers"):
+        build_schedule("ps", CLUSTER, 10, ps_servers=3)
+
+
+def test_the_check_catches_a_missing_dependency():
+    schedule = build_schedule("ring", CLUSTER, 800, ranks=CLUSTER.gpus[:4])
+    schedule.dep_ptr = np.zeros_like(schedule.dep_ptr)  # forget every dependency
+    schedule.dep_idx = schedule.dep_idx[:0]
+    with pytest.raises(AllReduceMismatch, match="wrong sum"):
+        check_allreduce(schedule)
+
+
+def test_the_check_catches_a_missing_piece():
+    b = ScheduleBuilder("broken", ["a", "b"], 100)
+    b.add(0, 1, 0, 50, 1)
+    b.add(1, 0, 0, 50, 1)
+    with pytest.raises(AllReduceMismatch, match=r"bytes \[50, 100\)"):
+        check_allreduce(b.build())
+
+
+def test_the_check_catches_a_broadcast_that_waits_for_only_one_of_two_reductions():
+    b = ScheduleBuilder("hub", ["a", "b", "c"], 10)
+    from_a = b.add(0, 1, 0, 10, 1)
+    b.add(2, 1, 0, 10, 1)
+    b.add(1, [0, 2], 0, 10, 0, deps=[from_a])  # should also wait for c's contribution
+    with pytest.raises(AllReduceMismatch):
+        check_allreduce(b.build())
+
+
+@pytest.mark.parametrize("n", range(1, 70))
+def test_nccl_trees_are_trees_and_complementary(n):
+    first, second = dtree_parents(n)
+    assert (first == btree_parents(n)).all()
+    for parents in (first, second):
+        assert (parents < 0).sum() == 1
+        assert tree_depth(parents) <= max(1, int(np.ceil(np.log2(n)))) if n > 1 else True
+        assert all(np.sum(parents == v) <= 2 for v in range(n))
+    if n % 2 == 0 and n > 2:
+        interior = [set(np.unique(p[p >= 0]).tolist()) for p in (first, second)]
+        assert not (interior[0] & interior[1])  # no rank is interior in both trees
