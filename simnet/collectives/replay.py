@@ -38,6 +38,14 @@ class Replay:
         return self.duration_ps / PS_PER_SECOND
 
 
+def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx) of "who points at t": transfer i points at ``counts[i]`` consecutive ``targets``."""
+    order = np.argsort(targets, kind="stable")
+    owners = np.repeat(np.arange(n, dtype=np.int32), counts)[order]
+    ptr = np.searchsorted(targets[order], np.arange(n + 1))
+    return ptr, owners
+
+
 class _Runner:
     """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids."""
 
@@ -51,22 +59,18 @@ class _Runner:
         self.rows = net.resolve_indices(node_ids[schedule.src], node_ids[schedule.dst],
                                         schedule.channel.astype(np.int64), len(net.topology.nodes))
         self.nbytes = schedule.nbytes.astype(float)
-        self.waiting = np.diff(schedule.dep_ptr).astype(np.int64)
+        self.local = schedule.src == schedule.dst
+        self.waiting = np.diff(schedule.dep_ptr).astype(np.int32)
         self.queued = schedule.after_sent >= 0
         self.started = np.zeros(n, dtype=bool)
+        self.stamp = np.zeros(n, dtype=np.int64)
         self.start_ps = np.full(n, -1, dtype=np.int64)
         self.sent_ps = np.full(n, -1, dtype=np.int64)
         self.done_ps = np.full(n, -1, dtype=np.int64)
         # reverse edges: who waits for my delivery, who queues behind my send
-        order = np.argsort(schedule.dep_idx, kind="stable")
-        owners = np.repeat(np.arange(n), np.diff(schedule.dep_ptr))
-        self.dependents = owners[order]
-        self.dependents_ptr = np.searchsorted(schedule.dep_idx[order], np.arange(n + 1))
-        queued = np.flatnonzero(self.queued)
-        behind = schedule.after_sent[queued]
-        order = np.argsort(behind, kind="stable")
-        self.followers = queued[order]
-        self.followers_ptr = np.searchsorted(behind[order], np.arange(n + 1))
+        self.dependents_ptr, self.dependents = _reverse(schedule.dep_idx, np.diff(schedule.dep_ptr), n)
+        queued = self.queued.astype(np.int64)
+        self.followers_ptr, self.followers = _reverse(schedule.after_sent[self.queued], queued, n)
         if reduce_bandwidth:
             self.reduce_ps = np.where(schedule.op == REDUCE, self.nbytes / reduce_bandwidth * PS_PER_SECOND, 0)
             self.reduce_ps = np.ceil(self.reduce_ps).astype(np.int64)
@@ -80,10 +84,13 @@ class _Runner:
         ready = candidates[(self.waiting[candidates] == 0) & ~self.queued[candidates] & ~self.started[candidates]]
         if len(ready) == 0:
             return
-        ready = np.unique(ready)
+        if len(ready) > 1:  # drop repeats without sorting: keep each id's last position
+            order = np.arange(len(ready))
+            self.stamp[ready] = order
+            ready = ready[self.stamp[ready] == order]
         self.started[ready] = True
         self.start_ps[ready] = self.env.now
-        local = self.s.src[ready] == self.s.dst[ready]  # joins: no network, no overhead
+        local = self.local[ready]  # joins: no network, no overhead
         remote = ready[~local]
         if len(remote):
             self.net.start(self.rows[remote], self.nbytes[remote], remote, self)

@@ -36,6 +36,10 @@ __all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range"]
 COPY = 0
 REDUCE = 1
 
+_DTYPES = {"src": np.int32, "dst": np.int32, "lo": np.int64, "hi": np.int64, "op": np.int8,
+           "after_sent": np.int32, "step": np.int32, "chunk": np.int32, "channel": np.int32}
+"""Column types: transfer ids fit int32 (2^31 transfers is far beyond a 2-core machine)."""
+
 
 def split_range(lo: int, hi: int, parts: int) -> np.ndarray:
     """``parts + 1`` boundaries cutting ``[lo, hi)`` into near-equal whole-byte pieces.
@@ -84,6 +88,8 @@ def _gather(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
     """Concatenate the CSR rows ``items`` of (ptr, idx), vectorised."""
     starts, ends = ptr[items], ptr[items + 1]
     lengths = ends - starts
+    if lengths.max(initial=0) <= 1:  # the common case: at most one entry each
+        return idx[starts[lengths == 1]]
     total = int(lengths.sum())
     if total == 0:
         return idx[:0]
@@ -133,8 +139,7 @@ class ScheduleBuilder:
             raise ValueError("a transfer can only depend on transfers added before it")
         if (columns[2] > columns[3]).any() or (columns[2] < 0).any() or (columns[3] > self.size).any():
             raise ValueError("byte ranges must satisfy 0 <= lo <= hi <= size")
-        names = ("src", "dst", "lo", "hi", "op", "after_sent", "step", "chunk", "channel")
-        batch = {name: np.array(col) for name, col in zip(names, columns)}
+        batch = {name: col.astype(_DTYPES[name]) for name, col in zip(_DTYPES, columns)}
         batch["deps"] = matrix
         self._batches.append(batch)
         ids = np.arange(self._count, self._count + n, dtype=np.int64).reshape(shape)
@@ -154,10 +159,10 @@ class ScheduleBuilder:
 
     def build(self) -> Schedule:
         """The finished ``Schedule``."""
-        def column(name: str, dtype) -> np.ndarray:
+        def column(name: str) -> np.ndarray:
             if not self._batches:
-                return np.zeros(0, dtype=dtype)
-            return np.concatenate([b[name] for b in self._batches]).astype(dtype)
+                return np.zeros(0, dtype=_DTYPES[name])
+            return np.concatenate([b[name] for b in self._batches])
 
         dep_ptr = [np.zeros(1, dtype=np.int64)]
         dep_idx = []
@@ -168,14 +173,13 @@ class ScheduleBuilder:
             counts = valid.sum(axis=1)
             dep_ptr.append(offset + np.cumsum(counts))
             offset += int(counts.sum())
-            dep_idx.append(matrix[valid])
+            dep_idx.append(matrix[valid].astype(np.int32))
         return Schedule(
             algorithm=self.algorithm, nodes=list(self.nodes), ranks=list(self.ranks), size=self.size,
-            src=column("src", np.int32), dst=column("dst", np.int32),
-            lo=column("lo", np.int64), hi=column("hi", np.int64), op=column("op", np.int8),
-            step=column("step", np.int32), chunk=column("chunk", np.int32), channel=column("channel", np.int32),
+            src=column("src"), dst=column("dst"), lo=column("lo"), hi=column("hi"), op=column("op"),
+            step=column("step"), chunk=column("chunk"), channel=column("channel"),
             dep_ptr=np.concatenate(dep_ptr),
-            dep_idx=np.concatenate(dep_idx).astype(np.int64) if dep_idx else np.zeros(0, dtype=np.int64),
-            after_sent=column("after_sent", np.int64),
+            dep_idx=np.concatenate(dep_idx) if dep_idx else np.zeros(0, dtype=np.int32),
+            after_sent=column("after_sent"),
             info=dict(self.info),
         )

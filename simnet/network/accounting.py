@@ -1,7 +1,8 @@
 """Per-directed-link accounting over a run: bytes, utilisation, saturation, flow counts.
 
-Loads are piecewise constant between the network's recomputations, so every statistic is
-an exact integral over those pieces, not a sample.
+Loads are piecewise constant between the network's recomputations. Each link remembers
+when its load last changed, so closing an interval costs work only for the links that
+change at an instant, and every statistic is an exact integral over the pieces.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ __all__ = ["LinkStats", "SATURATED"]
 SATURATED = 0.999
 """A link counts as saturated while its load is at least this fraction of its capacity."""
 
+
 class LinkStats:
     """Running statistics for each directed link (same order as ``Topology.links``).
 
     Attributes (numpy arrays, one entry per link): ``bytes`` carried by finished flows
-    (exact, not integrated over the picosecond clock), ``peak`` load as a
-    fraction of capacity, ``saturated_ps`` and ``busy_ps`` (time at >= 99.9 % and > 0 %
-    load), ``max_flows`` (most flows at once). With ``timeline=True``, ``timeline`` is a
-    list of ``(time_ps, link_indices, loads_Bps)`` giving every link's load from that
-    time until the next entry (links not listed carry nothing).
+    (exact), ``peak`` load as a fraction of capacity, ``saturated_ps`` and ``busy_ps``
+    (time at >= 99.9 % and > 0 % load), ``max_flows`` (most flows at once), ``load`` (B/s
+    now). With ``timeline=True``, ``timeline`` lists ``(time_ps, link_indices, loads_Bps)``
+    each time loads change: the listed links carry those loads from that time on; links
+    not listed keep theirs. Memory stays bounded without a timeline.
     """
 
     def __init__(self, capacity: np.ndarray, timeline: bool = False):
         self.capacity = np.asarray(capacity, dtype=float)
         links = len(self.capacity)
-        self.bytes = np.zeros(links)
+        self._bytes = np.zeros(links + 1)  # the extra entry absorbs path padding
+        self.bytes = self._bytes[:links]
         self.peak = np.zeros(links)
         self.saturated_ps = np.zeros(links, dtype=np.int64)
         self.busy_ps = np.zeros(links, dtype=np.int64)
@@ -35,30 +38,45 @@ class LinkStats:
         self.load = np.zeros(links)
         self.flows = np.zeros(links, dtype=np.int64)
         self.timeline: list[tuple[int, np.ndarray, np.ndarray]] | None = [] if timeline else None
-
-    def set_load(self, now: int, paths: np.ndarray, rates: np.ndarray) -> None:
-        """Record the load from ``now`` on: flows on padded ``paths`` at ``rates`` (B/s)."""
-        links = len(self.capacity)
-        flat = paths.ravel()
-        width = paths.shape[1] if paths.ndim == 2 else 1
-        finite = np.where(np.isfinite(rates), rates, 0.0)
-        self.load = np.bincount(flat, weights=np.repeat(finite, width), minlength=links + 1)[:links]
-        self.flows = np.bincount(flat, minlength=links + 1)[:links]
-        np.maximum(self.peak, self.load / self.capacity, out=self.peak)
-        np.maximum(self.max_flows, self.flows, out=self.max_flows)
-        if self.timeline is not None:
-            used = np.flatnonzero(self.load)
-            self.timeline.append((now, used, self.load[used]))
+        self._since = np.zeros(links, dtype=np.int64)
+        self._delta = np.zeros(links + 1)  # pending load change; the extra entry absorbs path padding
+        self._touched = np.zeros(links + 1, dtype=bool)
 
     def add_bytes(self, paths: np.ndarray, sizes: np.ndarray) -> None:
         """Count finished flows' bytes on every link of their padded ``paths``."""
-        links = len(self.capacity)
-        width = paths.shape[1]
-        self.bytes += np.bincount(paths.ravel(), weights=np.repeat(sizes, width), minlength=links + 1)[:links]
+        np.add.at(self._bytes, paths.ravel(), np.repeat(sizes, paths.shape[1]))
 
-    def integrate(self, elapsed_ps: int) -> None:
-        """Account ``elapsed_ps`` picoseconds at the current load."""
-        if not self.flows.any():
+    def shift(self, paths: np.ndarray, delta: np.ndarray) -> None:
+        """Queue a load change of ``delta`` (B/s) on every link of each padded path."""
+        flat = paths.ravel()
+        np.add.at(self._delta, flat, np.repeat(delta, paths.shape[1]))
+        self._touched[flat] = True
+
+    def _close(self, now: int, links: np.ndarray) -> None:
+        elapsed = now - self._since[links]
+        load = self.load[links]
+        self.saturated_ps[links] += elapsed * (load >= SATURATED * self.capacity[links])
+        self.busy_ps[links] += elapsed * (load > 0)
+        self._since[links] = now
+
+    def commit(self, now: int, users: np.ndarray) -> None:
+        """Apply the queued changes at ``now``; ``users`` is the flow count of every link."""
+        self._touched[-1] = False  # padding
+        links = np.flatnonzero(self._touched)
+        if not len(links):
             return
-        self.saturated_ps += elapsed_ps * (self.load >= SATURATED * self.capacity)
-        self.busy_ps += elapsed_ps * (self.load > 0)
+        self._touched[links] = False
+        self._close(now, links)
+        load = self.load[links] + self._delta[links]
+        self._delta[links] = 0.0
+        load[users[links] == 0] = 0.0  # no rounding residue on idle links
+        self.load[links] = load
+        self.flows[links] = users[links]
+        self.peak[links] = np.maximum(self.peak[links], load / self.capacity[links])
+        self.max_flows[links] = np.maximum(self.max_flows[links], users[links])
+        if self.timeline is not None:
+            self.timeline.append((now, links, load.copy()))
+
+    def close(self, now: int) -> None:
+        """Account every link up to ``now`` (the network went idle)."""
+        self._close(now, np.arange(len(self.capacity)))

@@ -96,15 +96,21 @@ class FluidNetwork:
         self._paths = np.full((0, 1), self._pad, dtype=np.int64)
         self._path_latency = _EMPTY_I
         self.stats = LinkStats(topology.capacity, timeline=timeline)
-        # active flows, one entry per flow in each array
+        self._users = np.zeros(links + 1, dtype=np.int64)  # active flows per link (last: padding)
+        # flow state lives in slots; a free slot has row -1 and finish +inf
+        self._slots = 0
         self._row = _EMPTY_I
-        self._left = _EMPTY_F  # bytes still to send
+        self._left = _EMPTY_F  # bytes still to send at time self._since
+        self._since = _EMPTY_I  # ps
+        self._rate = _EMPTY_F  # bytes/s
+        self._finish = _EMPTY_F  # ps (float) at which the last byte leaves at the current rate
         self._size = _EMPTY_F
-        self._rate = _EMPTY_F
         self._tag = _EMPTY_I
         self._owner = _EMPTY_I  # index into self._listeners
+        self._free: list[int] = []
         self._listeners: list[FlowListener] = []
-        self._last = env.now
+        self._new: list[np.ndarray] = []  # slots started at this instant
+        self._gone: list[np.ndarray] = []  # paths of flows finished at this instant
         self._settle_pending = False
         self._settling = False
         self._timer = 0  # version: only the newest completion timer acts
@@ -165,26 +171,44 @@ class FluidNetwork:
         """Start flows now on route ``rows`` (from ``resolve``) carrying ``nbytes`` each."""
         if len(rows) == 0:
             return
-        self._advance()
         try:
             owner = self._listeners.index(listener)
         except ValueError:
             owner = len(self._listeners)
             self._listeners.append(listener)
+        slots = self._allocate(len(rows))
         nbytes = np.asarray(nbytes, dtype=float)
-        local = (self._paths[rows] == self._pad).all(axis=1)  # src == dst: nothing to send
-        self._row = np.concatenate([self._row, rows])
-        self._left = np.concatenate([self._left, np.where(local, 0.0, nbytes)])
-        self._size = np.concatenate([self._size, nbytes])
-        self._rate = np.concatenate([self._rate, np.zeros(len(rows))])
-        self._tag = np.concatenate([self._tag, np.asarray(tags, dtype=np.int64)])
-        self._owner = np.concatenate([self._owner, np.full(len(rows), owner, dtype=np.int64)])
+        self._row[slots] = rows
+        local = (self._paths[rows] == self._pad).all(axis=1)  # src == dst: nothing crosses the network
+        self._left[slots] = np.where(local, 0.0, nbytes)
+        self._size[slots] = nbytes
+        self._since[slots] = self.env.now
+        self._rate[slots] = 0.0
+        self._finish[slots] = np.where(self._left[slots] > 0, np.inf, self.env.now)  # nothing to send: done now
+        self._tag[slots] = tags
+        self._owner[slots] = owner
+        np.add.at(self._users, self._paths[rows].ravel(), 1)
+        self._new.append(slots)
         self._request_settle()
+
+    def _allocate(self, count: int) -> np.ndarray:
+        if len(self._free) < count:
+            grow = max(count - len(self._free), self._slots, 64)
+            old = self._slots
+            self._slots += grow
+            for name, fill in (("_row", -1), ("_left", 0.0), ("_since", 0), ("_rate", 0.0), ("_finish", np.inf),
+                               ("_size", 0.0), ("_tag", 0), ("_owner", 0)):
+                array = getattr(self, name)
+                setattr(self, name, np.concatenate([array, np.full(grow, fill, dtype=array.dtype)]))
+            self._free.extend(range(self._slots - 1, old - 1, -1))
+        slots = np.array(self._free[-count:], dtype=np.int64)
+        del self._free[-count:]
+        return slots
 
     @property
     def active(self) -> int:
         """Number of flows currently sending."""
-        return len(self._row)
+        return self._slots - len(self._free)
 
     # ------------------------------------------------------------ the engine
     def _request_settle(self) -> None:
@@ -197,46 +221,47 @@ class FluidNetwork:
         event.callbacks.append(self._settle)
         self.env.schedule(event, priority=SETTLE_PRIORITY)
 
-    def _advance(self) -> None:
-        """Move every active flow forward to now and account link usage since the last change."""
-        now = self.env.now
-        elapsed = now - self._last
-        if elapsed <= 0:
-            return
-        self._last = now
-        if len(self._row):
-            self._left -= self._rate * (elapsed / PS_PER_SECOND)
-        self.stats.integrate(elapsed)
-
     def _settle(self, _event: simpy.Event | None = None) -> None:
-        """Finish flows that are done, notify listeners, then recompute all rates once."""
+        """Finish flows that are done, notify listeners, then recompute the affected rates once."""
         self._settle_pending = False
         self._settling = True
         try:
-            self._advance()
-            while len(self._row):
-                finished = self._left <= (self._rate + self._size) * 1e-12
-                if not finished.any():
+            now = self.env.now
+            while True:
+                done = np.flatnonzero(self._finish < now + 1)  # last byte leaves before the next ps
+                if not len(done):
                     break
-                self._finish(finished)
+                self._complete(done)
             self._reallocate()
         finally:
             self._settling = False
 
-    def _finish(self, finished: np.ndarray) -> None:
+    def _complete(self, slots: np.ndarray) -> None:
         now = self.env.now
-        tags, owners, rows = self._tag[finished], self._owner[finished], self._row[finished]
-        self.stats.add_bytes(self._paths[rows], self._size[finished])
-        keep = ~finished
-        self._row, self._left, self._size = self._row[keep], self._left[keep], self._size[keep]
-        self._rate, self._tag, self._owner = self._rate[keep], self._tag[keep], self._owner[keep]
+        tags, owners, rows = self._tag[slots], self._owner[slots], self._row[slots]
+        paths = self._paths[rows]
+        self.stats.add_bytes(paths, self._size[slots])
+        np.subtract.at(self._users, paths.ravel(), 1)
+        self._gone.append(paths[self._rate[slots] > 0].ravel())
+        self._change_load(paths, -self._rate[slots])
+        self._row[slots] = -1
+        self._rate[slots] = 0.0
+        self._left[slots] = 0.0
+        self._finish[slots] = np.inf
+        self._free.extend(slots.tolist())
         arrive = now + self._path_latency[rows] + self.overhead_ps
-        for owner in np.unique(owners).tolist():
+        for owner in np.unique(owners).tolist() if len(self._listeners) > 1 else [0]:
             mine = owners == owner
             listener = self._listeners[owner]
             listener.sent(tags[mine], now)
-            times, groups = np.unique(arrive[mine], return_inverse=True)
-            for i, when in enumerate(times.tolist()):
+            mine_arrive = arrive[mine]
+            first = mine_arrive[0]
+            if (mine_arrive == first).all():  # the common case: one delivery time
+                times, groups = [int(first)], np.zeros(len(mine_arrive), dtype=np.int64)
+            else:
+                times, groups = np.unique(mine_arrive, return_inverse=True)
+                times = times.tolist()
+            for i, when in enumerate(times):
                 batch = tags[mine][groups == i]
                 if when == now:
                     listener.delivered(batch, now)
@@ -247,15 +272,70 @@ class FluidNetwork:
         timeout = self.env.timeout(delay)
         timeout.callbacks.append(lambda event: listener.delivered(tags, self.env.now))
 
+    def _affected(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flows whose max-min rate may have changed at this instant, split into
+        (alone on every link of their path: rate = bottleneck capacity, the rest's slots).
+
+        Max-min allocations decompose over connected components of the flow/link graph, so
+        only the components holding a started flow, or a link a finished flow freed, change.
+        """
+        new = np.unique(np.concatenate(self._new)) if self._new else _EMPTY_I
+        new = new[self._row[new] >= 0]  # not already finished (zero bytes)
+        gone = np.concatenate(self._gone) if self._gone else _EMPTY_I
+        gone = gone[self._users[gone] > 0]  # freed capacity someone else can use
+        self._new, self._gone = [], []
+        paths = self._paths[self._row[new]]
+        users = self._users[paths]
+        alone = ((users == 1) | (paths == self._pad)).all(axis=1)
+        if not len(gone) and alone.all():  # the common case: nobody shares a link with a change
+            return new, _EMPTY_I
+        marked = np.zeros(len(self._capacity), dtype=bool)
+        marked[paths[~alone]] = True
+        marked[gone] = True
+        marked[self._pad] = False
+        if not marked.any():
+            return new[alone], _EMPTY_I
+        active = np.flatnonzero(self._row >= 0)
+        active_paths = self._paths[self._row[active]]
+        members = np.zeros(len(active), dtype=bool)
+        while True:
+            touching = marked[active_paths].any(axis=1) & ~members
+            if not touching.any():
+                break
+            members |= touching
+            marked[active_paths[touching].ravel()] = True
+            marked[self._pad] = False
+        shared = active[members]
+        return np.setdiff1d(new[alone], shared, assume_unique=True), shared
+
     def _reallocate(self) -> None:
-        paths = self._paths[self._row]
-        self._rate = max_min_rates(paths, self._capacity)
-        self.stats.set_load(self.env.now, paths, self._rate)
-        if not len(self._row):
-            return
-        self._timer += 1
-        version = self._timer
-        wait = self._left / self._rate * PS_PER_SECOND
-        delay = max(1, math.ceil(float(wait.min()) - 1e-3))
-        timer = self.env.timeout(delay)
-        timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
+        now = self.env.now
+        alone, shared = self._affected()
+        slots = np.concatenate([alone, shared])
+        if len(slots):
+            rates = np.empty(len(slots))
+            rates[: len(alone)] = self._capacity[self._paths[self._row[alone]]].min(axis=1)
+            if len(shared):
+                rates[len(alone):] = max_min_rates(self._paths[self._row[shared]], self._capacity)
+            old = self._rate[slots]
+            moved = rates != old
+            slots, rates, old = slots[moved], rates[moved], old[moved]
+            self._left[slots] -= old * ((now - self._since[slots]) / PS_PER_SECOND)
+            self._since[slots] = now
+            self._rate[slots] = rates
+            self._finish[slots] = now + self._left[slots] / rates * PS_PER_SECOND
+            self._change_load(self._paths[self._row[slots]], rates - old)
+        self.stats.commit(now, self._users[:-1])
+        if self.active:
+            self._timer += 1
+            version = self._timer
+            delay = max(1, math.ceil(float(self._finish.min()) - now - 1e-3))
+            timer = self.env.timeout(delay)
+            timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
+        else:
+            self.stats.close(now)
+
+    def _change_load(self, paths: np.ndarray, delta: np.ndarray) -> None:
+        """Add ``delta`` (B/s) to every link of each padded path (effective at this instant)."""
+        if len(delta):
+            self.stats.shift(paths, delta)
