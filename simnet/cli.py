@@ -31,9 +31,9 @@ def _friendly(command):
 
 
 def _console():
-    from rich.console import Console
+    from simnet.console import stdout_console
 
-    return Console(highlight=False)
+    return stdout_console()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,8 +43,120 @@ def main() -> None:
 
     \b
     Example:
+      simnet run scenarios/cross_rack.yaml
       simnet topo check topologies/two_racks.yaml
     """
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-a", "--algorithm", "algorithms", multiple=True,
+              help="Algorithm to run instead of the file's (repeatable; 'auto' or 'all' too).")
+@click.option("-s", "--size", "sizes", multiple=True, help="Size instead of the file's, e.g. '64 MiB' (repeatable).")
+@click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
+@click.option("--json", "json_path", default=None, help="Write results as JSON (DESIGN section 8); '-' for stdout.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the flat results table as CSV.")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write plots (time, busbw, link utilisation, heatmap) into this directory.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a Chrome trace (Perfetto, chrome://tracing) of the largest size.")
+@_friendly
+def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpus: int | None,
+        json_path: str | None, csv_path: Path | None, plot_dir: Path | None, trace_path: Path | None) -> None:
+    """Simulate SCENARIO and print time, bandwidth and the bottleneck per size and algorithm.
+
+    \b
+    Example:
+      simnet run scenarios/cross_rack.yaml
+      simnet run scenarios/cross_rack.yaml -a ring -a hierarchical -s '256 MiB' --json out.json
+    """
+    from simnet import units
+    from simnet.collectives import ALGORITHMS
+    from simnet.report.tables import results_table
+    from simnet.scenario import load_scenario
+
+    spec = load_scenario(scenario)
+    changes = {}
+    if algorithms:
+        unknown = [a for a in algorithms if a not in ALGORITHMS and a not in ("auto", "all")]
+        if unknown:
+            raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r}; expected one of "
+                             f"{', '.join(ALGORITHMS)}, auto or all", scenario)
+        changes["algorithms"] = [n for a in algorithms for n in (ALGORITHMS if a == "all" else [a])]
+    if sizes:
+        changes["sizes"] = [_parse_option(units.parse_size, size, "--size", scenario) for size in sizes]
+    if gpus is not None:
+        changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
+    spec = spec.replace(**changes)
+    results = _with_progress(spec, scenario)
+    if json_path == "-":
+        click.echo(results.to_json())
+        return
+    console = _console()
+    console.print(results_table(results, title=f"{spec.name}: AllReduce on {len(spec.topology.gpus)} GPUs "
+                                              f"({spec.topology.name})"))
+    _print_notes(console, results)
+    for path, write in ((json_path, results.to_json), (csv_path, results.to_csv)):
+        if path:
+            write(path)
+            console.print(f"wrote {path}")
+    if plot_dir:
+        from simnet.report.plots import plot_results
+
+        for path in plot_results(results, spec, plot_dir):
+            console.print(f"wrote {path}")
+    if trace_path:
+        from simnet.report.trace import write_trace
+
+        console.print(f"wrote {write_trace(results, spec, trace_path)}")
+
+
+def _parse_option(parse, value, option: str, scenario: Path):
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise InputError(f"{option}: {str(exc).removeprefix('gpus: ')}", scenario) from None
+
+
+def _with_progress(spec, scenario: Path):
+    """Run the scenario with a progress bar on stderr (shown only on a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from simnet.console import stderr_console
+
+    columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        task = progress.add_task("run", total=len(spec.sizes) * len(spec.algorithms))
+        try:
+            return spec.run(progress=lambda done, total: progress.update(task, completed=done))
+        except ValueError as exc:
+            raise InputError(str(exc), scenario) from None
+
+
+def _print_notes(console, results) -> None:
+    """Auto choices, NCCL_ALGO and warnings, one line each."""
+    for run in results.runs:
+        if run.auto and run.auto.get("nccl_algo"):
+            console.print(f"NCCL_ALGO={run.auto['nccl_algo']} applied: auto chose among "
+                          f"{', '.join(run.auto['candidates'])}")
+            break
+    shown = 3
+    for run in results.runs:
+        for kind in sorted({w.kind for w in run.warnings}):
+            alike = [w for w in run.warnings if w.kind == kind]
+            for warning in alike[:shown]:
+                console.print(f"[yellow]warning[/yellow] {kind} ({run.algorithm}, {_size(run.size_bytes)}): "
+                              f"{warning.message}")
+            if len(alike) > shown:
+                console.print(f"  ... and {len(alike) - shown} more {kind} warnings like these "
+                              f"({run.algorithm}, {_size(run.size_bytes)}); --json lists them all")
+
+
+def _size(nbytes: int) -> str:
+    from simnet import units
+
+    return units.format_size(nbytes)
 
 
 @main.group()

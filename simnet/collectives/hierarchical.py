@@ -93,8 +93,9 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         order = np.roll(np.arange(len(plans)), -(start % len(plans)))
         nodes = np.array([plans[g][0][who[g]] for g in order])
         ready = np.array([plans[g][5][who[g]] for g in order])
+        pieces = {"chunk_size": chunk_size} if chunk_size else {}  # else the inner algorithm's default
         done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready,
-                                       chunk_size=chunk_size, channel=channel)
+                                       channel=channel, **pieces)
         for position, g in enumerate(order):
             finished[g][who[g]].extend(done[position][done[position] >= 0].tolist())
         channel += 2

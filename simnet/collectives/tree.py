@@ -19,8 +19,12 @@ from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
 from simnet.topology.model import Topology
 
+PIPELINE_CHUNK = 2**20
+"""Default piece size of tree pipelines (1 MiB, the order of NCCL's per-channel tree chunks):
+without pieces a tree would move the whole buffer hop by hop and never pipeline."""
+
 __all__ = ["btree_parents", "dtree_parents", "tree_depth", "tree_allreduce", "tree_part", "double_binary_tree_part",
-           "tree", "double_binary_tree"]
+           "tree", "double_binary_tree", "PIPELINE_CHUNK"]
 
 
 def btree_parents(n: int) -> np.ndarray:
@@ -117,14 +121,14 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
 
 
 def tree_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-              chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+              chunk_size: int | None = PIPELINE_CHUNK, channel: int = 0) -> np.ndarray:
     """Binary-tree AllReduce of ``[lo, hi)`` over ``members`` (NCCL's btree on their order)."""
     return tree_allreduce(b, members, btree_parents(len(members)), lo, hi, ready,
                           chunk_count(hi - lo, chunk_size), channel)
 
 
 def double_binary_tree_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-                            chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+                            chunk_size: int | None = PIPELINE_CHUNK, channel: int = 0) -> np.ndarray:
     """Two complementary trees, each on half of ``[lo, hi)``, on channels ``channel`` and ``channel + 1``."""
     middle = lo + (hi - lo) // 2
     chunks = chunk_count(middle - lo, chunk_size)
@@ -140,8 +144,8 @@ _TREE_FORM = ("2*D*(L + S/(k*B)) + (k-1)*S/(k*B), D = depth of NCCL's binary tre
 
 @register("tree", "pipelined binary tree: reduce up to the root, broadcast down, chunk by chunk (NCCL Tree)",
           _TREE_FORM, options=("chunk_size",))
-def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None) -> Schedule:
-    """Pipelined binary-tree AllReduce in k = ceil(S / chunk_size) chunks.
+def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK) -> Schedule:
+    """Pipelined binary-tree AllReduce in k = ceil(S / chunk_size) chunks (default 1 MiB).
 
     Contention-free time when every tree edge is its own link (a full mesh), path latency
     L, bandwidth B: ``2*D*(L + S/(k*B)) + (k-1)*S/(k*B)`` where D is the tree depth
@@ -158,8 +162,9 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
           "each tree: tree's form with S/2, both run at once; on dedicated links "
           "max over the two trees of 2*D_t*(L + S/(2kB)) + (k-1)*S/(2kB)",
           options=("chunk_size",))
-def double_binary_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None) -> Schedule:
-    """Two trees (``dtree_parents``) each AllReduce half of the buffer, on channels 0 and 1.
+def double_binary_tree(topology: Topology, ranks: list[str], size: int,
+                       chunk_size: int = PIPELINE_CHUNK) -> Schedule:
+    """Two trees (``dtree_parents``) each AllReduce half of the buffer in 1 MiB chunks by default.
 
     Every rank is a leaf in at least one tree, so its links carry about the same load in
     both; contention-free time is the slower tree's: ``2*D*(L + S/(2kB)) + (k-1)*S/(2kB)``

@@ -37,3 +37,32 @@ def link_classes_table(topo: Topology) -> Table:
         table.add_row(a, b, units.format_bandwidth(bandwidth), f"{bandwidth / 1e9:.4g}",
                       units.format_time(latency / PS_PER_SECOND), str(count))
     return table
+
+
+def results_table(results, title: str | None = None) -> Table:
+    """Size, algorithm, time, algbw, busbw and the bottleneck link per run; the winner per size starred."""
+    winners = {size: run for size, run in results.winners().items()}
+    table = Table(title=title or f"{results.scenario}: AllReduce", title_justify="left")
+    for column, justify in (("size", "right"), ("algorithm", "left"), ("time", "right"), ("algbw GB/s", "right"),
+                            ("busbw GB/s", "right"), ("bottleneck link (saturated % of run)", "left")):
+        table.add_column(column, justify=justify)
+    previous = None
+    for run in results.runs:
+        if previous is not None and run.size_bytes != previous:
+            table.add_section()
+        previous = run.size_bytes
+        best = winners[run.size_bytes] is run and len(results.runs) > 1
+        name = run.algorithm
+        if run.auto:
+            others = {k: v for k, v in run.auto["candidates"].items() if k != run.algorithm}
+            name = f"auto -> {run.algorithm}"
+            if others:
+                runner_up, time = min(others.items(), key=lambda kv: kv[1])
+                name += f" ({time / run.time_s:.2f}x faster than {runner_up})"
+        neck = run.bottleneck
+        where = f"{neck.name} ({neck.saturated_fraction:.0%})" if neck else "-"
+        style = "bold green" if best else None
+        table.add_row(units.format_size(run.size_bytes), ("* " if best else "  ") + name,
+                      units.format_time(run.time_s), f"{run.algbw_GBps:.2f}", f"{run.busbw_GBps:.2f}", where,
+                      style=style)
+    return table

@@ -1,0 +1,235 @@
+"""Scenario YAML (DESIGN section 7): a topology, sizes, algorithms, GPUs and options.
+
+``load_scenario(path)`` validates everything up front and reports mistakes as one line
+naming file, line and field; ``Scenario.run()`` simulates every (size, algorithm) point.
+
+>>> scenario = scenario_from_dict({"name": "demo", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+...                                "sizes": "1 MiB .. 4 MiB x2", "algorithms": ["ring", "tree"]})
+>>> [s // 2**20 for s in scenario.sizes], scenario.algorithms
+([1, 2, 4], ['ring', 'tree'])
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+
+from simnet import units
+from simnet.collectives.hierarchical import INNER_ALGORITHMS
+from simnet.errors import InputError
+from simnet.topology.loader import load_topology, topology_from_dict
+from simnet.topology.model import GROUP_LEVELS, Topology
+from simnet.topology.schema import Bandwidth, Latency, Strict
+from simnet.yamlsource import Source, load_yaml
+
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "parse_sizes", "parse_cost", "AUTO"]
+
+AUTO = "auto"
+
+Size = Annotated[int, BeforeValidator(units.parse_size), Field(ge=0)]
+PositiveSize = Annotated[int, BeforeValidator(units.parse_size), Field(gt=0)]
+
+_RANGE = re.compile(r"^\s*(.+?)\s*\.\.\s*(.+?)\s*x\s*(\d+(?:\.\d+)?)\s*$")
+
+
+def parse_sizes(text: object) -> list[int]:
+    """A size, a list of sizes, or an nccl-tests range ``"8 B .. 8 GiB x2"`` (-b/-e/-f).
+
+    >>> parse_sizes("1 KiB .. 4 KiB x2")
+    [1024, 2048, 4096]
+    """
+    if isinstance(text, list):
+        return [units.parse_size(t) for t in text]
+    match = _RANGE.match(text) if isinstance(text, str) else None
+    if not match:
+        return [units.parse_size(text)]
+    low, high, factor = units.parse_size(match.group(1)), units.parse_size(match.group(2)), float(match.group(3))
+    if factor <= 1 or low <= 0 or high < low:
+        raise ValueError(f"{text!r}: a range needs 0 < start <= end and a factor above 1 (e.g. '8 B .. 8 GiB x2')")
+    sizes = []
+    size = float(low)
+    while size <= high * (1 + 1e-12):
+        sizes.append(int(round(size)))
+        size *= factor
+    return sizes
+
+
+_COST = re.compile(r"^\s*\$?\s*([-+]?\d+(?:\.\d+)?)\s*([kKMG]?)\s*\$?\s*$")
+_MULTIPLIER = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def parse_cost(text: object) -> float:
+    """A cost in currency units: ``1.2 M$``, ``$800k``, ``250000``.
+
+    >>> parse_cost("1.2 M$"), parse_cost("$800k"), parse_cost(5)
+    (1200000.0, 800000.0, 5.0)
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    match = _COST.match(text) if isinstance(text, str) else None
+    if not match:
+        raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
+    return float(match.group(1)) * _MULTIPLIER[match.group(2)]
+
+
+class Options(Strict):
+    """Algorithm and engine options (DESIGN section 5)."""
+
+    chunk_size: PositiveSize | None = None
+    channels: Annotated[int, Field(ge=1)] | None = None
+    inner: Literal[tuple(INNER_ALGORITHMS)] | None = None  # type: ignore[valid-type]
+    group_by: Literal[GROUP_LEVELS] | None = None  # type: ignore[valid-type]
+    ps_server: str | list[str] | None = None
+    ps_servers: Annotated[int, Field(ge=1)] | None = None
+    reduce_bandwidth: Bandwidth | None = None
+    message_overhead: Latency | None = None
+
+
+class Workload(Strict):
+    """A training step, for iteration time and speedup (used by sweeps)."""
+
+    compute_time: Latency | None = None
+    model_flops: Annotated[float, Field(gt=0)] | None = None
+    gpu_flops: Annotated[float, Field(gt=0)] | None = None
+    gradient_size: Size | None = None
+    parameters: Annotated[float, Field(gt=0)] | None = None
+    dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
+    bucket_size: PositiveSize | None = None
+    backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
+
+    @model_validator(mode="after")
+    def _complete(self) -> "Workload":
+        if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
+            raise ValueError("give compute_time, or model_flops and gpu_flops")
+        if self.gradient_size is None and self.parameters is None:
+            raise ValueError("give gradient_size, or parameters (and dtype)")
+        return self
+
+
+class Variant(Strict):
+    """A hardware option: dotted overrides of the scenario and what it costs."""
+
+    name: Annotated[str, Field(min_length=1)]
+    set: dict[str, Any] = {}
+    cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
+
+
+class ScenarioSpec(Strict):
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    topology: str | dict[str, Any]
+    collective: Literal["allreduce"] = "allreduce"
+    size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
+    sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
+    algorithms: list[str] | Literal["all", "auto"] = ["auto"]
+    gpus: Literal["all"] | Annotated[int, Field(ge=1)] | list[str] = "all"
+    options: Options = Options()
+    workload: Workload | None = None
+    sweep: dict[str, list[Any]] | None = None
+    variants: list[Variant] = []
+
+    @field_validator("algorithms")
+    @classmethod
+    def _known(cls, value):
+        from simnet.collectives import ALGORITHMS
+
+        names = [value] if isinstance(value, str) else value
+        for name in names:
+            if name not in ALGORITHMS and name not in ("all", AUTO):
+                raise ValueError(f"unknown algorithm {name!r}; expected {', '.join([*ALGORITHMS, AUTO])} or all")
+        return value
+
+    @model_validator(mode="after")
+    def _one_size_field(self) -> "ScenarioSpec":
+        if (self.size is None) == (self.sizes is None):
+            raise ValueError("give size or sizes (one of them)")
+        return self
+
+
+@dataclass
+class Scenario:
+    """A validated scenario, ready to run. ``topology`` already has the chosen GPUs as ranks."""
+
+    name: str
+    topology: Topology
+    sizes: list[int]
+    algorithms: list[str]
+    options: dict[str, Any]
+    description: str = ""
+    workload: Workload | None = None
+    sweep: dict[str, list[Any]] | None = None
+    variants: list[Variant] = field(default_factory=list)
+    source: str | None = None
+    data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
+
+    def run(self, progress: Callable[[int, int], None] | None = None):
+        """Simulate every (size, algorithm); returns ``Results`` in size-major order."""
+        from simnet.runner import Results, simulate
+
+        results = []
+        total = len(self.sizes) * len(self.algorithms)
+        for size in self.sizes:
+            for algorithm in self.algorithms:
+                results.append(simulate(self.topology, algorithm, size, **self.options))
+                if progress:
+                    progress(len(results), total)
+        return Results(self.name, results)
+
+    def replace(self, **changes) -> "Scenario":
+        """A copy with fields replaced (e.g. ``algorithms``, ``sizes``, ``topology``)."""
+        clone = copy.copy(self)
+        for key, value in changes.items():
+            setattr(clone, key, value)
+        return clone
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate a scenario file; raise ``InputError`` on any mistake."""
+    data, source = load_yaml(path)
+    return scenario_from_dict(data, source, base=Path(path).parent)
+
+
+def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None) -> Scenario:
+    """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``."""
+    source = source or Source("<scenario>")
+    if not isinstance(data, dict):
+        got = type(data).__name__ if data is not None else "nothing"
+        raise source.error((), f"expected a mapping with name, topology and sizes, got a {got}")
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise source.from_validation(exc) from None
+    if isinstance(spec.topology, str):
+        path = (base or Path(".")) / spec.topology
+        if not path.exists():
+            raise source.error(("topology",), f"no topology file {str(path)!r}")
+        topology = load_topology(path)
+    else:
+        topology = topology_from_dict(spec.topology, source, ("topology",))
+    if spec.gpus != "all":
+        try:
+            topology = topology.subset(spec.gpus)
+        except ValueError as exc:
+            raise source.error(("gpus",), str(exc).removeprefix("gpus: ")) from None
+    if spec.options.ps_server is not None:
+        servers = [spec.options.ps_server] if isinstance(spec.options.ps_server, str) else spec.options.ps_server
+        for server in servers:
+            if server not in topology.node_index:
+                raise source.error(("options", "ps_server"), f"{server!r} is not a node of {topology.name}")
+    algorithms = spec.algorithms
+    if algorithms == "all":
+        from simnet.collectives import ALGORITHMS
+
+        algorithms = list(ALGORITHMS)
+    elif isinstance(algorithms, str):
+        algorithms = [algorithms]
+    return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size, algorithms=list(algorithms),
+                    options=spec.options.model_dump(exclude_none=True), description=spec.description,
+                    workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), source=source.file,
+                    data=data)
