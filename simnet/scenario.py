@@ -145,12 +145,6 @@ class ScenarioSpec(Strict):
                 raise ValueError(f"unknown algorithm {name!r}; expected {', '.join([*ALGORITHMS, AUTO])} or all")
         return value
 
-    @model_validator(mode="after")
-    def _one_size_field(self) -> "ScenarioSpec":
-        if (self.size is None) == (self.sizes is None):
-            raise ValueError("give size or sizes (one of them)")
-        return self
-
 
 @dataclass
 class Scenario:
@@ -205,6 +199,10 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
         raise source.from_validation(exc) from None
+    if spec.size is not None and spec.sizes is not None:
+        raise source.error(("sizes",), "give size or sizes, not both")
+    if spec.size is None and spec.sizes is None:
+        raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
     if isinstance(spec.topology, str):
         path = (base or Path(".")) / spec.topology
         if not path.exists():

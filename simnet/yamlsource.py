@@ -53,7 +53,16 @@ class Source:
             message = "is required but missing"
         elif first["type"] == "literal_error":
             message = f"{first.get('input')!r} is not one of {message.removeprefix('Input should be ')}"
+        elif first["type"] in _BOUNDS:
+            word, key = _BOUNDS[first["type"]]
+            message = f"{first.get('input')!r} must be {word} {first['ctx'][key]}"
+        elif first["type"] in ("int_parsing", "int_from_float", "int_type"):
+            message = f"{first.get('input')!r} is not a whole number"
         return self.error(loc, message)
+
+
+_BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
 
 
 def format_loc(loc: Loc) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.registry import chunk_count, register
-from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 
 __all__ = ["ps", "naive", "parameter_servers"]
@@ -54,14 +54,12 @@ def ps(topology: Topology, ranks: list[str], size: int, ps_server: str | list[st
             continue
         chunks = chunk_count(int(shards[k + 1] - shards[k]), chunk_size)
         cuts = split_range(int(shards[k]), int(shards[k + 1]), chunks)
-        push_prev = np.full(len(workers), -1)
-        pull_prev = np.full(len(workers), -1)
-        for j in range(chunks):
-            push = b.add(workers, s, cuts[j], cuts[j + 1], REDUCE, after_sent=push_prev, step=0, chunk=j, channel=k)
-            summed = b.join(s, push[None, :])[0]  # the server holds chunk j's sum
-            pull_prev = b.add(s, workers, cuts[j], cuts[j + 1], COPY, deps=[summed], after_sent=pull_prev,
-                              step=1, chunk=j, channel=k)
-            push_prev = push
+        piece = {"lo": cuts[None, :-1], "hi": cuts[None, 1:], "chunk": np.arange(chunks)[None, :], "channel": k}
+        push = b.next_ids((len(workers), chunks))
+        b.add(workers[:, None], s, op=REDUCE, after_sent=in_order(push), step=0, **piece)
+        summed = b.join(s, push.T)  # the server holds chunk j's sum once every push of it arrived
+        pull = b.next_ids((len(workers), chunks))
+        b.add(s, workers[:, None], op=COPY, deps=[summed[None, :]], after_sent=in_order(pull), step=1, **piece)
     b.info["servers"] = servers
     return b.build()
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.registry import chunk_count, register
-from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 
 __all__ = ["ring", "reduce_scatter", "all_gather", "ring_allreduce"]
@@ -38,16 +38,11 @@ def _steps(b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, chunks: 
     deps = first_deps
     for s in range(m - 1):
         lo, hi = _chunk_bounds(bounds, (first_part - s) % m, chunks)
-        # FIFO per connection: chunk j waits for chunk j-1 (or the previous step's last chunk) to leave
-        after = np.empty((m, chunks), dtype=np.int64)
-        after[:, 0] = last
-        ids = np.empty((m, chunks), dtype=np.int64)
-        for j in range(chunks):
-            if j:
-                after[:, j] = ids[:, j - 1]
-            ids[:, j] = b.add(members, successors, lo[:, j], hi[:, j], op,
-                              deps=[d[:, j] if d.ndim == 2 else d for d in deps + extra_deps],
-                              after_sent=after[:, j], step=step0 + s, chunk=j, channel=channel)
+        ids = b.next_ids((m, chunks))
+        b.add(members[:, None], successors[:, None], lo, hi, op,
+              deps=[d if d.ndim == 2 else d[:, None] for d in deps + extra_deps],
+              after_sent=in_order(ids, first=last),  # queued behind the previous step's last piece
+              step=step0 + s, chunk=np.arange(chunks)[None, :], channel=channel)
         ids_per_step.append(ids)
         last = ids[:, -1]
         deps = [np.roll(ids, 1, axis=0)]  # what rank i received from rank i-1 at this step

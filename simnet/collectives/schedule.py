@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range"]
+__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order"]
 
 COPY = 0
 REDUCE = 1
@@ -84,6 +84,17 @@ class Schedule:
         return self.dep_idx[self.dep_ptr[t]: self.dep_ptr[t + 1]]
 
 
+def in_order(ids: np.ndarray, first: np.ndarray | int = -1) -> np.ndarray:
+    """``after_sent`` for a FIFO connection per row of ``ids`` (rows x pieces): piece j waits
+    for piece j-1 of its row to leave; piece 0 waits for ``first`` (per row, -1 = nothing).
+
+    >>> in_order(np.array([[5, 6, 7]]), first=2).tolist()
+    [[2, 5, 6]]
+    """
+    first = np.broadcast_to(np.asarray(first, dtype=np.int64), (ids.shape[0],))
+    return np.concatenate([first[:, None], ids[:, :-1]], axis=1)
+
+
 def _gather(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
     """Concatenate the CSR rows ``items`` of (ptr, idx), vectorised."""
     starts, ends = ptr[items], ptr[items + 1]
@@ -122,9 +133,11 @@ class ScheduleBuilder:
 
     def add(self, src, dst, lo, hi, op, deps: Sequence = (), after_sent=-1, step=0, chunk=0,
             channel=0) -> np.ndarray:
-        """Add transfers; returns their ids in the arguments' broadcast shape.
+        """Add transfers; returns their ids in the arguments' broadcast shape (C order).
 
         ``deps`` is a list of id arrays (each broadcast like the others; ``-1`` = none).
+        Dependencies must point at smaller ids, which may lie in this same batch:
+        ``next_ids(shape)`` tells the ids a batch will get.
         """
         values = [np.asarray(v, dtype=np.int64) for v in (src, dst, lo, hi, op, after_sent, step, chunk, channel)]
         dep_values = [np.asarray(d, dtype=np.int64) for d in deps]
@@ -135,8 +148,9 @@ class ScheduleBuilder:
             return np.zeros(0, dtype=np.int64)
         matrix = (np.stack([np.broadcast_to(d, shape).reshape(-1) for d in dep_values], axis=1) if dep_values
                   else np.full((n, 0), -1, dtype=np.int64))
-        if (matrix >= self._count).any() or (columns[5] >= self._count).any():
-            raise ValueError("a transfer can only depend on transfers added before it")
+        own = np.arange(self._count, self._count + n)
+        if (matrix >= own[:, None]).any() or (columns[5] >= own).any():
+            raise ValueError("a transfer can only depend on transfers with smaller ids (no cycles)")
         if (columns[2] > columns[3]).any() or (columns[2] < 0).any() or (columns[3] > self.size).any():
             raise ValueError("byte ranges must satisfy 0 <= lo <= hi <= size")
         batch = {name: col.astype(_DTYPES[name]) for name, col in zip(_DTYPES, columns)}
@@ -145,6 +159,10 @@ class ScheduleBuilder:
         ids = np.arange(self._count, self._count + n, dtype=np.int64).reshape(shape)
         self._count += n
         return ids
+
+    def next_ids(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The ids the next ``add`` of this broadcast shape will return."""
+        return np.arange(self._count, self._count + int(np.prod(shape)), dtype=np.int64).reshape(shape)
 
     def join(self, node, deps: np.ndarray) -> np.ndarray:
         """Zero-byte markers at ``node`` (broadcast) delivered once all ``deps`` (last axis) are.

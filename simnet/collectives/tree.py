@@ -16,12 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.registry import chunk_count, register
-from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
+from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 
-PIPELINE_CHUNK = 2**20
-"""Default piece size of tree pipelines (1 MiB, the order of NCCL's per-channel tree chunks):
-without pieces a tree would move the whole buffer hop by hop and never pipeline."""
+PIPELINE_CHUNK = 4 * 2**20
+"""Default piece size of tree pipelines, 4 MiB (NCCL's default buffer per channel): without
+pieces a tree would move the whole buffer hop by hop and never pipeline. Smaller pieces
+shave the pipeline's fill time (2*D pieces) but cost simulation time per piece."""
 
 __all__ = ["btree_parents", "dtree_parents", "tree_depth", "tree_allreduce", "tree_part", "double_binary_tree_part",
            "tree", "double_binary_tree", "PIPELINE_CHUNK"]
@@ -90,26 +91,27 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
     for v, kids in enumerate(children):
         child_matrix[v, : len(kids)] = kids
     cuts = split_range(lo, hi, chunks)
+    piece = {"lo": cuts[None, :-1], "hi": cuts[None, 1:], "chunk": np.arange(chunks)[None, :], "channel": channel}
     up = np.full((m, chunks), -1, dtype=np.int64)  # v -> parent(v), chunk j
     down = np.full((m, chunks), -1, dtype=np.int64)  # parent(v) -> v, chunk j
-    levels_up = [np.flatnonzero((depth == d) & (parents >= 0)) for d in range(int(depth.max()), 0, -1)]
-    for j in range(chunks):
-        for nodes in levels_up:
-            kids = child_matrix[nodes]
-            from_kids = np.where(kids >= 0, up[np.maximum(kids, 0), j], -1)
-            previous = up[nodes, j - 1] if j else -1
-            up[nodes, j] = b.add(members[nodes], members[parents[nodes]], cuts[j], cuts[j + 1], REDUCE,
-                                 deps=[*from_kids.T, ready[nodes]], after_sent=previous, step=0, chunk=j,
-                                 channel=channel)
-        for nodes in reversed(levels_up):
-            above = parents[nodes]
-            at_root = above == root
-            root_kids = child_matrix[root]
-            root_done = np.where(root_kids >= 0, up[np.maximum(root_kids, 0), j], -1)
-            deps = [np.where(at_root, d, down[above, j]) for d in root_done] + [np.where(at_root, ready[root], -1)]
-            previous = down[nodes, j - 1] if j else -1
-            down[nodes, j] = b.add(members[above], members[nodes], cuts[j], cuts[j + 1], COPY, deps=deps,
-                                   after_sent=previous, step=1, chunk=j, channel=channel)
+    levels = [np.flatnonzero((depth == d) & (parents >= 0)) for d in range(int(depth.max()), 0, -1)]
+
+    for nodes in levels:  # reduce, deepest level first: a node sends chunk j once its children's arrived
+        ids = b.next_ids((len(nodes), chunks))
+        kids = child_matrix[nodes]
+        from_kids = [np.where(kids[:, c, None] >= 0, up[np.maximum(kids[:, c], 0)], -1) for c in range(width)]
+        b.add(members[nodes, None], members[parents[nodes], None], op=REDUCE, deps=[*from_kids, ready[nodes, None]],
+              after_sent=in_order(ids), step=0, **piece)
+        up[nodes] = ids
+    root_done = [up[c] for c in child_matrix[root] if c >= 0]  # the root holds chunk j's sum
+    for nodes in reversed(levels):  # broadcast, from the root's children down
+        ids = b.next_ids((len(nodes), chunks))
+        above = parents[nodes]
+        at_root = (above == root)[:, None]
+        deps = [np.where(at_root, done_j[None, :], down[above]) for done_j in root_done]
+        b.add(members[above, None], members[nodes, None], op=COPY,
+              deps=deps + [np.where(at_root, ready[root], -1)], after_sent=in_order(ids), step=1, **piece)
+        down[nodes] = ids
     done = down.copy()
     root_kids = child_matrix[root][child_matrix[root] >= 0]
     done[root] = -1
@@ -145,7 +147,7 @@ _TREE_FORM = ("2*D*(L + S/(k*B)) + (k-1)*S/(k*B), D = depth of NCCL's binary tre
 @register("tree", "pipelined binary tree: reduce up to the root, broadcast down, chunk by chunk (NCCL Tree)",
           _TREE_FORM, options=("chunk_size",))
 def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK) -> Schedule:
-    """Pipelined binary-tree AllReduce in k = ceil(S / chunk_size) chunks (default 1 MiB).
+    """Pipelined binary-tree AllReduce in k = ceil(S / chunk_size) chunks (default 4 MiB).
 
     Contention-free time when every tree edge is its own link (a full mesh), path latency
     L, bandwidth B: ``2*D*(L + S/(k*B)) + (k-1)*S/(k*B)`` where D is the tree depth
@@ -164,7 +166,7 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPE
           options=("chunk_size",))
 def double_binary_tree(topology: Topology, ranks: list[str], size: int,
                        chunk_size: int = PIPELINE_CHUNK) -> Schedule:
-    """Two trees (``dtree_parents``) each AllReduce half of the buffer in 1 MiB chunks by default.
+    """Two trees (``dtree_parents``) each AllReduce half of the buffer in 4 MiB chunks by default.
 
     Every rank is a leaf in at least one tree, so its links carry about the same load in
     both; contention-free time is the slower tree's: ``2*D*(L + S/(2kB)) + (k-1)*S/(2kB)``

@@ -77,6 +77,13 @@ class _EventListener:
             self.events.pop(tag).succeed(now / PS_PER_SECOND)
 
 
+def members_of(size: int, items: np.ndarray) -> np.ndarray:
+    """A boolean mask of length ``size`` that is True at ``items``."""
+    mask = np.zeros(size, dtype=bool)
+    mask[items] = True
+    return mask
+
+
 class FluidNetwork:
     """Max-min fair flows over a ``Topology`` on a SimPy environment (time in ps).
 
@@ -305,8 +312,7 @@ class FluidNetwork:
             members |= touching
             marked[active_paths[touching].ravel()] = True
             marked[self._pad] = False
-        shared = active[members]
-        return np.setdiff1d(new[alone], shared, assume_unique=True), shared
+        return new[alone & ~members_of(self._slots, active[members])[new]], active[members]
 
     def _reallocate(self) -> None:
         now = self.env.now

@@ -1,0 +1,142 @@
+"""Plots of a scenario's results, readable without the code: units on every axis, legends, titles.
+
+* ``time_vs_size.png``: completion time against size per algorithm (log-log);
+* ``busbw_vs_size.png``: bus bandwidth against size per algorithm;
+* ``link_utilization.png``: mean utilisation of the busiest links in the featured run;
+* ``link_heatmap.png``: utilisation over time of those links in the featured run.
+
+The featured run is the fastest algorithm at the largest size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from simnet import units
+from simnet.result import Result
+from simnet.topology.model import PS_PER_SECOND
+
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "TOP_LINKS"]
+
+TOP_LINKS = 12
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def featured_run(results) -> Result:
+    """The fastest run at the largest size."""
+    return results.winners()[max(r.size_bytes for r in results.runs)]
+
+
+def _by_algorithm(results) -> dict[str, list[Result]]:
+    series: dict[str, list[Result]] = {}
+    for run in results.runs:
+        series.setdefault(run.algorithm if not run.auto else f"auto ({run.algorithm})", []).append(run)
+    return series
+
+
+def _size_axis(ax, sizes: list[int]) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([units.format_size(s) for s in sizes], rotation=30, ha="right")
+    ax.minorticks_off()
+    ax.set_xlabel("message size per GPU")
+
+
+def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Mean utilisation (0..1) of each link in each of ``bins`` equal time bins, and the bin
+    edges in seconds. Needs a result simulated with ``timeline=True``."""
+    stats, topo = result.replay.stats, result.replay.topology
+    if stats.timeline is None:
+        raise ValueError("this result was simulated without a timeline (simulate(..., timeline=True))")
+    end = max(result.replay.duration_ps, 1)
+    edges = np.linspace(0, end, bins + 1)
+    matrix = np.zeros((len(links), bins))
+    position = {link: i for i, link in enumerate(links)}
+    changes: list[list[tuple[int, float]]] = [[(0, 0.0)] for _ in links]
+    for time, changed, loads in stats.timeline:
+        for link, load in zip(changed.tolist(), loads.tolist()):
+            if link in position:
+                changes[position[link]].append((time, load))
+    for i, link in enumerate(links):
+        times = np.array([t for t, _ in changes[i]] + [end], dtype=float)
+        loads = np.array([v for _, v in changes[i]])
+        # integral of the piecewise-constant load, evaluated at the bin edges
+        cumulative = np.concatenate([[0.0], np.cumsum(loads * np.diff(times))])
+        at_edges = np.interp(edges, times, cumulative)
+        matrix[i] = np.diff(at_edges) / np.diff(edges) / topo.capacity[link]
+    return matrix, edges / PS_PER_SECOND
+
+
+def plot_results(results, scenario, directory: str | Path) -> list[Path]:
+    """Write the four plots for ``results`` of ``scenario`` into ``directory``; returns their paths."""
+    from simnet.runner import simulate
+
+    plt = _pyplot()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    sizes = sorted({r.size_bytes for r in results.runs})
+    gpus = results.runs[0].gpus
+    series = _by_algorithm(results)
+
+    for name, field, label, log_y in (("time_vs_size.png", "time_s", "AllReduce time (s)", True),
+                                      ("busbw_vs_size.png", "busbw_GBps", "bus bandwidth (GB/s)", False)):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for algorithm, runs in series.items():
+            runs = sorted(runs, key=lambda r: r.size_bytes)
+            ax.plot([r.size_bytes for r in runs], [getattr(r, field) for r in runs], marker="o", label=algorithm)
+        _size_axis(ax, sizes)
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.set_title(f"{results.scenario}: {label.split(' (')[0]} vs size, {gpus} GPUs")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(title="algorithm")
+        fig.tight_layout()
+        written.append(directory / name)
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+
+    best = featured_run(results)
+    top = best.links[:TOP_LINKS]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(top), 3) + 1.5))
+    names = [link.name for link in top][::-1]
+    ax.barh(names, [link.mean_utilization * 100 for link in top][::-1], color="#4c72b0", label="mean utilisation")
+    ax.barh(names, [link.saturated_fraction * 100 for link in top][::-1], color="#dd8452", height=0.35,
+            label="time saturated (>= 99.9 %)")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the run")
+    ax.set_title(f"busiest links: {best.algorithm}, {units.format_size(best.size_bytes)}, "
+                 f"{units.format_time(best.time_s)}")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    written.append(directory / "link_utilization.png")
+    fig.savefig(written[-1], dpi=120)
+    plt.close(fig)
+
+    traced = simulate(scenario.topology, best.algorithm, best.size_bytes, timeline=True, **scenario.options)
+    indices = [traced.replay.topology.link_index[(link.src, link.dst)] for link in traced.links[:TOP_LINKS]]
+    matrix, edges = utilization_matrix(traced, indices)
+    fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(indices), 3) + 1.8))
+    image = ax.imshow(matrix * 100, aspect="auto", cmap="magma", vmin=0, vmax=100, interpolation="nearest",
+                      extent=(edges[0] * 1e3, edges[-1] * 1e3, len(indices) - 0.5, -0.5))
+    ax.set_yticks(range(len(indices)))
+    ax.set_yticklabels([traced.replay.topology.link_name(i) for i in indices])
+    ax.set_xlabel("time (ms)")
+    ax.set_title(f"link utilisation over time: {best.algorithm}, {units.format_size(best.size_bytes)}")
+    fig.colorbar(image, ax=ax, label="utilisation (%)")
+    fig.tight_layout()
+    written.append(directory / "link_heatmap.png")
+    fig.savefig(written[-1], dpi=120)
+    plt.close(fig)
+    return written

@@ -1,0 +1,109 @@
+"""Chrome trace JSON (opens in https://ui.perfetto.dev and chrome://tracing).
+
+One process per traced run (each algorithm at the largest size). Each rank has a track
+(more lanes when its transfers overlap, e.g. a tree node sending up and down at once);
+each transfer is a slice from its start until its receiver has the data, with the step,
+chunk, bytes and peer as arguments. Counter tracks show the busiest links' utilisation.
+Times are microseconds, as the format wants.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from simnet import units
+from simnet.collectives.schedule import REDUCE
+from simnet.result import Result
+from simnet.topology.model import PS_PER_SECOND
+
+__all__ = ["trace_events", "write_trace", "MAX_TRANSFERS", "COUNTER_LINKS"]
+
+MAX_TRANSFERS = 200_000
+"""Runs with more transfers are left out of a trace (viewers struggle beyond that)."""
+COUNTER_LINKS = 8
+
+
+def _lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Greedy interval colouring: the lowest lane free at each start (intervals in start order)."""
+    lane_of = np.zeros(len(starts), dtype=np.int64)
+    free_at: list[float] = []
+    for i in np.argsort(starts, kind="stable").tolist():
+        for lane, until in enumerate(free_at):
+            if until <= starts[i]:
+                free_at[lane] = ends[i]
+                lane_of[i] = lane
+                break
+        else:
+            lane_of[i] = len(free_at)
+            free_at.append(ends[i])
+    return lane_of
+
+
+def trace_events(result: Result, pid: int) -> list[dict]:
+    """Trace events of one run (simulated with ``timeline=True`` for link counters)."""
+    replay = result.replay
+    schedule = replay.schedule
+    title = f"{result.algorithm} {units.format_size(result.size_bytes)} on {result.gpus} GPUs"
+    events: list[dict] = [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": title}},
+                          {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}]
+    real = np.flatnonzero(schedule.src != schedule.dst)  # joins are bookkeeping, not traffic
+    start_us = replay.start * 1e6
+    end_us = replay.delivered * 1e6
+    names = schedule.nodes
+    first_tid = 0
+    for node in np.unique(schedule.src[real]).tolist():
+        mine = real[schedule.src[real] == node]
+        lanes = _lanes(start_us[mine], end_us[mine])
+        label = f"rank {node}" if node < len(schedule.ranks) else names[node]
+        for lane in range(int(lanes.max()) + 1):
+            tid = first_tid + lane
+            suffix = f" (lane {lane + 1})" if lane else ""
+            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name",
+                           "args": {"name": f"{label}: {names[node]}{suffix}"}})
+            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
+        for t, lane in zip(mine.tolist(), lanes.tolist()):
+            peer = int(schedule.dst[t])
+            events.append({
+                "ph": "X", "pid": pid, "tid": first_tid + lane, "ts": float(start_us[t]),
+                "dur": float(end_us[t] - start_us[t]),
+                "name": f"{'reduce' if schedule.op[t] == REDUCE else 'copy'} -> {names[peer]}",
+                "cat": result.algorithm,
+                "args": {"step": int(schedule.step[t]), "chunk": int(schedule.chunk[t]),
+                         "bytes": int(schedule.hi[t] - schedule.lo[t]), "peer": names[peer],
+                         "channel": int(schedule.channel[t]), "sent_us": float(replay.sent[t] * 1e6)}})
+        first_tid += int(lanes.max()) + 1
+    stats = replay.stats
+    if stats.timeline:
+        top = {replay.topology.link_index[(link.src, link.dst)] for link in result.links[:COUNTER_LINKS]}
+        capacity = replay.topology.capacity
+        for time, changed, loads in stats.timeline:
+            for link, load in zip(changed.tolist(), loads.tolist()):
+                if link in top:
+                    events.append({"ph": "C", "pid": pid, "ts": time / PS_PER_SECOND * 1e6,
+                                   "name": f"{replay.topology.link_name(link)} utilisation %",
+                                   "args": {"utilisation": round(100 * load / capacity[link], 3)}})
+    return events
+
+
+def write_trace(results, scenario, path: str | Path) -> Path:
+    """Trace each algorithm at the largest size of ``results`` into ``path``."""
+    from simnet.runner import simulate
+
+    largest = max(r.size_bytes for r in results.runs)
+    events: list[dict] = []
+    skipped = []
+    for pid, run in enumerate(r for r in results.runs if r.size_bytes == largest):
+        if run.replay is not None and len(run.replay.schedule) > MAX_TRANSFERS:
+            skipped.append(run.algorithm)
+            continue
+        traced = simulate(scenario.topology, run.algorithm, run.size_bytes, timeline=True, **scenario.options)
+        events += trace_events(traced, pid)
+    path = Path(path)
+    document = {"traceEvents": events, "displayTimeUnit": "ns",
+                "otherData": {"scenario": results.scenario, "size_bytes": largest,
+                              "skipped (too many transfers)": skipped}}
+    path.write_text(json.dumps(document))
+    return path

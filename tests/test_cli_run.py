@@ -1,0 +1,175 @@
+"""``simnet run`` as a user types it: the table, JSON, CSV, plots, trace, auto and NCCL_ALGO."""
+
+import csv
+import io
+import json
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+
+from simnet import topology_from_dict
+from simnet.runner import nccl_algo_filter, simulate
+
+
+@pytest.fixture
+def scenario(tmp_path, root):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""name: small
+topology: {root / 'topologies/ps_star.yaml'}
+sizes: [1 MiB, 16 MiB]
+algorithms: [ring, tree, ps]
+""")
+    return path
+
+
+def test_table_shows_every_run_and_marks_winners(cli, scenario):
+    result = cli("run", scenario)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for header in ("size", "algorithm", "time", "algbw GB/s", "busbw GB/s", "bottleneck link"):
+        assert header in out
+    assert out.count("* ring") == 2  # ring wins both sizes on a star
+    assert "1 MiB" in out and "16 MiB" in out
+    assert "warning nic_overload (ps, 16 MiB): ps0 port" in out
+    assert "16 flows shared 3.125 GB/s" in out
+
+
+def test_json_matches_design_schema(cli, scenario, tmp_path):
+    path = tmp_path / "out.json"
+    assert cli("run", scenario, "--json", path).exit_code == 0
+    data = json.loads(path.read_text())
+    assert data["simnet"] == "0.1.0" and data["scenario"] == "small"
+    assert len(data["runs"]) == 6
+    for run in data["runs"]:
+        for key in ("algorithm", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "links", "warnings"):
+            assert key in run
+        assert run["algbw_GBps"] == pytest.approx(run["size_bytes"] / run["time_s"] / 1e9)
+        assert run["busbw_GBps"] == pytest.approx(run["algbw_GBps"] * 2 * 15 / 16)
+        for link in run["links"]:
+            assert set(link) == {"src", "dst", "capacity_Bps", "bytes", "mean_utilization", "peak_utilization",
+                                 "saturated_fraction", "max_flows"}
+            assert 0 <= link["mean_utilization"] <= 1 + 1e-9 and 0 <= link["saturated_fraction"] <= 1
+        for warning in run["warnings"]:
+            assert set(warning) == {"kind", "link", "message"}
+    ps = [r for r in data["runs"] if r["algorithm"] == "ps"]
+    assert all(r["warnings"][0]["kind"] == "nic_overload" for r in ps)
+
+
+def test_json_to_stdout(cli, scenario):
+    result = cli("run", scenario, "--json", "-")
+    assert json.loads(result.stdout)["scenario"] == "small"
+
+
+def test_csv_is_the_flat_table(cli, scenario, tmp_path):
+    path = tmp_path / "out.csv"
+    cli("run", scenario, "--csv", path)
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    assert len(rows) == 6 and rows[0]["algorithm"] == "ring" and float(rows[0]["time_s"]) > 0
+
+
+def test_overrides(cli, scenario, tmp_path):
+    path = tmp_path / "o.json"
+    cli("run", scenario, "-a", "naive", "-s", "4 MiB", "-g", "4", "--json", path)
+    runs = json.loads(path.read_text())["runs"]
+    assert [(r["algorithm"], r["size_bytes"], r["gpus"]) for r in runs] == [("naive", 4 * 2**20, 4)]
+    bad = cli("run", scenario, "-s", "4 MB/s")
+    assert bad.exit_code == 2 and "--size: '4 MB/s' is not a size" in bad.stderr
+    bad = cli("run", scenario, "-g", "99")
+    assert bad.exit_code == 2 and "--gpus: 99 is out of range" in bad.stderr
+
+
+def test_plots_have_content(cli, scenario, tmp_path):
+    out = tmp_path / "plots"
+    assert cli("run", scenario, "--plot", out).exit_code == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["busbw_vs_size.png", "link_heatmap.png", "link_utilization.png", "time_vs_size.png"]
+    for name in names:
+        image = mpimg.imread(out / name)[..., :3]
+        assert image.shape[0] > 300
+        assert (image.std(axis=(0, 1)) > 0.05).any()  # not a blank canvas
+    heatmap = mpimg.imread(out / "link_heatmap.png")[..., :3]
+    # magma's bright end (saturated links) appears: the featured ring run saturates worker links
+    assert ((heatmap > 0.95).all(axis=-1).sum()) > 1000
+
+
+def test_plot_figures_carry_the_data(scenario):
+    from simnet.report.plots import featured_run, utilization_matrix
+    from simnet.scenario import load_scenario
+
+    results = load_scenario(scenario).run()
+    best = featured_run(results)
+    assert best.algorithm == "ring" and best.size_bytes == 16 * 2**20
+    traced = simulate(best.replay.topology, "ring", best.size_bytes, timeline=True)
+    top = [traced.replay.topology.link_index[(link.src, link.dst)] for link in traced.links[:4]]
+    matrix, edges = utilization_matrix(traced, top, bins=50)
+    assert edges[-1] == pytest.approx(traced.time_s)
+    # the bins average back to each link's mean utilisation
+    for row, link in zip(matrix, traced.links[:4]):
+        assert row.mean() == pytest.approx(link.mean_utilization, rel=1e-6)
+
+
+def test_trace_is_valid_chrome_trace(cli, scenario, tmp_path):
+    path = tmp_path / "t.json"
+    assert cli("run", scenario, "--trace", path).exit_code == 0
+    data = json.loads(path.read_text())
+    events = data["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X"]
+    assert {e["cat"] for e in slices} == {"ring", "tree", "ps"}
+    for e in slices:
+        assert e["dur"] >= 0 and e["ts"] >= 0 and isinstance(e["tid"], int)
+        assert {"step", "chunk", "bytes", "peer"} <= set(e["args"])
+    # slices on one track never overlap (Chrome's format needs nesting per thread)
+    by_track = {}
+    for e in slices:
+        by_track.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_track.values():
+        spans.sort()
+        assert all(a[1] <= b[0] + 1e-6 for a, b in zip(spans, spans[1:]))
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "rank 0: worker0" in names
+    counters = [e for e in events if e["ph"] == "C"]
+    assert counters and all(0 <= e["args"]["utilisation"] <= 100.001 for e in counters)
+
+
+def test_auto_picks_the_fastest_and_says_by_how_much(cli, tmp_path, root):
+    path = tmp_path / "a.yaml"
+    path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 GiB\nalgorithms: [auto]\n")
+    out = cli("run", path).stdout
+    assert "auto -> " in out and "x faster than" in out
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
+    result = simulate(topo, "auto", 2**30)
+    assert result.time_s == min(result.auto["candidates"].values())
+    assert result.algorithm == min(result.auto["candidates"], key=result.auto["candidates"].get)
+
+
+def test_nccl_algo_forces_and_excludes(cli, tmp_path, root, monkeypatch):
+    path = tmp_path / "a.yaml"
+    path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 KiB\nalgorithms: [auto]\n")
+    forced = cli("run", path, env={"NCCL_ALGO": "Ring"}).stdout
+    assert "auto -> ring" in forced and "NCCL_ALGO=Ring applied" in forced
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
+    monkeypatch.setenv("NCCL_ALGO", "^ring,halving_doubling")
+    result = simulate(topo, "auto", 2**16)
+    assert set(result.auto["candidates"]) == {"tree", "double_binary_tree", "recursive_doubling", "hierarchical"}
+    assert result.auto["nccl_algo"] == "^ring,halving_doubling"
+    bad = cli("run", path, env={"NCCL_ALGO": "Butterfly"})
+    assert bad.exit_code == 2 and "NCCL_ALGO='Butterfly': unknown algorithm 'butterfly'" in bad.stderr
+
+
+def test_nccl_algo_syntax():
+    names = ["ring", "tree", "hierarchical"]
+    assert nccl_algo_filter(names, "RING,tree") == ["ring", "tree"]
+    assert nccl_algo_filter(names, "^TREE") == ["ring", "hierarchical"]
+    assert nccl_algo_filter(names, "") == names
+    with pytest.raises(ValueError, match="leaves no algorithm"):
+        nccl_algo_filter(["ring"], "^ring")
+
+
+def test_results_dataframe_when_pandas_is_there(scenario):
+    pd = pytest.importorskip("pandas")
+    from simnet.scenario import load_scenario
+
+    frame = load_scenario(scenario).run().to_dataframe()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 6
+    assert np.isclose(frame["busbw_GBps"], frame["algbw_GBps"] * 30 / 16).all()

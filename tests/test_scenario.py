@@ -1,0 +1,96 @@
+"""Scenario files: what they accept, and one clear line for each mistake."""
+
+from pathlib import Path
+
+import pytest
+
+from simnet import InputError
+from simnet.scenario import load_scenario, parse_cost, parse_sizes, scenario_from_dict
+
+ROOT = Path(__file__).parent.parent
+BAD = Path(__file__).parent / "bad_scenarios"
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+EXPECTED = {
+    "unknown_key.yaml": (5, "colour: unknown key 'colour'"),
+    "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
+    "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ps, naive, recursive_doubling, "
+                                  "halving_doubling, ring, tree, double_binary_tree, hierarchical, auto or all"),
+    "missing_topology.yaml": (2, "topology: no topology file '{dir}/../../topologies/nope.yaml'"),
+    "too_many_gpus.yaml": (5, "gpus: 9 is out of range; this topology has 8 GPUs"),
+    "unknown_ps_server.yaml": (5, "options.ps_server: 'ps9' is not a node of dgx-h100"),
+    "bad_channels.yaml": (6, "options.channels: 0 must be at least 1"),
+    "size_and_sizes.yaml": (4, "sizes: give size or sizes, not both"),
+    "bad_range.yaml": (3, "sizes: '8 GiB .. 8 B x2': a range needs 0 < start <= end and a factor above 1 "
+                          "(e.g. '8 B .. 8 GiB x2')"),
+    "incomplete_workload.yaml": (5, "workload: give gradient_size, or parameters (and dtype)"),
+    "bad_cost.yaml": (6, "variants[0].cost: 'lots' is not a cost (e.g. '1.2 M$', '$800k', 250000)"),
+    "inline_topology_error.yaml": (10, "topology.links[1].bandwidth: '10 Gbit' is not a bandwidth "
+                                       "(e.g. '400 Gb/s', '50 GB/s')"),
+    "bad_inner.yaml": (5, "options.inner: 'butterfly' is not one of 'ring', 'tree', 'double_binary_tree', "
+                          "'halving_doubling' or 'recursive_doubling'"),
+}
+
+
+def test_corpus_is_complete():
+    assert sorted(EXPECTED) == sorted(p.name for p in BAD.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_scenario_is_one_line(name):
+    line, message = EXPECTED[name]
+    with pytest.raises(InputError) as info:
+        load_scenario(BAD / name)
+    assert str(info.value) == f"{BAD / name}:{line}: {message.format(dir=BAD)}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_cli_refuses_bad_scenarios_with_exit_2(cli, name):
+    result = cli("run", BAD / name)
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and f"{BAD / name}:" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_every_shipped_scenario_loads(path):
+    scenario = load_scenario(path)
+    assert scenario.sizes and scenario.algorithms and scenario.topology.gpus
+
+
+def test_sizes_forms():
+    assert parse_sizes("8 B .. 64 B x2") == [8, 16, 32, 64]
+    assert parse_sizes("1 KiB .. 1 MiB x4") == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert parse_sizes(["1 KiB", "2 KB"]) == [1024, 2000]
+    assert parse_sizes("1 GiB") == [2**30]
+
+
+def test_cost_forms():
+    assert parse_cost("1.2 M$") == 1.2e6
+    assert parse_cost("$800k") == 8e5
+    assert parse_cost(250000) == 250000.0
+    with pytest.raises(ValueError):
+        parse_cost("cheap")
+
+
+def test_inline_topology_gpus_and_all_algorithms():
+    scenario = scenario_from_dict({
+        "name": "inline", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}},
+        "size": "1 MiB", "algorithms": "all", "gpus": 4, "options": {"chunk_size": "256 KiB"}})
+    assert len(scenario.topology.gpus) == 4
+    assert "ps" in scenario.algorithms and "hierarchical" in scenario.algorithms
+    assert scenario.options == {"chunk_size": 262144}
+
+
+def test_gpu_ids_select_ranks():
+    scenario = scenario_from_dict({"name": "ids", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+                                   "size": "1 MiB", "algorithms": ["ring"], "gpus": ["gpu7", "gpu3"]})
+    assert scenario.topology.gpus == ["gpu7", "gpu3"]
+
+
+def test_run_returns_results_in_size_major_order():
+    scenario = scenario_from_dict({"name": "order", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+                                   "sizes": ["1 MiB", "2 MiB"], "algorithms": ["ring", "tree"]})
+    results = scenario.run()
+    assert [(r.size_bytes, r.algorithm) for r in results.runs] == [
+        (2**20, "ring"), (2**20, "tree"), (2**21, "ring"), (2**21, "tree")]
