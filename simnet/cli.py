@@ -159,6 +159,117 @@ def _size(nbytes: int) -> str:
     return units.format_size(nbytes)
 
 
+def _split_values(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--gpus", "gpu_counts", default=None, help="GPU counts, e.g. 8,16,32 (first N ranks).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=V1,V2",
+              help="Sweep a dotted parameter, e.g. topology.generate.nic_bandwidth=100Gb/s,400Gb/s (repeatable).")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, help="Algorithms instead of the file's.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for results.jsonl, results.csv and plots (default: sweep-<scenario name>).")
+@click.option("--workers", type=int, default=None, help="Local worker processes (default: the core count).")
+@click.option("--scheduler", default=None, help="Dask scheduler address, or 'local' for a LocalCluster.")
+@_friendly
+def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorithms: tuple[str, ...],
+          out: Path | None, workers: int | None, scheduler: str | None) -> None:
+    """Sweep SCENARIO over GPU counts and parameters: speedup, iteration time, busbw.
+
+    Finished points are appended to OUT/results.jsonl as they complete; running the
+    same command again resumes and computes only what is missing.
+
+    \b
+    Example:
+      simnet sweep scenarios/cross_rack.yaml --gpus 8,16,32,64
+      simnet sweep scenarios/cross_rack.yaml --set topology.generate.oversubscription=1,4 --scheduler local
+    """
+    from simnet.report.sweep_report import plot_sweep, sweep_table, write_sweep_csv
+    from simnet.scenario import load_scenario
+    from simnet.sweep import DaskExecutor, LocalExecutor, plan_sweep, run_sweep
+
+    spec = load_scenario(scenario)
+    counts = [_parse_option(int, v, "--gpus", scenario) for v in _split_values(gpu_counts)] if gpu_counts else None
+    axes = {}
+    for item in sets:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip() or not _split_values(values):
+            raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
+        axes[key.strip()] = _split_values(values)
+    plan = plan_sweep(spec, counts, axes, list(algorithms) or None)
+    out = out or Path(f"sweep-{spec.name}")
+    executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
+    records, computed = _sweep_with_progress(plan, out, executor)
+    console = _console()
+    if computed < len(records):
+        console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
+                      f"{computed} computed now")
+    console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
+    for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",
+                 *plot_sweep(records, spec.name, out)]:
+        console.print(f"wrote {path}")
+
+
+def _sweep_with_progress(plan, out: Path, executor):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from simnet.console import stderr_console
+    from simnet.sweep import run_sweep
+
+    columns = (TextColumn("sweep"), BarColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        task = progress.add_task("sweep", total=len(plan.points), status="starting")
+
+        def report(done: int, running: int, total: int) -> None:
+            progress.update(task, completed=done, status=f"{done} done, {running} running, {total - done} left")
+
+        return run_sweep(plan, out, executor, progress=report)
+
+
+@main.command()
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("compare.png"),
+              show_default=True, help="Where to draw cost against time.")
+@_friendly
+def compare(scenarios: tuple[Path, ...], output: Path) -> None:
+    """Compare hardware options side by side: a scenario's variants, or several scenarios.
+
+    For each option: the fastest algorithm, iteration time (with a workload) or AllReduce
+    time, speedup, busbw, bottleneck, cost and throughput per M$; the Pareto front is
+    starred in the table and drawn in the plot.
+
+    \b
+    Example:
+      simnet compare scenarios/capacity_planning.yaml
+      simnet compare scenarios/cross_rack.yaml scenarios/single_node.yaml
+    """
+    from simnet.report.sweep_report import compare_rows, compare_table, plot_compare
+    from simnet.scenario import load_scenario
+    from simnet.sweep import Point, evaluate_point, plan_sweep
+
+    options = []
+    specs = [load_scenario(path) for path in scenarios]
+    if len(specs) == 1 and not specs[0].variants:
+        raise InputError("compare needs variants: in the file, or two or more scenario files", scenarios[0])
+    for spec in specs:
+        plan = plan_sweep(spec)
+        plan.points = []
+        variants = spec.variants if len(specs) == 1 else []
+        for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
+                                      [(spec.name, spec.cost, ())]):
+            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in spec.algorithms]
+            options.append((name, cost, records))
+    workload = "iteration_time_s" in options[0][2][0]
+    rows = compare_rows(options)
+    console = _console()
+    console.print(compare_table(rows, "hardware options", workload))
+    path = plot_compare(rows, f"{specs[0].name}: cost against time", output, workload)
+    if path:
+        console.print(f"wrote {path}")
+
+
 @main.group()
 def topo() -> None:
     """Check, show, draw or export a topology file.

@@ -20,6 +20,9 @@ class InputError(ValueError):
         self.line = line
         super().__init__(self.__str__())
 
+    def __reduce__(self):  # keep file and line across processes (sweep workers)
+        return (InputError, (self.message, self.file, self.line))
+
     def __str__(self) -> str:
         where = self.file or "<input>"
         if self.line is not None:

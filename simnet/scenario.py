@@ -133,6 +133,7 @@ class ScenarioSpec(Strict):
     workload: Workload | None = None
     sweep: dict[str, list[Any]] | None = None
     variants: list[Variant] = []
+    cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
 
     @field_validator("algorithms")
     @classmethod
@@ -159,6 +160,7 @@ class Scenario:
     workload: Workload | None = None
     sweep: dict[str, list[Any]] | None = None
     variants: list[Variant] = field(default_factory=list)
+    cost: float | None = None
     source: str | None = None
     data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
 
@@ -229,5 +231,6 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         algorithms = [algorithms]
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size, algorithms=list(algorithms),
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
-                    workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), source=source.file,
+                    workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
+                    source=source.file,
                     data=data)

@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 
 from simnet.topology.schema import Bandwidth, Count, LinkSpec, Latency, NodeSpec, Strict
 
-__all__ = ["GENERATORS", "generate", "GeneratorError"]
+__all__ = ["GENERATORS", "GROWTH", "generate", "grown", "GeneratorError"]
 
 
 class GeneratorError(ValueError):
@@ -274,6 +274,37 @@ GENERATORS: dict[str, Generator] = {
     "ps_star": Generator(PSStarParams, ps_star),
     "full_mesh": Generator(FullMeshParams, full_mesh),
 }
+
+
+def _per_rack(p: LeafSpineParams) -> int:
+    return p.hosts_per_rack * p.gpus_per_host
+
+
+GROWTH: dict[str, tuple[str, Callable[[Strict], int]]] = {
+    "nvswitch": ("gpus", lambda p: 1),
+    "pcie": ("gpus", lambda p: 1),
+    "full_mesh": ("gpus", lambda p: 1),
+    "ps_star": ("workers", lambda p: 1),
+    "leaf_spine": ("racks", _per_rack),
+    "cross_region": ("racks", lambda p: _per_rack(p) * p.regions),
+}
+"""For each generator, the parameter that scales it and how many GPUs one unit of it adds."""
+
+
+def grown(params: dict, gpus: int) -> dict:
+    """Generator parameters scaled up (never down) so the topology has at least ``gpus`` GPUs.
+
+    >>> grown({"kind": "leaf_spine", "hosts_per_rack": 4, "gpus_per_host": 8}, 100)["racks"]
+    4
+    """
+    kind = params.get("kind")
+    if kind not in GROWTH:
+        raise GeneratorError(("kind",), f"cannot scale generator {kind!r} to {gpus} GPUs")
+    name, unit = GROWTH[kind]
+    model = GENERATORS[kind].params.model_validate(params)
+    per_unit = unit(model)
+    needed = -(-gpus // per_unit)
+    return {**params, name: max(getattr(model, name), needed)}
 
 
 def generate(params: dict) -> tuple[Nodes, Links]:
