@@ -1,0 +1,191 @@
+"""Sweeps and capacity planning: the step model, plots, Dask, resume after SIGKILL, compare."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+
+from simnet.report.sweep_report import compare_rows, pareto_front
+from simnet.scenario import load_scenario, scenario_from_dict
+from simnet.sweep import DaskExecutor, LocalExecutor, load_records, plan_sweep, run_sweep
+from simnet.workload import StepModel
+
+SCENARIO = """name: small-sweep
+topology:
+  name: box
+  generate: {{kind: nvswitch, gpus: 8, gpu_bandwidth: {bandwidth}, latency: {latency}}}
+size: 64 MiB
+algorithms: [ring]
+workload: {{compute_time: 100 ms, gradient_size: 64 MiB}}
+sweep: {{gpus: [1, 2, 4, 8]}}
+"""
+
+
+def write(tmp_path, bandwidth="10 GB/s", latency="1 us", name="s.yaml"):
+    path = tmp_path / name
+    path.write_text(SCENARIO.format(bandwidth=bandwidth, latency=latency))
+    return path
+
+
+def sweep_records(path, out, executor=None):
+    records, _ = run_sweep(plan_sweep(load_scenario(path)), out, executor or LocalExecutor(2))
+    return {r["gpus"]: r for r in records}
+
+
+def test_speedup_is_n_when_communication_is_free(tmp_path):
+    records = sweep_records(write(tmp_path, bandwidth="1000000 TB/s", latency="0 s"), tmp_path / "out")
+    for n, record in records.items():
+        assert record["speedup"] == pytest.approx(n, rel=1e-6)
+        assert record["efficiency"] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_speedup_matches_the_ring_closed_form(tmp_path):
+    records = sweep_records(write(tmp_path), tmp_path / "out")
+    size, compute, bandwidth, latency = 64 * 2**20, 0.1, 10e9, 2e-6
+    for n, record in records.items():
+        ring = 2 * (n - 1) * (latency + size / (n * bandwidth)) if n > 1 else 0.0
+        assert record["iteration_time_s"] == pytest.approx(compute + ring, rel=1e-6)
+        assert record["speedup"] == pytest.approx(n * compute / (compute + ring), rel=1e-6)
+
+
+def test_buckets_overlap_the_backward_pass():
+    model = StepModel(compute_s=0.3, gradient_bytes=10 * 2**20, bucket_bytes=2**20, backward_fraction=0.5)
+    fast = model.iteration_time({2**20: 0.001})
+    assert fast == pytest.approx(0.3 + 0.001)  # only the last bucket's AllReduce shows
+    slow = model.iteration_time({2**20: 0.05})  # communication-bound: 10 x 50 ms from the first bucket on
+    assert slow == pytest.approx(0.15 + 0.015 + 10 * 0.05)
+
+
+def test_speedup_plot_shows_ideal_line_and_the_region_below_one(tmp_path, cli):
+    path = tmp_path / "slow.yaml"
+    # a slow link: 8 GPUs step slower than 1, so a curve dips into the shaded region
+    path.write_text(SCENARIO.format(bandwidth="100 MB/s", latency="1 us"))
+    out = tmp_path / "plots"
+    result = cli("sweep", path, "--out", out, "--workers", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "speedup" in result.stdout
+    image = mpimg.imread(out / "speedup.png")[..., :3]
+    shade = np.array([0xd6, 0x27, 0x28]) / 255 * 0.12 + 0.88  # red at 12 % over white
+    shaded = (np.abs(image - shade).sum(axis=-1) < 0.04).sum()
+    ring_blue = (np.abs(image - np.array([0x1f, 0x77, 0xb4]) / 255).sum(axis=-1) < 0.15).sum()
+    grey = (np.abs(image - 0.5).sum(axis=-1) < 0.05).sum()
+    assert shaded > 2000 and ring_blue > 300 and grey > 100
+    eight = [r for r in load_records(out / "results.jsonl") if r["gpus"] == 8][0]
+    assert eight["speedup"] < 1  # the curve really is in the shaded region
+    assert (out / "iteration_time.png").exists() and (out / "results.csv").exists()
+
+
+def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path):
+    path = write(tmp_path)
+    local = sweep_records(path, tmp_path / "local")
+    dask = sweep_records(path, tmp_path / "dask", DaskExecutor("local", workers=2))
+    assert local == dask
+
+
+def test_resume_after_sigkill_loses_nothing_and_recomputes_nothing(tmp_path, root):
+    path = tmp_path / "big.yaml"
+    path.write_text(f"""name: resume
+topology: {root / 'topologies/two_racks.yaml'}
+sizes: [16 MiB, 256 MiB]
+algorithms: [ring, tree, double_binary_tree, hierarchical, ps]
+options: {{chunk_size: 4 MiB}}
+sweep: {{gpus: [8, 16, 32, 48, 64]}}
+""")
+    out = tmp_path / "out"
+    results = out / "results.jsonl"
+    command = [sys.executable, "-m", "simnet", "sweep", str(path), "--out", str(out), "--workers", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 3):
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = load_records(results)
+    assert 3 <= len(before) < 25, "the sweep should be killed part-way"
+    with results.open("a") as handle:
+        handle.write('{"key": "torn line from a killed wri')  # what a kill during a write leaves
+    finished = {r["key"] for r in before}
+    records, computed = run_sweep(plan_sweep(load_scenario(path)), out, LocalExecutor(2))
+    assert computed == 25 - len(finished)
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    keys = [r["key"] for r in lines]
+    assert len(keys) == len(set(keys)) == 25  # complete, nothing twice, the torn line gone
+    assert finished <= set(keys)
+    again, computed = run_sweep(plan_sweep(load_scenario(path)), out, LocalExecutor(1))
+    assert computed == 0 and again == records
+
+
+def test_a_changed_scenario_is_refused(tmp_path, cli):
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--workers", "1").exit_code == 0
+    path.write_text(path.read_text().replace("compute_time: 100 ms", "compute_time: 200 ms"))
+    result = cli("sweep", path, "--out", out)
+    assert result.exit_code == 2
+    assert "holds a sweep of a different scenario" in result.stderr
+
+
+def test_set_sweeps_a_dotted_parameter_and_grows_topologies(tmp_path, cli):
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    result = cli("sweep", path, "--out", out, "--gpus", "8,16", "--set",
+                 "topology.generate.gpu_bandwidth=5GB/s,20GB/s", "--workers", "2")
+    assert result.exit_code == 0, result.stderr
+    records = load_records(out / "results.jsonl")
+    assert {(r["gpus"], r["set"]["topology.generate.gpu_bandwidth"]) for r in records} == {
+        (8, "5GB/s"), (8, "20GB/s"), (16, "5GB/s"), (16, "20GB/s")}  # 16 GPUs: the box grew
+    by = {(r["gpus"], r["set"]["topology.generate.gpu_bandwidth"]): r for r in records}
+    assert by[(8, "5GB/s")]["iteration_time_s"] > by[(8, "20GB/s")]["iteration_time_s"]
+    bad = cli("sweep", path, "--out", tmp_path / "bad", "--set", "topology.generate.gpu_bandwidth=fast")
+    assert bad.exit_code == 2 and "'fast' is not a bandwidth" in bad.stderr
+
+
+def test_pareto_front_keeps_cheaper_options_that_are_not_slower():
+    def option(name, cost, time_s):
+        return (name, cost, [{"algorithm": "ring", "gpus": 8, "set": {}, "iteration_time_s": time_s,
+                              "speedup": 8 * 0.1 / time_s, "sizes": [{"size_bytes": 1, "time_s": time_s,
+                                                                      "busbw_GBps": 1.0, "bottleneck": None}]}])
+
+    rows = compare_rows([option("cheap", 1e6, 0.2), option("same-speed-dearer", 2e6, 0.2),
+                         option("fast", 3e6, 0.1), option("slow-dear", 4e6, 0.3)])
+    front = {r["option"] for r in pareto_front(rows)}
+    assert front == {"cheap", "fast"}
+    assert rows[0]["per_cost"] == pytest.approx((8 * 0.1 / 0.2) / 1.0)
+
+
+def test_compare_cli_on_variants(tmp_path, cli, root):
+    path = tmp_path / "v.yaml"
+    path.write_text(SCENARIO.format(bandwidth="10 GB/s", latency="1 us") + """variants:
+  - {name: slow, set: {topology.generate.gpu_bandwidth: 5 GB/s}, cost: 1 M$}
+  - {name: fast, set: {topology.generate.gpu_bandwidth: 50 GB/s}, cost: 2 M$}
+  - {name: fast-but-dear, set: {topology.generate.gpu_bandwidth: 50 GB/s}, cost: 3 M$}
+""")
+    png = tmp_path / "compare.png"
+    result = cli("compare", path, "-o", png)
+    assert result.exit_code == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
+    assert rows["slow"].rstrip().endswith("* │") and rows["fast"].rstrip().endswith("* │")
+    assert not rows["fast-but-dear"].rstrip().endswith("* │")
+    assert mpimg.imread(png).shape[0] > 300
+
+
+def test_compare_needs_variants_or_several_files(tmp_path, cli):
+    result = cli("compare", write(tmp_path))
+    assert result.exit_code == 2 and "compare needs variants" in result.stderr
+
+
+def test_plan_crosses_every_axis():
+    scenario = scenario_from_dict({"name": "p", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+                                   "size": "1 MiB", "algorithms": ["ring", "tree"],
+                                   "sweep": {"gpus": [2, 4], "options.chunk_size": ["64 KiB", "256 KiB"]}})
+    plan = plan_sweep(scenario)
+    assert len(plan.points) == 2 * 2 * 2
+    assert len({p.key for p in plan.points}) == 8
+    assert Path(plan.base).exists()
