@@ -1,12 +1,21 @@
 """simnet: predict AllReduce time, bus bandwidth and link saturation on a GPU cluster.
 
 The data flows one way: YAML -> ``Topology`` -> an algorithm's ``Schedule`` -> replay on
-the fluid network -> ``Result`` -> report/CLI.
+the fluid network -> ``Result`` -> report/CLI. The API the CLI and notebooks share:
+
+>>> import simnet
+>>> topo = simnet.load_topology("topologies/dgx_h100.yaml")
+>>> result = simnet.simulate(topo, "ring", 2**30)
+>>> f"{result.busbw_GBps:.0f} GB/s"
+'448 GB/s'
 """
 
 __version__ = "0.1.0"
 
 from simnet.errors import InputError
+from simnet.runner import Results, simulate
+from simnet.scenario import Scenario, load_scenario
 from simnet.topology import Topology, load_topology, topology_from_dict
 
-__all__ = ["InputError", "Topology", "load_topology", "topology_from_dict", "__version__"]
+__all__ = ["InputError", "Results", "Scenario", "Topology", "load_scenario", "load_topology", "simulate",
+           "topology_from_dict", "__version__"]

@@ -270,6 +270,33 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
         console.print(f"wrote {path}")
 
 
+@main.command("algorithms")
+def algorithms_command() -> None:
+    """List the AllReduce algorithms, their options and contention-free closed forms.
+
+    \b
+    Example:
+      simnet algorithms
+    """
+    from rich.table import Table
+
+    from simnet.collectives import ALGORITHMS
+    from simnet.collectives.registry import COMMON_OPTIONS
+
+    table = Table(title="AllReduce algorithms (S bytes, N ranks, path latency L, bandwidth B per direction)",
+                  title_justify="left", show_lines=True)
+    for column in ("name", "what it does", "options", "closed form (contention-free)"):
+        table.add_column(column, overflow="fold")
+    for algorithm in ALGORITHMS.values():
+        table.add_row(algorithm.name, algorithm.description, ", ".join(algorithm.options) or "-",
+                      algorithm.closed_form)
+    table.add_row("auto", "simulates the candidates and keeps the fastest per size; NCCL_ALGO restricts them", "-",
+                  "the fastest candidate's")
+    console = _console()
+    console.print(table)
+    console.print(f"Every algorithm also takes {' and '.join(COMMON_OPTIONS)}.")
+
+
 @main.group()
 def topo() -> None:
     """Check, show, draw or export a topology file.

@@ -24,7 +24,7 @@ class InputError(ValueError):
         return (InputError, (self.message, self.file, self.line))
 
     def __str__(self) -> str:
-        where = self.file or "<input>"
-        if self.line is not None:
-            where = f"{where}:{self.line}"
+        if self.file is None:
+            return self.message
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
         return f"{where}: {self.message}"

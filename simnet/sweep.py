@@ -208,7 +208,10 @@ class DaskExecutor:
                                          processes=True, dashboard_address=None)
             self._client = Client(self._cluster)
         else:
-            self._client = Client(address)
+            try:
+                self._client = Client(address, timeout="15s")
+            except OSError as exc:
+                raise InputError(f"--scheduler: cannot reach the Dask scheduler at {address!r} ({exc})") from None
 
     def submit(self, fn: Callable, *args):
         return self._client.submit(fn, *args, pure=False)

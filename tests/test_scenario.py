@@ -14,8 +14,8 @@ SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 EXPECTED = {
     "unknown_key.yaml": (5, "colour: unknown key 'colour'"),
     "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
-    "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ps, naive, recursive_doubling, "
-                                  "halving_doubling, ring, tree, double_binary_tree, hierarchical, auto or all"),
+    "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ps, naive, ring, tree, "
+                                  "double_binary_tree, halving_doubling, recursive_doubling, hierarchical, auto or all"),
     "missing_topology.yaml": (2, "topology: no topology file '{dir}/../../topologies/nope.yaml'"),
     "too_many_gpus.yaml": (5, "gpus: 9 is out of range; this topology has 8 GPUs"),
     "unknown_ps_server.yaml": (5, "options.ps_server: 'ps9' is not a node of dgx-h100"),

@@ -104,15 +104,6 @@ def halving_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: 
     return _unfold(b, members, lo, hi, active, current[:, None], r, 1 + 2 * rounds, channel)
 
 
-@register("recursive_doubling", "lg N rounds: partners at distance 1, 2, 4, ... exchange and add the full buffer",
-          "lg(N) * (L + S/B) for N a power of two; + 2*(L + S/B) for the fold otherwise")
-def recursive_doubling(topology: Topology, ranks: list[str], size: int) -> Schedule:
-    """Recursive doubling. Contention-free, N a power of two: ``lg(N) * (L + S/B)``."""
-    b = ScheduleBuilder("recursive_doubling", ranks, size)
-    recursive_doubling_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1))
-    return b.build()
-
-
 @register("halving_doubling",
           "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather",
           "2*lg(N)*L + 2*(N-1)/N * S/B for N a power of two through one switch; + 2*(L + S/B) for the fold")
@@ -120,4 +111,13 @@ def halving_doubling(topology: Topology, ranks: list[str], size: int) -> Schedul
     """Halving-doubling. Contention-free, N a power of two: ``2 lg(N) L + 2 (N-1)/N S/B``."""
     b = ScheduleBuilder("halving_doubling", ranks, size)
     halving_doubling_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1))
+    return b.build()
+
+
+@register("recursive_doubling", "lg N rounds: partners at distance 1, 2, 4, ... exchange and add the full buffer",
+          "lg(N) * (L + S/B) for N a power of two; + 2*(L + S/B) for the fold otherwise")
+def recursive_doubling(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """Recursive doubling. Contention-free, N a power of two: ``lg(N) * (L + S/B)``."""
+    b = ScheduleBuilder("recursive_doubling", ranks, size)
+    recursive_doubling_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1))
     return b.build()

@@ -161,8 +161,8 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPE
 
 @register("double_binary_tree",
           "NCCL's two complementary binary trees, each pipelining half the data (rank interior in at most one)",
-          "each tree: tree's form with S/2, both run at once; on dedicated links "
-          "max over the two trees of 2*D_t*(L + S/(2kB)) + (k-1)*S/(2kB)",
+          "max over the two trees of 2*D_t*(L + S/(2kB)) + (k-1)*S/(2kB) when they share no link "
+          "(e.g. odd N on a full mesh); shared links slow both",
           options=("chunk_size",))
 def double_binary_tree(topology: Topology, ranks: list[str], size: int,
                        chunk_size: int = PIPELINE_CHUNK) -> Schedule:
