@@ -16,10 +16,11 @@ from simnet.collectives import build_schedule, replay
 
 
 def cluster(gpus: int):
-    hosts = gpus // 8
+    """A leaf-spine of ``gpus`` GPUs: 8 per host, up to 16 hosts per rack, 8 spines, 1:1."""
+    hosts = max(1, gpus // 8)
     racks = max(1, hosts // 16)
     return topology_from_dict({"name": f"leaf-spine-{gpus}", "generate": {
-        "kind": "leaf_spine", "racks": racks, "hosts_per_rack": hosts // racks, "gpus_per_host": 8,
+        "kind": "leaf_spine", "racks": racks, "hosts_per_rack": hosts // racks, "gpus_per_host": min(gpus, 8),
         "spines": 8, "oversubscription": 1}})
 
 

@@ -59,8 +59,7 @@ def recursive_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi
     if len(members) == 1:
         return ready.reshape(1, 1)
     active, current, p, r = _fold(b, members, lo, hi, ready, channel)
-    rounds = p.bit_length() - 1
-    me = np.arange(p)
+    rounds, me = p.bit_length() - 1, np.arange(p)
     for d in range(rounds):
         partner = me ^ (1 << d)
         sent = b.add(members[active], members[active[partner]], lo, hi, REDUCE,
@@ -77,10 +76,8 @@ def halving_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: 
     if len(members) == 1:
         return ready.reshape(1, 1)
     active, current, p, r = _fold(b, members, lo, hi, ready, channel)
-    rounds = p.bit_length() - 1
-    me = np.arange(p)
-    region_lo = np.full(p, lo, dtype=np.int64)
-    region_hi = np.full(p, hi, dtype=np.int64)
+    rounds, me = p.bit_length() - 1, np.arange(p)
+    region_lo, region_hi = np.full(p, lo, dtype=np.int64), np.full(p, hi, dtype=np.int64)
     history = []  # (partner, bit) per round, replayed backwards by the all-gather
     for d in range(rounds):
         bit = p >> (d + 1)

@@ -74,6 +74,26 @@ def _series(records: list[dict]) -> dict[str, list[dict]]:
     return series
 
 
+def _lines_over_gpus(ax, series: dict[str, list[dict]], field: str, gpus: list[int]) -> None:
+    """One line per series of ``field`` against the GPU count, on a log2 axis."""
+    for label, points in series.items():
+        ax.plot([p["gpus"] for p in points], [p[field] for p in points], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(gpus)
+    ax.set_xticklabels([str(g) for g in gpus])
+    ax.minorticks_off()
+    ax.set_xlabel("GPUs (N)")
+
+
+def _save(plt, fig, ax, path: Path) -> Path:
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     """``speedup.png`` (ideal line, speedup < 1 shaded) and ``iteration_time.png``; needs a workload."""
     if "iteration_time_s" not in records[0]:
@@ -87,42 +107,20 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     top = max(max(gpus), max(r["speedup"] for r in records)) * 1.15
     ax.axhspan(0, 1, color="#d62728", alpha=0.12, label="slower than 1 GPU (speedup < 1)")
     ax.plot(gpus, gpus, linestyle="--", color="grey", label="ideal (speedup = N)")
-    for label, points in series.items():
-        ax.plot([p["gpus"] for p in points], [p["speedup"] for p in points], marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(gpus)
-    ax.set_xticklabels([str(g) for g in gpus])
-    ax.minorticks_off()
+    _lines_over_gpus(ax, series, "speedup", gpus)
     ax.set_ylim(0, top)
-    ax.set_xlabel("GPUs (N)")
     ax.set_ylabel("speedup = N x T_iter(1) / T_iter(N)")
     ax.set_title(f"{scenario}: data-parallel speedup")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    written.append(out / "speedup.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    written.append(_save(plt, fig, ax, out / "speedup.png"))
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
     compute = records[0]["compute_s"]
     ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute)})")
-    for label, points in series.items():
-        ax.plot([p["gpus"] for p in points], [p["iteration_time_s"] for p in points], marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(gpus)
-    ax.set_xticklabels([str(g) for g in gpus])
-    ax.minorticks_off()
+    _lines_over_gpus(ax, series, "iteration_time_s", gpus)
     ax.set_yscale("log")
-    ax.set_xlabel("GPUs (N)")
     ax.set_ylabel("iteration time (s)")
     ax.set_title(f"{scenario}: time per training step")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    written.append(out / "iteration_time.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    written.append(_save(plt, fig, ax, out / "iteration_time.png"))
     return written
 
 
