@@ -270,14 +270,14 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
     running, left)`` is called as points finish. Each record is appended and fsynced as
     it completes, so a killed sweep loses nothing it finished.
     """
+    for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
+        _scenario_at(plan, Point(overrides, gpus, ""))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_meta(out, plan)
     results_path = out / RESULTS
     known = {r["key"]: r for r in load_records(results_path)}
     todo = [p for p in plan.points if p.key not in known]
-    for overrides, gpus in {(p.overrides, p.gpus) for p in todo}:  # bad overrides fail here, not in a worker
-        _scenario_at(plan, Point(overrides, gpus, ""))
     computed = 0
     if todo:
         executor = executor or LocalExecutor()

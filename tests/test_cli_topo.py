@@ -81,6 +81,9 @@ def test_console_script_runs_as_a_user_types_it(root):
     assert "16 in 16 hosts" in result.stdout
 
 
-def test_help_shows_examples(cli):
-    assert "Example:" in cli("--help").stdout
-    assert "simnet topo draw" in cli("topo", "draw", "--help").stdout
+@pytest.mark.parametrize("command", [[], ["run"], ["sweep"], ["compare"], ["algorithms"], ["topo"],
+                                     ["topo", "check"], ["topo", "show"], ["topo", "draw"], ["topo", "export"]])
+def test_every_help_shows_an_example(cli, command):
+    out = cli(*command, "--help").stdout
+    assert "Example:" in out
+    assert "simnet " + " ".join(command) in out

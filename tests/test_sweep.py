@@ -145,6 +145,7 @@ def test_set_sweeps_a_dotted_parameter_and_grows_topologies(tmp_path, cli):
     assert by[(8, "5GB/s")]["iteration_time_s"] > by[(8, "20GB/s")]["iteration_time_s"]
     bad = cli("sweep", path, "--out", tmp_path / "bad", "--set", "topology.generate.gpu_bandwidth=fast")
     assert bad.exit_code == 2 and "'fast' is not a bandwidth" in bad.stderr
+    assert not (tmp_path / "bad").exists()  # nothing written half-way
 
 
 def test_pareto_front_keeps_cheaper_options_that_are_not_slower():
