@@ -28,7 +28,8 @@ _KIND_STYLE = {
 
 
 def layout(topo: Topology) -> dict[str, tuple[float, float]]:
-    """(x, y) per node: y is the hop layer from the GPUs, x spreads each layer evenly."""
+    """(x, y) per node: y is the hop layer from the GPUs, x spreads each layer evenly;
+    parameter servers sit on top, above the switches they attach to."""
     undirected = topo.graph.to_undirected(as_view=True)
     endpoints = topo.gpus + topo.parameter_servers
     layer = nx.multi_source_dijkstra_path_length(undirected, endpoints, weight=lambda *_: 1)
@@ -56,8 +57,10 @@ def layout(topo: Topology) -> dict[str, tuple[float, float]]:
         min_gap = min(1.5, max(width, 1.0) / len(members))
         for node, pos in zip(members, _spread(np.array([centre[n] for n in members]), min_gap)):
             x[node] = float(pos)
-    for node in topo.parameter_servers:
-        layer[node] = max(layer.values())
+    top = max(layer.values()) + 1
+    for node in topo.parameter_servers:  # servers above the fabric, over the switches they hang off
+        layer[node] = top
+        x[node] = float(np.mean([x[m] for m in undirected[node]])) if len(undirected[node]) else width / 2
     return {n: (x[n], float(layer[n])) for n in topo.nodes}
 
 
@@ -78,7 +81,7 @@ def draw_topology(topo: Topology, path: str | Path, title: str | None = None) ->
     from matplotlib.collections import LineCollection
     from matplotlib.colors import LogNorm
     from matplotlib.patches import FancyBboxPatch
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import NullLocator, ScalarFormatter
 
     pos = layout(topo)
     layer_sizes = Counter(y for _, y in pos.values())
@@ -120,6 +123,9 @@ def draw_topology(topo: Topology, path: str | Path, title: str | None = None) ->
     ax.add_collection(lines)
     colourbar = fig.colorbar(lines, ax=ax, pad=0.01, fraction=0.03)
     colourbar.set_label("link bandwidth per direction (Gb/s)")
+    if bandwidth.min() == bandwidth.max():  # one bandwidth: one tick, no log-scale minor ticks
+        colourbar.set_ticks([bandwidth.min()])
+        colourbar.ax.yaxis.set_minor_locator(NullLocator())
     colourbar.ax.yaxis.set_major_formatter(ScalarFormatter())
     colourbar.ax.yaxis.set_minor_formatter(ScalarFormatter())
 
