@@ -6,6 +6,7 @@ Bad input ends with one line on stderr naming file, line and field, and exit cod
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ __all__ = ["main"]
 
 
 def _friendly(command):
-    """Turn ``InputError`` into one line on stderr and exit code 2, no traceback."""
+    """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130; no traceback."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -26,6 +27,11 @@ def _friendly(command):
         except InputError as exc:
             click.echo(str(exc), err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted (a sweep keeps every finished point: run it again to resume)", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)  # skip interpreter shutdown: it would wait on killed worker pools
 
     return wrapper
 

@@ -192,6 +192,12 @@ class LocalExecutor:
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
 
+    def abort(self) -> None:
+        """Stop now (Ctrl-C): kill the workers rather than wait for their points."""
+        for process in list(getattr(self._pool, "_processes", {}).values()):
+            process.kill()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
 
 class DaskExecutor:
     """Points on a Dask distributed cluster: ``address`` of a scheduler, or ``local`` for a
@@ -225,6 +231,8 @@ class DaskExecutor:
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+    abort = close
 
 
 # ---------------------------------------------------------------- persistence
@@ -296,6 +304,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
                         running = sum(1 for f in futures if not f.done())
                         progress(done + computed, min(running, getattr(executor, "workers", running)),
                                  len(plan.points))
-        finally:
-            executor.close()
+        except BaseException:
+            executor.abort()  # Ctrl-C or a failed point: what finished is on disk already
+            raise
+        executor.close()
     return [known[p.key] for p in plan.points], computed
