@@ -194,7 +194,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     """
     from simnet.report.sweep_report import plot_sweep, sweep_table, write_sweep_csv
     from simnet.scenario import load_scenario
-    from simnet.sweep import DaskExecutor, LocalExecutor, plan_sweep, run_sweep
+    from simnet.sweep import DaskExecutor, LocalExecutor, plan_sweep
 
     spec = load_scenario(scenario)
     counts = [_parse_option(int, v, "--gpus", scenario) for v in _split_values(gpu_counts)] if gpu_counts else None

@@ -22,7 +22,6 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from simnet import units
 from simnet.collectives.hierarchical import INNER_ALGORITHMS
-from simnet.errors import InputError
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.model import GROUP_LEVELS, Topology
 from simnet.topology.schema import Bandwidth, Latency, Strict

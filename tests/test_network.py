@@ -137,7 +137,7 @@ def reference_water_filling(paths: list[list[int]], capacity: list[float]) -> li
                 used = sum(rate[f] for f, p in enumerate(paths) if link in p)
                 share = (c - used) / len(users)
                 best = share if best is None or share < best else best
-        for f, p in enumerate(paths):
+        for f in range(len(paths)):
             if not frozen[f]:
                 rate[f] += best
         for link, c in enumerate(cap):

@@ -102,8 +102,8 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         start = end
 
     # 3. ring all-gather inside each group from the owners' final parts
-    for (members, _, bounds, chunks, owner_of_part, ready, last), done in zip(plans, finished):
-        # all_gather starts member i from part (i + 1) mod g, which owner_of_part gives to member i
+    for (members, _, bounds, chunks, _, ready, last), done in zip(plans, finished):
+        # all_gather starts member i from part (i + 1) mod g: the part it owns since step 1
         final = _join_rows(b, members, [np.array(done[i] or [ready[i]]) for i in range(len(members))])
         all_gather(b, members, bounds, final, chunks, channel=0, step0=len(members) - 1, last=last)
     b.info["groups"] = len(groups)

@@ -8,7 +8,6 @@ from typing import Any
 import networkx as nx
 from pydantic import ValidationError
 
-from simnet.errors import InputError
 from simnet.topology.generators import GeneratorError, generate
 from simnet.topology.model import FORWARDING_KINDS, Topology
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
