@@ -96,15 +96,18 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     spec = spec.replace(**changes)
     results = _with_progress(spec, scenario)
-    if json_path == "-":
+    if json_path == "-":  # stdout is the JSON; everything else goes to stderr
+        from simnet.console import stderr_console
+
         click.echo(results.to_json())
-        return
-    console = _console()
-    console.print(results_table(results, title=f"{spec.name}: AllReduce on {len(spec.topology.gpus)} GPUs "
-                                              f"({spec.topology.name})"))
-    _print_notes(console, results)
+        console = stderr_console()
+    else:
+        console = _console()
+        console.print(results_table(results, title=f"{spec.name}: AllReduce on {len(spec.topology.gpus)} GPUs "
+                                                  f"({spec.topology.name})"))
+        _print_notes(console, results)
     for path, write in ((json_path, results.to_json), (csv_path, results.to_csv)):
-        if path:
+        if path and path != "-":
             write(path)
             console.print(f"wrote {path}")
     if plot_dir:

@@ -56,9 +56,10 @@ def test_json_matches_design_schema(cli, scenario, tmp_path):
     assert all(r["warnings"][0]["kind"] == "nic_overload" for r in ps)
 
 
-def test_json_to_stdout(cli, scenario):
-    result = cli("run", scenario, "--json", "-")
+def test_json_to_stdout_keeps_other_outputs_off_stdout(cli, scenario, tmp_path):
+    result = cli("run", scenario, "--json", "-", "--csv", tmp_path / "o.csv")
     assert json.loads(result.stdout)["scenario"] == "small"
+    assert "wrote" in result.stderr and (tmp_path / "o.csv").exists()
 
 
 def test_csv_is_the_flat_table(cli, scenario, tmp_path):
