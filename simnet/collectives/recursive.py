@@ -52,33 +52,44 @@ def _unfold(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, active: n
     return done
 
 
-def recursive_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-                            chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+def _folded(exchange):
+    """An AllReduce part for any N from ``exchange(b, nodes, lo, hi, ready, channel) ->
+    (final ids, steps)`` that works on a power-of-two ``nodes``: fold, exchange, unfold."""
+
+    def part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+             chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+        ready = np.asarray(ready, dtype=np.int64)
+        if len(members) == 1:
+            return ready.reshape(1, 1)
+        active, current, _, r = _fold(b, members, lo, hi, ready, channel)
+        final, steps = exchange(b, members[active], lo, hi, current, channel)
+        return _unfold(b, members, lo, hi, active, final[:, None], r, 1 + steps, channel)
+
+    part.__doc__ = exchange.__doc__
+    return part
+
+
+def _partner_sums(b: ScheduleBuilder, nodes: np.ndarray, lo: int, hi: int, current: np.ndarray,
+                  channel: int) -> tuple[np.ndarray, int]:
     """lg p rounds in which partners at distance 2^d exchange and add their whole buffers."""
-    ready = np.asarray(ready, dtype=np.int64)
-    if len(members) == 1:
-        return ready.reshape(1, 1)
-    active, current, p, r = _fold(b, members, lo, hi, ready, channel)
+    p = len(nodes)
     rounds, me = p.bit_length() - 1, np.arange(p)
     for d in range(rounds):
         partner = me ^ (1 << d)
-        sent = b.add(members[active], members[active[partner]], lo, hi, REDUCE,
-                     deps=[current, current[partner]], step=d + 1, channel=channel)
-        # rank a is final for this round once its own data and its partner's message are in
-        current = b.join(members[active], np.stack([current, sent[partner]], axis=1))
-    return _unfold(b, members, lo, hi, active, current[:, None], r, rounds + 1, channel)
+        sent = b.add(nodes, nodes[partner], lo, hi, REDUCE, deps=[current, current[partner]], step=d + 1,
+                     channel=channel)
+        # a node is final for this round once its own data and its partner's message are in
+        current = b.join(nodes, np.stack([current, sent[partner]], axis=1))
+    return current, rounds
 
 
-def halving_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-                          chunk_size: int | None = None, channel: int = 0) -> np.ndarray:
+def _halve_then_double(b: ScheduleBuilder, nodes: np.ndarray, lo: int, hi: int, current: np.ndarray,
+                       channel: int) -> tuple[np.ndarray, int]:
     """Recursive-halving reduce-scatter, then recursive-doubling all-gather (Rabenseifner)."""
-    ready = np.asarray(ready, dtype=np.int64)
-    if len(members) == 1:
-        return ready.reshape(1, 1)
-    active, current, p, r = _fold(b, members, lo, hi, ready, channel)
+    p = len(nodes)
     rounds, me = p.bit_length() - 1, np.arange(p)
     region_lo, region_hi = np.full(p, lo, dtype=np.int64), np.full(p, hi, dtype=np.int64)
-    history = []  # (partner, bit) per round, replayed backwards by the all-gather
+    history = []  # partners per round, replayed backwards by the all-gather
     for d in range(rounds):
         bit = p >> (d + 1)
         partner = me ^ bit
@@ -86,19 +97,22 @@ def halving_doubling_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: 
         keep_low = (me & bit) == 0
         send_lo = np.where(keep_low, middle, region_lo)
         send_hi = np.where(keep_low, region_hi, middle)
-        sent = b.add(members[active], members[active[partner]], send_lo, send_hi, REDUCE,
-                     deps=[current], step=1 + d, channel=channel)
-        current = b.join(members[active], np.stack([current, sent[partner]], axis=1))
+        sent = b.add(nodes, nodes[partner], send_lo, send_hi, REDUCE, deps=[current], step=1 + d, channel=channel)
+        current = b.join(nodes, np.stack([current, sent[partner]], axis=1))
         region_lo = np.where(keep_low, region_lo, middle)
         region_hi = np.where(keep_low, middle, region_hi)
         history.append(partner)
     for d, partner in enumerate(reversed(history)):
-        sent = b.add(members[active], members[active[partner]], region_lo, region_hi, COPY,
-                     deps=[current], step=1 + rounds + d, channel=channel)
-        current = b.join(members[active], np.stack([current, sent[partner]], axis=1))
+        sent = b.add(nodes, nodes[partner], region_lo, region_hi, COPY, deps=[current], step=1 + rounds + d,
+                     channel=channel)
+        current = b.join(nodes, np.stack([current, sent[partner]], axis=1))
         region_lo = np.minimum(region_lo, region_lo[partner])
         region_hi = np.maximum(region_hi, region_hi[partner])
-    return _unfold(b, members, lo, hi, active, current[:, None], r, 1 + 2 * rounds, channel)
+    return current, 2 * rounds
+
+
+recursive_doubling_part = _folded(_partner_sums)
+halving_doubling_part = _folded(_halve_then_double)
 
 
 @register("halving_doubling",
