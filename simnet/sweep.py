@@ -110,21 +110,19 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
 
 
 def _grow(document: dict, gpus: int, base: Path) -> dict:
-    """Scale a generated topology up to ``gpus`` GPUs (e.g. more racks); explicit ones stay."""
-    from simnet.topology.generators import GENERATORS, GeneratorError, grown
-    from simnet.topology.loader import topology_from_dict
+    """Scale a generated topology up to ``gpus`` generated GPUs (e.g. more racks); explicit
+    topologies and generators that are already big enough stay as they are."""
+    from simnet.topology.generators import GROWTH, GeneratorError, grown
 
     topology = document["topology"]
     if isinstance(topology, str):
         topology = yaml.safe_load((base / topology).read_text())
     generate = topology.get("generate") if isinstance(topology, dict) else None
-    if not isinstance(generate, dict) or generate.get("kind") not in GENERATORS:
+    if not isinstance(generate, dict) or generate.get("kind") not in GROWTH:
         return document
     try:
-        if len(topology_from_dict(topology).gpus) >= gpus:
-            return document
         return {**document, "topology": {**topology, "generate": grown(generate, gpus)}}
-    except (GeneratorError, InputError, ValueError):
+    except (GeneratorError, ValueError):
         return document  # let the scenario's own validation report it
 
 

@@ -57,7 +57,7 @@ class _Runner:
         index = net.topology.node_index
         node_ids = np.array([index[node] for node in schedule.nodes], dtype=np.int64)
         self.rows = net.resolve_indices(node_ids[schedule.src], node_ids[schedule.dst],
-                                        schedule.channel.astype(np.int64), len(net.topology.nodes))
+                                        schedule.channel.astype(np.int64))
         self.nbytes = schedule.nbytes.astype(float)
         self.local = schedule.src == schedule.dst
         self.waiting = np.diff(schedule.dep_ptr).astype(np.int32)
@@ -71,11 +71,10 @@ class _Runner:
         self.dependents_ptr, self.dependents = _reverse(schedule.dep_idx, np.diff(schedule.dep_ptr), n)
         queued = self.queued.astype(np.int64)
         self.followers_ptr, self.followers = _reverse(schedule.after_sent[self.queued], queued, n)
+        self.reduce_ps = None  # ps a reduction delays each transfer's data, when reductions cost time
         if reduce_bandwidth:
-            self.reduce_ps = np.where(schedule.op == REDUCE, self.nbytes / reduce_bandwidth * PS_PER_SECOND, 0)
-            self.reduce_ps = np.ceil(self.reduce_ps).astype(np.int64)
-        else:
-            self.reduce_ps = None
+            seconds = np.where(schedule.op == REDUCE, self.nbytes / reduce_bandwidth, 0.0)
+            self.reduce_ps = np.ceil(seconds * PS_PER_SECOND).astype(np.int64)
 
     def begin(self) -> None:
         self._launch(np.flatnonzero((self.waiting == 0) & ~self.queued))

@@ -127,13 +127,13 @@ class FluidNetwork:
     def resolve(self, src: Sequence[str], dst: Sequence[str], flow: Sequence[int] | np.ndarray) -> np.ndarray:
         """Route rows for transfers ``src[i] -> dst[i]`` on connection ``flow[i]``."""
         index = self.topology.node_index
-        nodes = len(self.topology.nodes)
         src_i = np.fromiter((index[s] for s in src), dtype=np.int64, count=len(src))
         dst_i = np.fromiter((index[d] for d in dst), dtype=np.int64, count=len(dst))
-        return self.resolve_indices(src_i, dst_i, np.asarray(flow, dtype=np.int64), nodes)
+        return self.resolve_indices(src_i, dst_i, np.asarray(flow, dtype=np.int64))
 
-    def resolve_indices(self, src: np.ndarray, dst: np.ndarray, flow: np.ndarray, nodes: int) -> np.ndarray:
+    def resolve_indices(self, src: np.ndarray, dst: np.ndarray, flow: np.ndarray) -> np.ndarray:
         """``resolve`` for node indices; each distinct (src, dst, flow) is routed once."""
+        nodes = len(self.topology.nodes)
         keys = (flow * nodes + src) * nodes + dst
         unique, inverse = np.unique(keys, return_inverse=True)
         rows = np.empty(len(unique), dtype=np.int64)

@@ -18,7 +18,7 @@ from simnet import units
 from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "TOP_LINKS"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "with_timeline", "TOP_LINKS"]
 
 TOP_LINKS = 12
 
@@ -52,6 +52,18 @@ def _size_axis(ax, sizes: list[int]) -> None:
     ax.set_xlabel("message size per GPU")
 
 
+def with_timeline(result: Result, options: dict) -> Result:
+    """``result`` with per-link loads over time: replayed again with a timeline the first
+    time it is asked for (simulation is deterministic, so nothing else changes), then kept,
+    so plots and traces of the same run share one replay."""
+    from simnet.runner import simulate
+
+    if result.replay.stats.timeline is None:
+        traced = simulate(result.replay.topology, result.algorithm, result.size_bytes, timeline=True, **options)
+        result.replay, result.links = traced.replay, traced.links
+    return result
+
+
 def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """Mean utilisation (0..1) of each link in each of ``bins`` equal time bins, and the bin
     edges in seconds. Needs a result simulated with ``timeline=True``."""
@@ -79,8 +91,6 @@ def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tup
 
 def plot_results(results, scenario, directory: str | Path) -> list[Path]:
     """Write the four plots for ``results`` of ``scenario`` into ``directory``; returns their paths."""
-    from simnet.runner import simulate
-
     plt = _pyplot()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -124,7 +134,7 @@ def plot_results(results, scenario, directory: str | Path) -> list[Path]:
     fig.savefig(written[-1], dpi=120)
     plt.close(fig)
 
-    traced = simulate(scenario.topology, best.algorithm, best.size_bytes, timeline=True, **scenario.options)
+    traced = with_timeline(best, scenario.options)
     indices = [traced.replay.topology.link_index[(link.src, link.dst)] for link in traced.links[:TOP_LINKS]]
     matrix, edges = utilization_matrix(traced, indices)
     fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(indices), 3) + 1.8))

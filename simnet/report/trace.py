@@ -90,7 +90,7 @@ def trace_events(result: Result, pid: int) -> list[dict]:
 
 def write_trace(results, scenario, path: str | Path) -> Path:
     """Trace each algorithm at the largest size of ``results`` into ``path``."""
-    from simnet.runner import simulate
+    from simnet.report.plots import with_timeline
 
     largest = max(r.size_bytes for r in results.runs)
     events: list[dict] = []
@@ -99,8 +99,7 @@ def write_trace(results, scenario, path: str | Path) -> Path:
         if run.replay is not None and len(run.replay.schedule) > MAX_TRANSFERS:
             skipped.append(run.algorithm)
             continue
-        traced = simulate(scenario.topology, run.algorithm, run.size_bytes, timeline=True, **scenario.options)
-        events += trace_events(traced, pid)
+        events += trace_events(with_timeline(run, scenario.options), pid)
     path = Path(path)
     document = {"traceEvents": events, "displayTimeUnit": "ns",
                 "otherData": {"scenario": results.scenario, "size_bytes": largest,
