@@ -10,12 +10,12 @@ the fluid network -> ``Result`` -> report/CLI. The API the CLI and notebooks sha
 '448 GB/s'
 """
 
-__version__ = "0.1.0"
-
 from simnet.errors import InputError
-from simnet.runner import Results, simulate
+from simnet.result import Result, Results
+from simnet.runner import run_scenario, simulate
 from simnet.scenario import Scenario, load_scenario
 from simnet.topology import Topology, load_topology, topology_from_dict
+from simnet.version import __version__
 
-__all__ = ["InputError", "Results", "Scenario", "Topology", "load_scenario", "load_topology", "simulate",
-           "topology_from_dict", "__version__"]
+__all__ = ["InputError", "Result", "Results", "Scenario", "Topology", "load_scenario", "load_topology",
+           "run_scenario", "simulate", "topology_from_dict", "__version__"]

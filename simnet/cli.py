@@ -17,8 +17,15 @@ from simnet.errors import InputError
 __all__ = ["main"]
 
 
+_DEBUG = {"traceback": False}
+EXIT_BAD_INPUT = 2
+EXIT_BUG = 70  # EX_SOFTWARE: an internal error, not the user's fault
+EXIT_INTERRUPTED = 130
+
+
 def _friendly(command):
-    """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130; no traceback."""
+    """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, and any
+    other exception (a bug) into one line and exit code 70; a traceback only with --debug."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -26,12 +33,21 @@ def _friendly(command):
             return command(*args, **kwargs)
         except InputError as exc:
             click.echo(str(exc), err=True)
-            sys.exit(2)
+            sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("interrupted (a sweep keeps every finished point: run it again to resume)", err=True)
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(130)  # skip interpreter shutdown: it would wait on killed worker pools
+            os._exit(EXIT_INTERRUPTED)  # skip interpreter shutdown: it would wait on killed worker pools
+        except Exception as exc:
+            if _DEBUG["traceback"]:
+                raise
+            from simnet.version import __version__
+
+            click.echo(f"internal error in simnet {__version__} ({type(exc).__name__}: {exc}); this is a bug: "
+                       "please report it with the command and its input files (--debug shows the traceback)",
+                       err=True)
+            sys.exit(EXIT_BUG)
 
     return wrapper
 
@@ -44,7 +60,8 @@ def _console():
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="simnet")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show a traceback on an internal error (for bug reports).")
+def main(debug: bool) -> None:
     """Predict AllReduce time, bus bandwidth and link saturation on a GPU cluster.
 
     \b
@@ -52,6 +69,7 @@ def main() -> None:
       simnet run scenarios/cross_rack.yaml
       simnet topo check topologies/two_racks.yaml
     """
+    _DEBUG["traceback"] = debug
 
 
 @main.command()
@@ -60,17 +78,20 @@ def main() -> None:
               help="Algorithm to run instead of the file's (repeatable; 'auto' or 'all' too).")
 @click.option("-s", "--size", "sizes", multiple=True, help="Size instead of the file's, e.g. '64 MiB' (repeatable).")
 @click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
-@click.option("--json", "json_path", default=None, help="Write results as JSON (DESIGN section 8); '-' for stdout.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--json", "json_path", default=None, help="Write results as JSON; '-' for stdout.")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="Write the flat results table as CSV.")
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--plot", "plot_dir", type=click.Path(path_type=Path), default=None,
               help="Write plots (time, busbw, link utilisation, heatmap) into this directory.")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome trace (Perfetto, chrome://tracing) of the largest size.")
 @_friendly
 def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpus: int | None,
         json_path: str | None, csv_path: Path | None, plot_dir: Path | None, trace_path: Path | None) -> None:
     """Simulate SCENARIO and print time, bandwidth and the bottleneck per size and algorithm.
+
+    With a workload in the scenario, also the training step per algorithm: iteration
+    time, the communication the backward pass did not hide, speedup and efficiency.
 
     \b
     Example:
@@ -79,9 +100,20 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     """
     from simnet import units
     from simnet.collectives import ALGORITHMS
-    from simnet.report.tables import results_table
+    from simnet.report.export import results_csv, results_json, write_text
+    from simnet.report.paths import output_dir, output_file
+    from simnet.report.tables import results_table, steps_table
     from simnet.scenario import load_scenario
 
+    files = [(p, option) for p, option in ((json_path, "--json"), (csv_path, "--csv"), (trace_path, "--trace"))
+             if p and str(p) != "-"]
+    for path, option in files:
+        output_file(path, option)
+    same = {Path(p).resolve() for p, _ in files}
+    if len(same) < len(files):
+        raise InputError("--json, --csv and --trace must name different files")
+    if plot_dir:
+        output_dir(plot_dir, "--plot")
     spec = load_scenario(scenario)
     changes = {}
     if algorithms:
@@ -95,30 +127,41 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     if gpus is not None:
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     spec = spec.replace(**changes)
-    results = _with_progress(spec, scenario)
+    results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path))
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.console import stderr_console
 
-        click.echo(results.to_json())
+        click.echo(results_json(results))
         console = stderr_console()
     else:
         console = _console()
         console.print(results_table(results, title=f"{spec.name}: AllReduce on {len(spec.topology.gpus)} GPUs "
                                                   f"({spec.topology.name})"))
+        if results.steps:
+            console.print(steps_table(results, _workload_label(spec)))
         _print_notes(console, results)
-    for path, write in ((json_path, results.to_json), (csv_path, results.to_csv)):
-        if path and path != "-":
-            write(path)
-            console.print(f"wrote {path}")
+    for path, text in ((json_path, results_json), (csv_path, results_csv)):
+        if path and str(path) != "-":
+            console.print(f"wrote {write_text(path, text(results))}")
     if plot_dir:
         from simnet.report.plots import plot_results
 
-        for path in plot_results(results, spec, plot_dir):
+        for path in plot_results(results, plot_dir):
             console.print(f"wrote {path}")
     if trace_path:
         from simnet.report.trace import write_trace
 
-        console.print(f"wrote {write_trace(results, spec, trace_path)}")
+        console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _workload_label(spec) -> str:
+    from simnet import units
+    from simnet.workload import StepModel
+
+    model = StepModel.from_workload(spec.workload)
+    buckets = model.buckets()
+    return (f"{units.format_time(model.compute_s)} compute, {units.format_size(model.gradient_bytes)} gradient in "
+            f"{len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} GPUs")
 
 
 def _parse_option(parse, value, option: str, scenario: Path):
@@ -128,23 +171,27 @@ def _parse_option(parse, value, option: str, scenario: Path):
         raise InputError(f"{option}: {str(exc).removeprefix('gpus: ')}", scenario) from None
 
 
-def _with_progress(spec, scenario: Path):
+def _with_progress(spec, scenario: Path, timeline: bool):
     """Run the scenario with a progress bar on stderr (shown only on a terminal)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from simnet.console import stderr_console
+    from simnet.runner import run_scenario
 
     columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        task = progress.add_task("run", total=len(spec.sizes) * len(spec.algorithms))
+        task = progress.add_task("run", total=None)
         try:
-            return spec.run(progress=lambda done, total: progress.update(task, completed=done))
+            return run_scenario(spec, progress=lambda done, total: progress.update(task, completed=done, total=total),
+                                timeline=timeline)
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
 
 
 def _print_notes(console, results) -> None:
     """Auto choices, NCCL_ALGO and warnings, one line each."""
+    from simnet import units
+
     for run in results.runs:
         if run.auto and run.auto.get("nccl_algo"):
             console.print(f"NCCL_ALGO={run.auto['nccl_algo']} applied: auto chose among "
@@ -155,17 +202,11 @@ def _print_notes(console, results) -> None:
         for kind in sorted({w.kind for w in run.warnings}):
             alike = [w for w in run.warnings if w.kind == kind]
             for warning in alike[:shown]:
-                console.print(f"[yellow]warning[/yellow] {kind} ({run.algorithm}, {_size(run.size_bytes)}): "
-                              f"{warning.message}")
+                console.print(f"[yellow]warning[/yellow] {kind} ({run.algorithm}, "
+                              f"{units.format_size(run.size_bytes)}): {warning.message}")
             if len(alike) > shown:
                 console.print(f"  ... and {len(alike) - shown} more {kind} warnings like these "
-                              f"({run.algorithm}, {_size(run.size_bytes)}); --json lists them all")
-
-
-def _size(nbytes: int) -> str:
-    from simnet import units
-
-    return units.format_size(nbytes)
+                              f"({run.algorithm}, {units.format_size(run.size_bytes)}); --json lists them all")
 
 
 def _split_values(text: str) -> list[str]:
@@ -178,9 +219,10 @@ def _split_values(text: str) -> list[str]:
 @click.option("--set", "sets", multiple=True, metavar="KEY=V1,V2",
               help="Sweep a dotted parameter, e.g. topology.generate.nic_bandwidth=100Gb/s,400Gb/s (repeatable).")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, help="Algorithms instead of the file's.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Directory for results.jsonl, results.csv and plots (default: sweep-<scenario name>).")
-@click.option("--workers", type=int, default=None, help="Local worker processes (default: the core count).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Local worker processes (default: the core count).")
 @click.option("--scheduler", default=None, help="Dask scheduler address, or 'local' for a LocalCluster.")
 @_friendly
 def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorithms: tuple[str, ...],
@@ -195,6 +237,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
       simnet sweep scenarios/cross_rack.yaml --gpus 8,16,32,64
       simnet sweep scenarios/cross_rack.yaml --set topology.generate.oversubscription=1,4 --scheduler local
     """
+    from simnet.report.paths import output_dir
     from simnet.report.sweep_report import plot_sweep, sweep_table, write_sweep_csv
     from simnet.scenario import load_scenario
     from simnet.sweep import DaskExecutor, LocalExecutor, plan_sweep
@@ -208,7 +251,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
         axes[key.strip()] = _split_values(values)
     plan = plan_sweep(spec, counts, axes, list(algorithms) or None)
-    out = out or Path(f"sweep-{spec.name}")
+    out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
     records, computed = _sweep_with_progress(plan, out, executor)
     console = _console()
@@ -216,6 +259,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
                       f"{computed} computed now")
     console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
+    if "iteration_time_s" not in records[0]:
+        console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
+                      "(workload: {compute_time: ..., gradient_size: ...})")
     for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",
                  *plot_sweep(records, spec.name, out)]:
         console.print(f"wrote {path}")
@@ -239,44 +285,35 @@ def _sweep_with_progress(plan, out: Path, executor):
 
 @main.command()
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("compare.png"),
-              show_default=True, help="Where to draw cost against time.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("compare.png"),
+              show_default=True, help="Where to draw cost against time (or time per option without costs).")
 @_friendly
 def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     """Compare hardware options side by side: a scenario's variants, or several scenarios.
 
-    For each option: the fastest algorithm, iteration time (with a workload) or AllReduce
-    time, speedup, busbw, bottleneck, cost and throughput per M$; the Pareto front is
-    starred in the table and drawn in the plot.
+    For each option: the fastest algorithm, iteration time (with a workload) and AllReduce
+    time, speedup, busbw, bottleneck, cost and value per M$; the Pareto front is starred
+    in the table and drawn in the plot.
 
     \b
     Example:
       simnet compare scenarios/capacity_planning.yaml
       simnet compare scenarios/cross_rack.yaml scenarios/single_node.yaml
     """
-    from simnet.report.sweep_report import compare_rows, compare_table, plot_compare
+    from simnet.compare import compare_scenarios
+    from simnet.report.paths import IMAGE_SUFFIXES, output_file
+    from simnet.report.sweep_report import compare_table, plot_compare
     from simnet.scenario import load_scenario
-    from simnet.sweep import Point, evaluate_point, plan_sweep
 
-    options = []
+    output_file(output, "--output", IMAGE_SUFFIXES)
     specs = [load_scenario(path) for path in scenarios]
-    if len(specs) == 1 and not specs[0].variants:
-        raise InputError("compare needs variants: in the file, or two or more scenario files", scenarios[0])
-    for spec in specs:
-        plan = plan_sweep(spec)
-        plan.points = []
-        variants = spec.variants if len(specs) == 1 else []
-        for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
-                                      [(spec.name, spec.cost, ())]):
-            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in spec.algorithms]
-            options.append((name, cost, records))
-    workload = "iteration_time_s" in options[0][2][0]
-    rows = compare_rows(options)
+    try:
+        rows = compare_scenarios(specs)
+    except ValueError as exc:
+        raise InputError(str(exc), scenarios[0]) from None
     console = _console()
-    console.print(compare_table(rows, "hardware options", workload))
-    path = plot_compare(rows, f"{specs[0].name}: cost against time", output, workload)
-    if path:
-        console.print(f"wrote {path}")
+    console.print(compare_table(rows, "hardware options"))
+    console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: cost against time', output)}")
 
 
 @main.command("algorithms")
@@ -379,7 +416,7 @@ def topo_show(topology: Path, limit: int) -> None:
 
 @topo.command("draw")
 @_TOPOLOGY
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Image to write (.png, .svg, .pdf).")
 @_friendly
 def topo_draw(topology: Path, output: Path) -> None:
@@ -392,6 +429,9 @@ def topo_draw(topology: Path, output: Path) -> None:
     from simnet.report.topology_plot import draw_topology
     from simnet.topology import load_topology
 
+    from simnet.report.paths import IMAGE_SUFFIXES, output_file
+
+    output_file(output, "--output", IMAGE_SUFFIXES)
     topo_ = load_topology(topology)
     click.echo(f"wrote {draw_topology(topo_, output)}")
 
@@ -400,7 +440,7 @@ def topo_draw(topology: Path, output: Path) -> None:
 @_TOPOLOGY
 @click.option("--format", "fmt", type=click.Choice(["graphml", "gexf", "json"]), default="graphml",
               show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="File to write (default: TOPOLOGY with the format's suffix).")
 @_friendly
 def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
@@ -413,6 +453,8 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     from simnet.topology import load_topology
     from simnet.topology.export import export_topology
 
+    from simnet.report.paths import output_file
+
+    output = output_file(output or topology.with_suffix(f".{fmt}"), "--output")
     topo_ = load_topology(topology)
-    output = output or topology.with_suffix(f".{fmt}")
     click.echo(f"wrote {export_topology(topo_, output, fmt)}")

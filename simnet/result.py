@@ -1,34 +1,25 @@
-"""``Result``: what one simulated AllReduce tells a person (DESIGN section 8).
+"""What one simulated collective tells a person, and a scenario's worth of them.
 
-Times in seconds, sizes in bytes, bandwidths in GB/s = 1e9 B/s as nccl-tests prints them:
-``algbw = size / time`` and ``busbw = algbw * 2(N-1)/N``.
+Plain data: times in seconds, sizes in bytes, bandwidths in GB/s = 1e9 B/s as
+nccl-tests prints them: ``algbw = size / time`` and ``busbw = algbw * 2(N-1)/N``. The
+numbers are computed by ``simnet.analysis``; ``simnet.report`` turns them into tables,
+files and pictures. An AllReduce over one GPU moves nothing: its time is 0 and its
+bandwidths are ``None`` (not infinite), so JSON never holds ``Infinity``.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
-import numpy as np
+from simnet.version import __version__
 
-from simnet import units
-from simnet.collectives.replay import Replay
-from simnet.topology.model import PS_PER_SECOND, Topology
-
-__all__ = ["LinkReport", "Finding", "Result", "link_reports", "find_warnings",
-           "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "ENDPOINT_KINDS"]
-
-OVERLOAD_SATURATION = 0.5
-"""A link saturated for at least this share of the run is worth a warning..."""
-OVERLOAD_FLOWS = 8
-"""...when at least this many flows crowded it at once (incast), or 2 on a switch-to-switch link.
-Algorithms that keep a few flows per link (a double binary tree has 4) are not incast."""
-ENDPOINT_KINDS = frozenset({"nic", "host", "ps", "gpu"})
-"""A link touching one of these is a machine's network attachment (nic_overload), else a fabric link."""
+__all__ = ["LinkReport", "Finding", "Result", "Results"]
 
 
 @dataclass(frozen=True)
 class LinkReport:
-    """One directed link's use during a run."""
+    """One directed link's use during a run (fractions of the run's duration or capacity)."""
 
     src: str
     dst: str
@@ -37,6 +28,7 @@ class LinkReport:
     mean_utilization: float
     peak_utilization: float
     saturated_fraction: float
+    port_saturated_fraction: float
     max_flows: int
 
     @property
@@ -46,7 +38,8 @@ class LinkReport:
 
 @dataclass(frozen=True)
 class Finding:
-    """A warning: ``kind`` is ``nic_overload`` or ``link_congestion``."""
+    """A warning: ``kind`` is ``nic_overload``, ``link_congestion`` or ``idle_servers``;
+    ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str
     link: str
@@ -55,7 +48,11 @@ class Finding:
 
 @dataclass
 class Result:
-    """One AllReduce of ``size_bytes`` over ``gpus`` ranks with ``algorithm``."""
+    """One collective of ``size_bytes`` over ``gpus`` ranks with ``algorithm``.
+
+    ``links`` are ordered as the bottleneck ranking: longest saturated first, then busiest
+    on average, so ``links[0]`` is the bottleneck and the first few are what plots show.
+    """
 
     algorithm: str
     gpus: int
@@ -65,27 +62,30 @@ class Result:
     warnings: list[Finding]
     options: dict = field(default_factory=dict)
     auto: dict | None = None  # when chosen by ``auto``: {"candidates": {name: time_s}, "nccl_algo": str|None}
-    replay: Replay | None = field(default=None, repr=False, compare=False)
+    replay: Any = field(default=None, repr=False, compare=False)  # the timed schedule (traces, plots)
 
     @property
-    def algbw_GBps(self) -> float:
-        """size / time in GB/s (1e9 B/s)."""
-        return self.size_bytes / self.time_s / 1e9 if self.time_s > 0 else float("inf")
+    def moves_data(self) -> bool:
+        """False for a collective over one GPU: nothing to send, no bandwidth to speak of."""
+        return self.gpus > 1 and self.time_s > 0
 
     @property
-    def busbw_GBps(self) -> float:
+    def algbw_GBps(self) -> float | None:
+        """size / time in GB/s (1e9 B/s); None when nothing moved."""
+        return self.size_bytes / self.time_s / 1e9 if self.moves_data else None
+
+    @property
+    def busbw_GBps(self) -> float | None:
         """algbw * 2(N-1)/N: the per-link rate a ring would need (nccl-tests' bus bandwidth)."""
-        return self.algbw_GBps * 2 * (self.gpus - 1) / self.gpus if self.gpus > 1 else 0.0
+        return self.algbw_GBps * 2 * (self.gpus - 1) / self.gpus if self.moves_data else None
 
     @property
     def bottleneck(self) -> LinkReport | None:
         """The link that limited the run most: longest saturated, then busiest on average."""
-        if not self.links:
-            return None
-        return max(self.links, key=lambda link: (link.saturated_fraction, link.mean_utilization))
+        return self.links[0] if self.links else None
 
     def to_dict(self) -> dict:
-        """The JSON form of DESIGN section 8 (plus options, bottleneck and auto details)."""
+        """The result JSON of one run (with options, bottleneck and auto details)."""
         data = {
             "algorithm": self.algorithm, "gpus": self.gpus, "size_bytes": self.size_bytes, "time_s": self.time_s,
             "algbw_GBps": self.algbw_GBps, "busbw_GBps": self.busbw_GBps,
@@ -99,65 +99,42 @@ class Result:
         return data
 
 
-def link_reports(replay: Replay) -> list[LinkReport]:
-    """Every link that carried data, busiest first."""
-    topo, stats = replay.topology, replay.stats
-    duration = replay.duration_ps
-    used = np.flatnonzero(stats.bytes > 0)
-    if duration <= 0 or not len(used):
-        return []
-    seconds = duration / PS_PER_SECOND
-    mean = stats.bytes[used] / (topo.capacity[used] * seconds)
-    order = used[np.argsort(-mean, kind="stable")]
-    return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(topo.capacity[i]),
-                       bytes=float(stats.bytes[i]),
-                       mean_utilization=float(stats.bytes[i] / (topo.capacity[i] * seconds)),
-                       peak_utilization=float(min(stats.peak[i], 1.0)),
-                       saturated_fraction=float(stats.saturated_ps[i] / duration),
-                       max_flows=int(stats.max_flows[i])) for i in order]
+@dataclass
+class Results:
+    """The results of a scenario run, in (size, algorithm) order; with a workload, ``steps``
+    holds one training-step summary per algorithm (see ``simnet.workload.step_summary``)."""
 
+    scenario: str
+    runs: list[Result]
+    steps: list[dict] = field(default_factory=list)
 
-def _machine(topo: Topology, link: LinkReport) -> str | None:
-    """The machine (GPU, NIC, host bridge, ps) this link attaches to the network, if any."""
-    if topo.kind(link.dst) in ENDPOINT_KINDS:
-        return link.dst
-    if topo.kind(link.src) in ENDPOINT_KINDS:
-        return link.src
-    return None
+    def winners(self) -> dict[int, Result]:
+        """The fastest run per size, where there was a choice and data moved."""
+        best: dict[int, Result] = {}
+        for size in sorted({r.size_bytes for r in self.runs}):
+            runs = [r for r in self.runs if r.size_bytes == size and r.moves_data]
+            if len(runs) > 1:
+                best[size] = min(runs, key=lambda r: r.time_s)
+        return best
 
+    def to_dict(self) -> dict:
+        """The result JSON: version, scenario and one entry per run."""
+        data = {"simnet": __version__, "scenario": self.scenario, "runs": [r.to_dict() for r in self.runs]}
+        if self.steps:
+            data["steps"] = self.steps
+        return data
 
-def find_warnings(topo: Topology, links: list[LinkReport], time_s: float) -> list[Finding]:
-    """``nic_overload`` for a machine's port and ``link_congestion`` for a fabric link, when
-    saturated most of the run by many flows at once.
+    FLAT_COLUMNS = ("scenario", "algorithm", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
+                    "bottleneck", "bottleneck_saturated_fraction", "warnings")
 
-    A port's two directions count together (a parameter server is saturated inbound while
-    workers push, then outbound while they pull: 50 % + 50 % = the whole run).
-    """
-    findings = []
-    ports: dict[tuple[str, frozenset], list[LinkReport]] = {}
-    for link in links:
-        machine = _machine(topo, link)
-        if machine is None:
-            if link.saturated_fraction >= OVERLOAD_SATURATION and link.max_flows >= 2:
-                findings.append(Finding("link_congestion", link.name, (
-                    f"{link.name}: {link.max_flows} flows shared {link.capacity_Bps / 1e9:.4g} GB/s for "
-                    f"{link.saturated_fraction:.0%} of the {units.format_time(time_s)} run; "
-                    f"{units.format_size(link.bytes)} crossed it, {units.format_time(link.bytes / link.capacity_Bps)}"
-                    " even at full speed")))
-            continue
-        ports.setdefault((machine, frozenset((link.src, link.dst))), []).append(link)
-    for (machine, _), pair in ports.items():
-        saturated = min(1.0, sum(link.saturated_fraction for link in pair))
-        flows = max(link.max_flows for link in pair)
-        if saturated < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:
-            continue
-        worst = max(pair, key=lambda link: link.saturated_fraction)
-        directions = ", ".join(f"{'in' if link.dst == machine else 'out'} {link.saturated_fraction:.0%}"
-                               for link in sorted(pair, key=lambda link: link.dst != machine))
-        moved = " and ".join(f"{units.format_size(link.bytes)} {'in' if link.dst == machine else 'out'}"
-                             for link in sorted(pair, key=lambda link: link.dst != machine))
-        findings.append(Finding("nic_overload", worst.name, (
-            f"{machine} port ({worst.name}): {flows} flows shared {worst.capacity_Bps / 1e9:.4g} GB/s, saturated "
-            f"{saturated:.0%} of the {units.format_time(time_s)} run ({directions}); {moved} "
-            f"through this one port")))
-    return findings
+    def rows(self) -> list[dict]:
+        """One flat dict per run (the CSV and DataFrame rows)."""
+        rows = []
+        for r in self.runs:
+            neck = r.bottleneck
+            rows.append({"scenario": self.scenario, "algorithm": r.algorithm, "gpus": r.gpus,
+                         "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_GBps": r.algbw_GBps,
+                         "busbw_GBps": r.busbw_GBps, "bottleneck": neck.name if neck else "",
+                         "bottleneck_saturated_fraction": neck.saturated_fraction if neck else 0.0,
+                         "warnings": ";".join(w.kind for w in r.warnings)})
+        return rows

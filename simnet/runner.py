@@ -1,4 +1,5 @@
-"""Run points: ``simulate`` one AllReduce, ``auto`` selection with ``NCCL_ALGO``, ``Results``.
+"""Run points: ``simulate`` one collective, ``auto`` selection with ``NCCL_ALGO``, and
+``run_scenario`` for every (size, algorithm) of a scenario (plus its training step).
 
 >>> from simnet.topology import topology_from_dict
 >>> topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
@@ -9,21 +10,18 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
-from simnet import __version__
+from simnet.analysis import find_warnings, link_reports
 from simnet.collectives import ALGORITHMS, build_schedule, replay
 from simnet.collectives.registry import COMMON_OPTIONS
-from simnet.result import Result, find_warnings, link_reports
+from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import Topology
 
-__all__ = ["simulate", "Results", "AUTO_CANDIDATES", "nccl_algo_filter"]
+__all__ = ["simulate", "run_scenario", "AUTO_CANDIDATES", "nccl_algo_filter"]
 
 AUTO_CANDIDATES = ("ring", "tree", "double_binary_tree", "halving_doubling", "recursive_doubling", "hierarchical")
 """What ``auto`` chooses among: the collective algorithms (a parameter server and naive
@@ -60,18 +58,20 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     """Simulate one AllReduce of ``size`` bytes; ``algorithm`` may be ``"auto"``.
 
     ``options`` are algorithm options and ``reduce_bandwidth`` (B/s) / ``message_overhead``
-    (s). ``timeline=True`` keeps per-link load over time on ``result.replay.stats``.
+    (s). ``timeline=True`` keeps per-link load over time on ``result.replay.stats`` (for
+    plots and traces). Over one GPU there is nothing to exchange: time 0, no links.
     """
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
     if algorithm == "auto":
         return _auto(topo, size, timeline, options)
     engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
-    schedule = build_schedule(algorithm, topo, size, **options)
+    schedule = build_schedule(algorithm, topo, size if len(topo.gpus) > 1 else 0, **options)
     run = replay(schedule, topo, timeline=timeline, **engine)
     links = link_reports(run)
+    warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"))
     return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
-                  warnings=find_warnings(topo, links, run.time), options=dict(options), replay=run)
+                  warnings=warnings, options=dict(options), replay=run)
 
 
 def _auto(topo: Topology, size: int, timeline: bool, options: dict) -> Result:
@@ -83,58 +83,33 @@ def _auto(topo: Topology, size: int, timeline: bool, options: dict) -> Result:
     return best
 
 
-@dataclass
-class Results:
-    """The results of a scenario run, in (size, algorithm) order."""
+def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
+    """Simulate every (size, algorithm) of ``scenario``, in size-major order.
 
-    scenario: str
-    runs: list[Result]
+    ``timeline=True`` keeps link loads over time for the runs at the largest size (what
+    plots and traces show). With a ``workload`` the result also holds one training-step
+    summary per algorithm, from the AllReduce time of each gradient bucket size.
+    """
+    from simnet.workload import StepModel
 
-    def winners(self) -> dict[int, Result]:
-        """The fastest run per size."""
-        best: dict[int, Result] = {}
-        for run in self.runs:
-            if run.size_bytes not in best or run.time_s < best[run.size_bytes].time_s:
-                best[run.size_bytes] = run
-        return best
-
-    def to_dict(self) -> dict:
-        return {"simnet": __version__, "scenario": self.scenario, "runs": [r.to_dict() for r in self.runs]}
-
-    def to_json(self, path: str | Path | None = None) -> str:
-        """DESIGN section 8's JSON; written to ``path`` when given (``-`` is not a path here)."""
-        text = json.dumps(self.to_dict(), indent=1)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
-
-    FLAT_COLUMNS = ("scenario", "algorithm", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
-                    "bottleneck", "bottleneck_saturated_fraction", "warnings")
-
-    def rows(self) -> list[dict]:
-        """One flat dict per run (the CSV and DataFrame rows)."""
-        rows = []
-        for r in self.runs:
-            neck = r.bottleneck
-            rows.append({"scenario": self.scenario, "algorithm": r.algorithm, "gpus": r.gpus,
-                         "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_GBps": r.algbw_GBps,
-                         "busbw_GBps": r.busbw_GBps, "bottleneck": neck.name if neck else "",
-                         "bottleneck_saturated_fraction": neck.saturated_fraction if neck else 0.0,
-                         "warnings": ";".join(w.kind for w in r.warnings)})
-        return rows
-
-    def to_csv(self, path: str | Path | None = None) -> str:
-        """The flat table as CSV; written to ``path`` when given."""
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=self.FLAT_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(self.rows())
-        if path is not None:
-            Path(path).write_text(buffer.getvalue())
-        return buffer.getvalue()
-
-    def to_dataframe(self):
-        """The flat table as a pandas DataFrame (needs pandas)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.rows(), columns=list(self.FLAT_COLUMNS))
+    runs = []
+    model = StepModel.from_workload(scenario.workload) if scenario.workload else None
+    buckets = sorted(set(model.buckets())) if model else []
+    total = (len(scenario.sizes) + len(buckets)) * len(scenario.algorithms)
+    largest = max(scenario.sizes)
+    for size in scenario.sizes:
+        for algorithm in scenario.algorithms:
+            runs.append(simulate(scenario.topology, algorithm, size, timeline=timeline and size == largest,
+                                 **scenario.options))
+            if progress:
+                progress(len(runs), total)
+    steps = []
+    gpus = len(scenario.topology.gpus)
+    for algorithm in scenario.algorithms if model else []:
+        times = {}
+        for size in buckets:
+            times[size] = simulate(scenario.topology, algorithm, size, **scenario.options).time_s
+            if progress:
+                progress(len(runs) + len(steps) * len(buckets) + len(times), total)
+        steps.append({"algorithm": algorithm, **model.summary(gpus, times)})
+    return Results(scenario.name, runs, steps)

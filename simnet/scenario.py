@@ -1,7 +1,8 @@
-"""Scenario YAML (DESIGN section 7): a topology, sizes, algorithms, GPUs and options.
+"""Scenario YAML: a topology, sizes, algorithms, GPUs and options.
 
 ``load_scenario(path)`` validates everything up front and reports mistakes as one line
-naming file, line and field; ``Scenario.run()`` simulates every (size, algorithm) point.
+naming file, line and field; ``simnet.run_scenario(scenario)`` simulates every (size,
+algorithm) point.
 
 >>> scenario = scenario_from_dict({"name": "demo", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
 ...                                "sizes": "1 MiB .. 4 MiB x2", "algorithms": ["ring", "tree"]})
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -78,7 +78,7 @@ def parse_cost(text: object) -> float:
 
 
 class Options(Strict):
-    """Algorithm and engine options (DESIGN section 5)."""
+    """Algorithm and engine options (see ``simnet algorithms``)."""
 
     chunk_size: PositiveSize | None = None
     channels: Annotated[int, Field(ge=1)] | None = None
@@ -162,19 +162,6 @@ class Scenario:
     cost: float | None = None
     source: str | None = None
     data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
-
-    def run(self, progress: Callable[[int, int], None] | None = None):
-        """Simulate every (size, algorithm); returns ``Results`` in size-major order."""
-        from simnet.runner import Results, simulate
-
-        results = []
-        total = len(self.sizes) * len(self.algorithms)
-        for size in self.sizes:
-            for algorithm in self.algorithms:
-                results.append(simulate(self.topology, algorithm, size, **self.options))
-                if progress:
-                    progress(len(results), total)
-        return Results(self.name, results)
 
     def replace(self, **changes) -> "Scenario":
         """A copy with fields replaced (e.g. ``algorithms``, ``sizes``, ``topology``)."""

@@ -25,6 +25,7 @@ __all__ = [
     "parse_bandwidth",
     "parse_time",
     "parse_size",
+    "parse_size_approx",
     "format_bandwidth",
     "format_time",
     "format_size",
@@ -99,6 +100,12 @@ def parse_size(text: object) -> int:
     return int(value)
 
 
+def parse_size_approx(text: object) -> float:
+    """Parse a size that may be rounded (``"1.304 GiB"``) into bytes, not necessarily whole."""
+    number, unit = _parse(text, _SIZE, "size")
+    return number * unit
+
+
 def _significant(value: float) -> str:
     """Up to 4 significant digits, no trailing zeros."""
     return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
@@ -121,9 +128,29 @@ def format_time(seconds: float) -> str:
     return f"{_significant(seconds / 1e-9)} ns"
 
 
-def format_size(nbytes: float) -> str:
-    """Format bytes in binary units (as nccl-tests sizes are usually powers of two)."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+def _scaled(nbytes: float, table: tuple[tuple[str, int], ...]) -> str:
+    for unit, scale in table:
         if abs(nbytes) >= scale:
             return f"{_significant(nbytes / scale)} {unit}"
     return f"{_significant(nbytes)} B"
+
+
+_BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+_DECIMAL = (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+
+
+def format_size(nbytes: float) -> str:
+    """Format bytes exactly where a unit allows it, in the shortest such form (a size typed
+    as ``1.4 GB`` comes back as ``1.4 GB``, ``25 MiB`` as ``25 MiB``, ``1025 KiB`` as
+    ``1025 KiB``); otherwise rounded in the largest binary unit (nccl-tests sizes are
+    usually powers of two) or decimal unit, whichever is shorter.
+
+    >>> format_size(1_400_000_000), format_size(25 * 2**20), format_size(1000), format_size(3)
+    ('1.4 GB', '25 MiB', '1 KB', '3 B')
+    """
+    exact = [text for unit, scale in (*_BINARY, *_DECIMAL) if abs(nbytes) >= scale
+             for text in [f"{_significant(nbytes / scale)} {unit}"] if abs(parse_size_approx(text) - nbytes) < 0.5]
+    if exact:
+        return min(exact, key=len)
+    binary, decimal = _scaled(nbytes, _BINARY), _scaled(nbytes, _DECIMAL)
+    return decimal if len(decimal) < len(binary) else binary

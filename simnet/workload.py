@@ -73,3 +73,16 @@ class StepModel:
     def speedup(self, gpus: int, allreduce_s: dict[int, float]) -> float:
         """N * T_iter(1) / T_iter(N)."""
         return gpus * self.compute_s / self.iteration_time(allreduce_s, gpus)
+
+    def summary(self, gpus: int, allreduce_s: dict[int, float]) -> dict:
+        """The figures a report shows for one algorithm: compute, iteration and exposed
+        communication (seconds), speedup and efficiency.
+
+        >>> StepModel(0.1, 100, 50, 0.5).summary(8, {50: 0.02})["communication_exposed_s"]
+        0.02
+        """
+        iteration = self.iteration_time(allreduce_s, gpus)
+        speedup = gpus * self.compute_s / iteration
+        return {"gpus": gpus, "compute_s": self.compute_s, "iteration_time_s": iteration,
+                "communication_exposed_s": round(iteration - self.compute_s, 15), "speedup": speedup,
+                "efficiency": speedup / gpus}

@@ -8,8 +8,10 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
+import simnet
+
 from simnet import topology_from_dict
-from simnet.runner import nccl_algo_filter, simulate
+from simnet.runner import nccl_algo_filter, run_scenario, simulate
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def test_json_matches_design_schema(cli, scenario, tmp_path):
     path = tmp_path / "out.json"
     assert cli("run", scenario, "--json", path).exit_code == 0
     data = json.loads(path.read_text())
-    assert data["simnet"] == "0.1.0" and data["scenario"] == "small"
+    assert data["simnet"] == simnet.__version__ and data["scenario"] == "small"
     assert len(data["runs"]) == 6
     for run in data["runs"]:
         for key in ("algorithm", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "links", "warnings"):
@@ -48,6 +50,7 @@ def test_json_matches_design_schema(cli, scenario, tmp_path):
         assert run["busbw_GBps"] == pytest.approx(run["algbw_GBps"] * 2 * 15 / 16)
         for link in run["links"]:
             assert set(link) == {"src", "dst", "capacity_Bps", "bytes", "mean_utilization", "peak_utilization",
+                                 "port_saturated_fraction",
                                  "saturated_fraction", "max_flows"}
             assert 0 <= link["mean_utilization"] <= 1 + 1e-9 and 0 <= link["saturated_fraction"] <= 1
         for warning in run["warnings"]:
@@ -98,7 +101,7 @@ def test_plot_figures_carry_the_data(scenario):
     from simnet.report.plots import featured_run, utilization_matrix
     from simnet.scenario import load_scenario
 
-    results = load_scenario(scenario).run()
+    results = run_scenario(load_scenario(scenario))
     best = featured_run(results)
     assert best.algorithm == "ring" and best.size_bytes == 16 * 2**20
     traced = simulate(best.replay.topology, "ring", best.size_bytes, timeline=True)
@@ -171,6 +174,8 @@ def test_results_dataframe_when_pandas_is_there(scenario):
     pd = pytest.importorskip("pandas")
     from simnet.scenario import load_scenario
 
-    frame = load_scenario(scenario).run().to_dataframe()
+    from simnet.report.export import results_dataframe
+
+    frame = results_dataframe(run_scenario(load_scenario(scenario)))
     assert isinstance(frame, pd.DataFrame) and len(frame) == 6
     assert np.isclose(frame["busbw_GBps"], frame["algbw_GBps"] * 30 / 16).all()

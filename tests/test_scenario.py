@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from simnet import InputError
+from simnet import InputError, run_scenario
 from simnet.scenario import load_scenario, parse_cost, parse_sizes, scenario_from_dict
 
 ROOT = Path(__file__).parent.parent
@@ -91,6 +91,6 @@ def test_gpu_ids_select_ranks():
 def test_run_returns_results_in_size_major_order():
     scenario = scenario_from_dict({"name": "order", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
                                    "sizes": ["1 MiB", "2 MiB"], "algorithms": ["ring", "tree"]})
-    results = scenario.run()
+    results = run_scenario(scenario)
     assert [(r.size_bytes, r.algorithm) for r in results.runs] == [
         (2**20, "ring"), (2**20, "tree"), (2**21, "ring"), (2**21, "tree")]

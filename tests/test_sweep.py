@@ -12,7 +12,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from simnet.report.sweep_report import compare_rows, pareto_front
+from simnet.compare import compare_rows, pareto_front
 from simnet.scenario import load_scenario, scenario_from_dict
 from simnet.sweep import DaskExecutor, LocalExecutor, load_records, plan_sweep, run_sweep
 from simnet.workload import StepModel

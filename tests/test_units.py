@@ -63,9 +63,16 @@ def test_time_format_parse_round_trip(value):
 @given(st.integers(min_value=0, max_value=2**50))
 def test_size_format_parse_round_trip(value):
     text = units.format_size(value)
-    number, unit = text.split()
-    assert float(number) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit] == \
-        pytest.approx(value, rel=5e-4, abs=0.5)
+    assert units.parse_size_approx(text) == pytest.approx(value, rel=5e-4, abs=0.5)
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.sampled_from(["B", "KB", "MB", "GB", "KiB", "MiB", "GiB"]))
+def test_sizes_come_back_in_the_unit_system_they_were_typed_in(number, unit):
+    typed = f"{number} {unit}"
+    shown = units.format_size(units.parse_size(typed))
+    assert units.parse_size_approx(shown) == pytest.approx(units.parse_size(typed), rel=5e-4)
+    if number % 1000 and number % 1024 and unit != "B":  # not also a round number of the other system
+        assert shown.endswith("iB") == unit.endswith("iB"), (typed, shown)
 
 
 @given(st.integers(min_value=0, max_value=43))

@@ -20,25 +20,33 @@ class LinkStats:
 
     Attributes (numpy arrays, one entry per link): ``bytes`` carried by finished flows
     (exact), ``peak`` load as a fraction of capacity, ``saturated_ps`` and ``busy_ps``
-    (time at >= 99.9 % and > 0 % load), ``max_flows`` (most flows at once), ``load`` (B/s
-    now). With ``timeline=True``, ``timeline`` lists ``(time_ps, link_indices, loads_Bps)``
-    each time loads change: the listed links carry those loads from that time on; links
-    not listed keep theirs. Memory stays bounded without a timeline.
+    (time at >= 99.9 % and > 0 % load), ``either_saturated_ps`` (time this link *or* its
+    reverse direction was saturated: a port's busy time, counted once where the two
+    overlap), ``max_flows`` (most flows at once), ``load`` (B/s now). With
+    ``timeline=True``, ``timeline`` lists ``(time_ps, link_indices, loads_Bps)`` each time
+    loads change: the listed links carry those loads from that time on; links not listed
+    keep theirs. Memory stays bounded without a timeline.
+
+    ``reverse[i]`` is the index of link i's opposite direction, or -1 for a one-way link.
     """
 
-    def __init__(self, capacity: np.ndarray, timeline: bool = False):
+    def __init__(self, capacity: np.ndarray, reverse: np.ndarray | None = None, timeline: bool = False):
         self.capacity = np.asarray(capacity, dtype=float)
         links = len(self.capacity)
+        self.reverse = np.full(links, -1, dtype=np.int64) if reverse is None else np.asarray(reverse, dtype=np.int64)
         self._bytes = np.zeros(links + 1)  # the extra entry absorbs path padding
         self.bytes = self._bytes[:links]
         self.peak = np.zeros(links)
         self.saturated_ps = np.zeros(links, dtype=np.int64)
         self.busy_ps = np.zeros(links, dtype=np.int64)
+        self.either_saturated_ps = np.zeros(links, dtype=np.int64)
         self.max_flows = np.zeros(links, dtype=np.int64)
         self.load = np.zeros(links)
         self.flows = np.zeros(links, dtype=np.int64)
         self.timeline: list[tuple[int, np.ndarray, np.ndarray]] | None = [] if timeline else None
         self._since = np.zeros(links, dtype=np.int64)
+        self._pair_since = np.zeros(links, dtype=np.int64)
+        self._pair_saturated = np.zeros(links, dtype=bool)
         self._delta = np.zeros(links + 1)  # pending load change; the extra entry absorbs path padding
         self._touched = np.zeros(links + 1, dtype=bool)
 
@@ -52,12 +60,22 @@ class LinkStats:
         np.add.at(self._delta, flat, np.repeat(delta, paths.shape[1]))
         self._touched[flat] = True
 
+    def _saturated(self, links: np.ndarray) -> np.ndarray:
+        return self.load[links] >= SATURATED * self.capacity[links]
+
     def _close(self, now: int, links: np.ndarray) -> None:
         elapsed = now - self._since[links]
-        load = self.load[links]
-        self.saturated_ps[links] += elapsed * (load >= SATURATED * self.capacity[links])
-        self.busy_ps[links] += elapsed * (load > 0)
+        self.saturated_ps[links] += elapsed * self._saturated(links)
+        self.busy_ps[links] += elapsed * (self.load[links] > 0)
         self._since[links] = now
+
+    def _close_pairs(self, now: int, links: np.ndarray) -> None:
+        self.either_saturated_ps[links] += (now - self._pair_since[links]) * self._pair_saturated[links]
+        self._pair_since[links] = now
+
+    def _with_reverse(self, links: np.ndarray) -> np.ndarray:
+        back = self.reverse[links]
+        return np.unique(np.concatenate([links, back[back >= 0]]))
 
     def commit(self, now: int, users: np.ndarray) -> None:
         """Apply the queued changes at ``now``; ``users`` is the flow count of every link."""
@@ -66,7 +84,9 @@ class LinkStats:
         if not len(links):
             return
         self._touched[links] = False
+        pairs = self._with_reverse(links)
         self._close(now, links)
+        self._close_pairs(now, pairs)
         load = self.load[links] + self._delta[links]
         self._delta[links] = 0.0
         load[users[links] == 0] = 0.0  # no rounding residue on idle links
@@ -74,9 +94,13 @@ class LinkStats:
         self.flows[links] = users[links]
         self.peak[links] = np.maximum(self.peak[links], load / self.capacity[links])
         self.max_flows[links] = np.maximum(self.max_flows[links], users[links])
+        back = self.reverse[pairs]
+        self._pair_saturated[pairs] = self._saturated(pairs) | np.where(back >= 0, self._saturated(back), False)
         if self.timeline is not None:
             self.timeline.append((now, links, load.copy()))
 
     def close(self, now: int) -> None:
         """Account every link up to ``now`` (the network went idle)."""
-        self._close(now, np.arange(len(self.capacity)))
+        every = np.arange(len(self.capacity))
+        self._close(now, every)
+        self._close_pairs(now, every)

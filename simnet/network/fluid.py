@@ -102,7 +102,7 @@ class FluidNetwork:
         self._rows: dict[tuple[int, int, int], int] = {}
         self._paths = np.full((0, 1), self._pad, dtype=np.int64)
         self._path_latency = _EMPTY_I
-        self.stats = LinkStats(topology.capacity, timeline=timeline)
+        self.stats = LinkStats(topology.capacity, topology.reverse, timeline=timeline)
         self._users = np.zeros(links + 1, dtype=np.int64)  # active flows per link (last: padding)
         # flow state lives in slots; a free slot has row -1 and finish +inf
         self._slots = 0

@@ -5,7 +5,9 @@
 * ``link_utilization.png``: mean utilisation of the busiest links in the featured run;
 * ``link_heatmap.png``: utilisation over time of those links in the featured run.
 
-The featured run is the fastest algorithm at the largest size.
+The featured run is the fastest algorithm at the largest size; its links are shown in the
+bottleneck order of ``simnet.analysis`` (the table's bottleneck and the warned links come
+first). The heatmap needs the run's link timeline: run the scenario with ``timeline=True``.
 """
 
 from __future__ import annotations
@@ -16,25 +18,18 @@ import numpy as np
 
 from simnet import units
 from simnet.result import Result
+from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "with_timeline", "TOP_LINKS"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "TOP_LINKS"]
 
 TOP_LINKS = 12
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def featured_run(results) -> Result:
-    """The fastest run at the largest size."""
-    return results.winners()[max(r.size_bytes for r in results.runs)]
+    """The fastest run at the largest size (the only run there, if there is no choice)."""
+    largest = max(r.size_bytes for r in results.runs)
+    return min((r for r in results.runs if r.size_bytes == largest), key=lambda r: r.time_s)
 
 
 def _by_algorithm(results) -> dict[str, list[Result]]:
@@ -50,18 +45,6 @@ def _size_axis(ax, sizes: list[int]) -> None:
     ax.set_xticklabels([units.format_size(s) for s in sizes], rotation=30, ha="right")
     ax.minorticks_off()
     ax.set_xlabel("message size per GPU")
-
-
-def with_timeline(result: Result, options: dict) -> Result:
-    """``result`` with per-link loads over time: replayed again with a timeline the first
-    time it is asked for (simulation is deterministic, so nothing else changes), then kept,
-    so plots and traces of the same run share one replay."""
-    from simnet.runner import simulate
-
-    if result.replay.stats.timeline is None:
-        traced = simulate(result.replay.topology, result.algorithm, result.size_bytes, timeline=True, **options)
-        result.replay, result.links = traced.replay, traced.links
-    return result
 
 
 def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
@@ -89,64 +72,63 @@ def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tup
     return matrix, edges / PS_PER_SECOND
 
 
-def plot_results(results, scenario, directory: str | Path) -> list[Path]:
-    """Write the four plots for ``results`` of ``scenario`` into ``directory``; returns their paths."""
-    plt = _pyplot()
+def plot_results(results, directory: str | Path) -> list[Path]:
+    """Write the four plots for ``results`` into ``directory``; returns their paths.
+
+    The heatmap needs the featured run's timeline (``run_scenario(..., timeline=True)``).
+    """
+    plt = pyplot()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     sizes = sorted({r.size_bytes for r in results.runs})
     gpus = results.runs[0].gpus
     series = _by_algorithm(results)
+    styles = series_styles(list(series))
 
-    for name, field, label, log_y in (("time_vs_size.png", "time_s", "AllReduce time (s)", True),
+    for name, field, label, log_y in (("time_vs_size.png", "time_s", "AllReduce time", True),
                                       ("busbw_vs_size.png", "busbw_GBps", "bus bandwidth (GB/s)", False)):
         fig, ax = plt.subplots(figsize=(8, 5))
         for algorithm, runs in series.items():
-            runs = sorted(runs, key=lambda r: r.size_bytes)
-            ax.plot([r.size_bytes for r in runs], [getattr(r, field) for r in runs], marker="o", label=algorithm)
+            runs = sorted((r for r in runs if r.moves_data), key=lambda r: r.size_bytes)
+            ax.plot([r.size_bytes for r in runs], [getattr(r, field) for r in runs], label=algorithm,
+                    **styles[algorithm])
         _size_axis(ax, sizes)
         if log_y:
             ax.set_yscale("log")
+            time_axis(ax.yaxis)
         ax.set_ylabel(label)
         ax.set_title(f"{results.scenario}: {label.split(' (')[0]} vs size, {gpus} GPUs")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(title="algorithm")
-        fig.tight_layout()
         written.append(directory / name)
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
+        save(plt, fig, written[-1])
 
     best = featured_run(results)
     top = best.links[:TOP_LINKS]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(top), 3) + 1.5))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(top), 3) + 2.2))
     names = [link.name for link in top][::-1]
     ax.barh(names, [link.mean_utilization * 100 for link in top][::-1], color="#4c72b0", label="mean utilisation")
     ax.barh(names, [link.saturated_fraction * 100 for link in top][::-1], color="#dd8452", height=0.35,
             label="time saturated (>= 99.9 %)")
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of the run")
-    ax.set_title(f"busiest links: {best.algorithm}, {units.format_size(best.size_bytes)}, "
+    ax.set_title(f"bottleneck links, worst first: {best.algorithm}, {units.format_size(best.size_bytes)}, "
                  f"{units.format_time(best.time_s)}")
-    ax.legend(loc="lower right")
-    fig.tight_layout()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     written.append(directory / "link_utilization.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    save(plt, fig, written[-1])
 
-    traced = with_timeline(best, scenario.options)
-    indices = [traced.replay.topology.link_index[(link.src, link.dst)] for link in traced.links[:TOP_LINKS]]
-    matrix, edges = utilization_matrix(traced, indices)
+    indices = [best.replay.topology.link_index[(link.src, link.dst)] for link in top]
+    matrix, edges = utilization_matrix(best, indices)
     fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(indices), 3) + 1.8))
     image = ax.imshow(matrix * 100, aspect="auto", cmap="magma", vmin=0, vmax=100, interpolation="nearest",
                       extent=(edges[0] * 1e3, edges[-1] * 1e3, len(indices) - 0.5, -0.5))
     ax.set_yticks(range(len(indices)))
-    ax.set_yticklabels([traced.replay.topology.link_name(i) for i in indices])
+    ax.set_yticklabels([link.name for link in top])
     ax.set_xlabel("time (ms)")
     ax.set_title(f"link utilisation over time: {best.algorithm}, {units.format_size(best.size_bytes)}")
     fig.colorbar(image, ax=ax, label="utilisation (%)")
-    fig.tight_layout()
     written.append(directory / "link_heatmap.png")
-    fig.savefig(written[-1], dpi=120)
-    plt.close(fig)
+    save(plt, fig, written[-1])
     return written

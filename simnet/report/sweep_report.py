@@ -1,16 +1,23 @@
-"""Sweep and compare reports: tables, CSV, ``speedup.png``, ``iteration_time.png``, ``compare.png``."""
+"""Sweep and compare reports: tables, CSV and figures.
+
+Sweeps with a workload draw ``speedup.png`` and ``iteration_time.png``; every sweep draws
+``busbw.png`` (bus bandwidth and AllReduce time against GPUs). ``compare.png`` is cost
+against time with the Pareto front, or, when no option has a cost, time per option.
+"""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
+from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from simnet import units
+from simnet.compare import pareto_front
+from simnet.report.figures import pyplot, save, series_styles, time_axis
 
-__all__ = ["series_label", "sweep_table", "write_sweep_csv", "plot_sweep", "compare_rows", "pareto_front",
-           "compare_table", "plot_compare"]
+__all__ = ["series_label", "sweep_table", "write_sweep_csv", "plot_sweep", "compare_table", "plot_compare"]
 
 
 def series_label(record: dict) -> str:
@@ -40,7 +47,7 @@ def sweep_table(records: list[dict], title: str) -> Table:
             row += [units.format_time(record["iteration_time_s"]),
                     f"[red]{record['speedup']:.2f}[/red]" if slower else f"{record['speedup']:.2f}",
                     f"{record['efficiency']:.0%}", units.format_time(record["communication_exposed_s"])]
-        row += [units.format_time(largest["time_s"]), f"{largest['busbw_GBps']:.2f}", largest["bottleneck"] or "-"]
+        row += [units.format_time(largest["time_s"]), _gbps(largest["busbw_GBps"]), largest["bottleneck"] or "-"]
         table.add_row(*row)
     return table
 
@@ -58,13 +65,8 @@ def write_sweep_csv(records: list[dict], path: Path) -> Path:
     return path
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _series(records: list[dict]) -> dict[str, list[dict]]:
@@ -74,10 +76,7 @@ def _series(records: list[dict]) -> dict[str, list[dict]]:
     return series
 
 
-def _lines_over_gpus(ax, series: dict[str, list[dict]], field: str, gpus: list[int]) -> None:
-    """One line per series of ``field`` against the GPU count, on a log2 axis."""
-    for label, points in series.items():
-        ax.plot([p["gpus"] for p in points], [p[field] for p in points], marker="o", label=label)
+def _gpu_axis(ax, gpus: list[int]) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(gpus)
     ax.set_xticklabels([str(g) for g in gpus])
@@ -85,113 +84,131 @@ def _lines_over_gpus(ax, series: dict[str, list[dict]], field: str, gpus: list[i
     ax.set_xlabel("GPUs (N)")
 
 
-def _save(plt, fig, ax, path: Path) -> Path:
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+def _lines(ax, series: dict[str, list[dict]], value) -> None:
+    """One line per series of ``value(record)`` against the GPU count, each in its own style."""
+    styles = series_styles(list(series))
+    for label, points in series.items():
+        ax.plot([p["gpus"] for p in points], [value(p) for p in points], label=label, **styles[label])
+
+
+def _finish(plt, fig, ax, path: Path) -> Path:
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    save(plt, fig, path)
     return path
 
 
 def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
-    """``speedup.png`` (ideal line, speedup < 1 shaded) and ``iteration_time.png``; needs a workload."""
-    if "iteration_time_s" not in records[0]:
-        return []
-    plt = _pyplot()
+    """``busbw.png`` always; with a workload also ``speedup.png`` (log-log, ideal line,
+    speedup < 1 shaded) and ``iteration_time.png``. Returns the paths written."""
+    plt = pyplot()
     series = _series(records)
     gpus = sorted({r["gpus"] for r in records})
     written = []
 
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    top = max(max(gpus), max(r["speedup"] for r in records)) * 1.15
-    ax.axhspan(0, 1, color="#d62728", alpha=0.12, label="slower than 1 GPU (speedup < 1)")
-    ax.plot(gpus, gpus, linestyle="--", color="grey", label="ideal (speedup = N)")
-    _lines_over_gpus(ax, series, "speedup", gpus)
-    ax.set_ylim(0, top)
-    ax.set_ylabel("speedup = N x T_iter(1) / T_iter(N)")
-    ax.set_title(f"{scenario}: data-parallel speedup")
-    written.append(_save(plt, fig, ax, out / "speedup.png"))
+    fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
+    _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0)
+    _gpu_axis(bus, gpus)
+    bus.set_ylabel("bus bandwidth (GB/s)")
+    bus.set_ylim(bottom=0)
+    bus.grid(True, alpha=0.3)
+    size = units.format_size(_largest(records[0])["size_bytes"])
+    bus.set_title(f"busbw of a {size} AllReduce")
+    _lines(time, series, lambda r: _largest(r)["time_s"])
+    _gpu_axis(time, gpus)
+    time.set_yscale("log")
+    time_axis(time.yaxis)
+    time.set_ylabel(f"AllReduce time of {size}")
+    time.set_title(f"{scenario}: AllReduce time")
+    written.append(_finish(plt, fig, time, out / "busbw.png"))
+    if "iteration_time_s" not in records[0]:
+        return written
 
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(9.5, 5.5))
+    low = min(0.5, min(r["speedup"] for r in records) / 1.5)
+    top = max(max(gpus), max(r["speedup"] for r in records)) * 1.5
+    ax.axhspan(low, 1, color="#d62728", alpha=0.12, label="slower than 1 GPU (speedup < 1)")
+    _lines(ax, series, lambda r: r["speedup"])
+    ax.plot(gpus, gpus, linestyle=(0, (4, 3)), color="grey", linewidth=1.2, zorder=5, label="ideal (speedup = N)")
+    _gpu_axis(ax, gpus)
+    ax.set_yscale("log", base=2)
+    ax.set_ylim(low, top)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylabel("speedup = N x T_iter(1) / T_iter(N)")
+    ax.set_title(f"{scenario}: data-parallel speedup (log-log: ideal is the diagonal)")
+    written.append(_finish(plt, fig, ax, out / "speedup.png"))
+
+    fig, ax = plt.subplots(figsize=(9.5, 5.5))
     compute = records[0]["compute_s"]
     ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute)})")
-    _lines_over_gpus(ax, series, "iteration_time_s", gpus)
+    _lines(ax, series, lambda r: r["iteration_time_s"])
+    _gpu_axis(ax, gpus)
     ax.set_yscale("log")
-    ax.set_ylabel("iteration time (s)")
+    time_axis(ax.yaxis)
+    ax.set_ylabel("iteration time")
     ax.set_title(f"{scenario}: time per training step")
-    written.append(_save(plt, fig, ax, out / "iteration_time.png"))
+    written.append(_finish(plt, fig, ax, out / "iteration_time.png"))
     return written
 
 
 # --------------------------------------------------------------------- compare
 
-def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[dict]:
-    """One row per hardware option: its fastest algorithm and what it buys.
-
-    ``options`` holds (name, cost, records of that option's points). With a workload the
-    figure of merit is the iteration time, else the AllReduce time at the largest size.
-    """
-    rows = []
-    for name, cost, records in options:
-        workload = "iteration_time_s" in records[0]
-        best = min(records, key=lambda r: r["iteration_time_s"] if workload else _largest(r)["time_s"])
-        largest = _largest(best)
-        time = best["iteration_time_s"] if workload else largest["time_s"]
-        row = {"option": name, "cost": cost, "algorithm": best["algorithm"], "gpus": best["gpus"], "time_s": time,
-               "speedup": best.get("speedup"), "busbw_GBps": largest["busbw_GBps"],
-               "bottleneck": largest["bottleneck"], "per_cost": None}
-        if cost:
-            # throughput per unit of cost: GPU-equivalents of work (speedup) or bus GB/s per million
-            merit = best["speedup"] if workload else largest["busbw_GBps"]
-            row["per_cost"] = merit / (cost / 1e6)
-        rows.append(row)
-    return rows
-
-
-def pareto_front(rows: list[dict]) -> list[dict]:
-    """Rows no other row beats on both cost and time (rows without a cost are left out)."""
-    priced = [r for r in rows if r["cost"] is not None]
-    return [r for r in priced if not any(
-        o["cost"] <= r["cost"] and o["time_s"] <= r["time_s"] and (o["cost"] < r["cost"] or o["time_s"] < r["time_s"])
-        for o in priced)]
-
-
-def compare_table(rows: list[dict], title: str, workload: bool) -> Table:
+def compare_table(rows: list[dict], title: str) -> Table:
+    """One row per option: cost, best algorithm, iteration and AllReduce time in their own
+    columns, speedup, busbw, bottleneck, value per M$, and the Pareto star."""
     front = {id(r) for r in pareto_front(rows)}
+    workload = any(r["iteration_time_s"] is not None for r in rows)
+    size = units.format_size(rows[0]["allreduce_size_bytes"])
     table = Table(title=title, title_justify="left")
-    for column in ("option", "cost", "best algorithm", "iteration" if workload else "AllReduce", "speedup",
-                   "busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$", "Pareto"):
+    columns = ["option", "cost", "best algorithm"] + (["iteration", "speedup"] if workload else [])
+    columns += [f"AllReduce {size}", "busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$",
+                "Pareto"]
+    for column in columns:
         table.add_column(column, justify="left" if column in ("option", "best algorithm", "bottleneck") else "right")
     for row in rows:
-        table.add_row(row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", row["algorithm"],
-                      units.format_time(row["time_s"]), f"{row['speedup']:.2f}" if row["speedup"] else "-",
-                      f"{row['busbw_GBps']:.2f}", row["bottleneck"] or "-",
-                      f"{row['per_cost']:.3g}" if row["per_cost"] else "-", "*" if id(row) in front else "")
+        cells = [row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", row["algorithm"]]
+        if workload:
+            cells += [units.format_time(row["iteration_time_s"]) if row["iteration_time_s"] is not None else "-",
+                      f"{row['speedup']:.2f}" if row["speedup"] is not None else "-"]
+        cells += [units.format_time(row["allreduce_time_s"]), _gbps(row["busbw_GBps"]), row["bottleneck"] or "-",
+                  f"{row['per_cost']:.3g}" if row["per_cost"] else "-", "*" if id(row) in front else ""]
+        table.add_row(*cells)
     return table
 
 
-def plot_compare(rows: list[dict], title: str, path: Path, workload: bool) -> Path | None:
-    """Cost against time, one point per option, the Pareto front joined and marked."""
+def _merit_label(rows: list[dict]) -> str:
+    if all(r["iteration_time_s"] is not None for r in rows):
+        return "iteration time"
+    return f"AllReduce time of {units.format_size(rows[0]['allreduce_size_bytes'])}"
+
+
+def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
+    """Cost against time with the Pareto front joined and marked; without any cost, a bar
+    of time per option (there is no front to draw without prices)."""
+    plt = pyplot()
     priced = [r for r in rows if r["cost"] is not None]
-    if not priced:
-        return None
-    plt = _pyplot()
-    front = sorted(pareto_front(rows), key=lambda r: r["cost"])
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    ax.scatter([r["cost"] / 1e6 for r in priced], [r["time_s"] for r in priced], s=60, color="#4c72b0",
-               label="hardware option", zorder=3)
-    ax.plot([r["cost"] / 1e6 for r in front], [r["time_s"] for r in front], color="#dd8452", marker="*",
-            markersize=16, linewidth=2, label="Pareto front (nothing cheaper is faster)", zorder=4)
-    for r in priced:
-        ax.annotate(r["option"], (r["cost"] / 1e6, r["time_s"]), xytext=(6, 6), textcoords="offset points",
-                    fontsize=8)
-    ax.set_xlabel("cost (M$)")
-    ax.set_ylabel("iteration time (s)" if workload else "AllReduce time at the largest size (s)")
+    label = _merit_label(rows)
+    if priced:
+        front = sorted(pareto_front(rows), key=lambda r: r["cost"])
+        fig, ax = plt.subplots(figsize=(8, 5.5))
+        ax.scatter([r["cost"] / 1e6 for r in priced], [r["merit_s"] for r in priced], s=60, color="#4c72b0",
+                   label="hardware option", zorder=3)
+        ax.plot([r["cost"] / 1e6 for r in front], [r["merit_s"] for r in front], color="#dd8452", marker="*",
+                markersize=16, linewidth=2, label="Pareto front (nothing cheaper is faster)", zorder=4)
+        for r in priced:
+            ax.annotate(r["option"], (r["cost"] / 1e6, r["merit_s"]), xytext=(6, 6), textcoords="offset points",
+                        fontsize=8)
+        ax.set_xlabel("cost (M$)")
+        ax.set_ylabel(label)
+        ax.legend()
+    else:
+        fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 2))
+        ax.barh([r["option"] for r in rows][::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
+        ax.set_xlabel(f"{label} (no costs given: add cost: to compare value)")
+        ax.set_xlim(left=0)
+        time_axis(ax.xaxis)
+    time_axis(ax.yaxis if priced else ax.xaxis)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(plt, fig, path)
     return path

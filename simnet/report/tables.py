@@ -1,4 +1,4 @@
-"""rich tables for topologies (and, later, results)."""
+"""rich tables for topologies and results."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.table import Table
 from simnet import units
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["ranks_table", "link_classes_table"]
+__all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table"]
 
 
 def ranks_table(topo: Topology, limit: int = 64) -> Table:
@@ -39,9 +39,25 @@ def link_classes_table(topo: Topology) -> Table:
     return table
 
 
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _algorithm_cell(run) -> str:
+    if not run.auto:
+        return run.algorithm
+    name = f"auto -> {run.algorithm}"
+    others = {k: v for k, v in run.auto["candidates"].items() if k != run.algorithm}
+    if others and run.time_s > 0:
+        runner_up, time = min(others.items(), key=lambda kv: kv[1])
+        name += f" ({time / run.time_s:.2f}x faster than {runner_up})"
+    return name
+
+
 def results_table(results, title: str | None = None) -> Table:
-    """Size, algorithm, time, algbw, busbw and the bottleneck link per run; the winner per size starred."""
-    winners = {size: run for size, run in results.winners().items()}
+    """Size, algorithm, time, algbw, busbw and the bottleneck link per run; the fastest per
+    size starred where there was a choice. Runs that move no data (one GPU) show '-'."""
+    winners = results.winners()
     table = Table(title=title or f"{results.scenario}: AllReduce", title_justify="left")
     for column, justify in (("size", "right"), ("algorithm", "left"), ("time", "right"), ("algbw GB/s", "right"),
                             ("busbw GB/s", "right"), ("bottleneck link (saturated % of run)", "left")):
@@ -51,18 +67,25 @@ def results_table(results, title: str | None = None) -> Table:
         if previous is not None and run.size_bytes != previous:
             table.add_section()
         previous = run.size_bytes
-        best = winners[run.size_bytes] is run and len(results.runs) > 1
-        name = run.algorithm
-        if run.auto:
-            others = {k: v for k, v in run.auto["candidates"].items() if k != run.algorithm}
-            name = f"auto -> {run.algorithm}"
-            if others:
-                runner_up, time = min(others.items(), key=lambda kv: kv[1])
-                name += f" ({time / run.time_s:.2f}x faster than {runner_up})"
+        best = winners.get(run.size_bytes) is run
         neck = run.bottleneck
         where = f"{neck.name} ({neck.saturated_fraction:.0%})" if neck else "-"
-        style = "bold green" if best else None
-        table.add_row(units.format_size(run.size_bytes), ("* " if best else "  ") + name,
-                      units.format_time(run.time_s), f"{run.algbw_GBps:.2f}", f"{run.busbw_GBps:.2f}", where,
-                      style=style)
+        table.add_row(units.format_size(run.size_bytes), ("* " if best else "  ") + _algorithm_cell(run),
+                      units.format_time(run.time_s), _gbps(run.algbw_GBps), _gbps(run.busbw_GBps), where,
+                      style="bold green" if best else None)
+    return table
+
+
+def steps_table(results, compute_label: str) -> Table:
+    """With a workload: per algorithm, the training step's iteration time, the communication
+    the backward pass did not hide, and speedup / efficiency against one GPU."""
+    table = Table(title=f"training step ({compute_label})", title_justify="left")
+    for column in ("algorithm", "iteration", "exposed comm", "speedup", "efficiency"):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    best = min(results.steps, key=lambda s: s["iteration_time_s"]) if len(results.steps) > 1 else None
+    for step in results.steps:
+        star = step is best
+        table.add_row(("* " if star else "  ") + step["algorithm"], units.format_time(step["iteration_time_s"]),
+                      units.format_time(step["communication_exposed_s"]), f"{step['speedup']:.2f}",
+                      f"{step['efficiency']:.0%}", style="bold green" if star else None)
     return table

@@ -88,9 +88,10 @@ def trace_events(result: Result, pid: int) -> list[dict]:
     return events
 
 
-def write_trace(results, scenario, path: str | Path) -> Path:
-    """Trace each algorithm at the largest size of ``results`` into ``path``."""
-    from simnet.report.plots import with_timeline
+def write_trace(results, path: str | Path) -> Path:
+    """Trace each algorithm at the largest size of ``results`` into ``path`` (link counters
+    when those runs kept a timeline: ``run_scenario(..., timeline=True)``)."""
+    from simnet.report.export import write_text
 
     largest = max(r.size_bytes for r in results.runs)
     events: list[dict] = []
@@ -99,10 +100,8 @@ def write_trace(results, scenario, path: str | Path) -> Path:
         if run.replay is not None and len(run.replay.schedule) > MAX_TRANSFERS:
             skipped.append(run.algorithm)
             continue
-        events += trace_events(with_timeline(run, scenario.options), pid)
-    path = Path(path)
+        events += trace_events(run, pid)
     document = {"traceEvents": events, "displayTimeUnit": "ns",
                 "otherData": {"scenario": results.scenario, "size_bytes": largest,
                               "skipped (too many transfers)": skipped}}
-    path.write_text(json.dumps(document))
-    return path
+    return write_text(path, json.dumps(document, allow_nan=False))

@@ -58,6 +58,7 @@ class Topology:
         self.capacity = np.array([self.graph.edges[e]["bandwidth"] for e in self.links], dtype=float)
         self.latency_ps = np.array([round(self.graph.edges[e]["latency"] * PS_PER_SECOND) for e in self.links],
                                    dtype=np.int64)
+        self.reverse = np.array([self.link_index.get((v, u), -1) for u, v in self.links], dtype=np.int64)
         forwards = {n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS}
         self._adjacency = {
             u: sorted(((self.node_index[v], v, int(self.latency_ps[self.link_index[(u, v)]])) for v in self.graph[u]))

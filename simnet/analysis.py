@@ -1,0 +1,115 @@
+"""From a timed schedule to what a person reads: per-link reports and warnings with remedies.
+
+``link_reports`` turns the network's link statistics into ``LinkReport`` rows ordered by
+the bottleneck ranking (longest saturated first, then busiest on average), the one order
+the results table, the warnings and the plots all use. ``find_warnings`` flags:
+
+* ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
+  parameter server) busy most of the run with many flows crowding it (incast);
+* ``link_congestion``: a switch-to-switch link saturated most of the run by several flows;
+* ``idle_servers``: parameter servers in the topology that the run left unused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet import units
+from simnet.result import Finding, LinkReport
+from simnet.topology.model import PS_PER_SECOND, Topology
+
+__all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "ENDPOINT_KINDS"]
+
+OVERLOAD_SATURATION = 0.5
+"""A link (or port) saturated for at least this share of the run is worth a warning..."""
+OVERLOAD_FLOWS = 8
+"""...when at least this many flows crowded a machine's port at once (incast), or 2 a fabric link.
+Algorithms that keep a few flows per port (a double binary tree has 4) are not incast."""
+ENDPOINT_KINDS = frozenset({"nic", "host", "ps", "gpu"})
+"""A link touching one of these is a machine's network attachment (nic_overload), else a fabric link."""
+ROUNDING = 1e-9
+"""Relative residue of floating-point load sums; a peak within it of 1.0 is exactly full."""
+
+
+def link_reports(replay) -> list[LinkReport]:
+    """Every link that carried data, in bottleneck order (see the module docstring)."""
+    topo, stats = replay.topology, replay.stats
+    duration = replay.duration_ps
+    used = np.flatnonzero(stats.bytes > 0)
+    if duration <= 0 or not len(used):
+        return []
+    seconds = duration / PS_PER_SECOND
+    mean = stats.bytes[used] / (topo.capacity[used] * seconds)
+    saturated = stats.saturated_ps[used] / duration
+    order = used[np.lexsort((-mean, -saturated))]
+    peak = np.where(np.abs(stats.peak - 1.0) <= ROUNDING, 1.0, stats.peak)
+    return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(topo.capacity[i]),
+                       bytes=float(stats.bytes[i]),
+                       mean_utilization=float(stats.bytes[i] / (topo.capacity[i] * seconds)),
+                       peak_utilization=float(peak[i]),
+                       saturated_fraction=float(stats.saturated_ps[i] / duration),
+                       port_saturated_fraction=float(stats.either_saturated_ps[i] / duration),
+                       max_flows=int(stats.max_flows[i])) for i in order]
+
+
+def _machine(topo: Topology, link: LinkReport) -> str | None:
+    """The machine (GPU, NIC, host bridge, ps) this link attaches to the network, if any."""
+    if topo.kind(link.dst) in ENDPOINT_KINDS:
+        return link.dst
+    if topo.kind(link.src) in ENDPOINT_KINDS:
+        return link.src
+    return None
+
+
+def _port_remedy(algorithm: str, machine_kind: str) -> str:
+    if algorithm == "ps":
+        return "shard the server (options.ps_servers: K) or use a collective such as ring"
+    if machine_kind == "ps":
+        return "use more parameter servers or a faster server NIC"
+    return "use an algorithm with fewer flows per port (ring, hierarchical) or a faster NIC"
+
+
+def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
+                  servers: list[str] | None = None) -> list[Finding]:
+    """Warnings for the ``links`` of one run of ``algorithm`` (see the module docstring).
+
+    A port's two directions are judged together by the time *either* was saturated (a
+    parameter server is saturated inbound while workers push, then outbound while they
+    pull: busy the whole run), so overlapping saturation is never counted twice.
+    """
+    findings = []
+    ports: dict[tuple[str, frozenset], list[LinkReport]] = {}
+    run = units.format_time(time_s)
+    for link in links:
+        machine = _machine(topo, link)
+        if machine is None:
+            if link.saturated_fraction >= OVERLOAD_SATURATION and link.max_flows >= 2:
+                findings.append(Finding("link_congestion", link.name, (
+                    f"{link.name}: {link.max_flows} flows shared {link.capacity_Bps / 1e9:.4g} GB/s, saturated "
+                    f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
+                    f"{units.format_time(link.bytes / link.capacity_Bps)} even at full speed. Remedy: keep traffic "
+                    "below this tier (a rail-aligned or hierarchical algorithm) or give it more bandwidth "
+                    "(lower oversubscription)")))
+            continue
+        ports.setdefault((machine, frozenset((link.src, link.dst))), []).append(link)
+    for (machine, _), pair in ports.items():
+        busy = max(link.port_saturated_fraction for link in pair)
+        flows = max(link.max_flows for link in pair)
+        if busy < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:
+            continue
+        pair = sorted(pair, key=lambda link: link.dst != machine)  # inbound first
+        worst = max(pair, key=lambda link: link.saturated_fraction)
+        each = " and ".join(f"{link.name} {link.saturated_fraction:.0%}" for link in pair)
+        moved = " and ".join(f"{units.format_size(link.bytes)} {'in' if link.dst == machine else 'out'}"
+                             for link in pair)
+        findings.append(Finding("nic_overload", worst.name, (
+            f"{machine} port: {flows} flows shared {worst.capacity_Bps / 1e9:.4g} GB/s; saturated {each} "
+            f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
+            f"Remedy: {_port_remedy(algorithm, topo.kind(machine))}")))
+    idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
+    if algorithm == "ps" and idle:
+        findings.append(Finding("idle_servers", idle[0], (
+            f"{len(idle)} of {len(topo.parameter_servers)} parameter servers carried nothing "
+            f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}). Remedy: options.ps_servers: "
+            f"{len(topo.parameter_servers)} shards the gradient over all of them")))
+    return findings

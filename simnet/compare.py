@@ -1,0 +1,66 @@
+"""Compare hardware options: a scenario's ``variants`` (each a set of overrides with a
+cost), or several scenario files, each with its fastest algorithm, and the Pareto front
+of cost against time.
+
+The figure of merit is the training-step (iteration) time when every option has a
+workload, else the AllReduce time at the largest size; both are kept in every row, in
+their own fields, so a report never puts one in the other's column.
+"""
+
+from __future__ import annotations
+
+from simnet.scenario import Scenario
+from simnet.sweep import Point, evaluate_point, plan_sweep
+
+__all__ = ["compare_scenarios", "compare_rows", "pareto_front"]
+
+
+def _largest(record: dict) -> dict:
+    return max(record["sizes"], key=lambda s: s["size_bytes"])
+
+
+def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
+    """One row per option: the variants of a single scenario, or each of several scenarios."""
+    if len(scenarios) == 1 and not scenarios[0].variants:
+        raise ValueError("compare needs variants: in the file, or two or more scenario files")
+    options = []
+    for scenario in scenarios:
+        plan = plan_sweep(scenario)
+        variants = scenario.variants if len(scenarios) == 1 else []
+        for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
+                                      [(scenario.name, scenario.cost, ())]):
+            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in scenario.algorithms]
+            options.append((name, cost, records))
+    return compare_rows(options)
+
+
+def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[dict]:
+    """One row per hardware option (name, cost, its points' records): its fastest algorithm
+    and what it buys. ``merit_s`` is the time the comparison ranks by (module docstring)."""
+    workload = all("iteration_time_s" in record for _, _, records in options for record in records)
+    rows = []
+    for name, cost, records in options:
+        def merit(record: dict) -> float:
+            return record["iteration_time_s"] if workload else _largest(record)["time_s"]
+
+        best = min(records, key=merit)
+        largest = _largest(best)
+        row = {"option": name, "cost": cost, "algorithm": best["algorithm"], "gpus": best["gpus"],
+               "iteration_time_s": best.get("iteration_time_s"), "allreduce_time_s": largest["time_s"],
+               "allreduce_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
+               "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
+               "per_cost": None}
+        if cost:
+            # throughput per unit of cost: GPU-equivalents of work (speedup) or bus GB/s per million
+            value = best["speedup"] if workload else largest["busbw_GBps"]
+            row["per_cost"] = value / (cost / 1e6) if value is not None else None
+        rows.append(row)
+    return rows
+
+
+def pareto_front(rows: list[dict]) -> list[dict]:
+    """Rows no other row beats on both cost and time (rows without a cost are left out)."""
+    priced = [r for r in rows if r["cost"] is not None]
+    return [r for r in priced if not any(
+        o["cost"] <= r["cost"] and o["merit_s"] <= r["merit_s"] and (o["cost"] < r["cost"] or o["merit_s"] < r["merit_s"])
+        for o in priced)]

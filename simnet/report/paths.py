@@ -1,0 +1,49 @@
+"""Where reports go, checked before any work starts: a missing folder, a folder where a
+file is meant, an unwritable place or an unknown image type is one clear error, not a
+traceback after a long simulation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from simnet.errors import InputError
+
+__all__ = ["output_file", "output_dir", "IMAGE_SUFFIXES"]
+
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+"""Picture formats matplotlib writes without extra packages."""
+
+
+def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """``path`` as a file simnet may write, or ``InputError`` saying why not.
+
+    >>> output_file("/no/such/folder/out.json", "--json")
+    Traceback (most recent call last):
+    ...
+    simnet.errors.InputError: --json: cannot write /no/such/folder/out.json: folder /no/such/folder does not exist
+    """
+    path = Path(path)
+    where = f"{option}: cannot write {path}"
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise InputError(f"{where}: unknown file type {path.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    if path.is_dir():
+        raise InputError(f"{where}: it is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise InputError(f"{where}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(f"{where}: permission denied")
+    return path
+
+
+def output_dir(path: str | Path, option: str) -> Path:
+    """``path`` as a folder simnet may create or write into, or ``InputError``."""
+    path = Path(path)
+    where = f"{option}: cannot write into {path}"
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{where}: it is a file, not a folder")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise InputError(f"{where}: permission denied")
+    return path

@@ -1,0 +1,40 @@
+"""One sweep point -> its JSON record: every size of the scenario, and with a workload the
+training step (iteration time, exposed communication, speedup) from each bucket size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simnet.sweep.plan import Point, SweepPlan, scenario_at
+
+__all__ = ["evaluate_point"]
+
+
+def evaluate_point(plan: SweepPlan, point: Point) -> dict:
+    """Simulate one point; returns its record (raises ``InputError`` for bad overrides)."""
+    from simnet.runner import simulate
+    from simnet.workload import StepModel
+
+    scenario = scenario_at(plan, point.overrides, point.gpus)
+    topology = scenario.topology
+    gpus = len(topology.gpus)
+    record: dict[str, Any] = {"key": point.key, "set": dict(point.overrides), "gpus": gpus,
+                              "algorithm": point.algorithm, "topology": topology.name, "sizes": []}
+    cache: dict[int, Any] = {}
+
+    def run(size: int):
+        if size not in cache:
+            cache[size] = simulate(topology, point.algorithm, size, **scenario.options)
+        return cache[size]
+
+    for size in scenario.sizes:
+        result = run(size)
+        neck = result.bottleneck
+        record["sizes"].append({"size_bytes": size, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
+                                "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
+                                "warnings": sorted({w.kind for w in result.warnings})})
+    if scenario.workload is not None:
+        model = StepModel.from_workload(scenario.workload)
+        summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
+        record.update({k: v for k, v in summary.items() if k != "gpus"})
+    return record

@@ -1,0 +1,78 @@
+"""Where sweep points run: local worker processes, or a Dask distributed cluster.
+
+Both offer ``submit(fn, *args) -> future``, ``as_completed(futures)``, ``close()`` and
+``abort()`` (stop at once, for Ctrl-C), so a sweep does not care which it has.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+from simnet.errors import InputError
+
+__all__ = ["LocalExecutor", "DaskExecutor"]
+
+
+class LocalExecutor:
+    """Points on local worker processes (``workers`` of them)."""
+
+    def __init__(self, workers: int | None = None):
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ProcessPoolExecutor(max_workers=self.workers)
+
+    def submit(self, fn: Callable, *args):
+        return self._pool.submit(fn, *args)
+
+    def as_completed(self, futures: Iterable) -> Iterator:
+        from concurrent.futures import as_completed
+
+        return as_completed(list(futures))
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    def abort(self) -> None:
+        """Stop now (Ctrl-C): kill the workers rather than wait for their points."""
+        for process in list(getattr(self._pool, "_processes", {}).values()):
+            process.kill()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class DaskExecutor:
+    """Points on a Dask distributed cluster: ``address`` of a scheduler, or ``local`` for a
+    ``LocalCluster`` of ``workers`` processes started here."""
+
+    def __init__(self, address: str, workers: int | None = None):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise InputError("--scheduler needs Dask: pip install 'dask[distributed]' (or, in simnet's folder, "
+                             "pip install '.[dask]')") from None
+        self._cluster = None
+        if address == "local":
+            self._cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                         processes=True, dashboard_address=None)
+            self._client = Client(self._cluster)
+        else:
+            try:
+                self._client = Client(address, timeout="15s")
+            except OSError as exc:
+                raise InputError(f"--scheduler: cannot reach the Dask scheduler at {address!r} ({exc})") from None
+
+    def submit(self, fn: Callable, *args):
+        return self._client.submit(fn, *args, pure=False)
+
+    def as_completed(self, futures: Iterable) -> Iterator:
+        from distributed import as_completed
+
+        return iter(as_completed(list(futures)))
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+    abort = close

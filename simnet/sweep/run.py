@@ -1,0 +1,53 @@
+"""Run a sweep: every point of a plan not already on disk, on an executor, each record
+stored as it finishes, so an interrupted sweep resumes where it stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from simnet.sweep.evaluate import evaluate_point
+from simnet.sweep.executors import LocalExecutor
+from simnet.sweep.plan import SweepPlan, scenario_at
+from simnet.sweep.store import RESULTS, append_record, check_meta, load_records
+
+__all__ = ["run_sweep"]
+
+
+def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
+              progress: Callable[[int, int, int], None] | None = None) -> tuple[list[dict], int]:
+    """Run every point of ``plan`` not already in ``out/results.jsonl``.
+
+    Returns (all records in plan order, how many were computed now). ``progress(done,
+    running, total)`` is called as points finish. Each record is appended and fsynced as
+    it completes, so a killed sweep loses nothing it finished.
+    """
+    for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
+        scenario_at(plan, overrides, gpus)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    check_meta(out, plan.fingerprint, plan.source)
+    results_path = out / RESULTS
+    known = {r["key"]: r for r in load_records(results_path)}
+    todo = [p for p in plan.points if p.key not in known]
+    computed = 0
+    if todo:
+        executor = executor or LocalExecutor()
+        futures = {executor.submit(evaluate_point, plan, point): point for point in todo}
+        done = len(plan.points) - len(todo)
+        try:
+            with results_path.open("a") as handle:
+                for future in executor.as_completed(futures):
+                    record = future.result()
+                    append_record(handle, record)
+                    known[record["key"]] = record
+                    computed += 1
+                    if progress:
+                        running = sum(1 for f in futures if not f.done())
+                        progress(done + computed, min(running, getattr(executor, "workers", running)),
+                                 len(plan.points))
+        except BaseException:
+            executor.abort()  # Ctrl-C or a failed point: what finished is on disk already
+            raise
+        executor.close()
+    return [known[p.key] for p in plan.points], computed
