@@ -183,10 +183,13 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     if not isinstance(data, dict):
         got = type(data).__name__ if data is not None else "nothing"
         raise source.error((), f"expected a mapping with name, topology and sizes, got a {got}")
+    if "topology" not in data and {"nodes", "links", "generate"} & set(data):
+        raise source.error((), "this is a topology file, not a scenario; a scenario names it (topology: "
+                               "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it")
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise source.from_validation(exc) from None
+        raise source.from_validation(exc, model=ScenarioSpec) from None
     if spec.size is not None and spec.sizes is not None:
         raise source.error(("sizes",), "give size or sizes, not both")
     if spec.size is None and spec.sizes is None:

@@ -7,6 +7,8 @@ validation errors into an ``InputError`` naming file, line and field.
 
 from __future__ import annotations
 
+import difflib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,13 +44,20 @@ class Source:
         name = format_loc(loc)
         return InputError(f"{name}: {message}" if name else message, self.file, self.line(loc))
 
-    def from_validation(self, exc: ValidationError, prefix: Loc = ()) -> InputError:
-        """The first pydantic error as one line naming file, line and field."""
-        first = exc.errors()[0]
+    def from_validation(self, exc: ValidationError, prefix: Loc = (), model: type | None = None) -> InputError:
+        """The first pydantic error as one line naming file, line and field.
+
+        An unknown key is reported before the required key it was probably meant to be
+        (``bandwith:`` is a typo, not a missing ``bandwidth:``), with the closest known
+        keys of ``model`` (the validated pydantic model) as a suggestion.
+        """
+        errors = exc.errors()
+        unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+        first = unknown[0] if unknown else errors[0]
         loc = tuple(prefix) + tuple(first["loc"])
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
-            message = f"unknown key {loc[-1]!r}"
+            message = f"unknown key {loc[-1]!r}" + _suggestion(str(loc[-1]), _known_keys(model, first["loc"][:-1]))
         elif first["type"] == "missing":
             message = "is required but missing"
         elif first["type"] == "literal_error":
@@ -59,6 +68,35 @@ class Source:
         elif first["type"] in ("int_parsing", "int_from_float", "int_type"):
             message = f"{first.get('input')!r} is not a whole number"
         return self.error(loc, message)
+
+
+def _known_keys(model: type | None, loc: Loc) -> list[str]:
+    """The field names of the pydantic model found at ``loc`` inside ``model`` (or none)."""
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, str):
+            field = getattr(model, "model_fields", {}).get(part)
+            model = _model_in(field.annotation) if field is not None else None
+        # an int indexes a list: the list's item model was found with its field
+    return list(getattr(model, "model_fields", {})) if model is not None else []
+
+
+def _model_in(annotation) -> type | None:
+    """The pydantic model inside an annotation such as ``list[X] | None`` or ``Annotated[X, ...]``."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _suggestion(word: str, known: list[str]) -> str:
+    """``; did you mean 'bandwidth'?`` when a known key is close to ``word``."""
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else (f"; expected one of {', '.join(known)}" if known else "")
 
 
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),

@@ -11,7 +11,7 @@ BAD = Path(__file__).parent / "bad_topologies"
 # file -> (line, the rest of the message after "file:line: ")
 EXPECTED = {
     "yaml_syntax.yaml": (4, "YAML syntax error: expected ',' or '}', but got '{'"),
-    "unknown_key.yaml": (4, "nodes[1].colour: unknown key 'colour'"),
+    "unknown_key.yaml": (4, "nodes[1].colour: unknown key 'colour'; expected one of id, kind, host, rack, region, rank"),
     "missing_id.yaml": (4, "nodes[1].id: is required but missing"),
     "duplicate_id.yaml": (5, "nodes[2].id: duplicate id 'gpu0' (first defined on line 3)"),
     "unknown_node.yaml": (7, "links[1].a: unknown node 'gpu9'"),
@@ -24,8 +24,12 @@ EXPECTED = {
     "unknown_kind.yaml": (4, "nodes[1].kind: 'router' is not one of 'gpu', 'switch', 'nic', 'host' or 'ps'"),
     "unknown_generator.yaml": (3, "generate.kind: unknown generator 'dragonfly'; expected one of nvswitch, "
                                   "pcie, leaf_spine, cross_region, ps_star, full_mesh"),
-    "unknown_generator_parameter.yaml": (5, "generate.gpus_per_node: unknown key 'gpus_per_node'"),
-    "unreachable.yaml": (3, "nodes[0]: GPU 'gpu0' cannot reach GPU 'gpu1': no path through switches or NICs"),
+    "unknown_generator_parameter.yaml": (5, "generate.gpus_per_node: unknown key 'gpus_per_node'; did you mean 'gpus_per_host'?"),
+    "unreachable.yaml": (4, "nodes[1]: GPU 'gpu0' cannot reach GPU 'gpu1': no path through switches or NICs"),
+    "unlinked_gpu.yaml": (5, "nodes[2]: GPU 'g0' cannot reach GPU 'g2': it has no links"),
+    "typo_key.yaml": (7, "links[0].bandwith: unknown key 'bandwith'; did you mean 'bandwidth'?"),
+    "scenario_not_topology.yaml": (1, "this is a scenario file (it has 'topology:'), not a topology; give its "
+                                      "topology (box.yaml) or use simnet run"),
     "empty.yaml": (1, "the file is empty; expected a mapping"),
     "list_not_mapping.yaml": (1, "expected a mapping with name, nodes and links, got a list"),
     "rank_twice.yaml": (4, "nodes[1].rank: rank 1 given twice (also 'gpu0')"),

@@ -10,8 +10,14 @@ import pytest
 
 import simnet
 
-from simnet import topology_from_dict
+from simnet import load_topology, topology_from_dict
 from simnet.runner import nccl_algo_filter, run_scenario, simulate
+
+
+def root_path():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -113,6 +119,20 @@ def test_plot_figures_carry_the_data(scenario):
         assert row.mean() == pytest.approx(link.mean_utilization, rel=1e-6)
 
 
+def test_trace_slices_are_the_replayed_times(cli, scenario, tmp_path):
+    path = tmp_path / "t.json"
+    assert cli("run", scenario, "--trace", path, "-a", "ring").exit_code == 0
+    slices = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
+    traced = simulate(load_topology(root_path() / "topologies/ps_star.yaml"), "ring", 16 * 2**20)
+    replayed = traced.replay
+    real = np.flatnonzero(replayed.schedule.src != replayed.schedule.dst)
+    assert len(slices) == len(real)
+    expected = sorted(zip((replayed.start[real] * 1e6).tolist(), ((replayed.delivered - replayed.start)[real] * 1e6).tolist()))
+    got = sorted((e["ts"], e["dur"]) for e in slices)
+    assert np.allclose(got, expected, rtol=0, atol=1e-9)
+    assert max(ts + dur for ts, dur in got) == pytest.approx(traced.time_s * 1e6, rel=1e-12)
+
+
 def test_trace_is_valid_chrome_trace(cli, scenario, tmp_path):
     path = tmp_path / "t.json"
     assert cli("run", scenario, "--trace", path).exit_code == 0
@@ -143,8 +163,11 @@ def test_auto_picks_the_fastest_and_says_by_how_much(cli, tmp_path, root):
     assert "auto -> " in out and "x faster than" in out
     topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
     result = simulate(topo, "auto", 2**30)
-    assert result.time_s == min(result.auto["candidates"].values())
-    assert result.algorithm == min(result.auto["candidates"], key=result.auto["candidates"].get)
+    # every candidate's time is what simulating it on its own gives, and auto keeps the fastest
+    alone = {name: simulate(topo, name, 2**30).time_s for name in result.auto["candidates"]}
+    assert result.auto["candidates"] == alone
+    assert result.time_s == min(alone.values())
+    assert result.algorithm == min(alone, key=alone.get)
 
 
 def test_nccl_algo_forces_and_excludes(cli, tmp_path, root, monkeypatch):

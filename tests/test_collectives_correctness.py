@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simnet import topology_from_dict
-from simnet.collectives import ALGORITHMS, AllReduceMismatch, build_schedule, check_allreduce
+from simnet.collectives import ALGORITHMS, COPY, REDUCE, AllReduceMismatch, build_schedule, check_allreduce, replay
 from simnet.collectives.hierarchical import INNER_ALGORITHMS
 from simnet.collectives.schedule import ScheduleBuilder
 from simnet.collectives.tree import btree_parents, dtree_parents, tree_depth
@@ -33,7 +33,8 @@ SIZES = list(range(1, 34)) + [64, 100]
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_every_algorithm_is_an_allreduce(name, n):
-    check_allreduce(build_schedule(name, CLUSTER, 4096 + n, ranks=CLUSTER.gpus[:n]))
+    schedule = build_schedule(name, CLUSTER, 4096 + n, ranks=CLUSTER.gpus[:n])
+    check_allreduce(schedule, timed=replay(schedule, CLUSTER))  # dependency orders and the real timed order
 
 
 @settings(max_examples=60, deadline=None)
@@ -73,6 +74,46 @@ def test_the_check_catches_a_missing_dependency():
     schedule.dep_idx = schedule.dep_idx[:0]
     with pytest.raises(AllReduceMismatch, match="wrong sum"):
         check_allreduce(schedule)
+
+
+def _pair():
+    return topology_from_dict({"name": "pair", "generate": {"kind": "full_mesh", "gpus": 2,
+                                                            "bandwidth": "1 GB/s", "latency": "1 us"}})
+
+
+def _overwrite_behind_after_sent():
+    """An overwrite W (b -> a, 10 bytes) lands long before R reads a, because R queues behind
+    a slow transfer X on a's connection (after_sent): right in dependency order, wrong in time."""
+    b = ScheduleBuilder("hazard", ["gpu0", "gpu1"], 100_000)
+    x = b.add(0, 1, 10, 100_000, REDUCE)  # slow: ~100 us on 1 GB/s
+    w = b.add(1, 0, 0, 10, COPY)  # W: a[0:10] := b's, fast (~1 us)
+    r = b.add(0, 1, 0, 10, REDUCE, after_sent=x)  # R: b[0:10] += a[0:10], meant to read a's own data
+    b.add(1, 0, 10, 100_000, COPY, deps=[x])
+    b.add(1, 0, 0, 10, COPY, deps=[r, w])
+    return b.build()
+
+
+def test_the_timed_check_catches_an_overwrite_that_lands_before_a_queued_read():
+    schedule = _overwrite_behind_after_sent()
+    check_allreduce(schedule)  # dependency order alone reads before the overwrite lands: looks right
+    timed = replay(schedule, _pair())
+    assert timed.delivered_ps[1] < timed.start_ps[2]  # W is in a's buffer before R reads it
+    with pytest.raises(AllReduceMismatch, match="order: timed"):
+        check_allreduce(schedule, timed=timed)
+
+
+def test_every_order_catches_a_read_that_waits_for_the_send_not_the_delivery():
+    from simnet.collectives.verify import run_in_time_order
+
+    b = ScheduleBuilder("early", ["gpu0", "gpu1"], 10)
+    x = b.add(1, 0, 0, 10, REDUCE)  # a += b
+    b.add(0, 1, 0, 10, COPY, after_sent=x)  # b := a, read when x's last byte leaves, before x lands
+    schedule = b.build()
+    with pytest.raises(AllReduceMismatch):
+        check_allreduce(schedule)
+    timed = replay(schedule, _pair())
+    inputs = np.array([[3], [4]])
+    assert run_in_time_order(schedule, timed.start_ps, timed.delivered_ps, inputs)[1, 0] == 3  # not 7
 
 
 def test_the_check_catches_a_missing_piece():

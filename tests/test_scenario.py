@@ -12,7 +12,10 @@ BAD = Path(__file__).parent / "bad_scenarios"
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 
 EXPECTED = {
-    "unknown_key.yaml": (5, "colour: unknown key 'colour'"),
+    "topology_not_scenario.yaml": (1, "this is a topology file, not a scenario; a scenario names it (topology: "
+                                      "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it"),
+    "unknown_key.yaml": (5, "colour: unknown key 'colour'; expected one of name, description, topology, collective, size, sizes, "
+                         "algorithms, gpus, options, workload, sweep, variants, cost"),
     "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
     "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ps, naive, ring, tree, "
                                   "double_binary_tree, halving_doubling, recursive_doubling, hierarchical, auto or all"),
@@ -94,3 +97,19 @@ def test_run_returns_results_in_size_major_order():
     results = run_scenario(scenario)
     assert [(r.size_bytes, r.algorithm) for r in results.runs] == [
         (2**20, "ring"), (2**20, "tree"), (2**21, "ring"), (2**21, "tree")]
+
+
+def test_workload_from_flops_and_parameters_gives_the_step_on_paper():
+    # 6e12 FLOP at 1e13 FLOP/s = 600 ms; 2.5e8 bf16 parameters = 5e8 bytes in one bucket,
+    # AllReduced by a ring after the backward pass: T = C + 2(N-1)(L + G/(N B))
+    scenario = scenario_from_dict({
+        "name": "flops", "size": "1 MiB", "algorithms": ["ring"],
+        "topology": {"name": "box", "generate": {"kind": "nvswitch", "gpus": 4, "gpu_bandwidth": "100 GB/s",
+                                                 "latency": "1 us"}},
+        "workload": {"model_flops": 6e12, "gpu_flops": 1e13, "parameters": 2.5e8, "dtype": "bf16"}})
+    [step] = run_scenario(scenario).steps
+    ring = 2 * 3 * (2e-6 + 5e8 / (4 * 100e9))
+    assert step["compute_s"] == pytest.approx(0.6)
+    assert step["iteration_time_s"] == pytest.approx(0.6 + ring, rel=1e-6)
+    assert step["communication_exposed_s"] == pytest.approx(ring, rel=1e-6)
+    assert step["speedup"] == pytest.approx(4 * 0.6 / (0.6 + ring), rel=1e-6)

@@ -132,6 +132,18 @@ def test_a_changed_scenario_is_refused(tmp_path, cli):
     assert "holds a sweep of a different scenario" in result.stderr
 
 
+def test_a_changed_topology_file_is_refused_even_when_the_scenario_is_not(tmp_path, cli):
+    topology = tmp_path / "box.yaml"
+    topology.write_text("name: box\ngenerate: {kind: nvswitch, gpus: 4, gpu_bandwidth: 10 GB/s}\n")
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: box.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--workers", "1").exit_code == 0
+    topology.write_text(topology.read_text().replace("10 GB/s", "20 GB/s"))
+    result = cli("sweep", path, "--out", out, "--workers", "1")
+    assert result.exit_code == 2 and "holds a sweep of a different scenario" in result.stderr
+
+
 def test_set_sweeps_a_dotted_parameter_and_grows_topologies(tmp_path, cli):
     path = write(tmp_path)
     out = tmp_path / "out"

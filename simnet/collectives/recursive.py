@@ -1,13 +1,22 @@
 """Recursive doubling and Rabenseifner's halving-doubling, for any N.
 
-For N not a power of two, the usual fold (Thakur, Rabenseifner & Gropp, 2005): with
-p = 2^floor(lg N) and r = N - p, each of the first r even ranks 2i sends its whole
-buffer to 2i+1 and sits out; the p remaining ranks run the power-of-two algorithm; then
-each 2i+1 copies the result back to 2i.
+For N not a power of two, p = 2^floor(lg N) and r = N - p; the first r even ranks 2i
+fold into their odd neighbours 2i+1, the p remaining ranks run the power-of-two
+algorithm, then each 2i+1 copies the result back to 2i (Thakur, Rabenseifner & Gropp,
+"Optimization of Collective Communication Operations in MPICH", 2005, section 4.4):
 
-Exchanges follow a rendezvous: a rank sends a round's data only once its partner has
-finished the previous round too (as NCCL and MPI's large-message protocol wait for the
-receiver's buffer), so a message never lands in a buffer its owner still has to send.
+* recursive doubling folds the whole buffer: 2i sends it to 2i+1;
+* halving-doubling folds as Rabenseifner does, by halves: 2i sends its upper half to
+  2i+1 while 2i+1 sends its lower half to 2i, each adds the half it got, then 2i sends
+  its reduced lower half to 2i+1 (each of the pair reduces half the buffer).
+
+Recursive doubling's exchanges follow a rendezvous: a rank sends a round's data only once
+its partner has finished the previous round too (as MPI's large-message protocol waits
+for the receiver's buffer), because each round's message adds into the very buffer the
+partner is about to send. Halving-doubling waits only until its partner has folded its
+neighbour in (which overwrites the partner's lower half); otherwise the half a rank
+receives in a round is never one it still has to send, and additions commute, so it
+sends as soon as its own previous round is in.
 """
 
 from __future__ import annotations
@@ -21,19 +30,38 @@ from simnet.topology.model import Topology
 __all__ = ["recursive_doubling", "halving_doubling", "recursive_doubling_part", "halving_doubling_part"]
 
 
-def _fold(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray, channel: int):
-    """Fold the extra ranks in; returns (active member positions, ready id per active, p, r)."""
+def _fold_whole(b: ScheduleBuilder, members: np.ndarray, evens: np.ndarray, lo: int, hi: int,
+                ready: np.ndarray, channel: int) -> np.ndarray:
+    """Each even rank 2i adds its whole buffer into 2i+1; returns the ids completing 2i+1."""
+    folded = b.add(members[evens], members[evens + 1], lo, hi, REDUCE, deps=[ready[evens], ready[evens + 1]],
+                   step=0, channel=channel)
+    # a folded-in rank is final once its own data and its partner's are in
+    return b.join(members[evens + 1], np.stack([folded, ready[evens + 1]], axis=1))
+
+
+def _fold_halves(b: ScheduleBuilder, members: np.ndarray, evens: np.ndarray, lo: int, hi: int,
+                 ready: np.ndarray, channel: int) -> np.ndarray:
+    """Rabenseifner's fold: the pair exchange halves and each adds one, then 2i sends its
+    reduced lower half to 2i+1; returns the ids completing 2i+1."""
+    middle = lo + (hi - lo) // 2
+    odds = evens + 1
+    both = [ready[evens], ready[odds]]
+    up = b.add(members[evens], members[odds], middle, hi, REDUCE, deps=both, step=0, channel=channel)
+    down = b.add(members[odds], members[evens], lo, middle, REDUCE, deps=both, step=0, channel=channel)
+    lower = b.add(members[evens], members[odds], lo, middle, COPY, deps=[down], after_sent=up, step=0,
+                  channel=channel)
+    return b.join(members[odds], np.stack([up, lower, ready[odds]], axis=1))
+
+
+def _fold(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray, channel: int, fold):
+    """Fold the extra ranks in with ``fold``; returns (active member positions, ready id per active, p, r)."""
     n = len(members)
     p = 1 << (n.bit_length() - 1)
     r = n - p
     active = np.concatenate([np.arange(1, 2 * r, 2), np.arange(2 * r, n)]).astype(np.int64)
     active_ready = ready[active].copy()
     if r:
-        evens = np.arange(0, 2 * r, 2)
-        folded = b.add(members[evens], members[evens + 1], lo, hi, REDUCE, deps=[ready[evens], ready[evens + 1]],
-                       step=0, channel=channel)
-        # a folded-in rank is final once its own data and its partner's are in
-        active_ready[:r] = b.join(members[evens + 1], np.stack([folded, ready[evens + 1]], axis=1))
+        active_ready[:r] = fold(b, members, np.arange(0, 2 * r, 2), lo, hi, ready, channel)
     return active, active_ready, p, r
 
 
@@ -52,7 +80,7 @@ def _unfold(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, active: n
     return done
 
 
-def _folded(exchange):
+def _folded(exchange, fold):
     """An AllReduce part for any N from ``exchange(b, nodes, lo, hi, ready, channel) ->
     (final ids, steps)`` that works on a power-of-two ``nodes``: fold, exchange, unfold."""
 
@@ -61,7 +89,7 @@ def _folded(exchange):
         ready = np.asarray(ready, dtype=np.int64)
         if len(members) == 1:
             return ready.reshape(1, 1)
-        active, current, _, r = _fold(b, members, lo, hi, ready, channel)
+        active, current, _, r = _fold(b, members, lo, hi, ready, channel, fold)
         final, steps = exchange(b, members[active], lo, hi, current, channel)
         return _unfold(b, members, lo, hi, active, final[:, None], r, 1 + steps, channel)
 
@@ -88,6 +116,7 @@ def _halve_then_double(b: ScheduleBuilder, nodes: np.ndarray, lo: int, hi: int, 
     """Recursive-halving reduce-scatter, then recursive-doubling all-gather (Rabenseifner)."""
     p = len(nodes)
     rounds, me = p.bit_length() - 1, np.arange(p)
+    folded = current  # when each node's fold (if any) is complete
     region_lo, region_hi = np.full(p, lo, dtype=np.int64), np.full(p, hi, dtype=np.int64)
     history = []  # partners per round, replayed backwards by the all-gather
     for d in range(rounds):
@@ -97,7 +126,9 @@ def _halve_then_double(b: ScheduleBuilder, nodes: np.ndarray, lo: int, hi: int, 
         keep_low = (me & bit) == 0
         send_lo = np.where(keep_low, middle, region_lo)
         send_hi = np.where(keep_low, region_hi, middle)
-        sent = b.add(nodes, nodes[partner], send_lo, send_hi, REDUCE, deps=[current], step=1 + d, channel=channel)
+        # a message must not land before the partner's fold has (its lower half is overwritten there)
+        sent = b.add(nodes, nodes[partner], send_lo, send_hi, REDUCE, deps=[current, folded[partner]], step=1 + d,
+                     channel=channel)
         current = b.join(nodes, np.stack([current, sent[partner]], axis=1))
         region_lo = np.where(keep_low, region_lo, middle)
         region_hi = np.where(keep_low, middle, region_hi)
@@ -111,13 +142,14 @@ def _halve_then_double(b: ScheduleBuilder, nodes: np.ndarray, lo: int, hi: int, 
     return current, 2 * rounds
 
 
-recursive_doubling_part = _folded(_partner_sums)
-halving_doubling_part = _folded(_halve_then_double)
+recursive_doubling_part = _folded(_partner_sums, _fold_whole)
+halving_doubling_part = _folded(_halve_then_double, _fold_halves)
 
 
 @register("halving_doubling",
           "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather",
-          "2*lg(N)*L + 2*(N-1)/N * S/B for N a power of two through one switch; + 2*(L + S/B) for the fold")
+          "2*lg(N)*L + 2*(N-1)/N * S/B for N a power of two through one switch; "
+          "+ 3*L + 2*S/B for the fold otherwise (halves exchanged, lower half sent on, result copied back)")
 def halving_doubling(topology: Topology, ranks: list[str], size: int) -> Schedule:
     """Halving-doubling. Contention-free, N a power of two: ``2 lg(N) L + 2 (N-1)/N S/B``."""
     b = ScheduleBuilder("halving_doubling", ranks, size)

@@ -22,13 +22,14 @@ __all__ = ["Replay", "replay"]
 
 @dataclass
 class Replay:
-    """Times per transfer (seconds, same order as the schedule) and the links' statistics."""
+    """Times per transfer (integer picoseconds, same order as the schedule) and the links'
+    statistics; ``start``, ``sent`` and ``delivered`` give the same times in seconds."""
 
     schedule: Schedule
     topology: Topology
-    start: np.ndarray
-    sent: np.ndarray
-    delivered: np.ndarray
+    start_ps: np.ndarray
+    sent_ps: np.ndarray
+    delivered_ps: np.ndarray
     stats: LinkStats
     duration_ps: int
 
@@ -36,6 +37,21 @@ class Replay:
     def time(self) -> float:
         """Completion time of the collective in seconds (last data usable)."""
         return self.duration_ps / PS_PER_SECOND
+
+    @property
+    def start(self) -> np.ndarray:
+        """When each transfer started (read its data), in seconds."""
+        return self.start_ps / PS_PER_SECOND
+
+    @property
+    def sent(self) -> np.ndarray:
+        """When each transfer's last byte left its sender, in seconds."""
+        return self.sent_ps / PS_PER_SECOND
+
+    @property
+    def delivered(self) -> np.ndarray:
+        """When each transfer's data was usable at its receiver, in seconds."""
+        return self.delivered_ps / PS_PER_SECOND
 
 
 def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +146,7 @@ def replay(schedule: Schedule, topology: Topology, *, reduce_bandwidth: float | 
     """Run ``schedule`` on a fresh fluid network over ``topology`` and time every transfer.
 
     ``reduce_bandwidth`` (bytes/s, default: reductions are free) and ``message_overhead``
-    (seconds per message) follow DESIGN section 4.
+    (seconds per message) follow the network model (docs/architecture.md).
     """
     env = simpy.Environment()
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline)
@@ -141,6 +157,4 @@ def replay(schedule: Schedule, topology: Topology, *, reduce_bandwidth: float | 
         stuck = int(np.flatnonzero(runner.done_ps < 0)[0])
         raise RuntimeError(f"{schedule.algorithm}: transfer {stuck} never ran: its dependencies form a cycle")
     duration = int(runner.done_ps.max()) if len(schedule) else 0
-    seconds = 1 / PS_PER_SECOND
-    return Replay(schedule, topology, runner.start_ps * seconds, runner.sent_ps * seconds,
-                  runner.done_ps * seconds, net.stats, duration)
+    return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration)

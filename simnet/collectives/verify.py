@@ -1,12 +1,17 @@
-"""Prove a schedule computes an AllReduce by running it on real numbers, without timing.
+"""Prove a schedule computes an AllReduce by running it on real numbers.
 
 Every rank starts with its own random integer vector; other nodes start with zeros. The
-schedule is executed in dependency order with the data semantics of
-``simnet.collectives.schedule`` (read when a transfer starts, add or overwrite when it is
-delivered). Every ready start runs before any pending delivery, so a transfer missing a
-dependency reads stale data; and the check runs twice, once taking ready work first-in
-first-out and once last-in first-out, so results that hinge on an order the schedule
-does not enforce show up as a wrong sum.
+schedule is executed with the data semantics of ``simnet.collectives.schedule`` (read
+when a transfer starts, add or overwrite when it is delivered), in three orders:
+
+* dependency order, every ready start before any pending delivery (a transfer missing a
+  dependency reads stale data), taking ready work first-in first-out, then last-in
+  first-out, so results that hinge on an order the schedule does not enforce show up;
+* and, given a replay, the **real timed order** of that replay: every read at its
+  transfer's start time, every write at its delivery time (at one instant, deliveries
+  before starts, as the replay itself launches what a delivery makes ready). This catches
+  what the orders above cannot see, such as an overwrite that lands, in time, before a
+  read that the dependencies let start late.
 
 >>> from simnet.topology import topology_from_dict
 >>> from simnet.collectives.registry import build_schedule
@@ -22,7 +27,7 @@ import numpy as np
 
 from simnet.collectives.schedule import REDUCE, Schedule
 
-__all__ = ["check_allreduce", "run_on_data", "AllReduceMismatch"]
+__all__ = ["check_allreduce", "run_on_data", "run_in_time_order", "AllReduceMismatch"]
 
 
 class AllReduceMismatch(AssertionError):
@@ -76,19 +81,54 @@ def run_on_data(schedule: Schedule, inputs: np.ndarray, lifo: bool = False) -> n
     return buffers
 
 
+def run_in_time_order(schedule: Schedule, start_ps: np.ndarray, delivered_ps: np.ndarray,
+                      inputs: np.ndarray) -> np.ndarray:
+    """Execute ``schedule`` on ``inputs`` with each transfer reading at ``start_ps`` and
+    writing at ``delivered_ps`` (integer picoseconds of a replay); returns every buffer."""
+    edges = interval_edges(schedule)
+    lo = np.searchsorted(edges, schedule.lo)
+    hi = np.searchsorted(edges, schedule.hi)
+    buffers = np.zeros((len(schedule.nodes), len(edges) - 1), dtype=inputs.dtype)
+    buffers[: len(schedule.ranks)] = inputs
+    n = len(schedule)
+    # events sorted by time; at one instant deliveries (kind 0) come before starts (kind 1),
+    # except that an instantaneous transfer (a zero-byte join) is delivered after it starts (kind 2)
+    times = np.concatenate([delivered_ps, start_ps])
+    instant = (delivered_ps == start_ps).astype(np.int64) * 2
+    kinds = np.concatenate([instant, np.ones(n, dtype=np.int64)])
+    ids = np.concatenate([np.arange(n), np.arange(n)])
+    payloads: dict[int, np.ndarray] = {}
+    for event in np.lexsort((ids, kinds, times)).tolist():
+        t = int(ids[event])
+        if kinds[event] == 1:
+            payloads[t] = buffers[schedule.src[t], lo[t]: hi[t]].copy()
+            continue
+        payload = payloads.pop(t)
+        target = buffers[schedule.dst[t], lo[t]: hi[t]]
+        if schedule.op[t] == REDUCE:
+            target += payload
+        else:
+            target[:] = payload
+    return buffers
+
+
 def interval_edges(schedule: Schedule) -> np.ndarray:
     """Sorted byte offsets cutting the buffer at every transfer boundary (0 and size included)."""
     return np.unique(np.concatenate([[0, schedule.size], schedule.lo, schedule.hi]))
 
 
-def check_allreduce(schedule: Schedule, seed: int = 0) -> None:
-    """Raise ``AllReduceMismatch`` unless every rank ends with the exact sum of all inputs."""
+def check_allreduce(schedule: Schedule, seed: int = 0, timed=None) -> None:
+    """Raise ``AllReduceMismatch`` unless every rank ends with the exact sum of all inputs,
+    in dependency order (FIFO and LIFO) and, with ``timed`` (a ``Replay`` of this
+    schedule), in the replay's real timed order."""
     pieces = len(interval_edges(schedule)) - 1
     rng = np.random.default_rng(seed)
     inputs = rng.integers(-(2**20), 2**20, size=(len(schedule.ranks), pieces), dtype=np.int64)
     expected = inputs.sum(axis=0)
-    for lifo in (False, True):
-        buffers = run_on_data(schedule, inputs, lifo=lifo)
+    runs = [("FIFO", run_on_data(schedule, inputs)), ("LIFO", run_on_data(schedule, inputs, lifo=True))]
+    if timed is not None:
+        runs.append(("timed", run_in_time_order(schedule, timed.start_ps, timed.delivered_ps, inputs)))
+    for order, buffers in runs:
         for rank, name in enumerate(schedule.ranks):
             wrong = np.flatnonzero(buffers[rank] != expected)
             if len(wrong):
@@ -96,4 +136,4 @@ def check_allreduce(schedule: Schedule, seed: int = 0) -> None:
                 p = int(wrong[0])
                 raise AllReduceMismatch(
                     f"{schedule.algorithm}: rank {rank} ({name}) has a wrong sum in bytes "
-                    f"[{edges[p]}, {edges[p + 1]}) (order: {'LIFO' if lifo else 'FIFO'})")
+                    f"[{edges[p]}, {edges[p + 1]}) (order: {order})")

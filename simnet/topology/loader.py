@@ -8,7 +8,7 @@ from typing import Any
 import networkx as nx
 from pydantic import ValidationError
 
-from simnet.topology.generators import GeneratorError, generate
+from simnet.topology.generators import GENERATORS, GeneratorError, generate
 from simnet.topology.model import FORWARDING_KINDS, Topology
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 from simnet.yamlsource import Source, load_yaml
@@ -28,10 +28,14 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     if not isinstance(data, dict):
         got = type(data).__name__ if data is not None else "nothing"
         raise source.error(prefix, f"expected a mapping with name, nodes and links, got a {got}")
+    if "topology" in data and not {"nodes", "links", "generate"} & set(data):
+        raise source.error(prefix, "this is a scenario file (it has 'topology:'), not a topology; give its "
+                                   f"topology ({data['topology'] if isinstance(data['topology'], str) else 'inline'}) "
+                                   "or use simnet run")
     try:
         spec = TopologySpec.model_validate(data)
     except ValidationError as exc:
-        raise source.from_validation(exc, prefix) from None
+        raise source.from_validation(exc, prefix, TopologySpec) from None
 
     nodes: list[tuple[NodeSpec, tuple]] = []
     links: list[tuple[LinkSpec, tuple]] = []
@@ -43,7 +47,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         except GeneratorError as exc:
             raise source.error(loc + exc.loc, exc.message) from None
         except ValidationError as exc:
-            raise source.from_validation(exc, loc) from None
+            raise source.from_validation(exc, loc, GENERATORS[params["kind"]].params) from None
         nodes += [(n, loc) for n in made_nodes]
         links += [(link, loc) for link in made_links]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
@@ -114,6 +118,9 @@ def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: So
         into = frozenset(component[u] for u in graph.predecessors(gpu) if u in component)
         reaches_out.setdefault(out, []).append(gpu)
         reached_in.setdefault(into, []).append(gpu)
+    # blame the odd one out: the GPU on the side of the cut with fewer GPUs
+    sent_by = {gpu: len(group) for group in reaches_out.values() for gpu in group}
+    received_by = {gpu: len(group) for group in reached_in.values() for gpu in group}
     for out, senders in reaches_out.items():
         for into, receivers in reached_in.items():
             if out & into:
@@ -121,5 +128,7 @@ def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: So
             for a in senders:
                 for b in receivers:
                     if a != b and not graph.has_edge(a, b):
-                        loc = where[a]
-                        raise source.error(loc, f"GPU {a!r} cannot reach GPU {b!r}: no path through switches or NICs")
+                        culprit = b if received_by[b] <= sent_by[a] else a
+                        unlinked = graph.degree(culprit) == 0
+                        why = "it has no links" if unlinked else "no path through switches or NICs"
+                        raise source.error(where[culprit], f"GPU {a!r} cannot reach GPU {b!r}: {why}")

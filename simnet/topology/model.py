@@ -5,7 +5,7 @@ that direction's capacity) and ``latency`` (seconds, one way). Every directed li
 has a dense index (``link_index``) so the network can keep per-link state in numpy
 arrays (``capacity``, ``latency_ps``).
 
-Routing (DESIGN section 3): shortest path by total latency, ties broken by hop count,
+Routing: shortest path by total latency, ties broken by hop count,
 then ECMP: among equal-cost next hops one is picked by a stable hash of
 ``(src, dst, flow)``, so a connection always takes the same path and results repeat.
 Only switches, NICs and host bridges forward traffic; GPUs and parameter servers are
@@ -38,19 +38,32 @@ PS_PER_SECOND = 10**12
 """Latencies and simulated times are kept as integer picoseconds so equal sums are equal."""
 
 
+@dataclass
+class RouteCache:
+    """Routes already computed, keyed by endpoints: a cache of a pure function of a frozen
+    graph, so topologies that share the graph (``Topology.subset``) share it safely."""
+
+    routes: dict = field(default_factory=dict)
+    dags: dict = field(default_factory=dict)
+
+
 @dataclass(eq=False)
 class Topology:
-    """A loaded topology. ``gpus`` lists the ranks in order (rank i is ``gpus[i]``)."""
+    """A loaded topology. ``gpus`` lists the ranks in order (rank i is ``gpus[i]``).
+
+    The graph is frozen (``networkx.freeze``): a topology never changes once built, which
+    is what lets views of it with other ranks share its arrays and route cache.
+    """
 
     name: str
     graph: nx.DiGraph
     gpus: list[str]
     description: str = ""
     source: str | None = None
-    _routes: dict = field(default_factory=dict, repr=False)
-    _dags: dict = field(default_factory=dict, repr=False)
+    cache: RouteCache = field(default_factory=RouteCache, repr=False)
 
     def __post_init__(self) -> None:
+        nx.freeze(self.graph)
         self.nodes: list[str] = list(self.graph.nodes)
         self.node_index = {n: i for i, n in enumerate(self.nodes)}
         self.links: list[tuple[str, str]] = list(self.graph.edges)
@@ -126,21 +139,23 @@ class Topology:
     def _shortest_dag(self, src: str, dst: str) -> dict[str, list[str]]:
         """All equal-cost predecessors on shortest (latency, hops) paths from src to dst."""
         key = (src, dst)
-        if key not in self._dags:
+        dags = self.cache.dags
+        if key not in dags:
             done, preds = self.shortest_paths(src, stop=dst)
             if dst not in done:
                 raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
-            self._dags[key] = preds
-        return self._dags[key]
+            dags[key] = preds
+        return dags[key]
 
     def route_indices(self, src: str, dst: str, flow: int = 0) -> tuple[int, ...]:
         """Directed link indices of the route from ``src`` to ``dst`` for connection ``flow``."""
         key = (src, dst, flow)
-        cached = self._routes.get(key)
+        routes = self.cache.routes
+        cached = routes.get(key)
         if cached is not None:
             return cached
         if src == dst:
-            self._routes[key] = ()
+            routes[key] = ()
             return ()
         preds = self._shortest_dag(src, dst)
         path = [dst]
@@ -156,7 +171,7 @@ class Topology:
             path.append(node)
         path.reverse()
         route = tuple(self.link_index[(u, v)] for u, v in zip(path, path[1:]))
-        self._routes[key] = route
+        routes[key] = route
         return route
 
     def route(self, src: str, dst: str, flow: int = 0) -> list[tuple[str, str]]:
@@ -192,6 +207,6 @@ class Topology:
             chosen = list(gpus)
         if chosen == self.gpus:
             return self
-        sub = copy.copy(self)  # same graph, arrays and route caches; other ranks
+        sub = copy.copy(self)  # the same frozen graph, arrays and route cache; other ranks
         sub.gpus = chosen
         return sub
