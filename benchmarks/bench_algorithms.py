@@ -1,6 +1,6 @@
 """Every algorithm on a leaf-spine (8 GPUs per host, 16 hosts per rack, 8 spines), 1 GiB.
 
-Run: ``python benchmarks/bench_algorithms.py --gpus 8 256 1024 --repeat 3``. Prints wall
+Run: ``python -m benchmarks.bench_algorithms --gpus 8 256 1024 --repeat 3``. Prints wall
 time (median), transfers and the simulated AllReduce time and busbw per algorithm.
 """
 

@@ -1,7 +1,7 @@
 """Engine benchmark: a ring AllReduce of 1 GiB over a leaf-spine cluster (8 GPUs per host).
 
 Measures, per N: schedule build time, replay wall time, transfers per second and peak
-memory (tracemalloc). Run: ``python benchmarks/bench_engine.py --gpus 64 256 1024 --repeat 3``.
+memory (tracemalloc). Run: ``python -m benchmarks.bench_engine --gpus 64 256 1024 --repeat 3``.
 """
 
 from __future__ import annotations

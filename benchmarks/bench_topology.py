@@ -1,6 +1,6 @@
 """Topology benchmark: build a leaf-spine (8 GPUs per host) and route every ring neighbour.
 
-Run: ``python benchmarks/bench_topology.py --gpus 1024 4096 --repeat 5``.
+Run: ``python -m benchmarks.bench_topology --gpus 1024 4096 --repeat 5``.
 """
 
 from __future__ import annotations

@@ -97,8 +97,8 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
         flows = max(link.max_flows for link in pair)
         if busy < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:
             continue
+        worst = pair[0]  # links come in bottleneck order: the port's link the results table would name
         pair = sorted(pair, key=lambda link: link.dst != machine)  # inbound first
-        worst = max(pair, key=lambda link: link.saturated_fraction)
         each = " and ".join(f"{link.name} {link.saturated_fraction:.0%}" for link in pair)
         moved = " and ".join(f"{units.format_size(link.bytes)} {'in' if link.dst == machine else 'out'}"
                              for link in pair)

@@ -1,7 +1,7 @@
 """Human quantities <-> SI floats: bandwidth in bytes/s, time in seconds, size in bytes.
 
 Units are mandatory: a bare number is refused, so "400" never silently means
-400 bits, bytes or gigabytes. Bandwidth units follow DESIGN section 2: ``b/s``,
+400 bits, bytes or gigabytes. Bandwidth units: ``b/s``,
 ``Kb/s`` ... ``Gbps`` are *bits* per second (decimal), ``B/s`` ... ``GB/s``,
 ``GBps`` are *bytes* per second (decimal), ``KiB/s`` ... ``GiB/s`` are binary.
 

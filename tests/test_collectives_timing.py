@@ -1,4 +1,4 @@
-"""Timing: DESIGN section 6's closed forms on contention-free topologies, and contention effects."""
+"""Timing: the closed forms each algorithm states (`simnet algorithms`) on contention-free topologies, and contention effects."""
 
 import math
 

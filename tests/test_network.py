@@ -1,4 +1,4 @@
-"""The fluid network's semantics (DESIGN section 4): closed forms, max-min fairness, invariants."""
+"""The fluid network's semantics (docs/architecture.md): closed forms, max-min fairness, invariants."""
 
 from contextlib import contextmanager
 from fractions import Fraction

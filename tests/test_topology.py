@@ -1,4 +1,4 @@
-"""Loading topologies: the graph contract of DESIGN section 3, generators, routing."""
+"""Loading topologies: the graph contract (docs/architecture.md), generators, routing."""
 
 from pathlib import Path
 

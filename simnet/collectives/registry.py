@@ -1,4 +1,4 @@
-"""The public algorithm names (DESIGN section 5) and the options each one understands.
+"""The public algorithm names (`simnet algorithms`) and the options each one understands.
 
 An algorithm is a plain function ``(topology, ranks, size, **options) -> Schedule``,
 registered with a one-line description and its contention-free closed form.

@@ -1,4 +1,4 @@
-"""The fluid (flow-level) network on a SimPy environment: DESIGN section 4.
+"""The fluid (flow-level) network on a SimPy environment (docs/architecture.md).
 
 A transfer of ``n`` bytes holds a rate on every link of its route at once; rates are the
 max-min fair allocation over all active transfers, recomputed once per simulated instant

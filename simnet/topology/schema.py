@@ -1,4 +1,4 @@
-"""The topology YAML schema (DESIGN section 3), validated with pydantic.
+"""The topology YAML schema, validated with pydantic.
 
 Quantities are strings with mandatory units (see ``simnet.units``) and become SI floats
 here: bandwidth in bytes/s per direction, latency in seconds one way.
