@@ -19,7 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from simnet.topology.schema import Bandwidth, Count, LinkSpec, Latency, NodeSpec, Strict
+from simnet.topology.hardware import GPUS, pcie_bandwidth
+from simnet.topology.schema import Bandwidth, Count, GpuName, LinkSpec, Latency, NodeSpec, Strict, Transport
 
 __all__ = ["GENERATORS", "GROWTH", "generate", "grown", "GeneratorError"]
 
@@ -33,24 +34,31 @@ class GeneratorError(ValueError):
         self.message = message
 
 
-def _link(a: str, b: str, bandwidth: float, latency: float) -> LinkSpec:
-    return LinkSpec.model_construct(a=a, b=b, bandwidth=bandwidth, latency=latency, directed=False)
+def _link(a: str, b: str, bandwidth: float, latency: float, type: str | None = None) -> LinkSpec:
+    return LinkSpec.model_construct(a=a, b=b, bandwidth=bandwidth, latency=latency, directed=False, type=type)
 
 
-def _node(id: str, kind: str, **labels: str | None) -> NodeSpec:
-    return NodeSpec.model_construct(id=id, kind=kind, rank=None, **{
-        key: labels.get(key) for key in ("host", "rack", "region")})
+def _node(id: str, kind: str, **attributes) -> NodeSpec:
+    fields = ("host", "rack", "region", "gpu", "transport", "nvls", "sharp")
+    return NodeSpec.model_construct(id=id, kind=kind, rank=None, **{key: attributes.get(key) for key in fields})
 
 
 class NVSwitchParams(Strict):
-    """One server whose GPUs all attach to an NVSwitch fabric (DGX/HGX style)."""
+    """One server whose GPUs all attach to an NVSwitch fabric (DGX/HGX style).
+
+    ``gpu`` sets the NVLink bandwidth, PCIe generation and NVLS capability of its
+    generation (``simnet.topology.hardware.GPUS``); explicit values win.
+    """
 
     kind: Literal["nvswitch"]
     gpus: Count = 8
-    gpu_bandwidth: Bandwidth = 450e9  # H100 SXM NVLink 4: 18 links x 50 GB/s, half each way
+    gpu: GpuName = "h100"
+    gpu_bandwidth: Bandwidth | None = None  # default: the GPU's NVLink line rate per direction
     latency: Latency = 0.5e-6  # GPU -> NVSwitch hop
+    nvls: bool | None = None  # NVLink SHARP in the switch; default: what the GPU generation supports
     nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)
-    pcie_bandwidth: Bandwidth = 64e9  # PCIe Gen5 x16, each way
+    pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
+    transport: Transport = "ib"
     host: str = "node0"
     prefix: str = ""
 
@@ -69,22 +77,31 @@ class PCIeParams(Strict):
 
 
 class LeafSpineParams(Strict):
-    """Racks of GPU servers: NVSwitch inside a host, NICs to a ToR leaf, leaves to spines."""
+    """Racks of GPU servers: NVSwitch inside a host, NICs to a ToR leaf, leaves to spines.
+
+    ``gpu`` sets the NVLink bandwidth, PCIe generation and NVLS capability of its
+    generation; explicit values win. ``transport`` is what the NICs speak; ``sharp: true``
+    makes the ToRs and spines reduce in the network (SHARP, for CollNet).
+    """
 
     kind: Literal["leaf_spine"]
     racks: Count = 2
     hosts_per_rack: Count = 4
     gpus_per_host: Count = 8
-    nvlink_bandwidth: Bandwidth = 450e9  # per GPU each way (H100 NVLink 4)
+    gpu: GpuName = "h100"
+    nvlink_bandwidth: Bandwidth | None = None  # per GPU each way; default: the GPU's NVLink line rate
     nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
+    nvls: bool | None = None  # NVLink SHARP in each host's NVSwitch; default: what the GPU supports
     nic_per: Literal["gpu", "host"] = "gpu"
     nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7
-    pcie_bandwidth: Bandwidth = 64e9  # GPU <-> NIC, PCIe Gen5 x16
+    transport: Transport = "ib"
+    pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
     pcie_latency: Latency = 1e-6  # GPU -> NIC through a PCIe switch; above NVLink, so peers talk over NVLink
     link_latency: Latency = 1e-6  # NIC <-> ToR and ToR <-> spine, cable + switch hop
     spines: Count = 2
     uplink_bandwidth: Bandwidth | None = None  # each ToR -> spine link
     oversubscription: Annotated[float, Field(gt=0)] | None = None  # ToR down:up ratio
+    sharp: bool = False  # ToRs and spines reduce in the network (NVIDIA SHARP)
     prefix: str = ""
 
     @model_validator(mode="after")
@@ -126,7 +143,8 @@ class PSStarParams(Strict):
 
 
 class FullMeshParams(Strict):
-    """GPUs with a direct link between every pair (e.g. AMD MI300X Infinity Fabric)."""
+    """GPUs with a direct link between every pair (e.g. AMD MI300X Infinity Fabric); the
+    links count as the GPU fabric (link type nvlink)."""
 
     kind: Literal["full_mesh"]
     gpus: Count = 8
@@ -142,15 +160,17 @@ Links = list[LinkSpec]
 
 def nvswitch(p: NVSwitchParams) -> tuple[Nodes, Links]:
     """``gpus`` GPUs each linked to one NVSwitch node; optional per-GPU NICs."""
+    gpu = GPUS[p.gpu]
     switch = f"{p.prefix}nvswitch"
-    nodes = [_node(f"{p.prefix}gpu{i}", "gpu", host=p.host) for i in range(p.gpus)]
-    nodes.append(_node(switch, "switch", host=p.host))
-    links = [_link(n.id, switch, p.gpu_bandwidth, p.latency) for n in nodes[:-1]]
+    nodes = [_node(f"{p.prefix}gpu{i}", "gpu", host=p.host, gpu=p.gpu) for i in range(p.gpus)]
+    nodes.append(_node(switch, "switch", host=p.host, nvls=gpu.nvls if p.nvls is None else p.nvls))
+    links = [_link(n.id, switch, p.gpu_bandwidth or gpu.nvlink_bandwidth, p.latency, "nvlink") for n in nodes[:-1]]
     if p.nic_bandwidth is not None:
         for i in range(p.gpus):
             nic = f"{p.prefix}nic{i}"
-            nodes.append(_node(nic, "nic", host=p.host))
-            links.append(_link(f"{p.prefix}gpu{i}", nic, p.pcie_bandwidth, p.latency))
+            nodes.append(_node(nic, "nic", host=p.host, transport=p.transport))
+            links.append(_link(f"{p.prefix}gpu{i}", nic, p.pcie_bandwidth or pcie_bandwidth(gpu.pcie_generation),
+                               p.latency, "pcie"))
     return nodes, links
 
 
@@ -162,50 +182,55 @@ def pcie(p: PCIeParams) -> tuple[Nodes, Links]:
     for s in range((p.gpus + p.gpus_per_switch - 1) // p.gpus_per_switch):
         switch = f"{p.prefix}pcisw{s}"
         nodes.append(_node(switch, "switch", host=p.host))
-        links.append(_link(switch, bridge, p.uplink_bandwidth, p.latency))
+        links.append(_link(switch, bridge, p.uplink_bandwidth, p.latency, "pcie"))
     for i in range(p.gpus):
         gpu = f"{p.prefix}gpu{i}"
         nodes.insert(i, _node(gpu, "gpu", host=p.host))
-        links.append(_link(gpu, f"{p.prefix}pcisw{i // p.gpus_per_switch}", p.pcie_bandwidth, p.latency))
+        links.append(_link(gpu, f"{p.prefix}pcisw{i // p.gpus_per_switch}", p.pcie_bandwidth, p.latency, "pcie"))
     return nodes, links
 
 
 def _leaf_spine(p: LeafSpineParams, prefix: str, region: str | None) -> tuple[Nodes, Links, list[str]]:
     """A leaf-spine fabric; also returns the ids of its top switches (spines, or the ToR)."""
+    preset = GPUS[p.gpu]
+    nvlink = p.nvlink_bandwidth or preset.nvlink_bandwidth
+    pcie = p.pcie_bandwidth or pcie_bandwidth(preset.pcie_generation)
+    nvls = preset.nvls if p.nvls is None else p.nvls
+    sharp = p.sharp or None
     gpus: Nodes = []
     infra: Nodes = []
     links: Links = []
     tors = [f"{prefix}tor{r}" for r in range(p.racks)]
     for r, tor in enumerate(tors):
         rack = f"{prefix}r{r}"
-        infra.append(_node(tor, "switch", rack=rack, region=region))
+        infra.append(_node(tor, "switch", rack=rack, region=region, sharp=sharp))
         for h in range(p.hosts_per_rack):
             host = f"{prefix}r{r}h{h}"
             labels = dict(host=host, rack=rack, region=region)
             nvswitch_id = f"{host}-nvswitch"
             if p.gpus_per_host > 1:
-                infra.append(_node(nvswitch_id, "switch", **labels))
+                infra.append(_node(nvswitch_id, "switch", nvls=nvls, **labels))
             if p.nic_per == "host":
-                infra.append(_node(f"{host}-nic", "nic", **labels))
-                links.append(_link(f"{host}-nic", tor, p.nic_bandwidth, p.link_latency))
+                infra.append(_node(f"{host}-nic", "nic", transport=p.transport, **labels))
+                links.append(_link(f"{host}-nic", tor, p.nic_bandwidth, p.link_latency, "net"))
             for g in range(p.gpus_per_host):
                 gpu = f"{host}-gpu{g}"
-                gpus.append(_node(gpu, "gpu", **labels))
+                gpus.append(_node(gpu, "gpu", gpu=p.gpu, **labels))
                 if p.gpus_per_host > 1:
-                    links.append(_link(gpu, nvswitch_id, p.nvlink_bandwidth, p.nvlink_latency))
+                    links.append(_link(gpu, nvswitch_id, nvlink, p.nvlink_latency, "nvlink"))
                 if p.nic_per == "gpu":
                     nic = f"{host}-nic{g}"
-                    infra.append(_node(nic, "nic", **labels))
-                    links.append(_link(gpu, nic, p.pcie_bandwidth, p.pcie_latency))
-                    links.append(_link(nic, tor, p.nic_bandwidth, p.link_latency))
+                    infra.append(_node(nic, "nic", transport=p.transport, **labels))
+                    links.append(_link(gpu, nic, pcie, p.pcie_latency, "pcie"))
+                    links.append(_link(nic, tor, p.nic_bandwidth, p.link_latency, "net"))
                 else:
-                    links.append(_link(gpu, f"{host}-nic", p.pcie_bandwidth, p.pcie_latency))
+                    links.append(_link(gpu, f"{host}-nic", pcie, p.pcie_latency, "pcie"))
     if p.racks == 1:
         return gpus + infra, links, tors
     spines = [f"{prefix}spine{s}" for s in range(p.spines)]
-    infra += [_node(s, "switch", region=region) for s in spines]
+    infra += [_node(s, "switch", region=region, sharp=sharp) for s in spines]
     uplink = p.tor_uplink()
-    links += [_link(tor, spine, uplink, p.link_latency) for tor in tors for spine in spines]
+    links += [_link(tor, spine, uplink, p.link_latency, "net") for tor in tors for spine in spines]
     return gpus + infra, links, spines
 
 
@@ -232,10 +257,10 @@ def cross_region(p: CrossRegionParams) -> tuple[Nodes, Links]:
         gateways.append(gateway)
         nodes += sub_nodes + [_node(gateway, "switch", region=region)]
         links += sub_links
-        links += [_link(top, gateway, p.gateway_bandwidth or p.wan_bandwidth, p.link_latency) for top in tops]
+        links += [_link(top, gateway, p.gateway_bandwidth or p.wan_bandwidth, p.link_latency, "net") for top in tops]
     for i, a in enumerate(gateways):
         for b in gateways[i + 1:]:
-            links.append(_link(a, b, p.wan_bandwidth, p.wan_latency))
+            links.append(_link(a, b, p.wan_bandwidth, p.wan_latency, "net"))
     return nodes, links
 
 
@@ -245,7 +270,7 @@ def ps_star(p: PSStarParams) -> tuple[Nodes, Links]:
     nodes = [_node(f"{p.prefix}worker{i}", "gpu", host=f"{p.prefix}w{i}") for i in range(p.workers)]
     nodes += [_node(f"{p.prefix}ps{i}", "ps", host=f"{p.prefix}ps{i}") for i in range(p.servers)]
     nodes.append(_node(switch, "switch"))
-    links = [_link(n.id, switch, p.ps_bandwidth if n.kind == "ps" else p.worker_bandwidth, p.latency)
+    links = [_link(n.id, switch, p.ps_bandwidth if n.kind == "ps" else p.worker_bandwidth, p.latency, "net")
              for n in nodes[:-1]]
     return nodes, links
 
@@ -254,7 +279,7 @@ def full_mesh(p: FullMeshParams) -> tuple[Nodes, Links]:
     """``gpus`` GPUs, one direct full-duplex link between every pair."""
     ids = [f"{p.prefix}gpu{i}" for i in range(p.gpus)]
     nodes = [_node(i, "gpu", host=p.host) for i in ids]
-    links = [_link(a, b, p.bandwidth, p.latency) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    links = [_link(a, b, p.bandwidth, p.latency, "nvlink") for i, a in enumerate(ids) for b in ids[i + 1:]]
     return nodes, links
 
 

@@ -62,7 +62,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         if node.rank is not None and node.kind != "gpu":
             raise source.error(loc + ("rank",), f"only GPUs have ranks; {node.id!r} is a {node.kind}")
         where[node.id] = loc
-        graph.add_node(node.id, kind=node.kind, host=node.host, rack=node.rack, region=node.region)
+        graph.add_node(node.id, kind=node.kind, host=node.host, rack=node.rack, region=node.region,
+                       **{k: v for k in ("gpu", "transport", "nvls", "sharp") if (v := getattr(node, k)) is not None})
     for link, loc in links:
         for end in ("a", "b"):
             name = getattr(link, end)
@@ -74,7 +75,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         for u, v in pairs:
             if graph.has_edge(u, v):
                 raise source.error(loc, f"a link {u} -> {v} already exists (line {graph.edges[u, v]['line']})")
-            graph.add_edge(u, v, bandwidth=link.bandwidth, latency=link.latency, line=source.line(loc))
+            graph.add_edge(u, v, bandwidth=link.bandwidth, latency=link.latency, line=source.line(loc),
+                           **({"type": link.type} if link.type else {}))
 
     gpus = _rank_order(nodes, source)
     if not gpus:

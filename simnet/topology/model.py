@@ -30,6 +30,8 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from simnet.topology.hardware import LINK_TYPES, NET, NVLINK, PCIE
+
 __all__ = ["Topology", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND"]
 
 FORWARDING_KINDS = frozenset({"switch", "nic", "host"})
@@ -72,12 +74,88 @@ class Topology:
         self.latency_ps = np.array([round(self.graph.edges[e]["latency"] * PS_PER_SECOND) for e in self.links],
                                    dtype=np.int64)
         self.reverse = np.array([self.link_index.get((v, u), -1) for u, v in self.links], dtype=np.int64)
+        self.link_type = np.array([self._type_of(u, v) for u, v in self.links], dtype=np.int8)
         forwards = {n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS}
         self._adjacency = {
             u: sorted(((self.node_index[v], v, int(self.latency_ps[self.link_index[(u, v)]])) for v in self.graph[u]))
             for u in self.nodes
         }
         self._forwards = forwards
+
+    def _type_of(self, u: str, v: str) -> int:
+        """The link's class (``hardware.NVLINK``, ``PCIE`` or ``NET``): its ``type`` when the
+        file gives one, else inferred from its ends (see ``docs/topologies.md``)."""
+        given = self.graph.edges[u, v].get("type")
+        if given is not None:
+            return LINK_TYPES.index(given)
+        kinds = {self.kind(u), self.kind(v)}
+        if "host" in kinds or kinds == {"gpu", "nic"}:
+            return PCIE
+        if kinds == {"gpu"}:
+            return NVLINK
+        if kinds == {"gpu", "switch"}:
+            switch = u if self.kind(u) == "switch" else v
+            if self._is_gpu_fabric(switch):
+                return NVLINK
+            return PCIE if self._in_host(switch) else NET
+        if kinds == {"switch"} and self._in_host(u) and self._in_host(v):
+            return PCIE
+        return NET
+
+    def _in_host(self, switch: str) -> bool:
+        """A switch inside a server: it has a host label or hangs off a host bridge."""
+        if self.graph.nodes[switch].get("host") is not None:
+            return True
+        return any(self.kind(n) == "host" for n in self.graph.successors(switch))
+
+    def _is_gpu_fabric(self, switch: str) -> bool:
+        """A switch inside one host that only GPUs attach to (an NVSwitch), or one marked nvls."""
+        data = self.graph.nodes[switch]
+        if data.get("nvls"):
+            return True
+        neighbours = set(self.graph.successors(switch)) | set(self.graph.predecessors(switch))
+        return data.get("host") is not None and all(self.kind(n) == "gpu" for n in neighbours)
+
+    # -------------------------------------------------------------- hardware
+    def gpu_model(self, gpu: str) -> str | None:
+        """The GPU generation of a GPU node (``a100``, ``h100``, ...), if the topology says."""
+        return self.graph.nodes[gpu].get("gpu")
+
+    def transport(self, nic: str) -> str:
+        """The transport a NIC speaks (``ib`` unless the topology says otherwise)."""
+        return self.graph.nodes[nic].get("transport") or "ib"
+
+    def rails(self, gpus: list[str]) -> list[tuple[str, str]]:
+        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs, one per NIC the
+        GPUs reach over PCIe without the network, with the GPU closest to it, in NIC order.
+
+        Channel c of a multi-node collective enters and leaves the host through rail
+        ``c mod len(rails)``; an empty list means the host has no NIC of its own.
+        """
+        rails = []
+        members = set(gpus)
+        for nic in self._nics_near(gpus):
+            cost, _ = self.shortest_paths(nic)
+            near = min((c, self.node_index[g], g) for g, c in cost.items() if g in members)
+            rails.append((nic, near[2]))
+        return rails
+
+    def _nics_near(self, gpus: list[str]) -> list[str]:
+        """NICs attached to these GPUs by PCIe (directly or through PCIe switches / host bridges)."""
+        found: dict[str, None] = {}
+        seen = set(gpus)
+        frontier = list(gpus)
+        while frontier:
+            node = frontier.pop()
+            for nxt in self.graph.successors(node):
+                if nxt in seen or self.link_type[self.link_index[(node, nxt)]] != PCIE:
+                    continue
+                seen.add(nxt)
+                if self.kind(nxt) == "nic":
+                    found[nxt] = None
+                elif self.kind(nxt) in ("switch", "host"):
+                    frontier.append(nxt)
+        return sorted(found, key=self.node_index.__getitem__)
 
     # ----------------------------------------------------------------- labels
     def kind(self, node: str) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from simnet import units
+from simnet.topology.hardware import GPU_NAMES, LINK_TYPES, TRANSPORTS
 
 NodeKind = Literal["gpu", "switch", "nic", "host", "ps"]
 
@@ -40,8 +41,20 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+GpuName = Literal[GPU_NAMES]  # type: ignore[valid-type]
+Transport = Literal[TRANSPORTS]  # type: ignore[valid-type]
+LinkType = Literal[LINK_TYPES]  # type: ignore[valid-type]
+
+_ONLY_ON = {"gpu": "gpu", "transport": "nic", "nvls": "switch", "sharp": "switch"}
+
+
 class NodeSpec(Strict):
-    """One vertex: a GPU (a rank), a switch, a NIC, a host bridge or a parameter server."""
+    """One vertex: a GPU (a rank), a switch, a NIC, a host bridge or a parameter server.
+
+    Hardware attributes: ``gpu`` (generation, on GPUs), ``transport`` (on NICs), ``nvls``
+    (an NVSwitch that reduces and multicasts: NVLink SHARP) and ``sharp`` (a network switch
+    that reduces: SHARP), on switches.
+    """
 
     id: Annotated[str, Field(min_length=1)]
     kind: NodeKind
@@ -49,6 +62,17 @@ class NodeSpec(Strict):
     rack: str | None = None
     region: str | None = None
     rank: Annotated[int, Field(ge=0)] | None = None
+    gpu: GpuName | None = None
+    transport: Transport | None = None
+    nvls: bool | None = None
+    sharp: bool | None = None
+
+    @model_validator(mode="after")
+    def _attributes_fit_the_kind(self) -> "NodeSpec":
+        for attribute, kind in _ONLY_ON.items():
+            if getattr(self, attribute) is not None and self.kind != kind:
+                raise ValueError(f"{attribute}: only a {kind} has one; {self.id!r} is a {self.kind}")
+        return self
 
 
 class LinkSpec(Strict):
@@ -59,6 +83,7 @@ class LinkSpec(Strict):
     bandwidth: Bandwidth
     latency: Latency
     directed: bool = False
+    type: LinkType | None = None  # nvlink, pcie or net; inferred from the ends when not given
 
 
 class TopologySpec(Strict):

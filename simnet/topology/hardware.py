@@ -1,0 +1,102 @@
+"""Hardware vocabulary users already speak: GPU generations, PCIe generations, link types
+and network transports, with the public figures simnet builds on.
+
+Line rates are datasheet figures per direction. Effective rates are what NCCL's own
+topology model (NVIDIA/nccl v2.30.7, ``src/graph/topo.h`` and ``topo.cc``) assumes a
+link delivers; ``model: nccl`` uses them, ``model: ideal`` uses line rates.
+
+>>> GPUS["h100"].nvlink_bandwidth / 1e9, GPUS["h100"].nvlink_effective / 1e9
+(450.0, 370.8)
+>>> round(pcie_bandwidth(5) / 1e9, 2), pcie_effective(5) / 1e9
+(63.02, 48.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GPU", "GPUS", "GPU_NAMES", "LINK_TYPES", "NVLINK", "PCIE", "NET", "TRANSPORTS", "pcie_bandwidth",
+           "pcie_effective", "nvlink_efficiency", "PCIE_EFFICIENCY", "NCCL_FALLBACK_NVLINK_EFFICIENCY"]
+
+NVLINK, PCIE, NET = 0, 1, 2
+LINK_TYPES = ("nvlink", "pcie", "net")
+"""Link classes, as NCCL's tuning model distinguishes them (NCCL_HW_NVLINK, _PCI, _NET)."""
+
+TRANSPORTS = ("ib", "roce", "efa", "tcp")
+"""Network transports a NIC speaks: InfiniBand, RDMA over Converged Ethernet, AWS Elastic
+Fabric Adapter, and NCCL's socket (TCP) transport."""
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU generation: NVLink links and rates, compute capability, host interface."""
+
+    name: str
+    compute_capability: int
+    nvlink_links: int
+    nvlink_link_rate: float  # B/s per link per direction (line rate)
+    nccl_link_rate: float  # B/s per link NCCL's topology model assumes (topo.h SMxx_NVLINK_BW)
+    pcie_generation: int
+    nvls: bool  # NVLink SHARP in the NVSwitch: NCCL requires SM90+ (search.cc, nvls.cc)
+    source: str
+
+    @property
+    def nvlink_bandwidth(self) -> float:
+        """Aggregate NVLink line rate per GPU per direction, B/s."""
+        return self.nvlink_links * self.nvlink_link_rate
+
+    @property
+    def nvlink_effective(self) -> float:
+        """What NCCL's model assumes the GPU's NVLinks deliver per direction, B/s."""
+        return self.nvlink_links * self.nccl_link_rate
+
+    @property
+    def nvlink_efficiency(self) -> float:
+        return self.nccl_link_rate / self.nvlink_link_rate
+
+
+GPUS: dict[str, GPU] = {
+    "a100": GPU("a100", 80, 12, 25e9, 20.0e9, 4, False,
+                "NVIDIA A100 datasheet: NVLink 3, 12 links, 600 GB/s bidirectional; PCIe Gen4. "
+                "NCCL topo.h SM80_NVLINK_BW 20.0 GB/s per link"),
+    "h100": GPU("h100", 90, 18, 25e9, 20.6e9, 5, True,
+                "NVIDIA H100 SXM datasheet: NVLink 4, 18 links, 900 GB/s bidirectional; PCIe Gen5. "
+                "NCCL topo.h SM90_NVLINK_BW 20.6 GB/s per link (v2.20+)"),
+    "h200": GPU("h200", 90, 18, 25e9, 20.6e9, 5, True,
+                "NVIDIA H200 SXM datasheet: NVLink 900 GB/s bidirectional (18 NVLink 4 links); PCIe Gen5. "
+                "NCCL topo.h SM90_NVLINK_BW 20.6 GB/s per link"),
+    "b200": GPU("b200", 100, 18, 50e9, 40.1e9, 5, True,
+                "NVIDIA DGX B200 datasheet: NVLink 5, 1.8 TB/s bidirectional per GPU (18 links); its ConnectX-7 "
+                "NICs on PCIe Gen5. NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link (v2.27.5+)"),
+}
+GPU_NAMES = tuple(GPUS)
+
+NCCL_FALLBACK_NVLINK_EFFICIENCY = 20.0 / 25.0
+"""For a GPU of unknown generation NCCL assumes SM80's 20.0 GB/s per link (topo.h
+ncclTopoNVLinkBw default); against NVLink 3's 25 GB/s line rate that is 0.8."""
+
+
+def nvlink_efficiency(gpu: str | None) -> float:
+    """Effective / line rate of NVLink for a GPU generation (NCCL's assumption)."""
+    return GPUS[gpu].nvlink_efficiency if gpu in GPUS else NCCL_FALLBACK_NVLINK_EFFICIENCY
+
+
+_PCIE_GT = {3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+"""Transfer rate per lane, GT/s (PCI-SIG: Gen3 8, Gen4 16, Gen5 32, Gen6 64)."""
+
+
+def pcie_bandwidth(generation: int, lanes: int = 16) -> float:
+    """PCIe line rate per direction in B/s: GT/s x lanes / 8 with 128b/130b encoding
+    (Gen3-5); Gen6 uses FLIT mode (242/256)."""
+    encoding = 242 / 256 if generation >= 6 else 128 / 130
+    return _PCIE_GT[generation] * 1e9 * lanes / 8 * encoding
+
+
+def pcie_effective(generation: int, lanes: int = 16) -> float:
+    """What NCCL assumes a PCIe link delivers, B/s: width x speed / 80 GB/s with speed 60,
+    120, 240, 480 for Gen3-6 (NCCL v2.30.7 topo.cc kvDictPciGen): x16 = 12/24/48/96 GB/s."""
+    return lanes * {3: 60, 4: 120, 5: 240, 6: 480}[generation] / 80 * 1e9
+
+
+PCIE_EFFICIENCY = pcie_effective(5) / pcie_bandwidth(5)
+"""NCCL's PCIe figure over the line rate (0.76 for every generation Gen3-5)."""
