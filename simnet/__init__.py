@@ -5,8 +5,10 @@ the fluid network -> ``Result`` -> report/CLI. The API the CLI and notebooks sha
 
 >>> import simnet
 >>> topo = simnet.load_topology("topologies/dgx_h100.yaml")
->>> result = simnet.simulate(topo, "ring", 2**30)
->>> f"{result.busbw_GBps:.0f} GB/s"
+>>> result = simnet.simulate(topo, "ring", 2**30)            # what nccl-tests would measure
+>>> f"{result.busbw_GBps:.0f} GB/s, {result.protocol}"
+'359 GB/s, Simple'
+>>> f"{simnet.simulate(topo, 'ring', 2**30, model='ideal').busbw_GBps:.0f} GB/s"   # NVLink line rate
 '448 GB/s'
 """
 

@@ -34,18 +34,19 @@ ROUNDING = 1e-9
 def link_reports(replay) -> list[LinkReport]:
     """Every link that carried data, in bottleneck order (see the module docstring)."""
     topo, stats = replay.topology, replay.stats
+    capacity = stats.capacity  # the rates the replay ran at (a model's effective rates)
     duration = replay.duration_ps
     used = np.flatnonzero(stats.bytes > 0)
     if duration <= 0 or not len(used):
         return []
     seconds = duration / PS_PER_SECOND
-    mean = stats.bytes[used] / (topo.capacity[used] * seconds)
+    mean = stats.bytes[used] / (capacity[used] * seconds)
     saturated = stats.saturated_ps[used] / duration
     order = used[np.lexsort((-mean, -saturated))]
     peak = np.where(np.abs(stats.peak - 1.0) <= ROUNDING, 1.0, stats.peak)
-    return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(topo.capacity[i]),
+    return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(capacity[i]),
                        bytes=float(stats.bytes[i]),
-                       mean_utilization=float(stats.bytes[i] / (topo.capacity[i] * seconds)),
+                       mean_utilization=float(stats.bytes[i] / (capacity[i] * seconds)),
                        peak_utilization=float(peak[i]),
                        saturated_fraction=float(stats.saturated_ps[i] / duration),
                        port_saturated_fraction=float(stats.either_saturated_ps[i] / duration),

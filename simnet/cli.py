@@ -78,6 +78,8 @@ def main(debug: bool) -> None:
               help="Algorithm to run instead of the file's (repeatable; 'auto' or 'all' too).")
 @click.option("-s", "--size", "sizes", multiple=True, help="Size instead of the file's, e.g. '64 MiB' (repeatable).")
 @click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
+@click.option("--model", type=click.Choice(["nccl", "ideal"]), default=None,
+              help="Performance model instead of the file's: nccl (what nccl-tests measures) or ideal (line rate).")
 @click.option("--json", "json_path", default=None, help="Write results as JSON; '-' for stdout.")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="Write the flat results table as CSV.")
@@ -86,7 +88,7 @@ def main(debug: bool) -> None:
 @click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome trace (Perfetto, chrome://tracing) of the largest size.")
 @_friendly
-def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpus: int | None,
+def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpus: int | None, model: str | None,
         json_path: str | None, csv_path: Path | None, plot_dir: Path | None, trace_path: Path | None) -> None:
     """Simulate SCENARIO and print time, bandwidth and the bottleneck per size and algorithm.
 
@@ -126,6 +128,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         changes["sizes"] = [_parse_option(units.parse_size, size, "--size", scenario) for size in sizes]
     if gpus is not None:
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
+    if model is not None:
+        changes["model"] = model
     spec = spec.replace(**changes)
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path))
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
@@ -136,7 +140,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     else:
         console = _console()
         console.print(results_table(results, title=f"{spec.name}: AllReduce on {len(spec.topology.gpus)} GPUs "
-                                                  f"({spec.topology.name})"))
+                                                  f"({spec.topology.name}), model {spec.model}"))
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
         _print_notes(console, results)
@@ -193,9 +197,9 @@ def _print_notes(console, results) -> None:
     from simnet import units
 
     for run in results.runs:
-        if run.auto and run.auto.get("nccl_algo"):
-            console.print(f"NCCL_ALGO={run.auto['nccl_algo']} applied: auto chose among "
-                          f"{', '.join(run.auto['candidates'])}")
+        if run.auto and (run.auto.get("nccl_algo") or run.auto.get("nccl_proto")):
+            applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in ("nccl_algo", "nccl_proto") if run.auto.get(k))
+            console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")
             break
     shown = 3
     for run in results.runs:

@@ -61,7 +61,10 @@ class Result:
     links: list[LinkReport]
     warnings: list[Finding]
     options: dict = field(default_factory=dict)
-    auto: dict | None = None  # when chosen by ``auto``: {"candidates": {name: time_s}, "nccl_algo": str|None}
+    model: str = "nccl"  # the performance model: nccl or ideal
+    protocol: str | None = None  # LL, LL128 or Simple under the nccl model
+    channels: int | None = None  # NCCL channels (ring, tree and their kin)
+    auto: dict | None = None  # when chosen by ``auto``: NCCL's pick, every candidate's time, the fastest
     replay: Any = field(default=None, repr=False, compare=False)  # the timed schedule (traces, plots)
 
     @property
@@ -88,6 +91,7 @@ class Result:
         """The result JSON of one run (with options, bottleneck and auto details)."""
         data = {
             "algorithm": self.algorithm, "gpus": self.gpus, "size_bytes": self.size_bytes, "time_s": self.time_s,
+            "model": self.model, "protocol": self.protocol, "channels": self.channels,
             "algbw_GBps": self.algbw_GBps, "busbw_GBps": self.busbw_GBps,
             "bottleneck": self.bottleneck.name if self.bottleneck else None,
             "links": [asdict(link) for link in self.links],
@@ -125,7 +129,7 @@ class Results:
         return data
 
     FLAT_COLUMNS = ("scenario", "algorithm", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
-                    "bottleneck", "bottleneck_saturated_fraction", "warnings")
+                    "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction", "warnings")
 
     def rows(self) -> list[dict]:
         """One flat dict per run (the CSV and DataFrame rows)."""
@@ -134,7 +138,8 @@ class Results:
             neck = r.bottleneck
             rows.append({"scenario": self.scenario, "algorithm": r.algorithm, "gpus": r.gpus,
                          "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_GBps": r.algbw_GBps,
-                         "busbw_GBps": r.busbw_GBps, "bottleneck": neck.name if neck else "",
+                         "busbw_GBps": r.busbw_GBps, "model": r.model, "protocol": r.protocol or "",
+                         "channels": r.channels or "", "bottleneck": neck.name if neck else "",
                          "bottleneck_saturated_fraction": neck.saturated_fraction if neck else 0.0,
                          "warnings": ";".join(w.kind for w in r.warnings)})
         return rows

@@ -124,6 +124,7 @@ class ScenarioSpec(Strict):
     description: str = ""
     topology: str | dict[str, Any]
     collective: Literal["allreduce"] = "allreduce"
+    model: Literal["nccl", "ideal"] = "nccl"
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     algorithms: list[str] | Literal["all", "auto"] = ["auto"]
@@ -156,6 +157,7 @@ class Scenario:
     algorithms: list[str]
     options: dict[str, Any]
     description: str = ""
+    model: str = "nccl"
     workload: Workload | None = None
     sweep: dict[str, list[Any]] | None = None
     variants: list[Variant] = field(default_factory=list)
@@ -219,7 +221,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     elif isinstance(algorithms, str):
         algorithms = [algorithms]
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size, algorithms=list(algorithms),
-                    options=spec.options.model_dump(exclude_none=True), description=spec.description,
+                    options=spec.options.model_dump(exclude_none=True), description=spec.description, model=spec.model,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data)

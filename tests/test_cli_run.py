@@ -11,7 +11,7 @@ import pytest
 import simnet
 
 from simnet import load_topology, topology_from_dict
-from simnet.runner import nccl_algo_filter, run_scenario, simulate
+from simnet.runner import run_scenario, simulate
 
 
 def root_path():
@@ -156,41 +156,62 @@ def test_trace_is_valid_chrome_trace(cli, scenario, tmp_path):
     assert counters and all(0 <= e["args"]["utilisation"] <= 100.001 for e in counters)
 
 
-def test_auto_picks_the_fastest_and_says_by_how_much(cli, tmp_path, root):
-    path = tmp_path / "a.yaml"
-    path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 GiB\nalgorithms: [auto]\n")
-    out = cli("run", path).stdout
-    assert "auto -> " in out and "x faster than" in out
-    topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
-    result = simulate(topo, "auto", 2**30)
-    # every candidate's time is what simulating it on its own gives, and auto keeps the fastest
-    alone = {name: simulate(topo, name, 2**30).time_s for name in result.auto["candidates"]}
+def test_auto_is_what_nccl_picks_with_the_fastest_beside_it(cli, tmp_path, root):
+    from simnet.model import tuning
+
+    topo = load_topology(root / "topologies/two_racks.yaml").subset(16)  # two hosts
+    size = 64 * 2**20
+    result = simulate(topo, "auto", size)
+    # the row is NCCL's own pick: its cost model's argmin over (algorithm, protocol)
+    choice = tuning.pick(tuning.system_of(topo), size)
+    assert (result.algorithm, result.protocol) == (tuning.SIMNET_NAMES[choice.algorithm], choice.protocol)
+    # every candidate NCCL could run here was simulated on its own, and the fastest is named
+    assert set(result.auto["candidates"]) == {"ring", "tree", "nvls_tree"}
+    alone = {name: simulate(topo, name, size).time_s for name in result.auto["candidates"]}
     assert result.auto["candidates"] == alone
-    assert result.time_s == min(alone.values())
-    assert result.algorithm == min(alone, key=alone.get)
-
-
-def test_nccl_algo_forces_and_excludes(cli, tmp_path, root, monkeypatch):
+    assert result.time_s == alone[result.algorithm]
+    assert result.auto["fastest"] == min(alone, key=alone.get)
     path = tmp_path / "a.yaml"
-    path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 KiB\nalgorithms: [auto]\n")
-    forced = cli("run", path, env={"NCCL_ALGO": "Ring"}).stdout
-    assert "auto -> ring" in forced and "NCCL_ALGO=Ring applied" in forced
-    topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
-    monkeypatch.setenv("NCCL_ALGO", "^ring,halving_doubling")
-    result = simulate(topo, "auto", 2**16)
-    assert set(result.auto["candidates"]) == {"tree", "double_binary_tree", "recursive_doubling", "hierarchical"}
-    assert result.auto["nccl_algo"] == "^ring,halving_doubling"
+    path.write_text(f"name: a\ntopology: {root / 'topologies/two_racks.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n"
+                    "gpus: 16\n")
+    out = cli("run", path).stdout
+    assert f"auto -> {result.algorithm}" in out
+    if result.auto["fastest"] != result.algorithm:
+        assert f"faster: NCCL_ALGO={tuning.NCCL_NAMES[result.auto['fastest']]}" in out
+
+
+def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch):
+    path = tmp_path / "a.yaml"
+    path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n")
+    forced = cli("run", path, env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL128"})
+    assert forced.exit_code == 0, forced.stderr
+    assert "auto -> ring" in forced.stdout and "NCCL_ALGO=Ring NCCL_PROTO=LL128 applied" in forced.stdout
+    assert "LL128" in forced.stdout
+    box = load_topology(root / "topologies/dgx_h100.yaml")
+    monkeypatch.setenv("NCCL_ALGO", "^nvls")  # simnet's names are NCCL's too
+    result = simulate(box, "auto", 2**26)
+    assert set(result.auto["candidates"]) == {"ring", "tree"} and result.algorithm in ("ring", "tree")
+    monkeypatch.delenv("NCCL_ALGO")
     bad = cli("run", path, env={"NCCL_ALGO": "Butterfly"})
-    assert bad.exit_code == 2 and "NCCL_ALGO='Butterfly': unknown algorithm 'butterfly'" in bad.stderr
+    assert bad.exit_code == 2 and "NCCL_ALGO='Butterfly': unknown name 'Butterfly'" in bad.stderr
+    pcie = tmp_path / "p.yaml"
+    pcie.write_text(f"name: p\ntopology: {root / 'topologies/pcie_8gpu.yaml'}\nsize: 1 MiB\nalgorithms: [auto]\n")
+    missing = cli("run", pcie, env={"NCCL_ALGO": "NVLS"})
+    assert missing.exit_code == 2 and "NVLS needs an NVSwitch that reduces (nvls: true" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
 
 
-def test_nccl_algo_syntax():
-    names = ["ring", "tree", "hierarchical"]
-    assert nccl_algo_filter(names, "RING,tree") == ["ring", "tree"]
-    assert nccl_algo_filter(names, "^TREE") == ["ring", "hierarchical"]
-    assert nccl_algo_filter(names, "") == names
-    with pytest.raises(ValueError, match="leaves no algorithm"):
-        nccl_algo_filter(["ring"], "^ring")
+def test_nccl_list_syntax():
+    from simnet.model.tuning import ALGORITHMS, PROTOCOLS, parse_nccl_list
+
+    assert parse_nccl_list("RING,tree", ALGORITHMS, "NCCL_ALGO") == {"Ring", "Tree"}
+    assert parse_nccl_list("^Tree", ALGORITHMS, "NCCL_ALGO") == set(ALGORITHMS) - {"Tree"}
+    assert parse_nccl_list("nvls_tree,collnet_direct", ALGORITHMS, "NCCL_ALGO") == {"NVLSTree", "CollNetDirect"}
+    assert parse_nccl_list("", PROTOCOLS, "NCCL_PROTO") == set(PROTOCOLS)
+    assert parse_nccl_list("^LL128;allreduce:LL", PROTOCOLS, "NCCL_PROTO") == {"LL"}  # AllReduce's own section
+    assert parse_nccl_list("broadcast:LL", PROTOCOLS, "NCCL_PROTO") == set(PROTOCOLS)  # other functions only
+    with pytest.raises(ValueError, match="unknown name 'Butterfly'"):
+        parse_nccl_list("Butterfly", ALGORITHMS, "NCCL_ALGO")
 
 
 def test_results_dataframe_when_pandas_is_there(scenario):

@@ -102,13 +102,13 @@ def test_recursive_doubling_closed_form(n):
 
 
 @pytest.mark.parametrize("n, k", [(2, 1), (3, 4), (8, 1), (8, 16), (13, 8), (32, 32)])
-def test_tree_closed_form(n, k):
+def test_binary_tree_closed_form(n, k):
     size = k * 2**18
     depth = tree_depth(btree_parents(n))
     assert depth == math.ceil(math.log2(n))
     piece = size / (k * B)
     expected = 2 * depth * (LINK_LATENCY + piece) + (k - 1) * piece
-    assert simulate("tree", mesh(n), size, chunk_size=size // k) == pytest.approx(expected, rel=1e-6)
+    assert simulate("binary_tree", mesh(n), size, chunk_size=size // k) == pytest.approx(expected, rel=1e-6)
 
 
 def _tree_links(parents):
@@ -151,7 +151,8 @@ def test_hierarchical_closed_form_with_inner_ring(hosts, per_host):
     size = hosts * per_host * 2**20
     intra = 2 * (per_host - 1) * (1e-6 + size / (per_host * 100e9))
     inter = 2 * (hosts - 1) * (3e-6 + size / (per_host * hosts * 10e9))
-    assert simulate("hierarchical", topo, size, inner="ring") == pytest.approx(intra + inter, rel=1e-6)
+    # one piece: the phases run one after the other
+    assert simulate("hierarchical", topo, size, inner="ring", chunk_size=size) == pytest.approx(intra + inter, rel=1e-6)
 
 
 def test_reduce_bandwidth_and_message_overhead_add_where_they_belong():
@@ -200,7 +201,7 @@ def test_hierarchical_beats_flat_ring_when_hosts_share_one_nic(hosts, gain):
         "nic_bandwidth": "100 Gb/s"}})
     size = 2**28
     flat = simulate("ring", topo, size)
-    for inner in ("tree", "ring", "double_binary_tree"):
+    for inner in ("tree", "ring", "binary_tree"):
         assert simulate("hierarchical", topo, size, inner=inner) < gain * flat
 
 
@@ -230,7 +231,7 @@ def test_reduction_cost_on_a_tree_is_paid_per_level_on_the_critical_path():
     piece = size / k
     depth = tree_depth(btree_parents(n))
     expected = 2 * depth * (LINK_LATENCY + piece / B) + depth * piece / reduce_bandwidth + (k - 1) * piece / B
-    schedule = build_schedule("tree", mesh(n), size, chunk_size=size // k)
+    schedule = build_schedule("binary_tree", mesh(n), size, chunk_size=size // k)
     assert replay(schedule, mesh(n), reduce_bandwidth=reduce_bandwidth).time == pytest.approx(expected, rel=1e-6)
 
 
@@ -243,7 +244,7 @@ def test_cross_rack_all_to_all_congests_the_uplink_and_says_so():
         "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 1, "spines": 1,
         "nic_bandwidth": "100 Gb/s", "uplink_bandwidth": "10 Gb/s", "link_latency": "1 us"}})
     size = 2**24
-    result = run(topo, "naive", size)
+    result = run(topo, "naive", size, model="ideal")
     path_latency = topo.path_latency(topo.gpus[0], topo.gpus[2])
     assert result.time_s == pytest.approx(path_latency + 4 * size / (10e9 / 8), rel=1e-6)
     congested = {w.link: w for w in result.warnings if w.kind == "link_congestion"}

@@ -14,11 +14,12 @@ SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 EXPECTED = {
     "topology_not_scenario.yaml": (1, "this is a topology file, not a scenario; a scenario names it (topology: "
                                       "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it"),
-    "unknown_key.yaml": (5, "colour: unknown key 'colour'; expected one of name, description, topology, collective, size, sizes, "
+    "unknown_key.yaml": (5, "colour: unknown key 'colour'; expected one of name, description, topology, collective, model, size, sizes, "
                          "algorithms, gpus, options, workload, sweep, variants, cost"),
     "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
-    "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ps, naive, ring, tree, "
-                                  "double_binary_tree, halving_doubling, recursive_doubling, hierarchical, auto or all"),
+    "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ring, tree, nvls, nvls_tree, "
+                                  "collnet_direct, collnet_chain, hierarchical, halving_doubling, recursive_doubling, "
+                                  "direct, binary_tree, double_binary_tree, naive, ps, auto or all"),
     "missing_topology.yaml": (2, "topology: no topology file '{dir}/../../topologies/nope.yaml'"),
     "too_many_gpus.yaml": (5, "gpus: 9 is out of range; this topology has 8 GPUs"),
     "unknown_ps_server.yaml": (5, "options.ps_server: 'ps9' is not a node of dgx-h100"),
@@ -30,7 +31,7 @@ EXPECTED = {
     "bad_cost.yaml": (6, "variants[0].cost: 'lots' is not a cost (e.g. '1.2 M$', '$800k', 250000)"),
     "inline_topology_error.yaml": (10, "topology.links[1].bandwidth: '10 Gbit' is not a bandwidth "
                                        "(e.g. '400 Gb/s', '50 GB/s')"),
-    "bad_inner.yaml": (5, "options.inner: 'butterfly' is not one of 'ring', 'tree', 'double_binary_tree', "
+    "bad_inner.yaml": (5, "options.inner: 'butterfly' is not one of 'ring', 'tree', 'binary_tree', 'double_binary_tree', "
                           "'halving_doubling' or 'recursive_doubling'"),
 }
 
@@ -103,7 +104,7 @@ def test_workload_from_flops_and_parameters_gives_the_step_on_paper():
     # 6e12 FLOP at 1e13 FLOP/s = 600 ms; 2.5e8 bf16 parameters = 5e8 bytes in one bucket,
     # AllReduced by a ring after the backward pass: T = C + 2(N-1)(L + G/(N B))
     scenario = scenario_from_dict({
-        "name": "flops", "size": "1 MiB", "algorithms": ["ring"],
+        "name": "flops", "size": "1 MiB", "algorithms": ["ring"], "model": "ideal",
         "topology": {"name": "box", "generate": {"kind": "nvswitch", "gpus": 4, "gpu_bandwidth": "100 GB/s",
                                                  "latency": "1 us"}},
         "workload": {"model_flops": 6e12, "gpu_flops": 1e13, "parameters": 2.5e8, "dtype": "bf16"}})

@@ -18,6 +18,7 @@ from simnet.sweep import DaskExecutor, LocalExecutor, load_records, plan_sweep, 
 from simnet.workload import StepModel
 
 SCENARIO = """name: small-sweep
+model: ideal
 topology:
   name: box
   generate: {{kind: nvswitch, gpus: 8, gpu_bandwidth: {bandwidth}, latency: {latency}}}

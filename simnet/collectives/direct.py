@@ -1,4 +1,5 @@
-"""Direct algorithms: a parameter server, and every rank sending to every other (naive)."""
+"""Direct algorithms: a parameter server, every rank sending to every other (naive), and
+reduce-scatter + all-gather as all-to-all exchanges (direct)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 
-__all__ = ["ps", "naive", "parameter_servers"]
+__all__ = ["ps", "naive", "direct", "parameter_servers"]
 
 
 def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | list[str] | None,
@@ -73,4 +74,23 @@ def naive(topology: Topology, ranks: list[str], size: int) -> Schedule:
     n = len(ranks)
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
     b.add(src, dst, 0, size, REDUCE, channel=0)
+    return b.build()
+
+
+@register("direct", "reduce-scatter then all-gather as all-to-all exchanges of S/N pieces",
+          "2*(L + (N-1)/N * S/B) through one switch (each port carries (N-1)/N of S each way, twice)")
+def direct(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """Direct AllReduce (as ASTRA-sim and MPI call it): rank j owns piece j of N; every rank
+    sends piece j to rank j, which adds them up, then rank j sends the summed piece to
+    every other rank. Through one switch: ``2*(L + (N-1)/N * S/B)``."""
+    b = ScheduleBuilder("direct", ranks, size)
+    n = len(ranks)
+    if n > 1:
+        bounds = split_range(0, size, n)
+        src, dst = np.nonzero(~np.eye(n, dtype=bool))
+        scattered = b.add(src, dst, bounds[dst], bounds[dst + 1], REDUCE, step=0, channel=0)
+        into = np.full((n, n), -1, dtype=np.int64)  # into[j, i]: rank i's piece j sent to rank j
+        into[dst, src] = scattered
+        owned = b.join(np.arange(n), into)  # piece j is summed once all N-1 have arrived
+        b.add(dst, src, bounds[dst], bounds[dst + 1], COPY, deps=[owned[dst]], step=1, channel=0)
     return b.build()

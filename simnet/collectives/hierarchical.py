@@ -18,19 +18,21 @@ from simnet.collectives.recursive import halving_doubling_part, recursive_doubli
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.ring import all_gather, reduce_scatter, ring_allreduce
 from simnet.collectives.schedule import Schedule, ScheduleBuilder, split_range
-from simnet.collectives.tree import double_binary_tree_part, tree_part
+from simnet.collectives.tree import PIPELINE_CHUNK, double_binary_tree_part, tree_part
 from simnet.topology.model import GROUP_LEVELS, Topology
 
 __all__ = ["hierarchical", "INNER_ALGORITHMS"]
 
 INNER_ALGORITHMS = {
     "ring": ring_allreduce,
-    "tree": tree_part,
+    "tree": double_binary_tree_part,  # NCCL's Tree between nodes: a double binary tree, one GPU each
+    "binary_tree": tree_part,
     "double_binary_tree": double_binary_tree_part,
     "halving_doubling": halving_doubling_part,
     "recursive_doubling": recursive_doubling_part,
 }
-"""Algorithms that can run across groups: ``(b, members, lo, hi, ready, chunk_size, channel) -> done``."""
+"""Algorithms that can run across groups: ``(b, members, lo, hi, ready, chunk_size, channel) -> done``;
+``tree`` is NCCL's Tree with one GPU per group: the double binary tree."""
 
 
 def _join_rows(b: ScheduleBuilder, nodes: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
@@ -46,42 +48,27 @@ def _join_rows(b: ScheduleBuilder, nodes: np.ndarray, rows: list[np.ndarray]) ->
     return joined
 
 
-@register("hierarchical",
-          "ring reduce-scatter inside each group, AllReduce across groups (inner, default tree), ring all-gather",
-          "equal groups of g over G groups: 2(g-1)*(L_in + S/(g*B_in)) + T_inner(S/g, G)",
-          options=("inner", "group_by", "chunk_size"))
-def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "host",
-                 chunk_size: int | None = None) -> Schedule:
-    """Two-level AllReduce over the groups of ``ranks`` at level ``group_by``.
-
-    Contention-free, G groups of g ranks with intra-group latency L_in and bandwidth B_in:
-    ``2(g-1)(L_in + S/(g B_in)) + T_inner(S/g, G)`` where ``T_inner`` is the inner
-    algorithm's own closed form for S/g bytes over G ranks (the phases do not overlap).
-    """
-    if inner not in INNER_ALGORITHMS:
-        raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
-    if group_by not in GROUP_LEVELS:
-        raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
-    b = ScheduleBuilder("hierarchical", ranks, size)
-    position = {r: i for i, r in enumerate(ranks)}
-    groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
-    segments = split_range(0, size, max(len(g) for g in groups))
+def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner: str,
+           rs_last: list, ag_last: list) -> None:
+    """One piece ``[lo, hi)`` through the three phases; ``rs_last``/``ag_last`` hold each
+    group's last reduce-scatter / all-gather transfer per connection, so the pieces queue
+    in order on the rings inside the groups while earlier pieces are already across."""
+    segments = split_range(lo, hi, max(len(g) for g in groups))
     count = len(segments) - 1
 
     # 1. ring reduce-scatter inside each group; part p ends with member (p - 1) mod g
     plans = []
-    for members in groups:
+    for i, members in enumerate(groups):
         g = len(members)
         cuts = (np.arange(g + 1) * count) // g  # segment index where each part starts
         bounds = segments[cuts]
-        chunks = chunk_count(int(bounds[1] - bounds[0]), chunk_size)
-        owned, last = reduce_scatter(b, members, bounds, np.full(g, -1), chunks, channel=0)
+        owned, rs_last[i] = reduce_scatter(b, members, bounds, np.full(g, -1), 1, channel=0, last=rs_last[i])
         owner_of_part = (np.arange(g) - 1) % g
         ready = _join_rows(b, members, [row[row >= 0] for row in owned])
-        plans.append((members, cuts, bounds, chunks, owner_of_part, ready, last))
+        plans.append((members, cuts, bounds, owner_of_part, ready))
 
     # 2. across groups: one inner AllReduce per run of segments with the same owners
-    owner = np.stack([plan[4][np.searchsorted(plan[1], np.arange(count), side="right") - 1] for plan in plans])
+    owner = np.stack([plan[3][np.searchsorted(plan[1], np.arange(count), side="right") - 1] for plan in plans])
     finished: list[list[list[int]]] = [[[] for _ in plan[0]] for plan in plans]
     start = 0
     channel = 1
@@ -92,19 +79,49 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         # rotate the group order per run so tree roots and interior nodes spread over the groups
         order = np.roll(np.arange(len(plans)), -(start % len(plans)))
         nodes = np.array([plans[g][0][who[g]] for g in order])
-        ready = np.array([plans[g][5][who[g]] for g in order])
-        pieces = {"chunk_size": chunk_size} if chunk_size else {}  # else the inner algorithm's default
-        done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready,
-                                       channel=channel, **pieces)
+        ready = np.array([plans[g][4][who[g]] for g in order])
+        done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready, chunk_size=None,
+                                       channel=channel)
         for position, g in enumerate(order):
             finished[g][who[g]].extend(done[position][done[position] >= 0].tolist())
         channel += 2
         start = end
 
     # 3. ring all-gather inside each group from the owners' final parts
-    for (members, _, bounds, chunks, _, ready, last), done in zip(plans, finished):
+    for i, ((members, _, bounds, _, ready), done) in enumerate(zip(plans, finished)):
         # all_gather starts member i from part (i + 1) mod g: the part it owns since step 1
-        final = _join_rows(b, members, [np.array(done[i] or [ready[i]]) for i in range(len(members))])
-        all_gather(b, members, bounds, final, chunks, channel=0, step0=len(members) - 1, last=last)
+        final = _join_rows(b, members, [np.array(done[j] or [ready[j]]) for j in range(len(members))])
+        _, ag_last[i] = all_gather(b, members, bounds, final, 1, channel=0, step0=len(members) - 1, last=ag_last[i])
+
+
+@register("hierarchical",
+          "ring reduce-scatter inside each group, AllReduce across groups (inner, default NCCL's tree), ring "
+          "all-gather, pipelined piece by piece",
+          "one piece, equal groups of g over G groups: 2(g-1)*(L_in + S/(g*B_in)) + T_inner(S/g, G); "
+          "k pieces overlap the phases: about max(phase) * (k + 2) / k",
+          options=("inner", "group_by", "chunk_size"))
+def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "host",
+                 chunk_size: int | None = PIPELINE_CHUNK) -> Schedule:
+    """Two-level AllReduce over the groups of ``ranks`` at level ``group_by``, in pieces of
+    ``chunk_size`` (default 4 MiB) that flow through the phases without a barrier: piece
+    p+1 reduce-scatters inside the groups while piece p crosses between them.
+
+    Contention-free with one piece, G groups of g ranks with intra-group latency L_in and
+    bandwidth B_in: ``2(g-1)(L_in + S/(g B_in)) + T_inner(S/g, G)`` where ``T_inner`` is
+    the inner algorithm's own closed form for S/g bytes over G ranks.
+    """
+    if inner not in INNER_ALGORITHMS:
+        raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
+    if group_by not in GROUP_LEVELS:
+        raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
+    b = ScheduleBuilder("hierarchical", ranks, size)
+    position = {r: i for i, r in enumerate(ranks)}
+    groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
+    rs_last: list = [None] * len(groups)
+    ag_last: list = [None] * len(groups)
+    cuts = split_range(0, size, chunk_count(size, chunk_size))
+    for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        _piece(b, groups, lo, hi, inner, rs_last, ag_last)
     b.info["groups"] = len(groups)
+    b.info["pieces"] = len(cuts) - 1
     return b.build()

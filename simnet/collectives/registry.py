@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from simnet.collectives.schedule import Schedule
 from simnet.topology.model import Topology
 
-__all__ = ["Algorithm", "ALGORITHMS", "register", "build_schedule", "chunk_count", "COMMON_OPTIONS"]
+__all__ = ["Algorithm", "ALGORITHMS", "LISTING", "register", "build_schedule", "chunk_count", "COMMON_OPTIONS",
+           "order_algorithms"]
 
 COMMON_OPTIONS = ("reduce_bandwidth", "message_overhead")
 """Options every algorithm accepts; the replay, not the schedule, applies them."""
@@ -31,6 +32,18 @@ class Algorithm:
 
 
 ALGORITHMS: dict[str, Algorithm] = {}
+
+LISTING = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "hierarchical", "halving_doubling",
+           "recursive_doubling", "direct", "binary_tree", "double_binary_tree", "naive", "ps")
+"""NCCL's algorithms first, then the textbook ones, then the architectures a person picks."""
+
+
+def order_algorithms() -> None:
+    """Reorder ``ALGORITHMS`` as ``LISTING`` (any others after, as registered)."""
+    ordered = {name: ALGORITHMS[name] for name in LISTING if name in ALGORITHMS}
+    ordered.update({k: v for k, v in ALGORITHMS.items() if k not in ordered})
+    ALGORITHMS.clear()
+    ALGORITHMS.update(ordered)
 
 
 def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = ()):

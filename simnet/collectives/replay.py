@@ -3,6 +3,10 @@
 The replay keeps dependency counters in numpy arrays and starts every transfer whose
 dependencies are met as one batch per instant, so its Python work per transfer is small.
 A reduction delays the data's availability by ``bytes / reduce_bandwidth``.
+
+A performance model (``simnet.model``) decides how the transfers are timed, as a
+``Timing``: the link capacities the network runs at, each transfer's bytes on the wire,
+its own rate cap and its software latency, and when the collective starts.
 """
 
 from __future__ import annotations
@@ -17,7 +21,25 @@ from simnet.network.accounting import LinkStats
 from simnet.network.fluid import FluidNetwork
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["Replay", "replay"]
+__all__ = ["Replay", "Timing", "replay"]
+
+
+@dataclass
+class Timing:
+    """How one schedule is timed (arrays indexed like the schedule's transfers).
+
+    ``capacity``: B/s per directed link (None: the topology's); ``wire_bytes``: bytes a
+    transfer occupies on its links (a protocol's flags and headers included; None: its
+    data bytes); ``rate_cap``: B/s bound on a transfer's own rate (None: none);
+    ``delay_ps``: software latency added to its delivery (None: none); ``start_ps``: when
+    the collective's first transfers may start (a launch latency).
+    """
+
+    capacity: np.ndarray | None = None
+    wire_bytes: np.ndarray | None = None
+    rate_cap: np.ndarray | None = None
+    delay_ps: np.ndarray | None = None
+    start_ps: int = 0
 
 
 @dataclass
@@ -65,7 +87,7 @@ def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarra
 class _Runner:
     """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids."""
 
-    def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None):
+    def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None, timing: Timing):
         self.s = schedule
         self.net = net
         self.env = net.env
@@ -75,6 +97,9 @@ class _Runner:
         self.rows = net.resolve_indices(node_ids[schedule.src], node_ids[schedule.dst],
                                         schedule.channel.astype(np.int64))
         self.nbytes = schedule.nbytes.astype(float)
+        self.wire = self.nbytes if timing.wire_bytes is None else np.asarray(timing.wire_bytes, dtype=float)
+        self.caps = timing.rate_cap
+        self.delays = timing.delay_ps
         self.local = schedule.src == schedule.dst
         self.waiting = np.diff(schedule.dep_ptr).astype(np.int32)
         self.queued = schedule.after_sent >= 0
@@ -108,7 +133,9 @@ class _Runner:
         local = self.local[ready]  # joins: no network, no overhead
         remote = ready[~local]
         if len(remote):
-            self.net.start(self.rows[remote], self.nbytes[remote], remote, self)
+            self.net.start(self.rows[remote], self.wire[remote], remote, self,
+                           caps=None if self.caps is None else self.caps[remote],
+                           delays_ps=None if self.delays is None else self.delays[remote])
         if local.any():
             self.sent(ready[local], self.env.now)
             self._usable(ready[local])
@@ -141,17 +168,23 @@ class _Runner:
             self._launch(waiting)
 
 
-def replay(schedule: Schedule, topology: Topology, *, reduce_bandwidth: float | None = None,
-           message_overhead: float = 0.0, timeline: bool = False) -> Replay:
+def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = None,
+           reduce_bandwidth: float | None = None, message_overhead: float = 0.0, timeline: bool = False) -> Replay:
     """Run ``schedule`` on a fresh fluid network over ``topology`` and time every transfer.
 
+    ``timing`` is the performance model's say (default: line rate, no software costs);
     ``reduce_bandwidth`` (bytes/s, default: reductions are free) and ``message_overhead``
     (seconds per message) follow the network model (docs/architecture.md).
     """
+    timing = timing or Timing()
     env = simpy.Environment()
-    net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline)
-    runner = _Runner(schedule, net, reduce_bandwidth)
-    runner.begin()
+    net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
+                       capacity=timing.capacity)
+    runner = _Runner(schedule, net, reduce_bandwidth, timing)
+    if timing.start_ps:
+        env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
+    else:
+        runner.begin()
     env.run()
     if len(schedule) and (runner.done_ps < 0).any():
         stuck = int(np.flatnonzero(runner.done_ps < 0)[0])

@@ -1,10 +1,16 @@
-"""Ring AllReduce: reduce-scatter then all-gather around a ring (Patarasuk & Yuan, 2009).
+"""Ring AllReduce: reduce-scatter then all-gather around a ring (Patarasuk & Yuan, 2009),
+laid out over channels as NCCL's Ring is.
 
 The buffer is cut into N parts. In reduce-scatter step s (0..N-2) rank i sends part
 (i - s) mod N to rank i+1, which adds it to its own; afterwards rank i holds part
 (i + 1) mod N fully reduced. All-gather then passes the reduced parts around once more,
 overwriting. With ``chunk_size`` each step's part is cut into k pieces that move on as
 soon as they arrive, queued in order on each rank's connection to its successor.
+
+``ring`` is NCCL's Ring: C channels, each a ring over every rank carrying S/C, entering
+and leaving every host through a pair of NIC rails as NCCL's search lays them out, so the
+channels together use every NIC (``simnet.collectives.channels``). With ``channels: 1``,
+or one NIC per host, it is the single textbook ring.
 
 The pieces here are reusable: ``reduce_scatter`` and ``all_gather`` work on any subset of
 nodes and byte range, which is how ``hierarchical`` runs rings inside each host.
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simnet.collectives.channels import channel_groups, default_channels
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
@@ -70,18 +77,19 @@ def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, 
 
 def all_gather(b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, owned: np.ndarray,
                chunks: int = 1, channel: int = 0, step0: int = 0,
-               last: np.ndarray | None = None) -> np.ndarray:
+               last: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Ring all-gather: member i starts with part (i + 1) mod N final once ``owned[i]``
     ((N, chunks) or (N,) ids, -1 = already final) is delivered. Returns the (N, D) ids whose
-    delivery gives each member the whole range (-1 padded)."""
+    delivery gives each member the whole range (-1 padded), and each member's last transfer
+    on its outgoing connection."""
     m = len(members)
     owned = np.asarray(owned, dtype=np.int64)
-    if m == 1:
-        return owned.reshape(1, -1)
     last = np.full(m, -1, dtype=np.int64) if last is None else last
-    steps, _ = _steps(b, members, bounds, chunks, channel, COPY, np.arange(m) + 1, [owned], [], step0, last)
+    if m == 1:
+        return owned.reshape(1, -1), last
+    steps, last = _steps(b, members, bounds, chunks, channel, COPY, np.arange(m) + 1, [owned], [], step0, last)
     received = [np.roll(ids, 1, axis=0) for ids in steps]
-    return np.concatenate([owned.reshape(m, -1)] + received, axis=1)
+    return np.concatenate([owned.reshape(m, -1)] + received, axis=1), last
 
 
 def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
@@ -91,34 +99,38 @@ def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, re
     bounds = split_range(lo, hi, m)
     chunks = chunk_count((hi - lo) // max(m, 1), chunk_size)
     owned, last = reduce_scatter(b, members, bounds, ready, chunks, channel, step0)
-    return all_gather(b, members, bounds, owned, chunks, channel, step0 + m - 1, last)
+    return all_gather(b, members, bounds, owned, chunks, channel, step0 + m - 1, last)[0]
 
 
 @register(
     "ring",
-    "reduce-scatter then all-gather around a ring, 2(N-1) steps of S/N (NCCL Ring)",
-    "2(N-1) * (L + S/(N*B)); k pieces of c = S/(N*k) per step: (2N-3)*max(L + c/B, k*c/B) + k*c/B + L",
+    "NCCL's Ring: C channels of reduce-scatter + all-gather rings, channel c through NIC rail c mod NICs",
+    "per channel 2(N-1) * (L + S/(C*N*B)); k pieces of c = S/(C*N*k) per step: "
+    "(2N-3)*max(L + c/B, k*c/B) + k*c/B + L, B the channel's share of its bottleneck",
     options=("chunk_size", "channels"),
 )
 def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
-         channels: int = 1) -> Schedule:
-    """Ring AllReduce over ``ranks`` in order; ``channels`` rings each carry S/C.
+         channels: int | None = None) -> Schedule:
+    """NCCL's Ring over ``ranks``: ``channels`` rings (default: what NCCL's topology search
+    opens, ``channels.default_channels``), each carrying its share of the buffer, laid out
+    by ``channels.channel_groups``; channels alike (same GPUs in every host) are simulated
+    as one.
 
-    Channel c runs the ring forward for even c and backward for odd c, so two channels
-    use both directions of every full-duplex link. Contention-free time with path
-    latency L and bottleneck bandwidth B per direction, k pieces of c = S/(N*k) per step:
-    ``(2N-3) * max(L + c/B, k*c/B) + k*c/B + L``: a step starts every max(...) (its
-    first piece needs the previous step's first piece, and the connection must have
-    sent the previous step's k pieces). With k = 1 this is ``2(N-1)(L + S/(N*B))``;
-    pipelining hides latency but never the 2(N-1)/N * S bytes each link carries.
+    Contention-free, one channel (or channels that share nothing) with path latency L and
+    bottleneck bandwidth B per direction, k pieces of c bytes per step:
+    ``(2N-3) * max(L + c/B, k*c/B) + k*c/B + L``: a step starts every max(...) (its first
+    piece needs the previous step's first piece, and the connection must have sent the
+    previous step's k pieces). With k = 1 this is ``2(N-1)(L + S/(N*B))``; pipelining hides
+    latency but never the 2(N-1)/N * S bytes each link carries.
     """
     b = ScheduleBuilder("ring", ranks, size)
-    members = np.arange(len(ranks))
-    if channels < 1:
-        raise ValueError("channels must be at least 1")
-    edges = split_range(0, size, channels)
-    for c in range(channels):
-        order = members if c % 2 == 0 else members[::-1].copy()
-        ring_allreduce(b, order, int(edges[c]), int(edges[c + 1]), np.full(len(order), -1), chunk_size, channel=c)
+    channels = channels or default_channels(topology, ranks)
+    groups = channel_groups(topology, ranks, channels, "ring")
+    weights = np.array([g.weight for g in groups])
+    edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
+    for k, group in enumerate(groups):
+        order = np.concatenate(group.hosts)
+        ring_allreduce(b, order, int(edges[k]), int(edges[k + 1]), np.full(len(order), -1), chunk_size, channel=k)
     b.info["channels"] = channels
+    b.info["channel_weights"] = weights.tolist()
     return b.build()

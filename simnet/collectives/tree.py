@@ -1,4 +1,4 @@
-"""Pipelined tree AllReduce and NCCL's double binary tree.
+"""Pipelined trees: NCCL's Tree, and the textbook binary and double binary trees.
 
 The buffer is cut into k chunks. Each chunk is reduced up the tree (a node forwards chunk
 j to its parent once chunk j arrived from all its children) and broadcast back down from
@@ -8,13 +8,19 @@ connection (child -> parent, parent -> child) sends its chunks in order.
 Tree shapes follow NCCL's ``ncclGetBtree``/``ncclGetDtree`` (src/graph/trees.cc): rank 0
 is the root with a single child; the second tree of the double binary tree is the mirror
 image of the first (even N) or the first shifted by one rank (odd N), so that a rank
-interior in one tree is a leaf in the other.
+interior in one tree is a leaf in the other, except rank 0 for odd N (interior in both).
+
+* ``tree`` is NCCL's Tree: a double binary tree between *hosts* (by host index), a chain
+  through the GPUs inside each host from the GPU at the channel's NIC rail, the two trees
+  on alternating channels (NCCL gives channel c < C the first tree, c + C the second).
+* ``binary_tree`` and ``double_binary_tree`` are the textbook trees over all ranks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from simnet.collectives.channels import ChannelGroup, channel_groups, default_channels
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
@@ -25,7 +31,7 @@ pieces a tree would move the whole buffer hop by hop and never pipeline. Smaller
 shave the pipeline's fill time (2*D pieces) but cost simulation time per piece."""
 
 __all__ = ["btree_parents", "dtree_parents", "tree_depth", "tree_allreduce", "tree_part", "double_binary_tree_part",
-           "tree", "double_binary_tree", "PIPELINE_CHUNK"]
+           "tree", "binary_tree", "double_binary_tree", "nccl_tree_parents", "PIPELINE_CHUNK"]
 
 
 def btree_parents(n: int) -> np.ndarray:
@@ -74,15 +80,18 @@ def _depths(parents: np.ndarray) -> np.ndarray:
 
 
 def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray, lo: int, hi: int,
-                   ready: np.ndarray, chunks: int, channel: int = 0) -> np.ndarray:
+                   ready: np.ndarray, chunks: int, channel: int = 0, per_chunk: bool = False) -> np.ndarray:
     """Pipelined reduce + broadcast of ``[lo, hi)`` over ``members`` arranged by ``parents``
     (indices into ``members``, -1 for the root). ``ready[i]``: id after which member i's
-    data is final (-1: from the start). Returns (m, D) ids completing each member (-1 padded).
+    data is final (-1: from the start), or ``ready[i, j]`` per chunk j (a pipelined
+    predecessor). Returns (m, D) ids completing each member (-1 padded), or with
+    ``per_chunk`` (m, chunks): the id after which member i holds chunk j's result.
     """
     m = len(members)
-    ready = np.asarray(ready, dtype=np.int64)
+    ready = np.broadcast_to(np.asarray(ready, dtype=np.int64).reshape(m, -1), (m, chunks)) \
+        if np.ndim(ready) == 2 else np.asarray(ready, dtype=np.int64)[:, None]
     if m == 1:
-        return ready.reshape(1, 1)
+        return ready[:1, :1] if ready.shape[1] == 1 else ready.reshape(1, -1)
     depth = _depths(parents)
     root = int(np.flatnonzero(parents < 0)[0])
     children = [np.flatnonzero(parents == v) for v in range(m)]
@@ -100,8 +109,9 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
         ids = b.next_ids((len(nodes), chunks))
         kids = child_matrix[nodes]
         from_kids = [np.where(kids[:, c, None] >= 0, up[np.maximum(kids[:, c], 0)], -1) for c in range(width)]
-        b.add(members[nodes, None], members[parents[nodes], None], op=REDUCE, deps=[*from_kids, ready[nodes, None]],
-              after_sent=in_order(ids), step=0, **piece)
+        # the parent's own chunk must be in place before anything is added to it (it may be a copy landing)
+        b.add(members[nodes, None], members[parents[nodes], None], op=REDUCE,
+              deps=[*from_kids, ready[nodes], ready[parents[nodes]]], after_sent=in_order(ids), step=0, **piece)
         up[nodes] = ids
     root_done = [up[c] for c in child_matrix[root] if c >= 0]  # the root holds chunk j's sum
     for nodes in reversed(levels):  # broadcast, from the root's children down
@@ -110,12 +120,16 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
         at_root = (above == root)[:, None]
         deps = [np.where(at_root, done_j[None, :], down[above]) for done_j in root_done]
         b.add(members[above, None], members[nodes, None], op=COPY,
-              deps=deps + [np.where(at_root, ready[root], -1)], after_sent=in_order(ids), step=1, **piece)
+              deps=deps + [np.where(at_root, ready[root][None, :], -1)], after_sent=in_order(ids), step=1, **piece)
         down[nodes] = ids
     done = down.copy()
     root_kids = child_matrix[root][child_matrix[root] >= 0]
+    if per_chunk:  # the root holds chunk j once its children's chunk j and its own data are in
+        done[root] = b.join(members[root], np.concatenate([up[root_kids].T, np.broadcast_to(
+            ready[root], (chunks,))[:, None]], axis=1))
+        return done
     done[root] = -1
-    root_done = np.concatenate([up[root_kids].ravel(), [ready[root]]])
+    root_done = np.concatenate([up[root_kids].ravel(), ready[root]])
     result = np.full((m, max(chunks, len(root_done))), -1, dtype=np.int64)
     result[:, :chunks] = done
     result[root, : len(root_done)] = root_done
@@ -144,9 +158,9 @@ _TREE_FORM = ("2*D*(L + S/(k*B)) + (k-1)*S/(k*B), D = depth of NCCL's binary tre
               "on dedicated links (full mesh)")
 
 
-@register("tree", "pipelined binary tree: reduce up to the root, broadcast down, chunk by chunk (NCCL Tree)",
+@register("binary_tree", "textbook pipelined binary tree over all ranks: reduce to the root, broadcast down",
           _TREE_FORM, options=("chunk_size",))
-def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK) -> Schedule:
+def binary_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK) -> Schedule:
     """Pipelined binary-tree AllReduce in k = ceil(S / chunk_size) chunks (default 4 MiB).
 
     Contention-free time when every tree edge is its own link (a full mesh), path latency
@@ -154,24 +168,70 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPE
     (``tree_depth(btree_parents(N))``): a chunk climbs D hops and descends D hops, and the
     k-1 chunks behind it follow one chunk time apart.
     """
-    b = ScheduleBuilder("tree", ranks, size)
+    b = ScheduleBuilder("binary_tree", ranks, size)
     tree_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1), chunk_size)
     return b.build()
 
 
 @register("double_binary_tree",
-          "NCCL's two complementary binary trees, each pipelining half the data (rank interior in at most one)",
-          "max over the two trees of 2*D_t*(L + S/(2kB)) + (k-1)*S/(2kB) when they share no link "
-          "(e.g. odd N on a full mesh); shared links slow both",
+          "textbook double binary tree over all ranks: two complementary trees, each pipelining half the data",
+          "max over the two trees of 2*D_t*(L + S/(2kB)) + (k-1)*S/(2kB) when they never use a link in the "
+          "same direction at once (e.g. N = 7, 9, 21 on a full mesh); shared links slow both",
           options=("chunk_size",))
 def double_binary_tree(topology: Topology, ranks: list[str], size: int,
                        chunk_size: int = PIPELINE_CHUNK) -> Schedule:
     """Two trees (``dtree_parents``) each AllReduce half of the buffer in 4 MiB chunks by default.
 
-    Every rank is a leaf in at least one tree, so its links carry about the same load in
-    both; contention-free time is the slower tree's: ``2*D*(L + S/(2kB)) + (k-1)*S/(2kB)``
-    with k chunks of each half.
+    A rank interior in one tree is a leaf in the other (but rank 0 for odd N), so its links
+    carry about the same load in both; contention-free time is the slower tree's:
+    ``2*D*(L + S/(2kB)) + (k-1)*S/(2kB)`` with k chunks of each half.
     """
     b = ScheduleBuilder("double_binary_tree", ranks, size)
     double_binary_tree_part(b, np.arange(len(ranks)), 0, size, np.full(len(ranks), -1), chunk_size)
+    return b.build()
+
+
+def nccl_tree_parents(group: ChannelGroup, tree: int) -> tuple[np.ndarray, np.ndarray]:
+    """(members, parents) of one channel of NCCL's Tree: each host a chain from its head,
+    the heads joined by tree ``tree`` (0 or 1) of the double binary tree over hosts."""
+    members = np.concatenate(group.hosts)
+    starts = np.concatenate([[0], np.cumsum([len(h) for h in group.hosts])[:-1]])
+    parents = np.arange(len(members)) - 1  # the chain: each GPU's parent is the one before it
+    node_parents = dtree_parents(len(group.hosts))[tree]
+    parents[starts] = np.where(node_parents >= 0, starts[np.maximum(node_parents, 0)], -1)
+    return members, parents
+
+
+@register("tree",
+          "NCCL's Tree: double binary tree between hosts, a chain through each host's GPUs, pipelined",
+          "2*(ppn-1 + D_hosts)*(L + c/B) + (k-1)*c/B per channel of k chunks of c bytes, D_hosts the depth "
+          "of NCCL's binary tree over hosts, when the channels share no link",
+          options=("chunk_size", "channels"))
+def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK,
+         channels: int | None = None) -> Schedule:
+    """NCCL's Tree over ``ranks``: 2C channels (C = ``channels``, default NCCL's), channel c
+    on the first tree of the double binary tree over hosts and c + C on the second, each
+    channel entering every host through NIC rail c mod NICs, its chain inside the host
+    starting at that rail's GPU; every channel carries 1/(2C) of the buffer in pipelined
+    chunks of ``chunk_size``. On one host both trees are the same chain.
+
+    Contention-free, per channel: a chunk climbs the chain (ppn-1 hops) and the host tree
+    (D_hosts hops) and comes back down: ``2*(ppn-1 + D_hosts)*(L + c/B) + (k-1)*c/B``.
+    """
+    b = ScheduleBuilder("tree", ranks, size)
+    channels = channels or default_channels(topology, ranks)
+    groups = channel_groups(topology, ranks, channels, "tree")
+    trees = 2 if len(groups[0].hosts) > 1 else 1
+    weights = np.array([g.weight for t in range(trees) for g in groups]) * (2 // trees)
+    edges = split_range(0, size, 2 * channels)[np.concatenate([[0], np.cumsum(weights)])]
+    channel = 0
+    for t in range(trees):
+        for group in groups:
+            members, parents = nccl_tree_parents(group, t)
+            lo, hi = int(edges[channel]), int(edges[channel + 1])
+            tree_allreduce(b, members, parents, lo, hi, np.full(len(members), -1), chunk_count(hi - lo, chunk_size),
+                           channel)
+            channel += 1
+    b.info["channels"] = channels
+    b.info["channel_weights"] = weights.tolist()
     return b.build()

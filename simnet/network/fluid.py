@@ -89,20 +89,23 @@ class FluidNetwork:
 
     ``message_overhead`` (seconds) is added to every delivery. ``timeline=True`` keeps
     each link's piecewise-constant load for plots and traces (memory grows with events).
+    ``capacity`` (B/s per directed link) replaces the topology's link bandwidths, e.g.
+    with the effective rates of a performance model.
     """
 
     def __init__(self, env: simpy.Environment, topology: Topology, *, message_overhead: float = 0.0,
-                 timeline: bool = False):
+                 timeline: bool = False, capacity: np.ndarray | None = None):
         self.env = env
         self.topology = topology
         self.overhead_ps = round(message_overhead * PS_PER_SECOND)
         links = len(topology.links)
         self._pad = links  # index of the infinite "no link" used to pad paths
-        self._capacity = np.append(topology.capacity, np.inf)
+        self.capacity = topology.capacity if capacity is None else np.asarray(capacity, dtype=float)
+        self._capacity = np.append(self.capacity, np.inf)
         self._rows: dict[tuple[int, int, int], int] = {}
         self._paths = np.full((0, 1), self._pad, dtype=np.int64)
         self._path_latency = _EMPTY_I
-        self.stats = LinkStats(topology.capacity, topology.reverse, timeline=timeline)
+        self.stats = LinkStats(self.capacity, topology.reverse, timeline=timeline)
         self._users = np.zeros(links + 1, dtype=np.int64)  # active flows per link (last: padding)
         # flow state lives in slots; a free slot has row -1 and finish +inf
         self._slots = 0
@@ -114,6 +117,8 @@ class FluidNetwork:
         self._size = _EMPTY_F
         self._tag = _EMPTY_I
         self._owner = _EMPTY_I  # index into self._listeners
+        self._cap = _EMPTY_F  # B/s bound on the flow's own rate (inf: none)
+        self._delay = _EMPTY_I  # ps added to the flow's delivery
         self._free: list[int] = []
         self._listeners: list[FlowListener] = []
         self._new: list[np.ndarray] = []  # slots started at this instant
@@ -134,19 +139,19 @@ class FluidNetwork:
     def resolve_indices(self, src: np.ndarray, dst: np.ndarray, flow: np.ndarray) -> np.ndarray:
         """``resolve`` for node indices; each distinct (src, dst, flow) is routed once."""
         nodes = len(self.topology.nodes)
-        keys = (flow * nodes + src) * nodes + dst
-        unique, inverse = np.unique(keys, return_inverse=True)
-        rows = np.empty(len(unique), dtype=np.int64)
+        _, firsts, inverse = np.unique((flow * nodes + src) * nodes + dst, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        rows = np.empty(len(firsts), dtype=np.int64)
         new: list[tuple[int, ...]] = []
-        for i, key in enumerate(unique.tolist()):
-            rest, d = divmod(key, nodes)
-            f, s = divmod(rest, nodes)
-            cache_key = (s, d, f)
-            row = self._rows.get(cache_key)
+        names = self.topology.nodes
+        route = self.topology.route_indices
+        for i, first in enumerate(firsts.tolist()):
+            s, d, f = int(src[first]), int(dst[first]), int(flow[first])
+            row = self._rows.get((s, d, f))
             if row is None:
                 row = len(self._rows)
-                self._rows[cache_key] = row
-                new.append(self.topology.route_indices(self.topology.nodes[s], self.topology.nodes[d], f))
+                self._rows[(s, d, f)] = row
+                new.append(route(names[s], names[d], f))
             rows[i] = row
         if new:
             self._add_paths(new)
@@ -174,8 +179,13 @@ class FluidNetwork:
         self.start(self.resolve([src], [dst], [flow]), np.array([float(nbytes)]), np.array([tag]), self._events)
         return event
 
-    def start(self, rows: np.ndarray, nbytes: np.ndarray, tags: np.ndarray, listener: FlowListener) -> None:
-        """Start flows now on route ``rows`` (from ``resolve``) carrying ``nbytes`` each."""
+    def start(self, rows: np.ndarray, nbytes: np.ndarray, tags: np.ndarray, listener: FlowListener,
+              caps: np.ndarray | None = None, delays_ps: np.ndarray | None = None) -> None:
+        """Start flows now on route ``rows`` (from ``resolve``) carrying ``nbytes`` each.
+
+        ``caps`` (B/s, ``inf`` for none) bound each flow's own rate; ``delays_ps`` add to
+        each flow's delivery time (software latency at the ends, not on the wire).
+        """
         if len(rows) == 0:
             return
         try:
@@ -194,6 +204,8 @@ class FluidNetwork:
         self._finish[slots] = np.where(self._left[slots] > 0, np.inf, self.env.now)  # nothing to send: done now
         self._tag[slots] = tags
         self._owner[slots] = owner
+        self._cap[slots] = np.inf if caps is None else caps
+        self._delay[slots] = 0 if delays_ps is None else delays_ps
         np.add.at(self._users, self._paths[rows].ravel(), 1)
         self._new.append(slots)
         self._request_settle()
@@ -204,7 +216,7 @@ class FluidNetwork:
             old = self._slots
             self._slots += grow
             for name, fill in (("_row", -1), ("_left", 0.0), ("_since", 0), ("_rate", 0.0), ("_finish", np.inf),
-                               ("_size", 0.0), ("_tag", 0), ("_owner", 0)):
+                               ("_size", 0.0), ("_tag", 0), ("_owner", 0), ("_cap", np.inf), ("_delay", 0)):
                 array = getattr(self, name)
                 setattr(self, name, np.concatenate([array, np.full(grow, fill, dtype=array.dtype)]))
             self._free.extend(range(self._slots - 1, old - 1, -1))
@@ -246,6 +258,7 @@ class FluidNetwork:
     def _complete(self, slots: np.ndarray) -> None:
         now = self.env.now
         tags, owners, rows = self._tag[slots], self._owner[slots], self._row[slots]
+        delays = self._delay[slots]
         paths = self._paths[rows]
         self.stats.add_bytes(paths, self._size[slots])
         np.subtract.at(self._users, paths.ravel(), 1)
@@ -256,7 +269,7 @@ class FluidNetwork:
         self._left[slots] = 0.0
         self._finish[slots] = np.inf
         self._free.extend(slots.tolist())
-        arrive = now + self._path_latency[rows] + self.overhead_ps
+        arrive = now + self._path_latency[rows] + self.overhead_ps + delays
         for owner in np.unique(owners).tolist() if len(self._listeners) > 1 else [0]:
             mine = owners == owner
             listener = self._listeners[owner]
@@ -320,9 +333,9 @@ class FluidNetwork:
         slots = np.concatenate([alone, shared])
         if len(slots):
             rates = np.empty(len(slots))
-            rates[: len(alone)] = self._capacity[self._paths[self._row[alone]]].min(axis=1)
+            rates[: len(alone)] = np.minimum(self._capacity[self._paths[self._row[alone]]].min(axis=1), self._cap[alone])
             if len(shared):
-                rates[len(alone):] = max_min_rates(self._paths[self._row[shared]], self._capacity)
+                rates[len(alone):] = max_min_rates(self._paths[self._row[shared]], self._capacity, self._cap[shared])
             old = self._rate[slots]
             moved = rates != old
             slots, rates, old = slots[moved], rates[moved], old[moved]

@@ -68,7 +68,7 @@ def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tup
         # integral of the piecewise-constant load, evaluated at the bin edges
         cumulative = np.concatenate([[0.0], np.cumsum(loads * np.diff(times))])
         at_edges = np.interp(edges, times, cumulative)
-        matrix[i] = np.diff(at_edges) / np.diff(edges) / topo.capacity[link]
+        matrix[i] = np.diff(at_edges) / np.diff(edges) / stats.capacity[link]
     return matrix, edges / PS_PER_SECOND
 
 

@@ -44,13 +44,15 @@ def _gbps(value: float | None) -> str:
 
 
 def _algorithm_cell(run) -> str:
+    """The algorithm; for ``auto`` NCCL's pick and, when simulation found a faster one, by how
+    much and which NCCL_ALGO gets it."""
     if not run.auto:
         return run.algorithm
     name = f"auto -> {run.algorithm}"
-    others = {k: v for k, v in run.auto["candidates"].items() if k != run.algorithm}
-    if others and run.time_s > 0:
-        runner_up, time = min(others.items(), key=lambda kv: kv[1])
-        name += f" ({time / run.time_s:.2f}x faster than {runner_up})"
+    fastest = run.auto["fastest"]
+    if fastest != run.algorithm and run.time_s > 0:
+        gain = run.time_s / run.auto["candidates"][fastest]
+        name += f" ({fastest} {gain:.2f}x faster: {run.auto['fastest_hint']})"
     return name
 
 
@@ -59,9 +61,12 @@ def results_table(results, title: str | None = None) -> Table:
     size starred where there was a choice. Runs that move no data (one GPU) show '-'."""
     winners = results.winners()
     table = Table(title=title or f"{results.scenario}: AllReduce", title_justify="left")
-    for column, justify in (("size", "right"), ("algorithm", "left"), ("time", "right"), ("algbw GB/s", "right"),
-                            ("busbw GB/s", "right"), ("bottleneck link (saturated % of run)", "left")):
-        table.add_column(column, justify=justify)
+    protocols = any(run.protocol for run in results.runs)
+    for column, justify in (("size", "right"), ("algorithm", "left"), ("protocol", "left"), ("time", "right"),
+                            ("algbw GB/s", "right"), ("busbw GB/s", "right"),
+                            ("bottleneck link (saturated % of run)", "left")):
+        if column != "protocol" or protocols:
+            table.add_column(column, justify=justify)
     previous = None
     for run in results.runs:
         if previous is not None and run.size_bytes != previous:
@@ -70,9 +75,10 @@ def results_table(results, title: str | None = None) -> Table:
         best = winners.get(run.size_bytes) is run
         neck = run.bottleneck
         where = f"{neck.name} ({neck.saturated_fraction:.0%})" if neck else "-"
-        table.add_row(units.format_size(run.size_bytes), ("* " if best else "  ") + _algorithm_cell(run),
-                      units.format_time(run.time_s), _gbps(run.algbw_GBps), _gbps(run.busbw_GBps), where,
-                      style="bold green" if best else None)
+        cells = [units.format_size(run.size_bytes), ("* " if best else "  ") + _algorithm_cell(run)]
+        cells += [run.protocol or "-"] if protocols else []
+        cells += [units.format_time(run.time_s), _gbps(run.algbw_GBps), _gbps(run.busbw_GBps), where]
+        table.add_row(*cells, style="bold green" if best else None)
     return table
 
 

@@ -78,7 +78,7 @@ def trace_events(result: Result, pid: int) -> list[dict]:
     stats = replay.stats
     if stats.timeline:
         top = {replay.topology.link_index[(link.src, link.dst)] for link in result.links[:COUNTER_LINKS]}
-        capacity = replay.topology.capacity
+        capacity = stats.capacity
         for time, changed, loads in stats.timeline:
             for link, load in zip(changed.tolist(), loads.tolist()):
                 if link in top:

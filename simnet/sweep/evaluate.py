@@ -24,7 +24,7 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
 
     def run(size: int):
         if size not in cache:
-            cache[size] = simulate(topology, point.algorithm, size, **scenario.options)
+            cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, **scenario.options)
         return cache[size]
 
     for size in scenario.sizes:

@@ -1,0 +1,33 @@
+"""Effective link rates: what NCCL's topology model assumes each link class delivers.
+
+NVLink runs at NCCL's per-link figure over the datasheet's (``topo.h`` SMxx_NVLINK_BW:
+20.0 of 25 GB/s on A100, 20.6 of 25 on H100/H200, 40.1 of 50 on B200), PCIe at NCCL's
+``width x speed / 80`` over the line rate (0.76: x16 Gen5 is 48 of 63 GB/s, ``topo.cc``
+kvDictPciGen), the network at line rate (``net.bw = Mb/s / 8000``, ``topo.cc``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.topology.hardware import NVLINK, PCIE, PCIE_EFFICIENCY, nvlink_efficiency
+
+__all__ = ["effective_capacity", "efficiency"]
+
+
+def efficiency(topology) -> np.ndarray:
+    """Effective / line rate of every directed link of ``topology``."""
+    factor = np.ones(len(topology.links))
+    for i, (u, v) in enumerate(topology.links):
+        kind = topology.link_type[i]
+        if kind == NVLINK:
+            gpu = u if topology.kind(u) == "gpu" else v
+            factor[i] = nvlink_efficiency(topology.gpu_model(gpu) if topology.kind(gpu) == "gpu" else None)
+        elif kind == PCIE:
+            factor[i] = PCIE_EFFICIENCY
+    return factor
+
+
+def effective_capacity(topology) -> np.ndarray:
+    """B/s per directed link as NCCL's model assumes it (see the module docstring)."""
+    return topology.capacity * efficiency(topology)

@@ -1,0 +1,454 @@
+"""NCCL's own cost model, re-implemented from its source: what NCCL would pick and why.
+
+NCCL times every (algorithm, protocol) pair of a collective as
+``time = latency + bytes / (1000 * algBw)`` (microseconds, GB/s) and runs the cheapest
+(``src/graph/tuning.cc``: ``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``;
+``src/enqueue.cc``: ``topoGetAlgoInfo``). Every constant below is from **NCCL v2.30.7**
+(tag ``v2.30.7-1``), with the file and lines it comes from. The bandwidths feed on the
+channel graphs NCCL's topology search finds (``src/graph/search.cc``); ``graph()`` states
+how simnet estimates them.
+
+>>> from simnet.topology import load_topology
+>>> box = system_of(load_topology("topologies/dgx_h100.yaml"))
+>>> [(c.algorithm, c.protocol) for c in (pick(box, n) for n in (8, 2**20, 2**30))]
+[('Ring', 'LL'), ('Ring', 'LL'), ('NVLS', 'Simple')]
+>>> round(predict(box, "Ring", "Simple", 2**30) * 1e3, 2)   # ms: 12 channels x 30 GB/s of busBw
+5.28
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
+
+__all__ = ["ALGORITHMS", "PROTOCOLS", "System", "Graph", "Choice", "system_of", "graph", "bus_bandwidth",
+           "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies", "plateau", "predict", "enabled",
+           "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size"]
+
+ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")
+"""NCCL's AllReduce algorithms in its own order (nccl_tuner.h:28-34); PAT is AllGather/ReduceScatter only."""
+PROTOCOLS = ("LL", "LL128", "Simple")
+"""NCCL's protocols in its own order (nccl_tuner.h:38-40)."""
+SIMNET_NAMES = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
+                "NVLS": "nvls", "NVLSTree": "nvls_tree"}
+NCCL_NAMES = {v: k for k, v in SIMNET_NAMES.items()}
+
+_HW = {NVLINK: 0, PCIE: 1, NET: 2}
+
+# ---------------------------------------------------------------- constants
+# baseLatencies[algo][proto], us (tuning.cc:150-155)
+BASE_LATENCY = {
+    "Tree": (6.8, 14.0, 8.4), "Ring": (6.6, 14.0, 8.4), "CollNetDirect": (0.0, 0.0, 0.0),
+    "CollNetChain": (0.0, 0.0, 0.0), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0),
+}
+# hwLatencies[hw][algo][proto], us (tuning.cc:157-176); hw = NVLINK, PCI, NET
+HW_LATENCY = {
+    NVLINK: {"Tree": (0.6, 1.25, 4.0), "Ring": (0.6, 1.9, 3.4), "CollNetDirect": (0.0, 0.0, 3.7),
+             "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 25.0), "NVLSTree": (0.0, 0.0, 25.0)},
+    PCIE: {"Tree": (1.0, 1.9, 4.0), "Ring": (1.0, 2.5, 5.7), "CollNetDirect": (0.0, 0.0, 3.7),
+           "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0)},
+    NET: {"Tree": (5.0, 8.5, 14.0), "Ring": (2.7, 4.0, 14.0), "CollNetDirect": (0.0, 0.0, 31.0),
+          "CollNetChain": (0.0, 0.0, 30.0), "NVLS": (0.0, 0.0, 18.0), "NVLSTree": (0.0, 0.0, 20.9)},
+}
+# per-arch (Volta, Ampere, Hopper, Blackwell) x node column (1 node, 2 nodes, more) tables, GB/s
+LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))  # :178-183
+PER_CH_MAX_RING_LL128_BW = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)  # :184-190
+PER_CH_MAX_TREE_LL128_BW = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))  # :191-197
+PER_CH_MAX_TREE_BW = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))  # :198-204
+PER_CH_MAX_NVLS_TREE_BW = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))  # :205-211
+NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)  # nvlsEfficiency, :139-144
+# treeCorrectionFactor[proto][log2(bytes/64)], :623-627
+TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)
+NET_OVERHEAD = {"intel": 1.0, "amd": 2.0}  # getNetOverhead, us (tuning.cc:226-233), x3 for Simple
+RING_PLATEAU = 1.4  # "plateau effect of ring": multi-node Ring/Simple latency x1.4 on SM80+ (:641-645)
+COLLNET_ARITY_LATENCY = 0.4  # CollNetDirect arity serialization latency, us (:418-421)
+NVLS_HEAD_ARITY = 32  # NCCL_MAX_NVLS_ARITY
+# speed candidates of the topology search, GB/s per channel (search.cc:1051-1067)
+SPEED_INTRA = {80: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
+               90: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
+               100: (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18)}
+SPEED_INTER = {80: (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12),
+               90: (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+               100: (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12)}
+MAX_RING_CHANNELS = 32  # MAXCHANNELS / 2 (device.h: MAXCHANNELS 64 since v2.25)
+
+NET_LATENCY = {"ib": 0.0, "roce": 0.0, "tcp": 0.0, "efa": 75.0}
+"""The latency a network plugin reports to NCCL (``props->latency``, us), which NCCL's model
+adds to every network step (twice for Simple, tuning.cc:386-389). NCCL's IB and socket
+transports report 0 (src/transport/net_ib/init.cc:558, net_socket.cc:174; RoCE runs on
+the IB transport); the AWS OFI plugin reports 75 us on p4d/p5-class instances
+(aws/aws-ofi-nccl src/platform-aws.cpp, the default since v1.13.0). It steers NCCL's
+choice; simnet's simulated time uses the transport's physical latency instead
+(``simnet.model.nccl``)."""
+
+
+def _arch(cc: int) -> int:
+    return 3 if cc >= 100 else 2 if cc >= 90 else 1 if cc >= 80 else 0
+
+
+def _column(nodes: int) -> int:
+    return nodes - 1 if nodes <= 2 else 2
+
+
+def _speeds(table: dict, cc: int) -> tuple:
+    return table[100 if cc >= 100 else 90 if cc >= 90 else 80]
+
+
+# ---------------------------------------------------------------- the system
+@dataclass(frozen=True)
+class System:
+    """What NCCL's model sees of a communicator (bandwidths in GB/s, latencies in us).
+
+    ``nvlink_bw``: NVLink bandwidth per GPU as NCCL models it (links x per-link, or 0 with
+    no NVLink); ``pci_bw``: a GPU's PCIe bandwidth; ``nic_bw``: a GPU's path to one NIC
+    (min of PCIe and the NIC); ``nics``: NICs per node; ``nvls``: the NVSwitch can reduce;
+    ``collnet``: the network can reduce (SHARP) and NCCL_COLLNET_ENABLE would be set.
+    """
+
+    ranks: int
+    nodes: int
+    cc: int = 90
+    nvlink_bw: float = 0.0
+    pci_bw: float = 24.0
+    nic_bw: float = 0.0
+    nics: int = 0
+    transport: str = "ib"
+    cpu: str = "intel"
+    nvls: bool = False
+    collnet: bool = False
+
+    @property
+    def ppn(self) -> float:
+        return self.ranks / self.nodes
+
+    @property
+    def intra_hw(self) -> int:
+        """NVLINK when GPUs of a node talk over NVLink, else PCI (tuning.cc:284-285)."""
+        return NVLINK if self.nvlink_bw > 0 else PCIE
+
+    @property
+    def net_latency(self) -> float:
+        return NET_LATENCY[self.transport]
+
+
+def system_of(topology, gpus: list[str] | None = None) -> System:
+    """NCCL's view of a topology's ranks: nodes are hosts; rates are NCCL's effective ones
+    (``simnet.model.rates``), read off the first host (NCCL assumes nodes alike)."""
+    from simnet.model.rates import effective_capacity
+
+    gpus = list(topology.gpus if gpus is None else gpus)
+    hosts = topology.groups("host", gpus)
+    models = {topology.gpu_model(g) for g in gpus}
+    cc = min((GPUS[m].compute_capability if m in GPUS else 80) for m in models)
+    rate = effective_capacity(topology) / 1e9
+    first = next(iter(hosts.values()))
+    probe = first[0]
+    out = [topology.link_index[(probe, nxt)] for nxt in topology.graph.successors(probe)]
+    nvlink = max((rate[i] for i in out if topology.link_type[i] == NVLINK), default=0.0)
+    pci = max((rate[i] for i in out if topology.link_type[i] == PCIE), default=pcie_effective(4) / 1e9)
+    rails = topology.rails(first) if len(hosts) > 1 else []
+    nic_bw = 0.0
+    if rails:
+        nic, near = rails[0]
+        to_nic = min(rate[i] for i in topology.route_indices(near, nic))
+        wire = min(rate[topology.link_index[(nic, n)]] for n in topology.graph.successors(nic)
+                   if topology.kind(n) != "gpu")
+        nic_bw = float(min(to_nic, wire))
+    nvls = cc >= 90 and len(first) > 1 and any(topology.graph.nodes[n].get("nvls") for n in topology.nodes)
+    collnet = any(topology.graph.nodes[n].get("sharp") for n in topology.nodes)
+    transport = topology.transport(rails[0][0]) if rails else "ib"
+    return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
+                  nic_bw=nic_bw, nics=len(rails), transport=transport, nvls=nvls, collnet=collnet)
+
+
+# ---------------------------------------------------------------- graphs
+@dataclass(frozen=True)
+class Graph:
+    """A channel graph as NCCL's topology search would find it: ``channels`` (search
+    channels, before NCCL duplicates them for more SMs), per-channel bandwidth inside a
+    node and across nodes (GB/s), and whether the tree graph puts all network traffic on
+    one GPU (pattern TREE, which NCCL's model charges 0.85 for)."""
+
+    channels: int
+    bw_intra: float
+    bw_inter: float
+    tree_pattern: bool = False
+
+
+def _first_speed(speeds: tuple, limit: float) -> float:
+    return next((s for s in speeds if s <= limit + 1e-9), speeds[-1])
+
+
+def graph(system: System, algorithm: str) -> Graph:
+    """simnet's estimate of NCCL's search result (search.cc ncclTopoCompute, connect.cc).
+
+    * Ring on one node: channels of the first speed the GPU's NVLink (or PCIe) holds, as
+      many as fit, then doubled at half the speed when that speed is >= 25 GB/s and not
+      (SM90+, < 50 GB/s, > 4 channels) (``ncclTopoDupChannels``): DGX H100 12 x 30 GB/s,
+      DGX A100 12 x 20 GB/s.
+    * Ring across nodes: one channel per NIC at the first inter speed a GPU's path to its
+      NIC holds (a NIC carries floor(nic / speed) channels): DGX H100 8 x 48 GB/s.
+    * Tree: the ring's channel count and speed (NCCL searches the tree with the ring's
+      channel count; simnet does not model the tree search further).
+    * NVLS: one channel per GPU of the node (at most 32), each using bandwidth on every
+      GPU link and twice on its head's, so (G+1) x bw fits the NVLink; bwInter raised while
+      below 2 x bwIntra (pass 2), or the NIC path across nodes.
+    * CollNet: one channel per NIC at the NIC path speed.
+    """
+    cc, ppn = system.cc, max(1, round(system.ppn))
+    local = system.nvlink_bw if system.nvlink_bw > 0 else system.pci_bw
+    if algorithm in ("NVLS", "NVLSTree"):
+        channels = min(NVLS_HEAD_ARITY, ppn)
+        intra = _first_speed(_speeds(SPEED_INTRA, cc), local / (channels + 1))
+        inter = _first_speed(_speeds(SPEED_INTRA, cc), 2 * intra - 1e-9) if system.nodes == 1 else \
+            _first_speed(_speeds(SPEED_INTER, cc), system.nic_bw)
+        return Graph(channels, intra, inter)
+    if system.nodes > 1 and system.nics > 0:
+        speed = _first_speed(_speeds(SPEED_INTER, cc), min(system.nic_bw, local))
+        per_nic = max(1, int(system.nic_bw // speed + 1e-9)) if speed > 0 else 1
+        channels = min(MAX_RING_CHANNELS, system.nics * per_nic)
+        return Graph(channels, speed, speed, tree_pattern=algorithm == "Tree" and ppn > 1 and system.nics < 2)
+    speed = _first_speed(_speeds(SPEED_INTRA, cc), local)
+    channels = max(1, min(MAX_RING_CHANNELS, int(local // speed + 1e-9)))
+    if speed >= 25 and not (cc > 80 and speed < 50 and channels > 4):
+        channels, speed = min(2 * channels, MAX_RING_CHANNELS), speed / 2
+    return Graph(channels, speed, speed)
+
+
+# ---------------------------------------------------------------- enabled
+def enabled(system: System, algorithm: str, protocol: str) -> bool:
+    """Whether NCCL would consider (algorithm, protocol) for an AllReduce here by default
+    (tuning.cc:440-541, enqueue.cc:1989-2026)."""
+    if algorithm in ("NVLS", "NVLSTree", "CollNetDirect", "CollNetChain") and protocol != "Simple":
+        return False
+    if algorithm == "NVLS":
+        return system.nvls and (system.nodes == 1 or system.collnet)
+    if algorithm == "NVLSTree":
+        return system.nvls and system.nodes > 1
+    if algorithm in ("CollNetDirect", "CollNetChain"):
+        return system.collnet and system.nodes > 1 and system.ppn <= 8
+    if protocol == "LL128":
+        # LL128 needs NVLink inside the node and a PCIe-or-PXN path to the NIC (tuning.cc:514-536)
+        return system.cc >= 70 and system.intra_hw == NVLINK
+    return True
+
+
+# ---------------------------------------------------------------- bandwidth
+def bus_bandwidth(system: System, algorithm: str, protocol: str) -> float:
+    """NCCL's bus bandwidth for (algorithm, protocol), GB/s; 0 when unavailable (tuning.cc:305-382)."""
+    if not enabled(system, algorithm, protocol):
+        return 0.0
+    g = graph(system, algorithm)
+    arch, column, nodes, ppn = _arch(system.cc), _column(system.nodes), system.nodes, system.ppn
+    collnet = algorithm in ("CollNetDirect", "CollNetChain")
+    bw = g.bw_intra if (nodes <= 2 or collnet) else g.bw_inter
+    if algorithm in ("NVLS", "NVLSTree"):
+        if g.channels < 2:
+            return 0.0
+        intra = g.bw_intra * NVLS_EFFICIENCY[arch] * (g.channels - 1) / g.channels * 2
+        inter = g.bw_inter * (2 if nodes <= 2 and algorithm == "NVLSTree" else 1)
+        cap = PER_CH_MAX_NVLS_TREE_BW[arch][column] if algorithm == "NVLSTree" else math.inf
+        bw = min(intra, inter, cap)
+    bus = g.channels * bw
+    ll_max = LL_MAX_BW[arch if nodes == 1 else (1 if system.cpu == "amd" else 0)][column]
+    if algorithm == "Ring" and protocol == "LL":
+        bus = min(ll_max, bus * 0.5)
+    elif algorithm == "Ring" and protocol == "LL128":
+        bus = min(bus * 0.92, g.channels * PER_CH_MAX_RING_LL128_BW[arch][column])
+    elif algorithm == "Tree":
+        bus = min(bus * 0.92, g.channels * PER_CH_MAX_TREE_BW[arch][column])
+        if protocol == "LL":
+            bus = min(bus / 3.8, ll_max)
+        elif protocol == "LL128":
+            bus = min(bus * (7 / 9 if nodes == 1 else 120 / 128),
+                      g.channels * PER_CH_MAX_TREE_LL128_BW[arch][column])
+        if g.tree_pattern:
+            bus *= 0.85
+    elif algorithm == "CollNetDirect":
+        factor = ppn / g.channels
+        factor -= (factor - 1) / 2
+        bus /= factor
+        if system.cc >= 90:
+            bus *= 0.85
+    return bus
+
+
+def algorithm_bandwidth(system: System, algorithm: str, protocol: str) -> float:
+    """NCCL's algorithm bandwidth (bytes of the buffer per second / 1e9): busBw times
+    n/(2(n-1)) for Ring and NVLS*, 1/2 otherwise (tuning.cc:377-382)."""
+    bus = bus_bandwidth(system, algorithm, protocol)
+    n = system.ranks
+    ratio = n / (2 * (n - 1)) if algorithm in ("Ring", "NVLS", "NVLSTree") and n > 1 else 0.5
+    return bus * ratio
+
+
+# ---------------------------------------------------------------- latency
+def step_latencies(system: System, algorithm: str, protocol: str) -> tuple[float, float]:
+    """(intra-node, inter-node) latency of one step, us (tuning.cc:383-392): the hardware
+    latency of the link class, plus the plugin's reported latency on the network (twice
+    for Simple); with one GPU per node the network step uses Tree's figure."""
+    p = PROTOCOLS.index(protocol)
+    intra = HW_LATENCY[system.intra_hw][algorithm][p]
+    net_row = "Tree" if system.ppn == 1 else algorithm
+    inter = HW_LATENCY[NET][net_row][p] + system.net_latency * (2 if protocol == "Simple" else 1)
+    return intra, inter
+
+
+def latency(system: System, algorithm: str, protocol: str) -> float:
+    """NCCL's latency of one AllReduce, us, before the size-dependent plateau (tuning.cc:383-435)."""
+    p = PROTOCOLS.index(protocol)
+    n, nodes = system.ranks, system.nodes
+    base = BASE_LATENCY[algorithm][p]
+    intra, inter = step_latencies(system, algorithm, protocol)
+    ppn_int = n // nodes
+    log_nodes = int(math.log2(nodes)) if nodes > 0 else 0
+    if algorithm == "Ring":
+        overhead = NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1) if nodes > 1 else 0.0
+        intra = max(intra, overhead)
+        steps = 2 * (n - 1)
+        inter_steps = 2 * (nodes - 1) if nodes > 1 else 0
+        return base + (steps - inter_steps) * intra + inter_steps * inter
+    if algorithm == "Tree":
+        return base + 2 * ((ppn_int - 1) * intra + log_nodes * inter)
+    if algorithm == "CollNetDirect":
+        return base + 2 * (min(1, ppn_int - 1) * intra + (ppn_int - 1) * COLLNET_ARITY_LATENCY) + inter
+    if algorithm == "CollNetChain":
+        return base + 2 * (ppn_int - 1) * intra + inter
+    if algorithm == "NVLS":
+        return intra + (inter if nodes > 1 else 0.0)
+    return base + intra + 2 * log_nodes * inter  # NVLSTree
+
+
+def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int) -> float:
+    """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): Tree's is corrected
+    by size (treeCorrectionFactor, tuning.cc:623-637)."""
+    bw = algorithm_bandwidth(system, algorithm, protocol)
+    log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
+    if algorithm == "Tree" and 0 <= log_size < 23:
+        bw *= TREE_CORRECTION[PROTOCOLS.index(protocol)][log_size]
+    return bw
+
+
+def plateau(system: System, algorithm: str, protocol: str, nbytes: int) -> float:
+    """The factor on a multi-node Ring/Simple AllReduce's latency once each rank's share of a
+    channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:641-645)."""
+    if algorithm == "Ring" and protocol == "Simple" and system.nodes > 1:
+        channels = 2 * graph(system, "Ring").channels  # comm->nChannels: the search channels, duplicated
+        if nbytes // (channels * system.ranks) >= 64:
+            return RING_PLATEAU if system.cc >= 80 else 1.9
+    return 1.0
+
+
+def predict(system: System, algorithm: str, protocol: str, nbytes: int) -> float | None:
+    """NCCL's predicted time of one AllReduce of ``nbytes``, in seconds; None when NCCL
+    would not run (algorithm, protocol) here (tuning.cc:620-655)."""
+    bw = sized_bandwidth(system, algorithm, protocol, nbytes)
+    if bw <= 0:
+        return None
+    lat = latency(system, algorithm, protocol) * plateau(system, algorithm, protocol, nbytes)
+    return (lat + nbytes / (1000 * bw)) * 1e-6
+
+
+# ---------------------------------------------------------------- choosing
+def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str) -> set[str]:
+    """The names an ``NCCL_ALGO``/``NCCL_PROTO`` value enables: ``Ring``, ``ring,tree``, or
+    ``^LL128`` to disable; case-insensitive; ``allreduce:`` sections are honoured.
+
+    >>> sorted(parse_nccl_list("^LL128", PROTOCOLS, "NCCL_PROTO"))
+    ['LL', 'Simple']
+    """
+    if value is None or not value.strip():
+        return set(names)
+    text = value.strip()
+    sections = [part for part in text.split(";") if part.strip()]
+    for part in sections:  # "allreduce:tree,ring" applies to AllReduce; other functions' sections are ignored
+        func, sep, rest = part.partition(":")
+        if sep and func.strip().lower() == "allreduce":
+            text = rest
+            break
+        if not sep:
+            text = part
+    else:
+        if all(":" in part for part in sections):
+            return set(names)
+    exclude = text.strip().startswith("^")
+    tokens = [t.strip() for t in text.strip().lstrip("^").split(",") if t.strip()]
+    lower = {n.lower(): n for n in names}
+
+    def key(token: str) -> str:  # simnet's names too: nvls_tree is NVLSTree
+        return token.lower().replace("_", "")
+
+    unknown = [t for t in tokens if key(t) not in lower]
+    if unknown:
+        raise ValueError(f"{what}={value!r}: unknown name {unknown[0]!r}; expected {', '.join(names)}")
+    chosen = {lower[key(t)] for t in tokens}
+    return set(names) - chosen if exclude else chosen
+
+
+def unavailable(system: System, algorithm: str) -> str | None:
+    """Why NCCL could not run ``algorithm`` here (one line), or None if it could."""
+    if any(enabled(system, algorithm, p) and bus_bandwidth(system, algorithm, p) > 0 for p in PROTOCOLS):
+        return None
+    if algorithm == "NVLS":
+        if not system.nvls:
+            return "NVLS needs an NVSwitch that reduces (nvls: true; an H100 or later GPU)"
+        return "NVLS across hosts needs SHARP switches in the network (sharp: true; NCCL pairs it with CollNet)"
+    if algorithm == "NVLSTree":
+        return ("NVLSTree needs an NVSwitch that reduces (nvls: true; H100 or later)" if not system.nvls
+                else "NVLSTree runs across hosts; this is one host")
+    if algorithm in ("CollNetDirect", "CollNetChain"):
+        return (f"{algorithm} needs switches that reduce in the network (sharp: true)" if not system.collnet
+                else f"{algorithm} runs across hosts of at most 8 GPUs each")
+    return f"{algorithm} has no bandwidth here"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """NCCL's pick for one size: the cheapest enabled (algorithm, protocol) and the whole table."""
+
+    algorithm: str
+    protocol: str
+    time_s: float
+    table: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None,
+         algorithms: tuple[str, ...] = ALGORITHMS) -> Choice:
+    """What NCCL runs for an AllReduce of ``nbytes``: the argmin of ``predict`` over the
+    enabled pairs, algorithm-major then protocol, first on ties (enqueue.cc:2028-2117)."""
+    algos = parse_nccl_list(nccl_algo, ALGORITHMS, "NCCL_ALGO") & set(algorithms)
+    protos = parse_nccl_list(nccl_proto, PROTOCOLS, "NCCL_PROTO")
+    table = {}
+    for algorithm in ALGORITHMS:
+        for protocol in PROTOCOLS:
+            if algorithm in algos and protocol in protos:
+                time = predict(system, algorithm, protocol, nbytes)
+                if time is not None:
+                    table[(algorithm, protocol)] = time
+    if not table:
+        reasons = "; ".join(r for a in sorted(algos) if (r := unavailable(system, a)))
+        raise ValueError(f"NCCL_ALGO={nccl_algo or ''} NCCL_PROTO={nccl_proto or ''} leave nothing NCCL could run "
+                         f"here{': ' + reasons if reasons else ''}")
+    (algorithm, protocol), time = min(table.items(), key=lambda item: item[1])
+    return Choice(algorithm, protocol, time, table)
+
+
+def chunk_size(algorithm: str, protocol: str) -> int:
+    """NCCL's pipeline chunk per channel and step, bytes (init.cc:810-826, collectives.h:19-34,
+    enqueue.cc calcCollChunking): Simple steps are 4 MiB / 8 = 512 KiB, Ring Simple takes 4
+    steps a chunk (2 MiB); LL carries 8 of every 16 bytes of its 64 KiB steps (32 KiB); LL128
+    carries 15 of every 16 lines of its 600 KiB steps; NVLS chunks are 128 KiB."""
+    if algorithm in ("NVLS", "NVLSTree"):
+        return 128 * 1024
+    if protocol == "LL":
+        return 32 * 1024
+    if protocol == "LL128":
+        return 614400 * 15 // 16
+    return 4 * 512 * 1024 if algorithm == "Ring" else 512 * 1024
+
