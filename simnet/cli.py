@@ -320,6 +320,71 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: cost against time', output)}")
 
 
+@main.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-t", "--topology", "topology_path", required=True, type=click.Path(path_type=Path),
+              help="The topology the logs were measured on.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("calibration.yaml"), show_default=True,
+              help="Where to write the profile (topologies and scenarios name it with calibration:).")
+@click.option("--gpus", type=click.IntRange(min=2), default=None,
+              help="Ranks of logs that do not list their devices.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+              help="Draw busbw against size, measured and predicted (a .png).")
+@_friendly
+def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: int | None,
+              plot_path: Path | None) -> None:
+    """Fit the nccl model to your own nccl-tests logs and write a calibration profile.
+
+    Reads all_reduce_perf output as printed (several logs, e.g. from different GPU counts),
+    fits latencies and rate factors on log time, prints measured against predicted per
+    size, and writes OUTPUT for `calibration: OUTPUT` in a topology or scenario.
+
+    \b
+    Example:
+      simnet calibrate my_2node.log my_4node.log -t topologies/my_cluster.yaml -o my_cluster.cal.yaml
+    """
+    import yaml
+
+    from simnet.calibrate import fit, points_of
+    from simnet.model.calibration import calibration_document
+    from simnet.nccltests import read_log
+    from simnet.report.export import write_text
+    from simnet.report.paths import output_file
+    from simnet.report.tables import calibration_table
+    from simnet.topology import load_topology
+
+    output_file(output, "--output")
+    if plot_path:
+        from simnet.report.paths import IMAGE_SUFFIXES
+
+        output_file(plot_path, "--plot", IMAGE_SUFFIXES)
+    topology = load_topology(topology_path)
+    points = points_of([read_log(log) for log in logs], topology, gpus)
+    result = _calibrate_with_progress(fit, topology, points)
+    console = _console()
+    console.print(calibration_table(result))
+    fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
+              "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
+                                "after": round(result.geomean(result.errors_after), 4)}}
+    document = calibration_document(result.calibration, fitted)
+    console.print(f"wrote {write_text(output, yaml.safe_dump(document, sort_keys=False))}")
+    if plot_path:
+        from simnet.report.plots import plot_calibration
+
+        console.print(f"wrote {plot_calibration(result, plot_path)}")
+
+
+def _calibrate_with_progress(fit, topology, points):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from simnet.console import stderr_console
+
+    columns = (TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        task = progress.add_task("fit", total=None)
+        return fit(topology, points, progress=lambda done, total: progress.update(task, completed=done, total=total))
+
+
 @main.command("algorithms")
 def algorithms_command() -> None:
     """List the AllReduce algorithms, their options and contention-free closed forms.
@@ -430,10 +495,9 @@ def topo_draw(topology: Path, output: Path) -> None:
     Example:
       simnet topo draw topologies/two_racks.yaml -o two_racks.png
     """
+    from simnet.report.paths import IMAGE_SUFFIXES, output_file
     from simnet.report.topology_plot import draw_topology
     from simnet.topology import load_topology
-
-    from simnet.report.paths import IMAGE_SUFFIXES, output_file
 
     output_file(output, "--output", IMAGE_SUFFIXES)
     topo_ = load_topology(topology)
@@ -454,10 +518,9 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     Example:
       simnet topo export topologies/two_racks.yaml --format graphml -o two_racks.graphml
     """
+    from simnet.report.paths import output_file
     from simnet.topology import load_topology
     from simnet.topology.export import export_topology
-
-    from simnet.report.paths import output_file
 
     output = output_file(output or topology.with_suffix(f".{fmt}"), "--output")
     topo_ = load_topology(topology)

@@ -14,41 +14,57 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from simnet.analysis import find_warnings, link_reports
 from simnet.collectives import ALGORITHMS, build_schedule, replay
 from simnet.collectives.registry import COMMON_OPTIONS
-from simnet.model import DEFAULT_MODEL
+from simnet.model import DEFAULT_MODEL, tuning
 from simnet.model import plan as model_plan
 from simnet.model import timing as model_timing
-from simnet.model import tuning
+from simnet.model.calibration import Calibration, load_calibration
 from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import Topology
 
-__all__ = ["simulate", "run_scenario"]
+__all__ = ["simulate", "run_scenario", "nccl_env", "NCCL_VARIABLES"]
+
+NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
+"""The environment variables that change what simnet simulates, as they change what NCCL runs."""
+
+def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The NCCL variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``) from ``environ``
+    (default: the process environment)."""
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in NCCL_VARIABLES if environ.get(k)}
+
 
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
-             timeline: bool = False, model: str = DEFAULT_MODEL, **options) -> Result:
+             timeline: bool = False, model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
+             calibration: Calibration | str | Path | None = None, **options) -> Result:
     """Simulate one AllReduce of ``size`` bytes; ``algorithm`` may be ``"auto"``.
 
     ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates) or
-    ``"ideal"`` (line rate). ``options`` are algorithm options and ``reduce_bandwidth``
-    (B/s) / ``message_overhead`` (s). ``timeline=True`` keeps per-link load over time on
-    ``result.replay.stats`` (for plots and traces). Over one GPU there is nothing to
-    exchange: time 0, no links.
+    ``"ideal"`` (line rate); ``calibration`` refines ``nccl`` (a profile from ``simnet
+    calibrate``, or its path; default: the topology's). ``env`` holds NCCL_ALGO /
+    NCCL_PROTO as NCCL reads them (default: the process environment). ``options`` are algorithm options and
+    ``reduce_bandwidth`` (B/s) / ``message_overhead`` (s). ``timeline=True`` keeps per-link
+    load over time on ``result.replay.stats`` (for plots and traces). Over one GPU there
+    is nothing to exchange: time 0, no links.
     """
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
+    env = nccl_env(env)
+    calibration = _calibration(calibration if calibration is not None else topo.calibration)
     if algorithm == "auto":
-        return _auto(topo, size, timeline, model, options)
+        return _auto(topo, size, timeline, model, env, calibration, options)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
     engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
     size = int(size) if len(topo.gpus) > 1 else 0
-    decided = model_plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options)
+    decided = model_plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options, env.get("NCCL_PROTO"),
+                         calibration)
     schedule = build_schedule(algorithm, topo, size, **decided.options)
     run = replay(schedule, topo, timing=model_timing(decided, schedule, topo), timeline=timeline, **engine)
     links = link_reports(run)
@@ -58,16 +74,23 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
                   channels=schedule.info.get("channels"), replay=run)
 
 
-def _auto(topo: Topology, size: int, timeline: bool, model: str, options: dict) -> Result:
+def _calibration(value: Calibration | str | Path | None) -> Calibration | None:
+    if value is None or isinstance(value, Calibration):
+        return value
+    return load_calibration(value)
+
+
+def _auto(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
+          options: dict) -> Result:
     """NCCL's pick (its cost model), simulated, with every other algorithm NCCL could run
     here simulated beside it; the result is NCCL's pick, ``auto`` says what was faster."""
-    nccl_algo, nccl_proto = os.environ.get("NCCL_ALGO"), os.environ.get("NCCL_PROTO")
+    nccl_algo, nccl_proto = env.get("NCCL_ALGO"), env.get("NCCL_PROTO")
     system = tuning.system_of(topo)
     choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto)
     allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO")
     candidates = [a for a in tuning.ALGORITHMS if a in allowed and tuning.unavailable(system, a) is None]
-    results = {a: simulate(topo, tuning.SIMNET_NAMES[a], size, timeline=timeline, model=model, **options)
-               for a in candidates}
+    results = {a: simulate(topo, tuning.SIMNET_NAMES[a], size, timeline=timeline, model=model, env=env,
+                           calibration=calibration, **options) for a in candidates}
     chosen = results[choice.algorithm]
     fastest = min(results, key=lambda a: results[a].time_s)
     chosen.auto = {
@@ -97,7 +120,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     for size in scenario.sizes:
         for algorithm in scenario.algorithms:
             runs.append(simulate(scenario.topology, algorithm, size, timeline=timeline and size == largest,
-                                 model=scenario.model, **scenario.options))
+                                 model=scenario.model, calibration=scenario.calibration, **scenario.options))
             if progress:
                 progress(len(runs), total)
     steps = []
@@ -105,7 +128,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     for algorithm in scenario.algorithms if model else []:
         times = {}
         for size in buckets:
-            times[size] = simulate(scenario.topology, algorithm, size, model=scenario.model, **scenario.options).time_s
+            times[size] = simulate(scenario.topology, algorithm, size, model=scenario.model,
+                                   calibration=scenario.calibration, **scenario.options).time_s
             if progress:
                 progress(len(runs) + len(steps) * len(buckets) + len(times), total)
         steps.append({"algorithm": algorithm, **model.summary(gpus, times)})

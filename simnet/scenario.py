@@ -125,6 +125,7 @@ class ScenarioSpec(Strict):
     topology: str | dict[str, Any]
     collective: Literal["allreduce"] = "allreduce"
     model: Literal["nccl", "ideal"] = "nccl"
+    calibration: str | None = None  # a profile from simnet calibrate, relative to this file
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     algorithms: list[str] | Literal["all", "auto"] = ["auto"]
@@ -158,6 +159,7 @@ class Scenario:
     options: dict[str, Any]
     description: str = ""
     model: str = "nccl"
+    calibration: str | None = None  # profile path; else the topology's
     workload: Workload | None = None
     sweep: dict[str, list[Any]] | None = None
     variants: list[Variant] = field(default_factory=list)
@@ -213,6 +215,15 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         for server in servers:
             if server not in topology.node_index:
                 raise source.error(("options", "ps_server"), f"{server!r} is not a node of {topology.name}")
+    calibration = None
+    if spec.calibration is not None:
+        calibration = (base or Path(".")) / spec.calibration
+        if not calibration.is_file():
+            raise source.error(("calibration",), f"no calibration profile {str(calibration)!r}")
+        from simnet.model.calibration import load_calibration
+
+        load_calibration(calibration)  # refuse a bad profile now, with its own file and line
+        calibration = str(calibration)
     algorithms = spec.algorithms
     if algorithms == "all":
         from simnet.collectives import ALGORITHMS
@@ -221,7 +232,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     elif isinstance(algorithms, str):
         algorithms = [algorithms]
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size, algorithms=list(algorithms),
-                    options=spec.options.model_dump(exclude_none=True), description=spec.description, model=spec.model,
+                    options=spec.options.model_dump(exclude_none=True), description=spec.description, model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data)

@@ -8,6 +8,7 @@ validation errors into an ``InputError`` naming file, line and field.
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ class Source:
         errors = exc.errors()
         unknown = [e for e in errors if e["type"] == "extra_forbidden"]
         first = unknown[0] if unknown else errors[0]
-        loc = tuple(prefix) + tuple(first["loc"])
+        loc = tuple(prefix) + tuple(part for part in first["loc"] if not _UNION_TAG.match(str(part)))
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             message = f"unknown key {loc[-1]!r}" + _suggestion(str(loc[-1]), _known_keys(model, first["loc"][:-1]))
@@ -98,6 +99,9 @@ def _suggestion(word: str, known: list[str]) -> str:
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else (f"; expected one of {', '.join(known)}" if known else "")
 
+
+_UNION_TAG = re.compile(r"^(constrained-\w+|function-\w+\[.*\]|\w+\[.*\]|str|int|float|bool|none)$")
+"""Labels pydantic puts in an error's location for the member of a union that failed."""
 
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
            "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}

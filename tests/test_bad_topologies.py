@@ -12,7 +12,7 @@ BAD = Path(__file__).parent / "bad_topologies"
 EXPECTED = {
     "yaml_syntax.yaml": (4, "YAML syntax error: expected ',' or '}', but got '{'"),
     "unknown_key.yaml": (4, "nodes[1].colour: unknown key 'colour'; expected one of id, kind, host, rack, region, rank, gpu, "
-                           "transport, nvls, sharp"),
+                           "transport, net_latency, nvls, sharp"),
     "missing_id.yaml": (4, "nodes[1].id: is required but missing"),
     "duplicate_id.yaml": (5, "nodes[2].id: duplicate id 'gpu0' (first defined on line 3)"),
     "unknown_node.yaml": (7, "links[1].a: unknown node 'gpu9'"),

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import simnet
-
-from simnet import load_topology, topology_from_dict
+from simnet import load_topology
 from simnet.runner import run_scenario, simulate
 
 
@@ -216,9 +215,8 @@ def test_nccl_list_syntax():
 
 def test_results_dataframe_when_pandas_is_there(scenario):
     pd = pytest.importorskip("pandas")
-    from simnet.scenario import load_scenario
-
     from simnet.report.export import results_dataframe
+    from simnet.scenario import load_scenario
 
     frame = results_dataframe(run_scenario(load_scenario(scenario)))
     assert isinstance(frame, pd.DataFrame) and len(frame) == 6

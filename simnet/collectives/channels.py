@@ -54,12 +54,14 @@ def host_positions(topology, ranks: list[str]) -> list[np.ndarray]:
 
 
 def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> list[list[int]]:
-    """Per host, the rank position of the GPU next to each of its NICs (empty: no NICs)."""
+    """Per host, the rank positions of the GPUs next to its NICs, each GPU once, in NIC order
+    (empty: no NICs). A GPU with several NICs spreads its channels over them (ECMP)."""
     position = {gpu: i for i, gpu in enumerate(ranks)}
     result = []
     for members in hosts:
         gpus = [ranks[i] for i in members]
-        result.append([position[near] for _, near in topology.rails(gpus) if near in position])
+        near = [position[gpu] for _, gpu in topology.rails(gpus) if gpu in position]
+        result.append(list(dict.fromkeys(near)))
     return result
 
 

@@ -159,7 +159,7 @@ def _two_level(b: ScheduleBuilder, topology: Topology, ranks: list[str], size: i
     for t in range(trees):
         for group in groups:
             lo, hi = int(edges[channel]), int(edges[channel + 1])
-            cuts = split_range(lo, hi, chunk_count(hi - lo, chunk_size))
+            cuts = split_range(lo, hi, chunk_count(hi - lo, chunk_size * int(weights[channel])))
             host_switch = [b.node(nvls_switch(topology, [ranks[i] for i in order])) if intra == "nvls" else None
                            for order in group.hosts]
             head_ready = np.stack([_intra_reduce(b, intra, order, sw, cuts, channel)
@@ -176,6 +176,9 @@ def _two_level(b: ScheduleBuilder, topology: Topology, ranks: list[str], size: i
             final = tree_allreduce(b, members, parents, lo, hi, head_ready, len(cuts) - 1, channel, per_chunk=True)
             for h, (order, sw) in enumerate(zip(group.hosts, host_switch)):
                 _intra_broadcast(b, intra, order, sw, cuts, final[h], channel)
+            inside = max(len(order) for order in group.hosts) - 1
+            hops = {"nvls": 2, "direct": 1, "chain": inside}[intra] if inside else 0
+            b.info.setdefault("pipeline", {})[channel] = (2 * hops + 2 * tree_depth(parents), len(cuts) - 1)
             channel += 1
     b.info["channels"] = channels
     b.info["channel_weights"] = weights.tolist()
@@ -184,10 +187,12 @@ def _two_level(b: ScheduleBuilder, topology: Topology, ranks: list[str], size: i
 # ----------------------------------------------------------------- algorithms
 @register("nvls", "NVLink SHARP (NCCL NVLS): the NVSwitch reduces each chunk and multicasts it back",
           "one host, k chunks of c bytes: 2*(L + c/B) + (k-1)*c/B (each GPU link carries S up and S down)",
-          options=("chunk_size",))
-def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK) -> Schedule:
-    """NVLS AllReduce in chunks of ``chunk_size`` (default NCCL's 128 KiB): each GPU sends a
-    chunk to the switch, which reduces it and multicasts the sum to every GPU.
+          options=("chunk_size", "channels"))
+def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
+         channels: int = 16) -> Schedule:
+    """NVLS AllReduce in chunks of ``chunk_size`` per channel (default NCCL's 128 KiB) on
+    ``channels`` channels (NCCL's 16 on Hopper), simulated as one moving their chunks together:
+    each GPU sends a chunk to the switch, which reduces it and multicasts the sum to every GPU.
 
     On one host, path latency L (GPU to switch) and bandwidth B: ``2*(L + c/B) +
     (k-1)*c/B``. Across hosts NCCL runs NVLS only with SHARP switches in the network
@@ -200,8 +205,10 @@ def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS
         switch = b.node(nvls_switch(topology, ranks))
         members = np.append(position, switch)
         parents = np.append(np.full(len(ranks), len(ranks)), -1)
-        tree_allreduce(b, members, parents, 0, size, np.full(len(members), -1), chunk_count(size, chunk_size))
-        b.info["channels"] = 1
+        chunks = chunk_count(size, chunk_size * channels)
+        tree_allreduce(b, members, parents, 0, size, np.full(len(members), -1), chunks)
+        b.info["channels"] = channels
+        b.info["pipeline"] = {0: (2, chunks)}
         return b.build()
     if not any(topology.graph.nodes[n].get("sharp") for n in topology.nodes):
         raise Unsupported("nvls across hosts: NCCL runs NVLS across nodes only with SHARP switches in the network "

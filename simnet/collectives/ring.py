@@ -114,7 +114,7 @@ def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
     """NCCL's Ring over ``ranks``: ``channels`` rings (default: what NCCL's topology search
     opens, ``channels.default_channels``), each carrying its share of the buffer, laid out
     by ``channels.channel_groups``; channels alike (same GPUs in every host) are simulated
-    as one.
+    as one, moving ``chunk_size`` (per NCCL channel) times the channels it stands for.
 
     Contention-free, one channel (or channels that share nothing) with path latency L and
     bottleneck bandwidth B per direction, k pieces of c bytes per step:
@@ -130,7 +130,9 @@ def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
     edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
     for k, group in enumerate(groups):
         order = np.concatenate(group.hosts)
-        ring_allreduce(b, order, int(edges[k]), int(edges[k + 1]), np.full(len(order), -1), chunk_size, channel=k)
+        # the group moves the chunks of all the NCCL channels it stands for at once
+        pieces = chunk_size * group.weight if chunk_size else None
+        ring_allreduce(b, order, int(edges[k]), int(edges[k + 1]), np.full(len(order), -1), pieces, channel=k)
     b.info["channels"] = channels
     b.info["channel_weights"] = weights.tolist()
     return b.build()

@@ -213,7 +213,8 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPE
     on the first tree of the double binary tree over hosts and c + C on the second, each
     channel entering every host through NIC rail c mod NICs, its chain inside the host
     starting at that rail's GPU; every channel carries 1/(2C) of the buffer in pipelined
-    chunks of ``chunk_size``. On one host both trees are the same chain.
+    chunks of ``chunk_size`` (channels simulated as one move their chunks together). On one
+    host both trees are the same chain.
 
     Contention-free, per channel: a chunk climbs the chain (ppn-1 hops) and the host tree
     (D_hosts hops) and comes back down: ``2*(ppn-1 + D_hosts)*(L + c/B) + (k-1)*c/B``.
@@ -229,8 +230,9 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPE
         for group in groups:
             members, parents = nccl_tree_parents(group, t)
             lo, hi = int(edges[channel]), int(edges[channel + 1])
-            tree_allreduce(b, members, parents, lo, hi, np.full(len(members), -1), chunk_count(hi - lo, chunk_size),
-                           channel)
+            chunks = chunk_count(hi - lo, chunk_size * int(weights[channel]))  # chunk_size is per NCCL channel
+            tree_allreduce(b, members, parents, lo, hi, np.full(len(members), -1), chunks, channel)
+            b.info.setdefault("pipeline", {})[channel] = (2 * tree_depth(parents), chunks)
             channel += 1
     b.info["channels"] = channels
     b.info["channel_weights"] = weights.tolist()

@@ -42,14 +42,16 @@ def _check(model: str) -> None:
 
 
 def plan(model: str, topology: Topology, algorithm: str, size: int, options: dict,
-         accepts: tuple[str, ...]) -> ModelPlan:
-    """The model's decisions before ``algorithm``'s schedule is built (``accepts``: its options)."""
+         accepts: tuple[str, ...], nccl_proto: str | None = None, calibration=None) -> ModelPlan:
+    """The model's decisions before ``algorithm``'s schedule is built (``accepts``: its
+    options; ``nccl_proto``: an NCCL_PROTO value constraining the protocol;
+    ``calibration``: a ``Calibration`` refining the nccl model)."""
     _check(model)
     if model == "ideal":
         return ModelPlan("ideal", None, dict(options))
     from simnet.model import nccl
 
-    decided = nccl.plan(topology, algorithm, size, options, accepts)
+    decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration)
     return ModelPlan("nccl", decided.protocol, decided.options, decided)
 
 

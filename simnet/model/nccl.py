@@ -11,7 +11,8 @@ Between the schedule and the fluid network it adds, from NCCL's published tuning
   chunk the schedule moves (``tuning.chunk_size``);
 * **NCCL's bandwidth ceiling**: a connection of an NCCL algorithm that carries b of the
   collective's S bytes may not exceed b/S of the algorithm bandwidth NCCL's model gives it
-  (per-channel caps, LL's and LL128's limits, NVLS and tree efficiencies all live there);
+  (per-channel caps, LL's and LL128's limits, NVLS and tree efficiencies all live there,
+  all but the tree's size correction, whose pipeline fill the replay simulates itself);
   uncontended, the simulation can therefore not beat NCCL's own model, and contention
   (oversubscribed uplinks, shared NICs) slows it down further;
 * **software latency**: every transfer is delivered no earlier than NCCL's per-step
@@ -27,7 +28,6 @@ the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,14 +35,19 @@ import numpy as np
 from simnet.collectives.replay import Timing
 from simnet.collectives.schedule import Schedule
 from simnet.model import tuning
+from simnet.model.calibration import Calibration
 from simnet.model.rates import effective_capacity
 from simnet.topology.hardware import NET, NVLINK, PCIE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["NcclPlan", "plan", "timing", "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD"]
+__all__ = ["NcclPlan", "plan", "timing", "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
 """Bytes on the wire per data byte: LL lines are 8 data + 8 flag bytes, LL128 lines 120 + 8."""
+MAX_PIECES = 1024
+"""Most pipeline chunks simnet simulates per channel: NCCL's own chunks (128 KiB - 2 MiB) would
+give a 16 GiB AllReduce tens of thousands; with 1024 the pipeline's fill, 2 x depth chunks,
+costs under 2 % of the time however deep the tree."""
 P2P_LL_THRESHOLD = 16384
 """NCCL_P2P_LL_THRESHOLD's default: point-to-point sends up to 16 KiB use LL (NCCL env docs)."""
 TRANSPORT_LATENCY = {
@@ -69,18 +74,20 @@ class NcclPlan:
     row: str  # the NCCL algorithm whose constants time it (its own, or Ring/Tree for p2p algorithms)
     native: bool  # an NCCL algorithm: NCCL's bandwidth ceiling applies
     system: tuning.System
+    calibration: Calibration
 
 
 def _protocols(value: str | None) -> set[str]:
     return tuning.parse_nccl_list(value, tuning.PROTOCOLS, "NCCL_PROTO")
 
 
-def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...]) -> NcclPlan:
-    """The protocol NCCL would use for ``algorithm`` at ``size`` and the schedule options
-    (NCCL's chunk size for it unless ``chunk_size`` was given; ``accepts``: the options the
-    algorithm takes)."""
+def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
+         nccl_proto: str | None = None, calibration: Calibration | None = None) -> NcclPlan:
+    """The protocol NCCL would use for ``algorithm`` at ``size`` (within ``nccl_proto``, an
+    NCCL_PROTO value) and the schedule options (NCCL's chunk size for it unless
+    ``chunk_size`` was given; ``accepts``: the options the algorithm takes)."""
     system = tuning.system_of(topology)
-    allowed = _protocols(os.environ.get("NCCL_PROTO"))
+    allowed = _protocols(nccl_proto)
     name = tuning.NCCL_NAMES.get(algorithm)
     options = dict(options)
     if name is not None:
@@ -92,9 +99,13 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         p2p = ["LL"] if size <= P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
+    if name == "NVLS" and options.get("channels") is None:
+        options["channels"] = tuning.nvls_channels(system)
     if name is not None and "chunk_size" in accepts and options.get("chunk_size") is None:
-        options["chunk_size"] = tuning.chunk_size(name, protocol)
-    return NcclPlan(protocol, options, row, name is not None, system)
+        # NCCL's chunk per channel, coarsened so that no channel pipelines more than MAX_PIECES of them
+        channels = tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree") else 2 * tuning.graph(system, name).channels
+        options["chunk_size"] = max(tuning.chunk_size(system, name, protocol, size), -(-size // (channels * MAX_PIECES)))
+    return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration())
 
 
 def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -104,20 +115,41 @@ def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return unique, inverse.reshape(-1)
 
 
+def _store_and_forward(schedule: Schedule, protocol: str) -> np.ndarray | float:
+    """Per transfer, what LL's and LL128's streaming gains over the replay's chunks: they
+    forward every line as soon as its flag arrives, where the replay forwards a chunk whole,
+    so a tree's channel of k chunks over D hops takes (D + k - 1) / k of the time under
+    NCCL's bandwidth ceiling; the ceiling is raised by that much so the two agree when it
+    binds. Simple waits for whole steps, as the replay does (rings keep every connection
+    busy and need none)."""
+    pipeline = schedule.info.get("pipeline")
+    if not pipeline or protocol == "Simple":
+        return 1.0
+    factor = np.ones(int(schedule.channel.max(initial=0)) + 1)
+    for channel, (hops, chunks) in pipeline.items():
+        factor[channel] = (max(hops, 1) + chunks - 1) / chunks
+    return factor[schedule.channel]
+
+
 def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     """The ``Timing`` of ``schedule`` under NCCL's model (see the module docstring)."""
-    system, protocol, row = decided.system, decided.protocol, decided.row
+    system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
     n = len(schedule)
     size = schedule.size
     wire = WIRE_FACTOR[protocol]
     factor = tuning.plateau(system, row, protocol, size)
     intra, inter = tuning.step_latencies(system, row, protocol)
     physical, simple_extra = TRANSPORT_LATENCY[system.transport]
+    if system.nic_latency is not None:  # the topology states its NICs' latency: that, once per step
+        physical, simple_extra = system.nic_latency, 0.0
     inter += -system.net_latency * (2 if protocol == "Simple" else 1) + physical + (
         simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
     if row == "Ring" and system.nodes > 1:
         intra = max(intra, tuning.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
     pci = tuning.HW_LATENCY[PCIE][row][tuning.PROTOCOLS.index(protocol)]
+    intra += fit.intra_step_latency * 1e6
+    pci += fit.intra_step_latency * 1e6
+    inter += fit.network_step_latency * 1e6
     per_class = {NVLINK: intra if system.intra_hw == NVLINK else pci, PCIE: pci, NET: inter}
     switches = {i for i, node in enumerate(schedule.nodes)
                 if topology.kind(node) == "switch"}  # NVLS and SHARP reduce in switches
@@ -140,14 +172,20 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
         step_ps[c] = max(0, round(step * factor * 1e-6 * PS_PER_SECOND) - wire_latency)
     delay = step_ps[which]
 
+    capacity = effective_capacity(topology) * fit.bandwidth_at(size)
+    capacity[topology.link_type == NET] *= fit.network_bandwidth
     caps = None
     if decided.native and size > 0 and system.ranks > 1:
-        bandwidth = tuning.sized_bandwidth(system, row, protocol, size) * 1e9  # B/s of the buffer
+        # NCCL's algorithm bandwidth without its size correction for trees: the replay pipelines
+        # the chunks itself, so the fill that correction stands for is already in the time
+        bandwidth = tuning.algorithm_bandwidth(system, row, protocol) * 1e9  # B/s of the buffer
         carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(connections))
         caps = carried[which] / size * bandwidth * wire
         caps[caps <= 0] = np.inf
-    base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor
+        caps *= _store_and_forward(schedule, protocol) * fit.bandwidth_at(size) * (
+            fit.network_bandwidth if system.nodes > 1 else 1.0)
+    base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":
         base += 2 * (max(1, round(system.ppn)) - 1) * tuning.COLLNET_ARITY_LATENCY
-    return Timing(capacity=effective_capacity(topology), wire_bytes=schedule.nbytes * wire, rate_cap=caps,
-                  delay_ps=delay if n else None, start_ps=round(base * 1e-6 * PS_PER_SECOND))
+    return Timing(capacity=capacity, wire_bytes=schedule.nbytes * wire, rate_cap=caps,
+                  delay_ps=delay if n else None, start_ps=max(0, round(base * 1e-6 * PS_PER_SECOND)))

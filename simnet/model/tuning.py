@@ -25,7 +25,8 @@ from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
 
 __all__ = ["ALGORITHMS", "PROTOCOLS", "System", "Graph", "Choice", "system_of", "graph", "bus_bandwidth",
            "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies", "plateau", "predict", "enabled",
-           "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size"]
+           "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size",
+           "nvls_channels"]
 
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")
 """NCCL's AllReduce algorithms in its own order (nccl_tuner.h:28-34); PAT is AllGather/ReduceScatter only."""
@@ -122,6 +123,7 @@ class System:
     cpu: str = "intel"
     nvls: bool = False
     collnet: bool = False
+    nic_latency: float | None = None  # us a NIC's transport adds per network step, when the topology says
 
     @property
     def ppn(self) -> float:
@@ -134,7 +136,9 @@ class System:
 
     @property
     def net_latency(self) -> float:
-        return NET_LATENCY[self.transport]
+        """The latency the network plugin reports to NCCL (us): the topology's own figure for
+        its NICs, else the transport's (``NET_LATENCY``)."""
+        return NET_LATENCY[self.transport] if self.nic_latency is None else self.nic_latency
 
 
 def system_of(topology, gpus: list[str] | None = None) -> System:
@@ -163,8 +167,10 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     nvls = cc >= 90 and len(first) > 1 and any(topology.graph.nodes[n].get("nvls") for n in topology.nodes)
     collnet = any(topology.graph.nodes[n].get("sharp") for n in topology.nodes)
     transport = topology.transport(rails[0][0]) if rails else "ib"
+    nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
-                  nic_bw=nic_bw, nics=len(rails), transport=transport, nvls=nvls, collnet=collnet)
+                  nic_bw=nic_bw, nics=len(rails), transport=transport, nvls=nvls, collnet=collnet,
+                  nic_latency=None if nic_latency is None else nic_latency * 1e6)
 
 
 # ---------------------------------------------------------------- graphs
@@ -194,8 +200,10 @@ def graph(system: System, algorithm: str) -> Graph:
       DGX A100 12 x 20 GB/s.
     * Ring across nodes: one channel per NIC at the first inter speed a GPU's path to its
       NIC holds (a NIC carries floor(nic / speed) channels): DGX H100 8 x 48 GB/s.
-    * Tree: the ring's channel count and speed (NCCL searches the tree with the ring's
-      channel count; simnet does not model the tree search further).
+    * Tree: the ring's channel count and inter-node speed (NCCL searches the tree with the
+      ring's channel count), the intra-node speed raised by pass 2 while below twice the
+      inter-node one and the channels fit the GPU's links (p4d: 4 x 12 GB/s across, 30
+      inside; NCCL's model uses the intra speed up to two nodes).
     * NVLS: one channel per GPU of the node (at most 32), each using bandwidth on every
       GPU link and twice on its head's, so (G+1) x bw fits the NVLink; bwInter raised while
       below 2 x bwIntra (pass 2), or the NIC path across nodes.
@@ -213,7 +221,15 @@ def graph(system: System, algorithm: str) -> Graph:
         speed = _first_speed(_speeds(SPEED_INTER, cc), min(system.nic_bw, local))
         per_nic = max(1, int(system.nic_bw // speed + 1e-9)) if speed > 0 else 1
         channels = min(MAX_RING_CHANNELS, system.nics * per_nic)
-        return Graph(channels, speed, speed, tree_pattern=algorithm == "Tree" and ppn > 1 and system.nics < 2)
+        intra = speed
+        if algorithm in ("Tree", "CollNetChain", "CollNetDirect"):
+            # search pass 2 raises a tree's intra-node speed while it is below twice the
+            # inter-node one and the channels still fit the GPU's links (search.cc:1262-1281)
+            for faster in sorted(s for s in _speeds(SPEED_INTRA, cc) if s > speed):
+                if intra >= 2 * speed or faster * channels > local + 1e-9:
+                    break
+                intra = faster
+        return Graph(channels, intra, speed, tree_pattern=algorithm == "Tree" and ppn > 1 and system.nics < 2)
     speed = _first_speed(_speeds(SPEED_INTRA, cc), local)
     channels = max(1, min(MAX_RING_CHANNELS, int(local // speed + 1e-9)))
     if speed >= 25 and not (cc > 80 and speed < 50 and channels > 4):
@@ -439,16 +455,46 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
     return Choice(algorithm, protocol, time, table)
 
 
-def chunk_size(algorithm: str, protocol: str) -> int:
-    """NCCL's pipeline chunk per channel and step, bytes (init.cc:810-826, collectives.h:19-34,
-    enqueue.cc calcCollChunking): Simple steps are 4 MiB / 8 = 512 KiB, Ring Simple takes 4
-    steps a chunk (2 MiB); LL carries 8 of every 16 bytes of its 64 KiB steps (32 KiB); LL128
-    carries 15 of every 16 lines of its 600 KiB steps; NVLS chunks are 128 KiB."""
+def nvls_channels(system: System) -> int:
+    """Channels NCCL runs NVLS on: 16 on Hopper, 24 on one Blackwell node and 32 across
+    nodes (nvls.cc ncclNvlsTuning, v2.27+)."""
+    if system.cc >= 100:
+        return 24 if system.nodes == 1 else 32
+    return 16
+
+
+def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int) -> int:
+    """NCCL's pipeline chunk for one AllReduce, bytes per channel (enqueue.cc calcCollChunking,
+    init.cc:810-826, collectives.h:19-34): Simple moves 4 MiB / 8 = 512 KiB steps, Ring's in
+    1 MiB slices of its 2 MiB chunks; LL carries 8 of every 16 bytes of its 64 KiB steps
+    (32 KiB); LL128 15 of every 16 lines of its 600 KiB steps, smaller for trees of small
+    messages; NVLS 128 KiB, halved down to 16 KiB, and NVLSTree down to 32 KiB, as the
+    message gets small against channels x heads x chunk."""
+    ppn = max(1, round(system.ppn))
+    channels = 2 * graph(system, algorithm).channels  # the comm's channels: the search's, duplicated
     if algorithm in ("NVLS", "NVLSTree"):
-        return 128 * 1024
+        ops = nvls_channels(system) * (ppn if system.nodes == 1 else max(system.nics, 1))
+        if algorithm == "NVLS":
+            chunk = 32 * 1024 if system.nodes > 1 and algorithm_bandwidth(system, "NVLS", "Simple") < 150 \
+                else 128 * 1024
+            for factor, smaller in ((64, 65536), (8, 32768), (2, 16384)):
+                if nbytes < factor * ops * chunk and chunk > smaller:
+                    chunk = smaller
+            return chunk
+        chunk = 64 * 1024 if system.nodes >= 4 else 128 * 1024
+        for factor, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+            if nbytes < factor * ops * chunk and chunk > smaller:
+                chunk = smaller
+        return chunk
     if protocol == "LL":
         return 32 * 1024
     if protocol == "LL128":
-        return 614400 * 15 // 16
-    return 4 * 512 * 1024 if algorithm == "Ring" else 512 * 1024
-
+        chunk = 614400 // 16 * 15
+        if algorithm == "Tree":
+            steps = 1 + int(math.log2(system.nodes)) + 0.1 * system.ppn
+            while nbytes // (channels * chunk) < steps * 64 / ppn and chunk > 131072:
+                chunk //= 2
+            while nbytes // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
+                chunk //= 2
+        return chunk
+    return 1024 * 1024 if algorithm == "Ring" else 512 * 1024

@@ -15,13 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
 from simnet import units
-from simnet.result import Result
 from simnet.report.figures import pyplot, save, series_styles, time_axis
+from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "TOP_LINKS"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS"]
 
 TOP_LINKS = 12
 
@@ -132,3 +133,37 @@ def plot_results(results, directory: str | Path) -> list[Path]:
     written.append(directory / "link_heatmap.png")
     save(plt, fig, written[-1])
     return written
+
+
+def plot_calibration(result, path: str | Path) -> Path:
+    """busbw against size, log-log, per log: measured, and predicted before and after the fit."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    logs = sorted({p.log for p in result.points})
+    styles = series_styles(logs)
+    for log in logs:
+        index = [i for i, p in enumerate(result.points) if p.log == log]
+        points = [result.points[i] for i in index]
+        size = np.array([p.size_bytes for p in points], dtype=float)
+        factor = 2 * (points[0].ranks - 1) / points[0].ranks / 1e3  # bytes/us -> bus GB/s
+
+        def busbw(times):
+            return size / np.array(times) * factor
+
+        style = styles[log]
+        ax.plot(size, busbw([p.measured_us for p in points]), linestyle="none", marker=style["marker"],
+                color=style["color"], label=f"{Path(log).name} ({points[0].ranks} ranks): measured")
+        ax.plot(size, busbw([result.before_us[i] for i in index]), linestyle=":", color=style["color"],
+                label="predicted, out of the box")
+        ax.plot(size, busbw([result.after_us[i] for i in index]), linestyle="-", color=style["color"],
+                label="predicted, calibrated")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: units.format_size(value)))
+    ax.set_xlabel("message size")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.set_title("nccl-tests all_reduce_perf: measured against simnet")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7)
+    save(plt, fig, path)
+    return Path(path)

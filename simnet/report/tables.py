@@ -9,7 +9,7 @@ from rich.table import Table
 from simnet import units
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table"]
+__all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table"]
 
 
 def ranks_table(topo: Topology, limit: int = 64) -> Table:
@@ -94,4 +94,24 @@ def steps_table(results, compute_label: str) -> Table:
         table.add_row(("* " if star else "  ") + step["algorithm"], units.format_time(step["iteration_time_s"]),
                       units.format_time(step["communication_exposed_s"]), f"{step['speedup']:.2f}",
                       f"{step['efficiency']:.0%}", style="bold green" if star else None)
+    return table
+
+
+def calibration_table(result) -> Table:
+    """Per point of a calibration: measured, predicted before and after the fit, errors."""
+    table = Table(title="simnet calibrate: measured against predicted (the faster of out-of-place and in-place)",
+                  title_justify="left")
+    for column in ("log line", "ranks", "size", "NCCL runs", "measured", "before", "error", "after", "error"):
+        table.add_column(column, justify="left" if column in ("log line", "NCCL runs") else "right")
+    for point, run, before, after, e0, e1 in zip(result.points, result.runs, result.before_us, result.after_us,
+                                                 result.errors_before, result.errors_after):
+        table.add_row(point.label, str(point.ranks), units.format_size(point.size_bytes), f"{run[0]}/{run[1]}",
+                      units.format_time(point.measured_us * 1e-6), units.format_time(before * 1e-6), f"{e0:.0%}",
+                      units.format_time(after * 1e-6), f"{e1:.0%}")
+    table.add_section()
+    table.add_row("geometric mean", "", "", "", "", "", f"{result.geomean(result.errors_before):.1%}", "",
+                  f"{result.geomean(result.errors_after):.1%}")
+    fitted = ", ".join(f"{k} {v * 1e6:.3g} us" if "latency" in k else f"{k} {v:.3f}"
+                       for k, v in result.calibration.parameters.items())
+    table.caption = f"fitted: {fitted}"
     return table

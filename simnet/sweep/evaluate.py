@@ -24,7 +24,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
 
     def run(size: int):
         if size not in cache:
-            cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, **scenario.options)
+            cache[size] = simulate(topology, point.algorithm, size, model=scenario.model,
+                                   calibration=scenario.calibration, **scenario.options)
         return cache[size]
 
     for size in scenario.sizes:

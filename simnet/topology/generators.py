@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from simnet.topology.hardware import GPUS, pcie_bandwidth
-from simnet.topology.schema import Bandwidth, Count, GpuName, LinkSpec, Latency, NodeSpec, Strict, Transport
+from simnet.topology.schema import Bandwidth, Count, GpuName, Latency, LinkSpec, NodeSpec, Strict, Transport
 
 __all__ = ["GENERATORS", "GROWTH", "generate", "grown", "GeneratorError"]
 
@@ -39,7 +39,7 @@ def _link(a: str, b: str, bandwidth: float, latency: float, type: str | None = N
 
 
 def _node(id: str, kind: str, **attributes) -> NodeSpec:
-    fields = ("host", "rack", "region", "gpu", "transport", "nvls", "sharp")
+    fields = ("host", "rack", "region", "gpu", "transport", "net_latency", "nvls", "sharp")
     return NodeSpec.model_construct(id=id, kind=kind, rank=None, **{key: attributes.get(key) for key in fields})
 
 
@@ -93,8 +93,10 @@ class LeafSpineParams(Strict):
     nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
     nvls: bool | None = None  # NVLink SHARP in each host's NVSwitch; default: what the GPU supports
     nic_per: Literal["gpu", "host"] = "gpu"
+    nics_per_host: Count | None = None  # instead of nic_per: N NICs per host, GPUs spread over them evenly
     nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7
     transport: Transport = "ib"
+    net_latency: Latency | None = None  # what the NICs' transport adds per network step; default: the transport's
     pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
     pcie_latency: Latency = 1e-6  # GPU -> NIC through a PCIe switch; above NVLink, so peers talk over NVLink
     link_latency: Latency = 1e-6  # NIC <-> ToR and ToR <-> spine, cable + switch hop
@@ -110,12 +112,25 @@ class LeafSpineParams(Strict):
             raise ValueError("give uplink_bandwidth or oversubscription, not both")
         return self
 
+    def host_nics(self) -> int:
+        """NICs per host: ``nics_per_host``, else one per GPU or one per host (``nic_per``)."""
+        if self.nics_per_host is not None:
+            return self.nics_per_host
+        return self.gpus_per_host if self.nic_per == "gpu" else 1
+
+    def nics_of(self, gpu: int) -> list[int]:
+        """The NICs (indices in the host) GPU ``gpu`` is attached to over PCIe: with more NICs
+        than GPUs each GPU has its own few, with fewer the GPUs share them in order."""
+        nics, gpus = self.host_nics(), self.gpus_per_host
+        if nics >= gpus:
+            return [j for j in range(nics) if j * gpus // nics == gpu]
+        return [gpu * nics // gpus]
+
     def tor_uplink(self) -> float:
         """Bandwidth of one ToR -> spine link in bytes/s (each direction)."""
         if self.uplink_bandwidth is not None:
             return self.uplink_bandwidth
-        nics = self.gpus_per_host if self.nic_per == "gpu" else 1
-        down = self.hosts_per_rack * nics * self.nic_bandwidth
+        down = self.hosts_per_rack * self.host_nics() * self.nic_bandwidth
         return down / (self.oversubscription or 1.0) / self.spines
 
 
@@ -210,21 +225,18 @@ def _leaf_spine(p: LeafSpineParams, prefix: str, region: str | None) -> tuple[No
             nvswitch_id = f"{host}-nvswitch"
             if p.gpus_per_host > 1:
                 infra.append(_node(nvswitch_id, "switch", nvls=nvls, **labels))
-            if p.nic_per == "host":
-                infra.append(_node(f"{host}-nic", "nic", transport=p.transport, **labels))
-                links.append(_link(f"{host}-nic", tor, p.nic_bandwidth, p.link_latency, "net"))
+            nics = [f"{host}-nic"] if p.nic_per == "host" and p.nics_per_host is None else \
+                [f"{host}-nic{j}" for j in range(p.host_nics())]
+            for nic in nics:
+                infra.append(_node(nic, "nic", transport=p.transport, net_latency=p.net_latency, **labels))
+                links.append(_link(nic, tor, p.nic_bandwidth, p.link_latency, "net"))
             for g in range(p.gpus_per_host):
                 gpu = f"{host}-gpu{g}"
                 gpus.append(_node(gpu, "gpu", gpu=p.gpu, **labels))
                 if p.gpus_per_host > 1:
                     links.append(_link(gpu, nvswitch_id, nvlink, p.nvlink_latency, "nvlink"))
-                if p.nic_per == "gpu":
-                    nic = f"{host}-nic{g}"
-                    infra.append(_node(nic, "nic", transport=p.transport, **labels))
-                    links.append(_link(gpu, nic, pcie, p.pcie_latency, "pcie"))
-                    links.append(_link(nic, tor, p.nic_bandwidth, p.link_latency, "net"))
-                else:
-                    links.append(_link(gpu, f"{host}-nic", pcie, p.pcie_latency, "pcie"))
+                for j in p.nics_of(g):
+                    links.append(_link(gpu, nics[j], pcie, p.pcie_latency, "pcie"))
     if p.racks == 1:
         return gpus + infra, links, tors
     spines = [f"{prefix}spine{s}" for s in range(p.spines)]

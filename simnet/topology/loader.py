@@ -63,7 +63,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.error(loc + ("rank",), f"only GPUs have ranks; {node.id!r} is a {node.kind}")
         where[node.id] = loc
         graph.add_node(node.id, kind=node.kind, host=node.host, rack=node.rack, region=node.region,
-                       **{k: v for k in ("gpu", "transport", "nvls", "sharp") if (v := getattr(node, k)) is not None})
+                       **{k: v for k in ("gpu", "transport", "net_latency", "nvls", "sharp") if (v := getattr(node, k)) is not None})
     for link, loc in links:
         for end in ("a", "b"):
             name = getattr(link, end)
@@ -82,7 +82,13 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     if not gpus:
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
     _check_reachable(graph, gpus, where, source)
-    return Topology(spec.name, graph, gpus, spec.description, source.file)
+    calibration = None
+    if spec.calibration is not None:
+        calibration = Path(source.file).parent / spec.calibration
+        if not calibration.is_file():
+            raise source.error(prefix + ("calibration",), f"no calibration profile {str(calibration)!r}")
+        calibration = str(calibration)
+    return Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration)
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:

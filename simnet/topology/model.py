@@ -62,6 +62,7 @@ class Topology:
     gpus: list[str]
     description: str = ""
     source: str | None = None
+    calibration: str | None = None  # path of the calibration profile the topology names
     cache: RouteCache = field(default_factory=RouteCache, repr=False)
 
     def __post_init__(self) -> None:

@@ -45,15 +45,16 @@ GpuName = Literal[GPU_NAMES]  # type: ignore[valid-type]
 Transport = Literal[TRANSPORTS]  # type: ignore[valid-type]
 LinkType = Literal[LINK_TYPES]  # type: ignore[valid-type]
 
-_ONLY_ON = {"gpu": "gpu", "transport": "nic", "nvls": "switch", "sharp": "switch"}
+_ONLY_ON = {"gpu": "gpu", "transport": "nic", "net_latency": "nic", "nvls": "switch", "sharp": "switch"}
 
 
 class NodeSpec(Strict):
     """One vertex: a GPU (a rank), a switch, a NIC, a host bridge or a parameter server.
 
-    Hardware attributes: ``gpu`` (generation, on GPUs), ``transport`` (on NICs), ``nvls``
-    (an NVSwitch that reduces and multicasts: NVLink SHARP) and ``sharp`` (a network switch
-    that reduces: SHARP), on switches.
+    Hardware attributes: ``gpu`` (generation, on GPUs), ``transport`` and ``net_latency``
+    (what the NIC's transport adds to every network step) on NICs, ``nvls`` (an NVSwitch that
+    reduces and multicasts: NVLink SHARP) and ``sharp`` (a network switch that reduces:
+    SHARP) on switches.
     """
 
     id: Annotated[str, Field(min_length=1)]
@@ -64,6 +65,7 @@ class NodeSpec(Strict):
     rank: Annotated[int, Field(ge=0)] | None = None
     gpu: GpuName | None = None
     transport: Transport | None = None
+    net_latency: Latency | None = None  # software latency the NIC's transport adds per network step
     nvls: bool | None = None
     sharp: bool | None = None
 
@@ -94,3 +96,4 @@ class TopologySpec(Strict):
     generate: dict[str, Any] | list[dict[str, Any]] | None = None
     nodes: list[NodeSpec] = []
     links: list[LinkSpec] = []
+    calibration: str | None = None  # a profile from simnet calibrate, relative to this file

@@ -1,0 +1,111 @@
+"""A calibration profile: what ``simnet calibrate`` fitted to a system's own nccl-tests logs.
+
+The NCCL-faithful model's free parameters, each a correction on top of NCCL's published
+figures: latency added to the collective's start, to every step inside a node and to
+every network step, and factors on every effective rate (and NCCL's ceilings) and on the
+network's alone. A topology (or scenario) names its profile with ``calibration:
+profile.yaml``; the file looks like::
+
+    calibration:
+      base_latency: 6.5 us
+      intra_step_latency: 0.3 us
+      network_step_latency: 4 us
+      bandwidth: {64 KiB: 0.8, 1 MiB: 0.83, 16 MiB: 0.86, 256 MiB: 0.9, 4 GiB: 0.97}   # or one factor
+      network_bandwidth: 0.92
+    fitted: {...}     # what it was fitted on and how well (written by simnet calibrate)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+from pydantic import BeforeValidator, Field, ValidationError
+
+from simnet import units
+from simnet.topology.schema import Strict
+from simnet.yamlsource import load_yaml
+
+__all__ = ["Calibration", "load_calibration", "calibration_document", "KNOTS"]
+
+SignedTime = Annotated[float, BeforeValidator(units.parse_time), Field(ge=-1e-3, le=1e-1)]
+Factor = Annotated[float, Field(gt=0.05, le=2.0)]
+
+
+KNOTS = tuple(2**e for e in (16, 20, 24, 28, 32))
+"""Sizes at which a profile states its bandwidth factor: 64 KiB, 1 MiB, 16 MiB, 256 MiB, 4 GiB."""
+
+
+class _CalibrationSpec(Strict):
+    base_latency: SignedTime = 0.0
+    intra_step_latency: SignedTime = 0.0
+    network_step_latency: SignedTime = 0.0
+    bandwidth: Factor | dict[Annotated[int, BeforeValidator(units.parse_size)], Factor] = 1.0
+    network_bandwidth: Factor = 1.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Corrections to the nccl model (seconds and factors); the default changes nothing.
+
+    ``bandwidth`` is one factor, or factors by message size (``{size in bytes: factor}``,
+    interpolated on log size and held flat beyond the ends): real systems lose more of
+    NCCL's modelled bandwidth at some sizes than at others.
+    """
+
+    base_latency: float = 0.0
+    intra_step_latency: float = 0.0
+    network_step_latency: float = 0.0
+    bandwidth: float | tuple[tuple[int, float], ...] = 1.0
+    network_bandwidth: float = 1.0
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if isinstance(self.bandwidth, dict):
+            object.__setattr__(self, "bandwidth", tuple(sorted(self.bandwidth.items())))
+
+    def bandwidth_at(self, size: int) -> float:
+        """The bandwidth factor for a collective of ``size`` bytes."""
+        if not isinstance(self.bandwidth, tuple):
+            return self.bandwidth
+        sizes = np.log2([max(s, 1) for s, _ in self.bandwidth])
+        return float(np.interp(np.log2(max(size, 1)), sizes, [f for _, f in self.bandwidth]))
+
+    @property
+    def parameters(self) -> dict[str, float]:
+        """The fitted numbers by name (one per size for a bandwidth by size)."""
+        values = {k: v for k, v in asdict(self).items() if k not in ("source", "bandwidth")}
+        if isinstance(self.bandwidth, tuple):
+            values.update({f"bandwidth at {units.format_size(s)}": f for s, f in self.bandwidth})
+        else:
+            values["bandwidth"] = self.bandwidth
+        return values
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """A profile file's ``calibration`` section; ``InputError`` naming file, line and field."""
+    data, source = load_yaml(path)
+    if not isinstance(data, dict) or not isinstance(data.get("calibration"), dict):
+        raise source.error((), "expected a calibration profile: a mapping with a 'calibration' section "
+                               "(simnet calibrate writes one)")
+    try:
+        spec = _CalibrationSpec.model_validate(data["calibration"])
+    except ValidationError as exc:
+        raise source.from_validation(exc, ("calibration",), _CalibrationSpec) from None
+    return Calibration(**spec.model_dump(), source=str(path))
+
+
+def calibration_document(calibration: Calibration, fitted: dict) -> dict:
+    """The YAML document of a profile: the parameters with units, and how they were fitted."""
+    p = calibration
+    bandwidth = ({units.format_size(s): round(f, 4) for s, f in p.bandwidth} if isinstance(p.bandwidth, tuple)
+                 else round(p.bandwidth, 4))
+    return {"calibration": {
+        "base_latency": f"{p.base_latency * 1e6:.4g} us",
+        "intra_step_latency": f"{p.intra_step_latency * 1e6:.4g} us",
+        "network_step_latency": f"{p.network_step_latency * 1e6:.4g} us",
+        "bandwidth": bandwidth,
+        "network_bandwidth": round(p.network_bandwidth, 4)},
+        "fitted": fitted}

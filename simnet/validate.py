@@ -1,0 +1,183 @@
+"""simnet against public nccl-tests results: the table in docs/validation.md.
+
+``validation/nccl_tests_public.yaml`` holds public ``all_reduce_perf`` rows (each with its
+source and the row as printed) and, per system, the hardware to build it from. Every
+point is simulated as nccl-tests runs it: ``auto`` (what NCCL would pick) under the
+``nccl`` model, with the point's NCCL_ALGO / NCCL_PROTO. The error of a point is
+``max(predicted / measured, measured / predicted) - 1`` where measured is the faster of
+the out-of-place and in-place times (both time the same collective; the first row of a
+sweep is often inflated by warm-up in one of them); the summaries are geometric means of
+``1 + error``, minus one, over all points, large (>= 128 MiB) and small (<= 1 MiB).
+
+    python -m simnet.validate            # print the table
+    python -m simnet.validate --write    # rewrite docs/validation.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from simnet import units
+
+__all__ = ["DATA", "Point", "Row", "load_points", "topology_for", "predict", "predict_all", "summarize", "markdown",
+           "LARGE", "SMALL"]
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "validation" / "nccl_tests_public.yaml"
+DOC = ROOT / "docs" / "validation.md"
+LARGE = 128 * 2**20
+SMALL = 2**20
+
+
+@dataclass(frozen=True)
+class Point:
+    """One public measurement (time in us, as nccl-tests prints it)."""
+
+    id: str
+    system: str
+    description: str
+    hardware: dict
+    nodes: int
+    ranks: int
+    size_bytes: int
+    time_us: float  # the faster of the out-of-place and in-place times, as printed
+    env: dict
+    source: str
+    url: str | None
+    not_counted: str | None = None  # why the point is shown but left out of the summary
+
+
+@dataclass(frozen=True)
+class Row:
+    """A point with simnet's prediction: algorithm, protocol and time (us)."""
+
+    point: Point
+    algorithm: str
+    protocol: str | None
+    predicted_us: float
+
+    @property
+    def error(self) -> float:
+        """max(predicted/measured, measured/predicted) - 1."""
+        ratio = self.predicted_us / self.point.time_us
+        return max(ratio, 1 / ratio) - 1
+
+
+def load_points(path: Path = DATA) -> list[Point]:
+    """The public points with their systems' descriptions and hardware."""
+    data = yaml.safe_load(Path(path).read_text())
+    systems = {s["id"]: s for s in data["systems"]}
+    skip = data.get("not_counted", {})
+    return [Point(p["id"], p["system"], systems[p["system"]]["description"], systems[p["system"]]["hardware"],
+                  p["nodes"], p["ranks"], p["size_bytes"], min(p["time_us"], p.get("inplace_time_us", math.inf)),
+                  p.get("env", {}), p["source"], p.get("url"),
+                  skip.get(p["id"]))
+            for p in data["points"]]
+
+
+def topology_for(point: Point):
+    """The system as a simnet topology: one NVSwitch server, or a rack of them on one switch."""
+    from simnet.topology import topology_from_dict
+
+    hardware = dict(point.hardware)
+    per_host = hardware.pop("gpus_per_host", point.ranks // point.nodes)
+    if point.nodes == 1:
+        generate = {"kind": "nvswitch", "gpus": point.ranks, "gpu": hardware["gpu"]}
+    else:
+        generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": point.nodes, "gpus_per_host": per_host,
+                    **hardware}
+    return topology_from_dict({"name": point.system, "generate": generate})
+
+
+def predict(point: Point) -> Row:
+    """simnet's prediction for one point: ``auto`` under the nccl model with the point's env."""
+    from simnet.runner import simulate
+
+    result = simulate(topology_for(point), "auto", point.size_bytes, env=point.env)
+    return Row(point, result.algorithm, result.protocol, result.time_s * 1e6)
+
+
+def _geomean_error(rows: list[Row]) -> float | None:
+    if not rows:
+        return None
+    return math.exp(sum(math.log1p(r.error) for r in rows) / len(rows)) - 1
+
+
+def summarize(rows: list[Row]) -> dict[str, float | None]:
+    """Geometric-mean error factor minus one over the counted points: overall, large
+    (>= 128 MiB), small (<= 1 MiB)."""
+    rows = [r for r in rows if r.point.not_counted is None]
+    return {"overall": _geomean_error(rows),
+            "large": _geomean_error([r for r in rows if r.point.size_bytes >= LARGE]),
+            "small": _geomean_error([r for r in rows if r.point.size_bytes <= SMALL]),
+            "points": len(rows)}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
+    """docs/validation.md: summary, method, and one row per point."""
+    s = summarize(rows)
+    lines = [
+        "# Validation: simnet against public nccl-tests results", "",
+        "Every row below is a public `all_reduce_perf` measurement (the faster of its out-of-place and in-place",
+        "times, as printed: both time the same collective, and warm-up often inflates one in a sweep's first row) and what",
+        "simnet predicts for it out of the box: `model: nccl`, `auto` (what NCCL would pick), the point's",
+        "`NCCL_ALGO`/`NCCL_PROTO`, on the system built from the hardware the source states",
+        "(`validation/nccl_tests_public.yaml`, which also quotes each row). Error is",
+        "`max(predicted/measured, measured/predicted) - 1`; summaries are geometric means. Regenerate with",
+        "`python -m simnet.validate --write`; `tests/test_validation.py` keeps this page true.", "",
+        "| points | overall | large (>= 128 MiB) | small (<= 1 MiB) |", "|---|---|---|---|",
+        f"| {s['points']} | {_pct(s['overall'])} | {_pct(s['large'])} | {_pct(s['small'])} |", "",
+        "Targets: overall <= 15 %, large <= 10 %, small <= 30 %.", "",
+        "| system | ranks | size | measured | predicted | error | simnet runs | source |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        p = r.point
+        env = " ".join(f"{k}={v}" for k, v in p.env.items())
+        source = f"[{p.source}]({p.url})" if p.url else p.source
+        mark = " (not counted)" if p.not_counted else ""
+        lines.append(f"| {p.description}{' (' + env + ')' if env else ''}{mark} | {p.ranks} | "
+                     f"{units.format_size(p.size_bytes)} | {units.format_time(p.time_us * 1e-6)} | "
+                     f"{units.format_time(r.predicted_us * 1e-6)} | {r.error:.0%} | "
+                     f"{r.algorithm}/{r.protocol} | {source.replace('|', '/')} |")
+    reasons = sorted({r.point.not_counted for r in rows if r.point.not_counted})
+    lines += ["", "Rows marked *not counted* are shown but left out of the summary:", ""]
+    lines += [f"* {why}" for why in reasons]
+    lines += ["", "Systems left out, and why:", ""]
+    lines += [f"* `{name}`: {why}" for name, why in excluded.items()]
+    return "\n".join(lines) + "\n"
+
+
+def predict_all(points: list[Point], workers: int | None = None) -> list[Row]:
+    """``predict`` every point, on ``workers`` processes (default: the cores)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(predict, points))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"rewrite {DOC.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    data = yaml.safe_load(DATA.read_text())
+    rows = predict_all(load_points())
+    text = markdown(rows, data.get("excluded_systems", {}))
+    if args.write:
+        DOC.write_text(text)
+        print(f"wrote {DOC}")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

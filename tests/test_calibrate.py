@@ -1,0 +1,124 @@
+"""simnet calibrate: nccl-tests logs as printed, the fit, and profiles that topologies name."""
+
+import pytest
+import yaml
+
+from simnet import InputError, topology_from_dict
+from simnet.calibrate import fit, points_of
+from simnet.model.calibration import Calibration, load_calibration
+from simnet.nccltests import parse_log
+from simnet.runner import simulate
+
+HEADER = """# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 8 maxBytes 16777216 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+{devices}#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)
+"""
+FOOTER = """# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 1.234
+#
+# Collective test concluded: all_reduce_perf
+"""
+
+
+def write_log(times: dict[int, float], ranks: int) -> str:
+    """An all_reduce_perf log in the current layout, with the times (us) we choose."""
+    devices = "".join(f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on node{r // 2} device {r % 2:2d} [0000:0f:00] "
+                      "NVIDIA H100 80GB HBM3\n" for r in range(ranks))
+    rows = []
+    for size, time in times.items():
+        algbw = size / time / 1e3
+        busbw = algbw * 2 * (ranks - 1) / ranks
+        rows.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {time:7.2f}  {algbw:6.2f}  {busbw:6.2f}"
+                    f"       0  {time * 1.01:7.2f}  {algbw / 1.01:6.2f}  {busbw / 1.01:6.2f}       0")
+    return HEADER.format(devices=devices) + "\n".join(rows) + "\n" + FOOTER
+
+
+def test_the_parser_reads_every_layout_as_printed():
+    text = "\n".join([
+        "[1,0]<stdout>:#  Rank  0 Group  0 Pid  11 on a device  0 [0x1a] NVIDIA A100-SXM4-40GB",
+        "[1,0]<stdout>:#  Rank  1 Group  0 Pid  12 on b device  0 [0x1a] NVIDIA A100-SXM4-40GB",
+        "a:12:34 [0] NCCL INFO Channel 00/02 : 0 1",
+        "[1,0]<stdout>:        1024           256     float     sum      -1    29.75    0.03    0.06      0    29.45"
+        "    0.03    0.07      0",
+        "0:     1048576        262144     float     sum      -1    71.93   14.58   27.33    N/A    71.47   14.67   27.51"
+        "    N/A",
+        "           8             2   float     sum    167.5    0.00    0.00  2e-07    167.1    0.00    0.00  1e-07",
+        "           0             0     float     sum      -1     0.10    0.00    0.00      0     0.10    0.00    0.00"
+        "      0",
+    ])
+    log = parse_log(text, "mixed.log")
+    assert log.ranks == 2
+    assert [(r.size_bytes, r.time_us, r.inplace_time_us) for r in log.rows] == [
+        (1024, 29.75, 29.45), (1048576, 71.93, 71.47), (8, 167.5, 167.1)]  # size 0 rows are dropped
+    assert log.rows[0].best_us == 29.45
+
+
+def test_an_unreadable_row_is_one_line_naming_it():
+    text = write_log({1024: 30.0}, 2).replace("float     sum      -1    30.00", "float     sum      -1    fast")
+    with pytest.raises(InputError, match=r"x.log:\d+: not an nccl-tests row"):
+        parse_log(text, "x.log")
+    with pytest.raises(InputError, match="no nccl-tests rows found"):
+        parse_log("# nothing here\n", "empty.log")
+
+
+def _pairs():
+    """2 hosts x 2 H100, a 400 Gb/s NIC per GPU: small and quick to simulate."""
+    return topology_from_dict({"name": "pairs", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                             "gpus_per_host": 2}})
+
+
+def test_calibration_recovers_what_logs_were_made_with():
+    # a system whose network steps cost 12 us more and whose links run at 80 % of NCCL's
+    # figures: its logs on one host (2 ranks) and on both (4 ranks), fitted, predict it within
+    # 5 % and give the network step and the rate back (the start-up and in-host step
+    # latencies trade against each other: both add to every size of these small rings)
+    topo = _pairs()
+    truth = Calibration(network_step_latency=12e-6, bandwidth=0.8)
+    sizes = [8, 1024, 65536, 2**20, 2**22, 2**24]
+    logs = []
+    for ranks in (2, 4):
+        times = {s: simulate(topo, "auto", s, gpus=ranks, calibration=truth, env={}).time_s * 1e6 for s in sizes}
+        logs.append(parse_log(write_log(times, ranks), f"made{ranks}.log"))
+    result = fit(topo, points_of(logs, topo))
+    assert result.geomean(result.errors_before) > 0.15
+    assert result.geomean(result.errors_after) <= 0.05
+    fitted = result.calibration
+    assert fitted.network_step_latency == pytest.approx(12e-6, abs=3e-6)
+    assert fitted.bandwidth_at(2**22) * fitted.network_bandwidth == pytest.approx(0.8, rel=0.1)
+
+
+def test_profiles_are_named_by_topologies_and_scenarios(tmp_path, cli):
+    profile = tmp_path / "slow.cal.yaml"
+    profile.write_text(yaml.safe_dump({"calibration": {"base_latency": "10 us", "bandwidth": 0.5}}))
+    topology = tmp_path / "pairs.yaml"
+    topology.write_text("name: pairs\ncalibration: slow.cal.yaml\n"
+                        "generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}\n")
+    plain = simulate(_pairs(), "ring", 8)
+    slow = simulate(topology, "ring", 8)
+    assert slow.time_s == pytest.approx(plain.time_s + 10e-6, rel=1e-4)  # (8 B at half the rate: a few ps more)
+    assert simulate(topology, "ring", 2**28).time_s > 1.9 * simulate(_pairs(), "ring", 2**28).time_s
+    bad = tmp_path / "bad.cal.yaml"
+    bad.write_text("calibration:\n  bandwidth: 7\n")
+    with pytest.raises(InputError, match=r"bad.cal.yaml:2: calibration.bandwidth: 7 must be at most 2"):
+        load_calibration(bad)
+
+
+def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
+    topo_file = tmp_path / "pairs.yaml"
+    topo_file.write_text("name: pairs\ngenerate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}\n")
+    log = tmp_path / "mine.log"
+    log.write_text(write_log({8: 40.0, 65536: 60.0, 2**20: 120.0}, 4))
+    out = tmp_path / "mine.cal.yaml"
+    result = cli("calibrate", log, "-t", topo_file, "-o", out, "--plot", tmp_path / "fit.png")
+    assert result.exit_code == 0, result.stderr
+    assert "geometric mean" in result.stdout and "mine.log:" in result.stdout
+    assert load_calibration(out).base_latency != 0
+    assert (tmp_path / "fit.png").stat().st_size > 10_000
+    bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
+    assert bad.exit_code == 2 and "cannot read log" in bad.stderr

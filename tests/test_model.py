@@ -1,0 +1,149 @@
+"""The NCCL-faithful model: NCCL's cost model as published in its source, and the simulation
+that builds on it. Expected numbers are worked out by hand from NCCL v2.30.7's constants
+(src/graph/tuning.cc, topo.h) for the systems named."""
+
+import numpy as np
+import pytest
+
+from simnet import topology_from_dict
+from simnet.model import tuning
+from simnet.runner import simulate
+
+DGX_H100 = tuning.System(ranks=8, nodes=1, cc=90, nvlink_bw=370.8, pci_bw=48, nvls=True)
+H100_2N = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=8, nvls=True)
+
+
+def box(**extra):
+    return topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100", **extra}})
+
+
+def two_nodes(**extra):
+    return topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8, **extra}})
+
+
+# ------------------------------------------------------------------ NCCL's own model
+
+def test_graphs_of_a_dgx_h100():
+    # one node: 6 channels of 60 GB/s fit 370.8 GB/s of NVLink, duplicated at half speed;
+    # NVLS: 8 channels, (8+1) x 40 <= 370.8, bwInter raised to 60; across nodes one channel per NIC at 48
+    assert tuning.graph(DGX_H100, "Ring") == tuning.Graph(12, 30, 30)
+    assert tuning.graph(DGX_H100, "NVLS") == tuning.Graph(8, 40, 60)
+    assert tuning.graph(H100_2N, "Ring") == tuning.Graph(8, 48, 48)
+
+
+@pytest.mark.parametrize("algorithm, protocol, bus, latency", [
+    ("Ring", "LL", 141.0, 6.6 + 14 * 0.6),  # min(llMaxBw 141, 0.5 x 360)
+    ("Ring", "LL128", 331.2, 14.0 + 14 * 1.9),  # min(0.92 x 360, 12 x 36.7)
+    ("Ring", "Simple", 360.0, 8.4 + 14 * 3.4),
+    ("NVLS", "Simple", 476.0, 25.0),  # 8 x min(40 x 0.85 x 7/8 x 2, 60)
+])
+def test_bandwidth_and_latency_of_a_dgx_h100(algorithm, protocol, bus, latency):
+    assert tuning.bus_bandwidth(DGX_H100, algorithm, protocol) == pytest.approx(bus)
+    assert tuning.latency(DGX_H100, algorithm, protocol) == pytest.approx(latency)
+
+
+def test_two_node_latencies():
+    # Ring: 2 inter-node steps of 14 us among 30; intra steps floored at 3 x 1 us of net overhead
+    assert tuning.latency(H100_2N, "Ring", "Simple") == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0)
+    # Tree: 2 x ((ppn-1) x intra + log2(nodes) x inter)
+    assert tuning.latency(H100_2N, "Tree", "LL") == pytest.approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0))
+    # NVLSTree: NVLS's 25 us once, then 2 x log2(nodes) network steps of 20.9 us
+    assert tuning.latency(H100_2N, "NVLSTree", "Simple") == pytest.approx(25.0 + 2 * 20.9)
+
+
+def test_what_nccl_picks_on_a_dgx_h100():
+    # Ring/LL for small messages, NVLS from the size where its 25 us pay off
+    assert tuning.pick(DGX_H100, 8).algorithm == "Ring" and tuning.pick(DGX_H100, 8).protocol == "LL"
+    assert tuning.pick(DGX_H100, 2**30).algorithm == "NVLS"
+    # 1 MiB: Ring/LL 15 us + 1 MiB / (141 x 8/14) GB/s = 28.0 us beats NVLS's 25 + 1 MiB / 272 = 28.9 us
+    choice = tuning.pick(DGX_H100, 2**20)
+    assert (choice.algorithm, choice.protocol) == ("Ring", "LL")
+    assert choice.time_s * 1e6 == pytest.approx(28.0, abs=0.05)
+    with pytest.raises(ValueError, match="NVLS needs an NVSwitch that reduces"):
+        tuning.pick(tuning.System(ranks=8, nodes=1, cc=80, nvlink_bw=240), 2**20, nccl_algo="NVLS")
+
+
+def test_system_of_reads_nccls_rates_off_a_topology():
+    system = tuning.system_of(two_nodes())
+    assert (system.ranks, system.nodes, system.cc, system.nics) == (16, 2, 90, 8)
+    assert system.nvlink_bw == pytest.approx(370.8)  # 18 x 20.6
+    assert system.nic_bw == pytest.approx(48.0)  # PCIe Gen5 x16 as NCCL counts it (48 GB/s), below the NIC's 50
+
+
+# ------------------------------------------------------------------ the simulation
+
+def test_ideal_keeps_line_rates_and_nccl_uses_nccls():
+    size = 2**30
+    ideal = simulate(box(), "ring", size, model="ideal")
+    line_rate_time = 14 * (1e-6 + size / (8 * 450e9))  # 2(N-1)(L + S/(N B)), NVLink 4 at 450 GB/s
+    assert ideal.time_s == pytest.approx(line_rate_time, rel=1e-6)
+    nccl = simulate(box(), "ring", size)
+    assert nccl.model == "nccl" and nccl.protocol == "Simple" and nccl.channels == 12
+    assert {link.capacity_Bps for link in nccl.links} == {370.8e9}  # 18 NVLinks x 20.6 GB/s
+    assert nccl.time_s == pytest.approx(tuning.predict(DGX_H100, "Ring", "Simple", size), rel=0.02)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree"])
+@pytest.mark.parametrize("size", [8, 2**16, 2**20, 2**26, 2**30])
+def test_uncontended_simulation_meets_nccls_own_model(algorithm, size):
+    # two nodes on a non-blocking switch: nothing slows NCCL down but NCCL itself, so the
+    # replay (per-step latencies, protocol, ceilings) lands on NCCL's prediction, give or take
+    # what the replay adds: pipeline fill, and the ring's critical path crossing the network
+    # 4 times to NCCL's 2 (8 us at small sizes)
+    topo = two_nodes()
+    result = simulate(topo, algorithm, size)
+    predicted = tuning.predict(tuning.system_of(topo), tuning.NCCL_NAMES[algorithm], result.protocol, size)
+    if algorithm == "tree" and result.protocol == "Simple":
+        # Simple forwards whole 512 KiB steps: a channel of k of them through 2D hops
+        # (D = 7 GPUs of chain + 1 between hosts) fills its pipe in 2D - 1 extra steps,
+        # which NCCL's model leaves to its size correction
+        k = size / 16 / (512 * 1024)
+        assert predicted * 0.98 <= result.time_s <= predicted * (2 * 8 + k - 1) / k * 1.02
+    else:
+        # below 1 GiB a channel pipelines few chunks, whose fill NCCL's model leaves out
+        assert result.time_s == pytest.approx(predicted, rel=0.1 if size >= 2**30 else 0.3)
+
+
+def test_protocols_carry_their_flags_on_the_wire():
+    # LL sends 8 data bytes in every 16, LL128 120 in every 128: a ring link carries
+    # 2(N-1)/N S of data, times that
+    for size, protocol, wire in ((2**16, "LL", 2.0), (2**24, "LL128", 128 / 120)):
+        result = simulate(box(), "ring", size, env={"NCCL_PROTO": protocol})
+        assert result.protocol == protocol
+        assert np.allclose([link.bytes for link in result.links], 2 * 7 / 8 * size * wire)
+
+
+def test_small_messages_pay_nccls_latency_per_step():
+    # 8 B on two nodes is Tree/LL: 6.8 base + 2 x (7 NVLink steps of 0.6 + 1 network step of 5.0)
+    result = simulate(two_nodes(), "auto", 8)
+    assert (result.algorithm, result.protocol) == ("tree", "LL")
+    assert result.time_s * 1e6 == pytest.approx(6.8 + 2 * (7 * 0.6 + 5.0), rel=1e-3)
+
+
+def test_a_transport_adds_its_own_latency_to_every_network_step():
+    # EFA: AWS's own model of the plugin charges 20 us per network step (aws-ofi-nccl
+    # src/tuner/nccl_ofi_model.cpp); a NIC may state its own (75 us on p4d)
+    assert simulate(two_nodes(transport="efa"), "tree", 8).time_s * 1e6 == pytest.approx(
+        6.8 + 2 * (7 * 0.6 + 5.0 + 20.0), rel=1e-3)
+    assert simulate(two_nodes(transport="efa", net_latency="75 us"), "tree", 8).time_s * 1e6 == pytest.approx(
+        6.8 + 2 * (7 * 0.6 + 5.0 + 75.0), rel=1e-3)
+
+
+def test_contention_slows_the_nccl_model_too():
+    # 4 racks of 2 hosts: a ring crosses every rack boundary; 8:1 oversubscribed uplinks
+    # give each ToR 100 GB/s up for 8 channels of up to 48 GB/s each
+    def racks(ratio):
+        return topology_from_dict({"name": "r", "generate": {"kind": "leaf_spine", "racks": 4, "hosts_per_rack": 2,
+                                                             "gpus_per_host": 8, "oversubscription": ratio}})
+    size = 2**30
+    open_fabric, thin = simulate(racks(1), "ring", size), simulate(racks(8), "ring", size)
+    assert thin.time_s > 3 * open_fabric.time_s
+    assert thin.bottleneck.src.startswith("tor") and thin.bottleneck.dst.startswith("spine")
+
+
+def test_nccl_proto_and_algo_are_honoured():
+    assert simulate(box(), "ring", 2**20, env={"NCCL_PROTO": "Simple"}).protocol == "Simple"
+    assert simulate(box(), "auto", 2**30, env={"NCCL_ALGO": "Ring"}).algorithm == "ring"
+    with pytest.raises(ValueError, match="unknown name 'Fast'"):
+        simulate(box(), "ring", 2**20, env={"NCCL_PROTO": "Fast"})

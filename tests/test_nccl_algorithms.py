@@ -1,0 +1,172 @@
+"""NCCL's algorithms (Ring over rails, Tree between hosts, NVLS, NVLSTree, CollNet), the
+pipelined hierarchical and direct: expectations from bounds and closed forms on paper, on
+the line-rate model."""
+
+import numpy as np
+import pytest
+
+from simnet import topology_from_dict
+from simnet.collectives import build_schedule
+from simnet.collectives.channels import channel_groups
+from simnet.runner import simulate
+
+
+def cluster(hosts=4, gpus=8, **extra):
+    return topology_from_dict({"name": "c", "generate": {
+        "kind": "leaf_spine", "racks": 1, "hosts_per_rack": hosts, "gpus_per_host": gpus, **extra}})
+
+
+def line_rate(topo, algorithm, size, **options):
+    return simulate(topo, algorithm, size, model="ideal", **options)
+
+
+def test_ring_uses_every_nic_rail():
+    # 4 hosts x 8 H100, a 400 Gb/s NIC per GPU: each host's 8 NICs carry one channel each,
+    # so busbw is bounded by 8 x 50 GB/s = 400 GB/s, not one NIC's 50
+    topo = cluster()
+    size = 2**30
+    result = line_rate(topo, "ring", size)
+    assert result.channels == 8
+    assert 340 <= result.busbw_GBps <= 400 * (1 + 1e-9)
+    n = len(topo.gpus)
+    sent = [link.bytes for link in result.links if link.src.endswith(("nic0", "nic3", "nic7"))
+            and link.dst.startswith("tor")]
+    assert sent and np.allclose(sent, 2 * (n - 1) / n * size / 8)  # one channel per NIC, in and out
+
+
+def test_one_channel_is_the_textbook_ring_through_one_nic_pair():
+    topo = cluster()
+    result = line_rate(topo, "ring", 2**28, channels=1)
+    assert 0.9 * 50 <= result.busbw_GBps <= 50 * (1 + 1e-9)
+
+
+def test_channels_alike_share_the_links_of_one_host():
+    # on one switch every channel takes the same links: C channels of S/C each take as long
+    # as one ring of S, 2(N-1)(L + S/(N B))
+    n, size, bandwidth = 8, 8 * 2**20, 10e9
+    topo = topology_from_dict({"name": "s", "generate": {"kind": "nvswitch", "gpus": n, "gpu_bandwidth": "10 GB/s",
+                                                         "latency": "1 us"}})
+    expected = 2 * (n - 1) * (2e-6 + size / (n * bandwidth))
+    for channels in (1, 4):
+        assert line_rate(topo, "ring", size, channels=channels).time_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_rings_leave_each_host_on_the_rail_they_enter_the_next():
+    topo = cluster(hosts=4)
+    for group in channel_groups(topo, topo.gpus, 8, "ring"):
+        for here, there in zip(group.hosts, group.hosts[1:] + group.hosts[:1]):
+            assert here[-1] % 8 == there[0] % 8  # the same GPU index: the same NIC rail
+
+
+def _hosts_on_a_full_mesh(n):
+    """n single-GPU hosts, each pair joined directly: every tree edge is its own link."""
+    nodes = [{"id": f"g{i}", "kind": "gpu", "host": f"h{i}"} for i in range(n)]
+    links = [{"a": f"g{i}", "b": f"g{j}", "bandwidth": "10 GB/s", "latency": "1 us"}
+             for i in range(n) for j in range(i + 1, n)]
+    return topology_from_dict({"name": "mesh", "nodes": nodes, "links": links})
+
+
+@pytest.mark.parametrize("n", [7, 9])
+def test_nccl_tree_between_hosts_is_the_double_binary_tree(n):
+    # one GPU per host: NCCL's Tree is the double binary tree over hosts, its two trees on
+    # two channels of half the data each, exactly the textbook double binary tree
+    topo = _hosts_on_a_full_mesh(n)
+    size, piece = 2**22, 2**18
+    nccl = line_rate(topo, "tree", size, channels=1, chunk_size=piece).time_s
+    textbook = line_rate(topo, "double_binary_tree", size, chunk_size=piece).time_s
+    assert nccl == pytest.approx(textbook, rel=1e-9)
+
+
+@pytest.mark.parametrize("n, k", [(4, 1), (8, 4), (5, 16)])
+def test_nccl_tree_inside_one_host_is_a_chain(n, k):
+    # a chain of n GPUs on dedicated links: a chunk climbs n-1 hops and comes back down,
+    # the k-1 chunks behind it one chunk time apart: 2(n-1)(L + c/B) + (k-1) c/B; NCCL's two
+    # channels (one per tree) take the same chain on one host and move their chunks together
+    topo = topology_from_dict({"name": "m", "generate": {"kind": "full_mesh", "gpus": n, "bandwidth": "10 GB/s",
+                                                         "latency": "1 us"}})
+    size = k * 2**20
+    chunk = size / k
+    expected = 2 * (n - 1) * (1e-6 + chunk / 10e9) + (k - 1) * chunk / 10e9
+    result = line_rate(topo, "tree", size, channels=1, chunk_size=size // (2 * k))
+    assert result.time_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_nvls_moves_each_byte_once_each_way():
+    # every GPU sends S up to the switch and gets S back: 2(L + c/B) + (k-1) c/B, where a
+    # ring moves 2(N-1)/N S each way; on 8 H100 its busbw is far above the ring's 450 GB/s
+    topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    size, k = 2**30, 1024
+    chunk = size / k
+    result = line_rate(topo, "nvls", size, chunk_size=size // k, channels=1)
+    expected = 2 * (0.5e-6 + chunk / 450e9) + (k - 1) * chunk / 450e9
+    assert result.time_s == pytest.approx(expected, rel=1e-6)
+    for link in result.links:
+        assert link.bytes == size
+    assert result.busbw_GBps > 1.7 * line_rate(topo, "ring", size).busbw_GBps
+
+
+def test_nvls_tree_uses_nvls_inside_and_the_rails_between_hosts():
+    topo = cluster(hosts=2)
+    size = 2**30
+    result = line_rate(topo, "nvls_tree", size)
+    # each host's 8 NICs carry its share once each way: S/8 per NIC and direction
+    nics = [link for link in result.links if link.dst.startswith("tor")]
+    assert len(nics) == 16 and np.allclose([link.bytes for link in nics], size / 8)
+    assert result.busbw_GBps > line_rate(topo, "ring", size).busbw_GBps
+
+
+@pytest.mark.parametrize("name, needs", [("nvls", "NVSwitch that reduces"), ("collnet_direct", "sharp: true"),
+                                         ("nvls_tree", "runs across hosts")])
+def test_in_network_algorithms_say_what_they_need(name, needs):
+    box = topology_from_dict({"name": "a100", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"}})
+    topo = box if name != "collnet_direct" else cluster(hosts=2)
+    with pytest.raises(ValueError, match=needs):
+        build_schedule(name, topo, 2**20)
+
+
+@pytest.mark.parametrize("name", ["collnet_direct", "collnet_chain"])
+def test_collnet_sends_each_host_share_once_each_way_through_sharp(name):
+    # one GPU per host on a SHARP switch: each NIC carries S up and S down, where a ring
+    # carries 2(N-1)/N S; the switch does the adding
+    topo = cluster(hosts=8, gpus=1, sharp=True)
+    size = 2**26
+    result = line_rate(topo, name, size)
+    up = [link.bytes for link in result.links if link.dst == "tor0"]
+    assert len(up) == 8 and np.allclose(up, size)
+    assert result.time_s < 0.7 * line_rate(topo, "ring", size).time_s
+
+
+def test_direct_closed_form():
+    n, size = 8, 8 * 2**20
+    topo = topology_from_dict({"name": "s", "generate": {"kind": "nvswitch", "gpus": n, "gpu_bandwidth": "10 GB/s",
+                                                         "latency": "1 us"}})
+    expected = 2 * (2e-6 + (n - 1) / n * size / 10e9)
+    assert line_rate(topo, "direct", size).time_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_hierarchical_overlaps_its_phases_piece_by_piece():
+    # slow NVLink and one slow NIC per host make the three phases comparable; in pieces the
+    # next piece reduce-scatters while the last one crosses the network
+    topo = cluster(hosts=4, nvlink_bandwidth="10 GB/s", nic_per="host", nic_bandwidth="100 Gb/s")
+    size = 2**28
+    whole = line_rate(topo, "hierarchical", size, inner="ring", chunk_size=size).time_s
+    pieces = line_rate(topo, "hierarchical", size, inner="ring", chunk_size=size // 32).time_s
+    assert pieces < 0.6 * whole
+
+
+def test_hierarchical_by_region_closed_form():
+    # 2 regions of 2 single-GPU hosts: a ring inside each region (g = 2) on S, then for each
+    # of the g shards a ring across the G = 2 regions, the g shards sharing the WAN:
+    # 2(g-1)(L_in + S/(g B_in)) + 2(G-1)(L_wan + (S/g/G) / (B_wan/g))
+    topo = topology_from_dict({"name": "x", "generate": {
+        "kind": "cross_region", "regions": 2, "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 1,
+        "nic_bandwidth": "400 Gb/s", "wan_bandwidth": "100 Gb/s", "wan_latency": "10 ms",
+        "gateway_bandwidth": "400 Gb/s"}})
+    size = 2**26
+    g = G = 2
+    a, b = topo.gpus[0], topo.gpus[1]  # same region
+    far = topo.gpus[2]
+    intra = 2 * (g - 1) * (topo.path_latency(a, b) + size / (g * topo.path_bandwidth(a, b)))
+    inter = 2 * (G - 1) * (topo.path_latency(a, far) + (size / g / G) / (100e9 / 8 / g))
+    result = line_rate(topo, "hierarchical", size, inner="ring", group_by="region", chunk_size=size)
+    assert result.time_s == pytest.approx(intra + inter, rel=1e-6)
