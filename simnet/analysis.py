@@ -54,12 +54,13 @@ def link_reports(replay) -> list[LinkReport]:
 
 
 def _machine(topo: Topology, link: LinkReport) -> str | None:
-    """The machine (GPU, NIC, host bridge, ps) this link attaches to the network, if any."""
-    if topo.kind(link.dst) in ENDPOINT_KINDS:
-        return link.dst
-    if topo.kind(link.src) in ENDPOINT_KINDS:
-        return link.src
-    return None
+    """The machine (GPU, NIC, host bridge, ps) this link attaches to the network, if any;
+    between two of them (a GPU's cable to its NIC) the one nearer the network."""
+    ends = [node for node in (link.dst, link.src) if topo.kind(node) in ENDPOINT_KINDS]
+    return min(ends, key=lambda node: _NEARER_THE_NETWORK.index(topo.kind(node)), default=None)
+
+
+_NEARER_THE_NETWORK = ("ps", "nic", "host", "gpu")
 
 
 def _port_remedy(algorithm: str, machine_kind: str) -> str:
@@ -67,7 +68,14 @@ def _port_remedy(algorithm: str, machine_kind: str) -> str:
         return "shard the server (options.ps_servers: K) or use a collective such as ring"
     if machine_kind == "ps":
         return "use more parameter servers or a faster server NIC"
-    return "use an algorithm with fewer flows per port (ring, hierarchical) or a faster NIC"
+    fewer = " or ".join(a for a in ("ring", "hierarchical") if a != algorithm)
+    return f"use an algorithm with fewer flows per port ({fewer}) or a faster NIC"
+
+
+def _fabric_remedy(algorithm: str) -> str:
+    local = ("hierarchical with group_by: rack (or region), or ring (each ring crosses a tier twice)"
+             if algorithm == "hierarchical" else "a rail-aligned algorithm (ring) or hierarchical")
+    return f"keep traffic below this tier ({local}) or give it more bandwidth (lower oversubscription)"
 
 
 def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
@@ -79,7 +87,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
     pull: busy the whole run), so overlapping saturation is never counted twice.
     """
     findings = []
-    ports: dict[tuple[str, frozenset], list[LinkReport]] = {}
+    ports: dict[str, dict[frozenset, list[LinkReport]]] = {}
     run = units.format_time(time_s)
     for link in links:
         machine = _machine(topo, link)
@@ -88,12 +96,12 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                 findings.append(Finding("link_congestion", link.name, (
                     f"{link.name}: {link.max_flows} flows shared {link.capacity_Bps / 1e9:.4g} GB/s, saturated "
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
-                    f"{units.format_time(link.bytes / link.capacity_Bps)} even at full speed. Remedy: keep traffic "
-                    "below this tier (a rail-aligned or hierarchical algorithm) or give it more bandwidth "
-                    "(lower oversubscription)")))
+                    f"{units.format_time(link.bytes / link.capacity_Bps)} even at full speed. Remedy: "
+                    f"{_fabric_remedy(algorithm)}")))
             continue
-        ports.setdefault((machine, frozenset((link.src, link.dst))), []).append(link)
-    for (machine, _), pair in ports.items():
+        ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
+    for machine, cables in ports.items():  # one warning per machine, about its busiest cable
+        pair = max(cables.values(), key=lambda links: max(link.port_saturated_fraction for link in links))
         busy = max(link.port_saturated_fraction for link in pair)
         flows = max(link.max_flows for link in pair)
         if busy < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:

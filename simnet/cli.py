@@ -201,16 +201,19 @@ def _print_notes(console, results) -> None:
             applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in ("nccl_algo", "nccl_proto") if run.auto.get(k))
             console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")
             break
-    shown = 3
+    groups: dict[tuple[str, str], list] = {}  # (algorithm, kind) -> runs that raised it, in size order
     for run in results.runs:
-        for kind in sorted({w.kind for w in run.warnings}):
-            alike = [w for w in run.warnings if w.kind == kind]
-            for warning in alike[:shown]:
-                console.print(f"[yellow]warning[/yellow] {kind} ({run.algorithm}, "
-                              f"{units.format_size(run.size_bytes)}): {warning.message}")
-            if len(alike) > shown:
-                console.print(f"  ... and {len(alike) - shown} more {kind} warnings like these "
-                              f"({run.algorithm}, {units.format_size(run.size_bytes)}); --json lists them all")
+        for kind in dict.fromkeys(w.kind for w in run.warnings):
+            groups.setdefault((run.algorithm, kind), []).append(run)
+    for (algorithm, kind), runs in groups.items():
+        largest = runs[-1]
+        alike = [w for w in largest.warnings if w.kind == kind]
+        console.print(f"[yellow]warning[/yellow] {kind} ({algorithm}, {units.format_size(largest.size_bytes)}): "
+                      f"{alike[0].message}")
+        more = [f"{len(alike) - 1} more like it"] if len(alike) > 1 else []
+        more += [f"also at {', '.join(units.format_size(r.size_bytes) for r in runs[:-1])}"] if len(runs) > 1 else []
+        if more:
+            console.print(f"  ({'; '.join(more)}: --json lists every one)")
 
 
 def _split_values(text: str) -> list[str]:
@@ -449,7 +452,8 @@ def topo_check(topology: Path) -> None:
     from simnet.topology.summary import summarize
 
     s = summarize(load_topology(topology))
-    others = ", ".join(f"{count} {_plural(_KIND_NAMES.get(kind, kind), count)}" for kind, count in sorted(s.kinds.items()) if kind != "gpu")
+    others = ", ".join(f"{count} {_plural(_KIND_NAMES.get(kind, kind), count)}"
+                       for kind, count in sorted(s.kinds.items()) if kind != "gpu")
     groups = ", ".join(f"{count} {_plural(level, count)}" for level, count in
                        (("host", s.hosts), ("rack", s.racks), ("region", s.regions)) if count)
     sampled = "" if s.worst_exact else " (searched from one GPU per host)"

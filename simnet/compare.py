@@ -62,5 +62,5 @@ def pareto_front(rows: list[dict]) -> list[dict]:
     """Rows no other row beats on both cost and time (rows without a cost are left out)."""
     priced = [r for r in rows if r["cost"] is not None]
     return [r for r in priced if not any(
-        o["cost"] <= r["cost"] and o["merit_s"] <= r["merit_s"] and (o["cost"] < r["cost"] or o["merit_s"] < r["merit_s"])
-        for o in priced)]
+        o["cost"] <= r["cost"] and o["merit_s"] <= r["merit_s"]
+        and (o["cost"] < r["cost"] or o["merit_s"] < r["merit_s"]) for o in priced)]

@@ -103,7 +103,7 @@ class Workload(Strict):
     backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
 
     @model_validator(mode="after")
-    def _complete(self) -> "Workload":
+    def _complete(self) -> Workload:
         if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
         if self.gradient_size is None and self.parameters is None:
@@ -167,7 +167,7 @@ class Scenario:
     source: str | None = None
     data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
 
-    def replace(self, **changes) -> "Scenario":
+    def replace(self, **changes) -> Scenario:
         """A copy with fields replaced (e.g. ``algorithms``, ``sizes``, ``topology``)."""
         clone = copy.copy(self)
         for key, value in changes.items():
@@ -232,7 +232,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     elif isinstance(algorithms, str):
         algorithms = [algorithms]
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size, algorithms=list(algorithms),
-                    options=spec.options.model_dump(exclude_none=True), description=spec.description, model=spec.model, calibration=calibration,
+                    options=spec.options.model_dump(exclude_none=True), description=spec.description,
+                    model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data)

@@ -128,7 +128,8 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
     lines = [
         "# Validation: simnet against public nccl-tests results", "",
         "Every row below is a public `all_reduce_perf` measurement (the faster of its out-of-place and in-place",
-        "times, as printed: both time the same collective, and warm-up often inflates one in a sweep's first row) and what",
+        "times, as printed: both time the same collective, and warm-up often inflates one in a sweep's first row) and "
+        "what",
         "simnet predicts for it out of the box: `model: nccl`, `auto` (what NCCL would pick), the point's",
         "`NCCL_ALGO`/`NCCL_PROTO`, on the system built from the hardware the source states",
         "(`validation/nccl_tests_public.yaml`, which also quotes each row). Error is",

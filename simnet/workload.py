@@ -40,7 +40,7 @@ class StepModel:
     backward_fraction: float = 2 / 3
 
     @classmethod
-    def from_workload(cls, workload) -> "StepModel":
+    def from_workload(cls, workload) -> StepModel:
         """From a scenario's ``workload:`` (compute from FLOPs, gradient from parameters)."""
         compute = workload.compute_time
         if compute is None:

@@ -40,6 +40,28 @@ def test_table_shows_every_run_and_marks_winners(cli, scenario):
     assert "1 MiB" in out and "16 MiB" in out
     assert "warning nic_overload (ps, 16 MiB): ps0 port" in out
     assert "16 flows shared 3.125 GB/s" in out
+    # one warning per algorithm and kind, at the largest size, naming the other sizes
+    assert out.count("warning nic_overload (ps") == 1 and "(also at 1 MiB: --json lists every one)" in out
+
+
+def test_a_run_no_link_limited_names_its_busiest_link_not_a_0_percent_bottleneck(cli, tmp_path):
+    # NCCL's ring in one H100 box runs at its per-channel ceiling (12 channels x 30 GB/s):
+    # no link ever fills, so there is no saturated bottleneck to name
+    path = tmp_path / "box.yaml"
+    path.write_text("name: box\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8, gpu: h100}}\n"
+                    "size: 1 GiB\nalgorithms: [ring]\n")
+    result = cli("run", path)
+    assert result.exit_code == 0, result.stderr
+    assert "none; busiest gpu" in result.stdout and "(0%)" not in result.stdout
+
+
+def test_a_parameter_server_behind_its_own_nic_gets_one_warning_for_that_machine():
+    # rank 0 serves: its GPU-to-NIC cable and the NIC's uplink are one machine's port, one warning
+    topo = simnet.topology_from_dict({"name": "pairs", "generate": {
+        "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8}})
+    warnings = simulate(topo, "ps", 2**24).warnings
+    overloads = [w for w in warnings if w.kind == "nic_overload"]
+    assert len(overloads) == 1 and overloads[0].message.startswith("r0h0-nic0 port: 8 flows")  # the other host's 8
 
 
 def test_json_matches_design_schema(cli, scenario, tmp_path):
@@ -126,7 +148,8 @@ def test_trace_slices_are_the_replayed_times(cli, scenario, tmp_path):
     replayed = traced.replay
     real = np.flatnonzero(replayed.schedule.src != replayed.schedule.dst)
     assert len(slices) == len(real)
-    expected = sorted(zip((replayed.start[real] * 1e6).tolist(), ((replayed.delivered - replayed.start)[real] * 1e6).tolist()))
+    durations = (replayed.delivered - replayed.start)[real] * 1e6
+    expected = sorted(zip((replayed.start[real] * 1e6).tolist(), durations.tolist()))
     got = sorted((e["ts"], e["dur"]) for e in slices)
     assert np.allclose(got, expected, rtol=0, atol=1e-9)
     assert max(ts + dur for ts, dur in got) == pytest.approx(traced.time_s * 1e6, rel=1e-12)

@@ -1,4 +1,5 @@
-"""Timing: the closed forms each algorithm states (`simnet algorithms`) on contention-free topologies, and contention effects."""
+"""Timing: the closed forms each algorithm states (`simnet algorithms`) on contention-free
+topologies, and contention effects."""
 
 import math
 

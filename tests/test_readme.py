@@ -78,7 +78,7 @@ def test_readme_python_examples_run(root, monkeypatch):
 
 
 def test_readme_bad_input_example_is_what_simnet_says(root, tmp_path, cli):
-    line = next(l for l in _readme(root).splitlines() if l.startswith("topologies/x.yaml:14:"))
+    line = next(text for text in _readme(root).splitlines() if text.startswith("topologies/x.yaml:14:"))
     topo = tmp_path / "x.yaml"
     links = "\n".join(f"  - {{a: g{i}, b: sw, bandwidth: 1 GB/s, latency: 1 us}}" for i in range(3))
     topo.write_text("name: x\nnodes:\n" + "".join(f"  - {{id: g{i}, kind: gpu}}\n" for i in range(4)) +

@@ -44,10 +44,12 @@ __all__ = ["NcclPlan", "plan", "timing", "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
 """Bytes on the wire per data byte: LL lines are 8 data + 8 flag bytes, LL128 lines 120 + 8."""
-MAX_PIECES = 1024
+MAX_PIECES = 64
 """Most pipeline chunks simnet simulates per channel: NCCL's own chunks (128 KiB - 2 MiB) would
-give a 16 GiB AllReduce tens of thousands; with 1024 the pipeline's fill, 2 x depth chunks,
-costs under 2 % of the time however deep the tree."""
+give a 16 GiB AllReduce tens of thousands of transfers per connection. Coarser chunks fill a
+pipeline more slowly, (D + k - 1) / k of the streaming time for k chunks over D hops, and the
+bandwidth ceiling is raised by the ratio of that to NCCL's own chunks' fill, so the coarsening
+costs simulation time only (``_pipeline_fill``)."""
 P2P_LL_THRESHOLD = 16384
 """NCCL_P2P_LL_THRESHOLD's default: point-to-point sends up to 16 KiB use LL (NCCL env docs)."""
 TRANSPORT_LATENCY = {
@@ -75,6 +77,7 @@ class NcclPlan:
     native: bool  # an NCCL algorithm: NCCL's bandwidth ceiling applies
     system: tuning.System
     calibration: Calibration
+    coarsening: float = 1.0  # the simulated chunk over NCCL's own chunk (>= 1, see MAX_PIECES)
 
 
 def _protocols(value: str | None) -> set[str]:
@@ -103,9 +106,14 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         options["channels"] = tuning.nvls_channels(system)
     if name is not None and "chunk_size" in accepts and options.get("chunk_size") is None:
         # NCCL's chunk per channel, coarsened so that no channel pipelines more than MAX_PIECES of them
-        channels = tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree") else 2 * tuning.graph(system, name).channels
-        options["chunk_size"] = max(tuning.chunk_size(system, name, protocol, size), -(-size // (channels * MAX_PIECES)))
-    return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration())
+        channels = (tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree")
+                    else 2 * tuning.graph(system, name).channels)
+        own = tuning.chunk_size(system, name, protocol, size)
+        options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
+        coarsening = options["chunk_size"] / own
+    else:
+        coarsening = 1.0
+    return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening)
 
 
 def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -115,19 +123,23 @@ def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return unique, inverse.reshape(-1)
 
 
-def _store_and_forward(schedule: Schedule, protocol: str) -> np.ndarray | float:
-    """Per transfer, what LL's and LL128's streaming gains over the replay's chunks: they
-    forward every line as soon as its flag arrives, where the replay forwards a chunk whole,
-    so a tree's channel of k chunks over D hops takes (D + k - 1) / k of the time under
-    NCCL's bandwidth ceiling; the ceiling is raised by that much so the two agree when it
-    binds. Simple waits for whole steps, as the replay does (rings keep every connection
-    busy and need none)."""
+def _pipeline_fill(schedule: Schedule, protocol: str, coarsening: float) -> np.ndarray | float:
+    """Per transfer, how much faster NCCL fills a tree's pipeline than the replay does: the
+    replay forwards its chunks whole, so a channel of k chunks over D hops takes (D + k - 1) / k
+    of the streaming time; NCCL's Simple does the same with its own, finer chunks (k times
+    ``coarsening``), and LL and LL128 stream every line as soon as its flag arrives (no fill).
+    The bandwidth ceiling is raised by the ratio so the two agree when it binds (rings keep
+    every connection busy and need none)."""
     pipeline = schedule.info.get("pipeline")
-    if not pipeline or protocol == "Simple":
+    if not pipeline or (protocol == "Simple" and coarsening <= 1.0):
         return 1.0
     factor = np.ones(int(schedule.channel.max(initial=0)) + 1)
     for channel, (hops, chunks) in pipeline.items():
-        factor[channel] = (max(hops, 1) + chunks - 1) / chunks
+        hops = max(hops, 1)
+        factor[channel] = (hops + chunks - 1) / chunks
+        if protocol == "Simple":
+            own = chunks * coarsening
+            factor[channel] /= (hops + own - 1) / own
     return factor[schedule.channel]
 
 
@@ -182,7 +194,7 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
         carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(connections))
         caps = carried[which] / size * bandwidth * wire
         caps[caps <= 0] = np.inf
-        caps *= _store_and_forward(schedule, protocol) * fit.bandwidth_at(size) * (
+        caps *= _pipeline_fill(schedule, protocol, decided.coarsening) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
     base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":

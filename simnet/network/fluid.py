@@ -333,7 +333,8 @@ class FluidNetwork:
         slots = np.concatenate([alone, shared])
         if len(slots):
             rates = np.empty(len(slots))
-            rates[: len(alone)] = np.minimum(self._capacity[self._paths[self._row[alone]]].min(axis=1), self._cap[alone])
+            bottleneck = self._capacity[self._paths[self._row[alone]]].min(axis=1)
+            rates[: len(alone)] = np.minimum(bottleneck, self._cap[alone])
             if len(shared):
                 rates[len(alone):] = max_min_rates(self._paths[self._row[shared]], self._capacity, self._cap[shared])
             old = self._rate[slots]

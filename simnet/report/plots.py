@@ -51,7 +51,7 @@ def _size_axis(ax, sizes: list[int]) -> None:
 def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """Mean utilisation (0..1) of each link in each of ``bins`` equal time bins, and the bin
     edges in seconds. Needs a result simulated with ``timeline=True``."""
-    stats, topo = result.replay.stats, result.replay.topology
+    stats = result.replay.stats
     if stats.timeline is None:
         raise ValueError("this result was simulated without a timeline (simulate(..., timeline=True))")
     end = max(result.replay.duration_ps, 1)
@@ -147,7 +147,7 @@ def plot_calibration(result, path: str | Path) -> Path:
         size = np.array([p.size_bytes for p in points], dtype=float)
         factor = 2 * (points[0].ranks - 1) / points[0].ranks / 1e3  # bytes/us -> bus GB/s
 
-        def busbw(times):
+        def busbw(times, size=size, factor=factor):
             return size / np.array(times) * factor
 
         style = styles[log]

@@ -56,6 +56,20 @@ def _algorithm_cell(run) -> str:
     return name
 
 
+SATURATED = 0.01
+"""A bottleneck saturated for less of the run than this is not named as one."""
+
+
+def _bottleneck_cell(neck) -> str:
+    """The bottleneck and how long it was saturated, or, when no link ever filled (latency,
+    or NCCL's per-channel ceiling, set the pace), the busiest link and its mean load."""
+    if neck is None:
+        return "-"
+    if neck.saturated_fraction >= SATURATED:
+        return f"{neck.name} ({neck.saturated_fraction:.0%})"
+    return f"none; busiest {neck.name} ({neck.mean_utilization:.0%} busy)"
+
+
 def results_table(results, title: str | None = None) -> Table:
     """Size, algorithm, time, algbw, busbw and the bottleneck link per run; the fastest per
     size starred where there was a choice. Runs that move no data (one GPU) show '-'."""
@@ -74,7 +88,7 @@ def results_table(results, title: str | None = None) -> Table:
         previous = run.size_bytes
         best = winners.get(run.size_bytes) is run
         neck = run.bottleneck
-        where = f"{neck.name} ({neck.saturated_fraction:.0%})" if neck else "-"
+        where = _bottleneck_cell(neck)
         cells = [units.format_size(run.size_bytes), ("* " if best else "  ") + _algorithm_cell(run)]
         cells += [run.protocol or "-"] if protocols else []
         cells += [units.format_time(run.time_s), _gbps(run.algbw_GBps), _gbps(run.busbw_GBps), where]

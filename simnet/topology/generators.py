@@ -107,7 +107,7 @@ class LeafSpineParams(Strict):
     prefix: str = ""
 
     @model_validator(mode="after")
-    def _one_uplink_rule(self) -> "LeafSpineParams":
+    def _one_uplink_rule(self) -> LeafSpineParams:
         if self.uplink_bandwidth is not None and self.oversubscription is not None:
             raise ValueError("give uplink_bandwidth or oversubscription, not both")
         return self

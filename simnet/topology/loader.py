@@ -62,8 +62,9 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         if node.rank is not None and node.kind != "gpu":
             raise source.error(loc + ("rank",), f"only GPUs have ranks; {node.id!r} is a {node.kind}")
         where[node.id] = loc
-        graph.add_node(node.id, kind=node.kind, host=node.host, rack=node.rack, region=node.region,
-                       **{k: v for k in ("gpu", "transport", "net_latency", "nvls", "sharp") if (v := getattr(node, k)) is not None})
+        hardware = {k: v for k in ("gpu", "transport", "net_latency", "nvls", "sharp")
+                    if (v := getattr(node, k)) is not None}
+        graph.add_node(node.id, kind=node.kind, host=node.host, rack=node.rack, region=node.region, **hardware)
     for link, loc in links:
         for end in ("a", "b"):
             name = getattr(link, end)

@@ -78,7 +78,7 @@ class Topology:
         self.link_type = np.array([self._type_of(u, v) for u, v in self.links], dtype=np.int8)
         forwards = {n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS}
         self._adjacency = {
-            u: sorted(((self.node_index[v], v, int(self.latency_ps[self.link_index[(u, v)]])) for v in self.graph[u]))
+            u: sorted((self.node_index[v], v, int(self.latency_ps[self.link_index[(u, v)]])) for v in self.graph[u])
             for u in self.nodes
         }
         self._forwards = forwards
@@ -271,7 +271,7 @@ class Topology:
         u, v = self.links[index]
         return f"{u}->{v}"
 
-    def subset(self, gpus: list[str] | int | None) -> "Topology":
+    def subset(self, gpus: list[str] | int | None) -> Topology:
         """The same network with only the given GPUs as ranks (first N, or ids in order)."""
         if gpus is None:
             return self

@@ -70,7 +70,7 @@ class NodeSpec(Strict):
     sharp: bool | None = None
 
     @model_validator(mode="after")
-    def _attributes_fit_the_kind(self) -> "NodeSpec":
+    def _attributes_fit_the_kind(self) -> NodeSpec:
         for attribute, kind in _ONLY_ON.items():
             if getattr(self, attribute) is not None and self.kind != kind:
                 raise ValueError(f"{attribute}: only a {kind} has one; {self.id!r} is a {self.kind}")
