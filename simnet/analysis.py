@@ -73,8 +73,8 @@ def _port_remedy(algorithm: str, machine_kind: str) -> str:
 
 
 def _fabric_remedy(algorithm: str) -> str:
-    local = ("hierarchical with group_by: rack (or region), or ring (each ring crosses a tier twice)"
-             if algorithm == "hierarchical" else "a rail-aligned algorithm (ring) or hierarchical")
+    local = ("a coarser group_by (rack, region): fewer shards cross" if algorithm == "hierarchical"
+             else "hierarchical sends 1/g of the data across, g GPUs per group")
     return f"keep traffic below this tier ({local}) or give it more bandwidth (lower oversubscription)"
 
 

@@ -408,8 +408,9 @@ def algorithms_command() -> None:
     for algorithm in ALGORITHMS.values():
         table.add_row(algorithm.name, algorithm.description, ", ".join(algorithm.options) or "-",
                       algorithm.closed_form)
-    table.add_row("auto", "simulates the candidates and keeps the fastest per size; NCCL_ALGO restricts them", "-",
-                  "the fastest candidate's")
+    table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO / NCCL_PROTO honoured), simulated "
+                  "beside every other algorithm NCCL could run here; the table names any that was faster", "-",
+                  "the pick's")
     console = _console()
     console.print(table)
     console.print(f"Every algorithm also takes {' and '.join(COMMON_OPTIONS)}.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from simnet.scenario import Scenario
 from simnet.sweep import Point, evaluate_point, plan_sweep
 
-__all__ = ["compare_scenarios", "compare_rows", "pareto_front"]
+__all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE"]
 
 
 def _largest(record: dict) -> dict:
@@ -45,7 +45,9 @@ def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[di
 
         best = min(records, key=merit)
         largest = _largest(best)
-        row = {"option": name, "cost": cost, "algorithm": best["algorithm"], "gpus": best["gpus"],
+        ran = largest.get("ran", best["algorithm"])
+        algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"
+        row = {"option": name, "cost": cost, "algorithm": algorithm, "gpus": best["gpus"],
                "iteration_time_s": best.get("iteration_time_s"), "allreduce_time_s": largest["time_s"],
                "allreduce_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
@@ -58,9 +60,22 @@ def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[di
     return rows
 
 
+PARETO_TOLERANCE = 0.01
+"""Times within 1 % of each other count as equal when judging the Pareto front: the model
+cannot tell them apart, so the cheaper option dominates."""
+
+
 def pareto_front(rows: list[dict]) -> list[dict]:
-    """Rows no other row beats on both cost and time (rows without a cost are left out)."""
+    """Rows no other row beats on both cost and time (rows without a cost are left out);
+    times within ``PARETO_TOLERANCE`` count as equal."""
     priced = [r for r in rows if r["cost"] is not None]
+
+    def faster(o, r):  # o's time below r's beyond the tolerance
+        return o["merit_s"] < r["merit_s"] * (1 - PARETO_TOLERANCE)
+
+    def not_slower(o, r):
+        return o["merit_s"] <= r["merit_s"] * (1 + PARETO_TOLERANCE)
+
     return [r for r in priced if not any(
-        o["cost"] <= r["cost"] and o["merit_s"] <= r["merit_s"]
-        and (o["cost"] < r["cost"] or o["merit_s"] < r["merit_s"]) for o in priced)]
+        o is not r and o["cost"] <= r["cost"] and not_slower(o, r) and (o["cost"] < r["cost"] or faster(o, r))
+        for o in priced)]

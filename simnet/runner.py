@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from simnet.analysis import find_warnings, link_reports
@@ -42,7 +43,8 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
              timeline: bool = False, model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
-             calibration: Calibration | str | Path | None = None, **options) -> Result:
+             calibration: Calibration | str | Path | None = None, reuse: Mapping[str, Result] | None = None,
+             **options) -> Result:
     """Simulate one AllReduce of ``size`` bytes; ``algorithm`` may be ``"auto"``.
 
     ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates) or
@@ -50,15 +52,16 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     calibrate``, or its path; default: the topology's). ``env`` holds NCCL_ALGO /
     NCCL_PROTO as NCCL reads them (default: the process environment). ``options`` are algorithm options and
     ``reduce_bandwidth`` (B/s) / ``message_overhead`` (s). ``timeline=True`` keeps per-link
-    load over time on ``result.replay.stats`` (for plots and traces). Over one GPU there
-    is nothing to exchange: time 0, no links.
+    load over time on ``result.replay.stats`` (for plots and traces). ``reuse``: results of
+    this same call for other algorithms, by name, which ``auto`` takes instead of
+    simulating its candidates again. Over one GPU there is nothing to exchange: time 0, no links.
     """
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topo.calibration)
     if algorithm == "auto":
-        return _auto(topo, size, timeline, model, env, calibration, options)
+        return _auto(topo, size, timeline, model, env, calibration, options, reuse)
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
     engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
@@ -81,26 +84,27 @@ def _calibration(value: Calibration | str | Path | None) -> Calibration | None:
 
 
 def _auto(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
-          options: dict) -> Result:
+          options: dict, known: Mapping[str, Result] | None = None) -> Result:
     """NCCL's pick (its cost model), simulated, with every other algorithm NCCL could run
-    here simulated beside it; the result is NCCL's pick, ``auto`` says what was faster."""
+    here simulated beside it (or taken from ``known``, results of the same call by
+    algorithm); the result is a copy of NCCL's pick, ``auto`` says what was faster."""
     nccl_algo, nccl_proto = env.get("NCCL_ALGO"), env.get("NCCL_PROTO")
     system = tuning.system_of(topo)
     choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto)
     allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO")
     candidates = [a for a in tuning.ALGORITHMS if a in allowed and tuning.unavailable(system, a) is None]
-    results = {a: simulate(topo, tuning.SIMNET_NAMES[a], size, timeline=timeline, model=model, env=env,
-                           calibration=calibration, **options) for a in candidates}
-    chosen = results[choice.algorithm]
+    known = known or {}
+    results = {a: known.get(tuning.SIMNET_NAMES[a]) or simulate(
+        topo, tuning.SIMNET_NAMES[a], size, timeline=timeline, model=model, env=env, calibration=calibration,
+        **options) for a in candidates}
     fastest = min(results, key=lambda a: results[a].time_s)
-    chosen.auto = {
+    return replace(results[choice.algorithm], auto={
         "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol, "predicted_s": choice.time_s},
         "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
         "fastest": tuning.SIMNET_NAMES[fastest],
         "fastest_hint": f"NCCL_ALGO={fastest}",
         "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
-    }
-    return chosen
+    })
 
 
 def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
@@ -112,25 +116,31 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     """
     from simnet.workload import StepModel
 
-    runs = []
     model = StepModel.from_workload(scenario.workload) if scenario.workload else None
     buckets = sorted(set(model.buckets())) if model else []
     total = (len(scenario.sizes) + len(buckets)) * len(scenario.algorithms)
     largest = max(scenario.sizes)
+    done = 0
+
+    def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
+        """Every algorithm of the scenario at ``size``; auto reuses the runs it would repeat."""
+        nonlocal done
+        results: dict[str, Result] = {}
+        for algorithm in sorted(scenario.algorithms, key=lambda a: a == "auto"):
+            results[algorithm] = simulate(scenario.topology, algorithm, size, timeline=timeline,
+                                          model=scenario.model, calibration=scenario.calibration,
+                                          reuse=results, **scenario.options)
+            done += 1
+            if progress:
+                progress(done, total)
+        return results
+
+    runs = []
     for size in scenario.sizes:
-        for algorithm in scenario.algorithms:
-            runs.append(simulate(scenario.topology, algorithm, size, timeline=timeline and size == largest,
-                                 model=scenario.model, calibration=scenario.calibration, **scenario.options))
-            if progress:
-                progress(len(runs), total)
-    steps = []
+        results = each_algorithm(size, timeline and size == largest)
+        runs += [results[a] for a in scenario.algorithms]
+    by_bucket = {size: each_algorithm(size, False) for size in buckets}
     gpus = len(scenario.topology.gpus)
-    for algorithm in scenario.algorithms if model else []:
-        times = {}
-        for size in buckets:
-            times[size] = simulate(scenario.topology, algorithm, size, model=scenario.model,
-                                   calibration=scenario.calibration, **scenario.options).time_s
-            if progress:
-                progress(len(runs) + len(steps) * len(buckets) + len(times), total)
-        steps.append({"algorithm": algorithm, **model.summary(gpus, times)})
+    steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
+             for a in scenario.algorithms] if model else []
     return Results(scenario.name, runs, steps)

@@ -110,6 +110,12 @@ class Workload(Strict):
             raise ValueError("give gradient_size, or parameters (and dtype)")
         return self
 
+    def document(self) -> dict:
+        """This workload as a scenario file states it (times and sizes with their units)."""
+        units_of = {"compute_time": " s", "gradient_size": " B", "bucket_size": " B"}
+        return {key: f"{value!r}{units_of[key]}" if key in units_of else value
+                for key, value in self.model_dump(exclude_none=True).items()}
+
 
 class Variant(Strict):
     """A hardware option: dotted overrides of the scenario and what it costs."""
@@ -168,11 +174,32 @@ class Scenario:
     data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
 
     def replace(self, **changes) -> Scenario:
-        """A copy with fields replaced (e.g. ``algorithms``, ``sizes``, ``topology``)."""
+        """A copy with fields replaced (e.g. ``algorithms``, ``sizes`` in bytes, ``model``,
+        ``workload``, or ``topology`` as a subset of this one's GPUs); the scenario document
+        that sweeps and comparisons rebuild from changes with it."""
         clone = copy.copy(self)
+        document = dict(self.data)
         for key, value in changes.items():
+            if key not in _REPLACEABLE:
+                raise ValueError(f"replace: {key!r} cannot be replaced; expected one of {', '.join(_REPLACEABLE)}")
             setattr(clone, key, value)
+            if key == "topology":
+                if value.node_index != self.topology.node_index:  # not the same network
+                    raise ValueError("replace: topology must be GPUs of this scenario's "
+                                     "network (topology.subset(...)); write a new scenario for other hardware")
+                document["gpus"] = list(value.gpus)
+            elif key == "sizes":
+                document.pop("size", None)
+                document["sizes"] = [f"{int(size)} B" for size in value]
+            elif key == "workload":
+                document[key] = None if value is None else value.document()
+            else:
+                document[key] = value
+        clone.data = document
         return clone
+
+
+_REPLACEABLE = ("topology", "sizes", "algorithms", "options", "model", "calibration", "workload", "sweep")
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -16,7 +16,9 @@ def root() -> Path:
 
 @pytest.fixture
 def cli():
-    """Invoke the ``simnet`` command in-process; returns click's Result."""
+    """Invoke the ``simnet`` command in-process; returns click's Result. Tables are as wide
+    as they need (COLUMNS=250): test workers inherit an 80-column COLUMNS, and a wrapped
+    cell is no different to a reader but is to a substring check."""
     from click.testing import CliRunner
 
     from simnet.cli import main
@@ -24,6 +26,7 @@ def cli():
     runner = CliRunner()
 
     def invoke(*args: str, env: dict | None = None):
-        return runner.invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+        return runner.invoke(main, [str(a) for a in args], env={"COLUMNS": "250", **(env or {})},
+                             catch_exceptions=False)
 
     return invoke

@@ -1,6 +1,12 @@
-"""The README's commands and code are the ones that work: CI runs the test command verbatim,
-and the examples a reader copies are executed here."""
+"""The README's commands, code and numbers are the ones that work: CI runs the test command
+verbatim, the commands a reader copies run here, the Python examples print what their
+comments say, and the numbers quoted from the headline and the validation are what
+simnet computes."""
 
+import contextlib
+import io
+import json
+import os
 import re
 import shlex
 import shutil
@@ -34,9 +40,10 @@ def test_ci_runs_the_readme_test_command_verbatim(root):
 
 
 def _simnet_commands(root):
+    """Every shell line of the README that runs simnet (with its environment prefix)."""
     blocks = re.findall(r"```sh\n(.*?)```", _readme(root), re.S)
-    return [line.split("#")[0].strip() for block in blocks for line in block.splitlines()
-            if line.startswith("simnet ")]
+    return [line.split(" #")[0].strip() for block in blocks for line in block.splitlines()
+            if re.match(r"(\w+=\S+ )*simnet ", line)]
 
 
 def test_every_generator_parameter_is_documented(root):
@@ -49,32 +56,89 @@ def test_every_generator_parameter_is_documented(root):
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
+def ran_readme(tmp_path_factory):
+    """Run every README simnet command, as a user would, in a fresh directory."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     work = tmp_path_factory.mktemp("readme")
-    for folder in ("scenarios", "topologies"):
+    for folder in ("scenarios", "topologies", "validation"):
         shutil.copytree(root / folder, work / folder)
-    return work
+    outcomes = []
+    for command in _simnet_commands(root):
+        words = shlex.split(command.replace("tcp://SCHEDULER:8786", "local"))  # the Dask example, on this machine
+        env = {**os.environ, "COLUMNS": "250"}  # test workers say 80: keep table cells on one line
+        while "=" in words[0]:
+            key, value = words.pop(0).split("=", 1)
+            env[key] = value
+        result = subprocess.run([sys.executable, "-m", "simnet", *words[1:]], cwd=work, capture_output=True,
+                                text=True, timeout=600, check=False, env=env)
+        outcomes.append((command, result))
+    return work, outcomes
 
 
-def test_readme_simnet_commands_run(root, workdir):
-    commands = _simnet_commands(root)
-    assert len(commands) >= 8
-    for command in commands:
-        args = shlex.split(command.replace("tcp://SCHEDULER:8786", "local"))  # the Dask example, on this machine
-        result = subprocess.run([sys.executable, "-m", "simnet", *args[1:]], cwd=workdir, capture_output=True,
-                                text=True, timeout=600, check=False)
+def test_readme_simnet_commands_run(ran_readme):
+    work, outcomes = ran_readme
+    assert len(outcomes) >= 8
+    for command, result in outcomes:
         assert result.returncode == 0, f"{command}: {result.stderr}"
-    assert (workdir / "plots" / "link_heatmap.png").exists() and (workdir / "trace.json").exists()
-    assert (workdir / "sweep-cross-rack" / "speedup.png").exists() and (workdir / "compare.png").exists()
+    for made in ("plots/link_heatmap.png", "trace.json", "results.json", "sweep-ps/speedup.png",
+                 "sweep-ps-dask/results.jsonl", "compare.png", "two_racks.png"):
+        assert (work / made).exists(), made
+    forced = next(r for c, r in outcomes if c.startswith("NCCL_ALGO=Ring"))
+    assert "NCCL_ALGO=Ring applied" in forced.stdout and "auto -> ring" in forced.stdout
 
 
-def test_readme_python_examples_run(root, monkeypatch):
+def test_readme_headline_numbers_are_what_simnet_prints(root, ran_readme):
+    work, _ = ran_readme
+    runs = json.loads((work / "results.json").read_text())
+    by = {(r["size_bytes"], "auto" in r, r["algorithm"]): r for r in runs["runs"]}
+
+    def auto(size):
+        return next(r for (s, is_auto, _), r in by.items() if s == size and is_auto)
+
+    def plain(size, algorithm):
+        return by[(size, False, algorithm)]
+
+    text = _readme(root)
+    mib = 2**20
+    small, mid, large = auto(mib), auto(16 * mib), auto(256 * mib)
+    assert (small["algorithm"], small["protocol"]) == ("tree", "LL128")
+    assert f"({small['time_s'] * 1e6:.1f} us)" in text
+    assert mid["algorithm"] == large["algorithm"] == "nvls_tree"
+    gain = mid["time_s"] / plain(16 * mib, "tree")["time_s"]
+    assert f"{gain:.2f}x faster" in text and mid["auto"]["fastest"] == "tree"
+    assert f"NVLSTree takes {large['time_s'] * 1e3:.3f} ms (bus bandwidth {large['busbw_GBps']:.0f} GB/s)" in text
+    assert f"the\n  ring {plain(256 * mib, 'ring')['time_s'] * 1e3:.3f} ms" in text
+    congested = {w["link"] for w in plain(256 * mib, "hierarchical")["warnings"] if w["kind"] == "link_congestion"}
+    assert "tor0->spine0" in congested and "`link_congestion` on `tor0->spine0`" in text
+    ps = plain(256 * mib, "ps")
+    assert f"needs {ps['time_s'] * 1e3:.1f} ms for 256 MiB" in text
+    assert any(w["kind"] == "nic_overload" for w in ps["warnings"])
+    steps = {s["algorithm"]: s for s in runs["steps"]}
+    assert f"speedup {steps['ps']['speedup']:.2f})" in text
+    assert all(round(s["speedup"], 1) == 63.9 for a, s in steps.items() if a != "ps")
+
+
+def test_readme_python_examples_print_what_their_comments_say(root, monkeypatch):
     monkeypatch.chdir(root)
-    for block in re.findall(r"```python\n(.*?)```", _readme(root), re.S):
-        exec(compile(block, "README.md", "exec"), {})
+    blocks = re.findall(r"```python\n(.*?)```", _readme(root), re.S)
+    assert blocks
+    for block in blocks:
+        expected = [line[2:].split("  (")[0] for line in block.splitlines() if line.startswith("# ")]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block, "README.md", "exec"), {})
+        assert printed.getvalue().splitlines() == expected
+
+
+def test_validation_summary_quoted_in_readme_and_model_doc_is_the_validation_page(root):
+    page = (root / "docs/validation.md").read_text()
+    table = [line for line in page.splitlines() if line.startswith("| sizes |")]
+    start = page.index(table[0])
+    summary = page[start:page.index("\n\n", start)]
+    assert summary.count("\n") >= 5
+    assert summary in _readme(root) and summary in (root / "docs/model.md").read_text()
 
 
 def test_readme_bad_input_example_is_what_simnet_says(root, tmp_path, cli):

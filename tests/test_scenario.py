@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from simnet import InputError, run_scenario
+from simnet import InputError, run_scenario, simulate
 from simnet.scenario import load_scenario, parse_cost, parse_sizes, scenario_from_dict
 
 ROOT = Path(__file__).parent.parent
@@ -114,3 +114,27 @@ def test_workload_from_flops_and_parameters_gives_the_step_on_paper():
     assert step["iteration_time_s"] == pytest.approx(0.6 + ring, rel=1e-6)
     assert step["communication_exposed_s"] == pytest.approx(ring, rel=1e-6)
     assert step["speedup"] == pytest.approx(4 * 0.6 / (0.6 + ring), rel=1e-6)
+
+
+def test_replace_changes_what_sweeps_and_comparisons_simulate_too(root):
+    # a sweep rebuilds the scenario from its document on each worker: a replaced field must
+    # reach it, or a notebook's .replace(sizes=...) would silently sweep the file's sizes
+    from simnet.sweep import Point, evaluate_point, plan_sweep
+
+    loaded = load_scenario(root / "scenarios/ps_overload.yaml")
+    scenario = loaded.replace(sizes=[2**20], algorithms=["ring"], model="ideal", workload=None,
+                              topology=loaded.topology.subset(4))
+    record = evaluate_point(plan_sweep(scenario), Point((), None, "ring"))
+    assert [s["size_bytes"] for s in record["sizes"]] == [2**20] and record["gpus"] == 4
+    assert "iteration_time_s" not in record
+    ideal = simulate(loaded.topology.subset(4), "ring", 2**20, model="ideal").time_s
+    assert record["sizes"][0]["time_s"] == pytest.approx(ideal, rel=1e-12)
+    from simnet.scenario import Workload
+
+    step = loaded.replace(workload=Workload(compute_time="180 ms", gradient_size="1.4 GB", bucket_size="25 MiB"))
+    record = evaluate_point(plan_sweep(step), Point((), 4, "ring"))
+    assert record["compute_s"] == 0.18 and record["iteration_time_s"] >= 0.18
+    with pytest.raises(ValueError, match="cannot be replaced"):
+        loaded.replace(name="other")
+    with pytest.raises(ValueError, match="GPUs of this scenario's network"):
+        loaded.replace(topology=load_scenario(root / "scenarios/single_node.yaml").topology)

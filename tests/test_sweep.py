@@ -168,9 +168,10 @@ def test_pareto_front_keeps_cheaper_options_that_are_not_slower():
                                                                       "busbw_GBps": 1.0, "bottleneck": None}]}])
 
     rows = compare_rows([option("cheap", 1e6, 0.2), option("same-speed-dearer", 2e6, 0.2),
-                         option("fast", 3e6, 0.1), option("slow-dear", 4e6, 0.3)])
+                         option("a-hair-faster-dearer", 2.5e6, 0.1995), option("fast", 3e6, 0.1),
+                         option("slow-dear", 4e6, 0.3)])
     front = {r["option"] for r in pareto_front(rows)}
-    assert front == {"cheap", "fast"}
+    assert front == {"cheap", "fast"}  # 0.25 % faster is within the model's resolution: not worth 1.5 M$
     assert rows[0]["per_cost"] == pytest.approx((8 * 0.1 / 0.2) / 1.0)
 
 

@@ -14,10 +14,14 @@ _LINES = ("-", "--", "-.", ":")
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend (no screen needed)."""
+    """matplotlib.pyplot, on the Agg backend (no screen needed) unless the caller's session
+    (a notebook, a script) already chose one: simnet never switches a live backend."""
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt

@@ -14,6 +14,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from simnet.report.figures import pyplot
 from simnet.topology.model import Topology
 
 __all__ = ["layout", "draw_topology"]
@@ -74,10 +75,7 @@ def _spread(wanted: np.ndarray, min_gap: float) -> np.ndarray:
 
 def draw_topology(topo: Topology, path: str | Path, title: str | None = None) -> Path:
     """Draw ``topo`` to a PNG (or any format matplotlib knows from the suffix)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.collections import LineCollection
     from matplotlib.colors import LogNorm
     from matplotlib.patches import FancyBboxPatch

@@ -52,6 +52,7 @@ def trace_events(result: Result, pid: int) -> list[dict]:
     real = np.flatnonzero(schedule.src != schedule.dst)  # joins are bookkeeping, not traffic
     start_us = replay.start * 1e6
     end_us = replay.delivered * 1e6
+    sent_us = replay.sent * 1e6
     names = schedule.nodes
     first_tid = 0
     for node in np.unique(schedule.src[real]).tolist():
@@ -73,7 +74,7 @@ def trace_events(result: Result, pid: int) -> list[dict]:
                 "cat": result.algorithm,
                 "args": {"step": int(schedule.step[t]), "chunk": int(schedule.chunk[t]),
                          "bytes": int(schedule.hi[t] - schedule.lo[t]), "peer": names[peer],
-                         "channel": int(schedule.channel[t]), "sent_us": float(replay.sent[t] * 1e6)}})
+                         "channel": int(schedule.channel[t]), "sent_us": float(sent_us[t])}})
         first_tid += int(lanes.max()) + 1
     stats = replay.stats
     if stats.timeline:

@@ -1,5 +1,6 @@
-"""One sweep point -> its JSON record: every size of the scenario, and with a workload the
-training step (iteration time, exposed communication, speedup) from each bucket size."""
+"""One sweep point -> its JSON record: every size of the scenario (with ``ran``, the
+algorithm that ran: ``auto``'s pick), and with a workload the training step (iteration
+time, exposed communication, speedup) from each bucket size."""
 
 from __future__ import annotations
 
@@ -31,9 +32,10 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
-        record["sizes"].append({"size_bytes": size, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
-                                "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
-                                "warnings": sorted({w.kind for w in result.warnings})})
+        record["sizes"].append({
+            "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
+            "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
+            "warnings": sorted({w.kind for w in result.warnings})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload)
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})

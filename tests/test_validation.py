@@ -1,0 +1,63 @@
+"""docs/validation.md stays true: its rows are what simnet predicts today (a sample of them
+recomputed on every run; `python -m simnet.validate --write` regenerates the page), and its
+summary is the summary of its rows."""
+
+import math
+import re
+
+import pytest
+
+from simnet import units
+from simnet.validate import DOC, SIZE_CLASSES, load_points, markdown, predict
+
+POINTS = load_points()
+SAMPLE = POINTS[::12]  # every twelfth point: all systems' kinds, a few seconds
+
+
+def _page_rows() -> list[list[str]]:
+    lines = DOC.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| system |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_page_lists_every_point_once_in_data_order():
+    rows = _page_rows()
+    assert len(rows) == len(POINTS) >= 100
+    for row, point in zip(rows, POINTS):
+        assert row[0].startswith(point.description) and row[1] == str(point.ranks)
+        assert row[2] == units.format_size(point.size_bytes)
+        assert row[3] == units.format_time(point.time_us * 1e-6)
+        assert row[0].endswith("(not counted)") == (point.not_counted is not None)
+
+
+@pytest.mark.parametrize("point", SAMPLE, ids=lambda p: p.id)
+def test_a_sample_of_rows_is_what_simnet_predicts_today(point):
+    row = predict(point)
+    line = markdown([row], {}).splitlines()
+    predicted = next(text for text in line if text.startswith(f"| {point.description}"))
+    assert predicted.split(" | ")[:7] == [cell for cell in _line_of(point).split(" | ")[:7]]
+
+
+def _line_of(point):
+    index = POINTS.index(point)
+    lines = DOC.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| system |"))
+    return lines[start + 2 + index]
+
+
+def test_the_summary_is_the_geometric_mean_of_the_counted_rows():
+    rows = _page_rows()
+    page = DOC.read_text()
+    for name, test in SIZE_CLASSES.items():
+        errors = [float(row[5].rstrip("%")) / 100 for row, point in zip(rows, POINTS)
+                  if point.not_counted is None and test(point.size_bytes)]
+        mean = math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
+        # the rows' errors are rounded to whole percent: the mean agrees to within one point
+        quoted = re.search(rf"\| {re.escape(name)} \| {len(errors)} \| (\d+)% \|", page)
+        assert quoted, name
+        assert abs(int(quoted.group(1)) - 100 * mean) <= 1.0, (name, mean)
