@@ -1,7 +1,11 @@
-"""Every algorithm on a leaf-spine (8 GPUs per host, 16 hosts per rack, 8 spines), 1 GiB.
+"""Every algorithm on a leaf-spine (H100, 8 GPUs per host, 16 hosts per rack, 8 spines), 1 GiB.
 
-Run: ``python -m benchmarks.bench_algorithms --gpus 8 256 1024 --repeat 3``. Prints wall
-time (median), transfers and the simulated AllReduce time and busbw per algorithm.
+Run: ``python -m benchmarks.bench_algorithms --gpus 8 256 --repeat 3`` (and
+``--sharp --algorithms collnet_direct collnet_chain`` for CollNet, which needs SHARP
+switches). Times the full ``simnet.simulate`` path under ``--model`` (default ``nccl``,
+simnet's default) and prints, per algorithm: NCCL's protocol, channels, transfers, wall
+time (median), simulated AllReduce time and busbw; "n/a" where the algorithm refuses the
+cluster (e.g. ``nvls_tree`` on one host).
 """
 
 from __future__ import annotations
@@ -12,27 +16,35 @@ import time
 
 from benchmarks.bench_engine import cluster
 from simnet.collectives import ALGORITHMS
+from simnet.model import DEFAULT_MODEL, MODELS
 from simnet.runner import simulate
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gpus", type=int, nargs="+", default=[8, 256, 1024])
+    parser.add_argument("--gpus", type=int, nargs="+", default=[8, 256])
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS))
     parser.add_argument("--size", type=int, default=2**30)
+    parser.add_argument("--model", choices=MODELS, default=DEFAULT_MODEL)
+    parser.add_argument("--sharp", action="store_true", help="ToRs and spines reduce in the network (CollNet)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print("| N | algorithm | transfers | wall s (median) | simulated time | busbw GB/s |")
-    print("|---|---|---|---|---|---|")
+    print("| N | algorithm | protocol | channels | transfers | wall s (median) | simulated time | busbw GB/s |")
+    print("|---|---|---|---|---|---|---|---|")
     for gpus in args.gpus:
-        topo = cluster(gpus)
+        topo = cluster(gpus, sharp=args.sharp)
         for algorithm in args.algorithms:
             walls = []
-            for _ in range(args.repeat):
-                start = time.perf_counter()
-                result = simulate(topo, algorithm, args.size)
-                walls.append(time.perf_counter() - start)
-            print(f"| {gpus} | {algorithm} | {len(result.replay.schedule):,} | {statistics.median(walls):.2f} | "
+            try:
+                for _ in range(args.repeat):
+                    start = time.perf_counter()
+                    result = simulate(topo, algorithm, args.size, model=args.model)
+                    walls.append(time.perf_counter() - start)
+            except ValueError as error:
+                print(f"| {gpus} | {algorithm} | n/a: {error} | | | | | |", flush=True)
+                continue
+            print(f"| {gpus} | {algorithm} | {result.protocol or '-'} | {result.channels or '-'} | "
+                  f"{len(result.replay.schedule):,} | {statistics.median(walls):.2f} | "
                   f"{result.time_s * 1e3:.2f} ms | {result.busbw_GBps:.1f} |", flush=True)
 
 

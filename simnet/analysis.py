@@ -68,14 +68,16 @@ def _port_remedy(algorithm: str, machine_kind: str) -> str:
         return "shard the server (options.ps_servers: K) or use a collective such as ring"
     if machine_kind == "ps":
         return "use more parameter servers or a faster server NIC"
-    fewer = " or ".join(a for a in ("ring", "hierarchical") if a != algorithm)
-    return f"use an algorithm with fewer flows per port ({fewer}) or a faster NIC"
+    others = " or ".join(a for a in ("ring", "hierarchical") if a != algorithm)
+    return (f"a faster port, or fewer flows through it: compare {others} here (-a), which may or may not "
+            "be faster on this fabric")
 
 
 def _fabric_remedy(algorithm: str) -> str:
-    local = ("a coarser group_by (rack, region): fewer shards cross" if algorithm == "hierarchical"
-             else "hierarchical sends 1/g of the data across, g GPUs per group")
-    return f"keep traffic below this tier ({local}) or give it more bandwidth (lower oversubscription)"
+    try_instead = ("a coarser group_by (rack, region), so fewer shards cross" if algorithm == "hierarchical"
+                   else "hierarchical, which sends 1/g of the data across for g GPUs per group")
+    return (f"more bandwidth on this tier (lower oversubscription), or less traffic across it: compare "
+            f"{try_instead} (it may or may not be faster here)")
 
 
 def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",

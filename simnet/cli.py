@@ -139,7 +139,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         console = stderr_console()
     else:
         console = _console()
-        console.print(results_table(results, title=f"{spec.name}: AllReduce on {len(spec.topology.gpus)} GPUs "
+        gpus = len(spec.topology.gpus)
+        console.print(results_table(results, title=f"{spec.name}: AllReduce on {gpus} GPU{'s' if gpus > 1 else ''} "
                                                   f"({spec.topology.name}), model {spec.model}"))
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
@@ -147,6 +148,9 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
             console.print(f"wrote {write_text(path, text(results))}")
+    if (plot_dir or trace_path) and not any(run.moves_data for run in results.runs):
+        console.print("nothing to plot or trace: over one GPU no data moves")
+        return
     if plot_dir:
         from simnet.report.plots import plot_results
 
@@ -165,7 +169,8 @@ def _workload_label(spec) -> str:
     model = StepModel.from_workload(spec.workload)
     buckets = model.buckets()
     return (f"{units.format_time(model.compute_s)} compute, {units.format_size(model.gradient_bytes)} gradient in "
-            f"{len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} GPUs")
+            f"{len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
+            f"GPU{'s' if len(spec.topology.gpus) > 1 else ''}")
 
 
 def _parse_option(parse, value, option: str, scenario: Path):
@@ -201,10 +206,11 @@ def _print_notes(console, results) -> None:
             applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in ("nccl_algo", "nccl_proto") if run.auto.get(k))
             console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")
             break
-    groups: dict[tuple[str, str], list] = {}  # (algorithm, kind) -> runs that raised it, in size order
+    groups: dict[tuple[str, str], list] = {}  # (algorithm row, kind) -> runs that raised it, in size order
     for run in results.runs:
+        row = f"auto -> {run.algorithm}" if run.auto else run.algorithm
         for kind in dict.fromkeys(w.kind for w in run.warnings):
-            groups.setdefault((run.algorithm, kind), []).append(run)
+            groups.setdefault((row, kind), []).append(run)
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
         alike = [w for w in largest.warnings if w.kind == kind]
@@ -320,7 +326,8 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
         raise InputError(str(exc), scenarios[0]) from None
     console = _console()
     console.print(compare_table(rows, "hardware options"))
-    console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: cost against time', output)}")
+    title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
+    console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: {title}', output)}")
 
 
 @main.command()

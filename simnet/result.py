@@ -128,18 +128,20 @@ class Results:
             data["steps"] = self.steps
         return data
 
-    FLAT_COLUMNS = ("scenario", "algorithm", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
+    FLAT_COLUMNS = ("scenario", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
                     "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction", "warnings")
 
     def rows(self) -> list[dict]:
-        """One flat dict per run (the CSV and DataFrame rows)."""
+        """One flat dict per run (the CSV and DataFrame rows): ``algorithm`` as asked
+        (``auto``), ``ran`` what ran (auto's pick), each warning kind once."""
         rows = []
         for r in self.runs:
             neck = r.bottleneck
-            rows.append({"scenario": self.scenario, "algorithm": r.algorithm, "gpus": r.gpus,
+            rows.append({"scenario": self.scenario, "algorithm": "auto" if r.auto else r.algorithm,
+                         "ran": r.algorithm, "gpus": r.gpus,
                          "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_GBps": r.algbw_GBps,
                          "busbw_GBps": r.busbw_GBps, "model": r.model, "protocol": r.protocol or "",
                          "channels": r.channels or "", "bottleneck": neck.name if neck else "",
                          "bottleneck_saturated_fraction": neck.saturated_fraction if neck else 0.0,
-                         "warnings": ";".join(w.kind for w in r.warnings)})
+                         "warnings": ";".join(dict.fromkeys(w.kind for w in r.warnings))})
         return rows

@@ -60,12 +60,15 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     topo = topo.subset(gpus)
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topo.calibration)
-    if algorithm == "auto":
+    if algorithm == "auto" and len(topo.gpus) > 1:
         return _auto(topo, size, timeline, model, env, calibration, options, reuse)
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    if algorithm not in ALGORITHMS and algorithm != "auto":
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)} or auto")
+    if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
+        return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
+                      options=dict(options), model=model)
     engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
-    size = int(size) if len(topo.gpus) > 1 else 0
+    size = int(size)
     decided = model_plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options, env.get("NCCL_PROTO"),
                          calibration)
     schedule = build_schedule(algorithm, topo, size, **decided.options)
@@ -118,7 +121,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
 
     model = StepModel.from_workload(scenario.workload) if scenario.workload else None
     buckets = sorted(set(model.buckets())) if model else []
-    total = (len(scenario.sizes) + len(buckets)) * len(scenario.algorithms)
+    total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)
     largest = max(scenario.sizes)
     done = 0
 
@@ -136,10 +139,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         return results
 
     runs = []
+    by_size = {}
     for size in scenario.sizes:
-        results = each_algorithm(size, timeline and size == largest)
-        runs += [results[a] for a in scenario.algorithms]
-    by_bucket = {size: each_algorithm(size, False) for size in buckets}
+        by_size[size] = each_algorithm(size, timeline and size == largest)
+        runs += [by_size[size][a] for a in scenario.algorithms]
+    by_bucket = {size: by_size[size] if size in by_size else each_algorithm(size, False) for size in buckets}
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in scenario.algorithms] if model else []

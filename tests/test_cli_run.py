@@ -244,3 +244,19 @@ def test_results_dataframe_when_pandas_is_there(scenario):
     frame = results_dataframe(run_scenario(load_scenario(scenario)))
     assert isinstance(frame, pd.DataFrame) and len(frame) == 6
     assert np.isclose(frame["busbw_GBps"], frame["algbw_GBps"] * 30 / 16).all()
+
+
+def test_one_gpu_moves_nothing_and_says_so(cli, tmp_path, root):
+    # over one GPU an AllReduce is a no-op: every size and algorithm (auto too) reports the
+    # size asked for, time 0 and no bandwidth, no winner is starred, and --plot writes nothing
+    path = tmp_path / "one.yaml"
+    path.write_text(f"name: one\ntopology: {root / 'topologies/ps_star.yaml'}\nsizes: [1.4 GB, 4 MB]\n"
+                    "algorithms: [ring, ps, auto]\nworkload: {compute_time: 100 ms, gradient_size: 4 MB}\n")
+    result = cli("run", path, "-g", "1", "--plot", tmp_path / "plots", "--csv", tmp_path / "one.csv")
+    assert result.exit_code == 0, result.stderr
+    assert "AllReduce on 1 GPU " in result.stdout and "* " not in result.stdout
+    assert "nothing to plot or trace" in result.stdout and not (tmp_path / "plots").exists()
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "one.csv").read_text())))
+    assert {(r["size_bytes"], r["algorithm"], float(r["time_s"])) for r in rows} == {
+        (size, algorithm, 0.0) for size in ("1400000000", "4000000") for algorithm in ("ring", "ps", "auto")}
+    assert all(r["busbw_GBps"] == "" for r in rows)

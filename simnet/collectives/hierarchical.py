@@ -21,9 +21,9 @@ from simnet.collectives.schedule import Schedule, ScheduleBuilder, split_range
 from simnet.collectives.tree import PIPELINE_CHUNK, double_binary_tree_part, tree_part
 from simnet.topology.model import GROUP_LEVELS, Topology
 
-__all__ = ["hierarchical", "INNER_ALGORITHMS", "MAX_PIECES"]
+__all__ = ["hierarchical", "INNER_ALGORITHMS", "HIERARCHICAL_MAX_PIECES"]
 
-MAX_PIECES = 16
+HIERARCHICAL_MAX_PIECES = 16
 """Most pieces the default ``chunk_size`` cuts a buffer into: 4 MiB pieces, coarser beyond
 64 MiB. Every piece costs a few hundred transfers per group of 8, and with k pieces the
 phases overlap to within (k + 2) / k of the slowest one: 12.5 % at 16, where the runtime of
@@ -109,7 +109,7 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
 def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "host",
                  chunk_size: int | None = None) -> Schedule:
     """Two-level AllReduce over the groups of ``ranks`` at level ``group_by``, in pieces of
-    ``chunk_size`` bytes (default 4 MiB, or ``size / MAX_PIECES`` if larger) that flow
+    ``chunk_size`` bytes (default 4 MiB, or ``size / HIERARCHICAL_MAX_PIECES`` if larger) that flow
     through the phases without a barrier: piece p+1 reduce-scatters inside the groups
     while piece p crosses between them.
 
@@ -127,7 +127,7 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
     rs_last: list = [None] * len(groups)
     ag_last: list = [None] * len(groups)
     if chunk_size is None:
-        chunk_size = max(PIPELINE_CHUNK, -(-size // MAX_PIECES))
+        chunk_size = max(PIPELINE_CHUNK, -(-size // HIERARCHICAL_MAX_PIECES))
     cuts = split_range(0, size, chunk_count(size, chunk_size))
     for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         _piece(b, groups, lo, hi, inner, rs_last, ag_last)

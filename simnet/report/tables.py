@@ -102,7 +102,8 @@ def steps_table(results, compute_label: str) -> Table:
     table = Table(title=f"training step ({compute_label})", title_justify="left")
     for column in ("algorithm", "iteration", "exposed comm", "speedup", "efficiency"):
         table.add_column(column, justify="left" if column == "algorithm" else "right")
-    best = min(results.steps, key=lambda s: s["iteration_time_s"]) if len(results.steps) > 1 else None
+    times = {step["iteration_time_s"] for step in results.steps}
+    best = min(results.steps, key=lambda s: s["iteration_time_s"]) if len(times) > 1 else None
     for step in results.steps:
         star = step is best
         table.add_row(("* " if star else "  ") + step["algorithm"], units.format_time(step["iteration_time_s"]),
