@@ -52,13 +52,42 @@ def _friendly(command):
     return wrapper
 
 
+class _UsageError(click.UsageError):
+    """A usage error shown as one line, ``simnet run: No such option: --jsn (see 'simnet run --help')``."""
+
+    def show(self, file=None) -> None:
+        where = self.ctx.command_path if self.ctx else "simnet"
+        click.echo(f"{where}: {self.format_message()} (see '{where} --help')", err=True)
+
+
+class _OneLineUsage(click.Group):
+    """The ``simnet`` group: click's usage errors (unknown option, missing argument, bad
+    value) come out as one line and exit code 2, as every other bad input does."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    return exc if isinstance(exc, _UsageError) else _UsageError(exc.format_message(), exc.ctx)
+
+
 def _console():
     from simnet.console import stdout_console
 
     return stdout_console()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_OneLineUsage, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="simnet")
 @click.option("--debug", is_flag=True, help="Show a traceback on an internal error (for bug reports).")
 def main(debug: bool) -> None:
@@ -181,18 +210,13 @@ def _parse_option(parse, value, option: str, scenario: Path):
 
 
 def _with_progress(spec, scenario: Path, timeline: bool):
-    """Run the scenario with a progress bar on stderr (shown only on a terminal)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from simnet.console import stderr_console
+    """Run the scenario, its progress on stderr (``simnet.console.progress``)."""
+    from simnet.console import progress
     from simnet.runner import run_scenario
 
-    columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        task = progress.add_task("run", total=None)
+    with progress("simulating") as update:
         try:
-            return run_scenario(spec, progress=lambda done, total: progress.update(task, completed=done, total=total),
-                                timeline=timeline)
+            return run_scenario(spec, progress=update, timeline=timeline)
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
 
@@ -281,19 +305,13 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
 
 
 def _sweep_with_progress(plan, out: Path, executor):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from simnet.console import stderr_console
+    from simnet.console import progress
     from simnet.sweep import run_sweep
 
-    columns = (TextColumn("sweep"), BarColumn(), TextColumn("{task.fields[status]}"), TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        task = progress.add_task("sweep", total=len(plan.points), status="starting")
-
-        def report(done: int, running: int, total: int) -> None:
-            progress.update(task, completed=done, status=f"{done} done, {running} running, {total - done} left")
-
-        return run_sweep(plan, out, executor, progress=report)
+    with progress("sweep") as update:
+        update(0, len(plan.points), "starting")
+        return run_sweep(plan, out, executor,
+                         progress=lambda done, running, total: update(done, total, f"{running} running"))
 
 
 @main.command()
@@ -385,14 +403,10 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
 
 
 def _calibrate_with_progress(fit, topology, points):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from simnet.console import progress
 
-    from simnet.console import stderr_console
-
-    columns = (TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=stderr_console(), transient=True) as progress:
-        task = progress.add_task("fit", total=None)
-        return fit(topology, points, progress=lambda done, total: progress.update(task, completed=done, total=total))
+    with progress("calibrating") as update:
+        return fit(topology, points, progress=update)
 
 
 @main.command("algorithms")

@@ -1,12 +1,20 @@
-"""rich consoles for the CLI: wide enough for tables even when output is a pipe or a file."""
+"""rich consoles for the CLI: wide enough for tables even when output is a pipe or a file;
+progress as a bar on a terminal and as plain periodic lines in a log."""
 
 from __future__ import annotations
 
 import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 
-__all__ = ["stdout_console", "stderr_console"]
+__all__ = ["stdout_console", "stderr_console", "progress", "PLAIN_EVERY_S"]
+
+PLAIN_EVERY_S = 10.0
+"""Seconds between progress lines when stderr is not a terminal (none for shorter runs)."""
 
 
 def _width() -> int | None:
@@ -20,3 +28,40 @@ def stdout_console() -> Console:
 
 def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def progress(label: str) -> Iterator[Callable[..., None]]:
+    """Yield ``update(done, total, status="")``. On a terminal: a transient bar with the
+    elapsed and remaining time. Otherwise one plain line on stderr every ``PLAIN_EVERY_S``
+    seconds (``label: 3/12 done, 2 running; 40 s elapsed, about 120 s left``), so logs show
+    progress and short runs print nothing."""
+    if sys.stderr.isatty():
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                   TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=stderr_console(), transient=True) as bar:
+            task = bar.add_task(label, total=None, status="")
+            yield lambda done, total, status="": bar.update(task, completed=done, total=total, status=status)
+        return
+    start = last = time.monotonic()
+
+    def update(done: int, total: int, status: str = "") -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < PLAIN_EVERY_S or not done:
+            return
+        last = now
+        left = (now - start) / done * (total - done)
+        print(f"{label}: {done}/{total} done{', ' + status if status else ''}; {now - start:.0f} s elapsed, "
+              f"about {left:.0f} s left", file=sys.stderr, flush=True)
+
+    yield update

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import stat
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +20,18 @@ from pydantic import ValidationError
 
 from simnet.errors import InputError
 
-__all__ = ["Source", "load_yaml", "format_loc"]
+__all__ = ["Source", "load_yaml", "format_loc", "MAX_FILE_BYTES", "MAX_VALUES"]
 
 Loc = tuple[Any, ...]
+
+MAX_FILE_BYTES = 512 * 2**20
+"""Largest YAML file simnet reads (a 300,000-GPU topology written out link by link is ~40 MB)."""
+
+MAX_VALUES = 20_000_000
+"""Most values one document may hold once its aliases are expanded (billion-laughs guard)."""
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's C parser when installed (~30x faster, same marks, nesting bounded), else PyYAML's."""
 
 
 @dataclass
@@ -118,6 +128,44 @@ def format_loc(loc: Loc) -> str:
     return text
 
 
+def _expanded_size(root: yaml.Node, file: Path) -> int:
+    """Values in the document once aliases are expanded, counted over the node graph
+    (shared nodes once each); refuses an alias that contains itself."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in active:
+            raise InputError("an alias refers to a node that contains it (a recursive alias)", file,
+                             node.start_mark.line + 1)
+        active.add(id(node))
+        children = [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else (
+            node.value if isinstance(node, yaml.SequenceNode) else [])
+        sizes[id(node)] = total = 1 + sum(size(child) for child in children)
+        active.discard(id(node))
+        return total
+
+    return size(root)
+
+
+def _read_text(path: Path) -> str:
+    """A regular file's UTF-8 text; devices, pipes, directories and huge files refused in one line."""
+    try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError("not a regular file (a directory, device or pipe); expected a YAML file", path)
+        if status.st_size > MAX_FILE_BYTES:
+            raise InputError(f"the file is {status.st_size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES / 1e6:,.0f} MB "
+                             "simnet reads; describe large clusters with a generator (generate:)", path)
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}); expected a YAML file", path) from None
+
+
 class _Builder:
     def __init__(self, source: Source, loader: yaml.SafeLoader):
         self.source = source
@@ -129,6 +177,9 @@ class _Builder:
             self.loader.flatten_mapping(node)
             result: dict[Any, Any] = {}
             for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise InputError(f"{format_loc(loc) or 'the document'}: a key must be a plain value, not a "
+                                     "list or mapping", self.source.file, key_node.start_mark.line + 1)
                 key = self.loader.construct_object(key_node, deep=True)
                 if key in result:
                     raise InputError(f"{format_loc(loc + (key,))}: duplicate key {key!r}",
@@ -145,21 +196,24 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
     path = Path(path)
     source = Source(str(path))
     if text is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read file: {exc.strerror}", path) from None
-    loader = yaml.SafeLoader(text)
+        text = _read_text(path)
+    loader = _LOADER(text)
     try:
         node = loader.get_single_node()
         if node is None:
             raise InputError("the file is empty; expected a mapping", path, 1)
+        values = _expanded_size(node, path)
+        if values > MAX_VALUES:
+            raise InputError(f"{values:,} values once aliases are expanded, over the {MAX_VALUES:,} simnet reads",
+                             path, node.start_mark.line + 1)
         return _Builder(source, loader).build(node, ()), source
+    except RecursionError:
+        raise InputError("nested too deeply", path) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise InputError(f"YAML syntax error: {exc.problem or exc.context}", path, line) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"YAML syntax error: {exc}", path) from None
+    except yaml.YAMLError as exc:  # e.g. a control character: no line mark, a multi-line text
+        raise InputError(f"YAML syntax error: {' '.join(str(exc).split())}", path) from None
     finally:
         loader.dispose()

@@ -10,7 +10,7 @@ BAD = Path(__file__).parent / "bad_topologies"
 
 # file -> (line, the rest of the message after "file:line: ")
 EXPECTED = {
-    "yaml_syntax.yaml": (4, "YAML syntax error: expected ',' or '}', but got '{'"),
+    "yaml_syntax.yaml": (4, "YAML syntax error: did not find expected ',' or '}'"),
     "unknown_key.yaml": (4, "nodes[1].colour: unknown key 'colour'; expected one of id, kind, host, rack, region, rank, gpu, "
                            "transport, net_latency, nvls, sharp"),
     "missing_id.yaml": (4, "nodes[1].id: is required but missing"),

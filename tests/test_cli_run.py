@@ -260,3 +260,17 @@ def test_one_gpu_moves_nothing_and_says_so(cli, tmp_path, root):
     assert {(r["size_bytes"], r["algorithm"], float(r["time_s"])) for r in rows} == {
         (size, algorithm, 0.0) for size in ("1400000000", "4000000") for algorithm in ("ring", "ps", "auto")}
     assert all(r["busbw_GBps"] == "" for r in rows)
+
+
+def test_progress_in_a_log_is_plain_periodic_lines(monkeypatch, capsys):
+    from simnet import console
+
+    monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
+    with console.progress("sweep") as update:
+        update(0, 4)
+        update(1, 4, "2 running")
+        update(4, 4)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("sweep: 1/4 done, 2 running; ") and lines[0].endswith(" s left")
+    assert lines[1].startswith("sweep: 4/4 done; ") and lines[1].endswith("about 0 s left")

@@ -204,3 +204,122 @@ def test_plan_crosses_every_axis():
     assert len(plan.points) == 2 * 2 * 2
     assert len({p.key for p in plan.points}) == 8
     assert Path(plan.base).exists()
+
+
+def test_a_point_too_large_for_memory_stops_the_sweep_in_one_line_keeping_the_others(tmp_path, cli):
+    from simnet.collectives import build_schedule
+    from simnet.collectives.schedule import TRANSFER_BYTES
+
+    path = write(tmp_path)
+    eight = len(build_schedule("ring", load_scenario(path).topology, 64 * 2**20))
+    out = tmp_path / "out"
+    result = cli("sweep", path, "--out", out, "--workers", "1", env={"SIMNET_MEMORY": f"{eight * TRANSFER_BYTES - 1} B"})
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert "s.yaml: the point at 8 GPUs: ring over 8 GPUs at 64 MiB needs" in result.stderr
+    assert sorted(r["gpus"] for r in load_records(out / "results.jsonl")) == [1, 2, 4]
+
+
+def test_workers_die_with_the_sweep_process_and_release_its_pipes(tmp_path, root):
+    """kill -9 of the sweep alone (not its process group): its workers must not live on,
+    computing and holding stdout open (``simnet sweep ... | tee log`` would never end)."""
+    import select
+
+    path = tmp_path / "big.yaml"
+    path.write_text(f"""name: orphans
+topology: {root / 'topologies/two_racks.yaml'}
+model: ideal
+sizes: [64 MiB]
+algorithms: [ring, double_binary_tree, halving_doubling]
+sweep: {{gpus: [16, 32, 48, 64]}}
+""")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "simnet", "sweep", str(path), "--out", str(out), "--workers", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    children_file = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.05)
+        workers = [int(p) for p in children_file.read_text().split()]
+    assert len(workers) == 2, "the sweep should have started its two workers"
+    process.kill()
+    process.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(pid) for pid in workers):
+        time.sleep(0.05)
+    survivors = [pid for pid in workers if alive(pid)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors
+    ready, _, _ = select.select([process.stdout], [], [], 10)
+    assert ready and process.stdout.read() is not None  # EOF: nobody holds the pipe any more
+    process.stdout.close()
+
+
+def test_a_second_sweep_on_the_same_out_is_refused_while_the_first_runs(tmp_path, cli):
+    from simnet.sweep.store import locked
+
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    with locked(out, "first"):
+        result = cli("sweep", path, "--out", out, "--workers", "1")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert f"{out} is in use by another sweep (process {os.getpid()})" in result.stderr
+    assert not (out / "results.jsonl").exists()
+    assert cli("sweep", path, "--out", out, "--workers", "1").exit_code == 0  # released
+
+
+def test_duplicate_gpu_counts_algorithms_and_values_are_one_point_each(tmp_path, cli):
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    result = cli("sweep", path, "--out", out, "--workers", "1", "--gpus", "4,4,2", "-a", "ring", "-a", "ring",
+                 "--set", "workload.compute_time=100 ms,100 ms")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(r["gpus"] for r in load_records(out / "results.jsonl")) == [2, 4]
+
+
+def test_nccl_variables_are_part_of_the_sweep_and_reach_every_worker(tmp_path, cli, root):
+    path = tmp_path / "auto.yaml"
+    path.write_text(f"""name: auto
+topology: {root / 'topologies/dgx_h100.yaml'}
+size: 64 MiB
+algorithms: [auto]
+sweep: {{gpus: [8]}}
+""")
+    out = tmp_path / "out"
+    records, _ = run_sweep(plan_sweep(load_scenario(path), env={"NCCL_ALGO": "Ring"}), out, LocalExecutor(1))
+    assert [s["ran"] for s in records[0]["sizes"]] == ["ring"]
+    result = cli("sweep", path, "--out", out, env={"NCCL_ALGO": "Tree"})  # not a resume of the Ring sweep
+    assert result.exit_code == 2 and "NCCL_ALGO" in result.stderr and "different" in result.stderr
+
+
+@pytest.mark.parametrize("bad, line", [('[1, 2]\n', 2), ('{"gpus": 4}\n', 2), ('{"key": \n', 2)])
+def test_a_damaged_results_line_is_refused_never_dropped_with_the_good_ones(tmp_path, cli, bad, line):
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--workers", "1", "--gpus", "2,4").exit_code == 0
+    results = out / "results.jsonl"
+    good = results.read_text().splitlines(keepends=True)
+    results.write_text(good[0] + bad + good[1])
+    result = cli("sweep", path, "--out", out, "--workers", "1", "--gpus", "2,4")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert f"results.jsonl:{line}: line {line} is not" in result.stderr
+    assert results.read_text() == good[0] + bad + good[1]  # nothing cut
+
+
+def test_a_damaged_sweep_json_is_one_line(tmp_path, cli):
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--workers", "1", "--gpus", "2").exit_code == 0
+    (out / "sweep.json").write_text("{not json")
+    result = cli("sweep", path, "--out", out, "--workers", "1", "--gpus", "2")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "sweep.json is damaged" in result.stderr

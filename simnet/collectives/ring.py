@@ -128,11 +128,14 @@ def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
     groups = channel_groups(topology, ranks, channels, "ring")
     weights = np.array([g.weight for g in groups])
     edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
+    # each group moves the chunks of all the NCCL channels it stands for at once
+    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
+    members = [sum(len(h) for h in g.hosts) for g in groups]
+    b.expect(sum(2 * (m - 1) * m * chunk_count(int(edges[k + 1] - edges[k]) // m, pieces[k])
+                 for k, m in enumerate(members)))
     for k, group in enumerate(groups):
         order = np.concatenate(group.hosts)
-        # the group moves the chunks of all the NCCL channels it stands for at once
-        pieces = chunk_size * group.weight if chunk_size else None
-        ring_allreduce(b, order, int(edges[k]), int(edges[k + 1]), np.full(len(order), -1), pieces, channel=k)
+        ring_allreduce(b, order, int(edges[k]), int(edges[k + 1]), np.full(len(order), -1), pieces[k], channel=k)
     b.info["channels"] = channels
     b.info["channel_weights"] = weights.tolist()
     return b.build()

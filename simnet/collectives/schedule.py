@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order"]
+from simnet import units
+from simnet.budget import TooLarge, memory_budget
+
+__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "TRANSFER_BYTES"]
 
 COPY = 0
 REDUCE = 1
@@ -39,6 +42,11 @@ REDUCE = 1
 _DTYPES = {"src": np.int32, "dst": np.int32, "lo": np.int64, "hi": np.int64, "op": np.int8,
            "after_sent": np.int32, "step": np.int32, "chunk": np.int32, "channel": np.int32}
 """Column types: transfer ids fit int32 (2^31 transfers is far beyond a 2-core machine)."""
+
+TRANSFER_BYTES = 250
+"""Memory one transfer costs to build, time and replay (columns, dependencies, per-transfer
+times and counters): peak resident memory / transfers of NCCL's 8-channel ring of 1 GiB over
+1,024 GPUs is 248 B (4.16 GB for 16.8 M transfers; BENCHMARKS.md)."""
 
 
 def split_range(lo: int, hi: int, parts: int) -> np.ndarray:
@@ -122,7 +130,14 @@ class ScheduleBuilder:
         self._node_index = {n: i for i, n in enumerate(self.nodes)}
         self._batches: list[dict[str, np.ndarray]] = []
         self._count = 0
+        self._budget = memory_budget()
         self.info: dict = {}
+
+    def expect(self, transfers: int) -> None:
+        """Refuse (``TooLarge``) now if ``transfers`` will not fit the memory budget; algorithms
+        that know their count up front call this before adding anything."""
+        if transfers * TRANSFER_BYTES > self._budget:
+            self._refuse(f"needs {transfers:,} transfers", transfers)
 
     def node(self, node_id: str) -> int:
         """Index of ``node_id``, adding it if it is not a rank."""
@@ -142,10 +157,12 @@ class ScheduleBuilder:
         values = [np.asarray(v, dtype=np.int64) for v in (src, dst, lo, hi, op, after_sent, step, chunk, channel)]
         dep_values = [np.asarray(d, dtype=np.int64) for d in deps]
         shape = np.broadcast_shapes(*(v.shape for v in values + dep_values))
-        columns = [np.broadcast_to(v, shape).reshape(-1) for v in values]
-        n = columns[0].size
+        n = int(np.prod(shape))
         if n == 0:
             return np.zeros(0, dtype=np.int64)
+        if (self._count + n) * TRANSFER_BYTES > self._budget:
+            self._refuse(f"needs over {self._count + n:,} transfers", self._count + n)
+        columns = [np.broadcast_to(v, shape).reshape(-1) for v in values]
         matrix = (np.stack([np.broadcast_to(d, shape).reshape(-1) for d in dep_values], axis=1) if dep_values
                   else np.full((n, 0), -1, dtype=np.int64))
         own = np.arange(self._count, self._count + n)
@@ -159,6 +176,13 @@ class ScheduleBuilder:
         ids = np.arange(self._count, self._count + n, dtype=np.int64).reshape(shape)
         self._count += n
         return ids
+
+    def _refuse(self, needs: str, transfers: int) -> None:
+        raise TooLarge(
+            f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.size)} {needs} "
+            f"(~{transfers * TRANSFER_BYTES / 1e9:.3g} GB to build and replay), more than the "
+            f"{self._budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free memory): "
+            "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm")
 
     def next_ids(self, shape: tuple[int, ...]) -> np.ndarray:
         """The ids the next ``add`` of this broadcast shape will return."""

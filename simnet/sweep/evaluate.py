@@ -12,7 +12,10 @@ __all__ = ["evaluate_point"]
 
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
-    """Simulate one point; returns its record (raises ``InputError`` for bad overrides)."""
+    """Simulate one point; returns its record (raises ``InputError`` for bad overrides, or a
+    point too large for the memory simnet may use)."""
+    from simnet.budget import TooLarge
+    from simnet.errors import InputError
     from simnet.runner import simulate
     from simnet.workload import StepModel
 
@@ -25,8 +28,11 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
 
     def run(size: int):
         if size not in cache:
-            cache[size] = simulate(topology, point.algorithm, size, model=scenario.model,
-                                   calibration=scenario.calibration, **scenario.options)
+            try:
+                cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
+                                       calibration=scenario.calibration, **scenario.options)
+            except TooLarge as exc:
+                raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
         return cache[size]
 
     for size in scenario.sizes:

@@ -7,6 +7,7 @@ Both offer ``submit(fn, *args) -> future``, ``as_completed(futures)``, ``close()
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 
 from simnet.errors import InputError
@@ -14,14 +15,33 @@ from simnet.errors import InputError
 __all__ = ["LocalExecutor", "DaskExecutor"]
 
 
+PR_SET_PDEATHSIG = 1
+"""Linux prctl(2) option: the signal a process gets when its parent dies."""
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: be killed when the sweep process dies, however it dies (SIGKILL
+    and SIGTERM included), so no orphan keeps computing or holds a pipe such as
+    ``simnet sweep ... | tee log`` open. Linux only; elsewhere workers end with their queue."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 class LocalExecutor:
-    """Points on local worker processes (``workers`` of them)."""
+    """Points on local worker processes (``workers`` of them), which die with this process."""
 
     def __init__(self, workers: int | None = None):
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers or os.cpu_count() or 1
-        self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_die_with_parent,
+                                         initargs=(os.getpid(),))
 
     def submit(self, fn: Callable, *args):
         return self._pool.submit(fn, *args)

@@ -11,14 +11,15 @@ import copy
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from simnet.runner import nccl_env
 from simnet.scenario import Scenario, scenario_from_dict
-from simnet.yamlsource import Source
+from simnet.version import __version__
+from simnet.yamlsource import Source, load_yaml
 
 __all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides"]
 
@@ -27,7 +28,7 @@ def _inline_topology(document: dict, base: Path) -> dict:
     """A copy of ``document`` whose topology file (if any) is replaced by its contents."""
     document = copy.deepcopy(document)
     if isinstance(document.get("topology"), str):
-        document["topology"] = yaml.safe_load((base / document["topology"]).read_text())
+        document["topology"] = load_yaml(base / document["topology"])[0]
     return document
 
 
@@ -67,19 +68,43 @@ class Point:
 
 @dataclass
 class SweepPlan:
-    """Everything a worker needs: the scenario document, where it lives, and the points."""
+    """Everything a worker needs: the scenario document, where it lives, the points, and
+    the NCCL variables (``NCCL_ALGO``, ``NCCL_PROTO``) in force when it was planned, which
+    every worker applies whatever its own environment."""
 
     document: dict
     base: str
     source: str
     points: list[Point]
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> str:
-        """Hash of the scenario as simulated (topology files inlined, sweep axes excluded):
-        a resumed sweep refuses to mix results of a changed scenario."""
-        document = _inline_topology({k: v for k, v in self.document.items() if k != "sweep"}, Path(self.base))
-        return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        """Hash of every input that changes a result: the scenario as simulated (topology
+        file inlined, sweep axes excluded), the calibration profiles it uses, the NCCL
+        variables and simnet's version. A resumed sweep refuses to mix results of others."""
+        base = Path(self.base)
+        document = _inline_topology({k: v for k, v in self.document.items() if k != "sweep"}, base)
+        inputs = {"scenario": document, "env": self.env, "simnet": __version__,
+                  "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
+        return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _calibration_files(document: dict, base: Path) -> list[Path]:
+    """The calibration profiles a scenario document uses: its own and its topology file's."""
+    files = [base / document["calibration"]] if isinstance(document.get("calibration"), str) else []
+    topology = document.get("topology")
+    if isinstance(topology, str):
+        data = load_yaml(base / topology)[0]
+        if isinstance(data, dict) and isinstance(data.get("calibration"), str):
+            files.append((base / topology).parent / data["calibration"])
+    elif isinstance(topology, dict) and isinstance(topology.get("calibration"), str):
+        files.append(base / topology["calibration"])
+    return files
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else f"missing {path}"
 
 
 def _values(value: Any) -> list[Any]:
@@ -87,10 +112,11 @@ def _values(value: Any) -> list[Any]:
 
 
 def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
-               algorithms: list[str] | None = None) -> SweepPlan:
-    """The points of a sweep: the scenario's ``sweep:`` axes, overridden by ``gpus``/``sets``."""
+               algorithms: list[str] | None = None, env: Mapping[str, str] | None = None) -> SweepPlan:
+    """The points of a sweep: the scenario's ``sweep:`` axes, overridden by ``gpus``/``sets``;
+    ``env``: NCCL_ALGO / NCCL_PROTO for every point (default: this process's environment)."""
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
-    axes.update({k: _values(v) for k, v in (sets or {}).items()})
+    axes.update({k: list(dict.fromkeys(_values(v))) for k, v in (sets or {}).items()})
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     counts = [None] if counts is None else [int(c) for c in counts]
@@ -100,7 +126,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
               for count in counts
               for algorithm in (algorithms or scenario.algorithms)]
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
-    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", points)
+    unique = list(dict.fromkeys(points))  # `--gpus 4,4` or `-a ring -a ring` is one point, computed once
+    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env))
 
 
 def _grow(document: dict, gpus: int, base: Path) -> dict:

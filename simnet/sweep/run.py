@@ -9,7 +9,7 @@ from pathlib import Path
 from simnet.sweep.evaluate import evaluate_point
 from simnet.sweep.executors import LocalExecutor
 from simnet.sweep.plan import SweepPlan, scenario_at
-from simnet.sweep.store import RESULTS, append_record, check_meta, load_records
+from simnet.sweep.store import RESULTS, append_record, check_meta, load_records, locked
 
 __all__ = ["run_sweep"]
 
@@ -26,28 +26,31 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
         scenario_at(plan, overrides, gpus)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    with locked(out, plan.source):
+        return _run_unlocked(plan, out, executor, progress)
+
+
+def _run_unlocked(plan: SweepPlan, out: Path, executor, progress) -> tuple[list[dict], int]:
     check_meta(out, plan.fingerprint, plan.source)
     results_path = out / RESULTS
     known = {r["key"]: r for r in load_records(results_path)}
     todo = [p for p in plan.points if p.key not in known]
     computed = 0
-    if todo:
-        executor = executor or LocalExecutor()
+    executor = executor or LocalExecutor()
+    try:
         futures = {executor.submit(evaluate_point, plan, point): point for point in todo}
         done = len(plan.points) - len(todo)
-        try:
-            with results_path.open("a") as handle:
-                for future in executor.as_completed(futures):
-                    record = future.result()
-                    append_record(handle, record)
-                    known[record["key"]] = record
-                    computed += 1
-                    if progress:
-                        running = sum(1 for f in futures if not f.done())
-                        progress(done + computed, min(running, getattr(executor, "workers", running)),
-                                 len(plan.points))
-        except BaseException:
-            executor.abort()  # Ctrl-C or a failed point: what finished is on disk already
-            raise
-        executor.close()
+        with results_path.open("a") as handle:
+            for future in executor.as_completed(futures):
+                record = future.result()
+                append_record(handle, record)
+                known[record["key"]] = record
+                computed += 1
+                if progress:
+                    running = sum(1 for f in futures if not f.done())
+                    progress(done + computed, min(running, getattr(executor, "workers", running)), len(plan.points))
+    except BaseException:
+        executor.abort()  # Ctrl-C or a failed point: what finished is on disk already
+        raise
+    executor.close()
     return [known[p.key] for p in plan.points], computed

@@ -1,39 +1,50 @@
 """A sweep's results on disk: ``OUT/results.jsonl`` (one JSON record per finished point,
-appended and fsynced as it completes) and ``OUT/sweep.json`` (which scenario they belong to)."""
+appended and fsynced as it completes), ``OUT/sweep.json`` (which scenario they belong to)
+and ``OUT/.lock`` (held by the one sweep writing there)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from simnet.errors import InputError
 from simnet.version import __version__
 
-__all__ = ["RESULTS", "META", "load_records", "check_meta", "append_record"]
+__all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "locked"]
 
 RESULTS = "results.jsonl"
 META = "sweep.json"
+LOCK = ".lock"
 
 
 def load_records(path: Path) -> list[dict]:
-    """Finished records of a results file; a torn last line (a killed writer) is cut off."""
+    """Finished records of a results file. A torn last line (a writer killed mid-record: no
+    final newline) is cut off; any other line that is not a record is refused with its line
+    number, never dropped together with the good records after it."""
     if not path.exists():
         return []
+    data = path.read_bytes()
+    complete = data.rfind(b"\n") + 1  # what follows the last newline is a torn write
     records = []
-    good = 0
-    with path.open("rb") as handle:
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-            good += len(line)
-    if good != path.stat().st_size:
+    for number, line in enumerate(data[:complete].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"line {number} is not JSON ({exc}); remove that line to resume, or use another --out",
+                             path, number) from None
+        if not isinstance(record, dict) or "key" not in record:
+            raise InputError(f"line {number} is not a sweep record; remove that line to resume, or use another --out",
+                             path, number)
+        records.append(record)
+    if complete != len(data):
         with path.open("rb+") as handle:
-            handle.truncate(good)
+            handle.truncate(complete)
     return records
 
 
@@ -41,12 +52,39 @@ def check_meta(out: Path, fingerprint: str, source: str) -> None:
     """Record which scenario ``out`` holds, or refuse if it holds another one."""
     meta = out / META
     if meta.exists():
-        known = json.loads(meta.read_text())
+        try:
+            known = json.loads(meta.read_text())
+            if not isinstance(known, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{meta} is damaged ({exc}); delete {out} or use another --out", source) from None
         if known.get("scenario") != fingerprint:
-            raise InputError(f"{out} holds a sweep of a different scenario (fingerprint {known.get('scenario')}, "
-                             f"now {fingerprint}); use another --out or delete it", source)
+            raise InputError(f"{out} holds a sweep of a different scenario or simnet version, or other NCCL_ALGO / "
+                             f"NCCL_PROTO (fingerprint {known.get('scenario')}, now {fingerprint}); use another "
+                             "--out or delete it", source)
     else:
         meta.write_text(json.dumps({"scenario": fingerprint, "simnet": __version__, "source": source}) + "\n")
+
+
+@contextmanager
+def locked(out: Path, source: str) -> Iterator[None]:
+    """Hold ``OUT/.lock`` while a sweep writes there; a second sweep on the same ``out``
+    is refused at once rather than computing and writing every point twice."""
+    with (out / LOCK).open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "?"
+            raise InputError(f"{out} is in use by another sweep (process {owner}); wait for it to finish or use "
+                             "another --out", source) from None
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def append_record(handle, record: dict) -> None:

@@ -1,0 +1,63 @@
+"""A run too large for the memory simnet may use is refused in one line before it allocates."""
+
+from __future__ import annotations
+
+import pytest
+
+from simnet.budget import TooLarge, memory_budget
+from simnet.collectives import build_schedule
+from simnet.collectives.schedule import TRANSFER_BYTES
+from simnet.topology import topology_from_dict
+
+
+def _cluster(gpus: int):
+    hosts = max(1, gpus // 8)
+    return topology_from_dict({"name": "ls", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": hosts,
+                                                           "gpus_per_host": min(gpus, 8), "spines": 2}})
+
+
+def test_budget_is_free_memory_or_the_override(monkeypatch):
+    monkeypatch.delenv("SIMNET_MEMORY", raising=False)
+    assert 0 < memory_budget()
+    monkeypatch.setenv("SIMNET_MEMORY", "3 GiB")
+    assert memory_budget() == 3 * 2**30
+    monkeypatch.setenv("SIMNET_MEMORY", "lots")
+    with pytest.raises(ValueError, match="SIMNET_MEMORY"):
+        memory_budget()
+
+
+@pytest.mark.parametrize("gpus, options", [(16, {}), (32, {"chunk_size": 2**20}), (24, {"channels": 3}),
+                                           (8, {"chunk_size": 100_000})])
+def test_ring_knows_its_transfer_count_before_building(monkeypatch, gpus, options):
+    """The ring's up-front count is exact: a budget of exactly its transfers builds, one byte
+    less is refused by the count ("needs N", not "needs over N"), before any transfer exists."""
+    topo = _cluster(gpus)
+    n = len(build_schedule("ring", topo, 2**26, **options))
+    monkeypatch.setenv("SIMNET_MEMORY", f"{n * TRANSFER_BYTES} B")
+    assert len(build_schedule("ring", topo, 2**26, **options)) == n
+    monkeypatch.setenv("SIMNET_MEMORY", f"{n * TRANSFER_BYTES - 1} B")
+    with pytest.raises(TooLarge, match=rf"^ring over {gpus} GPUs at 64 MiB needs {n:,} transfers"):
+        build_schedule("ring", topo, 2**26, **options)
+
+
+@pytest.mark.parametrize("algorithm", ["tree", "hierarchical", "halving_doubling", "direct", "ps"])
+def test_every_algorithm_stops_at_the_budget(monkeypatch, algorithm):
+    topo = _cluster(16)
+    n = len(build_schedule(algorithm, topo, 2**26))
+    monkeypatch.setenv("SIMNET_MEMORY", f"{n * TRANSFER_BYTES} B")
+    assert len(build_schedule(algorithm, topo, 2**26)) == n
+    monkeypatch.setenv("SIMNET_MEMORY", f"{n * TRANSFER_BYTES - 1} B")
+    with pytest.raises(TooLarge, match=rf"^{algorithm} over 16 GPUs at 64 MiB needs"):
+        build_schedule(algorithm, topo, 2**26)
+
+
+def test_cli_refuses_in_one_line_and_writes_nothing(cli, root, tmp_path):
+    out = tmp_path / "r.json"
+    result = cli("run", root / "scenarios/cross_rack.yaml", "-a", "ring", "-s", "1 GiB", "--json", out,
+                 env={"SIMNET_MEMORY": "1 MiB"})
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "cross_rack.yaml: ring over 64 GPUs at 1 GiB needs" in lines[0]
+    assert "fewer GPUs, a larger chunk_size" in lines[0]
+    assert not out.exists()
