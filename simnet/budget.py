@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from simnet import units
+from simnet.errors import CannotSimulate
 
 __all__ = ["memory_budget", "TooLarge", "SAFETY"]
 
@@ -27,7 +28,7 @@ _FALLBACK = 4 * 2**30
 """Budget where the available memory cannot be read (not Linux): a cautious 4 GiB."""
 
 
-class TooLarge(ValueError):
+class TooLarge(CannotSimulate):
     """A run that would need more memory than the budget; ``str()`` says how much and what to do."""
 
 

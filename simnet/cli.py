@@ -483,15 +483,22 @@ def topo_check(topology: Path) -> None:
     click.echo(f"  GPUs:      {s.gpus} in {groups}")
     click.echo(f"  other:     {others or 'none'}")
     click.echo(f"  links:     {s.links} ({s.directed_links} directed)")
-    click.echo(f"  bandwidth: {units.format_bandwidth(s.min_bandwidth)} .. {units.format_bandwidth(s.max_bandwidth)}"
-               f" ({s.min_bandwidth / 1e9:.4g} .. {s.max_bandwidth / 1e9:.4g} GB/s) per direction")
-    click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency)} over {s.worst_hops} hops"
-               f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
+    if s.min_bandwidth is None:
+        click.echo("  bandwidth: no links")
+    else:
+        click.echo(f"  bandwidth: {units.format_bandwidth(s.min_bandwidth)} .. "
+                   f"{units.format_bandwidth(s.max_bandwidth)} ({s.min_bandwidth / 1e9:.4g} .. "
+                   f"{s.max_bandwidth / 1e9:.4g} GB/s) per direction")
+    if s.gpus == 1:
+        click.echo("  worst GPU-to-GPU path: none (one GPU: an AllReduce moves no data)")
+    else:
+        click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency)} over {s.worst_hops} hops"
+                   f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
 
 
 @topo.command("show")
 @_TOPOLOGY
-@click.option("--limit", default=64, show_default=True, help="Most GPU rows to list.")
+@click.option("--limit", type=click.IntRange(min=1), default=64, show_default=True, help="Most GPU rows to list.")
 @_friendly
 def topo_show(topology: Path, limit: int) -> None:
     """Print TOPOLOGY's GPUs (rank, host, rack, region) and its links by class.

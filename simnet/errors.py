@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["InputError"]
+__all__ = ["InputError", "CannotSimulate"]
 
 
 class InputError(ValueError):
@@ -24,7 +24,18 @@ class InputError(ValueError):
         return (InputError, (self.message, self.file, self.line))
 
     def __str__(self) -> str:
+        message = _one_line(self.message)
         if self.file is None:
-            return self.message
+            return message
         where = self.file if self.line is None else f"{self.file}:{self.line}"
-        return f"{where}: {self.message}"
+        return f"{_one_line(where)}: {message}"
+
+
+def _one_line(text: str) -> str:
+    """Line breaks a user put in a key or value (``"a\nb"``) shown escaped: one line stays one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+class CannotSimulate(ValueError):
+    """Valid input that simnet cannot simulate here (too large for the memory, too long for
+    the engine's horizon); ``str()`` says why and what to change."""

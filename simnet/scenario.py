@@ -13,6 +13,7 @@ algorithm) point.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,18 +71,22 @@ def parse_cost(text: object) -> float:
     (1200000.0, 800000.0, 5.0)
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
-    match = _COST.match(text) if isinstance(text, str) else None
-    if not match:
-        raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
-    return float(match.group(1)) * _MULTIPLIER[match.group(2)]
+        value = float(text)
+    else:
+        match = _COST.match(text) if isinstance(text, str) else None
+        if not match:
+            raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
+        value = float(match.group(1)) * _MULTIPLIER[match.group(2)]
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{text!r}: a cost must be zero or more")
+    return value
 
 
 class Options(Strict):
     """Algorithm and engine options (see ``simnet algorithms``)."""
 
     chunk_size: PositiveSize | None = None
-    channels: Annotated[int, Field(ge=1)] | None = None
+    channels: Annotated[int, Field(ge=1, le=64)] | None = None  # NCCL's MAXCHANNELS (v2.30.7 device.h)
     inner: Literal[tuple(INNER_ALGORITHMS)] | None = None  # type: ignore[valid-type]
     group_by: Literal[GROUP_LEVELS] | None = None  # type: ignore[valid-type]
     ps_server: str | list[str] | None = None
@@ -94,16 +99,18 @@ class Workload(Strict):
     """A training step, for iteration time and speedup (used by sweeps)."""
 
     compute_time: Latency | None = None
-    model_flops: Annotated[float, Field(gt=0)] | None = None
-    gpu_flops: Annotated[float, Field(gt=0)] | None = None
+    model_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     gradient_size: Size | None = None
-    parameters: Annotated[float, Field(gt=0)] | None = None
+    parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
     bucket_size: PositiveSize | None = None
     backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
 
     @model_validator(mode="after")
     def _complete(self) -> Workload:
+        if self.compute_time is not None and self.compute_time <= 0:
+            raise ValueError("compute_time must be positive (the step's compute on one GPU)")
         if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
         if self.gradient_size is None and self.parameters is None:
@@ -148,9 +155,13 @@ class ScenarioSpec(Strict):
         from simnet.collectives import ALGORITHMS
 
         names = [value] if isinstance(value, str) else value
-        for name in names:
+        if not names:
+            raise ValueError("no algorithms: list at least one (or write all, or auto)")
+        for i, name in enumerate(names):
             if name not in ALGORITHMS and name not in ("all", AUTO):
                 raise ValueError(f"unknown algorithm {name!r}; expected {', '.join([*ALGORITHMS, AUTO])} or all")
+            if name in names[:i]:
+                raise ValueError(f"{name!r} is listed twice")
         return value
 
 
@@ -237,11 +248,14 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             topology = topology.subset(spec.gpus)
         except ValueError as exc:
             raise source.error(("gpus",), str(exc).removeprefix("gpus: ")) from None
-    if spec.options.ps_server is not None:
-        servers = [spec.options.ps_server] if isinstance(spec.options.ps_server, str) else spec.options.ps_server
-        for server in servers:
-            if server not in topology.node_index:
-                raise source.error(("options", "ps_server"), f"{server!r} is not a node of {topology.name}")
+    if spec.options.ps_server is not None or spec.options.ps_servers is not None:
+        from simnet.collectives.direct import parameter_servers
+
+        try:
+            parameter_servers(topology, topology.gpus, spec.options.ps_server, spec.options.ps_servers or 1)
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise source.error(("options", field), message) from None
     calibration = None
     if spec.calibration is not None:
         calibration = (base or Path(".")) / spec.calibration

@@ -22,6 +22,9 @@ import re
 
 __all__ = [
     "UnitError",
+    "BANDWIDTH_RANGE",
+    "TIME_RANGE",
+    "SIZE_MAX",
     "parse_bandwidth",
     "parse_time",
     "parse_size",
@@ -79,22 +82,42 @@ def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, flo
     return float(match.group(1)), table[match.group(2)]
 
 
+BANDWIDTH_RANGE = (1e3 / 8, 1e16 / 8)
+"""Positive bandwidths simnet accepts, B/s: 1 Kb/s (slower, and a GiB takes months) to
+10 Pb/s (beyond any link or switch built)."""
+TIME_RANGE = (1e-12, 86_400.0)
+"""Non-zero durations simnet accepts, s: 1 ps (the engine's resolution) to one day."""
+SIZE_MAX = 2**50
+"""Largest size simnet accepts: 1 PiB (more than any model's gradients)."""
+
+
+def _outside(text: object, span: str) -> UnitError:
+    return UnitError(f"{str(text)!r} is outside {span}, the range simnet accepts")
+
+
 def parse_bandwidth(text: object) -> float:
-    """Parse a bandwidth such as ``"400 Gb/s"`` into bytes per second."""
+    """Parse a bandwidth such as ``"400 Gb/s"`` into bytes per second (positive values
+    within ``BANDWIDTH_RANGE``; zero and negatives are left to the caller to refuse)."""
     number, unit = _parse(text, _BANDWIDTH, "bandwidth")
-    return number * unit
+    value = number * unit
+    if not math.isfinite(value) or 0 < value < BANDWIDTH_RANGE[0] or value > BANDWIDTH_RANGE[1]:
+        raise _outside(text, "1 Kb/s to 10 Pb/s")
+    return value
 
 
 def parse_time(text: object) -> float:
-    """Parse a duration such as ``"1.5 us"`` into seconds."""
+    """Parse a duration such as ``"1.5 us"`` into seconds (zero, or a magnitude within
+    ``TIME_RANGE``; the sign is left to the caller)."""
     number, unit = _parse(text, _TIME, "time")
-    return number * unit
+    value = number * unit
+    if not math.isfinite(value) or 0 < abs(value) < TIME_RANGE[0] or abs(value) > TIME_RANGE[1]:
+        raise _outside(text, "1 ps to 1 day")
+    return value
 
 
 def parse_size(text: object) -> int:
-    """Parse a size such as ``"64 MiB"`` into a whole number of bytes."""
-    number, unit = _parse(text, _SIZE, "size")
-    value = number * unit
+    """Parse a size such as ``"64 MiB"`` into a whole number of bytes (at most ``SIZE_MAX``)."""
+    value = parse_size_approx(text)
     if value != math.floor(value):
         raise UnitError(f"{text!r} is not a whole number of bytes")
     return int(value)
@@ -103,7 +126,10 @@ def parse_size(text: object) -> int:
 def parse_size_approx(text: object) -> float:
     """Parse a size that may be rounded (``"1.304 GiB"``) into bytes, not necessarily whole."""
     number, unit = _parse(text, _SIZE, "size")
-    return number * unit
+    value = number * unit
+    if not math.isfinite(value) or abs(value) > SIZE_MAX:
+        raise _outside(text, "0 B to 1 PiB")
+    return value
 
 
 def _significant(value: float) -> str:

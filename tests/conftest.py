@@ -26,7 +26,7 @@ def cli():
     runner = CliRunner()
 
     def invoke(*args: str, env: dict | None = None):
-        return runner.invoke(main, [str(a) for a in args], env={"COLUMNS": "250", **(env or {})},
+        return runner.invoke(main, [str(a) for a in args], env={"COLUMNS": "250", **(env or {})}, prog_name="simnet",
                              catch_exceptions=False)
 
     return invoke

@@ -87,3 +87,151 @@ def test_any_document_shape_loads_or_is_refused_in_one_line(tmp_path, document):
         load_topology(path)
     except InputError as exc:
         assert "\n" not in str(exc) and str(exc).startswith(str(path))
+
+
+TOPOLOGY = """name: t
+nodes:
+  - {{id: g0, kind: gpu}}
+  - {{id: g1, kind: gpu}}
+  - {{id: sw, kind: switch}}
+  - {{id: ps0, kind: ps}}
+links:
+  - {{a: g0, b: sw, bandwidth: {bandwidth}, latency: {latency}}}
+  - {{a: g1, b: sw, bandwidth: 100 Gb/s, latency: 1 us}}
+  - {{a: ps0, b: sw, bandwidth: 100 Gb/s, latency: 1 us}}
+"""
+SCENARIO = """name: s
+topology: t.yaml
+sizes: [{size}]
+algorithms: [{algorithms}]
+options: {{{options}}}
+"""
+
+
+def _files(tmp_path, bandwidth="100 Gb/s", latency="1 us", size="1 MiB", algorithms="ring", options="", extra=""):
+    (tmp_path / "t.yaml").write_text(TOPOLOGY.format(bandwidth=bandwidth, latency=latency))
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO.format(size=size, algorithms=algorithms, options=options) + extra)
+    return path
+
+
+REFUSED = [  # (what the user wrote, where, the message it gets)
+    ({"bandwidth": "1e400 Gb/s"}, "t.yaml:8", "links[0].bandwidth: '1e400 Gb/s' is outside 1 Kb/s to 10 Pb/s"),
+    ({"bandwidth": "1e30 Tb/s"}, "t.yaml:8", "is outside 1 Kb/s to 10 Pb/s"),
+    ({"bandwidth": "1e-300 B/s"}, "t.yaml:8", "is outside 1 Kb/s to 10 Pb/s"),
+    ({"bandwidth": "1 b/s"}, "t.yaml:8", "is outside 1 Kb/s to 10 Pb/s"),
+    ({"latency": "1e10 s"}, "t.yaml:8", "links[0].latency: '1e10 s' is outside 1 ps to 1 day"),
+    ({"latency": "1e400 s"}, "t.yaml:8", "is outside 1 ps to 1 day"),
+    ({"latency": "1e-15 s"}, "t.yaml:8", "is outside 1 ps to 1 day"),
+    ({"size": "1e20 B"}, "s.yaml:3", "sizes: '1e20 B' is outside 0 B to 1 PiB"),
+    ({"size": "1e400 B"}, "s.yaml:3", "is outside 0 B to 1 PiB"),
+    ({"options": "channels: 1000000"}, "s.yaml:5", "options.channels: 1000000 must be at most 64"),
+    ({"options": "reduce_bandwidth: 1e-300 B/s"}, "s.yaml:5", "options.reduce_bandwidth: '1e-300 B/s' is outside"),
+    ({"options": "message_overhead: 1e400 s"}, "s.yaml:5", "options.message_overhead: '1e400 s' is outside"),
+    ({"options": "chunk_size: 1 B", "size": "1 GiB"}, "s.yaml", "ring over 2 GPUs at 1 GiB needs"),
+    ({"bandwidth": "2 Kb/s", "size": "1 TiB"}, "s.yaml", "the simulated time passes 1,000,000 s (11.6 days)"),
+    ({"algorithms": ""}, "s.yaml:4", "algorithms: no algorithms: list at least one"),
+    ({"algorithms": "ring, tree, ring"}, "s.yaml:4", "algorithms: 'ring' is listed twice"),
+    ({"algorithms": "ps", "options": "ps_server: [g1, g1]"}, "s.yaml:5", "options.ps_server: 'g1' is listed twice"),
+    ({"algorithms": "ps", "options": "ps_server: []"}, "s.yaml:5", "options.ps_server: an empty list"),
+    ({"algorithms": "ps", "options": "ps_server: sw"}, "s.yaml:5", "'sw' is a switch, which cannot sum gradients"),
+    ({"algorithms": "ps", "options": "ps_servers: 2"}, "s.yaml:5", "options.ps_servers: 2 requested but there are "
+                                                                   "only 1 parameter servers"),
+    ({"extra": "gpus: [g0, g0]\n"}, "s.yaml:6", "gpus: 'g0' is listed twice"),
+    ({"extra": "workload: {compute_time: 0 s, gradient_size: 1 MiB}\n"}, "s.yaml:6", "compute_time must be positive"),
+    ({"extra": "variants: [{name: a, set: {model: ideal}, cost: -1 M$}]\n"}, "s.yaml:6",
+     "variants[0].cost: '-1 M$': a cost must be zero or more"),
+]
+
+
+@pytest.mark.parametrize("given, where, message", REFUSED, ids=[str(r[0]) for r in REFUSED])
+def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, monkeypatch, given, where, message):
+    if "chunk_size" in str(given):
+        monkeypatch.setenv("SIMNET_MEMORY", "1 GiB")  # the same refusal on any machine
+    path = _files(tmp_path, **given)
+    out = tmp_path / "r.json"
+    result = cli("run", path, "--json", out)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(str(tmp_path / where)) and message in result.stderr, result.stderr
+    assert not out.exists()
+
+
+def test_a_parameter_server_nobody_can_reach_is_refused(cli, tmp_path):
+    (tmp_path / "t.yaml").write_text(TOPOLOGY.format(bandwidth="100 Gb/s", latency="1 us").rsplit("  - {a: ps0", 1)[0])
+    result = cli("topo", "check", tmp_path / "t.yaml")
+    assert result.exit_code == 2
+    assert result.stderr == f"{tmp_path / 't.yaml'}:6: nodes[3]: GPU 'g0' cannot reach parameter server 'ps0': " \
+                            "it has no links\n"
+
+
+@pytest.mark.parametrize("generate", ["{kind: nvswitch, gpus: 100000000}", "{kind: full_mesh, gpus: 100000}",
+                                      "{kind: leaf_spine, racks: 10000000}", "{kind: pcie, gpus: 100000000}",
+                                      "{kind: leaf_spine, racks: 1000000000000000000000000000000}",
+                                      "{kind: cross_region, regions: 10000000}", "{kind: ps_star, workers: 100000000}"])
+def test_generators_too_large_for_memory_are_refused_before_building(cli, tmp_path, generate):
+    path = tmp_path / "big.yaml"
+    path.write_text(f"name: big\ngenerate: {generate}\n")
+    start = time.monotonic()
+    result = cli("topo", "check", path, env={"SIMNET_MEMORY": "16 GiB"})
+    assert time.monotonic() - start < 5
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert f"{path}:2: generate: " in result.stderr and "more than the 17.2 GB simnet may use here" in result.stderr
+
+
+_GENERATE = st.one_of(
+    st.fixed_dictionaries({"kind": st.just("nvswitch"), "gpus": st.integers(1, 16)},
+                          optional={"nic_bandwidth": st.just("400 Gb/s")}),
+    st.fixed_dictionaries({"kind": st.just("pcie"), "gpus": st.integers(1, 16), "gpus_per_switch": st.integers(1, 5)}),
+    st.fixed_dictionaries({"kind": st.sampled_from(["leaf_spine", "cross_region"]), "racks": st.integers(1, 3),
+                           "hosts_per_rack": st.integers(1, 3), "gpus_per_host": st.integers(1, 8),
+                           "spines": st.integers(1, 3)},
+                          optional={"nic_per": st.sampled_from(["gpu", "host"]), "nics_per_host": st.integers(1, 9),
+                                    "regions": st.integers(1, 3)}),
+    st.fixed_dictionaries({"kind": st.just("ps_star"), "workers": st.integers(1, 9), "servers": st.integers(1, 3)}),
+    st.fixed_dictionaries({"kind": st.just("full_mesh"), "gpus": st.integers(1, 12)}),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(_GENERATE)
+def test_a_generator_knows_its_size_before_building(params):
+    """The footprint that guards memory counts the GPUs exactly and never undercounts
+    nodes + links (so the guard never lets through what it should refuse)."""
+    from simnet.topology.generators import GENERATORS, generate
+
+    if params["kind"] != "cross_region":
+        params.pop("regions", None)
+    gpus, elements = GENERATORS[params["kind"]].params.model_validate(params).footprint()
+    nodes, links = generate(params)
+    assert gpus == sum(1 for n in nodes if n.kind == "gpu")
+    assert len(nodes) + len(links) <= elements <= 2 * (len(nodes) + len(links)) + 8
+
+
+def test_one_gpu_alone_is_checked_and_drawn(cli, tmp_path):
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\ngenerate: {kind: full_mesh, gpus: 1}\n")
+    check = cli("topo", "check", path)
+    assert check.exit_code == 0, check.stderr
+    assert "bandwidth: no links" in check.output and "none (one GPU: an AllReduce moves no data)" in check.output
+    draw = cli("topo", "draw", path, "-o", tmp_path / "one.png")
+    assert draw.exit_code == 0 and (tmp_path / "one.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--jsn", "x"], "simnet run: No such option '--jsn'"),
+    (["run"], "simnet run: Missing argument 'SCENARIO'"),
+    (["topo", "show", "x.yaml", "--limit", "-1"], "simnet topo show: Invalid value for '--limit'"),
+    (["sweep", "x.yaml", "--workers", "-1"], "simnet sweep: Invalid value for '--workers'"),
+    (["bogus"], "simnet: No such command 'bogus'"),
+])
+def test_usage_errors_are_one_line(cli, args, message):
+    result = cli(*args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(message)
+
+
+@pytest.mark.parametrize("option", ["--json", "--csv", "--trace"])
+def test_unwritable_places_are_refused_before_simulating(cli, root, option):
+    result = cli("run", root / "scenarios/single_node.yaml", option, "/proc/simnet-out.x")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"{option}: cannot write /proc/simnet-out.x: cannot create files in /proc")

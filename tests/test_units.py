@@ -7,7 +7,7 @@ from simnet import units
 
 @pytest.mark.parametrize("text, expected", [
     ("400 Gb/s", 50e9), ("50 GB/s", 50e9), ("400 Gbps", 50e9), ("50 GBps", 50e9),
-    ("8 b/s", 1.0), ("1 bps", 1 / 8), ("100 Mb/s", 12.5e6), ("1 Tb/s", 125e9),
+    ("8000 b/s", 1000.0), ("1000 bps", 125.0), ("100 Mb/s", 12.5e6), ("1 Tb/s", 125e9),
     ("1 KiB/s", 1024.0), ("1 GiB/s", 2.0**30), ("2.5 MB/s", 2.5e6), ("1e3 B/s", 1e3),
 ])
 def test_bandwidth_bits_versus_bytes(text, expected):
@@ -50,17 +50,17 @@ def test_size_must_be_whole_bytes():
         units.parse_size("1.5 B")
 
 
-@given(st.floats(min_value=1e-3, max_value=1e15, allow_nan=False))
+@given(st.floats(min_value=units.BANDWIDTH_RANGE[0] * 1.001, max_value=units.BANDWIDTH_RANGE[1] * 0.999))
 def test_bandwidth_format_parse_round_trip(value):
     assert units.parse_bandwidth(units.format_bandwidth(value)) == pytest.approx(value, rel=5e-4)
 
 
-@given(st.floats(min_value=1e-12, max_value=1e5, allow_nan=False))
+@given(st.floats(min_value=units.TIME_RANGE[0] * 1.001, max_value=units.TIME_RANGE[1] * 0.999))
 def test_time_format_parse_round_trip(value):
     assert units.parse_time(units.format_time(value)) == pytest.approx(value, rel=5e-4)
 
 
-@given(st.integers(min_value=0, max_value=2**50))
+@given(st.integers(min_value=0, max_value=units.SIZE_MAX * 999 // 1000))
 def test_size_format_parse_round_trip(value):
     text = units.format_size(value)
     assert units.parse_size_approx(text) == pytest.approx(value, rel=5e-4, abs=0.5)
@@ -81,3 +81,35 @@ def test_sizes_come_back_in_the_unit_system_they_were_typed_in(number, unit):
 def test_power_of_two_sizes_format_exactly(exponent):
     value = 2**exponent
     assert units.parse_size(units.format_size(value)) == value
+
+
+_ANY_NUMBER = st.one_of(st.floats(), st.integers(min_value=-10**400, max_value=10**400).map(str),
+                        st.sampled_from(["1e400", "-1e400", "1e-400", "inf", "nan", "1e309", "4.9e-324"]))
+
+
+@given(_ANY_NUMBER, st.sampled_from(["b/s", "Tb/s", "B/s", "TB/s", "GiB/s"]))
+def test_any_bandwidth_is_in_range_or_refused(number, unit):
+    """A parsed bandwidth is finite and, if positive, within BANDWIDTH_RANGE; else UnitError."""
+    try:
+        value = units.parse_bandwidth(f"{number} {unit}")
+    except units.UnitError:
+        return
+    assert value <= 0 or units.BANDWIDTH_RANGE[0] <= value <= units.BANDWIDTH_RANGE[1]
+
+
+@given(_ANY_NUMBER, st.sampled_from(["ns", "us", "ms", "s"]))
+def test_any_time_is_in_range_or_refused(number, unit):
+    try:
+        value = units.parse_time(f"{number} {unit}")
+    except units.UnitError:
+        return
+    assert value == 0 or units.TIME_RANGE[0] <= abs(value) <= units.TIME_RANGE[1]
+
+
+@given(_ANY_NUMBER, st.sampled_from(["B", "KB", "GiB", "TB", "TiB"]))
+def test_any_size_is_in_range_or_refused(number, unit):
+    try:
+        value = units.parse_size(f"{number} {unit}")
+    except units.UnitError:
+        return
+    assert isinstance(value, int) and abs(value) <= units.SIZE_MAX

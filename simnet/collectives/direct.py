@@ -14,15 +14,24 @@ __all__ = ["ps", "naive", "direct", "parameter_servers"]
 
 def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | list[str] | None,
                       ps_servers: int) -> list[str]:
-    """The server nodes: ``ps_server`` if given, else the first ``ps_servers`` nodes of kind
-    ps, else the first ``ps_servers`` ranks."""
+    """The server nodes: ``ps_server`` if given (nodes of kind ps or host, or GPUs that also work),
+    else the first ``ps_servers`` nodes of kind ps, else the first ``ps_servers`` ranks;
+    ``ValueError`` ("field: what is wrong") for anything else."""
     if ps_servers < 1:
         raise ValueError("ps_servers must be at least 1")
     if ps_server is not None:
         servers = [ps_server] if isinstance(ps_server, str) else list(ps_server)
-        unknown = [s for s in servers if s not in topology.node_index]
-        if unknown:
-            raise ValueError(f"ps_server: {unknown[0]!r} is not a node of {topology.name}")
+        if not servers:
+            raise ValueError("ps_server: an empty list; name at least one node, or leave ps_server out")
+        for i, server in enumerate(servers):
+            if server not in topology.node_index:
+                raise ValueError(f"ps_server: {server!r} is not a node of {topology.name}")
+            if server in servers[:i]:
+                raise ValueError(f"ps_server: {server!r} is listed twice")
+            kind = topology.graph.nodes[server]["kind"]
+            if kind in ("switch", "nic"):
+                raise ValueError(f"ps_server: {server!r} is a {kind}, which cannot sum gradients; name a node of "
+                                 "kind ps or host (a CPU server), or a GPU (a worker that also serves)")
         return servers
     pool = topology.parameter_servers or ranks
     if ps_servers > len(pool):

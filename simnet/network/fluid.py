@@ -39,15 +39,24 @@ from typing import Protocol
 import numpy as np
 import simpy
 
+from simnet.errors import CannotSimulate
 from simnet.network.accounting import LinkStats
 from simnet.network.maxmin import max_min_rates
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY"]
+__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon"]
 
 SETTLE_PRIORITY = 2
 """SimPy priority of the once-per-instant recomputation: after every URGENT (0) and
 NORMAL (1) event of the same instant, so all changes at one instant are handled together."""
+
+HORIZON_S = 10**6
+"""Latest simulated instant, s (11.6 days; int64 picoseconds would overflow at 106 days)."""
+
+
+class BeyondHorizon(CannotSimulate):
+    """A flow would finish after ``HORIZON_S``: bandwidths far too low for the bytes asked."""
+
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=float)
@@ -344,6 +353,9 @@ class FluidNetwork:
             self._since[slots] = now
             self._rate[slots] = rates
             self._finish[slots] = now + self._left[slots] / rates * PS_PER_SECOND
+            if len(slots) and self._finish[slots].max() > HORIZON_S * PS_PER_SECOND:
+                raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), "
+                                    "simnet's horizon: a bandwidth is far too low for the bytes it must carry")
             self._change_load(self._paths[self._row[slots]], rates - old)
         self.stats.commit(now, self._users[:-1])
         if self.active:

@@ -5,6 +5,7 @@ traceback after a long simulation."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from simnet.errors import InputError
@@ -32,9 +33,20 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"{where}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    _can_create_in(folder, where)
+    if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"{where}: permission denied")
     return path
+
+
+def _can_create_in(folder: Path, where: str) -> None:
+    """Create and remove a scratch file in ``folder``: the one sure test that simnet may
+    write there (permissions, read-only and pseudo file systems such as /proc, a full disk)."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".simnet-", suffix=".check"):
+            pass
+    except OSError as exc:
+        raise InputError(f"{where}: cannot create files in {folder} ({exc.strerror or exc})") from None
 
 
 def output_dir(path: str | Path, option: str) -> Path:
@@ -44,6 +56,7 @@ def output_dir(path: str | Path, option: str) -> Path:
     if path.exists() and not path.is_dir():
         raise InputError(f"{where}: it is a file, not a folder")
     existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise InputError(f"{where}: permission denied")
+    if not existing.is_dir():
+        raise InputError(f"{where}: {existing} is a file, not a folder")
+    _can_create_in(existing, where)
     return path

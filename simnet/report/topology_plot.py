@@ -76,10 +76,7 @@ def _spread(wanted: np.ndarray, min_gap: float) -> np.ndarray:
 def draw_topology(topo: Topology, path: str | Path, title: str | None = None) -> Path:
     """Draw ``topo`` to a PNG (or any format matplotlib knows from the suffix)."""
     plt = pyplot()
-    from matplotlib.collections import LineCollection
-    from matplotlib.colors import LogNorm
     from matplotlib.patches import FancyBboxPatch
-    from matplotlib.ticker import NullLocator, ScalarFormatter
 
     pos = layout(topo)
     layer_sizes = Counter(y for _, y in pos.values())
@@ -113,19 +110,8 @@ def draw_topology(topo: Topology, path: str | Path, title: str | None = None) ->
     for (u, v), bandwidth in zip(topo.links, topo.capacity):
         key = (u, v) if topo.node_index[u] < topo.node_index[v] else (v, u)
         undirected[key] = max(undirected.get(key, 0.0), float(bandwidth))
-    segments = [(pos[u], pos[v]) for u, v in undirected]
-    bandwidth = np.array(list(undirected.values())) * 8 / 1e9  # Gb/s
-    norm = LogNorm(vmin=bandwidth.min(), vmax=max(bandwidth.max(), bandwidth.min() * 1.01))
-    widths = 0.6 + 2.4 * (np.log(bandwidth) - np.log(norm.vmin)) / max(np.log(norm.vmax / norm.vmin), 1e-9)
-    lines = LineCollection(segments, array=bandwidth, cmap="viridis", norm=norm, linewidths=widths, zorder=1)
-    ax.add_collection(lines)
-    colourbar = fig.colorbar(lines, ax=ax, pad=0.01, fraction=0.03)
-    colourbar.set_label("link bandwidth per direction (Gb/s)")
-    if bandwidth.min() == bandwidth.max():  # one bandwidth: one tick, no log-scale minor ticks
-        colourbar.set_ticks([bandwidth.min()])
-        colourbar.ax.yaxis.set_minor_locator(NullLocator())
-    colourbar.ax.yaxis.set_major_formatter(ScalarFormatter())
-    colourbar.ax.yaxis.set_minor_formatter(ScalarFormatter())
+    if undirected:  # one GPU alone has no links to draw
+        _draw_links(fig, ax, pos, undirected)
 
     for kind, (colour, marker) in _KIND_STYLE.items():
         members = [n for n in topo.nodes if topo.kind(n) == kind]
@@ -155,3 +141,24 @@ def draw_topology(topo: Topology, path: str | Path, title: str | None = None) ->
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
+
+
+def _draw_links(fig, ax, pos: dict, undirected: dict) -> None:
+    """Links coloured and sized by bandwidth (log scale), with a colour bar in Gb/s."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import NullLocator, ScalarFormatter
+
+    segments = [(pos[u], pos[v]) for u, v in undirected]
+    bandwidth = np.array(list(undirected.values())) * 8 / 1e9  # Gb/s
+    norm = LogNorm(vmin=bandwidth.min(), vmax=max(bandwidth.max(), bandwidth.min() * 1.01))
+    widths = 0.6 + 2.4 * (np.log(bandwidth) - np.log(norm.vmin)) / max(np.log(norm.vmax / norm.vmin), 1e-9)
+    lines = LineCollection(segments, array=bandwidth, cmap="viridis", norm=norm, linewidths=widths, zorder=1)
+    ax.add_collection(lines)
+    colourbar = fig.colorbar(lines, ax=ax, pad=0.01, fraction=0.03)
+    colourbar.set_label("link bandwidth per direction (Gb/s)")
+    if bandwidth.min() == bandwidth.max():  # one bandwidth: one tick, no log-scale minor ticks
+        colourbar.set_ticks([bandwidth.min()])
+        colourbar.ax.yaxis.set_minor_locator(NullLocator())
+    colourbar.ax.yaxis.set_major_formatter(ScalarFormatter())
+    colourbar.ax.yaxis.set_minor_formatter(ScalarFormatter())

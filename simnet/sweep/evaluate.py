@@ -13,9 +13,8 @@ __all__ = ["evaluate_point"]
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     """Simulate one point; returns its record (raises ``InputError`` for bad overrides, or a
-    point too large for the memory simnet may use)."""
-    from simnet.budget import TooLarge
-    from simnet.errors import InputError
+    point simnet cannot simulate here: too large for the memory, too long for the horizon)."""
+    from simnet.errors import CannotSimulate, InputError
     from simnet.runner import simulate
     from simnet.workload import StepModel
 
@@ -31,7 +30,7 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
             try:
                 cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
                                        calibration=scenario.calibration, **scenario.options)
-            except TooLarge as exc:
+            except CannotSimulate as exc:
                 raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
         return cache[size]
 

@@ -82,7 +82,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     gpus = _rank_order(nodes, source)
     if not gpus:
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
-    _check_reachable(graph, gpus, where, source)
+    servers = [n for n, kind in graph.nodes(data="kind") if kind == "ps"]
+    _check_reachable(graph, gpus + servers, where, source)
     calibration = None
     if spec.calibration is not None:
         calibration = Path(source.file).parent / spec.calibration
@@ -112,7 +113,8 @@ def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str
 
 
 def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: Source) -> None:
-    """Every GPU must reach every other through forwarding nodes (or a direct link)."""
+    """Every GPU (and parameter server) in ``gpus`` must reach every other through
+    forwarding nodes (or a direct link)."""
     fabric = graph.subgraph(n for n, kind in graph.nodes(data="kind") if kind in FORWARDING_KINDS)
     component = {}
     condensed = nx.condensation(fabric)
@@ -140,4 +142,5 @@ def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: So
                         culprit = b if received_by[b] <= sent_by[a] else a
                         unlinked = graph.degree(culprit) == 0
                         why = "it has no links" if unlinked else "no path through switches or NICs"
-                        raise source.error(where[culprit], f"GPU {a!r} cannot reach GPU {b!r}: {why}")
+                        kinds = {n: "parameter server" if graph.nodes[n]["kind"] == "ps" else "GPU" for n in (a, b)}
+                        raise source.error(where[culprit], f"{kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}: {why}")

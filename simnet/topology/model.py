@@ -283,6 +283,13 @@ class Topology:
             unknown = [g for g in gpus if g not in self.node_index or self.kind(g) != "gpu"]
             if unknown:
                 raise ValueError(f"gpus: {unknown[0]!r} is not a GPU of {self.name}")
+            seen: set[str] = set()
+            for g in gpus:
+                if g in seen:
+                    raise ValueError(f"gpus: {g!r} is listed twice")
+                seen.add(g)
+            if not gpus:
+                raise ValueError("gpus: an empty list; name at least one GPU")
             chosen = list(gpus)
         if chosen == self.gpus:
             return self

@@ -62,7 +62,7 @@ class NodeSpec(Strict):
     host: str | None = None
     rack: str | None = None
     region: str | None = None
-    rank: Annotated[int, Field(ge=0)] | None = None
+    rank: Annotated[int, Field(ge=0, strict=True)] | None = None
     gpu: GpuName | None = None
     transport: Transport | None = None
     net_latency: Latency | None = None  # software latency the NIC's transport adds per network step

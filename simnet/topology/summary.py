@@ -25,8 +25,8 @@ class TopologySummary:
     kinds: dict[str, int]
     links: int
     directed_links: int
-    min_bandwidth: float
-    max_bandwidth: float
+    min_bandwidth: float | None  # None: no links (one GPU)
+    max_bandwidth: float | None
     worst_latency: float
     worst_hops: int
     worst_pair: tuple[str, str]
@@ -67,8 +67,8 @@ def summarize(topo: Topology) -> TopologySummary:
         kinds=dict(kinds),
         links=len(undirected),
         directed_links=len(topo.links),
-        min_bandwidth=float(topo.capacity.min()),
-        max_bandwidth=float(topo.capacity.max()),
+        min_bandwidth=float(topo.capacity.min()) if len(topo.links) else None,
+        max_bandwidth=float(topo.capacity.max()) if len(topo.links) else None,
         worst_latency=latency,
         worst_hops=hops,
         worst_pair=pair,
