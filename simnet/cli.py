@@ -130,7 +130,6 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
       simnet run scenarios/cross_rack.yaml -a ring -a hierarchical -s '256 MiB' --json out.json
     """
     from simnet import units
-    from simnet.collectives import ALGORITHMS
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
     from simnet.report.tables import results_table, steps_table
@@ -148,11 +147,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     spec = load_scenario(scenario)
     changes = {}
     if algorithms:
-        unknown = [a for a in algorithms if a not in ALGORITHMS and a not in ("auto", "all")]
-        if unknown:
-            raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r}; expected one of "
-                             f"{', '.join(ALGORITHMS)}, auto or all", scenario)
-        changes["algorithms"] = [n for a in algorithms for n in (ALGORITHMS if a == "all" else [a])]
+        changes["algorithms"] = _algorithm_option(algorithms, scenario)
     if sizes:
         changes["sizes"] = [_parse_option(units.parse_size, size, "--size", scenario) for size in sizes]
     if gpus is not None:
@@ -189,6 +184,26 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         from simnet.report.trace import write_trace
 
         console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _algorithm_option(algorithms: tuple[str, ...], scenario: Path) -> list[str]:
+    """The algorithms ``-a`` names (``all`` expanded, each once), or ``InputError``."""
+    from simnet.collectives import ALGORITHMS
+
+    unknown = [a for a in algorithms if a not in ALGORITHMS and a not in ("auto", "all")]
+    if unknown:
+        raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r}; expected one of "
+                         f"{', '.join(ALGORITHMS)}, auto or all", scenario)
+    return list(dict.fromkeys(n for a in algorithms for n in (ALGORITHMS if a == "all" else [a])))
+
+
+def _gpu_counts(text: str, scenario: Path) -> list[int]:
+    """``--gpus 8,16,32`` as counts, or ``InputError`` naming the item that is not one."""
+    items = [v.strip() for v in text.split(",")]
+    for item in items:
+        if not item.isdigit() or int(item) < 1:
+            raise InputError(f"--gpus: {item!r} is not a GPU count (a whole number, 1 or more) in {text!r}", scenario)
+    return [int(item) for item in items]
 
 
 def _workload_label(spec) -> str:
@@ -280,14 +295,18 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     from simnet.sweep import DaskExecutor, LocalExecutor, plan_sweep
 
     spec = load_scenario(scenario)
-    counts = [_parse_option(int, v, "--gpus", scenario) for v in _split_values(gpu_counts)] if gpu_counts else None
+    counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
     axes = {}
     for item in sets:
         key, sep, values = item.partition("=")
         if not sep or not key.strip() or not _split_values(values):
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
         axes[key.strip()] = _split_values(values)
-    plan = plan_sweep(spec, counts, axes, list(algorithms) or None)
+    names = _algorithm_option(algorithms, scenario) if algorithms else None
+    try:
+        plan = plan_sweep(spec, counts, axes, names)
+    except ValueError as exc:  # NCCL_ALGO / NCCL_PROTO
+        raise InputError(str(exc), scenario) from None
     out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
     records, computed = _sweep_with_progress(plan, out, executor)

@@ -36,9 +36,12 @@ NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The NCCL variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``) from ``environ``
-    (default: the process environment)."""
+    (default: the process environment); ``ValueError`` for a name NCCL would not know."""
     environ = os.environ if environ is None else environ
-    return {k: environ[k] for k in NCCL_VARIABLES if environ.get(k)}
+    env = {k: environ[k] for k in NCCL_VARIABLES if environ.get(k)}
+    tuning.parse_nccl_list(env.get("NCCL_ALGO"), tuning.ALGORITHMS, "NCCL_ALGO")
+    tuning.parse_nccl_list(env.get("NCCL_PROTO"), tuning.PROTOCOLS, "NCCL_PROTO")
+    return env
 
 
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,

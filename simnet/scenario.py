@@ -149,6 +149,14 @@ class ScenarioSpec(Strict):
     variants: list[Variant] = []
     cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
 
+    @field_validator("sweep")
+    @classmethod
+    def _gpu_counts(cls, value):
+        for count in (value or {}).get("gpus", []):
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
+        return value
+
     @field_validator("algorithms")
     @classmethod
     def _known(cls, value):

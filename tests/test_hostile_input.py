@@ -235,3 +235,54 @@ def test_unwritable_places_are_refused_before_simulating(cli, root, option):
     result = cli("run", root / "scenarios/single_node.yaml", option, "/proc/simnet-out.x")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"{option}: cannot write /proc/simnet-out.x: cannot create files in /proc")
+
+
+SWEEP = """name: sw
+topology: t.yaml
+size: 1 MiB
+algorithms: [ring]
+sweep: {gpus: [2]}
+"""
+
+
+@pytest.mark.parametrize("args, env, message", [
+    (["--gpus", "2,,4"], {}, "s.yaml: --gpus: '' is not a GPU count"),
+    (["--gpus", "2,x"], {}, "s.yaml: --gpus: 'x' is not a GPU count"),
+    (["--gpus", "0"], {}, "s.yaml: --gpus: '0' is not a GPU count"),
+    (["-a", "foo"], {}, "s.yaml: --algorithm: unknown algorithm 'foo'"),
+    (["--scheduler", "garbage"], {}, "--scheduler: cannot reach the Dask scheduler at 'garbage'"),
+    ([], {"NCCL_ALGO": "Foo"}, "s.yaml: NCCL_ALGO='Foo': unknown name 'Foo'"),
+    ([], {"NCCL_PROTO": "LL256"}, "s.yaml: NCCL_PROTO='LL256': unknown name 'LL256'"),
+])
+def test_bad_sweep_options_are_one_line_and_write_nothing(cli, tmp_path, args, env, message):
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    out = tmp_path / "out"
+    result = cli("sweep", path, "--out", out, *args, env=env)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+    assert not (out / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("gpus", ["null", "[2, banana]", "[0]", "[true]", "[1.5]"])
+def test_bad_gpu_counts_in_a_sweep_file_are_one_line(cli, tmp_path, gpus):
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP.replace("gpus: [2]", f"gpus: {gpus}"))
+    result = cli("sweep", path, "--out", tmp_path / "out")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{path}:5: sweep")
+
+
+@given(st.text(alphabet="0123456789,x- ", max_size=12))
+def test_any_gpus_option_is_counts_or_one_line(text):
+    from simnet.cli import _gpu_counts
+    from simnet.errors import InputError
+
+    try:
+        counts = _gpu_counts(text, Path("s.yaml"))
+    except InputError as exc:
+        assert str(exc).startswith("s.yaml: --gpus: ") and "\n" not in str(exc)
+        return
+    assert counts and all(isinstance(c, int) and c >= 1 for c in counts)

@@ -79,7 +79,7 @@ class DaskExecutor:
         else:
             try:
                 self._client = Client(address, timeout="15s")
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # unreachable, or not an address at all
                 raise InputError(f"--scheduler: cannot reach the Dask scheduler at {address!r} ({exc})") from None
 
     def submit(self, fn: Callable, *args):
