@@ -34,6 +34,10 @@ def _friendly(command):
         except InputError as exc:
             click.echo(str(exc), err=True)
             sys.exit(EXIT_BAD_INPUT)
+        except MemoryError:
+            click.echo("out of memory: this run needs more than the machine has free; use fewer GPUs, larger "
+                       "pieces (chunk_size) or smaller sizes", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("interrupted (a sweep keeps every finished point: run it again to resume)", err=True)
             sys.stdout.flush()
@@ -78,7 +82,9 @@ class _OneLineUsage(click.Group):
 
 
 def _one_line(exc: click.UsageError) -> click.UsageError:
-    return exc if isinstance(exc, _UsageError) else _UsageError(exc.format_message(), exc.ctx)
+    if isinstance(exc, (_UsageError, click.exceptions.NoArgsIsHelpError)):  # `simnet` alone: its help
+        return exc
+    return _UsageError(exc.format_message(), exc.ctx)
 
 
 def _console():
@@ -135,16 +141,16 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     from simnet.report.tables import results_table, steps_table
     from simnet.scenario import load_scenario
 
+    spec = load_scenario(scenario)
     files = [(p, option) for p, option in ((json_path, "--json"), (csv_path, "--csv"), (trace_path, "--trace"))
              if p and str(p) != "-"]
     for path, option in files:
-        output_file(path, option)
+        output_file(path, option, inputs=_inputs_of(spec, scenario))
     same = {Path(p).resolve() for p, _ in files}
     if len(same) < len(files):
         raise InputError("--json, --csv and --trace must name different files")
     if plot_dir:
         output_dir(plot_dir, "--plot")
-    spec = load_scenario(scenario)
     changes = {}
     if algorithms:
         changes["algorithms"] = _algorithm_option(algorithms, scenario)
@@ -184,6 +190,13 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         from simnet.report.trace import write_trace
 
         console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _inputs_of(spec, scenario: Path) -> list[Path]:
+    """The files a scenario reads: itself, its topology file and calibration profile."""
+    topology = spec.data.get("topology") if isinstance(spec.data, dict) else None
+    files = [scenario] + ([scenario.parent / topology] if isinstance(topology, str) else [])
+    return files + ([Path(spec.calibration)] if spec.calibration else [])
 
 
 def _algorithm_option(algorithms: tuple[str, ...], scenario: Path) -> list[str]:
@@ -273,8 +286,8 @@ def _split_values(text: str) -> list[str]:
 @click.option("-a", "--algorithm", "algorithms", multiple=True, help="Algorithms instead of the file's.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Directory for results.jsonl, results.csv and plots (default: sweep-<scenario name>).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Local worker processes (default: the core count).")
+@click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
+              help="Worker processes (default: the core count; never more than the points).")
 @click.option("--scheduler", default=None, help="Dask scheduler address, or 'local' for a LocalCluster.")
 @_friendly
 def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorithms: tuple[str, ...],
@@ -308,6 +321,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     except ValueError as exc:  # NCCL_ALGO / NCCL_PROTO
         raise InputError(str(exc), scenario) from None
     out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
+    workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
     records, computed = _sweep_with_progress(plan, out, executor)
     console = _console()
@@ -355,7 +369,7 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     from simnet.report.sweep_report import compare_table, plot_compare
     from simnet.scenario import load_scenario
 
-    output_file(output, "--output", IMAGE_SUFFIXES)
+    output_file(output, "--output", IMAGE_SUFFIXES, inputs=scenarios)
     specs = [load_scenario(path) for path in scenarios]
     try:
         rows = compare_scenarios(specs)
@@ -490,14 +504,15 @@ def topo_check(topology: Path) -> None:
     """
     from simnet import units
     from simnet.topology import load_topology
-    from simnet.topology.summary import summarize
+    from simnet.topology.summary import SAMPLED_SOURCES, summarize
 
     s = summarize(load_topology(topology))
     others = ", ".join(f"{count} {_plural(_KIND_NAMES.get(kind, kind), count)}"
                        for kind, count in sorted(s.kinds.items()) if kind != "gpu")
     groups = ", ".join(f"{count} {_plural(level, count)}" for level, count in
                        (("host", s.hosts), ("rack", s.racks), ("region", s.regions)) if count)
-    sampled = "" if s.worst_exact else " (searched from one GPU per host)"
+    sampled = "" if s.worst_exact else (f" (searched from one GPU per host, of at most {SAMPLED_SOURCES} hosts spread "
+                                        "over the racks)")
     click.echo(f"ok: {topology}: {s.name}")
     click.echo(f"  GPUs:      {s.gpus} in {groups}")
     click.echo(f"  other:     {others or 'none'}")
@@ -551,7 +566,7 @@ def topo_draw(topology: Path, output: Path) -> None:
     from simnet.report.topology_plot import draw_topology
     from simnet.topology import load_topology
 
-    output_file(output, "--output", IMAGE_SUFFIXES)
+    output_file(output, "--output", IMAGE_SUFFIXES, inputs=[topology])
     topo_ = load_topology(topology)
     click.echo(f"wrote {draw_topology(topo_, output)}")
 
@@ -574,6 +589,6 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     from simnet.topology import load_topology
     from simnet.topology.export import export_topology
 
-    output = output_file(output or topology.with_suffix(f".{fmt}"), "--output")
+    output = output_file(output or topology.with_suffix(f".{fmt}"), "--output", inputs=[topology])
     topo_ = load_topology(topology)
     click.echo(f"wrote {export_topology(topo_, output, fmt)}")

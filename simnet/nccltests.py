@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simnet.errors import InputError
+from simnet.files import read_text
 
 __all__ = ["Row", "Log", "parse_log", "read_log"]
 
@@ -105,8 +106,4 @@ def parse_log(text: str, path: str = "<log>") -> Log:
 def read_log(path: str | Path) -> Log:
     """``parse_log`` of a file, refusing what cannot be read in one line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot read log: {exc.strerror}", path) from None
-    return parse_log(text, str(path))
+    return parse_log(read_text(path, "an nccl-tests log", errors="replace"), str(path))

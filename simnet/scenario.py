@@ -38,6 +38,17 @@ PositiveSize = Annotated[int, BeforeValidator(units.parse_size), Field(gt=0)]
 _RANGE = re.compile(r"^\s*(.+?)\s*\.\.\s*(.+?)\s*x\s*(\d+(?:\.\d+)?)\s*$")
 
 
+MAX_SIZES = 200
+"""Most sizes one scenario may list or a range may make (8 B .. 8 GiB x2 makes 31)."""
+
+
+def _non_negative_size(text: object) -> int:
+    size = units.parse_size(text)
+    if size < 0:
+        raise ValueError(f"{text!r}: a size cannot be negative")
+    return size
+
+
 def parse_sizes(text: object) -> list[int]:
     """A size, a list of sizes, or an nccl-tests range ``"8 B .. 8 GiB x2"`` (-b/-e/-f).
 
@@ -45,13 +56,19 @@ def parse_sizes(text: object) -> list[int]:
     [1024, 2048, 4096]
     """
     if isinstance(text, list):
-        return [units.parse_size(t) for t in text]
+        if len(text) > MAX_SIZES:
+            raise ValueError(f"{len(text):,} sizes, over the {MAX_SIZES} simnet runs in one scenario")
+        return [_non_negative_size(t) for t in text]
     match = _RANGE.match(text) if isinstance(text, str) else None
     if not match:
-        return [units.parse_size(text)]
+        return [_non_negative_size(text)]
     low, high, factor = units.parse_size(match.group(1)), units.parse_size(match.group(2)), float(match.group(3))
     if factor <= 1 or low <= 0 or high < low:
         raise ValueError(f"{text!r}: a range needs 0 < start <= end and a factor above 1 (e.g. '8 B .. 8 GiB x2')")
+    count = math.floor(math.log(high / low) / math.log(factor) + 1e-9) + 1
+    if count > MAX_SIZES:
+        raise ValueError(f"{text!r} makes {count:,} sizes, over the {MAX_SIZES} simnet runs in one scenario; "
+                         "use a larger factor (nccl-tests uses x2)")
     sizes = []
     size = float(low)
     while size <= high * (1 + 1e-12):
@@ -115,6 +132,15 @@ class Workload(Strict):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
         if self.gradient_size is None and self.parameters is None:
             raise ValueError("give gradient_size, or parameters (and dtype)")
+        from simnet.workload import DTYPE_BYTES, MAX_BUCKETS
+
+        gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
+        if gradient > units.SIZE_MAX:
+            raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")
+        if self.bucket_size and gradient / self.bucket_size > MAX_BUCKETS:
+            raise ValueError(f"bucket_size {units.format_size(self.bucket_size)} cuts the gradient into "
+                             f"{math.ceil(gradient / self.bucket_size):,} buckets, over the {MAX_BUCKETS:,} simnet "
+                             "steps through (PyTorch DDP's default bucket is 25 MiB)")
         return self
 
     def document(self) -> dict:
@@ -142,7 +168,7 @@ class ScenarioSpec(Strict):
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     algorithms: list[str] | Literal["all", "auto"] = ["auto"]
-    gpus: Literal["all"] | Annotated[int, Field(ge=1)] | list[str] = "all"
+    gpus: Literal["all"] | Annotated[int, Field(ge=1, strict=True)] | list[str] = "all"
     options: Options = Options()
     workload: Workload | None = None
     sweep: dict[str, list[Any]] | None = None
@@ -152,6 +178,8 @@ class ScenarioSpec(Strict):
     @field_validator("sweep")
     @classmethod
     def _gpu_counts(cls, value):
+        if value is not None and "gpus" in value and not value["gpus"]:
+            raise ValueError("gpus: an empty list; give GPU counts, e.g. [8, 16, 32]")
         for count in (value or {}).get("gpus", []):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["StepModel", "DTYPE_BYTES"]
+__all__ = ["StepModel", "DTYPE_BYTES", "MAX_BUCKETS"]
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+MAX_BUCKETS = 100_000
+"""Most gradient buckets a step may have (1 GiB in 10 KiB buckets); a step walks them one by one."""
 
 
 @dataclass(frozen=True)

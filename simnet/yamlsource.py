@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import stat
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +18,11 @@ import yaml
 from pydantic import ValidationError
 
 from simnet.errors import InputError
+from simnet.files import read_text
 
-__all__ = ["Source", "load_yaml", "format_loc", "MAX_FILE_BYTES", "MAX_VALUES"]
+__all__ = ["Source", "load_yaml", "format_loc", "MAX_VALUES"]
 
 Loc = tuple[Any, ...]
-
-MAX_FILE_BYTES = 512 * 2**20
-"""Largest YAML file simnet reads (a 300,000-GPU topology written out link by link is ~40 MB)."""
 
 MAX_VALUES = 20_000_000
 """Most values one document may hold once its aliases are expanded (billion-laughs guard)."""
@@ -150,22 +147,6 @@ def _expanded_size(root: yaml.Node, file: Path) -> int:
     return size(root)
 
 
-def _read_text(path: Path) -> str:
-    """A regular file's UTF-8 text; devices, pipes, directories and huge files refused in one line."""
-    try:
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode):
-            raise InputError("not a regular file (a directory, device or pipe); expected a YAML file", path)
-        if status.st_size > MAX_FILE_BYTES:
-            raise InputError(f"the file is {status.st_size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES / 1e6:,.0f} MB "
-                             "simnet reads; describe large clusters with a generator (generate:)", path)
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start}); expected a YAML file", path) from None
-
-
 class _Builder:
     def __init__(self, source: Source, loader: yaml.SafeLoader):
         self.source = source
@@ -196,7 +177,7 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
     path = Path(path)
     source = Source(str(path))
     if text is None:
-        text = _read_text(path)
+        text = read_text(path, "a YAML file")
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()

@@ -121,4 +121,4 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert load_calibration(out).base_latency != 0
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
-    assert bad.exit_code == 2 and "cannot read log" in bad.stderr
+    assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr

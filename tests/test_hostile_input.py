@@ -128,7 +128,10 @@ REFUSED = [  # (what the user wrote, where, the message it gets)
     ({"options": "channels: 1000000"}, "s.yaml:5", "options.channels: 1000000 must be at most 64"),
     ({"options": "reduce_bandwidth: 1e-300 B/s"}, "s.yaml:5", "options.reduce_bandwidth: '1e-300 B/s' is outside"),
     ({"options": "message_overhead: 1e400 s"}, "s.yaml:5", "options.message_overhead: '1e400 s' is outside"),
-    ({"options": "chunk_size: 1 B", "size": "1 GiB"}, "s.yaml", "ring over 2 GPUs at 1 GiB needs"),
+    ({"options": "chunk_size: 1 B", "size": "1 GiB", "memory": "1 GiB"}, "s.yaml",
+     "ring: chunk_size 1 B cuts 1 GiB into 1,073,741,824"),
+    ({"options": "chunk_size: 1 KiB", "size": "1 GiB", "memory": "400 MB"}, "s.yaml",
+     "ring over 2 GPUs at 1 GiB needs 2,097,152 transfers"),
     ({"bandwidth": "2 Kb/s", "size": "1 TiB"}, "s.yaml", "the simulated time passes 1,000,000 s (11.6 days)"),
     ({"algorithms": ""}, "s.yaml:4", "algorithms: no algorithms: list at least one"),
     ({"algorithms": "ring, tree, ring"}, "s.yaml:4", "algorithms: 'ring' is listed twice"),
@@ -145,12 +148,12 @@ REFUSED = [  # (what the user wrote, where, the message it gets)
 
 
 @pytest.mark.parametrize("given, where, message", REFUSED, ids=[str(r[0]) for r in REFUSED])
-def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, monkeypatch, given, where, message):
-    if "chunk_size" in str(given):
-        monkeypatch.setenv("SIMNET_MEMORY", "1 GiB")  # the same refusal on any machine
+def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, given, where, message):
+    given = dict(given)
+    memory = given.pop("memory", "16 GiB")  # the same refusal on any machine
     path = _files(tmp_path, **given)
     out = tmp_path / "r.json"
-    result = cli("run", path, "--json", out)
+    result = cli("run", path, "--json", out, env={"SIMNET_MEMORY": memory})
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(str(tmp_path / where)) and message in result.stderr, result.stderr
     assert not out.exists()
@@ -286,3 +289,68 @@ def test_any_gpus_option_is_counts_or_one_line(text):
         assert str(exc).startswith("s.yaml: --gpus: ") and "\n" not in str(exc)
         return
     assert counts and all(isinstance(c, int) and c >= 1 for c in counts)
+
+
+@pytest.mark.parametrize("given, where, message", [
+    ({"size": "-1 MiB"}, "s.yaml:3", "sizes: '-1 MiB': a size cannot be negative"),
+    ({"extra": "workload: {compute_time: 1 s, gradient_size: 1 GiB, bucket_size: 1 B}\n"}, "s.yaml:6",
+     "bucket_size 1 B cuts the gradient into 1,073,741,824 buckets, over the 100,000"),
+    ({"extra": "workload: {compute_time: 1 s, parameters: 1e30}\n"}, "s.yaml:6", "is over 1 PiB"),
+    ({"extra": "gpus: true\n"}, "s.yaml:6", "gpus"),
+    ({"algorithms": "tree", "options": "chunk_size: 1 B", "size": "1 GiB"}, "s.yaml",
+     "tree: chunk_size 1 B cuts 1 GiB into 1,073,741,824 pieces"),
+    ({"algorithms": "ps", "options": "chunk_size: 1 B", "size": "1 GiB"}, "s.yaml", "ps: chunk_size 1 B cuts"),
+])
+def test_more_input_that_would_hang_or_exhaust_memory_is_one_line(cli, tmp_path, given, where, message):
+    path = _files(tmp_path, **given)
+    start = time.monotonic()
+    result = cli("run", path, env={"SIMNET_MEMORY": "16 GiB"})
+    assert time.monotonic() - start < 10
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(str(tmp_path / where)) and message in result.stderr, result.stderr
+
+
+def test_a_size_range_of_millions_is_refused(cli, tmp_path):
+    path = _files(tmp_path)
+    path.write_text(path.read_text().replace("sizes: [1 MiB]", "sizes: '1 B .. 1 TB x1.00001'"))
+    result = cli("run", path)
+    assert result.exit_code == 2
+    assert result.stderr == f"{path}:3: sizes: '1 B .. 1 TB x1.00001' makes 2,763,116 sizes, over the 200 simnet " \
+                            "runs in one scenario; use a larger factor (nccl-tests uses x2)\n"
+
+
+def test_results_never_overwrite_an_input(cli, tmp_path):
+    path = _files(tmp_path)
+    before = path.read_text(), (tmp_path / "t.yaml").read_text()
+    for target in (path, tmp_path / "t.yaml"):
+        result = cli("run", path, "--json", target)
+        assert result.exit_code == 2 and "it is an input of this command" in result.stderr
+    assert cli("topo", "export", tmp_path / "t.yaml", "--format", "json", "-o", tmp_path / "t.yaml").exit_code == 2
+    assert (path.read_text(), (tmp_path / "t.yaml").read_text()) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_calibrate_refuses_logs_that_are_not_files(tmp_path, root, kind):
+    log = Path("/dev/zero") if kind == "device" else tmp_path / "log.fifo"
+    if kind == "fifo":
+        os.mkfifo(log)
+    result = subprocess.run([sys.executable, "-m", "simnet", "calibrate", str(log), "-t",
+                             str(root / "topologies/dgx_h100.yaml"), "-o", str(tmp_path / "c.yaml")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "not a regular file (a directory, device or pipe); expected an nccl-tests log" in result.stderr
+
+
+def test_a_refused_sweep_leaves_no_folder_behind(cli, tmp_path):
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP + "options: {chunk_size: 1 KiB}\n")
+    out = tmp_path / "out"
+    result = cli("sweep", path, "--out", out, env={"SIMNET_MEMORY": "60 KB"})  # the topology fits, the schedule not
+    assert result.exit_code == 2 and "the point at 2 GPUs" in result.stderr, result.stderr
+    assert not out.exists()
+
+
+def test_simnet_alone_shows_its_help(cli):
+    result = cli()
+    assert "Usage: simnet [OPTIONS] COMMAND" in result.output and "run" in result.output

@@ -82,4 +82,21 @@ def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | 
         raise ValueError("size must not be negative")
     algorithm = ALGORITHMS[name]
     mine = {k: v for k, v in options.items() if k in algorithm.options and v is not None}
+    _check_pieces(name, int(size), mine.get("chunk_size"))
     return algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)
+
+
+def _check_pieces(name: str, size: int, chunk_size: int | None) -> None:
+    """Every piece of a chunked buffer is at least one transfer: refuse (``TooLarge``)
+    before building when that floor alone would not fit the memory budget."""
+    from simnet import units
+    from simnet.budget import TooLarge, memory_budget
+    from simnet.collectives.schedule import TRANSFER_BYTES
+
+    pieces = size // chunk_size if chunk_size else 0
+    budget = memory_budget()
+    if pieces * TRANSFER_BYTES > budget:
+        raise TooLarge(f"{name}: chunk_size {units.format_size(chunk_size)} cuts {units.format_size(size)} into "
+                       f"{pieces:,} pieces, each a transfer at least (~{pieces * TRANSFER_BYTES / 1e9:.3g} GB), more "
+                       f"than the {budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free "
+                       "memory): use a larger chunk_size")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from simnet.errors import InputError
@@ -16,8 +17,10 @@ IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif"
 """Picture formats matplotlib writes without extra packages."""
 
 
-def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None = None) -> Path:
-    """``path`` as a file simnet may write, or ``InputError`` saying why not.
+def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None = None,
+                inputs: Iterable[str | Path] = ()) -> Path:
+    """``path`` as a file simnet may write, or ``InputError`` saying why not (``inputs``:
+    the files this command reads, which it must never overwrite).
 
     >>> output_file("/no/such/folder/out.json", "--json")
     Traceback (most recent call last):
@@ -30,6 +33,8 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
         raise InputError(f"{where}: unknown file type {path.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if path.is_dir():
         raise InputError(f"{where}: it is a folder; give a file name")
+    if path.resolve() in {Path(p).resolve() for p in inputs}:
+        raise InputError(f"{where}: it is an input of this command; write elsewhere")
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"{where}: folder {folder} does not exist")

@@ -9,7 +9,7 @@ from pathlib import Path
 from simnet.sweep.evaluate import evaluate_point
 from simnet.sweep.executors import LocalExecutor
 from simnet.sweep.plan import SweepPlan, scenario_at
-from simnet.sweep.store import RESULTS, append_record, check_meta, load_records, locked
+from simnet.sweep.store import LOCK, META, RESULTS, append_record, check_meta, load_records, locked
 
 __all__ = ["run_sweep"]
 
@@ -25,9 +25,18 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
     for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
         scenario_at(plan, overrides, gpus)
     out = Path(out)
+    fresh = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    with locked(out, plan.source):
-        return _run_unlocked(plan, out, executor, progress)
+    try:
+        with locked(out, plan.source):
+            return _run_unlocked(plan, out, executor, progress)
+    except BaseException:
+        if fresh and not load_records(out / RESULTS):  # refused before any point finished: leave no trace
+            for name in (RESULTS, META, LOCK):
+                (out / name).unlink(missing_ok=True)
+            if not any(out.iterdir()):
+                out.rmdir()
+        raise
 
 
 def _run_unlocked(plan: SweepPlan, out: Path, executor, progress) -> tuple[list[dict], int]:

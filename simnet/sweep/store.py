@@ -38,7 +38,7 @@ def load_records(path: Path) -> list[dict]:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InputError(f"line {number} is not JSON ({exc}); remove that line to resume, or use another --out",
                              path, number) from None
-        if not isinstance(record, dict) or "key" not in record:
+        if not isinstance(record, dict) or not isinstance(record.get("key"), str):
             raise InputError(f"line {number} is not a sweep record; remove that line to resume, or use another --out",
                              path, number)
         records.append(record)

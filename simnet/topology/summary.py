@@ -7,10 +7,15 @@ from dataclasses import dataclass
 
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["TopologySummary", "summarize", "worst_path", "EXACT_WORST_PATH_GPUS"]
+__all__ = ["TopologySummary", "summarize", "worst_path", "EXACT_WORST_PATH_GPUS", "SAMPLED_SOURCES"]
 
 EXACT_WORST_PATH_GPUS = 256
-"""Up to this many GPUs the worst path is searched from every GPU; above, from one GPU per host."""
+"""Up to this many GPUs the worst path is searched from every GPU; above, from a sample."""
+
+SAMPLED_SOURCES = 16
+"""Above ``EXACT_WORST_PATH_GPUS``: search from one GPU per host, at most this many hosts
+spread evenly over the rank order (so over racks and regions); one search costs a
+shortest-path tree of the whole graph."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +46,12 @@ def _farthest_gpu(topo: Topology, src: str, gpus: set[str]) -> tuple[int, int, s
 
 
 def worst_path(topo: Topology) -> tuple[float, int, tuple[str, str], bool]:
-    """Largest GPU-to-GPU route latency (s), its hops, the pair, and whether it is exact."""
+    """Largest GPU-to-GPU route latency (s), its hops, the pair, and whether it is exact
+    (searched from every GPU) or sampled (see ``SAMPLED_SOURCES``)."""
     exact = len(topo.gpus) <= EXACT_WORST_PATH_GPUS
     sources = topo.gpus if exact else list({topo.label(g, "host"): g for g in topo.gpus}.values())
+    if len(sources) > SAMPLED_SOURCES:
+        sources = [sources[i * len(sources) // SAMPLED_SOURCES] for i in range(SAMPLED_SOURCES)]
     gpus = set(topo.gpus)
     latency, hops, pair = 0, 0, (topo.gpus[0], topo.gpus[0])
     for src in sources:

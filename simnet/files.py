@@ -1,0 +1,32 @@
+"""Reading the files a user names: only regular files, of bounded size, as text; anything
+else (a directory, a device such as /dev/zero, a FIFO that would block forever, a huge or
+binary file) refused in one line."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from simnet.errors import InputError
+
+__all__ = ["read_text", "MAX_FILE_BYTES"]
+
+MAX_FILE_BYTES = 512 * 2**20
+"""Largest input file simnet reads (a 300,000-GPU topology written out link by link is ~40 MB)."""
+
+
+def read_text(path: Path, expected: str, errors: str = "strict") -> str:
+    """The UTF-8 text of the regular file ``path`` (``expected`` names what it should be,
+    for messages; ``errors="replace"`` tolerates stray bytes, as in logs)."""
+    try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError(f"not a regular file (a directory, device or pipe); expected {expected}", path)
+        if status.st_size > MAX_FILE_BYTES:
+            raise InputError(f"the file is {status.st_size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES / 1e6:,.0f} MB "
+                             f"simnet reads; expected {expected}", path)
+        return path.read_text(encoding="utf-8", errors=errors)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}); expected {expected}", path) from None
