@@ -3,6 +3,7 @@ memory and either accepted or refused in one line (file:line: what), exit code 2
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -354,3 +355,46 @@ def test_a_refused_sweep_leaves_no_folder_behind(cli, tmp_path):
 def test_simnet_alone_shows_its_help(cli):
     result = cli()
     assert "Usage: simnet [OPTIONS] COMMAND" in result.output and "run" in result.output
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["", "new", "x.json", "dir", "..", ".", "/proc", "/sys", "/dev/null", "a b"]),
+                min_size=1, max_size=4), st.sampled_from(["", ".json", ".png", ".xyz"]))
+def test_any_output_path_is_writable_or_one_line(tmp_path, parts, suffix):
+    from simnet.errors import InputError
+    from simnet.report.paths import IMAGE_SUFFIXES, output_file
+
+    (tmp_path / "dir").mkdir(exist_ok=True)
+    path = Path(*parts) if parts[0].startswith("/") else tmp_path.joinpath(*parts)
+    path = path.with_name(path.name + suffix) if path.name else path
+    try:
+        checked = output_file(path, "-o", IMAGE_SUFFIXES if suffix in (".png", ".xyz") else None)
+    except InputError as exc:
+        assert str(exc).startswith("-o: cannot write ") and "\n" not in str(exc)
+        return
+    checked.write_text("ok")  # what output_file accepts can really be written
+    checked.unlink()
+
+
+_LINE = st.one_of(st.builds(lambda k: json.dumps({"key": k, "gpus": 2}), st.text(alphabet="abc", min_size=1, max_size=3)),
+                  st.sampled_from(["", "  ", "[1]", "3", '{"key": 5}', '{"gpus": 1}', "{oops", "\x00\xff"]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_LINE, max_size=6), st.booleans())
+def test_a_results_file_keeps_every_good_record_or_names_the_bad_line(tmp_path, lines, torn):
+    from simnet.errors import InputError
+    from simnet.sweep.store import load_records
+
+    path = tmp_path / "results.jsonl"
+    text = "".join(line + "\n" for line in lines) + ('{"key": "torn' if torn else "")
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    good = [line for line in lines if line.startswith('{"key": "')]
+    try:
+        records = load_records(path)
+    except InputError as exc:
+        assert "is not" in str(exc) and "\n" not in str(exc)
+        assert path.read_bytes() == text.encode("utf-8", "surrogateescape")  # nothing cut
+        return
+    assert len(records) == len(good)  # every good record, nothing else
+    assert path.read_bytes() == "".join(line + "\n" for line in lines).encode()  # only the torn tail cut
