@@ -136,10 +136,22 @@ class Topology:
         rails = []
         members = set(gpus)
         for nic in self._nics_near(gpus):
-            cost, _ = self.shortest_paths(nic)
+            inside = self._nodes_of_host.get(self.graph.nodes[nic].get("host"), set()) | members | {nic}
+            cost, _ = self.shortest_paths(nic, within=inside)  # a rail stays in its host: search there first
+            if not members & cost.keys():  # hosts labelled only in part
+                cost, _ = self.shortest_paths(nic)
             near = min((c, self.node_index[g], g) for g, c in cost.items() if g in members)
             rails.append((nic, near[2]))
         return rails
+
+    @cached_property
+    def _nodes_of_host(self) -> dict[str, set[str]]:
+        """Every node carrying a ``host`` label, by that label."""
+        hosts: dict[str, set[str]] = {}
+        for node, host in self.graph.nodes(data="host"):
+            if host:
+                hosts.setdefault(host, set()).add(node)
+        return hosts
 
     def _nics_near(self, gpus: list[str]) -> list[str]:
         """NICs attached to these GPUs by PCIe (directly or through PCIe switches / host bridges)."""
@@ -185,11 +197,12 @@ class Topology:
         return [n for n, kind in self.graph.nodes(data="kind") if kind == "ps"]
 
     # ---------------------------------------------------------------- routing
-    def shortest_paths(self, src: str, stop: str | None = None) -> tuple[dict, dict]:
+    def shortest_paths(self, src: str, stop: str | None = None, within: set[str] | None = None) -> tuple[dict, dict]:
         """Dijkstra from ``src`` on (latency ps, hops), forwarding only through switches/NICs.
 
         Returns ``(cost, preds)``: the (latency ps, hops) of every node settled and all its
-        equal-cost predecessors. With ``stop`` the search ends once that node is settled.
+        equal-cost predecessors. With ``stop`` the search ends once that node is settled;
+        with ``within`` it never leaves those nodes.
         """
         best: dict[str, tuple[int, int]] = {src: (0, 0)}
         preds: dict[str, list[str]] = {src: []}
@@ -205,6 +218,8 @@ class Topology:
             if u != src and u not in self._forwards:
                 continue  # endpoints never forward
             for _, v, link_lat in self._adjacency[u]:
+                if within is not None and v not in within:
+                    continue
                 cost = (lat + link_lat, hops + 1)
                 known = best.get(v)
                 if known is None or cost < known:
