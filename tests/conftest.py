@@ -30,3 +30,20 @@ def cli():
                              catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The matplotlib figures simnet saves, by file name, so tests read what was drawn
+    (lines, bars, images, labels) instead of counting pixels."""
+    from matplotlib.figure import Figure
+
+    saved: dict = {}
+    original = Figure.savefig
+
+    def capture(self, fname, *args, **kwargs):
+        saved[Path(fname).name] = self
+        return original(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    return saved

@@ -110,18 +110,32 @@ def test_overrides(cli, scenario, tmp_path):
     assert bad.exit_code == 2 and "--gpus: 99 is out of range" in bad.stderr
 
 
-def test_plots_have_content(cli, scenario, tmp_path):
+def test_plots_draw_the_results(cli, scenario, tmp_path, figures):
+    """Each figure holds the numbers of the run it claims to show (read from the figure's
+    artists, not counted in pixels)."""
     out = tmp_path / "plots"
-    assert cli("run", scenario, "--plot", out).exit_code == 0
+    json_path = tmp_path / "r.json"
+    assert cli("run", scenario, "--plot", out, "--json", json_path).exit_code == 0
+    runs = json.loads(json_path.read_text())["runs"]
     names = sorted(p.name for p in out.iterdir())
     assert names == ["busbw_vs_size.png", "link_heatmap.png", "link_utilization.png", "time_vs_size.png"]
-    for name in names:
-        image = mpimg.imread(out / name)[..., :3]
-        assert image.shape[0] > 300
-        assert (image.std(axis=(0, 1)) > 0.05).any()  # not a blank canvas
-    heatmap = mpimg.imread(out / "link_heatmap.png")[..., :3]
-    # magma's bright end (saturated links) appears: the featured ring run saturates worker links
-    assert ((heatmap > 0.95).all(axis=-1).sum()) > 1000
+    assert all(mpimg.imread(out / name).shape[0] > 300 for name in names)  # real images on disk
+    for name, field in (("time_vs_size.png", "time_s"), ("busbw_vs_size.png", "busbw_GBps")):
+        lines = {line.get_label(): line for line in figures[name].axes[0].get_lines()}
+        assert sorted(lines) == ["ps", "ring", "tree"]
+        for algorithm, line in lines.items():
+            mine = sorted((r["size_bytes"], r[field]) for r in runs if r["algorithm"] == algorithm)
+            assert list(line.get_xdata()) == [size for size, _ in mine]
+            assert list(line.get_ydata()) == pytest.approx([value for _, value in mine])
+    # the featured run: ring, the fastest at the largest size; its busiest links, worst first
+    ring = next(r for r in runs if r["algorithm"] == "ring" and r["size_bytes"] == 16 * 2**20)
+    bars = figures["link_utilization.png"].axes[0]
+    shown = [t.get_text() for t in bars.get_yticklabels()][::-1]
+    assert shown == [f"{link['src']}->{link['dst']}" for link in ring["links"][:len(shown)]]
+    means = [patch.get_width() for patch in bars.patches[:len(shown)]][::-1]
+    assert means == pytest.approx([link["mean_utilization"] * 100 for link in ring["links"][:len(shown)]])
+    heat = figures["link_heatmap.png"].axes[0].get_images()[0].get_array()
+    assert heat.shape[0] == len(shown) and heat.max() == pytest.approx(100)  # ring saturates its worker links
 
 
 def test_plot_figures_carry_the_data(scenario):
