@@ -74,8 +74,10 @@ class LinkStats:
         self._pair_since[links] = now
 
     def _with_reverse(self, links: np.ndarray) -> np.ndarray:
+        """``links`` and their reverse directions. A link may appear twice; every update
+        below writes the same value for both copies, so no (sorting) de-duplication."""
         back = self.reverse[links]
-        return np.unique(np.concatenate([links, back[back >= 0]]))
+        return np.concatenate([links, back[back >= 0]])
 
     def commit(self, now: int, users: np.ndarray) -> None:
         """Apply the queued changes at ``now``; ``users`` is the flow count of every link."""

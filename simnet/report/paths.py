@@ -33,6 +33,8 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
         raise InputError(f"{where}: unknown file type {path.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if path.is_dir():
         raise InputError(f"{where}: it is a folder; give a file name")
+    if path.exists() and not path.is_file():  # results replace a file whole: never a device such as /dev/null
+        raise InputError(f"{where}: it is a device or pipe, not a file; give a file name")
     if path.resolve() in {Path(p).resolve() for p in inputs}:
         raise InputError(f"{where}: it is an input of this command; write elsewhere")
     folder = path.parent
