@@ -65,6 +65,7 @@ class Result:
     protocol: str | None = None  # LL, LL128 or Simple under the nccl model
     channels: int | None = None  # NCCL channels (ring, tree and their kin)
     auto: dict | None = None  # when chosen by ``auto``: NCCL's pick, every candidate's time, the fastest
+    variants: dict | None = None  # option -> {value: time_s} simnet tried, keeping the fastest (hierarchical's inner)
     replay: Any = field(default=None, repr=False, compare=False)  # the timed schedule (traces, plots)
 
     @property
@@ -100,6 +101,8 @@ class Result:
         }
         if self.auto is not None:
             data["auto"] = self.auto
+        if self.variants is not None:
+            data["variants"] = self.variants
         return data
 
 

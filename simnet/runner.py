@@ -29,7 +29,7 @@ from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import Topology
 
-__all__ = ["simulate", "run_scenario", "nccl_env", "NCCL_VARIABLES"]
+__all__ = ["simulate", "run_scenario", "nccl_env", "NCCL_VARIABLES", "HIERARCHICAL_VARIANTS"]
 
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
@@ -58,6 +58,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     load over time on ``result.replay.stats`` (for plots and traces). ``reuse``: results of
     this same call for other algorithms, by name, which ``auto`` takes instead of
     simulating its candidates again. Over one GPU there is nothing to exchange: time 0, no links.
+    ``hierarchical`` without ``inner`` runs each of ``HIERARCHICAL_VARIANTS`` between
+    groups and returns the faster (``result.variants`` holds every one's time).
     """
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
@@ -70,6 +72,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
         return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
                       options=dict(options), model=model)
+    if algorithm == "hierarchical" and options.get("inner") is None:
+        return _fastest_inner(topo, size, timeline, model, env, calibration, options)
     engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
     size = int(size)
     decided = model_plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options, env.get("NCCL_PROTO"),
@@ -81,6 +85,21 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                   warnings=warnings, options=dict(options), model=model, protocol=decided.protocol,
                   channels=schedule.info.get("channels"), replay=run)
+
+
+HIERARCHICAL_VARIANTS = ("tree", "ring")
+"""What ``hierarchical`` runs between groups when ``inner`` is not given: both simulated,
+the faster kept (NCCL's Tree first, so it wins ties)."""
+
+
+def _fastest_inner(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
+                   options: dict) -> Result:
+    """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
+    run, its ``options["inner"]`` saying which, ``variants`` every one's time."""
+    runs = {inner: simulate(topo, "hierarchical", size, timeline=timeline, model=model, env=env,
+                            calibration=calibration, **{**options, "inner": inner}) for inner in HIERARCHICAL_VARIANTS}
+    best = min(runs, key=lambda inner: runs[inner].time_s)
+    return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}})
 
 
 def _calibration(value: Calibration | str | Path | None) -> Calibration | None:

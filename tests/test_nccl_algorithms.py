@@ -2,6 +2,8 @@
 pipelined hierarchical and direct: expectations from bounds and closed forms on paper, on
 the line-rate model."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -170,3 +172,27 @@ def test_hierarchical_by_region_closed_form():
     inter = 2 * (G - 1) * (topo.path_latency(a, far) + (size / g / G) / (100e9 / 8 / g))
     result = line_rate(topo, "hierarchical", size, inner="ring", group_by="region", chunk_size=size)
     assert result.time_s == pytest.approx(intra + inter, rel=1e-6)
+
+
+@pytest.mark.parametrize("size", [2**12, 2**26])
+def test_hierarchical_without_inner_keeps_the_faster_of_tree_and_ring(cli, tmp_path, size):
+    """Unset, ``inner`` is whichever of NCCL's tree and a ring simulates faster, and the
+    result says which: the same time as asking for that one, never slower than the other."""
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 4, "gpus_per_host": 2, "nic_per": "host",
+        "spines": 2, "oversubscription": 2}})
+    chosen = line_rate(topo, "hierarchical", size)
+    each = {inner: line_rate(topo, "hierarchical", size, inner=inner).time_s for inner in ("tree", "ring")}
+    assert chosen.variants == {"inner": each}
+    assert chosen.time_s == min(each.values()) and chosen.options["inner"] == min(each, key=each.get)
+
+
+def test_the_table_names_the_variant_hierarchical_kept(cli, tmp_path, root):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: v\ntopology: {root / 'topologies/two_racks.yaml'}\nmodel: ideal\nsize: 64 MiB\n"
+                    "algorithms: [hierarchical]\n")
+    json_path = tmp_path / "r.json"
+    result = cli("run", path, "--json", json_path)
+    run = json.loads(json_path.read_text())["runs"][0]
+    assert f"hierarchical (inner {run['options']['inner']})" in result.stdout
+    assert set(run["variants"]["inner"]) == {"tree", "ring"}

@@ -110,8 +110,12 @@ def test_readme_headline_numbers_are_what_simnet_prints(root, ran_readme):
     assert f"{gain:.2f}x faster" in text and mid["auto"]["fastest"] == "tree"
     assert f"NVLSTree takes {large['time_s'] * 1e3:.3f} ms (bus bandwidth {large['busbw_GBps']:.0f} GB/s)" in text
     assert f"the\n  ring {plain(256 * mib, 'ring')['time_s'] * 1e3:.3f} ms" in text
-    congested = {w["link"] for w in plain(256 * mib, "hierarchical")["warnings"] if w["kind"] == "link_congestion"}
-    assert "tor0->spine0" in congested and "`link_congestion` on `tor0->spine0`" in text
+    hierarchical = plain(256 * mib, "hierarchical")
+    assert hierarchical["options"]["inner"] == "ring"
+    assert min(hierarchical["variants"]["inner"].values()) == hierarchical["time_s"]
+    assert f"here the ring, {hierarchical['time_s'] * 1e3:.3f} ms at 256 MiB" in text
+    congested = {w["link"] for w in hierarchical["warnings"] if w["kind"] == "link_congestion"}
+    assert "tor0->spine1" in congested and "`link_congestion` on\n  `tor0->spine1`" in text
     ps = plain(256 * mib, "ps")
     assert f"needs {ps['time_s'] * 1e3:.1f} ms for 256 MiB" in text
     assert any(w["kind"] == "nic_overload" for w in ps["warnings"])

@@ -101,7 +101,8 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
 
 
 @register("hierarchical",
-          "ring reduce-scatter inside each group, AllReduce across groups (inner, default NCCL's tree), ring "
+          "ring reduce-scatter inside each group, AllReduce across groups (inner; unset: the faster of NCCL's tree "
+          "and a ring, both simulated), ring "
           "all-gather, pipelined piece by piece",
           "one piece, equal groups of g over G groups: 2(g-1)*(L_in + S/(g*B_in)) + T_inner(S/g, G); "
           "k pieces overlap the phases: about max(phase) * (k + 2) / k",

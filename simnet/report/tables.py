@@ -46,6 +46,8 @@ def _gbps(value: float | None) -> str:
 def _algorithm_cell(run) -> str:
     """The algorithm; for ``auto`` NCCL's pick and, when simulation found a faster one, by how
     much and which NCCL_ALGO gets it."""
+    if run.variants:  # the variant simnet kept, e.g. "hierarchical (inner ring)"
+        return f"{run.algorithm} ({', '.join(f'{k} {run.options[k]}' for k in run.variants)})"
     if not run.auto:
         return run.algorithm
     name = f"auto -> {run.algorithm}"
