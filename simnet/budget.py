@@ -1,8 +1,10 @@
 """How much a simulation may hold in memory, so a run too large for the machine is refused
 in one line before it allocates, instead of being killed by the kernel half-way.
 
-The budget is the memory the operating system reports available (Linux ``MemAvailable``)
-less a safety margin, or ``SIMNET_MEMORY`` (a size such as ``8 GiB``) when set.
+The budget is the memory the operating system reports available (Linux ``MemAvailable``,
+or what a container's cgroup limit leaves, whichever is less) less a safety margin, or
+``SIMNET_MEMORY`` (a size such as ``8 GiB``) when set. Sweep workers share it: each gets
+its part (``simnet.sweep.executors``).
 
 >>> import os
 >>> os.environ["SIMNET_MEMORY"] = "1 GiB"
@@ -17,7 +19,7 @@ import os
 from pathlib import Path
 
 from simnet import units
-from simnet.errors import CannotSimulate
+from simnet.errors import CannotSimulate, InputError
 
 __all__ = ["memory_budget", "TooLarge", "SAFETY"]
 
@@ -37,13 +39,24 @@ def memory_budget() -> int:
     override = os.environ.get("SIMNET_MEMORY")
     if override:
         try:
-            return units.parse_size(override)
+            budget = units.parse_size(override)
         except ValueError as exc:
-            raise ValueError(f"SIMNET_MEMORY: {exc}") from None
+            raise InputError(f"SIMNET_MEMORY: {exc}") from None
+        if budget <= 0:
+            raise InputError(f"SIMNET_MEMORY: {override!r} must be more than 0 B")
+        return budget
+    free = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return int(int(line.split()[1]) * 1024 * SAFETY)
+                free = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return _FALLBACK
+    try:  # a container's limit (cgroup v2) binds before the machine's memory does
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit.isdigit():
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            free = min(free if free is not None else int(limit), max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return _FALLBACK if free is None else int(free * SAFETY)

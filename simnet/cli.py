@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -193,10 +194,11 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
 
 
 def _inputs_of(spec, scenario: Path) -> list[Path]:
-    """The files a scenario reads: itself, its topology file and calibration profile."""
+    """The files a scenario reads: itself, its topology file and the calibration profiles
+    (its own and its topology's)."""
     topology = spec.data.get("topology") if isinstance(spec.data, dict) else None
     files = [scenario] + ([scenario.parent / topology] if isinstance(topology, str) else [])
-    return files + ([Path(spec.calibration)] if spec.calibration else [])
+    return files + [Path(p) for p in (spec.calibration, spec.topology.calibration) if p]
 
 
 def _algorithm_option(algorithms: tuple[str, ...], scenario: Path) -> list[str]:
@@ -214,7 +216,7 @@ def _gpu_counts(text: str, scenario: Path) -> list[int]:
     """``--gpus 8,16,32`` as counts, or ``InputError`` naming the item that is not one."""
     items = [v.strip() for v in text.split(",")]
     for item in items:
-        if not item.isdigit() or int(item) < 1:
+        if not re.fullmatch(r"[0-9]+", item) or int(item) < 1:
             raise InputError(f"--gpus: {item!r} is not a GPU count (a whole number, 1 or more) in {text!r}", scenario)
     return [int(item) for item in items]
 
@@ -414,12 +416,13 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
     from simnet.report.tables import calibration_table
     from simnet.topology import load_topology
 
-    output_file(output, "--output")
+    topology = load_topology(topology_path)
+    inputs = [*logs, topology_path, *([topology.calibration] if topology.calibration else [])]
+    output_file(output, "--output", inputs=inputs)
     if plot_path:
         from simnet.report.paths import IMAGE_SUFFIXES
 
-        output_file(plot_path, "--plot", IMAGE_SUFFIXES)
-    topology = load_topology(topology_path)
+        output_file(plot_path, "--plot", IMAGE_SUFFIXES, inputs=inputs)
     points = points_of([read_log(log) for log in logs], topology, gpus)
     result = _calibrate_with_progress(fit, topology, points)
     console = _console()

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from simnet.budget import memory_budget
 from simnet.errors import InputError
 from simnet.files import read_text
 
@@ -26,6 +27,9 @@ Loc = tuple[Any, ...]
 
 MAX_VALUES = 20_000_000
 """Most values one document may hold once its aliases are expanded (billion-laughs guard)."""
+
+VALUE_BYTES = 200
+"""Memory per built value (a 20-million-value alias expansion peaked at 3.16 GB: 158 B each)."""
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's C parser when installed (~30x faster, same marks, nesting bounded), else PyYAML's."""
@@ -184,8 +188,10 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
         if node is None:
             raise InputError("the file is empty; expected a mapping", path, 1)
         values = _expanded_size(node, path)
-        if values > MAX_VALUES:
-            raise InputError(f"{values:,} values once aliases are expanded, over the {MAX_VALUES:,} simnet reads",
+        limit = min(MAX_VALUES, memory_budget() // VALUE_BYTES)
+        if values > limit:
+            raise InputError(f"{values:,} values once aliases are expanded, over the {limit:,} simnet reads here "
+                             f"(at most {MAX_VALUES:,}, and ~{VALUE_BYTES} B each within the memory budget)",
                              path, node.start_mark.line + 1)
         return _Builder(source, loader).build(node, ()), source
     except RecursionError:

@@ -6,7 +6,7 @@ import pytest
 
 from simnet.budget import TooLarge, memory_budget
 from simnet.collectives import build_schedule
-from simnet.collectives.schedule import TRANSFER_BYTES
+from simnet.collectives.schedule import TRANSFER_BYTES, transfer_bytes
 from simnet.topology import topology_from_dict
 
 
@@ -44,9 +44,9 @@ def test_ring_knows_its_transfer_count_before_building(monkeypatch, gpus, option
 def test_every_algorithm_stops_at_the_budget(monkeypatch, algorithm):
     topo = _cluster(16)
     n = len(build_schedule(algorithm, topo, 2**26))
-    monkeypatch.setenv("SIMNET_MEMORY", f"{n * TRANSFER_BYTES} B")
+    monkeypatch.setenv("SIMNET_MEMORY", f"{n * transfer_bytes(algorithm)} B")
     assert len(build_schedule(algorithm, topo, 2**26)) == n
-    monkeypatch.setenv("SIMNET_MEMORY", f"{n * TRANSFER_BYTES - 1} B")
+    monkeypatch.setenv("SIMNET_MEMORY", f"{n * transfer_bytes(algorithm) - 1} B")
     with pytest.raises(TooLarge, match=rf"^{algorithm} over 16 GPUs at 64 MiB needs"):
         build_schedule(algorithm, topo, 2**26)
 
@@ -61,3 +61,28 @@ def test_cli_refuses_in_one_line_and_writes_nothing(cli, root, tmp_path):
     assert "cross_rack.yaml: ring over 64 GPUs at 1 GiB needs" in lines[0]
     assert "fewer GPUs, a larger chunk_size" in lines[0]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "direct", "naive", "hierarchical", "halving_doubling"])
+def test_the_estimate_bounds_the_memory_a_run_really_takes(algorithm, tmp_path):
+    """Run in a fresh process: the peak resident memory the run adds (over the interpreter
+    and the loaded topology) stays below transfers x transfer_bytes(algorithm) + 64 MB of
+    fixed tables, so the guard refuses before the kernel would have to."""
+    import subprocess
+    import sys
+
+    script = f"""
+import gc, resource
+from simnet import simulate, topology_from_dict
+from simnet.collectives import build_schedule
+topo = topology_from_dict({{"name": "ls", "generate": {{"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 4,
+                                                        "gpus_per_host": 8, "spines": 4}}}})
+count = len(build_schedule("{algorithm}", topo, 2**28))
+gc.collect()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+simulate(topo, "{algorithm}", 2**28, model="ideal")
+print(count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    count, extra = map(int, out.split())
+    assert extra <= count * transfer_bytes(algorithm) + 64e6, (count, extra)

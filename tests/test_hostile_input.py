@@ -15,14 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simnet import InputError, load_topology
-from simnet.yamlsource import MAX_VALUES
 
 LAUGHS = 'name: x\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8))
 """Billion laughs: nine levels of nine aliases, 9^9 ~ 390 million strings once expanded."""
 
 YAML_ABUSE = {
-    "laughs.yaml": (LAUGHS, f"values once aliases are expanded, over the {MAX_VALUES:,} simnet reads"),
+    "laughs.yaml": (LAUGHS, "490,329,066 values once aliases are expanded, over the "),
     "recursive.yaml": ("name: x\nnodes: &a [1, *a]\n", "2: an alias refers to a node that contains it"),
     "deep_flow.yaml": ("name: x\nnodes: " + "[" * 50_000 + "]" * 50_000 + "\n", "2: YAML syntax error: exceeded "
                                                                                "maximum nesting depth"),
@@ -358,22 +357,28 @@ def test_simnet_alone_shows_its_help(cli):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(["", "new", "x.json", "dir", "..", ".", "/proc", "/sys", "/dev/null", "a b"]),
-                min_size=1, max_size=4), st.sampled_from(["", ".json", ".png", ".xyz"]))
+@given(st.lists(st.sampled_from(["", "new", "x.json", "dir", "file", "fifo", ".", "a b"]), min_size=1, max_size=4),
+       st.sampled_from(["", ".json", ".png", ".xyz"]))
 def test_any_output_path_is_writable_or_one_line(tmp_path, parts, suffix):
+    """Paths inside a sandbox (no '..', nothing absolute: the check itself creates a scratch
+    file where it would write) that mix folders, files, a FIFO and missing parents."""
     from simnet.errors import InputError
     from simnet.report.paths import IMAGE_SUFFIXES, output_file
 
-    (tmp_path / "dir").mkdir(exist_ok=True)
-    path = Path(*parts) if parts[0].startswith("/") else tmp_path.joinpath(*parts)
+    box = tmp_path / "box"
+    (box / "dir").mkdir(parents=True, exist_ok=True)
+    (box / "file").touch()
+    if not (box / "fifo").exists():
+        os.mkfifo(box / "fifo")
+    path = box.joinpath(*parts)
     path = path.with_name(path.name + suffix) if path.name else path
     try:
         checked = output_file(path, "-o", IMAGE_SUFFIXES if suffix in (".png", ".xyz") else None)
     except InputError as exc:
         assert str(exc).startswith("-o: cannot write ") and "\n" not in str(exc)
         return
-    assert not checked.exists() or checked.is_file()  # never a device: results replace the file whole
-    if tmp_path in checked.resolve().parents and not checked.exists():  # touch nothing outside the sandbox
+    assert not checked.exists() or checked.is_file()  # never a device or pipe: results replace the file whole
+    if not checked.exists():
         checked.write_text("ok")  # what output_file accepts can really be written
         checked.unlink()
 
@@ -400,3 +405,75 @@ def test_a_results_file_keeps_every_good_record_or_names_the_bad_line(tmp_path, 
         return
     assert len(records) == len(good)  # every good record, nothing else
     assert path.read_bytes() == "".join(line + "\n" for line in lines).encode()  # only the torn tail cut
+
+
+def test_calibrate_never_overwrites_its_log_or_topology(cli, tmp_path, root):
+    log = tmp_path / "run.log"
+    log.write_text((root / "validation/logs/xe9680_2node_issue309.log").read_text())
+    topo = tmp_path / "t.yaml"
+    topo.write_text((root / "validation/logs/xe9680_2node.yaml").read_text())
+    before = log.read_text(), topo.read_text()
+    for target in (log, topo):
+        result = cli("calibrate", log, "-t", topo, "--gpus", "16", "-o", target)
+        assert result.exit_code == 2 and "it is an input of this command" in result.stderr
+    assert (log.read_text(), topo.read_text()) == before
+
+
+def test_run_never_overwrites_the_topologys_calibration_profile(cli, tmp_path):
+    path = _files(tmp_path)
+    profile = tmp_path / "p.cal.yaml"
+    profile.write_text("calibration: {}\n")
+    (tmp_path / "t.yaml").write_text((tmp_path / "t.yaml").read_text() + "calibration: p.cal.yaml\n")
+    result = cli("run", path, "--json", profile)
+    assert result.exit_code == 2 and "it is an input of this command" in result.stderr, result.stderr
+    assert profile.read_text() == "calibration: {}\n"
+
+
+def test_worst_path_is_exact_on_small_topologies(cli, tmp_path):
+    """A star of 20 GPUs whose slowest pair is g4 -> g9 (50 us + 50 us): every GPU is searched."""
+    nodes = "".join(f"  - {{id: g{i}, kind: gpu}}\n" for i in range(20))
+    links = "".join(f"  - {{a: g{i}, b: sw, bandwidth: 100 Gb/s, latency: {50 if i in (4, 9) else 1} us}}\n"
+                    for i in range(20))
+    path = tmp_path / "star.yaml"
+    path.write_text(f"name: star\nnodes:\n{nodes}  - {{id: sw, kind: switch}}\nlinks:\n{links}")
+    result = cli("topo", "check", path)
+    assert result.exit_code == 0, result.stderr
+    assert "worst GPU-to-GPU path: 100 us over 2 hops (g4 -> g9)\n" in result.stdout
+
+
+@pytest.mark.parametrize("value", ["lots", "0 B", "-1 GiB", "1.5 B"])
+def test_a_bad_simnet_memory_is_one_line(cli, root, value):
+    result = cli("run", root / "scenarios/single_node.yaml", "-a", "ring", "-s", "1 MiB",
+                 env={"SIMNET_MEMORY": value})
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "SIMNET_MEMORY: " in result.stderr
+
+
+def test_unicode_digits_are_not_gpu_counts(cli, tmp_path):
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    result = cli("sweep", path, "--gpus", "2,\u00b2", "--out", tmp_path / "out")
+    assert result.exit_code == 2 and "is not a GPU count" in result.stderr
+
+
+def test_yaml_aliases_are_bounded_by_the_memory_budget_too(cli, tmp_path):
+    """Five levels of ten aliases: 100,000-odd values, fine by the count, refused in 1 MB."""
+    text = "name: x\na: &a [1,1,1,1,1,1,1,1,1,1]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(4))
+    path = tmp_path / "wide.yaml"
+    path.write_text(text)
+    result = cli("topo", "check", path, env={"SIMNET_MEMORY": "1 MB"})
+    assert result.exit_code == 2 and "values once aliases are expanded, over the 5,000 simnet reads here" in result.stderr
+
+
+def test_sweep_workers_share_the_memory_budget(monkeypatch):
+    from concurrent.futures import ProcessPoolExecutor
+
+    from simnet.sweep.executors import LocalExecutor
+
+    monkeypatch.setenv("SIMNET_MEMORY", "1 GiB")
+    executor = LocalExecutor(4)
+    assert isinstance(executor._pool, ProcessPoolExecutor)
+    shares = {executor.submit(os.getenv, "SIMNET_MEMORY").result() for _ in range(4)}
+    executor.close()
+    assert shares == {f"{2**30 // 4} B"}

@@ -12,6 +12,7 @@ import matplotlib.image as mpimg
 import pytest
 
 from simnet.compare import compare_rows, pareto_front
+from simnet.errors import InputError
 from simnet.scenario import load_scenario, scenario_from_dict
 from simnet.sweep import DaskExecutor, LocalExecutor, load_records, plan_sweep, run_sweep
 from simnet.workload import StepModel
@@ -222,13 +223,13 @@ def test_plan_crosses_every_axis():
 
 def test_a_point_too_large_for_memory_stops_the_sweep_in_one_line_keeping_the_others(tmp_path, cli):
     from simnet.collectives import build_schedule
-    from simnet.collectives.schedule import TRANSFER_BYTES
+    from simnet.collectives.schedule import transfer_bytes
 
     path = write(tmp_path)
     path.write_text(path.read_text() + "options: {chunk_size: 64 KiB}\n")  # a schedule larger than the topology
     eight = len(build_schedule("ring", load_scenario(path).topology, 64 * 2**20, chunk_size=64 * 2**10))
     out = tmp_path / "out"
-    result = cli("sweep", path, "--out", out, "--workers", "1", env={"SIMNET_MEMORY": f"{eight * TRANSFER_BYTES - 1} B"})
+    result = cli("sweep", path, "--out", out, "--workers", "1", env={"SIMNET_MEMORY": f"{eight * transfer_bytes('ring') - 1} B"})
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
     assert "s.yaml: the point at 8 GPUs: ring over 8 GPUs at 64 MiB needs" in result.stderr
@@ -338,3 +339,45 @@ def test_a_damaged_sweep_json_is_one_line(tmp_path, cli):
     (out / "sweep.json").write_text("{not json")
     result = cli("sweep", path, "--out", out, "--workers", "1", "--gpus", "2")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "sweep.json is damaged" in result.stderr
+
+
+def test_a_sweep_refused_by_the_lock_never_deletes_the_holders_folder(tmp_path, monkeypatch):
+    """B makes a fresh --out; before B locks it, A takes the lock and starts writing. B is
+    refused and must leave A's folder and files alone."""
+    import fcntl
+
+    import simnet.sweep.run as run_module
+
+    path = write(tmp_path)
+    out = tmp_path / "out"
+    real_locked = run_module.locked
+    holder = {}
+
+    def a_gets_there_first(folder, source):
+        holder["file"] = (folder / ".lock").open("a+")
+        fcntl.flock(holder["file"], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        (folder / "results.jsonl").write_text("")  # A's results file, about to grow
+        return real_locked(folder, source)
+
+    monkeypatch.setattr(run_module, "locked", a_gets_there_first)
+    with pytest.raises(InputError, match="is in use by another sweep"):
+        run_sweep(plan_sweep(load_scenario(path)), out, LocalExecutor(1))
+    assert (out / ".lock").exists() and (out / "results.jsonl").exists()
+    holder["file"].close()
+
+
+def test_the_topologys_calibration_profile_is_part_of_the_sweep(tmp_path, cli):
+    """A topology in its own folder names its profile relative to itself; points use that
+    profile, and changing it makes the sweep another sweep."""
+    (tmp_path / "topo").mkdir()
+    (tmp_path / "topo/t.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 4}\ncalibration: p.cal.yaml\n")
+    profile = tmp_path / "topo/p.cal.yaml"
+    profile.write_text("calibration: {}\n")
+    path = tmp_path / "s.yaml"
+    path.write_text("name: cal\ntopology: topo/t.yaml\nsize: 1 MiB\nalgorithms: [ring]\nsweep: {gpus: [2, 4]}\n")
+    out = tmp_path / "out"
+    first = cli("sweep", path, "--out", out, "--workers", "1")
+    assert first.exit_code == 0, first.stderr
+    profile.write_text("calibration: {}\n# refitted\n")
+    again = cli("sweep", path, "--out", out, "--workers", "1")
+    assert again.exit_code == 2 and "holds a sweep of a different scenario" in again.stderr

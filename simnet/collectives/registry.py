@@ -91,12 +91,12 @@ def _check_pieces(name: str, size: int, chunk_size: int | None) -> None:
     before building when that floor alone would not fit the memory budget."""
     from simnet import units
     from simnet.budget import TooLarge, memory_budget
-    from simnet.collectives.schedule import TRANSFER_BYTES
+    from simnet.collectives.schedule import transfer_bytes
 
     pieces = size // chunk_size if chunk_size else 0
-    budget = memory_budget()
-    if pieces * TRANSFER_BYTES > budget:
+    budget, needed = memory_budget(), pieces * transfer_bytes(name)
+    if needed > budget:
         raise TooLarge(f"{name}: chunk_size {units.format_size(chunk_size)} cuts {units.format_size(size)} into "
-                       f"{pieces:,} pieces, each a transfer at least (~{pieces * TRANSFER_BYTES / 1e9:.3g} GB), more "
+                       f"{pieces:,} pieces, each a transfer at least (~{needed / 1e9:.3g} GB), more "
                        f"than the {budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free "
                        "memory): use a larger chunk_size")

@@ -34,7 +34,8 @@ import numpy as np
 from simnet import units
 from simnet.budget import TooLarge, memory_budget
 
-__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "TRANSFER_BYTES"]
+__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "TRANSFER_BYTES",
+           "transfer_bytes"]
 
 COPY = 0
 REDUCE = 1
@@ -43,10 +44,20 @@ _DTYPES = {"src": np.int32, "dst": np.int32, "lo": np.int64, "hi": np.int64, "op
            "after_sent": np.int32, "step": np.int32, "chunk": np.int32, "channel": np.int32}
 """Column types: transfer ids fit int32 (2^31 transfers is far beyond a 2-core machine)."""
 
-TRANSFER_BYTES = 250
+TRANSFER_BYTES = 320
 """Memory one transfer costs to build, time and replay (columns, dependencies, per-transfer
-times and counters): peak resident memory / transfers of NCCL's 8-channel ring of 1 GiB over
-1,024 GPUs is 248 B (4.16 GB for 16.8 M transfers; BENCHMARKS.md)."""
+times, its flow and route): peak resident memory / transfers is 248 B for NCCL's 8-channel
+ring of 1 GiB over 1,024 GPUs and 158 B for NCCL's Tree over 256 (BENCHMARKS.md)."""
+
+HEAVY_TRANSFER_BYTES = {"naive": 2400, "direct": 1200, "ps": 3400, "hierarchical": 1000, "recursive_doubling": 900,
+                        "halving_doubling": 600}
+"""Algorithms whose transfers cost more, each being a long concurrent flow with a route of its
+own: peak resident memory / transfers at 256 GPUs, 1 GiB, ideal model (naive: 2,249 B at 512)."""
+
+
+def transfer_bytes(algorithm: str) -> int:
+    """Memory per transfer of ``algorithm``'s schedule, for the budget check."""
+    return HEAVY_TRANSFER_BYTES.get(algorithm, TRANSFER_BYTES)
 
 
 def split_range(lo: int, hi: int, parts: int) -> np.ndarray:
@@ -131,12 +142,13 @@ class ScheduleBuilder:
         self._batches: list[dict[str, np.ndarray]] = []
         self._count = 0
         self._budget = memory_budget()
+        self._per_transfer = transfer_bytes(algorithm)
         self.info: dict = {}
 
     def expect(self, transfers: int) -> None:
         """Refuse (``TooLarge``) now if ``transfers`` will not fit the memory budget; algorithms
         that know their count up front call this before adding anything."""
-        if transfers * TRANSFER_BYTES > self._budget:
+        if transfers * self._per_transfer > self._budget:
             self._refuse(f"needs {transfers:,} transfers", transfers)
 
     def node(self, node_id: str) -> int:
@@ -160,7 +172,7 @@ class ScheduleBuilder:
         n = int(np.prod(shape))
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        if (self._count + n) * TRANSFER_BYTES > self._budget:
+        if (self._count + n) * self._per_transfer > self._budget:
             self._refuse(f"needs over {self._count + n:,} transfers", self._count + n)
         columns = [np.broadcast_to(v, shape).reshape(-1) for v in values]
         matrix = (np.stack([np.broadcast_to(d, shape).reshape(-1) for d in dep_values], axis=1) if dep_values
@@ -180,7 +192,7 @@ class ScheduleBuilder:
     def _refuse(self, needs: str, transfers: int) -> None:
         raise TooLarge(
             f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.size)} {needs} "
-            f"(~{transfers * TRANSFER_BYTES / 1e9:.3g} GB to build and replay), more than the "
+            f"(~{transfers * self._per_transfer / 1e9:.3g} GB to build and replay), more than the "
             f"{self._budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free memory): "
             "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm")
 

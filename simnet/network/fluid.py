@@ -355,7 +355,8 @@ class FluidNetwork:
             self._finish[slots] = now + self._left[slots] / rates * PS_PER_SECOND
             if len(slots) and self._finish[slots].max() > HORIZON_S * PS_PER_SECOND:
                 raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), "
-                                    "simnet's horizon: a bandwidth is far too low for the bytes it must carry")
+                                    "simnet's horizon: a bandwidth far too low for the bytes, or latencies and "
+                                    "overheads far too long")
             self._change_load(self._paths[self._row[slots]], rates - old)
         self.stats.commit(now, self._users[:-1])
         if self.active:

@@ -19,10 +19,12 @@ PR_SET_PDEATHSIG = 1
 """Linux prctl(2) option: the signal a process gets when its parent dies."""
 
 
-def _die_with_parent(parent: int) -> None:
-    """Worker initializer: be killed when the sweep process dies, however it dies (SIGKILL
-    and SIGTERM included), so no orphan keeps computing or holds a pipe such as
-    ``simnet sweep ... | tee log`` open. Linux only; elsewhere workers end with their queue."""
+def _worker_setup(parent: int, memory: int) -> None:
+    """Worker initializer: its share of the memory budget (``SIMNET_MEMORY``), and death with
+    the sweep process however it dies (SIGKILL and SIGTERM included), so no orphan keeps
+    computing or holds a pipe such as ``simnet sweep ... | tee log`` open (Linux only;
+    elsewhere workers end with their queue)."""
+    os.environ["SIMNET_MEMORY"] = f"{memory} B"
     try:
         import ctypes
 
@@ -34,14 +36,18 @@ def _die_with_parent(parent: int) -> None:
 
 
 class LocalExecutor:
-    """Points on local worker processes (``workers`` of them), which die with this process."""
+    """Points on local worker processes (``workers`` of them), which share the memory budget
+    and die with this process."""
 
     def __init__(self, workers: int | None = None):
         from concurrent.futures import ProcessPoolExecutor
 
+        from simnet.budget import memory_budget
+
         self.workers = workers or os.cpu_count() or 1
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_die_with_parent,
-                                         initargs=(os.getpid(),))
+        share = max(memory_budget() // self.workers, 1)  # the workers run at once: each gets its part
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_setup,
+                                         initargs=(os.getpid(), share))
 
     def submit(self, fn: Callable, *args):
         return self._pool.submit(fn, *args)

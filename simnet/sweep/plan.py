@@ -28,7 +28,11 @@ def _inline_topology(document: dict, base: Path) -> dict:
     """A copy of ``document`` whose topology file (if any) is replaced by its contents."""
     document = copy.deepcopy(document)
     if isinstance(document.get("topology"), str):
-        document["topology"] = load_yaml(base / document["topology"])[0]
+        path = base / document["topology"]
+        topology = load_yaml(path)[0]
+        if isinstance(topology, dict) and isinstance(topology.get("calibration"), str):  # relative to its file
+            topology["calibration"] = str((path.parent / topology["calibration"]).resolve())
+        document["topology"] = topology
     return document
 
 
@@ -93,12 +97,8 @@ class SweepPlan:
 def _calibration_files(document: dict, base: Path) -> list[Path]:
     """The calibration profiles a scenario document uses: its own and its topology file's."""
     files = [base / document["calibration"]] if isinstance(document.get("calibration"), str) else []
-    topology = document.get("topology")
-    if isinstance(topology, str):
-        data = load_yaml(base / topology)[0]
-        if isinstance(data, dict) and isinstance(data.get("calibration"), str):
-            files.append((base / topology).parent / data["calibration"])
-    elif isinstance(topology, dict) and isinstance(topology.get("calibration"), str):
+    topology = _inline_topology(document, base).get("topology")  # the profile path as points resolve it
+    if isinstance(topology, dict) and isinstance(topology.get("calibration"), str):
         files.append(base / topology["calibration"])
     return files
 

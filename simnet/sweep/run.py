@@ -25,18 +25,22 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
     for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
         scenario_at(plan, overrides, gpus)
     out = Path(out)
-    fresh = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with locked(out, plan.source):
+        out.mkdir()
+        fresh = True  # this sweep made the folder (atomically: no other sweep can think so too)
+    except FileExistsError:
+        fresh = False
+    with locked(out, plan.source):
+        try:
             return _run_unlocked(plan, out, executor, progress)
-    except BaseException:
-        if fresh and not load_records(out / RESULTS):  # refused before any point finished: leave no trace
-            for name in (RESULTS, META, LOCK):
-                (out / name).unlink(missing_ok=True)
-            if not any(out.iterdir()):
-                out.rmdir()
-        raise
+        except BaseException:
+            if fresh and not load_records(out / RESULTS):  # refused before any point finished: leave no trace
+                for name in (RESULTS, META, LOCK):  # the lock file last, while still holding it
+                    (out / name).unlink(missing_ok=True)
+                if not any(out.iterdir()):
+                    out.rmdir()
+            raise
 
 
 def _run_unlocked(plan: SweepPlan, out: Path, executor, progress) -> tuple[list[dict], int]:

@@ -73,7 +73,9 @@ def locked(out: Path, source: str) -> Iterator[None]:
     with (out / LOCK).open("a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            if os.fstat(handle.fileno()).st_ino != (out / LOCK).stat().st_ino:
+                raise BlockingIOError  # the sweep that held it removed the folder meanwhile
+        except (BlockingIOError, FileNotFoundError):
             handle.seek(0)
             owner = handle.read().strip() or "?"
             raise InputError(f"{out} is in use by another sweep (process {owner}); wait for it to finish or use "

@@ -238,7 +238,7 @@ class Topology:
             done, preds = self.shortest_paths(src, stop=dst)
             if dst not in done:
                 raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
-            dags[key] = preds
+            dags[key] = _ancestors(preds, dst)
         return dags[key]
 
     def route_indices(self, src: str, dst: str, flow: int = 0) -> tuple[int, ...]:
@@ -311,3 +311,17 @@ class Topology:
         sub = copy.copy(self)  # the same frozen graph, arrays and route cache; other ranks
         sub.gpus = chosen
         return sub
+
+
+def _ancestors(preds: dict[str, list[str]], dst: str) -> dict[str, list[str]]:
+    """The part of a shortest-path predecessor map that leads to ``dst``: what routes to
+    ``dst`` need, a few nodes per pair instead of every node the search settled (an
+    all-to-all over N GPUs caches N^2 of these)."""
+    kept: dict[str, list[str]] = {}
+    stack = [dst]
+    while stack:
+        node = stack.pop()
+        if node not in kept:
+            kept[node] = preds[node]
+            stack.extend(preds[node])
+    return kept

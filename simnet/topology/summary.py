@@ -50,7 +50,7 @@ def worst_path(topo: Topology) -> tuple[float, int, tuple[str, str], bool]:
     (searched from every GPU) or sampled (see ``SAMPLED_SOURCES``)."""
     exact = len(topo.gpus) <= EXACT_WORST_PATH_GPUS
     sources = topo.gpus if exact else list({topo.label(g, "host"): g for g in topo.gpus}.values())
-    if len(sources) > SAMPLED_SOURCES:
+    if not exact and len(sources) > SAMPLED_SOURCES:
         sources = [sources[i * len(sources) // SAMPLED_SOURCES] for i in range(SAMPLED_SOURCES)]
     gpus = set(topo.gpus)
     latency, hops, pair = 0, 0, (topo.gpus[0], topo.gpus[0])
