@@ -21,7 +21,7 @@ from pathlib import Path
 from simnet import units
 from simnet.errors import CannotSimulate, InputError
 
-__all__ = ["memory_budget", "TooLarge", "SAFETY"]
+__all__ = ["memory_budget", "check_fits", "TooLarge", "SAFETY"]
 
 SAFETY = 0.8
 """Fraction of the available memory a run may use (the rest: interpreter, plots, other processes)."""
@@ -60,3 +60,12 @@ def memory_budget() -> int:
     except (OSError, ValueError):
         pass
     return _FALLBACK if free is None else int(free * SAFETY)
+
+
+def check_fits(needed: float, what: str, remedy: str, budget: int | None = None) -> None:
+    """Raise ``TooLarge`` when ``needed`` bytes exceed ``budget`` (default: ``memory_budget()``);
+    the one line says ``what`` needs them, how much, the budget and the ``remedy``."""
+    budget = memory_budget() if budget is None else budget
+    if needed > budget:
+        raise TooLarge(f"{what} (~{needed / 1e9:,.3g} GB), more than the {budget / 1e9:.3g} GB simnet may use here "
+                       f"(SIMNET_MEMORY; default 80% of the free memory): {remedy}")

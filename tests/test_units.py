@@ -87,29 +87,22 @@ _ANY_NUMBER = st.one_of(st.floats(), st.integers(min_value=-10**400, max_value=1
                         st.sampled_from(["1e400", "-1e400", "1e-400", "inf", "nan", "1e309", "4.9e-324"]))
 
 
-@given(_ANY_NUMBER, st.sampled_from(["b/s", "Tb/s", "B/s", "TB/s", "GiB/s"]))
-def test_any_bandwidth_is_in_range_or_refused(number, unit):
-    """A parsed bandwidth is finite and, if positive, within BANDWIDTH_RANGE; else UnitError."""
+_IN_RANGE = {  # parser -> (units to try, what any value it returns must satisfy)
+    "bandwidth": (["b/s", "Tb/s", "B/s", "TB/s", "GiB/s"],
+                  lambda v: v <= 0 or units.BANDWIDTH_RANGE[0] <= v <= units.BANDWIDTH_RANGE[1]),
+    "time": (["ns", "us", "ms", "s"], lambda v: v == 0 or units.TIME_RANGE[0] <= abs(v) <= units.TIME_RANGE[1]),
+    "size": (["B", "KB", "GiB", "TB", "TiB"], lambda v: isinstance(v, int) and abs(v) <= units.SIZE_MAX),
+}
+
+
+@pytest.mark.parametrize("quantity", sorted(_IN_RANGE))
+@given(number=_ANY_NUMBER, pick=st.integers(min_value=0, max_value=4))
+def test_any_quantity_is_in_range_or_refused(quantity, number, pick):
+    """Whatever number and unit: a parsed value is finite and within the quantity's range
+    (positive bandwidths, non-zero times, sizes); anything else is a UnitError."""
+    unit_names, in_range = _IN_RANGE[quantity]
     try:
-        value = units.parse_bandwidth(f"{number} {unit}")
+        value = getattr(units, f"parse_{quantity}")(f"{number} {unit_names[pick % len(unit_names)]}")
     except units.UnitError:
         return
-    assert value <= 0 or units.BANDWIDTH_RANGE[0] <= value <= units.BANDWIDTH_RANGE[1]
-
-
-@given(_ANY_NUMBER, st.sampled_from(["ns", "us", "ms", "s"]))
-def test_any_time_is_in_range_or_refused(number, unit):
-    try:
-        value = units.parse_time(f"{number} {unit}")
-    except units.UnitError:
-        return
-    assert value == 0 or units.TIME_RANGE[0] <= abs(value) <= units.TIME_RANGE[1]
-
-
-@given(_ANY_NUMBER, st.sampled_from(["B", "KB", "GiB", "TB", "TiB"]))
-def test_any_size_is_in_range_or_refused(number, unit):
-    try:
-        value = units.parse_size(f"{number} {unit}")
-    except units.UnitError:
-        return
-    assert isinstance(value, int) and abs(value) <= units.SIZE_MAX
+    assert in_range(value), value

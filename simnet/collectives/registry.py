@@ -90,13 +90,11 @@ def _check_pieces(name: str, size: int, chunk_size: int | None) -> None:
     """Every piece of a chunked buffer is at least one transfer: refuse (``TooLarge``)
     before building when that floor alone would not fit the memory budget."""
     from simnet import units
-    from simnet.budget import TooLarge, memory_budget
+    from simnet.budget import check_fits
     from simnet.collectives.schedule import transfer_bytes
 
-    pieces = size // chunk_size if chunk_size else 0
-    budget, needed = memory_budget(), pieces * transfer_bytes(name)
-    if needed > budget:
-        raise TooLarge(f"{name}: chunk_size {units.format_size(chunk_size)} cuts {units.format_size(size)} into "
-                       f"{pieces:,} pieces, each a transfer at least (~{needed / 1e9:.3g} GB), more "
-                       f"than the {budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free "
-                       "memory): use a larger chunk_size")
+    if chunk_size:
+        pieces = size // chunk_size
+        check_fits(pieces * transfer_bytes(name), f"{name}: chunk_size {units.format_size(chunk_size)} cuts "
+                   f"{units.format_size(size)} into {pieces:,} pieces, each a transfer at least",
+                   "use a larger chunk_size")

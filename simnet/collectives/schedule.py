@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simnet import units
-from simnet.budget import TooLarge, memory_budget
+from simnet.budget import check_fits, memory_budget
 
 __all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "TRANSFER_BYTES",
            "transfer_bytes"]
@@ -148,8 +148,7 @@ class ScheduleBuilder:
     def expect(self, transfers: int) -> None:
         """Refuse (``TooLarge``) now if ``transfers`` will not fit the memory budget; algorithms
         that know their count up front call this before adding anything."""
-        if transfers * self._per_transfer > self._budget:
-            self._refuse(f"needs {transfers:,} transfers", transfers)
+        self._check(f"needs {transfers:,} transfers", transfers)
 
     def node(self, node_id: str) -> int:
         """Index of ``node_id``, adding it if it is not a rank."""
@@ -173,7 +172,7 @@ class ScheduleBuilder:
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         if (self._count + n) * self._per_transfer > self._budget:
-            self._refuse(f"needs over {self._count + n:,} transfers", self._count + n)
+            self._check(f"needs over {self._count + n:,} transfers", self._count + n)
         columns = [np.broadcast_to(v, shape).reshape(-1) for v in values]
         matrix = (np.stack([np.broadcast_to(d, shape).reshape(-1) for d in dep_values], axis=1) if dep_values
                   else np.full((n, 0), -1, dtype=np.int64))
@@ -189,12 +188,11 @@ class ScheduleBuilder:
         self._count += n
         return ids
 
-    def _refuse(self, needs: str, transfers: int) -> None:
-        raise TooLarge(
-            f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.size)} {needs} "
-            f"(~{transfers * self._per_transfer / 1e9:.3g} GB to build and replay), more than the "
-            f"{self._budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free memory): "
-            "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm")
+    def _check(self, needs: str, transfers: int) -> None:
+        check_fits(transfers * self._per_transfer,
+                   f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.size)} {needs} to build "
+                   "and replay", "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm",
+                   self._budget)
 
     def next_ids(self, shape: tuple[int, ...]) -> np.ndarray:
         """The ids the next ``add`` of this broadcast shape will return."""

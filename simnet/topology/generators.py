@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from simnet.budget import memory_budget
+from simnet.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
 from simnet.topology.schema import Bandwidth, Count, GpuName, Latency, LinkSpec, NodeSpec, Strict, Transport
 
@@ -389,11 +389,10 @@ def generate(params: dict) -> tuple[Nodes, Links]:
     generator = GENERATORS[kind]
     model = generator.params.model_validate(params)
     gpus, elements = model.footprint()
-    budget = memory_budget()
-    if elements * ELEMENT_BYTES > budget:
-        raise GeneratorError((), f"{kind} of {gpus:,} GPUs makes {elements:,} nodes and links "
-                                 f"(~{elements * ELEMENT_BYTES / 1e9:,.3g} GB to load), more than the "
-                                 f"{budget / 1e9:.3g} GB simnet may use here (SIMNET_MEMORY; default 80% of the free "
-                                 "memory): make it smaller")
+    try:
+        check_fits(elements * ELEMENT_BYTES, f"{kind} of {gpus:,} GPUs makes {elements:,} nodes and links to load",
+                   "make it smaller")
+    except TooLarge as exc:
+        raise GeneratorError((), str(exc)) from None
     return generator.build(model)
 
