@@ -24,7 +24,7 @@ EXPECTED = {
     "negative_latency.yaml": (6, "links[0].latency: must not be negative"),
     "unknown_kind.yaml": (4, "nodes[1].kind: 'router' is not one of 'gpu', 'switch', 'nic', 'host' or 'ps'"),
     "unknown_generator.yaml": (3, "generate.kind: unknown generator 'dragonfly'; expected one of nvswitch, "
-                                  "pcie, leaf_spine, cross_region, ps_star, full_mesh"),
+                                  "pcie, leaf_spine, rail_optimized, cross_region, ps_star, full_mesh"),
     "unknown_generator_parameter.yaml": (5, "generate.gpus_per_node: unknown key 'gpus_per_node'; did you mean 'gpus_per_host'?"),
     "unreachable.yaml": (4, "nodes[1]: GPU 'gpu0' cannot reach GPU 'gpu1': no path through switches or NICs"),
     "unlinked_gpu.yaml": (5, "nodes[2]: GPU 'g0' cannot reach GPU 'g2': it has no links"),

@@ -62,7 +62,7 @@ def test_generators_can_be_listed():
 @pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
 def test_every_library_topology_loads_and_routes(path):
     topo = load_topology(path)
-    for a in topo.gpus:
+    for a in topo.gpus[:: max(1, len(topo.gpus) // 64)]:  # every GPU of the small ones, 64 of the large
         for b in topo.gpus[:4]:
             if a != b:
                 route = topo.route(a, b)

@@ -4,10 +4,17 @@ Layers are hop distance from the GPUs (GPUs, then NICs/NVSwitches, then ToRs, th
 then gateways). GPUs keep rank order left to right; every other node sits above the mean
 position of the nodes below it that it connects to. Link colour and width encode
 bandwidth (log scale), with a colour bar in Gb/s.
+
+A large fabric (more than ``SUMMARY_NODES`` nodes) is drawn summarised: the host of rank 0
+expanded, the other hosts of its rack one box each, every other rack one box, and switches
+of one role (``spine7``, ``pod3-spine7`` -> ``spine#``, ``pod#-spine#``) one node with their
+count; a line between two groups stands for all their links, its width for their summed
+bandwidth.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +24,16 @@ import numpy as np
 from simnet.report.figures import pyplot
 from simnet.topology.model import Topology
 
-__all__ = ["layout", "draw_topology"]
+__all__ = ["layout", "draw_topology", "summarise", "SUMMARY_NODES"]
+
+SUMMARY_NODES = 400
+"""Topologies with more nodes than this are drawn summarised (see the module docstring)."""
+
+_MAX_RACKS = 8
+"""Racks drawn one box each in a summary (besides rank 0's); the rest share one box."""
+
+_MAX_EXPANDED = 16
+"""Rank 0's host shows its GPUs one by one up to this many; beyond, one node per role."""
 
 _KIND_STYLE = {
     "gpu": ("#76b900", "s"),
@@ -74,7 +90,10 @@ def _spread(wanted: np.ndarray, min_gap: float) -> np.ndarray:
 
 
 def draw_topology(topo: Topology, path: str | Path, title: str | None = None) -> Path:
-    """Draw ``topo`` to a PNG (or any format matplotlib knows from the suffix)."""
+    """Draw ``topo`` to a PNG (or any format matplotlib knows from the suffix); summarised
+    when it has more than ``SUMMARY_NODES`` nodes."""
+    if len(topo.nodes) > SUMMARY_NODES:
+        return _draw_summary(topo, summarise(topo), path, title)
     plt = pyplot()
     from matplotlib.patches import FancyBboxPatch
 
@@ -128,19 +147,154 @@ def draw_topology(topo: Topology, path: str | Path, title: str | None = None) ->
             elif kind != "gpu" and not crowded:
                 ax.annotate(n, pos[n], xytext=(0, 7), textcoords="offset points",
                             ha="center", va="bottom", fontsize=7, zorder=3)
+    ax.set_ylim(-1.3, max(p[1] for p in pos.values()) + 0.6)
+    return _save(fig, ax, title or f"{topo.name}: {len(topo.gpus)} GPUs (labels are ranks), "
+                 f"{len(undirected)} links", path)
+
+
+def _save(fig, ax, title: str, path: str | Path) -> Path:
+    """Legend, bare axes and title; write the figure to ``path`` and close it."""
     ax.legend(loc="upper left", fontsize=8, frameon=False, title="node kind (count)", title_fontsize=8)
     ax.set_yticks([])
     ax.set_xticks([])
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
-    ax.set_ylim(-1.3, max(p[1] for p in pos.values()) + 0.6)
-    ax.set_title(title or f"{topo.name}: {len(topo.gpus)} GPUs (labels are ranks), "
-                 f"{len(undirected)} links", fontsize=11)
+    ax.set_title(title, fontsize=11)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
+
+
+def _role(node: str) -> str:
+    """A switch's role: its id with every number replaced by ``#`` (``pod3-spine7`` -> ``pod#-spine#``)."""
+    return re.sub(r"\d+", "#", node)
+
+
+def summarise(topo: Topology) -> nx.Graph:
+    """The topology condensed into groups, for drawing large fabrics.
+
+    Nodes of the result are group names with attributes ``kind`` (a node kind, or
+    ``hosts`` / ``racks`` for boxes of many), ``members`` (topology nodes in the group)
+    and ``gpus`` (GPUs among them); edges carry ``links`` (how many links join the two
+    groups) and ``bandwidth`` (their summed capacity one way, B/s). Links inside a group
+    are not drawn.
+
+    >>> from simnet import load_topology
+    >>> groups = summarise(load_topology("topologies/superpod_h100_16su.yaml"))
+    >>> [(n, d["gpus"]) for n, d in groups.nodes(data=True) if d["kind"] in ("hosts", "racks")][:3]
+    [('31 more hosts', 248), ('su1', 256), ('su2', 256)]
+    >>> groups.edges["pod#-spine# x128", "core#-# x64"]["links"]  # each spine to its 2 cores
+    256
+    """
+    first = topo.gpus[0]
+    host, rack = topo.graph.nodes[first].get("host"), topo.graph.nodes[first].get("rack")
+    other_racks = [r for r in dict.fromkeys(topo.graph.nodes[g].get("rack") for g in topo.gpus)
+                   if r not in (rack, None)]
+    boxed = set(other_racks[:_MAX_RACKS])
+    neighbours = {topo.graph.nodes[g].get("host") for g in topo.groups("rack")[topo.label(first, "rack")]} - {host}
+    roles = Counter(_role(n) for n in topo.nodes if not _labelled(topo, n))
+    own = Counter(_role(n) for n in topo.nodes if topo.graph.nodes[n].get("host") == host)
+    own = own if sum(topo.kind(g) == "gpu" for g in topo.groups("host")[host]) > _MAX_EXPANDED else Counter()
+    group: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for node, data in topo.graph.nodes(data=True):
+        if data.get("host") is not None and data["host"] == host:
+            name, kind = node if own[_role(node)] <= 1 else \
+                f"{_role(node)} x{own[_role(node)]}", data["kind"]
+        elif data.get("rack") is not None and data["rack"] == rack and data.get("host") is not None:
+            name, kind = f"{len(neighbours)} more hosts", "hosts"
+        elif data.get("rack") is not None and data["rack"] != rack:
+            name = data["rack"] if data["rack"] in boxed else f"{len(other_racks) - len(boxed)} more racks"
+            kind = "racks"
+        elif data.get("host") is not None:  # a host outside any rack
+            name, kind = data["host"], "hosts"
+        elif roles[_role(node)] > 1 and not _labelled(topo, node):
+            name, kind = f"{_role(node)} x{roles[_role(node)]}", data["kind"]
+        else:
+            name, kind = node, data["kind"]
+        group[node] = name
+        kinds[name] = kind
+    summary = nx.Graph()
+    for name, kind in kinds.items():
+        summary.add_node(name, kind=kind, members=0, gpus=0)
+    for node, name in group.items():
+        summary.nodes[name]["members"] += 1
+        summary.nodes[name]["gpus"] += topo.kind(node) == "gpu"
+    for (u, v), bandwidth in zip(topo.links, topo.capacity):
+        a, b = group[u], group[v]
+        if a == b or topo.node_index[u] > topo.node_index[v] and topo.graph.has_edge(v, u):
+            continue  # inside a group, or the reverse direction of a link already counted
+        if summary.has_edge(a, b):
+            summary.edges[a, b]["links"] += 1
+            summary.edges[a, b]["bandwidth"] += float(bandwidth)
+        else:
+            summary.add_edge(a, b, links=1, bandwidth=float(bandwidth))
+    return summary
+
+
+def _labelled(topo: Topology, node: str) -> bool:
+    data = topo.graph.nodes[node]
+    return data.get("host") is not None or data.get("rack") is not None
+
+
+def _draw_summary(topo: Topology, summary: nx.Graph, path: str | Path, title: str | None) -> Path:
+    """Draw a ``summarise`` graph: groups holding GPUs at the bottom, the fabric above."""
+    plt = pyplot()
+    host = topo.label(topo.gpus[0], "host")
+    bottom = [n for n, gpus in summary.nodes(data="gpus") if gpus]
+    boxes = [n for n in bottom if summary.nodes[n]["kind"] in ("hosts", "racks")]
+    expanded = [n for n in bottom if n not in boxes]  # layers count hops from rank 0's own GPUs
+    layer = nx.multi_source_dijkstra_path_length(summary, expanded or bottom, weight=lambda *_: 1)
+    layer.update({n: 0 for n in boxes})
+    for node in summary:
+        layer.setdefault(node, max(layer.values()) + 1)
+    x: dict[str, float] = {}
+    for n in bottom:  # boxes carry two lines of label: give them more room
+        x[n] = (x[bottom[bottom.index(n) - 1]] + (1.8 if n in boxes else 1.0)) if x else 0.0
+    width = max(max(x.values()), 1.0)
+    for depth in range(1, max(layer.values()) + 1):
+        members = [n for n in summary if layer[n] == depth]
+        centre = {n: float(np.mean([x[m] for m in summary[n] if m in x] or [width / 2])) for n in members}
+        members.sort(key=lambda n: (centre[n], n))
+        gap = min(1.5, width / len(members))
+        for node, pos in zip(members, _spread(np.array([centre[n] for n in members]), gap)):
+            x[node] = float(pos)
+    pos = {n: (x[n], float(layer[n])) for n in summary}
+    fig, ax = plt.subplots(figsize=(min(max(10.0, width * 0.45), 40.0), 7.0))
+    ax.set_xlim(min(x.values()) - 1.5, max(x.values()) + 1.5)
+    _draw_links(fig, ax, pos, {(u, v): d["bandwidth"] / d["links"] for u, v, d in summary.edges(data=True)})
+    fans = {n: {summary.edges[n, m]["links"] for m in summary[n] if pos[m][1] > pos[n][1]} for n in summary}
+    fans = {n: counts.pop() for n, counts in fans.items()
+            if len(counts) == 1 and sum(pos[m][1] > pos[n][1] for m in summary[n]) > 3}
+    for (u, v), links in nx.get_edge_attributes(summary, "links").items():
+        (x0, y0), (x1, y1) = lower, _ = sorted([pos[u], pos[v]], key=lambda p: p[1])
+        if links > 1 and (u if pos[u] == lower else v) not in fans:
+            ax.annotate(f"x{links}", (x0 + 0.3 * (x1 - x0), y0 + 0.3 * (y1 - y0)), fontsize=6, color="#333333",
+                        ha="center", va="center", zorder=3,
+                        bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.7))
+    style = dict(_KIND_STYLE, hosts=("#b5d99c", "s"), racks=("#f2c078", "s"))
+    for kind, (colour, marker) in style.items():
+        members = [n for n, k in summary.nodes(data="kind") if k == kind]
+        if not members:
+            continue
+        total = sum(summary.nodes[n]["members"] if kind not in ("hosts", "racks") else 1 for n in members)
+        big = kind in ("hosts", "racks")
+        ax.scatter([pos[n][0] for n in members], [pos[n][1] for n in members], s=160 if big else 60, c=colour,
+                   marker=marker, zorder=2, edgecolors="#555555" if big else "white", linewidths=0.5,
+                   label=f"{kind} ({total})")
+        for n in members:
+            text = f"{n}\n{summary.nodes[n]['gpus']} GPUs" if big else n.removeprefix(f"{host}-")
+            if n in fans and fans[n] > 1:
+                text += f"\nx{fans[n]} per line up"
+            if kind != "gpu" or n in fans or summary.nodes[n]["members"] > 1:
+                ax.annotate(text, pos[n], xytext=(0, 9 if not big else -12), textcoords="offset points",
+                            ha="left" if not big else "center", va="bottom" if not big else "top", fontsize=6,
+                            zorder=3, rotation=30 if not big else 0)
+    ax.set_ylim(-1.3, max(p[1] for p in pos.values()) + 0.6)
+    return _save(fig, ax, title or f"{topo.name}: {len(topo.gpus):,} GPUs, {len(topo.nodes):,} nodes, "
+                 f"summarised (host {topo.label(topo.gpus[0], 'host')} expanded)", path)
 
 
 def _draw_links(fig, ax, pos: dict, undirected: dict) -> None:
@@ -161,4 +315,5 @@ def _draw_links(fig, ax, pos: dict, undirected: dict) -> None:
         colourbar.set_ticks([bandwidth.min()])
         colourbar.ax.yaxis.set_minor_locator(NullLocator())
     colourbar.ax.yaxis.set_major_formatter(ScalarFormatter())
-    colourbar.ax.yaxis.set_minor_formatter(ScalarFormatter())
+    if norm.vmax / norm.vmin < 20:  # a narrow range has few major ticks: label the minor ones too
+        colourbar.ax.yaxis.set_minor_formatter(ScalarFormatter())

@@ -13,6 +13,7 @@ links; they can be combined with explicit ``nodes``/``links`` (and with each oth
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -156,6 +157,123 @@ class LeafSpineParams(Strict):
         return down / (self.oversubscription or 1.0) / self.spines
 
 
+class RailOptimizedParams(Strict):
+    """A rail-optimized Clos fabric of GPU servers, as NVIDIA's DGX SuperPOD builds it.
+
+    Scalable units (SUs) of ``nodes_per_unit`` servers; every GPU has its own NIC, and NIC
+    ``i`` of every server in a unit goes to the unit's leaf for rail ``i mod rails`` (one
+    switch hop between the same GPU index of any two servers of a unit). Leaves connect to
+    a spine tier; when one spine tier cannot reach every leaf (more leaves than
+    ``switch_radix``), leaves and spines form pods of units and a core tier joins the pods.
+    ``planes`` > 1 splits every NIC into that many ports on as many independent fabrics
+    (multi-plane). Parallel cables between two switches are one link of their summed
+    bandwidth (flows spread evenly over them, as adaptive routing aims to). A last pod with
+    fewer units than the others gets as many spines as a full one.
+    """
+
+    kind: Literal["rail_optimized"]
+    units: Count = 1
+    nodes_per_unit: Count = 32  # DGX SuperPOD H100 / B200 reference architectures: 32 DGX per SU
+    gpus_per_node: Count = 8
+    rails: Count | None = None  # leaves per unit and plane; default one per GPU of a server
+    gpu: GpuName = "h100"
+    nvlink_bandwidth: Bandwidth | None = None  # per GPU each way; default: the GPU's NVLink line rate
+    nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
+    nvls: bool | None = None  # NVLink SHARP in each server's NVSwitch; default: what the GPU supports
+    nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7 per GPU, all planes together
+    planes: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
+    transport: Transport = "ib"
+    net_latency: Latency | None = None  # what the NICs' transport adds per network step; default: the transport's
+    pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
+    pcie_latency: Latency = 1e-6  # GPU -> NIC through a PCIe switch
+    link_latency: Latency = 1e-6  # every switch-to-switch and NIC-to-leaf hop, cable + switch
+    switch_radix: Annotated[int, Field(ge=2, strict=True)] = 64  # NVIDIA Quantum-2 QM9700: 64 x 400 Gb/s ports
+    leaf_oversubscription: Annotated[float, Field(ge=1)] = 1.0  # leaf down:up port ratio
+    spine_oversubscription: Annotated[float, Field(ge=1)] = 1.0  # spine down:up port ratio (with a core tier)
+    sharp: bool = False  # leaves, spines and cores reduce in the network (NVIDIA SHARP)
+    prefix: str = ""
+
+    @model_validator(mode="after")
+    def _ports_fit(self) -> RailOptimizedParams:
+        if self.rail_count() > self.gpus_per_node:
+            raise ValueError(f"rails: {self.rails} is more than the {self.gpus_per_node} NICs of a server")
+        used = self.leaf_down() + self.leaf_up()
+        if used > self.switch_radix:
+            raise ValueError(f"a leaf needs {self.leaf_down()} ports down and {self.leaf_up()} up, more than "
+                             f"switch_radix {self.switch_radix}: use more rails, fewer nodes_per_unit, a larger "
+                             "radix or more leaf_oversubscription")
+        if self.tiers() == 3:
+            if self.units_per_pod() < 1:
+                raise ValueError(f"a spine with {self.spine_down()} ports down cannot reach the {self.rail_count()} "
+                                 "leaves of one unit: use fewer rails or a larger switch_radix")
+            if self.pods() > self.switch_radix:
+                raise ValueError(f"{self.pods()} pods need a fourth switch tier (a core switch reaches at most "
+                                 f"switch_radix = {self.switch_radix} pods); simnet builds up to three")
+        return self
+
+    def rail_count(self) -> int:
+        """Leaves per unit and plane."""
+        return self.rails or self.gpus_per_node
+
+    def leaf_down(self) -> int:
+        """NIC ports on one leaf: every server of the unit brings its NICs of that rail."""
+        return self.nodes_per_unit * -(-self.gpus_per_node // self.rail_count())
+
+    def leaf_up(self) -> int:
+        """Uplink ports of one leaf."""
+        return math.ceil(self.leaf_down() / self.leaf_oversubscription)
+
+    def leaves(self) -> int:
+        """Leaves per plane."""
+        return self.units * self.rail_count()
+
+    def tiers(self) -> int:
+        """2 when one spine tier reaches every leaf of a plane, else 3 (pods and a core)."""
+        return 2 if self.leaves() <= self.switch_radix else 3
+
+    def spine_down(self) -> int:
+        """Leaf-facing ports of a spine: all of them in two tiers, else what oversubscription leaves."""
+        if self.tiers() == 2:
+            return self.switch_radix
+        return math.floor(self.switch_radix * self.spine_oversubscription / (1 + self.spine_oversubscription))
+
+    def spine_up(self) -> int:
+        """Core-facing ports of a spine (three tiers only)."""
+        return self.switch_radix - self.spine_down() if self.tiers() == 3 else 0
+
+    def units_per_pod(self) -> int:
+        """Units whose leaves one spine reaches: all of them in two tiers."""
+        return self.units if self.tiers() == 2 else self.spine_down() // self.rail_count()
+
+    def pods(self) -> int:
+        """Groups of units sharing a set of spines."""
+        return -(-self.units // self.units_per_pod())
+
+    def spines_per_pod(self) -> int:
+        """Spines that take the uplinks of one pod's leaves."""
+        leaves = min(self.units, self.units_per_pod()) * self.rail_count()
+        return -(-leaves * self.leaf_up() // self.spine_down())
+
+    def cores_per_group(self) -> int:
+        """Core switches joined to spine ``j`` of every pod (three tiers only)."""
+        return -(-self.pods() * self.spine_up() // self.switch_radix) if self.tiers() == 3 else 0
+
+    def port_bandwidth(self) -> float:
+        """One switch port, B/s each way: a NIC's bandwidth over its planes."""
+        return self.nic_bandwidth / self.planes
+
+    def footprint(self) -> tuple[int, int]:
+        """(GPUs, nodes + links) this generator will make."""
+        servers = self.units * self.nodes_per_unit
+        g = self.gpus_per_node
+        per_server = (2 * g + (g > 1)) + (g * (g > 1) + g + g * self.planes)
+        spines = self.pods() * self.spines_per_pod()
+        cores = self.spines_per_pod() * self.cores_per_group()
+        switches = self.leaves() + spines + cores
+        fabric_links = self.leaves() * self.spines_per_pod() + spines * self.cores_per_group()
+        return servers * g, servers * per_server + self.planes * (switches + fabric_links)
+
+
 class CrossRegionParams(LeafSpineParams):
     """Several leaf-spine regions whose spines meet at a gateway; gateways joined by WAN."""
 
@@ -240,12 +358,54 @@ def pcie(p: PCIeParams) -> tuple[Nodes, Links]:
     return nodes, links
 
 
+@dataclass(frozen=True)
+class _Server:
+    """How one GPU server is built: NVLink inside, one PCIe link from each GPU to its NICs."""
+
+    gpus: int
+    gpu: str
+    nvlink: float  # B/s per GPU each way
+    nvlink_latency: float
+    nvls: bool
+    pcie: float  # B/s GPU <-> NIC each way
+    pcie_latency: float
+    transport: str
+    net_latency: float | None
+    nics_of: Callable[[int], list[int]]  # GPU index in the server -> its NICs' indices
+
+    def build(self, host: str, nics: list[str], labels: dict) -> tuple[Nodes, Nodes, Links]:
+        """(GPU nodes, NIC and NVSwitch nodes, links) of server ``host`` with NICs ``nics``."""
+        gpus: Nodes = []
+        infra: Nodes = []
+        links: Links = []
+        labels = dict(host=host, **labels)
+        nvswitch_id = f"{host}-nvswitch"
+        if self.gpus > 1:
+            infra.append(_node(nvswitch_id, "switch", nvls=self.nvls, **labels))
+        for nic in nics:
+            infra.append(_node(nic, "nic", transport=self.transport, net_latency=self.net_latency, **labels))
+        for g in range(self.gpus):
+            gpu = f"{host}-gpu{g}"
+            gpus.append(_node(gpu, "gpu", gpu=self.gpu, **labels))
+            if self.gpus > 1:
+                links.append(_link(gpu, nvswitch_id, self.nvlink, self.nvlink_latency, "nvlink"))
+            for j in self.nics_of(g):
+                links.append(_link(gpu, nics[j], self.pcie, self.pcie_latency, "pcie"))
+        return gpus, infra, links
+
+
+def _server(p: LeafSpineParams | RailOptimizedParams, gpus: int, nics_of: Callable[[int], list[int]]) -> _Server:
+    """The server a fabric generator's parameters describe (GPU generation defaults filled in)."""
+    preset = GPUS[p.gpu]
+    return _Server(gpus=gpus, gpu=p.gpu, nvlink=p.nvlink_bandwidth or preset.nvlink_bandwidth,
+                   nvlink_latency=p.nvlink_latency, nvls=preset.nvls if p.nvls is None else p.nvls,
+                   pcie=p.pcie_bandwidth or pcie_bandwidth(preset.pcie_generation), pcie_latency=p.pcie_latency,
+                   transport=p.transport, net_latency=p.net_latency, nics_of=nics_of)
+
+
 def _leaf_spine(p: LeafSpineParams, prefix: str, region: str | None) -> tuple[Nodes, Links, list[str]]:
     """A leaf-spine fabric; also returns the ids of its top switches (spines, or the ToR)."""
-    preset = GPUS[p.gpu]
-    nvlink = p.nvlink_bandwidth or preset.nvlink_bandwidth
-    pcie = p.pcie_bandwidth or pcie_bandwidth(preset.pcie_generation)
-    nvls = preset.nvls if p.nvls is None else p.nvls
+    server = _server(p, p.gpus_per_host, p.nics_of)
     sharp = p.sharp or None
     gpus: Nodes = []
     infra: Nodes = []
@@ -256,22 +416,12 @@ def _leaf_spine(p: LeafSpineParams, prefix: str, region: str | None) -> tuple[No
         infra.append(_node(tor, "switch", rack=rack, region=region, sharp=sharp))
         for h in range(p.hosts_per_rack):
             host = f"{prefix}r{r}h{h}"
-            labels = dict(host=host, rack=rack, region=region)
-            nvswitch_id = f"{host}-nvswitch"
-            if p.gpus_per_host > 1:
-                infra.append(_node(nvswitch_id, "switch", nvls=nvls, **labels))
             nics = [f"{host}-nic"] if p.nic_per == "host" and p.nics_per_host is None else \
                 [f"{host}-nic{j}" for j in range(p.host_nics())]
-            for nic in nics:
-                infra.append(_node(nic, "nic", transport=p.transport, net_latency=p.net_latency, **labels))
-                links.append(_link(nic, tor, p.nic_bandwidth, p.link_latency, "net"))
-            for g in range(p.gpus_per_host):
-                gpu = f"{host}-gpu{g}"
-                gpus.append(_node(gpu, "gpu", gpu=p.gpu, **labels))
-                if p.gpus_per_host > 1:
-                    links.append(_link(gpu, nvswitch_id, nvlink, p.nvlink_latency, "nvlink"))
-                for j in p.nics_of(g):
-                    links.append(_link(gpu, nics[j], pcie, p.pcie_latency, "pcie"))
+            host_gpus, host_infra, host_links = server.build(host, nics, dict(rack=rack, region=region))
+            gpus += host_gpus
+            infra += host_infra
+            links += [_link(nic, tor, p.nic_bandwidth, p.link_latency, "net") for nic in nics] + host_links
     if p.racks == 1:
         return gpus + infra, links, tors
     spines = [f"{prefix}spine{s}" for s in range(p.spines)]
@@ -290,6 +440,54 @@ def leaf_spine(p: LeafSpineParams) -> tuple[Nodes, Links]:
     """
     nodes, links, _ = _leaf_spine(p, p.prefix, None)
     return nodes, links
+
+
+def rail_optimized(p: RailOptimizedParams) -> tuple[Nodes, Links]:
+    """SUs of servers on a rail-optimized two- or three-tier Clos (see ``RailOptimizedParams``).
+
+    Node ids: ``su0h3-gpu5`` (GPU 5 of server 3 in unit 0, its host label ``su0h3``, its rack
+    label the unit ``su0``), ``su0h3-nic5``, ``su0h3-nvswitch``; leaves ``su0-leaf5``; spines
+    ``spine7`` (two tiers) or ``pod1-spine7`` and cores ``core7-0`` (core 0 of spine group 7).
+    With several planes every switch id ends in ``-p0``, ``-p1``, ...
+    """
+    rails = p.rail_count()
+    server = _server(p, p.gpus_per_node, lambda g: [g])
+    port = p.port_bandwidth()
+    sharp = p.sharp or None
+    planes = [f"-p{k}" for k in range(p.planes)] if p.planes > 1 else [""]
+    gpus: Nodes = []
+    infra: Nodes = []
+    links: Links = []
+    for u in range(p.units):
+        unit = f"{p.prefix}su{u}"
+        for h in range(p.nodes_per_unit):
+            host = f"{unit}h{h}"
+            nics = [f"{host}-nic{g}" for g in range(p.gpus_per_node)]
+            host_gpus, host_infra, host_links = server.build(host, nics, dict(rack=unit))
+            gpus += host_gpus
+            infra += host_infra
+            links += host_links
+            links += [_link(nic, f"{unit}-leaf{g % rails}{plane}", port, p.link_latency, "net")
+                      for g, nic in enumerate(nics) for plane in planes]
+    leaf_uplink = p.leaf_up() * port / p.spines_per_pod()
+    spine_uplink = p.spine_up() * port / max(p.cores_per_group(), 1)
+    for plane in planes:
+        for u in range(p.units):
+            infra += [_node(f"{p.prefix}su{u}-leaf{r}{plane}", "switch", rack=f"{p.prefix}su{u}", sharp=sharp)
+                      for r in range(rails)]
+        for q in range(p.pods()):
+            pod = f"{p.prefix}pod{q}-" if p.tiers() == 3 else p.prefix
+            units = range(q * p.units_per_pod(), min((q + 1) * p.units_per_pod(), p.units))
+            for j in range(p.spines_per_pod()):
+                spine = f"{pod}spine{j}{plane}"
+                infra.append(_node(spine, "switch", sharp=sharp))
+                links += [_link(f"{p.prefix}su{u}-leaf{r}{plane}", spine, leaf_uplink, p.link_latency, "net")
+                          for u in units for r in range(rails)]
+                cores = [f"{p.prefix}core{j}-{k}{plane}" for k in range(p.cores_per_group())]
+                links += [_link(spine, core, spine_uplink, p.link_latency, "net") for core in cores]
+        infra += [_node(f"{p.prefix}core{j}-{k}{plane}", "switch", sharp=sharp)
+                  for j in range(p.spines_per_pod()) for k in range(p.cores_per_group())]
+    return gpus + infra, links
 
 
 def cross_region(p: CrossRegionParams) -> tuple[Nodes, Links]:
@@ -342,6 +540,7 @@ GENERATORS: dict[str, Generator] = {
     "nvswitch": Generator(NVSwitchParams, nvswitch),
     "pcie": Generator(PCIeParams, pcie),
     "leaf_spine": Generator(LeafSpineParams, leaf_spine),
+    "rail_optimized": Generator(RailOptimizedParams, rail_optimized),
     "cross_region": Generator(CrossRegionParams, cross_region),
     "ps_star": Generator(PSStarParams, ps_star),
     "full_mesh": Generator(FullMeshParams, full_mesh),
@@ -358,6 +557,7 @@ GROWTH: dict[str, tuple[str, Callable[[Strict], int]]] = {
     "full_mesh": ("gpus", lambda p: 1),
     "ps_star": ("workers", lambda p: 1),
     "leaf_spine": ("racks", _per_rack),
+    "rail_optimized": ("units", lambda p: p.nodes_per_unit * p.gpus_per_node),
     "cross_region": ("racks", lambda p: _per_rack(p) * p.regions),
 }
 """For each generator, the parameter that scales it and how many GPUs one unit of it adds."""

@@ -82,6 +82,27 @@ class Topology:
             for u in self.nodes
         }
         self._forwards = forwards
+        self._dead_ends = self._find_dead_ends()
+        self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
+                        for u, hops in self._adjacency.items()}
+
+    def _find_dead_ends(self) -> dict[str, tuple[str | None, frozenset[str]]]:
+        """Forwarding nodes with at most one forwarding neighbour (a NIC between its GPU and
+        its leaf, an NVSwitch among GPUs): ``node -> (that neighbour or None, the endpoints
+        behind it)``. Entered from that neighbour, such a node leads only to its endpoints,
+        so a search for another destination need not go in (what keeps routing on a
+        16,384-GPU fabric to its ~1,300 switches instead of every NIC)."""
+        dead_ends = {}
+        for node in self._forwards:
+            ahead = set(self.graph.successors(node))
+            onward = [v for v in ahead if v in self._forwards]
+            if len(onward) <= 1:
+                dead_ends[node] = (onward[0] if onward else None, frozenset(ahead - set(onward)))
+        return dead_ends
+
+    def _dead_end_from(self, u: str, v: str) -> bool:
+        """Entered from ``u``, ``v`` leads only to its own endpoints."""
+        return v in self._dead_ends and self._dead_ends[v][0] in (u, None)
 
     def _type_of(self, u: str, v: str) -> int:
         """The link's class (``hardware.NVLINK``, ``PCIE`` or ``NET``): its ``type`` when the
@@ -201,9 +222,14 @@ class Topology:
         """Dijkstra from ``src`` on (latency ps, hops), forwarding only through switches/NICs.
 
         Returns ``(cost, preds)``: the (latency ps, hops) of every node settled and all its
-        equal-cost predecessors. With ``stop`` the search ends once that node is settled;
-        with ``within`` it never leaves those nodes.
+        equal-cost predecessors. With ``stop`` the search ends once that node is settled
+        and skips dead ends that cannot lead to it; with ``within`` it never leaves those
+        nodes.
         """
+        near_stop: set[str] = set()  # nodes with a dead end towards stop: they must look into it
+        if stop is not None:
+            entries = [stop] + [v for v in self.graph.predecessors(stop) if v in self._dead_ends]
+            near_stop = {u for v in entries for u in self.graph.predecessors(v)}
         best: dict[str, tuple[int, int]] = {src: (0, 0)}
         preds: dict[str, list[str]] = {src: []}
         done: dict[str, tuple[int, int]] = {}
@@ -217,7 +243,14 @@ class Topology:
                 break
             if u != src and u not in self._forwards:
                 continue  # endpoints never forward
-            for _, v, link_lat in self._adjacency[u]:
+            if stop is None:
+                hops_from_u = self._adjacency[u]
+            elif u in near_stop:
+                hops_from_u = [hop for hop in self._adjacency[u] if hop[1] == stop or not self._dead_end_from(u, hop[1])
+                               or stop in self._dead_ends[hop[1]][1]]
+            else:
+                hops_from_u = self._onward[u]  # dead ends off u lead only to other endpoints
+            for _, v, link_lat in hops_from_u:
                 if within is not None and v not in within:
                     continue
                 cost = (lat + link_lat, hops + 1)
