@@ -139,7 +139,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     from simnet import units
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
-    from simnet.report.tables import results_table, steps_table
+    from simnet.report.tables import conditions_table, results_table, steps_table
     from simnet.scenario import load_scenario
 
     spec = load_scenario(scenario)
@@ -173,6 +173,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         gpus = len(spec.topology.gpus)
         console.print(results_table(results, title=f"{spec.name}: AllReduce on {gpus} GPU{'s' if gpus > 1 else ''} "
                                                   f"({spec.topology.name}), model {spec.model}"))
+        if (costs := conditions_table(results)) is not None:
+            console.print(costs)
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
         _print_notes(console, results)

@@ -66,6 +66,7 @@ class Result:
     channels: int | None = None  # NCCL channels (ring, tree and their kin)
     auto: dict | None = None  # when chosen by ``auto``: NCCL's pick, every candidate's time, the fastest
     variants: dict | None = None  # option -> {value: time_s} simnet tried, keeping the fastest (hierarchical's inner)
+    conditions: dict | None = None  # with faults or stragglers: what they cost against the healthy run
     replay: Any = field(default=None, repr=False, compare=False)  # the timed schedule (traces, plots)
 
     @property
@@ -103,6 +104,8 @@ class Result:
             data["auto"] = self.auto
         if self.variants is not None:
             data["variants"] = self.variants
+        if self.conditions is not None:
+            data["conditions"] = self.conditions
         return data
 
 

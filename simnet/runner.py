@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from simnet.analysis import find_warnings, link_reports
 from simnet.collectives import ALGORITHMS, build_schedule, replay
 from simnet.collectives.registry import COMMON_OPTIONS
+from simnet.conditions import Fault, check_reachable, resolve_faults, straggler_delays
 from simnet.model import DEFAULT_MODEL, tuning
 from simnet.model import plan as model_plan
 from simnet.model import timing as model_timing
@@ -47,7 +48,7 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
              timeline: bool = False, model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
              calibration: Calibration | str | Path | None = None, reuse: Mapping[str, Result] | None = None,
-             **options) -> Result:
+             faults: list | None = None, stragglers: Mapping | None = None, **options) -> Result:
     """Simulate one AllReduce of ``size`` bytes; ``algorithm`` may be ``"auto"``.
 
     ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates) or
@@ -60,26 +61,77 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     simulating its candidates again. Over one GPU there is nothing to exchange: time 0, no links.
     ``hierarchical`` without ``inner`` runs each of ``HIERARCHICAL_VARIANTS`` between
     groups and returns the faster (``result.variants`` holds every one's time).
+
+    ``faults`` (specs as a scenario writes them, or ``conditions.Fault``) and
+    ``stragglers`` (``{gpu: delay}`` or a distribution) make the run misbehave; the same
+    run without them is simulated too and ``result.conditions`` says what they cost.
     """
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topo.calibration)
+    conditions = _Conditions.of(topo, faults, stragglers)
+    result = _simulate(topo, algorithm, size, timeline, model, env, calibration, reuse, conditions, options)
+    if not conditions:
+        return result
+    healthy = _simulate(topo, result.algorithm, size, False, model, env, calibration, None, _Conditions(), options)
+    return replace(result, conditions=conditions.impact(result, healthy.time_s))
+
+
+@dataclass(frozen=True)
+class _Conditions:
+    """Faults and straggler delays resolved against one topology."""
+
+    faults: tuple[Fault, ...] = ()
+    delays: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, topo: Topology, faults: list | None, stragglers: Mapping | None) -> _Conditions:
+        resolved = tuple(resolve_faults(topo, [f for f in faults or [] if not isinstance(f, Fault)]))
+        resolved = tuple(sorted([*resolved, *(f for f in faults or [] if isinstance(f, Fault))], key=lambda f: f.at))
+        if resolved:
+            check_reachable(topo, list(resolved), topo.gpus + topo.parameter_servers)
+        delays = straggler_delays(topo, stragglers)
+        return cls(resolved, {gpu: d for gpu, d in delays.items() if d > 0})
+
+    def __bool__(self) -> bool:
+        return bool(self.faults or self.delays)
+
+    def impact(self, result: Result, healthy_s: float) -> dict:
+        """What the conditions cost: time against the healthy run, what moved, delays absorbed."""
+        run = result.replay
+        worst = max(self.delays.values(), default=0.0)
+        slower = result.time_s - healthy_s
+        return {
+            "healthy_s": healthy_s, "slowdown_s": slower, "slowdown": result.time_s / healthy_s if healthy_s else None,
+            "faults": [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in self.faults],
+            "rerouted_flows": run.rerouted if run is not None else 0,
+            "rerouted_bytes": run.rerouted_bytes if run is not None else 0.0,
+            "stragglers": len(self.delays), "max_delay_s": worst,
+            "mean_delay_s": sum(self.delays.values()) / result.gpus if self.delays else 0.0,
+            "absorbed_s": max(worst - slower, 0.0) if self.delays and not self.faults else None,
+        }
+
+
+def _simulate(topo: Topology, algorithm: str, size: int, timeline: bool, model: str, env: dict,
+              calibration: Calibration | None, reuse: Mapping[str, Result] | None, conditions: _Conditions,
+              options: dict) -> Result:
     if algorithm == "auto" and len(topo.gpus) > 1:
-        return _auto(topo, size, timeline, model, env, calibration, options, reuse)
+        return _auto(topo, size, timeline, model, env, calibration, options, conditions, reuse)
     if algorithm not in ALGORITHMS and algorithm != "auto":
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)} or auto")
     if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
         return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
                       options=dict(options), model=model)
     if algorithm == "hierarchical" and options.get("inner") is None:
-        return _fastest_inner(topo, size, timeline, model, env, calibration, options)
+        return _fastest_inner(topo, size, timeline, model, env, calibration, options, conditions)
     engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
     size = int(size)
     decided = model_plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options, env.get("NCCL_PROTO"),
                          calibration)
     schedule = build_schedule(algorithm, topo, size, **decided.options)
-    run = replay(schedule, topo, timing=model_timing(decided, schedule, topo), timeline=timeline, **engine)
+    run = replay(schedule, topo, timing=model_timing(decided, schedule, topo), timeline=timeline,
+                 faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
     links = link_reports(run)
     warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"))
     return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
@@ -93,11 +145,11 @@ the faster kept (NCCL's Tree first, so it wins ties)."""
 
 
 def _fastest_inner(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
-                   options: dict) -> Result:
+                   options: dict, conditions: _Conditions) -> Result:
     """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
     run, its ``options["inner"]`` saying which, ``variants`` every one's time."""
-    runs = {inner: simulate(topo, "hierarchical", size, timeline=timeline, model=model, env=env,
-                            calibration=calibration, **{**options, "inner": inner}) for inner in HIERARCHICAL_VARIANTS}
+    runs = {inner: _simulate(topo, "hierarchical", size, timeline, model, env, calibration, None, conditions,
+                             {**options, "inner": inner}) for inner in HIERARCHICAL_VARIANTS}
     best = min(runs, key=lambda inner: runs[inner].time_s)
     return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}})
 
@@ -109,7 +161,7 @@ def _calibration(value: Calibration | str | Path | None) -> Calibration | None:
 
 
 def _auto(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
-          options: dict, known: Mapping[str, Result] | None = None) -> Result:
+          options: dict, conditions: _Conditions, known: Mapping[str, Result] | None = None) -> Result:
     """NCCL's pick (its cost model), simulated, with every other algorithm NCCL could run
     here simulated beside it (or taken from ``known``, results of the same call by
     algorithm); the result is a copy of NCCL's pick, ``auto`` says what was faster."""
@@ -119,9 +171,9 @@ def _auto(topo: Topology, size: int, timeline: bool, model: str, env: dict, cali
     allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO")
     candidates = [a for a in tuning.ALGORITHMS if a in allowed and tuning.unavailable(system, a) is None]
     known = known or {}
-    results = {a: known.get(tuning.SIMNET_NAMES[a]) or simulate(
-        topo, tuning.SIMNET_NAMES[a], size, timeline=timeline, model=model, env=env, calibration=calibration,
-        **options) for a in candidates}
+    results = {a: known.get(tuning.SIMNET_NAMES[a]) or _simulate(
+        topo, tuning.SIMNET_NAMES[a], size, timeline, model, env, calibration, None, conditions, options)
+        for a in candidates}
     fastest = min(results, key=lambda a: results[a].time_s)
     return replace(results[choice.algorithm], auto={
         "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol, "predicted_s": choice.time_s},
@@ -154,7 +206,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         for algorithm in sorted(scenario.algorithms, key=lambda a: a == "auto"):
             results[algorithm] = simulate(scenario.topology, algorithm, size, timeline=timeline,
                                           model=scenario.model, calibration=scenario.calibration,
-                                          reuse=results, **scenario.options)
+                                          reuse=results, **scenario.conditions(), **scenario.options)
             done += 1
             if progress:
                 progress(done, total)

@@ -23,6 +23,15 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from simnet import units
 from simnet.collectives.hierarchical import INNER_ALGORITHMS
+from simnet.conditions import (
+    Fault,
+    FaultError,
+    FaultSpec,
+    StragglerDistribution,
+    check_reachable,
+    resolve_faults,
+    straggler_delays,
+)
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.model import GROUP_LEVELS, Topology
 from simnet.topology.schema import Bandwidth, Latency, Strict
@@ -174,6 +183,8 @@ class ScenarioSpec(Strict):
     sweep: dict[str, list[Any]] | None = None
     variants: list[Variant] = []
     cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
+    faults: list[FaultSpec] = []
+    stragglers: dict[str, Any] | None = None  # {gpu: delay} or a StragglerDistribution
 
     @field_validator("sweep")
     @classmethod
@@ -219,6 +230,12 @@ class Scenario:
     cost: float | None = None
     source: str | None = None
     data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
+    faults: list[Fault] = field(default_factory=list)
+    stragglers: dict[str, float] = field(default_factory=dict)  # start delay per GPU, s
+
+    def conditions(self) -> dict:
+        """``faults`` and ``stragglers`` as ``simulate`` takes them."""
+        return {"faults": self.faults, "stragglers": self.stragglers}
 
     def replace(self, **changes) -> Scenario:
         """A copy with fields replaced (e.g. ``algorithms``, ``sizes`` in bytes, ``model``,
@@ -301,6 +318,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
 
         load_calibration(calibration)  # refuse a bad profile now, with its own file and line
         calibration = str(calibration)
+    faults, stragglers = _conditions(spec, topology, source)
     algorithms = spec.algorithms
     if algorithms == "all":
         from simnet.collectives import ALGORITHMS
@@ -313,4 +331,25 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
-                    data=data)
+                    data=data, faults=faults, stragglers=stragglers)
+
+
+def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:
+    """The scenario's faults (in time order, checked to leave every GPU reachable) and
+    straggler delays, or one line naming the entry that does not fit the topology."""
+    try:
+        faults = resolve_faults(topology, spec.faults)
+        check_reachable(topology, faults, topology.gpus + topology.parameter_servers)
+    except FaultError as exc:
+        raise source.error(("faults", *exc.loc), exc.message) from None
+    raw = spec.stragglers
+    if raw is not None and "distribution" in raw:
+        try:
+            raw = StragglerDistribution.model_validate(raw)
+        except ValidationError as exc:
+            raise source.from_validation(exc, ("stragglers",), StragglerDistribution) from None
+    try:
+        stragglers = straggler_delays(topology, raw)
+    except FaultError as exc:
+        raise source.error(("stragglers", *exc.loc), exc.message) from None
+    return faults, stragglers

@@ -17,6 +17,7 @@ import numpy as np
 import simpy
 
 from simnet.collectives.schedule import REDUCE, Schedule, _gather
+from simnet.conditions import Fault
 from simnet.network.accounting import LinkStats
 from simnet.network.fluid import FluidNetwork
 from simnet.topology.model import PS_PER_SECOND, Topology
@@ -54,6 +55,8 @@ class Replay:
     delivered_ps: np.ndarray
     stats: LinkStats
     duration_ps: int
+    rerouted: int = 0  # flows moved off links a fault took down
+    rerouted_bytes: float = 0.0  # bytes they still had to send when they moved
 
     @property
     def time(self) -> float:
@@ -87,7 +90,8 @@ def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarra
 class _Runner:
     """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids."""
 
-    def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None, timing: Timing):
+    def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None, timing: Timing,
+                 start_delay: dict[str, float] | None = None):
         self.s = schedule
         self.net = net
         self.env = net.env
@@ -112,6 +116,12 @@ class _Runner:
         self.dependents_ptr, self.dependents = _reverse(schedule.dep_idx, np.diff(schedule.dep_ptr), n)
         queued = self.queued.astype(np.int64)
         self.followers_ptr, self.followers = _reverse(schedule.after_sent[self.queued], queued, n)
+        self.gate_ps = None  # earliest start of each transfer: both ends' ranks must have joined
+        if start_delay:
+            joined = np.array([round(start_delay.get(node, 0.0) * PS_PER_SECOND) for node in schedule.nodes],
+                              dtype=np.int64) + timing.start_ps
+            self.gate_ps = np.maximum(joined[schedule.src], joined[schedule.dst])
+            self.deferred = np.zeros(n, dtype=bool)
         self.reduce_ps = None  # ps a reduction delays each transfer's data, when reductions cost time
         if reduce_bandwidth:
             seconds = np.where(schedule.op == REDUCE, self.nbytes / reduce_bandwidth, 0.0)
@@ -128,6 +138,8 @@ class _Runner:
             order = np.arange(len(ready))
             self.stamp[ready] = order
             ready = ready[self.stamp[ready] == order]
+        if self.gate_ps is not None:
+            ready = self._at_their_gates(ready)
         self.started[ready] = True
         self.start_ps[ready] = self.env.now
         local = self.local[ready]  # joins: no network, no overhead
@@ -139,6 +151,17 @@ class _Runner:
         if local.any():
             self.sent(ready[local], self.env.now)
             self._usable(ready[local])
+
+    def _at_their_gates(self, ready: np.ndarray) -> np.ndarray:
+        """The transfers whose ranks have both joined; the others start when the later one joins."""
+        now = self.env.now
+        early = self.gate_ps[ready] > now
+        late = ready[early & ~self.deferred[ready]]
+        self.deferred[late] = True
+        for when in np.unique(self.gate_ps[late]).tolist():
+            batch = late[self.gate_ps[late] == when]
+            self.env.timeout(when - now).callbacks.append(lambda event, batch=batch: self._launch(batch))
+        return ready[~early]
 
     def sent(self, tags: np.ndarray, now: int) -> None:
         self.sent_ps[tags] = now
@@ -169,18 +192,23 @@ class _Runner:
 
 
 def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = None,
-           reduce_bandwidth: float | None = None, message_overhead: float = 0.0, timeline: bool = False) -> Replay:
+           reduce_bandwidth: float | None = None, message_overhead: float = 0.0, timeline: bool = False,
+           faults: list[Fault] | None = None, start_delay: dict[str, float] | None = None) -> Replay:
     """Run ``schedule`` on a fresh fluid network over ``topology`` and time every transfer.
 
     ``timing`` is the performance model's say (default: line rate, no software costs);
     ``reduce_bandwidth`` (bytes/s, default: reductions are free) and ``message_overhead``
-    (seconds per message) follow the network model (docs/architecture.md).
+    (seconds per message) follow the network model (docs/architecture.md). ``faults``
+    change link capacities at their times (links down: flows take the surviving routes);
+    ``start_delay`` (s per GPU) makes ranks join late: a transfer starts once both its
+    ends have joined (a receiver posts its buffers when its kernel starts).
     """
     timing = timing or Timing()
     env = simpy.Environment()
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
                        capacity=timing.capacity)
-    runner = _Runner(schedule, net, reduce_bandwidth, timing)
+    runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
+    _schedule_faults(net, topology, faults or [])
     if timing.start_ps:
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
     else:
@@ -190,4 +218,24 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
         stuck = int(np.flatnonzero(runner.done_ps < 0)[0])
         raise RuntimeError(f"{schedule.algorithm}: transfer {stuck} never ran: its dependencies form a cycle")
     duration = int(runner.done_ps.max()) if len(schedule) else 0
-    return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration)
+    return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration,
+                  net.rerouted, net.rerouted_bytes)
+
+
+def _schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) -> None:
+    """Apply each fault at its time (those at 0 now): capacities relative to the run's own
+    (a model's effective rates), routes around every link down so far."""
+    base = net.capacity.copy()
+    factor = np.ones(len(base))
+
+    def apply(fault: Fault) -> None:
+        factor[fault.links] = fault.factors
+        view = topology.without(set(np.flatnonzero(factor == 0).tolist()))
+        net.set_capacity(fault.links, base[fault.links] * fault.factors, view)
+
+    for fault in faults:
+        at = round(fault.at * PS_PER_SECOND)
+        if at == 0:
+            apply(fault)
+        else:
+            net.env.timeout(at).callbacks.append(lambda event, fault=fault: apply(fault))

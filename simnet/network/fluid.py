@@ -112,6 +112,10 @@ class FluidNetwork:
         self.capacity = topology.capacity if capacity is None else np.asarray(capacity, dtype=float)
         self._capacity = np.append(self.capacity, np.inf)
         self._rows: dict[tuple[int, int, int], int] = {}
+        self._keys: list[tuple[int, int, int]] = []  # (src, dst, flow) of each row
+        self._moved = np.zeros(0, dtype=np.int64)  # row -> the row that replaced it when links went down
+        self.rerouted = 0  # flows moved off links that went down
+        self.rerouted_bytes = 0.0  # bytes those flows still had to send when they moved
         self._paths = np.full((0, 1), self._pad, dtype=np.int64)
         self._path_latency = _EMPTY_I
         self.stats = LinkStats(self.capacity, topology.reverse, timeline=timeline)
@@ -158,8 +162,9 @@ class FluidNetwork:
             s, d, f = int(src[first]), int(dst[first]), int(flow[first])
             row = self._rows.get((s, d, f))
             if row is None:
-                row = len(self._rows)
+                row = len(self._keys)
                 self._rows[(s, d, f)] = row
+                self._keys.append((s, d, f))
                 new.append(route(names[s], names[d], f))
             rows[i] = row
         if new:
@@ -175,6 +180,7 @@ class FluidNetwork:
         block = np.full((len(routes), width), self._pad, dtype=np.int64)
         for i, route in enumerate(routes):
             block[i, : len(route)] = route
+        self._moved = np.append(self._moved, np.arange(len(self._paths), len(self._paths) + len(routes)))
         self._paths = np.vstack([self._paths, block])
         latency = np.append(self.topology.latency_ps, 0)
         self._path_latency = np.append(self._path_latency, latency[block].sum(axis=1))
@@ -202,6 +208,7 @@ class FluidNetwork:
         except ValueError:
             owner = len(self._listeners)
             self._listeners.append(listener)
+        rows = self._moved[rows]  # routes resolved before a link went down take their detour
         slots = self._allocate(len(rows))
         nbytes = np.asarray(nbytes, dtype=float)
         self._row[slots] = rows
@@ -218,6 +225,57 @@ class FluidNetwork:
         np.add.at(self._users, self._paths[rows].ravel(), 1)
         self._new.append(slots)
         self._request_settle()
+
+    def set_capacity(self, links: np.ndarray, capacity: np.ndarray, topology: Topology | None = None) -> None:
+        """From now on, directed ``links`` run at ``capacity`` (B/s each). Links at 0 are down:
+        ``topology`` (``Topology.without`` them) routes from now on, and every flow crossing
+        them, sending or yet to start, moves to its new route with the bytes it has left
+        (``NoPath`` when there is none). Rates are recomputed at this instant."""
+        links = np.asarray(links, dtype=np.int64)
+        capacity = np.asarray(capacity, dtype=float)
+        now = self.env.now
+        if self.capacity is self.topology.capacity:
+            self.capacity = self.capacity.copy()  # never write into the topology's own array
+        self.capacity[links] = capacity
+        self._capacity[links] = capacity
+        self.stats.set_capacity(now, links, capacity)
+        self._gone.append(links)
+        dead = links[capacity == 0]
+        if len(dead):
+            self._reroute(dead, topology if topology is not None else self.topology.without(set(dead.tolist())))
+        self._request_settle()
+
+    def _reroute(self, dead: np.ndarray, topology: Topology) -> None:
+        self.topology = topology
+        crossing = np.flatnonzero(np.isin(self._paths, dead).any(axis=1))
+        self._rows = {key: row for key, row in self._rows.items() if row not in set(crossing.tolist())}
+        keys = np.array([self._keys[row] for row in crossing.tolist()], dtype=np.int64).reshape(-1, 3)
+        detours = self.resolve_indices(keys[:, 0], keys[:, 1], keys[:, 2])  # raises NoPath if cut off
+        remap = np.arange(len(self._moved))
+        remap[crossing] = detours
+        self._moved = remap[self._moved]
+        slots = np.flatnonzero(self._row >= 0)
+        slots = slots[np.isin(self._row[slots], crossing)]
+        if not len(slots):
+            return
+        now = self.env.now
+        rates = self._rate[slots]
+        left = self._left[slots] - rates * ((now - self._since[slots]) / PS_PER_SECOND)
+        old = self._paths[self._row[slots]]
+        self.stats.add_bytes(old, self._size[slots] - left)  # what crossed the old route stays counted there
+        self._change_load(old, -rates)
+        np.subtract.at(self._users, old.ravel(), 1)
+        self._gone.append(old[rates > 0].ravel())
+        self._row[slots] = self._moved[self._row[slots]]
+        np.add.at(self._users, self._paths[self._row[slots]].ravel(), 1)
+        self._size[slots] = left
+        self._left[slots] = left
+        self._since[slots] = now
+        self._rate[slots] = 0.0
+        self._finish[slots] = np.inf
+        self._new.append(slots)
+        self.rerouted += len(slots)
+        self.rerouted_bytes += float(left.sum())
 
     def _allocate(self, count: int) -> np.ndarray:
         if len(self._free) < count:

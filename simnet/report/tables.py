@@ -9,7 +9,8 @@ from rich.table import Table
 from simnet import units
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table"]
+__all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
+           "conditions_table"]
 
 
 def ranks_table(topo: Topology, limit: int = 64) -> Table:
@@ -95,6 +96,33 @@ def results_table(results, title: str | None = None) -> Table:
         cells += [run.protocol or "-"] if protocols else []
         cells += [units.format_time(run.time_s), _gbps(run.algbw_GBps), _gbps(run.busbw_GBps), where]
         table.add_row(*cells, style="bold green" if best else None)
+    return table
+
+
+def conditions_table(results) -> Table | None:
+    """With faults or stragglers: per run, its time against the same run healthy, what the
+    faults moved and how much of the latest GPU's delay the collective absorbed."""
+    from simnet.conditions import when
+
+    runs = [run for run in results.runs if run.conditions]
+    if not runs:
+        return None
+    table = Table(title="what the faults and stragglers cost", title_justify="left")
+    for column in ("size", "algorithm", "time", "healthy", "cost", "flows rerouted", "bytes moved",
+                   "latest GPU late by", "absorbed"):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    for run in runs:
+        c = run.conditions
+        absorbed = "-" if c["absorbed_s"] is None else units.format_time(c["absorbed_s"])
+        table.add_row(units.format_size(run.size_bytes), _algorithm_cell(run), units.format_time(run.time_s),
+                      units.format_time(c["healthy_s"]), f"+{c['slowdown_s'] / c['healthy_s']:.1%}"
+                      if c["healthy_s"] else "-", str(c["rerouted_flows"]), units.format_size(c["rerouted_bytes"]),
+                      units.format_time(c["max_delay_s"]) if c["stragglers"] else "-", absorbed)
+    what = [f"{f['what']} {when(f['at_s'])}" for f in runs[0].conditions["faults"]]
+    if runs[0].conditions["stragglers"]:
+        what.append(f"{runs[0].conditions['stragglers']} GPUs join late (mean over all GPUs "
+                    f"{units.format_time(runs[0].conditions['mean_delay_s'])})")
+    table.caption = "; ".join(what)
     return table
 
 

@@ -29,7 +29,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         if size not in cache:
             try:
                 cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
-                                       calibration=scenario.calibration, **scenario.options)
+                                       calibration=scenario.calibration, **scenario.conditions(),
+                                       **scenario.options)
             except CannotSimulate as exc:
                 raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
         return cache[size]

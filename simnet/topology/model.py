@@ -82,6 +82,11 @@ class Topology:
             for u in self.nodes
         }
         self._forwards = forwards
+        self.down: frozenset[int] = frozenset()  # directed link indices that carry nothing (see ``without``)
+        self._index_routes()
+
+    def _index_routes(self) -> None:
+        """Dead ends and onward hops of the links that are up (what the route search reads)."""
         self._dead_ends = self._find_dead_ends()
         self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
                         for u, hops in self._adjacency.items()}
@@ -94,7 +99,7 @@ class Topology:
         16,384-GPU fabric to its ~1,300 switches instead of every NIC)."""
         dead_ends = {}
         for node in self._forwards:
-            ahead = set(self.graph.successors(node))
+            ahead = {v for _, v, _ in self._adjacency[node]}
             onward = [v for v in ahead if v in self._forwards]
             if len(onward) <= 1:
                 dead_ends[node] = (onward[0] if onward else None, frozenset(ahead - set(onward)))
@@ -318,6 +323,19 @@ class Topology:
         """``"u->v"`` for a directed link index."""
         u, v = self.links[index]
         return f"{u}->{v}"
+
+    def without(self, down: set[int] | frozenset[int]) -> Topology:
+        """The same network with directed links ``down`` (indices; added to those already
+        down) carrying nothing: routes
+        avoid them; nodes, link indices and capacities stay as they are (a failure is the
+        network model's business). Its route cache is its own."""
+        view = copy.copy(self)
+        view.down = self.down | frozenset(down)
+        view.cache = RouteCache()
+        view._adjacency = {u: [hop for hop in hops if self.link_index[(u, hop[1])] not in view.down]
+                           for u, hops in self._adjacency.items()}
+        view._index_routes()
+        return view
 
     def subset(self, gpus: list[str] | int | None) -> Topology:
         """The same network with only the given GPUs as ranks (first N, or ids in order)."""

@@ -1,0 +1,169 @@
+"""Faults and stragglers: expected times derived on paper from the ideal (line-rate) model.
+
+The pair: two single-GPU hosts in two racks, 100 Gb/s NICs (12.5 GB/s), one ToR each, one
+or two spines; a route crosses 6 links of 1 us. A ring of 2 GPUs is 2 steps, each moving
+S/2 bytes one way per GPU: T = 2 (6 us + S/2 / B) with B the route's narrowest link.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from simnet import simulate, topology_from_dict
+from simnet.conditions import resolve_faults, straggler_delays
+from simnet.topology.model import PS_PER_SECOND
+
+S = 100_000_000
+B = 12.5e9
+L = 6e-6
+
+
+def _pair(spines=1):
+    # uplink: one 100 Gb/s NIC per ToR, 1:1, over the spines
+    return topology_from_dict({"name": "pair", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 1, "spines": spines,
+        "nic_bandwidth": "100 Gb/s", "uplink_bandwidth": "100 Gb/s"}})
+
+
+def test_a_degraded_uplink_from_the_start_slows_every_step_to_its_share():
+    result = simulate(_pair(), "ring", S, model="ideal",
+                      faults=[{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "25%"}])
+    assert result.time_s == pytest.approx(2 * (L + S / 2 / (0.25 * B)), rel=1e-9)
+    assert result.conditions["healthy_s"] == pytest.approx(2 * (L + S / 2 / B), rel=1e-9)
+    assert result.conditions["slowdown"] == pytest.approx(result.time_s / result.conditions["healthy_s"])
+
+
+def test_an_absolute_bandwidth_is_the_same_as_its_share():
+    share = simulate(_pair(), "ring", S, model="ideal", faults=[{"at": "0 s", "node": "spine0", "bandwidth": "40%"}])
+    rate = simulate(_pair(), "ring", S, model="ideal", faults=[{"at": "0 s", "node": "spine0",
+                                                                "bandwidth": "40 Gb/s"}])
+    assert share.time_s == rate.time_s == pytest.approx(2 * (L + S / 2 / (0.4 * B)), rel=1e-9)
+
+
+def test_a_spine_dying_mid_step_moves_its_flows_to_the_other_with_the_bytes_they_had_left():
+    """Two spines, each uplink 50 Gb/s (6.25 GB/s). Whichever spine the ring's flows hash
+    to, at 1 ms spine0 dies and spine1 drops to half: every flow ends on spine1 at 3.125 GB/s.
+    A flow on spine0 sent 6.25 MB by then; one on spine1 sent 6.25 MB too (same rate).
+    Step 1 then needs (50 - 6.25) MB / 3.125 GB/s = 14 ms more, step 2 16 ms: 31 ms + 2 x 6 us."""
+    topo = topology_from_dict({"name": "pair", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 1, "spines": 2,
+        "nic_bandwidth": "100 Gb/s"}})
+    faults = [{"at": "1 ms", "node": "spine0", "down": True}, {"at": "1 ms", "node": "spine1", "bandwidth": "50%"}]
+    result = simulate(topo, "ring", S, model="ideal", faults=faults, timeline=True)
+    assert result.time_s == pytest.approx(1e-3 + 43.75e6 / 3.125e9 + 50e6 / 3.125e9 + 2 * L, rel=1e-9)
+    on_spine0 = [i for i, (u, v) in enumerate(topo.links) if "spine0" in (u, v)]
+    moved = result.conditions["rerouted_flows"]
+    assert result.conditions["rerouted_bytes"] == pytest.approx(moved * 43.75e6)
+    # nothing crosses a dead link after the fault; every byte is counted once on some link
+    for when, links, loads in result.replay.stats.timeline:
+        if when >= 1e-3 * PS_PER_SECOND:
+            assert not loads[np.isin(links, on_spine0)].any()
+    healthy = simulate(topo, "ring", S, model="ideal")
+    assert result.replay.stats.bytes.sum() == pytest.approx(healthy.replay.stats.bytes.sum(), rel=1e-12)
+
+
+def test_faults_reach_flows_that_have_not_started_yet():
+    """A link down before a transfer starts: its precomputed route takes the detour."""
+    topo = _pair(spines=2)
+    first = topo.route("r0h0-gpu0", "r1h0-gpu0")[2][1]  # the spine the ring's first flow hashes to
+    result = simulate(topo, "ring", S, model="ideal", faults=[{"at": "0 s", "node": first, "down": True}])
+    used = {link.src for link in result.links if link.bytes > 0} | {link.dst for link in result.links
+                                                                     if link.bytes > 0}
+    assert first not in used
+
+
+def test_a_late_gpu_delays_a_ring_by_all_of_its_delay():
+    """Every step of a ring waits for the step before it on the next rank: the late rank's
+    first send starts d late and the 2(N-1) equal steps follow it. T = T_healthy + d."""
+    topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
+    result = simulate(topo, "ring", 2**26, model="ideal", stragglers={"gpu3": "500 us"})
+    c = result.conditions
+    assert result.time_s == pytest.approx(c["healthy_s"] + 500e-6, rel=1e-9)
+    assert (c["max_delay_s"], c["absorbed_s"], c["stragglers"]) == (500e-6, pytest.approx(0, abs=1e-15), 1)
+
+
+def test_a_parameter_server_absorbs_a_late_worker_while_others_queue_at_its_nic():
+    """16 workers share one server's 25 Gb/s NIC: their pushes queue there anyway, so a
+    worker that joins 1 ms late loses less than 1 ms: the collective absorbs the rest."""
+    from simnet import load_topology
+
+    topo = load_topology("topologies/ps_star.yaml")
+    result = simulate(topo, "ps", 2**24, model="ideal", stragglers={"worker3": "1 ms"})
+    c = result.conditions
+    assert 0 <= c["slowdown_s"] < 1e-3 and c["absorbed_s"] == pytest.approx(1e-3 - c["slowdown_s"])
+    assert c["absorbed_s"] > 0
+
+
+def test_straggler_distributions_are_seeded_and_have_the_mean_asked_for():
+    topo = topology_from_dict({"name": "big", "generate": {"kind": "nvswitch", "gpus": 2000}})
+    for kind in ("lognormal", "exponential", "uniform"):
+        spec = {"distribution": kind, "mean": "50 us", "sigma": 1, "seed": 7}
+        delays = straggler_delays(topo, spec)
+        assert delays == straggler_delays(topo, spec)
+        assert np.mean(list(delays.values())) == pytest.approx(50e-6, rel=0.1)
+        assert delays != straggler_delays(topo, {**spec, "seed": 8})
+
+
+def test_the_json_repeats_byte_for_byte(cli, tmp_path, root):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, "
+                    "gpus_per_host: 2, spines: 2}}\nsize: 4 MiB\nalgorithms: [ring]\n"
+                    "faults:\n  - {at: 20 us, link: [tor0, spine1], bandwidth: 0}\n"
+                    "stragglers: {distribution: lognormal, mean: 20 us, sigma: 1, seed: 3}\n")
+    outputs = []
+    for i in range(2):
+        assert cli("run", path, "--json", tmp_path / f"{i}.json").exit_code == 0
+        outputs.append((tmp_path / f"{i}.json").read_bytes())
+    assert outputs[0] == outputs[1]
+    run = json.loads(outputs[0])["runs"][0]
+    assert run["conditions"]["faults"] == [{"at_s": pytest.approx(2e-05), "what": "link tor0-spine1 down",
+                                            "links": 2}]
+    assert run["conditions"]["stragglers"] == 8 and run["conditions"]["absorbed_s"] is None
+
+
+def test_the_table_says_what_the_faults_cost(cli, tmp_path, root):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {root / 'topologies/two_racks.yaml'}\nsize: 1 MiB\nalgorithms: [ring]\n"
+                    "model: ideal\nfaults:\n  - {at: 0 s, node: spine1, down: true}\n")
+    out = cli("run", path).stdout
+    assert "what the faults and stragglers cost" in out and "node spine1 down from the start" in out
+
+
+@pytest.mark.parametrize("entry, where, message", [
+    ("{at: 1 ms, link: [tor0, spine9], bandwidth: 0}", "faults[0].link", "no node 'spine9' in two-racks"),
+    ("{at: 1 ms, link: [tor0, tor1], bandwidth: 0}", "faults[0].link", "no link between 'tor0' and 'tor1'"),
+    ("{at: -1 ms, node: spine0, down: true}", "faults[0].at", "must not be negative"),
+    ("{at: 1 ms, node: spine0, bandwidth: 150%}", "faults[0].bandwidth", "a share of the link's bandwidth is 0% .. 100%"),
+    ("{at: 1 ms, link: [tor0, spine0], bandwidth: 2 Tb/s}", "faults[0].bandwidth", "a fault only takes bandwidth away"),
+    ("{at: 1 ms, node: spine0}", "faults[0]", "give bandwidth (0, '25%', '100 Gb/s') or down: true"),
+    ("{at: 1 ms, node: tor1, down: true}", "faults[0]", "node tor1 down at 1 ms cuts r1h0-gpu0 off from r0h0-gpu0"),
+])
+def test_a_bad_fault_is_one_line_naming_file_line_and_field(cli, tmp_path, root, entry, where, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {root / 'topologies/two_racks.yaml'}\nsize: 1 MiB\nfaults:\n  - {entry}\n")
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{path}:5: {where}: ") and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("entry, where, message", [
+    ("{gpu99: 1 ms}", "stragglers.gpu99", "'gpu99' is not a GPU of two-racks"),
+    ("{tor0: 1 ms}", "stragglers.tor0", "'tor0' is not a GPU of two-racks"),
+    ("{r0h0-gpu0: 5}", "stragglers.r0h0-gpu0", "5 has no unit"),
+    ("{distribution: lognormal, mean: 1 ms, sigm: 1}", "stragglers.sigm", "unknown key 'sigm'"),
+])
+def test_a_bad_straggler_is_one_line(cli, tmp_path, root, entry, where, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {root / 'topologies/two_racks.yaml'}\nsize: 1 MiB\nstragglers: {entry}\n")
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{path}:4: {where}: ") and message in result.stderr, result.stderr
+
+
+def test_faults_resolve_in_time_order_and_keep_their_place():
+    faults = resolve_faults(_pair(spines=2), [{"at": "2 ms", "node": "spine0", "down": True},
+                                             {"at": "1 ms", "link": ["tor0", "spine1"], "bandwidth": "10%"}])
+    assert [(f.at, f.index, f.what) for f in faults] == [(1e-3, 1, "link tor0-spine1 at 10%"),
+                                                         (2e-3, 0, "node spine0 down")]
