@@ -162,6 +162,11 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     if model is not None:
         changes["model"] = model
     spec = spec.replace(**changes)
+    if spec.jobs:
+        if csv_path or trace_path or algorithms or sizes:
+            raise InputError(f"{scenario}: with jobs, each job has its own algorithm and size; "
+                             "--algorithm, --size, --csv and --trace do not apply (--json and --plot do)")
+        return _run_jobs(spec, json_path, plot_dir)
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path))
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.console import stderr_console
@@ -193,6 +198,35 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         from simnet.report.trace import write_trace
 
         console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _run_jobs(spec, json_path: str | None, plot_dir: Path | None) -> None:
+    """``simnet run`` of a scenario with jobs: per job alone and together, and who slows whom."""
+    import json
+
+    from simnet import __version__
+    from simnet.jobs import run_jobs
+    from simnet.report.export import write_text
+    from simnet.report.tables import interference_table, jobs_table
+
+    result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+    document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict()}, indent=1,
+                          allow_nan=False)
+    if json_path == "-":
+        click.echo(document)
+        return
+    console = _console()
+    console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
+                                     f"model {spec.model}"))
+    if len(spec.jobs) > 1:
+        console.print(interference_table(result))
+    if json_path:
+        console.print(f"wrote {write_text(json_path, document)}")
+    if plot_dir and len(spec.jobs) > 1:
+        from simnet.report.plots import plot_interference
+
+        Path(plot_dir).mkdir(parents=True, exist_ok=True)
+        console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
 
 
 def _inputs_of(spec, scenario: Path) -> list[Path]:

@@ -32,6 +32,7 @@ from simnet.conditions import (
     resolve_faults,
     straggler_delays,
 )
+from simnet.jobs import JobError, JobSpec, check_jobs
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.model import GROUP_LEVELS, Topology
 from simnet.topology.schema import Bandwidth, Latency, Strict
@@ -185,6 +186,7 @@ class ScenarioSpec(Strict):
     cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
     faults: list[FaultSpec] = []
     stragglers: dict[str, Any] | None = None  # {gpu: delay} or a StragglerDistribution
+    jobs: list[JobSpec] = []  # many jobs sharing the fabric (instead of sizes and algorithms)
 
     @field_validator("sweep")
     @classmethod
@@ -232,6 +234,7 @@ class Scenario:
     data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
     faults: list[Fault] = field(default_factory=list)
     stragglers: dict[str, float] = field(default_factory=dict)  # start delay per GPU, s
+    jobs: list[JobSpec] = field(default_factory=list)
 
     def conditions(self) -> dict:
         """``faults`` and ``stragglers`` as ``simulate`` takes them."""
@@ -287,7 +290,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         raise source.from_validation(exc, model=ScenarioSpec) from None
     if spec.size is not None and spec.sizes is not None:
         raise source.error(("sizes",), "give size or sizes, not both")
-    if spec.size is None and spec.sizes is None:
+    if spec.size is None and spec.sizes is None and not spec.jobs:
         raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
     if isinstance(spec.topology, str):
         path = (base or Path(".")) / spec.topology
@@ -319,6 +322,10 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         load_calibration(calibration)  # refuse a bad profile now, with its own file and line
         calibration = str(calibration)
     faults, stragglers = _conditions(spec, topology, source)
+    try:
+        check_jobs(topology, spec.jobs)
+    except JobError as exc:
+        raise source.error(("jobs", *exc.loc), exc.message) from None
     algorithms = spec.algorithms
     if algorithms == "all":
         from simnet.collectives import ALGORITHMS
@@ -326,12 +333,12 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         algorithms = list(ALGORITHMS)
     elif isinstance(algorithms, str):
         algorithms = [algorithms]
-    return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size, algorithms=list(algorithms),
+    return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=list(algorithms),
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
                     model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
-                    data=data, faults=faults, stragglers=stragglers)
+                    data=data, faults=faults, stragglers=stragglers, jobs=list(spec.jobs))
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:

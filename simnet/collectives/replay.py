@@ -11,6 +11,7 @@ its own rate cap and its software latency, and when the collective starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +23,7 @@ from simnet.network.accounting import LinkStats
 from simnet.network.fluid import FluidNetwork
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["Replay", "Timing", "replay"]
+__all__ = ["Replay", "Timing", "replay", "JobRun", "replay_jobs"]
 
 
 @dataclass
@@ -91,8 +92,10 @@ class _Runner:
     """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids."""
 
     def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None, timing: Timing,
-                 start_delay: dict[str, float] | None = None):
+                 start_delay: dict[str, float] | None = None, on_done: Callable[[int], None] | None = None):
         self.s = schedule
+        self.on_done = on_done  # called with the time (ps) the last transfer's data is usable
+        self.remaining = len(schedule)
         self.net = net
         self.env = net.env
         n = len(schedule)
@@ -185,6 +188,9 @@ class _Runner:
         if len(tags) == 0:
             return
         self.done_ps[tags] = self.env.now
+        self.remaining -= len(tags)
+        if self.remaining == 0 and self.on_done is not None:
+            self.on_done(self.env.now)
         waiting = _gather(self.dependents_ptr, self.dependents, tags)
         if len(waiting):
             np.subtract.at(self.waiting, waiting, 1)
@@ -220,6 +226,54 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     duration = int(runner.done_ps.max()) if len(schedule) else 0
     return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration,
                   net.rerouted, net.rerouted_bytes)
+
+
+@dataclass
+class JobRun:
+    """One job sharing the network: ``schedule`` timed by ``timing``, first run at
+    ``start_ps``, ``repeat`` times, each run starting ``period_ps`` after the one before or
+    when it ends, whichever is later (a training loop's next step)."""
+
+    schedule: Schedule
+    timing: Timing
+    start_ps: int = 0
+    repeat: int = 1
+    period_ps: int = 0
+
+
+def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None,
+                timeline: bool = False) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+    """Run several jobs on one fluid network (their flows share every link max-min fairly).
+
+    Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
+    launch latency included in its time) and the shared links' statistics. ``capacity``:
+    B/s per directed link (default: the topology's).
+    """
+    env = simpy.Environment()
+    net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
+    runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
+
+    def issue(j: int, k: int) -> None:
+        job, issued = jobs[j], env.now
+        if not len(job.schedule):
+            return finished(j, k, issued, issued)
+        runner = _Runner(job.schedule, net, None, job.timing, on_done=lambda now: finished(j, k, issued, now))
+        if job.timing.start_ps:
+            env.timeout(job.timing.start_ps).callbacks.append(lambda event: runner.begin())
+        else:
+            runner.begin()
+
+    def finished(j: int, k: int, issued: int, now: int) -> None:
+        runs[j].append((issued, now))
+        job = jobs[j]
+        if k + 1 < job.repeat:
+            at = max(job.start_ps + (k + 1) * job.period_ps, now)
+            env.timeout(at - now).callbacks.append(lambda event: issue(j, k + 1))
+
+    for j, job in enumerate(jobs):
+        env.timeout(job.start_ps).callbacks.append(lambda event, j=j: issue(j, 0))
+    env.run()
+    return runs, net.stats
 
 
 def _schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) -> None:

@@ -167,3 +167,23 @@ def plot_calibration(result, path: str | Path) -> Path:
     ax.legend(fontsize=7)
     save(plt, fig, path)
     return Path(path)
+
+
+def plot_interference(result, path: str | Path) -> Path:
+    """The interference matrix as a heat map: row job's time next to column job / alone."""
+    plt = pyplot()
+    names = list(result.interference)
+    matrix = np.array([[result.interference[a][b] if a != b else np.nan for b in names] for a in names])
+    fig, ax = plt.subplots(figsize=(2.5 + 1.1 * len(names), 2 + 0.9 * len(names)))
+    image = ax.imshow(matrix, cmap="Reds", vmin=1.0, vmax=max(np.nanmax(matrix) if len(names) > 1 else 1.0, 1.01))
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            ax.text(j, i, "-" if i == j else f"{matrix[i, j]:.2f}x", ha="center", va="center", fontsize=9)
+    ax.set_xlabel("next to job")
+    ax.set_ylabel("job slowed down")
+    ax.set_title("interference: time next to the other job / alone")
+    fig.colorbar(image, ax=ax, label="slowdown")
+    save(plt, fig, path)
+    return Path(path)

@@ -10,7 +10,7 @@ from simnet import units
 from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
-           "conditions_table"]
+           "conditions_table", "jobs_table", "interference_table"]
 
 
 def ranks_table(topo: Topology, limit: int = 64) -> Table:
@@ -123,6 +123,36 @@ def conditions_table(results) -> Table | None:
         what.append(f"{runs[0].conditions['stragglers']} GPUs join late (mean over all GPUs "
                     f"{units.format_time(runs[0].conditions['mean_delay_s'])})")
     table.caption = "; ".join(what)
+    return table
+
+
+def jobs_table(result, title: str) -> Table:
+    """Per job: where it runs, what it AllReduces, its mean time alone and with every job."""
+    table = Table(title=title, title_justify="left")
+    for column in ("job", "GPUs", "hosts", "racks", "algorithm", "protocol", "size", "runs", "alone", "together",
+                   "slowdown"):
+        table.add_column(column, justify="left" if column in ("job", "algorithm", "protocol") else "right")
+    for job in result.jobs:
+        table.add_row(job["name"], str(job["gpus"]), str(job["hosts"]), str(job["racks"]), job["algorithm"],
+                      job["protocol"] or "-", units.format_size(job["size_bytes"]), str(job["runs"]),
+                      units.format_time(job["alone_s"]), units.format_time(job["together_s"]),
+                      f"{job['slowdown']:.2f}x", style="bold red" if job["slowdown"] > 1.05 else None)
+    if result.shared_links:
+        top = result.shared_links[0]
+        table.caption = (f"most fought-over link: {top['link']} ({', '.join(top['jobs'])}), saturated "
+                         f"{top['saturated_fraction']:.0%} of the shared run")
+    return table
+
+
+def interference_table(result) -> Table:
+    """Row job's mean AllReduce time next to column job, over its time alone."""
+    names = list(result.interference)
+    table = Table(title="interference: row job's time next to column job / alone", title_justify="left")
+    table.add_column("job")
+    for name in names:
+        table.add_column(name, justify="right")
+    for a in names:
+        table.add_row(a, *("-" if a == b else f"{result.interference[a][b]:.2f}x" for b in names))
     return table
 
 

@@ -1,0 +1,104 @@
+"""Many jobs on one fabric. Expected slowdowns are derived on paper from the ideal model.
+
+The fabric: 2 racks x 2 single-GPU hosts, 100 Gb/s NICs (B = 12.5 GB/s), one spine, each
+ToR's uplink 100 Gb/s: 2:1 oversubscribed. A 2-GPU ring across the racks is 2 steps of
+S/2 bytes each way over a route of 6 links of 1 us: alone T = 2 (6 us + S/2 / B). Two such
+rings from the same racks cross the same uplinks in the same direction and get half each:
+T = 2 (6 us + S/2 / (B/2)).
+"""
+
+import json
+
+import pytest
+
+from simnet import topology_from_dict
+from simnet.jobs import place_jobs, run_jobs
+
+S = 64 * 2**20
+B = 12.5e9
+L = 6e-6
+FABRIC = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 1, "spines": 1,
+          "nic_bandwidth": "100 Gb/s", "uplink_bandwidth": "100 Gb/s"}
+
+
+def _fabric(**changes):
+    return topology_from_dict({"name": "fabric", "generate": {**FABRIC, **changes}})
+
+
+def test_two_rings_across_one_oversubscribed_uplink_each_get_half_of_it():
+    result = run_jobs(_fabric(), [
+        {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+        {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], model="ideal")
+    alone, together = 2 * (L + S / 2 / B), 2 * (L + S / 2 / (B / 2))
+    for job in result.jobs:
+        assert job["alone_s"] == pytest.approx(alone, rel=1e-9)
+        assert job["together_s"] == pytest.approx(together, rel=1e-9)
+    assert result.interference["a"]["b"] == result.interference["b"]["a"] == pytest.approx(together / alone)
+    assert result.shared_links[0]["jobs"] == ["a", "b"] and "spine0" in result.shared_links[0]["link"]
+
+
+def test_jobs_that_share_no_link_do_not_slow_each_other():
+    """Same racks but full uplinks (1:1): each ring's flows have their own links."""
+    result = run_jobs(_fabric(uplink_bandwidth="200 Gb/s"), [
+        {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+        {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], model="ideal")
+    assert [job["slowdown"] for job in result.jobs] == [pytest.approx(1.0), pytest.approx(1.0)]
+
+
+def test_repeats_follow_the_period_or_run_back_to_back():
+    alone = 2 * (L + S / 2 / B)
+    spaced = run_jobs(_fabric(), [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB",
+                                   "start": "1 ms", "repeat": 3, "period": "50 ms"}], model="ideal")
+    assert spaced.jobs[0]["finished_s"] == pytest.approx(1e-3 + 2 * 50e-3 + alone, rel=1e-9)
+    packed = run_jobs(_fabric(), [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB",
+                                   "repeat": 3}], model="ideal")
+    assert packed.jobs[0]["finished_s"] == pytest.approx(3 * alone, rel=1e-9)
+
+
+def test_placements_pack_spread_or_draw_with_a_seed():
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 2}})
+    packed, spread = place_jobs(topo, [{"name": "p", "gpus": 4, "size": "64 MiB"},
+                                       {"name": "s", "gpus": 4, "placement": "spread", "size": "64 MiB"}])
+    assert packed == ["r0h0-gpu0", "r0h0-gpu1", "r0h1-gpu0", "r0h1-gpu1"]
+    assert spread == ["r1h0-gpu0", "r1h0-gpu1", "r1h1-gpu0", "r1h1-gpu1"]  # what the first job left
+    (alone,) = place_jobs(topo, [{"name": "s", "gpus": 4, "placement": "spread", "size": "64 MiB"}])
+    assert alone == ["r0h0-gpu0", "r0h1-gpu0", "r1h0-gpu0", "r1h1-gpu0"]  # racks take turns, then hosts
+    draws = [place_jobs(topo, [{"name": "r", "gpus": 3, "placement": f"random({seed})", "size": "64 MiB"}])[0]
+             for seed in (1, 1, 2)]
+    assert draws[0] == draws[1] != draws[2]
+
+
+def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: j\nmodel: ideal\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + "\n"
+                    "jobs:\n  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 64 MiB}\n"
+                    "  - {name: b, hosts: [r0h1, r1h1], algorithm: ring, size: 64 MiB}\n")
+    result = cli("run", path, "--json", tmp_path / "j.json", "--plot", tmp_path / "plots")
+    assert result.exit_code == 0, result.stderr
+    assert "interference" in result.stdout and "2.00x" in result.stdout  # (6 us + 5.37 ms) / (6 us + 2.68 ms)
+    document = json.loads((tmp_path / "j.json").read_text())
+    assert document["interference"]["a"]["b"] == pytest.approx((L + S / B) / (L + S / 2 / B))
+    image = figures["interference.png"].axes[0].images[0].get_array()
+    assert image[0, 1] == pytest.approx(document["interference"]["a"]["b"])
+    again = cli("run", path, "--json", "-").stdout
+    assert json.loads(again) == document  # deterministic
+
+
+@pytest.mark.parametrize("jobs, where, message", [
+    ("[{name: a, hosts: [r0h0, r1h0], size: 1 MiB}, {name: b, hosts: [r1h0, r1h1], size: 1 MiB}]",
+     "jobs[1]", "r1h0-gpu0 is already job 'a''s; jobs may not share a GPU"),
+    ("[{name: a, hosts: [r9h9], size: 1 MiB}]", "jobs[0].hosts", "no host 'r9h9' with GPUs in fabric"),
+    ("[{name: a, gpus: [r0h0-gpu0, gpu7], size: 1 MiB}]", "jobs[0].gpus", "'gpu7' is not a GPU of fabric"),
+    ("[{name: a, gpus: 9, size: 1 MiB}]", "jobs[0].gpus", "9 GPUs asked, 4 of 4 are free"),
+    ("[{name: a, gpus: 2, placement: scattered, size: 1 MiB}]", "jobs[0]", "expected packed, spread or random(seed)"),
+    ("[{name: a, gpus: 2, size: 1 MiB}, {name: a, gpus: 2, size: 1 MiB}]", "jobs[1].name", "'a' names two jobs"),
+    ("[{name: a, hosts: [r0h0], size: 1 MiB}]", "jobs[0]", "a job needs at least 2 GPUs"),
+    ("[{name: a, gpus: 2, size: 1 MiB, algorithm: rings}]", "jobs[0].algorithm", "unknown algorithm 'rings'"),
+])
+def test_a_bad_job_is_one_line_naming_file_line_and_field(cli, tmp_path, jobs, where, message):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + f"\njobs: {jobs}\n")
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{path}:5: {where}: ") and message in result.stderr, result.stderr
