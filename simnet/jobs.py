@@ -20,13 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from simnet.collectives import ALGORITHMS, build_schedule
-from simnet.collectives.replay import JobRun, replay_jobs
+from simnet.collectives.replay import JobRun, Timing, replay_jobs
+from simnet.collectives.schedule import COPY, Schedule, ScheduleBuilder
 from simnet.model import plan as model_plan
 from simnet.model import timing as model_timing
 from simnet.model import tuning
@@ -40,6 +41,7 @@ MAX_JOBS = 16
 """Most jobs in one scenario: the interference matrix runs every pair (n(n-1)/2 replays)."""
 
 _RANDOM = re.compile(r"^random\((\d+)\)$")
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
 
 
 class JobError(ValueError):
@@ -51,18 +53,38 @@ class JobError(ValueError):
         self.message = message
 
 
+def _share(value: Any) -> float:
+    match = _PERCENT.match(value) if isinstance(value, str) else None
+    if not match or not 0 < float(match.group(1)) <= 100:
+        raise ValueError(f"{value!r} is not a load: give a share of each GPU's bandwidth, 0% < load <= 100%")
+    return float(match.group(1)) / 100
+
+
+class BackgroundSpec(Strict):
+    """Traffic that is not a collective: every ``period`` each GPU offers ``load`` of its
+    route's bandwidth as a ``pattern``: ``uniform`` (to one partner drawn with ``seed``),
+    ``all_to_all`` (to every other GPU) or ``incast`` (every GPU to one target drawn with ``seed``)."""
+
+    pattern: Literal["uniform", "all_to_all", "incast"]
+    load: Annotated[float, BeforeValidator(_share)]
+    seed: Annotated[int, Field(ge=0, strict=True)] = 0
+
+
 class JobSpec(Strict):
-    """One job: where it runs, what it AllReduces, when and how often."""
+    """One job: where it runs, what it AllReduces (or the background traffic it makes),
+    when and how often. A background job runs on every GPU no other job holds unless told
+    where, every ``period`` (1 ms by default) for as long as the other jobs run."""
 
     name: Annotated[str, Field(min_length=1)]
     gpus: Annotated[int, Field(ge=2, strict=True)] | list[str] | None = None
     hosts: list[str] | None = None
     placement: str = "packed"  # for a GPU count: packed, spread or random(seed)
     algorithm: str = "auto"
-    size: Annotated[int, Field(ge=1)]
+    size: Annotated[int, Field(ge=1)] | None = None
     start: Latency = 0.0
     repeat: Annotated[int, Field(ge=1, le=10_000, strict=True)] = 1
-    period: Latency = 0.0
+    period: Latency | None = None
+    background: BackgroundSpec | None = None
 
     @field_validator("size", mode="before")
     @classmethod
@@ -78,6 +100,14 @@ class JobSpec(Strict):
 
     @model_validator(mode="after")
     def _where(self) -> JobSpec:
+        if self.background is not None:
+            if self.size is not None or self.algorithm != "auto" or "repeat" in self.model_fields_set:
+                raise ValueError("a background job makes its own traffic: no size, algorithm or repeat")
+            if self.gpus is not None and self.hosts is not None:
+                raise ValueError("give gpus or hosts, not both")
+            return self
+        if self.size is None:
+            raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")
         if (self.gpus is None) == (self.hosts is None):
             raise ValueError("give gpus (a count or a list of GPU ids) or hosts (a list of host labels)")
         if self.placement not in ("packed", "spread") and not _RANDOM.match(self.placement):
@@ -104,12 +134,16 @@ def _interleave(lists: list[list[str]]) -> list[str]:
 
 def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str]]:
     """Each job's GPUs in rank order, placed in list order on GPUs no earlier job holds."""
+    specs = [raw if isinstance(raw, JobSpec) else JobSpec.model_validate(raw) for raw in specs]
     taken: dict[str, str] = {}
-    placed = []
-    for i, raw in enumerate(specs):
-        spec = raw if isinstance(raw, JobSpec) else JobSpec.model_validate(raw)
+    placed: dict[int, list[str]] = {}
+    leftover = [i for i, spec in enumerate(specs) if spec.background and spec.gpus is None and spec.hosts is None]
+    for i in [i for i in range(len(specs)) if i not in leftover] + leftover:
+        spec = specs[i]
         free = [g for g in topology.gpus if g not in taken]
-        if isinstance(spec.gpus, int):
+        if i in leftover:
+            gpus = free
+        elif isinstance(spec.gpus, int):
             if spec.gpus > len(free):
                 raise JobError((i, "gpus"), f"{spec.gpus} GPUs asked, {len(free)} of {len(topology.gpus)} are free")
             if spec.placement == "packed":
@@ -134,11 +168,11 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
             if gpu in taken:
                 raise JobError((i,), f"{gpu} is already job {taken[gpu]!r}'s; jobs may not share a GPU")
         if len(set(gpus)) < 2:
-            raise JobError((i,), "a job needs at least 2 GPUs to exchange anything")
+            raise JobError((i,), "a job needs at least 2 GPUs to exchange anything" if i not in leftover else
+                           f"fewer than 2 GPUs are left for background job {spec.name!r}; give it gpus or hosts")
         taken.update({g: spec.name for g in gpus})
-        rank = topology.node_index
-        placed.append(sorted(set(gpus), key=rank.__getitem__))
-    return placed
+        placed[i] = sorted(set(gpus), key=topology.node_index.__getitem__)
+    return [placed[i] for i in range(len(specs))]
 
 
 @dataclass
@@ -176,6 +210,16 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
     runs, described, capacity = [], [], None
     for spec, gpus in zip(specs, placements):
         sub = topology.subset(gpus)
+        if spec.background is not None:
+            period = spec.period if spec.period is not None else BACKGROUND_PERIOD
+            schedule = background_schedule(sub, spec.background, period)
+            runs.append(JobRun(schedule, Timing(), round(spec.start * PS_PER_SECOND), 0, round(period * PS_PER_SECOND)))
+            described.append({"name": spec.name, "gpus": len(gpus), "first_gpu": gpus[0],
+                              "hosts": len({topology.label(g, "host") for g in gpus}),
+                              "racks": len({topology.label(g, "rack") for g in gpus}),
+                              "algorithm": f"background {spec.background.pattern}", "protocol": None,
+                              "size_bytes": int(schedule.nbytes.sum()), "runs": None})
+            continue
         algorithm = spec.algorithm
         if algorithm == "auto":
             choice = tuning.pick(tuning.system_of(sub), spec.size, env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
@@ -186,7 +230,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
         timing = model_timing(decided, schedule, sub)
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
-                           round(spec.period * PS_PER_SECOND)))
+                           round((spec.period or 0.0) * PS_PER_SECOND)))
         described.append({"name": spec.name, "gpus": len(gpus), "first_gpu": gpus[0],
                           "hosts": len({topology.label(g, "host") for g in gpus}),
                           "racks": len({topology.label(g, "rack") for g in gpus}),
@@ -210,6 +254,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
     for job, solo, times in zip(described, alone, together_times):
         job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)
+        job["runs"] = job["runs"] or len(times)
     shared = []
     for link in sorted({link for i, a in enumerate(used) for b in used[i + 1:] for link in a & b},
                        key=lambda k: (-int(together.saturated_ps[k]), -float(together.bytes[k]), k))[:10]:
@@ -219,6 +264,34 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
                        "saturated_fraction": int(together.saturated_ps[link]) / end if end else 0.0,
                        "bytes": float(together.bytes[link])})
     return JobsResult(described, matrix, shared, together)
+
+
+BACKGROUND_PERIOD = 1e-3
+"""How often a background job offers its load when the scenario does not say, s."""
+
+
+def background_schedule(topology: Topology, spec: BackgroundSpec, period: float) -> Schedule:
+    """One period of background traffic over ``topology``'s ranks: independent transfers,
+    each ``load`` x its route's bottleneck bandwidth x ``period`` bytes (split over the
+    destinations of all_to_all and incast, so a GPU or the incast target offers ``load``)."""
+    gpus = topology.gpus
+    n = len(gpus)
+    rng = np.random.default_rng(spec.seed)
+    if spec.pattern == "uniform":
+        partner = (np.arange(n) + rng.integers(1, n, size=n)) % n  # never itself
+        pairs, share = list(zip(range(n), partner.tolist())), 1.0
+    elif spec.pattern == "all_to_all":
+        pairs, share = [(i, j) for i in range(n) for j in range(n) if i != j], 1.0 / (n - 1)
+    else:
+        target = int(rng.integers(n))
+        pairs, share = [(i, target) for i in range(n) if i != target], 1.0 / (n - 1)
+    src = np.array([i for i, _ in pairs])
+    dst = np.array([j for _, j in pairs])
+    nbytes = np.array([max(1, round(spec.load * share * topology.path_bandwidth(gpus[i], gpus[j]) * period))
+                       for i, j in pairs])
+    builder = ScheduleBuilder("background", gpus, int(nbytes.max()))
+    builder.add(src, dst, 0, nbytes, COPY)
+    return builder.build()
 
 
 def check_jobs(topology: Topology, specs: list[JobSpec]) -> None:

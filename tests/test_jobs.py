@@ -102,3 +102,29 @@ def test_a_bad_job_is_one_line_naming_file_line_and_field(cli, tmp_path, jobs, w
     result = cli("run", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{path}:5: {where}: ") and message in result.stderr, result.stderr
+
+
+def test_background_traffic_at_full_load_takes_its_fair_half_of_a_shared_uplink():
+    """Noise between the racks' other hosts at 100% load keeps one flow each way on the
+    uplinks the ring crosses: the ring gets at most half (slowdown <= 2, the fair share) and
+    nearly half: the noise pauses only for a route's latency between its periods."""
+    result = run_jobs(_fabric(), [
+        {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+        {"name": "noise", "background": {"pattern": "uniform", "load": "100%", "seed": 1}}], model="ideal")
+    ring, noise = result.jobs
+    assert (noise["gpus"], noise["algorithm"]) == (2, "background uniform")  # the GPUs left: r0h1, r1h1
+    two_rings = (L + S / B) / (L + S / 2 / B)
+    assert 1.95 < ring["slowdown"] <= two_rings + 1e-9
+    assert noise["runs"] > 1  # repeated for as long as the ring ran
+
+
+@pytest.mark.parametrize("job, message", [
+    ("{name: n, background: {pattern: uniform, load: 130%}}", "is not a load"),
+    ("{name: n, background: {pattern: bursty, load: 30%}}", "'bursty' is not one of 'uniform', 'all_to_all' or 'incast'"),
+    ("{name: n, size: 1 MiB, background: {pattern: uniform, load: 30%}}", "a background job makes its own traffic"),
+])
+def test_a_bad_background_job_is_one_line(cli, tmp_path, job, message):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + f"\njobs: [{job}]\n")
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr

@@ -232,7 +232,8 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
 class JobRun:
     """One job sharing the network: ``schedule`` timed by ``timing``, first run at
     ``start_ps``, ``repeat`` times, each run starting ``period_ps`` after the one before or
-    when it ends, whichever is later (a training loop's next step)."""
+    when it ends, whichever is later (a training loop's next step). ``repeat=0``: a
+    background job, repeated for as long as some other job is still running."""
 
     schedule: Schedule
     timing: Timing
@@ -252,6 +253,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     env = simpy.Environment()
     net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
+    running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
 
     def issue(j: int, k: int) -> None:
         job, issued = jobs[j], env.now
@@ -266,7 +268,9 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     def finished(j: int, k: int, issued: int, now: int) -> None:
         runs[j].append((issued, now))
         job = jobs[j]
-        if k + 1 < job.repeat:
+        if job.repeat and k + 1 == job.repeat:
+            running[0] -= 1
+        if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):
             at = max(job.start_ps + (k + 1) * job.period_ps, now)
             env.timeout(at - now).callbacks.append(lambda event: issue(j, k + 1))
 
