@@ -193,7 +193,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     """
     from simnet.workload import StepModel
 
-    model = StepModel.from_workload(scenario.workload) if scenario.workload else None
+    model = StepModel.from_workload(scenario.workload, scenario.topology.gpus) if scenario.workload else None
     buckets = sorted(set(model.buckets())) if model else []
     total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)
     largest = max(scenario.sizes)

@@ -133,6 +133,7 @@ class Workload(Strict):
     dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
     bucket_size: PositiveSize | None = None
     backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
+    compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)]] | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> Workload:
@@ -187,6 +188,14 @@ class ScenarioSpec(Strict):
     faults: list[FaultSpec] = []
     stragglers: dict[str, Any] | None = None  # {gpu: delay} or a StragglerDistribution
     jobs: list[JobSpec] = []  # many jobs sharing the fabric (instead of sizes and algorithms)
+    placement: str | None = None  # for every job given a GPU count and no placement of its own
+
+    @field_validator("placement")
+    @classmethod
+    def _placement(cls, value):
+        if value is not None:
+            JobSpec(name="-", gpus=2, size="1 B", placement=value)  # the rule every job follows
+        return value
 
     @field_validator("sweep")
     @classmethod
@@ -322,8 +331,13 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         load_calibration(calibration)  # refuse a bad profile now, with its own file and line
         calibration = str(calibration)
     faults, stragglers = _conditions(spec, topology, source)
+    for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
+        if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
+            raise source.error(("workload", "compute_slowdown", gpu), f"{gpu!r} is not a GPU of {topology.name}")
+    jobs = [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
+            and "placement" not in job.model_fields_set else job for job in spec.jobs]
     try:
-        check_jobs(topology, spec.jobs)
+        check_jobs(topology, jobs)
     except JobError as exc:
         raise source.error(("jobs", *exc.loc), exc.message) from None
     algorithms = spec.algorithms
@@ -338,7 +352,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
-                    data=data, faults=faults, stragglers=stragglers, jobs=list(spec.jobs))
+                    data=data, faults=faults, stragglers=stragglers, jobs=jobs)
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:

@@ -9,7 +9,10 @@ are AllReduced one after another on one stream, each taking its simulated time. 
     T_iter(N) = max(C, finish of the last bucket's AllReduce),   T_iter(1) = C,
 
 speedup(N) = N * T_iter(1) / T_iter(N) (weak scaling: every GPU keeps its batch), and
-scaling efficiency = speedup / N. Without ``bucket_size`` the whole gradient is one bucket
+scaling efficiency = speedup / N. A GPU that computes ``s`` times slower (``compute_slowdown``)
+holds every bucket back: the buckets are ready at the slowest GPU's pace, ``C`` becomes
+``s C`` in the formula above; what the communication's slack absorbs of the ``(s - 1) C``
+it loses is reported. Without ``bucket_size`` the whole gradient is one bucket
 that starts when the backward pass ends: T_iter = C + T_allreduce(G).
 
 >>> w = StepModel(compute_s=0.1, gradient_bytes=100, bucket_bytes=50, backward_fraction=0.5)
@@ -23,7 +26,7 @@ that starts when the backward pass ends: T_iter = C + T_allreduce(G).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["StepModel", "DTYPE_BYTES", "MAX_BUCKETS"]
 
@@ -41,17 +44,21 @@ class StepModel:
     gradient_bytes: int
     bucket_bytes: int | None = None
     backward_fraction: float = 2 / 3
+    slowest: float = 1.0  # the slowest GPU's compute time over a healthy GPU's (a straggler)
 
     @classmethod
-    def from_workload(cls, workload) -> StepModel:
-        """From a scenario's ``workload:`` (compute from FLOPs, gradient from parameters)."""
+    def from_workload(cls, workload, gpus: list[str] | None = None) -> StepModel:
+        """From a scenario's ``workload:`` (compute from FLOPs, gradient from parameters);
+        ``gpus``: the run's GPUs, whose ``compute_slowdown`` factors count (default: all given)."""
         compute = workload.compute_time
         if compute is None:
             compute = workload.model_flops / workload.gpu_flops
         gradient = workload.gradient_size
         if gradient is None:
             gradient = int(workload.parameters * DTYPE_BYTES[workload.dtype])
-        return cls(compute, int(gradient), workload.bucket_size, workload.backward_fraction)
+        factors = workload.compute_slowdown or {}
+        slowest = max((f for g, f in factors.items() if gpus is None or g in gpus), default=1.0)
+        return cls(compute, int(gradient), workload.bucket_size, workload.backward_fraction, slowest)
 
     def buckets(self) -> list[int]:
         """Bucket sizes in bytes, in the order the backward pass produces them."""
@@ -65,13 +72,14 @@ class StepModel:
         if gpus <= 1:
             return self.compute_s
         buckets = self.buckets()
-        forward = self.compute_s * (1 - self.backward_fraction)
-        backward = self.compute_s * self.backward_fraction
+        compute = self.compute_s * self.slowest  # a bucket is AllReduced once the slowest GPU has it
+        forward = compute * (1 - self.backward_fraction)
+        backward = compute * self.backward_fraction
         finish = 0.0
         for i, size in enumerate(buckets):
             ready = forward + backward * (i + 1) / len(buckets)
             finish = max(finish, ready) + allreduce_s[size]
-        return max(self.compute_s, finish)
+        return max(compute, finish)
 
     def speedup(self, gpus: int, allreduce_s: dict[int, float]) -> float:
         """N * T_iter(1) / T_iter(N)."""
@@ -86,6 +94,12 @@ class StepModel:
         """
         iteration = self.iteration_time(allreduce_s, gpus)
         speedup = gpus * self.compute_s / iteration
-        return {"gpus": gpus, "compute_s": self.compute_s, "iteration_time_s": iteration,
-                "communication_exposed_s": round(iteration - self.compute_s, 15), "speedup": speedup,
-                "efficiency": speedup / gpus}
+        summary = {"gpus": gpus, "compute_s": self.compute_s, "iteration_time_s": iteration,
+                   "communication_exposed_s": round(iteration - self.compute_s * self.slowest, 15),
+                   "speedup": speedup, "efficiency": speedup / gpus}
+        if self.slowest > 1 and gpus > 1:
+            healthy = replace(self, slowest=1.0).iteration_time(allreduce_s, gpus)
+            late = self.compute_s * (self.slowest - 1)
+            summary.update(slowest_compute=self.slowest, straggler_cost_s=iteration - healthy,
+                           straggler_absorbed_s=max(late - (iteration - healthy), 0.0))
+        return summary

@@ -167,3 +167,29 @@ def test_faults_resolve_in_time_order_and_keep_their_place():
                                              {"at": "1 ms", "link": ["tor0", "spine1"], "bandwidth": "10%"}])
     assert [(f.at, f.index, f.what) for f in faults] == [(1e-3, 1, "link tor0-spine1 at 10%"),
                                                          (2e-3, 0, "node spine0 down")]
+
+
+@pytest.mark.parametrize("allreduce, cost, absorbed", [
+    (0.02, 0.05, 0.0),       # compute-bound: buckets ready at 112.5 and 150 ms, the last ends at 170 ms (healthy 120)
+    (0.2, 0.0375, 0.0125),   # communication-bound: ready 112.5, 150; AllReduces end 312.5, 512.5 (healthy 475)
+])
+def test_a_slow_gpu_holds_every_bucket_back_and_slack_absorbs_part_of_it(allreduce, cost, absorbed):
+    """C = 100 ms, half of it backward, 2 buckets; one GPU computes 1.5x slower: 50 ms late."""
+    from simnet.workload import StepModel
+
+    summary = StepModel(0.1, 100, 50, 0.5, slowest=1.5).summary(8, {50: allreduce})
+    assert summary["straggler_cost_s"] == pytest.approx(cost)
+    assert summary["straggler_absorbed_s"] == pytest.approx(absorbed, abs=1e-12)
+
+
+def test_compute_slowdown_in_a_scenario_counts_only_the_run_s_gpus(cli, tmp_path, root):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 MiB\nalgorithms: [ring]\n"
+                    "model: ideal\nworkload: {compute_time: 100 ms, gradient_size: 100 MiB, "
+                    "compute_slowdown: {gpu3: 1.2}}\n")
+    out = cli("run", path).stdout
+    assert "straggler cost" in out and "20 ms" in out  # compute-bound: all 20 ms of the delay
+    assert "straggler cost" not in cli("run", path, "--gpus", "2").stdout  # gpu3 is not in a 2-GPU run
+    path.write_text(path.read_text().replace("gpu3: 1.2", "gpu9: 1.2"))
+    result = cli("run", path)
+    assert result.exit_code == 2 and "workload.compute_slowdown.gpu9: 'gpu9' is not a GPU of dgx-h100" in result.stderr

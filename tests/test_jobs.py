@@ -128,3 +128,24 @@ def test_a_bad_background_job_is_one_line(cli, tmp_path, job, message):
     path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + f"\njobs: [{job}]\n")
     result = cli("run", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
+    """Two 2-GPU jobs. Packed, each keeps to its rack: a ring over one ToR, 4 links of 1 us,
+    T = 2 (4 us + S/2 / B). Spread, each crosses the 2:1 uplink the other crosses too:
+    T = 2 (6 us + S/2 / (B/2))."""
+    path = tmp_path / "placement.yaml"
+    path.write_text("name: p\nmodel: ideal\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + "\n"
+                    "jobs:\n  - {name: A, gpus: 2, algorithm: ring, size: 64 MiB}\n"
+                    "  - {name: B, gpus: 2, algorithm: ring, size: 64 MiB}\n"
+                    "variants:\n  - {name: packed, set: {placement: packed}}\n"
+                    "  - {name: spread, set: {placement: spread}}\n")
+    from simnet.compare import compare_scenarios
+    from simnet.scenario import load_scenario
+
+    result = cli("compare", path, "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    assert "jobs (slowest A)" in result.stdout
+    rows = {row["option"]: row for row in compare_scenarios([load_scenario(path)])}
+    assert rows["packed"]["merit_s"] == pytest.approx(2 * (4e-6 + S / 2 / B), rel=1e-9)
+    assert rows["spread"]["merit_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)

@@ -16,7 +16,7 @@ EXPECTED = {
                                       "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it"),
     "unknown_key.yaml": (5, "colour: unknown key 'colour'; expected one of name, description, topology, collective, "
                          "model, calibration, size, sizes, algorithms, gpus, options, workload, sweep, variants, cost, "
-                         "faults, stragglers, jobs"),
+                         "faults, stragglers, jobs, placement"),
     "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
     "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ring, tree, nvls, nvls_tree, "
                                   "collnet_direct, collnet_chain, hierarchical, halving_doubling, recursive_doubling, "

@@ -160,15 +160,19 @@ def steps_table(results, compute_label: str) -> Table:
     """With a workload: per algorithm, the training step's iteration time, the communication
     the backward pass did not hide, and speedup / efficiency against one GPU."""
     table = Table(title=f"training step ({compute_label})", title_justify="left")
-    for column in ("algorithm", "iteration", "exposed comm", "speedup", "efficiency"):
+    late = any("slowest_compute" in step for step in results.steps)
+    columns = ("algorithm", "iteration", "exposed comm", "speedup", "efficiency")
+    for column in columns + (("straggler cost", "absorbed") if late else ()):
         table.add_column(column, justify="left" if column == "algorithm" else "right")
     times = {step["iteration_time_s"] for step in results.steps}
     best = min(results.steps, key=lambda s: s["iteration_time_s"]) if len(times) > 1 else None
     for step in results.steps:
         star = step is best
+        cells = [units.format_time(step["straggler_cost_s"]), units.format_time(step["straggler_absorbed_s"])] \
+            if late else []
         table.add_row(("* " if star else "  ") + step["algorithm"], units.format_time(step["iteration_time_s"]),
                       units.format_time(step["communication_exposed_s"]), f"{step['speedup']:.2f}",
-                      f"{step['efficiency']:.0%}", style="bold green" if star else None)
+                      f"{step['efficiency']:.0%}", *cells, style="bold green" if star else None)
     return table
 
 

@@ -24,6 +24,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     record: dict[str, Any] = {"key": point.key, "set": dict(point.overrides), "gpus": gpus,
                               "algorithm": point.algorithm, "topology": topology.name, "sizes": []}
     cache: dict[int, Any] = {}
+    if scenario.jobs:
+        return _jobs_record(scenario, record)
 
     def run(size: int):
         if size not in cache:
@@ -43,7 +45,25 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
             "warnings": sorted({w.kind for w in result.warnings})})
     if scenario.workload is not None:
-        model = StepModel.from_workload(scenario.workload)
+        model = StepModel.from_workload(scenario.workload, topology.gpus)
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
         record.update({k: v for k, v in summary.items() if k != "gpus"})
+    return record
+
+
+def _jobs_record(scenario, record: dict) -> dict:
+    """A point of a scenario with jobs: every job's times, the interference matrix, and as
+    the point's one "size" the slowest job's mean AllReduce time with every job running
+    (what ``simnet compare`` ranks placements by)."""
+    from simnet.jobs import run_jobs
+
+    result = run_jobs(scenario.topology, scenario.jobs, model=scenario.model, calibration=scenario.calibration)
+    work = [job for job in result.jobs if not job["algorithm"].startswith("background")] or result.jobs
+    slowest = max(work, key=lambda job: job["together_s"])
+    name = f"jobs (slowest {slowest['name']})"
+    record.update(result.to_dict(), algorithm=name)
+    record["sizes"].append({"size_bytes": slowest["size_bytes"], "ran": name,
+                            "time_s": slowest["together_s"], "algbw_GBps": None, "busbw_GBps": None,
+                            "bottleneck": result.shared_links[0]["link"] if result.shared_links else None,
+                            "warnings": []})
     return record
