@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+import networkx as nx
 import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
@@ -56,7 +57,10 @@ def _bandwidth(value: Any) -> float | str:
         if not 0 <= share <= 100:
             raise ValueError(f"{value!r}: a share of the link's bandwidth is 0% .. 100%")
         return value
-    return units.parse_bandwidth(value)
+    bandwidth = units.parse_bandwidth(value)
+    if bandwidth < 0:
+        raise ValueError(f"{value!r}: a bandwidth must not be negative (0 takes the link down)")
+    return bandwidth
 
 
 class FaultSpec(Strict):
@@ -122,6 +126,8 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
             if spec.node not in topology.node_index:
                 raise FaultError((i, "node"), f"no node {spec.node!r} in {topology.name}")
             links = [j for j, (u, v) in enumerate(topology.links) if spec.node in (u, v)]
+            if not links:
+                raise FaultError((i, "node"), f"{spec.node!r} has no links: nothing to take down")
         links = np.array(links, dtype=np.int64)
         line = topology.capacity[links]
         if spec.down or spec.bandwidth == 0:
@@ -138,23 +144,54 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
 
 
 def check_reachable(topology: Topology, faults: list[Fault], endpoints: list[str]) -> None:
-    """Raise ``FaultError`` (loc: the fault's ``index``) when the links down after
-    a fault leave some endpoint unable to reach another: simnet will not guess a partial result."""
+    """Raise ``FaultError`` (loc: the fault's ``index``) when the links down after a fault
+    leave some endpoint unable to reach another: simnet will not guess a partial result.
+    Links stay down once down (a later fault on them changes nothing)."""
     down: set[int] = set()
     for fault in faults:
         if not (fault.factors == 0).any():
             continue
         down |= set(fault.links[fault.factors == 0].tolist())
-        view = topology.without(down)
-        first = endpoints[0]
-        reached, _ = view.shortest_paths(first)
-        cut = [e for e in endpoints if e not in reached]
-        one_way = (topology.reverse < 0).any()
-        if not cut and one_way:  # without symmetric links, also check the way back
-            cut = [e for e in endpoints[1:] if first not in view.shortest_paths(e, stop=first)[0]]
+        cut = _first_cut(topology.without(down), endpoints)
         if cut:
-            raise FaultError((fault.index,), f"{fault.what} {when(fault.at)} cuts {cut[0]} off from "
-                             f"{first}: no route survives (the run would hang); take fewer links down")
+            raise FaultError((fault.index,), f"{fault.what} {when(fault.at)} cuts {cut[1]} off from "
+                             f"{cut[0]}: no route survives (the run would hang); take fewer links down")
+
+
+def _first_cut(view: Topology, endpoints: list[str]) -> tuple[str, str] | None:
+    """A pair of endpoints with no route left, or None.
+
+    Endpoints never forward, so with every link both ways two endpoints reach each other
+    exactly when they are linked directly or attach to one connected component of the
+    forwarding nodes: one pass over the graph. With one-way links, a search per endpoint.
+    """
+    if (view.reverse < 0).any():
+        for source in endpoints:
+            reached, _ = view.shortest_paths(source)
+            missing = [e for e in endpoints if e not in reached]
+            if missing:
+                return source, missing[0]
+        return None
+    forwarding = nx.Graph()
+    forwarding.add_nodes_from(view._forwards)
+    forwarding.add_edges_from((u, v) for u in view._forwards for _, v, _ in view._adjacency[u] if v in view._forwards)
+    component = {node: i for i, nodes in enumerate(nx.connected_components(forwarding)) for node in nodes}
+    attached = {e: frozenset(component[v] for _, v, _ in view._adjacency[e] if v in component) for e in endpoints}
+    direct = {e: {v for _, v, _ in view._adjacency[e]} for e in endpoints}
+    groups: dict[frozenset, str] = {}
+    for e in endpoints:
+        groups.setdefault(attached[e], e)
+    kinds = [(attachment, e) for attachment, e in groups.items() if attachment]
+    for i, (a_set, a) in enumerate(kinds):
+        for b_set, b in kinds[i + 1:]:
+            if not a_set & b_set:
+                return a, b
+    lonely = [e for e in endpoints if not attached[e]]  # only direct links: each pair needs its own
+    for a in lonely:
+        for b in endpoints:
+            if b != a and b not in direct[a]:
+                return a, b
+    return None
 
 
 def when(at: float) -> str:

@@ -193,3 +193,37 @@ def test_compute_slowdown_in_a_scenario_counts_only_the_run_s_gpus(cli, tmp_path
     path.write_text(path.read_text().replace("gpu3: 1.2", "gpu9: 1.2"))
     result = cli("run", path)
     assert result.exit_code == 2 and "workload.compute_slowdown.gpu9: 'gpu9' is not a GPU of dgx-h100" in result.stderr
+
+
+def test_review_findings_stay_fixed(cli, tmp_path):
+    """A negative bandwidth is refused (it hung the engine); a link down stays down; a cut
+    the load-time check cannot see (a GPU on two switches) is one line, never a hang."""
+    with pytest.raises(ValueError, match="must not be negative"):
+        resolve_faults(_pair(), [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "-5 Gb/s"}])
+    one = simulate(_pair(spines=2), "ring", S, model="ideal", faults=[{"at": "1 ms", "node": "spine0", "down": True}])
+    again = simulate(_pair(spines=2), "ring", S, model="ideal", faults=[
+        {"at": "1 ms", "node": "spine0", "down": True}, {"at": "2 ms", "node": "spine0", "bandwidth": "50%"}])
+    assert again.time_s == one.time_s
+    link = {"bandwidth": "100 Gb/s", "latency": "1 us"}
+    dual = {"name": "dual", "nodes": [{"id": g, "kind": "gpu"} for g in ("g0", "g1", "g2")] +
+            [{"id": s, "kind": "switch"} for s in ("sA", "sB")],
+            "links": [{"a": a, "b": b, **link} for a, b in (("g0", "sA"), ("g0", "sB"), ("g1", "sA"), ("g2", "sB"),
+                                                            ("sA", "sB"))]}
+    with pytest.raises(ValueError, match="link sA-sB down at 1 us cuts"):
+        simulate(topology_from_dict(dual), "ring", 2**20, model="ideal",
+                 faults=[{"at": "1 us", "link": ["sA", "sB"], "down": True}])
+
+
+def test_a_degraded_link_is_never_more_than_fully_used():
+    result = simulate(_pair(), "ring", S, model="ideal",
+                      faults=[{"at": "1 ms", "link": ["tor0", "spine0"], "bandwidth": "10%"}])
+    assert max(link.mean_utilization for link in result.links) <= 1 + 1e-9
+
+
+def test_a_switch_the_collective_reduces_in_going_down_is_a_clear_error():
+    from simnet.network.fluid import Cut
+
+    topo = topology_from_dict({"name": "s", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 2, "spines": 2, "sharp": True}})
+    with pytest.raises(Cut, match="leave no route"):
+        simulate(topo, "collnet_direct", 2**20, model="ideal", faults=[{"at": "0 s", "node": "spine0", "down": True}])

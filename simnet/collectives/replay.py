@@ -287,9 +287,9 @@ def _schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault])
     factor = np.ones(len(base))
 
     def apply(fault: Fault) -> None:
-        factor[fault.links] = fault.factors
+        factor[fault.links] = np.where(factor[fault.links] == 0, 0.0, fault.factors)  # down stays down
         view = topology.without(set(np.flatnonzero(factor == 0).tolist()))
-        net.set_capacity(fault.links, base[fault.links] * fault.factors, view)
+        net.set_capacity(fault.links, base[fault.links] * factor[fault.links], view)
 
     for fault in faults:
         at = round(fault.at * PS_PER_SECOND)

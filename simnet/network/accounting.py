@@ -31,7 +31,7 @@ class LinkStats:
     """
 
     def __init__(self, capacity: np.ndarray, reverse: np.ndarray | None = None, timeline: bool = False):
-        self.capacity = np.array(capacity, dtype=float)  # its own copy: failures may change it
+        self.capacity = np.asarray(capacity, dtype=float)
         links = len(self.capacity)
         self.reverse = np.full(links, -1, dtype=np.int64) if reverse is None else np.asarray(reverse, dtype=np.int64)
         self._bytes = np.zeros(links + 1)  # the extra entry absorbs path padding
@@ -49,17 +49,6 @@ class LinkStats:
         self._pair_saturated = np.zeros(links, dtype=bool)
         self._delta = np.zeros(links + 1)  # pending load change; the extra entry absorbs path padding
         self._touched = np.zeros(links + 1, dtype=bool)
-
-    def set_capacity(self, now: int, links: np.ndarray, capacity: np.ndarray) -> None:
-        """Links run at ``capacity`` (B/s) from ``now``; a link down (0) keeps its old
-        capacity as the measure of its utilisation (it carries nothing from now on)."""
-        pairs = self._with_reverse(links)
-        self._close(now, links)
-        self._close_pairs(now, pairs)
-        up = capacity > 0
-        self.capacity[links[up]] = capacity[up]
-        back = self.reverse[pairs]
-        self._pair_saturated[pairs] = self._saturated(pairs) | np.where(back >= 0, self._saturated(back), False)
 
     def add_bytes(self, paths: np.ndarray, sizes: np.ndarray) -> None:
         """Count finished flows' bytes on every link of their padded ``paths``."""

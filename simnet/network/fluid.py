@@ -36,6 +36,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
+import networkx as nx
 import numpy as np
 import simpy
 
@@ -44,7 +45,7 @@ from simnet.network.accounting import LinkStats
 from simnet.network.maxmin import max_min_rates
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon"]
+__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon", "Cut"]
 
 SETTLE_PRIORITY = 2
 """SimPy priority of the once-per-instant recomputation: after every URGENT (0) and
@@ -52,6 +53,17 @@ NORMAL (1) event of the same instant, so all changes at one instant are handled 
 
 HORIZON_S = 10**6
 """Latest simulated instant, s (11.6 days; int64 picoseconds would overflow at 106 days)."""
+
+
+class Cut(CannotSimulate):
+    """Links went down and a transfer the run still needs has no route left."""
+
+
+def now_s(ps: int) -> str:
+    """A simulated instant for a message, e.g. ``1.5 ms``."""
+    from simnet.units import format_time
+
+    return format_time(ps / PS_PER_SECOND)
 
 
 class BeyondHorizon(CannotSimulate):
@@ -109,7 +121,8 @@ class FluidNetwork:
         self.overhead_ps = round(message_overhead * PS_PER_SECOND)
         links = len(topology.links)
         self._pad = links  # index of the infinite "no link" used to pad paths
-        self.capacity = topology.capacity if capacity is None else np.asarray(capacity, dtype=float)
+        # its own copy (faults change it); the statistics keep the healthy capacities
+        self.capacity = np.array(topology.capacity if capacity is None else capacity, dtype=float)
         self._capacity = np.append(self.capacity, np.inf)
         self._rows: dict[tuple[int, int, int], int] = {}
         self._keys: list[tuple[int, int, int]] = []  # (src, dst, flow) of each row
@@ -118,7 +131,7 @@ class FluidNetwork:
         self.rerouted_bytes = 0.0  # bytes those flows still had to send when they moved
         self._paths = np.full((0, 1), self._pad, dtype=np.int64)
         self._path_latency = _EMPTY_I
-        self.stats = LinkStats(self.capacity, topology.reverse, timeline=timeline)
+        self.stats = LinkStats(self.capacity.copy(), topology.reverse, timeline=timeline)
         self._users = np.zeros(links + 1, dtype=np.int64)  # active flows per link (last: padding)
         # flow state lives in slots; a free slot has row -1 and finish +inf
         self._slots = 0
@@ -227,18 +240,15 @@ class FluidNetwork:
         self._request_settle()
 
     def set_capacity(self, links: np.ndarray, capacity: np.ndarray, topology: Topology | None = None) -> None:
-        """From now on, directed ``links`` run at ``capacity`` (B/s each). Links at 0 are down:
+        """From now on, directed ``links`` run at ``capacity`` (B/s each; link statistics keep
+        measuring utilisation against the healthy capacity). Links at 0 are down:
         ``topology`` (``Topology.without`` them) routes from now on, and every flow crossing
         them, sending or yet to start, moves to its new route with the bytes it has left
-        (``NoPath`` when there is none). Rates are recomputed at this instant."""
+        (``Cut`` when there is none). Rates are recomputed at this instant."""
         links = np.asarray(links, dtype=np.int64)
         capacity = np.asarray(capacity, dtype=float)
-        now = self.env.now
-        if self.capacity is self.topology.capacity:
-            self.capacity = self.capacity.copy()  # never write into the topology's own array
         self.capacity[links] = capacity
         self._capacity[links] = capacity
-        self.stats.set_capacity(now, links, capacity)
         self._gone.append(links)
         dead = links[capacity == 0]
         if len(dead):
@@ -248,9 +258,13 @@ class FluidNetwork:
     def _reroute(self, dead: np.ndarray, topology: Topology) -> None:
         self.topology = topology
         crossing = np.flatnonzero(np.isin(self._paths, dead).any(axis=1))
-        self._rows = {key: row for key, row in self._rows.items() if row not in set(crossing.tolist())}
+        moving = set(crossing.tolist())
+        self._rows = {key: row for key, row in self._rows.items() if row not in moving}
         keys = np.array([self._keys[row] for row in crossing.tolist()], dtype=np.int64).reshape(-1, 3)
-        detours = self.resolve_indices(keys[:, 0], keys[:, 1], keys[:, 2])  # raises NoPath if cut off
+        try:
+            detours = self.resolve_indices(keys[:, 0], keys[:, 1], keys[:, 2])
+        except nx.NetworkXNoPath as exc:
+            raise Cut(f"links down at {now_s(self.env.now)} leave no route: {exc}; take fewer links down") from None
         remap = np.arange(len(self._moved))
         remap[crossing] = detours
         self._moved = remap[self._moved]

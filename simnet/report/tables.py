@@ -115,7 +115,7 @@ def conditions_table(results) -> Table | None:
         c = run.conditions
         absorbed = "-" if c["absorbed_s"] is None else units.format_time(c["absorbed_s"])
         table.add_row(units.format_size(run.size_bytes), _algorithm_cell(run), units.format_time(run.time_s),
-                      units.format_time(c["healthy_s"]), f"+{c['slowdown_s'] / c['healthy_s']:.1%}"
+                      units.format_time(c["healthy_s"]), f"{c['slowdown_s'] / c['healthy_s']:+.1%}"
                       if c["healthy_s"] else "-", str(c["rerouted_flows"]), units.format_size(c["rerouted_bytes"]),
                       units.format_time(c["max_delay_s"]) if c["stragglers"] else "-", absorbed)
     what = [f"{f['what']} {when(f['at_s'])}" for f in runs[0].conditions["faults"]]

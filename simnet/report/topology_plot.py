@@ -6,10 +6,11 @@ position of the nodes below it that it connects to. Link colour and width encode
 bandwidth (log scale), with a colour bar in Gb/s.
 
 A large fabric (more than ``SUMMARY_NODES`` nodes) is drawn summarised: the host of rank 0
-expanded, the other hosts of its rack one box each, every other rack one box, and switches
-of one role (``spine7``, ``pod3-spine7`` -> ``spine#``, ``pod#-spine#``) one node with their
-count; a line between two groups stands for all their links, its width for their summed
-bandwidth.
+expanded (its GPUs and NICs folded by role when it has more than 16 GPUs), the other hosts
+of its rack one box, the first racks one box each and the rest one box, and switches of
+one role (``spine7``, ``pod3-spine7`` -> ``spine#``, ``pod#-spine#``) one node with their
+count; a line between two groups stands for all their links, labelled with how many, its
+colour and width the mean bandwidth of one of them.
 """
 
 from __future__ import annotations
@@ -152,9 +153,9 @@ def draw_topology(topo: Topology, path: str | Path, title: str | None = None) ->
                  f"{len(undirected)} links", path)
 
 
-def _save(fig, ax, title: str, path: str | Path) -> Path:
+def _save(fig, ax, title: str, path: str | Path, legend: str = "node kind (count)") -> Path:
     """Legend, bare axes and title; write the figure to ``path`` and close it."""
-    ax.legend(loc="upper left", fontsize=8, frameon=False, title="node kind (count)", title_fontsize=8)
+    ax.legend(loc="upper left", fontsize=8, frameon=False, title=legend, title_fontsize=8)
     ax.set_yticks([])
     ax.set_xticks([])
     for side in ("top", "right", "left", "bottom"):
@@ -190,17 +191,22 @@ def summarise(topo: Topology) -> nx.Graph:
     """
     first = topo.gpus[0]
     host, rack = topo.graph.nodes[first].get("host"), topo.graph.nodes[first].get("rack")
+    rackless = {topo.graph.nodes[g].get("host") for g in topo.gpus if topo.graph.nodes[g].get("rack") is None}
+    rackless -= {None, host}
     other_racks = [r for r in dict.fromkeys(topo.graph.nodes[g].get("rack") for g in topo.gpus)
                    if r not in (rack, None)]
     boxed = set(other_racks[:_MAX_RACKS])
     neighbours = {topo.graph.nodes[g].get("host") for g in topo.groups("rack")[topo.label(first, "rack")]} - {host}
+    unlabelled = [g for g in topo.gpus if not _labelled(topo, g)]
     roles = Counter(_role(n) for n in topo.nodes if not _labelled(topo, n))
     own = Counter(_role(n) for n in topo.nodes if topo.graph.nodes[n].get("host") == host)
-    own = own if sum(topo.kind(g) == "gpu" for g in topo.groups("host")[host]) > _MAX_EXPANDED else Counter()
+    own = own if host is not None and len(topo.groups("host")[host]) > _MAX_EXPANDED else Counter()
     group: dict[str, str] = {}
     kinds: dict[str, str] = {}
     for node, data in topo.graph.nodes(data=True):
-        if data.get("host") is not None and data["host"] == host:
+        if data["kind"] == "ps":  # parameter servers are what a picture of a star is about
+            name, kind = node, "ps"
+        elif data.get("host") is not None and data["host"] == host:
             name, kind = node if own[_role(node)] <= 1 else \
                 f"{_role(node)} x{own[_role(node)]}", data["kind"]
         elif data.get("rack") is not None and data["rack"] == rack and data.get("host") is not None:
@@ -209,7 +215,9 @@ def summarise(topo: Topology) -> nx.Graph:
             name = data["rack"] if data["rack"] in boxed else f"{len(other_racks) - len(boxed)} more racks"
             kind = "racks"
         elif data.get("host") is not None:  # a host outside any rack
-            name, kind = data["host"], "hosts"
+            name, kind = (data["host"] if len(rackless) <= _MAX_RACKS else f"{len(rackless)} more hosts"), "hosts"
+        elif data["kind"] == "gpu" and node != first and len(unlabelled) > _MAX_EXPANDED:
+            name, kind = f"{len(unlabelled) - 1} more GPUs", "hosts"
         elif roles[_role(node)] > 1 and not _labelled(topo, node):
             name, kind = f"{_role(node)} x{roles[_role(node)]}", data["kind"]
         else:
@@ -264,7 +272,8 @@ def _draw_summary(topo: Topology, summary: nx.Graph, path: str | Path, title: st
     pos = {n: (x[n], float(layer[n])) for n in summary}
     fig, ax = plt.subplots(figsize=(min(max(10.0, width * 0.45), 40.0), 7.0))
     ax.set_xlim(min(x.values()) - 1.5, max(x.values()) + 1.5)
-    _draw_links(fig, ax, pos, {(u, v): d["bandwidth"] / d["links"] for u, v, d in summary.edges(data=True)})
+    if summary.number_of_edges():
+        _draw_links(fig, ax, pos, {(u, v): d["bandwidth"] / d["links"] for u, v, d in summary.edges(data=True)})
     fans = {n: {summary.edges[n, m]["links"] for m in summary[n] if pos[m][1] > pos[n][1]} for n in summary}
     fans = {n: counts.pop() for n, counts in fans.items()
             if len(counts) == 1 and sum(pos[m][1] > pos[n][1] for m in summary[n]) > 3}
@@ -279,7 +288,7 @@ def _draw_summary(topo: Topology, summary: nx.Graph, path: str | Path, title: st
         members = [n for n, k in summary.nodes(data="kind") if k == kind]
         if not members:
             continue
-        total = sum(summary.nodes[n]["members"] if kind not in ("hosts", "racks") else 1 for n in members)
+        total = sum(summary.nodes[n]["members"] for n in members)  # topology nodes they stand for
         big = kind in ("hosts", "racks")
         ax.scatter([pos[n][0] for n in members], [pos[n][1] for n in members], s=160 if big else 60, c=colour,
                    marker=marker, zorder=2, edgecolors="#555555" if big else "white", linewidths=0.5,
@@ -294,7 +303,8 @@ def _draw_summary(topo: Topology, summary: nx.Graph, path: str | Path, title: st
                             zorder=3, rotation=30 if not big else 0)
     ax.set_ylim(-1.3, max(p[1] for p in pos.values()) + 0.6)
     return _save(fig, ax, title or f"{topo.name}: {len(topo.gpus):,} GPUs, {len(topo.nodes):,} nodes, "
-                 f"summarised (host {topo.label(topo.gpus[0], 'host')} expanded)", path)
+                 f"summarised around rank 0 ({topo.gpus[0]})", path,
+                 legend="node kind (topology nodes drawn or folded in)")
 
 
 def _draw_links(fig, ax, pos: dict, undirected: dict) -> None:
