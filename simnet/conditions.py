@@ -19,7 +19,6 @@ collective.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -28,22 +27,15 @@ import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
 from simnet import units
+from simnet.errors import SpecError
 from simnet.topology.model import Topology
 from simnet.topology.schema import Latency, Strict
 
 __all__ = ["Fault", "FaultSpec", "StragglerDistribution", "resolve_faults", "straggler_delays", "check_reachable",
            "FaultError", "when"]
 
-_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
-
-
-class FaultError(ValueError):
+class FaultError(SpecError):
     """A fault or straggler spec that does not fit the topology; ``loc`` is its place in the spec list."""
-
-    def __init__(self, loc: tuple, message: str):
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
 
 
 def _bandwidth(value: Any) -> float | str:
@@ -52,10 +44,11 @@ def _bandwidth(value: Any) -> float | str:
         raise ValueError(f"{value!r} is not a bandwidth: give 0 (down), a share like '25%', or e.g. '100 Gb/s'")
     if value == 0 or value == "0":
         return 0.0
-    if isinstance(value, str) and _PERCENT.match(value):
-        share = float(_PERCENT.match(value).group(1))
-        if not 0 <= share <= 100:
-            raise ValueError(f"{value!r}: a share of the link's bandwidth is 0% .. 100%")
+    if units.is_share(value):
+        try:
+            units.parse_share(value)
+        except ValueError:
+            raise ValueError(f"{value!r}: a share of the link's bandwidth is 0% .. 100%") from None
         return value
     bandwidth = units.parse_bandwidth(value)
     if bandwidth < 0:
@@ -133,7 +126,7 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
         if spec.down or spec.bandwidth == 0:
             factors = np.zeros(len(links))
         elif isinstance(spec.bandwidth, str):
-            factors = np.full(len(links), float(_PERCENT.match(spec.bandwidth).group(1)) / 100)
+            factors = np.full(len(links), units.parse_share(spec.bandwidth))
         else:
             if spec.bandwidth > line.min() * (1 + 1e-9):
                 raise FaultError((i, "bandwidth"), f"{units.format_bandwidth(spec.bandwidth)} is more than the link's "

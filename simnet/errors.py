@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["InputError", "CannotSimulate"]
+__all__ = ["InputError", "CannotSimulate", "SpecError"]
 
 
 class InputError(ValueError):
@@ -39,3 +39,13 @@ def _one_line(text: str) -> str:
 class CannotSimulate(ValueError):
     """Valid input that simnet cannot simulate here (too large for the memory, too long for
     the engine's horizon); ``str()`` says why and what to change."""
+
+
+class SpecError(ValueError):
+    """A part of an input that does not fit (a generator's parameters, a fault, a job);
+    ``loc`` is where in that part, which the loader turns into file, line and field."""
+
+    def __init__(self, loc: tuple, message: str):
+        super().__init__(message)
+        self.loc = loc
+        self.message = message

@@ -28,12 +28,13 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from simnet.collectives import ALGORITHMS, build_schedule
 from simnet.collectives.replay import JobRun, Timing, replay_jobs
 from simnet.collectives.schedule import COPY, Schedule, ScheduleBuilder
+from simnet.errors import SpecError
 from simnet.model import plan as model_plan
 from simnet.model import timing as model_timing
 from simnet.model import tuning
 from simnet.topology.model import PS_PER_SECOND, Topology
 from simnet.topology.schema import Latency, Strict
-from simnet.units import parse_size
+from simnet.units import parse_share, parse_size
 
 __all__ = ["JobSpec", "JobError", "place_jobs", "check_jobs", "run_jobs", "JobsResult", "MAX_JOBS"]
 
@@ -41,23 +42,20 @@ MAX_JOBS = 16
 """Most jobs in one scenario: the interference matrix runs every pair (n(n-1)/2 replays)."""
 
 _RANDOM = re.compile(r"^random\((\d+)\)$")
-_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
 
 
-class JobError(ValueError):
+class JobError(SpecError):
     """A job that does not fit the topology; ``loc`` is its place in the job list."""
-
-    def __init__(self, loc: tuple, message: str):
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
 
 
 def _share(value: Any) -> float:
-    match = _PERCENT.match(value) if isinstance(value, str) else None
-    if not match or not 0 < float(match.group(1)) <= 100:
+    try:
+        share = parse_share(value)
+    except ValueError:
+        share = 0.0
+    if share <= 0:
         raise ValueError(f"{value!r} is not a load: give a share of each GPU's bandwidth, 0% < load <= 100%")
-    return float(match.group(1)) / 100
+    return share
 
 
 class BackgroundSpec(Strict):

@@ -105,6 +105,26 @@ def parse_bandwidth(text: object) -> float:
     return value
 
 
+_SHARE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
+
+
+def is_share(text: object) -> bool:
+    """Whether ``text`` is written as a percentage (``"25%"``)."""
+    return isinstance(text, str) and _SHARE.match(text) is not None
+
+
+def parse_share(text: object) -> float:
+    """Parse a percentage such as ``"25%"`` into a fraction of 0 .. 1.
+
+    >>> parse_share("25%")
+    0.25
+    """
+    match = _SHARE.match(text) if isinstance(text, str) else None
+    if match is None or not 0 <= float(match.group(1)) <= 100:
+        raise ValueError(f"{text!r} is not a share: give 0% .. 100%")
+    return float(match.group(1)) / 100
+
+
 def parse_time(text: object) -> float:
     """Parse a duration such as ``"1.5 us"`` into seconds (zero, or a magnitude within
     ``TIME_RANGE``; the sign is left to the caller)."""

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from simnet.budget import TooLarge, check_fits
+from simnet.errors import SpecError
 from simnet.topology.hardware import GPUS, pcie_bandwidth
 from simnet.topology.schema import Bandwidth, Count, GpuName, Latency, LinkSpec, NodeSpec, Strict, Transport
 
@@ -31,13 +32,8 @@ ELEMENT_BYTES = 3000
 measured (tracemalloc peak of a 2,048-GPU leaf-spine and a 300-GPU full mesh), plus headroom."""
 
 
-class GeneratorError(ValueError):
+class GeneratorError(SpecError):
     """A generator's parameters are wrong; ``loc`` is relative to the ``generate`` mapping."""
-
-    def __init__(self, loc: tuple, message: str):
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
 
 
 def _link(a: str, b: str, bandwidth: float, latency: float, type: str | None = None) -> LinkSpec:
