@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from simnet.collectives.kinds import COLLECTIVES
 from simnet.errors import InputError
 
 __all__ = ["main"]
@@ -98,7 +99,7 @@ def _console():
 @click.version_option(package_name="simnet")
 @click.option("--debug", is_flag=True, help="Show a traceback on an internal error (for bug reports).")
 def main(debug: bool) -> None:
-    """Predict AllReduce time, bus bandwidth and link saturation on a GPU cluster.
+    """Predict collective time (AllReduce and NCCL's others), bus bandwidth and link saturation on a GPU cluster.
 
     \b
     Example:
@@ -112,6 +113,8 @@ def main(debug: bool) -> None:
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-a", "--algorithm", "algorithms", multiple=True,
               help="Algorithm to run instead of the file's (repeatable; 'auto' or 'all' too).")
+@click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default=None,
+              help="Collective instead of the file's (sizes in nccl-tests' convention).")
 @click.option("-s", "--size", "sizes", multiple=True, help="Size instead of the file's, e.g. '64 MiB' (repeatable).")
 @click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
 @click.option("--model", type=click.Choice(["nccl", "ideal"]), default=None,
@@ -124,8 +127,9 @@ def main(debug: bool) -> None:
 @click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome trace (Perfetto, chrome://tracing) of the largest size.")
 @_friendly
-def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpus: int | None, model: str | None,
-        json_path: str | None, csv_path: Path | None, plot_dir: Path | None, trace_path: Path | None) -> None:
+def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, sizes: tuple[str, ...], gpus: int | None,
+        model: str | None, json_path: str | None, csv_path: Path | None, plot_dir: Path | None,
+        trace_path: Path | None) -> None:
     """Simulate SCENARIO and print time, bandwidth and the bottleneck per size and algorithm.
 
     With a workload in the scenario, also the training step per algorithm: iteration
@@ -135,6 +139,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     Example:
       simnet run scenarios/cross_rack.yaml
       simnet run scenarios/cross_rack.yaml -a ring -a hierarchical -s '256 MiB' --json out.json
+      simnet run scenarios/cross_rack.yaml -c all_gather
     """
     from simnet import units
     from simnet.report.export import results_csv, results_json, write_text
@@ -152,9 +157,9 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
         raise InputError("--json, --csv and --trace must name different files")
     if plot_dir:
         output_dir(plot_dir, "--plot")
-    changes = {}
+    changes = _collective_option(spec, collective, algorithms, scenario)
     if algorithms:
-        changes["algorithms"] = _algorithm_option(algorithms, scenario)
+        changes["algorithms"] = _algorithm_option(algorithms, scenario, changes.get("collective", spec.collective))
     if sizes:
         changes["sizes"] = [_parse_option(units.parse_size, size, "--size", scenario) for size in sizes]
     if gpus is not None:
@@ -176,12 +181,16 @@ def run(scenario: Path, algorithms: tuple[str, ...], sizes: tuple[str, ...], gpu
     else:
         console = _console()
         gpus = len(spec.topology.gpus)
-        console.print(results_table(results, title=f"{spec.name}: AllReduce on {gpus} GPU{'s' if gpus > 1 else ''} "
-                                                  f"({spec.topology.name}), model {spec.model}"))
+        console.print(results_table(results, title=f"{spec.name}: {COLLECTIVES[spec.collective].title} on {gpus} "
+                                                  f"GPU{'s' if gpus > 1 else ''} ({spec.topology.name}), "
+                                                  f"model {spec.model}"))
         if (costs := conditions_table(results)) is not None:
             console.print(costs)
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
+        if "workload" in changes:
+            console.print(f"the scenario's training step is a data-parallel step of AllReduces: not shown for "
+                          f"{spec.collective}")
         _print_notes(console, results)
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
@@ -237,15 +246,34 @@ def _inputs_of(spec, scenario: Path) -> list[Path]:
     return files + [Path(p) for p in (spec.calibration, spec.topology.calibration) if p]
 
 
-def _algorithm_option(algorithms: tuple[str, ...], scenario: Path) -> list[str]:
-    """The algorithms ``-a`` names (``all`` expanded, each once), or ``InputError``."""
-    from simnet.collectives import ALGORITHMS
+def _algorithm_option(algorithms: tuple[str, ...], scenario: Path, collective: str = "allreduce") -> list[str]:
+    """The algorithms ``-a`` names for ``collective`` (``all`` expanded, each once), or ``InputError``."""
+    from simnet.collectives import algorithms_for
 
-    unknown = [a for a in algorithms if a not in ALGORITHMS and a not in ("auto", "all")]
+    table = algorithms_for(collective)
+    unknown = [a for a in algorithms if a not in table and a not in ("auto", "all")]
     if unknown:
-        raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r}; expected one of "
-                         f"{', '.join(ALGORITHMS)}, auto or all", scenario)
-    return list(dict.fromkeys(n for a in algorithms for n in (ALGORITHMS if a == "all" else [a])))
+        raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r} for {collective}; expected one of "
+                         f"{', '.join(table)}, auto or all", scenario)
+    return list(dict.fromkeys(n for a in algorithms for n in (table if a == "all" else [a])))
+
+
+def _collective_option(spec, collective: str | None, algorithms: tuple[str, ...], scenario: Path) -> dict:
+    """The scenario changes ``-c`` asks for: the collective, no workload (a data-parallel
+    step is AllReduces) and, unless ``-a`` names them, the file's algorithms that this
+    collective has (``auto`` when none)."""
+    if collective is None or collective == spec.collective:
+        return {}
+    if spec.jobs:
+        raise InputError(f"--collective: {scenario} has jobs, which run AllReduces; remove them to run another "
+                         "collective", scenario)
+    changes = {"collective": collective, **({"workload": None} if spec.workload is not None else {})}
+    if not algorithms:
+        from simnet.collectives import algorithms_for
+
+        table = algorithms_for(collective)
+        changes["algorithms"] = [a for a in spec.algorithms if a in table or a == "auto"] or ["auto"]
+    return changes
 
 
 def _gpu_counts(text: str, scenario: Path) -> list[int]:
@@ -322,6 +350,8 @@ def _split_values(text: str) -> list[str]:
 @click.option("--set", "sets", multiple=True, metavar="KEY=V1,V2",
               help="Sweep a dotted parameter, e.g. topology.generate.nic_bandwidth=100Gb/s,400Gb/s (repeatable).")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, help="Algorithms instead of the file's.")
+@click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default=None,
+              help="Collective instead of the file's.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Directory for results.jsonl, results.csv and plots (default: sweep-<scenario name>).")
 @click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
@@ -329,7 +359,7 @@ def _split_values(text: str) -> list[str]:
 @click.option("--scheduler", default=None, help="Dask scheduler address, or 'local' for a LocalCluster.")
 @_friendly
 def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorithms: tuple[str, ...],
-          out: Path | None, workers: int | None, scheduler: str | None) -> None:
+          collective: str | None, out: Path | None, workers: int | None, scheduler: str | None) -> None:
     """Sweep SCENARIO over GPU counts and parameters: speedup, iteration time, busbw.
 
     Finished points are appended to OUT/results.jsonl as they complete; running the
@@ -353,7 +383,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if not sep or not key.strip() or not _split_values(values):
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
         axes[key.strip()] = _split_values(values)
-    names = _algorithm_option(algorithms, scenario) if algorithms else None
+    if changes := _collective_option(spec, collective, algorithms, scenario):
+        spec = spec.replace(**changes)
+    names = _algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
     try:
         plan = plan_sweep(spec, counts, axes, names)
     except ValueError as exc:  # NCCL_ALGO / NCCL_PROTO
@@ -482,23 +514,28 @@ def _calibrate_with_progress(fit, topology, points):
 
 
 @main.command("algorithms")
-def algorithms_command() -> None:
-    """List the AllReduce algorithms, their options and contention-free closed forms.
+@click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default="allreduce", show_default=True,
+              help="The collective whose algorithms to list.")
+def algorithms_command(collective: str) -> None:
+    """List a collective's algorithms, their options and contention-free closed forms.
 
     \b
     Example:
       simnet algorithms
+      simnet algorithms -c reduce_scatter
     """
     from rich.table import Table
 
-    from simnet.collectives import ALGORITHMS
+    from simnet.collectives import algorithms_for
+    from simnet.collectives.kinds import collective as lookup
     from simnet.collectives.registry import COMMON_OPTIONS
 
-    table = Table(title="AllReduce algorithms (S bytes, N ranks, path latency L, bandwidth B per direction)",
-                  title_justify="left", show_lines=True)
+    kind = lookup(collective)
+    table = Table(title=f"{kind.title} algorithms (S bytes, N ranks, path latency L, bandwidth B "
+                        f"per direction): {kind.description}", title_justify="left", show_lines=True)
     for column in ("name", "what it does", "options", "closed form (contention-free)"):
         table.add_column(column, overflow="fold")
-    for algorithm in ALGORITHMS.values():
+    for algorithm in algorithms_for(collective).values():
         table.add_row(algorithm.name, algorithm.description, ", ".join(algorithm.options) or "-",
                       algorithm.closed_form)
     table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO / NCCL_PROTO honoured), simulated "

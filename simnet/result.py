@@ -1,10 +1,11 @@
 """What one simulated collective tells a person, and a scenario's worth of them.
 
 Plain data: times in seconds, sizes in bytes, bandwidths in GB/s = 1e9 B/s as
-nccl-tests prints them: ``algbw = size / time`` and ``busbw = algbw * 2(N-1)/N``. The
-numbers are computed by ``simnet.analysis``; ``simnet.report`` turns them into tables,
-files and pictures. An AllReduce over one GPU moves nothing: its time is 0 and its
-bandwidths are ``None`` (not infinite), so JSON never holds ``Infinity``.
+nccl-tests prints them: ``algbw = size / time`` and ``busbw = algbw * factor``, the factor
+the collective's (``2(N-1)/N`` for AllReduce; ``simnet.collectives.kinds``). The numbers
+are computed by ``simnet.analysis``; ``simnet.report`` turns them into tables, files and
+pictures. A collective over one GPU moves nothing: its time is 0 and its bandwidths are
+``None`` (not infinite), so JSON never holds ``Infinity``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Finding:
 
 @dataclass
 class Result:
-    """One collective of ``size_bytes`` over ``gpus`` ranks with ``algorithm``.
+    """One ``collective`` of ``size_bytes`` (nccl-tests' convention) over ``gpus`` ranks with ``algorithm``.
 
     ``links`` are ordered as the bottleneck ranking: longest saturated first, then busiest
     on average, so ``links[0]`` is the bottleneck and the first few are what plots show.
@@ -67,6 +68,7 @@ class Result:
     auto: dict | None = None  # when chosen by ``auto``: NCCL's pick, every candidate's time, the fastest
     variants: dict | None = None  # option -> {value: time_s} simnet tried, keeping the fastest (hierarchical's inner)
     conditions: dict | None = None  # with faults or stragglers: what they cost against the healthy run
+    collective: str = "allreduce"  # see simnet.collectives.kinds
     replay: Any = field(default=None, repr=False, compare=False)  # the timed schedule (traces, plots)
 
     @property
@@ -81,8 +83,11 @@ class Result:
 
     @property
     def busbw_GBps(self) -> float | None:
-        """algbw * 2(N-1)/N: the per-link rate a ring would need (nccl-tests' bus bandwidth)."""
-        return self.algbw_GBps * 2 * (self.gpus - 1) / self.gpus if self.moves_data else None
+        """algbw times the collective's factor (2(N-1)/N for AllReduce): nccl-tests' bus
+        bandwidth, the per-link rate a ring would need."""
+        from simnet.collectives.kinds import collective
+
+        return self.algbw_GBps * collective(self.collective).busbw_factor(self.gpus) if self.moves_data else None
 
     @property
     def bottleneck(self) -> LinkReport | None:
@@ -92,7 +97,8 @@ class Result:
     def to_dict(self) -> dict:
         """The result JSON of one run (with options, bottleneck and auto details)."""
         data = {
-            "algorithm": self.algorithm, "gpus": self.gpus, "size_bytes": self.size_bytes, "time_s": self.time_s,
+            "collective": self.collective, "algorithm": self.algorithm, "gpus": self.gpus,
+            "size_bytes": self.size_bytes, "time_s": self.time_s,
             "model": self.model, "protocol": self.protocol, "channels": self.channels,
             "algbw_GBps": self.algbw_GBps, "busbw_GBps": self.busbw_GBps,
             "bottleneck": self.bottleneck.name if self.bottleneck else None,
@@ -134,8 +140,9 @@ class Results:
             data["steps"] = self.steps
         return data
 
-    FLAT_COLUMNS = ("scenario", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
-                    "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction", "warnings")
+    FLAT_COLUMNS = ("scenario", "collective", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps",
+                    "busbw_GBps", "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction",
+                    "warnings")
 
     def rows(self) -> list[dict]:
         """One flat dict per run (the CSV and DataFrame rows): ``algorithm`` as asked
@@ -143,7 +150,8 @@ class Results:
         rows = []
         for r in self.runs:
             neck = r.bottleneck
-            rows.append({"scenario": self.scenario, "algorithm": "auto" if r.auto else r.algorithm,
+            rows.append({"scenario": self.scenario, "collective": r.collective,
+                         "algorithm": "auto" if r.auto else r.algorithm,
                          "ran": r.algorithm, "gpus": r.gpus,
                          "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_GBps": r.algbw_GBps,
                          "busbw_GBps": r.busbw_GBps, "model": r.model, "protocol": r.protocol or "",

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from simnet.analysis import find_warnings, link_reports
-from simnet.collectives import ALGORITHMS, build_schedule, replay
-from simnet.collectives.registry import COMMON_OPTIONS
+from simnet.collectives import build_schedule, replay
+from simnet.collectives.kinds import ALLREDUCE
+from simnet.collectives.kinds import collective as lookup_collective
+from simnet.collectives.registry import COMMON_OPTIONS, algorithms_for
 from simnet.conditions import Fault, check_reachable, resolve_faults, straggler_delays
 from simnet.model import DEFAULT_MODEL, tuning
 from simnet.model import plan as model_plan
@@ -48,8 +50,10 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
              timeline: bool = False, model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
              calibration: Calibration | str | Path | None = None, reuse: Mapping[str, Result] | None = None,
-             faults: list | None = None, stragglers: Mapping | None = None, **options) -> Result:
-    """Simulate one AllReduce of ``size`` bytes; ``algorithm`` may be ``"auto"``.
+             faults: list | None = None, stragglers: Mapping | None = None, collective: str = ALLREDUCE,
+             **options) -> Result:
+    """Simulate one ``collective`` (default AllReduce; ``simnet.collectives.kinds``) of
+    ``size`` bytes in nccl-tests' convention; ``algorithm`` may be ``"auto"``.
 
     ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates) or
     ``"ideal"`` (line rate); ``calibration`` refines ``nccl`` (a profile from ``simnet
@@ -71,10 +75,11 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topo.calibration)
     conditions = _Conditions.of(topo, faults, stragglers)
-    result = _simulate(topo, algorithm, size, timeline, model, env, calibration, reuse, conditions, options)
+    point = _Point(topo, lookup_collective(collective).name, model, env, calibration)
+    result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
     if not conditions:
         return result
-    healthy = _simulate(topo, result.algorithm, size, False, model, env, calibration, None, _Conditions(), options)
+    healthy = point.simulate(result.algorithm, size, False, None, _Conditions(), options)
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
 
 
@@ -113,30 +118,84 @@ class _Conditions:
         }
 
 
-def _simulate(topo: Topology, algorithm: str, size: int, timeline: bool, model: str, env: dict,
-              calibration: Calibration | None, reuse: Mapping[str, Result] | None, conditions: _Conditions,
-              options: dict) -> Result:
-    if algorithm == "auto" and len(topo.gpus) > 1:
-        return _auto(topo, size, timeline, model, env, calibration, options, conditions, reuse)
-    if algorithm not in ALGORITHMS and algorithm != "auto":
-        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)} or auto")
-    if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
-        return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
-                      options=dict(options), model=model)
-    if algorithm == "hierarchical" and options.get("inner") is None:
-        return _fastest_inner(topo, size, timeline, model, env, calibration, options, conditions)
-    engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
-    size = int(size)
-    decided = model_plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options, env.get("NCCL_PROTO"),
-                         calibration)
-    schedule = build_schedule(algorithm, topo, size, **decided.options)
-    run = replay(schedule, topo, timing=model_timing(decided, schedule, topo), timeline=timeline,
-                 faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
-    links = link_reports(run)
-    warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"))
-    return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
-                  warnings=warnings, options=dict(options), model=model, protocol=decided.protocol,
-                  channels=schedule.info.get("channels"), replay=run)
+@dataclass(frozen=True)
+class _Point:
+    """What every run of one ``simulate`` call shares: the ranks, the collective and the model."""
+
+    topo: Topology
+    collective: str
+    model: str
+    env: dict
+    calibration: Calibration | None
+
+    @property
+    def function(self) -> str:
+        """NCCL's function name for the collective (its rows of NCCL's model)."""
+        return lookup_collective(self.collective).nccl
+
+    def simulate(self, algorithm: str, size: int, timeline: bool, reuse: Mapping[str, Result] | None,
+                 conditions: _Conditions, options: dict) -> Result:
+        topo, table = self.topo, algorithms_for(self.collective)
+        if algorithm == "auto" and len(topo.gpus) > 1:
+            return self._auto(size, timeline, options, conditions, reuse)
+        if algorithm not in table and algorithm != "auto":
+            raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
+                             f"{', '.join(table)} or auto")
+        if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
+            return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
+                          options=dict(options), model=self.model, collective=self.collective)
+        if algorithm == "hierarchical" and options.get("inner") is None:
+            return self._fastest_inner(size, timeline, options, conditions)
+        engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
+        size = int(size)
+        decided = model_plan(self.model, topo, algorithm, size, options, table[algorithm].options,
+                             self.env.get("NCCL_PROTO"), self.calibration, self.function)
+        schedule = build_schedule(algorithm, topo, size, collective=self.collective, **decided.options)
+        run = replay(schedule, topo, timing=model_timing(decided, schedule, topo), timeline=timeline,
+                     faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
+        links = link_reports(run)
+        warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"))
+        return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
+                      warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
+                      channels=schedule.info.get("channels"), replay=run, collective=self.collective)
+
+    def _fastest_inner(self, size: int, timeline: bool, options: dict, conditions: _Conditions) -> Result:
+        """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
+        run, its ``options["inner"]`` saying which, ``variants`` every one's time."""
+        runs = {inner: self.simulate("hierarchical", size, timeline, None, conditions, {**options, "inner": inner})
+                for inner in HIERARCHICAL_VARIANTS}
+        best = min(runs, key=lambda inner: runs[inner].time_s)
+        return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}})
+
+    def _auto(self, size: int, timeline: bool, options: dict, conditions: _Conditions,
+              known: Mapping[str, Result] | None = None) -> Result:
+        """NCCL's pick (its cost model), simulated, with every other algorithm NCCL could run
+        here simulated beside it (or taken from ``known``, results of the same call by
+        algorithm); the result is a copy of NCCL's pick, ``auto`` says what was faster.
+        Point-to-point collectives (AllToAll, SendRecv) have one way in NCCL: ``direct``."""
+        known = known or {}
+        if lookup_collective(self.collective).point_to_point:
+            run = known.get("direct") or self.simulate("direct", size, timeline, None, conditions, options)
+            return replace(run, auto={
+                "nccl_pick": {"algorithm": "SendRecv", "protocol": run.protocol, "predicted_s": None},
+                "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
+                "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
+        nccl_algo, nccl_proto = self.env.get("NCCL_ALGO"), self.env.get("NCCL_PROTO")
+        system = tuning.system_of(self.topo)
+        choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
+        allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO", self.function)
+        candidates = [a for a in tuning.ALGORITHMS
+                      if a in allowed and tuning.unavailable(system, a, self.function) is None]
+        results = {a: known.get(tuning.SIMNET_NAMES[a]) or self.simulate(
+            tuning.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
+        fastest = min(results, key=lambda a: results[a].time_s)
+        return replace(results[choice.algorithm], auto={
+            "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol, "predicted_s": choice.time_s},
+            "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
+            "fastest": tuning.SIMNET_NAMES[fastest],
+            "fastest_hint": f"NCCL_ALGO={fastest}",
+            "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
+        })
 
 
 HIERARCHICAL_VARIANTS = ("tree", "ring")
@@ -144,44 +203,10 @@ HIERARCHICAL_VARIANTS = ("tree", "ring")
 the faster kept (NCCL's Tree first, so it wins ties)."""
 
 
-def _fastest_inner(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
-                   options: dict, conditions: _Conditions) -> Result:
-    """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
-    run, its ``options["inner"]`` saying which, ``variants`` every one's time."""
-    runs = {inner: _simulate(topo, "hierarchical", size, timeline, model, env, calibration, None, conditions,
-                             {**options, "inner": inner}) for inner in HIERARCHICAL_VARIANTS}
-    best = min(runs, key=lambda inner: runs[inner].time_s)
-    return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}})
-
-
 def _calibration(value: Calibration | str | Path | None) -> Calibration | None:
     if value is None or isinstance(value, Calibration):
         return value
     return load_calibration(value)
-
-
-def _auto(topo: Topology, size: int, timeline: bool, model: str, env: dict, calibration: Calibration | None,
-          options: dict, conditions: _Conditions, known: Mapping[str, Result] | None = None) -> Result:
-    """NCCL's pick (its cost model), simulated, with every other algorithm NCCL could run
-    here simulated beside it (or taken from ``known``, results of the same call by
-    algorithm); the result is a copy of NCCL's pick, ``auto`` says what was faster."""
-    nccl_algo, nccl_proto = env.get("NCCL_ALGO"), env.get("NCCL_PROTO")
-    system = tuning.system_of(topo)
-    choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto)
-    allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO")
-    candidates = [a for a in tuning.ALGORITHMS if a in allowed and tuning.unavailable(system, a) is None]
-    known = known or {}
-    results = {a: known.get(tuning.SIMNET_NAMES[a]) or _simulate(
-        topo, tuning.SIMNET_NAMES[a], size, timeline, model, env, calibration, None, conditions, options)
-        for a in candidates}
-    fastest = min(results, key=lambda a: results[a].time_s)
-    return replace(results[choice.algorithm], auto={
-        "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol, "predicted_s": choice.time_s},
-        "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
-        "fastest": tuning.SIMNET_NAMES[fastest],
-        "fastest_hint": f"NCCL_ALGO={fastest}",
-        "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
-    })
 
 
 def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
@@ -206,6 +231,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         for algorithm in sorted(scenario.algorithms, key=lambda a: a == "auto"):
             results[algorithm] = simulate(scenario.topology, algorithm, size, timeline=timeline,
                                           model=scenario.model, calibration=scenario.calibration,
+                                          collective=scenario.collective,
                                           reuse=results, **scenario.conditions(), **scenario.options)
             done += 1
             if progress:

@@ -23,6 +23,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from simnet import units
 from simnet.collectives.hierarchical import INNER_ALGORITHMS
+from simnet.collectives.kinds import COLLECTIVES
 from simnet.conditions import (
     Fault,
     FaultError,
@@ -120,6 +121,7 @@ class Options(Strict):
     ps_servers: Annotated[int, Field(ge=1)] | None = None
     reduce_bandwidth: Bandwidth | None = None
     message_overhead: Latency | None = None
+    pxn: bool | None = None  # all_to_all / send_recv across hosts through the peer's rail (NCCL's default)
 
 
 class Workload(Strict):
@@ -173,7 +175,7 @@ class ScenarioSpec(Strict):
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
     topology: str | dict[str, Any]
-    collective: Literal["allreduce"] = "allreduce"
+    collective: Literal[tuple(COLLECTIVES)] = "allreduce"  # type: ignore[valid-type]
     model: Literal["nccl", "ideal"] = "nccl"
     calibration: str | None = None  # a profile from simnet calibrate, relative to this file
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
@@ -209,15 +211,11 @@ class ScenarioSpec(Strict):
 
     @field_validator("algorithms")
     @classmethod
-    def _known(cls, value):
-        from simnet.collectives import ALGORITHMS
-
+    def _listed_once(cls, value):
         names = [value] if isinstance(value, str) else value
         if not names:
             raise ValueError("no algorithms: list at least one (or write all, or auto)")
         for i, name in enumerate(names):
-            if name not in ALGORITHMS and name not in ("all", AUTO):
-                raise ValueError(f"unknown algorithm {name!r}; expected {', '.join([*ALGORITHMS, AUTO])} or all")
             if name in names[:i]:
                 raise ValueError(f"{name!r} is listed twice")
         return value
@@ -233,6 +231,7 @@ class Scenario:
     algorithms: list[str]
     options: dict[str, Any]
     description: str = ""
+    collective: str = "allreduce"  # see simnet.collectives.kinds
     model: str = "nccl"
     calibration: str | None = None  # profile path; else the topology's
     workload: Workload | None = None
@@ -275,7 +274,7 @@ class Scenario:
         return clone
 
 
-_REPLACEABLE = ("topology", "sizes", "algorithms", "options", "model", "calibration", "workload", "sweep")
+_REPLACEABLE = ("topology", "sizes", "algorithms", "options", "model", "calibration", "workload", "sweep", "collective")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -340,19 +339,36 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         check_jobs(topology, jobs)
     except JobError as exc:
         raise source.error(("jobs", *exc.loc), exc.message) from None
-    algorithms = spec.algorithms
-    if algorithms == "all":
-        from simnet.collectives import ALGORITHMS
-
-        algorithms = list(ALGORITHMS)
-    elif isinstance(algorithms, str):
-        algorithms = [algorithms]
-    return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=list(algorithms),
+    algorithms = _algorithms(spec, source)
+    if spec.collective != "allreduce":
+        for key in ("workload", "jobs"):
+            if getattr(spec, key):
+                raise source.error((key,), f"{key} run AllReduces (a data-parallel step); this scenario's collective "
+                                           f"is {spec.collective}: remove {key} or the collective")
+    return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
+                    collective=spec.collective,
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
                     model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data, faults=faults, stragglers=stragglers, jobs=jobs)
+
+
+def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
+    """The scenario's algorithms (``all`` expanded), each one its collective has, or one
+    line naming the entry that is not."""
+    from simnet.collectives import algorithms_for
+
+    table = algorithms_for(spec.collective)
+    if spec.algorithms == "all":
+        return list(table)
+    names = [spec.algorithms] if isinstance(spec.algorithms, str) else list(spec.algorithms)
+    for i, name in enumerate(names):
+        if name not in table and name not in ("all", AUTO):
+            raise source.error(("algorithms", i) if isinstance(spec.algorithms, list) else ("algorithms",),
+                               f"unknown algorithm {name!r} for {spec.collective}; expected "
+                               f"{', '.join([*table, AUTO])} or all")
+    return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:

@@ -86,7 +86,7 @@ def test_the_check_catches_a_missing_dependency():
     schedule = build_schedule("ring", CLUSTER, 800, ranks=CLUSTER.gpus[:4])
     schedule.dep_ptr = np.zeros_like(schedule.dep_ptr)  # forget every dependency
     schedule.dep_idx = schedule.dep_idx[:0]
-    with pytest.raises(AllReduceMismatch, match="wrong sum"):
+    with pytest.raises(AllReduceMismatch, match="wrong allreduce data"):
         check_allreduce(schedule)
 
 

@@ -18,7 +18,7 @@ EXPECTED = {
                          "model, calibration, size, sizes, algorithms, gpus, options, workload, sweep, variants, cost, "
                          "faults, stragglers, jobs, placement"),
     "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
-    "unknown_algorithm.yaml": (4, "algorithms: unknown algorithm 'butterfly'; expected ring, tree, nvls, nvls_tree, "
+    "unknown_algorithm.yaml": (4, "algorithms[1]: unknown algorithm 'butterfly' for allreduce; expected ring, tree, nvls, nvls_tree, "
                                   "collnet_direct, collnet_chain, hierarchical, halving_doubling, recursive_doubling, "
                                   "direct, binary_tree, double_binary_tree, naive, ps, auto or all"),
     "missing_topology.yaml": (2, "topology: no topology file '{dir}/../../topologies/nope.yaml'"),

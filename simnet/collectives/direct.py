@@ -1,5 +1,6 @@
 """Direct algorithms: a parameter server, every rank sending to every other (naive), and
-reduce-scatter + all-gather as all-to-all exchanges (direct)."""
+reduce-scatter + all-gather as all-to-all exchanges (direct, and its two halves as the
+direct ReduceScatter and AllGather)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 
-__all__ = ["ps", "naive", "direct", "parameter_servers"]
+__all__ = ["ps", "naive", "direct", "direct_reduce_scatter", "direct_all_gather", "parameter_servers"]
 
 
 def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | list[str] | None,
@@ -86,6 +87,22 @@ def naive(topology: Topology, ranks: list[str], size: int) -> Schedule:
     return b.build()
 
 
+def _scatter(b: ScheduleBuilder, n: int, bounds: np.ndarray, step: int = 0) -> np.ndarray:
+    """Every rank sends part j to rank j, which adds it; returns (n,) ids after which rank j's part is summed."""
+    src, dst = np.nonzero(~np.eye(n, dtype=bool))
+    scattered = b.add(src, dst, bounds[dst], bounds[dst + 1], REDUCE, step=step, channel=0)
+    into = np.full((n, n), -1, dtype=np.int64)  # into[j, i]: rank i's part j sent to rank j
+    into[dst, src] = scattered
+    return b.join(np.arange(n), into)
+
+
+def _gather(b: ScheduleBuilder, n: int, bounds: np.ndarray, owned: np.ndarray | None = None, step: int = 0) -> None:
+    """Every rank sends its part (final once ``owned[rank]`` is delivered) to every other rank."""
+    src, dst = np.nonzero(~np.eye(n, dtype=bool))
+    deps = [owned[src]] if owned is not None else []
+    b.add(src, dst, bounds[src], bounds[src + 1], COPY, deps=deps, step=step, channel=0)
+
+
 @register("direct", "reduce-scatter then all-gather as all-to-all exchanges of S/N pieces",
           "2*(L + (N-1)/N * S/B) through one switch (each port carries (N-1)/N of S each way, twice)")
 def direct(topology: Topology, ranks: list[str], size: int) -> Schedule:
@@ -96,10 +113,27 @@ def direct(topology: Topology, ranks: list[str], size: int) -> Schedule:
     n = len(ranks)
     if n > 1:
         bounds = split_range(0, size, n)
-        src, dst = np.nonzero(~np.eye(n, dtype=bool))
-        scattered = b.add(src, dst, bounds[dst], bounds[dst + 1], REDUCE, step=0, channel=0)
-        into = np.full((n, n), -1, dtype=np.int64)  # into[j, i]: rank i's piece j sent to rank j
-        into[dst, src] = scattered
-        owned = b.join(np.arange(n), into)  # piece j is summed once all N-1 have arrived
-        b.add(dst, src, bounds[dst], bounds[dst + 1], COPY, deps=[owned[dst]], step=1, channel=0)
+        _gather(b, n, bounds, _scatter(b, n, bounds), step=1)
+    return b.build()
+
+
+_HALF = "L + (N-1)/N * S/B through one switch (each port carries (N-1)/N of S)"
+
+
+@register("direct", "every rank sends part j of its buffer to rank j at once, which adds them", _HALF,
+          collective="reduce_scatter")
+def direct_reduce_scatter(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """Direct ReduceScatter: the first half of ``direct``. Through one switch: ``L + (N-1)/N * S/B``."""
+    b = ScheduleBuilder("direct", ranks, size)
+    if len(ranks) > 1:
+        _scatter(b, len(ranks), split_range(0, size, len(ranks)))
+    return b.build()
+
+
+@register("direct", "every rank sends its part to every other rank at once", _HALF, collective="all_gather")
+def direct_all_gather(topology: Topology, ranks: list[str], size: int) -> Schedule:
+    """Direct AllGather: the second half of ``direct``. Through one switch: ``L + (N-1)/N * S/B``."""
+    b = ScheduleBuilder("direct", ranks, size)
+    if len(ranks) > 1:
+        _gather(b, len(ranks), split_range(0, size, len(ranks)))
     return b.build()

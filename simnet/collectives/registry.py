@@ -1,7 +1,9 @@
 """The public algorithm names (`simnet algorithms`) and the options each one understands.
 
 An algorithm is a plain function ``(topology, ranks, size, **options) -> Schedule``,
-registered with a one-line description and its contention-free closed form.
+registered for one collective (``simnet.collectives.kinds``) with a one-line description
+and its contention-free closed form. ``ALGORITHMS`` are AllReduce's; ``REGISTRY`` holds
+every collective's, by collective then name.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from simnet.collectives.kinds import ALLREDUCE, COLLECTIVES, collective
 from simnet.collectives.schedule import Schedule
 from simnet.topology.model import Topology
 
-__all__ = ["Algorithm", "ALGORITHMS", "LISTING", "register", "build_schedule", "chunk_count", "COMMON_OPTIONS",
-           "order_algorithms"]
+__all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "build_schedule", "chunk_count",
+           "COMMON_OPTIONS", "order_algorithms", "algorithms_for"]
 
 COMMON_OPTIONS = ("reduce_bandwidth", "message_overhead")
 """Options every algorithm accepts; the replay, not the schedule, applies them."""
@@ -22,35 +25,47 @@ COMMON_OPTIONS = ("reduce_bandwidth", "message_overhead")
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A registered AllReduce algorithm."""
+    """A registered algorithm of one collective."""
 
     name: str
     build: Callable[..., Schedule]
     description: str
     closed_form: str
     options: tuple[str, ...]
+    collective: str = ALLREDUCE
 
 
-ALGORITHMS: dict[str, Algorithm] = {}
+REGISTRY: dict[str, dict[str, Algorithm]] = {name: {} for name in COLLECTIVES}
+ALGORITHMS: dict[str, Algorithm] = REGISTRY[ALLREDUCE]
 
-LISTING = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "hierarchical", "halving_doubling",
-           "recursive_doubling", "direct", "binary_tree", "double_binary_tree", "naive", "ps")
+LISTING = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat", "hierarchical",
+           "halving_doubling", "recursive_doubling", "direct", "pairwise", "binary_tree", "double_binary_tree", "naive",
+           "ps")
 """NCCL's algorithms first, then the textbook ones, then the architectures a person picks."""
 
 
 def order_algorithms() -> None:
-    """Reorder ``ALGORITHMS`` as ``LISTING`` (any others after, as registered)."""
-    ordered = {name: ALGORITHMS[name] for name in LISTING if name in ALGORITHMS}
-    ordered.update({k: v for k, v in ALGORITHMS.items() if k not in ordered})
-    ALGORITHMS.clear()
-    ALGORITHMS.update(ordered)
+    """Reorder every collective's algorithms as ``LISTING`` (any others after, as registered)."""
+    for table in REGISTRY.values():
+        ordered = {name: table[name] for name in LISTING if name in table}
+        ordered.update({k: v for k, v in table.items() if k not in ordered})
+        table.clear()
+        table.update(ordered)
 
 
-def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = ()):
-    """Decorator: publish ``fn`` under ``name``."""
+def algorithms_for(name: str) -> dict[str, Algorithm]:
+    """The algorithms of collective ``name`` (``ValueError`` for an unknown collective)."""
+    from simnet import collectives  # noqa: F401  (registers the algorithms)
+
+    return REGISTRY[collective(name).name]
+
+
+def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = (),
+             collective: str = ALLREDUCE):
+    """Decorator: publish ``fn`` under ``name`` for ``collective``."""
 
     def decorate(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
-        ALGORITHMS[name] = Algorithm(name, fn, description, closed_form, options)
+        REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective)
         return fn
 
     return decorate
@@ -64,23 +79,23 @@ def chunk_count(nbytes: int, chunk_size: int | None) -> int:
 
 
 def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | None = None,
-                   **options) -> Schedule:
-    """The schedule of algorithm ``name`` for ``size`` bytes over ``ranks`` (default: all GPUs).
+                   collective: str = ALLREDUCE, **options) -> Schedule:
+    """The schedule of ``collective``'s algorithm ``name`` for ``size`` bytes (in nccl-tests'
+    convention for the collective) over ``ranks`` (default: all GPUs).
 
     Options an algorithm does not use are ignored, so one option set serves a list of
     algorithms; an option no algorithm knows is refused.
     """
-    from simnet import collectives  # noqa: F401  (registers the algorithms)
-
-    if name not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; expected one of {', '.join(ALGORITHMS)}")
-    known = set(COMMON_OPTIONS).union(*(a.options for a in ALGORITHMS.values()))
+    table = algorithms_for(collective)
+    if name not in table:
+        raise ValueError(f"unknown algorithm {name!r} for {collective}; expected one of {', '.join(table)}")
+    known = set(COMMON_OPTIONS).union(*(a.options for t in REGISTRY.values() for a in t.values()))
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"unknown option {unknown[0]!r}; expected one of {', '.join(sorted(known))}")
     if size < 0:
         raise ValueError("size must not be negative")
-    algorithm = ALGORITHMS[name]
+    algorithm = table[name]
     mine = {k: v for k, v in options.items() if k in algorithm.options and v is not None}
     _check_pieces(name, int(size), mine.get("chunk_size"))
     return algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)

@@ -1,4 +1,4 @@
-"""Prove a schedule computes an AllReduce by running it on real numbers.
+"""Prove a schedule computes its collective by running it on real numbers.
 
 Every rank starts with its own random integer vector; other nodes start with zeros. The
 schedule is executed with the data semantics of ``simnet.collectives.schedule`` (read
@@ -27,11 +27,15 @@ import numpy as np
 
 from simnet.collectives.schedule import REDUCE, Schedule
 
-__all__ = ["check_allreduce", "run_on_data", "run_in_time_order", "AllReduceMismatch"]
+__all__ = ["check_allreduce", "check_collective", "expected_buffers", "run_on_data", "run_in_time_order",
+           "AllReduceMismatch", "CollectiveMismatch"]
 
 
-class AllReduceMismatch(AssertionError):
-    """The schedule does not leave every rank with the sum of all inputs."""
+class CollectiveMismatch(AssertionError):
+    """The schedule does not leave every rank with what its collective defines."""
+
+
+AllReduceMismatch = CollectiveMismatch  # the name the AllReduce checks have always raised
 
 
 def run_on_data(schedule: Schedule, inputs: np.ndarray, lifo: bool = False) -> np.ndarray:
@@ -77,7 +81,7 @@ def run_on_data(schedule: Schedule, inputs: np.ndarray, lifo: bool = False) -> n
             if waiting[d] == 0 and not blocked[d]:
                 starts.append(d)
     if done != n:
-        raise AllReduceMismatch(f"{schedule.algorithm}: {n - done} transfers never became ready (a dependency cycle)")
+        raise CollectiveMismatch(f"{schedule.algorithm}: {n - done} transfers never became ready (a dependency cycle)")
     return buffers
 
 
@@ -117,23 +121,67 @@ def interval_edges(schedule: Schedule) -> np.ndarray:
     return np.unique(np.concatenate([[0, schedule.size], schedule.lo, schedule.hi]))
 
 
-def check_allreduce(schedule: Schedule, seed: int = 0, timed=None) -> None:
-    """Raise ``AllReduceMismatch`` unless every rank ends with the exact sum of all inputs,
-    in dependency order (FIFO and LIFO) and, with ``timed`` (a ``Replay`` of this
+def expected_buffers(collective: str, inputs: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, defined): what every rank must hold in each piece (the pieces cut by
+    ``edges``) after ``collective`` over ``inputs`` (ranks x pieces), and where that is
+    defined (a rank's other bytes are free); see ``simnet.collectives.kinds``."""
+    from simnet.collectives.kinds import collective as lookup
+    from simnet.collectives.schedule import split_range
+
+    n = inputs.shape[0]
+    total = int(edges[-1])
+    start = edges[:-1]
+    expected = np.zeros_like(inputs)
+    defined = np.zeros(inputs.shape, dtype=bool)
+    if lookup(collective).exchange:
+        size = total // n if n else 0
+        if collective == "all_to_all":  # block (i, j): rank i's data for rank j
+            block = np.searchsorted(split_range(0, total, n * n), start, side="right") - 1
+            sender, receiver = block // n, block % n
+        else:  # send_recv: rank i's buffer goes to rank i + 1
+            sender = np.minimum(start // max(size, 1), n - 1)
+            receiver = (sender + 1) % n
+        pieces = np.arange(len(start))
+        expected[receiver, pieces] = inputs[sender, pieces]
+        defined[receiver, pieces] = True
+        return expected, defined
+    owner = np.searchsorted(split_range(0, total, n), start, side="right") - 1  # whose part each piece is
+    if collective == "allreduce":
+        expected[:], defined[:] = inputs.sum(axis=0), True
+    elif collective == "reduce_scatter":
+        expected[owner, np.arange(len(start))] = inputs.sum(axis=0)
+        defined[owner, np.arange(len(start))] = True
+    elif collective == "all_gather":
+        expected[:], defined[:] = inputs[owner, np.arange(len(start))], True
+    elif collective == "broadcast":
+        expected[:], defined[:] = inputs[0], True
+    elif collective == "reduce":
+        expected[0], defined[0] = inputs.sum(axis=0), True
+    return expected, defined
+
+
+def check_collective(schedule: Schedule, collective: str, seed: int = 0, timed=None) -> None:
+    """Raise ``CollectiveMismatch`` unless every rank ends with exactly what ``collective``
+    defines, in dependency order (FIFO and LIFO) and, with ``timed`` (a ``Replay`` of this
     schedule), in the replay's real timed order."""
-    pieces = len(interval_edges(schedule)) - 1
+    edges = interval_edges(schedule)
     rng = np.random.default_rng(seed)
-    inputs = rng.integers(-(2**20), 2**20, size=(len(schedule.ranks), pieces), dtype=np.int64)
-    expected = inputs.sum(axis=0)
+    inputs = rng.integers(-(2**20), 2**20, size=(len(schedule.ranks), len(edges) - 1), dtype=np.int64)
+    expected, defined = expected_buffers(collective, inputs, edges)
     runs = [("FIFO", run_on_data(schedule, inputs)), ("LIFO", run_on_data(schedule, inputs, lifo=True))]
     if timed is not None:
         runs.append(("timed", run_in_time_order(schedule, timed.start_ps, timed.delivered_ps, inputs)))
     for order, buffers in runs:
         for rank, name in enumerate(schedule.ranks):
-            wrong = np.flatnonzero(buffers[rank] != expected)
+            wrong = np.flatnonzero(defined[rank] & (buffers[rank] != expected[rank]))
             if len(wrong):
-                edges = interval_edges(schedule)
                 p = int(wrong[0])
-                raise AllReduceMismatch(
-                    f"{schedule.algorithm}: rank {rank} ({name}) has a wrong sum in bytes "
+                raise CollectiveMismatch(
+                    f"{schedule.algorithm}: rank {rank} ({name}) has wrong {collective} data in bytes "
                     f"[{edges[p]}, {edges[p + 1]}) (order: {order})")
+
+
+def check_allreduce(schedule: Schedule, seed: int = 0, timed=None) -> None:
+    """Raise ``AllReduceMismatch`` unless every rank ends with the exact sum of all inputs
+    (``check_collective`` for an AllReduce)."""
+    check_collective(schedule, "allreduce", seed, timed)

@@ -20,8 +20,11 @@ Between the schedule and the fluid network it adds, from NCCL's published tuning
   network's figure raised by the transport's own latency (``TRANSPORT_LATENCY``); the
   collective starts after NCCL's base latency (``baseLat``: launch and setup).
 
-Algorithms NCCL does not have (halving-doubling, recursive doubling, direct, naive, ps,
-hierarchical, the textbook trees) run on NCCL-style point-to-point sends: Ring's (or, for
+Other collectives take their own rows of NCCL's model (its ReduceScatter, AllGather,
+Broadcast and Reduce: latency steps, bandwidth conversion, chunk sizes). Algorithms NCCL
+does not have for a collective (halving-doubling, recursive doubling, direct, naive, ps,
+hierarchical, the textbook trees, every AllToAll and SendRecv) run on NCCL-style
+point-to-point sends: Ring's (or, for
 the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
 ``NCCL_P2P_LL_THRESHOLD`` default), no ceiling beyond the links.
 """
@@ -78,23 +81,22 @@ class NcclPlan:
     system: tuning.System
     calibration: Calibration
     coarsening: float = 1.0  # the simulated chunk over NCCL's own chunk (>= 1, see MAX_PIECES)
-
-
-def _protocols(value: str | None) -> set[str]:
-    return tuning.parse_nccl_list(value, tuning.PROTOCOLS, "NCCL_PROTO")
+    function: str = "AllReduce"  # NCCL's function (its rows of the model)
+    size: int = 0  # bytes of the collective, in nccl-tests' convention
 
 
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
-         nccl_proto: str | None = None, calibration: Calibration | None = None) -> NcclPlan:
-    """The protocol NCCL would use for ``algorithm`` at ``size`` (within ``nccl_proto``, an
-    NCCL_PROTO value) and the schedule options (NCCL's chunk size for it unless
-    ``chunk_size`` was given; ``accepts``: the options the algorithm takes)."""
+         nccl_proto: str | None = None, calibration: Calibration | None = None,
+         function: str = "AllReduce") -> NcclPlan:
+    """The protocol NCCL would use for ``function``'s ``algorithm`` at ``size`` (within
+    ``nccl_proto``, an NCCL_PROTO value) and the schedule options (NCCL's chunk size for it
+    unless ``chunk_size`` was given; ``accepts``: the options the algorithm takes)."""
     system = tuning.system_of(topology)
-    allowed = _protocols(nccl_proto)
-    name = tuning.NCCL_NAMES.get(algorithm)
+    allowed = tuning.parse_nccl_list(nccl_proto, tuning.PROTOCOLS, "NCCL_PROTO", function)
+    name = tuning.native(function, algorithm)
     options = dict(options)
     if name is not None:
-        times = {p: tuning.predict(system, name, p, size) for p in tuning.PROTOCOLS if p in allowed}
+        times = {p: tuning.predict(system, name, p, size, function) for p in tuning.PROTOCOLS if p in allowed}
         times = {p: t for p, t in times.items() if t is not None}
         protocol = min(times, key=times.get) if times else "Simple"
         row = name
@@ -108,12 +110,13 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         # NCCL's chunk per channel, coarsened so that no channel pipelines more than MAX_PIECES of them
         channels = (tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree")
                     else 2 * tuning.graph(system, name).channels)
-        own = tuning.chunk_size(system, name, protocol, size)
+        own = tuning.chunk_size(system, name, protocol, size, function)
         options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
         coarsening = options["chunk_size"] / own
     else:
         coarsening = 1.0
-    return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening)
+    return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
+                    function, int(size))
 
 
 def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -147,16 +150,16 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     """The ``Timing`` of ``schedule`` under NCCL's model (see the module docstring)."""
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
     n = len(schedule)
-    size = schedule.size
+    size = decided.size  # the schedule addresses N x size bytes for an exchange (kinds.exchange_size)
     wire = WIRE_FACTOR[protocol]
-    factor = tuning.plateau(system, row, protocol, size)
+    factor = tuning.plateau(system, row, protocol, size, decided.function)
     intra, inter = tuning.step_latencies(system, row, protocol)
     physical, simple_extra = TRANSPORT_LATENCY[system.transport]
     if system.nic_latency is not None:  # the topology states its NICs' latency: that, once per step
         physical, simple_extra = system.nic_latency, 0.0
     inter += -system.net_latency * (2 if protocol == "Simple" else 1) + physical + (
         simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
-    if row == "Ring" and system.nodes > 1:
+    if row == "Ring" and system.nodes > 1 and decided.function not in ("Broadcast", "Reduce"):
         intra = max(intra, tuning.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
     pci = tuning.HW_LATENCY[PCIE][row][tuning.PROTOCOLS.index(protocol)]
     intra += fit.intra_step_latency * 1e6
@@ -190,7 +193,7 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     if decided.native and size > 0 and system.ranks > 1:
         # NCCL's algorithm bandwidth without its size correction for trees: the replay pipelines
         # the chunks itself, so the fill that correction stands for is already in the time
-        bandwidth = tuning.algorithm_bandwidth(system, row, protocol) * 1e9  # B/s of the buffer
+        bandwidth = tuning.algorithm_bandwidth(system, row, protocol, decided.function) * 1e9  # B/s of the buffer
         carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(connections))
         caps = carried[which] / size * bandwidth * wire
         caps[caps <= 0] = np.inf

@@ -26,15 +26,31 @@ from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
 __all__ = ["ALGORITHMS", "PROTOCOLS", "System", "Graph", "Choice", "system_of", "graph", "bus_bandwidth",
            "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies", "plateau", "predict", "enabled",
            "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size",
-           "nvls_channels"]
+           "nvls_channels", "FUNCTION_ALGORITHMS", "native"]
 
-ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")
-"""NCCL's AllReduce algorithms in its own order (nccl_tuner.h:28-34); PAT is AllGather/ReduceScatter only."""
+ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+"""NCCL's algorithms in its own order (nccl_tuner.h:28-35)."""
+FUNCTION_ALGORITHMS = {
+    "AllReduce": ALGORITHMS[:6],
+    "ReduceScatter": ("Ring", "CollNetDirect", "NVLS", "PAT"),
+    "AllGather": ("Ring", "CollNetDirect", "NVLS", "PAT"),
+    "Broadcast": ("Ring",),
+    "Reduce": ("Ring",),
+}
+"""The algorithms NCCL's tuner times for each function (tuning.cc:293-298): PAT is
+AllGather/ReduceScatter only, Broadcast and Reduce run on Ring alone."""
 PROTOCOLS = ("LL", "LL128", "Simple")
 """NCCL's protocols in its own order (nccl_tuner.h:38-40)."""
 SIMNET_NAMES = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
-                "NVLS": "nvls", "NVLSTree": "nvls_tree"}
+                "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat"}
 NCCL_NAMES = {v: k for k, v in SIMNET_NAMES.items()}
+
+
+def native(function: str, algorithm: str) -> str | None:
+    """NCCL's name for simnet's ``algorithm`` when NCCL's tuner times it for ``function``
+    (an NCCL function name), else None: it runs on NCCL's point-to-point sends."""
+    name = NCCL_NAMES.get(algorithm)
+    return name if name in FUNCTION_ALGORITHMS.get(function, ()) else None
 
 _HW = {NVLINK: 0, PCIE: 1, NET: 2}
 
@@ -42,16 +58,19 @@ _HW = {NVLINK: 0, PCIE: 1, NET: 2}
 # baseLatencies[algo][proto], us (tuning.cc:150-155)
 BASE_LATENCY = {
     "Tree": (6.8, 14.0, 8.4), "Ring": (6.6, 14.0, 8.4), "CollNetDirect": (0.0, 0.0, 0.0),
-    "CollNetChain": (0.0, 0.0, 0.0), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0),
+    "CollNetChain": (0.0, 0.0, 0.0), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0), "PAT": (8.0, 8.0, 8.0),
 }
 # hwLatencies[hw][algo][proto], us (tuning.cc:157-176); hw = NVLINK, PCI, NET
 HW_LATENCY = {
     NVLINK: {"Tree": (0.6, 1.25, 4.0), "Ring": (0.6, 1.9, 3.4), "CollNetDirect": (0.0, 0.0, 3.7),
-             "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 25.0), "NVLSTree": (0.0, 0.0, 25.0)},
+             "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 25.0), "NVLSTree": (0.0, 0.0, 25.0),
+             "PAT": (0.0, 0.0, 4.0)},
     PCIE: {"Tree": (1.0, 1.9, 4.0), "Ring": (1.0, 2.5, 5.7), "CollNetDirect": (0.0, 0.0, 3.7),
-           "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0)},
+           "CollNetChain": (0.0, 0.0, 2.8), "NVLS": (0.0, 0.0, 0.0), "NVLSTree": (0.0, 0.0, 0.0),
+           "PAT": (0.0, 0.0, 4.0)},
     NET: {"Tree": (5.0, 8.5, 14.0), "Ring": (2.7, 4.0, 14.0), "CollNetDirect": (0.0, 0.0, 31.0),
-          "CollNetChain": (0.0, 0.0, 30.0), "NVLS": (0.0, 0.0, 18.0), "NVLSTree": (0.0, 0.0, 20.9)},
+          "CollNetChain": (0.0, 0.0, 30.0), "NVLS": (0.0, 0.0, 18.0), "NVLSTree": (0.0, 0.0, 20.9),
+          "PAT": (0.0, 0.0, 14.0)},
 }
 # per-arch (Volta, Ampere, Hopper, Blackwell) x node column (1 node, 2 nodes, more) tables, GB/s
 LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))  # :178-183
@@ -209,6 +228,8 @@ def graph(system: System, algorithm: str) -> Graph:
       below 2 x bwIntra (pass 2), or the NIC path across nodes.
     * CollNet: one channel per NIC at the NIC path speed.
     """
+    if algorithm == "PAT":  # PAT runs on the tree's graph (init.cc: graphs[] = {tree, ring, ..., tree})
+        algorithm = "Tree"
     cc, ppn = system.cc, max(1, round(system.ppn))
     local = system.nvlink_bw if system.nvlink_bw > 0 else system.pci_bw
     if algorithm in ("NVLS", "NVLSTree"):
@@ -238,11 +259,18 @@ def graph(system: System, algorithm: str) -> Graph:
 
 
 # ---------------------------------------------------------------- enabled
-def enabled(system: System, algorithm: str, protocol: str) -> bool:
-    """Whether NCCL would consider (algorithm, protocol) for an AllReduce here by default
-    (tuning.cc:440-541, enqueue.cc:1989-2026)."""
-    if algorithm in ("NVLS", "NVLSTree", "CollNetDirect", "CollNetChain") and protocol != "Simple":
+def enabled(system: System, algorithm: str, protocol: str, function: str = "AllReduce") -> bool:
+    """Whether NCCL would consider (algorithm, protocol) for ``function`` (an NCCL function:
+    AllReduce, ReduceScatter, AllGather, Broadcast, Reduce) here by default
+    (tuning.cc:293-305, 345-365, 440-541; enqueue.cc:1989-2026)."""
+    if algorithm not in FUNCTION_ALGORITHMS[function]:
         return False
+    if algorithm in ("NVLS", "NVLSTree", "CollNetDirect", "CollNetChain", "PAT") and protocol != "Simple":
+        return False
+    if algorithm == "PAT":  # ncclPatEnable: SM60+, one GPU per node (tuning.cc:216-223)
+        return system.cc >= 60 and system.nodes == system.ranks
+    if function in ("ReduceScatter", "AllGather") and algorithm in ("NVLS", "CollNetDirect") and system.nodes > 1:
+        return False  # needs the CollNet plugin's iallgather/ireducescatter and a head per GPU (tuning.cc:345-365)
     if algorithm == "NVLS":
         return system.nvls and (system.nodes == 1 or system.collnet)
     if algorithm == "NVLSTree":
@@ -256,9 +284,10 @@ def enabled(system: System, algorithm: str, protocol: str) -> bool:
 
 
 # ---------------------------------------------------------------- bandwidth
-def bus_bandwidth(system: System, algorithm: str, protocol: str) -> float:
-    """NCCL's bus bandwidth for (algorithm, protocol), GB/s; 0 when unavailable (tuning.cc:305-382)."""
-    if not enabled(system, algorithm, protocol):
+def bus_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce") -> float:
+    """NCCL's bus bandwidth for (algorithm, protocol) of ``function``, GB/s; 0 when
+    unavailable (tuning.cc:305-382)."""
+    if not enabled(system, algorithm, protocol, function):
         return 0.0
     g = graph(system, algorithm)
     arch, column, nodes, ppn = _arch(system.cc), _column(system.nodes), system.nodes, system.ppn
@@ -267,7 +296,8 @@ def bus_bandwidth(system: System, algorithm: str, protocol: str) -> float:
     if algorithm in ("NVLS", "NVLSTree"):
         if g.channels < 2:
             return 0.0
-        intra = g.bw_intra * NVLS_EFFICIENCY[arch] * (g.channels - 1) / g.channels * 2
+        intra = g.bw_intra * NVLS_EFFICIENCY[arch] * (g.channels - 1) / g.channels
+        intra *= 2 if function == "AllReduce" else (ppn - 1) / ppn  # AllReduce pipelines two operations
         inter = g.bw_inter * (2 if nodes <= 2 and algorithm == "NVLSTree" else 1)
         cap = PER_CH_MAX_NVLS_TREE_BW[arch][column] if algorithm == "NVLSTree" else math.inf
         bw = min(intra, inter, cap)
@@ -286,6 +316,8 @@ def bus_bandwidth(system: System, algorithm: str, protocol: str) -> float:
                       g.channels * PER_CH_MAX_TREE_LL128_BW[arch][column])
         if g.tree_pattern:
             bus *= 0.85
+    elif algorithm == "PAT":
+        bus *= 0.75
     elif algorithm == "CollNetDirect":
         factor = ppn / g.channels
         factor -= (factor - 1) / 2
@@ -295,12 +327,20 @@ def bus_bandwidth(system: System, algorithm: str, protocol: str) -> float:
     return bus
 
 
-def algorithm_bandwidth(system: System, algorithm: str, protocol: str) -> float:
+def _steps(function: str, n: int) -> int:
+    """NCCL's nsteps of a ring over n ranks (tuning.cc:288-291)."""
+    return 2 * (n - 1) if function == "AllReduce" else n - 1 if function in ("ReduceScatter", "AllGather") else n
+
+
+def algorithm_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce") -> float:
     """NCCL's algorithm bandwidth (bytes of the buffer per second / 1e9): busBw times
-    n/(2(n-1)) for Ring and NVLS*, 1/2 otherwise (tuning.cc:377-382)."""
-    bus = bus_bandwidth(system, algorithm, protocol)
+    n/nsteps for Ring and NVLS* (n/(2(n-1)) for AllReduce), 1/2 otherwise, and busBw itself
+    for ReduceScatter and AllGather on anything but Ring (tuning.cc:377-382)."""
+    bus = bus_bandwidth(system, algorithm, protocol, function)
     n = system.ranks
-    ratio = n / (2 * (n - 1)) if algorithm in ("Ring", "NVLS", "NVLSTree") and n > 1 else 0.5
+    if algorithm != "Ring" and function in ("ReduceScatter", "AllGather"):
+        return bus
+    ratio = n / _steps(function, n) if algorithm in ("Ring", "NVLS", "NVLSTree") and n > 1 else 0.5
     return bus * ratio
 
 
@@ -316,20 +356,37 @@ def step_latencies(system: System, algorithm: str, protocol: str) -> tuple[float
     return intra, inter
 
 
-def latency(system: System, algorithm: str, protocol: str) -> float:
-    """NCCL's latency of one AllReduce, us, before the size-dependent plateau (tuning.cc:383-435)."""
+def same_channels(system: System) -> bool:
+    """Whether NCCL's ring channels all take the same path (``graph->sameChannels``):
+    simnet's estimate is one node or one NIC per node; across nodes with several NICs each
+    channel pair uses its own rails (``simnet.collectives.channels``)."""
+    return system.nodes == 1 or system.nics <= 1
+
+
+def latency(system: System, algorithm: str, protocol: str, function: str = "AllReduce") -> float:
+    """NCCL's latency of one ``function``, us, before the size-dependent plateau (tuning.cc:383-435)."""
     p = PROTOCOLS.index(protocol)
     n, nodes = system.ranks, system.nodes
     base = BASE_LATENCY[algorithm][p]
     intra, inter = step_latencies(system, algorithm, protocol)
     ppn_int = n // nodes
     log_nodes = int(math.log2(nodes)) if nodes > 0 else 0
+    steps = _steps(function, n)
+    if algorithm == "Ring" and function in ("Broadcast", "Reduce"):
+        hw = system.intra_hw if nodes == 1 else NET
+        lat = HW_LATENCY[hw]["Ring"][p]
+        if same_channels(system):
+            return base + lat
+        if protocol == "Simple":  # "some chunk latency, waiting for proper chunk modeling"
+            lat = HW_LATENCY[hw]["Tree"][p]
+        return base + steps * lat
     if algorithm == "Ring":
         overhead = NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1) if nodes > 1 else 0.0
         intra = max(intra, overhead)
-        steps = 2 * (n - 1)
-        inter_steps = 2 * (nodes - 1) if nodes > 1 else 0
+        inter_steps = (2 * (nodes - 1) if function == "AllReduce" else nodes - 1) if nodes > 1 else 0
         return base + (steps - inter_steps) * intra + inter_steps * inter
+    if algorithm == "PAT":
+        return base + log_nodes * (inter / 3.5) + n * 2.8
     if algorithm == "Tree":
         return base + 2 * ((ppn_int - 1) * intra + log_nodes * inter)
     if algorithm == "CollNetDirect":
@@ -341,40 +398,43 @@ def latency(system: System, algorithm: str, protocol: str) -> float:
     return base + intra + 2 * log_nodes * inter  # NVLSTree
 
 
-def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int) -> float:
+def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
     """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): Tree's is corrected
     by size (treeCorrectionFactor, tuning.cc:623-637)."""
-    bw = algorithm_bandwidth(system, algorithm, protocol)
+    bw = algorithm_bandwidth(system, algorithm, protocol, function)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
     if algorithm == "Tree" and 0 <= log_size < 23:
         bw *= TREE_CORRECTION[PROTOCOLS.index(protocol)][log_size]
     return bw
 
 
-def plateau(system: System, algorithm: str, protocol: str, nbytes: int) -> float:
+def plateau(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
     """The factor on a multi-node Ring/Simple AllReduce's latency once each rank's share of a
     channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:641-645)."""
-    if algorithm == "Ring" and protocol == "Simple" and system.nodes > 1:
+    if algorithm == "Ring" and protocol == "Simple" and system.nodes > 1 and function == "AllReduce":
         channels = 2 * graph(system, "Ring").channels  # comm->nChannels: the search channels, duplicated
         if nbytes // (channels * system.ranks) >= 64:
             return RING_PLATEAU if system.cc >= 80 else 1.9
     return 1.0
 
 
-def predict(system: System, algorithm: str, protocol: str, nbytes: int) -> float | None:
-    """NCCL's predicted time of one AllReduce of ``nbytes``, in seconds; None when NCCL
-    would not run (algorithm, protocol) here (tuning.cc:620-655)."""
-    bw = sized_bandwidth(system, algorithm, protocol, nbytes)
+def predict(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float | None:
+    """NCCL's predicted time of one ``function`` of ``nbytes`` (for ReduceScatter and
+    AllGather the whole buffer, count x ranks, as NCCL times it: enqueue.h
+    ncclFuncMaxSendRecvCount), in seconds; None when NCCL would not run (algorithm,
+    protocol) here (tuning.cc:620-655)."""
+    bw = sized_bandwidth(system, algorithm, protocol, nbytes, function)
     if bw <= 0:
         return None
-    lat = latency(system, algorithm, protocol) * plateau(system, algorithm, protocol, nbytes)
+    lat = latency(system, algorithm, protocol, function) * plateau(system, algorithm, protocol, nbytes, function)
     return (lat + nbytes / (1000 * bw)) * 1e-6
 
 
 # ---------------------------------------------------------------- choosing
-def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str) -> set[str]:
+def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str, function: str = "AllReduce") -> set[str]:
     """The names an ``NCCL_ALGO``/``NCCL_PROTO`` value enables: ``Ring``, ``ring,tree``, or
-    ``^LL128`` to disable; case-insensitive; ``allreduce:`` sections are honoured.
+    ``^LL128`` to disable; case-insensitive; sections for ``function`` (``allreduce:tree;
+    allgather:ring``) are honoured, other functions' ignored.
 
     >>> sorted(parse_nccl_list("^LL128", PROTOCOLS, "NCCL_PROTO"))
     ['LL', 'Simple']
@@ -385,7 +445,7 @@ def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str) -> set
     sections = [part for part in text.split(";") if part.strip()]
     for part in sections:  # "allreduce:tree,ring" applies to AllReduce; other functions' sections are ignored
         func, sep, rest = part.partition(":")
-        if sep and func.strip().lower() == "allreduce":
+        if sep and func.strip().lower() == function.lower():
             text = rest
             break
         if not sep:
@@ -407,10 +467,18 @@ def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str) -> set
     return set(names) - chosen if exclude else chosen
 
 
-def unavailable(system: System, algorithm: str) -> str | None:
-    """Why NCCL could not run ``algorithm`` here (one line), or None if it could."""
-    if any(enabled(system, algorithm, p) and bus_bandwidth(system, algorithm, p) > 0 for p in PROTOCOLS):
+def unavailable(system: System, algorithm: str, function: str = "AllReduce") -> str | None:
+    """Why NCCL could not run ``algorithm`` for ``function`` here (one line), or None if it could."""
+    if any(enabled(system, algorithm, p, function) and bus_bandwidth(system, algorithm, p, function) > 0
+           for p in PROTOCOLS):
         return None
+    if algorithm not in FUNCTION_ALGORITHMS[function]:
+        return f"NCCL has no {algorithm} {function} (it runs {', '.join(FUNCTION_ALGORITHMS[function])})"
+    if algorithm == "PAT":
+        return "PAT runs with one GPU per node only (ncclPatEnable)"
+    if function in ("ReduceScatter", "AllGather") and system.nodes > 1 and algorithm in ("NVLS", "CollNetDirect"):
+        return (f"{algorithm} {function} across nodes needs CollNet heads for every GPU and the SHARP plugin's "
+                f"i{function.lower()}, which simnet does not model")
     if algorithm == "NVLS":
         if not system.nvls:
             return "NVLS needs an NVSwitch that reduces (nvls: true; an H100 or later GPU)"
@@ -435,20 +503,20 @@ class Choice:
 
 
 def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None,
-         algorithms: tuple[str, ...] = ALGORITHMS) -> Choice:
-    """What NCCL runs for an AllReduce of ``nbytes``: the argmin of ``predict`` over the
+         algorithms: tuple[str, ...] = ALGORITHMS, function: str = "AllReduce") -> Choice:
+    """What NCCL runs for a ``function`` of ``nbytes``: the argmin of ``predict`` over the
     enabled pairs, algorithm-major then protocol, first on ties (enqueue.cc:2028-2117)."""
-    algos = parse_nccl_list(nccl_algo, ALGORITHMS, "NCCL_ALGO") & set(algorithms)
-    protos = parse_nccl_list(nccl_proto, PROTOCOLS, "NCCL_PROTO")
+    algos = parse_nccl_list(nccl_algo, ALGORITHMS, "NCCL_ALGO", function) & set(algorithms)
+    protos = parse_nccl_list(nccl_proto, PROTOCOLS, "NCCL_PROTO", function)
     table = {}
     for algorithm in ALGORITHMS:
         for protocol in PROTOCOLS:
             if algorithm in algos and protocol in protos:
-                time = predict(system, algorithm, protocol, nbytes)
+                time = predict(system, algorithm, protocol, nbytes, function)
                 if time is not None:
                     table[(algorithm, protocol)] = time
     if not table:
-        reasons = "; ".join(r for a in sorted(algos) if (r := unavailable(system, a)))
+        reasons = "; ".join(r for a in sorted(algos) if (r := unavailable(system, a, function)))
         raise ValueError(f"NCCL_ALGO={nccl_algo or ''} NCCL_PROTO={nccl_proto or ''} leave nothing NCCL could run "
                          f"here{': ' + reasons if reasons else ''}")
     (algorithm, protocol), time = min(table.items(), key=lambda item: item[1])
@@ -463,7 +531,7 @@ def nvls_channels(system: System) -> int:
     return 16
 
 
-def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int) -> int:
+def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
     """NCCL's pipeline chunk for one AllReduce, bytes per channel (enqueue.cc calcCollChunking,
     init.cc:810-826, collectives.h:19-34): Simple moves 4 MiB / 8 = 512 KiB steps, Ring's in
     1 MiB slices of its 2 MiB chunks; LL carries 8 of every 16 bytes of its 64 KiB steps
@@ -497,4 +565,6 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int) -> in
             while nbytes // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
                 chunk //= 2
         return chunk
+    if function in ("Broadcast", "Reduce"):  # BROADCAST/REDUCE_CHUNKSTEPS = 1 step of 512 KiB (collectives.h:27-34)
+        return 512 * 1024
     return 1024 * 1024 if algorithm == "Ring" else 512 * 1024

@@ -18,6 +18,7 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from simnet import units
+from simnet.collectives.kinds import COLLECTIVES
 from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
@@ -87,7 +88,8 @@ def plot_results(results, directory: str | Path) -> list[Path]:
     series = _by_algorithm(results)
     styles = series_styles(list(series))
 
-    for name, field, label, log_y in (("time_vs_size.png", "time_s", "AllReduce time", True),
+    title = COLLECTIVES[results.runs[0].collective].title
+    for name, field, label, log_y in (("time_vs_size.png", "time_s", f"{title} time", True),
                                       ("busbw_vs_size.png", "busbw_GBps", "bus bandwidth (GB/s)", False)):
         fig, ax = plt.subplots(figsize=(8, 5))
         for algorithm, runs in series.items():

@@ -14,6 +14,7 @@ from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from simnet import units
+from simnet.collectives.kinds import COLLECTIVES
 from simnet.compare import pareto_front
 from simnet.report.figures import pyplot, save, series_styles, time_axis
 
@@ -30,13 +31,19 @@ def _largest(record: dict) -> dict:
     return max(record["sizes"], key=lambda s: s["size_bytes"])
 
 
+def _title(records: list[dict]) -> str:
+    """The swept collective's name (records from before collectives were recorded: AllReduce)."""
+    return COLLECTIVES[records[0].get("collective", "allreduce")].title
+
+
 def sweep_table(records: list[dict], title: str) -> Table:
     """One row per point: GPUs, series, then iteration time/speedup/efficiency or time/busbw."""
     table = Table(title=title, title_justify="left")
     workload = "iteration_time_s" in records[0]
     columns = ["GPUs", "algorithm"]
     columns += ["iteration", "speedup", "efficiency", "exposed comm"] if workload else []
-    columns += [f"AllReduce {units.format_size(_largest(records[0])['size_bytes'])}", "busbw GB/s", "bottleneck"]
+    columns += [f"{_title(records)} {units.format_size(_largest(records[0])['size_bytes'])}", "busbw GB/s",
+                "bottleneck"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("algorithm", "bottleneck") else "right")
     for record in sorted(records, key=lambda r: (series_label(r), r["gpus"])):
@@ -113,13 +120,13 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     bus.set_ylim(bottom=0)
     bus.grid(True, alpha=0.3)
     size = units.format_size(_largest(records[0])["size_bytes"])
-    bus.set_title(f"busbw of a {size} AllReduce")
+    bus.set_title(f"busbw of a {size} {_title(records)}")
     _lines(time, series, lambda r: _largest(r)["time_s"])
     _gpu_axis(time, gpus)
     time.set_yscale("log")
     time_axis(time.yaxis)
-    time.set_ylabel(f"AllReduce time of {size}")
-    time.set_title(f"{scenario}: AllReduce time")
+    time.set_ylabel(f"{_title(records)} time of {size}")
+    time.set_title(f"{scenario}: {_title(records)} time")
     written.append(_finish(plt, fig, time, out / "busbw.png"))
     if "iteration_time_s" not in records[0]:
         return written

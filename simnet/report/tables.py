@@ -7,6 +7,7 @@ from collections import Counter
 from rich.table import Table
 
 from simnet import units
+from simnet.collectives.kinds import COLLECTIVES
 from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
@@ -77,7 +78,8 @@ def results_table(results, title: str | None = None) -> Table:
     """Size, algorithm, time, algbw, busbw and the bottleneck link per run; the fastest per
     size starred where there was a choice. Runs that move no data (one GPU) show '-'."""
     winners = results.winners()
-    table = Table(title=title or f"{results.scenario}: AllReduce", title_justify="left")
+    what = COLLECTIVES[results.runs[0].collective].title if results.runs else "AllReduce"
+    table = Table(title=title or f"{results.scenario}: {what}", title_justify="left")
     protocols = any(run.protocol for run in results.runs)
     for column, justify in (("size", "right"), ("algorithm", "left"), ("protocol", "left"), ("time", "right"),
                             ("algbw GB/s", "right"), ("busbw GB/s", "right"),

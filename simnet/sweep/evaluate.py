@@ -22,6 +22,7 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     topology = scenario.topology
     gpus = len(topology.gpus)
     record: dict[str, Any] = {"key": point.key, "set": dict(point.overrides), "gpus": gpus,
+                              "collective": scenario.collective,
                               "algorithm": point.algorithm, "topology": topology.name, "sizes": []}
     cache: dict[int, Any] = {}
     if scenario.jobs:
@@ -31,7 +32,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         if size not in cache:
             try:
                 cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
-                                       calibration=scenario.calibration, **scenario.conditions(),
+                                       calibration=scenario.calibration, collective=scenario.collective,
+                                       **scenario.conditions(),
                                        **scenario.options)
             except CannotSimulate as exc:
                 raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None

@@ -1,0 +1,255 @@
+"""Every NCCL collective beyond AllReduce: each schedule computes what its collective
+defines (numpy replay), the closed forms each algorithm states (ideal model), NCCL's model
+rows for them (tuning.cc by hand), nccl-tests' bus bandwidth factors, scenarios and the CLI."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simnet import topology_from_dict
+from simnet.collectives import COLLECTIVES, REGISTRY, CollectiveMismatch, build_schedule, check_collective, replay
+from simnet.collectives.gather import bruck_steps
+from simnet.model import tuning
+from simnet.runner import simulate
+
+OTHERS = [(c, a) for c, table in REGISTRY.items() if c != "allreduce" for a in table]
+# 2 racks x 2 hosts x 4 GPUs, a NIC per GPU: NVLS inside hosts, PXN across them
+CLUSTER = topology_from_dict({"name": "cluster", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                              "gpus_per_host": 4}})
+UNEVEN = topology_from_dict({  # hosts of 3, 1 and 4 GPUs on one switch, no NICs
+    "name": "uneven",
+    "nodes": [{"id": f"h{h}g{g}", "kind": "gpu", "host": f"h{h}"} for h, size in enumerate((3, 1, 4))
+              for g in range(size)] + [{"id": "sw", "kind": "switch"}],
+    "links": [{"a": f"h{h}g{g}", "b": "sw", "bandwidth": "10 GB/s", "latency": "1 us"}
+              for h, size in enumerate((3, 1, 4)) for g in range(size)],
+})
+B = 10e9
+LINK = 1e-6
+
+
+def _build(collective, name, topology, n, size, **options):
+    ranks = topology.gpus[:n]
+    if name == "nvls" and len(topology.groups("host", ranks)) > 1:
+        with pytest.raises(ValueError, match="across hosts"):
+            build_schedule(name, topology, size, ranks=ranks, collective=collective, **options)
+        pytest.skip("NVLS ReduceScatter/AllGather run on one host")
+    return build_schedule(name, topology, size, ranks=ranks, collective=collective, **options)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 13, 16])
+@pytest.mark.parametrize("collective, name", OTHERS)
+def test_every_schedule_computes_its_collective(collective, name, n):
+    schedule = _build(collective, name, CLUSTER, n, 4096 + 7 * n, chunk_size=300, channels=3)
+    check_collective(schedule, collective, timed=replay(schedule, CLUSTER) if n in (2, 5, 16) else None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pick=st.sampled_from(OTHERS), n=st.integers(1, 8), size=st.integers(0, 3000),
+       chunk=st.sampled_from([None, 1, 64, 1000]), channels=st.integers(1, 4), pxn=st.booleans())
+def test_every_option_combination_computes_its_collective(pick, n, size, chunk, channels, pxn):
+    collective, name = pick
+    if name == "nvls":
+        n = min(n, 3)  # the first host of UNEVEN; NVLS needs an NVLS switch: use CLUSTER's first host
+        topology = CLUSTER
+    else:
+        topology = UNEVEN
+    schedule = build_schedule(name, topology, size, ranks=topology.gpus[:n], collective=collective, chunk_size=chunk,
+                              channels=channels, pxn=pxn)
+    check_collective(schedule, collective, seed=size)
+
+
+@pytest.mark.parametrize("collective, name", OTHERS)
+def test_a_schedule_missing_a_transfer_is_caught(collective, name):
+    """The check is not vacuous: a rank that must receive (the root of a Reduce, rank 1
+    otherwise) receives nothing, and the check fails."""
+    schedule = _build(collective, name, CLUSTER, 4, 4096)
+    starved = schedule.dst == (0 if collective == "reduce" else 1)
+    schedule.hi[starved] = schedule.lo[starved]  # they now carry nothing
+    with pytest.raises(CollectiveMismatch, match=collective):
+        check_collective(schedule, collective)
+
+
+# ------------------------------------------------------------------ closed forms (ideal)
+def switch(n):
+    """N GPUs on one NVLS-capable switch: path latency 2 us, B per direction."""
+    return topology_from_dict({"name": "switch", "generate": {"kind": "nvswitch", "gpus": n,
+                                                              "gpu_bandwidth": "10 GB/s", "latency": "1 us"}})
+
+
+def timed(collective, name, topology, size, **options):
+    return replay(build_schedule(name, topology, size, collective=collective, **options), topology).time
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_ring_halves_closed_form(collective, n):
+    size = n * 3 * 2**20
+    expected = (n - 1) * (2 * LINK + size / (n * B))
+    assert timed(collective, "ring", switch(n), size, channels=1) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6, 8, 13])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_pat_is_bruck_log_steps(collective, n):
+    size = n * 2**20
+    steps = int(np.ceil(np.log2(n)))
+    expected = steps * 2 * LINK + (n - 1) / n * size / B
+    assert len(bruck_steps(n)) == steps
+    assert timed(collective, "pat", switch(n), size) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n, k", [(2, 1), (4, 3), (8, 2)])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_nvls_closed_form(collective, n, k):
+    """Each GPU's link carries S one way (all of it up for ReduceScatter, every part down
+    for AllGather), one chunk behind the first: 2L + c/B + S/B, c = S/(N k)."""
+    c = 2**16
+    size = n * k * c
+    expected = 2 * LINK + c / B + size / B
+    assert timed(collective, "nvls", switch(n), size, chunk_size=c, channels=1) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 5, 8])
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather", "all_to_all"])
+def test_direct_exchanges_closed_form(collective, n):
+    size = n * 2**20
+    expected = 2 * LINK + (n - 1) / n * size / B
+    assert timed(collective, "direct", switch(n), size) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_pairwise_all_to_all_closed_form(n):
+    size = n * 2**20
+    expected = (n - 1) * (2 * LINK + size / (n * B))
+    assert timed("all_to_all", "pairwise", switch(n), size) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_send_recv_closed_form(n):
+    assert timed("send_recv", "direct", switch(n), 2**24) == pytest.approx(2 * LINK + 2**24 / B, rel=1e-6)
+
+
+@pytest.mark.parametrize("n, k", [(2, 1), (4, 4), (7, 3)])
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_ring_chain_closed_form(collective, n, k):
+    c = 2**18
+    expected = (n - 1) * (2 * LINK + c / B) + (k - 1) * c / B
+    assert timed(collective, "ring", switch(n), k * c, chunk_size=c, channels=1) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 5])
+@pytest.mark.parametrize("collective", ["broadcast", "reduce"])
+def test_direct_rooted_closed_form(collective, n):
+    """The root's link carries N-1 whole buffers."""
+    assert timed(collective, "direct", switch(n), 2**22) == pytest.approx(2 * LINK + (n - 1) * 2**22 / B, rel=1e-6)
+
+
+def test_pxn_keeps_an_all_to_all_on_the_rails():
+    """Across hosts, PXN crosses NVLink to the GPU with the peer's local index and leaves
+    through its NIC: on a rail-optimized fabric no byte reaches a spine; without PXN, sends
+    to other rails do."""
+    topo = topology_from_dict({"name": "rails", "generate": {"kind": "rail_optimized", "nodes_per_unit": 3,
+                                                             "gpus_per_node": 4}})
+    spines = {n for n in topo.nodes if "spine" in n}
+
+    def spine_bytes(pxn):
+        run = replay(build_schedule("direct", topo, 2**20, collective="all_to_all", pxn=pxn), topo)
+        return sum(b for (src, dst), b in zip(topo.links, run.stats.bytes) if src in spines or dst in spines)
+
+    assert spine_bytes(True) == 0 < spine_bytes(False)
+
+
+# ------------------------------------------------------------------ NCCL's model rows
+BOX = tuning.System(ranks=8, nodes=1, cc=90, nvlink_bw=18 * 20.6, pci_bw=24.0)
+PAIR = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=18 * 20.6, pci_bw=24.0, nic_bw=48.0, nics=8)
+SINGLES = tuning.System(ranks=64, nodes=64, cc=90, nvlink_bw=0.0, pci_bw=24.0, nic_bw=48.0, nics=1)
+
+
+def test_nccl_latency_rows_per_function():
+    """tuning.cc:383-435 by hand (us): Ring AllGather N-1 steps; Broadcast one step on
+    identical channels, N steps at the network's Tree/Simple latency otherwise; PAT
+    log2(nodes) * netLat/3.5 + 2.8 per rank."""
+    assert tuning.latency(BOX, "Ring", "LL", "AllGather") == pytest.approx(6.6 + 7 * 0.6)
+    assert tuning.latency(BOX, "Ring", "Simple", "Broadcast") == pytest.approx(8.4 + 3.4)
+    assert tuning.latency(PAIR, "Ring", "Simple", "Broadcast") == pytest.approx(8.4 + 16 * 14.0)
+    assert tuning.latency(PAIR, "Ring", "LL", "ReduceScatter") == pytest.approx(6.6 + 14 * 1.0 + 1 * 2.7)
+    assert tuning.latency(SINGLES, "PAT", "Simple", "AllGather") == pytest.approx(8.0 + 6 * 14.0 / 3.5 + 64 * 2.8)
+
+
+def test_nccl_bandwidth_rows_per_function():
+    """Ring converts busBw by N/nsteps; PAT keeps busBw x 0.75 (no conversion for
+    AllGather/ReduceScatter off Ring); NVLS scales its intra-node rate by (ppn-1)/ppn
+    instead of AllReduce's 2 (tuning.cc:305-382)."""
+    ring = tuning.bus_bandwidth(BOX, "Ring", "Simple", "AllGather")
+    assert ring == tuning.bus_bandwidth(BOX, "Ring", "Simple")  # the same rings
+    assert tuning.algorithm_bandwidth(BOX, "Ring", "Simple", "AllGather") == pytest.approx(ring * 8 / 7)
+    assert tuning.algorithm_bandwidth(BOX, "Ring", "Simple", "Broadcast") == pytest.approx(ring)
+    tree = tuning.graph(SINGLES, "Tree")
+    assert tuning.algorithm_bandwidth(SINGLES, "PAT", "Simple", "ReduceScatter") == pytest.approx(
+        tree.channels * tree.bw_inter * 0.75)
+    boxed = tuning.System(**{**BOX.__dict__, "nvls": True})
+    g = tuning.graph(boxed, "NVLS")
+    intra = g.bw_intra * 0.85 * (g.channels - 1) / g.channels
+    assert tuning.bus_bandwidth(boxed, "NVLS", "Simple", "AllGather") == pytest.approx(
+        g.channels * min(intra * 7 / 8, g.bw_inter))
+
+
+def test_which_algorithms_nccl_considers_per_function():
+    boxed = tuning.System(**{**BOX.__dict__, "nvls": True})
+    assert tuning.pick(PAIR, 2**20, function="Broadcast").algorithm == "Ring"
+    assert tuning.unavailable(BOX, "PAT", "AllGather") == "PAT runs with one GPU per node only (ncclPatEnable)"
+    assert tuning.unavailable(boxed, "NVLS", "AllGather") is None
+    assert "across nodes" in tuning.unavailable(tuning.System(**{**PAIR.__dict__, "nvls": True}), "NVLS", "AllGather")
+    assert "no Tree" in tuning.unavailable(PAIR, "Tree", "ReduceScatter")
+    assert tuning.unavailable(SINGLES, "PAT", "ReduceScatter") is None
+    # at 64 nodes PAT's 8 + 6 x 4 + 64 x 2.8 us beats Ring/LL's 6.6 + 63 x 5 us
+    assert tuning.pick(SINGLES, 64, function="AllGather").algorithm == "PAT"
+    assert tuning.parse_nccl_list("allreduce:tree;allgather:pat", tuning.ALGORITHMS, "NCCL_ALGO",
+                                  "AllGather") == {"PAT"}
+
+
+# ------------------------------------------------------------------ results, scenarios, CLI
+@pytest.mark.parametrize("collective, factor", [("allreduce", 2 * 7 / 8), ("reduce_scatter", 7 / 8),
+                                                ("all_gather", 7 / 8), ("broadcast", 1), ("reduce", 1),
+                                                ("all_to_all", 7 / 8), ("send_recv", 1)])
+def test_bus_bandwidth_is_nccl_tests_convention(collective, factor):
+    """nccl-tests src/*.cu GetBw: busbw = algbw x factor, algbw = size / time."""
+    result = simulate(switch(8), "auto", 2**24, collective=collective, model="ideal")
+    assert result.collective == collective
+    assert result.algbw_GBps == pytest.approx(2**24 / result.time_s / 1e9)
+    assert result.busbw_GBps == pytest.approx(result.algbw_GBps * factor)
+    assert COLLECTIVES[collective].busbw_factor(8) == pytest.approx(factor)
+
+
+def test_point_to_point_collectives_run_direct_under_auto():
+    result = simulate(CLUSTER, "auto", 2**20, collective="all_to_all")
+    assert result.algorithm == "direct" and result.auto["nccl_pick"]["algorithm"] == "SendRecv"
+
+
+def test_scenario_collective_and_its_errors(tmp_path, cli):
+    topology = {"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}}
+    good = tmp_path / "ag.yaml"
+    good.write_text(json.dumps({"name": "ag", "topology": topology, "collective": "all_gather",
+                                "sizes": ["1 MiB", "64 MiB"], "algorithms": ["ring", "nvls", "auto"]}))
+    result = cli("run", good, "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    runs = json.loads(result.stdout)["runs"]
+    assert {r["collective"] for r in runs} == {"all_gather"} and len(runs) == 6
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
+                   "collective: all_gather\nsize: 1 MiB\nalgorithms: [ring, tree]\n")
+    result = cli("run", bad)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "bad.yaml:5: algorithms[1]: unknown algorithm 'tree' for all_gather" in result.stderr
+
+
+def test_cli_collective_option_on_the_headline_scenario(cli, root):
+    result = cli("run", root / "scenarios/cross_rack.yaml", "-c", "reduce_scatter", "-s", "1 MiB")
+    assert result.exit_code == 0, result.stderr
+    assert "ReduceScatter on 64 GPUs" in result.stdout and "ring" in result.stdout
+    assert "not shown for reduce_scatter" in result.stdout  # the DDP step needs AllReduces
+    listing = cli("algorithms", "-c", "all_to_all")
+    assert listing.exit_code == 0 and "pairwise" in listing.stdout and "pxn" in listing.stdout
