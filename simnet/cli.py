@@ -144,7 +144,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     from simnet import units
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
-    from simnet.report.tables import conditions_table, results_table, steps_table
+    from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
     from simnet.scenario import load_scenario
 
     spec = load_scenario(scenario)
@@ -181,9 +181,13 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     else:
         console = _console()
         gpus = len(spec.topology.gpus)
-        console.print(results_table(results, title=f"{spec.name}: {COLLECTIVES[spec.collective].title} on {gpus} "
-                                                  f"GPU{'s' if gpus > 1 else ''} ({spec.topology.name}), "
-                                                  f"model {spec.model}"))
+        if results.runs:
+            console.print(results_table(results, title=f"{spec.name}: {COLLECTIVES[spec.collective].title} on {gpus} "
+                                                      f"GPU{'s' if gpus > 1 else ''} ({spec.topology.name}), "
+                                                      f"model {spec.model}"))
+        if results.training is not None:
+            for table in training_tables(results.training):
+                console.print(table)
         if (costs := conditions_table(results)) is not None:
             console.print(costs)
         if results.steps:
@@ -195,8 +199,14 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
             console.print(f"wrote {write_text(path, text(results))}")
+    if plot_dir and results.training is not None:
+        from simnet.report.plots import plot_steps
+
+        console.print(f"wrote {plot_steps([results.training], Path(plot_dir) / 'step.png')}")
     if (plot_dir or trace_path) and not any(run.moves_data for run in results.runs):
-        console.print("nothing to plot or trace: over one GPU no data moves")
+        if results.runs or trace_path:
+            console.print("nothing to plot or trace: over one GPU no data moves" if results.runs else
+                          "nothing to trace: the training step's timeline is not traced yet")
         return
     if plot_dir:
         from simnet.report.plots import plot_results

@@ -123,6 +123,7 @@ class Results:
     scenario: str
     runs: list[Result]
     steps: list[dict] = field(default_factory=list)
+    training: dict | None = None  # a transformer's training step (simnet.training.TrainingStep as a dict)
 
     def winners(self) -> dict[int, Result]:
         """The fastest run per size, where there was a choice and data moved."""
@@ -138,6 +139,8 @@ class Results:
         data = {"simnet": __version__, "scenario": self.scenario, "runs": [r.to_dict() for r in self.runs]}
         if self.steps:
             data["steps"] = self.steps
+        if self.training is not None:
+            data["training"] = self.training
         return data
 
     FLAT_COLUMNS = ("scenario", "collective", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps",

@@ -32,7 +32,8 @@ from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import Topology
 
-__all__ = ["simulate", "run_scenario", "nccl_env", "NCCL_VARIABLES", "HIERARCHICAL_VARIANTS"]
+__all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "nccl_env", "NCCL_VARIABLES",
+           "HIERARCHICAL_VARIANTS"]
 
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
@@ -148,16 +149,31 @@ class _Point:
             return self._fastest_inner(size, timeline, options, conditions)
         engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
         size = int(size)
-        decided = model_plan(self.model, topo, algorithm, size, options, table[algorithm].options,
-                             self.env.get("NCCL_PROTO"), self.calibration, self.function)
-        schedule = build_schedule(algorithm, topo, size, collective=self.collective, **decided.options)
-        run = replay(schedule, topo, timing=model_timing(decided, schedule, topo), timeline=timeline,
+        decided, schedule, timing = self.prepare(algorithm, size, options)
+        run = replay(schedule, topo, timing=timing, timeline=timeline,
                      faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"))
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
                       channels=schedule.info.get("channels"), replay=run, collective=self.collective)
+
+    def prepare(self, algorithm: str, size: int, options: dict):
+        """(the model's plan, the schedule, its timing) of ``algorithm`` at ``size`` bytes."""
+        decided = model_plan(self.model, self.topo, algorithm, size, options,
+                             algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
+                             self.calibration, self.function)
+        schedule = build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        return decided, schedule, model_timing(decided, schedule, self.topo)
+
+    def nccl_pick(self, size: int) -> str:
+        """The algorithm NCCL would run here without simulating the others (``direct`` for
+        point-to-point collectives)."""
+        if lookup_collective(self.collective).point_to_point:
+            return "direct"
+        choice = tuning.pick(tuning.system_of(self.topo), max(int(size), 1), self.env.get("NCCL_ALGO"),
+                             self.env.get("NCCL_PROTO"), function=self.function)
+        return tuning.SIMNET_NAMES[choice.algorithm]
 
     def _fastest_inner(self, size: int, timeline: bool, options: dict, conditions: _Conditions) -> Result:
         """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
@@ -198,6 +214,52 @@ class _Point:
         })
 
 
+@dataclass(frozen=True)
+class GroupsResult:
+    """One collective run at once by several groups of GPUs sharing one fabric."""
+
+    collective: str
+    size_bytes: int
+    algorithm: str  # what ran (NCCL's pick for the first group under auto)
+    protocol: str | None
+    times_s: list[float]  # per group, from the common start to its last delivery
+
+    @property
+    def time_s(self) -> float:
+        """The slowest group's time (what a step that waits for all of them pays)."""
+        return max(self.times_s, default=0.0)
+
+
+def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], collective: str, size: int, *,
+                    algorithm: str = "auto", model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
+                    calibration: Calibration | str | Path | None = None) -> GroupsResult:
+    """Every group in ``groups`` (lists of GPU ids, disjoint) runs ``collective`` of
+    ``size`` bytes at the same time, their flows sharing every link max-min fairly (the
+    tensor-parallel groups of a training step, say). ``algorithm="auto"`` runs what NCCL's
+    model picks for each group, without simulating the alternatives."""
+    from simnet.collectives.replay import JobRun, replay_jobs
+    from simnet.topology.model import PS_PER_SECOND
+
+    topo = topology if isinstance(topology, Topology) else load_topology(topology)
+    env = nccl_env(env)
+    calibration = _calibration(calibration if calibration is not None else topo.calibration)
+    runs, capacity, first = [], None, None
+    for gpus in groups:
+        point = _Point(topo.subset(list(gpus)), lookup_collective(collective).name, model, env, calibration)
+        if len(gpus) < 2:
+            continue
+        name = point.nccl_pick(size) if algorithm == "auto" else algorithm
+        decided, schedule, timing = point.prepare(name, int(size), {})
+        capacity = timing.capacity if capacity is None else capacity
+        runs.append(JobRun(schedule, timing))
+        first = first or (name, decided.protocol)
+    if not runs:
+        return GroupsResult(collective, int(size), algorithm, None, [0.0] * len(groups))
+    times, _ = replay_jobs(runs, topo, capacity=capacity)
+    return GroupsResult(collective, int(size), first[0], first[1],
+                        [(end - start) / PS_PER_SECOND for (start, end), in times])
+
+
 HIERARCHICAL_VARIANTS = ("tree", "ring")
 """What ``hierarchical`` runs between groups when ``inner`` is not given: both simulated,
 the faster kept (NCCL's Tree first, so it wins ties)."""
@@ -214,14 +276,15 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
 
     ``timeline=True`` keeps link loads over time for the runs at the largest size (what
     plots and traces show). With a ``workload`` the result also holds one training-step
-    summary per algorithm, from the AllReduce time of each gradient bucket size.
+    summary per algorithm, from the AllReduce time of each gradient bucket size; with
+    ``training``, the transformer's step (``simnet.training.step_time``).
     """
     from simnet.workload import StepModel
 
     model = StepModel.from_workload(scenario.workload, scenario.topology.gpus) if scenario.workload else None
     buckets = sorted(set(model.buckets())) if model else []
     total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)
-    largest = max(scenario.sizes)
+    largest = max(scenario.sizes, default=0)
     done = 0
 
     def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
@@ -247,4 +310,19 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in scenario.algorithms] if model else []
-    return Results(scenario.name, runs, steps)
+    return Results(scenario.name, runs, steps, _training(scenario))
+
+
+def _training(scenario) -> dict | None:
+    """The scenario's training step as plain data (None without ``training``)."""
+    from dataclasses import asdict
+
+    from simnet.training import step_time
+
+    spec = scenario.training
+    if spec is None:
+        return None
+    step = step_time(scenario.topology, spec.transformer(), spec.layout(), gpu_flops=spec.gpu_flops,
+                     efficiency=spec.efficiency, dtype=spec.dtype, grad_dtype=spec.grad_dtype,
+                     comm_model=scenario.model, calibration=scenario.calibration)
+    return {"model": spec.model if isinstance(spec.model, str) else "custom", **asdict(step)}

@@ -34,9 +34,10 @@ from simnet.conditions import (
     straggler_delays,
 )
 from simnet.jobs import JobError, JobSpec, check_jobs
+from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.model import GROUP_LEVELS, Topology
-from simnet.topology.schema import Bandwidth, Latency, Strict
+from simnet.topology.schema import Bandwidth, Count, Latency, Strict
 from simnet.yamlsource import Source, load_yaml
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "parse_sizes", "parse_cost", "AUTO"]
@@ -163,6 +164,76 @@ class Workload(Strict):
                 for key, value in self.model_dump(exclude_none=True).items()}
 
 
+class ModelShape(Strict):
+    """A transformer's shape (``simnet.training.Transformer``)."""
+
+    layers: Count
+    hidden: Count
+    heads: Count
+    ffn: Count
+    sequence: Count
+    vocabulary: Count
+    kv_heads: Count | None = None
+    experts: Count = 1
+    top_k: Count = 1
+    gated: bool = True
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelShape:
+        if self.hidden % self.heads:
+            raise ValueError(f"heads: {self.heads} heads do not divide hidden {self.hidden}")
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"kv_heads: {self.kv_heads} do not divide the {self.heads} heads")
+        if self.top_k > self.experts:
+            raise ValueError(f"top_k: {self.top_k} is more than the {self.experts} experts")
+        return self
+
+
+class ParallelismSpec(Strict):
+    """How the GPUs split a training step (``simnet.training.Parallelism``)."""
+
+    tp: Count = 1
+    pp: Count = 1
+    dp: Count | None = None
+    ep: Count = 1
+    fsdp: bool = False
+    micro_batches: Count = 1
+    micro_batch_size: Count = 1
+
+
+class Training(Strict):
+    """A transformer's training step under data, tensor, pipeline and expert parallelism."""
+
+    model: ModelShape | str
+    parallelism: ParallelismSpec = ParallelismSpec()
+    efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    grad_dtype: Literal["bf16", "fp16", "fp32"] = "fp32"
+
+    @field_validator("model")
+    @classmethod
+    def _preset(cls, value):
+        from simnet.training import PRESETS
+
+        if isinstance(value, str) and value not in PRESETS:
+            raise ValueError(f"unknown model {value!r}; expected {', '.join(PRESETS)} or a mapping of layers, hidden, "
+                             "heads, ffn, sequence, vocabulary")
+        return value
+
+    def transformer(self):
+        """The ``simnet.training.Transformer`` this names."""
+        from simnet.training import PRESETS, Transformer
+
+        return PRESETS[self.model] if isinstance(self.model, str) else Transformer(**self.model.model_dump())
+
+    def layout(self):
+        """The ``simnet.training.Parallelism`` this asks for."""
+        from simnet.training import Parallelism
+
+        return Parallelism(**self.parallelism.model_dump())
+
+
 class Variant(Strict):
     """A hardware option: dotted overrides of the scenario and what it costs."""
 
@@ -184,6 +255,7 @@ class ScenarioSpec(Strict):
     gpus: Literal["all"] | Annotated[int, Field(ge=1, strict=True)] | list[str] = "all"
     options: Options = Options()
     workload: Workload | None = None
+    training: Training | None = None
     sweep: dict[str, list[Any]] | None = None
     variants: list[Variant] = []
     cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
@@ -232,6 +304,7 @@ class Scenario:
     options: dict[str, Any]
     description: str = ""
     collective: str = "allreduce"  # see simnet.collectives.kinds
+    training: Training | None = None  # a transformer's training step (simnet.training)
     model: str = "nccl"
     calibration: str | None = None  # profile path; else the topology's
     workload: Workload | None = None
@@ -268,13 +341,16 @@ class Scenario:
                 document["sizes"] = [f"{int(size)} B" for size in value]
             elif key == "workload":
                 document[key] = None if value is None else value.document()
+            elif key == "training":
+                document[key] = None if value is None else value.model_dump(mode="json", exclude_none=True)
             else:
                 document[key] = value
         clone.data = document
         return clone
 
 
-_REPLACEABLE = ("topology", "sizes", "algorithms", "options", "model", "calibration", "workload", "sweep", "collective")
+_REPLACEABLE = ("topology", "sizes", "algorithms", "options", "model", "calibration", "workload", "sweep", "collective",
+                "training")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -298,7 +374,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         raise source.from_validation(exc, model=ScenarioSpec) from None
     if spec.size is not None and spec.sizes is not None:
         raise source.error(("sizes",), "give size or sizes, not both")
-    if spec.size is None and spec.sizes is None and not spec.jobs:
+    if spec.size is None and spec.sizes is None and not spec.jobs and spec.training is None:
         raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
     if isinstance(spec.topology, str):
         path = (base or Path(".")) / spec.topology
@@ -340,13 +416,22 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     except JobError as exc:
         raise source.error(("jobs", *exc.loc), exc.message) from None
     algorithms = _algorithms(spec, source)
+    if spec.training is not None:
+        try:
+            spec.training.layout().resolved(len(topology.gpus), spec.training.transformer())
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise source.error(("training", "parallelism", field), message) from None
+        if topology.gpu_model(topology.gpus[0]) not in GPUS and spec.training.gpu_flops is None:
+            raise source.error(("training",), "the GPUs name no generation simnet knows (gpu: a100 | h100 | h200 | "
+                                              "b200): give gpu_flops, the dense peak FLOP/s per GPU")
     if spec.collective != "allreduce":
         for key in ("workload", "jobs"):
             if getattr(spec, key):
                 raise source.error((key,), f"{key} run AllReduces (a data-parallel step); this scenario's collective "
                                            f"is {spec.collective}: remove {key} or the collective")
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
-                    collective=spec.collective,
+                    collective=spec.collective, training=spec.training,
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
                     model=spec.model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,

@@ -15,8 +15,8 @@ EXPECTED = {
     "topology_not_scenario.yaml": (1, "this is a topology file, not a scenario; a scenario names it (topology: "
                                       "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it"),
     "unknown_key.yaml": (5, "colour: unknown key 'colour'; expected one of name, description, topology, collective, "
-                         "model, calibration, size, sizes, algorithms, gpus, options, workload, sweep, variants, cost, "
-                         "faults, stragglers, jobs, placement"),
+                         "model, calibration, size, sizes, algorithms, gpus, options, workload, training, sweep, variants, "
+                         "cost, faults, stragglers, jobs, placement"),
     "bad_size.yaml": (3, "sizes: '64 Mb' is not a size (e.g. '64 MiB', '1 GB')"),
     "unknown_algorithm.yaml": (4, "algorithms[1]: unknown algorithm 'butterfly' for allreduce; expected ring, tree, nvls, nvls_tree, "
                                   "collnet_direct, collnet_chain, hierarchical, halving_doubling, recursive_doubling, "

@@ -189,3 +189,35 @@ def plot_interference(result, path: str | Path) -> Path:
     fig.colorbar(image, ax=ax, label="slowdown")
     save(plt, fig, path)
     return Path(path)
+
+
+STEP_PARTS = (("compute", "compute"), ("tp", "TP"), ("ep", "EP"), ("pp", "PP"), ("fsdp", "FSDP"), ("dp", "DP"),
+              ("bubble", "pipeline bubble"))
+"""The parts of a training step, in the order its bar stacks them."""
+
+
+def plot_steps(steps: list[dict], path: str | Path, labels: list[str] | None = None) -> Path:
+    """Training steps (``simnet.training`` as dicts) as stacked bars: compute, each kind of
+    exposed communication and the pipeline bubble, with the MFU on each bar."""
+    plt = pyplot()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    labels = labels or [f"{s['model']} on {s['gpus']} GPUs" for s in steps]
+    fig, ax = plt.subplots(figsize=(9, 2.2 + 0.7 * len(steps)))
+    left = np.zeros(len(steps))
+    colors = plt.get_cmap("tab10").colors
+    for (key, name), color in zip(STEP_PARTS, colors):
+        widths = np.array([(s["compute_s"] if key == "compute" else s["exposed"][key]) for s in steps])
+        if widths.any():
+            ax.barh(range(len(steps)), widths, left=left, label=name, color=color)
+        left += widths
+    for i, step in enumerate(steps):
+        ax.text(left[i], i, f"  MFU {step['mfu']:.1%}", va="center", fontsize=9)
+    ax.set_yticks(range(len(steps)), labels)
+    ax.invert_yaxis()
+    time_axis(ax.xaxis)
+    ax.set_xlim(0, left.max() * 1.2)
+    ax.set_xlabel("time per training step (communication: what the critical path waits for)")
+    ax.set_title("where a training step's time goes")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=len(STEP_PARTS), fontsize=8, frameon=False)
+    save(plt, fig, path)
+    return Path(path)

@@ -178,6 +178,31 @@ def steps_table(results, compute_label: str) -> Table:
     return table
 
 
+def training_tables(step: dict) -> tuple[Table, Table]:
+    """With ``training``: the step (time, compute, what each kind of communication and the
+    pipeline bubble add, throughput, MFU), and each simulated exchange."""
+    par = step["parallelism"]
+    layout = " ".join(f"{k}={par[k]}" for k in ("tp", "pp", "dp", "ep") if par[k] > 1 or k == "dp")
+    layout += (" fsdp" if par["fsdp"] else "") + f", {par['micro_batches']} x {par['micro_batch_size']} sequences"
+    summary = Table(title=f"training step: {step['model']} on {step['gpus']} GPUs ({layout})", title_justify="left")
+    names = {"tp": "TP exposed", "ep": "EP exposed", "pp": "PP exposed", "fsdp": "FSDP exposed", "dp": "DP exposed",
+             "bubble": "bubble"}
+    shown = [k for k in names if step["exposed"][k] > 0]
+    for column in ("step", "compute", *(names[k] for k in shown), "tokens/s", "MFU"):
+        summary.add_column(column, justify="right")
+    summary.add_row(units.format_time(step["step_s"]), units.format_time(step["compute_s"]),
+                    *(units.format_time(step["exposed"][k]) for k in shown), f"{step['tokens_per_s']:,.0f}",
+                    f"{step['mfu']:.1%}")
+    exchanges = Table(title="the exchanges it simulated (every group of a kind at once)", title_justify="left")
+    for column in ("kind", "collective", "size", "groups", "algorithm", "time"):
+        exchanges.add_column(column, justify="left" if column in ("kind", "collective", "algorithm") else "right")
+    for item in step["collectives"]:
+        exchanges.add_row(item["kind"].upper(), item["collective"], units.format_size(item["size_bytes"]),
+                          str(item["groups"]), f"{item['algorithm']}/{item['protocol']}",
+                          units.format_time(item["time_s"]))
+    return summary, exchanges
+
+
 def calibration_table(result) -> Table:
     """Per point of a calibration: measured, predicted before and after the fit, errors."""
     table = Table(title="simnet calibrate: measured against predicted (the faster of out-of-place and in-place)",

@@ -39,6 +39,7 @@ class GPU:
     pcie_generation: int
     nvls: bool  # NVLink SHARP in the NVSwitch: NCCL requires SM90+ (search.cc, nvls.cc)
     source: str
+    bf16_flops: float = 0.0  # dense BF16 tensor-core peak, FLOP/s (datasheet; sparsity figures halved)
 
     @property
     def nvlink_bandwidth(self) -> float:
@@ -58,16 +59,19 @@ class GPU:
 GPUS: dict[str, GPU] = {
     "a100": GPU("a100", 80, 12, 25e9, 20.0e9, 4, False,
                 "NVIDIA A100 datasheet: NVLink 3, 12 links, 600 GB/s bidirectional; PCIe Gen4. "
-                "NCCL topo.h SM80_NVLINK_BW 20.0 GB/s per link"),
+                "NCCL topo.h SM80_NVLINK_BW 20.0 GB/s per link; BF16 tensor 312 TFLOP/s dense", 312e12),
     "h100": GPU("h100", 90, 18, 25e9, 20.6e9, 5, True,
                 "NVIDIA H100 SXM datasheet: NVLink 4, 18 links, 900 GB/s bidirectional; PCIe Gen5. "
-                "NCCL topo.h SM90_NVLINK_BW 20.6 GB/s per link (v2.20+)"),
+                "NCCL topo.h SM90_NVLINK_BW 20.6 GB/s per link (v2.20+); BF16 tensor 1,979 TFLOP/s with sparsity, "
+                "989 dense", 989e12),
     "h200": GPU("h200", 90, 18, 25e9, 20.6e9, 5, True,
                 "NVIDIA H200 SXM datasheet: NVLink 900 GB/s bidirectional (18 NVLink 4 links); PCIe Gen5. "
-                "NCCL topo.h SM90_NVLINK_BW 20.6 GB/s per link"),
+                "NCCL topo.h SM90_NVLINK_BW 20.6 GB/s per link; BF16 tensor 989 TFLOP/s dense (as H100 SXM)",
+                989e12),
     "b200": GPU("b200", 100, 18, 50e9, 40.1e9, 5, True,
                 "NVIDIA DGX B200 datasheet: NVLink 5, 1.8 TB/s bidirectional per GPU (18 links); its ConnectX-7 "
-                "NICs on PCIe Gen5. NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link (v2.27.5+)"),
+                "NICs on PCIe Gen5. NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link (v2.27.5+); HGX B200 datasheet: "
+                "FP16/BF16 tensor 36 PFLOP/s with sparsity for 8 GPUs, 2.25 PFLOP/s dense per GPU", 2.25e15),
 }
 GPU_NAMES = tuple(GPUS)
 

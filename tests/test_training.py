@@ -1,0 +1,165 @@
+"""The transformer training step: model sizes and FLOPs against their papers, the step's
+composition against its formula with closed-form collectives (ideal model), the layout of
+rank groups, scenarios and the CLI."""
+
+import json
+
+import pytest
+
+from simnet import topology_from_dict
+from simnet.runner import simulate_groups
+from simnet.training import PRESETS, Parallelism, Transformer, rank_groups, step_time
+
+B = 10e9  # per GPU link and direction
+LINK = 1e-6
+
+
+def box(n: int, gpu: str = "a100"):
+    """N GPUs on one switch (no NVLS on A100: NCCL runs Ring for large messages)."""
+    return topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": n, "gpu": gpu,
+                                                           "gpu_bandwidth": "10 GB/s", "latency": "1 us"}})
+
+
+@pytest.mark.parametrize("name, published, active", [
+    ("llama3_8b", 8.0e9, None), ("llama3_70b", 70.6e9, None), ("llama3_405b", 405e9, None),
+    ("mixtral_8x22b", 141e9, 39e9), ("gpt3_175b", 175.0e9, None)])
+def test_parameter_counts_match_their_publishers(name, published, active):
+    """Meta's Llama 3 paper (8B, 70.6B, 405B), Mistral's Mixtral 8x22B announcement (141B
+    total, 39B active), Brown et al. 2020 (175.0B), within 1 % (norms are left out)."""
+    model = PRESETS[name]
+    assert model.parameters() == pytest.approx(published, rel=0.01)
+    if active:
+        used = model.layers * (model.attention_parameters() + model.top_k * model.expert_parameters()) \
+            + 2 * model.vocabulary * model.hidden
+        assert used == pytest.approx(active, rel=0.01)
+
+
+def test_training_flops_are_megatrons_without_recomputation():
+    """Narayanan et al. 2021, eq. 3, counts 96 l h^2 (1 + s/6h + V/16lh) per token with
+    activation recomputation (4 passes); without it (3 passes): 72 l h^2 (1 + s/6h + V/12lh)."""
+    m = PRESETS["gpt3_175b"]
+    layers, h, s, v = m.layers, m.hidden, m.sequence, m.vocabulary
+    assert m.training_flops_per_token() == pytest.approx(
+        72 * layers * h * h * (1 + s / (6 * h) + v / (12 * layers * h)))
+
+
+def test_rank_groups_follow_megatrons_order():
+    """tp adjacent, then dp, then pp: rank = t + tp (d + dp p)."""
+    gpus = [f"g{i}" for i in range(16)]
+    groups = rank_groups(gpus, Parallelism(tp=2, pp=2, dp=4, ep=2))
+    assert groups["tp"][0] == ["g0", "g1"] and len(groups["tp"]) == 8
+    assert groups["dp"][0] == ["g0", "g2", "g4", "g6"] and groups["dp"][-1] == ["g9", "g11", "g13", "g15"]
+    assert groups["pp"][0] == ["g0", "g8"] and len(groups["pp"]) == 8
+    assert groups["ep"][:2] == [["g0", "g2"], ["g4", "g6"]]  # consecutive data ranks
+    assert groups["edp"][:2] == [["g0", "g4"], ["g2", "g6"]]  # the same expert shard on each EP group
+    every = sorted(g for kind in ("tp",) for group in groups[kind] for g in group)
+    assert every == sorted(gpus)
+
+
+TINY = Transformer(layers=4, hidden=1024, heads=8, ffn=4096, sequence=1024, vocabulary=32000)
+
+
+def _forward_s(model, tokens, layers, speed):
+    layer, logits = model.forward_flops_per_token()
+    return (layers * layer + logits) * tokens / speed
+
+
+def test_data_parallel_step_hides_the_allreduce_behind_the_last_backward():
+    """T = 3 m F + max(0, T_ring(G) - 2F): the gradient AllReduce (NCCL's Ring on one box,
+    2(N-1)(L + S/(N B)) with L = 2 us) overlaps the last micro-batch's backward pass."""
+    n, m, flops = 8, 2, 1e12
+    step = step_time(box(n), TINY, Parallelism(micro_batches=m), gpu_flops=flops, efficiency=0.5,
+                     comm_model="ideal")
+    forward = _forward_s(TINY, TINY.sequence, TINY.layers, flops * 0.5)
+    gradient = TINY.parameters() * 4
+    ring = 2 * (n - 1) * (2 * LINK + gradient / (n * B))
+    assert step.collectives[0]["algorithm"] == "ring"
+    assert step.step_s == pytest.approx(3 * m * forward + max(ring - 2 * forward, 0.0), rel=1e-6)
+    assert step.exposed["dp"] == pytest.approx(max(ring - 2 * forward, 0.0), rel=1e-6)
+    assert step.mfu == pytest.approx(TINY.training_flops_per_token() * n * m * TINY.sequence
+                                     / (step.step_s * n * flops))
+
+
+def test_pipeline_step_is_1f1b():
+    """Two stages, m micro-batches: (m + 1) slots of 3F + 2 x (L + S/B) each, the stage
+    boundary's send (S = b s h a) once forward and once backward; the bubble is one slot."""
+    m = 4
+    step = step_time(box(2), TINY, Parallelism(pp=2, micro_batches=m), gpu_flops=1e13, efficiency=1.0,
+                     comm_model="ideal")
+    forward = _forward_s(TINY, TINY.sequence, TINY.layers // 2, 1e13)  # the last stage, with the output layer
+    send = 2 * LINK + TINY.sequence * TINY.hidden * 2 / B
+    slot = 3 * forward + 2 * send
+    assert step.step_s == pytest.approx((m + 1) * slot, rel=1e-6)
+    assert step.exposed["bubble"] == pytest.approx(slot, rel=1e-6)
+    assert step.compute_s + sum(step.exposed.values()) == pytest.approx(step.step_s)
+
+
+def test_tensor_parallel_allreduces_sit_on_the_critical_path():
+    """tp = 8 on one box: per layer 2 + 2 AllReduces of b s h a bytes (Ring's closed form),
+    in every one of the m slots; the compute splits eight ways."""
+    model = Transformer(layers=2, hidden=4096, heads=32, ffn=16384, sequence=4096, vocabulary=32000)
+    m, b = 2, 4
+    step = step_time(box(8), model, Parallelism(tp=8, micro_batches=m, micro_batch_size=b), gpu_flops=1e13,
+                     efficiency=1.0, comm_model="ideal")
+    size = b * model.sequence * model.hidden * 2
+    ring = 2 * 7 * (2 * LINK + size / (8 * B))
+    forward = _forward_s(model, b * model.sequence, model.layers, 8e13)
+    assert [c["kind"] for c in step.collectives] == ["tp"]  # dp = 1: no gradient sync
+    assert step.exposed["tp"] == pytest.approx(m * 4 * model.layers * ring, rel=1e-6)
+    assert step.step_s == pytest.approx(m * (3 * forward + 4 * model.layers * ring), rel=1e-6)
+
+
+def test_fsdp_gathers_overlap_compute_and_moe_exchanges_tokens():
+    fsdp = step_time(box(8, "h100"), TINY, Parallelism(fsdp=True, micro_batches=2), efficiency=0.5)
+    assert [c["collective"] for c in fsdp.collectives] == ["all_gather", "reduce_scatter"]
+    assert fsdp.exposed["dp"] == 0 and fsdp.exposed["fsdp"] > 0
+    moe = Transformer(layers=2, hidden=1024, heads=8, ffn=2048, sequence=1024, vocabulary=32000, experts=8, top_k=2)
+    step = step_time(box(8, "h100"), moe, Parallelism(ep=8, micro_batches=2), efficiency=0.5)
+    exchange = next(c for c in step.collectives if c["kind"] == "ep")
+    assert exchange["collective"] == "all_to_all" and exchange["size_bytes"] == 1024 * 2 * 1024 * 2
+    assert step.exposed["ep"] == pytest.approx(2 * 4 * 2 * exchange["time_s"])  # m x 4 per layer x layers
+
+
+def test_groups_share_the_fabric():
+    """Two pairs crossing one 2:1 oversubscribed uplink take twice as long together as alone."""
+    topo = topology_from_dict({"name": "racks", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 1, "nic_bandwidth": "100 Gb/s",
+        "oversubscription": 2, "spines": 1}})
+    a, b = [topo.gpus[0], topo.gpus[2]], [topo.gpus[1], topo.gpus[3]]
+    alone = simulate_groups(topo, [a], "send_recv", 2**26, model="ideal").time_s
+    together = simulate_groups(topo, [a, b], "send_recv", 2**26, model="ideal")
+    assert together.time_s == pytest.approx(2 * alone, rel=0.02) and len(together.times_s) == 2
+
+
+def test_training_scenario_runs_and_plots(tmp_path, cli, figures):
+    path = tmp_path / "train.yaml"
+    path.write_text(json.dumps({"name": "train", "topology": {"name": "box", "generate": {"kind": "nvswitch"}},
+                                "training": {"model": "llama3_8b", "parallelism": {"tp": 8, "micro_batches": 2},
+                                             "efficiency": 0.5}}))
+    result = cli("run", path, "--plot", tmp_path / "plots", "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.stderr
+    assert "training step: llama3_8b on 8 GPUs (tp=8 dp=1" in result.stdout and "MFU" in result.stdout
+    data = json.loads((tmp_path / "out.json").read_text())["training"]
+    assert data["step_s"] > data["compute_s"] > 0 and 0 < data["mfu"] < 0.5
+    bars = figures["step.png"].axes[0]
+    assert [t.get_text() for t in bars.get_legend().get_texts()] == ["compute", "TP"]
+    assert any("MFU" in t.get_text() for t in bars.texts)
+
+
+@pytest.mark.parametrize("training, line, message", [
+    ({"model": {"layers": 6, "hidden": 64, "heads": 4, "ffn": 256, "sequence": 128, "vocabulary": 1000},
+      "parallelism": {"pp": 4}, "efficiency": 0.5}, "training.parallelism.pp", "4 stages do not divide the model's 6"),
+    ({"model": {"layers": 6, "hidden": 64, "heads": 5, "ffn": 256, "sequence": 128, "vocabulary": 1000},
+      "efficiency": 0.5}, "training.model", "5 heads do not divide hidden 64"),
+    ({"model": "llama3_8b", "parallelism": {"tp": 3}, "efficiency": 0.5}, "training.parallelism.tp",
+     "tp x pp = 3 does not divide the 8 GPUs"),
+    ({"model": "llama4", "efficiency": 0.5}, "training.model", "unknown model 'llama4'"),
+    ({"model": "llama3_8b"}, "training.efficiency", "is required but missing"),
+])
+def test_bad_training_is_one_line(tmp_path, cli, training, line, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(json.dumps({"name": "bad", "topology": {"name": "box", "generate": {"kind": "nvswitch"}},
+                                "training": training}))
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert line in result.stderr and message in result.stderr
