@@ -409,7 +409,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
                       f"{computed} computed now")
     console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
-    if "iteration_time_s" not in records[0]:
+    if "iteration_time_s" not in records[0] and "training" not in records[0]:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
     for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",

@@ -2,9 +2,10 @@
 cost), or several scenario files, each with its fastest algorithm, and the Pareto front
 of cost against time.
 
-The figure of merit is the training-step (iteration) time when every option has a
-workload, else the AllReduce time at the largest size; both are kept in every row, in
-their own fields, so a report never puts one in the other's column.
+The figure of merit is the transformer's step time when every option has ``training``,
+else the training-step (iteration) time when every option has a workload, else the
+collective's time at the largest size; each is kept in its own field of every row, so a
+report never puts one in the other's column.
 """
 
 from __future__ import annotations
@@ -37,24 +38,30 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
 def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[dict]:
     """One row per hardware option (name, cost, its points' records): its fastest algorithm
     and what it buys. ``merit_s`` is the time the comparison ranks by (module docstring)."""
-    workload = all("iteration_time_s" in record for _, _, records in options for record in records)
+    every = [record for _, _, records in options for record in records]
+    training = all("step_s" in record for record in every)
+    workload = not training and all("iteration_time_s" in record for record in every)
     rows = []
     for name, cost, records in options:
         def merit(record: dict) -> float:
+            if training:
+                return record["step_s"]
             return record["iteration_time_s"] if workload else _largest(record)["time_s"]
 
         best = min(records, key=merit)
-        largest = _largest(best)
+        largest = _largest(best) if best["sizes"] else {"ran": best["algorithm"], "time_s": None,
+                                                         "size_bytes": None, "busbw_GBps": None, "bottleneck": None}
         ran = largest.get("ran", best["algorithm"])
         algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"
         row = {"option": name, "cost": cost, "algorithm": algorithm, "gpus": best["gpus"],
                "iteration_time_s": best.get("iteration_time_s"), "allreduce_time_s": largest["time_s"],
                "allreduce_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
+               "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
                "per_cost": None}
         if cost:
-            # throughput per unit of cost: GPU-equivalents of work (speedup) or bus GB/s per million
-            value = best["speedup"] if workload else largest["busbw_GBps"]
+            # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
+            value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]
             row["per_cost"] = value / (cost / 1e6) if value is not None else None
         rows.append(row)
     return rows

@@ -32,7 +32,7 @@ from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import Topology
 
-__all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "nccl_env", "NCCL_VARIABLES",
+__all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "NCCL_VARIABLES",
            "HIERARCHICAL_VARIANTS"]
 
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
@@ -310,11 +310,12 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in scenario.algorithms] if model else []
-    return Results(scenario.name, runs, steps, _training(scenario))
+    return Results(scenario.name, runs, steps, training_step(scenario))
 
 
-def _training(scenario) -> dict | None:
-    """The scenario's training step as plain data (None without ``training``)."""
+def training_step(scenario) -> dict | None:
+    """The scenario's transformer training step (``simnet.training.step_time``) as plain
+    data, under the scenario's model and calibration; None without ``training``."""
     from dataclasses import asdict
 
     from simnet.training import step_time

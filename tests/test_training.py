@@ -163,3 +163,36 @@ def test_bad_training_is_one_line(tmp_path, cli, training, line, message):
     result = cli("run", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert line in result.stderr and message in result.stderr
+
+
+SWEEP = {"name": "scaling",
+         "topology": {"name": "pods", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                   "gpus_per_host": 8, "nic_bandwidth": "400 Gb/s"}},
+         "training": {"model": "llama3_8b", "parallelism": {"tp": 8, "micro_batches": 2}, "efficiency": 0.5},
+         "variants": [{"name": "400G", "cost": "3 M$"},
+                      {"name": "50G", "set": {"topology.generate.nic_bandwidth": "50 Gb/s"}, "cost": "2 M$"}]}
+
+
+def test_training_sweeps_and_comparisons(tmp_path, cli, figures):
+    """GPU counts change the data-parallel size; slower NICs cost throughput, never buy it."""
+    path = tmp_path / "scaling.yaml"
+    path.write_text(json.dumps(SWEEP))
+    result = cli("sweep", path, "--gpus", "8,16", "--workers", "1", "--out", tmp_path / "sweep")
+    assert result.exit_code == 0, result.stderr
+    assert "tp8xdp1" in result.stdout and "tp8xdp2" in result.stdout and "no workload" not in result.stdout
+    records = [json.loads(line) for line in (tmp_path / "sweep" / "results.jsonl").read_text().splitlines()]
+    by_gpus = {r["gpus"]: r for r in records}
+    assert by_gpus[16]["tokens_per_s"] > by_gpus[8]["tokens_per_s"]
+    assert by_gpus[16]["training"]["tokens_per_step"] == 2 * by_gpus[8]["training"]["tokens_per_step"]
+    assert {"training.png", "step.png"} <= set(figures)
+    mfu = figures["training.png"].axes[0]
+    assert [round(y, 6) for y in mfu.lines[0].get_ydata()] == [round(by_gpus[n]["mfu"] * 100, 6) for n in (8, 16)]
+    compared = cli("compare", path, "-o", tmp_path / "compare.png")
+    assert compared.exit_code == 0, compared.stderr
+    rows = [line for line in compared.stdout.splitlines() if "400G" in line or "50G" in line]
+    assert len(rows) == 2 and "tokens/s per M$" in compared.stdout
+    fast, slow = (next(r for r in rows if name in r) for name in ("400G", "50G"))
+    def tokens(row):  # the tokens/s column
+        return float(row.split("│")[5].replace(",", ""))
+
+    assert tokens(fast) > tokens(slow)

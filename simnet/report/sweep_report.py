@@ -1,8 +1,10 @@
 """Sweep and compare reports: tables, CSV and figures.
 
-Sweeps with a workload draw ``speedup.png`` and ``iteration_time.png``; every sweep draws
-``busbw.png`` (bus bandwidth and AllReduce time against GPUs). ``compare.png`` is cost
-against time with the Pareto front, or, when no option has a cost, time per option.
+Sweeps with a workload draw ``speedup.png`` and ``iteration_time.png``; every sweep with
+sizes draws ``busbw.png`` (bus bandwidth and collective time against GPUs); with
+``training``, ``training.png`` (MFU and tokens/s against GPUs) and ``step.png`` (where
+each point's step goes). ``compare.png`` is cost against time with the Pareto front, or,
+when no option has a cost, time per option.
 """
 
 from __future__ import annotations
@@ -36,8 +38,32 @@ def _title(records: list[dict]) -> str:
     return COLLECTIVES[records[0].get("collective", "allreduce")].title
 
 
+def _largest_part(step: dict) -> str:
+    """The biggest thing a training step spends beyond compute, with its share."""
+    part = max(step["exposed"], key=step["exposed"].get)
+    share = step["exposed"][part] / step["step_s"] if step["step_s"] else 0.0
+    return f"{part.upper() if part != 'bubble' else 'bubble'} {share:.0%}" if share > 0 else "-"
+
+
+def _training_table(records: list[dict], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("GPUs", "algorithm", "layout", "step", "tokens/s", "MFU", "largest overhead"):
+        table.add_column(column, justify="left" if column in ("algorithm", "layout", "largest overhead") else "right")
+    for record in sorted(records, key=lambda r: (series_label(r), r["gpus"])):
+        step = record["training"]
+        par = step["parallelism"]
+        layout = "x".join(f"{k}{par[k]}" for k in ("tp", "pp", "dp", "ep") if par[k] > 1 or k == "dp")
+        table.add_row(str(record["gpus"]), series_label(record), layout + (" fsdp" if par["fsdp"] else ""),
+                      units.format_time(step["step_s"]), f"{step['tokens_per_s']:,.0f}", f"{step['mfu']:.1%}",
+                      _largest_part(step))
+    return table
+
+
 def sweep_table(records: list[dict], title: str) -> Table:
-    """One row per point: GPUs, series, then iteration time/speedup/efficiency or time/busbw."""
+    """One row per point: GPUs, series, then iteration time/speedup/efficiency or time/busbw
+    (with ``training``: the layout, step time, tokens/s, MFU and the largest overhead)."""
+    if "training" in records[0]:
+        return _training_table(records, title)
     table = Table(title=title, title_justify="left")
     workload = "iteration_time_s" in records[0]
     columns = ["GPUs", "algorithm"]
@@ -62,12 +88,12 @@ def sweep_table(records: list[dict], title: str) -> Table:
 def write_sweep_csv(records: list[dict], path: Path) -> Path:
     """One row per (point, size), with the point's iteration time and speedup when known."""
     fields = ["algorithm", "set", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "bottleneck",
-              "iteration_time_s", "speedup", "efficiency"]
+              "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu"]
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for record in records:
-            for size in record["sizes"]:
+            for size in record["sizes"] or [{}]:  # a training sweep may have no sizes: one row per point
                 writer.writerow({**record, **size, "set": ";".join(f"{k}={v}" for k, v in record["set"].items())})
     return path
 
@@ -106,12 +132,15 @@ def _finish(plt, fig, ax, path: Path) -> Path:
 
 
 def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
-    """``busbw.png`` always; with a workload also ``speedup.png`` (log-log, ideal line,
-    speedup < 1 shaded) and ``iteration_time.png``. Returns the paths written."""
+    """``busbw.png`` with sizes; with a workload also ``speedup.png`` (log-log, ideal line,
+    speedup < 1 shaded) and ``iteration_time.png``; with ``training``, ``training.png`` and
+    ``step.png``. Returns the paths written."""
     plt = pyplot()
+    written = _plot_training(records, scenario, out) if "training" in records[0] else []
+    if not records[0]["sizes"]:
+        return written
     series = _series(records)
     gpus = sorted({r["gpus"] for r in records})
-    written = []
 
     fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
     _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0)
@@ -158,12 +187,53 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     return written
 
 
+def _plot_training(records: list[dict], scenario: str, out: Path) -> list[Path]:
+    """``training.png``: MFU and tokens/s against GPUs (tokens/s with the line of perfect
+    scaling from each series' smallest point); ``step.png``: each point's step, stacked."""
+    from simnet.report.plots import plot_steps
+
+    plt = pyplot()
+    series = _series(records)
+    gpus = sorted({r["gpus"] for r in records})
+    fig, (mfu, rate) = plt.subplots(1, 2, figsize=(13, 5))
+    _lines(mfu, series, lambda r: r["mfu"] * 100)
+    _gpu_axis(mfu, gpus)
+    mfu.set_ylim(0, max(r["mfu"] for r in records) * 115)
+    mfu.set_ylabel("MFU (% of the GPUs' dense peak)")
+    mfu.grid(True, alpha=0.3)
+    mfu.set_title(f"{records[0]['training']['model']}: model FLOPs utilisation")
+    _lines(rate, series, lambda r: r["tokens_per_s"])
+    for points in series.values():
+        first = points[0]
+        rate.plot([p["gpus"] for p in points], [first["tokens_per_s"] * p["gpus"] / first["gpus"] for p in points],
+                  color="grey", linestyle=":", linewidth=1)
+    rate.plot([], [], color="grey", linestyle=":", label="perfect scaling")
+    _gpu_axis(rate, gpus)
+    rate.set_yscale("log")
+    rate.set_ylabel("tokens per second")
+    rate.set_title(f"{scenario}: training throughput")
+    written = [_finish(plt, fig, rate, out / "training.png")]
+    ordered = sorted(records, key=lambda r: (series_label(r), r["gpus"]))
+    labels = [f"{r['gpus']} GPUs" + (f" ({series_label(r)})" if len(series) > 1 else "") for r in ordered]
+    written.append(plot_steps([r["training"] for r in ordered], out / "step.png", labels))
+    return written
+
+
 # --------------------------------------------------------------------- compare
 
 def compare_table(rows: list[dict], title: str) -> Table:
     """One row per option: cost, best algorithm, iteration and AllReduce time in their own
     columns, speedup, busbw, bottleneck, value per M$, and the Pareto star."""
     front = {id(r) for r in pareto_front(rows)}
+    if all(r["step_s"] is not None for r in rows):
+        table = Table(title=title, title_justify="left")
+        for column in ("option", "cost", "GPUs", "step", "tokens/s", "MFU", "tokens/s per M$", "Pareto"):
+            table.add_column(column, justify="left" if column == "option" else "right")
+        for row in rows:
+            table.add_row(row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", str(row["gpus"]),
+                          units.format_time(row["step_s"]), f"{row['tokens_per_s']:,.0f}", f"{row['mfu']:.1%}",
+                          f"{row['per_cost']:,.0f}" if row["per_cost"] else "-", "*" if id(row) in front else "")
+        return table
     workload = any(r["iteration_time_s"] is not None for r in rows)
     size = units.format_size(rows[0]["allreduce_size_bytes"])
     table = Table(title=title, title_justify="left")
@@ -184,6 +254,8 @@ def compare_table(rows: list[dict], title: str) -> Table:
 
 
 def _merit_label(rows: list[dict]) -> str:
+    if all(r["step_s"] is not None for r in rows):
+        return "training step time"
     if all(r["iteration_time_s"] is not None for r in rows):
         return "iteration time"
     return f"AllReduce time of {units.format_size(rows[0]['allreduce_size_bytes'])}"

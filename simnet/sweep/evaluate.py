@@ -1,6 +1,7 @@
 """One sweep point -> its JSON record: every size of the scenario (with ``ran``, the
-algorithm that ran: ``auto``'s pick), and with a workload the training step (iteration
-time, exposed communication, speedup) from each bucket size."""
+algorithm that ran: ``auto``'s pick), with a workload the training step (iteration
+time, exposed communication, speedup) from each bucket size, and with ``training`` the
+transformer's step (``training``: step time, tokens/s, MFU, exposed parts)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,14 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
                 raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
         return cache[size]
 
+    if scenario.training is not None:
+        from simnet.runner import training_step
+
+        try:
+            step = training_step(scenario)
+        except CannotSimulate as exc:
+            raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
+        record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
