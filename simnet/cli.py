@@ -199,14 +199,19 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
             console.print(f"wrote {write_text(path, text(results))}")
-    if plot_dir and results.training is not None:
-        from simnet.report.plots import plot_steps
+    if results.training is not None:
+        if plot_dir:
+            from simnet.report.plots import plot_steps
 
-        console.print(f"wrote {plot_steps([results.training], Path(plot_dir) / 'step.png')}")
+            console.print(f"wrote {plot_steps([results.training], Path(plot_dir) / 'step.png')}")
+        if trace_path and not results.runs:
+            from simnet.report.trace import write_training_trace
+
+            console.print(f"wrote {write_training_trace(results.training, trace_path)}")
+            return
     if (plot_dir or trace_path) and not any(run.moves_data for run in results.runs):
-        if results.runs or trace_path:
-            console.print("nothing to plot or trace: over one GPU no data moves" if results.runs else
-                          "nothing to trace: the training step's timeline is not traced yet")
+        if results.runs:
+            console.print("nothing to plot or trace: over one GPU no data moves")
         return
     if plot_dir:
         from simnet.report.plots import plot_results

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 
 from simnet.topology.hardware import GPUS
 
-__all__ = ["Transformer", "Parallelism", "PRESETS", "rank_groups", "step_time", "TrainingStep"]
+__all__ = ["Transformer", "Parallelism", "PRESETS", "rank_groups", "step_time", "TrainingStep", "one_f_one_b"]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -178,7 +178,9 @@ class TrainingStep:
     communication on the critical path per kind (tp, ep, pp, fsdp over the m micro-batch
     slots; dp after them) and the pipeline ``bubble`` (p - 1 slots), so that ``compute_s``
     plus every part of ``exposed`` is ``step_s``; ``collectives`` lists each simulated
-    exchange: kind, collective, bytes, groups, algorithm, time."""
+    exchange: kind, collective, bytes, groups, algorithm, time. ``slot`` holds the parts of
+    one micro-batch's ``forward`` and ``backward`` on the slowest stage (compute, tp, ep,
+    fsdp, pp) and ``dp_sync_s`` the data-parallel gradient sync, for the step's timeline."""
 
     gpus: int
     parallelism: dict
@@ -190,6 +192,46 @@ class TrainingStep:
     model_flops: float  # per step
     mfu: float
     collectives: list
+    slot: dict
+    dp_sync_s: float
+
+
+def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: float) -> list[tuple]:
+    """Megatron's 1F1B pipeline schedule, timed: ``(stage, "F" | "B", micro-batch, start,
+    end)`` for every pass. Stage k runs ``stages - k - 1`` warm-up forwards, then alternates
+    a forward and a backward, then drains its backwards; a forward waits for the stage before,
+    a backward for the stage after (the last stage's for its own forward). Its length is
+    ``(m + p - 1) x (t_f + t_b)``.
+
+    >>> max(end for *_, end in one_f_one_b(4, 8, 1.0, 2.0))
+    33.0
+    """
+    order = []
+    for k in range(stages):
+        warm = min(stages - k - 1, micro_batches)
+        ops = [("F", i) for i in range(warm)]
+        for j in range(micro_batches - warm):
+            ops += [("F", warm + j), ("B", j)]
+        order.append(ops + [("B", i) for i in range(micro_batches - warm, micro_batches)])
+    ends: dict[tuple, float] = {}
+    passes = []
+    position, free = [0] * stages, [0.0] * stages
+    while len(passes) < 2 * stages * micro_batches:
+        for k in range(stages):
+            if position[k] == len(order[k]):
+                continue
+            kind, i = order[k][position[k]]
+            if kind == "F":
+                after = ("F", i, k - 1) if k > 0 else None
+            else:
+                after = ("B", i, k + 1) if k < stages - 1 else ("F", i, k)
+            if after is not None and after not in ends:
+                continue
+            start = max(free[k], ends[after] if after else 0.0)
+            free[k] = ends[(kind, i, k)] = start + (forward_s if kind == "F" else backward_s)
+            passes.append((k, kind, i, start, free[k]))
+            position[k] += 1
+    return passes
 
 
 def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: float | None = None,
@@ -232,19 +274,24 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     tp_t = exchange("tp", "allreduce", tokens * h * a)
     ep_t = exchange("ep", "all_to_all", tokens * model.top_k * h * a) if model.moe else 0.0
     pp_t = exchange("pp", "send_recv", tokens * h * a)
-    tp_stage, ep_stage = 4 * layers * tp_t, 4 * layers * ep_t  # 2 forward + 2 backward per layer
-    fsdp_stage = 0.0
+    fsdp_f = fsdp_b = 0.0
     dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
     experts = model.experts * model.expert_parameters() // par.ep if model.moe else 0
     if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward
         shard = dense // par.tp
         gather = exchange("dp", "all_gather", shard * a)
         scatter = exchange("dp", "reduce_scatter", shard * g)
-        fsdp_stage = gather + max(gather - layer_f, 0.0) * (layers - 1) + max(gather + scatter - 2 * layer_f, 0.0) \
-            * layers
-    slot = compute_f * 3 + tp_stage + ep_stage + fsdp_stage + (2 * pp_t if par.pp > 1 else 0.0)
+        fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
+        fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
+    boundary = pp_t if par.pp > 1 else 0.0
+    # one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP AllToAlls per layer each way
+    parts = {"forward": {"pp": boundary, "fsdp": fsdp_f, "compute": compute_f, "tp": 2 * layers * tp_t,
+                         "ep": 2 * layers * ep_t},
+             "backward": {"pp": boundary, "tp": 2 * layers * tp_t, "ep": 2 * layers * ep_t, "fsdp": fsdp_b,
+                          "compute": 2 * compute_f}}  # compute last: the DP sync overlaps the final one
+    slot = sum(parts["forward"].values()) + sum(parts["backward"].values())
     slots = m + par.pp - 1
-    dp_exposed = 0.0
+    dp_exposed = sync = 0.0
     if not par.fsdp:
         embeddings = 2 * model.vocabulary * h // par.pp  # an embedding on the first stage, the output on the last
         sync = exchange("dp", "allreduce", (layers * dense + embeddings) // par.tp * g)
@@ -254,8 +301,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     global_tokens = par.dp * m * tokens
     flops = model.training_flops_per_token() * global_tokens
     # the parts add up to the step: m slots of work, p - 1 slots of bubble, the DP tail
-    exposed = {"tp": m * tp_stage, "ep": m * ep_stage, "pp": m * 2 * pp_t if par.pp > 1 else 0.0,
-               "fsdp": m * fsdp_stage, "dp": dp_exposed, "bubble": (par.pp - 1) * slot}
+    both = {k: parts["forward"][k] + parts["backward"][k] for k in ("tp", "ep", "pp", "fsdp")}
+    exposed = {**{k: m * v for k, v in both.items()}, "dp": dp_exposed, "bubble": (par.pp - 1) * slot}
     return TrainingStep(gpus=len(gpus), parallelism=asdict(par), step_s=step, compute_s=m * 3 * compute_f,
                         exposed=exposed, tokens_per_step=global_tokens, tokens_per_s=global_tokens / step,
-                        model_flops=flops, mfu=flops / (step * len(gpus) * gpu_flops), collectives=simulated)
+                        model_flops=flops, mfu=flops / (step * len(gpus) * gpu_flops), collectives=simulated,
+                        slot=parts, dp_sync_s=sync)

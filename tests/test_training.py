@@ -196,3 +196,33 @@ def test_training_sweeps_and_comparisons(tmp_path, cli, figures):
         return float(row.split("│")[5].replace(",", ""))
 
     assert tokens(fast) > tokens(slow)
+
+
+@pytest.mark.parametrize("stages, micro", [(1, 1), (2, 1), (2, 5), (4, 2), (4, 8), (8, 3)])
+def test_one_f_one_b_takes_m_plus_p_minus_1_slots(stages, micro):
+    """Narayanan et al. 2021, section 2.2: 1F1B's pipeline bubble is (p - 1) slots, so the
+    schedule lasts (m + p - 1)(t_f + t_b); every stage runs each pass once, one at a time."""
+    from simnet.training import one_f_one_b
+
+    passes = one_f_one_b(stages, micro, 1.0, 2.5)
+    assert max(end for *_, end in passes) == pytest.approx((micro + stages - 1) * 3.5)
+    for stage in range(stages):
+        mine = sorted((start, end) for k, _, _, start, end in passes if k == stage)
+        assert len(mine) == 2 * micro and all(a[1] <= b[0] + 1e-12 for a, b in zip(mine, mine[1:]))
+
+
+def test_training_trace_is_the_step(tmp_path, cli):
+    """The timeline ends when the step does; every pass holds its parts back to back."""
+    path = tmp_path / "train.yaml"
+    path.write_text(json.dumps({"name": "train", "topology": SWEEP["topology"],
+                                "training": {"model": "llama3_8b", "efficiency": 0.5,
+                                             "parallelism": {"tp": 4, "pp": 2, "micro_batches": 3}}}))
+    result = cli("run", path, "--trace", tmp_path / "trace.json", "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.stderr
+    step = json.loads((tmp_path / "out.json").read_text())["training"]
+    events = [e for e in json.loads((tmp_path / "trace.json").read_text())["traceEvents"] if e["ph"] == "X"]
+    assert max(e["ts"] + e["dur"] for e in events) == pytest.approx(step["step_s"] * 1e6)
+    passes = [e for e in events if e["cat"] == "pass"]
+    assert len(passes) == 2 * 2 * 3  # forward and backward of 3 micro-batches on 2 stages
+    parts = [e for e in events if e["cat"] in ("compute", "tp", "pp", "dp")]
+    assert {e["cat"] for e in parts} == {"compute", "tp", "pp", "dp"}

@@ -1,6 +1,11 @@
 """Chrome trace JSON (opens in https://ui.perfetto.dev and chrome://tracing).
 
-One process per traced run (each algorithm at the largest size). Each rank has a track
+A training step (``write_training_trace``) is one track per pipeline stage: every forward
+and backward pass of 1F1B as a slice, split into its compute and the communication it
+waits for (TP, EP, FSDP, the stage boundary), and the data-parallel gradient sync on a
+track of its own.
+
+Collectives: one process per traced run (each algorithm at the largest size). Each rank has a track
 (more lanes when its transfers overlap, e.g. a tree node sending up and down at once);
 each transfer is a slice from its start until its receiver has the data, with the step,
 chunk, bytes and peer as arguments. Counter tracks show the busiest links' utilisation.
@@ -19,7 +24,8 @@ from simnet.collectives.schedule import REDUCE
 from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["trace_events", "write_trace", "MAX_TRANSFERS", "COUNTER_LINKS"]
+__all__ = ["trace_events", "write_trace", "training_events", "write_training_trace", "MAX_TRANSFERS",
+           "COUNTER_LINKS"]
 
 MAX_TRANSFERS = 200_000
 """Runs with more transfers are left out of a trace (viewers struggle beyond that)."""
@@ -105,4 +111,51 @@ def write_trace(results, path: str | Path) -> Path:
     document = {"traceEvents": events, "displayTimeUnit": "ns",
                 "otherData": {"scenario": results.scenario, "size_bytes": largest,
                               "skipped (too many transfers)": skipped}}
+    return write_text(path, json.dumps(document, allow_nan=False))
+
+
+_PART_NAMES = {"compute": "compute", "tp": "TP AllReduce", "ep": "EP AllToAll", "fsdp": "FSDP gather/scatter",
+               "pp": "stage boundary"}
+
+
+def training_events(step: dict) -> list[dict]:
+    """Trace events of a training step (``simnet.training.TrainingStep`` as a dict): its
+    1F1B schedule, every pass cut into its parts, and the DP sync; microseconds."""
+    from simnet.training import one_f_one_b
+
+    par = step["parallelism"]
+    forward, backward = step["slot"]["forward"], step["slot"]["backward"]
+    title = f"training step: {step.get('model', 'model')} on {step['gpus']} GPUs"
+    events: list[dict] = [{"ph": "M", "pid": 0, "name": "process_name", "args": {"name": title}}]
+    for stage in range(par["pp"]):
+        for tid, name in ((2 * stage, f"stage {stage}: passes"), (2 * stage + 1, f"stage {stage}: DP sync")):
+            events += [{"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": name}},
+                       {"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}]
+    last_compute = {}
+    passes = one_f_one_b(par["pp"], par["micro_batches"], sum(forward.values()), sum(backward.values()))
+    for stage, kind, micro, start, end in passes:
+        tid = 2 * stage
+        events.append({"ph": "X", "pid": 0, "tid": tid, "ts": start * 1e6, "dur": (end - start) * 1e6,
+                       "name": f"{'forward' if kind == 'F' else 'backward'} {micro}", "cat": "pass"})
+        at = start
+        for part, seconds in (forward if kind == "F" else backward).items():
+            if seconds > 0:
+                events.append({"ph": "X", "pid": 0, "tid": tid, "ts": at * 1e6, "dur": seconds * 1e6,
+                               "name": _PART_NAMES[part], "cat": part, "args": {"micro_batch": micro}})
+                if part == "compute" and kind == "B":
+                    last_compute[stage] = at
+            at += seconds
+    if step["dp_sync_s"] > 0:
+        for stage, at in last_compute.items():  # the gradient sync overlaps each stage's last backward compute
+            events.append({"ph": "X", "pid": 0, "tid": 2 * stage + 1, "ts": at * 1e6,
+                           "dur": step["dp_sync_s"] * 1e6, "name": "DP gradient AllReduce", "cat": "dp"})
+    return events
+
+
+def write_training_trace(step: dict, path: str | Path) -> Path:
+    """The training step's timeline (``training_events``) into ``path``."""
+    from simnet.report.export import write_text
+
+    document = {"traceEvents": training_events(step), "displayTimeUnit": "ms",
+                "otherData": {"step_s": step["step_s"], "mfu": step["mfu"]}}
     return write_text(path, json.dumps(document, allow_nan=False))
