@@ -60,7 +60,7 @@ def test_cli_refuses_bad_scenarios_with_exit_2(cli, name):
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_every_shipped_scenario_loads(path):
     scenario = load_scenario(path)
-    assert scenario.sizes and scenario.algorithms and scenario.topology.gpus
+    assert (scenario.sizes or scenario.training) and scenario.algorithms and scenario.topology.gpus
 
 
 def test_sizes_forms():
