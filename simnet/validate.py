@@ -1,7 +1,11 @@
-"""simnet against public nccl-tests results: the table in docs/validation.md.
+"""simnet against public nccl-tests results: the tables in docs/validation.md (AllReduce)
+and docs/validation_collectives.md (NCCL's other collectives).
 
 ``validation/nccl_tests_public.yaml`` holds public ``all_reduce_perf`` rows (each with its
-source and the row as printed) and, per system, the hardware to build it from. Every
+source and the row as printed) and, per system, the hardware to build it from;
+``validation/nccl_tests_collectives.yaml`` the same for ``all_gather_perf``,
+``reduce_scatter_perf``, ``alltoall_perf`` and ``sendrecv_perf``, each point naming its
+collective. Every
 point is simulated as nccl-tests runs it: ``auto`` (what NCCL would pick) under the
 ``nccl`` model, with the point's NCCL_ALGO / NCCL_PROTO. The error of a point is
 ``max(predicted / measured, measured / predicted) - 1`` where measured is the faster of
@@ -10,7 +14,7 @@ sweep is often inflated by warm-up in one of them); the summaries are geometric 
 ``1 + error``, minus one, over all points, large (>= 128 MiB) and small (<= 1 MiB).
 
     python -m simnet.validate            # print the table
-    python -m simnet.validate --write    # rewrite docs/validation.md
+    python -m simnet.validate --write    # rewrite both pages
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import yaml
 
 from simnet import units
 
-__all__ = ["DATA", "Point", "Row", "load_points", "topology_for", "predict", "predict_all", "summarize",
-           "summary_table", "markdown", "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS"]
+__all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "Point", "Row", "load_points", "topology_for",
+           "predict", "predict_all", "summarize", "summary_table", "markdown", "collectives_markdown", "LARGE", "SMALL",
+           "SIZE_CLASSES", "TARGETS"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "validation" / "nccl_tests_public.yaml"
 DOC = ROOT / "docs" / "validation.md"
+COLLECTIVES_DATA = ROOT / "validation" / "nccl_tests_collectives.yaml"
+COLLECTIVES_DOC = ROOT / "docs" / "validation_collectives.md"
 LARGE = 128 * 2**20
 SMALL = 2**20
 
@@ -50,6 +57,7 @@ class Point:
     source: str
     url: str | None
     not_counted: str | None = None  # why the point is shown but left out of the summary
+    collective: str = "allreduce"  # see simnet.collectives.kinds
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ def load_points(path: Path = DATA) -> list[Point]:
     return [Point(p["id"], p["system"], systems[p["system"]]["description"], systems[p["system"]]["hardware"],
                   p["nodes"], p["ranks"], p["size_bytes"], min(p["time_us"], p.get("inplace_time_us", math.inf)),
                   p.get("env", {}), p["source"], p.get("url"),
-                  skip.get(p["id"]))
+                  skip.get(p["id"]), p.get("collective", "allreduce"))
             for p in data["points"]]
 
 
@@ -98,7 +106,7 @@ def predict(point: Point) -> Row:
     """simnet's prediction for one point: ``auto`` under the nccl model with the point's env."""
     from simnet.runner import simulate
 
-    result = simulate(topology_for(point), "auto", point.size_bytes, env=point.env)
+    result = simulate(topology_for(point), "auto", point.size_bytes, env=point.env, collective=point.collective)
     return Row(point, result.algorithm, result.protocol, result.time_s * 1e6)
 
 
@@ -153,24 +161,64 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         "`max(predicted/measured, measured/predicted) - 1`; summaries are geometric means. Regenerate with",
         "`python -m simnet.validate --write`; `tests/test_validation.py` keeps this page true.", "",
         *summary_table(rows), "",
-        "| system | ranks | size | measured | predicted | error | simnet runs | source |",
-        "|---|---|---|---|---|---|---|---|",
+        *_point_table(rows, collective=False),
     ]
+    return "\n".join(lines + _left_out(rows, excluded)) + "\n"
+
+
+def _point_table(rows: list[Row], collective: bool) -> list[str]:
+    """One markdown line per point (a leading collective column with ``collective``)."""
+    lead = "| collective " if collective else ""
+    lines = [f"{lead}| system | ranks | size | measured | predicted | error | simnet runs | source |",
+             "|---" * (9 if collective else 8) + "|"]
     for r in rows:
         p = r.point
         env = " ".join(f"{k}={v}" for k, v in p.env.items())
         source = f"[{p.source}]({p.url})" if p.url else p.source
         mark = " (not counted)" if p.not_counted else ""
-        lines.append(f"| {p.description}{' (' + env + ')' if env else ''}{mark} | {p.ranks} | "
+        first = f"| {p.collective} " if collective else ""
+        lines.append(f"{first}| {p.description}{' (' + env + ')' if env else ''}{mark} | {p.ranks} | "
                      f"{units.format_size(p.size_bytes)} | {units.format_time(p.time_us * 1e-6)} | "
                      f"{units.format_time(r.predicted_us * 1e-6)} | {r.error:.0%} | "
                      f"{r.algorithm}/{r.protocol} | {source.replace('|', '/')} |")
+    return lines
+
+
+def _left_out(rows: list[Row], excluded: dict[str, str]) -> list[str]:
+    """Why points are not counted and systems left out, as markdown lines."""
+    lines = []
     reasons = sorted({r.point.not_counted for r in rows if r.point.not_counted})
     lines += ["", "Rows marked *not counted* are shown but left out of the summary:", ""]
     lines += [f"* {why}" for why in reasons]
     lines += ["", "Systems left out, and why:", ""]
-    lines += [f"* `{name}`: {why}" for name, why in excluded.items()]
-    return "\n".join(lines) + "\n"
+    return lines + [f"* `{name}`: {why}" for name, why in excluded.items()]
+
+
+def collectives_markdown(rows: list[Row], excluded: dict[str, str]) -> str:
+    """docs/validation_collectives.md: per collective and size class, then one row per point."""
+    from simnet.collectives.kinds import COLLECTIVES
+
+    kinds = [c for c in COLLECTIVES if any(r.point.collective == c for r in rows)]
+    classes = [name for name in SIZE_CLASSES if name != "mid (1 MiB - 128 MiB)"]
+    lines = [
+        "# Validation: NCCL's other collectives against public nccl-tests results", "",
+        "As `docs/validation.md` does for AllReduce, every row below is a public nccl-tests measurement",
+        "(`all_gather_perf`, `reduce_scatter_perf`, `alltoall_perf`, `sendrecv_perf`; sizes in nccl-tests'",
+        "convention; the faster of the out-of-place and in-place times) and what simnet predicts for it out of",
+        "the box: `model: nccl`, `auto`, on the system built from the hardware the source states",
+        "(`validation/nccl_tests_collectives.yaml`, which quotes each row). Error and summaries are as on the",
+        "AllReduce page. Regenerate with `python -m simnet.validate --write`; `tests/test_validation.py` keeps",
+        "this page true.", "",
+        "| collective | points | " + " | ".join(classes) + " |", "|---" * (len(classes) + 2) + "|",
+    ]
+    for kind in kinds:
+        counts = summarize([r for r in rows if r.point.collective == kind])
+        lines.append(f"| {kind} | {counts['all sizes'][0]} | " + " | ".join(_pct(counts[c][1]) for c in classes)
+                     + " |")
+    missing = [c for c in COLLECTIVES if c not in kinds and c != "allreduce"]
+    lines += ["", f"No public {', '.join(missing)} results were found for the GPU generations simnet knows.", "",
+              *_point_table(rows, collective=True)]
+    return "\n".join(lines + _left_out(rows, excluded)) + "\n"
 
 
 def predict_all(points: list[Point], workers: int | None = None) -> list[Row]:
@@ -185,14 +233,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {DOC.relative_to(ROOT)}")
     args = parser.parse_args(argv)
-    data = yaml.safe_load(DATA.read_text())
-    rows = predict_all(load_points())
-    text = markdown(rows, data.get("excluded_systems", {}))
-    if args.write:
-        DOC.write_text(text)
-        print(f"wrote {DOC}")
-    else:
-        print(text)
+    for data, doc, render in ((DATA, DOC, markdown), (COLLECTIVES_DATA, COLLECTIVES_DOC, collectives_markdown)):
+        text = render(predict_all(load_points(data)), yaml.safe_load(data.read_text()).get("excluded_systems", {}))
+        if args.write:
+            doc.write_text(text)
+            print(f"wrote {doc}")
+        else:
+            print(text)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,16 @@ import re
 import pytest
 
 from simnet import units
-from simnet.validate import DOC, SIZE_CLASSES, load_points, markdown, predict
+from simnet.validate import (
+    COLLECTIVES_DATA,
+    COLLECTIVES_DOC,
+    DOC,
+    SIZE_CLASSES,
+    collectives_markdown,
+    load_points,
+    markdown,
+    predict,
+)
 
 POINTS = load_points()
 SAMPLE = POINTS[::12]  # every twelfth point: all systems' kinds, a few seconds
@@ -61,3 +70,40 @@ def test_the_summary_is_the_geometric_mean_of_the_counted_rows():
         quoted = re.search(rf"\| {re.escape(name)} \| {len(errors)} \| (\d+)% \|", page)
         assert quoted, name
         assert abs(int(quoted.group(1)) - 100 * mean) <= 1.0, (name, mean)
+
+
+COLLECTIVE_POINTS = load_points(COLLECTIVES_DATA)
+
+
+def _collective_rows() -> list[list[str]]:
+    lines = COLLECTIVES_DOC.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| collective | system |"))
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines[start + 2:]
+            if line.startswith("|")]
+
+
+def test_the_collectives_page_lists_every_point_once_and_sums_it_up():
+    rows = _collective_rows()
+    assert len(rows) == len(COLLECTIVE_POINTS) >= 50
+    assert {p.collective for p in COLLECTIVE_POINTS} >= {"all_gather", "reduce_scatter", "all_to_all", "send_recv"}
+    for row, point in zip(rows, COLLECTIVE_POINTS):
+        assert row[0] == point.collective and row[1].startswith(point.description) and row[2] == str(point.ranks)
+        assert row[4] == units.format_time(point.time_us * 1e-6)
+    page = COLLECTIVES_DOC.read_text()
+    for kind in {p.collective for p in COLLECTIVE_POINTS}:
+        errors = [float(row[6].rstrip("%")) / 100 for row, p in zip(rows, COLLECTIVE_POINTS)
+                  if p.collective == kind and p.not_counted is None]
+        mean = math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
+        quoted = re.search(rf"\| {kind} \| {len(errors)} \| (\d+)% \|", page)
+        assert quoted and abs(int(quoted.group(1)) - 100 * mean) <= 1.0, (kind, mean)
+
+
+@pytest.mark.parametrize("point", COLLECTIVE_POINTS[::9], ids=lambda p: p.id)
+def test_a_sample_of_collective_rows_is_what_simnet_predicts_today(point):
+    row = predict(point)
+    line = next(text for text in collectives_markdown([row], {}).splitlines()
+                if text.startswith(f"| {point.collective} | {point.description}"))
+    index = COLLECTIVE_POINTS.index(point)
+    lines = COLLECTIVES_DOC.read_text().splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith("| collective | system |"))
+    assert line.split(" | ")[:8] == lines[start + 2 + index].split(" | ")[:8]
