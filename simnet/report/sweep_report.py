@@ -34,7 +34,8 @@ def _largest(record: dict) -> dict:
 
 
 def _title(records: list[dict]) -> str:
-    """The swept collective's name (records from before collectives were recorded: AllReduce)."""
+    """The collective's name in sweep records or compare rows (records from before
+    collectives were recorded: AllReduce)."""
     return COLLECTIVES[records[0].get("collective", "allreduce")].title
 
 
@@ -238,7 +239,7 @@ def compare_table(rows: list[dict], title: str) -> Table:
     size = units.format_size(rows[0]["allreduce_size_bytes"])
     table = Table(title=title, title_justify="left")
     columns = ["option", "cost", "best algorithm"] + (["iteration", "speedup"] if workload else [])
-    columns += [f"AllReduce {size}", "busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$",
+    columns += [f"{_title(rows)} {size}", "busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$",
                 "Pareto"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("option", "best algorithm", "bottleneck") else "right")
@@ -258,7 +259,7 @@ def _merit_label(rows: list[dict]) -> str:
         return "training step time"
     if all(r["iteration_time_s"] is not None for r in rows):
         return "iteration time"
-    return f"AllReduce time of {units.format_size(rows[0]['allreduce_size_bytes'])}"
+    return f"{_title(rows)} time of {units.format_size(rows[0]['allreduce_size_bytes'])}"
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
