@@ -237,19 +237,24 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
     ``size`` bytes at the same time, their flows sharing every link max-min fairly (the
     tensor-parallel groups of a training step, say). ``algorithm="auto"`` runs what NCCL's
     model picks for each group, without simulating the alternatives."""
+    from simnet.budget import check_fits, memory_budget
     from simnet.collectives.replay import JobRun, replay_jobs
+    from simnet.collectives.schedule import transfer_bytes
     from simnet.topology.model import PS_PER_SECOND
 
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topo.calibration)
-    runs, capacity, first = [], None, None
+    runs, capacity, first, held, budget = [], None, None, 0, memory_budget()
     for gpus in groups:
         point = _Point(topo.subset(list(gpus)), lookup_collective(collective).name, model, env, calibration)
         if len(gpus) < 2:
             continue
         name = point.nccl_pick(size) if algorithm == "auto" else algorithm
         decided, schedule, timing = point.prepare(name, int(size), {})
+        held += len(schedule) * transfer_bytes(name)  # every group's schedule is held until they run together
+        check_fits(held * len(groups) / (len(runs) + 1), f"{collective} of {size:,} B by {len(groups):,} groups of "
+                   f"{len(gpus):,} GPUs at once", "use fewer GPUs or fewer, larger groups", budget)
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing))
         first = first or (name, decided.protocol)

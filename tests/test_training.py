@@ -226,3 +226,18 @@ def test_training_trace_is_the_step(tmp_path, cli):
     assert len(passes) == 2 * 2 * 3  # forward and backward of 3 micro-batches on 2 stages
     parts = [e for e in events if e["cat"] in ("compute", "tp", "pp", "dp")]
     assert {e["cat"] for e in parts} == {"compute", "tp", "pp", "dp"}
+
+
+def test_groups_that_will_not_fit_together_are_refused_before_they_run(monkeypatch):
+    """Every group's schedule is held until they run together: the budget counts them all."""
+    from simnet.budget import TooLarge
+    from simnet.collectives.schedule import TRANSFER_BYTES
+    from simnet.runner import _Point, nccl_env
+
+    topo = box(8)
+    groups = [topo.gpus[i:i + 2] for i in range(0, 8, 2)]
+    one = len(_Point(topo.subset(groups[0]), "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**24, {})[1])
+    monkeypatch.setenv("SIMNET_MEMORY", f"{int(2.5 * one * TRANSFER_BYTES)} B")
+    with pytest.raises(TooLarge, match="by 4 groups of 2 GPUs at once"):
+        simulate_groups(topo, groups, "allreduce", 2**24, algorithm="ring")
+    assert simulate_groups(topo, groups[:2], "allreduce", 2**24, algorithm="ring").time_s > 0
