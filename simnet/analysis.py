@@ -63,26 +63,41 @@ def _machine(topo: Topology, link: LinkReport) -> str | None:
 _NEARER_THE_NETWORK = ("ps", "nic", "host", "gpu")
 
 
-def _port_remedy(algorithm: str, machine_kind: str) -> str:
+def _alternatives(collective: str, algorithm: str) -> list[str]:
+    """What a remedy may suggest instead: the collective's own algorithms among the usual ones."""
+    from simnet.collectives.registry import algorithms_for
+
+    table = algorithms_for(collective)
+    return [a for a in ("ring", "hierarchical", "pat", "pairwise") if a in table and a != algorithm]
+
+
+def _port_remedy(algorithm: str, machine_kind: str, collective: str) -> str:
     if algorithm == "ps":
         return "shard the server (options.ps_servers: K) or use a collective such as ring"
     if machine_kind == "ps":
         return "use more parameter servers or a faster server NIC"
-    others = " or ".join(a for a in ("ring", "hierarchical") if a != algorithm)
+    others = " or ".join(_alternatives(collective, algorithm))
+    if not others:
+        return "a faster port, or fewer flows through it (pxn: to route sends through the peer's rail)"
     return (f"a faster port, or fewer flows through it: compare {others} here (-a), which may or may not "
             "be faster on this fabric")
 
 
-def _fabric_remedy(algorithm: str) -> str:
-    try_instead = ("a coarser group_by (rack, region), so fewer shards cross" if algorithm == "hierarchical"
-                   else "hierarchical, which sends 1/g of the data across for g GPUs per group")
+def _fabric_remedy(algorithm: str, collective: str) -> str:
+    if algorithm == "hierarchical":
+        try_instead = "a coarser group_by (rack, region), so fewer shards cross"
+    elif "hierarchical" in _alternatives(collective, algorithm):
+        try_instead = "hierarchical, which sends 1/g of the data across for g GPUs per group"
+    else:
+        try_instead = " or ".join(_alternatives(collective, algorithm) or ["a placement with fewer flows across"])
     return (f"more bandwidth on this tier (lower oversubscription), or less traffic across it: compare "
             f"{try_instead} (it may or may not be faster here)")
 
 
 def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
-                  servers: list[str] | None = None) -> list[Finding]:
-    """Warnings for the ``links`` of one run of ``algorithm`` (see the module docstring).
+                  servers: list[str] | None = None, collective: str = "allreduce") -> list[Finding]:
+    """Warnings for the ``links`` of one run of ``collective``'s ``algorithm`` (see the module
+    docstring); remedies name only algorithms the collective has.
 
     A port's two directions are judged together by the time *either* was saturated (a
     parameter server is saturated inbound while workers push, then outbound while they
@@ -99,7 +114,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                     f"{link.name}: {link.max_flows} flows shared {link.capacity_Bps / 1e9:.4g} GB/s, saturated "
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
                     f"{units.format_time(link.bytes / link.capacity_Bps)} even at full speed. Remedy: "
-                    f"{_fabric_remedy(algorithm)}")))
+                    f"{_fabric_remedy(algorithm, collective)}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
     for machine, cables in ports.items():  # one warning per machine, about its busiest cable
@@ -116,7 +131,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
         findings.append(Finding("nic_overload", worst.name, (
             f"{machine} port: {flows} flows shared {worst.capacity_Bps / 1e9:.4g} GB/s; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
-            f"Remedy: {_port_remedy(algorithm, topo.kind(machine))}")))
+            f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
     if algorithm == "ps" and idle:
         findings.append(Finding("idle_servers", idle[0], (

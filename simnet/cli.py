@@ -158,6 +158,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     if plot_dir:
         output_dir(plot_dir, "--plot")
     changes = _collective_option(spec, collective, algorithms, scenario)
+    notes = _collective_notes(spec, changes)  # before -a joins the changes
     if algorithms:
         changes["algorithms"] = _algorithm_option(algorithms, scenario, changes.get("collective", spec.collective))
     if sizes:
@@ -192,9 +193,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             console.print(costs)
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
-        if "workload" in changes:
-            console.print(f"the scenario's training step is a data-parallel step of AllReduces: not shown for "
-                          f"{spec.collective}")
+        for note in notes:
+            console.print(note)
         _print_notes(console, results)
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
@@ -279,9 +279,9 @@ def _collective_option(spec, collective: str | None, algorithms: tuple[str, ...]
     collective has (``auto`` when none)."""
     if collective is None or collective == spec.collective:
         return {}
-    if spec.jobs:
-        raise InputError(f"--collective: {scenario} has jobs, which run AllReduces; remove them to run another "
-                         "collective", scenario)
+    if spec.jobs or spec.training is not None:
+        what = "jobs, which run AllReduces" if spec.jobs else "training, which picks the collectives of its step"
+        raise InputError(f"--collective: the scenario has {what}; remove it to run another collective", scenario)
     changes = {"collective": collective, **({"workload": None} if spec.workload is not None else {})}
     if not algorithms:
         from simnet.collectives import algorithms_for
@@ -289,6 +289,20 @@ def _collective_option(spec, collective: str | None, algorithms: tuple[str, ...]
         table = algorithms_for(collective)
         changes["algorithms"] = [a for a in spec.algorithms if a in table or a == "auto"] or ["auto"]
     return changes
+
+
+def _collective_notes(spec, changes: dict) -> list[str]:
+    """What ``-c`` left out of the file, one line each."""
+    if "collective" not in changes:
+        return []
+    notes = []
+    dropped = [a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
+    if dropped:
+        notes.append(f"not run for {changes['collective']} (it has no such algorithm): {', '.join(dropped)}")
+    if "workload" in changes:
+        notes.append(f"the scenario's training step is a data-parallel step of AllReduces: not shown for "
+                     f"{changes['collective']}")
+    return notes
 
 
 def _gpu_counts(text: str, scenario: Path) -> list[int]:
@@ -398,7 +412,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if not sep or not key.strip() or not _split_values(values):
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
         axes[key.strip()] = _split_values(values)
-    if changes := _collective_option(spec, collective, algorithms, scenario):
+    changes = _collective_option(spec, collective, algorithms, scenario)
+    notes = _collective_notes(spec, changes)
+    if changes:
         spec = spec.replace(**changes)
     names = _algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
     try:
@@ -414,7 +430,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
                       f"{computed} computed now")
     console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
-    if "iteration_time_s" not in records[0] and "training" not in records[0]:
+    for note in notes:
+        console.print(note)
+    if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
     for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",

@@ -39,6 +39,10 @@ def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[di
     """One row per hardware option (name, cost, its points' records): its fastest algorithm
     and what it buys. ``merit_s`` is the time the comparison ranks by (module docstring)."""
     every = [record for _, _, records in options for record in records]
+    kinds = {record.get("collective", "allreduce") for record in every}
+    if len(kinds) > 1 and not all("step_s" in record for record in every):
+        raise ValueError(f"compare: the options run different collectives ({', '.join(sorted(kinds))}); compare "
+                         "scenarios of one collective")
     training = all("step_s" in record for record in every)
     workload = not training and all("iteration_time_s" in record for record in every)
     rows = []

@@ -143,9 +143,9 @@ class Results:
             data["training"] = self.training
         return data
 
-    FLAT_COLUMNS = ("scenario", "collective", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps",
-                    "busbw_GBps", "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction",
-                    "warnings")
+    FLAT_COLUMNS = ("scenario", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
+                    "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction", "warnings",
+                    "collective")  # new columns go last: readers by position keep working
 
     def rows(self) -> list[dict]:
         """One flat dict per run (the CSV and DataFrame rows): ``algorithm`` as asked

@@ -136,6 +136,9 @@ class _Point:
 
     def simulate(self, algorithm: str, size: int, timeline: bool, reuse: Mapping[str, Result] | None,
                  conditions: _Conditions, options: dict) -> Result:
+        """One run of the collective's ``algorithm`` (or ``auto``) of ``size`` bytes (nccl-tests'
+        convention), replayed on the fluid network under ``conditions``; ``reuse``: results
+        of this point by algorithm that ``auto`` may take instead of simulating again."""
         topo, table = self.topo, algorithms_for(self.collective)
         if algorithm == "auto" and len(topo.gpus) > 1:
             return self._auto(size, timeline, options, conditions, reuse)
@@ -153,16 +156,18 @@ class _Point:
         run = replay(schedule, topo, timing=timing, timeline=timeline,
                      faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
         links = link_reports(run)
-        warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"))
+        warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"), self.collective)
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
                       channels=schedule.info.get("channels"), replay=run, collective=self.collective)
 
     def prepare(self, algorithm: str, size: int, options: dict):
         """(the model's plan, the schedule, its timing) of ``algorithm`` at ``size`` bytes."""
+        n = len(self.topo.gpus)  # an AllToAll's sends are one block each: NCCL picks LL or Simple per send
+        message = size // max(n, 1) if self.collective == "all_to_all" else size
         decided = model_plan(self.model, self.topo, algorithm, size, options,
                              algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
-                             self.calibration, self.function)
+                             self.calibration, self.function, message)
         schedule = build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options)
         return decided, schedule, model_timing(decided, schedule, self.topo)
 

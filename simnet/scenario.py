@@ -284,6 +284,7 @@ class ScenarioSpec(Strict):
     @field_validator("algorithms")
     @classmethod
     def _listed_once(cls, value):
+        """At least one algorithm, none twice (whether the collective has them is checked later)."""
         names = [value] if isinstance(value, str) else value
         if not names:
             raise ValueError("no algorithms: list at least one (or write all, or auto)")
@@ -430,6 +431,10 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             if getattr(spec, key):
                 raise source.error((key,), f"{key} run AllReduces (a data-parallel step); this scenario's collective "
                                            f"is {spec.collective}: remove {key} or the collective")
+        if spec.training is not None:
+            raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
+                                                "remove collective, or training")
+    _check_options(spec, source)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     collective=spec.collective, training=spec.training,
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
@@ -454,6 +459,18 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
                                f"unknown algorithm {name!r} for {spec.collective}; expected "
                                f"{', '.join([*table, AUTO])} or all")
     return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
+
+
+def _check_options(spec: ScenarioSpec, source: Source) -> None:
+    """Refuse an option no algorithm of the scenario's collective takes (it would be ignored)."""
+    from simnet.collectives import algorithms_for
+    from simnet.collectives.registry import COMMON_OPTIONS
+
+    table = algorithms_for(spec.collective)
+    for name in spec.options.model_dump(exclude_none=True):
+        takers = [a.name for a in table.values() if name in a.options]
+        if name not in COMMON_OPTIONS and not takers:
+            raise source.error(("options", name), f"no {spec.collective} algorithm takes {name}")
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:

@@ -253,3 +253,60 @@ def test_cli_collective_option_on_the_headline_scenario(cli, root):
     assert "not shown for reduce_scatter" in result.stdout  # the DDP step needs AllReduces
     listing = cli("algorithms", "-c", "all_to_all")
     assert listing.exit_code == 0 and "pairwise" in listing.stdout and "pxn" in listing.stdout
+
+
+# ------------------------------------------------------------------ the model's rows, simulated
+def test_simulated_pat_and_nvls_keep_to_nccls_own_prediction():
+    """Uncontended, a simulated NCCL algorithm costs what NCCL's model says (tuning.cc): PAT
+    at bandwidth (each rank's sends over the whole collective share its cap, though the peer
+    changes every step), NVLS AllGather at latency (its 25 us, not half)."""
+    singles = topology_from_dict({"name": "s", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 16,
+                                                            "gpus_per_host": 1}})
+    system = tuning.system_of(singles)
+    for size in (2**24, 2**30):
+        simulated = simulate(singles, "pat", size, collective="all_gather").time_s
+        assert simulated == pytest.approx(tuning.predict(system, "PAT", "Simple", size, "AllGather"), rel=0.05)
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
+    assert simulate(box, "nvls", 1024, collective="all_gather").time_s == pytest.approx(
+        tuning.predict(tuning.system_of(box), "NVLS", "Simple", 1024, "AllGather"), rel=0.01)
+
+
+def test_an_all_to_all_picks_its_protocol_per_send():
+    """NCCL picks LL for sends up to NCCL_P2P_LL_THRESHOLD (16 KiB): 128 KiB over 8 ranks
+    is 16 KiB per peer."""
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
+    assert simulate(box, "direct", 2**17, collective="all_to_all").protocol == "LL"
+    assert simulate(box, "direct", 2**17 + 8, collective="all_to_all").protocol == "Simple"
+
+
+def test_pxn_relays_through_the_receivers_rail_on_any_subset():
+    topo = topology_from_dict({"name": "rails", "generate": {"kind": "rail_optimized", "nodes_per_unit": 2,
+                                                             "gpus_per_node": 4}})
+    first = [g for g in topo.gpus if topo.label(g, "host") == topo.label(topo.gpus[0], "host")]
+    ranks = first + [g for g in topo.gpus if g not in first][2:]  # all of host 0, GPUs 2 and 3 of host 1
+    from simnet.collectives.exchange import pxn_relays
+
+    assert pxn_relays(topo, ranks, np.array([0, 0, 4]), np.array([4, 1, 0])).tolist() == [2, -1, -1]
+
+
+@pytest.mark.parametrize("document, line, message", [
+    ("options: {pxn: false}\n", 5, "options.pxn: no allreduce algorithm takes pxn"),
+    ("collective: all_gather\ntraining: {model: llama3_8b, efficiency: 0.5}\n", 5,
+     "collective: training picks the collectives of its step itself"),
+])
+def test_settings_the_collective_would_ignore_are_refused(tmp_path, cli, document, line, message):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\nsize: 1 MiB\n"
+                    "algorithms: [auto]\n" + document)
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert f"s.yaml:{line}: {message}" in result.stderr
+
+
+def test_compare_refuses_options_of_different_collectives(tmp_path, cli, root):
+    path = tmp_path / "a2a.yaml"
+    path.write_text("name: a2a\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
+                    "collective: all_to_all\nsize: 64 MiB\n")
+    result = cli("compare", path, root / "scenarios/single_node.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and "run different collectives (all_to_all, allreduce)" in result.stderr
+    assert not (tmp_path / "c.png").exists()

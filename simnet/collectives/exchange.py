@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.collectives.channels import host_positions
 from simnet.collectives.registry import register
 from simnet.collectives.schedule import COPY, Schedule, ScheduleBuilder, split_range
 from simnet.topology.model import Topology
@@ -27,22 +26,21 @@ __all__ = ["pxn_relays", "direct_all_to_all", "pairwise_all_to_all", "direct_sen
 
 
 def pxn_relays(topology: Topology, ranks: list[str], src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Per send (rank positions ``src`` -> ``dst``), the rank PXN relays it through: the GPU
-    on the sender's host with the receiver's local index, when the two are on different
-    hosts that have NICs of their own and that GPU is not the sender; else -1."""
-    hosts = host_positions(topology, ranks)
-    host_of = np.empty(len(ranks), dtype=np.int64)
-    local = np.empty(len(ranks), dtype=np.int64)
-    for h, members in enumerate(hosts):
-        host_of[members], local[members] = h, np.arange(len(members))
-    if len(hosts) < 2:
-        return np.full(len(src), -1, dtype=np.int64)
-    width = max(len(m) for m in hosts)
-    table = np.full((len(hosts), width), -1, dtype=np.int64)  # host, local index -> rank position
-    for h, members in enumerate(hosts):
-        if topology.rails([ranks[i] for i in members]):
-            table[h, : len(members)] = members
-    relay = table[host_of[src], local[dst]]
+    """Per send (rank positions ``src`` -> ``dst``), the rank PXN relays it through: on the
+    sender's host, the GPU next to the NIC rail the receiver sits on (rails numbered in NIC
+    order over each host's GPUs), when the two hosts differ, that GPU is one of ``ranks``
+    and is not the sender; else -1."""
+    position = {gpu: i for i, gpu in enumerate(ranks)}
+    host_of = np.array([topology.label(gpu, "host") for gpu in ranks], dtype=object)
+    rail_of = np.full(len(ranks), -1, dtype=np.int64)  # the rail index of each rank's own NIC
+    near: dict[tuple, int] = {}  # (host, rail index) -> the rank position next to that rail
+    for host, gpus in topology.groups("host").items():
+        for index, (_, gpu) in enumerate(topology.rails(gpus) if host in set(host_of) else []):
+            if gpu in position:
+                rail_of[position[gpu]] = index
+                near[(host, index)] = position[gpu]
+    relay = np.array([near.get((host_of[s], rail_of[d]), -1) if rail_of[d] >= 0 else -1
+                      for s, d in zip(src.tolist(), dst.tolist())], dtype=np.int64)
     return np.where((host_of[src] != host_of[dst]) & (relay != src), relay, -1)
 
 

@@ -42,7 +42,7 @@ def bruck_steps(n: int) -> list[tuple[int, int]]:
 
 def _pat(name: str, ranks: list[str], size: int) -> Schedule:
     """Bruck's AllGather (``name`` all_gather) or its reverse, ReduceScatter (see the module docstring)."""
-    b = ScheduleBuilder(name, ranks, size)
+    b = ScheduleBuilder("pat", ranks, size)
     n = len(ranks)
     bounds = split_range(0, size, n)
     r = np.arange(n)
@@ -111,7 +111,7 @@ def _nvls(name: str, topology: Topology, ranks: list[str], size: int, chunk_size
         raise Unsupported(f"nvls {name} across hosts: NCCL runs it across nodes only through CollNet (SHARP) "
                           "heads, which simnet does not model for this collective; use ring (or pat at one GPU "
                           "per node)")
-    b = ScheduleBuilder(name, ranks, size)
+    b = ScheduleBuilder("nvls", ranks, size)
     n = len(ranks)
     switch = b.node(nvls_switch(topology, ranks))
     bounds = split_range(0, size, n)

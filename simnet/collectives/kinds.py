@@ -19,9 +19,10 @@ collective         size (bytes)                            busbw/algbw  every ra
 
 Part r of a buffer is ``split_range(0, size, N)[r:r+2]``. ``all_to_all`` and ``send_recv``
 move data that ends at another offset than it starts; their schedules address it in one
-space of N x size bytes (``exchange_size``): block (i, j), what rank i sends rank j, is
+space of N x size bytes: block (i, j), what rank i sends rank j, is
 ``split_range(0, N*size, N*N)[i*N+j : i*N+j+2]`` for all_to_all, and rank i's buffer is
 ``[i*size, (i+1)*size)`` for send_recv, so a transfer carries the same byte range at both ends.
+The root of Broadcast and Reduce is rank 0.
 
 >>> [(c.name, round(c.busbw_factor(8), 3)) for c in COLLECTIVES.values()][:3]
 [('allreduce', 1.75), ('reduce_scatter', 0.875), ('all_gather', 0.875)]
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Collective", "COLLECTIVES", "ALLREDUCE", "collective", "exchange_size"]
+__all__ = ["Collective", "COLLECTIVES", "ALLREDUCE", "collective"]
 
 ALLREDUCE = "allreduce"
 
@@ -44,10 +45,8 @@ class Collective:
     name: str
     title: str  # how tables and plots name it (NCCL's spelling)
     nccl: str  # NCCL's function (ncclFunc_t name), whose tuning rows time it; "SendRecv" for point-to-point
-    test: str  # the nccl-tests binary that measures it
     busbw_factor: Callable[[int], float]  # busbw / algbw for N ranks
     description: str
-    rooted: bool = False  # broadcast and reduce: one root (rank 0)
     exchange: bool = False  # addressed in N x size bytes (see the module docstring)
 
     @property
@@ -57,24 +56,25 @@ class Collective:
 
 
 def _ring_factor(n: int) -> float:
+    """(N-1)/N: each rank's share of the buffer that crosses its links (0 for no ranks)."""
     return (n - 1) / n if n else 0.0
 
 
 COLLECTIVES: dict[str, Collective] = {c.name: c for c in (
-    Collective("allreduce", "AllReduce", "AllReduce", "all_reduce_perf", lambda n: 2 * (n - 1) / n if n else 0.0,
+    Collective("allreduce", "AllReduce", "AllReduce", lambda n: 2 * (n - 1) / n if n else 0.0,
                "every rank ends with the sum of every rank's buffer"),
-    Collective("reduce_scatter", "ReduceScatter", "ReduceScatter", "reduce_scatter_perf", _ring_factor,
+    Collective("reduce_scatter", "ReduceScatter", "ReduceScatter", _ring_factor,
                "rank r ends with the sum of part r of every rank's buffer (size: the whole input)"),
-    Collective("all_gather", "AllGather", "AllGather", "all_gather_perf", _ring_factor,
+    Collective("all_gather", "AllGather", "AllGather", _ring_factor,
                "every rank ends with part r of rank r, for every r (size: the whole output)"),
-    Collective("broadcast", "Broadcast", "Broadcast", "broadcast_perf", lambda n: 1.0,
-               "every rank ends with the root's (rank 0's) buffer", rooted=True),
-    Collective("reduce", "Reduce", "Reduce", "reduce_perf", lambda n: 1.0,
-               "the root (rank 0) ends with the sum of every rank's buffer", rooted=True),
-    Collective("all_to_all", "AllToAll", "SendRecv", "alltoall_perf", _ring_factor,
+    Collective("broadcast", "Broadcast", "Broadcast", lambda n: 1.0,
+               "every rank ends with the root's (rank 0's) buffer"),
+    Collective("reduce", "Reduce", "Reduce", lambda n: 1.0,
+               "the root (rank 0) ends with the sum of every rank's buffer"),
+    Collective("all_to_all", "AllToAll", "SendRecv", _ring_factor,
                "rank j ends with block j of every rank's buffer, block i from rank i (size: one rank's buffer)",
                exchange=True),
-    Collective("send_recv", "SendRecv", "SendRecv", "sendrecv_perf", lambda n: 1.0,
+    Collective("send_recv", "SendRecv", "SendRecv", lambda n: 1.0,
                "rank r sends its buffer to rank r+1 and receives rank r-1's (a ring of pairs)", exchange=True),
 )}
 
@@ -85,8 +85,3 @@ def collective(name: str) -> Collective:
         raise ValueError(f"unknown collective {name!r}; expected one of {', '.join(COLLECTIVES)}")
     return COLLECTIVES[name]
 
-
-def exchange_size(name: str, ranks: int, size: int) -> int:
-    """Bytes of the space a schedule of collective ``name`` addresses: ``size``, or
-    ``ranks * size`` for all_to_all and send_recv (see the module docstring)."""
-    return ranks * size if collective(name).exchange else size

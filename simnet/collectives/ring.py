@@ -158,7 +158,7 @@ def _ring_half(topology: Topology, ranks: list[str], size: int, chunk_size: int 
                name: str) -> Schedule:
     """NCCL's Ring ReduceScatter (``name`` reduce_scatter) or AllGather over channel groups:
     channel group k carries its slice of every rank's part, rank r owning part r."""
-    b = ScheduleBuilder(name, ranks, size)
+    b = ScheduleBuilder("ring", ranks, size)
     n = len(ranks)
     channels = channels or default_channels(topology, ranks)
     groups = channel_groups(topology, ranks, channels, "ring")

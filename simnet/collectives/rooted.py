@@ -36,7 +36,9 @@ def chain(b: ScheduleBuilder, order: np.ndarray, lo: int, hi: int, chunks: int, 
 
 def _ring_rooted(name: str, topology: Topology, ranks: list[str], size: int, chunk_size: int | None,
                  channels: int | None) -> Schedule:
-    b = ScheduleBuilder(name, ranks, size)
+    """NCCL's Ring Broadcast (``name`` broadcast) or Reduce of ``size`` bytes: per channel
+    group a pipelined chain along its ring, from the root or ending at it."""
+    b = ScheduleBuilder("ring", ranks, size)
     channels = channels or default_channels(topology, ranks)
     groups = channel_groups(topology, ranks, channels, "ring")
     weights = np.array([g.weight for g in groups])

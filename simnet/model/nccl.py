@@ -87,10 +87,12 @@ class NcclPlan:
 
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
          nccl_proto: str | None = None, calibration: Calibration | None = None,
-         function: str = "AllReduce") -> NcclPlan:
+         function: str = "AllReduce", message: int | None = None) -> NcclPlan:
     """The protocol NCCL would use for ``function``'s ``algorithm`` at ``size`` (within
     ``nccl_proto``, an NCCL_PROTO value) and the schedule options (NCCL's chunk size for it
-    unless ``chunk_size`` was given; ``accepts``: the options the algorithm takes)."""
+    unless ``chunk_size`` was given; ``accepts``: the options the algorithm takes). A
+    point-to-point algorithm picks LL or Simple by ``message``, the bytes of one send
+    (default ``size``), as NCCL decides per send."""
     system = tuning.system_of(topology)
     allowed = tuning.parse_nccl_list(nccl_proto, tuning.PROTOCOLS, "NCCL_PROTO", function)
     name = tuning.native(function, algorithm)
@@ -101,7 +103,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         protocol = min(times, key=times.get) if times else "Simple"
         row = name
     else:
-        p2p = ["LL"] if size <= P2P_LL_THRESHOLD else ["Simple"]
+        p2p = ["LL"] if (size if message is None else message) <= P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
     if name == "NVLS" and options.get("channels") is None:
@@ -150,7 +152,7 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     """The ``Timing`` of ``schedule`` under NCCL's model (see the module docstring)."""
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
     n = len(schedule)
-    size = decided.size  # the schedule addresses N x size bytes for an exchange (kinds.exchange_size)
+    size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.collectives.kinds)
     wire = WIRE_FACTOR[protocol]
     factor = tuning.plateau(system, row, protocol, size, decided.function)
     intra, inter = tuning.step_latencies(system, row, protocol)
@@ -168,7 +170,7 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     per_class = {NVLINK: intra if system.intra_hw == NVLINK else pci, PCIE: pci, NET: inter}
     switches = {i for i, node in enumerate(schedule.nodes)
                 if topology.kind(node) == "switch"}  # NVLS and SHARP reduce in switches
-    nvls_share = 2 if (schedule.algorithm == "nvls" and system.nodes == 1) else 4
+    nvls_share = 2 if (row == "NVLS" and system.nodes == 1) else 4
     sharp_share = 2 * max(1, int(schedule.info.get("sharp_height", 1)))
 
     connections, which = _connections(schedule)
@@ -194,8 +196,11 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
         # NCCL's algorithm bandwidth without its size correction for trees: the replay pipelines
         # the chunks itself, so the fill that correction stands for is already in the time
         bandwidth = tuning.algorithm_bandwidth(system, row, protocol, decided.function) * 1e9  # B/s of the buffer
-        carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(connections))
-        caps = carried[which] / size * bandwidth * wire
+        # a connection's share of the buffer: what it carries over the whole collective; PAT talks
+        # to a new peer every step, so there its sender's share over the whole collective counts
+        key, count = (schedule.src, len(schedule.nodes)) if row == "PAT" else (which, len(connections))
+        carried = np.bincount(key, weights=schedule.nbytes.astype(float), minlength=count)
+        caps = carried[key] / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         caps *= _pipeline_fill(schedule, protocol, decided.coarsening) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)

@@ -473,7 +473,7 @@ def unavailable(system: System, algorithm: str, function: str = "AllReduce") -> 
            for p in PROTOCOLS):
         return None
     if algorithm not in FUNCTION_ALGORITHMS[function]:
-        return f"NCCL has no {algorithm} {function} (it runs {', '.join(FUNCTION_ALGORITHMS[function])})"
+        return f"NCCL has no {algorithm} {function} (its tuner times {', '.join(FUNCTION_ALGORITHMS[function])})"
     if algorithm == "PAT":
         return "PAT runs with one GPU per node only (ncclPatEnable)"
     if function in ("ReduceScatter", "AllGather") and system.nodes > 1 and algorithm in ("NVLS", "CollNetDirect"):
@@ -532,12 +532,12 @@ def nvls_channels(system: System) -> int:
 
 
 def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
-    """NCCL's pipeline chunk for one AllReduce, bytes per channel (enqueue.cc calcCollChunking,
-    init.cc:810-826, collectives.h:19-34): Simple moves 4 MiB / 8 = 512 KiB steps, Ring's in
-    1 MiB slices of its 2 MiB chunks; LL carries 8 of every 16 bytes of its 64 KiB steps
-    (32 KiB); LL128 15 of every 16 lines of its 600 KiB steps, smaller for trees of small
-    messages; NVLS 128 KiB, halved down to 16 KiB, and NVLSTree down to 32 KiB, as the
-    message gets small against channels x heads x chunk."""
+    """NCCL's pipeline chunk for one ``function`` (AllReduce unless named), bytes per channel
+    (enqueue.cc calcCollChunking, init.cc:810-826, collectives.h:19-34): Simple moves 4 MiB
+    / 8 = 512 KiB steps, Ring's in 1 MiB slices of its 2 MiB chunks; LL carries 8 of every
+    16 bytes of its 64 KiB steps (32 KiB); LL128 15 of every 16 lines of its 600 KiB steps,
+    smaller for trees of small messages; NVLS 128 KiB, halved down to 16 KiB, and NVLSTree
+    down to 32 KiB, as the message gets small against channels x heads x chunk."""
     ppn = max(1, round(system.ppn))
     channels = 2 * graph(system, algorithm).channels  # the comm's channels: the search's, duplicated
     if algorithm in ("NVLS", "NVLSTree"):

@@ -89,7 +89,7 @@ def sweep_table(records: list[dict], title: str) -> Table:
 def write_sweep_csv(records: list[dict], path: Path) -> Path:
     """One row per (point, size), with the point's iteration time and speedup when known."""
     fields = ["algorithm", "set", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "bottleneck",
-              "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu"]
+              "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu", "collective"]
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
