@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels"]
+__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,11 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
         layouts[key] = layouts.get(key, 0) + 1
     return [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
             for key, weight in layouts.items()]
+
+
+def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, list[ChannelGroup], np.ndarray]:
+    """NCCL's ring channels over ``ranks``: (channels, default NCCL's; the simulated
+    groups; each group's weight, the NCCL channels it stands for)."""
+    channels = channels or default_channels(topology, ranks)
+    groups = channel_groups(topology, ranks, channels, "ring")
+    return channels, groups, np.array([g.weight for g in groups])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.collectives.channels import channel_groups, default_channels
+from simnet.collectives.channels import ring_layout
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
@@ -137,9 +137,7 @@ def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
     latency but never the 2(N-1)/N * S bytes each link carries.
     """
     b = ScheduleBuilder("ring", ranks, size)
-    channels = channels or default_channels(topology, ranks)
-    groups = channel_groups(topology, ranks, channels, "ring")
-    weights = np.array([g.weight for g in groups])
+    channels, groups, weights = ring_layout(topology, ranks, channels)
     edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
     # each group moves the chunks of all the NCCL channels it stands for at once
     pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
@@ -160,9 +158,7 @@ def _ring_half(topology: Topology, ranks: list[str], size: int, chunk_size: int 
     channel group k carries its slice of every rank's part, rank r owning part r."""
     b = ScheduleBuilder("ring", ranks, size)
     n = len(ranks)
-    channels = channels or default_channels(topology, ranks)
-    groups = channel_groups(topology, ranks, channels, "ring")
-    weights = np.array([g.weight for g in groups])
+    channels, groups, weights = ring_layout(topology, ranks, channels)
     rank_parts = split_range(0, size, n)
     # slice k of part r: the channels' share of it, cut as the channels' weights say
     cuts = rank_parts[:-1, None] + (np.concatenate([[0], np.cumsum(weights)])[None, :]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.collectives.channels import channel_groups, default_channels
+from simnet.collectives.channels import ring_layout
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
@@ -39,9 +39,7 @@ def _ring_rooted(name: str, topology: Topology, ranks: list[str], size: int, chu
     """NCCL's Ring Broadcast (``name`` broadcast) or Reduce of ``size`` bytes: per channel
     group a pipelined chain along its ring, from the root or ending at it."""
     b = ScheduleBuilder("ring", ranks, size)
-    channels = channels or default_channels(topology, ranks)
-    groups = channel_groups(topology, ranks, channels, "ring")
-    weights = np.array([g.weight for g in groups])
+    channels, groups, weights = ring_layout(topology, ranks, channels)
     edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
     for k, group in enumerate(groups):
         ring = np.concatenate(group.hosts)
