@@ -21,7 +21,7 @@ from pathlib import Path
 from simnet import units
 from simnet.errors import CannotSimulate, InputError
 
-__all__ = ["memory_budget", "check_fits", "TooLarge", "SAFETY"]
+__all__ = ["memory_budget", "check_fits", "fits", "TooLarge", "SAFETY"]
 
 SAFETY = 0.8
 """Fraction of the available memory a run may use (the rest: interpreter, plots, other processes)."""
@@ -69,3 +69,8 @@ def check_fits(needed: float, what: str, remedy: str, budget: int | None = None)
     if needed > budget:
         raise TooLarge(f"{what} (~{needed / 1e9:,.3g} GB), more than the {budget / 1e9:.3g} GB simnet may use here "
                        f"(SIMNET_MEMORY; default 80% of the free memory): {remedy}")
+
+
+def fits(needed: float, budget: int | None = None) -> bool:
+    """Whether ``needed`` bytes fit in ``budget`` (default: ``memory_budget()``)."""
+    return needed <= (memory_budget() if budget is None else budget)

@@ -19,12 +19,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from simnet.analysis import find_warnings, link_reports
+from simnet.budget import fits
 from simnet.collectives import build_schedule, replay
 from simnet.collectives.kinds import ALLREDUCE
 from simnet.collectives.kinds import collective as lookup_collective
-from simnet.collectives.registry import COMMON_OPTIONS, algorithms_for
+from simnet.collectives.lanes import replay_lanes
+from simnet.collectives.registry import COMMON_OPTIONS, algorithms_for, build_program
+from simnet.collectives.schedule import transfer_bytes
 from simnet.conditions import Fault, check_reachable, resolve_faults, straggler_delays
-from simnet.model import DEFAULT_MODEL, tuning
+from simnet.model import DEFAULT_MODEL, lane_timing, tuning
 from simnet.model import plan as model_plan
 from simnet.model import timing as model_timing
 from simnet.model.calibration import Calibration, load_calibration
@@ -152,22 +155,45 @@ class _Point:
             return self._fastest_inner(size, timeline, options, conditions)
         engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
         size = int(size)
-        decided, schedule, timing = self.prepare(algorithm, size, options)
-        run = replay(schedule, topo, timing=timing, timeline=timeline,
-                     faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
+        decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
-        warnings = find_warnings(topo, links, run.time, algorithm, schedule.info.get("servers"), self.collective)
+        warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
-                      channels=schedule.info.get("channels"), replay=run, collective=self.collective)
+                      channels=info.get("channels"), replay=run, collective=self.collective)
+
+    def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: _Conditions,
+                engine: dict):
+        """(the model's plan, the replay, the schedule's info): lane by lane
+        (``simnet.collectives.lanes``) when the algorithm is a lane program, no condition
+        applies and no link can be shared beyond its capacity, else on the fluid network.
+        A timeline asks for the fluid network unless its schedule would not fit in memory."""
+        decided = self.plan(algorithm, size, options)
+        program = None
+        if not conditions:
+            program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        if program is not None and program.worth_replaying() and (
+                not timeline or not fits(len(program) * transfer_bytes(algorithm))):
+            run = replay_lanes(program, self.topo, lane_timing(decided, program, self.topo), **engine)
+            if run is not None:
+                return decided, run, program.info
+        schedule = (program.to_schedule() if program is not None else
+                    build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options))
+        run = replay(schedule, self.topo, timing=model_timing(decided, schedule, self.topo), timeline=timeline,
+                     faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
+        return decided, run, schedule.info
+
+    def plan(self, algorithm: str, size: int, options: dict):
+        """The model's plan for ``algorithm`` at ``size`` bytes (protocol, schedule options)."""
+        n = len(self.topo.gpus)  # an AllToAll's sends are one block each: NCCL picks LL or Simple per send
+        message = size // max(n, 1) if self.collective == "all_to_all" else size
+        return model_plan(self.model, self.topo, algorithm, size, options,
+                          algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
+                          self.calibration, self.function, message)
 
     def prepare(self, algorithm: str, size: int, options: dict):
         """(the model's plan, the schedule, its timing) of ``algorithm`` at ``size`` bytes."""
-        n = len(self.topo.gpus)  # an AllToAll's sends are one block each: NCCL picks LL or Simple per send
-        message = size // max(n, 1) if self.collective == "all_to_all" else size
-        decided = model_plan(self.model, self.topo, algorithm, size, options,
-                             algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
-                             self.calibration, self.function, message)
+        decided = self.plan(algorithm, size, options)
         schedule = build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options)
         return decided, schedule, model_timing(decided, schedule, self.topo)
 
@@ -244,7 +270,6 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
     model picks for each group, without simulating the alternatives."""
     from simnet.budget import check_fits, memory_budget
     from simnet.collectives.replay import JobRun, replay_jobs
-    from simnet.collectives.schedule import transfer_bytes
     from simnet.topology.model import PS_PER_SECOND
 
     topo = topology if isinstance(topology, Topology) else load_topology(topology)

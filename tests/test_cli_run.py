@@ -158,7 +158,7 @@ def test_trace_slices_are_the_replayed_times(cli, scenario, tmp_path):
     path = tmp_path / "t.json"
     assert cli("run", scenario, "--trace", path, "-a", "ring").exit_code == 0
     slices = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
-    traced = simulate(load_topology(root_path() / "topologies/ps_star.yaml"), "ring", 16 * 2**20)
+    traced = simulate(load_topology(root_path() / "topologies/ps_star.yaml"), "ring", 16 * 2**20, timeline=True)
     replayed = traced.replay
     real = np.flatnonzero(replayed.schedule.src != replayed.schedule.dst)
     assert len(slices) == len(real)

@@ -225,14 +225,14 @@ def test_a_point_too_large_for_memory_stops_the_sweep_in_one_line_keeping_the_ot
     from simnet.collectives import build_schedule
     from simnet.collectives.schedule import transfer_bytes
 
-    path = write(tmp_path)
-    path.write_text(path.read_text() + "options: {chunk_size: 64 KiB}\n")  # a schedule larger than the topology
-    eight = len(build_schedule("ring", load_scenario(path).topology, 64 * 2**20, chunk_size=64 * 2**10))
+    path = write(tmp_path)  # NCCL's Tree: a schedule of transfers (a ring is replayed lane by lane, without one)
+    path.write_text(path.read_text().replace("[ring]", "[tree]") + "options: {chunk_size: 64 KiB}\n")
+    eight = len(build_schedule("tree", load_scenario(path).topology, 64 * 2**20, chunk_size=64 * 2**10))
     out = tmp_path / "out"
-    result = cli("sweep", path, "--out", out, "--workers", "1", env={"SIMNET_MEMORY": f"{eight * transfer_bytes('ring') - 1} B"})
+    result = cli("sweep", path, "--out", out, "--workers", "1", env={"SIMNET_MEMORY": f"{eight * transfer_bytes('tree') - 1} B"})
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1
-    assert "s.yaml: the point at 8 GPUs: ring over 8 GPUs at 64 MiB needs" in result.stderr
+    assert "s.yaml: the point at 8 GPUs: tree over 8 GPUs at 64 MiB needs" in result.stderr
     assert sorted(r["gpus"] for r in load_records(out / "results.jsonl")) == [1, 2, 4]
 
 

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simnet.collectives.kinds import ALLREDUCE, COLLECTIVES, collective
+from simnet.collectives.lanes import LaneProgram
 from simnet.collectives.schedule import Schedule
 from simnet.topology.model import Topology
 
-__all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "build_schedule", "chunk_count",
-           "COMMON_OPTIONS", "order_algorithms", "algorithms_for"]
+__all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "build_schedule", "build_program",
+           "chunk_count", "COMMON_OPTIONS", "order_algorithms", "algorithms_for"]
 
 COMMON_OPTIONS = ("reduce_bandwidth", "message_overhead")
 """Options every algorithm accepts; the replay, not the schedule, applies them."""
@@ -33,6 +34,7 @@ class Algorithm:
     closed_form: str
     options: tuple[str, ...]
     collective: str = ALLREDUCE
+    program: Callable[..., LaneProgram] | None = None  # the same algorithm as a LaneProgram, when it is one
 
 
 REGISTRY: dict[str, dict[str, Algorithm]] = {name: {} for name in COLLECTIVES}
@@ -61,11 +63,12 @@ def algorithms_for(name: str) -> dict[str, Algorithm]:
 
 
 def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = (),
-             collective: str = ALLREDUCE):
-    """Decorator: publish ``fn`` under ``name`` for ``collective``."""
+             collective: str = ALLREDUCE, program: Callable[..., LaneProgram] | None = None):
+    """Decorator: publish ``fn`` under ``name`` for ``collective``; ``program`` builds the
+    same algorithm as a ``LaneProgram`` (same arguments), which ``fn`` expands."""
 
     def decorate(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
-        REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective)
+        REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective, program)
         return fn
 
     return decorate
@@ -86,6 +89,23 @@ def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | 
     Options an algorithm does not use are ignored, so one option set serves a list of
     algorithms; an option no algorithm knows is refused.
     """
+    algorithm, mine = _resolve(name, size, collective, options)
+    return algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)
+
+
+def build_program(name: str, topology: Topology, size: int, ranks: list[str] | None = None,
+                  collective: str = ALLREDUCE, **options) -> LaneProgram | None:
+    """``build_schedule``'s algorithm as a ``LaneProgram`` (``simnet.collectives.lanes``), or
+    None when it is not one. Nothing is expanded: a program costs memory per lane only."""
+    algorithm, mine = _resolve(name, size, collective, options)
+    if algorithm.program is None:
+        return None
+    return algorithm.program(topology, list(ranks or topology.gpus), int(size), **mine)
+
+
+def _resolve(name: str, size: int, collective: str, options: dict) -> tuple[Algorithm, dict]:
+    """The registered algorithm and the options it takes (refusing unknown names and
+    options, and a chunk size whose pieces alone would not fit in memory expanded)."""
     table = algorithms_for(collective)
     if name not in table:
         raise ValueError(f"unknown algorithm {name!r} for {collective}; expected one of {', '.join(table)}")
@@ -98,7 +118,7 @@ def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | 
     algorithm = table[name]
     mine = {k: v for k, v in options.items() if k in algorithm.options and v is not None}
     _check_pieces(name, int(size), mine.get("chunk_size"))
-    return algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)
+    return algorithm, mine
 
 
 def _check_pieces(name: str, size: int, chunk_size: int | None) -> None:

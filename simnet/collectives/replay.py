@@ -30,15 +30,15 @@ __all__ = ["Replay", "Timing", "replay", "JobRun", "replay_jobs"]
 class Timing:
     """How one schedule is timed (arrays indexed like the schedule's transfers).
 
-    ``capacity``: B/s per directed link (None: the topology's); ``wire_bytes``: bytes a
-    transfer occupies on its links (a protocol's flags and headers included; None: its
-    data bytes); ``rate_cap``: B/s bound on a transfer's own rate (None: none);
+    ``capacity``: B/s per directed link (None: the topology's); ``wire_factor``: bytes a
+    transfer occupies on its links per data byte (a protocol's flags and headers);
+    ``rate_cap``: B/s bound on a transfer's own rate (None: none);
     ``delay_ps``: software latency added to its delivery (None: none); ``start_ps``: when
     the collective's first transfers may start (a launch latency).
     """
 
     capacity: np.ndarray | None = None
-    wire_bytes: np.ndarray | None = None
+    wire_factor: float = 1.0
     rate_cap: np.ndarray | None = None
     delay_ps: np.ndarray | None = None
     start_ps: int = 0
@@ -47,9 +47,13 @@ class Timing:
 @dataclass
 class Replay:
     """Times per transfer (integer picoseconds, same order as the schedule) and the links'
-    statistics; ``start``, ``sent`` and ``delivered`` give the same times in seconds."""
+    statistics; ``start``, ``sent`` and ``delivered`` give the same times in seconds.
 
-    schedule: Schedule
+    ``engine`` is ``fluid`` (the fluid network, every transfer timed) or ``lanes``
+    (``simnet.collectives.lanes``: no schedule and no per-transfer times, only the
+    completion time and the link statistics)."""
+
+    schedule: Schedule | None
     topology: Topology
     start_ps: np.ndarray
     sent_ps: np.ndarray
@@ -58,6 +62,7 @@ class Replay:
     duration_ps: int
     rerouted: int = 0  # flows moved off links a fault took down
     rerouted_bytes: float = 0.0  # bytes they still had to send when they moved
+    engine: str = "fluid"
 
     @property
     def time(self) -> float:
@@ -104,7 +109,7 @@ class _Runner:
         self.rows = net.resolve_indices(node_ids[schedule.src], node_ids[schedule.dst],
                                         schedule.channel.astype(np.int64))
         self.nbytes = schedule.nbytes.astype(float)
-        self.wire = self.nbytes if timing.wire_bytes is None else np.asarray(timing.wire_bytes, dtype=float)
+        self.wire = self.nbytes * timing.wire_factor
         self.caps = timing.rate_cap
         self.delays = timing.delay_ps
         self.local = schedule.src == schedule.dst

@@ -24,11 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.channels import ring_layout
+from simnet.collectives.lanes import LaneProgram
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 
-__all__ = ["ring", "reduce_scatter", "all_gather", "ring_allreduce", "ring_reduce_scatter", "ring_all_gather"]
+__all__ = ["ring", "reduce_scatter", "all_gather", "ring_allreduce", "ring_reduce_scatter", "ring_all_gather",
+           "ring_program"]
 
 
 def _part_ranges(parts) -> tuple[np.ndarray, np.ndarray]:
@@ -115,12 +117,93 @@ def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, re
     return all_gather(b, members, bounds, owned, chunks, channel, step0 + m - 1, last)[0]
 
 
+def ring_program(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
+                 channels: int | None = None, collective: str = "allreduce") -> LaneProgram:
+    """NCCL's Ring of ``collective`` (``allreduce``, ``reduce_scatter`` or ``all_gather``) as a
+    ``LaneProgram``: lane (channel group, member i) sends to member i+1 and its k pieces of
+    step s wait for those member i-1 sent at step s-1 (see ``ring`` for the layout).
+
+    AllReduce: channel group g carries its share of the buffer cut into N parts; member i
+    sends part (i - s) mod N in reduce-scatter step s (the receiver adds it) and part
+    (i + 1 - s) mod N in all-gather step s. The halves carry, in channel group g, slice g
+    of every rank's part, rank r ending with (reduce-scatter) or starting from (all-gather)
+    its own part r: member i sends part (i - 1 - s), resp. (i - s), of its group's order.
+    """
+    n = len(ranks)
+    channels, groups, weights = ring_layout(topology, ranks, channels)
+    shares = np.concatenate([[0], np.cumsum(weights)])
+    orders = np.stack([np.concatenate(g.hosts) for g in groups])  # (groups, n) rank positions in visiting order
+    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
+    if collective == "allreduce":
+        edges = split_range(0, size, channels)[shares]
+        bounds = np.stack([split_range(int(edges[g]), int(edges[g + 1]), n) for g in range(len(groups))])
+        part_lo, part_hi = bounds[:, :-1], bounds[:, 1:]
+        chunks = [chunk_count(int(edges[g + 1] - edges[g]) // n, pieces[g]) for g in range(len(groups))]
+        phases = [(REDUCE, 0), (COPY, 1)]  # (op, offset): member i sends part (i + offset - t) at phase step t
+    else:
+        rank_parts = split_range(0, size, n)
+        cuts = rank_parts[:-1, None] + (shares[None, :] * np.diff(rank_parts)[:, None]) // channels
+        column = np.arange(len(groups))[:, None]  # group g takes slice g of each member's own part
+        part_lo, part_hi = cuts[orders, column], cuts[orders, column + 1]
+        chunks = [chunk_count(int(np.max(part_hi[g] - part_lo[g], initial=0)), pieces[g]) for g in range(len(groups))]
+        phases = [(REDUCE, -1)] if collective == "reduce_scatter" else [(COPY, 0)]
+    steps = len(phases) * (n - 1)
+    lanes = len(groups) * n
+    group = np.repeat(np.arange(len(groups)), n)
+    member = np.tile(np.arange(n), len(groups))
+    k = np.repeat(np.array(chunks, dtype=np.int64), n)
+    k_all = int(k[0]) if (k == k[0]).all() else None  # one piece count for every lane: scalar arithmetic
+    # member i sends part (i + c) mod n, c = offset - t: a rotation of the group's parts, sliced from them twice over
+    twice_lo, twice_hi = np.concatenate([part_lo, part_lo], axis=1), np.concatenate([part_hi, part_hi], axis=1)
+    ops = [np.full(lanes, op, dtype=np.int8) for op, _ in phases]
+
+    def rotation(s: int) -> tuple[int, int]:
+        """(phase, c) of step s: every member sends its group's part (i + c) mod n."""
+        phase = min(s // (n - 1), len(phases) - 1)
+        return phase, (phases[phase][1] - (s - phase * (n - 1))) % n
+
+    def at(q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if k_all:
+            s, j = divmod(q, k_all)
+            phase, c = rotation(s)
+            lo, hi, op = twice_lo[:, c:c + n].reshape(-1), twice_hi[:, c:c + n].reshape(-1), ops[phase]
+            if k_all == 1:
+                return lo, hi, op
+            width = hi - lo
+            return lo + (j * width) // k_all, lo + ((j + 1) * width) // k_all, op
+        s, j = q // k, q % k  # lanes of channel groups with different piece counts: per-lane arithmetic
+        phase = np.minimum(s // (n - 1), len(phases) - 1)
+        part = (member + np.array([p[1] for p in phases])[phase] - (s - phase * (n - 1))) % n
+        lo, hi = part_lo[group, part], part_hi[group, part]
+        width = hi - lo
+        op = np.array([p[0] for p in phases], dtype=np.int8)[phase]
+        return lo + (j * width) // k, lo + ((j + 1) * width) // k, op
+
+    twice_width = twice_hi - twice_lo
+
+    def sizes(q: int) -> tuple[np.ndarray, np.ndarray]:
+        if k_all != 1:
+            lo, hi, op = at(q)
+            return hi - lo, op
+        phase, c = rotation(q)
+        return twice_width[:, c:c + n].reshape(-1), ops[phase]
+
+    # over its phases, member i sends every part but (i + offset + 1) mod n once per phase
+    widths = part_hi - part_lo
+    carried = sum(widths.sum(axis=1)[group] - widths[group, (member + offset + 1) % n] for _, offset in phases)
+    return LaneProgram(
+        "ring", list(ranks), list(ranks), size, src=orders.reshape(-1), dst=np.roll(orders, -1, axis=1).reshape(-1),
+        channel=group, flows=steps * k, after=group * n + (member - 1) % n, lag=k, per_step=k, pieces=at, sizes=sizes,
+        carried_bytes=np.asarray(carried, dtype=float),
+        info={"channels": channels, "channel_weights": weights.tolist()})
+
+
 @register(
     "ring",
     "NCCL's Ring: C channels of reduce-scatter + all-gather rings, channel c through NIC rail c mod NICs",
     "per channel 2(N-1) * (L + S/(C*N*B)); k pieces of c = S/(C*N*k) per step: "
     "(2N-3)*max(L + c/B, k*c/B) + k*c/B + L, B the channel's share of its bottleneck",
-    options=("chunk_size", "channels"),
+    options=("chunk_size", "channels"), program=ring_program,
 )
 def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
          channels: int | None = None) -> Schedule:
@@ -136,66 +219,36 @@ def ring(topology: Topology, ranks: list[str], size: int, chunk_size: int | None
     previous step's k pieces). With k = 1 this is ``2(N-1)(L + S/(N*B))``; pipelining hides
     latency but never the 2(N-1)/N * S bytes each link carries.
     """
-    b = ScheduleBuilder("ring", ranks, size)
-    channels, groups, weights = ring_layout(topology, ranks, channels)
-    edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
-    # each group moves the chunks of all the NCCL channels it stands for at once
-    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
-    members = [sum(len(h) for h in g.hosts) for g in groups]
-    b.expect(sum(2 * (m - 1) * m * chunk_count(int(edges[k + 1] - edges[k]) // m, pieces[k])
-                 for k, m in enumerate(members)))
-    for k, group in enumerate(groups):
-        order = np.concatenate(group.hosts)
-        ring_allreduce(b, order, int(edges[k]), int(edges[k + 1]), np.full(len(order), -1), pieces[k], channel=k)
-    b.info["channels"] = channels
-    b.info["channel_weights"] = weights.tolist()
-    return b.build()
-
-
-def _ring_half(topology: Topology, ranks: list[str], size: int, chunk_size: int | None, channels: int | None,
-               name: str) -> Schedule:
-    """NCCL's Ring ReduceScatter (``name`` reduce_scatter) or AllGather over channel groups:
-    channel group k carries its slice of every rank's part, rank r owning part r."""
-    b = ScheduleBuilder("ring", ranks, size)
-    n = len(ranks)
-    channels, groups, weights = ring_layout(topology, ranks, channels)
-    rank_parts = split_range(0, size, n)
-    # slice k of part r: the channels' share of it, cut as the channels' weights say
-    cuts = rank_parts[:-1, None] + (np.concatenate([[0], np.cumsum(weights)])[None, :]
-                                    * np.diff(rank_parts)[:, None]) // channels
-    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
-    b.expect(sum((n - 1) * n * chunk_count(int(cuts[0, k + 1] - cuts[0, k]), pieces[k]) for k in range(len(groups))))
-    for k, group in enumerate(groups):
-        order = np.concatenate(group.hosts)
-        parts = (cuts[order, k], cuts[order, k + 1])  # member i's part: its own rank's slice
-        chunks = chunk_count(int(np.max(parts[1] - parts[0], initial=0)), pieces[k])
-        if name == "reduce_scatter":
-            reduce_scatter(b, order, parts, np.full(n, -1), chunks, channel=k, shift=0)
-        else:
-            all_gather(b, order, parts, np.full(n, -1), chunks, channel=k, shift=0)
-    b.info["channels"] = channels
-    b.info["channel_weights"] = weights.tolist()
-    return b.build()
+    return ring_program(topology, ranks, size, chunk_size, channels).to_schedule()
 
 
 _HALF_FORM = ("per channel (N-1) * (L + S/(C*N*B)); k pieces of c = S/(C*N*k) per step: "
               "(N-2)*max(L + c/B, k*c/B) + k*c/B + L")
 
 
+def _half_program(collective: str):
+    def program(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
+                channels: int | None = None) -> LaneProgram:
+        return ring_program(topology, ranks, size, chunk_size, channels, collective)
+    return program
+
+
 @register("ring", "NCCL's Ring: C channels of reduce-scatter rings, rank r ending with the sum of part r",
-          _HALF_FORM, options=("chunk_size", "channels"), collective="reduce_scatter")
+          _HALF_FORM, options=("chunk_size", "channels"), collective="reduce_scatter",
+          program=_half_program("reduce_scatter"))
 def ring_reduce_scatter(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
                         channels: int | None = None) -> Schedule:
     """NCCL's Ring ReduceScatter of ``size`` bytes (the whole input) over ``ranks``: the
     reduce-scatter half of ``ring``. One channel, contention-free, path latency L and
     bandwidth B: ``(N-1) * (L + S/(N*B))``."""
-    return _ring_half(topology, ranks, size, chunk_size, channels, "reduce_scatter")
+    return ring_program(topology, ranks, size, chunk_size, channels, "reduce_scatter").to_schedule()
 
 
 @register("ring", "NCCL's Ring: C channels of all-gather rings, each rank passing on the parts it received",
-          _HALF_FORM, options=("chunk_size", "channels"), collective="all_gather")
+          _HALF_FORM, options=("chunk_size", "channels"), collective="all_gather",
+          program=_half_program("all_gather"))
 def ring_all_gather(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
                     channels: int | None = None) -> Schedule:
     """NCCL's Ring AllGather of ``size`` bytes (the whole output) over ``ranks``: the
     all-gather half of ``ring``. One channel, contention-free: ``(N-1) * (L + S/(N*B))``."""
-    return _ring_half(topology, ranks, size, chunk_size, channels, "all_gather")
+    return ring_program(topology, ranks, size, chunk_size, channels, "all_gather").to_schedule()

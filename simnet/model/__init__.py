@@ -19,7 +19,7 @@ from simnet.collectives.replay import Timing
 from simnet.collectives.schedule import Schedule
 from simnet.topology.model import Topology
 
-__all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing"]
+__all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing", "lane_timing"]
 
 MODELS = ("nccl", "ideal")
 DEFAULT_MODEL = "nccl"
@@ -65,3 +65,13 @@ def timing(decided: ModelPlan, schedule: Schedule, topology: Topology) -> Timing
     from simnet.model import nccl
 
     return nccl.timing(schedule, topology, decided.detail)
+
+
+def lane_timing(decided: ModelPlan, program, topology: Topology) -> Timing:
+    """How a ``LaneProgram``'s lanes are timed under the plan's model (arrays per lane)."""
+    if decided.model == "ideal":
+        return Timing()
+    from simnet.model import nccl
+
+    return nccl.connection_timing(decided.detail, topology, program.nodes, program.channel, program.src, program.dst,
+                                  program.carried(), program.info)

@@ -31,7 +31,7 @@ the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,7 +43,8 @@ from simnet.model.rates import effective_capacity
 from simnet.topology.hardware import NET, NVLINK, PCIE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["NcclPlan", "plan", "timing", "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
+__all__ = ["NcclPlan", "plan", "timing", "connection_timing",
+           "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
 """Bytes on the wire per data byte: LL lines are 8 data + 8 flag bytes, LL128 lines 120 + 8."""
@@ -128,30 +129,47 @@ def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return unique, inverse.reshape(-1)
 
 
-def _pipeline_fill(schedule: Schedule, protocol: str, coarsening: float) -> np.ndarray | float:
-    """Per transfer, how much faster NCCL fills a tree's pipeline than the replay does: the
-    replay forwards its chunks whole, so a channel of k chunks over D hops takes (D + k - 1) / k
-    of the streaming time; NCCL's Simple does the same with its own, finer chunks (k times
-    ``coarsening``), and LL and LL128 stream every line as soon as its flag arrives (no fill).
-    The bandwidth ceiling is raised by the ratio so the two agree when it binds (rings keep
-    every connection busy and need none)."""
-    pipeline = schedule.info.get("pipeline")
+def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: float) -> np.ndarray | float:
+    """Per connection (its ``channel``), how much faster NCCL fills a tree's pipeline than
+    the replay does: the replay forwards its chunks whole, so a channel of k chunks over D
+    hops takes (D + k - 1) / k of the streaming time; NCCL's Simple does the same with its
+    own, finer chunks (k times ``coarsening``), and LL and LL128 stream every line as soon
+    as its flag arrives (no fill). The bandwidth ceiling is raised by the ratio so the two
+    agree when it binds (rings keep every connection busy and need none)."""
+    pipeline = info.get("pipeline")
     if not pipeline or (protocol == "Simple" and coarsening <= 1.0):
         return 1.0
-    factor = np.ones(int(schedule.channel.max(initial=0)) + 1)
-    for channel, (hops, chunks) in pipeline.items():
+    factor = np.ones(int(channel.max(initial=0)) + 1)
+    for ch, (hops, chunks) in pipeline.items():
         hops = max(hops, 1)
-        factor[channel] = (hops + chunks - 1) / chunks
+        factor[ch] = (hops + chunks - 1) / chunks
         if protocol == "Simple":
             own = chunks * coarsening
-            factor[channel] /= (hops + own - 1) / own
-    return factor[schedule.channel]
+            factor[ch] /= (hops + own - 1) / own
+    return factor[channel]
 
 
 def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
-    """The ``Timing`` of ``schedule`` under NCCL's model (see the module docstring)."""
+    """The ``Timing`` of ``schedule``'s transfers under NCCL's model (see the module docstring)."""
+    connections, which = _connections(schedule)
+    channel, src, dst = connections.T
+    # a connection's share of the buffer: what it carries over the whole collective; PAT talks
+    # to a new peer every step, so there its sender's share over the whole collective counts
+    if decided.row == "PAT":
+        carried = np.bincount(schedule.src, weights=schedule.nbytes.astype(float), minlength=len(schedule.nodes))[src]
+    else:
+        carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(connections))
+    per = connection_timing(decided, topology, schedule.nodes, channel, src, dst, carried, schedule.info)
+    return replace(per, delay_ps=per.delay_ps[which] if len(schedule) else None,
+                   rate_cap=None if per.rate_cap is None else per.rate_cap[which])
+
+
+def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], channel: np.ndarray, src: np.ndarray,
+                      dst: np.ndarray, carried: np.ndarray, info: dict) -> Timing:
+    """The ``Timing`` of connections ``src[i] -> dst[i]`` on ``channel[i]`` (indices into
+    ``nodes``; rate caps and delays indexed like them), each carrying ``carried[i]`` bytes
+    of the collective (PAT: its sender's); ``info`` is the schedule's."""
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
-    n = len(schedule)
     size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.collectives.kinds)
     wire = WIRE_FACTOR[protocol]
     factor = tuning.plateau(system, row, protocol, size, decided.function)
@@ -168,26 +186,22 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     pci += fit.intra_step_latency * 1e6
     inter += fit.network_step_latency * 1e6
     per_class = {NVLINK: intra if system.intra_hw == NVLINK else pci, PCIE: pci, NET: inter}
-    switches = {i for i, node in enumerate(schedule.nodes)
-                if topology.kind(node) == "switch"}  # NVLS and SHARP reduce in switches
+    switches = {i for i, node in enumerate(nodes) if topology.kind(node) == "switch"}  # NVLS and SHARP reduce there
     nvls_share = 2 if (row == "NVLS" and system.nodes == 1) else 4
-    sharp_share = 2 * max(1, int(schedule.info.get("sharp_height", 1)))
+    sharp_share = 2 * max(1, int(info.get("sharp_height", 1)))
 
-    connections, which = _connections(schedule)
-    nodes = schedule.nodes
-    step_ps = np.zeros(len(connections), dtype=np.int64)
-    for c, (channel, src, dst) in enumerate(connections.tolist()):
-        if src == dst:
-            continue
-        path = topology.route_indices(nodes[src], nodes[dst], channel)
-        classes = topology.link_type[list(path)]
-        kind = NET if (classes == NET).any() else NVLINK if (classes == NVLINK).all() else PCIE
-        step = per_class[kind]
-        if src in switches or dst in switches:  # a reducing switch: its latency is spread over its steps
-            step = inter / sharp_share if kind == NET else intra / nvls_share
-        wire_latency = int(topology.latency_ps[list(path)].sum())
-        step_ps[c] = max(0, round(step * factor * 1e-6 * PS_PER_SECOND) - wire_latency)
-    delay = step_ps[which]
+    paths, wire_latency = topology.route_matrix([nodes[i] for i in src.tolist()], [nodes[i] for i in dst.tolist()],
+                                                channel)
+    classes = np.append(topology.link_type, -1)[paths]  # -1: padding
+    kind = np.where((classes == NET).any(axis=1), NET,
+                    np.where(((classes == NVLINK) | (classes < 0)).all(axis=1), NVLINK, PCIE))
+    step = np.select([kind == NET, kind == NVLINK], [per_class[NET], per_class[NVLINK]], per_class[PCIE])
+    reducing = np.zeros(len(nodes), dtype=bool)
+    reducing[list(switches)] = True
+    at_switch = reducing[src] | reducing[dst]  # a reducing switch: its latency is spread over its steps
+    step = np.where(at_switch, np.where(kind == NET, inter / sharp_share, intra / nvls_share), step)
+    step_ps = np.maximum(0, np.round(step * factor * 1e-6 * PS_PER_SECOND).astype(np.int64) - wire_latency)
+    step_ps[src == dst] = 0
 
     capacity = effective_capacity(topology) * fit.bandwidth_at(size)
     capacity[topology.link_type == NET] *= fit.network_bandwidth
@@ -196,16 +210,12 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
         # NCCL's algorithm bandwidth without its size correction for trees: the replay pipelines
         # the chunks itself, so the fill that correction stands for is already in the time
         bandwidth = tuning.algorithm_bandwidth(system, row, protocol, decided.function) * 1e9  # B/s of the buffer
-        # a connection's share of the buffer: what it carries over the whole collective; PAT talks
-        # to a new peer every step, so there its sender's share over the whole collective counts
-        key, count = (schedule.src, len(schedule.nodes)) if row == "PAT" else (which, len(connections))
-        carried = np.bincount(key, weights=schedule.nbytes.astype(float), minlength=count)
-        caps = carried[key] / size * bandwidth * wire
+        caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
-        caps *= _pipeline_fill(schedule, protocol, decided.coarsening) * fit.bandwidth_at(size) * (
+        caps *= _pipeline_fill(channel, info, protocol, decided.coarsening) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
     base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":
         base += 2 * (max(1, round(system.ppn)) - 1) * tuning.COLLNET_ARITY_LATENCY
-    return Timing(capacity=capacity, wire_bytes=schedule.nbytes * wire, rate_cap=caps,
-                  delay_ps=delay if n else None, start_ps=max(0, round(base * 1e-6 * PS_PER_SECOND)))
+    return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps,
+                  start_ps=max(0, round(base * 1e-6 * PS_PER_SECOND)))

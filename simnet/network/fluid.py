@@ -45,7 +45,8 @@ from simnet.network.accounting import LinkStats
 from simnet.network.maxmin import max_min_rates
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon", "Cut"]
+__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon", "Cut",
+           "check_horizon"]
 
 SETTLE_PRIORITY = 2
 """SimPy priority of the once-per-instant recomputation: after every URGENT (0) and
@@ -68,6 +69,13 @@ def now_s(ps: int) -> str:
 
 class BeyondHorizon(CannotSimulate):
     """A flow would finish after ``HORIZON_S``: bandwidths far too low for the bytes asked."""
+
+
+def check_horizon(ps: float) -> None:
+    """Raise ``BeyondHorizon`` when the simulated instant ``ps`` lies past ``HORIZON_S``."""
+    if ps > HORIZON_S * PS_PER_SECOND:
+        raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), simnet's "
+                            "horizon: a bandwidth far too low for the bytes, or latencies and overheads far too long")
 
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -425,10 +433,8 @@ class FluidNetwork:
             self._since[slots] = now
             self._rate[slots] = rates
             self._finish[slots] = now + self._left[slots] / rates * PS_PER_SECOND
-            if len(slots) and self._finish[slots].max() > HORIZON_S * PS_PER_SECOND:
-                raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), "
-                                    "simnet's horizon: a bandwidth far too low for the bytes, or latencies and "
-                                    "overheads far too long")
+            if len(slots):
+                check_horizon(self._finish[slots].max())
             self._change_load(self._paths[self._row[slots]], rates - old)
         self.stats.commit(now, self._users[:-1])
         if self.active:

@@ -104,7 +104,7 @@ def write_trace(results, path: str | Path) -> Path:
     events: list[dict] = []
     skipped = []
     for pid, run in enumerate(r for r in results.runs if r.size_bytes == largest):
-        if run.replay is not None and len(run.replay.schedule) > MAX_TRANSFERS:
+        if run.replay is not None and (run.replay.schedule is None or len(run.replay.schedule) > MAX_TRANSFERS):
             skipped.append(run.algorithm)
             continue
         events += trace_events(run, pid)

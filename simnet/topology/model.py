@@ -306,6 +306,18 @@ class Topology:
         routes[key] = route
         return route
 
+    def route_matrix(self, src: list[str], dst: list[str], flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Routes of many connections at once: ``(paths, latency_ps)``, ``paths[i]`` the link
+        indices of ``src[i] -> dst[i]`` on connection ``flow[i]`` padded with ``len(links)``,
+        ``latency_ps[i]`` its summed link latency."""
+        routes = [self.route_indices(s, d, f) for s, d, f in zip(src, dst, np.asarray(flow).tolist())]
+        pad = len(self.links)
+        width = max((len(r) for r in routes), default=0) or 1
+        paths = np.full((len(routes), width), pad, dtype=np.int64)
+        for i, route in enumerate(routes):
+            paths[i, : len(route)] = route
+        return paths, np.append(self.latency_ps, 0)[paths].sum(axis=1)
+
     def route(self, src: str, dst: str, flow: int = 0) -> list[tuple[str, str]]:
         """The directed links ``[(u, v), ...]`` a transfer from src to dst follows."""
         return [self.links[i] for i in self.route_indices(src, dst, flow)]

@@ -1,0 +1,109 @@
+"""Lane programs: NCCL's rings replayed lane by lane must be the fluid engine's run, exactly.
+
+The fluid engine times every transfer with max-min sharing; ``replay_lanes`` takes the
+longest path through the same dependencies when no link can be oversubscribed. Both run
+the same ``LaneProgram`` (expanded for the fluid engine), so any difference is a bug in
+one of them: completion time within 1e-6 relative (a picosecond of rounding per
+transfer at most), the same bytes on every link, the same saturated time.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simnet import simulate
+from simnet.collectives import check_collective, replay
+from simnet.collectives.lanes import replay_lanes
+from simnet.collectives.registry import algorithms_for, build_program
+from simnet.model import lane_timing, plan, timing
+from simnet.topology import load_topology, topology_from_dict
+
+FUNCTIONS = {"allreduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather"}
+
+
+def both(topo, collective, size, model="nccl", reduce_bandwidth=None, **options):
+    """(fluid replay, lane replay or None) of NCCL's Ring of ``collective``."""
+    decided = plan(model, topo, "ring", size, options, algorithms_for(collective)["ring"].options,
+                   function=FUNCTIONS[collective])
+    program = build_program("ring", topo, size, collective=collective, **decided.options)
+    schedule = program.to_schedule()
+    fluid = replay(schedule, topo, timing=timing(decided, schedule, topo), reduce_bandwidth=reduce_bandwidth)
+    lanes = replay_lanes(program, topo, lane_timing(decided, program, topo), reduce_bandwidth=reduce_bandwidth)
+    return fluid, lanes
+
+
+def assert_same_run(fluid, lanes):
+    assert lanes is not None and lanes.engine == "lanes"
+    assert lanes.time == pytest.approx(fluid.time, rel=1e-6)
+    np.testing.assert_allclose(lanes.stats.bytes, fluid.stats.bytes, rtol=1e-12)
+    # saturation is exact; a link's peak and most flows at once are bounds where lanes share it
+    np.testing.assert_allclose(lanes.stats.saturated_ps, fluid.stats.saturated_ps, atol=len(fluid.schedule))
+    assert (lanes.stats.peak >= fluid.stats.peak - 1e-9).all()
+    assert (lanes.stats.max_flows >= fluid.stats.max_flows).all()
+    alone = lanes.stats.max_flows == 1
+    np.testing.assert_allclose(lanes.stats.peak[alone], fluid.stats.peak[alone], rtol=1e-9)
+    assert (fluid.stats.max_flows[alone] == 1).all()
+
+
+@pytest.fixture(scope="module")
+def racks():
+    return load_topology(Path(__file__).parent.parent / "topologies/two_racks.yaml").subset(24)  # 3 hosts of 8
+
+
+@pytest.mark.parametrize("collective", list(FUNCTIONS))
+@pytest.mark.parametrize("size", [8, 1_000_003, 2**26])
+def test_nccl_ring_lane_by_lane_is_the_fluid_run(racks, collective, size):
+    assert_same_run(*both(racks, collective, size))
+
+
+@settings(max_examples=12, deadline=None)
+@given(size=st.integers(1, 2**24), channels=st.integers(1, 6), chunk=st.sampled_from([None, 4096, 65536]),
+       reduce=st.sampled_from([None, 2e10]), collective=st.sampled_from(list(FUNCTIONS)))
+def test_any_ring_lane_by_lane_is_the_fluid_run(racks, size, channels, chunk, reduce, collective):
+    """Uneven parts, pieces that differ by a byte, channel groups of different piece
+    counts, reductions that cost time: the two replays still agree."""
+    fluid, lanes = both(racks, collective, size, reduce_bandwidth=reduce, channels=channels, chunk_size=chunk)
+    assert_same_run(fluid, lanes)
+
+
+def test_links_that_could_be_oversubscribed_go_to_the_fluid_engine(racks):
+    """At line rate NCCL's rings share every GPU's NVLink port between channels: max-min
+    sharing binds, so the lanes refuse and ``simulate`` runs the fluid engine."""
+    _, lanes = both(racks, "allreduce", 2**26, model="ideal")
+    assert lanes is None
+    result = simulate(racks, "ring", 2**26, model="ideal")
+    assert result.replay.engine == "fluid"
+    _, lanes = both(racks, "allreduce", 2**26, model="ideal", channels=1)  # one ring: nothing shared
+    assert lanes is not None
+
+
+def test_simulate_takes_the_lanes_and_the_timeline_takes_the_fluid_engine(racks):
+    quick = simulate(racks, "ring", 2**26)
+    full = simulate(racks, "ring", 2**26, timeline=True)
+    assert (quick.replay.engine, full.replay.engine) == ("lanes", "fluid")
+    assert quick.time_s == pytest.approx(full.time_s, rel=1e-6)
+    assert {(link.src, link.dst): link.bytes for link in quick.links} == \
+        pytest.approx({(link.src, link.dst): link.bytes for link in full.links}, rel=1e-12)
+    assert quick.links[0].name == full.links[0].name  # the same bottleneck
+    assert quick.channels == full.channels and quick.protocol == full.protocol
+
+
+@pytest.mark.parametrize("collective", list(FUNCTIONS))
+def test_the_expanded_program_computes_the_collective(racks, collective):
+    program = build_program("ring", racks, 6007, collective=collective, channels=3, chunk_size=512)
+    check_collective(program.to_schedule(), collective)
+
+
+def test_a_ring_of_1024_gpus_takes_its_closed_form():
+    """One NVSwitch of 1,024 GPUs at 100 GB/s and 1 us per link (2 us per hop), one ring,
+    S = 1024 x 64 KiB: 2(N-1)(L + S/(N*B)) = 2046 x (2 us + 65536 B / 100 GB/s) =
+    2046 x 2.65536 us = 5.43286656 ms. The fluid engine would time 2.1 million transfers."""
+    topo = topology_from_dict({"name": "wide", "generate": {"kind": "nvswitch", "gpus": 1024,
+                                                            "gpu_bandwidth": "100 GB/s", "latency": "1 us"}})
+    result = simulate(topo, "ring", 1024 * 65536, model="ideal", channels=1)
+    assert result.replay.engine == "lanes"
+    assert result.time_s == pytest.approx(2046 * 2.65536e-6, rel=1e-9)
+    assert result.busbw_GBps == pytest.approx(2 * 1023 / 1024 * 1024 * 65536 / (2046 * 2.65536e-6) / 1e9)
