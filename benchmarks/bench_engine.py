@@ -1,24 +1,28 @@
-"""Engine benchmark: NCCL's Ring AllReduce of 1 GiB over a leaf-spine cluster (8 GPUs per host).
+"""Engine benchmark: NCCL's Ring (or another algorithm) AllReduce of 1 GiB, end to end.
 
-Builds and replays the schedule as ``simnet.simulate`` does (less its link reports and
-warnings) under each ``--model`` (``nccl``, the default model, and ``ideal``, line rate),
-with NCCL's default channel count for the cluster (8 here, one ring per NIC rail) unless
-``--channels`` is given (``--channels 1`` is the single textbook ring). Measures, per N and
-model: schedule build time, the model's timing of it, replay wall time, transfers per
-second, peak memory (tracemalloc, one extra run) and the simulated AllReduce time.
-Run: ``python -m benchmarks.bench_engine --gpus 64 256 1024 --model nccl ideal --repeat 3``.
+Each run is one fresh Python process that loads the cluster and calls ``simnet.simulate``
+as ``simnet run`` does (schedule or lane program, the model's timing, the replay, link
+reports); it reports the wall time from topology load to result, the peak resident
+memory of the process (``ru_maxrss``, the interpreter and imports included), which engine
+ran (``lanes`` or ``fluid``, ``simnet.collectives.lanes``), the transfers the schedule
+holds (or would hold, expanded) and the simulated time. ``--engine fluid`` forces the fluid
+engine (``timeline=True``), for comparison where it fits in memory.
+
+The cluster is ``cluster(N)`` (a leaf-spine of H100 hosts, 8 GPUs each) unless ``--preset``
+names topology files (the rail-optimized SuperPOD presets).
+Run: ``python -m benchmarks.bench_engine --gpus 64 256 1024 4096 --repeat 3``;
+``--plot scaling.png`` draws wall time and memory against GPUs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
-import time
-import tracemalloc
+import subprocess
+import sys
 
 from simnet import topology_from_dict
-from simnet.collectives import ALGORITHMS, build_schedule, replay
-from simnet.model import MODELS, plan, timing
 
 
 def cluster(gpus: int, sharp: bool = False):
@@ -31,53 +35,110 @@ def cluster(gpus: int, sharp: bool = False):
         "spines": 8, "oversubscription": 1, "sharp": sharp}})
 
 
-def measure(gpus: int, size: int, algorithm: str = "ring", model: str = "nccl", channels: int | None = None,
-            memory: bool = False) -> dict:
-    if memory:
-        tracemalloc.start()
-    t0 = time.perf_counter()
-    topo = cluster(gpus)
-    t1 = time.perf_counter()
-    options = {"channels": channels} if channels else {}
-    decided = plan(model, topo, algorithm, size, options, ALGORITHMS[algorithm].options)
-    schedule = build_schedule(algorithm, topo, size, **decided.options)
-    t2 = time.perf_counter()
-    timed = timing(decided, schedule, topo)
-    t3 = time.perf_counter()
-    result = replay(schedule, topo, timing=timed)
-    t4 = time.perf_counter()
-    peak = tracemalloc.get_traced_memory()[1] if memory else 0
-    if memory:
-        tracemalloc.stop()
-    return {"gpus": gpus, "transfers": len(schedule), "channels": schedule.info.get("channels"),
-            "protocol": decided.protocol, "topology_s": t1 - t0, "build_s": t2 - t1, "model_s": t3 - t2,
-            "replay_s": t4 - t3, "total_s": t4 - t0, "sim_time_s": result.time, "peak_MB": peak / 1e6}
+_RUN = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+from benchmarks.bench_engine import cluster
+from simnet import load_topology, simulate
+from simnet.collectives import ALGORITHMS
+from simnet.collectives.registry import build_program
+from simnet.model import plan
+spec = json.loads(sys.argv[1])
+topo = load_topology(spec["preset"]) if spec["preset"] else cluster(spec["gpus"])
+t1 = time.perf_counter()
+options = {"channels": spec["channels"]} if spec["channels"] else {}
+result = simulate(topo, spec["algorithm"], spec["size"], model=spec["model"], timeline=spec["engine"] == "fluid",
+                  **options)
+t2 = time.perf_counter()
+run = result.replay
+if run.schedule is not None:
+    transfers = len(run.schedule)
+else:  # the transfers the lane program stands for
+    decided = plan(spec["model"], topo, spec["algorithm"], spec["size"], options, ALGORITHMS[spec["algorithm"]].options)
+    transfers = len(build_program(spec["algorithm"], topo, spec["size"], **decided.options))
+print(json.dumps({"gpus": len(topo.gpus), "engine": run.engine, "protocol": result.protocol,
+                  "channels": result.channels, "transfers": transfers, "load_s": t1 - t0, "simulate_s": t2 - t1,
+                  "total_s": t2 - t0, "sim_time_s": result.time_s,
+                  "peak_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def measure(gpus: int, size: int = 2**30, algorithm: str = "ring", model: str = "nccl", channels: int | None = None,
+            preset: str | None = None, engine: str = "auto") -> dict:
+    """One run in a fresh process (see the module docstring)."""
+    spec = {"gpus": gpus, "size": size, "algorithm": algorithm, "model": model, "channels": channels,
+            "preset": preset, "engine": engine}
+    out = subprocess.run([sys.executable, "-c", _RUN, json.dumps(spec)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gpus", type=int, nargs="+", default=[64, 256, 1024])
+    parser.add_argument("--gpus", type=int, nargs="*", default=[64, 256, 1024])
+    parser.add_argument("--preset", nargs="*", default=[], help="topology files instead of --gpus")
     parser.add_argument("--size", type=int, default=2**30)
     parser.add_argument("--algorithm", default="ring")
-    parser.add_argument("--model", nargs="+", choices=MODELS, default=["nccl"])
+    parser.add_argument("--model", nargs="+", choices=("nccl", "ideal"), default=["nccl"])
     parser.add_argument("--channels", type=int, default=None, help="default: NCCL's for the cluster")
+    parser.add_argument("--engine", choices=("auto", "fluid"), default="auto")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--plot", help="draw wall time and peak memory against GPUs into this PNG")
     args = parser.parse_args()
-    print("| N | model (protocol) | channels | transfers | build s | model s | replay s | total s (median) "
-          "| transfers/s | peak MB | simulated |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for gpus in args.gpus:
+    print("| cluster | N | model (protocol) | channels | engine | transfers | import + load s | total s (median) "
+          "| peak MB | simulated |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for where in args.preset or args.gpus:
+        preset = where if args.preset else None
         for model in args.model:
-            runs = [measure(gpus, args.size, args.algorithm, model, args.channels) for _ in range(args.repeat)]
-            mem = measure(gpus, args.size, args.algorithm, model, args.channels, memory=True)["peak_MB"]
-            med = {k: statistics.median(r[k] for r in runs) for k in ("total_s", "build_s", "model_s", "replay_s")}
+            runs = [measure(0 if preset else where, args.size, args.algorithm, model, args.channels, preset,
+                            args.engine) for _ in range(args.repeat)]
             first = runs[0]
+            total = statistics.median(r["total_s"] for r in runs)
+            rows.append((first["gpus"], total, max(r["peak_MB"] for r in runs)))
             label = f"{model} ({first['protocol']})" if first["protocol"] else model
-            runs_s = ", ".join(f"{r['total_s']:.2f}" for r in runs)
-            print(f"| {gpus} | {label} | {first['channels']} | {first['transfers']:,} | {med['build_s']:.2f} | "
-                  f"{med['model_s']:.2f} | {med['replay_s']:.2f} | {med['total_s']:.2f} ({runs_s}) | "
-                  f"{first['transfers'] / med['total_s']:,.0f} | {mem:,.0f} | {first['sim_time_s'] * 1e3:.2f} ms |",
-                  flush=True)
+            each = ", ".join(f"{r['total_s']:.2f}" for r in runs)
+            print(f"| {preset or 'leaf-spine'} | {first['gpus']:,} | {label} | {first['channels']} | {first['engine']} "
+                  f"| {first['transfers']:,} | {statistics.median(r['load_s'] for r in runs):.2f} | {total:.2f} "
+                  f"({each}) | {rows[-1][2]:,.0f} | {first['sim_time_s'] * 1e3:.3f} ms |", flush=True)
+    if args.plot:
+        _plot(rows, args.plot)
+
+
+ASTRA_SIM = [(1024, 3.8, None), (4096, 167.0, 6600.0)]
+"""ASTRA-sim's analytical backend, one 1 GiB single-channel ring on a ring topology, built
+and run on this machine by a simnet session (issue "Plan the clusters people build now"):
+(NPUs, wall s, peak MB where measured)."""
+
+
+def _plot(rows: list[tuple[int, float, float]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gpus, wall, memory = zip(*sorted(rows))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    left.loglog(gpus, wall, "o-", label="simnet, NCCL's Ring (8 channels)")
+    left.loglog([a[0] for a in ASTRA_SIM], [a[1] for a in ASTRA_SIM], "s", color="#c44e52",
+                label="ASTRA-sim analytical, 1 ring (measured here)")
+    left.axhline(60, color="grey", linestyle=":", label="60 s")
+    left.set_xlabel("GPUs")
+    left.set_ylabel("wall time, s (1 GiB AllReduce)")
+    left.legend(fontsize=8)
+    right.loglog(gpus, memory, "o-", label="simnet peak resident")
+    right.loglog([a[0] for a in ASTRA_SIM if a[2]], [a[2] for a in ASTRA_SIM if a[2]], "s", color="#c44e52",
+                 label="ASTRA-sim")
+    right.set_xlabel("GPUs")
+    right.set_ylabel("peak memory, MB")
+    right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.set_xticks(gpus)
+        ax.set_xticklabels([f"{g:,}" for g in gpus])
+        ax.minorticks_off()
+    fig.suptitle("simnet's cost against cluster size, this 2-core machine")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -53,12 +53,12 @@ def test_every_algorithm_stops_at_the_budget(monkeypatch, algorithm):
 
 def test_cli_refuses_in_one_line_and_writes_nothing(cli, root, tmp_path):
     out = tmp_path / "r.json"
-    result = cli("run", root / "scenarios/cross_rack.yaml", "-a", "tree", "-s", "1 GiB", "--json", out,
+    result = cli("run", root / "scenarios/cross_rack.yaml", "-a", "direct", "-s", "1 GiB", "--json", out,
                  env={"SIMNET_MEMORY": "1 MiB"})
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "cross_rack.yaml: tree over 64 GPUs at 1 GiB needs" in lines[0]
+    assert "cross_rack.yaml: direct over 64 GPUs at 1 GiB needs" in lines[0]
     assert "fewer GPUs, a larger chunk_size" in lines[0]
     assert not out.exists()
 

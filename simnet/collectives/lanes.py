@@ -3,12 +3,14 @@ without a transfer each when no link is ever asked for more than it carries.
 
 A **lane** is one connection ``src -> dst`` on ``channel``, carrying ``flows[l]``
 transfers one after another (FIFO: transfer q starts once transfer q-1 has left the
-sender). Transfer q of lane l also waits, when ``after[l] >= 0`` and ``q >= lag[l]``, for
-transfer ``q - lag[l]`` of lane ``after[l]`` to be delivered. ``pieces(q)`` says what
-every lane's transfer q carries. NCCL's rings are lane programs: lane (channel, rank)
-sends to the next rank, and its k pieces of step s wait for the k pieces the previous
-rank sent at step s-1 (lag k). A 1 GiB ring over 16,384 GPUs is 4·10^9 transfers but
-only 131,072 lanes of 32,766 transfers each.
+sender). Transfer q of lane l also waits, for each column d with ``after[l, d] >= 0`` and
+``q >= lag[l, d]``, for transfer ``q - lag[l, d]`` of lane ``after[l, d]`` to be
+delivered. ``pieces(q)`` says what every lane's transfer q carries. NCCL's rings are lane
+programs: lane (channel, rank) sends to the next rank, and its k pieces of step s wait for
+the k pieces the previous rank sent at step s-1 (lag k). A 1 GiB ring over 16,384 GPUs is
+4·10^9 transfers but only 131,072 lanes of 32,766 transfers each. NCCL's trees are too:
+a lane per tree edge and direction, chunk j going up once the children's chunk j arrived
+(lag 0: same-index dependencies order the lanes in *waves*, replayed one after another).
 
 A program has two replays, equal to each other by construction:
 
@@ -54,7 +56,11 @@ from simnet.network.fluid import check_horizon
 from simnet.network.maxmin import TIE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["LaneProgram", "replay_lanes", "MAX_SERIAL"]
+__all__ = ["LaneProgram", "replay_lanes", "MAX_SERIAL", "MAX_WATCHED"]
+
+MAX_WATCHED = 20_000_000
+"""Most transfers ``replay_lanes`` keeps the times of (16 B each) to check, after the fact,
+the links several lanes could fill; a program that needs more goes to the fluid engine."""
 
 MAX_SERIAL = 500_000
 """Most transfers one lane may carry for ``replay_lanes`` to take it: each transfer index is
@@ -66,10 +72,12 @@ pieces each (2 GPUs, 1 GiB in 1 KiB pieces) is no faster than the fluid engine."
 class LaneProgram:
     """Lanes (numpy arrays, one entry each; see the module docstring) and ``pieces``.
 
+    ``after`` and ``lag`` are (lanes,) or (lanes, D) (-1 in ``after``: no dependency);
+    same-index dependencies (lag 0) must not form a cycle.
     ``pieces(q)`` returns ``(lo, hi, op)`` arrays over every lane: the byte range and
     operation (``REDUCE``/``COPY``) of each lane's transfer q (ignored for lanes with
     ``flows <= q``). ``per_step[l]`` transfers of lane l make one algorithm step (for
-    traces: step q // per_step, chunk q % per_step). Node indices refer to ``nodes``, the
+    traces: step ``first_step + q // per_step``, chunk ``q % per_step``). Node indices refer to ``nodes``, the
     first ``len(ranks)`` of which are the ranks. ``carried_bytes`` and ``sizes(q)`` (the
     bytes and op of every lane's transfer q), when the algorithm gives them, are
     ``carried()`` without a pass over every transfer and ``pieces`` without the ranges.
@@ -89,7 +97,32 @@ class LaneProgram:
     pieces: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
     carried_bytes: np.ndarray | None = None
     sizes: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
+    first_step: np.ndarray | int = 0
     info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        after = np.asarray(self.after, dtype=np.int64)
+        self.after = after.reshape(len(self.src), after.shape[1] if after.ndim == 2 else 1)
+        lag = np.asarray(self.lag, dtype=np.int64)
+        self.lag = np.broadcast_to(lag.reshape(len(self.src), lag.shape[1] if lag.ndim == 2 else 1), self.after.shape)
+        self.wave = self._waves()
+
+    def _waves(self) -> np.ndarray:
+        """Per lane, the longest chain of same-index dependencies leading to it: lanes of
+        wave w depend at their own index only on lanes of earlier waves."""
+        same = (self.after >= 0) & (self.lag == 0)
+        wave = np.zeros(len(self.src), dtype=np.int64)
+        for _ in range(len(self.src) + 1):
+            deeper = np.where(same, wave[np.maximum(self.after, 0)] + 1, 0).max(axis=1, initial=0)
+            if (deeper == wave).all():
+                return wave
+            wave = deeper
+        raise ValueError("same-index (lag 0) dependencies between lanes form a cycle")
+
+    def waves(self) -> list[np.ndarray]:
+        """The lanes of each wave, in replay order."""
+        order = np.argsort(self.wave, kind="stable")
+        return np.split(order, np.flatnonzero(np.diff(self.wave[order])) + 1) if len(order) else []
 
     def __len__(self) -> int:
         """Transfers in the program (what ``to_schedule`` would hold)."""
@@ -125,20 +158,24 @@ class LaneProgram:
         for node in self.nodes[len(self.ranks):]:
             b.node(node)
         b.expect(len(self))
-        depth = int(self.lag.max(initial=1)) + 1
+        depth = int(self.lag.max(initial=0)) + 1
         ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
-        lanes = np.arange(self.lanes)
+        last = np.full(self.lanes, -1, dtype=np.int64)  # each lane's latest transfer (FIFO)
+        waves = self.waves()
         for q in range(int(self.flows.max(initial=0))):
-            live = lanes[self.flows > q]
-            lo, hi, op = (a[live] for a in self.pieces(q))
-            after, lag = self.after[live], self.lag[live]
-            waits = (after >= 0) & (q >= lag)
-            dep = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
-            previous = ids[(q - 1) % depth, live] if q else -1
+            lo, hi, op = self.pieces(q)
             ids[q % depth] = -1
-            ids[q % depth, live] = b.add(self.src[live], self.dst[live], lo, hi, op, deps=[dep], after_sent=previous,
-                                         step=q // self.per_step[live], chunk=q % self.per_step[live],
-                                         channel=self.channel[live])
+            for lanes in waves:  # a batch per wave: same-index dependencies point at earlier batches
+                live = lanes[self.flows[lanes] > q]
+                after, lag = self.after[live], self.lag[live]
+                waits = (after >= 0) & (q >= lag)
+                deps = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
+                new = b.add(self.src[live], self.dst[live], lo[live], hi[live], op[live],
+                            deps=list(deps.T), after_sent=last[live],
+                            step=np.broadcast_to(self.first_step, (self.lanes,))[live] + q // self.per_step[live],
+                            chunk=q % self.per_step[live], channel=self.channel[live])
+                ids[q % depth, live] = new
+                last[live] = new
         b.info.update(self.info)
         return b.build()
 
@@ -170,22 +207,30 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     width = paths.shape[1]
     crossing = np.bincount(paths[moving].ravel(), minlength=links + 1)[:links]
     demand = np.bincount(paths[moving].ravel(), weights=np.repeat(rate[moving], width), minlength=links + 1)[:links]
-    if (demand > capacity * (1 + TIE)).any():
+    # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
+    # instant, that they never asked for more than the link carries (then max-min never bound)
+    watched = (crossing > 1) & (demand >= SATURATED * capacity)
+    watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
+    if len(watch) * int(program.flows.max()) > MAX_WATCHED:
         return None
-    if ((crossing > 1) & (demand >= SATURATED * capacity)).any():
-        return None
-    duration, busy, wire = _longest_path(program, rate, latency, timing, reduce_bandwidth, message_overhead)
+    duration, busy, wire, intervals = _longest_path(program, rate, latency, timing, reduce_bandwidth,
+                                                    message_overhead, watch)
     check_horizon(duration)
     stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration)
+    if len(watch) and not _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch], *intervals):
+        return None
+    _port_saturation(stats, duration)
     empty = np.zeros(0, dtype=np.int64)
     return Replay(None, topology, empty, empty, empty, stats, duration, engine="lanes")
 
 
 def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, timing: Timing,
-                  reduce_bandwidth: float | None, message_overhead: float) -> tuple[int, np.ndarray, np.ndarray]:
-    """(completion ps, busy ps per lane, wire bytes per lane): every transfer at its lane's
-    rate, started once its FIFO predecessor is sent and its dependency delivered, its
-    last byte leaving at the first whole picosecond the fluid engine would see it gone.
+                  reduce_bandwidth: float | None, message_overhead: float, watch: np.ndarray):
+    """(completion ps, busy ps per lane, wire bytes per lane, (starts, ends)): every
+    transfer at its lane's rate, started once its FIFO predecessor is sent and its
+    dependencies delivered, its last byte leaving at the first whole picosecond the fluid
+    engine would see it gone; ``starts``/``ends`` (transfers x watched lanes, NaN where a
+    lane has no such transfer) are when the ``watch`` lanes' transfers held their links.
 
     Times are whole picoseconds held in float64 (exact below 2^53 ps, 2.5 hours)."""
     lanes = program.lanes
@@ -196,50 +241,79 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
     ps_per_byte = np.zeros(lanes)
     ps_per_byte[moving] = timing.wire_factor / rate[moving] * PS_PER_SECOND
     at_least_one = bool(ps_per_byte[moving].min(initial=1.0) < 1.001e-3)  # else ceil(x - 1e-3) >= 1 for x >= 1 byte
-    depth = int(program.lag.max(initial=1)) + 1
+    depth = int(program.lag.max(initial=0)) + 1
     delivered = np.zeros((depth, lanes))
     sent = np.full(lanes, float(timing.start_ps))
     busy = np.zeros(lanes)
     last = np.zeros(lanes)
-    after, lag, waits = np.maximum(program.after, 0), program.lag, program.after >= 0
-    one_lag = int(lag[0]) if lanes and (lag == lag[0]).all() and waits.all() else None  # the common shape: scalar
-    uniform = bool((program.flows == program.flows[0]).all()) if lanes else True
-    took = np.empty(lanes)
-    dep = np.empty(lanes)
-    for q in range(int(program.flows.max(initial=0))):
+    after, lag = program.after, program.lag
+    ring_like = (after.shape[1] == 1 and (after >= 0).all() and lag[0, 0] >= 1 and (lag == lag[0, 0]).all()
+                 and (program.flows == program.flows[0]).all() and not reduce_bandwidth) if lanes else False
+    flows = int(program.flows.max(initial=0))
+    starts, ends = np.full((flows, len(watch)), np.nan), np.full((flows, len(watch)), np.nan)
+    if ring_like:  # one dependency each, one lag, as many transfers each: whole-array passes in place
+        _ring_like_passes(program, int(lag[0, 0]), fixed, ps_per_byte, at_least_one, delivered, sent, busy, watch,
+                          starts, ends)
+        return int(delivered[(flows - 1) % depth].max(initial=0.0)), busy, program.carried() * timing.wire_factor, \
+            (starts, ends)
+    waves = program.waves()
+    began = np.zeros(lanes)
+    for q in range(flows):
         nbytes, op = program.nbytes(q)
-        if not uniform:
-            sent_before = sent.copy()
-        if one_lag is not None:
-            if q >= one_lag:
-                np.take(delivered[(q - one_lag) % depth], after, out=dep)
-                np.maximum(sent, dep, out=sent)  # now the start
-        else:
-            due = waits & (q >= lag)
-            sent = np.where(due, np.maximum(sent, delivered[(q - lag) % depth, after]), sent)
+        row = delivered[q % depth]
+        for wave in waves:
+            live = wave[program.flows[wave] > q]
+            start = sent[live]
+            for d in range(after.shape[1]):
+                due = (after[live, d] >= 0) & (q >= lag[live, d])
+                if due.any():
+                    theirs = delivered[(q - lag[live, d]) % depth, np.maximum(after[live, d], 0)]
+                    start = np.where(due, np.maximum(start, theirs), start)
+            began[live] = start
+            size = nbytes[live]
+            took = np.ceil(size * ps_per_byte[live] - 1e-3)
+            if at_least_one:
+                took = np.maximum(took, size > 0)
+            sent[live] = start + took
+            done = sent[live] + fixed[live]
+            if reduce_bandwidth:
+                done += np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0)
+            row[live] = done
+            busy[live] += took
+            last[live] = np.maximum(last[live], done)
+        if len(watch):
+            here = program.flows[watch] > q
+            starts[q] = np.where(here, began[watch], np.nan)
+            ends[q] = np.where(here, sent[watch], np.nan)
+    return int(last.max(initial=0.0)), busy, program.carried() * timing.wire_factor, (starts, ends)
+
+
+def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_byte: np.ndarray,
+                      at_least_one: bool, delivered: np.ndarray, sent: np.ndarray, busy: np.ndarray,
+                      watch: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+    """``_longest_path`` for programs whose every lane waits on one lane at one lag (rings):
+    each transfer index is a few in-place numpy passes over all lanes."""
+    depth = len(delivered)
+    after = program.after[:, 0]
+    took = np.empty(program.lanes)
+    dep = np.empty(program.lanes)
+    for q in range(int(program.flows[0])):
+        nbytes, _ = program.nbytes(q)
+        if q >= lag:
+            np.take(delivered[(q - lag) % depth], after, out=dep)
+            np.maximum(sent, dep, out=sent)  # now the start
         np.multiply(nbytes, ps_per_byte, out=took)
         took -= 1e-3
         np.ceil(took, out=took)
         if at_least_one:
             np.maximum(took, nbytes > 0, out=took)
+        if len(watch):
+            starts[q] = sent[watch]
         sent += took  # now the last byte's departure
-        done = delivered[q % depth]
-        np.add(sent, fixed, out=done)
-        if reduce_bandwidth:
-            done += np.where(op == REDUCE, np.ceil(nbytes / reduce_bandwidth * PS_PER_SECOND), 0.0)
-        if uniform:
-            busy += took
-            if reduce_bandwidth:  # a reduction can make a piece usable after the next one
-                np.maximum(last, done, out=last)
-            else:
-                last = done
-        else:
-            live = program.flows > q
-            sent = np.where(live, sent, sent_before)
-            done[~live] = 0.0
-            busy += np.where(live, took, 0.0)
-            last = np.where(live, np.maximum(last, done), last)
-    return int(last.max(initial=0.0)), busy, program.carried() * timing.wire_factor
+        if len(watch):
+            ends[q] = sent[watch]
+        np.add(sent, fixed, out=delivered[q % depth])
+        busy += took
 
 
 def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, rate: np.ndarray,
@@ -261,6 +335,51 @@ def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, ra
     stats.busy_ps[:] = np.minimum(per_link(busy), duration).astype(np.int64)
     saturated = (crossing == 1) & (demand >= SATURATED * capacity)
     stats.saturated_ps[:] = np.where(saturated, stats.busy_ps, 0)
-    back = np.where(reverse >= 0, stats.saturated_ps[np.maximum(reverse, 0)], 0)
-    stats.either_saturated_ps[:] = np.minimum(stats.saturated_ps + back, duration)
     return stats
+
+
+def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.ndarray, starts: np.ndarray,
+           ends: np.ndarray) -> bool:
+    """Replay the ``watched`` links' loads from their lanes' transfer intervals (``paths``,
+    ``rate``, ``starts``/``ends`` of the watched lanes): False if any of them carried more
+    than its capacity at some instant (the lane times do not hold), else set their peak,
+    most flows at once, busy and saturated time exactly in ``stats``."""
+    capacity = stats.capacity
+    on = np.isin(paths, watched)  # (watched lanes, hops): the watched links each lane crosses
+    lane, hop = np.nonzero(on)
+    link = paths[lane, hop]
+    held = np.isfinite(starts[:, lane]) & (ends[:, lane] > starts[:, lane])  # transfers x (lane, link) pairs
+    pair = np.broadcast_to(np.arange(len(lane)), held.shape)[held]
+    begin, finish = starts[:, lane][held], ends[:, lane][held]
+    where = np.concatenate([link[pair], link[pair]])
+    when = np.concatenate([begin, finish])
+    gone = np.concatenate([np.zeros(len(pair), dtype=bool), np.ones(len(pair), dtype=bool)])
+    step = np.where(gone, -1.0, 1.0) * np.concatenate([rate[lane[pair]], rate[lane[pair]]])
+    order = np.lexsort((~gone, when, where))  # by link, then time, a transfer's end before another's start
+    where, when, step, count = where[order], when[order], step[order], np.where(gone[order], -1, 1)
+    first = np.flatnonzero(np.append(True, where[1:] != where[:-1]))  # each link's first event
+    lengths = np.diff(np.append(first, len(where)))
+    load = np.cumsum(step)
+    load -= np.repeat(np.append(0.0, load[first[1:] - 1]), lengths)  # per link, free of the others' rounding
+    flows = np.cumsum(count)
+    span = np.append(np.diff(when), 0.0)
+    span[np.append(where[1:] != where[:-1], True)] = 0.0  # the last event of a link closes it
+    lasting = span > 0
+    if (lasting & (load > capacity[where] * (1 + TIE))).any():
+        return False
+    for name, values in (("peak", np.where(lasting, load / capacity[where], 0.0)),
+                         ("max_flows", np.where(lasting, flows, 0))):
+        result = np.zeros(len(capacity), dtype=getattr(stats, name).dtype)
+        np.maximum.at(result, where, values)
+        getattr(stats, name)[watched] = result[watched]
+    for name, mask in (("busy_ps", flows > 0), ("saturated_ps", load >= SATURATED * capacity[where])):
+        total = np.bincount(where, weights=np.where(mask & lasting, span, 0.0), minlength=len(capacity))
+        getattr(stats, name)[watched] = total[watched].astype(np.int64)
+    return True
+
+
+def _port_saturation(stats: LinkStats, duration: int) -> None:
+    """Time a link or its reverse was saturated: exact when one of them never was, else the
+    sum of both (capped at the run), an upper bound."""
+    back = np.where(stats.reverse >= 0, stats.saturated_ps[np.maximum(stats.reverse, 0)], 0)
+    stats.either_saturated_ps[:] = np.minimum(stats.saturated_ps + back, duration)

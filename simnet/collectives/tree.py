@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.channels import ChannelGroup, channel_groups, default_channels
+from simnet.collectives.lanes import LaneProgram
 from simnet.collectives.registry import chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
@@ -31,7 +32,8 @@ pieces a tree would move the whole buffer hop by hop and never pipeline. Smaller
 shave the pipeline's fill time (2*D pieces) but cost simulation time per piece."""
 
 __all__ = ["btree_parents", "dtree_parents", "tree_depth", "tree_allreduce", "tree_part", "double_binary_tree_part",
-           "tree", "binary_tree", "double_binary_tree", "nccl_tree_parents", "PIPELINE_CHUNK"]
+           "tree", "binary_tree", "double_binary_tree", "nccl_tree_parents", "PIPELINE_CHUNK",
+           "tree_program"]
 
 
 def btree_parents(n: int) -> np.ndarray:
@@ -202,11 +204,66 @@ def nccl_tree_parents(group: ChannelGroup, tree: int) -> tuple[np.ndarray, np.nd
     return members, parents
 
 
+def tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK,
+                 channels: int | None = None) -> LaneProgram:
+    """NCCL's Tree (see ``tree``) as a ``LaneProgram``: per channel, a lane up each tree
+    edge (child to parent, reducing) and one down (parent to child, copying), carrying the
+    channel's k chunks in order. Chunk j goes up once chunk j came up from every child,
+    and down once the parent has it: from the parent's own parent, or at the root once
+    every child of the root delivered it (same-index dependencies)."""
+    channels = channels or default_channels(topology, ranks)
+    groups = channel_groups(topology, ranks, channels, "tree")
+    trees = 2 if len(groups[0].hosts) > 1 else 1
+    weights = np.array([g.weight for t in range(trees) for g in groups]) * (2 // trees)
+    edges = split_range(0, size, 2 * channels)[np.concatenate([[0], np.cumsum(weights)])]
+    src, dst, chan, after, ops, steps, chunks, pipeline = [], [], [], [], [], [], [], {}
+    base = 0
+    for c, (t, group) in enumerate((t, g) for t in range(trees) for g in groups):
+        members, parents = nccl_tree_parents(group, t)
+        k = chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c]))  # chunk_size is per NCCL channel
+        chunks.append(k)
+        pipeline[c] = (2 * tree_depth(parents), k)
+        edge = np.flatnonzero(parents >= 0)  # one up lane and one down lane per non-root member
+        up = np.full(len(members), -1, dtype=np.int64)
+        up[edge] = base + np.arange(len(edge))
+        down = np.full(len(members), -1, dtype=np.int64)
+        down[edge] = base + len(edge) + np.arange(len(edge))
+        kids = [np.flatnonzero(parents == v) for v in range(len(members))]
+        root = int(np.flatnonzero(parents < 0)[0])
+        after += [up[kids[v]].tolist() for v in edge]  # up: every child's chunk j
+        after += [up[kids[root]].tolist() if parents[v] == root else [down[parents[v]]] for v in edge]
+        src += [members[edge], members[parents[edge]]]
+        dst += [members[parents[edge]], members[edge]]
+        ops += [np.full(len(edge), REDUCE, dtype=np.int8), np.full(len(edge), COPY, dtype=np.int8)]
+        steps += [np.zeros(len(edge), dtype=np.int64), np.ones(len(edge), dtype=np.int64)]
+        chan.append(np.full(2 * len(edge), c, dtype=np.int64))
+        base += 2 * len(edge)
+    width = max((len(a) for a in after), default=1) or 1
+    after_matrix = np.full((base, width), -1, dtype=np.int64)
+    for lane, theirs in enumerate(after):
+        after_matrix[lane, : len(theirs)] = theirs
+    channel = np.concatenate(chan)
+    k = np.array(chunks, dtype=np.int64)[channel]
+    cuts = np.zeros((len(chunks), max(chunks, default=1) + 1), dtype=np.int64)
+    for c, count in enumerate(chunks):
+        cuts[c, : count + 1] = split_range(int(edges[c]), int(edges[c + 1]), count)
+    op = np.concatenate(ops)
+
+    def pieces(q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return cuts[channel, min(q, cuts.shape[1] - 2)], cuts[channel, min(q + 1, cuts.shape[1] - 1)], op
+
+    return LaneProgram("tree", list(ranks), list(ranks), size, src=np.concatenate(src), dst=np.concatenate(dst),
+                       channel=channel, flows=k, after=after_matrix, lag=np.zeros_like(after_matrix), per_step=k,
+                       pieces=pieces, carried_bytes=np.diff(edges).astype(float)[channel],
+                       first_step=np.concatenate(steps),
+                       info={"channels": channels, "channel_weights": weights.tolist(), "pipeline": pipeline})
+
+
 @register("tree",
           "NCCL's Tree: double binary tree between hosts, a chain through each host's GPUs, pipelined",
           "2*(ppn-1 + D_hosts)*(L + c/B) + (k-1)*c/B per channel of k chunks of c bytes, D_hosts the depth "
           "of NCCL's binary tree over hosts, when the channels share no link",
-          options=("chunk_size", "channels"))
+          options=("chunk_size", "channels"), program=tree_program)
 def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK,
          channels: int | None = None) -> Schedule:
     """NCCL's Tree over ``ranks``: 2C channels (C = ``channels``, default NCCL's), channel c
@@ -219,21 +276,4 @@ def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPE
     Contention-free, per channel: a chunk climbs the chain (ppn-1 hops) and the host tree
     (D_hosts hops) and comes back down: ``2*(ppn-1 + D_hosts)*(L + c/B) + (k-1)*c/B``.
     """
-    b = ScheduleBuilder("tree", ranks, size)
-    channels = channels or default_channels(topology, ranks)
-    groups = channel_groups(topology, ranks, channels, "tree")
-    trees = 2 if len(groups[0].hosts) > 1 else 1
-    weights = np.array([g.weight for t in range(trees) for g in groups]) * (2 // trees)
-    edges = split_range(0, size, 2 * channels)[np.concatenate([[0], np.cumsum(weights)])]
-    channel = 0
-    for t in range(trees):
-        for group in groups:
-            members, parents = nccl_tree_parents(group, t)
-            lo, hi = int(edges[channel]), int(edges[channel + 1])
-            chunks = chunk_count(hi - lo, chunk_size * int(weights[channel]))  # chunk_size is per NCCL channel
-            tree_allreduce(b, members, parents, lo, hi, np.full(len(members), -1), chunks, channel)
-            b.info.setdefault("pipeline", {})[channel] = (2 * tree_depth(parents), chunks)
-            channel += 1
-    b.info["channels"] = channels
-    b.info["channel_weights"] = weights.tolist()
-    return b.build()
+    return tree_program(topology, ranks, size, chunk_size, channels).to_schedule()
