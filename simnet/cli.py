@@ -214,10 +214,12 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             console.print("nothing to plot or trace: over one GPU no data moves")
         return
     if plot_dir:
-        from simnet.report.plots import plot_results
+        from simnet.report.plots import heatmap_missing, plot_results
 
         for path in plot_results(results, plot_dir):
             console.print(f"wrote {path}")
+        if heatmap_missing(results):
+            console.print(f"no link_heatmap.png: {heatmap_missing(results)}")
     if trace_path:
         from simnet.report.trace import write_trace
 

@@ -130,3 +130,19 @@ def test_a_ring_of_1024_gpus_takes_its_closed_form():
     assert result.replay.engine == "lanes"
     assert result.time_s == pytest.approx(2046 * 2.65536e-6, rel=1e-9)
     assert result.busbw_GBps == pytest.approx(2 * 1023 / 1024 * 1024 * 65536 / (2046 * 2.65536e-6) / 1e9)
+
+
+def test_plots_and_trace_of_a_run_too_large_to_keep_its_transfers(cli, root, tmp_path, figures):
+    """With too little memory for the ring's 129,024 transfers, ``run --plot --trace`` still
+    answers (by lanes): the plots that need no timeline, a note for the heatmap, a trace
+    that says it skipped the run."""
+    import json
+
+    trace = tmp_path / "t.json"
+    result = cli("run", root / "scenarios/cross_rack.yaml", "-a", "ring", "-s", "1 GiB", "--plot", tmp_path / "plots",
+                 "--trace", trace, env={"SIMNET_MEMORY": "30 MB"})
+    assert result.exit_code == 0, result.output
+    assert "no link_heatmap.png: ring at 1 GiB was replayed connection by connection" in result.output
+    assert {"time_vs_size.png", "busbw_vs_size.png", "link_utilization.png"} <= set(figures)
+    assert "link_heatmap.png" not in figures
+    assert json.loads(trace.read_text())["otherData"]["skipped (too many transfers)"] == ["ring"]

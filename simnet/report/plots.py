@@ -7,7 +7,8 @@
 
 The featured run is the fastest algorithm at the largest size; its links are shown in the
 bottleneck order of ``simnet.analysis`` (the table's bottleneck and the warned links come
-first). The heatmap needs the run's link timeline: run the scenario with ``timeline=True``.
+first). The heatmap needs the run's link timeline: run the scenario with ``timeline=True``;
+a run too large to keep one (replayed by lanes, ``simnet.collectives.lanes``) has none.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing"]
 
 TOP_LINKS = 12
 
@@ -77,7 +78,8 @@ def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tup
 def plot_results(results, directory: str | Path) -> list[Path]:
     """Write the four plots for ``results`` into ``directory``; returns their paths.
 
-    The heatmap needs the featured run's timeline (``run_scenario(..., timeline=True)``).
+    The heatmap needs the featured run's timeline (``run_scenario(..., timeline=True)``);
+    without one it is left out (``heatmap_missing`` says why).
     """
     plt = pyplot()
     directory = Path(directory)
@@ -122,6 +124,8 @@ def plot_results(results, directory: str | Path) -> list[Path]:
     written.append(directory / "link_utilization.png")
     save(plt, fig, written[-1])
 
+    if heatmap_missing(results):
+        return written
     indices = [best.replay.topology.link_index[(link.src, link.dst)] for link in top]
     matrix, edges = utilization_matrix(best, indices)
     fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(indices), 3) + 1.8))
@@ -135,6 +139,17 @@ def plot_results(results, directory: str | Path) -> list[Path]:
     written.append(directory / "link_heatmap.png")
     save(plt, fig, written[-1])
     return written
+
+
+def heatmap_missing(results) -> str | None:
+    """Why ``plot_results`` leaves out the link heatmap, or None when it draws it."""
+    best = featured_run(results)
+    if best.replay is None or not best.links:
+        return "the featured run moved no data over links"
+    if best.replay.stats.timeline is None:
+        return (f"{best.algorithm} at {units.format_size(best.size_bytes)} was replayed connection by connection "
+                "(its transfers would not fit in memory), which keeps no link load over time")
+    return None
 
 
 def plot_calibration(result, path: str | Path) -> Path:
