@@ -16,7 +16,8 @@ import time
 
 from benchmarks.bench_engine import cluster
 from simnet.collectives import ALGORITHMS
-from simnet.model import DEFAULT_MODEL, MODELS
+from simnet.collectives.registry import build_program
+from simnet.model import DEFAULT_MODEL, MODELS, plan
 from simnet.runner import simulate
 
 
@@ -29,8 +30,9 @@ def main() -> None:
     parser.add_argument("--sharp", action="store_true", help="ToRs and spines reduce in the network (CollNet)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print("| N | algorithm | protocol | channels | transfers | wall s (median) | simulated time | busbw GB/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| N | algorithm | protocol | channels | engine | transfers | wall s (median) | simulated time "
+          "| busbw GB/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for gpus in args.gpus:
         topo = cluster(gpus, sharp=args.sharp)
         for algorithm in args.algorithms:
@@ -41,10 +43,14 @@ def main() -> None:
                     result = simulate(topo, algorithm, args.size, model=args.model)
                     walls.append(time.perf_counter() - start)
             except ValueError as error:
-                print(f"| {gpus} | {algorithm} | n/a: {error} | | | | | |", flush=True)
+                print(f"| {gpus} | {algorithm} | n/a: {error} | | | | | | |", flush=True)
                 continue
-            print(f"| {gpus} | {algorithm} | {result.protocol or '-'} | {result.channels or '-'} | "
-                  f"{len(result.replay.schedule):,} | {statistics.median(walls):.2f} | "
+            run = result.replay  # a lane replay holds no schedule: count what it would expand to
+            transfers = len(run.schedule) if run.schedule is not None else len(build_program(
+                algorithm, topo, args.size, **plan(args.model, topo, algorithm, args.size, {},
+                                                   ALGORITHMS[algorithm].options).options))
+            print(f"| {gpus} | {algorithm} | {result.protocol or '-'} | {result.channels or '-'} | {run.engine} | "
+                  f"{transfers:,} | {statistics.median(walls):.2f} | "
                   f"{result.time_s * 1e3:.2f} ms | {result.busbw_GBps:.1f} |", flush=True)
 
 

@@ -18,18 +18,20 @@ A program has two replays, equal to each other by construction:
   numpy data check and traces;
 * ``replay_lanes`` runs it lane-vectorised, one numpy pass per transfer index, when it
   can prove no link is ever shared beyond its capacity: the summed rates of the lanes
-  crossing each link (each at its own ceiling or bottleneck) fit within the link. Then
-  max-min sharing never binds, every transfer runs at its lane's rate, and the times
-  follow from the dependencies alone (a longest path) — the fluid engine's times to
-  within a picosecond per transfer, the same bytes on every link. Otherwise it returns
-  None and the caller expands the program for the fluid engine.
+  crossing each link (each at its own ceiling or bottleneck) fit within the link, or,
+  where they do not, the lanes' transfers on that link never asked for more at any
+  instant (checked after the pass). Then max-min sharing never binds, every transfer runs
+  at its lane's rate, and the times follow from the dependencies alone (a longest path):
+  the fluid engine's times (both end a flow at the first whole picosecond at or after its
+  last byte) and the same bytes on every link. Otherwise it returns None and the caller
+  expands the program for the fluid engine.
 
-Link statistics from ``replay_lanes`` are exact on links one lane crosses; where several
-lanes cross a link, whether they were busy at the same instant is not tracked:
-``peak`` and ``max_flows`` are then what all of them together would reach (upper bounds),
-``busy_ps`` and a port's both-directions saturated time are capped sums (upper bounds),
-and saturated time is exact (such a link cannot saturate unless its lanes' rates sum to
-its capacity, and those runs go to the fluid engine). ``Replay.engine`` says which ran.
+Link statistics from ``replay_lanes`` are exact on links one lane crosses and on links
+checked instant by instant; where several lanes cross a link that can never be full,
+whether they were busy at the same instant is not tracked: ``peak`` and ``max_flows``
+are then what all of them together would reach (upper bounds), ``busy_ps`` a capped sum
+(an upper bound), saturated time exactly zero; a port's both-directions saturated time is
+exact unless both directions saturate (then a capped sum). ``Replay.engine`` says which ran.
 
 >>> import numpy as np
 >>> # a 2-lane ping-pong: a -> b, then b -> a once a's piece is delivered
@@ -49,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simnet.budget import fits
 from simnet.collectives.replay import Replay, Timing
 from simnet.collectives.schedule import REDUCE, Schedule, ScheduleBuilder
 from simnet.network.accounting import SATURATED, LinkStats
@@ -56,11 +59,14 @@ from simnet.network.fluid import check_horizon
 from simnet.network.maxmin import TIE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["LaneProgram", "replay_lanes", "MAX_SERIAL", "MAX_WATCHED"]
+__all__ = ["LaneProgram", "replay_lanes", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES"]
 
 MAX_WATCHED = 20_000_000
-"""Most transfers ``replay_lanes`` keeps the times of (16 B each) to check, after the fact,
-the links several lanes could fill; a program that needs more goes to the fluid engine."""
+"""Most transfers ``replay_lanes`` keeps the times of to check, after the fact, the links
+several lanes could fill; a program that needs more goes to the fluid engine."""
+WATCHED_BYTES = 480
+"""Peak memory per watched transfer (its times, its events on each watched link and their
+sort): 460 B measured for a 4,096-GPU tree of 16 MiB (3.9 M watched transfers, 1.87 GB)."""
 
 MAX_SERIAL = 500_000
 """Most transfers one lane may carry for ``replay_lanes`` to take it: each transfer index is
@@ -183,8 +189,9 @@ class LaneProgram:
 def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None = None,
                  reduce_bandwidth: float | None = None, message_overhead: float = 0.0) -> Replay | None:
     """Replay ``program`` lane by lane (see the module docstring), or None when some link
-    could be shared beyond its capacity (or a link shared by several lanes could saturate),
-    or a lane carries more than ``MAX_SERIAL`` transfers.
+    was asked for more than its capacity at some instant, a lane carries more than
+    ``MAX_SERIAL`` transfers, or checking the links several lanes could fill would keep more
+    transfer times than ``MAX_WATCHED`` or the memory budget allows.
 
     ``timing`` is indexed by lane (``rate_cap``, ``delay_ps``; ``wire_factor`` applies to
     every transfer); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
@@ -211,11 +218,11 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     # instant, that they never asked for more than the link carries (then max-min never bound)
     watched = (crossing > 1) & (demand >= SATURATED * capacity)
     watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
-    if len(watch) * int(program.flows.max()) > MAX_WATCHED:
+    watched_transfers = len(watch) * int(program.flows.max())
+    if watched_transfers > MAX_WATCHED or not fits(watched_transfers * WATCHED_BYTES):
         return None
     duration, busy, wire, intervals = _longest_path(program, rate, latency, timing, reduce_bandwidth,
                                                     message_overhead, watch)
-    check_horizon(duration)
     stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration)
     if len(watch) and not _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch], *intervals):
         return None
@@ -254,6 +261,7 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
     if ring_like:  # one dependency each, one lag, as many transfers each: whole-array passes in place
         _ring_like_passes(program, int(lag[0, 0]), fixed, ps_per_byte, at_least_one, delivered, sent, busy, watch,
                           starts, ends)
+        check_horizon(sent.max(initial=0.0))  # as the fluid engine: no last byte may leave past the horizon
         return int(delivered[(flows - 1) % depth].max(initial=0.0)), busy, program.carried() * timing.wire_factor, \
             (starts, ends)
     waves = program.waves()
@@ -285,6 +293,7 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
             here = program.flows[watch] > q
             starts[q] = np.where(here, began[watch], np.nan)
             ends[q] = np.where(here, sent[watch], np.nan)
+    check_horizon(sent.max(initial=0.0))
     return int(last.max(initial=0.0)), busy, program.carried() * timing.wire_factor, (starts, ends)
 
 
