@@ -136,6 +136,7 @@ class LaneProgram:
 
     @property
     def lanes(self) -> int:
+        """Number of lanes (connections)."""
         return len(self.src)
 
     def worth_replaying(self) -> bool:
