@@ -66,7 +66,7 @@ def check_fits(needed: float, what: str, remedy: str, budget: int | None = None)
     """Raise ``TooLarge`` when ``needed`` bytes exceed ``budget`` (default: ``memory_budget()``);
     the one line says ``what`` needs them, how much, the budget and the ``remedy``."""
     budget = memory_budget() if budget is None else budget
-    if needed > budget:
+    if not fits(needed, budget):
         raise TooLarge(f"{what} (~{needed / 1e9:,.3g} GB), more than the {budget / 1e9:.3g} GB simnet may use here "
                        f"(SIMNET_MEMORY; default 80% of the free memory): {remedy}")
 

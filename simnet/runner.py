@@ -177,10 +177,9 @@ class _Point:
             run = replay_lanes(program, self.topo, lane_timing(decided, program, self.topo), **engine)
             if run is not None:
                 return decided, run, program.info
-        schedule = (program.to_schedule() if program is not None else
-                    build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options))
-        run = replay(schedule, self.topo, timing=model_timing(decided, schedule, self.topo), timeline=timeline,
-                     faults=list(conditions.faults), start_delay=dict(conditions.delays), **engine)
+        decided, schedule, timing = self.prepare(algorithm, size, options)
+        run = replay(schedule, self.topo, timing=timing, timeline=timeline, faults=list(conditions.faults),
+                     start_delay=dict(conditions.delays), **engine)
         return decided, run, schedule.info
 
     def plan(self, algorithm: str, size: int, options: dict):

@@ -186,7 +186,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     pci += fit.intra_step_latency * 1e6
     inter += fit.network_step_latency * 1e6
     per_class = {NVLINK: intra if system.intra_hw == NVLINK else pci, PCIE: pci, NET: inter}
-    switches = {i for i, node in enumerate(nodes) if topology.kind(node) == "switch"}  # NVLS and SHARP reduce there
+    reducing = np.array([topology.kind(node) == "switch" for node in nodes], dtype=bool)  # NVLS, SHARP reduce there
     nvls_share = 2 if (row == "NVLS" and system.nodes == 1) else 4
     sharp_share = 2 * max(1, int(info.get("sharp_height", 1)))
 
@@ -196,8 +196,6 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     kind = np.where((classes == NET).any(axis=1), NET,
                     np.where(((classes == NVLINK) | (classes < 0)).all(axis=1), NVLINK, PCIE))
     step = np.select([kind == NET, kind == NVLINK], [per_class[NET], per_class[NVLINK]], per_class[PCIE])
-    reducing = np.zeros(len(nodes), dtype=bool)
-    reducing[list(switches)] = True
     at_switch = reducing[src] | reducing[dst]  # a reducing switch: its latency is spread over its steps
     step = np.where(at_switch, np.where(kind == NET, inter / sharp_share, intra / nvls_share), step)
     step_ps = np.maximum(0, np.round(step * factor * 1e-6 * PS_PER_SECOND).astype(np.int64) - wire_latency)

@@ -198,13 +198,10 @@ class FluidNetwork:
             grown = np.full((len(self._paths), width), self._pad, dtype=np.int64)
             grown[:, : self._paths.shape[1]] = self._paths
             self._paths = grown
-        block = np.full((len(routes), width), self._pad, dtype=np.int64)
-        for i, route in enumerate(routes):
-            block[i, : len(route)] = route
+        block, latency = self.topology.padded(routes, width)
         self._moved = np.append(self._moved, np.arange(len(self._paths), len(self._paths) + len(routes)))
         self._paths = np.vstack([self._paths, block])
-        latency = np.append(self.topology.latency_ps, 0)
-        self._path_latency = np.append(self._path_latency, latency[block].sum(axis=1))
+        self._path_latency = np.append(self._path_latency, latency)
 
     # ------------------------------------------------------------------- flows
     def transfer(self, src: str, dst: str, nbytes: float, flow: int = 0) -> simpy.Event:

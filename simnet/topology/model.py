@@ -310,10 +310,12 @@ class Topology:
         """Routes of many connections at once: ``(paths, latency_ps)``, ``paths[i]`` the link
         indices of ``src[i] -> dst[i]`` on connection ``flow[i]`` padded with ``len(links)``,
         ``latency_ps[i]`` its summed link latency."""
-        routes = [self.route_indices(s, d, f) for s, d, f in zip(src, dst, np.asarray(flow).tolist())]
-        pad = len(self.links)
-        width = max((len(r) for r in routes), default=0) or 1
-        paths = np.full((len(routes), width), pad, dtype=np.int64)
+        return self.padded([self.route_indices(s, d, f) for s, d, f in zip(src, dst, np.asarray(flow).tolist())])
+
+    def padded(self, routes: list[tuple[int, ...]], width: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """``(paths, latency_ps)`` of ``routes`` (link index tuples): a matrix at least
+        ``width`` wide, padded with ``len(links)``, and each route's summed link latency."""
+        paths = np.full((len(routes), max([width, *map(len, routes)])), len(self.links), dtype=np.int64)
         for i, route in enumerate(routes):
             paths[i, : len(route)] = route
         return paths, np.append(self.latency_ps, 0)[paths].sum(axis=1)
