@@ -70,6 +70,29 @@ def test_every_library_topology_loads_and_routes(path):
                 assert all(topo.kind(u) != "gpu" for u, _ in route[1:])  # GPUs never forward
 
 
+SMALL = [p for p in TOPOLOGIES if "16su" not in p.name and "64su" not in p.name]
+
+
+@pytest.mark.parametrize("path", SMALL, ids=lambda p: p.name)
+def test_routes_through_the_core_are_those_a_full_search_finds(path):
+    """A GPU behind one switch of the fabric's core is routed from that switch's search
+    (shared by every GPU behind it) and two small searches at the ends: every pair's
+    equal-cost route graph is the one a full Dijkstra from the source finds."""
+    from simnet.topology.model import _ancestors
+
+    topo = load_topology(path)
+    ends = topo.gpus + topo.parameter_servers
+    shortcut = 0
+    for src in ends[:: max(1, len(ends) // 24)]:
+        _, full = topo.shortest_paths(src)
+        for dst in ends[:: max(1, len(ends) // 48)]:
+            if dst != src:
+                shortcut += topo._dag_through_core(src, dst) is not None
+                assert _ancestors(topo._shortest_dag(src, dst), dst) == _ancestors(full, dst), (src, dst)
+    if path.stem in ("superpod_h100_1su", "two_racks", "gb200_nvl72_1su", "cross_region"):
+        assert shortcut > 0  # the shortcut was taken, not only the full search
+
+
 def test_leaf_spine_counts_labels_and_oversubscription():
     topo = topology_from_dict({"name": "ls", "generate": {
         "kind": "leaf_spine", "racks": 3, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2,

@@ -201,8 +201,10 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     step_ps = np.maximum(0, np.round(step * factor * 1e-6 * PS_PER_SECOND).astype(np.int64) - wire_latency)
     step_ps[src == dst] = 0
 
-    capacity = effective_capacity(topology) * fit.bandwidth_at(size)
-    capacity[topology.link_type == NET] *= fit.network_bandwidth
+    capacity = effective_capacity(topology)  # shared by every group of a training step: read-only
+    if fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0:
+        capacity = capacity * fit.bandwidth_at(size)
+        capacity[topology.link_type == NET] *= fit.network_bandwidth
     caps = None
     if decided.native and size > 0 and system.ranks > 1:
         # NCCL's algorithm bandwidth without its size correction for trees: the replay pipelines

@@ -16,7 +16,11 @@ __all__ = ["effective_capacity", "efficiency"]
 
 
 def efficiency(topology) -> np.ndarray:
-    """Effective / line rate of every directed link of ``topology``."""
+    """Effective / line rate of every directed link of ``topology`` (computed once per network)."""
+    return topology.derived("efficiency", _efficiency)
+
+
+def _efficiency(topology) -> np.ndarray:
     factor = np.ones(len(topology.links))
     for i, (u, v) in enumerate(topology.links):
         kind = topology.link_type[i]
@@ -29,5 +33,12 @@ def efficiency(topology) -> np.ndarray:
 
 
 def effective_capacity(topology) -> np.ndarray:
-    """B/s per directed link as NCCL's model assumes it (see the module docstring)."""
-    return topology.capacity * efficiency(topology)
+    """B/s per directed link as NCCL's model assumes it (see the module docstring); one
+    read-only array per network."""
+    return topology.derived("effective_capacity", _effective_capacity)
+
+
+def _effective_capacity(topology) -> np.ndarray:
+    capacity = topology.capacity * efficiency(topology)
+    capacity.flags.writeable = False
+    return capacity

@@ -183,13 +183,19 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
         wire = min(rate[topology.link_index[(nic, n)]] for n in topology.graph.successors(nic)
                    if topology.kind(n) != "gpu")
         nic_bw = float(min(to_nic, wire))
-    nvls = cc >= 90 and len(first) > 1 and any(topology.graph.nodes[n].get("nvls") for n in topology.nodes)
-    collnet = any(topology.graph.nodes[n].get("sharp") for n in topology.nodes)
+    marked = topology.derived("switch_features", _switch_features)
+    nvls = cc >= 90 and len(first) > 1 and "nvls" in marked
+    collnet = "sharp" in marked
     transport = topology.transport(rails[0][0]) if rails else "ib"
     nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
                   nic_bw=nic_bw, nics=len(rails), transport=transport, nvls=nvls, collnet=collnet,
                   nic_latency=None if nic_latency is None else nic_latency * 1e6)
+
+
+def _switch_features(topology) -> frozenset[str]:
+    """Which of NVLS and SHARP some switch of ``topology`` offers."""
+    return frozenset(key for key in ("nvls", "sharp") if any(topology.graph.nodes[n].get(key) for n in topology.nodes))
 
 
 # ---------------------------------------------------------------- graphs

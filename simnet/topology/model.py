@@ -24,8 +24,11 @@ from __future__ import annotations
 import copy
 import heapq
 import zlib
+from collections import ChainMap
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 import networkx as nx
 import numpy as np
@@ -34,19 +37,25 @@ from simnet.topology.hardware import LINK_TYPES, NET, NVLINK, PCIE
 
 __all__ = ["Topology", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND"]
 
+T = TypeVar("T")
+
 FORWARDING_KINDS = frozenset({"switch", "nic", "host"})
 GROUP_LEVELS = ("host", "rack", "region")
 PS_PER_SECOND = 10**12
 """Latencies and simulated times are kept as integer picoseconds so equal sums are equal."""
+HOP_BITS = 20
+HOP_MASK = (1 << HOP_BITS) - 1  # routes are far shorter than a million hops
 
 
 @dataclass
 class RouteCache:
-    """Routes already computed, keyed by endpoints: a cache of a pure function of a frozen
-    graph, so topologies that share the graph (``Topology.subset``) share it safely."""
+    """Routes already computed, keyed by endpoints, and other facts of the network
+    (``Topology.derived``): pure functions of a frozen graph, so topologies that share the
+    graph (``Topology.subset``) share them safely."""
 
     routes: dict = field(default_factory=dict)
     dags: dict = field(default_factory=dict)
+    facts: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -88,6 +97,7 @@ class Topology:
     def _index_routes(self) -> None:
         """Dead ends and onward hops of the links that are up (what the route search reads)."""
         self._dead_ends = self._find_dead_ends()
+        self._core = frozenset(n for n in self._forwards if n not in self._dead_ends)
         self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
                         for u, hops in self._adjacency.items()}
 
@@ -162,22 +172,14 @@ class Topology:
         rails = []
         members = set(gpus)
         for nic in self._nics_near(gpus):
-            inside = self._nodes_of_host.get(self.graph.nodes[nic].get("host"), set()) | members | {nic}
+            inside = self.derived("nodes_of_host", _nodes_of_host).get(self.graph.nodes[nic].get("host"), set()) \
+                | members | {nic}
             cost, _ = self.shortest_paths(nic, within=inside)  # a rail stays in its host: search there first
             if not members & cost.keys():  # hosts labelled only in part
                 cost, _ = self.shortest_paths(nic)
             near = min((c, self.node_index[g], g) for g, c in cost.items() if g in members)
             rails.append((nic, near[2]))
         return rails
-
-    @cached_property
-    def _nodes_of_host(self) -> dict[str, set[str]]:
-        """Every node carrying a ``host`` label, by that label."""
-        hosts: dict[str, set[str]] = {}
-        for node, host in self.graph.nodes(data="host"):
-            if host:
-                hosts.setdefault(host, set()).add(node)
-        return hosts
 
     def _nics_near(self, gpus: list[str]) -> list[str]:
         """NICs attached to these GPUs by PCIe (directly or through PCIe switches / host bridges)."""
@@ -235,49 +237,144 @@ class Topology:
         if stop is not None:
             entries = [stop] + [v for v in self.graph.predecessors(stop) if v in self._dead_ends]
             near_stop = {u for v in entries for u in self.graph.predecessors(v)}
-        best: dict[str, tuple[int, int]] = {src: (0, 0)}
-        preds: dict[str, list[str]] = {src: []}
-        done: dict[str, tuple[int, int]] = {}
-        heap = [(0, 0, self.node_index[src], src)]
+
+        def hops_of(u: str) -> list:
+            if u != src and u not in self._forwards:
+                return []  # endpoints never forward
+            if stop is None:
+                hops = self._adjacency[u]
+            elif u in near_stop:
+                hops = [hop for hop in self._adjacency[u] if hop[1] == stop or not self._dead_end_from(u, hop[1])
+                        or stop in self._dead_ends[hop[1]][1]]
+            else:
+                hops = self._onward[u]  # dead ends off u lead only to other endpoints
+            return hops if within is None else [hop for hop in hops if hop[1] in within]
+
+        return self._dijkstra({src: (0, 0)}, hops_of, stop)
+
+    def _dijkstra(self, seeds: dict[str, tuple[int, int]], hops_of: Callable[[str], list],
+                  stop: str | None = None) -> tuple[dict, dict]:
+        """Dijkstra on (latency ps, hops) from ``seeds`` (node: its cost) along the links
+        ``hops_of(node)`` lists (``_adjacency`` entries): ``(cost, preds)`` of every node
+        settled (until ``stop``, if given) and all its equal-cost predecessors."""
+        # a cost is one integer, latency << HOP_BITS | hops: compared as the (latency, hops) pair
+        best = {node: lat << HOP_BITS | hops for node, (lat, hops) in seeds.items()}
+        preds: dict[str, list[str]] = {node: [] for node in seeds}
+        done: dict[str, int] = {}
+        heap = [(cost, self.node_index[node], node) for node, cost in best.items()]
+        heapq.heapify(heap)
+        index = self.node_index
         while heap:
-            lat, hops, _, u = heapq.heappop(heap)
+            cost, _, u = heapq.heappop(heap)
             if u in done:
                 continue
-            done[u] = (lat, hops)
+            done[u] = cost
             if u == stop:
                 break
-            if u != src and u not in self._forwards:
-                continue  # endpoints never forward
-            if stop is None:
-                hops_from_u = self._adjacency[u]
-            elif u in near_stop:
-                hops_from_u = [hop for hop in self._adjacency[u] if hop[1] == stop or not self._dead_end_from(u, hop[1])
-                               or stop in self._dead_ends[hop[1]][1]]
-            else:
-                hops_from_u = self._onward[u]  # dead ends off u lead only to other endpoints
-            for _, v, link_lat in hops_from_u:
-                if within is not None and v not in within:
-                    continue
-                cost = (lat + link_lat, hops + 1)
+            for _, v, link_lat in hops_of(u):
+                reach = cost + (link_lat << HOP_BITS) + 1
                 known = best.get(v)
-                if known is None or cost < known:
-                    best[v] = cost
+                if known is None or reach < known:
+                    best[v] = reach
                     preds[v] = [u]
-                    heapq.heappush(heap, (cost[0], cost[1], self.node_index[v], v))
-                elif cost == known and u not in preds[v]:
+                    heapq.heappush(heap, (reach, index[v], v))
+                elif reach == known and u not in preds[v]:
                     preds[v].append(u)
-        return done, preds
+        return {node: (cost >> HOP_BITS, cost & HOP_MASK) for node, cost in done.items()}, preds
 
-    def _shortest_dag(self, src: str, dst: str) -> dict[str, list[str]]:
-        """All equal-cost predecessors on shortest (latency, hops) paths from src to dst."""
+    def _shortest_dag(self, src: str, dst: str) -> Mapping[str, list[str]]:
+        """All equal-cost predecessors on shortest (latency, hops) paths from src to dst
+        (of every node on those paths; maybe of others too)."""
         key = (src, dst)
         dags = self.cache.dags
         if key not in dags:
-            done, preds = self.shortest_paths(src, stop=dst)
-            if dst not in done:
-                raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
-            dags[key] = _ancestors(preds, dst)
+            dag = self._dag_through_core(src, dst)
+            if dag is None:
+                done, preds = self.shortest_paths(src, stop=dst)
+                if dst not in done:
+                    raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
+                dag = _ancestors(preds, dst)
+            dags[key] = dag
         return dags[key]
+
+    # The fabric's *core* is its forwarding nodes that are no dead end (on a rail-optimized
+    # fabric, its leaf, spine and core switches). Everything else is an endpoint or a dead
+    # end, which a path never crosses between two core nodes. An endpoint whose only way
+    # into the core is one switch b (a GPU behind its NIC's leaf) reaches every core node at
+    # its cost to b plus b's, by the same equal-cost predecessors: one search from b over
+    # the core (kept) serves every source behind b, and two small searches finish the ends.
+    def _is_core(self, node: str) -> bool:
+        return node in self._core
+
+    def _dag_through_core(self, src: str, dst: str) -> Mapping[str, list[str]] | None:
+        """``_shortest_dag`` through the core (see above), or None when it does not apply:
+        an end in the core, a source with several ways in, or ends that meet outside it."""
+        if self._is_core(src) or self._is_core(dst):
+            return None
+        reached, pocket, exits = self._pocket(src)
+        region, entries, sources = self._approach(dst)
+        if len(exits) != 1 or src in sources or dst in reached or not region.isdisjoint(reached):
+            return None
+        (b, (b_lat, b_hops)), = exits.items()
+        cost, core_preds = self._core_search(b)
+        seeds = {t: (b_lat + cost[t][0], b_hops + cost[t][1]) for t in entries if t in cost}
+        done, preds = self._dijkstra(
+            seeds, lambda u: [hop for hop in self._adjacency[u] if hop[1] in region] if u in self._forwards else [],
+            stop=dst)  # endpoints never forward; the seeds' own predecessors are in the core's search
+        if dst not in done:
+            raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
+        return ChainMap({n: p for n, p in preds.items() if n not in seeds}, pocket, core_preds)  # shared, not copied
+
+    def _pocket(self, src: str) -> tuple[set[str], dict[str, list[str]], dict[str, tuple[int, int]]]:
+        """(nodes reached from ``src`` outside the core, their equal-cost predecessors, the
+        core nodes where paths enter the core with their cost): kept per source."""
+        pockets = self.cache.facts.setdefault("pockets", {})
+        if src not in pockets:
+            done, preds = self._dijkstra(
+                {src: (0, 0)},
+                lambda u: self._adjacency[u] if u == src or (u in self._forwards and not self._is_core(u)) else [])
+            exits = {u: c for u, c in done.items() if self._is_core(u)}  # the core is searched from its entry
+            pockets[src] = (set(done) - exits.keys(), preds, exits)
+        return pockets[src]
+
+    def _approach(self, dst: str) -> tuple[set[str], set[str], set[str]]:
+        """(``dst`` and the dead ends it is reached through from the core, the core nodes
+        with a link into them, the endpoints with a link into them): kept per destination."""
+        approaches = self.cache.facts.setdefault("approaches", {})
+        if dst not in approaches:
+            incoming = self.derived("incoming", _incoming)
+            region, entries, sources = {dst}, set(), set()
+            stack = [dst]
+            while stack:
+                for u in incoming.get(stack.pop(), ()):
+                    if self._is_core(u):
+                        entries.add(u)
+                    elif u not in self._forwards:
+                        sources.add(u)
+                    elif u not in region:
+                        region.add(u)
+                        stack.append(u)
+            approaches[dst] = (region, entries, sources)
+        return approaches[dst]
+
+    def _core_search(self, b: str) -> tuple[dict[str, tuple[int, int]], dict[str, list[str]]]:
+        """Cost from core node ``b`` to every core node over the core, and their equal-cost
+        predecessors: kept per node."""
+        searches = self.cache.facts.setdefault("core_searches", {})
+        if b not in searches:
+            core = self.derived("core_adjacency", lambda topo: {
+                u: [hop for hop in topo._adjacency[u] if hop[1] in topo._core] for u in topo._core})
+            searches[b] = self._dijkstra({b: (0, 0)}, core.__getitem__)
+        return searches[b]
+
+    def derived(self, key: str, compute: Callable[[Topology], T]) -> T:
+        """``compute(self)``, computed once per network and kept: for facts of the network
+        alone (not of its ranks), which every ``subset`` shares (a training step asks them
+        once per group of GPUs)."""
+        facts = self.cache.facts
+        if key not in facts:
+            facts[key] = compute(self)
+        return facts[key]
 
     def route_indices(self, src: str, dst: str, flow: int = 0) -> tuple[int, ...]:
         """Directed link indices of the route from ``src`` to ``dst`` for connection ``flow``."""
@@ -318,7 +415,7 @@ class Topology:
         paths = np.full((len(routes), max([width, *map(len, routes)])), len(self.links), dtype=np.int64)
         for i, route in enumerate(routes):
             paths[i, : len(route)] = route
-        return paths, np.append(self.latency_ps, 0)[paths].sum(axis=1)
+        return paths, self.derived("padded_latency", lambda topo: np.append(topo.latency_ps, 0))[paths].sum(axis=1)
 
     def route(self, src: str, dst: str, flow: int = 0) -> list[tuple[str, str]]:
         """The directed links ``[(u, v), ...]`` a transfer from src to dst follows."""
@@ -378,7 +475,25 @@ class Topology:
         return sub
 
 
-def _ancestors(preds: dict[str, list[str]], dst: str) -> dict[str, list[str]]:
+def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
+    """Every node carrying a ``host`` label, by that label."""
+    hosts: dict[str, set[str]] = {}
+    for node, host in topology.graph.nodes(data="host"):
+        if host:
+            hosts.setdefault(host, set()).add(node)
+    return hosts
+
+
+def _incoming(topology: Topology) -> dict[str, list[str]]:
+    """Every node's predecessors over the links that are up."""
+    incoming: dict[str, list[str]] = {}
+    for u, hops in topology._adjacency.items():
+        for _, v, _ in hops:
+            incoming.setdefault(v, []).append(u)
+    return incoming
+
+
+def _ancestors(preds: Mapping[str, list[str]], dst: str) -> dict[str, list[str]]:
     """The part of a shortest-path predecessor map that leads to ``dst``: what routes to
     ``dst`` need, a few nodes per pair instead of every node the search settled (an
     all-to-all over N GPUs caches N^2 of these)."""
