@@ -18,13 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from simnet.analysis import find_warnings, link_reports
 from simnet.budget import fits
 from simnet.collectives import build_schedule, replay
 from simnet.collectives.kinds import ALLREDUCE
 from simnet.collectives.kinds import collective as lookup_collective
-from simnet.collectives.lanes import replay_lanes
+from simnet.collectives.lanes import merge_programs, replay_lanes
 from simnet.collectives.registry import COMMON_OPTIONS, algorithms_for, build_program
+from simnet.collectives.replay import JobRun, Timing, replay_apart
 from simnet.collectives.schedule import transfer_bytes
 from simnet.conditions import Fault, check_reachable, resolve_faults, straggler_delays
 from simnet.model import DEFAULT_MODEL, lane_timing, tuning
@@ -33,7 +36,7 @@ from simnet.model import timing as model_timing
 from simnet.model.calibration import Calibration, load_calibration
 from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
-from simnet.topology.model import Topology
+from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "NCCL_VARIABLES",
            "HIERARCHICAL_VARIANTS"]
@@ -266,32 +269,82 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
     """Every group in ``groups`` (lists of GPU ids, disjoint) runs ``collective`` of
     ``size`` bytes at the same time, their flows sharing every link max-min fairly (the
     tensor-parallel groups of a training step, say). ``algorithm="auto"`` runs what NCCL's
-    model picks for each group, without simulating the alternatives."""
-    from simnet.budget import check_fits, memory_budget
-    from simnet.collectives.replay import JobRun, replay_jobs
-    from simnet.topology.model import PS_PER_SECOND
+    model picks for each group, without simulating the alternatives.
 
+    When every group's algorithm is a lane program (``simnet.collectives.lanes``) they are
+    replayed together lane by lane if no link can be shared beyond its capacity; otherwise
+    on the fluid network, groups that share no link with each other apart and identical
+    ones once (``replay_apart``)."""
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topo.calibration)
-    runs, capacity, first, held, budget = [], None, None, 0, memory_budget()
-    for gpus in groups:
-        point = _Point(topo.subset(list(gpus)), lookup_collective(collective).name, model, env, calibration)
+    name = lookup_collective(collective).name
+    plans = []  # (group index, its point, algorithm, the model's plan)
+    for i, gpus in enumerate(groups):
+        point = _Point(topo.subset(list(gpus)), name, model, env, calibration)
         if len(gpus) < 2:
             continue
-        name = point.nccl_pick(size) if algorithm == "auto" else algorithm
-        decided, schedule, timing = point.prepare(name, int(size), {})
-        held += len(schedule) * transfer_bytes(name)  # every group's schedule is held until they run together
-        check_fits(held * len(groups) / (len(runs) + 1), f"{collective} of {size:,} B by {len(groups):,} groups of "
-                   f"{len(gpus):,} GPUs at once", "use fewer GPUs or fewer, larger groups", budget)
-        capacity = timing.capacity if capacity is None else capacity
-        runs.append(JobRun(schedule, timing))
-        first = first or (name, decided.protocol)
-    if not runs:
+        chosen = point.nccl_pick(size) if algorithm == "auto" else algorithm
+        plans.append((i, point, chosen, point.plan(chosen, int(size), {})))
+    if not plans:
         return GroupsResult(collective, int(size), algorithm, None, [0.0] * len(groups))
-    times, _ = replay_jobs(runs, topo, capacity=capacity)
-    return GroupsResult(collective, int(size), first[0], first[1],
-                        [(end - start) / PS_PER_SECOND for (start, end), in times])
+    ends = _groups_by_lanes(plans, topo, int(size))
+    if ends is None:
+        ends = _groups_on_fluid(plans, topo, int(size), f"{collective} of {size:,} B by {len(groups):,} groups of "
+                                f"{len(groups[plans[0][0]]):,} GPUs at once")
+    times = [0.0] * len(groups)
+    for (i, *_), end in zip(plans, ends):
+        times[i] = end / PS_PER_SECOND
+    _, _, first, decided = plans[0]
+    return GroupsResult(collective, int(size), first, decided.protocol, times)
+
+
+def _groups_by_lanes(plans: list, topo: Topology, size: int) -> list[int] | None:
+    """Each group's completion (ps) with all of them replayed as one lane program, or None
+    when some group's algorithm is no lane program, the model rates links differently for
+    different groups, or the lanes could share a link beyond its capacity."""
+    programs, timings = [], []
+    for _, point, chosen, decided in plans:
+        program = build_program(chosen, point.topo, size, collective=point.collective, **decided.options)
+        if program is None:
+            return None
+        programs.append(program)
+        timings.append(lane_timing(decided, program, point.topo))
+    first = timings[0]
+    if any((t.capacity is None) != (first.capacity is None)
+           or (t.capacity is not None and not np.array_equal(t.capacity, first.capacity)) for t in timings):
+        return None
+    merged = merge_programs(programs)
+    if not merged.worth_replaying():
+        return None
+
+    def per_lane(field: str, missing: float) -> np.ndarray | None:
+        if all(getattr(t, field) is None for t in timings):
+            return None
+        return np.concatenate([np.broadcast_to(missing if getattr(t, field) is None else getattr(t, field), (p.lanes,))
+                               for p, t in zip(programs, timings)])
+
+    timing = Timing(first.capacity, per_lane("wire_factor", 1.0), per_lane("rate_cap", np.inf),
+                    per_lane("delay_ps", 0.0), per_lane("start_ps", 0))
+    run = replay_lanes(merged, topo, timing)
+    if run is None:
+        return None
+    bounds = np.cumsum([0] + [p.lanes for p in programs])
+    return [int(run.lanes_done_ps[a:b].max(initial=0)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _groups_on_fluid(plans: list, topo: Topology, size: int, what: str) -> list[int]:
+    """Each group's completion (ps), their schedules replayed on the fluid network
+    (``replay_apart``); refused when their schedules together would not fit in memory."""
+    from simnet.budget import check_fits, memory_budget
+
+    runs, held, budget = [], 0, memory_budget()
+    for _, point, chosen, _ in plans:
+        decided, schedule, timing = point.prepare(chosen, size, {})
+        held += len(schedule) * transfer_bytes(chosen)  # every group's schedule is held until they run together
+        check_fits(held * len(plans) / (len(runs) + 1), what, "use fewer GPUs or fewer, larger groups", budget)
+        runs.append(JobRun(schedule, timing))
+    return replay_apart(runs, topo, capacity=runs[0].timing.capacity)
 
 
 HIERARCHICAL_VARIANTS = ("tree", "ring")

@@ -229,15 +229,20 @@ def test_training_trace_is_the_step(tmp_path, cli):
 
 
 def test_groups_that_will_not_fit_together_are_refused_before_they_run(monkeypatch):
-    """Every group's schedule is held until they run together: the budget counts them all."""
+    """Every group's schedule is held until they run together on the fluid network: the
+    budget counts them all. Lane programs (rings) hold no schedule and are not refused."""
     from simnet.budget import TooLarge
-    from simnet.collectives.schedule import TRANSFER_BYTES
+    from simnet.collectives.schedule import transfer_bytes
     from simnet.runner import _Point, nccl_env
 
     topo = box(8)
     groups = [topo.gpus[i:i + 2] for i in range(0, 8, 2)]
-    one = len(_Point(topo.subset(groups[0]), "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**24, {})[1])
-    monkeypatch.setenv("SIMNET_MEMORY", f"{int(2.5 * one * TRANSFER_BYTES)} B")
+    point = _Point(topo.subset(groups[0]), "allreduce", "nccl", nccl_env({}), None)
+    one = len(point.prepare("halving_doubling", 2**24, {})[1])
+    monkeypatch.setenv("SIMNET_MEMORY", f"{int(2.5 * one * transfer_bytes('halving_doubling'))} B")
     with pytest.raises(TooLarge, match="by 4 groups of 2 GPUs at once"):
-        simulate_groups(topo, groups, "allreduce", 2**24, algorithm="ring")
-    assert simulate_groups(topo, groups[:2], "allreduce", 2**24, algorithm="ring").time_s > 0
+        simulate_groups(topo, groups, "allreduce", 2**24, algorithm="halving_doubling")
+    assert simulate_groups(topo, groups[:2], "allreduce", 2**24, algorithm="halving_doubling").time_s > 0
+    ring = len(point.prepare("ring", 2**24, {})[1]) * transfer_bytes("ring")
+    assert 4 * ring > 2.5 * one * transfer_bytes("halving_doubling")  # four rings' transfers would not fit ...
+    assert simulate_groups(topo, groups, "allreduce", 2**24, algorithm="ring").time_s > 0  # ... but lanes hold none

@@ -59,7 +59,7 @@ from simnet.network.fluid import check_horizon
 from simnet.network.maxmin import TIE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["LaneProgram", "replay_lanes", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES"]
+__all__ = ["LaneProgram", "replay_lanes", "merge_programs", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES"]
 
 MAX_WATCHED = 20_000_000
 """Most transfers ``replay_lanes`` keeps the times of to check, after the fact, the links
@@ -187,6 +187,42 @@ class LaneProgram:
         return b.build()
 
 
+def merge_programs(programs: list[LaneProgram]) -> LaneProgram:
+    """One program that runs ``programs`` (over disjoint ranks) at the same time: their
+    lanes one after another, in order, each program's dependencies kept within its own."""
+    nodes: dict[str, int] = {}
+    for name in [r for p in programs for r in p.ranks] + [n for p in programs for n in p.nodes[len(p.ranks):]]:
+        nodes.setdefault(name, len(nodes))
+    width = max(p.after.shape[1] for p in programs)
+    offsets = np.cumsum([0] + [p.lanes for p in programs])
+    remap = [np.array([nodes[n] for n in p.nodes], dtype=np.int64) for p in programs]
+
+    def joined(arrays) -> np.ndarray:
+        return np.concatenate(list(arrays))
+
+    def padded(p: LaneProgram, array: np.ndarray, fill: int) -> np.ndarray:
+        return np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=fill)
+
+    def each(q: int, part: Callable[[LaneProgram], tuple], count: int) -> tuple[np.ndarray, ...]:
+        rows = [part(p) if q < int(p.flows.max(initial=0)) else
+                (np.zeros(p.lanes, dtype=np.int64),) * (count - 1) + (np.zeros(p.lanes, dtype=np.int8),)
+                for p in programs]
+        return tuple(joined(row[k] for row in rows) for k in range(count))
+
+    every_size = all(p.sizes is not None for p in programs)
+    return LaneProgram(
+        "+".join(sorted({p.algorithm for p in programs})), list(nodes), [r for p in programs for r in p.ranks],
+        max(p.size for p in programs),
+        src=joined(m[p.src] for m, p in zip(remap, programs)), dst=joined(m[p.dst] for m, p in zip(remap, programs)),
+        channel=joined(p.channel for p in programs), flows=joined(p.flows for p in programs),
+        after=joined(padded(p, np.where(p.after >= 0, p.after + off, -1), -1) for p, off in zip(programs, offsets)),
+        lag=joined(padded(p, p.lag, 0) for p in programs), per_step=joined(p.per_step for p in programs),
+        pieces=lambda q: each(q, lambda p: p.pieces(q), 3),
+        carried_bytes=joined(p.carried() for p in programs),
+        sizes=(lambda q: each(q, lambda p: p.sizes(q), 2)) if every_size else None,
+        first_step=joined(np.broadcast_to(p.first_step, (p.lanes,)) for p in programs))
+
+
 def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None = None,
                  reduce_bandwidth: float | None = None, message_overhead: float = 0.0) -> Replay | None:
     """Replay ``program`` lane by lane (see the module docstring), or None when some link
@@ -194,8 +230,9 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     ``MAX_SERIAL`` transfers, or checking the links several lanes could fill would keep more
     transfer times than ``MAX_WATCHED`` or the memory budget allows.
 
-    ``timing`` is indexed by lane (``rate_cap``, ``delay_ps``; ``wire_factor`` applies to
-    every transfer); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
+    ``timing`` is indexed by lane (``rate_cap``, ``delay_ps``; ``wire_factor`` and
+    ``start_ps`` one for every lane or, for programs merged from groups timed apart, an
+    array of one per lane); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
     """
     timing = timing or Timing()
     if not program.worth_replaying():
@@ -222,20 +259,22 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     watched_transfers = len(watch) * int(program.flows.max())
     if watched_transfers > MAX_WATCHED or not fits(watched_transfers * WATCHED_BYTES):
         return None
-    duration, busy, wire, intervals = _longest_path(program, rate, latency, timing, reduce_bandwidth,
+    finished, busy, wire, intervals = _longest_path(program, rate, latency, timing, reduce_bandwidth,
                                                     message_overhead, watch)
+    duration = int(finished.max(initial=0.0))
     stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration)
     if len(watch) and not _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch], *intervals):
         return None
     _port_saturation(stats, duration)
     empty = np.zeros(0, dtype=np.int64)
-    return Replay(None, topology, empty, empty, empty, stats, duration, engine="lanes")
+    return Replay(None, topology, empty, empty, empty, stats, duration, engine="lanes",
+                  lanes_done_ps=finished.astype(np.int64))
 
 
 def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, timing: Timing,
                   reduce_bandwidth: float | None, message_overhead: float, watch: np.ndarray):
-    """(completion ps, busy ps per lane, wire bytes per lane, (starts, ends)): every
-    transfer at its lane's rate, started once its FIFO predecessor is sent and its
+    """(when each lane's last transfer was delivered (ps), busy ps and wire bytes per lane,
+    (starts, ends)): every transfer at its lane's rate, started once its FIFO predecessor is sent and its
     dependencies delivered, its last byte leaving at the first whole picosecond the fluid
     engine would see it gone; ``starts``/``ends`` (transfers x watched lanes, NaN where a
     lane has no such transfer) are when the ``watch`` lanes' transfers held their links.
@@ -247,11 +286,11 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
         fixed += np.asarray(timing.delay_ps, dtype=float)
     moving = np.isfinite(rate) & (rate > 0)
     ps_per_byte = np.zeros(lanes)
-    ps_per_byte[moving] = timing.wire_factor / rate[moving] * PS_PER_SECOND
+    ps_per_byte[moving] = np.broadcast_to(timing.wire_factor, (lanes,))[moving] / rate[moving] * PS_PER_SECOND
     at_least_one = bool(ps_per_byte[moving].min(initial=1.0) < 1.001e-3)  # else ceil(x - 1e-3) >= 1 for x >= 1 byte
     depth = int(program.lag.max(initial=0)) + 1
     delivered = np.zeros((depth, lanes))
-    sent = np.full(lanes, float(timing.start_ps))
+    sent = np.broadcast_to(np.asarray(timing.start_ps, dtype=float), (lanes,)).copy()
     busy = np.zeros(lanes)
     last = np.zeros(lanes)
     after, lag = program.after, program.lag
@@ -263,8 +302,7 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
         _ring_like_passes(program, int(lag[0, 0]), fixed, ps_per_byte, at_least_one, delivered, sent, busy, watch,
                           starts, ends)
         check_horizon(sent.max(initial=0.0))  # as the fluid engine: no last byte may leave past the horizon
-        return int(delivered[(flows - 1) % depth].max(initial=0.0)), busy, program.carried() * timing.wire_factor, \
-            (starts, ends)
+        return delivered[(flows - 1) % depth], busy, program.carried() * timing.wire_factor, (starts, ends)
     waves = program.waves()
     began = np.zeros(lanes)
     for q in range(flows):
@@ -295,7 +333,7 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
             starts[q] = np.where(here, began[watch], np.nan)
             ends[q] = np.where(here, sent[watch], np.nan)
     check_horizon(sent.max(initial=0.0))
-    return int(last.max(initial=0.0)), busy, program.carried() * timing.wire_factor, (starts, ends)
+    return last, busy, program.carried() * timing.wire_factor, (starts, ends)
 
 
 def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_byte: np.ndarray,

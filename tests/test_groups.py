@@ -1,0 +1,111 @@
+"""Several groups of GPUs running one collective at once (``simulate_groups``, what a
+training step's tensor-, data- and pipeline-parallel groups do): whether the groups run
+together lane by lane, or on the fluid network in independent parts with identical parts
+replayed once, every group's time is the one a single fluid replay of all of them gives."""
+
+import importlib
+
+import pytest
+
+from simnet import topology_from_dict
+from simnet.collectives.replay import JobRun, replay_apart, replay_jobs
+from simnet.runner import _groups_by_lanes, _Point, nccl_env, simulate_groups
+from simnet.topology.model import PS_PER_SECOND
+
+replay_module = importlib.import_module("simnet.collectives.replay")  # the package exports a function of that name
+
+
+def fabric(uplink: str = "1.6 Tb/s"):
+    """2 racks x 2 hosts x 4 H100, a 400G NIC per GPU, ``uplink`` per leaf-spine link."""
+    return topology_from_dict({"name": "f", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "gpu": "h100",
+        "nic_per": "gpu", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": uplink, "spines": 1}})
+
+
+def plans(topo, groups, collective, size, algorithm):
+    """What ``simulate_groups`` decides for each group before replaying them."""
+    out = []
+    for i, gpus in enumerate(groups):
+        point = _Point(topo.subset(gpus), collective, "nccl", nccl_env({}), None)
+        out.append((i, point, algorithm, point.plan(algorithm, size, {})))
+    return out
+
+
+def joint(topo, groups, collective, size, algorithm):
+    """Reference: every group's explicit schedule on one fluid network; completion ps each."""
+    runs = []
+    for _, point, chosen, _ in plans(topo, groups, collective, size, algorithm):
+        _, schedule, timing = point.prepare(chosen, size, {})
+        runs.append(JobRun(schedule, timing))
+    times, _ = replay_jobs(runs, topo, capacity=runs[0].timing.capacity)
+    return [end for (_, end), in times]
+
+
+def rails(topo, per_host=4):
+    """GPU i of every host: the data-parallel groups of tensor-parallel hosts."""
+    return [topo.gpus[i::per_host] for i in range(per_host)]
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+def test_groups_replayed_together_by_lanes_take_the_times_of_one_fluid_replay(algorithm):
+    topo = fabric()
+    groups = rails(topo)
+    by_lanes = _groups_by_lanes(plans(topo, groups, "allreduce", 2**22, algorithm), topo, 2**22)
+    assert by_lanes is not None  # a 400G NIC per GPU, 4 x 400G uplinks: no link shared beyond capacity
+    assert by_lanes == joint(topo, groups, "allreduce", 2**22, algorithm)
+    result = simulate_groups(topo, groups, "allreduce", 2**22, algorithm=algorithm)
+    assert result.times_s == [t / PS_PER_SECOND for t in by_lanes]
+
+
+def test_groups_of_different_sizes_replay_together_by_lanes():
+    topo = fabric()
+    groups = [topo.gpus[0:4], topo.gpus[4:6], topo.gpus[8:16]]
+    by_lanes = _groups_by_lanes(plans(topo, groups, "all_gather", 2**20, "ring"), topo, 2**20)
+    assert by_lanes == joint(topo, groups, "all_gather", 2**20, "ring")
+
+
+def test_lanes_that_would_share_a_link_beyond_capacity_go_to_the_fluid_network():
+    topo = fabric(uplink="100 Gb/s")  # four rails' rings cross one thin uplink per leaf
+    groups = rails(topo)
+    assert _groups_by_lanes(plans(topo, groups, "allreduce", 2**22, "ring"), topo, 2**22) is None
+    reference = joint(topo, groups, "allreduce", 2**22, "ring")
+    times = simulate_groups(topo, groups, "allreduce", 2**22, algorithm="ring").times_s
+    assert times == pytest.approx([t / PS_PER_SECOND for t in reference], rel=1e-9)
+    alone = simulate_groups(topo, groups[:1], "allreduce", 2**22, algorithm="ring").time_s
+    assert min(times) > 1.5 * alone  # the uplink really is shared
+
+
+def test_independent_identical_groups_are_replayed_once(monkeypatch):
+    """Tensor-parallel groups, one per host: no link in common, alike up to names."""
+    topo = fabric()
+    groups = [topo.gpus[i:i + 4] for i in range(0, 16, 4)]
+    runs = [JobRun(*point.prepare(chosen, 2**24, {})[1:])
+            for _, point, chosen, _ in plans(topo, groups, "allreduce", 2**24, "nvls")]
+    calls = []
+    real = replay_module.replay_jobs
+    monkeypatch.setattr(replay_module, "replay_jobs", lambda jobs, *a, **k: calls.append(len(jobs)) or real(jobs, *a, **k))
+    ends = replay_apart(runs, topo, capacity=runs[0].timing.capacity)
+    assert calls == [1]
+    assert ends == joint(topo, groups, "allreduce", 2**24, "nvls")
+
+
+def test_groups_linked_by_shared_links_are_replayed_together(monkeypatch):
+    """Stage-to-stage sends between racks over thin uplinks: one part, contended."""
+    topo = fabric(uplink="100 Gb/s")
+    groups = [[topo.gpus[i], topo.gpus[8 + i]] for i in range(8)]  # rack 0 -> rack 1
+    runs = [JobRun(*point.prepare(chosen, 2**24, {})[1:])
+            for _, point, chosen, _ in plans(topo, groups, "send_recv", 2**24, "direct")]
+    calls = []
+    real = replay_module.replay_jobs
+    monkeypatch.setattr(replay_module, "replay_jobs", lambda jobs, *a, **k: calls.append(len(jobs)) or real(jobs, *a, **k))
+    ends = replay_apart(runs, topo, capacity=runs[0].timing.capacity)
+    assert sorted(calls) == [8]
+    assert ends == pytest.approx(joint(topo, groups, "send_recv", 2**24, "direct"), rel=1e-9)
+    # eight 400G sends share one 100G uplink per direction: at least 32x one send at line rate
+    assert min(ends) / PS_PER_SECOND > 8 * 2**24 / 12.5e9
+
+
+def test_groups_of_one_gpu_take_no_time_and_keep_their_place():
+    topo = fabric()
+    result = simulate_groups(topo, [topo.gpus[0:1], topo.gpus[4:8]], "allreduce", 2**20)
+    assert result.times_s[0] == 0.0 and result.times_s[1] > 0
