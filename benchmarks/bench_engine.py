@@ -66,9 +66,14 @@ print(json.dumps({"gpus": len(topo.gpus), "engine": run.engine, "protocol": resu
 def measure(gpus: int, size: int = 2**30, algorithm: str = "ring", model: str = "nccl", channels: int | None = None,
             preset: str | None = None, engine: str = "auto") -> dict:
     """One run in a fresh process (see the module docstring)."""
-    spec = {"gpus": gpus, "size": size, "algorithm": algorithm, "model": model, "channels": channels,
-            "preset": preset, "engine": engine}
-    out = subprocess.run([sys.executable, "-c", _RUN, json.dumps(spec)], capture_output=True, text=True, check=True)
+    return in_fresh_process(_RUN, {"gpus": gpus, "size": size, "algorithm": algorithm, "model": model,
+                                   "channels": channels, "preset": preset, "engine": engine})
+
+
+def in_fresh_process(script: str, spec: dict) -> dict:
+    """Run ``script`` in a new interpreter with ``spec`` as JSON in ``sys.argv[1]``; the
+    JSON object its last line prints."""
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(spec)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
