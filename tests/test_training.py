@@ -3,10 +3,12 @@ composition against its formula with closed-form collectives (ideal model), the 
 rank groups, scenarios and the CLI."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from simnet import topology_from_dict
+from simnet.scenario import load_scenario
 from simnet.runner import simulate_groups
 from simnet.training import PRESETS, Parallelism, Transformer, rank_groups, step_time
 
@@ -209,6 +211,19 @@ def test_one_f_one_b_takes_m_plus_p_minus_1_slots(stages, micro):
     for stage in range(stages):
         mine = sorted((start, end) for k, _, _, start, end in passes if k == stage)
         assert len(mine) == 2 * micro and all(a[1] <= b[0] + 1e-12 for a, b in zip(mine, mine[1:]))
+
+
+def test_the_shipped_scale_scenario_runs_one_scalable_unit_as_a_user_types_it(tmp_path, cli):
+    """scenarios/llm_at_scale.yaml sweeps to the whole 16,384-GPU preset (a benchmark, not a
+    test); one scalable unit runs here. Its tokens/s is the step's tokens over the step."""
+    path = Path(__file__).parent.parent / "scenarios" / "llm_at_scale.yaml"
+    assert load_scenario(path).sweep == {"gpus": [256, 1024, 4096, 16384]}
+    result = cli("run", path, "--gpus", "256", "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.stderr
+    step = json.loads((tmp_path / "out.json").read_text())["training"]
+    assert step["gpus"] == 256 and step["parallelism"]["dp"] == 8
+    assert step["tokens_per_step"] == 8 * 16 * 8192  # dp x micro-batches x sequence (Llama 3: 8,192 tokens)
+    assert step["tokens_per_s"] == pytest.approx(step["tokens_per_step"] / step["step_s"])
 
 
 def test_training_trace_is_the_step(tmp_path, cli):
