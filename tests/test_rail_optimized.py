@@ -176,3 +176,47 @@ def test_routing_skips_dead_ends_without_changing_a_route(three_tier):
         for dst in three_tier.gpus:
             if dst != src:
                 assert _ancestors(three_tier._shortest_dag(src, dst), dst) == _ancestors(full, dst)
+
+
+def _flows_per_link(topo, pairs):
+    """How many of the connections ``pairs`` cross each directed link."""
+    count = np.zeros(len(topo.links), dtype=int)
+    for src, dst in pairs:
+        count[list(topo.route_indices(src, dst))] += 1
+    return count
+
+
+@pytest.mark.parametrize("routing", ["by_destination", "ecmp"])
+def test_infiniband_destination_routing_makes_every_shift_congestion_free(routing):
+    """OpenSM's fat-tree routing (doc/current-routing.txt) is built so that a "shift", every
+    port sending to the port a fixed distance away, meets no congestion: here every one of
+    the 63 shifts over 64 GPUs of a three-tier rail-optimized fabric. Hashing each flow
+    onto a path (Ethernet's ECMP) promises nothing of the kind; here most shifts collide."""
+    topo = topology_from_dict({"name": "t", "routing": routing, "generate": {
+        "kind": "rail_optimized", "units": 4, "nodes_per_unit": 4, "gpus_per_node": 4, "switch_radix": 8}})
+    gpus = topo.gpus
+    nic = topo.capacity[topo.link_index[("su0h0-nic0", "su0-leaf0")]]
+    congested = 0
+    for shift in range(1, len(gpus)):
+        count = _flows_per_link(topo, [(g, gpus[(i + shift) % len(gpus)]) for i, g in enumerate(gpus)])
+        congested += bool((count * nic > topo.capacity * (1 + 1e-9)).any())  # more flows than fit at NIC rate
+    if routing == "by_destination":
+        assert congested == 0
+    else:
+        assert congested > len(gpus) // 2
+
+
+def test_destination_routing_takes_one_path_per_destination_whatever_the_connection():
+    topo = topology_from_dict({"name": "t", "routing": "by_destination", "generate": {
+        "kind": "rail_optimized", "units": 4, "nodes_per_unit": 4, "gpus_per_node": 4, "switch_radix": 8}})
+    dst = "su3h2-gpu1"
+    down = {tuple(topo.route(src, dst, flow)[-3:]) for src in ("su0h0-gpu1", "su1h3-gpu1", "su2h1-gpu1")
+            for flow in range(4)}
+    assert len(down) == 1  # the last hops into the destination's pod are the destination's own
+
+
+def test_a_routing_simnet_does_not_know_is_one_line():
+    from simnet.errors import InputError
+
+    with pytest.raises(InputError, match="routing"):
+        topology_from_dict({"name": "t", "routing": "adaptive", "generate": {"kind": "nvswitch", "gpus": 2}})

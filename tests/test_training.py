@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from simnet import topology_from_dict
-from simnet.scenario import load_scenario
 from simnet.runner import simulate_groups
+from simnet.scenario import load_scenario
 from simnet.training import PRESETS, Parallelism, Transformer, rank_groups, step_time
 
 B = 10e9  # per GPU link and direction

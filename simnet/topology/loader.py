@@ -90,7 +90,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         if not calibration.is_file():
             raise source.error(prefix + ("calibration",), f"no calibration profile {str(calibration)!r}")
         calibration = str(calibration)
-    return Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration)
+    return Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
+                    routing=spec.routing)
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:

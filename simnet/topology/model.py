@@ -5,9 +5,14 @@ that direction's capacity) and ``latency`` (seconds, one way). Every directed li
 has a dense index (``link_index``) so the network can keep per-link state in numpy
 arrays (``capacity``, ``latency_ps``).
 
-Routing: shortest path by total latency, ties broken by hop count,
-then ECMP: among equal-cost next hops one is picked by a stable hash of
-``(src, dst, flow)``, so a connection always takes the same path and results repeat.
+Routing: shortest path by total latency, ties broken by hop count, then among equal-cost
+next hops (``routing``): ``ecmp`` (the default, as Ethernet switches hash) picks one by a
+stable hash of ``(src, dst, flow)``, so a connection always takes the same path and
+results repeat; ``by_destination`` (as InfiniBand's subnet manager routes a fat tree:
+OpenSM's fat-tree engine, ``doc/current-routing.txt``, which makes "shift" patterns
+congestion-free) picks by the destination alone, the digits of its number (its port's
+place in leaf order, like a LID) choosing the way down, D-mod-k: every connection to one
+destination takes the same path, and destinations under one leaf spread over the spines.
 Only switches, NICs and host bridges forward traffic; GPUs and parameter servers are
 endpoints (a path never goes *through* a GPU).
 
@@ -72,6 +77,7 @@ class Topology:
     description: str = ""
     source: str | None = None
     calibration: str | None = None  # path of the calibration profile the topology names
+    routing: str = "ecmp"  # how a route picks among equal-cost next hops (see ``route_indices``)
     cache: RouteCache = field(default_factory=RouteCache, repr=False)
 
     def __post_init__(self) -> None:
@@ -377,7 +383,8 @@ class Topology:
         return facts[key]
 
     def route_indices(self, src: str, dst: str, flow: int = 0) -> tuple[int, ...]:
-        """Directed link indices of the route from ``src`` to ``dst`` for connection ``flow``."""
+        """Directed link indices of the route from ``src`` to ``dst`` for connection ``flow``
+        (``flow`` matters to ``ecmp`` routing only; see the module docstring)."""
         key = (src, dst, flow)
         routes = self.cache.routes
         cached = routes.get(key)
@@ -387,14 +394,20 @@ class Topology:
             routes[key] = ()
             return ()
         preds = self._shortest_dag(src, dst)
+        by_destination = self.routing == "by_destination"
+        place = self._destination_number(dst) if by_destination else 0
         path = [dst]
         node = dst
         while node != src:
             choices = preds[node]
             if len(choices) > 1:
                 choices = sorted(choices, key=self.node_index.__getitem__)
-                digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
-                node = choices[digest % len(choices)]
+                if by_destination:  # the destination's number, digit by digit from its end (D-mod-k)
+                    node = choices[place % len(choices)]
+                    place //= len(choices)
+                else:
+                    digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
+                    node = choices[digest % len(choices)]
             else:
                 node = choices[0]
             path.append(node)
@@ -402,6 +415,13 @@ class Topology:
         route = tuple(self.link_index[(u, v)] for u, v in zip(path, path[1:]))
         routes[key] = route
         return route
+
+    def _destination_number(self, dst: str) -> int:
+        """``dst``'s place among the endpoints ordered by the first core switch they hang off
+        (their leaf), then as listed: the number InfiniBand's subnet manager gives the
+        ports of a fat tree in order (a LID), whose digits pick a destination's way down."""
+        numbers = self.derived("destination_numbers", _destination_numbers)
+        return numbers[dst]
 
     def route_matrix(self, src: list[str], dst: list[str], flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Routes of many connections at once: ``(paths, latency_ps)``, ``paths[i]`` the link
@@ -482,6 +502,16 @@ def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
         if host:
             hosts.setdefault(host, set()).add(node)
     return hosts
+
+
+def _destination_numbers(topology: Topology) -> dict[str, int]:
+    """``_destination_number`` of every node outside the core: the endpoints numbered first
+    (so the GPUs under one leaf take consecutive numbers), then the dead ends (NICs)."""
+    index = topology.node_index
+    ends = [n for n in topology.nodes if n not in topology._core]
+    leaf = {n: min((index[e] for e in topology._approach(n)[1]), default=index[n]) for n in ends}
+    order = sorted(ends, key=lambda n: (n in topology._forwards, leaf[n], index[n]))
+    return {n: i for i, n in enumerate(order)}
 
 
 def _incoming(topology: Topology) -> dict[str, list[str]]:
