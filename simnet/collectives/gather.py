@@ -6,9 +6,10 @@
   ReduceScatter at one GPU per node in a logarithmic number of network steps, is built on
   Bruck's algorithm (Bruck et al., IEEE TPDS 8(11), 1997); simnet simulates Bruck's steps:
   in AllGather step k (distance d = 2^k, k < ceil(lg N)) rank r sends rank r-d the
-  min(d, N-d) parts it holds, r .. r+min(d, N-d)-1, so after step k it holds 2d parts;
-  ReduceScatter runs the same steps backwards, adding. A step starts once the rank has
-  received the previous one. NCCL's own pipelining inside the steps is not modelled.
+  min(d, N-d) parts it holds, r .. r+min(d, N-d)-1, as one message, so after step k it
+  holds 2d parts; ReduceScatter runs the same steps backwards, adding. A step starts once
+  the rank has received the previous one (by then it holds every part it forwards).
+  NCCL's own pipelining inside the steps is not modelled.
 * ``nvls`` (one host): the NVSwitch does the work. AllGather: every GPU writes its part
   once into the switch, which multicasts it to every GPU (itself included). ReduceScatter:
   every GPU sends its whole buffer into the switch, which adds and sends part r to rank r.
@@ -41,7 +42,9 @@ def bruck_steps(n: int) -> list[tuple[int, int]]:
 
 
 def _pat(name: str, ranks: list[str], size: int) -> Schedule:
-    """Bruck's AllGather (``name`` all_gather) or its reverse, ReduceScatter (see the module docstring)."""
+    """Bruck's AllGather (``name`` all_gather) or its reverse, ReduceScatter (see the module
+    docstring): each step one message per rank, its parts' bytes in one transfer (two when
+    the parts wrap past the buffer's end)."""
     b = ScheduleBuilder("pat", ranks, size)
     n = len(ranks)
     bounds = split_range(0, size, n)
@@ -49,38 +52,23 @@ def _pat(name: str, ranks: list[str], size: int) -> Schedule:
     steps = bruck_steps(n)
     gather = name == "all_gather"
     order = range(len(steps)) if gather else range(len(steps) - 1, -1, -1)
-    arrivals: dict[int, np.ndarray] = {}  # step -> (n, parts) ids, row = sender
     synced = np.full(n, -1, dtype=np.int64)  # per rank: every receive of its previous step
     last = np.full(n, -1, dtype=np.int64)  # per rank: its last send (one stream per rank)
     for k in order:
         d, count = steps[k]
-        m = np.arange(count)
-        deps = [np.broadcast_to(synced[:, None], (n, count))]
-        if gather:  # part r+m arrived at step j = floor(lg m) from rank r + 2^j, as its part m - 2^j
-            peer, op = (r - d) % n, COPY
-            parts = (r[:, None] + m[None, :]) % n
-            for j in range(k):
-                hop = 2 ** j
-                cols = (m >= hop) & (m < 2 * hop)
-                dep = np.full((n, count), -1, dtype=np.int64)
-                dep[:, cols] = arrivals[j][(r + hop) % n][:, m[cols] - hop]
-                deps.append(dep)
-        else:  # rank q sends parts q+d+m to q+d, once every earlier contribution to them arrived
-            peer, op = (r + d) % n, REDUCE
-            parts = (r[:, None] + d + m[None, :]) % n
-            for j in range(len(steps) - 1, k, -1):
-                d_j, count_j = steps[j]
-                cols = d + m < count_j
-                dep = np.full((n, count), -1, dtype=np.int64)
-                dep[:, cols] = arrivals[j][(r - d_j) % n][:, d + m[cols]]
-                deps.append(dep)
-        ids = b.next_ids((n, count))
-        b.add(r[:, None], peer[:, None], bounds[parts], bounds[parts + 1], op, deps=deps,
-              after_sent=in_order(ids, first=last), step=k, chunk=m[None, :])
-        arrivals[k] = ids
-        last = ids[:, -1]
-        received = np.empty_like(ids)
-        received[peer] = ids  # row = receiver
+        # AllGather: rank r sends r-d parts r .. r+count-1, all held once its previous step
+        # arrived; ReduceScatter: rank r sends r+d parts r+d .. r+d+count-1, all summed by then
+        peer, op, first = ((r - d) % n, COPY, r) if gather else ((r + d) % n, REDUCE, (r + d) % n)
+        end = first + count
+        head = b.add(r, peer, bounds[first], bounds[np.minimum(end, n)], op, deps=[synced], after_sent=last,
+                     step=k, chunk=0)
+        wraps = np.flatnonzero(end > n)
+        tail = np.full(n, -1, dtype=np.int64)
+        tail[wraps] = b.add(wraps, peer[wraps], 0, bounds[end[wraps] - n], op, deps=[synced[wraps]],
+                            after_sent=head[wraps], step=k, chunk=1)
+        last = np.where(tail >= 0, tail, head)
+        received = np.empty((n, 2), dtype=np.int64)
+        received[peer] = np.stack([head, tail], axis=1)  # row = receiver
         synced = b.join(r, received)
     b.info["steps"] = len(steps)
     return b.build()
