@@ -220,3 +220,56 @@ def test_a_routing_simnet_does_not_know_is_one_line():
 
     with pytest.raises(InputError, match="routing"):
         topology_from_dict({"name": "t", "routing": "adaptive", "generate": {"kind": "nvswitch", "gpus": 2}})
+
+
+def _node(node_id, kind):
+    return {"id": node_id, "kind": kind}
+
+
+def _cable(a, b, latency="1 us", **extra):
+    return {"a": a, "b": b, "bandwidth": "50 GB/s", "latency": latency, **extra}
+
+
+def test_a_one_way_link_between_switches_is_routed_as_a_full_search_finds():
+    """Switch M has one way out, so it looks like a dead end, yet it carries traffic from
+    leaf L1 to leaf L2 (one-way links): the search through the core must not be used."""
+    from simnet.topology.model import _ancestors
+
+    topo = topology_from_dict({"name": "d", "nodes": [
+        _node("g1", "gpu"), _node("g2", "gpu"), _node("nic1", "nic"), _node("nic2", "nic"),
+        _node("L1", "switch"), _node("L2", "switch"), _node("S", "switch"), _node("M", "switch")], "links": [
+        _cable("g1", "nic1"), _cable("g2", "nic2"), _cable("nic1", "L1"), _cable("nic2", "L2"),
+        _cable("L1", "S", "5 us"), _cable("L2", "S", "5 us"),
+        _cable("L1", "M", directed=True), _cable("M", "L2", directed=True)]})
+    assert _ancestors(topo._shortest_dag("g1", "g2"), "g2") == _ancestors(topo.shortest_paths("g1")[1], "g2")
+    assert [v for _, v in topo.route("g1", "g2")] == ["nic1", "L1", "M", "L2", "nic2", "g2"]
+
+
+def test_destination_routing_leaves_the_hosts_choice_of_nic_to_the_connection():
+    """The subnet manager's rule governs the switches; a GPU with two NICs spreads its
+    connections (NCCL's channels) over both, as under ECMP."""
+    nodes = [_node("g0", "gpu"), _node("g1", "gpu"), _node("nicA", "nic"), _node("nicB", "nic"),
+             _node("nicC", "nic"), _node("L0", "switch"), _node("L1", "switch"), _node("S0", "switch"),
+             _node("S1", "switch")]
+    links = [_cable("g0", "nicA"), _cable("g0", "nicB"), _cable("nicA", "L0"), _cable("nicB", "L0"),
+             _cable("g1", "nicC"), _cable("nicC", "L1"), _cable("L0", "S0"), _cable("L0", "S1"),
+             _cable("L1", "S0"), _cable("L1", "S1")]
+    topo = topology_from_dict({"name": "t", "routing": "by_destination", "nodes": nodes, "links": links})
+    first = {topo.route("g0", "g1", channel)[0][1] for channel in range(8)}
+    middle = {topo.route("g0", "g1", channel)[2][1] for channel in range(8)}
+    assert first == {"nicA", "nicB"} and len(middle) == 1  # NICs by connection, the spine by destination
+
+
+def test_destination_routing_reaches_switches_and_two_planes():
+    """Routes to a reducing switch (SHARP) have a destination number too; with two planes
+    (a NIC on two leaves) destinations are still numbered in leaf order, and every shift
+    stays congestion-free."""
+    planes = topology_from_dict({"name": "t", "routing": "by_destination", "generate": {
+        "kind": "rail_optimized", "units": 4, "nodes_per_unit": 4, "gpus_per_node": 4, "switch_radix": 8,
+        "planes": 2, "sharp": True}})
+    assert simulate(planes.subset(8), "collnet_direct", 2**20).time_s > 0
+    gpus = planes.gpus
+    nic = planes.capacity[planes.link_index[("su0h0-nic0", "su0-leaf0-p0")]]
+    for shift in (1, 5, len(gpus) // 2):
+        count = _flows_per_link(planes, [(g, gpus[(i + shift) % len(gpus)]) for i, g in enumerate(gpus)])
+        assert (count * nic <= planes.capacity * (1 + 1e-9)).all(), shift

@@ -295,6 +295,8 @@ def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray
     latencies, crossed in the same pattern: the tensor-parallel groups of identical
     servers) takes that one's times. Equal to the joint replay up to the rounding of rates
     at the tie tolerance (``maxmin.TIE``)."""
+    if any(job.repeat != 1 or job.start_ps for job in jobs):
+        raise ValueError("replay_apart runs every job once from time 0; use replay_jobs for repeats and offsets")
     capacity = np.asarray(topology.capacity if capacity is None else capacity, dtype=float)
     routed = [_routed(job, topology) for job in jobs]
     parts: dict[int, list[int]] = {}

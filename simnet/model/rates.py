@@ -16,7 +16,7 @@ __all__ = ["effective_capacity", "efficiency"]
 
 
 def efficiency(topology) -> np.ndarray:
-    """Effective / line rate of every directed link of ``topology`` (computed once per network)."""
+    """Effective / line rate of every directed link of ``topology`` (one read-only array per network)."""
     return topology.derived("efficiency", _efficiency)
 
 
@@ -29,6 +29,7 @@ def _efficiency(topology) -> np.ndarray:
             factor[i] = nvlink_efficiency(topology.gpu_model(gpu) if topology.kind(gpu) == "gpu" else None)
         elif kind == PCIE:
             factor[i] = PCIE_EFFICIENCY
+    factor.flags.writeable = False  # shared by every view of the network
     return factor
 
 

@@ -104,6 +104,10 @@ class Topology:
         """Dead ends and onward hops of the links that are up (what the route search reads)."""
         self._dead_ends = self._find_dead_ends()
         self._core = frozenset(n for n in self._forwards if n not in self._dead_ends)
+        up = {(u, v) for u, hops in self._adjacency.items() for _, v, _ in hops}
+        # a link up one way only can make a "dead end" (one way out) a way between core
+        # switches, which the search through the core would not see
+        self._two_way = all((v, u) in up for u, v in up)
         self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
                         for u, hops in self._adjacency.items()}
 
@@ -314,8 +318,9 @@ class Topology:
 
     def _dag_through_core(self, src: str, dst: str) -> Mapping[str, list[str]] | None:
         """``_shortest_dag`` through the core (see above), or None when it does not apply:
-        an end in the core, a source with several ways in, or ends that meet outside it."""
-        if self._is_core(src) or self._is_core(dst):
+        a link up one way only, an end in the core, a source with several ways in, or ends
+        that meet outside it."""
+        if not self._two_way or self._is_core(src) or self._is_core(dst):
             return None
         reached, pocket, exits = self._pocket(src)
         region, entries, sources = self._approach(dst)
@@ -402,7 +407,9 @@ class Topology:
             choices = preds[node]
             if len(choices) > 1:
                 choices = sorted(choices, key=self.node_index.__getitem__)
-                if by_destination:  # the destination's number, digit by digit from its end (D-mod-k)
+                if by_destination and all(self.kind(c) == "switch" for c in choices):
+                    # between switches: the destination's number, digit by digit from its end
+                    # (D-mod-k); a host's choice of NIC stays the sender's, spread by connection
                     node = choices[place % len(choices)]
                     place //= len(choices)
                 else:
@@ -505,13 +512,23 @@ def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
 
 
 def _destination_numbers(topology: Topology) -> dict[str, int]:
-    """``_destination_number`` of every node outside the core: the endpoints numbered first
-    (so the GPUs under one leaf take consecutive numbers), then the dead ends (NICs)."""
+    """``_destination_number`` of every node: the endpoints first, in order of their leaf
+    (the first switch their traffic enters, past a NIC that joins two planes), so the GPUs
+    under one leaf take consecutive numbers; then the dead ends (NICs); then the core."""
     index = topology.node_index
-    ends = [n for n in topology.nodes if n not in topology._core]
-    leaf = {n: min((index[e] for e in topology._approach(n)[1]), default=index[n]) for n in ends}
-    order = sorted(ends, key=lambda n: (n in topology._forwards, leaf[n], index[n]))
-    return {n: i for i, n in enumerate(order)}
+
+    def leaf(node: str) -> int:
+        entries = topology._approach(node)[1] if node not in topology._core else ()
+        switches = [s for e in entries for s in ([e] if topology.kind(e) == "switch" else
+                                                  [p for p in topology.graph.predecessors(e)
+                                                   if topology.kind(p) == "switch"])]
+        return min((index[s] for s in switches), default=index[node])
+
+    def key(node: str) -> tuple[int, int, int]:
+        group = 2 if node in topology._core else int(node in topology._forwards)
+        return group, leaf(node), index[node]
+
+    return {n: i for i, n in enumerate(sorted(topology.nodes, key=key))}
 
 
 def _incoming(topology: Topology) -> dict[str, list[str]]:
