@@ -199,6 +199,7 @@ class ParallelismSpec(Strict):
     fsdp: bool = False
     micro_batches: Count = 1
     micro_batch_size: Count = 1
+    virtual_stages: Count = 1
 
 
 class Training(Strict):

@@ -34,7 +34,10 @@ bytes per value (all simulated, every group of a kind at once on the shared fabr
 
 The step is 1F1B's: ``(m + p - 1) x (t_f + t_b)`` for m micro-batches over p stages, the
 slowest stage's forward and backward times per micro-batch (compute, TP and EP exchanges,
-the stage-boundary send, FSDP's exposed part), plus the DP gradient sync not hidden.
+the stage-boundary send, FSDP's exposed part), plus the DP gradient sync not hidden. With
+``virtual_stages`` v (Megatron's interleaved schedule, Narayanan et al. SC21 section
+2.2.2) every stage holds v chunks of its layers, the bubble shrinks to ``(p - 1) / v``
+slots and every micro-batch crosses v stage boundaries each way instead of one.
 """
 
 from __future__ import annotations
@@ -118,7 +121,9 @@ PRESETS = {
 class Parallelism:
     """How the GPUs split the work: ``tp`` x ``pp`` x ``dp`` GPUs (``dp`` derived from the
     GPU count when None), ``ep`` expert-parallel ranks among the data ranks, ``fsdp``
-    (ZeRO-3) sharding, ``micro_batches`` per step of ``micro_batch_size`` sequences each."""
+    (ZeRO-3) sharding, ``micro_batches`` per step of ``micro_batch_size`` sequences each,
+    ``virtual_stages`` model chunks per pipeline stage (Megatron's interleaved 1F1B, its
+    "virtual pipeline" size; NeMo's VP)."""
 
     tp: int = 1
     pp: int = 1
@@ -127,6 +132,7 @@ class Parallelism:
     fsdp: bool = False
     micro_batches: int = 1
     micro_batch_size: int = 1
+    virtual_stages: int = 1
 
     def resolved(self, gpus: int, model: Transformer) -> Parallelism:
         """This layout on ``gpus`` GPUs with ``dp`` filled in; ``ValueError`` ("field: why")
@@ -145,7 +151,17 @@ class Parallelism:
         for name in ("hidden", "heads", "ffn"):
             if getattr(model, name) % self.tp:
                 raise ValueError(f"tp: {self.tp} does not divide the model's {name} ({getattr(model, name)})")
-        return Parallelism(self.tp, self.pp, dp, self.ep, self.fsdp, self.micro_batches, self.micro_batch_size)
+        if self.virtual_stages > 1:
+            if self.pp == 1:
+                raise ValueError("virtual_stages: interleaving needs pipeline stages (pp > 1)")
+            if (model.layers // self.pp) % self.virtual_stages:
+                raise ValueError(f"virtual_stages: {self.virtual_stages} chunks do not divide the "
+                                 f"{model.layers // self.pp} layers of a stage")
+            if self.micro_batches % self.pp:
+                raise ValueError(f"virtual_stages: Megatron interleaves micro-batches in groups of pp; "
+                                 f"{self.micro_batches} micro-batches are not a multiple of pp {self.pp}")
+        return Parallelism(self.tp, self.pp, dp, self.ep, self.fsdp, self.micro_batches, self.micro_batch_size,
+                           self.virtual_stages)
 
 
 def rank_groups(gpus: list[str], par: Parallelism) -> dict[str, list[list[str]]]:
@@ -176,7 +192,7 @@ def rank_groups(gpus: list[str], par: Parallelism) -> dict[str, list[list[str]]]
 class TrainingStep:
     """One step's figures (seconds unless named otherwise). ``exposed`` holds the
     communication on the critical path per kind (tp, ep, pp, fsdp over the m micro-batch
-    slots; dp after them) and the pipeline ``bubble`` (p - 1 slots), so that ``compute_s``
+    slots; dp after them) and the pipeline ``bubble`` ((p - 1) / v slots), so that ``compute_s``
     plus every part of ``exposed`` is ``step_s``; ``collectives`` lists each simulated
     exchange: kind, collective, bytes, groups, algorithm, time. ``slot`` holds the parts of
     one micro-batch's ``forward`` and ``backward`` on the slowest stage (compute, tp, ep,
@@ -196,40 +212,57 @@ class TrainingStep:
     dp_sync_s: float
 
 
-def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: float) -> list[tuple]:
-    """Megatron's 1F1B pipeline schedule, timed: ``(stage, "F" | "B", micro-batch, start,
-    end)`` for every pass. Stage k runs ``stages - k - 1`` warm-up forwards, then alternates
-    a forward and a backward, then drains its backwards; a forward waits for the stage before,
-    a backward for the stage after (the last stage's for its own forward). Its length is
-    ``(m + p - 1) x (t_f + t_b)``.
+def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: float,
+                chunks: int = 1) -> list[tuple]:
+    """Megatron's 1F1B pipeline schedule, timed: ``(stage, "F" | "B", micro-batch, chunk,
+    start, end)`` for every pass. Stage k runs warm-up forwards, then alternates a forward
+    and a backward, then drains its backwards; a forward waits for the stage before (stage
+    0's chunk c for the last stage's chunk c-1), a backward for the stage after (the last
+    stage's for stage 0's next chunk, or its own forward). Without interleaving (``chunks``
+    1) stage k warms up with ``p - k - 1`` forwards and the schedule lasts
+    ``(m + p - 1) x (t_f + t_b)``; with ``chunks`` v model chunks per stage, each pass a
+    chunk (``t_f / v``, ``t_b / v``) in Megatron's interleaved order (micro-batches in
+    groups of p, ``2 (p - k - 1) + (v - 1) p`` warm-up passes), ``(m + (p - 1) / v) x
+    (t_f + t_b)`` (Narayanan et al., SC21, section 2.2.2).
 
     >>> max(end for *_, end in one_f_one_b(4, 8, 1.0, 2.0))
     33.0
+    >>> max(end for *_, end in one_f_one_b(4, 8, 1.0, 2.0, chunks=2))
+    28.5
     """
+    p, v = stages, chunks
+    total = micro_batches * v
+
+    def task(i: int, backward: bool) -> tuple[int, int]:  # a stage's i-th forward or backward: (micro, chunk)
+        chunk = (i // p) % v
+        return (i // (p * v)) * p + i % p, v - 1 - chunk if backward else chunk
+
     order = []
-    for k in range(stages):
-        warm = min(stages - k - 1, micro_batches)
-        ops = [("F", i) for i in range(warm)]
-        for j in range(micro_batches - warm):
-            ops += [("F", warm + j), ("B", j)]
-        order.append(ops + [("B", i) for i in range(micro_batches - warm, micro_batches)])
+    for k in range(p):
+        warm = min(p - k - 1 if v == 1 else 2 * (p - k - 1) + (v - 1) * p, total)
+        ops = [("F", *task(i, False)) for i in range(warm)]
+        for j in range(total - warm):
+            ops += [("F", *task(warm + j, False)), ("B", *task(j, True))]
+        order.append(ops + [("B", *task(i, True)) for i in range(total - warm, total)])
     ends: dict[tuple, float] = {}
     passes = []
-    position, free = [0] * stages, [0.0] * stages
-    while len(passes) < 2 * stages * micro_batches:
-        for k in range(stages):
+    position, free = [0] * p, [0.0] * p
+    while len(passes) < 2 * p * total:
+        for k in range(p):
             if position[k] == len(order[k]):
                 continue
-            kind, i = order[k][position[k]]
+            kind, i, c = order[k][position[k]]
             if kind == "F":
-                after = ("F", i, k - 1) if k > 0 else None
+                after = ("F", i, c, k - 1) if k > 0 else ("F", i, c - 1, p - 1) if c > 0 else None
+            elif k < p - 1:
+                after = ("B", i, c, k + 1)
             else:
-                after = ("B", i, k + 1) if k < stages - 1 else ("F", i, k)
+                after = ("B", i, c + 1, 0) if c < v - 1 else ("F", i, c, k)
             if after is not None and after not in ends:
                 continue
             start = max(free[k], ends[after] if after else 0.0)
-            free[k] = ends[(kind, i, k)] = start + (forward_s if kind == "F" else backward_s)
-            passes.append((k, kind, i, start, free[k]))
+            free[k] = ends[(kind, i, c, k)] = start + (forward_s if kind == "F" else backward_s) / v
+            passes.append((k, kind, i, c, start, free[k]))
             position[k] += 1
     return passes
 
@@ -283,26 +316,26 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
         scatter = exchange("dp", "reduce_scatter", shard * g)
         fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
         fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
-    boundary = pp_t if par.pp > 1 else 0.0
+    boundary = par.virtual_stages * pp_t if par.pp > 1 else 0.0  # one send per chunk boundary
     # one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP AllToAlls per layer each way
     parts = {"forward": {"pp": boundary, "fsdp": fsdp_f, "compute": compute_f, "tp": 2 * layers * tp_t,
                          "ep": 2 * layers * ep_t},
              "backward": {"pp": boundary, "tp": 2 * layers * tp_t, "ep": 2 * layers * ep_t, "fsdp": fsdp_b,
                           "compute": 2 * compute_f}}  # compute last: the DP sync overlaps the final one
     slot = sum(parts["forward"].values()) + sum(parts["backward"].values())
-    slots = m + par.pp - 1
+    bubble = (par.pp - 1) / par.virtual_stages  # slots
     dp_exposed = sync = 0.0
     if not par.fsdp:
         embeddings = 2 * model.vocabulary * h // par.pp  # an embedding on the first stage, the output on the last
         sync = exchange("dp", "allreduce", (layers * dense + embeddings) // par.tp * g)
         sync += exchange("edp", "allreduce", layers * experts // par.tp * g) if model.moe else 0.0
         dp_exposed = max(sync - 2 * compute_f, 0.0)  # overlaps the last micro-batch's backward
-    step = slots * slot + dp_exposed
+    step = (m + bubble) * slot + dp_exposed
     global_tokens = par.dp * m * tokens
     flops = model.training_flops_per_token() * global_tokens
-    # the parts add up to the step: m slots of work, p - 1 slots of bubble, the DP tail
+    # the parts add up to the step: m slots of work, (p - 1) / v slots of bubble, the DP tail
     both = {k: parts["forward"][k] + parts["backward"][k] for k in ("tp", "ep", "pp", "fsdp")}
-    exposed = {**{k: m * v for k, v in both.items()}, "dp": dp_exposed, "bubble": (par.pp - 1) * slot}
+    exposed = {**{k: m * v for k, v in both.items()}, "dp": dp_exposed, "bubble": bubble * slot}
     return TrainingStep(gpus=len(gpus), parallelism=asdict(par), step_s=step, compute_s=m * 3 * compute_f,
                         exposed=exposed, tokens_per_step=global_tokens, tokens_per_s=global_tokens / step,
                         model_flops=flops, mfu=flops / (step * len(gpus) * gpu_flops), collectives=simulated,

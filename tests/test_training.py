@@ -96,6 +96,30 @@ def test_pipeline_step_is_1f1b():
     assert step.compute_s + sum(step.exposed.values()) == pytest.approx(step.step_s)
 
 
+def test_interleaved_pipeline_step_has_a_v_times_smaller_bubble_and_v_times_the_sends():
+    """Two stages of 2 chunks each (TINY's 4 layers), m = 4: every micro-batch crosses 2
+    stage boundaries each way, so a slot is 3F + 2 x 2 sends, and the bubble is (p - 1) / v
+    = 1/2 slot: (m + 1/2) slots (Narayanan et al. 2021, section 2.2.2)."""
+    m = 4
+    step = step_time(box(2), TINY, Parallelism(pp=2, micro_batches=m, virtual_stages=2), gpu_flops=1e13,
+                     efficiency=1.0, comm_model="ideal")
+    forward = _forward_s(TINY, TINY.sequence, TINY.layers // 2, 1e13)
+    send = 2 * LINK + TINY.sequence * TINY.hidden * 2 / B
+    slot = 3 * forward + 4 * send
+    assert step.step_s == pytest.approx((m + 0.5) * slot, rel=1e-6)
+    assert step.exposed["bubble"] == pytest.approx(slot / 2, rel=1e-6)
+    assert step.compute_s + sum(step.exposed.values()) == pytest.approx(step.step_s)
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"pp": 1, "virtual_stages": 2}, "needs pipeline stages"),
+    ({"pp": 2, "virtual_stages": 3, "micro_batches": 2}, "do not divide the 2 layers"),
+    ({"pp": 2, "virtual_stages": 2, "micro_batches": 3}, "not a multiple of pp 2")])
+def test_interleaving_refuses_what_megatron_refuses(layout, message):
+    with pytest.raises(ValueError, match=message):
+        Parallelism(**layout).resolved(2, TINY)
+
+
 def test_tensor_parallel_allreduces_sit_on_the_critical_path():
     """tp = 8 on one box: per layer 2 + 2 AllReduces of b s h a bytes (Ring's closed form),
     in every one of the m slots; the compute splits eight ways."""
@@ -209,8 +233,27 @@ def test_one_f_one_b_takes_m_plus_p_minus_1_slots(stages, micro):
     passes = one_f_one_b(stages, micro, 1.0, 2.5)
     assert max(end for *_, end in passes) == pytest.approx((micro + stages - 1) * 3.5)
     for stage in range(stages):
-        mine = sorted((start, end) for k, _, _, start, end in passes if k == stage)
+        mine = sorted((start, end) for k, _, _, _, start, end in passes if k == stage)
         assert len(mine) == 2 * micro and all(a[1] <= b[0] + 1e-12 for a, b in zip(mine, mine[1:]))
+
+
+@pytest.mark.parametrize("stages, micro, chunks", [(2, 2, 2), (4, 4, 2), (4, 8, 2), (4, 8, 4), (8, 16, 3), (2, 6, 3)])
+def test_interleaved_one_f_one_b_shrinks_the_bubble_v_times(stages, micro, chunks):
+    """Narayanan et al. 2021, section 2.2.2: with v model chunks per device the bubble is
+    (p - 1) / v slots, (m + (p - 1) / v)(t_f + t_b) in all; every chunk of every micro-batch
+    runs forward and backward once on every stage, after the chunk it depends on."""
+    from simnet.training import one_f_one_b
+
+    passes = one_f_one_b(stages, micro, 1.0, 2.5, chunks)
+    assert max(end for *_, end in passes) == pytest.approx((micro + (stages - 1) / chunks) * 3.5)
+    done = {(kind, i, c, k): end for k, kind, i, c, _, end in passes}
+    assert len(done) == len(passes) == 2 * stages * micro * chunks
+    for k, kind, i, c, start, _ in passes:
+        if kind == "F" and (k, c) != (0, 0):
+            assert start >= done[("F", i, c, k - 1) if k else ("F", i, c - 1, stages - 1)] - 1e-12
+        if kind == "B":
+            before = ("B", i, c, k + 1) if k < stages - 1 else ("B", i, c + 1, 0) if c < chunks - 1 else ("F", i, c, k)
+            assert start >= done[before] - 1e-12
 
 
 def test_the_shipped_scale_scenario_runs_one_scalable_unit_as_a_user_types_it(tmp_path, cli):

@@ -54,6 +54,7 @@ def _training_table(records: list[dict], title: str) -> Table:
         step = record["training"]
         par = step["parallelism"]
         layout = "x".join(f"{k}{par[k]}" for k in ("tp", "pp", "dp", "ep") if par[k] > 1 or k == "dp")
+        layout += f" vp{par['virtual_stages']}" if par.get("virtual_stages", 1) > 1 else ""
         table.add_row(str(record["gpus"]), series_label(record), layout + (" fsdp" if par["fsdp"] else ""),
                       units.format_time(step["step_s"]), f"{step['tokens_per_s']:,.0f}", f"{step['mfu']:.1%}",
                       _largest_part(step))

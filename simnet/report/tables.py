@@ -183,7 +183,9 @@ def training_tables(step: dict) -> tuple[Table, Table]:
     pipeline bubble add, throughput, MFU), and each simulated exchange."""
     par = step["parallelism"]
     layout = " ".join(f"{k}={par[k]}" for k in ("tp", "pp", "dp", "ep") if par[k] > 1 or k == "dp")
-    layout += (" fsdp" if par["fsdp"] else "") + f", {par['micro_batches']} x {par['micro_batch_size']} sequences"
+    layout += (" fsdp" if par["fsdp"] else "") + (f" vp={par['virtual_stages']}" if par.get("virtual_stages", 1) > 1
+                                                   else "")
+    layout += f", {par['micro_batches']} x {par['micro_batch_size']} sequences"
     summary = Table(title=f"training step: {step['model']} on {step['gpus']} GPUs ({layout})", title_justify="left")
     names = {"tp": "TP exposed", "ep": "EP exposed", "pp": "PP exposed", "fsdp": "FSDP exposed", "dp": "DP exposed",
              "bubble": "bubble"}

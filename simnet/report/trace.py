@@ -132,13 +132,16 @@ def training_events(step: dict) -> list[dict]:
             events += [{"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": name}},
                        {"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}]
     last_compute = {}
-    passes = one_f_one_b(par["pp"], par["micro_batches"], sum(forward.values()), sum(backward.values()))
-    for stage, kind, micro, start, end in passes:
+    chunks = par.get("virtual_stages", 1)
+    passes = one_f_one_b(par["pp"], par["micro_batches"], sum(forward.values()), sum(backward.values()), chunks)
+    for stage, kind, micro, chunk, start, end in passes:
         tid = 2 * stage
+        name = f"{'forward' if kind == 'F' else 'backward'} {micro}" + (f" chunk {chunk}" if chunks > 1 else "")
         events.append({"ph": "X", "pid": 0, "tid": tid, "ts": start * 1e6, "dur": (end - start) * 1e6,
-                       "name": f"{'forward' if kind == 'F' else 'backward'} {micro}", "cat": "pass"})
+                       "name": name, "cat": "pass"})
         at = start
-        for part, seconds in (forward if kind == "F" else backward).items():
+        for part, total in (forward if kind == "F" else backward).items():
+            seconds = total / chunks  # a chunk's share of the micro-batch's pass
             if seconds > 0:
                 events.append({"ph": "X", "pid": 0, "tid": tid, "ts": at * 1e6, "dur": seconds * 1e6,
                                "name": _PART_NAMES[part], "cat": part, "args": {"micro_batch": micro}})
