@@ -107,3 +107,31 @@ def test_a_sample_of_collective_rows_is_what_simnet_predicts_today(point):
     lines = COLLECTIVES_DOC.read_text().splitlines()
     start = next(i for i, text in enumerate(lines) if text.startswith("| collective | system |"))
     assert line.split(" | ")[:8] == lines[start + 2 + index].split(" | ")[:8]
+
+
+def test_the_training_page_lists_every_published_step_and_predicts_what_simnet_predicts_today():
+    """docs/validation_training.md: every published step appears once; the start of one series
+    (its fitted point and the next two) is recomputed here and matches the page."""
+    from dataclasses import replace
+
+    from simnet.validate import TRAINING_DOC, load_series, predict_series
+
+    text = TRAINING_DOC.read_text()
+    _, series = load_series()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| series")]
+    assert len(rows) == sum(len(s.steps) for s in series)
+    for s in series:
+        for i, (gpus, measured) in enumerate(sorted(s.steps.items())):
+            prefix = f"| {s.description}{' (fitted)' if i == 0 else ''} | {gpus:,} | {units.format_time(measured)} |"
+            assert sum(line.startswith(prefix) for line in rows) == 1, prefix
+    small = next(s for s in series if s.id == "nemotron4_15b")
+    small = replace(small, steps=dict(sorted(small.steps.items())[:3]))
+    for row in predict_series(small):
+        line = next(line for line in rows if line.startswith(f"| {small.description}{' (fitted)' if row.fitted else ''}"
+                                                             f" | {row.gpus:,} |"))
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        assert cells[3] == units.format_time(row.predicted_s) and cells[5] == f"{row.efficiency:.3f}"
+    errors = [float(line.split(" | ")[4].rstrip("%")) / 100 for line in rows if "(fitted)" not in line]
+    mean = math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
+    quoted = re.search(rf"Over {len(errors)} predicted points the geometric-mean error is \*\*(\d+)%\*\*", text)
+    assert quoted and abs(int(quoted.group(1)) - 100 * mean) <= 1.0  # rows rounded to whole percent
