@@ -231,6 +231,8 @@ def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: f
     28.5
     """
     p, v = stages, chunks
+    if v > 1 and micro_batches % p:
+        raise ValueError(f"chunks: interleaving needs micro-batches in groups of {p} stages, not {micro_batches}")
     total = micro_batches * v
 
     def task(i: int, backward: bool) -> tuple[int, int]:  # a stage's i-th forward or backward: (micro, chunk)

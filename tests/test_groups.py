@@ -75,16 +75,21 @@ def test_lanes_that_would_share_a_link_beyond_capacity_go_to_the_fluid_network()
     assert min(times) > 1.5 * alone  # the uplink really is shared
 
 
+def _apart_counting(monkeypatch, topo, groups, collective, algorithm):
+    """``replay_apart`` of the groups' 16 MiB runs: (each group's end, jobs per fluid replay)."""
+    runs = [JobRun(*point.prepare(chosen, 2**24, {})[1:])
+            for _, point, chosen, _ in plans(topo, groups, collective, 2**24, algorithm)]
+    calls = []
+    real = replay_module.replay_jobs
+    monkeypatch.setattr(replay_module, "replay_jobs", lambda jobs, *a, **k: calls.append(len(jobs)) or real(jobs, *a, **k))
+    return replay_apart(runs, topo, capacity=runs[0].timing.capacity), calls
+
+
 def test_independent_identical_groups_are_replayed_once(monkeypatch):
     """Tensor-parallel groups, one per host: no link in common, alike up to names."""
     topo = fabric()
     groups = [topo.gpus[i:i + 4] for i in range(0, 16, 4)]
-    runs = [JobRun(*point.prepare(chosen, 2**24, {})[1:])
-            for _, point, chosen, _ in plans(topo, groups, "allreduce", 2**24, "nvls")]
-    calls = []
-    real = replay_module.replay_jobs
-    monkeypatch.setattr(replay_module, "replay_jobs", lambda jobs, *a, **k: calls.append(len(jobs)) or real(jobs, *a, **k))
-    ends = replay_apart(runs, topo, capacity=runs[0].timing.capacity)
+    ends, calls = _apart_counting(monkeypatch, topo, groups, "allreduce", "nvls")
     assert calls == [1]
     assert ends == joint(topo, groups, "allreduce", 2**24, "nvls")
 
@@ -93,12 +98,7 @@ def test_groups_linked_by_shared_links_are_replayed_together(monkeypatch):
     """Stage-to-stage sends between racks over thin uplinks: one part, contended."""
     topo = fabric(uplink="100 Gb/s")
     groups = [[topo.gpus[i], topo.gpus[8 + i]] for i in range(8)]  # rack 0 -> rack 1
-    runs = [JobRun(*point.prepare(chosen, 2**24, {})[1:])
-            for _, point, chosen, _ in plans(topo, groups, "send_recv", 2**24, "direct")]
-    calls = []
-    real = replay_module.replay_jobs
-    monkeypatch.setattr(replay_module, "replay_jobs", lambda jobs, *a, **k: calls.append(len(jobs)) or real(jobs, *a, **k))
-    ends = replay_apart(runs, topo, capacity=runs[0].timing.capacity)
+    ends, calls = _apart_counting(monkeypatch, topo, groups, "send_recv", "direct")
     assert sorted(calls) == [8]
     assert ends == pytest.approx(joint(topo, groups, "send_recv", 2**24, "direct"), rel=1e-9)
     # eight 400G sends share one 100G uplink per direction: at least 32x one send at line rate
