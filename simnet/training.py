@@ -27,10 +27,10 @@ bytes per value (all simulated, every group of a kind at once on the shared fabr
   forward), so shared NICs and uplinks count;
 * DP: the gradient AllReduce of each GPU's parameter shard (dense over the data group,
   experts over the expert-data group) after the last micro-batch, overlapping that
-  micro-batch's backward pass; with FSDP instead, per layer an AllGather of its
-  parameters before its forward and before its backward, and a ReduceScatter of its
-  gradients after the backward, each overlapping the neighbouring layer's compute (the
-  next layer's gather prefetched).
+  micro-batch's backward compute (with ``virtual_stages`` v only its last chunk's, 1/v
+  of it); with FSDP instead, per layer an AllGather of its parameters before its forward
+  and before its backward, and a ReduceScatter of its gradients after the backward,
+  each overlapping the neighbouring layer's compute (the next layer's gather prefetched).
 
 The step is 1F1B's: ``(m + p - 1) x (t_f + t_b)`` for m micro-batches over p stages, the
 slowest stage's forward and backward times per micro-batch (compute, TP and EP exchanges,
@@ -331,7 +331,8 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
         embeddings = 2 * model.vocabulary * h // par.pp  # an embedding on the first stage, the output on the last
         sync = exchange("dp", "allreduce", (layers * dense + embeddings) // par.tp * g)
         sync += exchange("edp", "allreduce", layers * experts // par.tp * g) if model.moe else 0.0
-        dp_exposed = max(sync - 2 * compute_f, 0.0)  # overlaps the last micro-batch's backward
+        # overlaps the last backward compute: a micro-batch's, or with v chunks one chunk's (1/v of it)
+        dp_exposed = max(sync - 2 * compute_f / par.virtual_stages, 0.0)
     step = (m + bubble) * slot + dp_exposed
     global_tokens = par.dp * m * tokens
     flops = model.training_flops_per_token() * global_tokens

@@ -269,19 +269,24 @@ def test_the_shipped_scale_scenario_runs_one_scalable_unit_as_a_user_types_it(tm
     assert step["tokens_per_s"] == pytest.approx(step["tokens_per_step"] / step["step_s"])
 
 
-def test_training_trace_is_the_step(tmp_path, cli):
-    """The timeline ends when the step does; every pass holds its parts back to back."""
+@pytest.mark.parametrize("micro, chunks", [(3, 1), (4, 2)])
+def test_training_trace_is_the_step(tmp_path, cli, micro, chunks):
+    """The timeline ends when the step does, the DP sync exposed past the last backward
+    compute (with v chunks a chunk's, 1/v of a micro-batch's); every pass holds its parts
+    back to back."""
     path = tmp_path / "train.yaml"
     path.write_text(json.dumps({"name": "train", "topology": SWEEP["topology"],
-                                "training": {"model": "llama3_8b", "efficiency": 0.5,
-                                             "parallelism": {"tp": 4, "pp": 2, "micro_batches": 3}}}))
+                                "training": {"model": "llama3_8b", "efficiency": 0.5, "gpu_flops": 1e16,
+                                             "parallelism": {"tp": 4, "pp": 2, "micro_batches": micro,
+                                                             "virtual_stages": chunks}}}))
     result = cli("run", path, "--trace", tmp_path / "trace.json", "--json", tmp_path / "out.json")
     assert result.exit_code == 0, result.stderr
     step = json.loads((tmp_path / "out.json").read_text())["training"]
+    assert step["exposed"]["dp"] > 0  # the case the overlap rule decides
     events = [e for e in json.loads((tmp_path / "trace.json").read_text())["traceEvents"] if e["ph"] == "X"]
     assert max(e["ts"] + e["dur"] for e in events) == pytest.approx(step["step_s"] * 1e6)
     passes = [e for e in events if e["cat"] == "pass"]
-    assert len(passes) == 2 * 2 * 3  # forward and backward of 3 micro-batches on 2 stages
+    assert len(passes) == 2 * 2 * micro * chunks  # forward and backward of every chunk on 2 stages
     parts = [e for e in events if e["cat"] in ("compute", "tp", "pp", "dp")]
     assert {e["cat"] for e in parts} == {"compute", "tp", "pp", "dp"}
 
