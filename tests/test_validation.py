@@ -118,7 +118,9 @@ def test_the_training_page_lists_every_published_step_and_predicts_what_simnet_p
 
     text = TRAINING_DOC.read_text()
     _, series = load_series()
-    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| series")]
+    lines = text.splitlines()
+    start = lines.index("| series | GPUs | measured step | predicted step | error | efficiency (fitted) | source |")
+    rows = [line for line in lines[start + 2:] if line.startswith("| ")]
     assert len(rows) == sum(len(s.steps) for s in series)
     for s in series:
         for i, (gpus, measured) in enumerate(sorted(s.steps.items())):
@@ -135,3 +137,23 @@ def test_the_training_page_lists_every_published_step_and_predicts_what_simnet_p
     mean = math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
     quoted = re.search(rf"Over {len(errors)} predicted points the geometric-mean error is \*\*(\d+)%\*\*", text)
     assert quoted and abs(int(quoted.group(1)) - 100 * mean) <= 1.0  # rows rounded to whole percent
+
+
+def test_the_training_page_says_per_series_what_its_table_shows():
+    """The prose under the per-series table: where simnet predicts growth it predicts less
+    than measured but errs less than a flat prediction; Nemotron-4 15B is predicted flat and
+    scores what the flat prediction scores."""
+    from simnet.validate import TRAINING_DOC
+
+    lines = TRAINING_DOC.read_text().splitlines()
+    start = lines.index("| series | GPUs | measured growth | predicted growth | error | flat prediction's error |")
+    table = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[start + 2:start + 5]]
+    assert [row[0].split(",")[0] for row in table] == ["GPT-3 175B", "Nemotron-4 340B", "Nemotron-4 15B"]
+    for _, _, measured, predicted, error, flat in table:
+        measured, predicted = float(measured.rstrip("%")), float(predicted.rstrip("%"))
+        error, flat = int(error.rstrip("%")), int(flat.rstrip("%"))
+        if predicted == 0:
+            assert error == flat
+        else:
+            assert 0 < predicted < measured and error < flat
+    assert float(table[2][3].rstrip("%")) == 0 and float(table[2][2].rstrip("%")) <= 3.0
