@@ -9,7 +9,8 @@
   min(d, N-d) parts it holds, r .. r+min(d, N-d)-1, as one message, so after step k it
   holds 2d parts; ReduceScatter runs the same steps backwards, adding. A step starts once
   the rank has received the previous one (by then it holds every part it forwards).
-  NCCL's own pipelining inside the steps is not modelled.
+  NCCL's own pipelining inside the steps is not modelled: with ``reduce_bandwidth`` set, a
+  step's reduction starts after its whole message is in, not chunk by chunk as NCCL streams it.
 * ``nvls`` (one host): the NVSwitch does the work. AllGather: every GPU writes its part
   once into the switch, which multicasts it to every GPU (itself included). ReduceScatter:
   every GPU sends its whole buffer into the switch, which adds and sends part r to rank r.
