@@ -141,7 +141,8 @@ def summary_table(rows: list[Row]) -> list[str]:
     lines = ["| sizes | points | error | target |", "|---|---|---|---|"]
     for name, (count, error) in summarize(rows).items():
         target = f"<= {TARGETS[name]:.0%}" if name in TARGETS else "-"
-        lines.append(f"| {name} | {count} | {_pct(error)} | {target} |")
+        quoted = "-" if error is None else f"{error:.1%}"  # one decimal: 15.3 % is not within 15 %
+        lines.append(f"| {name} | {count} | {quoted} | {target} |")
     return lines
 
 

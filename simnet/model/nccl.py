@@ -12,7 +12,8 @@ Between the schedule and the fluid network it adds, from NCCL's published tuning
 * **NCCL's bandwidth ceiling**: a connection of an NCCL algorithm that carries b of the
   collective's S bytes may not exceed b/S of the algorithm bandwidth NCCL's model gives it
   (per-channel caps, LL's and LL128's limits, NVLS and tree efficiencies all live there,
-  all but the tree's size correction, whose pipeline fill the replay simulates itself);
+  and for LL and LL128 the tree's size correction; Simple's pipeline fill the replay
+  simulates itself);
   uncontended, the simulation can therefore not beat NCCL's own model, and contention
   (oversubscribed uplinks, shared NICs) slows it down further;
 * **software latency**: every transfer is delivered no earlier than NCCL's per-step
@@ -32,6 +33,7 @@ the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -207,9 +209,11 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         capacity[topology.link_type == NET] *= fit.network_bandwidth
     caps = None
     if decided.native and size > 0 and system.ranks > 1:
-        # NCCL's algorithm bandwidth without its size correction for trees: the replay pipelines
-        # the chunks itself, so the fill that correction stands for is already in the time
-        bandwidth = tuning.algorithm_bandwidth(system, row, protocol, decided.function) * 1e9  # B/s of the buffer
+        # Simple: NCCL's algorithm bandwidth without its size correction for trees, whose fill the
+        # replay simulates chunk by chunk. LL and LL128 stream every line (the replay's fill is
+        # cancelled, _pipeline_fill), so NCCL's correction is their only mid-size loss: keep it.
+        rate = tuning.algorithm_bandwidth if protocol == "Simple" else partial(tuning.sized_bandwidth, nbytes=size)
+        bandwidth = rate(system, row, protocol, function=decided.function) * 1e9  # B/s of the buffer
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         caps *= _pipeline_fill(channel, info, protocol, decided.coarsening) * fit.bandwidth_at(size) * (
