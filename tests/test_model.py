@@ -2,6 +2,8 @@
 that builds on it. Expected numbers are worked out by hand from NCCL v2.30.7's constants
 (src/graph/tuning.cc, topo.h) for the systems named."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -103,6 +105,21 @@ def test_uncontended_simulation_meets_nccls_own_model(algorithm, size):
     else:
         # below 1 GiB a channel pipelines few chunks, whose fill NCCL's model leaves out
         assert result.time_s == pytest.approx(predicted, rel=0.1 if size >= 2**30 else 0.3)
+
+
+@pytest.mark.parametrize("protocol", ["LL", "LL128"])
+@pytest.mark.parametrize("size", [2**12, 2**18, 2**20, 2**24])
+def test_streaming_trees_take_nccls_size_correction(protocol, size):
+    """LL and LL128 stream every line, so a tree's time is NCCL's own prediction, its size
+    correction included (treeCorrectionFactor: at 1 MiB LL128 keeps 0.6 of its bandwidth)."""
+    topo = two_nodes()
+    result = simulate(topo, "tree", size, env={"NCCL_PROTO": protocol})
+    system = tuning.system_of(topo)
+    assert result.time_s == pytest.approx(tuning.predict(system, "Tree", protocol, size), rel=0.01)
+    corrected = tuning.sized_bandwidth(system, "Tree", protocol, size) / tuning.algorithm_bandwidth(
+        system, "Tree", protocol)
+    factor = tuning.TREE_CORRECTION[tuning.PROTOCOLS.index(protocol)][int(math.log2(size // 64))]
+    assert corrected == pytest.approx(factor) and factor < 1
 
 
 def test_protocols_carry_their_flags_on_the_wire():
