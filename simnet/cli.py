@@ -347,12 +347,13 @@ def _with_progress(spec, scenario: Path, timeline: bool):
 
 
 def _print_notes(console, results) -> None:
-    """Auto choices, NCCL_ALGO and warnings, one line each."""
+    """Auto choices, the NCCL variables applied and warnings, one line each."""
     from simnet import units
 
     for run in results.runs:
-        if run.auto and (run.auto.get("nccl_algo") or run.auto.get("nccl_proto")):
-            applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in ("nccl_algo", "nccl_proto") if run.auto.get(k))
+        variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable")
+        if run.auto and any(run.auto.get(k) for k in variables):
+            applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in variables if run.auto.get(k))
             console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")
             break
     groups: dict[tuple[str, str], list] = {}  # (algorithm row, kind) -> runs that raised it, in size order
@@ -421,7 +422,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     names = _algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
     try:
         plan = plan_sweep(spec, counts, axes, names)
-    except ValueError as exc:  # NCCL_ALGO / NCCL_PROTO
+    except ValueError as exc:  # the NCCL variables
         raise InputError(str(exc), scenario) from None
     out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
     workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
@@ -573,8 +574,9 @@ def algorithms_command(collective: str) -> None:
     for algorithm in algorithms_for(collective).values():
         table.add_row(algorithm.name, algorithm.description, ", ".join(algorithm.options) or "-",
                       algorithm.closed_form)
-    table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO / NCCL_PROTO honoured), simulated "
-                  "beside every other algorithm NCCL could run here; the table names any that was faster", "-",
+    table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE "
+                  "honoured), simulated beside every other algorithm NCCL could run here; the table names any "
+                  "that was faster", "-",
                   "the pick's")
     console = _console()
     console.print(table)

@@ -199,7 +199,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
     default: the topology's) as for ``simulate``. With a calibration whose bandwidth
     depends on size, the fabric runs at the first job's rates.
     """
-    from simnet.runner import _calibration, nccl_env
+    from simnet.runner import _calibration, nccl_env, nccl_system
 
     env = nccl_env(env)
     calibration = _calibration(calibration if calibration is not None else topology.calibration)
@@ -220,7 +220,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
             continue
         algorithm = spec.algorithm
         if algorithm == "auto":
-            choice = tuning.pick(tuning.system_of(sub), spec.size, env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
+            choice = tuning.pick(nccl_system(sub, env), spec.size, env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
             algorithm = tuning.SIMNET_NAMES[choice.algorithm]
         decided = model_plan(model, sub, algorithm, spec.size, {}, ALGORITHMS[algorithm].options,
                              env.get("NCCL_PROTO"), calibration)

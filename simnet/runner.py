@@ -41,17 +41,28 @@ from simnet.topology.model import PS_PER_SECOND, Topology
 __all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "NCCL_VARIABLES",
            "HIERARCHICAL_VARIANTS"]
 
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")
+NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The NCCL variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``) from ``environ``
-    (default: the process environment); ``ValueError`` for a name NCCL would not know."""
+    """The NCCL variables simnet honours (``NCCL_VARIABLES``) from ``environ`` (default:
+    the process environment); ``ValueError`` for a name or value NCCL would not take."""
     environ = os.environ if environ is None else environ
-    env = {k: environ[k] for k in NCCL_VARIABLES if environ.get(k)}
+    env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
     tuning.parse_nccl_list(env.get("NCCL_ALGO"), tuning.ALGORITHMS, "NCCL_ALGO")
     tuning.parse_nccl_list(env.get("NCCL_PROTO"), tuning.PROTOCOLS, "NCCL_PROTO")
+    if not env.get("NCCL_NVLS_ENABLE", "0").lstrip("-").isdigit():
+        raise ValueError(f"NCCL_NVLS_ENABLE={env['NCCL_NVLS_ENABLE']!r}: expected an integer (0 turns NVLS off)")
     return env
+
+
+def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
+    """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
+    SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked."""
+    system = tuning.system_of(topology)
+    if system.nvls and int(env.get("NCCL_NVLS_ENABLE", "1")) == 0:
+        system = replace(system, nvls=False)
+    return system
 
 
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
@@ -204,7 +215,7 @@ class _Point:
         point-to-point collectives)."""
         if lookup_collective(self.collective).point_to_point:
             return "direct"
-        choice = tuning.pick(tuning.system_of(self.topo), max(int(size), 1), self.env.get("NCCL_ALGO"),
+        choice = tuning.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
                              self.env.get("NCCL_PROTO"), function=self.function)
         return tuning.SIMNET_NAMES[choice.algorithm]
 
@@ -230,7 +241,7 @@ class _Point:
                 "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
                 "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
         nccl_algo, nccl_proto = self.env.get("NCCL_ALGO"), self.env.get("NCCL_PROTO")
-        system = tuning.system_of(self.topo)
+        system = nccl_system(self.topo, self.env)
         choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
         allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO", self.function)
         candidates = [a for a in tuning.ALGORITHMS
@@ -244,6 +255,7 @@ class _Point:
             "fastest": tuning.SIMNET_NAMES[fastest],
             "fastest_hint": f"NCCL_ALGO={fastest}",
             "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
+            "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
         })
 
 

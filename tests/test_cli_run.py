@@ -237,6 +237,26 @@ def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch)
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
+def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
+    """NCCL_NVLS_ENABLE=0 (NeMo's recipes set it) turns NVLink SHARP off: on a DGX H100 at
+    64 MiB NCCL's pick is NVLS; without it, neither NVLS nor NVLSTree is a candidate."""
+    box = load_topology(root / "topologies/dgx_h100.yaml")
+    assert simulate(box, "auto", 2**26).algorithm == "nvls"
+    off = simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "0"})
+    assert set(off.auto["candidates"]) == {"ring", "tree"} and off.algorithm in ("ring", "tree")
+    assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "1"}).algorithm == "nvls"
+    path = tmp_path / "a.yaml"
+    path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n")
+    run = cli("run", path, env={"NCCL_NVLS_ENABLE": "0"})
+    assert run.exit_code == 0, run.stderr
+    assert "NCCL_NVLS_ENABLE=0 applied: NCCL would choose among tree, ring" in run.stdout
+    assert f"auto -> {off.algorithm}" in run.stdout
+    forced = cli("run", path, env={"NCCL_NVLS_ENABLE": "0", "NCCL_ALGO": "NVLS"})
+    assert forced.exit_code == 2 and len(forced.stderr.strip().splitlines()) == 1
+    bad = cli("run", path, env={"NCCL_NVLS_ENABLE": "off"})
+    assert bad.exit_code == 2 and "NCCL_NVLS_ENABLE='off': expected an integer" in bad.stderr
+
+
 def test_nccl_list_syntax():
     from simnet.model.tuning import ALGORITHMS, PROTOCOLS, parse_nccl_list
 

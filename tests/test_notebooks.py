@@ -22,8 +22,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from simnet.runner import NCCL_VARIABLES  # simnet honours them, as NCCL does: not in a notebook's run
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO")  # simnet honours them, as NCCL does: not in a notebook's run
 PICTURES = ("image/png", "image/jpeg", "image/svg+xml")
 
 

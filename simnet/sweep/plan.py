@@ -73,7 +73,7 @@ class Point:
 @dataclass
 class SweepPlan:
     """Everything a worker needs: the scenario document, where it lives, the points, and
-    the NCCL variables (``NCCL_ALGO``, ``NCCL_PROTO``) in force when it was planned, which
+    the NCCL variables (``simnet.runner.NCCL_VARIABLES``) in force when it was planned, which
     every worker applies whatever its own environment."""
 
     document: dict
@@ -114,7 +114,7 @@ def _values(value: Any) -> list[Any]:
 def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
                algorithms: list[str] | None = None, env: Mapping[str, str] | None = None) -> SweepPlan:
     """The points of a sweep: the scenario's ``sweep:`` axes, overridden by ``gpus``/``sets``;
-    ``env``: NCCL_ALGO / NCCL_PROTO for every point (default: this process's environment)."""
+    ``env``: the NCCL variables for every point (default: this process's environment)."""
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
     axes.update({k: list(dict.fromkeys(_values(v))) for k, v in (sets or {}).items()})
     counts = gpus if gpus is not None else axes.pop("gpus", None)

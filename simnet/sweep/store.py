@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simnet.errors import InputError
+from simnet.runner import NCCL_VARIABLES
 from simnet.version import __version__
 
 __all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "locked"]
@@ -59,9 +60,9 @@ def check_meta(out: Path, fingerprint: str, source: str) -> None:
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{meta} is damaged ({exc}); delete {out} or use another --out", source) from None
         if known.get("scenario") != fingerprint:
-            raise InputError(f"{out} holds a sweep of a different scenario or simnet version, or other NCCL_ALGO / "
-                             f"NCCL_PROTO (fingerprint {known.get('scenario')}, now {fingerprint}); use another "
-                             "--out or delete it", source)
+            raise InputError(f"{out} holds a sweep of a different scenario or simnet version, or other "
+                             f"{' / '.join(NCCL_VARIABLES)} (fingerprint {known.get('scenario')}, now "
+                             f"{fingerprint}); use another --out or delete it", source)
     else:
         meta.write_text(json.dumps({"scenario": fingerprint, "simnet": __version__, "source": source}) + "\n")
 
