@@ -59,8 +59,8 @@ def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[di
         algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"
         row = {"option": name, "cost": cost, "algorithm": algorithm, "gpus": best["gpus"],
                "collective": best.get("collective", "allreduce"),
-               "iteration_time_s": best.get("iteration_time_s"), "allreduce_time_s": largest["time_s"],
-               "allreduce_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
+               "iteration_time_s": best.get("iteration_time_s"), "collective_time_s": largest["time_s"],
+               "collective_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
                "per_cost": None}

@@ -310,3 +310,22 @@ def test_compare_refuses_options_of_different_collectives(tmp_path, cli, root):
     result = cli("compare", path, root / "scenarios/single_node.yaml", "-o", tmp_path / "c.png")
     assert result.exit_code == 2 and "run different collectives (all_to_all, allreduce)" in result.stderr
     assert not (tmp_path / "c.png").exists()
+
+
+def test_compare_rows_name_the_collective_they_time(tmp_path):
+    """A comparison of ReduceScatter options: each row's collective_time_s is that
+    collective's time at the largest size, as simulate gives it."""
+    from simnet import load_scenario, simulate, topology_from_dict
+    from simnet.compare import compare_scenarios
+
+    path = tmp_path / "rs.yaml"
+    path.write_text("name: rs\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
+                    "collective: reduce_scatter\nsizes: [1 MiB, 64 MiB]\nalgorithms: [ring]\n"
+                    "variants: [{name: full}, {name: half, set: {topology.generate.gpu_bandwidth: 225 GB/s}}]\n")
+    rows = {row["option"]: row for row in compare_scenarios([load_scenario(path)])}
+    assert {row["collective"] for row in rows.values()} == {"reduce_scatter"}
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
+    full = simulate(box, "ring", 2**26, collective="reduce_scatter")
+    assert rows["full"]["collective_time_s"] == pytest.approx(full.time_s)
+    assert rows["full"]["collective_size_bytes"] == 2**26
+    assert rows["half"]["collective_time_s"] > rows["full"]["collective_time_s"]

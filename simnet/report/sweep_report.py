@@ -237,7 +237,7 @@ def compare_table(rows: list[dict], title: str) -> Table:
                           f"{row['per_cost']:,.0f}" if row["per_cost"] else "-", "*" if id(row) in front else "")
         return table
     workload = any(r["iteration_time_s"] is not None for r in rows)
-    size = units.format_size(rows[0]["allreduce_size_bytes"])
+    size = units.format_size(rows[0]["collective_size_bytes"])
     table = Table(title=title, title_justify="left")
     columns = ["option", "cost", "best algorithm"] + (["iteration", "speedup"] if workload else [])
     columns += [f"{_title(rows)} {size}", "busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$",
@@ -249,7 +249,7 @@ def compare_table(rows: list[dict], title: str) -> Table:
         if workload:
             cells += [units.format_time(row["iteration_time_s"]) if row["iteration_time_s"] is not None else "-",
                       f"{row['speedup']:.2f}" if row["speedup"] is not None else "-"]
-        cells += [units.format_time(row["allreduce_time_s"]), _gbps(row["busbw_GBps"]), row["bottleneck"] or "-",
+        cells += [units.format_time(row["collective_time_s"]), _gbps(row["busbw_GBps"]), row["bottleneck"] or "-",
                   f"{row['per_cost']:.3g}" if row["per_cost"] else "-", "*" if id(row) in front else ""]
         table.add_row(*cells)
     return table
@@ -260,7 +260,7 @@ def _merit_label(rows: list[dict]) -> str:
         return "training step time"
     if all(r["iteration_time_s"] is not None for r in rows):
         return "iteration time"
-    return f"{_title(rows)} time of {units.format_size(rows[0]['allreduce_size_bytes'])}"
+    return f"{_title(rows)} time of {units.format_size(rows[0]['collective_size_bytes'])}"
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
