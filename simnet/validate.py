@@ -29,9 +29,9 @@ import yaml
 from simnet import units
 
 __all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "TRAINING_DATA", "TRAINING_DOC", "Point", "Row",
-           "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "topology_for",
-           "predict", "predict_all", "summarize", "summary_table", "markdown", "collectives_markdown", "LARGE", "SMALL",
-           "SIZE_CLASSES", "TARGETS"]
+           "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "growth_prose",
+           "topology_for", "predict", "predict_all", "summarize", "summary_table", "markdown", "collectives_markdown",
+           "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "validation" / "nccl_tests_public.yaml"
@@ -284,10 +284,13 @@ def predict_series(series: Series, path: Path = TRAINING_DATA) -> list[StepRow]:
 
     def step(gpus: int, efficiency: float) -> float:
         return step_time(topology, series.model, Parallelism(**series.parallelism), efficiency=efficiency,
-                         grad_dtype=data["grad_dtype"], gpus=topology.gpus[:gpus], env=data["nccl_env"]).step_s
+                         grad_dtype=data["grad_dtype"], gpus=topology.gpus[:gpus], env=data.get("nccl_env", {})).step_s
 
     first = counts[0]
     efficiency = 1 / _root(lambda x: step(first, 1 / x) - series.steps[first], 1.0, 2.0, series.steps[first] * 1e-9)
+    if not 0 < efficiency <= 1:
+        raise ValueError(f"{series.id}: the step at {first} GPUs ({series.steps[first]:g} s) needs a compute "
+                         f"efficiency of {efficiency:.3g}, outside (0, 1]: simnet cannot make a step that short")
     return [StepRow(series, n, series.steps[n], step(n, efficiency), efficiency, n == first) for n in counts]
 
 
@@ -321,13 +324,41 @@ def _growth_table(rows: list[StepRow]) -> list[str]:
     error of simnet and of a flat prediction over the predicted points (markdown lines)."""
     lines = ["| series | GPUs | measured growth | predicted growth | error | flat prediction's error |",
              "|---|---|---|---|---|---|"]
-    for series_rows in {r.series.id: [x for x in rows if x.series.id == r.series.id] for r in rows}.values():
+    for series_rows in _by_series(rows):
         first, last = series_rows[0], series_rows[-1]
         counted = [r for r in series_rows if not r.fitted]
         grew, predicted = last.measured_s / first.measured_s - 1, last.predicted_s / first.predicted_s - 1
         lines.append(f"| {first.series.description} | {first.gpus:,} to {last.gpus:,} | {grew:+.1%} | {predicted:+.1%} "
                      f"| {_pct(_geomean_error(counted))} | {_pct(_geomean_error([_Flat(r) for r in counted]))} |")
     return lines
+
+
+def _by_series(rows: list[StepRow]) -> list[list[StepRow]]:
+    return list({r.series.id: [x for x in rows if x.series.id == r.series.id] for r in rows}.values())
+
+
+def growth_prose(rows: list[StepRow]) -> str:
+    """What the per-series table says, in words, worked out from ``rows``: which series
+    simnet predicts to grow and whether it errs less than a flat prediction there, and which
+    it predicts flat (no step grows past the first) and how much those grew when measured."""
+    growing, flat = [], []
+    for series_rows in _by_series(rows):
+        first = series_rows[0].predicted_s
+        (flat if all(abs(r.predicted_s - first) <= 1e-9 * first for r in series_rows) else growing).append(series_rows)
+    sentences = []
+    for better, verb in ((True, "errs less than"), (False, "does not err less than")):
+        names = [s[0].series.description.split(",")[0] for s in growing
+                 if better == (_geomean_error([r for r in s if not r.fitted])
+                               < _geomean_error([_Flat(r) for r in s if not r.fitted]))]
+        if names:
+            sentences.append(f"Where simnet predicts growth ({', '.join(names)}: the data-parallel sync outgrowing "
+                             f"what hides behind the last backward compute), it {verb} the flat prediction.")
+    for s in flat:
+        grew = max(r.measured_s for r in s) / s[0].measured_s - 1
+        sentences.append(f"{s[0].series.description.split(',')[0]} is predicted flat (its gradient sync stays "
+                         f"hidden at every size), so it scores what the flat prediction scores; its measured step "
+                         f"grows by up to {grew:.1%}, which simnet does not explain.")
+    return " ".join(sentences)
 
 
 def training_markdown(rows: list[StepRow], data: dict) -> str:
@@ -350,14 +381,10 @@ def training_markdown(rows: list[StepRow], data: dict) -> str:
         f"the cluster, so that is a low bar: a prediction that the step does not grow at all would be off by "
         f"{_pct(_geomean_error([_Flat(r) for r in counted]))}. Per series:", "",
         *_growth_table(rows), "",
-        "Where simnet predicts growth (the data-parallel sync outgrowing what hides behind the last backward "
-        "compute), it predicts less than was measured, but errs less than the flat prediction. Where it predicts "
-        "none (Nemotron-4 15B: its gradient sync stays hidden at every size), it "
-        "scores exactly what the flat prediction scores, and the measured growth of up to 3 % there is something "
-        "simnet does not explain. The page also shows that simnet adds no congestion these fabrics (routed as "
-        "InfiniBand routes a fat tree) do not have: with ECMP-hashed routes, a Llama 3 70B step on 16,384 GPUs of "
-        "the 64-SU preset came out 8 % slower than on 256, from pipeline sends colliding between pods "
-        "(BENCHMARKS.md).", "",
+        growth_prose(rows), "",
+        "The page also shows that simnet adds no congestion these fabrics (routed as InfiniBand routes a fat "
+        "tree) do not have: with ECMP-hashed routes, a Llama 3 70B step on 16,384 GPUs of the 64-SU preset came "
+        "out 8 % slower than on 256, from pipeline sends colliding between pods (BENCHMARKS.md).", "",
         "| series | GPUs | measured step | predicted step | error | efficiency (fitted) | source |",
         "|---|---|---|---|---|---|---|"]
     for r in rows:
