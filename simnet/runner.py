@@ -412,9 +412,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     return Results(scenario.name, runs, steps, training_step(scenario))
 
 
-def training_step(scenario) -> dict | None:
+def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None:
     """The scenario's transformer training step (``simnet.training.step_time``) as plain
-    data, under the scenario's model and calibration; None without ``training``."""
+    data, under the scenario's model and calibration and the NCCL variables ``env`` (default:
+    the process environment); None without ``training``."""
     from dataclasses import asdict
 
     from simnet.training import step_time
@@ -424,5 +425,5 @@ def training_step(scenario) -> dict | None:
         return None
     step = step_time(scenario.topology, spec.transformer(), spec.layout(), gpu_flops=spec.gpu_flops,
                      efficiency=spec.efficiency, dtype=spec.dtype, grad_dtype=spec.grad_dtype,
-                     comm_model=scenario.model, calibration=scenario.calibration)
+                     comm_model=scenario.model, env=env, calibration=scenario.calibration)
     return {"model": spec.model if isinstance(spec.model, str) else "custom", **asdict(step)}

@@ -381,3 +381,29 @@ def test_the_topologys_calibration_profile_is_part_of_the_sweep(tmp_path, cli):
     profile.write_text("calibration: {}\n# refitted\n")
     again = cli("sweep", path, "--out", out, "--workers", "1")
     assert again.exit_code == 2 and "holds a sweep of a different scenario" in again.stderr
+
+
+def test_training_and_jobs_points_apply_the_planned_nccl_variables(tmp_path, monkeypatch, root):
+    """A worker applies the NCCL variables the sweep was planned with, whatever its own
+    environment: with NCCL_NVLS_ENABLE=0 planned, a DGX H100's TP AllReduce and a job's
+    auto pick leave NVLS out even where the worker's environment would allow it."""
+    from simnet.sweep import evaluate_point
+    from simnet.sweep.plan import Point
+
+    topology = root / "topologies/dgx_h100.yaml"
+    training = tmp_path / "t.yaml"
+    training.write_text(f"name: t\ntopology: {topology}\n"
+                        "training: {model: llama3_8b, efficiency: 0.5, parallelism: {tp: 8, micro_batches: 1}}\n")
+    jobs = tmp_path / "j.yaml"
+    jobs.write_text(f"name: j\ntopology: {topology}\njobs: [{{name: A, gpus: 8, algorithm: auto, size: 64 MiB}}]\n")
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+
+    def tp_algorithm(env):
+        record = evaluate_point(plan_sweep(load_scenario(training), env=env), Point((), None, "auto"))
+        return next(c["algorithm"] for c in record["training"]["collectives"] if c["kind"] == "tp")
+
+    def job_algorithm(env):
+        return evaluate_point(plan_sweep(load_scenario(jobs), env=env), Point((), None, "auto"))["jobs"][0]["algorithm"]
+
+    assert tp_algorithm({}) == job_algorithm({}) == "nvls"
+    assert tp_algorithm({"NCCL_NVLS_ENABLE": "0"}) != "nvls" and job_algorithm({"NCCL_NVLS_ENABLE": "0"}) != "nvls"

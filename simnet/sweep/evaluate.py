@@ -27,7 +27,7 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
                               "algorithm": point.algorithm, "topology": topology.name, "sizes": []}
     cache: dict[int, Any] = {}
     if scenario.jobs:
-        return _jobs_record(scenario, record)
+        return _jobs_record(scenario, record, plan.env)
 
     def run(size: int):
         if size not in cache:
@@ -44,7 +44,7 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         from simnet.runner import training_step
 
         try:
-            step = training_step(scenario)
+            step = training_step(scenario, plan.env)
         except CannotSimulate as exc:
             raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
@@ -62,13 +62,14 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     return record
 
 
-def _jobs_record(scenario, record: dict) -> dict:
+def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     """A point of a scenario with jobs: every job's times, the interference matrix, and as
     the point's one "size" the slowest job's mean AllReduce time with every job running
     (what ``simnet compare`` ranks placements by)."""
     from simnet.jobs import run_jobs
 
-    result = run_jobs(scenario.topology, scenario.jobs, model=scenario.model, calibration=scenario.calibration)
+    result = run_jobs(scenario.topology, scenario.jobs, model=scenario.model, env=env,
+                      calibration=scenario.calibration)
     work = [job for job in result.jobs if not job["algorithm"].startswith("background")] or result.jobs
     slowest = max(work, key=lambda job: job["together_s"])
     name = f"jobs (slowest {slowest['name']})"
