@@ -18,7 +18,7 @@ latency; one log alone may not.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,13 +122,15 @@ def _touches(point: CalibrationPoint, name: str) -> bool:
 
 
 def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
-        progress: Callable[[int, int], None] | None = None) -> Fit:
+        progress: Callable[[int, int], None] | None = None, env: Mapping[str, str] | None = None) -> Fit:
     """Fit a ``Calibration`` to ``points`` (module docstring); ``progress(done, total)`` as
-    simulations finish."""
+    simulations finish. ``env``: the NCCL variables the logged runs had (``NCCL_ALGO``,
+    ``NCCL_NVLS_ENABLE``, ...; default none), which decide what NCCL ran for each row."""
     from simnet.runner import simulate
 
     base = Calibration()
-    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env={}, calibration=base) for p in points]
+    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env=dict(env or {}), calibration=base)
+              for p in points]
     runs = [(r.algorithm, r.protocol) for r in chosen]
     total = len(points) * 9 * iterations
     done = [0]

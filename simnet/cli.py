@@ -504,7 +504,9 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
 
     Reads all_reduce_perf output as printed (several logs, e.g. from different GPU counts),
     fits latencies and rate factors on log time, prints measured against predicted per
-    size, and writes OUTPUT for `calibration: OUTPUT` in a topology or scenario.
+    size, and writes OUTPUT for `calibration: OUTPUT` in a topology or scenario. Set the
+    NCCL variables the logged runs had (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE) in the
+    environment, so simnet fits what NCCL ran.
 
     \b
     Example:
@@ -518,6 +520,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
     from simnet.report.export import write_text
     from simnet.report.paths import output_file
     from simnet.report.tables import calibration_table
+    from simnet.runner import nccl_env
     from simnet.topology import load_topology
 
     topology = load_topology(topology_path)
@@ -527,8 +530,12 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
         from simnet.report.paths import IMAGE_SUFFIXES
 
         output_file(plot_path, "--plot", IMAGE_SUFFIXES, inputs=inputs)
+    try:
+        env = nccl_env()
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     points = points_of([read_log(log) for log in logs], topology, gpus)
-    result = _calibrate_with_progress(fit, topology, points)
+    result = _calibrate_with_progress(fit, topology, points, env)
     console = _console()
     console.print(calibration_table(result))
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
@@ -542,11 +549,11 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
         console.print(f"wrote {plot_calibration(result, plot_path)}")
 
 
-def _calibrate_with_progress(fit, topology, points):
+def _calibrate_with_progress(fit, topology, points, env):
     from simnet.console import progress
 
     with progress("calibrating") as update:
-        return fit(topology, points, progress=update)
+        return fit(topology, points, progress=update, env=env)
 
 
 @main.command("algorithms")

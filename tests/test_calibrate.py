@@ -5,6 +5,7 @@ import yaml
 
 from simnet import InputError, topology_from_dict
 from simnet.calibrate import fit, points_of
+from simnet.model import tuning
 from simnet.model.calibration import Calibration, load_calibration
 from simnet.nccltests import parse_log
 from simnet.runner import simulate
@@ -122,3 +123,23 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
     assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr
+
+
+def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
+    """A DGX H100 log made with NCCL_NVLS_ENABLE=0 (as NeMo's recipes run): 64 MiB ran
+    without NVLS, so the fit times that, not the NVLS pick; in the environment of `simnet
+    calibrate` the variable is read as `simnet run` reads it."""
+    topology = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    log = parse_log(write_log({2**26: 400.0}, 8), "box.log")
+    points = points_of([log], topology, None)
+    assert fit(topology, points, iterations=1).runs[0][0] == "nvls"
+    assert fit(topology, points, iterations=1, env={"NCCL_NVLS_ENABLE": "0"}).runs[0][0] in ("ring", "tree")
+    path, topo_file = tmp_path / "box.log", tmp_path / "box.yaml"
+    path.write_text(write_log({2**26: 400.0}, 8))
+    topo_file.write_text("name: box\ngenerate: {kind: nvswitch, gpus: 8, gpu: h100}\n")
+    result = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "c.yaml", env={"NCCL_NVLS_ENABLE": "0"})
+    assert result.exit_code == 0, result.stderr
+    assert "nvls" not in result.stdout
+    bad = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "d.yaml", env={"NCCL_ALGO": "Butterfly"})
+    assert bad.exit_code == 2 and bad.stderr.strip() == ("NCCL_ALGO='Butterfly': unknown name 'Butterfly'; expected "
+                                                          + ", ".join(tuning.ALGORITHMS))
