@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,16 +52,33 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
     tuning.parse_nccl_list(env.get("NCCL_ALGO"), tuning.ALGORITHMS, "NCCL_ALGO")
     tuning.parse_nccl_list(env.get("NCCL_PROTO"), tuning.PROTOCOLS, "NCCL_PROTO")
-    if not env.get("NCCL_NVLS_ENABLE", "0").lstrip("-").isdigit():
-        raise ValueError(f"NCCL_NVLS_ENABLE={env['NCCL_NVLS_ENABLE']!r}: expected an integer (0 turns NVLS off)")
+    if "NCCL_NVLS_ENABLE" in env:
+        nccl_integer(env["NCCL_NVLS_ENABLE"], "NCCL_NVLS_ENABLE")
     return env
+
+
+_C_INTEGER = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def nccl_integer(text: str, name: str) -> int:
+    """An integer NCCL variable as NCCL reads it (``strtoll(text, 0, 0)``: decimal, 0x hex,
+    leading-0 octal, a sign). Text ``strtoll`` would read only in part (``false`` is 0 to
+    NCCL, ``1abc`` is 1) is refused: it is almost always a typo.
+
+    >>> nccl_integer(" 0x10", "NCCL_X"), nccl_integer("010", "NCCL_X"), nccl_integer("-1", "NCCL_X")
+    (16, 8, -1)
+    """
+    if not _C_INTEGER.fullmatch(text):
+        raise ValueError(f"{name}={text!r}: not an integer (NCCL would read only its leading digits, 0 if none); "
+                         "write 0 or 1")
+    return int(text.strip(), 8) if re.fullmatch(r"\s*[+-]?0[0-7]+", text) else int(text.strip(), 0)
 
 
 def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
     """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
     SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked."""
     system = tuning.system_of(topology)
-    if system.nvls and int(env.get("NCCL_NVLS_ENABLE", "1")) == 0:
+    if system.nvls and nccl_integer(env.get("NCCL_NVLS_ENABLE", "1"), "NCCL_NVLS_ENABLE") == 0:
         system = replace(system, nvls=False)
     return system
 

@@ -253,8 +253,10 @@ def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
     assert f"auto -> {off.algorithm}" in run.stdout
     forced = cli("run", path, env={"NCCL_NVLS_ENABLE": "0", "NCCL_ALGO": "NVLS"})
     assert forced.exit_code == 2 and len(forced.stderr.strip().splitlines()) == 1
-    bad = cli("run", path, env={"NCCL_NVLS_ENABLE": "off"})
-    assert bad.exit_code == 2 and "NCCL_NVLS_ENABLE='off': expected an integer" in bad.stderr
+    assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "0x0"}).algorithm != "nvls"  # strtoll reads hex
+    assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "-1"}).algorithm == "nvls"  # not 0: on
+    bad = cli("run", path, env={"NCCL_NVLS_ENABLE": "false"})  # NCCL would read 0: a typo simnet names
+    assert bad.exit_code == 2 and "NCCL_NVLS_ENABLE='false': not an integer" in bad.stderr
 
 
 def test_nccl_list_syntax():
