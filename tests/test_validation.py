@@ -217,3 +217,16 @@ def test_pages_that_quote_the_summary_quote_it_as_the_validation_page_has_it(pag
         return text[start:text.index("\n\n", start)]
 
     assert summary((ROOT / page).read_text()) == summary(DOC.read_text())
+
+
+def test_the_readme_quotes_the_training_page_as_it_is():
+    """README's sentence on whole training steps: its count and errors are the page's."""
+    from simnet.validate import ROOT, TRAINING_DOC
+
+    page = TRAINING_DOC.read_text()
+    count, mean, largest = re.search(r"Over (\d+) predicted points the geometric-mean error is \*\*(\d+)%\*\* "
+                                     r"\(largest (\d+)%\)", page).groups()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"the {count} other points come out {mean} % off (geometric mean; largest {largest} %)" in readme
+    flat = re.search(r"its measured step grows by up to ([\d.]+)%", page).group(1)
+    assert f"which grew {round(float(flat))} %" in readme
