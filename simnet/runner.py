@@ -39,8 +39,8 @@ from simnet.result import Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import PS_PER_SECOND, Topology
 
-__all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "NCCL_VARIABLES",
-           "HIERARCHICAL_VARIANTS"]
+__all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "nccl_system",
+           "nccl_integer", "NCCL_VARIABLES", "HIERARCHICAL_VARIANTS"]
 
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
