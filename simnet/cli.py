@@ -172,7 +172,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         if csv_path or trace_path or algorithms or sizes:
             raise InputError(f"{scenario}: with jobs, each job has its own algorithm and size; "
                              "--algorithm, --size, --csv and --trace do not apply (--json and --plot do)")
-        return _run_jobs(spec, json_path, plot_dir)
+        return _run_jobs(spec, scenario, json_path, plot_dir)
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path))
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.console import stderr_console
@@ -226,7 +226,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         console.print(f"wrote {write_trace(results, trace_path)}")
 
 
-def _run_jobs(spec, json_path: str | None, plot_dir: Path | None) -> None:
+def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None) -> None:
     """``simnet run`` of a scenario with jobs: per job alone and together, and who slows whom."""
     import json
 
@@ -235,7 +235,10 @@ def _run_jobs(spec, json_path: str | None, plot_dir: Path | None) -> None:
     from simnet.report.export import write_text
     from simnet.report.tables import interference_table, jobs_table
 
-    result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+    try:
+        result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+    except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
+        raise InputError(str(exc), scenario) from None
     document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict()}, indent=1,
                           allow_nan=False)
     if json_path == "-":
@@ -535,7 +538,10 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
     except ValueError as exc:
         raise InputError(str(exc)) from None
     points = points_of([read_log(log) for log in logs], topology, gpus)
-    result = _calibrate_with_progress(fit, topology, points, env)
+    try:
+        result = _calibrate_with_progress(fit, topology, points, env)
+    except ValueError as exc:  # the NCCL variables leave NCCL nothing to run for a row
+        raise InputError(str(exc)) from None
     console = _console()
     console.print(calibration_table(result))
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),

@@ -310,3 +310,29 @@ def test_progress_in_a_log_is_plain_periodic_lines(monkeypatch, capsys):
     assert len(lines) == 2
     assert lines[0].startswith("sweep: 1/4 done, 2 running; ") and lines[0].endswith(" s left")
     assert lines[1].startswith("sweep: 4/4 done; ") and lines[1].endswith("about 0 s left")
+
+
+@pytest.mark.parametrize("command", ["run-jobs", "sweep", "calibrate"])
+def test_nccl_variables_that_leave_nccl_nothing_are_one_line_everywhere(cli, tmp_path, root, command):
+    """NCCL_ALGO=NVLS with NVLS turned off leaves NCCL nothing to run on a DGX H100: every
+    command says so in one line with exit code 2 (not an internal error) and writes nothing."""
+    from test_calibrate import write_log  # the nccl-tests log writer of the calibrate tests
+
+    topology = root / "topologies/dgx_h100.yaml"
+    env = {"NCCL_ALGO": "NVLS", "NCCL_NVLS_ENABLE": "0"}
+    out = tmp_path / "out"
+    if command == "run-jobs":
+        path = tmp_path / "j.yaml"
+        path.write_text(f"name: j\ntopology: {topology}\njobs: [{{name: A, gpus: 8, algorithm: auto, size: 64 MiB}}]\n")
+        result = cli("run", path, "--json", out, env=env)
+    elif command == "sweep":
+        path = tmp_path / "s.yaml"
+        path.write_text(f"name: s\ntopology: {topology}\nsize: 64 MiB\nalgorithms: [auto]\nsweep: {{gpus: [8]}}\n")
+        result = cli("sweep", path, "--out", out, "--workers", "1", env=env)
+    else:
+        path = tmp_path / "box.log"
+        path.write_text(write_log({2**26: 400.0}, 8))
+        result = cli("calibrate", path, "-t", topology, "-o", out, env=env)
+    assert result.exit_code == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "leave nothing NCCL could run" in result.stderr
+    assert not out.exists() or not any(out.iterdir())

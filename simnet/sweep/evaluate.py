@@ -14,12 +14,23 @@ __all__ = ["evaluate_point"]
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     """Simulate one point; returns its record (raises ``InputError`` for bad overrides, or a
-    point simnet cannot simulate here: too large for the memory, too long for the horizon)."""
+    point simnet cannot simulate here: too large for the memory, too long for the horizon,
+    NCCL variables that leave NCCL nothing to run)."""
     from simnet.errors import CannotSimulate, InputError
+
+    scenario = scenario_at(plan, point.overrides, point.gpus)
+    try:
+        return _evaluate(plan, point, scenario)
+    except InputError:
+        raise
+    except (CannotSimulate, ValueError) as exc:
+        raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+
+
+def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
     from simnet.runner import simulate
     from simnet.workload import StepModel
 
-    scenario = scenario_at(plan, point.overrides, point.gpus)
     topology = scenario.topology
     gpus = len(topology.gpus)
     record: dict[str, Any] = {"key": point.key, "set": dict(point.overrides), "gpus": gpus,
@@ -31,22 +42,15 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
 
     def run(size: int):
         if size not in cache:
-            try:
-                cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
-                                       calibration=scenario.calibration, collective=scenario.collective,
-                                       **scenario.conditions(),
-                                       **scenario.options)
-            except CannotSimulate as exc:
-                raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
+            cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
+                                   calibration=scenario.calibration, collective=scenario.collective,
+                                   **scenario.conditions(), **scenario.options)
         return cache[size]
 
     if scenario.training is not None:
         from simnet.runner import training_step
 
-        try:
-            step = training_step(scenario, plan.env)
-        except CannotSimulate as exc:
-            raise InputError(f"the point at {gpus} GPUs: {exc}", plan.source) from None
+        step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
     for size in scenario.sizes:
         result = run(size)
