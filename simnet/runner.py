@@ -78,7 +78,8 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
     """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
     SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked."""
     system = tuning.system_of(topology)
-    if system.nvls and nccl_integer(env.get("NCCL_NVLS_ENABLE", "1"), "NCCL_NVLS_ENABLE") == 0:
+    value = env.get("NCCL_NVLS_ENABLE", "").strip()  # empty is unset, as for NCCL
+    if system.nvls and value and nccl_integer(value, "NCCL_NVLS_ENABLE") == 0:
         system = replace(system, nvls=False)
     return system
 

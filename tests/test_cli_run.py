@@ -245,6 +245,9 @@ def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
     off = simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "0"})
     assert set(off.auto["candidates"]) == {"ring", "tree"} and off.algorithm in ("ring", "tree")
     assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "1"}).algorithm == "nvls"
+    from simnet.runner import nccl_system
+
+    assert nccl_system(box, {"NCCL_NVLS_ENABLE": ""}).nvls and not nccl_system(box, {"NCCL_NVLS_ENABLE": "0 "}).nvls
     path = tmp_path / "a.yaml"
     path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n")
     run = cli("run", path, env={"NCCL_NVLS_ENABLE": "0"})
