@@ -545,6 +545,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
     console = _console()
     console.print(calibration_table(result))
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
+              "nccl_variables": env,
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
                                 "after": round(result.geomean(result.errors_after), 4)}}
     document = calibration_document(result.calibration, fitted)

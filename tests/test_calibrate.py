@@ -140,6 +140,7 @@ def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
     result = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "c.yaml", env={"NCCL_NVLS_ENABLE": "0"})
     assert result.exit_code == 0, result.stderr
     assert "nvls" not in result.stdout
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["fitted"]["nccl_variables"] == {"NCCL_NVLS_ENABLE": "0"}
     bad = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "d.yaml", env={"NCCL_ALGO": "Butterfly"})
     assert bad.exit_code == 2 and bad.stderr.strip() == ("NCCL_ALGO='Butterfly': unknown name 'Butterfly'; expected "
                                                           + ", ".join(tuning.ALGORITHMS))
