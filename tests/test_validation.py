@@ -230,3 +230,5 @@ def test_the_readme_quotes_the_training_page_as_it_is():
     assert f"the {count} other points come out {mean} % off (geometric mean; largest {largest} %)" in readme
     flat = re.search(r"its measured step grows by up to ([\d.]+)%", page).group(1)
     assert f"which grew {round(float(flat))} %" in readme
+    assert "where it predicts growth it errs less than a flat line" in readme
+    assert "it errs less than the flat prediction" in page and "does not err less than" not in page
