@@ -353,8 +353,8 @@ def _print_notes(console, results) -> None:
     """Auto choices, the NCCL variables applied and warnings, one line each."""
     from simnet import units
 
+    variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable")
     for run in results.runs:
-        variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable")
         if run.auto and any(run.auto.get(k) for k in variables):
             applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in variables if run.auto.get(k))
             console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")

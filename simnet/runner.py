@@ -71,7 +71,8 @@ def nccl_integer(text: str, name: str) -> int:
     if not _C_INTEGER.fullmatch(text):
         raise ValueError(f"{name}={text!r}: not an integer (NCCL would read only its leading digits, 0 if none); "
                          "write 0 or 1")
-    return int(text.strip(), 8) if re.fullmatch(r"\s*[+-]?0[0-7]+", text) else int(text.strip(), 0)
+    octal = re.fullmatch(r"\s*[+-]?0[0-7]+", text)  # C's leading 0; Python's int(, 0) refuses it
+    return int(text.strip(), 8 if octal else 0)
 
 
 def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:

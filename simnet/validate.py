@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,15 +327,21 @@ def _growth_table(rows: list[StepRow]) -> list[str]:
              "|---|---|---|---|---|---|"]
     for series_rows in _by_series(rows):
         first, last = series_rows[0], series_rows[-1]
-        counted = [r for r in series_rows if not r.fitted]
         grew, predicted = last.measured_s / first.measured_s - 1, last.predicted_s / first.predicted_s - 1
+        error, flat = _series_errors(series_rows)
         lines.append(f"| {first.series.description} | {first.gpus:,} to {last.gpus:,} | {grew:+.1%} | {predicted:+.1%} "
-                     f"| {_pct(_geomean_error(counted))} | {_pct(_geomean_error([_Flat(r) for r in counted]))} |")
+                     f"| {_pct(error)} | {_pct(flat)} |")
     return lines
 
 
 def _by_series(rows: list[StepRow]) -> list[list[StepRow]]:
     return list({r.series.id: [x for x in rows if x.series.id == r.series.id] for r in rows}.values())
+
+
+def _series_errors(series_rows: list[StepRow]) -> tuple[float | None, float | None]:
+    """(simnet's, a flat prediction's) geometric-mean error over a series' predicted points."""
+    counted = [r for r in series_rows if not r.fitted]
+    return _geomean_error(counted), _geomean_error([_Flat(r) for r in counted])
 
 
 def growth_prose(rows: list[StepRow]) -> str:
@@ -345,11 +352,10 @@ def growth_prose(rows: list[StepRow]) -> str:
     for series_rows in _by_series(rows):
         first = series_rows[0].predicted_s
         (flat if all(abs(r.predicted_s - first) <= 1e-9 * first for r in series_rows) else growing).append(series_rows)
+    beats_flat = [(s, operator.lt(*_series_errors(s))) for s in growing]
     sentences = []
     for better, verb in ((True, "errs less than"), (False, "does not err less than")):
-        names = [s[0].series.description.split(",")[0] for s in growing
-                 if better == (_geomean_error([r for r in s if not r.fitted])
-                               < _geomean_error([_Flat(r) for r in s if not r.fitted]))]
+        names = [s[0].series.description.split(",")[0] for s, beats in beats_flat if beats == better]
         if names:
             sentences.append(f"Where simnet predicts growth ({', '.join(names)}: the data-parallel sync outgrowing "
                              f"what hides behind the last backward compute), it {verb} the flat prediction.")

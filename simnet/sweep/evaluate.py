@@ -16,14 +16,14 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     """Simulate one point; returns its record (raises ``InputError`` for bad overrides, or a
     point simnet cannot simulate here: too large for the memory, too long for the horizon,
     NCCL variables that leave NCCL nothing to run)."""
-    from simnet.errors import CannotSimulate, InputError
+    from simnet.errors import InputError
 
     scenario = scenario_at(plan, point.overrides, point.gpus)
     try:
         return _evaluate(plan, point, scenario)
     except InputError:
         raise
-    except (CannotSimulate, ValueError) as exc:
+    except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
 
 
