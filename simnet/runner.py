@@ -61,9 +61,10 @@ _C_INTEGER = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
 
 
 def nccl_integer(text: str, name: str) -> int:
-    """An integer NCCL variable as NCCL reads it (``strtoll(text, 0, 0)``: decimal, 0x hex,
-    leading-0 octal, a sign). Text ``strtoll`` would read only in part (``false`` is 0 to
-    NCCL, ``1abc`` is 1) is refused: it is almost always a typo.
+    """An integer NCCL variable as NCCL reads it (``strtoll(text, 0, 0)`` in ncclLoadParam,
+    NCCL src/misc/param.cc: decimal, 0x hex, leading-0 octal, a sign). Text ``strtoll``
+    would read only in part (``false`` is 0 to NCCL, ``1abc`` is 1) is refused: it is almost
+    always a typo.
 
     >>> nccl_integer(" 0x10", "NCCL_X"), nccl_integer("010", "NCCL_X"), nccl_integer("-1", "NCCL_X")
     (16, 8, -1)
