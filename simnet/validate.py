@@ -41,6 +41,9 @@ COLLECTIVES_DATA = ROOT / "validation" / "nccl_tests_collectives.yaml"
 COLLECTIVES_DOC = ROOT / "docs" / "validation_collectives.md"
 LARGE = 128 * 2**20
 SMALL = 2**20
+GRID = (8, 2**10, 2**16, 2**20, 2**24, 2**27, 2**30)
+"""The sizes (bytes) taken from every public log, with its smallest and largest printed sizes:
+the same rows from each log, so that none is sampled only where it happens to agree."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,10 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         "what",
         "simnet predicts for it out of the box: `model: nccl`, `auto` (what NCCL would pick), the point's",
         "`NCCL_ALGO`/`NCCL_PROTO`, on the system built from the hardware the source states",
-        "(`validation/nccl_tests_public.yaml`, which also quotes each row). Error is",
+        "(`validation/nccl_tests_public.yaml`, which also quotes each row). Every log gives the same rows: 8 B (or "
+        "its",
+        "smallest size), 1 KiB, 64 KiB, 1 MiB, 16 MiB, 128 MiB, 1 GiB and its largest size, as far as the public text",
+        "shows them, so no log is sampled only where it happens to agree. Error is",
         "`max(predicted/measured, measured/predicted) - 1`; summaries are geometric means. Regenerate with",
         "`python -m simnet.validate --write`; `tests/test_validation.py` keeps this page true.", "",
         "NCCL's other collectives: [validation_collectives.md](validation_collectives.md); whole training steps "

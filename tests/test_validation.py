@@ -4,14 +4,18 @@ summary is the summary of its rows."""
 
 import math
 import re
+from collections import defaultdict
 
 import pytest
+import yaml
 
 from simnet import units
 from simnet.validate import (
     COLLECTIVES_DATA,
     COLLECTIVES_DOC,
+    DATA,
     DOC,
+    GRID,
     SIZE_CLASSES,
     collectives_markdown,
     load_points,
@@ -42,6 +46,16 @@ def test_the_page_lists_every_point_once_in_data_order():
         assert row[2] == units.format_size(point.size_bytes)
         assert row[3] == units.format_time(point.time_us * 1e-6)
         assert row[0].endswith("(not counted)") == (point.not_counted is not None)
+
+
+def test_every_log_gives_the_rows_at_the_same_sizes():
+    # a log sampled only where simnet happens to agree would flatter the summary: from each
+    # log (a source's run), the grid sizes and its own smallest and largest, nothing else
+    logs = defaultdict(set)
+    for point in yaml.safe_load(DATA.read_text())["points"]:
+        logs[point["system"], point["source"]].add(point["size_bytes"])
+    for log, sizes in logs.items():
+        assert sizes <= set(GRID) | {min(sizes), max(sizes)}, log
 
 
 @pytest.mark.parametrize("point", SAMPLE, ids=lambda p: p.id)
