@@ -48,12 +48,13 @@ def test_the_page_lists_every_point_once_in_data_order():
         assert row[0].endswith("(not counted)") == (point.not_counted is not None)
 
 
-def test_every_log_gives_the_rows_at_the_same_sizes():
+@pytest.mark.parametrize("data", [DATA, COLLECTIVES_DATA], ids=lambda path: path.name)
+def test_every_log_gives_the_rows_at_the_same_sizes(data):
     # a log sampled only where simnet happens to agree would flatter the summary: from each
-    # log (a source's run), the grid sizes and its own smallest and largest, nothing else
+    # log (a source's run of one collective), the grid sizes and its own smallest and largest, nothing else
     logs = defaultdict(set)
-    for point in yaml.safe_load(DATA.read_text())["points"]:
-        logs[point["system"], point["source"]].add(point["size_bytes"])
+    for point in yaml.safe_load(data.read_text())["points"]:
+        logs[point["system"], point.get("collective"), point["source"]].add(point["size_bytes"])
     for log, sizes in logs.items():
         assert sizes <= set(GRID) | {min(sizes), max(sizes)}, log
 
