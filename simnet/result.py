@@ -39,7 +39,8 @@ class LinkReport:
 
 @dataclass(frozen=True)
 class Finding:
-    """A warning: ``kind`` is ``nic_overload``, ``link_congestion`` or ``idle_servers``;
+    """A warning: ``kind`` is ``nic_overload``, ``link_congestion``, ``idle_servers`` or
+    ``upper_bound`` (the run was too large to replay exactly: its time is an upper bound);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str

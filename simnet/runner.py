@@ -26,7 +26,7 @@ from simnet.budget import fits
 from simnet.collectives import build_schedule, replay
 from simnet.collectives.kinds import ALLREDUCE
 from simnet.collectives.kinds import collective as lookup_collective
-from simnet.collectives.lanes import merge_programs, replay_lanes
+from simnet.collectives.lanes import MAX_EXACT, merge_programs, replay_lanes
 from simnet.collectives.registry import COMMON_OPTIONS, algorithms_for, build_program
 from simnet.collectives.replay import JobRun, Timing, replay_apart
 from simnet.collectives.schedule import transfer_bytes
@@ -35,7 +35,7 @@ from simnet.model import DEFAULT_MODEL, lane_timing, tuning
 from simnet.model import plan as model_plan
 from simnet.model import timing as model_timing
 from simnet.model.calibration import Calibration, load_calibration
-from simnet.result import Result, Results
+from simnet.result import Finding, Result, Results
 from simnet.topology.loader import load_topology
 from simnet.topology.model import PS_PER_SECOND, Topology
 
@@ -193,6 +193,11 @@ class _Point:
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
+        if run.engine == "lanes-steady":
+            warnings.insert(0, Finding("upper_bound", links[0].name if links else "", (
+                f"time is an upper bound: too many transfers to replay exactly (more than {MAX_EXACT:,}) on "
+                f"links several connections share, so every connection ran at its fair share with all of "
+                f"them active at once; the exact replay ran up to 8 % faster on rings small enough to compare")))
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
                       channels=info.get("channels"), replay=run, collective=self.collective)
@@ -201,7 +206,9 @@ class _Point:
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
         (``simnet.collectives.lanes``) when the algorithm is a lane program, no condition
-        applies and no link can be shared beyond its capacity, else on the fluid network.
+        applies and no link can be shared beyond its capacity; as steady lanes (an upper
+        bound) when it could be and the program has more than ``MAX_EXACT`` transfers;
+        else on the fluid network.
         A timeline asks for the fluid network unless its schedule would not fit in memory."""
         decided = self.plan(algorithm, size, options)
         program = None
@@ -209,7 +216,10 @@ class _Point:
             program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and program.worth_replaying() and (
                 not timeline or not fits(len(program) * transfer_bytes(algorithm))):
-            run = replay_lanes(program, self.topo, lane_timing(decided, program, self.topo), **engine)
+            timing = lane_timing(decided, program, self.topo)
+            run = replay_lanes(program, self.topo, timing, **engine)
+            if run is None and len(program) > MAX_EXACT:
+                run = replay_lanes(program, self.topo, timing, steady=True, **engine)
             if run is not None:
                 return decided, run, program.info
         decided, schedule, timing = self.prepare(algorithm, size, options)

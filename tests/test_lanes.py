@@ -148,3 +148,43 @@ def test_plots_and_trace_of_a_run_too_large_to_keep_its_transfers(cli, root, tmp
     assert {"time_vs_size.png", "busbw_vs_size.png", "link_utilization.png"} <= set(figures)
     assert "link_heatmap.png" not in figures
     assert json.loads(trace.read_text())["otherData"]["skipped (too many transfers)"] == ["ring"]
+
+
+def steady_and_fluid(topo, collective, size, model):
+    """(steady lanes, fluid replay) of NCCL's ring of ``collective``."""
+    decided = plan(model, topo, "ring", size, {}, algorithms_for(collective)["ring"].options,
+                   function=FUNCTIONS[collective])
+    program = build_program("ring", topo, size, collective=collective, **decided.options)
+    schedule = program.to_schedule()
+    fluid = replay(schedule, topo, timing=timing(decided, schedule, topo))
+    return replay_lanes(program, topo, lane_timing(decided, program, topo), steady=True), fluid
+
+
+@pytest.mark.parametrize("collective", list(FUNCTIONS))
+@pytest.mark.parametrize("size", [8, 1_000_003, 2**26])
+def test_steady_lanes_bound_the_fluid_run_from_above(racks, collective, size):
+    """At line rate the channels share every GPU's NVLink port (the lanes refuse, above):
+    at their fair shares with all of them active at once, no link is ever asked for more
+    than it carries and no transfer runs faster than the fluid engine runs it, so the
+    time is an upper bound, and a close one for a ring (every connection busy nearly all
+    the time)."""
+    steady, fluid = steady_and_fluid(racks, collective, size, "ideal")
+    assert steady.engine == "lanes-steady"
+    assert fluid.duration_ps <= steady.duration_ps <= 1.1 * fluid.duration_ps
+    np.testing.assert_allclose(steady.stats.bytes, fluid.stats.bytes, rtol=1e-12)
+    assert (steady.stats.peak <= 1 + 1e-9).all()
+
+
+def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):
+    steady, fluid = steady_and_fluid(racks, "allreduce", 2**26, "nccl")
+    assert steady.duration_ps == fluid.duration_ps
+
+
+def test_simulate_answers_a_program_too_large_to_replay_exactly_with_an_upper_bound(racks, monkeypatch):
+    exact = simulate(racks, "ring", 2**26, model="ideal")
+    monkeypatch.setattr("simnet.runner.MAX_EXACT", 100)
+    bound = simulate(racks, "ring", 2**26, model="ideal")
+    assert (exact.replay.engine, bound.replay.engine) == ("fluid", "lanes-steady")
+    assert exact.time_s <= bound.time_s <= 1.1 * exact.time_s
+    assert bound.warnings[0].kind == "upper_bound" and "upper bound" in bound.warnings[0].message
+    assert all(w.kind != "upper_bound" for w in exact.warnings)

@@ -49,9 +49,10 @@ class Replay:
     """Times per transfer (integer picoseconds, same order as the schedule) and the links'
     statistics; ``start``, ``sent`` and ``delivered`` give the same times in seconds.
 
-    ``engine`` is ``fluid`` (the fluid network, every transfer timed) or ``lanes``
+    ``engine`` is ``fluid`` (the fluid network, every transfer timed), ``lanes``
     (``simnet.collectives.lanes``: no schedule and no per-transfer times, only the
-    completion time and the link statistics)."""
+    completion time and the link statistics) or ``lanes-steady`` (the same, every lane at
+    its fair share with all lanes active: times are upper bounds)."""
 
     schedule: Schedule | None
     topology: Topology
