@@ -122,6 +122,18 @@ def test_streaming_trees_take_nccls_size_correction(protocol, size):
     assert corrected == pytest.approx(factor) and factor < 1
 
 
+@pytest.mark.parametrize("gpu, factor", [("b200", 0.7), ("h100", 1.0)])
+def test_nccl_corrects_nvls_tree_by_size_on_blackwell_only(gpu, factor):
+    """NCCL 2.30 applies the tree's size correction to NVLSTree AllReduce on Blackwell (with
+    an x86 host): at 16 MiB, log2(16 MiB / 64 B) = 18, Simple's factor is 0.7."""
+    system = tuning.system_of(two_nodes(gpu=gpu))
+    size = 2**24
+    assert tuning.sized_bandwidth(system, "NVLSTree", "Simple", size) == pytest.approx(
+        factor * tuning.algorithm_bandwidth(system, "NVLSTree", "Simple"))
+    assert tuning.sized_bandwidth(system, "NVLSTree", "Simple", 2**30) == tuning.algorithm_bandwidth(
+        system, "NVLSTree", "Simple")  # 1 GiB and above: uncorrected
+
+
 def test_protocols_carry_their_flags_on_the_wire():
     # LL sends 8 data bytes in every 16, LL128 120 in every 128: a ring link carries
     # 2(N-1)/N S of data, times that

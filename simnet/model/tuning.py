@@ -405,11 +405,15 @@ def latency(system: System, algorithm: str, protocol: str, function: str = "AllR
 
 
 def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
-    """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): Tree's is corrected
-    by size (treeCorrectionFactor, tuning.cc:623-637)."""
+    """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): an AllReduce Tree's
+    is corrected by size (treeCorrectionFactor, below 512 MiB), and so is NVLSTree's on
+    Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7; simnet's hosts
+    are x86, ``System.cpu``)."""
     bw = algorithm_bandwidth(system, algorithm, protocol, function)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
-    if algorithm == "Tree" and 0 <= log_size < 23:
+    corrected = (algorithm == "Tree" and log_size < 23) or (
+        algorithm == "NVLSTree" and log_size < 24 and system.cc >= 100 and system.cpu in ("intel", "amd"))
+    if corrected and log_size >= 0 and function == "AllReduce":
         bw *= TREE_CORRECTION[PROTOCOLS.index(protocol)][log_size]
     return bw
 
