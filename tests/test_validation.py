@@ -51,7 +51,9 @@ def test_the_page_lists_every_point_once_in_data_order():
 @pytest.mark.parametrize("data", [DATA, COLLECTIVES_DATA], ids=lambda path: path.name)
 def test_every_log_gives_the_rows_at_the_same_sizes(data):
     # a log sampled only where simnet happens to agree would flatter the summary: from each
-    # log (a source's run of one collective), the grid sizes and its own smallest and largest, nothing else
+    # log (a source's run of one collective), the grid sizes and its own smallest and largest,
+    # nothing else. That every grid row a log prints is here takes reading the sources (the
+    # yaml quotes each row): this test can only refuse rows off the grid.
     logs = defaultdict(set)
     for point in yaml.safe_load(data.read_text())["points"]:
         logs[point["system"], point.get("collective"), point["source"]].add(point["size_bytes"])
