@@ -194,10 +194,11 @@ class _Point:
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
         if run.engine == "lanes-steady":
-            warnings.insert(0, Finding("upper_bound", links[0].name if links else "", (
-                f"time is an upper bound: too many transfers to replay exactly (more than {MAX_EXACT:,}) on "
-                f"links several connections share, so every connection ran at its fair share with all of "
-                f"them active at once; the exact replay ran up to 8 % faster on rings small enough to compare")))
+            name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
+            warnings.insert(0, Finding("upper_bound", name, (
+                f"time is an upper bound: the ring's connections share {name or 'links'} beyond its capacity, "
+                f"and more than {MAX_EXACT:,} transfers are too many to replay that sharing exactly, so every "
+                f"connection ran at an equal split of each link it shares (docs/architecture.md: steady lanes)")))
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
                       channels=info.get("channels"), replay=run, collective=self.collective)
@@ -206,19 +207,21 @@ class _Point:
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
         (``simnet.collectives.lanes``) when the algorithm is a lane program, no condition
-        applies and no link can be shared beyond its capacity; as steady lanes (an upper
-        bound) when it could be and the program has more than ``MAX_EXACT`` transfers;
-        else on the fluid network.
-        A timeline asks for the fluid network unless its schedule would not fit in memory."""
+        applies and no link can be shared beyond its capacity; a ring of more than
+        ``MAX_EXACT`` transfers whose links could be, as steady lanes (an upper bound);
+        else on the fluid network. A timeline asks for the fluid network unless its
+        schedule would not fit in memory or it is such a ring (the fluid network would not
+        finish). ``simulate_groups`` never bounds: its groups go to the fluid network."""
         decided = self.plan(algorithm, size, options)
         program = None
         if not conditions:
             program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        steady = program is not None and program.algorithm == "ring" and len(program) > MAX_EXACT
         if program is not None and program.worth_replaying() and (
-                not timeline or not fits(len(program) * transfer_bytes(algorithm))):
+                not timeline or steady or not fits(len(program) * transfer_bytes(algorithm))):
             timing = lane_timing(decided, program, self.topo)
             run = replay_lanes(program, self.topo, timing, **engine)
-            if run is None and len(program) > MAX_EXACT:
+            if run is None and steady:
                 run = replay_lanes(program, self.topo, timing, steady=True, **engine)
             if run is not None:
                 return decided, run, program.info
@@ -280,7 +283,14 @@ class _Point:
         results = {a: known.get(tuning.SIMNET_NAMES[a]) or self.simulate(
             tuning.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
         fastest = min(results, key=lambda a: results[a].time_s)
-        return replace(results[choice.algorithm], auto={
+        picked = results[choice.algorithm]
+        bounded = [tuning.SIMNET_NAMES[a] for a, r in results.items()
+                   if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
+        if bounded:
+            picked = replace(picked, warnings=[Finding("upper_bound", "", (
+                f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
+                f"so it may be faster than its time says"))] + picked.warnings)
+        return replace(picked, auto={
             "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol, "predicted_s": choice.time_s},
             "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
             "fastest": tuning.SIMNET_NAMES[fastest],

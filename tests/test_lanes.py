@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from simnet import simulate
 from simnet.collectives import check_collective, replay
-from simnet.collectives.lanes import replay_lanes
+from simnet.collectives.lanes import LaneProgram, replay_lanes
 from simnet.collectives.registry import algorithms_for, build_program
 from simnet.model import lane_timing, plan, timing
 from simnet.topology import load_topology, topology_from_dict
@@ -161,30 +161,63 @@ def steady_and_fluid(topo, collective, size, model):
 
 
 @pytest.mark.parametrize("collective", list(FUNCTIONS))
-@pytest.mark.parametrize("size", [8, 1_000_003, 2**26])
+@pytest.mark.parametrize("size", [8, 2**16, 1_000_003, 2**24, 2**26])
 def test_steady_lanes_bound_the_fluid_run_from_above(racks, collective, size):
-    """At line rate the channels share every GPU's NVLink port (the lanes refuse, above):
-    at their fair shares with all of them active at once, no link is ever asked for more
-    than it carries and no transfer runs faster than the fluid engine runs it, so the
-    time is an upper bound, and a close one for a ring (every connection busy nearly all
-    the time)."""
+    """At line rate the channels share every GPU's NVLink port (the lanes refuse, above).
+    At an equal split of every link among all the lanes crossing it, no link is ever asked
+    for more than it carries and no transfer runs faster than the fluid engine runs it, so
+    the time is an upper bound (measured here: up to 25 % above, AllReduce of 16 MiB)."""
     steady, fluid = steady_and_fluid(racks, collective, size, "ideal")
     assert steady.engine == "lanes-steady"
-    assert fluid.duration_ps <= steady.duration_ps <= 1.1 * fluid.duration_ps
+    assert fluid.duration_ps <= steady.duration_ps <= 1.3 * fluid.duration_ps
     np.testing.assert_allclose(steady.stats.bytes, fluid.stats.bytes, rtol=1e-12)
     assert (steady.stats.peak <= 1 + 1e-9).all()
+    if size >= 2**16:  # then every lane moves enough to be slowed by the GPU's port into its NVSwitch
+        assert steady.shared_link is not None and racks.kind(racks.links[steady.shared_link][1]) == "switch"
+
+
+def test_steady_lanes_stay_an_upper_bound_where_max_min_is_not_monotone():
+    """Max-min rates are not monotone in the set of active flows: lane A leaving P's port lets
+    B speed up there, and B then takes more of R's port from C, which feeds E. Max-min rates
+    with every lane active would finish before the fluid engine; the equal split must not."""
+    gpus = ["P", "Q1", "Q2", "R", "S"]
+    topo = topology_from_dict({"name": "star", "nodes": [{"id": g, "kind": "gpu"} for g in gpus]
+                               + [{"id": "sw", "kind": "switch"}],
+                               "links": [{"a": g, "b": "sw", "bandwidth": "1 GB/s", "latency": "1 ns"} for g in gpus]})
+    at = {g: i for i, g in enumerate(gpus)}
+    # lanes: A P->Q1, B P->R, C S->R (after E), D P->Q2, E R->S (after C)
+    src = np.array([at["P"], at["P"], at["S"], at["P"], at["R"]])
+    dst = np.array([at["Q1"], at["R"], at["R"], at["Q2"], at["S"]])
+    flows = np.array([1, 1, 100, 1, 100])
+    each = np.array([80 * 10**6, 80 * 10**6, 10**6, 1000, 10**6])
+
+    def pieces(q):
+        return np.zeros(5, dtype=np.int64), np.where(flows > q, each, 0).astype(np.int64), np.zeros(5, dtype=np.int8)
+
+    program = LaneProgram("star", gpus, gpus, 80 * 10**6, src=src, dst=dst, channel=np.zeros(5, dtype=np.int64),
+                          flows=flows, after=np.array([-1, -1, 4, -1, 2]), lag=np.array([1, 1, 1, 1, 0]),
+                          per_step=np.ones(5, dtype=np.int64), pieces=pieces,
+                          carried_bytes=(each * flows).astype(float))
+    fluid = replay(program.to_schedule(), topo)
+    assert replay_lanes(program, topo) is None  # P's and R's ports are shared beyond capacity
+    assert replay_lanes(program, topo, steady=True).duration_ps >= fluid.duration_ps
 
 
 def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):
     steady, fluid = steady_and_fluid(racks, "allreduce", 2**26, "nccl")
-    assert steady.duration_ps == fluid.duration_ps
+    assert steady.duration_ps == fluid.duration_ps and steady.shared_link is None
 
 
-def test_simulate_answers_a_program_too_large_to_replay_exactly_with_an_upper_bound(racks, monkeypatch):
-    exact = simulate(racks, "ring", 2**26, model="ideal")
+def test_simulate_bounds_only_rings_too_large_to_replay_exactly(racks, monkeypatch):
+    exact = simulate(racks, "ring", 2**24, model="ideal")
     monkeypatch.setattr("simnet.runner.MAX_EXACT", 100)
-    bound = simulate(racks, "ring", 2**26, model="ideal")
+    bound = simulate(racks, "ring", 2**24, model="ideal")
     assert (exact.replay.engine, bound.replay.engine) == ("fluid", "lanes-steady")
-    assert exact.time_s <= bound.time_s <= 1.1 * exact.time_s
-    assert bound.warnings[0].kind == "upper_bound" and "upper bound" in bound.warnings[0].message
+    assert exact.time_s <= bound.time_s
+    warning = bound.warnings[0]
+    assert warning.kind == "upper_bound" and "upper bound" in warning.message
+    assert racks.kind(warning.link.split("->")[1]) == "switch"  # a GPU's port into its NVSwitch
     assert all(w.kind != "upper_bound" for w in exact.warnings)
+    # a timeline cannot have the fluid engine that large a ring either; a tree is never bounded
+    assert simulate(racks, "ring", 2**24, model="ideal", timeline=True).replay.engine == "lanes-steady"
+    assert simulate(racks, "tree", 2**24, model="ideal").replay.engine == "fluid"

@@ -56,7 +56,7 @@ from simnet.collectives.replay import Replay, Timing
 from simnet.collectives.schedule import REDUCE, Schedule, ScheduleBuilder
 from simnet.network.accounting import SATURATED, LinkStats
 from simnet.network.fluid import check_horizon
-from simnet.network.maxmin import TIE, max_min_rates
+from simnet.network.maxmin import TIE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["LaneProgram", "replay_lanes", "merge_programs", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES", "MAX_EXACT"]
@@ -68,13 +68,13 @@ WATCHED_BYTES = 480
 """Peak memory per watched transfer (its times, its events on each watched link and their
 sort): 460 B measured for a 4,096-GPU tree of 16 MiB (3.9 M watched transfers, 1.87 GB)."""
 
-MAX_EXACT = 250_000
-"""Most transfers of a lane program the fluid engine replays when the exact lane replay
-refuses (lanes that may share a link beyond its capacity); beyond it they run as steady
-lanes (``replay_lanes(steady=True)``, an upper bound). The fluid engine's time grows with
-how often max-min rates change, not only with size: rings over two 32-GPU NVLink domains
+MAX_EXACT = 1_000_000
+"""Most transfers of a ring the fluid engine replays when the exact lane replay refuses
+(lanes that may share a link beyond its capacity); a larger ring runs as steady lanes
+(``replay_lanes(steady=True)``, an upper bound). The fluid engine's time grows with how
+often max-min rates change, not only with size: rings over two 32-GPU NVLink domains
 (258,048 transfers) replay in 6 s, over two 36-GPU domains (327,168) in 6 minutes, and
-two NVL72 racks (1.3 million) do not finish in 5 minutes."""
+over two NVL72 racks (1,317,888) they do not finish in 5 minutes."""
 
 MAX_SERIAL = 500_000
 """Most transfers one lane may carry for ``replay_lanes`` to take it: each transfer index is
@@ -243,11 +243,15 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     ``start_ps`` one for every lane or, for programs merged from groups timed apart, an
     array of one per lane); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
 
-    ``steady``: every lane runs at its max-min fair rate with *all* lanes active at once
-    (engine ``lanes-steady``), never None for a program that moves bytes. Those rates fit
-    every link at every instant, and the fluid engine never runs a transfer slower (a flow
-    leaving only raises the others' max-min rates), so every time is an upper bound on the
-    exact replay's, up to picosecond rounding: for programs too large to replay exactly.
+    ``steady`` (engine ``lanes-steady``, for programs too large to replay exactly): every
+    lane runs at most at an equal split of each link it crosses among *all* the lanes that
+    cross it, ``min(own rate, capacity / lanes)`` over its links. Those rates fit every link
+    at every instant, and max-min sharing never gives a transfer less: a flow frozen by a
+    full link gets at least that link's capacity over the flows crossing it, and fewer
+    cross it at any instant than cross it at all. So every time is an upper bound on the
+    exact one (up to picosecond rounding), as close as the lanes sharing a link are busy at
+    once: rings keep them busy, trees do not. Link statistics as for the exact lanes;
+    ``Replay.shared_link`` is the link whose split slowed lanes the most.
     """
     timing = timing or Timing()
     if not program.worth_replaying():
@@ -264,10 +268,18 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     moving = program.carried() > 0
     if not moving.any() or not np.isfinite(rate[moving]).all() or (rate[moving] <= 0).any():
         return None  # nothing to move; lanes with no link and no ceiling, or a link down
-    if steady:
-        rate[moving] = max_min_rates(paths[moving], padded, caps=rate[moving])
     width = paths.shape[1]
     crossing = np.bincount(paths[moving].ravel(), minlength=links + 1)[:links]
+    shared_link = None
+    if steady:  # an equal split of every link among all the lanes that cross it
+        share = np.append(capacity / np.maximum(crossing, 1), np.inf)
+        split = share[paths].min(axis=1)
+        slowed = moving & (split < rate)
+        rate = np.where(moving, np.minimum(rate, split), rate)
+        if slowed.any():
+            used = np.unique(paths[slowed])
+            used = used[used < links]
+            shared_link = int(used[np.argmin(share[used])])
     demand = np.bincount(paths[moving].ravel(), weights=np.repeat(rate[moving], width), minlength=links + 1)[:links]
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
@@ -279,13 +291,13 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     finished, busy, wire, intervals = _longest_path(program, rate, latency, timing, reduce_bandwidth,
                                                     message_overhead, watch)
     duration = int(finished.max(initial=0.0))
-    stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration, steady)
+    stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration)
     if len(watch) and not _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch], *intervals):
         return None
     _port_saturation(stats, duration)
     empty = np.zeros(0, dtype=np.int64)
     return Replay(None, topology, empty, empty, empty, stats, duration, engine="lanes-steady" if steady else "lanes",
-                  lanes_done_ps=finished.astype(np.int64))
+                  lanes_done_ps=finished.astype(np.int64), shared_link=shared_link)
 
 
 def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, timing: Timing,
@@ -382,11 +394,8 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_
 
 
 def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, rate: np.ndarray,
-                moving: np.ndarray, busy: np.ndarray, wire: np.ndarray, duration: int,
-                steady: bool = False) -> LinkStats:
-    """Per-link statistics from per-lane totals (exact where one lane crosses a link).
-    ``steady``: the lanes' rates fill some links together; such a link counts as saturated
-    while its least busy lane sends (the premise of those rates: all lanes at once)."""
+                moving: np.ndarray, busy: np.ndarray, wire: np.ndarray, duration: int) -> LinkStats:
+    """Per-link statistics from per-lane totals (exact where one lane crosses a link)."""
     links = len(capacity)
     width = paths.shape[1]
     flat = paths[moving].ravel()
@@ -403,11 +412,6 @@ def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, ra
     stats.busy_ps[:] = np.minimum(per_link(busy), duration).astype(np.int64)
     saturated = (crossing == 1) & (demand >= SATURATED * capacity)
     stats.saturated_ps[:] = np.where(saturated, stats.busy_ps, 0)
-    if steady:
-        least = np.full(links + 1, np.inf)
-        np.minimum.at(least, flat, np.repeat(busy[moving], width))
-        shared = (crossing > 1) & (demand >= SATURATED * capacity)
-        stats.saturated_ps[shared] = least[:links][shared].astype(np.int64)
     return stats
 
 

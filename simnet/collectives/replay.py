@@ -52,7 +52,7 @@ class Replay:
     ``engine`` is ``fluid`` (the fluid network, every transfer timed), ``lanes``
     (``simnet.collectives.lanes``: no schedule and no per-transfer times, only the
     completion time and the link statistics) or ``lanes-steady`` (the same, every lane at
-    its fair share with all lanes active: times are upper bounds)."""
+    an equal split of every link it shares: times are upper bounds)."""
 
     schedule: Schedule | None
     topology: Topology
@@ -65,6 +65,7 @@ class Replay:
     rerouted_bytes: float = 0.0  # bytes they still had to send when they moved
     engine: str = "fluid"
     lanes_done_ps: np.ndarray | None = None  # lanes: when each lane's last transfer was delivered
+    shared_link: int | None = None  # lanes-steady: the link whose equal split slowed lanes most
 
     @property
     def time(self) -> float:

@@ -407,8 +407,8 @@ def latency(system: System, algorithm: str, protocol: str, function: str = "AllR
 def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
     """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): an AllReduce Tree's
     is corrected by size (treeCorrectionFactor, below 512 MiB), and so is NVLSTree's on
-    Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7; simnet's hosts
-    are x86, ``System.cpu``)."""
+    Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7). simnet's hosts
+    are x86 (``System.cpu``): a GB200's Grace (Arm) host would not take it."""
     bw = algorithm_bandwidth(system, algorithm, protocol, function)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
     corrected = (algorithm == "Tree" and log_size < 23) or (

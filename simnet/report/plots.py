@@ -147,8 +147,10 @@ def heatmap_missing(results) -> str | None:
     if best.replay is None or not best.links:
         return "the featured run moved no data over links"
     if best.replay.stats.timeline is None:
+        why = ("too many to replay their sharing exactly: an upper bound" if best.replay.engine == "lanes-steady"
+               else "its transfers would not fit in memory")
         return (f"{best.algorithm} at {units.format_size(best.size_bytes)} was replayed connection by connection "
-                "(its transfers would not fit in memory), which keeps no link load over time")
+                f"({why}), which keeps no link load over time")
     return None
 
 
