@@ -39,8 +39,9 @@ class LinkReport:
 
 @dataclass(frozen=True)
 class Finding:
-    """A warning: ``kind`` is ``nic_overload``, ``link_congestion``, ``idle_servers`` or
-    ``upper_bound`` (the run was too large to replay exactly: its time is an upper bound);
+    """A warning: ``kind`` is ``nic_overload``, ``link_congestion``, ``idle_servers``,
+    ``upper_bound`` (the run was too large to replay exactly: its time is an upper bound) or
+    ``candidate_upper_bound`` (``auto``: another algorithm's time is only an upper bound);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str

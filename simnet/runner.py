@@ -196,9 +196,10 @@ class _Point:
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (
-                f"time is an upper bound: the ring's connections share {name or 'links'} beyond its capacity, "
-                f"and more than {MAX_EXACT:,} transfers are too many to replay that sharing exactly, so every "
-                f"connection ran at an equal split of each link it shares (docs/architecture.md: steady lanes)")))
+                f"time is an upper bound: the ring's connections may share links such as {name or 'its ports'} "
+                f"beyond their capacity, and more than {MAX_EXACT:,} transfers are too many to replay that "
+                f"sharing exactly, so every connection ran at an equal split of each link it crosses "
+                f"(docs/architecture.md: steady lanes)")))
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
                       channels=info.get("channels"), replay=run, collective=self.collective)
@@ -207,24 +208,27 @@ class _Point:
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
         (``simnet.collectives.lanes``) when the algorithm is a lane program, no condition
-        applies and no link can be shared beyond its capacity; a ring of more than
-        ``MAX_EXACT`` transfers whose links could be, as steady lanes (an upper bound);
-        else on the fluid network. A timeline asks for the fluid network unless its
-        schedule would not fit in memory or it is such a ring (the fluid network would not
-        finish). ``simulate_groups`` never bounds: its groups go to the fluid network."""
+        applies and no link can be shared beyond its capacity; under ``model: nccl``, a ring of
+        more than ``MAX_EXACT`` transfers that the exact lanes refuse as steady lanes (an upper
+        bound: the fluid network would not finish); else on the fluid network. A timeline
+        asks for the fluid network unless its schedule would not fit in memory or it is such
+        a ring. ``model: ideal`` (the exact reference) and ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
         program = None
         if not conditions:
             program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
-        steady = program is not None and program.algorithm == "ring" and len(program) > MAX_EXACT
-        if program is not None and program.worth_replaying() and (
-                not timeline or steady or not fits(len(program) * transfer_bytes(algorithm))):
-            timing = lane_timing(decided, program, self.topo)
-            run = replay_lanes(program, self.topo, timing, **engine)
-            if run is None and steady:
-                run = replay_lanes(program, self.topo, timing, steady=True, **engine)
-            if run is not None:
-                return decided, run, program.info
+        if program is not None and program.worth_replaying():
+            big_ring = program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
+            wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
+            if not wants_fluid or big_ring:
+                timing = lane_timing(decided, program, self.topo)
+                run = replay_lanes(program, self.topo, timing, **engine)
+                if run is None and big_ring:
+                    run = replay_lanes(program, self.topo, timing, steady=True, **engine)
+                elif wants_fluid:
+                    run = None  # the exact lanes took it: the fluid network gives the same times and a timeline
+                if run is not None:
+                    return decided, run, program.info
         decided, schedule, timing = self.prepare(algorithm, size, options)
         run = replay(schedule, self.topo, timing=timing, timeline=timeline, faults=list(conditions.faults),
                      start_delay=dict(conditions.delays), **engine)
@@ -287,7 +291,7 @@ class _Point:
         bounded = [tuning.SIMNET_NAMES[a] for a, r in results.items()
                    if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
         if bounded:
-            picked = replace(picked, warnings=[Finding("upper_bound", "", (
+            picked = replace(picked, warnings=[Finding("candidate_upper_bound", "", (
                 f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
                 f"so it may be faster than its time says"))] + picked.warnings)
         return replace(picked, auto={

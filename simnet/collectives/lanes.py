@@ -69,12 +69,12 @@ WATCHED_BYTES = 480
 sort): 460 B measured for a 4,096-GPU tree of 16 MiB (3.9 M watched transfers, 1.87 GB)."""
 
 MAX_EXACT = 1_000_000
-"""Most transfers of a ring the fluid engine replays when the exact lane replay refuses
-(lanes that may share a link beyond its capacity); a larger ring runs as steady lanes
-(``replay_lanes(steady=True)``, an upper bound). The fluid engine's time grows with how
-often max-min rates change, not only with size: rings over two 32-GPU NVLink domains
-(258,048 transfers) replay in 6 s, over two 36-GPU domains (327,168) in 6 minutes, and
-over two NVL72 racks (1,317,888) they do not finish in 5 minutes."""
+"""Most transfers of a ring the fluid engine replays under ``model: nccl`` when the exact
+lane replay refuses (lanes that may share a link beyond its capacity); a larger ring runs as
+steady lanes (``replay_lanes(steady=True)``, an upper bound). A crude gate: the fluid
+engine's time grows with how often max-min rates change, not with size alone. Rings over
+two 32-GPU NVLink domains (258,048 transfers) replay in 6 s, over two 36-GPU domains
+(327,168) in 6 minutes, over two NVL72 racks (1,317,888) not within 5 minutes."""
 
 MAX_SERIAL = 500_000
 """Most transfers one lane may carry for ``replay_lanes`` to take it: each transfer index is
@@ -251,7 +251,7 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     cross it at any instant than cross it at all. So every time is an upper bound on the
     exact one (up to picosecond rounding), as close as the lanes sharing a link are busy at
     once: rings keep them busy, trees do not. Link statistics as for the exact lanes;
-    ``Replay.shared_link`` is the link whose split slowed lanes the most.
+    ``Replay.shared_link`` is the link of smallest equal share among those that slowed a lane.
     """
     timing = timing or Timing()
     if not program.worth_replaying():
@@ -283,7 +283,9 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     demand = np.bincount(paths[moving].ravel(), weights=np.repeat(rate[moving], width), minlength=links + 1)[:links]
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
-    watched = (crossing > 1) & (demand >= SATURATED * capacity) & (not steady)
+    watched = (crossing > 1) & (demand >= SATURATED * capacity)
+    if steady:
+        watched[:] = False  # the equal split never asks a link for more than it carries
     watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
     watched_transfers = len(watch) * int(program.flows.max())
     if watched_transfers > MAX_WATCHED or not fits(watched_transfers * WATCHED_BYTES):

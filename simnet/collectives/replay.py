@@ -65,7 +65,7 @@ class Replay:
     rerouted_bytes: float = 0.0  # bytes they still had to send when they moved
     engine: str = "fluid"
     lanes_done_ps: np.ndarray | None = None  # lanes: when each lane's last transfer was delivered
-    shared_link: int | None = None  # lanes-steady: the link whose equal split slowed lanes most
+    shared_link: int | None = None  # lanes-steady: the link of smallest equal share that slowed a lane
 
     @property
     def time(self) -> float:
