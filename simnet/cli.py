@@ -594,7 +594,7 @@ def algorithms_command(collective: str) -> None:
                   "the pick's")
     console = _console()
     console.print(table)
-    console.print(f"Every algorithm also takes {' and '.join(COMMON_OPTIONS)}.")
+    console.print(f"Every algorithm also takes {', '.join(COMMON_OPTIONS[:-1])} and {COMMON_OPTIONS[-1]}.")
 
 
 @main.group()

@@ -27,7 +27,7 @@ from simnet.collectives import build_schedule, replay
 from simnet.collectives.kinds import ALLREDUCE
 from simnet.collectives.kinds import collective as lookup_collective
 from simnet.collectives.lanes import MAX_EXACT, merge_programs, replay_lanes
-from simnet.collectives.registry import COMMON_OPTIONS, algorithms_for, build_program
+from simnet.collectives.registry import ENGINE_OPTIONS, algorithms_for, build_program
 from simnet.collectives.replay import JobRun, Timing, replay_apart
 from simnet.collectives.schedule import transfer_bytes
 from simnet.conditions import Fault, check_reachable, resolve_faults, straggler_delays
@@ -97,11 +97,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates) or
     ``"ideal"`` (line rate); ``calibration`` refines ``nccl`` (a profile from ``simnet
     calibrate``, or its path; default: the topology's). ``env`` holds NCCL_ALGO /
-    NCCL_PROTO as NCCL reads them (default: the process environment). ``options`` are algorithm options and
-    ``reduce_bandwidth`` (B/s) / ``message_overhead`` (s). ``timeline=True`` keeps per-link
-    load over time on ``result.replay.stats`` (for plots and traces). ``reuse``: results of
-    this same call for other algorithms, by name, which ``auto`` takes instead of
-    simulating its candidates again. Over one GPU there is nothing to exchange: time 0, no links.
+    NCCL_PROTO as NCCL reads them (default: the process environment). ``options`` are algorithm options,
+    ``reduce_bandwidth`` (B/s) / ``message_overhead`` (s) and ``exact`` (never an upper bound).
+    ``timeline=True`` keeps per-link load over time on ``result.replay.stats`` (for plots
+    and traces). ``reuse``: results of this same call for other algorithms, by name, which
+    ``auto`` takes instead of simulating its candidates again. Over one GPU there is nothing
+    to exchange: time 0, no links.
     ``hierarchical`` without ``inner`` runs each of ``HIERARCHICAL_VARIANTS`` between
     groups and returns the faster (``result.variants`` holds every one's time).
 
@@ -188,7 +189,7 @@ class _Point:
                           options=dict(options), model=self.model, collective=self.collective)
         if algorithm == "hierarchical" and options.get("inner") is None:
             return self._fastest_inner(size, timeline, options, conditions)
-        engine = {k: options[k] for k in COMMON_OPTIONS if options.get(k) is not None}
+        engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}
         size = int(size)
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
@@ -212,13 +213,15 @@ class _Point:
         more than ``MAX_EXACT`` transfers that the exact lanes refuse as steady lanes (an upper
         bound: the fluid network would not finish); else on the fluid network. A timeline
         asks for the fluid network unless its schedule would not fit in memory or it is such
-        a ring. ``model: ideal`` (the exact reference) and ``simulate_groups`` never bound."""
+        a ring. ``model: ideal`` (the exact reference), ``options["exact"]`` and
+        ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
         program = None
         if not conditions:
             program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and program.worth_replaying():
-            big_ring = program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
+            big_ring = (program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
+                        and not options.get("exact"))
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
                 timing = lane_timing(decided, program, self.topo)

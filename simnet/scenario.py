@@ -123,6 +123,7 @@ class Options(Strict):
     reduce_bandwidth: Bandwidth | None = None
     message_overhead: Latency | None = None
     pxn: bool | None = None  # all_to_all / send_recv across hosts through the peer's rail (NCCL's default)
+    exact: bool | None = None  # never an upper bound: a ring too large to replay exactly runs on the fluid network
 
 
 class Workload(Strict):

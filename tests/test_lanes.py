@@ -245,3 +245,19 @@ def test_a_plot_says_why_a_bounded_ring_has_no_link_heatmap(nvlink_domains, monk
     bound = simulate(nvlink_domains, "ring", 2**22, timeline=True)
     why = heatmap_missing(SimpleNamespace(runs=[bound]))
     assert "too many to replay their sharing exactly: an upper bound" in why
+
+
+def test_the_exact_option_never_bounds(nvlink_domains, monkeypatch):
+    """``exact: true`` sends a ring too large to replay exactly to the fluid network (which
+    would take seconds here: stopped at its door) instead of bounding it."""
+    class FluidCalled(Exception):
+        pass
+
+    def fluid(*args, **kwargs):
+        raise FluidCalled
+
+    monkeypatch.setattr("simnet.runner.MAX_EXACT", 100)
+    assert simulate(nvlink_domains, "ring", 2**22).replay.engine == "lanes-steady"
+    monkeypatch.setattr("simnet.runner.replay", fluid)
+    with pytest.raises(FluidCalled):
+        simulate(nvlink_domains, "ring", 2**22, exact=True)

@@ -18,10 +18,14 @@ from simnet.collectives.schedule import Schedule
 from simnet.topology.model import Topology
 
 __all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "build_schedule", "build_program",
-           "chunk_count", "COMMON_OPTIONS", "order_algorithms", "algorithms_for"]
+           "chunk_count", "COMMON_OPTIONS", "ENGINE_OPTIONS", "order_algorithms", "algorithms_for"]
 
-COMMON_OPTIONS = ("reduce_bandwidth", "message_overhead")
-"""Options every algorithm accepts; the replay, not the schedule, applies them."""
+ENGINE_OPTIONS = ("reduce_bandwidth", "message_overhead")
+"""Options the replay, not the schedule, applies."""
+COMMON_OPTIONS = (*ENGINE_OPTIONS, "exact")
+"""Options every algorithm accepts: the engine's, and ``exact`` (never bound a run from
+above: replay a ring too large to replay exactly on the fluid network however long it
+takes; see ``simnet.collectives.lanes.MAX_EXACT``)."""
 
 
 @dataclass(frozen=True)
