@@ -228,8 +228,8 @@ class _Point:
                 run = replay_lanes(program, self.topo, timing, **engine)
                 if run is None and big_ring:
                     run = replay_lanes(program, self.topo, timing, steady=True, **engine)
-                elif wants_fluid:
-                    run = None  # the exact lanes took it: the fluid network gives the same times and a timeline
+                elif wants_fluid:  # the exact lanes took it: the fluid network, same times, has the timeline
+                    run = None
                 if run is not None:
                     return decided, run, program.info
         decided, schedule, timing = self.prepare(algorithm, size, options)

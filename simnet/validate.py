@@ -163,8 +163,7 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         "what",
         "simnet predicts for it out of the box: `model: nccl`, `auto` (what NCCL would pick), the point's",
         "`NCCL_ALGO`/`NCCL_PROTO`, on the system built from the hardware the source states",
-        "(`validation/nccl_tests_public.yaml`, which also quotes each row). Every log gives the same rows: 8 B (or "
-        "its",
+        "(`validation/nccl_tests_public.yaml`, which also quotes each row). Every log gives the same rows: 8 B (or its",
         "smallest size), 1 KiB, 64 KiB, 1 MiB, 16 MiB, 128 MiB, 1 GiB and its largest size, as far as the public text",
         "shows them, so no log is sampled only where it happens to agree. Error is",
         "`max(predicted/measured, measured/predicted) - 1`; summaries are geometric means. Regenerate with",

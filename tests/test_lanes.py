@@ -24,14 +24,16 @@ from simnet.topology import load_topology, topology_from_dict
 FUNCTIONS = {"allreduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather"}
 
 
-def both(topo, collective, size, model="nccl", reduce_bandwidth=None, algorithm="ring", **options):
-    """(fluid replay, lane replay or None) of NCCL's ``algorithm`` of ``collective``."""
+def both(topo, collective, size, model="nccl", reduce_bandwidth=None, algorithm="ring", steady=False, **options):
+    """(fluid replay, lane replay or None) of NCCL's ``algorithm`` of ``collective`` (the lanes
+    as steady lanes with ``steady``)."""
     decided = plan(model, topo, algorithm, size, options, algorithms_for(collective)[algorithm].options,
                    function=FUNCTIONS[collective])
     program = build_program(algorithm, topo, size, collective=collective, **decided.options)
     schedule = program.to_schedule()
     fluid = replay(schedule, topo, timing=timing(decided, schedule, topo), reduce_bandwidth=reduce_bandwidth)
-    lanes = replay_lanes(program, topo, lane_timing(decided, program, topo), reduce_bandwidth=reduce_bandwidth)
+    lanes = replay_lanes(program, topo, lane_timing(decided, program, topo), reduce_bandwidth=reduce_bandwidth,
+                         steady=steady)
     return fluid, lanes
 
 
@@ -150,16 +152,6 @@ def test_plots_and_trace_of_a_run_too_large_to_keep_its_transfers(cli, root, tmp
     assert json.loads(trace.read_text())["otherData"]["skipped (too many transfers)"] == ["ring"]
 
 
-def steady_and_fluid(topo, collective, size, model):
-    """(steady lanes, fluid replay) of NCCL's ring of ``collective``."""
-    decided = plan(model, topo, "ring", size, {}, algorithms_for(collective)["ring"].options,
-                   function=FUNCTIONS[collective])
-    program = build_program("ring", topo, size, collective=collective, **decided.options)
-    schedule = program.to_schedule()
-    fluid = replay(schedule, topo, timing=timing(decided, schedule, topo))
-    return replay_lanes(program, topo, lane_timing(decided, program, topo), steady=True), fluid
-
-
 @pytest.mark.parametrize("collective", list(FUNCTIONS))
 @pytest.mark.parametrize("size", [8, 2**16, 1_000_003, 14 * 2**20, 2**24, 2**26])
 def test_steady_lanes_bound_the_fluid_run_from_above(racks, collective, size):
@@ -167,7 +159,7 @@ def test_steady_lanes_bound_the_fluid_run_from_above(racks, collective, size):
     At an equal split of every link among all the lanes crossing it, no link is ever asked
     for more than it carries and no transfer runs faster than the fluid engine runs it, so
     the time is an upper bound (measured here: up to 29 % above, AllReduce of 14 MiB)."""
-    steady, fluid = steady_and_fluid(racks, collective, size, "ideal")
+    fluid, steady = both(racks, collective, size, model="ideal", steady=True)
     assert steady.engine == "lanes-steady"
     assert fluid.duration_ps <= steady.duration_ps <= 1.3 * fluid.duration_ps
     np.testing.assert_allclose(steady.stats.bytes, fluid.stats.bytes, rtol=1e-12)
@@ -204,7 +196,7 @@ def test_steady_lanes_stay_an_upper_bound_where_max_min_is_not_monotone():
 
 
 def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):
-    steady, fluid = steady_and_fluid(racks, "allreduce", 2**26, "nccl")
+    fluid, steady = both(racks, "allreduce", 2**26, steady=True)
     assert steady.duration_ps == fluid.duration_ps and steady.shared_link is None
 
 

@@ -283,9 +283,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     demand = np.bincount(paths[moving].ravel(), weights=np.repeat(rate[moving], width), minlength=links + 1)[:links]
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
-    watched = (crossing > 1) & (demand >= SATURATED * capacity)
-    if steady:
-        watched[:] = False  # the equal split never asks a link for more than it carries
+    # (steady lanes: the equal split never asks a link for more than it carries)
+    watched = (crossing > 1) & (demand >= SATURATED * capacity) & (not steady)
     watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
     watched_transfers = len(watch) * int(program.flows.max())
     if watched_transfers > MAX_WATCHED or not fits(watched_transfers * WATCHED_BYTES):
