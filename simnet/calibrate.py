@@ -79,6 +79,20 @@ class Fit:
     def errors_after(self) -> list[float]:
         return self._error(self.after_us, self.points)
 
+    @property
+    def rank_counts(self) -> list[int]:
+        """The rank counts the fitted rows ran on."""
+        return sorted({p.ranks for p in self.points})
+
+    @property
+    def warning(self) -> str | None:
+        """Why the profile may not carry over to other rank counts, or None."""
+        if len(self.rank_counts) > 1:
+            return None
+        return (f"every row ran on {self.rank_counts[0]} ranks, so the fit cannot tell a network step from the "
+                "start-up latency: at other node counts this profile can be further off than none at some sizes "
+                "(docs/validation_calibrated.md); add a log from another node count")
+
     @staticmethod
     def geomean(errors: list[float]) -> float:
         return math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1

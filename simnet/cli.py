@@ -544,7 +544,10 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
         raise InputError(str(exc)) from None
     console = _console()
     console.print(calibration_table(result))
+    if result.warning:
+        console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
+              "ranks": result.rank_counts,
               "nccl_variables": env,
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
                                 "after": round(result.geomean(result.errors_after), 4)}}

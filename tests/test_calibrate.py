@@ -87,6 +87,7 @@ def test_calibration_recovers_what_logs_were_made_with():
         times = {s: simulate(topo, "auto", s, gpus=ranks, calibration=truth, env={}).time_s * 1e6 for s in sizes}
         logs.append(parse_log(write_log(times, ranks), f"made{ranks}.log"))
     result = fit(topo, points_of(logs, topo))
+    assert result.rank_counts == [2, 4] and result.warning is None
     assert result.geomean(result.errors_before) > 0.15
     assert result.geomean(result.errors_after) <= 0.05
     fitted = result.calibration
@@ -119,6 +120,10 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     result = cli("calibrate", log, "-t", topo_file, "-o", out, "--plot", tmp_path / "fit.png")
     assert result.exit_code == 0, result.stderr
     assert "geometric mean" in result.stdout and "mine.log:" in result.stdout
+    # one log, one rank count: the fit cannot separate a network step from the start-up
+    # latency, and the user is told before trusting the profile at another node count
+    assert "warning one rank count: every row ran on 4 ranks" in " ".join(result.stdout.split())
+    assert yaml.safe_load(out.read_text())["fitted"]["ranks"] == [4]
     assert load_calibration(out).base_latency != 0
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
