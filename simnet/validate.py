@@ -13,8 +13,10 @@ the out-of-place and in-place times (both time the same collective; the first ro
 sweep is often inflated by warm-up in one of them); the summaries are geometric means of
 ``1 + error``, minus one, over all points, large (>= 128 MiB) and small (<= 1 MiB).
 
-    python -m simnet.validate            # print the table
-    python -m simnet.validate --write    # rewrite both pages
+    python -m simnet.validate            # print the pages
+    python -m simnet.validate --write    # refit the calibration checks, rewrite the pages
+
+The held-out calibration checks (docs/validation_calibrated.md) are ``simnet.heldout``'s.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from simnet import units
 
 __all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "TRAINING_DATA", "TRAINING_DOC", "Point", "Row",
            "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "growth_prose",
-           "topology_for", "predict", "predict_all", "summarize", "summary_table", "markdown", "collectives_markdown",
-           "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS"]
+           "topology_for", "cluster_topology", "predict", "predict_all", "summarize", "summary_table", "markdown",
+           "collectives_markdown", "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "validation" / "nccl_tests_public.yaml"
@@ -93,18 +95,23 @@ def load_points(path: Path = DATA) -> list[Point]:
             for p in data["points"]]
 
 
-def topology_for(point: Point):
-    """The system as a simnet topology: one NVSwitch server, or a rack of them on one switch."""
+def cluster_topology(name: str, hardware: dict, nodes: int, gpus_per_host: int):
+    """A system as a simnet topology: one NVSwitch server of ``gpus_per_host`` GPUs, or
+    ``nodes`` of them on one switch, built from ``hardware`` (a system's in the yaml)."""
     from simnet.topology import topology_from_dict
 
-    hardware = dict(point.hardware)
-    per_host = hardware.pop("gpus_per_host", point.ranks // point.nodes)
-    if point.nodes == 1:
-        generate = {"kind": "nvswitch", "gpus": point.ranks, "gpu": hardware["gpu"]}
+    hardware = dict(hardware)
+    per_host = hardware.pop("gpus_per_host", gpus_per_host)
+    if nodes == 1:
+        generate = {"kind": "nvswitch", "gpus": per_host, "gpu": hardware["gpu"]}
     else:
-        generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": point.nodes, "gpus_per_host": per_host,
-                    **hardware}
-    return topology_from_dict({"name": point.system, "generate": generate})
+        generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": nodes, "gpus_per_host": per_host, **hardware}
+    return topology_from_dict({"name": name, "generate": generate})
+
+
+def topology_for(point: Point):
+    """The system a point ran on: its nodes of the system's hardware."""
+    return cluster_topology(point.system, point.hardware, point.nodes, point.ranks // point.nodes)
 
 
 def predict(point: Point) -> Row:
@@ -169,7 +176,8 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         "`max(predicted/measured, measured/predicted) - 1`; summaries are geometric means. Regenerate with",
         "`python -m simnet.validate --write`; `tests/test_validation.py` keeps this page true.", "",
         "NCCL's other collectives: [validation_collectives.md](validation_collectives.md); whole training steps "
-        "against published measurements: [validation_training.md](validation_training.md).", "",
+        "against published measurements: [validation_training.md](validation_training.md); `simnet calibrate`'s "
+        "profiles at node counts they were not fitted on: [validation_calibrated.md](validation_calibrated.md).", "",
         *summary_table(rows), "",
         *_point_table(rows, collective=False),
     ]
@@ -425,19 +433,36 @@ def predict_all(points: list[Point], workers: int | None = None) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"rewrite {DOC.relative_to(ROOT)}")
+    parser.add_argument("--write", action="store_true",
+                        help="refit the calibration checks' profiles and rewrite the pages under docs/")
     args = parser.parse_args(argv)
+    from simnet import heldout
+
     pages = [(doc, render(predict_all(load_points(data)), yaml.safe_load(data.read_text()).get("excluded_systems", {})))
              for data, doc, render in ((DATA, DOC, markdown),
                                        (COLLECTIVES_DATA, COLLECTIVES_DOC, collectives_markdown))]
     common, series = load_series()
     pages.append((TRAINING_DOC, training_markdown([row for s in series for row in predict_series(s)], common)))
+    pages.append((heldout.DOC, _calibrated_page(refit=args.write)))
     for doc, text in pages:
         if args.write:
             doc.write_text(text)
             print(f"wrote {doc}")
         else:
             print(text)
+
+
+def _calibrated_page(refit: bool) -> str:
+    """docs/validation_calibrated.md, each check's profile refitted first with ``refit``."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from simnet import heldout
+
+    checks = heldout.load_checks()
+    with ProcessPoolExecutor() as pool:
+        if refit:
+            list(pool.map(heldout.fit_check, checks))
+        return heldout.markdown(checks, list(pool.map(heldout.check_rows, checks)))
 
 
 if __name__ == "__main__":
