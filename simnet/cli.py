@@ -161,6 +161,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     notes = _collective_notes(spec, changes)  # before -a joins the changes
     if algorithms:
         changes["algorithms"] = _algorithm_option(algorithms, scenario, changes.get("collective", spec.collective))
+        changes["every_algorithm"] = "all" in algorithms
     if sizes:
         changes["sizes"] = [_parse_option(units.parse_size, size, "--size", scenario) for size in sizes]
     if gpus is not None:
@@ -350,8 +351,11 @@ def _with_progress(spec, scenario: Path, timeline: bool):
 
 
 def _print_notes(console, results) -> None:
-    """Auto choices, the NCCL variables applied and warnings, one line each."""
+    """Auto choices, the NCCL variables applied, algorithms of `all` skipped and warnings, one line each."""
     from simnet import units
+
+    for algorithm, why in results.skipped.items():
+        console.print(f"skipped {algorithm} (all): {why}")
 
     variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable")
     for run in results.runs:
@@ -423,6 +427,8 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     if changes:
         spec = spec.replace(**changes)
     names = _algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
+    if names:  # every point rebuilds the scenario from its document: `all` there too
+        spec = spec.replace(algorithms=names, every_algorithm="all" in algorithms)
     try:
         plan = plan_sweep(spec, counts, axes, names)
     except ValueError as exc:  # the NCCL variables
@@ -435,8 +441,16 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     if computed < len(records):
         console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
                       f"{computed} computed now")
+    skipped = [r for r in records if "skipped" in r]
+    records = [r for r in records if "skipped" not in r]
+    if not records:
+        raise InputError(f"no algorithm of all runs at any point of the sweep: {skipped[0]['skipped']}", scenario)
     console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
-    for note in notes:
+    where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the GPU counts it was skipped at
+    for r in skipped:
+        where.setdefault((r["algorithm"], r["skipped"]), []).append(str(r["gpus"]))
+    for note in notes + [f"skipped {name} at {', '.join(dict.fromkeys(counts))} GPUs (all): {why}"
+                         for (name, why), counts in where.items()]:
         console.print(note)
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "

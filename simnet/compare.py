@@ -30,7 +30,8 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
         variants = scenario.variants if len(scenarios) == 1 else []
         for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
                                       [(scenario.name, scenario.cost, ())]):
-            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in scenario.algorithms]
+            records = [record for algorithm in scenario.algorithms
+                       if "skipped" not in (record := evaluate_point(plan, Point(overrides, None, algorithm)))]
             options.append((name, cost, records))
     return compare_rows(options)
 

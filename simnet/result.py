@@ -126,6 +126,7 @@ class Results:
     runs: list[Result]
     steps: list[dict] = field(default_factory=list)
     training: dict | None = None  # a transformer's training step (simnet.training.TrainingStep as a dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # algorithms of `all` the topology cannot run: why
 
     def winners(self) -> dict[int, Result]:
         """The fastest run per size, where there was a choice and data moved."""
@@ -143,6 +144,8 @@ class Results:
             data["steps"] = self.steps
         if self.training is not None:
             data["training"] = self.training
+        if self.skipped:
+            data["skipped"] = self.skipped
         return data
 
     FLAT_COLUMNS = ("scenario", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",

@@ -27,7 +27,7 @@ from simnet.collectives import build_schedule, replay
 from simnet.collectives.kinds import ALLREDUCE
 from simnet.collectives.kinds import collective as lookup_collective
 from simnet.collectives.lanes import MAX_EXACT, merge_programs, replay_lanes
-from simnet.collectives.registry import ENGINE_OPTIONS, algorithms_for, build_program
+from simnet.collectives.registry import ENGINE_OPTIONS, Unsupported, algorithms_for, build_program
 from simnet.collectives.replay import JobRun, Timing, replay_apart
 from simnet.collectives.schedule import transfer_bytes
 from simnet.conditions import Fault, check_reachable, resolve_faults, straggler_delays
@@ -424,7 +424,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     ``timeline=True`` keeps link loads over time for the runs at the largest size (what
     plots and traces show). With a ``workload`` the result also holds one training-step
     summary per algorithm, from the AllReduce time of each gradient bucket size; with
-    ``training``, the transformer's step (``simnet.training.step_time``).
+    ``training``, the transformer's step (``simnet.training.step_time``). A scenario of
+    ``all`` algorithms skips those its topology cannot run (``Unsupported``), saying why in
+    ``Results.skipped``; one it names is refused.
     """
     from simnet.workload import StepModel
 
@@ -434,30 +436,36 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     largest = max(scenario.sizes, default=0)
     done = 0
 
+    skipped: dict[str, str] = {}
+
     def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
         """Every algorithm of the scenario at ``size``; auto reuses the runs it would repeat."""
         nonlocal done
         results: dict[str, Result] = {}
         for algorithm in sorted(scenario.algorithms, key=lambda a: a == "auto"):
-            results[algorithm] = simulate(scenario.topology, algorithm, size, timeline=timeline,
-                                          model=scenario.model, calibration=scenario.calibration,
-                                          collective=scenario.collective,
-                                          reuse=results, **scenario.conditions(), **scenario.options)
+            try:
+                if algorithm not in skipped:
+                    results[algorithm] = simulate(scenario.topology, algorithm, size, timeline=timeline,
+                                                  model=scenario.model, calibration=scenario.calibration,
+                                                  collective=scenario.collective,
+                                                  reuse=results, **scenario.conditions(), **scenario.options)
+            except Unsupported as exc:
+                if not scenario.every_algorithm:
+                    raise
+                skipped[algorithm] = str(exc)
             done += 1
             if progress:
                 progress(done, total)
         return results
 
-    runs = []
-    by_size = {}
-    for size in scenario.sizes:
-        by_size[size] = each_algorithm(size, timeline and size == largest)
-        runs += [by_size[size][a] for a in scenario.algorithms]
+    by_size = {size: each_algorithm(size, timeline and size == largest) for size in scenario.sizes}
     by_bucket = {size: by_size[size] if size in by_size else each_algorithm(size, False) for size in buckets}
+    ran = [a for a in scenario.algorithms if a not in skipped]
+    runs = [by_size[size][a] for size in by_size for a in ran]
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
-             for a in scenario.algorithms] if model else []
-    return Results(scenario.name, runs, steps, training_step(scenario))
+             for a in ran] if model else []
+    return Results(scenario.name, runs, steps, training_step(scenario), skipped)
 
 
 def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None:

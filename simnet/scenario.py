@@ -305,6 +305,7 @@ class Scenario:
     sizes: list[int]
     algorithms: list[str]
     options: dict[str, Any]
+    every_algorithm: bool = False  # the algorithms are `all`: those the topology cannot run are skipped
     description: str = ""
     collective: str = "allreduce"  # see simnet.collectives.kinds
     training: Training | None = None  # a transformer's training step (simnet.training)
@@ -346,14 +347,17 @@ class Scenario:
                 document[key] = None if value is None else value.document()
             elif key == "training":
                 document[key] = None if value is None else value.model_dump(mode="json", exclude_none=True)
+            elif key == "every_algorithm":
+                if value:
+                    document["algorithms"] = "all"
             else:
                 document[key] = value
         clone.data = document
         return clone
 
 
-_REPLACEABLE = ("topology", "sizes", "algorithms", "options", "model", "calibration", "workload", "sweep", "collective",
-                "training")
+_REPLACEABLE = ("topology", "sizes", "algorithms", "every_algorithm", "options", "model", "calibration", "workload",
+                "sweep", "collective", "training")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -437,7 +441,9 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
     _check_options(spec, source)
+    every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
+                    every_algorithm=every,
                     collective=spec.collective, training=spec.training,
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
                     model=spec.model, calibration=calibration,

@@ -339,3 +339,35 @@ def test_nccl_variables_that_leave_nccl_nothing_are_one_line_everywhere(cli, tmp
     assert result.exit_code == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "leave nothing NCCL could run" in result.stderr
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_all_runs_what_the_topology_can_and_says_what_it_skipped(cli, tmp_path, root):
+    # one DGX H100: NVLSTree and CollNet run across hosts only, so `all` skips them with
+    # NCCL's reason and runs every other algorithm; naming one of them is still refused
+    path = tmp_path / "all.yaml"
+    path.write_text(f"name: every\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [1 MiB]\nalgorithms: all\n")
+    result = cli("run", path, "--json", tmp_path / "all.json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads((tmp_path / "all.json").read_text())
+    ran = [run["algorithm"] for run in data["runs"]]
+    assert set(data["skipped"]) == {"nvls_tree", "collnet_direct", "collnet_chain"}
+    assert "ring" in ran and "nvls" in ran and not set(ran) & set(data["skipped"])
+    assert "skipped nvls_tree (all): nvls_tree runs across hosts" in " ".join(result.stdout.split())
+    same = cli("run", root / "scenarios/single_node.yaml", "-a", "all", "-s", "1 MiB")
+    assert same.exit_code == 0 and "skipped collnet_chain (all)" in same.stdout
+    named = cli("run", path, "-a", "nvls_tree")
+    assert named.exit_code == 2 and "nvls_tree runs across hosts" in named.stderr
+
+
+def test_a_sweep_of_all_skips_an_algorithm_only_where_it_cannot_run(cli, tmp_path, root):
+    # two racks of 4 hosts: at 8 GPUs (one host) NVLSTree cannot run, at 16 it can
+    out, path = tmp_path / "sweep", tmp_path / "racks.yaml"
+    path.write_text(f"name: racks\ntopology: {root / 'topologies/two_racks.yaml'}\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("sweep", path, "--gpus", "8,16", "-a", "all", "--out", out, "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert "skipped nvls_tree at 8 GPUs (all)" in " ".join(result.stdout.split())
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    nvls_tree = {r["gpus"]: r for r in records if r["algorithm"] == "nvls_tree"}
+    assert "skipped" in nvls_tree[8] and nvls_tree[16]["sizes"] and "skipped" not in nvls_tree[16]
+    rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
+    assert ("nvls_tree", "8") not in {(r["algorithm"], r["gpus"]) for r in rows}

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.collectives.innetwork import NVLS_CHUNK, Unsupported, nvls_switch
-from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.innetwork import NVLS_CHUNK, nvls_switch
+from simnet.collectives.registry import Unsupported, chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.model import Topology
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.channels import channel_groups, default_channels
-from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.registry import Unsupported, chunk_count, register
 from simnet.collectives.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.collectives.tree import dtree_parents, tree_allreduce, tree_depth
 from simnet.topology.model import Topology
@@ -32,10 +32,6 @@ __all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch"
 
 NVLS_CHUNK = 128 * 1024
 """NCCL_NVLS_CHUNKSIZE's default, 128 KiB (NVIDIA/nccl v2.30.7 src/transport/nvls.cc)."""
-
-
-class Unsupported(ValueError):
-    """The topology lacks what an algorithm needs (an NVLS switch, SHARP switches)."""
 
 
 def nvls_switch(topology: Topology, gpus: list[str]) -> str:
@@ -227,7 +223,7 @@ def nvls_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int =
     (the GPU at the channel's NIC rail), the heads AllReduce it on NCCL's double binary tree
     between hosts (channels alternate the two trees), NVLS multicasts it back."""
     if len(topology.groups("host", ranks)) < 2:
-        raise ValueError("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
+        raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
     b = ScheduleBuilder("nvls_tree", ranks, size)
     _two_level(b, topology, ranks, size, "nvls", "tree", chunk_size, channels or default_channels(topology, ranks))
     return b.build()
@@ -237,7 +233,7 @@ def _collnet(name: str, intra: str):
     def build(topology: Topology, ranks: list[str], size: int, chunk_size: int = 512 * 1024,
               channels: int | None = None) -> Schedule:
         if len(topology.groups("host", ranks)) < 2:
-            raise ValueError(f"{name} runs across hosts (NCCL enables CollNet from two nodes on)")
+            raise Unsupported(f"{name} runs across hosts (NCCL enables CollNet from two nodes on)")
         b = ScheduleBuilder(name, ranks, size)
         _two_level(b, topology, ranks, size, intra, "sharp", chunk_size,
                    channels or default_channels(topology, ranks))

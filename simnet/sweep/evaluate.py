@@ -15,7 +15,9 @@ __all__ = ["evaluate_point"]
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     """Simulate one point; returns its record (raises ``InputError`` for bad overrides, or a
     point simnet cannot simulate here: too large for the memory, too long for the horizon,
-    NCCL variables that leave NCCL nothing to run)."""
+    NCCL variables that leave NCCL nothing to run). A point of ``all`` algorithms whose
+    algorithm its topology cannot run is a record with no sizes and ``skipped``: why."""
+    from simnet.collectives.registry import Unsupported
     from simnet.errors import InputError
 
     scenario = scenario_at(plan, point.overrides, point.gpus)
@@ -23,6 +25,10 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         return _evaluate(plan, point, scenario)
     except InputError:
         raise
+    except Unsupported as exc:
+        if not scenario.every_algorithm:
+            raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+        return {**_header(point, scenario), "skipped": str(exc)}
     except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
 
@@ -33,9 +39,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
 
     topology = scenario.topology
     gpus = len(topology.gpus)
-    record: dict[str, Any] = {"key": point.key, "set": dict(point.overrides), "gpus": gpus,
-                              "collective": scenario.collective,
-                              "algorithm": point.algorithm, "topology": topology.name, "sizes": []}
+    record = _header(point, scenario)
     cache: dict[int, Any] = {}
     if scenario.jobs:
         return _jobs_record(scenario, record, plan.env)
@@ -64,6 +68,13 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
         record.update({k: v for k, v in summary.items() if k != "gpus"})
     return record
+
+
+def _header(point: Point, scenario) -> dict[str, Any]:
+    """What every record of ``point`` starts with (its sizes still empty)."""
+    return {"key": point.key, "set": dict(point.overrides), "gpus": len(scenario.topology.gpus),
+            "collective": scenario.collective, "algorithm": point.algorithm, "topology": scenario.topology.name,
+            "sizes": []}
 
 
 def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
