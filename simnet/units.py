@@ -57,8 +57,8 @@ _BANDWIDTH = {
 }
 _TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0}
 _SIZE = {
-    "B": 1, "KB": 10**3, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+    "B": 1, "KB": 10**3, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
 }
 
 _QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d.+-][^\s]*)\s*$")
@@ -181,8 +181,8 @@ def _scaled(nbytes: float, table: tuple[tuple[str, int], ...]) -> str:
     return f"{_significant(nbytes)} B"
 
 
-_BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-_DECIMAL = (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+_BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
 
 def format_size(nbytes: float) -> str:
@@ -191,11 +191,11 @@ def format_size(nbytes: float) -> str:
     ``1025 KiB``); otherwise rounded in the largest binary unit (nccl-tests sizes are
     usually powers of two) or decimal unit, whichever is shorter.
 
-    >>> format_size(1_400_000_000), format_size(25 * 2**20), format_size(1000), format_size(3)
-    ('1.4 GB', '25 MiB', '1 KB', '3 B')
+    >>> format_size(1_400_000_000), format_size(25 * 2**20), format_size(1000), format_size(3), format_size(2**50)
+    ('1.4 GB', '25 MiB', '1 KB', '3 B', '1 PiB')
     """
     exact = [text for unit, scale in (*_BINARY, *_DECIMAL) if abs(nbytes) >= scale
-             for text in [f"{_significant(nbytes / scale)} {unit}"] if abs(parse_size_approx(text) - nbytes) < 0.5]
+             for text in [f"{_significant(nbytes / scale)} {unit}"] if abs(float(text.split()[0]) * scale - nbytes) < 0.5]
     if exact:
         return min(exact, key=len)
     binary, decimal = _scaled(nbytes, _BINARY), _scaled(nbytes, _DECIMAL)

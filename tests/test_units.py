@@ -60,8 +60,10 @@ def test_time_format_parse_round_trip(value):
     assert units.parse_time(units.format_time(value)) == pytest.approx(value, rel=5e-4)
 
 
-@given(st.integers(min_value=0, max_value=units.SIZE_MAX * 999 // 1000))
+@given(st.integers(min_value=0, max_value=units.SIZE_MAX))
 def test_size_format_parse_round_trip(value):
+    # up to the largest size simnet takes: 1 PiB printed once rounded to "1126 TB", which
+    # is above 1 PiB, and the table of a run that had finished could not be shown
     text = units.format_size(value)
     assert units.parse_size_approx(text) == pytest.approx(value, rel=5e-4, abs=0.5)
 
@@ -77,7 +79,7 @@ def test_sizes_come_back_in_the_unit_system_they_were_typed_in(number, unit):
         assert shown.endswith("iB") == unit.endswith("iB"), (typed, shown)
 
 
-@given(st.integers(min_value=0, max_value=43))
+@given(st.integers(min_value=0, max_value=50))
 def test_power_of_two_sizes_format_exactly(exponent):
     value = 2**exponent
     assert units.parse_size(units.format_size(value)) == value
