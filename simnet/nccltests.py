@@ -88,13 +88,17 @@ def parse_log(text: str, path: str = "<log>") -> Log:
                 ranks.add(int(match.group(1)))
             continue
         fields = line.split()
-        if not fields[0].isdigit():
+        if not fields[0][0].isdigit():
             continue  # prose, a header without '#', a command line
         parsed = _row(fields)
         if parsed is None:
             raise InputError(f"not an nccl-tests row (size count type redop [root] time algbw busbw ...): "
                              f"{line[:80]!r}", path, number)
         size, time, inplace, busbw = parsed
+        wrong = [t for t in (time, inplace) if t is not None and t <= 0]
+        if size > 0 and wrong:
+            raise InputError(f"time: {wrong[0]:g} us is not a time a collective takes (it must be positive)",
+                             path, number)
         if size > 0:
             log.rows.append(Row(size, time, inplace, busbw, number))
     if not log.rows:

@@ -66,6 +66,15 @@ def test_an_unreadable_row_is_one_line_naming_it():
         parse_log(text, "x.log")
     with pytest.raises(InputError, match="no nccl-tests rows found"):
         parse_log("# nothing here\n", "empty.log")
+    # a garbled size is refused like a garbled time, not dropped (the fit would lose a row
+    # without a word); a time of zero or below is no measurement
+    garbled = write_log({1024: 30.0, 2048: 31.0}, 2).replace("        1024           256", "        10x4           256")
+    with pytest.raises(InputError, match=r"x.log:\d+: not an nccl-tests row \(.*'10x4"):
+        parse_log(garbled, "x.log")
+    for bad in ("-30.00", "0.00"):
+        text = write_log({1024: 30.0}, 2).replace("-1    30.00", f"-1    {bad}")
+        with pytest.raises(InputError, match=r"x.log:\d+: time: -?0?\S* us is not a time a collective takes"):
+            parse_log(text, "x.log")
 
 
 def _pairs():
