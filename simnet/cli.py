@@ -141,13 +141,15 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
       simnet run scenarios/cross_rack.yaml -a ring -a hierarchical -s '256 MiB' --json out.json
       simnet run scenarios/cross_rack.yaml -c all_gather
     """
-    from simnet import units
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
     from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
-    from simnet.scenario import load_scenario
+    from simnet.scenario import load_scenario, parse_sizes
 
     spec = load_scenario(scenario)
+    for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
+        if path is not None and str(path) == "-":
+            raise InputError(f"{option}: '-' (standard output) is for --json only; name a file")
     files = [(p, option) for p, option in ((json_path, "--json"), (csv_path, "--csv"), (trace_path, "--trace"))
              if p and str(p) != "-"]
     for path, option in files:
@@ -163,7 +165,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         changes["algorithms"] = _algorithm_option(algorithms, scenario, changes.get("collective", spec.collective))
         changes["every_algorithm"] = "all" in algorithms
     if sizes:
-        changes["sizes"] = [_parse_option(units.parse_size, size, "--size", scenario) for size in sizes]
+        changes["sizes"] = [each for size in sizes for each in _parse_option(parse_sizes, size, "--size", scenario)]
     if gpus is not None:
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     if model is not None:

@@ -110,6 +110,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     ``stragglers`` (``{gpu: delay}`` or a distribution) make the run misbehave; the same
     run without them is simulated too and ``result.conditions`` says what they cost.
     """
+    if size < 0:
+        raise ValueError(f"size: {size} bytes; a size cannot be negative")
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
     env = nccl_env(env)

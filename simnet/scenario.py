@@ -61,6 +61,13 @@ def _non_negative_size(text: object) -> int:
     return size
 
 
+def _gpu_choice(value: object) -> object:
+    """Refuse a GPU count below one in words the user can act on."""
+    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+        raise ValueError(f"{value}: give a GPU count of at least 1, a list of GPU names, or all")
+    return value
+
+
 def parse_sizes(text: object) -> list[int]:
     """A size, a list of sizes, or an nccl-tests range ``"8 B .. 8 GiB x2"`` (-b/-e/-f).
 
@@ -68,6 +75,8 @@ def parse_sizes(text: object) -> list[int]:
     [1024, 2048, 4096]
     """
     if isinstance(text, list):
+        if not text:
+            raise ValueError("an empty list: give at least one size (e.g. [1 MiB, 1 GiB])")
         if len(text) > MAX_SIZES:
             raise ValueError(f"{len(text):,} sizes, over the {MAX_SIZES} simnet runs in one scenario")
         return [_non_negative_size(t) for t in text]
@@ -254,7 +263,8 @@ class ScenarioSpec(Strict):
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     algorithms: list[str] | Literal["all", "auto"] = ["auto"]
-    gpus: Literal["all"] | Annotated[int, Field(ge=1, strict=True)] | list[str] = "all"
+    gpus: Annotated[Literal["all"] | Annotated[int, Field(ge=1, strict=True)] | list[str],
+                    BeforeValidator(_gpu_choice)] = "all"
     options: Options = Options()
     workload: Workload | None = None
     training: Training | None = None

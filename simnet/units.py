@@ -195,7 +195,8 @@ def format_size(nbytes: float) -> str:
     ('1.4 GB', '25 MiB', '1 KB', '3 B', '1 PiB')
     """
     exact = [text for unit, scale in (*_BINARY, *_DECIMAL) if abs(nbytes) >= scale
-             for text in [f"{_significant(nbytes / scale)} {unit}"] if abs(float(text.split()[0]) * scale - nbytes) < 0.5]
+             for number in [_significant(nbytes / scale)] if abs(float(number) * scale - nbytes) < 0.5
+             for text in [f"{number} {unit}"]]
     if exact:
         return min(exact, key=len)
     binary, decimal = _scaled(nbytes, _BINARY), _scaled(nbytes, _DECIMAL)

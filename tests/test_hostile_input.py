@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import simnet
 from simnet import InputError, load_topology
 
 LAUGHS = 'name: x\na: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -141,6 +142,8 @@ REFUSED = [  # (what the user wrote, where, the message it gets)
     ({"algorithms": "ps", "options": "ps_servers: 2"}, "s.yaml:5", "options.ps_servers: 2 requested but there are "
                                                                    "only 1 parameter servers"),
     ({"extra": "gpus: [g0, g0]\n"}, "s.yaml:6", "gpus: 'g0' is listed twice"),
+    ({"extra": "gpus: 0\n"}, "s.yaml:6", "gpus: 0: give a GPU count of at least 1, a list of GPU names, or all"),
+    ({"size": ""}, "s.yaml:3", "sizes: an empty list: give at least one size"),
     ({"extra": "workload: {compute_time: 0 s, gradient_size: 1 MiB}\n"}, "s.yaml:6", "compute_time must be positive"),
     ({"extra": "variants: [{name: a, set: {model: ideal}, cost: -1 M$}]\n"}, "s.yaml:6",
      "variants[0].cost: '-1 M$': a cost must be zero or more"),
@@ -238,6 +241,26 @@ def test_unwritable_places_are_refused_before_simulating(cli, root, option):
     result = cli("run", root / "scenarios/single_node.yaml", option, "/proc/simnet-out.x")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"{option}: cannot write /proc/simnet-out.x: cannot create files in /proc")
+
+
+@pytest.mark.parametrize("option", ["--csv", "--trace"])
+def test_standard_output_is_for_json_only(cli, root, option):
+    # '-' was silently dropped: exit 0, nothing written anywhere
+    result = cli("run", root / "scenarios/single_node.yaml", option, "-")
+    assert result.exit_code == 2 and result.stderr == f"{option}: '-' (standard output) is for --json only; name a file\n"
+
+
+def test_the_python_api_refuses_a_negative_size_by_name(root):
+    with pytest.raises(ValueError, match="size: -5 bytes; a size cannot be negative"):
+        simnet.simulate(root / "topologies/dgx_h100.yaml", "ring", -5)
+
+
+@pytest.mark.parametrize("size, message", [("-1 MiB", "'-1 MiB': a size cannot be negative"),
+                                           ("0", "'0' is not a size")])
+def test_a_negative_or_unitless_size_option_says_so(cli, root, size, message):
+    result = cli("run", root / "scenarios/single_node.yaml", "-s", size)
+    assert result.exit_code == 2 and result.stderr.strip().endswith(f"--size: {message} (e.g. '64 MiB', '1 GB')"
+                                                                    if size == "0" else f"--size: {message}")
 
 
 SWEEP = """name: sw
