@@ -188,7 +188,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         if results.runs:
             console.print(results_table(results, title=f"{spec.name}: {COLLECTIVES[spec.collective].title} on {gpus} "
                                                       f"GPU{'s' if gpus > 1 else ''} ({spec.topology.name}), "
-                                                      f"model {spec.model}"))
+                                                      f"{_model_label(spec)}"))
         if results.training is not None:
             for table in training_tables(results.training):
                 console.print(table)
@@ -249,7 +249,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         return
     console = _console()
     console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
-                                     f"model {spec.model}"))
+                                     f"{_model_label(spec)}"))
     if len(spec.jobs) > 1:
         console.print(interference_table(result))
     if json_path:
@@ -331,6 +331,12 @@ def _workload_label(spec) -> str:
     return (f"{units.format_time(model.compute_s)} compute, {units.format_size(model.gradient_bytes)} gradient in "
             f"{len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
             f"GPU{'s' if len(spec.topology.gpus) > 1 else ''}")
+
+
+def _model_label(spec) -> str:
+    """The performance model a scenario runs, and the calibration profile refining it."""
+    profile = spec.calibration or spec.topology.calibration
+    return f"model {spec.model}" + (f", calibrated by {profile}" if spec.model == "nccl" and profile else "")
 
 
 def _parse_option(parse, value, option: str, scenario: Path):

@@ -71,6 +71,7 @@ class Result:
     variants: dict | None = None  # option -> {value: time_s} simnet tried, keeping the fastest (hierarchical's inner)
     conditions: dict | None = None  # with faults or stragglers: what they cost against the healthy run
     collective: str = "allreduce"  # see simnet.collectives.kinds
+    calibration: str | None = None  # the profile that refined the nccl model (its path), if one did
     replay: Any = field(default=None, repr=False, compare=False)  # the timed schedule (traces, plots)
 
     @property
@@ -114,6 +115,8 @@ class Result:
             data["variants"] = self.variants
         if self.conditions is not None:
             data["conditions"] = self.conditions
+        if self.calibration is not None:
+            data["calibration"] = self.calibration
         return data
 
 

@@ -119,6 +119,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     conditions = _Conditions.of(topo, faults, stragglers)
     point = _Point(topo, lookup_collective(collective).name, model, env, calibration)
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
+    if calibration is not None and model == "nccl":
+        result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     if not conditions:
         return result
     healthy = point.simulate(result.algorithm, size, False, None, _Conditions(), options)

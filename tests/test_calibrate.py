@@ -114,6 +114,15 @@ def test_profiles_are_named_by_topologies_and_scenarios(tmp_path, cli):
     slow = simulate(topology, "ring", 8)
     assert slow.time_s == pytest.approx(plain.time_s + 10e-6, rel=1e-4)  # (8 B at half the rate: a few ps more)
     assert simulate(topology, "ring", 2**28).time_s > 1.9 * simulate(_pairs(), "ring", 2**28).time_s
+    # a calibrated number says so: in the result (and its JSON) and in the table's title;
+    # the line-rate model takes no profile and names none
+    assert slow.calibration.endswith("slow.cal.yaml") and slow.to_dict()["calibration"] == slow.calibration
+    assert plain.calibration is None and "calibration" not in plain.to_dict()
+    assert simulate(topology, "ring", 8, model="ideal").calibration is None
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\ntopology: pairs.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    shown = cli("run", scenario)
+    assert shown.exit_code == 0 and "model nccl, calibrated by " in shown.stdout and "slow.cal.yaml" in shown.stdout
     bad = tmp_path / "bad.cal.yaml"
     bad.write_text("calibration:\n  bandwidth: 7\n")
     with pytest.raises(InputError, match=r"bad.cal.yaml:2: calibration.bandwidth: 7 must be at most 2"):
