@@ -55,6 +55,17 @@ def test_every_generator_parameter_is_documented(root):
                 assert f"`{parameter}`" in text, f"{name}.{parameter} is not in docs/topologies.md"
 
 
+def test_the_yaml_reference_is_a_topology_that_loads(root, tmp_path):
+    # a reader pastes it to start from: it must pass `simnet topo check` as it stands
+    from simnet import load_topology
+
+    text = (root / "docs/topologies.md").read_text()
+    reference = re.search(r"## YAML reference\n\n```yaml\n(.*?)```", text, re.S).group(1)
+    (tmp_path / "ref.yaml").write_text(reference)
+    topology = load_topology(tmp_path / "ref.yaml")
+    assert topology.gpus == ["gpu1", "gpu0"] and topology.kind("nvs0") == "switch"
+
+
 @pytest.fixture(scope="module")
 def ran_readme(tmp_path_factory):
     """Run every README simnet command, as a user would, in a fresh directory."""

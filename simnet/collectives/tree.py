@@ -262,7 +262,8 @@ def tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
 @register("tree",
           "NCCL's Tree: double binary tree between hosts, a chain through each host's GPUs, pipelined",
           "2*(ppn-1 + D_hosts)*(L + c/B) + (k-1)*c/B per channel of k chunks of c bytes, D_hosts the depth "
-          "of NCCL's binary tree over hosts, when the channels share no link",
+          "of NCCL's binary tree over hosts, when the channels share no link (channels: C runs NCCL's 2C, one "
+          "per tree; on one host both trees are the same chain, so its two channels share every link)",
           options=("chunk_size", "channels"), program=tree_program)
 def tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK,
          channels: int | None = None) -> Schedule:
