@@ -7,8 +7,11 @@ fits the ``Calibration`` parameters (three latencies, the network's rate factor 
 factor at each of five sizes) by least squares on log time, Levenberg-Marquardt
 on a Jacobian of finite differences, each parameter gently held towards its default so a
 log that says nothing about one (a single node about the network) leaves it alone. Logs
-from different rank counts (one node, and several) tell a network step from the start-up
-latency; one log alone may not.
+from different rank counts (one node, and several) tell a step's latency from the
+start-up latency; rows of one rank count cannot (every row takes the same steps), so
+there the per-step latencies keep NCCL's figures and only the start-up latency is fitted
+(fitted freely, a profile from one node count predicted other node counts worse than
+none: docs/validation_calibrated.md).
 
 >>> points = [CalibrationPoint("x.log", 8, 2**20, 30.0, 1)]
 >>> points[0].label
@@ -89,9 +92,9 @@ class Fit:
         """Why the profile may not carry over to other rank counts, or None."""
         if len(self.rank_counts) > 1:
             return None
-        return (f"every row ran on {self.rank_counts[0]} ranks, so the fit cannot tell a network step from the "
-                "start-up latency: at other node counts this profile can be further off than none at some sizes "
-                "(docs/validation_calibrated.md); add a log from another node count")
+        return (f"every row ran on {self.rank_counts[0]} ranks, which cannot tell a step's latency from the "
+                "start-up latency: the steps keep NCCL's figures and only the start-up latency was fitted; for "
+                "other node counts add a log from another one (docs/validation_calibrated.md)")
 
     @staticmethod
     def geomean(errors: list[float]) -> float:
@@ -169,11 +172,15 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     for i in range(knots - 1):
         smooth[i, 4 + i], smooth[i, 5 + i] = -1, 1
 
+    # with one rank count every row takes the same number of steps: a per-step latency and
+    # the start-up latency explain the rows equally well, so the steps keep NCCL's figures
+    held = set(LATENCIES[1:]) if len({p.ranks for p in points}) == 1 else set()
+
     def jacobian_at(x: np.ndarray, times: np.ndarray) -> np.ndarray:
         columns = np.zeros((len(points), len(PARAMETERS)))
         for j, name in enumerate(PARAMETERS):
             rows = [i for i, p in enumerate(points) if _touches(p, name)]
-            if not rows:
+            if not rows or name in held:
                 continue
             step = np.zeros(len(PARAMETERS))
             size = _STEP[_kind(name)]

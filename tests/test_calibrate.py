@@ -104,6 +104,21 @@ def test_calibration_recovers_what_logs_were_made_with():
     assert fitted.bandwidth_at(2**22) * fitted.network_bandwidth == pytest.approx(0.8, rel=0.1)
 
 
+def test_one_rank_count_fits_the_start_up_latency_and_keeps_nccls_steps():
+    # every row of a 4-rank log takes the same steps: 12 us more per network step looks the
+    # same as 12 us x steps more at the start, so the fit takes the start and leaves the
+    # steps at NCCL's figures (fitted freely, a profile from one node count predicted other
+    # node counts worse than none did: docs/validation_calibrated.md)
+    topo = _pairs()
+    truth = Calibration(network_step_latency=12e-6)
+    sizes = [8, 1024, 65536, 2**20]
+    times = {s: simulate(topo, "auto", s, gpus=4, calibration=truth, env={}).time_s * 1e6 for s in sizes}
+    result = fit(topo, points_of([parse_log(write_log(times, 4), "one.log")], topo))
+    assert result.warning and result.rank_counts == [4]
+    assert result.calibration.intra_step_latency == 0 and result.calibration.network_step_latency == 0
+    assert result.calibration.base_latency > 10e-6 and result.geomean(result.errors_after) <= 0.05
+
+
 def test_profiles_are_named_by_topologies_and_scenarios(tmp_path, cli):
     profile = tmp_path / "slow.cal.yaml"
     profile.write_text(yaml.safe_dump({"calibration": {"base_latency": "10 us", "bandwidth": 0.5}}))
