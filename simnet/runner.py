@@ -188,6 +188,9 @@ class _Point:
         if algorithm not in table and algorithm != "auto":
             raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
                              f"{', '.join(table)} or auto")
+        if algorithm in ("nvls", "nvls_tree") and tuning.system_of(topo).nvls and not nccl_system(topo, self.env).nvls:
+            raise Unsupported(f"NCCL_NVLS_ENABLE={self.env['NCCL_NVLS_ENABLE']} turns NVLink SHARP off, as in NCCL: "
+                              f"no {algorithm}; unset it to run {algorithm}")
         if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
             return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
                           options=dict(options), model=self.model, collective=self.collective)

@@ -260,6 +260,12 @@ def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
     assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "-1"}).algorithm == "nvls"  # not 0: on
     bad = cli("run", path, env={"NCCL_NVLS_ENABLE": "false"})  # NCCL would read 0: a typo simnet names
     assert bad.exit_code == 2 and "NCCL_NVLS_ENABLE='false': not an integer" in bad.stderr
+    # NVLS off is off for an algorithm named too (it ran, and was starred fastest): refused
+    # when named, skipped with the reason under `all`
+    named = cli("run", path, "-a", "nvls", env={"NCCL_NVLS_ENABLE": "0"})
+    assert named.exit_code == 2 and "NCCL_NVLS_ENABLE=0 turns NVLink SHARP off, as in NCCL: no nvls" in named.stderr
+    every = cli("run", path, "-a", "all", env={"NCCL_NVLS_ENABLE": "0"})
+    assert every.exit_code == 0 and "skipped nvls (all): NCCL_NVLS_ENABLE=0" in " ".join(every.stdout.split())
 
 
 def test_nccl_list_syntax():
