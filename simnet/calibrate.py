@@ -8,10 +8,10 @@ factor at each of five sizes) by least squares on log time, Levenberg-Marquardt
 on a Jacobian of finite differences, each parameter gently held towards its default so a
 log that says nothing about one (a single node about the network) leaves it alone. Logs
 from different rank counts (one node, and several) tell a step's latency from the
-start-up latency; rows of one rank count cannot (every row takes the same steps), so
-there the per-step latencies keep NCCL's figures and only the start-up latency is fitted
-(fitted freely, a profile from one node count predicted other node counts worse than
-none: docs/validation_calibrated.md).
+start-up latency; rows of one rank count barely can (they take nearly the same steps),
+so there the per-step latencies keep NCCL's figures and only the start-up latency is
+fitted (fitted freely, a profile from one node count predicted other node counts worse
+than none: docs/validation_calibrated.md).
 
 >>> points = [CalibrationPoint("x.log", 8, 2**20, 30.0, 1)]
 >>> points[0].label
@@ -69,6 +69,13 @@ class Fit:
     runs: list[tuple[str, str | None]]  # (algorithm, protocol) per point
     before_us: list[float]
     after_us: list[float]
+    held: tuple[str, ...] = ()  # parameters kept at NCCL's figures (the rows cannot tell them apart)
+    at_bound: tuple[str, ...] = ()  # parameters the fit pushed to the edge of their range
+
+    def note(self, name: str) -> str:
+        """How ``Calibration.parameters``' ``name`` came out: '' (fitted), ' (held)' or ' (at its bound)'."""
+        label = {_label(p): p for p in PARAMETERS}.get(name, name)
+        return " (held)" if label in self.held else " (at its bound)" if label in self.at_bound else ""
 
     @staticmethod
     def _error(predicted: list[float], points: list[CalibrationPoint]) -> list[float]:
@@ -92,7 +99,7 @@ class Fit:
         """Why the profile may not carry over to other rank counts, or None."""
         if len(self.rank_counts) > 1:
             return None
-        return (f"every row ran on {self.rank_counts[0]} ranks, which cannot tell a step's latency from the "
+        return (f"every row ran on {self.rank_counts[0]} ranks, which barely tells a step's latency from the "
                 "start-up latency: the steps keep NCCL's figures and only the start-up latency was fitted; for "
                 "other node counts add a log from another one (docs/validation_calibrated.md)")
 
@@ -117,6 +124,13 @@ def points_of(logs: list[Log], topology, gpus: int | None = None) -> list[Calibr
 
 def _kind(name: str) -> str:
     return name if name in LATENCIES else "rate"
+
+
+def _label(name: str) -> str:
+    """A parameter as ``Calibration.parameters`` names it (``bandwidth@65536``: ``bandwidth at 64 KiB``)."""
+    from simnet import units
+
+    return f"bandwidth at {units.format_size(int(name.split('@')[1]))}" if "@" in name else name
 
 
 def _vector(calibration: Calibration) -> np.ndarray:
@@ -172,8 +186,9 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     for i in range(knots - 1):
         smooth[i, 4 + i], smooth[i, 5 + i] = -1, 1
 
-    # with one rank count every row takes the same number of steps: a per-step latency and
-    # the start-up latency explain the rows equally well, so the steps keep NCCL's figures
+    # rows of one rank count take nearly the same steps (by size NCCL may pick an algorithm
+    # with other steps): a per-step latency and the start-up latency explain them about
+    # equally, so the steps keep NCCL's figures
     held = set(LATENCIES[1:]) if len({p.ranks for p in points}) == 1 else set()
 
     def jacobian_at(x: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -212,4 +227,7 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
             jacobian = jacobian_at(best, best_times)  # Levenberg-Marquardt: re-linearise where we are
         else:
             damping *= 10
-    return Fit(_calibration(best), points, runs, before.tolist(), best_times.tolist())
+    edges = [name for name, value in zip(PARAMETERS, best) if name not in held
+             and min(abs(value - edge) for edge in _BOUNDS[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
+    return Fit(_calibration(best), points, runs, before.tolist(), best_times.tolist(),
+               tuple(sorted(held)), tuple(edges))

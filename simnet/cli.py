@@ -115,7 +115,8 @@ def main(debug: bool) -> None:
               help="Algorithm to run instead of the file's (repeatable; 'auto' or 'all' too).")
 @click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default=None,
               help="Collective instead of the file's (sizes in nccl-tests' convention).")
-@click.option("-s", "--size", "sizes", multiple=True, help="Size instead of the file's, e.g. '64 MiB' (repeatable).")
+@click.option("-s", "--size", "sizes", multiple=True,
+              help="Size instead of the file's, e.g. '64 MiB' or '8 B .. 1 GiB x2' (repeatable).")
 @click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
 @click.option("--model", type=click.Choice(["nccl", "ideal"]), default=None,
               help="Performance model instead of the file's: nccl (what nccl-tests measures) or ideal (line rate).")
@@ -144,7 +145,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
     from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
-    from simnet.scenario import load_scenario, parse_sizes
+    from simnet.scenario import MAX_SIZES, load_scenario, parse_sizes
 
     spec = load_scenario(scenario)
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
@@ -166,6 +167,9 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         changes["every_algorithm"] = "all" in algorithms
     if sizes:
         changes["sizes"] = [each for size in sizes for each in _parse_option(parse_sizes, size, "--size", scenario)]
+        if len(changes["sizes"]) > MAX_SIZES:
+            raise InputError(f"--size: {len(changes['sizes']):,} sizes, over the {MAX_SIZES} simnet runs in one "
+                             "scenario", scenario)
     if gpus is not None:
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     if model is not None:
@@ -296,6 +300,7 @@ def _collective_option(spec, collective: str | None, algorithms: tuple[str, ...]
 
         table = algorithms_for(collective)
         changes["algorithms"] = [a for a in spec.algorithms if a in table or a == "auto"] or ["auto"]
+        changes["every_algorithm"] = spec.every_algorithm
     return changes
 
 
@@ -435,10 +440,8 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     if changes:
         spec = spec.replace(**changes)
     names = _algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
-    if names:  # every point rebuilds the scenario from its document: `all` there too
-        spec = spec.replace(algorithms=names, every_algorithm="all" in algorithms)
     try:
-        plan = plan_sweep(spec, counts, axes, names)
+        plan = plan_sweep(spec, counts, axes, names, every_algorithm="all" in algorithms if names else None)
     except ValueError as exc:  # the NCCL variables
         raise InputError(str(exc), scenario) from None
     out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
@@ -454,11 +457,13 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     if not records:
         raise InputError(f"no algorithm of all runs at any point of the sweep: {skipped[0]['skipped']}", scenario)
     console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
-    where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the GPU counts it was skipped at
+    where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
-        where.setdefault((r["algorithm"], r["skipped"]), []).append(str(r["gpus"]))
-    for note in notes + [f"skipped {name} at {', '.join(dict.fromkeys(counts))} GPUs (all): {why}"
-                         for (name, why), counts in where.items()]:
+        axes = ", ".join(f"{k}={v}" for k, v in r["set"].items())
+        point = f"{r['gpus']} GPUs" + (f" ({axes})" if axes else "")
+        where.setdefault((r["algorithm"], r["skipped"]), []).append(point)
+    for note in notes + [f"skipped {name} at {'; '.join(dict.fromkeys(points))} (all): {why}"
+                         for (name, why), points in where.items()]:
         console.print(note)
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
@@ -508,6 +513,9 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
         raise InputError(str(exc), scenarios[0]) from None
     console = _console()
     console.print(compare_table(rows, "hardware options"))
+    for row in rows:
+        for algorithm, why in row["skipped"].items():
+            console.print(f"skipped {algorithm} for {row['option']} (all): {why}")
     title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
     console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: {title}', output)}")
 
@@ -569,7 +577,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
     if result.warning:
         console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
-              "ranks": result.rank_counts,
+              "ranks": result.rank_counts, "held": list(result.held), "at_bound": list(result.at_bound),
               "nccl_variables": env,
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
                                 "after": round(result.geomean(result.errors_after), 4)}}

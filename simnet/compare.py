@@ -21,7 +21,9 @@ def _largest(record: dict) -> dict:
 
 
 def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
-    """One row per option: the variants of a single scenario, or each of several scenarios."""
+    """One row per option: the variants of a single scenario, or each of several scenarios.
+    An option's algorithms of ``all`` that its topology cannot run are left out, each row
+    saying which and why (``skipped``); ``ValueError`` when none is left."""
     if len(scenarios) == 1 and not scenarios[0].variants:
         raise ValueError("compare needs variants: in the file, or two or more scenario files")
     options = []
@@ -30,16 +32,19 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
         variants = scenario.variants if len(scenarios) == 1 else []
         for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
                                       [(scenario.name, scenario.cost, ())]):
-            records = [record for algorithm in scenario.algorithms
-                       if "skipped" not in (record := evaluate_point(plan, Point(overrides, None, algorithm)))]
-            options.append((name, cost, records))
+            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in scenario.algorithms]
+            ran = [r for r in records if "skipped" not in r]
+            if not ran:
+                raise ValueError(f"option {name}: none of its algorithms runs here ({records[0]['skipped']})")
+            options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}))
     return compare_rows(options)
 
 
-def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[dict]:
-    """One row per hardware option (name, cost, its points' records): its fastest algorithm
-    and what it buys. ``merit_s`` is the time the comparison ranks by (module docstring)."""
-    every = [record for _, _, records in options for record in records]
+def compare_rows(options: list[tuple]) -> list[dict]:
+    """One row per hardware option (name, cost, its points' records[, the algorithms it
+    skipped: why]): its fastest algorithm and what it buys. ``merit_s`` is the time the
+    comparison ranks by (module docstring)."""
+    every = [record for _, _, records, *_ in options for record in records]
     kinds = {record.get("collective", "allreduce") for record in every}
     if len(kinds) > 1 and not all("step_s" in record for record in every):
         raise ValueError(f"compare: the options run different collectives ({', '.join(sorted(kinds))}); compare "
@@ -47,7 +52,7 @@ def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[di
     training = all("step_s" in record for record in every)
     workload = not training and all("iteration_time_s" in record for record in every)
     rows = []
-    for name, cost, records in options:
+    for name, cost, records, *skipped in options:
         def merit(record: dict) -> float:
             if training:
                 return record["step_s"]
@@ -64,7 +69,7 @@ def compare_rows(options: list[tuple[str, float | None, list[dict]]]) -> list[di
                "collective_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
-               "per_cost": None}
+               "per_cost": None, "skipped": skipped[0] if skipped else {}}
         if cost:
             # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
             value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]

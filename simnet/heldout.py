@@ -66,18 +66,26 @@ class CheckRow:
 
 
 def load_checks(path: Path = CHECKS, data: Path = DATA) -> list[Check]:
-    """The checks, their point ids resolved; ``ValueError`` for an id that is not a counted
-    point of one system run without NCCL variables (a profile describes one configuration)."""
+    """The checks, their point ids resolved; ``ValueError`` for an unknown id, an empty or
+    overlapping ``fit``/``predict``, ``nodes`` fewer than a point ran on, or points that are
+    not counted points of one system run without NCCL variables (a profile describes one
+    configuration)."""
     points = {p.id: p for p in load_points(data)}
     checks = []
     for entry in yaml.safe_load(Path(path).read_text())["checks"]:
-        chosen = {}
-        for part in ("fit", "predict"):
-            chosen[part] = tuple(points[i] for i in entry[part])
-        every = chosen["fit"] + chosen["predict"]
-        if len({p.system for p in every}) != 1 or any(p.env or p.not_counted for p in every):
-            raise ValueError(f"check {entry['id']}: its points must be counted points of one system, without env")
-        checks.append(Check(entry["id"], entry["description"], entry["nodes"], chosen["fit"], chosen["predict"]))
+        name = f"check {entry['id']}"
+        unknown = [i for part in ("fit", "predict") for i in entry[part] if i not in points]
+        if unknown:
+            raise ValueError(f"{name}: no point {unknown[0]!r} in {Path(data).name}")
+        fit, predict = (tuple(points[i] for i in entry[part]) for part in ("fit", "predict"))
+        ids = [p.id for p in fit + predict]
+        if not fit or not predict or len(set(ids)) < len(ids):
+            raise ValueError(f"{name}: fit and predict must each list points, every point once")
+        if len({p.system for p in fit + predict}) != 1 or any(p.env or p.not_counted for p in fit + predict):
+            raise ValueError(f"{name}: its points must be counted points of one system, without env")
+        if entry["nodes"] < max(p.nodes for p in fit + predict):
+            raise ValueError(f"{name}: nodes {entry['nodes']} is fewer than its points ran on")
+        checks.append(Check(entry["id"], entry["description"], entry["nodes"], fit, predict))
     return checks
 
 
@@ -88,7 +96,8 @@ def fit_check(check: Check) -> Path:
 
     points = [CalibrationPoint(p.id, p.ranks, p.size_bytes, p.time_us, line) for line, p in enumerate(check.fit)]
     result = fit(check.topology(), points)
-    fitted = {"check": check.id, "points": [p.id for p in check.fit],
+    fitted = {"check": check.id, "points": [p.id for p in check.fit], "held": list(result.held),
+              "at_bound": list(result.at_bound),
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
                                 "after": round(result.geomean(result.errors_after), 4)}}
     PROFILES.mkdir(exist_ok=True)
@@ -106,14 +115,15 @@ def check_rows(check: Check, points: list[Point] | None = None) -> list[CheckRow
     def time_us(point: Point, calibration) -> float:
         return simulate(topology, "auto", point.size_bytes, gpus=point.ranks, calibration=calibration).time_s * 1e6
 
-    return [CheckRow(p, p in check.fit, time_us(p, None), time_us(p, profile))
+    fitted = {p.id for p in check.fit}
+    return [CheckRow(p, p.id in fitted, time_us(p, None), time_us(p, profile))
             for p in (check.fit + check.predict if points is None else points)]
 
 
 def _geomean(errors: list[float]) -> str:
-    import math
+    from simnet.calibrate import Fit
 
-    return f"{math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1:.1%}"
+    return f"{Fit.geomean(errors):.1%}"
 
 
 def summary(rows: list[CheckRow], fitted: bool) -> tuple[int, str, str]:
@@ -142,9 +152,12 @@ def markdown(checks: list[Check], rows: list[list[CheckRow]]) -> str:
         lines.append(f"| {check.description} | {fitted[0]} | {fitted[1]} | {fitted[2]} | {held[0]} | {held[1]} | "
                      f"{held[2]} |")
     for check, check_rows_ in zip(checks, rows):
+        edge = yaml.safe_load(check.profile.read_text())["fitted"].get("at_bound", [])
         lines += ["", f"## {check.description}", "",
                   f"Profile: `validation/calibrated/{check.profile.name}`; the system: "
-                  f"{check.fit[0].description}.", "",
+                  f"{check.fit[0].description}."
+                  + (f" The fit pushed {', '.join(f'`{p}`' for p in edge)} to the edge of its range." if edge else ""),
+                  "",
                   "| row | ranks | size | measured | out of the box | error | calibrated | error | source |",
                   "|---|---|---|---|---|---|---|---|---|"]
         lines += [row_line(r) for r in check_rows_]

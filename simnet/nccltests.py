@@ -3,7 +3,8 @@
 Handles the current layout (``size count type redop root``, then time / algbw / busbw /
 #wrong for out-of-place and in-place, 13 fields) and the pre-2022 one (no ``root``, an
 ``error`` column, 12 fields); ``#wrong`` may be ``N/A``; launcher prefixes such as
-``[1,0]<stdout>:`` (Open MPI), ``0:`` (Slurm) or ``[0]`` are stripped; ``NCCL INFO`` lines
+``[1,0]<stdout>:`` (Open MPI), ``0:`` (Slurm) or ``[0]``, and timestamps (``kubectl logs
+--timestamps``, ``mpirun --timestamp-output``) are stripped; ``NCCL INFO`` lines
 and comments are skipped. The rank count comes from the ``#  Rank  N ...`` device lines.
 
 >>> log = '''# Using devices
@@ -27,7 +28,9 @@ from simnet.files import read_text
 
 __all__ = ["Row", "Log", "parse_log", "read_log"]
 
-_PREFIX = re.compile(r"^\s*(\[\d+,\d+\]<std(out|err)>:|\d+:|\[\d+\])\s*")
+_PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # kubectl logs --timestamps
+                     r"(\w{3} \w{3} +\d+ [\d:]+ \d{4})?"  # mpirun --timestamp-output
+                     r"(\[\d+,\d+\]<std(out|err)>:|<std(out|err)>:|\d+:|\[\d+\])?\s*")
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)\b")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 

@@ -315,7 +315,6 @@ class Scenario:
     sizes: list[int]
     algorithms: list[str]
     options: dict[str, Any]
-    every_algorithm: bool = False  # the algorithms are `all`: those the topology cannot run are skipped
     description: str = ""
     collective: str = "allreduce"  # see simnet.collectives.kinds
     training: Training | None = None  # a transformer's training step (simnet.training)
@@ -330,6 +329,7 @@ class Scenario:
     faults: list[Fault] = field(default_factory=list)
     stragglers: dict[str, float] = field(default_factory=dict)  # start delay per GPU, s
     jobs: list[JobSpec] = field(default_factory=list)
+    every_algorithm: bool = False  # the algorithms are `all`: those the topology cannot run are skipped
 
     def conditions(self) -> dict:
         """``faults`` and ``stragglers`` as ``simulate`` takes them."""
@@ -338,9 +338,13 @@ class Scenario:
     def replace(self, **changes) -> Scenario:
         """A copy with fields replaced (e.g. ``algorithms``, ``sizes`` in bytes, ``model``,
         ``workload``, or ``topology`` as a subset of this one's GPUs); the scenario document
-        that sweeps and comparisons rebuild from changes with it."""
+        that sweeps and comparisons rebuild from changes with it. ``every_algorithm`` (skip
+        what the topology cannot run) is this object's alone, and named ``algorithms``
+        turn it off unless it is given too."""
         clone = copy.copy(self)
         document = dict(self.data)
+        if "algorithms" in changes and "every_algorithm" not in changes:
+            clone.every_algorithm = False  # algorithms named: none of them is skipped
         for key, value in changes.items():
             if key not in _REPLACEABLE:
                 raise ValueError(f"replace: {key!r} cannot be replaced; expected one of {', '.join(_REPLACEABLE)}")
@@ -358,8 +362,7 @@ class Scenario:
             elif key == "training":
                 document[key] = None if value is None else value.model_dump(mode="json", exclude_none=True)
             elif key == "every_algorithm":
-                if value:
-                    document["algorithms"] = "all"
+                pass  # the document keeps its algorithms: a sweep's plan carries the flag
             else:
                 document[key] = value
         clone.data = document

@@ -52,11 +52,17 @@ def test_the_parser_reads_every_layout_as_printed():
         "           8             2   float     sum    167.5    0.00    0.00  2e-07    167.1    0.00    0.00  1e-07",
         "           0             0     float     sum      -1     0.10    0.00    0.00      0     0.10    0.00    0.00"
         "      0",
+        # kubectl logs --timestamps, and mpirun --timestamp-output (as NVIDIA/nccl #1368 prints it)
+        "2025-06-18T10:11:12.123456789Z     2097152        524288     float     sum      -1    80.10   26.18   49.09"
+        "      0    79.90   26.25   49.21      0",
+        "Thu Jul 18 15:41:05 2024<stdout>:     4194304       1048576     float     sum      -1    120.0   34.95   65.53"
+        "      0    119.5   35.10   65.81      0",
     ])
     log = parse_log(text, "mixed.log")
     assert log.ranks == 2
     assert [(r.size_bytes, r.time_us, r.inplace_time_us) for r in log.rows] == [
-        (1024, 29.75, 29.45), (1048576, 71.93, 71.47), (8, 167.5, 167.1)]  # size 0 rows are dropped
+        (1024, 29.75, 29.45), (1048576, 71.93, 71.47), (8, 167.5, 167.1), (2097152, 80.1, 79.9),
+        (4194304, 120.0, 119.5)]  # size 0 rows are dropped
     assert log.rows[0].best_us == 29.45
 
 
@@ -156,7 +162,9 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     # one log, one rank count: the fit cannot separate a network step from the start-up
     # latency, and the user is told before trusting the profile at another node count
     assert "warning one rank count: every row ran on 4 ranks" in " ".join(result.stdout.split())
-    assert yaml.safe_load(out.read_text())["fitted"]["ranks"] == [4]
+    fitted = yaml.safe_load(out.read_text())["fitted"]
+    assert fitted["ranks"] == [4] and fitted["held"] == ["intra_step_latency", "network_step_latency"]
+    assert "network_step_latency 0 us (held)" in " ".join(result.stdout.split())
     assert load_calibration(out).base_latency != 0
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)

@@ -377,3 +377,19 @@ def test_a_sweep_of_all_skips_an_algorithm_only_where_it_cannot_run(cli, tmp_pat
     assert "skipped" in nvls_tree[8] and nvls_tree[16]["sizes"] and "skipped" not in nvls_tree[16]
     rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     assert ("nvls_tree", "8") not in {(r["algorithm"], r["gpus"]) for r in rows}
+    # the same folder, other algorithms: the sweep resumes (the algorithms are not part of
+    # its identity); a point skipped under `all` and now named is tried again, and refused
+    again = cli("sweep", path, "--gpus", "8,16", "-a", "ring", "-a", "tree", "--out", out, "--workers", "1")
+    assert again.exit_code == 0 and "points already done" in again.stdout, again.stderr
+    named = cli("sweep", path, "--gpus", "8", "-a", "nvls_tree", "--out", out, "--workers", "1")
+    assert named.exit_code == 2 and "nvls_tree runs across hosts" in named.stderr
+
+
+def test_compare_says_which_algorithms_of_all_an_option_could_not_run(cli, tmp_path, root):
+    one, two = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    one.write_text(f"name: one\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 MiB\nalgorithms: all\n")
+    two.write_text(f"name: two\ntopology: {root / 'topologies/two_racks.yaml'}\ngpus: 16\nsize: 1 MiB\n"
+                   "algorithms: [ring]\n")
+    result = cli("compare", one, two, "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    assert "skipped nvls_tree for one (all): nvls_tree runs across hosts" in " ".join(result.stdout.split())

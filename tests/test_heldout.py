@@ -35,9 +35,9 @@ def test_every_check_shows_its_rows_in_order_fitted_first():
     for check in CHECKS:
         lines = sections[check.description]
         assert len(lines) == len(check.fit) + len(check.predict) >= 10
-        for line, point in zip(lines, check.fit + check.predict):
+        for index, (line, point) in enumerate(zip(lines, check.fit + check.predict)):
             cells = line.strip("|").split(" | ")
-            assert cells[0].strip() == ("fitted" if point in check.fit else "held out")
+            assert cells[0].strip() == ("fitted" if index < len(check.fit) else "held out")
             assert cells[1:4] == [str(point.ranks), units.format_size(point.size_bytes),
                                   units.format_time(point.time_us * 1e-6)]
 
@@ -96,4 +96,18 @@ def test_a_check_must_stay_within_one_configuration_of_one_system(tmp_path, chan
     path = tmp_path / "checks.yaml"
     path.write_text(yaml.safe_dump({"checks": [entry]}))
     with pytest.raises(ValueError, match="one system, without env"):
+        load_checks(path)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"predict": ["nope"]}, "no point 'nope'"),
+    ({"predict": []}, "fit and predict must each list points, every point once"),
+    ({"predict": ["h100-2n-ndr-309b-1MiB"]}, "fit and predict must each list points, every point once"),
+    ({"nodes": 2, "predict": ["h100-8n-ndr-309-1MiB"]}, "nodes 2 is fewer than its points ran on"),
+])
+def test_a_malformed_check_is_refused_by_name(tmp_path, change, message):
+    entry = {"id": "x", "description": "x", "nodes": 8, "fit": [p.id for p in CHECKS[0].fit]} | change
+    path = tmp_path / "checks.yaml"
+    path.write_text(yaml.safe_dump({"checks": [entry]}))
+    with pytest.raises(ValueError, match=f"check x: {message}"):
         load_checks(path)

@@ -219,7 +219,7 @@ def calibration_table(result) -> Table:
     table.add_section()
     table.add_row("geometric mean", "", "", "", "", "", f"{result.geomean(result.errors_before):.1%}", "",
                   f"{result.geomean(result.errors_after):.1%}")
-    fitted = ", ".join(f"{k} {v * 1e6:.3g} us" if "latency" in k else f"{k} {v:.3f}"
+    fitted = ", ".join((f"{k} {v * 1e6:.3g} us" if "latency" in k else f"{k} {v:.3f}") + result.note(k)
                        for k, v in result.calibration.parameters.items())
     table.caption = f"fitted: {fitted}"
     return table

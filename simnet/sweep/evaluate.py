@@ -26,7 +26,7 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     except InputError:
         raise
     except Unsupported as exc:
-        if not scenario.every_algorithm:
+        if not plan.every_algorithm:
             raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
         return {**_header(point, scenario), "skipped": str(exc)}
     except ValueError as exc:  # CannotSimulate among them

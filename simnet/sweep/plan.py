@@ -81,6 +81,7 @@ class SweepPlan:
     source: str
     points: list[Point]
     env: dict[str, str] = field(default_factory=dict)
+    every_algorithm: bool = False  # `all`: a point whose topology cannot run its algorithm is skipped
 
     @property
     def fingerprint(self) -> str:
@@ -112,9 +113,12 @@ def _values(value: Any) -> list[Any]:
 
 
 def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
-               algorithms: list[str] | None = None, env: Mapping[str, str] | None = None) -> SweepPlan:
+               algorithms: list[str] | None = None, env: Mapping[str, str] | None = None,
+               every_algorithm: bool | None = None) -> SweepPlan:
     """The points of a sweep: the scenario's ``sweep:`` axes, overridden by ``gpus``/``sets``;
-    ``env``: the NCCL variables for every point (default: this process's environment)."""
+    ``env``: the NCCL variables for every point (default: this process's environment);
+    ``every_algorithm``: the algorithms are ``all`` (default: the scenario's), so points
+    whose topology cannot run theirs are records of why, not errors."""
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
     axes.update({k: list(dict.fromkeys(_values(v))) for k, v in (sets or {}).items()})
     counts = gpus if gpus is not None else axes.pop("gpus", None)
@@ -127,7 +131,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
               for algorithm in (algorithms or scenario.algorithms)]
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     unique = list(dict.fromkeys(points))  # `--gpus 4,4` or `-a ring -a ring` is one point, computed once
-    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env))
+    every = scenario.every_algorithm if every_algorithm is None else every_algorithm
+    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env), every)
 
 
 def _grow(document: dict, gpus: int, base: Path) -> dict:

@@ -46,7 +46,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
 def _run_unlocked(plan: SweepPlan, out: Path, executor, progress) -> tuple[list[dict], int]:
     check_meta(out, plan.fingerprint, plan.source)
     results_path = out / RESULTS
-    known = {r["key"]: r for r in load_records(results_path)}
+    # a point skipped by an earlier `all` sweep is tried again when this one names it
+    known = {r["key"]: r for r in load_records(results_path) if plan.every_algorithm or "skipped" not in r}
     todo = [p for p in plan.points if p.key not in known]
     computed = 0
     executor = executor or LocalExecutor()
