@@ -108,11 +108,12 @@ class Fit:
         return math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
 
 
-def points_of(logs: list[Log], topology, gpus: int | None = None) -> list[CalibrationPoint]:
-    """The points of ``logs`` on ``topology``: each log's ranks from its device lines, or ``gpus``."""
+def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) -> list[CalibrationPoint]:
+    """The points of ``logs`` on ``topology``: each log's ranks from its device lines, or
+    ``gpus`` (one count for every log, or one per log)."""
     points = []
-    for log in logs:
-        ranks = log.ranks or gpus
+    for i, log in enumerate(logs):
+        ranks = log.ranks or (gpus[i] if isinstance(gpus, list) else gpus)
         if ranks is None:
             raise InputError("the log lists no ranks ('#  Rank  N ...' lines); give --gpus N", log.path)
         if ranks > len(topology.gpus):

@@ -526,12 +526,12 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
               help="The topology the logs were measured on.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("calibration.yaml"), show_default=True,
               help="Where to write the profile (topologies and scenarios name it with calibration:).")
-@click.option("--gpus", type=click.IntRange(min=2), default=None,
-              help="Ranks of logs that do not list their devices.")
+@click.option("--gpus", type=click.IntRange(min=2), multiple=True,
+              help="Ranks of logs that do not list their devices: once for all, or once per log in order.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
               help="Draw busbw against size, measured and predicted (a .png).")
 @_friendly
-def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: int | None,
+def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: tuple[int, ...],
               plot_path: Path | None) -> None:
     """Fit the nccl model to your own nccl-tests logs and write a calibration profile.
 
@@ -567,7 +567,10 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: i
         env = nccl_env()
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    points = points_of([read_log(log) for log in logs], topology, gpus)
+    if len(gpus) not in (0, 1, len(logs)):
+        raise InputError(f"--gpus: given {len(gpus)} times for {len(logs)} logs; give it once for all, or once per log")
+    points = points_of([read_log(log) for log in logs], topology, list(gpus) if len(gpus) > 1 else
+                       (gpus[0] if gpus else None))
     try:
         result = _calibrate_with_progress(fit, topology, points, env)
     except ValueError as exc:  # the NCCL variables leave NCCL nothing to run for a row

@@ -171,6 +171,41 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr
 
 
+def test_logs_without_device_lines_take_their_rank_counts_in_order(tmp_path, cli):
+    # rows copied from a thread rarely keep the '#  Rank N' lines: --gpus once per log lets
+    # two node counts be fitted together (what separates a step's latency from the start)
+    topo_file = tmp_path / "pairs.yaml"
+    topo_file.write_text("name: pairs\ngenerate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}\n")
+    logs = []
+    for ranks, times in ((2, {8: 20.0, 2**20: 60.0}), (4, {8: 40.0, 2**20: 120.0})):
+        path = tmp_path / f"r{ranks}.log"
+        path.write_text("".join(line + "\n" for line in write_log(times, ranks).splitlines() if "Rank" not in line))
+        logs.append(path)
+    out = tmp_path / "both.cal.yaml"
+    result = cli("calibrate", *logs, "-t", topo_file, "--gpus", "2", "--gpus", "4", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert yaml.safe_load(out.read_text())["fitted"]["ranks"] == [2, 4] and "one rank count" not in result.stdout
+    wrong = cli("calibrate", *logs, "-t", topo_file, "--gpus", "2", "--gpus", "4", "--gpus", "4", "-o", out)
+    assert wrong.exit_code == 2 and wrong.stderr.startswith("--gpus: given 3 times for 2 logs")
+
+
+@pytest.mark.parametrize("log, system, which", [
+    ("xe9680_2node_issue309.log", "h100-2n-ndr-xe9680", "qoofyk, description"),
+    ("h100_ndr_issue309_2node.log", "h100-ndr-8nodecluster", "2 of 8 nodes, default"),
+    ("h100_ndr_issue309_4node.log", "h100-ndr-8nodecluster", "4 of 8 nodes")])
+def test_the_shipped_logs_are_the_rows_the_validation_quotes(root, log, system, which):
+    from simnet import load_topology
+    from simnet.nccltests import read_log
+    from simnet.validate import load_points
+
+    shipped = {r.size_bytes: r.best_us for r in read_log(root / "validation/logs" / log).rows}
+    quoted = {p.size_bytes: p.time_us for p in load_points() if p.system == system and which in p.source}
+    common = shipped.keys() & quoted.keys()
+    assert len(common) >= 5 and {s: shipped[s] for s in common} == {s: quoted[s] for s in common}
+    for topology in ("xe9680_2node.yaml", "h100_ndr_8node.yaml"):
+        load_topology(root / "validation/logs" / topology)
+
+
 def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
     """A DGX H100 log made with NCCL_NVLS_ENABLE=0 (as NeMo's recipes run): 64 MiB ran
     without NVLS, so the fit times that, not the NVLS pick; in the environment of `simnet
