@@ -15,7 +15,7 @@ from simnet.model.calibration import load_calibration
 
 CHECKS = load_checks()
 ROWS = [(check, point) for check in CHECKS for point in check.fit + check.predict]
-SAMPLE = ROWS[::4]  # a few seconds: fitted and held-out rows of both checks
+SAMPLE = ROWS[::6]  # a few seconds: fitted and held-out rows of both checks
 
 
 def _sections() -> dict[str, list[str]]:
