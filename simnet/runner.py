@@ -188,7 +188,8 @@ class _Point:
         if algorithm not in table and algorithm != "auto":
             raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
                              f"{', '.join(table)} or auto")
-        if algorithm in ("nvls", "nvls_tree") and tuning.system_of(topo).nvls and not nccl_system(topo, self.env).nvls:
+        if (algorithm in ("nvls", "nvls_tree") and self.env.get("NCCL_NVLS_ENABLE", "").strip()
+                and not nccl_system(topo, self.env).nvls and tuning.system_of(topo).nvls):
             raise Unsupported(f"NCCL_NVLS_ENABLE={self.env['NCCL_NVLS_ENABLE']} turns NVLink SHARP off, as in NCCL: "
                               f"no {algorithm}; unset it to run {algorithm}")
         if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
@@ -465,7 +466,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
                 progress(done, total)
         return results
 
-    by_size = {size: each_algorithm(size, timeline and size == largest) for size in scenario.sizes}
+    by_size = {size: each_algorithm(size, timeline and size == largest) for size in dict.fromkeys(scenario.sizes)}
     by_bucket = {size: by_size[size] if size in by_size else each_algorithm(size, False) for size in buckets}
     ran = [a for a in scenario.algorithms if a not in skipped]
     runs = [by_size[size][a] for size in by_size for a in ran]

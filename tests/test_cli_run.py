@@ -393,3 +393,12 @@ def test_compare_says_which_algorithms_of_all_an_option_could_not_run(cli, tmp_p
     result = cli("compare", one, two, "-o", tmp_path / "c.png")
     assert result.exit_code == 0, result.stderr
     assert "skipped nvls_tree for one (all): nvls_tree runs across hosts" in " ".join(result.stdout.split())
+
+
+def test_a_size_listed_twice_is_run_and_shown_once(scenario):
+    # sweeps already de-duplicate; a run printed the same rows twice and counted past its total
+    spec = simnet.load_scenario(scenario).replace(sizes=[2**20, 2**20])
+    seen = []
+    results = run_scenario(spec, progress=lambda done, total: seen.append((done, total)))
+    assert [(r.size_bytes, r.algorithm) for r in results.runs] == [(2**20, a) for a in ("ring", "tree", "ps")]
+    assert seen[-1] == (3, 3)
