@@ -113,7 +113,9 @@ def check_rows(check: Check, points: list[Point] | None = None) -> list[CheckRow
     topology, profile = check.topology(), load_calibration(check.profile)
 
     def time_us(point: Point, calibration) -> float:
-        return simulate(topology, "auto", point.size_bytes, gpus=point.ranks, calibration=calibration).time_s * 1e6
+        # NCCL's defaults, as the rows ran (not this process's NCCL_* variables)
+        return simulate(topology, "auto", point.size_bytes, gpus=point.ranks, calibration=calibration,
+                        env={}).time_s * 1e6
 
     fitted = {p.id for p in check.fit}
     return [CheckRow(p, p.id in fitted, time_us(p, None), time_us(p, profile))
