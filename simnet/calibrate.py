@@ -30,7 +30,7 @@ from simnet.errors import InputError
 from simnet.model.calibration import KNOTS, Calibration
 from simnet.nccltests import Log
 
-__all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS"]
+__all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS", "error_factor"]
 
 LATENCIES = ("base_latency", "intra_step_latency", "network_step_latency")
 PARAMETERS = LATENCIES + ("network_bandwidth",) + tuple(f"bandwidth@{size}" for size in KNOTS)
@@ -43,6 +43,15 @@ _SMOOTH = 3e-2
 """How strongly neighbouring size factors are held together (a size the logs lack takes its neighbours')."""
 _BOUNDS = {"base_latency": (-20e-6, 1e-3), "intra_step_latency": (-1e-6, 50e-6),
            "network_step_latency": (-5e-6, 1e-3), "rate": (0.1, 1.5)}
+
+
+def error_factor(predicted: float, measured: float) -> float:
+    """``max(predicted/measured, measured/predicted) - 1``: how far off, either way (0 is exact).
+
+    >>> error_factor(110.0, 100.0) == error_factor(100.0, 110.0)
+    True
+    """
+    return max(predicted / measured, measured / predicted) - 1
 
 
 @dataclass(frozen=True)
@@ -69,17 +78,16 @@ class Fit:
     runs: list[tuple[str, str | None]]  # (algorithm, protocol) per point
     before_us: list[float]
     after_us: list[float]
-    held: tuple[str, ...] = ()  # parameters kept at NCCL's figures (the rows cannot tell them apart)
-    at_bound: tuple[str, ...] = ()  # parameters the fit pushed to the edge of their range
+    held: tuple[str, ...] = ()  # parameters kept at NCCL's figures (as Calibration.parameters names them)
+    at_bound: tuple[str, ...] = ()  # parameters the fit pushed to the edge of their range (likewise)
 
     def note(self, name: str) -> str:
         """How ``Calibration.parameters``' ``name`` came out: '' (fitted), ' (held)' or ' (at its bound)'."""
-        label = {_label(p): p for p in PARAMETERS}.get(name, name)
-        return " (held)" if label in self.held else " (at its bound)" if label in self.at_bound else ""
+        return " (held)" if name in self.held else " (at its bound)" if name in self.at_bound else ""
 
     @staticmethod
     def _error(predicted: list[float], points: list[CalibrationPoint]) -> list[float]:
-        return [max(p / q.measured_us, q.measured_us / p) - 1 for p, q in zip(predicted, points)]
+        return [error_factor(p, q.measured_us) for p, q in zip(predicted, points)]
 
     @property
     def errors_before(self) -> list[float]:
@@ -231,4 +239,4 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     edges = [name for name, value in zip(PARAMETERS, best) if name not in held
              and min(abs(value - edge) for edge in _BOUNDS[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
     return Fit(_calibration(best), points, runs, before.tolist(), best_times.tolist(),
-               tuple(sorted(held)), tuple(edges))
+               tuple(sorted(held)), tuple(_label(name) for name in edges))

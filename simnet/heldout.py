@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from simnet import units
+from simnet.calibrate import Fit, error_factor
 from simnet.validate import DATA, ROOT, Point, cluster_topology, load_points
 
 __all__ = ["CHECKS", "PROFILES", "DOC", "Check", "CheckRow", "load_checks", "fit_check", "check_rows", "summary",
@@ -61,8 +62,7 @@ class CheckRow:
     calibrated_us: float
 
     def error(self, predicted_us: float) -> float:
-        ratio = predicted_us / self.point.time_us
-        return max(ratio, 1 / ratio) - 1
+        return error_factor(predicted_us, self.point.time_us)
 
 
 def load_checks(path: Path = CHECKS, data: Path = DATA) -> list[Check]:
@@ -123,8 +123,6 @@ def check_rows(check: Check, points: list[Point] | None = None) -> list[CheckRow
 
 
 def _geomean(errors: list[float]) -> str:
-    from simnet.calibrate import Fit
-
     return f"{Fit.geomean(errors):.1%}"
 
 

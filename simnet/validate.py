@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from simnet import units
+from simnet.calibrate import error_factor
 
 __all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "TRAINING_DATA", "TRAINING_DOC", "Point", "Row",
            "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "growth_prose",
@@ -79,8 +80,7 @@ class Row:
     @property
     def error(self) -> float:
         """max(predicted/measured, measured/predicted) - 1."""
-        ratio = self.predicted_us / self.point.time_us
-        return max(ratio, 1 / ratio) - 1
+        return error_factor(self.predicted_us, self.point.time_us)
 
 
 def load_points(path: Path = DATA) -> list[Point]:
@@ -271,7 +271,7 @@ class StepRow:
 
     @property
     def error(self) -> float:
-        return max(self.predicted_s / self.measured_s, self.measured_s / self.predicted_s) - 1
+        return error_factor(self.predicted_s, self.measured_s)
 
 
 def load_series(path: Path = TRAINING_DATA) -> tuple[dict, list[Series]]:
@@ -330,7 +330,7 @@ class _Flat:
     @property
     def error(self) -> float:
         first = self.row.series.steps[min(self.row.series.steps)]
-        return max(first / self.row.measured_s, self.row.measured_s / first) - 1
+        return error_factor(first, self.row.measured_s)
 
 
 def _growth_table(rows: list[StepRow]) -> list[str]:

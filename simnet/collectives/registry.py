@@ -20,6 +20,7 @@ from simnet.topology.model import Topology
 __all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "build_schedule", "build_program",
            "chunk_count", "COMMON_OPTIONS", "ENGINE_OPTIONS", "order_algorithms", "algorithms_for", "Unsupported"]
 
+
 class Unsupported(ValueError):
     """The topology lacks what an algorithm needs (an NVLS switch, SHARP switches, a second
     host): the algorithm does not apply here, whatever its options."""
