@@ -191,3 +191,20 @@ def test_coarser_pipeline_chunks_cost_simulation_time_not_accuracy(monkeypatch):
         monkeypatch.setattr(nccl, "MAX_PIECES", pieces)
         times[pieces] = simulate(topo, "nvls_tree", 2**30).time_s
     assert times[8] == pytest.approx(times[4096], rel=0.10)
+
+
+@pytest.mark.parametrize("size, chunk", [(2**24, 32 * 1024), (2**27, 64 * 1024), (2**30, 128 * 1024)])
+def test_nvls_on_one_node_pipelines_loops_of_one_chunk_per_gpu(size, chunk):
+    # enqueue.cc shrinks NVLS's 128 KiB chunk while a channel gets < 64, 8, 2 loops of
+    # nHeads chunks (16 MiB: 1 MiB per channel of 16 -> 32 KiB; 128 MiB -> 64 KiB);
+    # all_reduce.h then hands on loops of nHeads = 8 chunks per step
+    assert tuning.chunk_size(DGX_H100, "NVLS", "Simple", size) == chunk
+    assert tuning.pipeline_step(DGX_H100, "NVLS", "Simple", size) == 8 * chunk
+    assert tuning.pipeline_step(H100_2N, "NVLSTree", "Simple", size) == tuning.chunk_size(
+        H100_2N, "NVLSTree", "Simple", size)
+    # the replay's two hops (GPU -> NVSwitch -> GPU) fill a pipeline of k = S / (16 x 8 chunk)
+    # steps: (2 + k - 1) / k of its streaming time, on top of NCCL's 25 us latency
+    result = simulate(box(), "nvls", size)
+    k = size / (16 * 8 * chunk)
+    stream = size / (tuning.algorithm_bandwidth(DGX_H100, "NVLS", "Simple") * 1e9)
+    assert result.time_s == pytest.approx(25e-6 + stream * (2 + k - 1) / k, rel=0.03)

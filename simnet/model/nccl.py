@@ -8,7 +8,7 @@ Between the schedule and the fluid network it adds, from NCCL's published tuning
 * **protocols**: LL carries 8 data bytes in every 16 (flags interleaved, device.h:75-88),
   LL128 120 in every 128 (device.h:110-118), Simple all of them; the protocol is NCCL's
   pick for the algorithm at this size (``NCCL_PROTO`` honoured), and sets the pipeline
-  chunk the schedule moves (``tuning.chunk_size``);
+  step the schedule pipelines (``tuning.pipeline_step``: NCCL's chunk, a loop of them for NVLS);
 * **NCCL's bandwidth ceiling**: a connection of an NCCL algorithm that carries b of the
   collective's S bytes may not exceed b/S of the algorithm bandwidth NCCL's model gives it
   (per-channel caps, LL's and LL128's limits, NVLS and tree efficiencies all live there,
@@ -112,10 +112,10 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = tuning.nvls_channels(system)
     if name is not None and "chunk_size" in accepts and options.get("chunk_size") is None:
-        # NCCL's chunk per channel, coarsened so that no channel pipelines more than MAX_PIECES of them
+        # NCCL's pipeline step per channel, coarsened so that no channel pipelines more than MAX_PIECES of them
         channels = (tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree")
                     else 2 * tuning.graph(system, name).channels)
-        own = tuning.chunk_size(system, name, protocol, size, function)
+        own = tuning.pipeline_step(system, name, protocol, size, function)
         options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
         coarsening = options["chunk_size"] / own
     else:

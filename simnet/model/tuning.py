@@ -26,7 +26,7 @@ from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
 __all__ = ["ALGORITHMS", "PROTOCOLS", "System", "Graph", "Choice", "system_of", "graph", "bus_bandwidth",
            "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies", "plateau", "predict", "enabled",
            "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size",
-           "nvls_channels", "FUNCTION_ALGORITHMS", "native"]
+           "pipeline_step", "nvls_channels", "FUNCTION_ALGORITHMS", "native"]
 
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
 """NCCL's algorithms in its own order (nccl_tuner.h:28-35)."""
@@ -539,6 +539,18 @@ def nvls_channels(system: System) -> int:
     if system.cc >= 100:
         return 24 if system.nodes == 1 else 32
     return 16
+
+
+def pipeline_step(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
+    """Bytes one channel hands down its pipeline per step: NCCL's chunk (``chunk_size``), except
+    for NVLS AllReduce on one node, whose scatter, reduce and gather warps pass whole loops of
+    nHeads chunks, one per GPU (src/device/all_reduce.h:414, ``loopCount = nHeads * chunkSize``;
+    the heads are the NVLS graph's channels, one per GPU). A 16 MiB AllReduce on 8 H100 is
+    then 4 steps per channel, not 32: its pipeline fills as NCCL's does."""
+    chunk = chunk_size(system, algorithm, protocol, nbytes, function)
+    if algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1:
+        return chunk * graph(system, "NVLS").channels
+    return chunk
 
 
 def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
