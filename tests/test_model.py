@@ -202,9 +202,11 @@ def test_nvls_on_one_node_pipelines_loops_of_one_chunk_per_gpu(size, chunk):
     assert tuning.pipeline_step(DGX_H100, "NVLS", "Simple", size) == 8 * chunk
     assert tuning.pipeline_step(H100_2N, "NVLSTree", "Simple", size) == tuning.chunk_size(
         H100_2N, "NVLSTree", "Simple", size)
-    # the replay's two hops (GPU -> NVSwitch -> GPU) fill a pipeline of k = S / (16 x 8 chunk)
-    # steps: (2 + k - 1) / k of its streaming time, on top of NCCL's 25 us latency
+    # and its three warp groups (scatter, reduce, gather) are three stages: k = S / (16 x 8
+    # chunk) steps fill them in (3 + k - 1) / k of the streaming time, on top of NCCL's 25 us
+    assert tuning.pipeline_stages(DGX_H100, "NVLS") == 3
+    assert tuning.pipeline_stages(H100_2N, "NVLSTree") is None
     result = simulate(box(), "nvls", size)
     k = size / (16 * 8 * chunk)
     stream = size / (tuning.algorithm_bandwidth(DGX_H100, "NVLS", "Simple") * 1e9)
-    assert result.time_s == pytest.approx(25e-6 + stream * (2 + k - 1) / k, rel=0.03)
+    assert result.time_s == pytest.approx(25e-6 + stream * (3 + k - 1) / k, rel=0.03)

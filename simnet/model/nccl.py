@@ -131,15 +131,17 @@ def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return unique, inverse.reshape(-1)
 
 
-def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: float) -> np.ndarray | float:
+def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: float,
+                   stages: int | None = None) -> np.ndarray | float:
     """Per connection (its ``channel``), how much faster NCCL fills a tree's pipeline than
     the replay does: the replay forwards its chunks whole, so a channel of k chunks over D
     hops takes (D + k - 1) / k of the streaming time; NCCL's Simple does the same with its
-    own, finer chunks (k times ``coarsening``), and LL and LL128 stream every line as soon
-    as its flag arrives (no fill). The bandwidth ceiling is raised by the ratio so the two
-    agree when it binds (rings keep every connection busy and need none)."""
+    own, finer chunks (k times ``coarsening``) over its own ``stages`` (default: the
+    replay's hops), and LL and LL128 stream every line as soon as its flag arrives (no
+    fill). The bandwidth ceiling is scaled by the ratio so the two agree when it binds
+    (rings keep every connection busy and need none)."""
     pipeline = info.get("pipeline")
-    if not pipeline or (protocol == "Simple" and coarsening <= 1.0):
+    if not pipeline or (protocol == "Simple" and coarsening <= 1.0 and stages is None):
         return 1.0
     factor = np.ones(int(channel.max(initial=0)) + 1)
     for ch, (hops, chunks) in pipeline.items():
@@ -147,7 +149,7 @@ def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: f
         factor[ch] = (hops + chunks - 1) / chunks
         if protocol == "Simple":
             own = chunks * coarsening
-            factor[ch] /= (hops + own - 1) / own
+            factor[ch] /= ((stages or hops) + own - 1) / own
     return factor[channel]
 
 
@@ -216,7 +218,8 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         bandwidth = rate(system, row, protocol, function=decided.function) * 1e9  # B/s of the buffer
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
-        caps *= _pipeline_fill(channel, info, protocol, decided.coarsening) * fit.bandwidth_at(size) * (
+        stages = tuning.pipeline_stages(system, row, decided.function)
+        caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
     base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":

@@ -26,7 +26,7 @@ from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
 __all__ = ["ALGORITHMS", "PROTOCOLS", "System", "Graph", "Choice", "system_of", "graph", "bus_bandwidth",
            "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies", "plateau", "predict", "enabled",
            "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size",
-           "pipeline_step", "nvls_channels", "FUNCTION_ALGORITHMS", "native"]
+           "pipeline_step", "pipeline_stages", "nvls_channels", "FUNCTION_ALGORITHMS", "native"]
 
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
 """NCCL's algorithms in its own order (nccl_tuner.h:28-35)."""
@@ -551,6 +551,18 @@ def pipeline_step(system: System, algorithm: str, protocol: str, nbytes: int, fu
     if algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1:
         return chunk * graph(system, "NVLS").channels
     return chunk
+
+
+def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce") -> int | None:
+    """Stages of NCCL's Simple pipeline a step passes through, where they are not the
+    replay's hops (None): NVLS AllReduce on one node runs three warp groups at once, each a
+    stage fed by the one before through NCCL's step FIFO: scatter (send buffer into the
+    NVLS buffers), reduce (multimem load-reduce and multicast store) and gather (into the
+    receive buffer) (src/device/all_reduce.h:418-457), where the replay has two hops, GPU to
+    NVSwitch and back. Each stage is taken to run at the channel's rate."""
+    if algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1:
+        return 3
+    return None
 
 
 def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
