@@ -121,7 +121,11 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
     ``gpus`` (one count for every log, or one per log)."""
     points = []
     for i, log in enumerate(logs):
-        ranks = log.ranks or (gpus[i] if isinstance(gpus, list) else gpus)
+        log.refuse_unless_allreduce()
+        given = gpus[i] if isinstance(gpus, list) else gpus
+        if log.ranks and given and given != log.ranks:
+            raise InputError(f"the log's device lines list {log.ranks} ranks, --gpus says {given}", log.path)
+        ranks = log.ranks or given
         if ranks is None:
             raise InputError("the log lists no ranks ('#  Rank  N ...' lines); give --gpus N", log.path)
         if ranks > len(topology.gpus):

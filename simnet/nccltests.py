@@ -5,7 +5,9 @@ Handles the current layout (``size count type redop root``, then time / algbw / 
 ``error`` column, 12 fields); ``#wrong`` may be ``N/A``; launcher prefixes such as
 ``[1,0]<stdout>:`` (Open MPI), ``0:`` (Slurm) or ``[0]``, and timestamps (``kubectl logs
 --timestamps``, ``mpirun --timestamp-output``) are stripped; ``NCCL INFO`` lines
-and comments are skipped. The rank count comes from the ``#  Rank  N ...`` device lines.
+and comments are skipped. The rank count comes from the ``#  Rank  N ...`` device lines,
+which test it is from ``# Collective test starting: NAME`` and the rows' ``redop`` and
+``root`` columns (``none`` for a collective that does not reduce, a root for a rooted one).
 
 >>> log = '''# Using devices
 ... #  Rank  0 Group  0 Pid  1 on h0 device  0 [0000:0f:00] NVIDIA H100 80GB HBM3
@@ -32,6 +34,7 @@ _PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # 
                      r"(\w{3} \w{3} +\d+ [\d:]+ \d{4})?"  # mpirun --timestamp-output
                      r"(\[\d+,\d+\]<std(out|err)>:|<std(out|err)>:|\d+:|\[\d+\])?\s*")
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)\b")
+_TEST = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -53,15 +56,36 @@ class Row:
 
 @dataclass
 class Log:
-    """A parsed log: where it came from, its rank count and its rows."""
+    """A parsed log: where it came from, its rank count and its rows; ``test``: the program
+    its header names (``all_reduce_perf``) and on which line; ``other``: the first row whose
+    ``redop`` or ``root`` no AllReduce prints (line and why), if any."""
 
     path: str
     ranks: int | None
     rows: list[Row] = field(default_factory=list)
+    test: tuple[str, int] | None = None
+    other: tuple[int, str] | None = None
+
+    def refuse_unless_allreduce(self) -> None:
+        """``InputError`` naming the line when the log is not an AllReduce's."""
+        if self.test and not Path(self.test[0]).name.startswith("all_reduce"):
+            raise InputError(f"this log is from {Path(self.test[0]).name}; only all_reduce_perf times an AllReduce",
+                             self.path, self.test[1])
+        if self.other:
+            raise InputError(f"{self.other[1]}: not an all_reduce_perf row", self.path, self.other[0])
 
 
 def _float(text: str) -> float | None:
     return float(text) if _NUMBER.match(text) else None
+
+
+def _not_allreduce(fields: list[str]) -> str | None:
+    """Why a data row is not an AllReduce's (redop ``none``, a root), or None."""
+    if fields[3] == "none":
+        return "redop none (a collective that does not reduce)"
+    if len(fields) == 13 and fields[4] != "-1":
+        return f"root {fields[4]} (a rooted collective)"
+    return None
 
 
 def _row(fields: list[str]) -> tuple[int, float, float | None, float] | None:
@@ -89,6 +113,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
             match = _RANK.match(line)
             if match:
                 ranks.add(int(match.group(1)))
+            test = _TEST.match(line)
+            if test and log.test is None:
+                log.test = (test.group(1), number)
             continue
         fields = line.split()
         if not fields[0][0].isdigit():
@@ -104,6 +131,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
                              path, number)
         if size > 0:
             log.rows.append(Row(size, time, inplace, busbw, number))
+            why = _not_allreduce(fields)
+            if why and log.other is None:
+                log.other = (number, why)
     if not log.rows:
         raise InputError("no nccl-tests rows found (expected the all_reduce_perf table)", path)
     log.ranks = len(ranks) or None

@@ -225,3 +225,23 @@ def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
     bad = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "d.yaml", env={"NCCL_ALGO": "Butterfly"})
     assert bad.exit_code == 2 and bad.stderr.strip() == ("NCCL_ALGO='Butterfly': unknown name 'Butterfly'; expected "
                                                           + ", ".join(tuning.ALGORITHMS))
+
+
+def test_only_allreduce_logs_are_fitted():
+    # an all_gather_perf log looks like an AllReduce table: its header names the test, and its
+    # rows say redop none; a reduce_perf row names a root. Fitting either as an AllReduce would
+    # give link rates above line rate, so calibrate refuses them, naming the line
+    topo = _pairs()
+    gather = write_log({2**20: 30.0}, 2).replace("all_reduce_perf", "all_gather_perf")
+    with pytest.raises(InputError, match=r"ag.log:2: this log is from all_gather_perf;"):
+        points_of([parse_log(gather, "ag.log")], topo)
+    unnamed = write_log({2**20: 30.0, 2**21: 40.0}, 2).replace("# Collective test starting: all_reduce_perf\n", "")
+    rows = unnamed.replace("float     sum      -1    40.00", "float    none      -1    40.00")
+    with pytest.raises(InputError, match=r"x.log:\d+: redop none .*: not an all_reduce_perf row"):
+        points_of([parse_log(rows, "x.log")], topo)
+    rooted = unnamed.replace("float     sum      -1    40.00", "float     sum       0    40.00")
+    with pytest.raises(InputError, match=r"x.log:\d+: root 0 \(a rooted collective\)"):
+        points_of([parse_log(rooted, "x.log")], topo)
+    # --gpus may fill in missing device lines, never contradict them
+    with pytest.raises(InputError, match="device lines list 2 ranks, --gpus says 4"):
+        points_of([parse_log(write_log({2**20: 30.0}, 2), "x.log")], topo, 4)
