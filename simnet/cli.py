@@ -370,7 +370,7 @@ def _print_notes(console, results) -> None:
     for algorithm, why in results.skipped.items():
         console.print(f"skipped {algorithm} (all): {why}")
 
-    variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable")
+    variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable", "nccl_collnet_enable")
     for run in results.runs:
         if run.auto and any(run.auto.get(k) for k in variables):
             applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in variables if run.auto.get(k))
@@ -538,7 +538,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
     Reads all_reduce_perf output as printed (several logs, e.g. from different GPU counts),
     fits latencies and rate factors on log time, prints measured against predicted per
     size, and writes OUTPUT for `calibration: OUTPUT` in a topology or scenario. Set the
-    NCCL variables the logged runs had (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE) in the
+    NCCL variables the logged runs had (NCCL_ALGO, NCCL_PROTO, NCCL_*_ENABLE) in the
     environment, so simnet fits what NCCL ran.
 
     \b
@@ -624,9 +624,9 @@ def algorithms_command(collective: str) -> None:
     for algorithm in algorithms_for(collective).values():
         table.add_row(algorithm.name, algorithm.description, ", ".join(algorithm.options) or "-",
                       algorithm.closed_form)
-    table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE "
-                  "honoured), simulated beside every other algorithm NCCL could run here; the table names any "
-                  "that was faster", "-",
+    table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, "
+                  "NCCL_COLLNET_ENABLE honoured), simulated beside every other algorithm NCCL could run here; the "
+                  "table names any that was faster", "-",
                   "the pick's")
     console = _console()
     console.print(table)

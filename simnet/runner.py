@@ -42,7 +42,7 @@ from simnet.topology.model import PS_PER_SECOND, Topology
 __all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "nccl_system",
            "nccl_integer", "NCCL_VARIABLES", "HIERARCHICAL_VARIANTS"]
 
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
+NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -52,8 +52,9 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
     tuning.parse_nccl_list(env.get("NCCL_ALGO"), tuning.ALGORITHMS, "NCCL_ALGO")
     tuning.parse_nccl_list(env.get("NCCL_PROTO"), tuning.PROTOCOLS, "NCCL_PROTO")
-    if "NCCL_NVLS_ENABLE" in env:
-        nccl_integer(env["NCCL_NVLS_ENABLE"], "NCCL_NVLS_ENABLE")
+    for name in ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"):
+        if name in env:
+            nccl_integer(env[name], name)
     return env
 
 
@@ -76,13 +77,22 @@ def nccl_integer(text: str, name: str) -> int:
     return int(text.strip(), 8 if octal else 0)
 
 
+def _turned_off(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name, "").strip()  # empty is unset, as for NCCL
+    return bool(value) and nccl_integer(value, name) == 0
+
+
 def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
     """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
-    SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked."""
+    SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked;
+    ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts).
+    Unset, SHARP switches (``sharp: true``) are taken to be in use, as with
+    NCCL_COLLNET_ENABLE=1 and NCCL's SHARP plugin (NCCL's own default is 0)."""
     system = tuning.system_of(topology)
-    value = env.get("NCCL_NVLS_ENABLE", "").strip()  # empty is unset, as for NCCL
-    if system.nvls and value and nccl_integer(value, "NCCL_NVLS_ENABLE") == 0:
+    if system.nvls and _turned_off(env, "NCCL_NVLS_ENABLE"):
         system = replace(system, nvls=False)
+    if system.collnet and _turned_off(env, "NCCL_COLLNET_ENABLE"):
+        system = replace(system, collnet=False)
     return system
 
 
@@ -177,6 +187,20 @@ class _Point:
         """NCCL's function name for the collective (its rows of NCCL's model)."""
         return lookup_collective(self.collective).nccl
 
+    def _refuse_what_env_turns_off(self, algorithm: str) -> None:
+        """``Unsupported`` for a named algorithm that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0
+        turns off here, as they turn it off in NCCL."""
+        system, off = tuning.system_of(self.topo), None
+        if algorithm in ("nvls", "nvls_tree") and system.nvls and _turned_off(self.env, "NCCL_NVLS_ENABLE"):
+            off = ("NCCL_NVLS_ENABLE", "NVLink SHARP")
+        across = algorithm == "nvls" and system.nodes > 1
+        if (algorithm in ("collnet_direct", "collnet_chain") or across) and system.collnet and _turned_off(
+                self.env, "NCCL_COLLNET_ENABLE"):
+            off = ("NCCL_COLLNET_ENABLE", "network SHARP (CollNet)")
+        if off:
+            raise Unsupported(f"{off[0]}={self.env[off[0]]} turns {off[1]} off, as in NCCL: no {algorithm}; "
+                              f"unset it to run {algorithm}")
+
     def simulate(self, algorithm: str, size: int, timeline: bool, reuse: Mapping[str, Result] | None,
                  conditions: _Conditions, options: dict) -> Result:
         """One run of the collective's ``algorithm`` (or ``auto``) of ``size`` bytes (nccl-tests'
@@ -188,10 +212,7 @@ class _Point:
         if algorithm not in table and algorithm != "auto":
             raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
                              f"{', '.join(table)} or auto")
-        if (algorithm in ("nvls", "nvls_tree") and self.env.get("NCCL_NVLS_ENABLE", "").strip()
-                and not nccl_system(topo, self.env).nvls and tuning.system_of(topo).nvls):
-            raise Unsupported(f"NCCL_NVLS_ENABLE={self.env['NCCL_NVLS_ENABLE']} turns NVLink SHARP off, as in NCCL: "
-                              f"no {algorithm}; unset it to run {algorithm}")
+        self._refuse_what_env_turns_off(algorithm)
         if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
             return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
                           options=dict(options), model=self.model, collective=self.collective)
@@ -312,6 +333,7 @@ class _Point:
             "fastest_hint": f"NCCL_ALGO={fastest}",
             "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
             "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
+            "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),
         })
 
 

@@ -7,9 +7,10 @@ import json
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
+import yaml
 
 import simnet
-from simnet import load_topology
+from simnet import load_topology, topology_from_dict
 from simnet.runner import run_scenario, simulate
 
 
@@ -266,6 +267,32 @@ def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
     assert named.exit_code == 2 and "NCCL_NVLS_ENABLE=0 turns NVLink SHARP off, as in NCCL: no nvls" in named.stderr
     every = cli("run", path, "-a", "all", env={"NCCL_NVLS_ENABLE": "0"})
     assert every.exit_code == 0 and "skipped nvls (all): NCCL_NVLS_ENABLE=0" in " ".join(every.stdout.split())
+
+
+def test_nccl_collnet_enable_0_takes_sharp_away_as_in_nccl(cli, tmp_path):
+    """With SHARP switches, simnet takes CollNet to be on (NCCL_COLLNET_ENABLE=1 with NCCL's
+    SHARP plugin); NCCL_COLLNET_ENABLE=0, NCCL's own default, takes CollNet and NVLS across
+    hosts away from auto, refuses them when named and skips them under `all`."""
+    from simnet.runner import nccl_system
+
+    spec = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpu": "h100", "sharp": True}
+    fabric = topology_from_dict({"name": "sharp", "generate": spec})
+    on = simulate(fabric, "auto", 2**26)
+    assert nccl_system(fabric, {}).collnet and not nccl_system(fabric, {"NCCL_COLLNET_ENABLE": "0"}).collnet
+    assert {"collnet_direct", "collnet_chain"} & set(on.auto["candidates"])
+    off = simulate(fabric, "auto", 2**26, env={"NCCL_COLLNET_ENABLE": "0"})
+    assert not {"collnet_direct", "collnet_chain"} & set(off.auto["candidates"])
+    assert off.algorithm not in ("collnet_direct", "collnet_chain", "nvls")
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "topology": {"name": "sharp", "generate": spec},
+                                    "size": "64 MiB", "algorithms": ["auto"]}))
+    run = cli("run", path, env={"NCCL_COLLNET_ENABLE": "0"})
+    assert run.exit_code == 0 and "NCCL_COLLNET_ENABLE=0 applied" in run.stdout
+    for named in ("collnet_direct", "nvls"):
+        refused = cli("run", path, "-a", named, env={"NCCL_COLLNET_ENABLE": "0"})
+        assert refused.exit_code == 2 and f"turns network SHARP (CollNet) off, as in NCCL: no {named}" in refused.stderr
+    every = cli("run", path, "-a", "all", env={"NCCL_COLLNET_ENABLE": "0"})
+    assert every.exit_code == 0 and "skipped collnet_chain (all): NCCL_COLLNET_ENABLE=0" in " ".join(every.stdout.split())
 
 
 def test_nccl_list_syntax():
