@@ -313,9 +313,7 @@ class _Point:
         nccl_algo, nccl_proto = self.env.get("NCCL_ALGO"), self.env.get("NCCL_PROTO")
         system = nccl_system(self.topo, self.env)
         choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
-        allowed = tuning.parse_nccl_list(nccl_algo, tuning.ALGORITHMS, "NCCL_ALGO", self.function)
-        candidates = [a for a in tuning.ALGORITHMS
-                      if a in allowed and tuning.unavailable(system, a, self.function) is None]
+        candidates = [a for a in tuning.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
         results = {a: known.get(tuning.SIMNET_NAMES[a]) or self.simulate(
             tuning.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
         fastest = min(results, key=lambda a: results[a].time_s)

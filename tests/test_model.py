@@ -176,6 +176,14 @@ def test_nccl_proto_and_algo_are_honoured():
     assert simulate(box(), "auto", 2**30, env={"NCCL_ALGO": "Ring"}).algorithm == "ring"
     with pytest.raises(ValueError, match="unknown name 'Fast'"):
         simulate(box(), "ring", 2**20, env={"NCCL_PROTO": "Fast"})
+    # NVLS runs Simple only (tuning.cc): NCCL_PROTO=LL leaves it nothing, so auto does not
+    # offer it and a named nvls is refused rather than run on a protocol NCCL was told not to use
+    auto = simulate(box(), "auto", 2**30, env={"NCCL_PROTO": "LL"})
+    assert set(auto.auto["candidates"]) == {"ring", "tree"} and auto.protocol == "LL"
+    from simnet.collectives.registry import Unsupported
+
+    with pytest.raises(Unsupported, match="NCCL_PROTO=LL leaves nvls no protocol: NCCL runs it with Simple only"):
+        simulate(box(), "nvls", 2**30, env={"NCCL_PROTO": "LL"})
 
 
 def test_coarser_pipeline_chunks_cost_simulation_time_not_accuracy(monkeypatch):

@@ -37,6 +37,7 @@ from functools import partial
 
 import numpy as np
 
+from simnet.collectives.registry import Unsupported
 from simnet.collectives.replay import Timing
 from simnet.collectives.schedule import Schedule
 from simnet.model import tuning
@@ -101,8 +102,12 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     name = tuning.native(function, algorithm)
     options = dict(options)
     if name is not None:
-        times = {p: tuning.predict(system, name, p, size, function) for p in tuning.PROTOCOLS if p in allowed}
-        times = {p: t for p, t in times.items() if t is not None}
+        every = {p: tuning.predict(system, name, p, size, function) for p in tuning.PROTOCOLS}
+        times = {p: t for p, t in every.items() if t is not None and p in allowed}
+        possible = [p for p, t in every.items() if t is not None]
+        if possible and not times:
+            raise Unsupported(f"NCCL_PROTO={nccl_proto} leaves {algorithm} no protocol: NCCL runs it with "
+                              f"{', '.join(possible)} only")
         protocol = min(times, key=times.get) if times else "Simple"
         row = name
     else:
