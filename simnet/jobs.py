@@ -164,7 +164,7 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
             gpus = list(spec.gpus)
         for gpu in gpus:
             if gpu in taken:
-                raise JobError((i,), f"{gpu} is already job {taken[gpu]!r}'s; jobs may not share a GPU")
+                raise JobError((i,), f"{gpu} already belongs to job {taken[gpu]!r}; jobs may not share a GPU")
         if len(set(gpus)) < 2:
             raise JobError((i,), "a job needs at least 2 GPUs to exchange anything" if i not in leftover else
                            f"fewer than 2 GPUs are left for background job {spec.name!r}; give it gpus or hosts")

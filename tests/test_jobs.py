@@ -87,7 +87,7 @@ def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures)
 
 @pytest.mark.parametrize("jobs, where, message", [
     ("[{name: a, hosts: [r0h0, r1h0], size: 1 MiB}, {name: b, hosts: [r1h0, r1h1], size: 1 MiB}]",
-     "jobs[1]", "r1h0-gpu0 is already job 'a''s; jobs may not share a GPU"),
+     "jobs[1]", "r1h0-gpu0 already belongs to job 'a'; jobs may not share a GPU"),
     ("[{name: a, hosts: [r9h9], size: 1 MiB}]", "jobs[0].hosts", "no host 'r9h9' with GPUs in fabric"),
     ("[{name: a, gpus: [r0h0-gpu0, gpu7], size: 1 MiB}]", "jobs[0].gpus", "'gpu7' is not a GPU of fabric"),
     ("[{name: a, gpus: 9, size: 1 MiB}]", "jobs[0].gpus", "9 GPUs asked, 4 of 4 are free"),

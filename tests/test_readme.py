@@ -66,6 +66,21 @@ def test_the_yaml_reference_is_a_topology_that_loads(root, tmp_path):
     assert topology.gpus == ["gpu1", "gpu0"] and topology.kind("nvs0") == "switch"
 
 
+def test_the_readme_jobs_example_places_on_the_topology_its_gpu_names_come_from(root):
+    # its GPU names (r1h3-gpu6) are two_racks.yaml's: pasted there, every job gets its GPUs
+    # (placing them is what a reader's paste first hits; running them takes a minute)
+    import yaml
+
+    from simnet import load_topology
+    from simnet.jobs import place_jobs
+
+    block = re.search(r"### Many jobs on one fabric\n\n```yaml\n(.*?)```", _readme(root), re.S).group(1)
+    jobs = yaml.safe_load(block)["jobs"]
+    placed = place_jobs(load_topology(root / "topologies/two_racks.yaml"), jobs)
+    assert [len(gpus) for gpus in placed[:3]] == [16, 16, 2]
+    assert not set(placed[0]) & set(placed[1]) and not set(placed[2]) & (set(placed[0]) | set(placed[1]))
+
+
 @pytest.fixture(scope="module")
 def ran_readme(tmp_path_factory):
     """Run every README simnet command, as a user would, in a fresh directory."""
