@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simnet import units
 from simnet.analysis import find_warnings, link_reports
 from simnet.budget import fits
 from simnet.collectives import build_schedule, replay
@@ -96,6 +97,38 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
     return system
 
 
+def _checked_size(size: object) -> int:
+    """``size`` in whole bytes: a number of bytes, or text such as ``'1 GiB'``."""
+    if isinstance(size, str):
+        return units.parse_size(size)
+    if isinstance(size, bool) or not isinstance(size, int | float) or not float(size).is_integer():
+        raise ValueError(f"size: {size!r} is not a whole number of bytes (an int, or text such as '1 GiB')")
+    if size < 0:
+        raise ValueError(f"size: {size} bytes; a size cannot be negative")
+    return int(size)
+
+
+_API_UNITS = {"chunk_size": "B", "reduce_bandwidth": "B/s", "message_overhead": "s"}
+"""The unit of an option given to the Python API as a bare number (a scenario writes units)."""
+
+
+def _checked_options(options: dict) -> dict:
+    """``options`` checked and read as a scenario's are (``'1 MiB'`` or bytes for chunks,
+    ``channels`` 1 to 64, ...); ``ValueError`` naming the first bad one."""
+    from pydantic import ValidationError
+
+    from simnet.scenario import Options
+
+    given = {k: f"{v!r} {_API_UNITS[k]}" if k in _API_UNITS and isinstance(v, int | float) and not isinstance(
+        v, bool) else v for k, v in options.items() if v is not None}
+    try:
+        checked = Options.model_validate(given).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ValueError(f"{'.'.join(map(str, error['loc']))}: {error['msg']}") from None
+    return {**options, **checked}
+
+
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
              timeline: bool = False, model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
              calibration: Calibration | str | Path | None = None, reuse: Mapping[str, Result] | None = None,
@@ -120,8 +153,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     ``stragglers`` (``{gpu: delay}`` or a distribution) make the run misbehave; the same
     run without them is simulated too and ``result.conditions`` says what they cost.
     """
-    if size < 0:
-        raise ValueError(f"size: {size} bytes; a size cannot be negative")
+    size = _checked_size(size)
+    options = _checked_options(options)
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
     env = nccl_env(env)
@@ -223,6 +256,12 @@ class _Point:
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
+        given, ran = options.get("chunk_size"), decided.options.get("chunk_size")
+        if given is not None and ran is not None and given < ran:
+            warnings.append(Finding("chunk_size_raised", "", (
+                f"chunk_size {units.format_size(given)} is finer than NCCL pipelines {algorithm} here (its chunk "
+                f"comes from NCCL_BUFFSIZE and the message size): the model ran NCCL's, "
+                f"{units.format_size(ran)}")))
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (

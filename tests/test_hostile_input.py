@@ -129,9 +129,10 @@ REFUSED = [  # (what the user wrote, where, the message it gets)
     ({"options": "channels: 1000000"}, "s.yaml:5", "options.channels: 1000000 must be at most 64"),
     ({"options": "reduce_bandwidth: 1e-300 B/s"}, "s.yaml:5", "options.reduce_bandwidth: '1e-300 B/s' is outside"),
     ({"options": "message_overhead: 1e400 s"}, "s.yaml:5", "options.message_overhead: '1e400 s' is outside"),
-    ({"options": "chunk_size: 1 B", "size": "1 GiB", "memory": "1 GiB"}, "s.yaml",
+    # model: ideal keeps a chunk finer than NCCL's (model: nccl raises it to NCCL's own)
+    ({"options": "chunk_size: 1 B", "size": "1 GiB", "memory": "1 GiB", "extra": "model: ideal\n"}, "s.yaml",
      "ring: chunk_size 1 B cuts 1 GiB into 1,073,741,824"),
-    ({"options": "chunk_size: 1 KiB", "size": "1 GiB", "memory": "400 MB"}, "s.yaml",
+    ({"options": "chunk_size: 1 KiB", "size": "1 GiB", "memory": "400 MB", "extra": "model: ideal\n"}, "s.yaml",
      "ring over 2 GPUs at 1 GiB needs 2,097,152 transfers"),
     ({"bandwidth": "2 Kb/s", "size": "1 TiB"}, "s.yaml", "the simulated time passes 1,000,000 s (11.6 days)"),
     ({"algorithms": ""}, "s.yaml:4", "algorithms: no algorithms: list at least one"),
@@ -320,7 +321,7 @@ def test_any_gpus_option_is_counts_or_one_line(text):
      "bucket_size 1 B cuts the gradient into 1,073,741,824 buckets, over the 100,000"),
     ({"extra": "workload: {compute_time: 1 s, parameters: 1e30}\n"}, "s.yaml:6", "is over 1 PiB"),
     ({"extra": "gpus: true\n"}, "s.yaml:6", "gpus"),
-    ({"algorithms": "tree", "options": "chunk_size: 1 B", "size": "1 GiB"}, "s.yaml",
+    ({"algorithms": "tree", "options": "chunk_size: 1 B", "size": "1 GiB", "extra": "model: ideal\n"}, "s.yaml",
      "tree: chunk_size 1 B cuts 1 GiB into 1,073,741,824 pieces"),
     ({"algorithms": "ps", "options": "chunk_size: 1 B", "size": "1 GiB"}, "s.yaml", "ps: chunk_size 1 B cuts"),
 ])
@@ -367,7 +368,7 @@ def test_calibrate_refuses_logs_that_are_not_files(tmp_path, root, kind):
 def test_a_refused_sweep_leaves_no_folder_behind(cli, tmp_path):
     _files(tmp_path)
     path = tmp_path / "s.yaml"
-    path.write_text(SWEEP + "options: {chunk_size: 1 KiB}\n")
+    path.write_text(SWEEP + "options: {chunk_size: 1 KiB}\nmodel: ideal\n")  # nccl would raise it to NCCL's chunk
     out = tmp_path / "out"
     result = cli("sweep", path, "--out", out, env={"SIMNET_MEMORY": "60 KB"})  # the topology fits, the schedule not
     assert result.exit_code == 2 and "the point at 2 GPUs" in result.stderr, result.stderr

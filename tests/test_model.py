@@ -3,6 +3,7 @@ that builds on it. Expected numbers are worked out by hand from NCCL v2.30.7's c
 (src/graph/tuning.cc, topo.h) for the systems named."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -218,3 +219,39 @@ def test_nvls_on_one_node_pipelines_loops_of_one_chunk_per_gpu(size, chunk):
     k = size / (16 * 8 * chunk)
     stream = size / (tuning.algorithm_bandwidth(DGX_H100, "NVLS", "Simple") * 1e9)
     assert result.time_s == pytest.approx(25e-6 + stream * (3 + k - 1) / k, rel=0.03)
+
+
+def test_channels_given_scale_nccls_bandwidth_and_finer_chunks_are_nccls():
+    # NCCL's ring on an H100 box: 12 channels at 30 GB/s of bus bandwidth each (tuning.graph);
+    # one channel is one of them, so 1 GiB takes 2 (N-1)/N S / 30 GB/s plus latency
+    topo = box()
+    one = simulate(topo, "ring", 2**30, channels=1)
+    assert one.channels == 1
+    assert one.busbw_GBps == pytest.approx(tuning.graph(DGX_H100, "Ring").bw_intra, rel=0.02)
+    assert simulate(topo, "ring", 2**30, channels=6).busbw_GBps == pytest.approx(6 * one.busbw_GBps, rel=0.02)
+    # NVLS "should not need more than 16 channels to get peak BW" (enqueue.cc): no gain above
+    assert simulate(topo, "nvls", 2**30, channels=32).time_s >= simulate(topo, "nvls", 2**30).time_s * 0.999
+    # NCCL pipelines no finer than its own chunk: a finer chunk_size is raised to it, with a warning
+    default = simulate(topo, "ring", 2**20)
+    finer = simulate(topo, "ring", 2**20, chunk_size=1024)
+    assert finer.time_s == default.time_s >= tuning.predict(DGX_H100, "Ring", default.protocol, 2**20) * 0.999
+    assert any(w.kind == "chunk_size_raised" and "32 KiB" in w.message for w in finer.warnings)
+
+
+@pytest.mark.parametrize("size, options, message", [
+    (True, {}, "size: True is not a whole number of bytes"),
+    (1.5, {}, "size: 1.5 is not a whole number of bytes"),
+    (-8, {}, "size: -8 bytes; a size cannot be negative"),
+    (2**20, {"channels": 0}, "channels: Input should be greater than or equal to 1"),
+    (2**20, {"channels": 65}, "channels: Input should be less than or equal to 64"),
+    (2**20, {"channels": 2.5}, "channels: Input should be a valid integer"),
+])
+def test_the_api_refuses_what_a_scenario_refuses(size, options, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        simulate(box(), "ring", size, **options)
+
+
+def test_the_api_takes_sizes_as_text_too():
+    assert simulate(box(), "ring", "1 MiB").time_s == simulate(box(), "ring", 2**20).time_s
+    assert simulate(box(), "ring", 2**20, chunk_size="64 KiB").time_s == simulate(
+        box(), "ring", 2**20, chunk_size=65536).time_s

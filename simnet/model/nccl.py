@@ -87,6 +87,7 @@ class NcclPlan:
     coarsening: float = 1.0  # the simulated chunk over NCCL's own chunk (>= 1, see MAX_PIECES)
     function: str = "AllReduce"  # NCCL's function (its rows of the model)
     size: int = 0  # bytes of the collective, in nccl-tests' convention
+    channel_share: float = 1.0  # channels given over the channels NCCL opens (its bandwidth scales with them)
 
 
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
@@ -114,19 +115,25 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         p2p = ["LL"] if (size if message is None else message) <= P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
+    own_channels = tuning.nvls_channels(system) if name == "NVLS" and system.nodes == 1 else \
+        tuning.graph(system, "Ring").channels  # what the schedule opens unless told
+    channel_share = options["channels"] / own_channels if name and options.get("channels") else 1.0
+    if name in ("NVLS", "NVLSTree"):  # "NVLS should not need more than 16 channels to get peak BW" (enqueue.cc)
+        channel_share = min(channel_share, 1.0)
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = tuning.nvls_channels(system)
-    if name is not None and "chunk_size" in accepts and options.get("chunk_size") is None:
-        # NCCL's pipeline step per channel, coarsened so that no channel pipelines more than MAX_PIECES of them
-        channels = (tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree")
-                    else 2 * tuning.graph(system, name).channels)
+    coarsening = 1.0
+    if name is not None and "chunk_size" in accepts:
         own = tuning.pipeline_step(system, name, protocol, size, function)
-        options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
-        coarsening = options["chunk_size"] / own
-    else:
-        coarsening = 1.0
+        if options.get("chunk_size") is None or options["chunk_size"] < own:
+            # NCCL's pipeline step per channel (it pipelines no finer: a smaller chunk_size is
+            # raised to it), coarsened so that no channel pipelines more than MAX_PIECES of them
+            channels = (tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree")
+                        else 2 * tuning.graph(system, name).channels)
+            options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
+            coarsening = options["chunk_size"] / own
     return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
-                    function, int(size))
+                    function, int(size), channel_share)
 
 
 def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +227,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         # replay simulates chunk by chunk. LL and LL128 stream every line (the replay's fill is
         # cancelled, _pipeline_fill), so NCCL's correction is their only mid-size loss: keep it.
         rate = tuning.algorithm_bandwidth if protocol == "Simple" else partial(tuning.sized_bandwidth, nbytes=size)
-        bandwidth = rate(system, row, protocol, function=decided.function) * 1e9  # B/s of the buffer
+        bandwidth = rate(system, row, protocol, function=decided.function) * 1e9 * decided.channel_share
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         stages = tuning.pipeline_stages(system, row, decided.function)
