@@ -246,9 +246,11 @@ class _Point:
             raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
                              f"{', '.join(table)} or auto")
         self._refuse_what_env_turns_off(algorithm)
-        if len(topo.gpus) == 1:  # nothing to exchange: no schedule, no software, no time
-            return Result(algorithm=algorithm, gpus=1, size_bytes=int(size), time_s=0.0, links=[], warnings=[],
-                          options=dict(options), model=self.model, collective=self.collective)
+        empty = size == 0 and not lookup_collective(self.collective).point_to_point
+        if len(topo.gpus) == 1 or empty:  # nothing to exchange: no schedule, no software, no time
+            # (NCCL discards a collective of 0 elements before launching anything: enqueue.cc taskAppend)
+            return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=0.0, links=[],
+                          warnings=[], options=dict(options), model=self.model, collective=self.collective)
         if algorithm == "hierarchical" and options.get("inner") is None:
             return self._fastest_inner(size, timeline, options, conditions)
         engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}

@@ -255,3 +255,11 @@ def test_the_api_takes_sizes_as_text_too():
     assert simulate(box(), "ring", "1 MiB").time_s == simulate(box(), "ring", 2**20).time_s
     assert simulate(box(), "ring", 2**20, chunk_size="64 KiB").time_s == simulate(
         box(), "ring", 2**20, chunk_size=65536).time_s
+
+
+def test_an_empty_collective_takes_no_time():
+    # NCCL discards a collective of 0 elements before launching anything (enqueue.cc taskAppend),
+    # under either model
+    for model in ("nccl", "ideal"):
+        assert simulate(box(), "ring", 0, model=model).time_s == 0.0
+        assert simulate(box(), "auto", 0, model=model).time_s == 0.0
