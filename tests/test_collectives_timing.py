@@ -2,6 +2,7 @@
 topologies, and contention effects."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -253,3 +254,14 @@ def test_cross_rack_all_to_all_congests_the_uplink_and_says_so():
     assert "4 flows shared 1.25 GB/s" in congested["tor0->spine0"].message
     assert "Remedy" in congested["tor0->spine0"].message
     assert result.bottleneck.name in congested
+
+
+def test_hierarchical_refuses_a_level_no_gpu_is_labelled_with():
+    # two_racks labels hosts and racks, not regions: grouping by region would make every GPU a
+    # group of its own and run the flat inner algorithm under hierarchical's name
+    from simnet import load_topology, simulate
+    from simnet.collectives.registry import Unsupported
+
+    topo = load_topology(Path(__file__).resolve().parent.parent / "topologies/two_racks.yaml")
+    with pytest.raises(Unsupported, match="no GPU of two-racks has a region label"):
+        simulate(topo, "hierarchical", 2**20, gpus=16, group_by="region", inner="tree")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.collectives.recursive import halving_doubling_part, recursive_doubling_part
-from simnet.collectives.registry import chunk_count, register
+from simnet.collectives.registry import Unsupported, chunk_count, register
 from simnet.collectives.ring import all_gather, reduce_scatter, ring_allreduce
 from simnet.collectives.schedule import Schedule, ScheduleBuilder, split_range
 from simnet.collectives.tree import PIPELINE_CHUNK, double_binary_tree_part, tree_part
@@ -122,6 +122,9 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
     if group_by not in GROUP_LEVELS:
         raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
+    if not any(topology.graph.nodes[r].get(group_by) for r in ranks):
+        raise Unsupported(f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, so every GPU "
+                          f"would be a group of its own; label the GPUs or group by another level")
     b = ScheduleBuilder("hierarchical", ranks, size)
     position = {r: i for i, r in enumerate(ranks)}
     groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
