@@ -164,6 +164,10 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
     if calibration is not None and model == "nccl":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
+    elif calibration is not None:
+        result = replace(result, warnings=[Finding("calibration_unused", calibration.source or "", (
+            f"the calibration profile {calibration.source or ''} refines model: nccl only; model: {model} ran "
+            f"without it"))] + result.warnings)
     if not conditions:
         return result
     healthy = point.simulate(result.algorithm, size, False, None, _Conditions(), options)

@@ -245,3 +245,14 @@ def test_only_allreduce_logs_are_fitted():
     # --gpus may fill in missing device lines, never contradict them
     with pytest.raises(InputError, match="device lines list 2 ranks, --gpus says 4"):
         points_of([parse_log(write_log({2**20: 30.0}, 2), "x.log")], topo, 4)
+
+
+def test_an_ideal_run_says_it_left_the_calibration_out():
+    # a profile corrects NCCL's model; the line-rate model has nothing for it to correct
+    from simnet.runner import simulate
+
+    profile = Calibration(base_latency=5e-6, source="mine.cal.yaml")
+    ideal = simulate(_pairs(), "ring", 2**20, model="ideal", calibration=profile)
+    assert ideal.calibration is None and ideal.time_s == simulate(_pairs(), "ring", 2**20, model="ideal").time_s
+    assert any(w.kind == "calibration_unused" and "mine.cal.yaml refines model: nccl only" in w.message
+               for w in ideal.warnings)
