@@ -79,6 +79,9 @@ def parse_sizes(text: object) -> list[int]:
             raise ValueError("an empty list: give at least one size (e.g. [1 MiB, 1 GiB])")
         if len(text) > MAX_SIZES:
             raise ValueError(f"{len(text):,} sizes, over the {MAX_SIZES} simnet runs in one scenario")
+        for item in text:
+            if isinstance(item, str) and _RANGE.match(item):
+                raise ValueError(f"{item!r} is a range: give it as the whole value (sizes: {item!r}), not in a list")
         return [_non_negative_size(t) for t in text]
     match = _RANGE.match(text) if isinstance(text, str) else None
     if not match:
@@ -86,15 +89,17 @@ def parse_sizes(text: object) -> list[int]:
     low, high, factor = units.parse_size(match.group(1)), units.parse_size(match.group(2)), float(match.group(3))
     if factor <= 1 or low <= 0 or high < low:
         raise ValueError(f"{text!r}: a range needs 0 < start <= end and a factor above 1 (e.g. '8 B .. 8 GiB x2')")
-    count = math.floor(math.log(high / low) / math.log(factor) + 1e-9) + 1
+    steps = math.floor(math.log(high / low) / math.log(factor) + 1e-9) + 1
+    sizes: list[int] = []
+    size = float(low)
+    while steps <= 10 * MAX_SIZES and size <= high * (1 + 1e-12):  # small sizes may round to one byte count
+        if not sizes or int(round(size)) != sizes[-1]:
+            sizes.append(int(round(size)))
+        size *= factor
+    count = len(sizes) if sizes else steps
     if count > MAX_SIZES:
         raise ValueError(f"{text!r} makes {count:,} sizes, over the {MAX_SIZES} simnet runs in one scenario; "
                          "use a larger factor (nccl-tests uses x2)")
-    sizes = []
-    size = float(low)
-    while size <= high * (1 + 1e-12):
-        sizes.append(int(round(size)))
-        size *= factor
     return sizes
 
 

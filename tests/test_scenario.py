@@ -68,6 +68,10 @@ def test_sizes_forms():
     assert parse_sizes("1 KiB .. 1 MiB x4") == [1024, 4096, 16384, 65536, 262144, 1048576]
     assert parse_sizes(["1 KiB", "2 KB"]) == [1024, 2000]
     assert parse_sizes("1 GiB") == [2**30]
+    # small sizes round to the same byte count: a range counts the distinct sizes it makes
+    assert parse_sizes("1 B .. 4 B x1.1") == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match=r"'8 B \.\. 64 B x2' is a range: give it as the whole value"):
+        parse_sizes(["1 KiB", "8 B .. 64 B x2"])
 
 
 def test_cost_forms():
