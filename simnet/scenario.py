@@ -65,6 +65,8 @@ def _gpu_choice(value: object) -> object:
     """Refuse a GPU count below one in words the user can act on."""
     if isinstance(value, int) and not isinstance(value, bool) and value < 1:
         raise ValueError(f"{value}: give a GPU count of at least 1, a list of GPU names, or all")
+    if isinstance(value, str) and value != "all":
+        raise ValueError(f"{value!r}: give a GPU count (unquoted, e.g. 8), a list of GPU names, or all")
     return value
 
 

@@ -143,3 +143,17 @@ def test_replace_changes_what_sweeps_and_comparisons_simulate_too(root):
         loaded.replace(name="other")
     with pytest.raises(ValueError, match="GPUs of this scenario's network"):
         loaded.replace(topology=load_scenario(root / "scenarios/single_node.yaml").topology)
+
+
+def test_a_quoted_gpu_count_and_a_ratio_read_as_written():
+    # gpus: "8" is text, not a count: said so; an oversubscription reads as 4:1 as well as 4
+    from simnet import InputError, topology_from_dict
+
+    with pytest.raises(InputError, match="gpus: '8': give a GPU count \\(unquoted, e.g. 8\\)"):
+        scenario_from_dict({"name": "q", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+                            "size": "1 MiB", "algorithms": ["ring"], "gpus": "8"})
+    spec = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "spines": 1}
+    ratio = topology_from_dict({"name": "r", "generate": {**spec, "oversubscription": "4:1"}})
+    number = topology_from_dict({"name": "n", "generate": {**spec, "oversubscription": 4}})
+    assert ratio.capacity.tolist() == number.capacity.tolist()
+

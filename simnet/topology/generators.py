@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from simnet.budget import TooLarge, check_fits
 from simnet.errors import SpecError
@@ -45,7 +45,31 @@ def _node(id: str, kind: str, **attributes) -> NodeSpec:
     return NodeSpec.model_construct(id=id, kind=kind, rank=None, **{key: attributes.get(key) for key in fields})
 
 
-class NVSwitchParams(Strict):
+def _ratio(value: object) -> object:
+    """A down:up ratio as written ``"4:1"`` (or a number) as a number."""
+    if isinstance(value, str) and ":" in value:
+        down, _, up = value.partition(":")
+        try:
+            return float(down) / float(up)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"{value!r} is not a ratio (e.g. 4:1 or 4)") from None
+    return value
+
+
+Ratio = Annotated[float, BeforeValidator(_ratio)]
+
+
+class _NvSwitchHosts(Strict):
+    """Generators of NVSwitch hosts of one GPU generation: ``nvls: true`` needs a GPU that has it."""
+
+    @model_validator(mode="after")
+    def _nvls_needs_the_gpu(self):
+        if getattr(self, "nvls", None) and not GPUS[self.gpu].nvls:
+            raise ValueError(f"nvls: {self.gpu} has no NVLink SHARP (NCCL runs NVLS from H100 on)")
+        return self
+
+
+class NVSwitchParams(_NvSwitchHosts):
     """One server whose GPUs all attach to an NVSwitch fabric (DGX/HGX style).
 
     ``gpu`` sets the NVLink bandwidth, PCIe generation and NVLS capability of its
@@ -88,7 +112,7 @@ class PCIeParams(Strict):
         return self.gpus, (1 + switches + self.gpus) + (switches + self.gpus)
 
 
-class LeafSpineParams(Strict):
+class LeafSpineParams(_NvSwitchHosts):
     """Racks of GPU servers: NVSwitch inside a host, NICs to a ToR leaf, leaves to spines.
 
     ``gpu`` sets the NVLink bandwidth, PCIe generation and NVLS capability of its
@@ -114,7 +138,7 @@ class LeafSpineParams(Strict):
     link_latency: Latency = 1e-6  # NIC <-> ToR and ToR <-> spine, cable + switch hop
     spines: Count = 2
     uplink_bandwidth: Bandwidth | None = None  # each ToR -> spine link
-    oversubscription: Annotated[float, Field(gt=0)] | None = None  # ToR down:up ratio
+    oversubscription: Annotated[Ratio, Field(gt=0)] | None = None  # ToR down:up ratio (4 or 4:1)
     sharp: bool = False  # ToRs and spines reduce in the network (NVIDIA SHARP)
     prefix: str = ""
 
@@ -153,7 +177,7 @@ class LeafSpineParams(Strict):
         return down / (self.oversubscription or 1.0) / self.spines
 
 
-class RailOptimizedParams(Strict):
+class RailOptimizedParams(_NvSwitchHosts):
     """A rail-optimized Clos fabric of GPU servers, as NVIDIA's DGX SuperPOD builds it.
 
     Scalable units (SUs) of ``nodes_per_unit`` servers; every GPU has its own NIC, and NIC
@@ -184,8 +208,8 @@ class RailOptimizedParams(Strict):
     pcie_latency: Latency = 1e-6  # GPU -> NIC through a PCIe switch
     link_latency: Latency = 1e-6  # every switch-to-switch and NIC-to-leaf hop, cable + switch
     switch_radix: Annotated[int, Field(ge=2, strict=True)] = 64  # NVIDIA Quantum-2 QM9700: 64 x 400 Gb/s ports
-    leaf_oversubscription: Annotated[float, Field(ge=1)] = 1.0  # leaf down:up port ratio
-    spine_oversubscription: Annotated[float, Field(ge=1)] = 1.0  # spine down:up port ratio (with a core tier)
+    leaf_oversubscription: Annotated[Ratio, Field(ge=1)] = 1.0  # leaf down:up port ratio
+    spine_oversubscription: Annotated[Ratio, Field(ge=1)] = 1.0  # spine down:up port ratio (with a core tier)
     sharp: bool = False  # leaves, spines and cores reduce in the network (NVIDIA SHARP)
     prefix: str = ""
 
