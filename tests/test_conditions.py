@@ -245,8 +245,11 @@ def test_a_link_degraded_mid_run_is_measured_against_each_capacity_in_its_time()
     its route; after, at 0.1 B, it fills only the degraded one. Step 1 sent B x 1 ms = 12.5 MB
     by then and needs 37.5 MB / 0.1 B = 30 ms more, step 2 50 MB / 0.1 B = 40 ms:
     T = 71 ms + 2 L. The degraded link is full for all 71 ms, the healthy ones for 1 ms; the
-    degraded one's mean capacity is B over 1 ms and 0.1 B over the rest of T."""
-    result = simulate(_pair(), "ring", S, model="ideal",
+    degraded one's mean capacity is B over 1 ms and 0.1 B over the rest of T. The heatmap's
+    rows agree: the degraded link full for 71 ms, a healthy one full for 1 ms then at 10 %."""
+    from simnet.report.plots import utilization_matrix
+
+    result = simulate(_pair(), "ring", S, model="ideal", timeline=True,
                       faults=[{"at": "1 ms", "link": ["tor0", "spine0"], "bandwidth": "10%"}])
     T = 71e-3 + 2 * L
     assert result.time_s == pytest.approx(T, rel=1e-9)
@@ -257,6 +260,9 @@ def test_a_link_degraded_mid_run_is_measured_against_each_capacity_in_its_time()
     assert degraded.peak_utilization == 1.0
     assert healthy.saturated_fraction == pytest.approx(1e-3 / T, rel=1e-6)
     assert healthy.mean_capacity_Bps == B
+    index = result.replay.topology.link_index
+    matrix, _ = utilization_matrix(result, [index[("tor0", "spine0")], index[("tor1", "spine0")]], bins=71)
+    assert matrix.mean(axis=1) == pytest.approx([71e-3 / T, (1e-3 + 0.1 * 70e-3) / T], rel=1e-6)
 
 
 def test_a_degraded_link_two_flows_share_is_the_bottleneck_with_its_warning():

@@ -85,6 +85,18 @@ class LinkStats:
             before[links] = capacity
         return mean
 
+    def utilization(self, link: int, times: np.ndarray, loads: np.ndarray) -> np.ndarray:
+        """``loads`` (B/s) on ``link`` from each of ``times`` (ps) on, as fractions of the
+        capacity in force then (0 while the link is down)."""
+        at, capacity = [0], [self.capacity[link]]
+        for when, links, values in self._changes:
+            if (links == link).any():
+                at.append(when)
+                capacity.append(values[links == link][-1])
+        in_force = np.array(capacity)[np.searchsorted(at, times, side="right") - 1]
+        loads = np.asarray(loads, dtype=float)
+        return np.divide(loads, in_force, out=np.zeros_like(loads), where=in_force > 0)
+
     def _saturated(self, links: np.ndarray) -> np.ndarray:
         load = self.load[links]
         return (load > 0) & (load >= SATURATED * self.in_force[links])
