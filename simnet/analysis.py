@@ -34,23 +34,33 @@ ROUNDING = 1e-9
 def link_reports(replay) -> list[LinkReport]:
     """Every link that carried data, in bottleneck order (see the module docstring)."""
     topo, stats = replay.topology, replay.stats
-    capacity = stats.capacity  # the rates the replay ran at (a model's effective rates)
+    capacity = stats.capacity  # the rates the replay ran at (a model's effective rates), healthy
     duration = replay.duration_ps
     used = np.flatnonzero(stats.bytes > 0)
     if duration <= 0 or not len(used):
         return []
     seconds = duration / PS_PER_SECOND
-    mean = stats.bytes[used] / (capacity[used] * seconds)
+    offered = stats.mean_capacity(duration)  # what faults left of it, on average
+    mean = np.zeros(len(capacity))
+    mean[used] = stats.bytes[used] / (offered[used] * seconds)  # a link that carried bytes had some capacity
     saturated = stats.saturated_ps[used] / duration
-    order = used[np.lexsort((-mean, -saturated))]
+    order = used[np.lexsort((-mean[used], -saturated))]
     peak = np.where(np.abs(stats.peak - 1.0) <= ROUNDING, 1.0, stats.peak)
     return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(capacity[i]),
                        bytes=float(stats.bytes[i]),
-                       mean_utilization=float(stats.bytes[i] / (capacity[i] * seconds)),
+                       mean_utilization=float(mean[i]),
                        peak_utilization=float(peak[i]),
                        saturated_fraction=float(stats.saturated_ps[i] / duration),
                        port_saturated_fraction=float(stats.either_saturated_ps[i] / duration),
-                       max_flows=int(stats.max_flows[i])) for i in order]
+                       max_flows=int(stats.max_flows[i]), mean_capacity_Bps=float(offered[i])) for i in order]
+
+
+def _capacity(link: LinkReport) -> str:
+    """The link's capacity for a message: healthy, or what faults left of it on average and healthy."""
+    healthy = f"{link.capacity_Bps / 1e9:.4g} GB/s"
+    if link.mean_capacity_Bps == link.capacity_Bps:
+        return healthy
+    return f"{link.mean_capacity_Bps / 1e9:.4g} GB/s on average under the faults ({healthy} healthy)"
 
 
 def _machine(topo: Topology, link: LinkReport) -> str | None:
@@ -111,9 +121,9 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
         if machine is None:
             if link.saturated_fraction >= OVERLOAD_SATURATION and link.max_flows >= 2:
                 findings.append(Finding("link_congestion", link.name, (
-                    f"{link.name}: {link.max_flows} flows shared {link.capacity_Bps / 1e9:.4g} GB/s, saturated "
+                    f"{link.name}: {link.max_flows} flows shared {_capacity(link)}, saturated "
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
-                    f"{units.format_time(link.bytes / link.capacity_Bps)} even at full speed. Remedy: "
+                    f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed. Remedy: "
                     f"{_fabric_remedy(algorithm, collective)}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
@@ -129,7 +139,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
         moved = " and ".join(f"{units.format_size(link.bytes)} {'in' if link.dst == machine else 'out'}"
                              for link in pair)
         findings.append(Finding("nic_overload", worst.name, (
-            f"{machine} port: {flows} flows shared {worst.capacity_Bps / 1e9:.4g} GB/s; saturated {each} "
+            f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
             f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]

@@ -20,7 +20,14 @@ __all__ = ["LinkReport", "Finding", "Result", "Results"]
 
 @dataclass(frozen=True)
 class LinkReport:
-    """One directed link's use during a run (fractions of the run's duration or capacity)."""
+    """One directed link's use during a run (fractions of the run's duration or capacity).
+
+    ``capacity_Bps`` is the link's healthy capacity (B/s); utilisation and saturation are
+    measured against the capacity in force at each instant, lower while a fault degrades the
+    link. ``mean_capacity_Bps`` is that capacity averaged over the run (B/s; equal to
+    ``capacity_Bps`` when no fault touched the link), so ``mean_utilization`` is ``bytes``
+    over ``mean_capacity_Bps`` times the run's duration.
+    """
 
     src: str
     dst: str
@@ -31,6 +38,7 @@ class LinkReport:
     saturated_fraction: float
     port_saturated_fraction: float
     max_flows: int
+    mean_capacity_Bps: float
 
     @property
     def name(self) -> str:

@@ -79,7 +79,7 @@ def test_json_matches_design_schema(cli, scenario, tmp_path):
         for link in run["links"]:
             assert set(link) == {"src", "dst", "capacity_Bps", "bytes", "mean_utilization", "peak_utilization",
                                  "port_saturated_fraction",
-                                 "saturated_fraction", "max_flows"}
+                                 "saturated_fraction", "max_flows", "mean_capacity_Bps"}
             assert 0 <= link["mean_utilization"] <= 1 + 1e-9 and 0 <= link["saturated_fraction"] <= 1
         for warning in run["warnings"]:
             assert set(warning) == {"kind", "link", "message"}

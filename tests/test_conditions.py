@@ -220,6 +220,72 @@ def test_a_degraded_link_is_never_more_than_fully_used():
     assert max(link.mean_utilization for link in result.links) <= 1 + 1e-9
 
 
+def test_a_degraded_link_is_measured_against_what_it_has_left():
+    """tor0-spine0 at 25 % from the start: the ring's one flow per direction crosses it at
+    0.25 B, all of what it has left, for S / (0.25 B) of T = 2 (L + S/2 / (0.25 B)): the
+    bottleneck, full (peak 1) all but the latencies. tor1-spine0 carries the same flow at
+    0.25 of its healthy B and never fills. capacity_Bps stays the healthy B."""
+    result = simulate(_pair(), "ring", S, model="ideal",
+                      faults=[{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "25%"}])
+    full = S / (0.25 * B) / (2 * (L + S / 2 / (0.25 * B)))
+    links = {link.name: link for link in result.links}
+    assert result.bottleneck.name in ("tor0->spine0", "spine0->tor0")
+    for name in ("tor0->spine0", "spine0->tor0"):
+        link = links[name]
+        assert (link.capacity_Bps, link.mean_capacity_Bps, link.peak_utilization) == (B, 0.25 * B, 1.0)
+        assert link.saturated_fraction == pytest.approx(full, rel=1e-6)
+        assert link.mean_utilization == pytest.approx(full, rel=1e-6)
+    healthy = links["tor1->spine0"]
+    assert (healthy.mean_capacity_Bps, healthy.saturated_fraction) == (B, 0.0)
+    assert healthy.peak_utilization == pytest.approx(0.25)
+
+
+def test_a_link_degraded_mid_run_is_measured_against_each_capacity_in_its_time():
+    """At 1 ms tor0-spine0 drops to 10 %. Before, the flow runs at B and fills every link of
+    its route; after, at 0.1 B, it fills only the degraded one. Step 1 sent B x 1 ms = 12.5 MB
+    by then and needs 37.5 MB / 0.1 B = 30 ms more, step 2 50 MB / 0.1 B = 40 ms:
+    T = 71 ms + 2 L. The degraded link is full for all 71 ms, the healthy ones for 1 ms; the
+    degraded one's mean capacity is B over 1 ms and 0.1 B over the rest of T. The heatmap's
+    rows agree: the degraded link full for 71 ms, a healthy one full for 1 ms then at 10 %."""
+    from simnet.report.plots import utilization_matrix
+
+    result = simulate(_pair(), "ring", S, model="ideal", timeline=True,
+                      faults=[{"at": "1 ms", "link": ["tor0", "spine0"], "bandwidth": "10%"}])
+    T = 71e-3 + 2 * L
+    assert result.time_s == pytest.approx(T, rel=1e-9)
+    links = {link.name: link for link in result.links}
+    degraded, healthy = links["tor0->spine0"], links["tor1->spine0"]
+    assert degraded.saturated_fraction == pytest.approx(71e-3 / T, rel=1e-6)
+    assert degraded.mean_capacity_Bps == pytest.approx(B * 1e-3 / T + 0.1 * B * (T - 1e-3) / T, rel=1e-9)
+    assert degraded.peak_utilization == 1.0
+    assert healthy.saturated_fraction == pytest.approx(1e-3 / T, rel=1e-6)
+    assert healthy.mean_capacity_Bps == B
+    index = result.replay.topology.link_index
+    matrix, _ = utilization_matrix(result, [index[("tor0", "spine0")], index[("tor1", "spine0")]], bins=71)
+    assert matrix.mean(axis=1) == pytest.approx([71e-3 / T, (1e-3 + 0.1 * 70e-3) / T], rel=1e-6)
+
+
+def test_a_degraded_link_two_flows_share_is_the_bottleneck_with_its_warning():
+    """Two GPUs per host, a NIC each (12.5 GB/s): NCCL's two channels, one per NIC, each a
+    ring over the 4 GPUs crossing from rack 0 to rack 1 once, so tor0->spine0 (2 x 12.5 GB/s
+    healthy, 6.25 GB/s at 25 %) carries 2 x 2(N-1)/N x S/2 = 1.5 S, two flows at a time.
+    At 25 % it is the narrowest link of both routes, so it is full whenever it carries
+    anything: saturated exactly 1.5 S / 6.25 GB/s (24 ms), most of the run, with two flows:
+    link_congestion, naming the capacity it had left."""
+    topo = topology_from_dict({"name": "pair", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
+        "nic_bandwidth": "100 Gb/s"}})
+    result = simulate(topo, "ring", S, model="ideal", faults=[{"at": "0 s", "link": ["tor0", "spine0"],
+                                                               "bandwidth": "25%"}])
+    neck = result.bottleneck
+    assert neck.name in ("tor0->spine0", "spine0->tor0") and neck.bytes == pytest.approx(1.5 * S)
+    assert neck.saturated_fraction * result.time_s == pytest.approx(1.5 * S / 6.25e9, rel=1e-6)
+    assert neck.saturated_fraction >= 0.99  # the rest is a few microseconds of latency in a 24 ms run
+    warned = {w.link: w.message for w in result.warnings if w.kind == "link_congestion"}
+    assert set(warned) == {"tor0->spine0", "spine0->tor0"}
+    assert "2 flows shared 6.25 GB/s on average under the faults (25 GB/s healthy)" in warned[neck.name]
+
+
 def test_a_switch_the_collective_reduces_in_going_down_is_a_clear_error():
     from simnet.network.fluid import Cut
 

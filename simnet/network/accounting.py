@@ -12,15 +12,17 @@ import numpy as np
 __all__ = ["LinkStats", "SATURATED"]
 
 SATURATED = 0.999
-"""A link counts as saturated while its load is at least this fraction of its capacity."""
+"""A link counts as saturated while its load is at least this fraction of its capacity in force."""
 
 
 class LinkStats:
     """Running statistics for each directed link (same order as ``Topology.links``).
 
-    Attributes (numpy arrays, one entry per link): ``bytes`` carried by finished flows
-    (exact), ``peak`` load as a fraction of capacity, ``saturated_ps`` and ``busy_ps``
-    (time at >= 99.9 % and > 0 % load), ``either_saturated_ps`` (time this link *or* its
+    Attributes (numpy arrays, one entry per link): ``capacity`` (B/s, healthy: as given),
+    ``in_force`` (B/s now: lower while a fault degrades the link, 0 while it is down),
+    ``bytes`` carried by finished flows (exact), ``peak`` load as a fraction of the capacity
+    in force, ``saturated_ps`` and ``busy_ps`` (time at >= 99.9 % of the capacity in force
+    and at > 0 % load), ``either_saturated_ps`` (time this link *or* its
     reverse direction was saturated: a port's busy time, counted once where the two
     overlap), ``max_flows`` (most flows at once), ``load`` (B/s now). With
     ``timeline=True``, ``timeline`` lists ``(time_ps, link_indices, loads_Bps)`` each time
@@ -32,6 +34,8 @@ class LinkStats:
 
     def __init__(self, capacity: np.ndarray, reverse: np.ndarray | None = None, timeline: bool = False):
         self.capacity = np.asarray(capacity, dtype=float)
+        self.in_force = self.capacity.copy()
+        self._changes: list[tuple[int, np.ndarray, np.ndarray]] = []  # (ps, links, B/s from then on)
         links = len(self.capacity)
         self.reverse = np.full(links, -1, dtype=np.int64) if reverse is None else np.asarray(reverse, dtype=np.int64)
         self._bytes = np.zeros(links + 1)  # the extra entry absorbs path padding
@@ -60,8 +64,42 @@ class LinkStats:
         np.add.at(self._delta, flat, np.repeat(delta, paths.shape[1]))
         self._touched[flat] = True
 
+    def set_capacity(self, now: int, links: np.ndarray, capacity: np.ndarray) -> None:
+        """From ``now`` (ps) measure directed ``links`` against ``capacity`` (B/s each, 0:
+        down); their time so far is accounted against the old one. The next ``commit``
+        (at ``now``) rates them anew."""
+        links = np.asarray(links, dtype=np.int64)
+        self._close(now, links)
+        self._close_pairs(now, self._with_reverse(links))
+        self.in_force[links] = capacity
+        self._changes.append((now, links, np.array(self.in_force[links])))
+        self._touched[links] = True
+
+    def mean_capacity(self, duration: int) -> np.ndarray:
+        """Each link's capacity in force averaged over the first ``duration`` ps (> 0), B/s:
+        ``capacity`` where nothing changed it."""
+        mean = self.capacity.copy()
+        before = self.capacity.copy()
+        for at, links, capacity in self._changes:
+            mean[links] += (capacity - before[links]) * (max(duration - at, 0) / duration)
+            before[links] = capacity
+        return mean
+
+    def utilization(self, link: int, times: np.ndarray, loads: np.ndarray) -> np.ndarray:
+        """``loads`` (B/s) on ``link`` from each of ``times`` (ps) on, as fractions of the
+        capacity in force then (0 while the link is down)."""
+        at, capacity = [0], [self.capacity[link]]
+        for when, links, values in self._changes:
+            if (links == link).any():
+                at.append(when)
+                capacity.append(values[links == link][-1])
+        in_force = np.array(capacity)[np.searchsorted(at, times, side="right") - 1]
+        loads = np.asarray(loads, dtype=float)
+        return np.divide(loads, in_force, out=np.zeros_like(loads), where=in_force > 0)
+
     def _saturated(self, links: np.ndarray) -> np.ndarray:
-        return self.load[links] >= SATURATED * self.capacity[links]
+        load = self.load[links]
+        return (load > 0) & (load >= SATURATED * self.in_force[links])
 
     def _close(self, now: int, links: np.ndarray) -> None:
         elapsed = now - self._since[links]
@@ -94,7 +132,9 @@ class LinkStats:
         load[users[links] == 0] = 0.0  # no rounding residue on idle links
         self.load[links] = load
         self.flows[links] = users[links]
-        self.peak[links] = np.maximum(self.peak[links], load / self.capacity[links])
+        in_force = self.in_force[links]
+        usage = np.divide(load, in_force, out=np.zeros_like(load), where=in_force > 0)  # a link down carries nothing
+        self.peak[links] = np.maximum(self.peak[links], usage)
         self.max_flows[links] = np.maximum(self.max_flows[links], users[links])
         back = self.reverse[pairs]
         self._pair_saturated[pairs] = self._saturated(pairs) | np.where(back >= 0, self._saturated(back), False)

@@ -129,7 +129,7 @@ class FluidNetwork:
         self.overhead_ps = round(message_overhead * PS_PER_SECOND)
         links = len(topology.links)
         self._pad = links  # index of the infinite "no link" used to pad paths
-        # its own copy (faults change it); the statistics keep the healthy capacities
+        # its own copy (faults change it); the statistics keep the healthy capacities and the ones in force
         self.capacity = np.array(topology.capacity if capacity is None else capacity, dtype=float)
         self._capacity = np.append(self.capacity, np.inf)
         self._rows: dict[tuple[int, int, int], int] = {}
@@ -245,8 +245,8 @@ class FluidNetwork:
         self._request_settle()
 
     def set_capacity(self, links: np.ndarray, capacity: np.ndarray, topology: Topology | None = None) -> None:
-        """From now on, directed ``links`` run at ``capacity`` (B/s each; link statistics keep
-        measuring utilisation against the healthy capacity). Links at 0 are down:
+        """From now on, directed ``links`` run at ``capacity`` (B/s each; link statistics
+        measure utilisation and saturation against it from now on). Links at 0 are down:
         ``topology`` (``Topology.without`` them) routes from now on, and every flow crossing
         them, sending or yet to start, moves to its new route with the bytes it has left
         (``Cut`` when there is none). Rates are recomputed at this instant."""
@@ -254,6 +254,7 @@ class FluidNetwork:
         capacity = np.asarray(capacity, dtype=float)
         self.capacity[links] = capacity
         self._capacity[links] = capacity
+        self.stats.set_capacity(self.env.now, links, capacity)
         self._gone.append(links)
         dead = links[capacity == 0]
         if len(dead):

@@ -67,11 +67,12 @@ def utilization_matrix(result: Result, links: list[int], bins: int = 200) -> tup
                 changes[position[link]].append((time, load))
     for i, link in enumerate(links):
         times = np.array([t for t, _ in changes[i]] + [end], dtype=float)
-        loads = np.array([v for _, v in changes[i]])
-        # integral of the piecewise-constant load, evaluated at the bin edges
-        cumulative = np.concatenate([[0.0], np.cumsum(loads * np.diff(times))])
+        # a capacity changes only at an instant the timeline lists: utilisation is piecewise constant too
+        usage = stats.utilization(link, times[:-1], np.array([v for _, v in changes[i]]))
+        # integral of the piecewise-constant utilisation, evaluated at the bin edges
+        cumulative = np.concatenate([[0.0], np.cumsum(usage * np.diff(times))])
         at_edges = np.interp(edges, times, cumulative)
-        matrix[i] = np.diff(at_edges) / np.diff(edges) / stats.capacity[link]
+        matrix[i] = np.diff(at_edges) / np.diff(edges)
     return matrix, edges / PS_PER_SECOND
 
 

@@ -85,13 +85,13 @@ def trace_events(result: Result, pid: int) -> list[dict]:
     stats = replay.stats
     if stats.timeline:
         top = {replay.topology.link_index[(link.src, link.dst)] for link in result.links[:COUNTER_LINKS]}
-        capacity = stats.capacity
         for time, changed, loads in stats.timeline:
             for link, load in zip(changed.tolist(), loads.tolist()):
                 if link in top:
+                    usage = float(stats.utilization(link, np.array([time]), np.array([load]))[0])
                     events.append({"ph": "C", "pid": pid, "ts": time / PS_PER_SECOND * 1e6,
                                    "name": f"{replay.topology.link_name(link)} utilisation %",
-                                   "args": {"utilisation": round(100 * load / capacity[link], 3)}})
+                                   "args": {"utilisation": round(100 * usage, 3)}})
     return events
 
 
