@@ -262,6 +262,13 @@ class _Point:
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
+        fit = self.calibration
+        if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
+            scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
+                      f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x: the saturation "
+                      f"is the fit's as much as the hardware's)")
+            warnings = [replace(w, message=w.message + scaled) if w.kind in ("nic_overload", "link_congestion")
+                        else w for w in warnings]
         given, ran = options.get("chunk_size"), decided.options.get("chunk_size")
         if given is not None and ran is not None and given < ran:
             warnings.append(Finding("chunk_size_raised", "", (

@@ -256,3 +256,17 @@ def test_an_ideal_run_says_it_left_the_calibration_out():
     assert ideal.calibration is None and ideal.time_s == simulate(_pairs(), "ring", 2**20, model="ideal").time_s
     assert any(w.kind == "calibration_unused" and "mine.cal.yaml refines model: nccl only" in w.message
                for w in ideal.warnings)
+
+
+def test_a_saturation_the_calibration_makes_says_so():
+    # a profile that finds the network 1.5x NCCL's figure lifts NVLSTree's ceiling until the
+    # NVLink ports fill: the port warning then says the fitted rates are in it (the same run
+    # uncalibrated warns of nothing)
+    from simnet.runner import simulate
+
+    topo = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8}})
+    assert not simulate(topo, "nvls_tree", 2**30).warnings
+    fitted = simulate(topo, "nvls_tree", 2**30, calibration=Calibration(network_bandwidth=1.5, source="x.cal.yaml"))
+    ports = [w for w in fitted.warnings if w.kind == "nic_overload"]
+    assert ports and all("the network's 1.50x: the saturation is the fit's" in w.message for w in ports)
