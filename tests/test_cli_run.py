@@ -138,6 +138,26 @@ def test_plots_draw_the_results(cli, scenario, tmp_path, figures):
     assert heat.shape[0] == len(shown) and heat.max() == pytest.approx(100)  # ring saturates its worker links
 
 
+def test_auto_is_one_series_with_its_pick_beside_each_point(cli, tmp_path, root, figures):
+    # one DGX H100: NCCL picks ring at 1 MiB and NVLS at 64 MiB; auto stays one line
+    path = tmp_path / "box.yaml"
+    path.write_text(f"name: box\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [1 MiB, 64 MiB]\n"
+                    "algorithms: [auto, ring]\n")
+    json_path = tmp_path / "r.json"
+    assert cli("run", path, "--plot", tmp_path / "plots", "--json", json_path).exit_code == 0
+    auto = sorted((r["size_bytes"], r["algorithm"], r["busbw_GBps"]) for r in json.loads(json_path.read_text())["runs"]
+                  if "auto" in r)
+    assert len({pick for _, pick, _ in auto}) == 2
+    for name in ("time_vs_size.png", "busbw_vs_size.png"):
+        ax = figures[name].axes[0]
+        assert [line.get_label() for line in ax.get_lines()] == ["auto", "ring"]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["auto", "ring"]
+        assert list(ax.get_lines()[0].get_xdata()) == [size for size, _, _ in auto]
+        assert [(t.xy[0], t.get_text()) for t in ax.texts] == [(size, pick) for size, pick, _ in auto]
+    busbw = figures["busbw_vs_size.png"].axes[0]
+    assert [t.xy[1] for t in busbw.texts] == pytest.approx([value for _, _, value in auto])
+
+
 def test_plot_figures_carry_the_data(scenario):
     from simnet.report.plots import featured_run, utilization_matrix
     from simnet.scenario import load_scenario

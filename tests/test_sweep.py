@@ -91,6 +91,21 @@ def test_speedup_plot_shows_ideal_line_and_the_region_below_one(tmp_path, cli, f
     assert (out / "iteration_time.png").exists() and (out / "results.csv").exists()
 
 
+def test_sweep_plot_writes_auto_s_pick_beside_each_point(tmp_path, cli, root, figures):
+    # one DGX H100 at 64 MiB: NCCL rings 2 GPUs and runs NVLS over 8
+    path = tmp_path / "auto.yaml"
+    path.write_text(f"name: picks\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\n"
+                    "algorithms: [auto]\nsweep: {gpus: [2, 8]}\n")
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--workers", "1").exit_code == 0
+    picks = [(r["gpus"], r["sizes"][0]["ran"]) for r in sorted(load_records(out / "results.jsonl"),
+                                                               key=lambda r: r["gpus"])]
+    assert len({pick for _, pick in picks}) == 2
+    for ax in figures["busbw.png"].axes:
+        assert [line.get_label() for line in ax.get_lines()] == ["auto"]
+        assert [(t.xy[0], t.get_text()) for t in ax.texts] == picks
+
+
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path):
     path = write(tmp_path)
     local = sweep_records(path, tmp_path / "local")

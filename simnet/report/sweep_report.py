@@ -1,7 +1,8 @@
 """Sweep and compare reports: tables, CSV and figures.
 
 Sweeps with a workload draw ``speedup.png`` and ``iteration_time.png``; every sweep with
-sizes draws ``busbw.png`` (bus bandwidth and collective time against GPUs); with
+sizes draws ``busbw.png`` (bus bandwidth and collective time against GPUs, NCCL's pick
+written beside each point of ``auto``); with
 ``training``, ``training.png`` (MFU and tokens/s against GPUs) and ``step.png`` (where
 each point's step goes). ``compare.png`` is cost against time with the Pareto front, or,
 when no option has a cost, time per option.
@@ -119,11 +120,15 @@ def _gpu_axis(ax, gpus: list[int]) -> None:
     ax.set_xlabel("GPUs (N)")
 
 
-def _lines(ax, series: dict[str, list[dict]], value) -> None:
-    """One line per series of ``value(record)`` against the GPU count, each in its own style."""
+def _lines(ax, series: dict[str, list[dict]], value, picks: bool = False) -> None:
+    """One line per series of ``value(record)`` against the GPU count, each in its own style;
+    with ``picks``, what ``auto`` ran at the largest size written beside each of its points."""
     styles = series_styles(list(series))
     for label, points in series.items():
         ax.plot([p["gpus"] for p in points], [value(p) for p in points], label=label, **styles[label])
+        for p in points if picks and points[0]["algorithm"] == "auto" else ():
+            ax.annotate(_largest(p)["ran"], (p["gpus"], value(p)), xytext=(5, 5), textcoords="offset points",
+                        fontsize=7, color=styles[label]["color"])
 
 
 def _finish(plt, fig, ax, path: Path) -> Path:
@@ -145,14 +150,14 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     gpus = sorted({r["gpus"] for r in records})
 
     fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
-    _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0)
+    _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0, picks=True)
     _gpu_axis(bus, gpus)
     bus.set_ylabel("bus bandwidth (GB/s)")
     bus.set_ylim(bottom=0)
     bus.grid(True, alpha=0.3)
     size = units.format_size(_largest(records[0])["size_bytes"])
     bus.set_title(f"busbw of a {size} {_title(records)}")
-    _lines(time, series, lambda r: _largest(r)["time_s"])
+    _lines(time, series, lambda r: _largest(r)["time_s"], picks=True)
     _gpu_axis(time, gpus)
     time.set_yscale("log")
     time_axis(time.yaxis)
