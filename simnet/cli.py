@@ -160,6 +160,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         raise InputError("--json, --csv and --trace must name different files")
     if plot_dir:
         output_dir(plot_dir, "--plot")
+        _refuse_plot_collisions(plot_dir, files)
     changes = _collective_option(spec, collective, algorithms, scenario)
     notes = _collective_notes(spec, changes)  # before -a joins the changes
     if algorithms:
@@ -231,6 +232,18 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         from simnet.report.trace import write_trace
 
         console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
+    """``InputError`` when a file option names the ``--plot`` folder or a plot written into it."""
+    from simnet.report.plots import PLOT_FILES
+
+    folder = Path(plot_dir).resolve()
+    for path, option in files:
+        where = Path(path).resolve()
+        if where == folder or where in {folder / name for name in PLOT_FILES}:
+            raise InputError(f"{option}: {path} is {'the --plot folder' if where == folder else 'a plot --plot writes'}"
+                             "; name another file")
 
 
 def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None) -> None:
@@ -563,6 +576,8 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
         from simnet.report.paths import IMAGE_SUFFIXES
 
         output_file(plot_path, "--plot", IMAGE_SUFFIXES, inputs=inputs)
+        if plot_path.resolve() == output.resolve():
+            raise InputError("--output and --plot must name different files")
     try:
         env = nccl_env()
     except ValueError as exc:

@@ -10,6 +10,7 @@ import pytest
 
 import simnet
 from simnet import load_topology
+from simnet.report.plots import PLOT_FILES
 from simnet.runner import run_scenario, simulate
 
 
@@ -119,6 +120,7 @@ def test_plots_draw_the_results(cli, scenario, tmp_path, figures):
     runs = json.loads(json_path.read_text())["runs"]
     names = sorted(p.name for p in out.iterdir())
     assert names == ["busbw_vs_size.png", "link_heatmap.png", "link_utilization.png", "time_vs_size.png"]
+    assert set(names) <= set(PLOT_FILES)  # the names the file options may not take
     assert all(mpimg.imread(out / name).shape[0] > 300 for name in names)  # real images on disk
     for name, field in (("time_vs_size.png", "time_s"), ("busbw_vs_size.png", "busbw_GBps")):
         lines = {line.get_label(): line for line in figures[name].axes[0].get_lines()}

@@ -25,9 +25,14 @@ from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing",
+           "PLOT_FILES"]
 
 TOP_LINKS = 12
+
+PLOT_FILES = ("time_vs_size.png", "busbw_vs_size.png", "link_utilization.png", "link_heatmap.png", "step.png",
+              "interference.png")
+"""Every file ``simnet run --plot`` may write into its folder."""
 
 
 def featured_run(results) -> Result:
