@@ -221,6 +221,34 @@ def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     assert list(front.get_xdata()) == [1, 2]  # slow and fast; the dear twin is dominated
 
 
+def _table(stdout: str) -> list[list[str]]:
+    """A rich table's header and rows as cells."""
+    return [[cell.strip() for cell in line[1:-1].split(line[-1] if line[-1] in "┃│" else "│")]
+            for line in stdout.splitlines() if line[:1] in "┃│"]
+
+
+def test_options_that_time_different_sizes_each_show_their_own(tmp_path, cli, figures):
+    # the column said "AllReduce 1 MiB" over the other file's 4 MiB time
+    for name, sizes in (("one", "[1 MiB]"), ("four", "[1 MiB, 4 MiB]")):
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\nmodel: ideal\ntopology: {{name: box, generate: "
+                                               f"{{kind: nvswitch, gpus: 4}}}}\nsizes: {sizes}\nalgorithms: [ring]\n")
+    result = cli("compare", tmp_path / "one.yaml", tmp_path / "four.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    header, *rows = _table(result.stdout)
+    column = header.index("size")
+    assert header[column + 1] == "AllReduce"
+    assert [(row[0], row[column]) for row in rows] == [("one", "1 MiB"), ("four", "4 MiB")]
+    bars = figures["c.png"].axes[0]
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["four (4 MiB)", "one (1 MiB)"]
+    assert bars.get_xlabel().startswith("AllReduce time at each option's largest size")
+    out = tmp_path / "sweep"
+    swept = cli("sweep", tmp_path / "one.yaml", "--gpus", "2", "--set", "sizes=1 MiB,4 MiB", "--out", out,
+                "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    header, *rows = _table(swept.stdout)
+    assert header[2:4] == ["size", "AllReduce"] and sorted(row[2] for row in rows) == ["1 MiB", "4 MiB"]
+
+
 def test_compare_needs_variants_or_several_files(tmp_path, cli):
     result = cli("compare", write(tmp_path))
     assert result.exit_code == 2 and "compare needs variants" in result.stderr
