@@ -238,6 +238,23 @@ def test_auto_is_what_nccl_picks_with_the_fastest_beside_it(cli, tmp_path, root)
         assert f"faster: NCCL_ALGO={tuning.NCCL_NAMES[result.auto['fastest']]}" in out
 
 
+@pytest.mark.parametrize("gain, hinted", [(1.005, False), (1.009, False), (1.02, True)])
+def test_auto_names_a_faster_algorithm_only_beyond_the_model_s_resolution(root, gain, hinted):
+    # "ring 1.00x faster" was printed for half a percent: within what compare counts as a tie
+    from dataclasses import replace
+
+    from simnet.compare import PARETO_TOLERANCE
+    from simnet.report.tables import _algorithm_cell
+
+    assert PARETO_TOLERANCE == 0.01
+    picked = simulate(load_topology(root / "topologies/dgx_h100.yaml"), "auto", 2**26)
+    assert picked.algorithm == "nvls"
+    run = replace(picked, auto={**picked.auto, "fastest": "ring", "fastest_hint": "NCCL_ALGO=Ring",
+                                "candidates": {**picked.auto["candidates"], "ring": picked.time_s / gain}})
+    hint = f"auto -> nvls (ring {gain:.2f}x faster: NCCL_ALGO=Ring)"
+    assert _algorithm_cell(run) == (hint if hinted else "auto -> nvls")
+
+
 def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch):
     path = tmp_path / "a.yaml"
     path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n")
