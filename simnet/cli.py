@@ -346,8 +346,8 @@ def _workload_label(spec) -> str:
 
     model = StepModel.from_workload(spec.workload)
     buckets = model.buckets()
-    return (f"{units.format_time(model.compute_s)} compute, {units.format_size(model.gradient_bytes)} gradient in "
-            f"{len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
+    return (f"{units.format_time(model.compute_s, short=True)} compute, {units.format_size(model.gradient_bytes)} "
+            f"gradient in {len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
             f"GPU{'s' if len(spec.topology.gpus) > 1 else ''}")
 
 
@@ -705,7 +705,7 @@ def topo_check(topology: Path) -> None:
     if s.gpus == 1:
         click.echo("  worst GPU-to-GPU path: none (one GPU: an AllReduce moves no data)")
     else:
-        click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency)} over {s.worst_hops} hops"
+        click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency, short=True)} over {s.worst_hops} hops"
                    f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
 
 

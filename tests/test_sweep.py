@@ -211,6 +211,7 @@ def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
     assert rows["slow"].rstrip().endswith("* │") and rows["fast"].rstrip().endswith("* │")
     assert not rows["fast-but-dear"].rstrip().endswith("* │")
+    assert [rows[o].split("│")[2].strip() for o in ("slow", "fast")] == ["1.00 M$", "2.00 M$"]  # as prices are quoted
     assert mpimg.imread(png).shape[0] > 300
     ax = figures["compare.png"].axes[0]
     labels = {t.get_text(): t.xy for t in ax.texts}

@@ -41,6 +41,11 @@ def _one_size(sizes) -> str | None:
     return units.format_size(distinct.pop()) if len(distinct) == 1 and None not in distinct else None
 
 
+def _cost(dollars: float | None) -> str:
+    """``2.70 M$``: three significant digits, as a price is quoted."""
+    return f"{units.significant(dollars / 1e6, 3)} M$" if dollars else "-"
+
+
 def _size_cell(size: int | None) -> str:
     return "-" if size is None else units.format_size(size)
 
@@ -196,7 +201,7 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(9.5, 5.5))
     compute = records[0]["compute_s"]
-    ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute)})")
+    ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute, short=True)})")
     _lines(ax, series, lambda r: r["iteration_time_s"])
     _gpu_axis(ax, gpus)
     ax.set_yscale("log")
@@ -251,7 +256,7 @@ def compare_table(rows: list[dict], title: str) -> Table:
         for column in ("option", "cost", "GPUs", "step", "tokens/s", "MFU", "tokens/s per M$", "Pareto"):
             table.add_column(column, justify="left" if column == "option" else "right")
         for row in rows:
-            table.add_row(row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", str(row["gpus"]),
+            table.add_row(row["option"], _cost(row["cost"]), str(row["gpus"]),
                           units.format_time(row["step_s"]), f"{row['tokens_per_s']:,.0f}", f"{row['mfu']:.1%}",
                           f"{row['per_cost']:,.0f}" if row["per_cost"] else "-", "*" if id(row) in front else "")
         return table
@@ -264,7 +269,7 @@ def compare_table(rows: list[dict], title: str) -> Table:
     for column in columns:
         table.add_column(column, justify="left" if column in ("option", "best algorithm", "bottleneck") else "right")
     for row in rows:
-        cells = [row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", row["algorithm"]]
+        cells = [row["option"], _cost(row["cost"]), row["algorithm"]]
         if workload:
             cells += [units.format_time(row["iteration_time_s"]) if row["iteration_time_s"] is not None else "-",
                       f"{row['speedup']:.2f}" if row["speedup"] is not None else "-"]

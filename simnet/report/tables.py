@@ -38,7 +38,7 @@ def link_classes_table(topo: Topology) -> Table:
         table.add_column(column, justify="right" if column in ("GB/s", "count") else "left")
     for (a, b, bandwidth, latency), count in sorted(classes.items(), key=lambda kv: (-kv[0][2], kv[0][:2])):
         table.add_row(a, b, units.format_bandwidth(bandwidth), f"{bandwidth / 1e9:.4g}",
-                      units.format_time(latency / PS_PER_SECOND), str(count))
+                      units.format_time(latency / PS_PER_SECOND, short=True), str(count))
     return table
 
 
