@@ -160,6 +160,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         raise InputError("--json, --csv and --trace must name different files")
     if plot_dir:
         output_dir(plot_dir, "--plot")
+        _refuse_plot_collisions(plot_dir, files)
     changes = _collective_option(spec, collective, algorithms, scenario)
     notes = _collective_notes(spec, changes)  # before -a joins the changes
     if algorithms:
@@ -231,6 +232,18 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         from simnet.report.trace import write_trace
 
         console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
+    """``InputError`` when a file option names the ``--plot`` folder or a plot written into it."""
+    from simnet.report.plots import PLOT_FILES
+
+    folder = Path(plot_dir).resolve()
+    for path, option in files:
+        where = Path(path).resolve()
+        if where == folder or where in {folder / name for name in PLOT_FILES}:
+            raise InputError(f"{option}: {path} is {'the --plot folder' if where == folder else 'a plot --plot writes'}"
+                             "; name another file")
 
 
 def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None) -> None:
@@ -333,8 +346,8 @@ def _workload_label(spec) -> str:
 
     model = StepModel.from_workload(spec.workload)
     buckets = model.buckets()
-    return (f"{units.format_time(model.compute_s)} compute, {units.format_size(model.gradient_bytes)} gradient in "
-            f"{len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
+    return (f"{units.format_time(model.compute_s, short=True)} compute, {units.format_size(model.gradient_bytes)} "
+            f"gradient in {len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
             f"GPU{'s' if len(spec.topology.gpus) > 1 else ''}")
 
 
@@ -492,8 +505,9 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     """Compare hardware options side by side: a scenario's variants, or several scenarios.
 
     For each option: the fastest algorithm, iteration time (with a workload) and AllReduce
-    time, speedup, busbw, bottleneck, cost and value per M$; the Pareto front is starred
-    in the table and drawn in the plot.
+    time at its largest size (a size column when options' sizes differ), speedup, busbw,
+    bottleneck, cost and value per M$; the Pareto front is starred in the table and drawn
+    in the plot.
 
     \b
     Example:
@@ -563,6 +577,8 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
         from simnet.report.paths import IMAGE_SUFFIXES
 
         output_file(plot_path, "--plot", IMAGE_SUFFIXES, inputs=inputs)
+        if plot_path.resolve() == output.resolve():
+            raise InputError("--output and --plot must name different files")
     try:
         env = nccl_env()
     except ValueError as exc:
@@ -689,7 +705,7 @@ def topo_check(topology: Path) -> None:
     if s.gpus == 1:
         click.echo("  worst GPU-to-GPU path: none (one GPU: an AllReduce moves no data)")
     else:
-        click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency)} over {s.worst_hops} hops"
+        click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency, short=True)} over {s.worst_hops} hops"
                    f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
 
 

@@ -80,7 +80,8 @@ def compare_rows(options: list[tuple]) -> list[dict]:
 
 PARETO_TOLERANCE = 0.01
 """Times within 1 % of each other count as equal when judging the Pareto front: the model
-cannot tell them apart, so the cheaper option dominates."""
+cannot tell them apart, so the cheaper option dominates (and ``simnet run`` names no faster
+algorithm beside ``auto``'s pick)."""
 
 
 def pareto_front(rows: list[dict]) -> list[dict]:

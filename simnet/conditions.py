@@ -189,7 +189,7 @@ def _first_cut(view: Topology, endpoints: list[str]) -> tuple[str, str] | None:
 
 def when(at: float) -> str:
     """``at 1 ms``, or ``from the start`` for 0."""
-    return f"at {units.format_time(at)}" if at > 0 else "from the start"
+    return f"at {units.format_time(at, short=True)}" if at > 0 else "from the start"
 
 
 class StragglerDistribution(Strict):

@@ -12,7 +12,7 @@ True
 >>> parse_size("1 GiB")
 1073741824
 >>> format_size(64 * 2**20), format_time(0.0452), format_bandwidth(50e9)
-('64 MiB', '45.2 ms', '400 Gb/s')
+('64 MiB', '45.20 ms', '400 Gb/s')
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ __all__ = [
     "format_bandwidth",
     "format_time",
     "format_size",
+    "significant",
 ]
 
 
@@ -157,8 +158,26 @@ def _significant(value: float) -> str:
     return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
 
 
+def significant(value: float, digits: int = 4) -> str:
+    """Exactly ``digits`` significant digits, trailing zeros kept (``2.200``, ``215.0``);
+    whole numbers of more digits as they are."""
+    if value == 0 or abs(value) >= 10**digits:
+        return f"{value:.0f}"
+    return f"{value:#.{digits}g}".rstrip(".")
+
+
+def _rounded(value: float, table: tuple[tuple[str, float], ...], short: bool = False) -> str:
+    """``value`` to 4 significant digits in the largest unit of ``table`` (largest first)
+    that keeps it >= 1 once rounded (999.96 us is ``1.000 ms``), else the last unit;
+    ``short`` drops trailing zeros."""
+    numbers = [(unit, float(f"{value / scale:.4g}")) for unit, scale in table]
+    unit, number = next((each for each in numbers if abs(each[1]) >= 1), numbers[-1])
+    return f"{_significant(number) if short else significant(number)} {unit}"
+
+
 def format_bandwidth(bytes_per_s: float) -> str:
-    """Format bytes/s in network units (bits per second, decimal)."""
+    """Format bytes/s in network units (bits per second, decimal), up to 4 significant
+    digits: link rates are round numbers (``400 Gb/s``)."""
     bits = bytes_per_s * 8
     for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("Kb/s", 1e3)):
         if abs(bits) >= scale:
@@ -166,38 +185,45 @@ def format_bandwidth(bytes_per_s: float) -> str:
     return f"{_significant(bits)} b/s"
 
 
-def format_time(seconds: float) -> str:
-    """Format seconds with the largest unit that keeps the number >= 1."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{_significant(seconds / scale)} {unit}"
-    return f"{_significant(seconds / 1e-9)} ns"
+_TIMES = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
 
-def _scaled(nbytes: float, table: tuple[tuple[str, int], ...]) -> str:
-    for unit, scale in table:
-        if abs(nbytes) >= scale:
-            return f"{_significant(nbytes / scale)} {unit}"
-    return f"{_significant(nbytes)} B"
+def format_time(seconds: float, short: bool = False) -> str:
+    """Format seconds to 4 significant digits (``2.200 ms``, ``215.0 us``) in the largest
+    unit that keeps the number >= 1, under 1 ps (the engine's resolution) ``0 ns``; ``short``
+    drops trailing zeros, for the times a user typed and axis ticks (``10 ms``)."""
+    return _rounded(seconds if abs(seconds) >= TIME_RANGE[0] else 0.0, _TIMES, short)
 
 
-_BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+_BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
+_DECIMAL = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3), ("B", 1))
+
+
+def _factors(n: int, base: int) -> int:
+    """How many times ``base`` divides ``n`` (0 for 0), counted up to the 5 of a PB or PiB."""
+    count = 0
+    while n and n % base == 0 and count < 5:
+        n, count = n // base, count + 1
+    return count
 
 
 def format_size(nbytes: float) -> str:
-    """Format bytes exactly where a unit allows it, in the shortest such form (a size typed
-    as ``1.4 GB`` comes back as ``1.4 GB``, ``25 MiB`` as ``25 MiB``, ``1025 KiB`` as
-    ``1025 KiB``); otherwise rounded in the largest binary unit (nccl-tests sizes are
-    usually powers of two) or decimal unit, whichever is shorter.
+    """Format bytes exactly where a unit allows it in up to 4 significant digits, in the
+    shortest such form (a size typed as ``1.4 GB`` comes back as ``1.4 GB``, ``25 MiB`` as
+    ``25 MiB``, ``1025 KiB`` as ``1025 KiB``); otherwise to 4 significant digits in the
+    largest binary unit (nccl-tests sizes are usually powers of two), or decimal one for a
+    multiple of more powers of 1000 than of 1024 below 1 PB (``123456 KB`` is ``123.5 MB``).
 
     >>> format_size(1_400_000_000), format_size(25 * 2**20), format_size(1000), format_size(3), format_size(2**50)
     ('1.4 GB', '25 MiB', '1 KB', '3 B', '1 PiB')
+    >>> format_size(1960448 * 2**10), format_size(10241 * 2**10)
+    ('1.870 GiB', '10.00 MiB')
     """
-    exact = [text for unit, scale in (*_BINARY, *_DECIMAL) if abs(nbytes) >= scale
-             for number in [_significant(nbytes / scale)] if abs(float(number) * scale - nbytes) < 0.5
+    exact = [text for unit, scale in (*_BINARY, *_DECIMAL) if scale <= abs(nbytes) < 10**4 * scale
+             for number in [f"{nbytes / scale:.4g}"] if abs(float(number) * scale - nbytes) < 0.5
              for text in [f"{number} {unit}"]]
     if exact:
         return min(exact, key=len)
-    binary, decimal = _scaled(nbytes, _BINARY), _scaled(nbytes, _DECIMAL)
-    return decimal if len(decimal) < len(binary) else binary
+    whole = int(nbytes) if nbytes == int(nbytes) else 0
+    decimal = abs(nbytes) < 10**15 and _factors(whole, 1000) > _factors(whole, 1024)
+    return _rounded(nbytes, _DECIMAL if decimal else _BINARY)

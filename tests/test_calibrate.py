@@ -169,6 +169,9 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert (tmp_path / "fit.png").stat().st_size > 10_000
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
     assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr
+    same = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "x.png", "--plot", tmp_path / "x.png")
+    assert same.exit_code == 2 and same.stderr == "--output and --plot must name different files\n"
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_logs_without_device_lines_take_their_rank_counts_in_order(tmp_path, cli):

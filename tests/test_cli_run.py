@@ -11,6 +11,7 @@ import yaml
 
 import simnet
 from simnet import load_topology, topology_from_dict
+from simnet.report.plots import PLOT_FILES
 from simnet.runner import run_scenario, simulate
 
 
@@ -120,6 +121,7 @@ def test_plots_draw_the_results(cli, scenario, tmp_path, figures):
     runs = json.loads(json_path.read_text())["runs"]
     names = sorted(p.name for p in out.iterdir())
     assert names == ["busbw_vs_size.png", "link_heatmap.png", "link_utilization.png", "time_vs_size.png"]
+    assert set(names) <= set(PLOT_FILES)  # the names the file options may not take
     assert all(mpimg.imread(out / name).shape[0] > 300 for name in names)  # real images on disk
     for name, field in (("time_vs_size.png", "time_s"), ("busbw_vs_size.png", "busbw_GBps")):
         lines = {line.get_label(): line for line in figures[name].axes[0].get_lines()}
@@ -137,6 +139,26 @@ def test_plots_draw_the_results(cli, scenario, tmp_path, figures):
     assert means == pytest.approx([link["mean_utilization"] * 100 for link in ring["links"][:len(shown)]])
     heat = figures["link_heatmap.png"].axes[0].get_images()[0].get_array()
     assert heat.shape[0] == len(shown) and heat.max() == pytest.approx(100)  # ring saturates its worker links
+
+
+def test_auto_is_one_series_with_its_pick_beside_each_point(cli, tmp_path, root, figures):
+    # one DGX H100: NCCL picks ring at 1 MiB and NVLS at 64 MiB; auto stays one line
+    path = tmp_path / "box.yaml"
+    path.write_text(f"name: box\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [1 MiB, 64 MiB]\n"
+                    "algorithms: [auto, ring]\n")
+    json_path = tmp_path / "r.json"
+    assert cli("run", path, "--plot", tmp_path / "plots", "--json", json_path).exit_code == 0
+    auto = sorted((r["size_bytes"], r["algorithm"], r["busbw_GBps"]) for r in json.loads(json_path.read_text())["runs"]
+                  if "auto" in r)
+    assert len({pick for _, pick, _ in auto}) == 2
+    for name in ("time_vs_size.png", "busbw_vs_size.png"):
+        ax = figures[name].axes[0]
+        assert [line.get_label() for line in ax.get_lines()] == ["auto", "ring"]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["auto", "ring"]
+        assert list(ax.get_lines()[0].get_xdata()) == [size for size, _, _ in auto]
+        assert [(t.xy[0], t.get_text()) for t in ax.texts] == [(size, pick) for size, pick, _ in auto]
+    busbw = figures["busbw_vs_size.png"].axes[0]
+    assert [t.xy[1] for t in busbw.texts] == pytest.approx([value for _, _, value in auto])
 
 
 def test_plot_figures_carry_the_data(scenario):
@@ -215,6 +237,23 @@ def test_auto_is_what_nccl_picks_with_the_fastest_beside_it(cli, tmp_path, root)
     assert f"auto -> {result.algorithm}" in out
     if result.auto["fastest"] != result.algorithm:
         assert f"faster: NCCL_ALGO={tuning.NCCL_NAMES[result.auto['fastest']]}" in out
+
+
+@pytest.mark.parametrize("gain, hinted", [(1.005, False), (1.009, False), (1.02, True)])
+def test_auto_names_a_faster_algorithm_only_beyond_the_model_s_resolution(root, gain, hinted):
+    # "ring 1.00x faster" was printed for half a percent: within what compare counts as a tie
+    from dataclasses import replace
+
+    from simnet.compare import PARETO_TOLERANCE
+    from simnet.report.tables import _algorithm_cell
+
+    assert PARETO_TOLERANCE == 0.01
+    picked = simulate(load_topology(root / "topologies/dgx_h100.yaml"), "auto", 2**26)
+    assert picked.algorithm == "nvls"
+    run = replace(picked, auto={**picked.auto, "fastest": "ring", "fastest_hint": "NCCL_ALGO=Ring",
+                                "candidates": {**picked.auto["candidates"], "ring": picked.time_s / gain}})
+    hint = f"auto -> nvls (ring {gain:.2f}x faster: NCCL_ALGO=Ring)"
+    assert _algorithm_cell(run) == (hint if hinted else "auto -> nvls")
 
 
 def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch):

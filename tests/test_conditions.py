@@ -188,7 +188,7 @@ def test_compute_slowdown_in_a_scenario_counts_only_the_run_s_gpus(cli, tmp_path
                     "model: ideal\nworkload: {compute_time: 100 ms, gradient_size: 100 MiB, "
                     "compute_slowdown: {gpu3: 1.2}}\n")
     out = cli("run", path).stdout
-    assert "straggler cost" in out and "20 ms" in out  # compute-bound: all 20 ms of the delay
+    assert "straggler cost" in out and "20.00 ms" in out  # compute-bound: all 20 ms of the delay
     assert "straggler cost" not in cli("run", path, "--gpus", "2").stdout  # gpu3 is not in a 2-GPU run
     path.write_text(path.read_text().replace("gpu3: 1.2", "gpu9: 1.2"))
     result = cli("run", path)

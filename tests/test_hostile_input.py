@@ -251,6 +251,20 @@ def test_standard_output_is_for_json_only(cli, root, option):
     assert result.exit_code == 2 and result.stderr == f"{option}: '-' (standard output) is for --json only; name a file\n"
 
 
+@pytest.mark.parametrize("option, name, message", [
+    ("--trace", "time_vs_size.png", "is a plot --plot writes"), ("--json", "link_heatmap.png", "is a plot --plot writes"),
+    ("--csv", "", "is the --plot folder")])
+def test_a_file_option_never_names_what_plot_writes(cli, root, tmp_path, option, name, message):
+    # --trace plots/time_vs_size.png wrote the trace, then the plot over it (or the reverse)
+    plots = tmp_path / "plots"
+    if name:
+        plots.mkdir()
+    target = plots / name if name else plots
+    result = cli("run", root / "scenarios/single_node.yaml", "-s", "1 MiB", "--plot", plots, option, target)
+    assert result.exit_code == 2 and result.stderr == f"{option}: {target} {message}; name another file\n"
+    assert not plots.exists() or not any(plots.iterdir())
+
+
 def test_the_python_api_refuses_a_negative_size_by_name(root):
     with pytest.raises(ValueError, match="size: -5 bytes; a size cannot be negative"):
         simnet.simulate(root / "topologies/dgx_h100.yaml", "ring", -5)

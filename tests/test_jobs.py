@@ -13,6 +13,7 @@ import pytest
 
 from simnet import topology_from_dict
 from simnet.jobs import place_jobs, run_jobs
+from simnet.report.plots import PLOT_FILES
 
 S = 64 * 2**20
 B = 12.5e9
@@ -79,6 +80,7 @@ def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures)
     assert "interference" in result.stdout and "2.00x" in result.stdout  # (6 us + 5.37 ms) / (6 us + 2.68 ms)
     document = json.loads((tmp_path / "j.json").read_text())
     assert document["interference"]["a"]["b"] == pytest.approx((L + S / B) / (L + S / 2 / B))
+    assert set(figures) <= set(PLOT_FILES)  # the names the file options may not take
     image = figures["interference.png"].axes[0].images[0].get_array()
     assert image[0, 1] == pytest.approx(document["interference"]["a"]["b"])
     again = cli("run", path, "--json", "-").stdout

@@ -91,6 +91,21 @@ def test_speedup_plot_shows_ideal_line_and_the_region_below_one(tmp_path, cli, f
     assert (out / "iteration_time.png").exists() and (out / "results.csv").exists()
 
 
+def test_sweep_plot_writes_auto_s_pick_beside_each_point(tmp_path, cli, root, figures):
+    # one DGX H100 at 64 MiB: NCCL rings 2 GPUs and runs NVLS over 8
+    path = tmp_path / "auto.yaml"
+    path.write_text(f"name: picks\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\n"
+                    "algorithms: [auto]\nsweep: {gpus: [2, 8]}\n")
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--out", out, "--workers", "1").exit_code == 0
+    picks = [(r["gpus"], r["sizes"][0]["ran"]) for r in sorted(load_records(out / "results.jsonl"),
+                                                               key=lambda r: r["gpus"])]
+    assert len({pick for _, pick in picks}) == 2
+    for ax in figures["busbw.png"].axes:
+        assert [line.get_label() for line in ax.get_lines()] == ["auto"]
+        assert [(t.xy[0], t.get_text()) for t in ax.texts] == picks
+
+
 def test_dask_local_cluster_gives_the_same_results_as_the_local_pool(tmp_path):
     path = write(tmp_path)
     local = sweep_records(path, tmp_path / "local")
@@ -196,6 +211,7 @@ def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
     assert rows["slow"].rstrip().endswith("* │") and rows["fast"].rstrip().endswith("* │")
     assert not rows["fast-but-dear"].rstrip().endswith("* │")
+    assert [rows[o].split("│")[2].strip() for o in ("slow", "fast")] == ["1.00 M$", "2.00 M$"]  # as prices are quoted
     assert mpimg.imread(png).shape[0] > 300
     ax = figures["compare.png"].axes[0]
     labels = {t.get_text(): t.xy for t in ax.texts}
@@ -204,6 +220,34 @@ def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     assert labels["fast"][1] == labels["fast-but-dear"][1] < labels["slow"][1]  # same network, same time
     front = next(line for line in ax.get_lines() if line.get_label().startswith("Pareto front"))
     assert list(front.get_xdata()) == [1, 2]  # slow and fast; the dear twin is dominated
+
+
+def _table(stdout: str) -> list[list[str]]:
+    """A rich table's header and rows as cells."""
+    return [[cell.strip() for cell in line[1:-1].split(line[-1] if line[-1] in "┃│" else "│")]
+            for line in stdout.splitlines() if line[:1] in "┃│"]
+
+
+def test_options_that_time_different_sizes_each_show_their_own(tmp_path, cli, figures):
+    # the column said "AllReduce 1 MiB" over the other file's 4 MiB time
+    for name, sizes in (("one", "[1 MiB]"), ("four", "[1 MiB, 4 MiB]")):
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\nmodel: ideal\ntopology: {{name: box, generate: "
+                                               f"{{kind: nvswitch, gpus: 4}}}}\nsizes: {sizes}\nalgorithms: [ring]\n")
+    result = cli("compare", tmp_path / "one.yaml", tmp_path / "four.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    header, *rows = _table(result.stdout)
+    column = header.index("size")
+    assert header[column + 1] == "AllReduce"
+    assert [(row[0], row[column]) for row in rows] == [("one", "1 MiB"), ("four", "4 MiB")]
+    bars = figures["c.png"].axes[0]
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["four (4 MiB)", "one (1 MiB)"]
+    assert bars.get_xlabel().startswith("AllReduce time at each option's largest size")
+    out = tmp_path / "sweep"
+    swept = cli("sweep", tmp_path / "one.yaml", "--gpus", "2", "--set", "sizes=1 MiB,4 MiB", "--out", out,
+                "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    header, *rows = _table(swept.stdout)
+    assert header[2:4] == ["size", "AllReduce"] and sorted(row[2] for row in rows) == ["1 MiB", "4 MiB"]
 
 
 def test_compare_needs_variants_or_several_files(tmp_path, cli):

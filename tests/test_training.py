@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from simnet import topology_from_dict
+from simnet.report.plots import PLOT_FILES
 from simnet.runner import simulate_groups
 from simnet.scenario import load_scenario
 from simnet.training import PRESETS, Parallelism, Transformer, rank_groups, step_time
@@ -167,6 +168,7 @@ def test_training_scenario_runs_and_plots(tmp_path, cli, figures):
     assert "training step: llama3_8b on 8 GPUs (tp=8 dp=1" in result.stdout and "MFU" in result.stdout
     data = json.loads((tmp_path / "out.json").read_text())["training"]
     assert data["step_s"] > data["compute_s"] > 0 and 0 < data["mfu"] < 0.5
+    assert set(figures) <= set(PLOT_FILES)  # the names the file options may not take
     bars = figures["step.png"].axes[0]
     assert [t.get_text() for t in bars.get_legend().get_texts()] == ["compute", "TP"]
     assert any("MFU" in t.get_text() for t in bars.texts)

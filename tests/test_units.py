@@ -32,6 +32,28 @@ def test_size(text, expected):
     assert units.parse_size(text) == expected
 
 
+@pytest.mark.parametrize("seconds, shown", [
+    (2.2e-3, "2.200 ms"), (3.98e-3, "3.980 ms"), (5.2314e-3, "5.231 ms"), (215e-6, "215.0 us"), (0.99996e-3, "1.000 ms"),
+    (0.0452, "45.20 ms"), (12345.6, "12350 s"), (0.0, "0 ns"), (1e-15, "0 ns"),
+])
+def test_times_show_four_significant_digits_in_every_table(seconds, shown):
+    # a column read "2.2 ms" beside "5.231 ms": the same precision must look the same
+    assert units.format_time(seconds) == shown
+
+
+def test_a_typed_time_is_shown_as_typed_on_request():
+    assert units.format_time(0.180, short=True) == "180 ms" and units.format_time(1e-6, short=True) == "1 us"
+
+
+@pytest.mark.parametrize("nbytes, shown", [
+    (1960448 * 2**10, "1.870 GiB"), (10241 * 2**10, "10.00 MiB"), (123456 * 10**3, "123.5 MB"),
+    (1025 * 2**10, "1025 KiB"), (1_400_000_000, "1.4 GB"), (2**50 - 1, "1.000 PiB"), (12345, "12.06 KiB"),
+])
+def test_sizes_are_exact_in_four_digits_or_rounded_to_four(nbytes, shown):
+    # "1960448 KiB" was exact but unreadable
+    assert units.format_size(nbytes) == shown
+
+
 @pytest.mark.parametrize("bad", ["400", 400, 4.5, "40 Gbq", "fast", "", "GB/s", None, True, "1 GB"])
 def test_bandwidth_refuses_bare_numbers_and_unknown_units(bad):
     with pytest.raises(units.UnitError):

@@ -31,7 +31,7 @@ def time_axis(axis) -> None:
     """Label a (log or linear) axis in seconds with human units: '150 ms', not '1.5x10^-1'."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda value, _: units.format_time(value) if value > 0 else "0"))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: units.format_time(value, short=True) if value > 0 else "0"))
     axis.set_minor_formatter(NullFormatter())
 
 

@@ -1,7 +1,8 @@
 """Plots of a scenario's results, readable without the code: units on every axis, legends, titles.
 
 * ``time_vs_size.png``: completion time against size per algorithm (log-log);
-* ``busbw_vs_size.png``: bus bandwidth against size per algorithm;
+* ``busbw_vs_size.png``: bus bandwidth against size per algorithm (in both, ``auto`` is one
+  series with NCCL's pick written beside each point);
 * ``link_utilization.png``: mean utilisation of the busiest links in the featured run;
 * ``link_heatmap.png``: utilisation over time of those links in the featured run.
 
@@ -24,9 +25,14 @@ from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.result import Result
 from simnet.topology.model import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing",
+           "PLOT_FILES"]
 
 TOP_LINKS = 12
+
+PLOT_FILES = ("time_vs_size.png", "busbw_vs_size.png", "link_utilization.png", "link_heatmap.png", "step.png",
+              "interference.png")
+"""Every file ``simnet run --plot`` may write into its folder."""
 
 
 def featured_run(results) -> Result:
@@ -36,9 +42,10 @@ def featured_run(results) -> Result:
 
 
 def _by_algorithm(results) -> dict[str, list[Result]]:
+    """The runs of each algorithm; ``auto`` is one series, whatever NCCL picked at each size."""
     series: dict[str, list[Result]] = {}
     for run in results.runs:
-        series.setdefault(run.algorithm if not run.auto else f"auto ({run.algorithm})", []).append(run)
+        series.setdefault("auto" if run.auto else run.algorithm, []).append(run)
     return series
 
 
@@ -99,6 +106,10 @@ def plot_results(results, directory: str | Path) -> list[Path]:
             runs = sorted((r for r in runs if r.moves_data), key=lambda r: r.size_bytes)
             ax.plot([r.size_bytes for r in runs], [getattr(r, field) for r in runs], label=algorithm,
                     **styles[algorithm])
+            if algorithm == "auto":  # NCCL's pick at each size, beside its point
+                for run in runs:
+                    ax.annotate(run.algorithm, (run.size_bytes, getattr(run, field)), xytext=(5, 5),
+                                textcoords="offset points", fontsize=7, color=styles[algorithm]["color"])
         _size_axis(ax, sizes)
         if log_y:
             ax.set_yscale("log")

@@ -1,7 +1,8 @@
 """Sweep and compare reports: tables, CSV and figures.
 
 Sweeps with a workload draw ``speedup.png`` and ``iteration_time.png``; every sweep with
-sizes draws ``busbw.png`` (bus bandwidth and collective time against GPUs); with
+sizes draws ``busbw.png`` (bus bandwidth and collective time against GPUs, NCCL's pick
+written beside each point of ``auto``); with
 ``training``, ``training.png`` (MFU and tokens/s against GPUs) and ``step.png`` (where
 each point's step goes). ``compare.png`` is cost against time with the Pareto front, or,
 when no option has a cost, time per option.
@@ -31,6 +32,22 @@ def series_label(record: dict) -> str:
 
 def _largest(record: dict) -> dict:
     return max(record["sizes"], key=lambda s: s["size_bytes"])
+
+
+def _one_size(sizes) -> str | None:
+    """The size every row timed, formatted; None when rows timed different sizes (each then
+    shows its own)."""
+    distinct = set(sizes)
+    return units.format_size(distinct.pop()) if len(distinct) == 1 and None not in distinct else None
+
+
+def _cost(dollars: float | None) -> str:
+    """``2.70 M$``: three significant digits, as a price is quoted."""
+    return f"{units.significant(dollars / 1e6, 3)} M$" if dollars else "-"
+
+
+def _size_cell(size: int | None) -> str:
+    return "-" if size is None else units.format_size(size)
 
 
 def _title(records: list[dict]) -> str:
@@ -70,8 +87,9 @@ def sweep_table(records: list[dict], title: str) -> Table:
     workload = "iteration_time_s" in records[0]
     columns = ["GPUs", "algorithm"]
     columns += ["iteration", "speedup", "efficiency", "exposed comm"] if workload else []
-    columns += [f"{_title(records)} {units.format_size(_largest(records[0])['size_bytes'])}", "busbw GB/s",
-                "bottleneck"]
+    size = _one_size(_largest(r)["size_bytes"] for r in records)
+    columns += [f"{_title(records)} {size}"] if size else ["size", _title(records)]
+    columns += ["busbw GB/s", "bottleneck"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("algorithm", "bottleneck") else "right")
     for record in sorted(records, key=lambda r: (series_label(r), r["gpus"])):
@@ -82,6 +100,7 @@ def sweep_table(records: list[dict], title: str) -> Table:
             row += [units.format_time(record["iteration_time_s"]),
                     f"[red]{record['speedup']:.2f}[/red]" if slower else f"{record['speedup']:.2f}",
                     f"{record['efficiency']:.0%}", units.format_time(record["communication_exposed_s"])]
+        row += [] if size else [_size_cell(largest["size_bytes"])]
         row += [units.format_time(largest["time_s"]), _gbps(largest["busbw_GBps"]), largest["bottleneck"] or "-"]
         table.add_row(*row)
     return table
@@ -119,11 +138,15 @@ def _gpu_axis(ax, gpus: list[int]) -> None:
     ax.set_xlabel("GPUs (N)")
 
 
-def _lines(ax, series: dict[str, list[dict]], value) -> None:
-    """One line per series of ``value(record)`` against the GPU count, each in its own style."""
+def _lines(ax, series: dict[str, list[dict]], value, picks: bool = False) -> None:
+    """One line per series of ``value(record)`` against the GPU count, each in its own style;
+    with ``picks``, what ``auto`` ran at the largest size written beside each of its points."""
     styles = series_styles(list(series))
     for label, points in series.items():
         ax.plot([p["gpus"] for p in points], [value(p) for p in points], label=label, **styles[label])
+        for p in points if picks and points[0]["algorithm"] == "auto" else ():
+            ax.annotate(_largest(p)["ran"], (p["gpus"], value(p)), xytext=(5, 5), textcoords="offset points",
+                        fontsize=7, color=styles[label]["color"])
 
 
 def _finish(plt, fig, ax, path: Path) -> Path:
@@ -145,18 +168,18 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     gpus = sorted({r["gpus"] for r in records})
 
     fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
-    _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0)
+    _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0, picks=True)
     _gpu_axis(bus, gpus)
     bus.set_ylabel("bus bandwidth (GB/s)")
     bus.set_ylim(bottom=0)
     bus.grid(True, alpha=0.3)
-    size = units.format_size(_largest(records[0])["size_bytes"])
-    bus.set_title(f"busbw of a {size} {_title(records)}")
-    _lines(time, series, lambda r: _largest(r)["time_s"])
+    size = _one_size(_largest(r)["size_bytes"] for r in records)
+    bus.set_title(f"busbw of a {size} {_title(records)}" if size else "busbw at each point's largest size")
+    _lines(time, series, lambda r: _largest(r)["time_s"], picks=True)
     _gpu_axis(time, gpus)
     time.set_yscale("log")
     time_axis(time.yaxis)
-    time.set_ylabel(f"{_title(records)} time of {size}")
+    time.set_ylabel(f"{_title(records)} time of {size or 'the largest size'}")
     time.set_title(f"{scenario}: {_title(records)} time")
     written.append(_finish(plt, fig, time, out / "busbw.png"))
     if "iteration_time_s" not in records[0]:
@@ -178,7 +201,7 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(9.5, 5.5))
     compute = records[0]["compute_s"]
-    ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute)})")
+    ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute, short=True)})")
     _lines(ax, series, lambda r: r["iteration_time_s"])
     _gpu_axis(ax, gpus)
     ax.set_yscale("log")
@@ -225,42 +248,50 @@ def _plot_training(records: list[dict], scenario: str, out: Path) -> list[Path]:
 
 def compare_table(rows: list[dict], title: str) -> Table:
     """One row per option: cost, best algorithm, iteration and AllReduce time in their own
-    columns, speedup, busbw, bottleneck, value per M$, and the Pareto star."""
+    columns (the size timed in its own when options timed different ones), speedup, busbw,
+    bottleneck, value per M$, and the Pareto star."""
     front = {id(r) for r in pareto_front(rows)}
     if all(r["step_s"] is not None for r in rows):
         table = Table(title=title, title_justify="left")
         for column in ("option", "cost", "GPUs", "step", "tokens/s", "MFU", "tokens/s per M$", "Pareto"):
             table.add_column(column, justify="left" if column == "option" else "right")
         for row in rows:
-            table.add_row(row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", str(row["gpus"]),
+            table.add_row(row["option"], _cost(row["cost"]), str(row["gpus"]),
                           units.format_time(row["step_s"]), f"{row['tokens_per_s']:,.0f}", f"{row['mfu']:.1%}",
                           f"{row['per_cost']:,.0f}" if row["per_cost"] else "-", "*" if id(row) in front else "")
         return table
     workload = any(r["iteration_time_s"] is not None for r in rows)
-    size = units.format_size(rows[0]["collective_size_bytes"])
+    size = _one_size(r["collective_size_bytes"] for r in rows)
     table = Table(title=title, title_justify="left")
     columns = ["option", "cost", "best algorithm"] + (["iteration", "speedup"] if workload else [])
-    columns += [f"{_title(rows)} {size}", "busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$",
-                "Pareto"]
+    columns += [f"{_title(rows)} {size}"] if size else ["size", _title(rows)]
+    columns += ["busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$", "Pareto"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("option", "best algorithm", "bottleneck") else "right")
     for row in rows:
-        cells = [row["option"], f"{row['cost'] / 1e6:.3g} M$" if row["cost"] else "-", row["algorithm"]]
+        cells = [row["option"], _cost(row["cost"]), row["algorithm"]]
         if workload:
             cells += [units.format_time(row["iteration_time_s"]) if row["iteration_time_s"] is not None else "-",
                       f"{row['speedup']:.2f}" if row["speedup"] is not None else "-"]
+        cells += [] if size else [_size_cell(row["collective_size_bytes"])]
         cells += [units.format_time(row["collective_time_s"]), _gbps(row["busbw_GBps"]), row["bottleneck"] or "-",
                   f"{row['per_cost']:.3g}" if row["per_cost"] else "-", "*" if id(row) in front else ""]
         table.add_row(*cells)
     return table
 
 
-def _merit_label(rows: list[dict]) -> str:
+def _merit_labels(rows: list[dict]) -> tuple[str, list[str]]:
+    """The time the comparison ranks by, as an axis label, and each option's name (with the
+    size it timed when options timed different sizes)."""
+    names = [r["option"] for r in rows]
     if all(r["step_s"] is not None for r in rows):
-        return "training step time"
+        return "training step time", names
     if all(r["iteration_time_s"] is not None for r in rows):
-        return "iteration time"
-    return f"{_title(rows)} time of {units.format_size(rows[0]['collective_size_bytes'])}"
+        return "iteration time", names
+    if size := _one_size(r["collective_size_bytes"] for r in rows):
+        return f"{_title(rows)} time of {size}", names
+    return (f"{_title(rows)} time at each option's largest size",
+            [f"{r['option']} ({_size_cell(r['collective_size_bytes'])})" for r in rows])
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
@@ -268,7 +299,8 @@ def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
     of time per option (there is no front to draw without prices)."""
     plt = pyplot()
     priced = [r for r in rows if r["cost"] is not None]
-    label = _merit_label(rows)
+    label, names = _merit_labels(rows)
+    name = dict(zip(map(id, rows), names))
     if priced:
         front = sorted(pareto_front(rows), key=lambda r: r["cost"])
         fig, ax = plt.subplots(figsize=(8, 5.5))
@@ -277,14 +309,14 @@ def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
         ax.plot([r["cost"] / 1e6 for r in front], [r["merit_s"] for r in front], color="#dd8452", marker="*",
                 markersize=16, linewidth=2, label="Pareto front (nothing cheaper is faster)", zorder=4)
         for r in priced:
-            ax.annotate(r["option"], (r["cost"] / 1e6, r["merit_s"]), xytext=(6, 6), textcoords="offset points",
+            ax.annotate(name[id(r)], (r["cost"] / 1e6, r["merit_s"]), xytext=(6, 6), textcoords="offset points",
                         fontsize=8)
         ax.set_xlabel("cost (M$)")
         ax.set_ylabel(label)
         ax.legend()
     else:
         fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 2))
-        ax.barh([r["option"] for r in rows][::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
+        ax.barh(names[::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
         ax.set_xlabel(f"{label} (no costs given: add cost: to compare value)")
         ax.set_xlim(left=0)
         time_axis(ax.xaxis)

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from simnet import units
 from simnet.collectives.kinds import COLLECTIVES
+from simnet.compare import PARETO_TOLERANCE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
@@ -37,7 +38,7 @@ def link_classes_table(topo: Topology) -> Table:
         table.add_column(column, justify="right" if column in ("GB/s", "count") else "left")
     for (a, b, bandwidth, latency), count in sorted(classes.items(), key=lambda kv: (-kv[0][2], kv[0][:2])):
         table.add_row(a, b, units.format_bandwidth(bandwidth), f"{bandwidth / 1e9:.4g}",
-                      units.format_time(latency / PS_PER_SECOND), str(count))
+                      units.format_time(latency / PS_PER_SECOND, short=True), str(count))
     return table
 
 
@@ -46,16 +47,17 @@ def _gbps(value: float | None) -> str:
 
 
 def _algorithm_cell(run) -> str:
-    """The algorithm; for ``auto`` NCCL's pick and, when simulation found a faster one, by how
-    much and which NCCL_ALGO gets it."""
+    """The algorithm; for ``auto`` NCCL's pick and, when simulation found one faster by more
+    than ``PARETO_TOLERANCE`` (closer, the model cannot tell them apart), by how much and
+    which NCCL_ALGO gets it."""
     if run.variants:  # the variant simnet kept, e.g. "hierarchical (inner ring)"
         return f"{run.algorithm} ({', '.join(f'{k} {run.options[k]}' for k in run.variants)})"
     if not run.auto:
         return run.algorithm
     name = f"auto -> {run.algorithm}"
     fastest = run.auto["fastest"]
-    if fastest != run.algorithm and run.time_s > 0:
-        gain = run.time_s / run.auto["candidates"][fastest]
+    gain = run.time_s / run.auto["candidates"][fastest] if run.time_s > 0 else 1.0
+    if fastest != run.algorithm and gain > 1 + PARETO_TOLERANCE:
         name += f" ({fastest} {gain:.2f}x faster: {run.auto['fastest_hint']})"
     return name
 
