@@ -181,7 +181,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             raise InputError(f"{scenario}: with jobs, each job has its own algorithm and size; "
                              "--algorithm, --size, --csv and --trace do not apply (--json and --plot do)")
         return _run_jobs(spec, scenario, json_path, plot_dir)
-    results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path))
+    results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path), from_option=bool(algorithms))
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.console import stderr_console
 
@@ -364,14 +364,21 @@ def _parse_option(parse, value, option: str, scenario: Path):
         raise InputError(f"{option}: {str(exc).removeprefix('gpus: ')}", scenario) from None
 
 
-def _with_progress(spec, scenario: Path, timeline: bool):
-    """Run the scenario, its progress on stderr (``simnet.console.progress``)."""
+def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = False):
+    """Run the scenario, its progress on stderr (``simnet.console.progress``); an algorithm
+    that cannot run here is named where it was asked for (``-a``, else the file's line)."""
+    from simnet.collectives.registry import Unsupported
     from simnet.console import progress
     from simnet.runner import run_scenario
+    from simnet.yamlsource import load_yaml
 
     with progress("simulating") as update:
         try:
             return run_scenario(spec, progress=update, timeline=timeline)
+        except Unsupported as exc:
+            if from_option:
+                raise InputError(f"--algorithm: {exc}", scenario) from None
+            raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
 

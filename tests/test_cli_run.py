@@ -274,6 +274,13 @@ def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch)
     pcie.write_text(f"name: p\ntopology: {root / 'topologies/pcie_8gpu.yaml'}\nsize: 1 MiB\nalgorithms: [auto]\n")
     missing = cli("run", pcie, env={"NCCL_ALGO": "NVLS"})
     assert missing.exit_code == 2 and "NVLS needs an NVSwitch that reduces (nvls: true" in missing.stderr
+    # an algorithm that cannot run here is named where it was asked for: the file's line, or -a
+    named = tmp_path / "n.yaml"
+    named.write_text(f"name: n\ntopology: {root / 'topologies/dgx_a100.yaml'}\nsize: 1 MiB\nalgorithms: [nvls]\n")
+    in_file = cli("run", named)
+    assert in_file.exit_code == 2 and in_file.stderr.startswith(f"{named}:4: algorithms: NVLS needs an NVSwitch")
+    by_option = cli("run", pcie, "-a", "nvls_tree")
+    assert by_option.exit_code == 2 and by_option.stderr.startswith(f"{pcie}: --algorithm: nvls_tree runs across")
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
