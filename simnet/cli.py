@@ -512,7 +512,7 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     """Compare hardware options side by side: a scenario's variants, or several scenarios.
 
     For each option: the fastest algorithm, iteration time (with a workload) and AllReduce
-    time at its largest size (a size column when options' sizes differ), speedup, busbw,
+    time at the largest size every option ran (options sharing no size are refused), speedup, busbw,
     bottleneck, cost and value per M$; the Pareto front is starred in the table and drawn
     in the plot.
 

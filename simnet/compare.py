@@ -4,8 +4,9 @@ of cost against time.
 
 The figure of merit is the transformer's step time when every option has ``training``,
 else the training-step (iteration) time when every option has a workload, else the
-collective's time at the largest size; each is kept in its own field of every row, so a
-report never puts one in the other's column.
+collective's time at the largest size every option ran (options that share no size are
+not compared); each is kept in its own field of every row, so a report never puts one in
+the other's column.
 """
 
 from __future__ import annotations
@@ -16,8 +17,22 @@ from simnet.sweep import Point, evaluate_point, plan_sweep
 __all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE"]
 
 
-def _largest(record: dict) -> dict:
-    return max(record["sizes"], key=lambda s: s["size_bytes"])
+def _at(record: dict, size: int | None) -> dict:
+    """The record's point at ``size`` (its largest when None)."""
+    if size is None:
+        return max(record["sizes"], key=lambda s: s["size_bytes"])
+    return next(s for s in record["sizes"] if s["size_bytes"] == size)
+
+
+def _common_size(records: list[dict]) -> int | None:
+    """The largest size every record ran; ``ValueError`` when they share none."""
+    sizes = [{s["size_bytes"] for s in record["sizes"]} for record in records if record["sizes"]]
+    if not sizes:
+        return None
+    common = set.intersection(*sizes)
+    if not common:
+        raise ValueError("compare: the options share no size to rank them by; give them one size in common")
+    return max(common)
 
 
 def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
@@ -51,15 +66,16 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                          "scenarios of one collective")
     training = all("step_s" in record for record in every)
     workload = not training and all("iteration_time_s" in record for record in every)
+    size = None if training or workload else _common_size(every)
     rows = []
     for name, cost, records, *skipped in options:
         def merit(record: dict) -> float:
             if training:
                 return record["step_s"]
-            return record["iteration_time_s"] if workload else _largest(record)["time_s"]
+            return record["iteration_time_s"] if workload else _at(record, size)["time_s"]
 
         best = min(records, key=merit)
-        largest = _largest(best) if best["sizes"] else {"ran": best["algorithm"], "time_s": None,
+        largest = _at(best, size) if best["sizes"] else {"ran": best["algorithm"], "time_s": None,
                                                          "size_bytes": None, "busbw_GBps": None, "bottleneck": None}
         ran = largest.get("ran", best["algorithm"])
         algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"

@@ -228,20 +228,21 @@ def _table(stdout: str) -> list[list[str]]:
             for line in stdout.splitlines() if line[:1] in "┃│"]
 
 
-def test_options_that_time_different_sizes_each_show_their_own(tmp_path, cli, figures):
-    # the column said "AllReduce 1 MiB" over the other file's 4 MiB time
-    for name, sizes in (("one", "[1 MiB]"), ("four", "[1 MiB, 4 MiB]")):
+def test_options_that_time_different_sizes_are_ranked_at_a_size_they_share(tmp_path, cli):
+    # the column said "AllReduce 1 MiB" over the other file's 4 MiB time, and ranked one
+    # option's 1 MiB against the other's 4 MiB: now both at the largest size both ran (the
+    # same box at the same size takes the same time), and options sharing none are refused
+    for name, sizes in (("one", "[1 MiB]"), ("four", "[1 MiB, 4 MiB]"), ("only4", "[4 MiB]")):
         (tmp_path / f"{name}.yaml").write_text(f"name: {name}\nmodel: ideal\ntopology: {{name: box, generate: "
                                                f"{{kind: nvswitch, gpus: 4}}}}\nsizes: {sizes}\nalgorithms: [ring]\n")
     result = cli("compare", tmp_path / "one.yaml", tmp_path / "four.yaml", "-o", tmp_path / "c.png")
     assert result.exit_code == 0, result.stderr
     header, *rows = _table(result.stdout)
-    column = header.index("size")
-    assert header[column + 1] == "AllReduce"
-    assert [(row[0], row[column]) for row in rows] == [("one", "1 MiB"), ("four", "4 MiB")]
-    bars = figures["c.png"].axes[0]
-    assert [t.get_text() for t in bars.get_yticklabels()] == ["four (4 MiB)", "one (1 MiB)"]
-    assert bars.get_xlabel().startswith("AllReduce time at each option's largest size")
+    column = header.index("AllReduce 1 MiB")
+    assert [row[0] for row in rows] == ["one", "four"] and rows[0][column] == rows[1][column]
+    apart = cli("compare", tmp_path / "one.yaml", tmp_path / "only4.yaml", "-o", tmp_path / "d.png")
+    assert apart.exit_code == 2 and "the options share no size to rank them by" in apart.stderr
+    assert not (tmp_path / "d.png").exists()
     out = tmp_path / "sweep"
     swept = cli("sweep", tmp_path / "one.yaml", "--gpus", "2", "--set", "sizes=1 MiB,4 MiB", "--out", out,
                 "--workers", "1")

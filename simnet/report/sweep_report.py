@@ -281,17 +281,14 @@ def compare_table(rows: list[dict], title: str) -> Table:
 
 
 def _merit_labels(rows: list[dict]) -> tuple[str, list[str]]:
-    """The time the comparison ranks by, as an axis label, and each option's name (with the
-    size it timed when options timed different sizes)."""
+    """The time the comparison ranks by, as an axis label, and each option's name."""
     names = [r["option"] for r in rows]
     if all(r["step_s"] is not None for r in rows):
         return "training step time", names
     if all(r["iteration_time_s"] is not None for r in rows):
         return "iteration time", names
-    if size := _one_size(r["collective_size_bytes"] for r in rows):
-        return f"{_title(rows)} time of {size}", names
-    return (f"{_title(rows)} time at each option's largest size",
-            [f"{r['option']} ({_size_cell(r['collective_size_bytes'])})" for r in rows])
+    size = _one_size(r["collective_size_bytes"] for r in rows)  # compare ranks every option at one size
+    return f"{_title(rows)} time" + (f" of {size}" if size else ""), names
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
