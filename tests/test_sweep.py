@@ -97,10 +97,13 @@ def test_sweep_plot_writes_auto_s_pick_beside_each_point(tmp_path, cli, root, fi
     path.write_text(f"name: picks\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\n"
                     "algorithms: [auto]\nsweep: {gpus: [2, 8]}\n")
     out = tmp_path / "out"
-    assert cli("sweep", path, "--out", out, "--workers", "1").exit_code == 0
+    swept = cli("sweep", path, "--out", out, "--workers", "1")
+    assert swept.exit_code == 0
     picks = [(r["gpus"], r["sizes"][0]["ran"]) for r in sorted(load_records(out / "results.jsonl"),
                                                                key=lambda r: r["gpus"])]
     assert len({pick for _, pick in picks}) == 2
+    for _, pick in picks:  # the table names each point's pick too, as run's does
+        assert f"auto -> {pick}" in swept.stdout
     for ax in figures["busbw.png"].axes:
         assert [line.get_label() for line in ax.get_lines()] == ["auto"]
         assert [(t.xy[0], t.get_text()) for t in ax.texts] == picks

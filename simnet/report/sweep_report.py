@@ -94,7 +94,8 @@ def sweep_table(records: list[dict], title: str) -> Table:
         table.add_column(column, justify="left" if column in ("algorithm", "bottleneck") else "right")
     for record in sorted(records, key=lambda r: (series_label(r), r["gpus"])):
         largest = _largest(record)
-        row = [str(record["gpus"]), series_label(record)]
+        ran = largest.get("ran", record["algorithm"])  # auto: NCCL's pick at this point, as run's table says it
+        row = [str(record["gpus"]), series_label(record) + (f" -> {ran}" if ran != record["algorithm"] else "")]
         if workload:
             slower = record["speedup"] < 1 and record["gpus"] > 1
             row += [units.format_time(record["iteration_time_s"]),
