@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -41,7 +43,21 @@ from simnet.topology.loader import load_topology
 from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["simulate", "simulate_groups", "GroupsResult", "run_scenario", "training_step", "nccl_env", "nccl_system",
-           "nccl_integer", "NCCL_VARIABLES", "HIERARCHICAL_VARIANTS"]
+           "nccl_integer", "NCCL_VARIABLES", "HIERARCHICAL_VARIANTS", "SAME_TIME", "fastest_of"]
+
+SAME_TIME = 0.01
+"""Times within 1 % of each other count as equal: the model cannot tell them apart, so
+``auto`` names no faster algorithm than its pick and compare's Pareto front takes the cheaper."""
+
+def fastest_of(times: Mapping[str, float], pick: str) -> str:
+    """The fastest of ``times`` (s, by algorithm), or ``pick`` when it is within ``SAME_TIME`` of it.
+
+    >>> fastest_of({"nvls": 1.009, "ring": 1.0}, "nvls"), fastest_of({"nvls": 1.02, "ring": 1.0}, "nvls")
+    ('nvls', 'ring')
+    """
+    fastest = min(times, key=times.__getitem__)
+    return pick if times[pick] <= times[fastest] * (1 + SAME_TIME) else fastest
+
 
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
@@ -97,19 +113,33 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
     return system
 
 
+def _whole(value: object) -> int | None:
+    """``value`` as an int when it is a whole number (int, numpy integer, integral float), else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return int(value) if math.isfinite(value) and float(value).is_integer() else None
+
+
 def _checked_size(size: object) -> int:
-    """``size`` in whole bytes: a number of bytes, or text such as ``'1 GiB'``."""
+    """``size`` in whole bytes, 0 to 1 PiB: a number of bytes, or text such as ``'1 GiB'``."""
     if isinstance(size, str):
         return units.parse_size(size)
-    if isinstance(size, bool) or not isinstance(size, int | float) or not float(size).is_integer():
+    whole = _whole(size)
+    if whole is None:
         raise ValueError(f"size: {size!r} is not a whole number of bytes (an int, or text such as '1 GiB')")
-    if size < 0:
-        raise ValueError(f"size: {size} bytes; a size cannot be negative")
-    return int(size)
+    if whole < 0:
+        raise ValueError(f"size: {whole} bytes; a size cannot be negative")
+    if whole > units.SIZE_MAX:
+        raise ValueError(f"size: {whole} bytes is over simnet's limit of 1 PiB")
+    return whole
 
 
-_API_UNITS = {"chunk_size": "B", "reduce_bandwidth": "B/s", "message_overhead": "s"}
-"""The unit of an option given to the Python API as a bare number (a scenario writes units)."""
+_API_NUMBERS = {"chunk_size": ("B", "a whole number of bytes above 0"),
+                "reduce_bandwidth": ("B/s", "a finite rate above 0 B/s"),
+                "message_overhead": ("s", "a finite time of 0 s or more")}
+"""Options the Python API also takes as bare numbers: their unit, and what a number must be."""
 
 
 def _checked_options(options: dict) -> dict:
@@ -118,14 +148,23 @@ def _checked_options(options: dict) -> dict:
     from pydantic import ValidationError
 
     from simnet.scenario import Options
+    from simnet.yamlsource import Source
 
-    given = {k: f"{v!r} {_API_UNITS[k]}" if k in _API_UNITS and isinstance(v, int | float) and not isinstance(
-        v, bool) else v for k, v in options.items() if v is not None}
+    given = {k: v for k, v in options.items() if v is not None}
+    for key, (unit, wanted) in _API_NUMBERS.items():
+        value = given.get(key)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        number = float(value)
+        bad = not math.isfinite(number) or number < 0 or (key != "message_overhead" and number == 0) or (
+            key == "chunk_size" and _whole(value) is None)
+        if bad:
+            raise ValueError(f"{key}: {value!r} is not {wanted}")
+        given[key] = f"{_whole(value)} {unit}" if key == "chunk_size" else f"{number!r} {unit}"
     try:
         checked = Options.model_validate(given).model_dump(exclude_none=True)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        raise ValueError(f"{'.'.join(map(str, error['loc']))}: {error['msg']}") from None
+        raise ValueError(Source("<options>").from_validation(exc, model=Options).message) from None
     return {**options, **checked}
 
 
@@ -271,10 +310,10 @@ class _Point:
                         else w for w in warnings]
         given, ran = options.get("chunk_size"), decided.options.get("chunk_size")
         if given is not None and ran is not None and given < ran:
+            own = round(ran / decided.detail.coarsening)  # NCCL's step (the replay may move several at once)
             warnings.append(Finding("chunk_size_raised", "", (
                 f"chunk_size {units.format_size(given)} is finer than NCCL pipelines {algorithm} here (its chunk "
-                f"comes from NCCL_BUFFSIZE and the message size): the model ran NCCL's, "
-                f"{units.format_size(ran)}")))
+                f"comes from NCCL_BUFFSIZE and the message size): the model ran NCCL's, {units.format_size(own)}")))
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (
@@ -368,8 +407,8 @@ class _Point:
         candidates = [a for a in tuning.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
         results = {a: known.get(tuning.SIMNET_NAMES[a]) or self.simulate(
             tuning.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
-        fastest = min(results, key=lambda a: results[a].time_s)
         picked = results[choice.algorithm]
+        fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tuning.SIMNET_NAMES[a] for a, r in results.items()
                    if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
         if bounded:
@@ -377,7 +416,8 @@ class _Point:
                 f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
                 f"so it may be faster than its time says"))] + picked.warnings)
         return replace(picked, auto={
-            "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol, "predicted_s": choice.time_s},
+            "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol,
+                          "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
             "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
             "fastest": tuning.SIMNET_NAMES[fastest],
             "fastest_hint": f"NCCL_ALGO={fastest}",

@@ -242,9 +242,13 @@ def test_channels_given_scale_nccls_bandwidth_and_finer_chunks_are_nccls():
     (True, {}, "size: True is not a whole number of bytes"),
     (1.5, {}, "size: 1.5 is not a whole number of bytes"),
     (-8, {}, "size: -8 bytes; a size cannot be negative"),
-    (2**20, {"channels": 0}, "channels: Input should be greater than or equal to 1"),
-    (2**20, {"channels": 65}, "channels: Input should be less than or equal to 64"),
-    (2**20, {"channels": 2.5}, "channels: Input should be a valid integer"),
+    (2**51, {}, "size: 2251799813685248 bytes is over simnet's limit of 1 PiB"),
+    (2**20, {"channels": 0}, "channels: 0 must be at least 1"),
+    (2**20, {"channels": 65}, "channels: 65 must be at most 64"),
+    (2**20, {"channels": 2.5}, "channels: 2.5 is not a whole number"),
+    (2**20, {"chanels": 4}, "chanels: unknown key 'chanels'; did you mean 'channels'?"),
+    (2**20, {"chunk_size": 0.3}, "chunk_size: 0.3 is not a whole number of bytes above 0"),
+    (2**20, {"message_overhead": -1e-6}, "message_overhead: -1e-06 is not a finite time of 0 s or more"),
 ])
 def test_the_api_refuses_what_a_scenario_refuses(size, options, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -253,6 +257,9 @@ def test_the_api_refuses_what_a_scenario_refuses(size, options, message):
 
 def test_the_api_takes_sizes_as_text_too():
     assert simulate(box(), "ring", "1 MiB").time_s == simulate(box(), "ring", 2**20).time_s
+    # and numpy's integers, as a notebook's 2 ** np.arange(...) makes them
+    assert simulate(box(), "ring", np.int64(2**20), chunk_size=np.int64(2**16)).time_s == simulate(
+        box(), "ring", 2**20, chunk_size=2**16).time_s
     assert simulate(box(), "ring", 2**20, chunk_size="64 KiB").time_s == simulate(
         box(), "ring", 2**20, chunk_size=65536).time_s
 
@@ -262,4 +269,6 @@ def test_an_empty_collective_takes_no_time():
     # under either model
     for model in ("nccl", "ideal"):
         assert simulate(box(), "ring", 0, model=model).time_s == 0.0
-        assert simulate(box(), "auto", 0, model=model).time_s == 0.0
+        empty = simulate(box(), "auto", 0, model=model)
+        assert empty.time_s == 0.0 and empty.auto["fastest"] == empty.algorithm  # no hint: nothing ran
+        assert empty.auto["nccl_pick"]["predicted_s"] is None
