@@ -36,7 +36,7 @@ EXPECTED = {
     "rank_twice.yaml": (4, "nodes[1].rank: rank 1 given twice (also 'gpu0')"),
     "uplink_and_oversubscription.yaml": (3, "generate: give uplink_bandwidth or oversubscription, not both"),
     "nvls_on_a100.yaml": (3, "generate: nvls: a100 has no NVLink SHARP (NCCL runs NVLS from H100 on)"),
-    "bad_ratio.yaml": (4, "generate.oversubscription: '4:0' is not a ratio (e.g. 4:1 or 4)"),
+    "bad_ratio.yaml": (4, "generate.oversubscription: '4:0' is not a ratio (e.g. 4:1 or 4; both sides above 0)"),
     "missing_latency.yaml": (6, "links[0].latency: is required but missing"),
     "duplicate_key.yaml": (2, "name: duplicate key 'name'"),
     "duplicate_link.yaml": (9, "links[2]: a link sw -> gpu0 already exists (line 7)"),

@@ -46,17 +46,21 @@ def _node(id: str, kind: str, **attributes) -> NodeSpec:
 
 
 def _ratio(value: object) -> object:
-    """A down:up ratio as written ``"4:1"`` (or a number) as a number."""
+    """A down:up ratio as written ``"4:1"`` (or a number) as a number; both sides finite and above 0."""
     if isinstance(value, str) and ":" in value:
         down, _, up = value.partition(":")
         try:
-            return float(down) / float(up)
-        except (ValueError, ZeroDivisionError):
-            raise ValueError(f"{value!r} is not a ratio (e.g. 4:1 or 4)") from None
+            sides = float(down), float(up)
+        except ValueError:
+            sides = ()
+        if len(sides) != 2 or not all(math.isfinite(x) and x > 0 for x in sides):
+            raise ValueError(f"{value!r} is not a ratio (e.g. 4:1 or 4; both sides above 0)")
+        return sides[0] / sides[1]
     return value
 
 
-Ratio = Annotated[float, BeforeValidator(_ratio)]
+Ratio = Annotated[float, BeforeValidator(_ratio), Field(allow_inf_nan=False, le=1000)]
+"""A down:up port ratio: 4, or 4:1 as the docs write it (at most 1000:1)."""
 
 
 class _NvSwitchHosts(Strict):
