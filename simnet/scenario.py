@@ -98,9 +98,9 @@ def parse_sizes(text: object) -> list[int]:
         if not sizes or int(round(size)) != sizes[-1]:
             sizes.append(int(round(size)))
         size *= factor
-    count = len(sizes) if sizes else steps
-    if count > MAX_SIZES:
-        raise ValueError(f"{text!r} makes {count:,} sizes, over the {MAX_SIZES} simnet runs in one scenario; "
+    if len(sizes) > MAX_SIZES or not sizes:  # not generated: too many steps to count the sizes they round to
+        made = f"makes {len(sizes):,} sizes" if sizes else f"takes {steps:,} steps"
+        raise ValueError(f"{text!r} {made}, over the {MAX_SIZES} sizes simnet runs in one scenario; "
                          "use a larger factor (nccl-tests uses x2)")
     return sizes
 

@@ -353,8 +353,8 @@ def test_a_size_range_of_millions_is_refused(cli, tmp_path):
     path.write_text(path.read_text().replace("sizes: [1 MiB]", "sizes: '1 B .. 1 TB x1.00001'"))
     result = cli("run", path)
     assert result.exit_code == 2
-    assert result.stderr == f"{path}:3: sizes: '1 B .. 1 TB x1.00001' makes 2,763,116 sizes, over the 200 simnet " \
-                            "runs in one scenario; use a larger factor (nccl-tests uses x2)\n"
+    assert result.stderr == f"{path}:3: sizes: '1 B .. 1 TB x1.00001' takes 2,763,116 steps, over the 200 sizes " \
+                            "simnet runs in one scenario; use a larger factor (nccl-tests uses x2)\n"
 
 
 def test_results_never_overwrite_an_input(cli, tmp_path):
