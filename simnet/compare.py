@@ -11,6 +11,7 @@ the other's column.
 
 from __future__ import annotations
 
+from simnet.runner import SAME_TIME
 from simnet.scenario import Scenario
 from simnet.sweep import Point, evaluate_point, plan_sweep
 
@@ -94,10 +95,10 @@ def compare_rows(options: list[tuple]) -> list[dict]:
     return rows
 
 
-PARETO_TOLERANCE = 0.01
+PARETO_TOLERANCE = SAME_TIME
 """Times within 1 % of each other count as equal when judging the Pareto front: the model
-cannot tell them apart, so the cheaper option dominates (and ``simnet run`` names no faster
-algorithm beside ``auto``'s pick)."""
+cannot tell them apart, so the cheaper option dominates (as ``auto`` names no faster
+algorithm than its pick, ``runner.SAME_TIME``)."""
 
 
 def pareto_front(rows: list[dict]) -> list[dict]:

@@ -108,7 +108,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         possible = [p for p, t in every.items() if t is not None]
         if possible and not times:
             raise Unsupported(f"NCCL_PROTO={nccl_proto} leaves {algorithm} no protocol: NCCL runs it with "
-                              f"{', '.join(possible)} only")
+                              f"{', '.join(possible)} only; allow one of them, or leave {algorithm} out")
         protocol = min(times, key=times.get) if times else "Simple"
         row = name
     else:

@@ -8,7 +8,6 @@ from rich.table import Table
 
 from simnet import units
 from simnet.collectives.kinds import COLLECTIVES
-from simnet.compare import PARETO_TOLERANCE
 from simnet.topology.model import PS_PER_SECOND, Topology
 
 __all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
@@ -47,8 +46,8 @@ def _gbps(value: float | None) -> str:
 
 
 def _algorithm_cell(run) -> str:
-    """The algorithm; for ``auto`` NCCL's pick and, when simulation found one faster by more
-    than ``PARETO_TOLERANCE`` (closer, the model cannot tell them apart), by how much and
+    """The algorithm; for ``auto`` NCCL's pick and, when simulation found one faster (by more
+    than ``runner.SAME_TIME``: closer, the model cannot tell them apart), by how much and
     which NCCL_ALGO gets it."""
     if run.variants:  # the variant simnet kept, e.g. "hierarchical (inner ring)"
         return f"{run.algorithm} ({', '.join(f'{k} {run.options[k]}' for k in run.variants)})"
@@ -56,8 +55,8 @@ def _algorithm_cell(run) -> str:
         return run.algorithm
     name = f"auto -> {run.algorithm}"
     fastest = run.auto["fastest"]
-    gain = run.time_s / run.auto["candidates"][fastest] if run.time_s > 0 else 1.0
-    if fastest != run.algorithm and gain > 1 + PARETO_TOLERANCE:
+    if fastest != run.algorithm:
+        gain = run.time_s / run.auto["candidates"][fastest]
         name += f" ({fastest} {gain:.2f}x faster: {run.auto['fastest_hint']})"
     return name
 
