@@ -49,6 +49,7 @@ SAME_TIME = 0.01
 """Times within 1 % of each other count as equal: the model cannot tell them apart, so
 ``auto`` names no faster algorithm than its pick and compare's Pareto front takes the cheaper."""
 
+
 def fastest_of(times: Mapping[str, float], pick: str) -> str:
     """The fastest of ``times`` (s, by algorithm), or ``pick`` when it is within ``SAME_TIME`` of it.
 
@@ -266,12 +267,14 @@ class _Point:
     def _refuse_what_env_turns_off(self, algorithm: str) -> None:
         """``Unsupported`` for a named algorithm that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0
         turns off here, as they turn it off in NCCL."""
+        nvls_off, collnet_off = _turned_off(self.env, "NCCL_NVLS_ENABLE"), _turned_off(self.env, "NCCL_COLLNET_ENABLE")
+        if not (nvls_off or collnet_off):
+            return  # the usual case: no need for NCCL's view of the fabric
         system, off = tuning.system_of(self.topo), None
-        if algorithm in ("nvls", "nvls_tree") and system.nvls and _turned_off(self.env, "NCCL_NVLS_ENABLE"):
+        if algorithm in ("nvls", "nvls_tree") and system.nvls and nvls_off:
             off = ("NCCL_NVLS_ENABLE", "NVLink SHARP")
         across = algorithm == "nvls" and system.nodes > 1
-        if (algorithm in ("collnet_direct", "collnet_chain") or across) and system.collnet and _turned_off(
-                self.env, "NCCL_COLLNET_ENABLE"):
+        if (algorithm in ("collnet_direct", "collnet_chain") or across) and system.collnet and collnet_off:
             off = ("NCCL_COLLNET_ENABLE", "network SHARP (CollNet)")
         if off:
             raise Unsupported(f"{off[0]}={self.env[off[0]]} turns {off[1]} off, as in NCCL: no {algorithm}; "

@@ -115,11 +115,13 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         p2p = ["LL"] if (size if message is None else message) <= P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
-    own_channels = tuning.nvls_channels(system) if name == "NVLS" and system.nodes == 1 else \
-        tuning.graph(system, "Ring").channels  # what the schedule opens unless told
-    channel_share = options["channels"] / own_channels if name and options.get("channels") else 1.0
-    if name in ("NVLS", "NVLSTree"):  # "NVLS should not need more than 16 channels to get peak BW" (enqueue.cc)
-        channel_share = min(channel_share, 1.0)
+    channel_share = 1.0
+    if name is not None and options.get("channels"):  # over what the schedule opens unless told
+        own = tuning.nvls_channels(system) if name == "NVLS" and system.nodes == 1 else \
+            tuning.graph(system, "Ring").channels
+        channel_share = options["channels"] / own
+        if name in ("NVLS", "NVLSTree"):  # "NVLS should not need more than 16 channels to get peak BW" (enqueue.cc)
+            channel_share = min(channel_share, 1.0)
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = tuning.nvls_channels(system)
     coarsening = 1.0

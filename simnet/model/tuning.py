@@ -548,9 +548,7 @@ def pipeline_step(system: System, algorithm: str, protocol: str, nbytes: int, fu
     the heads are the NVLS graph's channels, one per GPU). A 16 MiB AllReduce on 8 H100 is
     then 4 steps per channel, not 32: its pipeline fills as NCCL's does."""
     chunk = chunk_size(system, algorithm, protocol, nbytes, function)
-    if algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1:
-        return chunk * graph(system, "NVLS").channels
-    return chunk
+    return chunk * graph(system, "NVLS").channels if _nvls_one_node(system, algorithm, function) else chunk
 
 
 def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce") -> int | None:
@@ -560,9 +558,12 @@ def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce")
     NVLS buffers), reduce (multimem load-reduce and multicast store) and gather (into the
     receive buffer) (src/device/all_reduce.h:418-457), where the replay has two hops, GPU to
     NVSwitch and back. Each stage is taken to run at the channel's rate."""
-    if algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1:
-        return 3
-    return None
+    return 3 if _nvls_one_node(system, algorithm, function) else None
+
+
+def _nvls_one_node(system: System, algorithm: str, function: str) -> bool:
+    """NCCL's one-node NVLS AllReduce kernel (all_reduce.h:410-457): scatter, reduce and gather warps."""
+    return algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1
 
 
 def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:

@@ -281,15 +281,14 @@ def compare_table(rows: list[dict], title: str) -> Table:
     return table
 
 
-def _merit_labels(rows: list[dict]) -> tuple[str, list[str]]:
-    """The time the comparison ranks by, as an axis label, and each option's name."""
-    names = [r["option"] for r in rows]
+def _merit_label(rows: list[dict]) -> str:
+    """The time the comparison ranks by, as an axis label."""
     if all(r["step_s"] is not None for r in rows):
-        return "training step time", names
+        return "training step time"
     if all(r["iteration_time_s"] is not None for r in rows):
-        return "iteration time", names
+        return "iteration time"
     size = _one_size(r["collective_size_bytes"] for r in rows)  # compare ranks every option at one size
-    return f"{_title(rows)} time" + (f" of {size}" if size else ""), names
+    return f"{_title(rows)} time" + (f" of {size}" if size else "")
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
@@ -297,8 +296,7 @@ def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
     of time per option (there is no front to draw without prices)."""
     plt = pyplot()
     priced = [r for r in rows if r["cost"] is not None]
-    label, names = _merit_labels(rows)
-    name = dict(zip(map(id, rows), names))
+    label = _merit_label(rows)
     if priced:
         front = sorted(pareto_front(rows), key=lambda r: r["cost"])
         fig, ax = plt.subplots(figsize=(8, 5.5))
@@ -307,14 +305,14 @@ def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
         ax.plot([r["cost"] / 1e6 for r in front], [r["merit_s"] for r in front], color="#dd8452", marker="*",
                 markersize=16, linewidth=2, label="Pareto front (nothing cheaper is faster)", zorder=4)
         for r in priced:
-            ax.annotate(name[id(r)], (r["cost"] / 1e6, r["merit_s"]), xytext=(6, 6), textcoords="offset points",
+            ax.annotate(r["option"], (r["cost"] / 1e6, r["merit_s"]), xytext=(6, 6), textcoords="offset points",
                         fontsize=8)
         ax.set_xlabel("cost (M$)")
         ax.set_ylabel(label)
         ax.legend()
     else:
         fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 2))
-        ax.barh(names[::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
+        ax.barh([r["option"] for r in rows][::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
         ax.set_xlabel(f"{label} (no costs given: add cost: to compare value)")
         ax.set_xlim(left=0)
         time_axis(ax.xaxis)
