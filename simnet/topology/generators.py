@@ -171,7 +171,8 @@ class LeafSpineParams(_NvSwitchHosts):
         hosts = self.racks * self.hosts_per_rack
         nics, gpus = self.host_nics(), self.gpus_per_host
         per_host = (1 + nics + gpus) + (nics + gpus + max(nics, gpus))  # nodes, then NIC, NVLink and PCIe links
-        return hosts * gpus, hosts * per_host + self.racks * (1 + self.spines) + self.spines
+        spines = self.spines if self.racks > 1 else 0  # one rack: its ToR is the top, no spines
+        return hosts * gpus, hosts * per_host + self.racks * (1 + spines) + spines
 
     def tor_uplink(self) -> float:
         """Bandwidth of one ToR -> spine link in bytes/s (each direction)."""
@@ -311,7 +312,8 @@ class CrossRegionParams(LeafSpineParams):
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make, at most."""
         gpus, elements = super().footprint()
-        return self.regions * gpus, self.regions * (elements + 1 + self.spines) + self.regions**2
+        tops = self.spines if self.racks > 1 else 1  # the links up to the gateway
+        return self.regions * gpus, self.regions * (elements + 1 + tops) + self.regions**2
 
 
 class PSStarParams(Strict):
