@@ -94,9 +94,14 @@ def test_uncontended_simulation_meets_nccls_own_model(algorithm, size):
     # replay (per-step latencies, protocol, ceilings) lands on NCCL's prediction, give or take
     # what the replay adds: pipeline fill, and the ring's critical path crossing the network
     # 4 times to NCCL's 2 (8 us at small sizes)
+    # (NCCL's model leaves out that a small collective runs on fewer channels: added here)
     topo = two_nodes()
     result = simulate(topo, algorithm, size)
-    predicted = tuning.predict(tuning.system_of(topo), tuning.NCCL_NAMES[algorithm], result.protocol, size)
+    system, name = tuning.system_of(topo), tuning.NCCL_NAMES[algorithm]
+    running, threads = tuning.collective_channels(system, name, result.protocol, size)
+    streaming = size / (tuning.sized_bandwidth(system, name, result.protocol, size) * 1e9)
+    share = running / tuning.comm_channels(system) * threads
+    predicted = tuning.predict(system, name, result.protocol, size) + streaming * (1 / share - 1)
     if algorithm == "tree" and result.protocol == "Simple":
         # Simple forwards whole 512 KiB steps: a channel of k of them through 2D hops
         # (D = 7 GPUs of chain + 1 between hosts) fills its pipe in 2D - 1 extra steps,
@@ -110,17 +115,61 @@ def test_uncontended_simulation_meets_nccls_own_model(algorithm, size):
 
 @pytest.mark.parametrize("protocol", ["LL", "LL128"])
 @pytest.mark.parametrize("size", [2**12, 2**18, 2**20, 2**24])
-def test_streaming_trees_take_nccls_size_correction(protocol, size):
-    """LL and LL128 stream every line, so a tree's time is NCCL's own prediction, its size
-    correction included (treeCorrectionFactor: at 1 MiB LL128 keeps 0.6 of its bandwidth)."""
+def test_streaming_trees_take_nccls_size_correction_and_wait_for_whole_steps_at_the_network(protocol, size):
+    """LL and LL128 stream every line over NVLink, so a tree's time is NCCL's own prediction,
+    its size correction included (treeCorrectionFactor: at 1 MiB LL128 keeps 0.6 of its
+    bandwidth), on the channels NCCL runs it on, except that the proxy sends into the
+    network whole steps only: a channel of k steps crossing between the two hosts twice (up
+    and down) streams (k + 2w) / k of its time, w a step's wait in steps (src/transport/net.cc)."""
     topo = two_nodes()
     result = simulate(topo, "tree", size, env={"NCCL_PROTO": protocol})
     system = tuning.system_of(topo)
-    assert result.time_s == pytest.approx(tuning.predict(system, "Tree", protocol, size), rel=0.01)
+    running, threads = tuning.collective_channels(system, "Tree", protocol, size)
+    assert threads == 1.0  # a tree keeps all its threads
+    steps = math.ceil(size / running / tuning.chunk_size(system, "Tree", protocol, size))
+    share = running / tuning.comm_channels(system)
+    streaming = size / (tuning.sized_bandwidth(system, "Tree", protocol, size) * 1e9 * share)
+    wait = tuning.network_wait(system, "Tree", protocol, size)
+    expected = tuning.latency(system, "Tree", protocol) * 1e-6 + streaming * (steps + 2 * wait) / steps
+    assert result.time_s == pytest.approx(expected, rel=0.01)
     corrected = tuning.sized_bandwidth(system, "Tree", protocol, size) / tuning.algorithm_bandwidth(
         system, "Tree", protocol)
     factor = tuning.TREE_CORRECTION[tuning.PROTOCOLS.index(protocol)][int(math.log2(size // 64))]
     assert corrected == pytest.approx(factor) and factor < 1
+
+
+@pytest.mark.parametrize("system, algorithm, protocol, size, expected", [
+    # ring LL on 8 GPUs: 64 bytes per thread x 8 ranks, 512 threads: 32 KiB per channel
+    (DGX_H100, "Ring", "LL", 2**16, (2, 1.0)),
+    (DGX_H100, "Ring", "LL", 2**20, (24, 1.0)),  # every one of the 2 x 12 channels
+    # one channel, threads halved from 512 while divisible by 128 (64), raised to 3 warps
+    (DGX_H100, "Ring", "LL", 8, (1, 96 / 512)),
+    (DGX_H100, "Ring", "Simple", 2**17, (4, 1.0)),  # 64 bytes per thread, 512 threads
+    (H100_2N, "Tree", "LL", 2**16, (16, 1.0)),  # 8 bytes per thread, 512 threads: 4 KiB per channel
+    # LL128: 640 threads x 8 bytes leave 12 channels, but 128 KiB of traffic fills 4 of 32 KiB
+    (H100_2N, "Tree", "LL128", 2**16, (4, 1.0)),
+    (H100_2N, "NVLSTree", "Simple", 8, (16, 1.0)),  # NVLS runs on its own channels
+])
+def test_a_small_collective_runs_on_fewer_channels(system, algorithm, protocol, size, expected):
+    """enqueue.cc topoGetAlgoInfo and scheduleCollTasksToPlan (NCCL v2.30.7), by hand."""
+    assert tuning.collective_channels(system, algorithm, protocol, size) == expected
+
+
+def test_a_ring_of_64_kib_streams_on_two_channels():
+    """On 8 H100 a 64 KiB AllReduce runs on 2 of the 24 channels: what it adds over 8 bytes
+    (1 channel, 96 threads) is its bytes at 2/24 of NCCL's LL bandwidth."""
+    topo = box()
+    system = tuning.system_of(topo)
+    rate = tuning.algorithm_bandwidth(system, "Ring", "LL") * 1e9
+    extra = simulate(topo, "ring", 2**16).time_s - simulate(topo, "ring", 8).time_s
+    assert extra == pytest.approx(2**16 / (rate * 2 / 24) - 8 / (rate * 1 / 24 * 96 / 512), rel=0.02)
+
+
+def test_a_step_waits_for_the_gpu_at_its_one_node_rate_before_the_network():
+    for protocol in ("LL", "LL128"):
+        assert tuning.network_wait(DGX_H100, "Tree", protocol, 2**20) == 1.0  # no network on one node
+    ll, ll128 = (tuning.network_wait(H100_2N, "Tree", p, 2**20) for p in ("LL", "LL128"))
+    assert 0 < ll < 0.5 and ll128 == 1.0  # LL crosses the network far slower than NVLink; LL128 does not
 
 
 @pytest.mark.parametrize("gpu, factor", [("b200", 0.7), ("h100", 1.0)])

@@ -132,8 +132,9 @@ def test_readme_headline_numbers_are_what_simnet_prints(root, ran_readme):
     assert (small["algorithm"], small["protocol"]) == ("tree", "LL128")
     assert f"({small['time_s'] * 1e6:.1f} us)" in text
     assert mid["algorithm"] == large["algorithm"] == "nvls_tree"
-    gain = mid["time_s"] / plain(16 * mib, "tree")["time_s"]
-    assert f"{gain:.2f}x faster" in text and mid["auto"]["fastest"] == "tree"
+    assert mid["auto"]["fastest"] == "nvls_tree"  # the simulation agrees with NCCL's pick
+    tree = plain(16 * mib, "tree")["time_s"]
+    assert f"NVLSTree takes {mid['time_s'] * 1e6:.1f} us to plain Tree's {tree * 1e6:.1f} us" in text
     assert f"NVLSTree takes {large['time_s'] * 1e3:.3f} ms (bus bandwidth {large['busbw_GBps']:.0f} GB/s)" in text
     assert f"the\n  ring {plain(256 * mib, 'ring')['time_s'] * 1e3:.3f} ms" in text
     hierarchical = plain(256 * mib, "hierarchical")

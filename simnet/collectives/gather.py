@@ -125,7 +125,7 @@ def _nvls(name: str, topology: Topology, ranks: list[str], size: int, chunk_size
         b.add(switch, r[:, None], cuts[:, :-1], cuts[:, 1:], COPY, deps=[summed], after_sent=in_order(down),
               step=1, chunk=np.arange(chunks)[None, :])
     b.info["channels"] = channels
-    b.info["pipeline"] = {0: (2, chunks)}
+    b.info["pipeline"] = {0: (2, chunks, 0)}
     return b.build()
 
 

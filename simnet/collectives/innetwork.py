@@ -174,7 +174,8 @@ def _two_level(b: ScheduleBuilder, topology: Topology, ranks: list[str], size: i
                 _intra_broadcast(b, intra, order, sw, cuts, final[h], channel)
             inside = max(len(order) for order in group.hosts) - 1
             hops = {"nvls": 2, "direct": 1, "chain": inside}[intra] if inside else 0
-            b.info.setdefault("pipeline", {})[channel] = (2 * hops + 2 * tree_depth(parents), len(cuts) - 1)
+            b.info.setdefault("pipeline", {})[channel] = (2 * hops + 2 * tree_depth(parents), len(cuts) - 1,
+                                                          2 * tree_depth(parents))
             channel += 1
     b.info["channels"] = channels
     b.info["channel_weights"] = weights.tolist()
@@ -204,7 +205,7 @@ def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS
         chunks = chunk_count(size, chunk_size * channels)
         tree_allreduce(b, members, parents, 0, size, np.full(len(members), -1), chunks)
         b.info["channels"] = channels
-        b.info["pipeline"] = {0: (2, chunks)}
+        b.info["pipeline"] = {0: (2, chunks, 0)}
         return b.build()
     if not any(topology.graph.nodes[n].get("sharp") for n in topology.nodes):
         raise Unsupported("nvls across hosts: NCCL runs NVLS across nodes only with SHARP switches in the network "

@@ -48,7 +48,9 @@ def _ring_rooted(name: str, topology: Topology, ranks: list[str], size: int, chu
         lo, hi = int(edges[k]), int(edges[k + 1])
         chunks = chunk_count(hi - lo, chunk_size * int(weights[k]) if chunk_size else None)
         chain(b, order, lo, hi, chunks, COPY if name == "broadcast" else REDUCE, channel=k)
-        b.info.setdefault("pipeline", {})[k] = (len(order) - 1, chunks)  # hops and pieces, for the pipeline fill
+        host = {int(m): i for i, members in enumerate(group.hosts) for m in members}
+        between = sum(host[int(a)] != host[int(c)] for a, c in zip(order[:-1], order[1:]))
+        b.info.setdefault("pipeline", {})[k] = (len(order) - 1, chunks, between)  # hops, pieces, hops between hosts
     b.info["channels"] = channels
     b.info["channel_weights"] = weights.tolist()
     return b.build()

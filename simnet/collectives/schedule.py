@@ -88,6 +88,9 @@ class Schedule:
     dep_ptr: np.ndarray
     dep_idx: np.ndarray
     after_sent: np.ndarray
+    # what the performance model needs to know of the algorithm: "channels" (count),
+    # "channel_weights", and "pipeline": {channel: (hops, chunks, hops between hosts)} of a
+    # pipelined chain or tree, for its fill (simnet.model.nccl)
     info: dict = field(default_factory=dict)
 
     def __len__(self) -> int:

@@ -222,7 +222,8 @@ def tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
         members, parents = nccl_tree_parents(group, t)
         k = chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c]))  # chunk_size is per NCCL channel
         chunks.append(k)
-        pipeline[c] = (2 * tree_depth(parents), k)
+        # hops, chunks, and the hops between hosts (up and down the tree over hosts)
+        pipeline[c] = (2 * tree_depth(parents), k, 2 * tree_depth(dtree_parents(len(group.hosts))[t]))
         edge = np.flatnonzero(parents >= 0)  # one up lane and one down lane per non-root member
         up = np.full(len(members), -1, dtype=np.int64)
         up[edge] = base + np.arange(len(edge))

@@ -122,6 +122,10 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         channel_share = options["channels"] / own
         if name in ("NVLS", "NVLSTree"):  # "NVLS should not need more than 16 channels to get peak BW" (enqueue.cc)
             channel_share = min(channel_share, 1.0)
+    if name is not None:  # a small collective runs on fewer channels and threads than NCCL opens
+        opened = 2 * options["channels"] if options.get("channels") and name not in ("NVLS", "NVLSTree") else None
+        running, threads = tuning.collective_channels(system, name, protocol, size, function, opened)
+        channel_share *= running / (opened or tuning.comm_channels(system)) * threads
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = tuning.nvls_channels(system)
     coarsening = 1.0
@@ -146,24 +150,29 @@ def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: float,
-                   stages: int | None = None) -> np.ndarray | float:
+                   stages: int | None = None, network_wait: float = 1.0) -> np.ndarray | float:
     """Per connection (its ``channel``), how much faster NCCL fills a tree's pipeline than
     the replay does: the replay forwards its chunks whole, so a channel of k chunks over D
-    hops takes (D + k - 1) / k of the streaming time; NCCL's Simple does the same with its
-    own, finer chunks (k times ``coarsening``) over its own ``stages`` (default: the
-    replay's hops), and LL and LL128 stream every line as soon as its flag arrives (no
-    fill). The bandwidth ceiling is scaled by the ratio so the two agree when it binds
-    (rings keep every connection busy and need none)."""
+    hops takes (D + k - 1) / k of the streaming time. NCCL forwards whole steps of its own,
+    finer chunks (k times ``coarsening``) where a stage waits for them: with Simple at every
+    hop (or its own ``stages``, where they are not the replay's hops); with LL and LL128 only
+    where the proxy sends a step into the network, which it does once the GPU has written
+    all of it (src/transport/net.cc sendProxyProgress: one isend per step, after the step's
+    tail or, for LL, every line's flag), while over NVLink and PCIe every line streams on as
+    soon as its flag arrives. The bandwidth ceiling is scaled by the ratio so the two agree
+    when it binds (rings keep every connection busy and need none)."""
     pipeline = info.get("pipeline")
     if not pipeline or (protocol == "Simple" and coarsening <= 1.0 and stages is None):
         return 1.0
     factor = np.ones(int(channel.max(initial=0)) + 1)
-    for ch, (hops, chunks) in pipeline.items():
+    for ch, (hops, chunks, between_hosts) in pipeline.items():
         hops = max(hops, 1)
-        factor[ch] = (hops + chunks - 1) / chunks
+        own = chunks * coarsening
         if protocol == "Simple":
-            own = chunks * coarsening
-            factor[ch] /= ((stages or hops) + own - 1) / own
+            nccl = ((stages or hops) + own - 1) / own
+        else:
+            nccl = (own + between_hosts * network_wait) / own
+        factor[ch] = (hops + chunks - 1) / chunks / nccl
     return factor[channel]
 
 
@@ -233,7 +242,8 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         stages = tuning.pipeline_stages(system, row, decided.function)
-        caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages) * fit.bandwidth_at(size) * (
+        wait = tuning.network_wait(system, row, protocol, size, decided.function)
+        caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
     base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":

@@ -19,14 +19,15 @@ how simnet estimates them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
 
 __all__ = ["ALGORITHMS", "PROTOCOLS", "System", "Graph", "Choice", "system_of", "graph", "bus_bandwidth",
            "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies", "plateau", "predict", "enabled",
            "pick", "unavailable", "parse_nccl_list", "NET_LATENCY", "SIMNET_NAMES", "NCCL_NAMES", "chunk_size",
-           "pipeline_step", "pipeline_stages", "nvls_channels", "FUNCTION_ALGORITHMS", "native"]
+           "pipeline_step", "pipeline_stages", "nvls_channels", "FUNCTION_ALGORITHMS", "native", "comm_channels",
+           "collective_channels", "network_wait"]
 
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
 """NCCL's algorithms in its own order (nccl_tuner.h:28-35)."""
@@ -559,6 +560,71 @@ def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce")
     receive buffer) (src/device/all_reduce.h:418-457), where the replay has two hops, GPU to
     NVSwitch and back. Each stage is taken to run at the channel's rate."""
     return 3 if _nvls_one_node(system, algorithm, function) else None
+
+
+MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}  # NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS (device.h:93-114)
+MAX_THREADS_ANY = 640  # NCCL_MAX_NTHREADS (device.h:93)
+THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}  # NCCL_*_THREAD_THRESHOLD, bytes per thread (comm.h:49-51)
+MIN_TRAFFIC_PER_CHANNEL = 32 * 1024  # enqueue.cc scheduleCollTasksToPlan: MinTrafficPerChannel
+PCI_BW = 12.0  # GB/s, "PCI Gen3 x16" (topo.h:25): below it a ring's Simple runs 256 threads
+
+
+def comm_channels(system: System) -> int:
+    """Channels of the communicator (``comm->nChannels``): the ring search's, duplicated."""
+    return 2 * graph(system, "Ring").channels
+
+
+def collective_channels(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
+                        opened: int | None = None) -> tuple[int, float]:
+    """(channels, share of each channel's threads) NCCL runs one ``function`` of ``nbytes`` on
+    (the whole buffer, as ``predict`` takes it). A small collective does not get every
+    channel: enqueue.cc topoGetAlgoInfo (v2.30.7, :2069-2114) drops channels while the
+    bytes are fewer than channels x threads x the protocol's bytes per thread (8 for LL and
+    LL128, 64 for Simple; Ring's LL x ranks, tuning.cc:586-595), then halves a ring's threads
+    the same way (a tree keeps all of them), and scheduleCollTasksToPlan gives no channel
+    less than 32 KiB of traffic (2 bytes per byte for AllReduce, ranks for ReduceScatter and
+    AllGather, x4 on LL's wire). NVLS, NVLSTree and CollNetDirect run on their own counts and
+    PAT on all channels (NCCL sets no thread count for it): (all, 1.0) for them. ``opened``:
+    the communicator's channels, if not NCCL's own count (``comm_channels``)."""
+    channels = opened or comm_channels(system)
+    if algorithm not in ("Ring", "Tree", "CollNetChain") or nbytes <= 0:
+        return channels, 1.0
+    if algorithm == "CollNetChain":
+        threads, threshold = MAX_THREADS_ANY, 512  # CollNet runs Simple only (tuning.cc:251, :594-595)
+    else:
+        threads, threshold = MAX_THREADS[protocol], THREAD_THRESHOLD[protocol]
+        if algorithm == "Ring" and protocol == "Simple" and graph(system, "Ring").bw_intra * graph(
+                system, "Ring").channels <= PCI_BW:
+            threads = 256
+        if algorithm == "Ring" and protocol == "LL":
+            threshold *= system.ranks
+    full = threads
+    while nbytes < channels * threads * threshold and channels >= 2:
+        channels -= 1
+    while nbytes < channels * threads * threshold and threads % 128 == 0:
+        threads //= 2
+    threads = max(threads, 3 * 32)  # at least 3 warps
+    per_byte = (2 if function == "AllReduce" else system.ranks if function in ("ReduceScatter", "AllGather")
+                else 1) * (4 if protocol == "LL" else 1)
+    cells = -(-nbytes * per_byte // MIN_TRAFFIC_PER_CHANNEL)
+    per_channel = -(-max(MIN_TRAFFIC_PER_CHANNEL, nbytes * per_byte) // channels // MIN_TRAFFIC_PER_CHANNEL)
+    channels = max(1, min(channels, -(-cells // max(1, per_channel))))
+    return channels, (1.0 if algorithm == "Tree" else min(1.0, threads / full))
+
+
+def network_wait(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
+    """How long a step of LL or LL128 waits, in steps at the channel's own rate, before the
+    proxy sends it into the network: the proxy sends whole steps only, once the GPU has
+    written all of it (src/transport/net.cc sendProxyProgress), and the GPU writes it at
+    the rate NCCL's model gives a channel of the same GPUs on one node, where no network
+    holds it back: the ratio of this system's per-channel rate to that one's, at most 1
+    (on two H100 nodes about 0.35 for LL and 1 for LL128; on two B200 nodes 0.25 and 0.59)."""
+    if system.nodes <= 1:
+        return 1.0
+    one = replace(system, ranks=max(1, round(system.ppn)), nodes=1)
+    here = sized_bandwidth(system, algorithm, protocol, nbytes, function) / graph(system, algorithm).channels
+    alone = algorithm_bandwidth(one, algorithm, protocol, function) / graph(one, algorithm).channels
+    return min(1.0, here / alone) if alone > 0 else 1.0
 
 
 def _nvls_one_node(system: System, algorithm: str, function: str) -> bool:
