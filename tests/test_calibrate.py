@@ -133,7 +133,7 @@ def test_profiles_are_named_by_topologies_and_scenarios(tmp_path, cli):
                         "generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}\n")
     plain = simulate(_pairs(), "ring", 8)
     slow = simulate(topology, "ring", 8)
-    assert slow.time_s == pytest.approx(plain.time_s + 10e-6, abs=1e-8)  # (8 B at half the rate: a few ns more)
+    assert 10e-6 <= slow.time_s - plain.time_s <= 10e-6 + 1e-7  # (8 B at half the rate: some ns more)
     assert simulate(topology, "ring", 2**28).time_s > 1.9 * simulate(_pairs(), "ring", 2**28).time_s
     # a calibrated number says so: in the result (and its JSON) and in the table's title;
     # the line-rate model takes no profile and names none

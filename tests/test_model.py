@@ -4,6 +4,7 @@ that builds on it. Expected numbers are worked out by hand from NCCL v2.30.7's c
 
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -99,9 +100,10 @@ def test_uncontended_simulation_meets_nccls_own_model(algorithm, size):
     result = simulate(topo, algorithm, size)
     system, name = tuning.system_of(topo), tuning.NCCL_NAMES[algorithm]
     running, threads = tuning.collective_channels(system, name, result.protocol, size)
-    streaming = size / (tuning.sized_bandwidth(system, name, result.protocol, size) * 1e9)
     share = running / tuning.comm_channels(system) * threads
-    predicted = tuning.predict(system, name, result.protocol, size) + streaming * (1 / share - 1)
+    predicted = tuning.predict(system, name, result.protocol, size) + size * 1e-9 * (
+        1 / tuning.sized_bandwidth(system, name, result.protocol, size, share=share)
+        - 1 / tuning.sized_bandwidth(system, name, result.protocol, size))
     if algorithm == "tree" and result.protocol == "Simple":
         # Simple forwards whole 512 KiB steps: a channel of k of them through 2D hops
         # (D = 7 GPUs of chain + 1 between hosts) fills its pipe in 2D - 1 extra steps,
@@ -128,7 +130,7 @@ def test_streaming_trees_take_nccls_size_correction_and_wait_for_whole_steps_at_
     assert threads == 1.0  # a tree keeps all its threads
     steps = math.ceil(size / running / tuning.chunk_size(system, "Tree", protocol, size))
     share = running / tuning.comm_channels(system)
-    streaming = size / (tuning.sized_bandwidth(system, "Tree", protocol, size) * 1e9 * share)
+    streaming = size / (tuning.sized_bandwidth(system, "Tree", protocol, size, share=share) * 1e9)
     wait = tuning.network_wait(system, "Tree", protocol, size)
     expected = tuning.latency(system, "Tree", protocol) * 1e-6 + streaming * (steps + 2 * wait) / steps
     assert result.time_s == pytest.approx(expected, rel=0.01)
@@ -138,38 +140,64 @@ def test_streaming_trees_take_nccls_size_correction_and_wait_for_whole_steps_at_
     assert corrected == pytest.approx(factor) and factor < 1
 
 
-@pytest.mark.parametrize("system, algorithm, protocol, size, expected", [
+@pytest.mark.parametrize("system, algorithm, protocol, size, expected, function", [
     # ring LL on 8 GPUs: 64 bytes per thread x 8 ranks, 512 threads: 32 KiB per channel
-    (DGX_H100, "Ring", "LL", 2**16, (2, 1.0)),
-    (DGX_H100, "Ring", "LL", 2**20, (24, 1.0)),  # every one of the 2 x 12 channels
+    (DGX_H100, "Ring", "LL", 2**16, (2, 1.0), "AllReduce"),
+    (DGX_H100, "Ring", "LL", 2**20, (24, 1.0), "AllReduce"),  # every one of the 2 x 12 channels
     # one channel, threads halved from 512 while divisible by 128 (64), raised to 3 warps
-    (DGX_H100, "Ring", "LL", 8, (1, 96 / 512)),
-    (DGX_H100, "Ring", "Simple", 2**17, (4, 1.0)),  # 64 bytes per thread, 512 threads
-    (H100_2N, "Tree", "LL", 2**16, (16, 1.0)),  # 8 bytes per thread, 512 threads: 4 KiB per channel
+    (DGX_H100, "Ring", "LL", 8, (1, 96 / 512), "AllReduce"),
+    (DGX_H100, "Ring", "Simple", 2**17, (4, 1.0), "AllReduce"),  # 64 bytes per thread, 512 threads
+    (H100_2N, "Tree", "LL", 2**16, (16, 1.0), "AllReduce"),  # 8 bytes per thread, 512 threads: 4 KiB per channel
     # LL128: 640 threads x 8 bytes leave 12 channels, but 128 KiB of traffic fills 4 of 32 KiB
-    (H100_2N, "Tree", "LL128", 2**16, (4, 1.0)),
-    (H100_2N, "NVLSTree", "Simple", 8, (16, 1.0)),  # NVLS runs on its own channels
+    (H100_2N, "Tree", "LL128", 2**16, (4, 1.0), "AllReduce"),
+    # NVLS takes its own 16 channels, but no channel gets less than 32 KiB of traffic:
+    (H100_2N, "NVLSTree", "Simple", 8, (1, 1.0), "AllReduce"),
+    (DGX_H100, "NVLS", "Simple", 2**16, (4, 1.0), "AllReduce"),  # 2 x 64 KiB of traffic: 4 cells
+    # AllGather: 640 threads x 8 bytes leave 12 channels; 64 KiB of traffic (1 byte per byte) fills 2
+    (DGX_H100, "Ring", "LL128", 2**16, (2, 1.0), "AllGather"),
+    # CollNetDirect: 640 threads x 8 heads x 512 bytes per channel; stepping down from 16 the
+    # threshold halves at 12 channels, and 11 x 640 x 8 x 256 bytes fit 16 MiB
+    (replace(H100_2N, collnet=True), "CollNetDirect", "Simple", 2**24, (11, 1.0), "AllReduce"),
 ])
-def test_a_small_collective_runs_on_fewer_channels(system, algorithm, protocol, size, expected):
+def test_a_small_collective_runs_on_fewer_channels(system, algorithm, protocol, size, expected, function):
     """enqueue.cc topoGetAlgoInfo and scheduleCollTasksToPlan (NCCL v2.30.7), by hand."""
-    assert tuning.collective_channels(system, algorithm, protocol, size) == expected
+    assert tuning.collective_channels(system, algorithm, protocol, size, function) == expected
+
+
+def test_the_communicator_opens_twice_the_search_channels_and_more_on_hopper_across_nodes():
+    """connect.cc: channels duplicated, then doubled again on SM90+ across nodes below 16
+    when the ring's intra speed is above 45 GB/s ("4 compute channels per search channel")."""
+    assert tuning.comm_channels(DGX_H100) == 24  # 12 search channels, one node
+    assert tuning.comm_channels(H100_2N) == 16  # 8 NICs: 8 channels at 48 GB/s, duplicated
+    four_nics = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=4, nvls=True)
+    assert tuning.comm_channels(four_nics) == 16  # 4 -> 8 -> 16
+    a100 = tuning.System(ranks=16, nodes=2, cc=80, nvlink_bw=240, pci_bw=24, nic_bw=24, nics=4)
+    assert tuning.comm_channels(a100) == 8  # SM80 and 24 GB/s: no second doubling
 
 
 def test_a_ring_of_64_kib_streams_on_two_channels():
     """On 8 H100 a 64 KiB AllReduce runs on 2 of the 24 channels: what it adds over 8 bytes
-    (1 channel, 96 threads) is its bytes at 2/24 of NCCL's LL bandwidth."""
+    (1 channel, 96 of 512 threads) is its bytes at two channels' LL rate. NCCL's model gives
+    a ring channel 30 GB/s (two of NCCL's channels per search channel) and LL half of it:
+    7.5 GB/s of bus bandwidth per channel, 8/14 of that algorithm bandwidth on 8 GPUs;
+    the 141 GB/s cap of LL on Hopper is for the whole GPU and does not bind two channels."""
     topo = box()
-    system = tuning.system_of(topo)
-    rate = tuning.algorithm_bandwidth(system, "Ring", "LL") * 1e9
+    per_channel = 30 / 2 * 0.5 * 8 / 14 * 1e9  # bytes/s of the buffer
     extra = simulate(topo, "ring", 2**16).time_s - simulate(topo, "ring", 8).time_s
-    assert extra == pytest.approx(2**16 / (rate * 2 / 24) - 8 / (rate * 1 / 24 * 96 / 512), rel=0.02)
+    assert extra == pytest.approx(2**16 / (2 * per_channel) - 8 / (per_channel * 96 / 512), rel=0.02)
 
 
 def test_a_step_waits_for_the_gpu_at_its_one_node_rate_before_the_network():
     for protocol in ("LL", "LL128"):
         assert tuning.network_wait(DGX_H100, "Tree", protocol, 2**20) == 1.0  # no network on one node
-    ll, ll128 = (tuning.network_wait(H100_2N, "Tree", p, 2**20) for p in ("LL", "LL128"))
-    assert 0 < ll < 0.5 and ll128 == 1.0  # LL crosses the network far slower than NVLink; LL128 does not
+    # Tree LL at 1 MiB by NCCL's tables (tuning.cc): across two nodes LL's cap, 39 GB/s of bus
+    # bandwidth (llMaxBw, x86, 2 nodes), halved for a tree's algorithm bandwidth and corrected
+    # by 0.5 at 1 MiB (treeCorrectionFactor), over 16 channels; on one node 12 search channels
+    # of 30 GB/s x 0.92 / 3.8 (below Hopper's 141 GB/s LL cap), halved, over 24 channels
+    across = 39.0 / 2 * 0.5 / 16
+    alone = 12 * 30 * 0.92 / 3.8 / 2 / 24
+    assert tuning.network_wait(H100_2N, "Tree", "LL", 2**20) == pytest.approx(across / alone, rel=1e-6)
+    assert tuning.network_wait(H100_2N, "Tree", "LL128", 2**20) == 1.0  # 36.7 GB/s per channel either way
 
 
 @pytest.mark.parametrize("gpu, factor", [("b200", 0.7), ("h100", 1.0)])

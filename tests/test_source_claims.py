@@ -51,13 +51,16 @@ def _cluster(gpus: int, gpus_per_host: int = 8, **extra):
 
 def test_tree_latency_grows_with_log_n_ring_with_n_so_tree_wins_small_messages_at_128_gpus():
     # NCCL's Tree exists for this: 2((ppn-1) + log2 nodes) steps against the ring's 2(N-1):
-    # 4x the GPUs, 4x the ring's steps (254 against 62) but two more of the tree's
+    # 4x the GPUs, 4x the ring's steps (254 against 62) but two more of the tree's. At 128
+    # GPUs NCCL's latencies alone differ 5.6x (ring 6.6 + 224 x 1.0 + 30 x 2.7 us, tree
+    # 6.8 + 2 (7 x 0.6 + 4 x 5) us); the tree's bytes also wait a step at each of its 8
+    # crossings between hosts, the ring's do not
     size = 64 * 2**10
     ring = {n: simulate(_cluster(n), "ring", size).time_s for n in (32, 128)}
     tree = {n: simulate(_cluster(n), "tree", size).time_s for n in (32, 128)}
     assert ring[128] / ring[32] > 3.0
     assert tree[128] / tree[32] < 2.0
-    assert tree[128] < ring[128] / 5
+    assert tree[128] < ring[128] / 4
 
 
 def test_across_racks_with_many_hops_and_high_latency_tree_beats_ring():

@@ -122,10 +122,14 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         channel_share = options["channels"] / own
         if name in ("NVLS", "NVLSTree"):  # "NVLS should not need more than 16 channels to get peak BW" (enqueue.cc)
             channel_share = min(channel_share, 1.0)
-    if name is not None:  # a small collective runs on fewer channels and threads than NCCL opens
-        opened = 2 * options["channels"] if options.get("channels") and name not in ("NVLS", "NVLSTree") else None
+    if name is not None and name not in ("NVLS", "NVLSTree"):  # NVLS runs on its own channels (as given)
+        # a small collective runs on fewer channels and threads than the communicator has
+        opened = 2 * options["channels"] if options.get("channels") else None
         running, threads = tuning.collective_channels(system, name, protocol, size, function, opened)
         channel_share *= running / (opened or tuning.comm_channels(system)) * threads
+    elif name is not None:
+        running, _ = tuning.collective_channels(system, name, protocol, size, function)
+        channel_share *= running / tuning.nvls_channels(system, name)
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = tuning.nvls_channels(system)
     coarsening = 1.0
@@ -238,7 +242,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         # replay simulates chunk by chunk. LL and LL128 stream every line (the replay's fill is
         # cancelled, _pipeline_fill), so NCCL's correction is their only mid-size loss: keep it.
         rate = tuning.algorithm_bandwidth if protocol == "Simple" else partial(tuning.sized_bandwidth, nbytes=size)
-        bandwidth = rate(system, row, protocol, function=decided.function) * 1e9 * decided.channel_share
+        bandwidth = rate(system, row, protocol, function=decided.function, share=decided.channel_share) * 1e9
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         stages = tuning.pipeline_stages(system, row, decided.function)

@@ -291,12 +291,16 @@ def enabled(system: System, algorithm: str, protocol: str, function: str = "AllR
 
 
 # ---------------------------------------------------------------- bandwidth
-def bus_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce") -> float:
+def bus_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce",
+                  share: float = 1.0) -> float:
     """NCCL's bus bandwidth for (algorithm, protocol) of ``function``, GB/s; 0 when
-    unavailable (tuning.cc:305-382)."""
+    unavailable (tuning.cc:305-382). ``share``: of the channels' capacity in use (fewer
+    channels or threads, ``collective_channels``): it scales every per-channel term, not
+    the whole-GPU cap of LL (llMaxBw)."""
     if not enabled(system, algorithm, protocol, function):
         return 0.0
     g = graph(system, algorithm)
+    channels = g.channels * share  # of the search's channels, in capacity
     arch, column, nodes, ppn = _arch(system.cc), _column(system.nodes), system.nodes, system.ppn
     collnet = algorithm in ("CollNetDirect", "CollNetChain")
     bw = g.bw_intra if (nodes <= 2 or collnet) else g.bw_inter
@@ -308,19 +312,19 @@ def bus_bandwidth(system: System, algorithm: str, protocol: str, function: str =
         inter = g.bw_inter * (2 if nodes <= 2 and algorithm == "NVLSTree" else 1)
         cap = PER_CH_MAX_NVLS_TREE_BW[arch][column] if algorithm == "NVLSTree" else math.inf
         bw = min(intra, inter, cap)
-    bus = g.channels * bw
+    bus = channels * bw
     ll_max = LL_MAX_BW[arch if nodes == 1 else (1 if system.cpu == "amd" else 0)][column]
     if algorithm == "Ring" and protocol == "LL":
         bus = min(ll_max, bus * 0.5)
     elif algorithm == "Ring" and protocol == "LL128":
-        bus = min(bus * 0.92, g.channels * PER_CH_MAX_RING_LL128_BW[arch][column])
+        bus = min(bus * 0.92, channels * PER_CH_MAX_RING_LL128_BW[arch][column])
     elif algorithm == "Tree":
-        bus = min(bus * 0.92, g.channels * PER_CH_MAX_TREE_BW[arch][column])
+        bus = min(bus * 0.92, channels * PER_CH_MAX_TREE_BW[arch][column])
         if protocol == "LL":
             bus = min(bus / 3.8, ll_max)
         elif protocol == "LL128":
             bus = min(bus * (7 / 9 if nodes == 1 else 120 / 128),
-                      g.channels * PER_CH_MAX_TREE_LL128_BW[arch][column])
+                      channels * PER_CH_MAX_TREE_LL128_BW[arch][column])
         if g.tree_pattern:
             bus *= 0.85
     elif algorithm == "PAT":
@@ -339,11 +343,12 @@ def _steps(function: str, n: int) -> int:
     return 2 * (n - 1) if function == "AllReduce" else n - 1 if function in ("ReduceScatter", "AllGather") else n
 
 
-def algorithm_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce") -> float:
+def algorithm_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce",
+                        share: float = 1.0) -> float:
     """NCCL's algorithm bandwidth (bytes of the buffer per second / 1e9): busBw times
     n/nsteps for Ring and NVLS* (n/(2(n-1)) for AllReduce), 1/2 otherwise, and busBw itself
     for ReduceScatter and AllGather on anything but Ring (tuning.cc:377-382)."""
-    bus = bus_bandwidth(system, algorithm, protocol, function)
+    bus = bus_bandwidth(system, algorithm, protocol, function, share)
     n = system.ranks
     if algorithm != "Ring" and function in ("ReduceScatter", "AllGather"):
         return bus
@@ -405,12 +410,13 @@ def latency(system: System, algorithm: str, protocol: str, function: str = "AllR
     return base + intra + 2 * log_nodes * inter  # NVLSTree
 
 
-def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
+def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
+                    share: float = 1.0) -> float:
     """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): an AllReduce Tree's
     is corrected by size (treeCorrectionFactor, below 512 MiB), and so is NVLSTree's on
     Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7). simnet's hosts
     are x86 (``System.cpu``): a GB200's Grace (Arm) host would not take it."""
-    bw = algorithm_bandwidth(system, algorithm, protocol, function)
+    bw = algorithm_bandwidth(system, algorithm, protocol, function, share)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
     corrected = (algorithm == "Tree" and log_size < 23) or (
         algorithm == "NVLSTree" and log_size < 24 and system.cc >= 100 and system.cpu in ("intel", "amd"))
@@ -423,8 +429,7 @@ def plateau(system: System, algorithm: str, protocol: str, nbytes: int, function
     """The factor on a multi-node Ring/Simple AllReduce's latency once each rank's share of a
     channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:641-645)."""
     if algorithm == "Ring" and protocol == "Simple" and system.nodes > 1 and function == "AllReduce":
-        channels = 2 * graph(system, "Ring").channels  # comm->nChannels: the search channels, duplicated
-        if nbytes // (channels * system.ranks) >= 64:
+        if nbytes // (comm_channels(system) * system.ranks) >= 64:
             return RING_PLATEAU if system.cc >= 80 else 1.9
     return 1.0
 
@@ -534,12 +539,14 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
     return Choice(algorithm, protocol, time, table)
 
 
-def nvls_channels(system: System) -> int:
+def nvls_channels(system: System, algorithm: str = "NVLSTree") -> int:
     """Channels NCCL runs NVLS on: 16 on Hopper, 24 on one Blackwell node and 32 across
-    nodes (nvls.cc ncclNvlsTuning, v2.27+)."""
-    if system.cc >= 100:
-        return 24 if system.nodes == 1 else 32
-    return 16
+    nodes (nvls.cc ncclNvlsTuning, v2.27+); NVLS across nodes (with SHARP) no more than the
+    communicator's channels (enqueue.cc:2085-2087)."""
+    channels = (24 if system.nodes == 1 else 32) if system.cc >= 100 else 16
+    if algorithm == "NVLS" and system.nodes > 1:
+        channels = min(channels, comm_channels(system))
+    return channels
 
 
 def pipeline_step(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
@@ -565,51 +572,85 @@ def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce")
 MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}  # NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS (device.h:93-114)
 MAX_THREADS_ANY = 640  # NCCL_MAX_NTHREADS (device.h:93)
 THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}  # NCCL_*_THREAD_THRESHOLD, bytes per thread (comm.h:49-51)
+COLLNET_THREAD_THRESHOLD = 512  # CollNet's Simple threshold (tuning.cc:594-595)
 MIN_TRAFFIC_PER_CHANNEL = 32 * 1024  # enqueue.cc scheduleCollTasksToPlan: MinTrafficPerChannel
 PCI_BW = 12.0  # GB/s, "PCI Gen3 x16" (topo.h:25): below it a ring's Simple runs 256 threads
+MAX_CHANNELS = 64  # MAXCHANNELS (device.h, v2.25+)
 
 
 def comm_channels(system: System) -> int:
-    """Channels of the communicator (``comm->nChannels``): the ring search's, duplicated."""
-    return 2 * graph(system, "Ring").channels
+    """Channels of the communicator (``comm->nChannels``, connect.cc ncclTopoPostset): the
+    ring search's, duplicated; half as many again for CollNet when a node's GPUs outrun its
+    network; doubled again on SM90+ across nodes when the ring's intra speed is above 45
+    GB/s and fewer than 16 ("4 compute channels per search channel"): 16 on H100 nodes with
+    4 or 8 NICs of 400G."""
+    channels = min(MAX_CHANNELS, 2 * graph(system, "Ring").channels)
+    chain = graph(system, "CollNetChain")
+    if system.collnet and chain.bw_intra > chain.bw_inter and system.ranks > system.nodes:
+        channels = min(MAX_CHANNELS, channels + channels // 2)
+    if system.cc >= 90 and system.nodes > 1 and graph(system, "Ring").bw_intra > 45.0 and channels < 16:
+        channels *= 2
+    return channels
 
 
 def collective_channels(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
                         opened: int | None = None) -> tuple[int, float]:
     """(channels, share of each channel's threads) NCCL runs one ``function`` of ``nbytes`` on
-    (the whole buffer, as ``predict`` takes it). A small collective does not get every
-    channel: enqueue.cc topoGetAlgoInfo (v2.30.7, :2069-2114) drops channels while the
-    bytes are fewer than channels x threads x the protocol's bytes per thread (8 for LL and
-    LL128, 64 for Simple; Ring's LL x ranks, tuning.cc:586-595), then halves a ring's threads
-    the same way (a tree keeps all of them), and scheduleCollTasksToPlan gives no channel
-    less than 32 KiB of traffic (2 bytes per byte for AllReduce, ranks for ReduceScatter and
-    AllGather, x4 on LL's wire). NVLS, NVLSTree and CollNetDirect run on their own counts and
-    PAT on all channels (NCCL sets no thread count for it): (all, 1.0) for them. ``opened``:
-    the communicator's channels, if not NCCL's own count (``comm_channels``)."""
-    channels = opened or comm_channels(system)
-    if algorithm not in ("Ring", "Tree", "CollNetChain") or nbytes <= 0:
-        return channels, 1.0
-    if algorithm == "CollNetChain":
-        threads, threshold = MAX_THREADS_ANY, 512  # CollNet runs Simple only (tuning.cc:251, :594-595)
+    (the whole buffer, as ``predict`` takes it), v2.30.7. ``opened``: the communicator's
+    channels, if not NCCL's own (``comm_channels``).
+
+    enqueue.cc topoGetAlgoInfo (:2069-2114): Ring, Tree and CollNetChain drop channels while
+    the bytes are fewer than channels x threads x the protocol's bytes per thread (8 for LL
+    and LL128, 64 for Simple, a ring's LL times the ranks, CollNet 512; tuning.cc:586-595),
+    then halve their threads the same way down to 3 warps (a tree then takes all of them);
+    CollNetDirect steps its channels down by halves with nHeads in the product; NVLS and
+    NVLSTree take their own count (``nvls_channels``) and PAT every channel (NCCL sets it no
+    thread count). scheduleCollTasksToPlan then gives no channel less than 32 KiB of
+    traffic (2 bytes per byte for AllReduce, 1 otherwise, x4 on LL's wire), except CollNet
+    and NVLS across nodes, which run on all they were given."""
+    comm = opened or comm_channels(system)
+    if nbytes <= 0:
+        return comm, 1.0
+    threads_share = 1.0
+    if algorithm in ("NVLS", "NVLSTree"):
+        channels = nvls_channels(system, algorithm)
+    elif algorithm == "CollNetDirect":
+        channels, threshold = comm, COLLNET_THREAD_THRESHOLD
+        heads = max(1, min(graph(system, "CollNetDirect").channels, round(system.ppn)))
+        switch = 16
+        while switch >= 1:  # enqueue.cc:2073-2082
+            while (dropping := nbytes < channels * MAX_THREADS_ANY * heads * threshold) and channels > switch:
+                if channels == switch + switch // 2:
+                    threshold //= 2
+                channels -= 1
+            if not dropping:
+                break
+            switch //= 2
+    elif algorithm == "PAT":
+        channels = comm
     else:
-        threads, threshold = MAX_THREADS[protocol], THREAD_THRESHOLD[protocol]
-        if algorithm == "Ring" and protocol == "Simple" and graph(system, "Ring").bw_intra * graph(
-                system, "Ring").channels <= PCI_BW:
-            threads = 256
-        if algorithm == "Ring" and protocol == "LL":
-            threshold *= system.ranks
-    full = threads
-    while nbytes < channels * threads * threshold and channels >= 2:
-        channels -= 1
-    while nbytes < channels * threads * threshold and threads % 128 == 0:
-        threads //= 2
-    threads = max(threads, 3 * 32)  # at least 3 warps
-    per_byte = (2 if function == "AllReduce" else system.ranks if function in ("ReduceScatter", "AllGather")
-                else 1) * (4 if protocol == "LL" else 1)
-    cells = -(-nbytes * per_byte // MIN_TRAFFIC_PER_CHANNEL)
-    per_channel = -(-max(MIN_TRAFFIC_PER_CHANNEL, nbytes * per_byte) // channels // MIN_TRAFFIC_PER_CHANNEL)
-    channels = max(1, min(channels, -(-cells // max(1, per_channel))))
-    return channels, (1.0 if algorithm == "Tree" else min(1.0, threads / full))
+        if algorithm == "CollNetChain":
+            threads, threshold = MAX_THREADS_ANY, COLLNET_THREAD_THRESHOLD
+        else:
+            threads, threshold = MAX_THREADS[protocol], THREAD_THRESHOLD[protocol]
+            ring = graph(system, "Ring")
+            if algorithm == "Ring" and protocol == "Simple" and ring.bw_intra * ring.channels <= PCI_BW:
+                threads = 256
+            if algorithm == "Ring" and protocol == "LL":
+                threshold *= system.ranks
+        full, channels = threads, comm
+        while nbytes < channels * threads * threshold and channels >= 2:
+            channels -= 1
+        while nbytes < channels * threads * threshold and threads % 128 == 0:
+            threads //= 2
+        if algorithm != "Tree":  # NCCL gives a tree every thread after all
+            threads_share = min(1.0, max(threads, 3 * 32) / full)
+    if algorithm in ("CollNetDirect", "CollNetChain") or (algorithm == "NVLS" and system.nodes > 1):
+        return channels, threads_share
+    traffic = nbytes * (2 if function == "AllReduce" else 1) * (4 if protocol == "LL" else 1)
+    cells = -(-traffic // MIN_TRAFFIC_PER_CHANNEL)
+    per_channel = -(-(max(MIN_TRAFFIC_PER_CHANNEL, traffic) // channels) // MIN_TRAFFIC_PER_CHANNEL)
+    return max(1, min(channels, -(-cells // per_channel))), threads_share
 
 
 def network_wait(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
@@ -617,13 +658,16 @@ def network_wait(system: System, algorithm: str, protocol: str, nbytes: int, fun
     proxy sends it into the network: the proxy sends whole steps only, once the GPU has
     written all of it (src/transport/net.cc sendProxyProgress), and the GPU writes it at
     the rate NCCL's model gives a channel of the same GPUs on one node, where no network
-    holds it back: the ratio of this system's per-channel rate to that one's, at most 1
-    (on two H100 nodes about 0.35 for LL and 1 for LL128; on two B200 nodes 0.25 and 0.59)."""
-    if system.nodes <= 1:
+    holds it back: the ratio of this system's per-channel rate to that one's, at most 1.
+    On two H100 nodes LL128 waits a whole step, LL 0.27-0.6 of one by size. A step that
+    comes off the network rather than NVLink (one GPU per node) waits a whole step."""
+    if system.nodes <= 1 or system.ppn < 2:
         return 1.0
+    running, threads = collective_channels(system, algorithm, protocol, nbytes, function)
+    comm = comm_channels(system)
+    here = sized_bandwidth(system, algorithm, protocol, nbytes, function, running / comm * threads) / running
     one = replace(system, ranks=max(1, round(system.ppn)), nodes=1)
-    here = sized_bandwidth(system, algorithm, protocol, nbytes, function) / graph(system, algorithm).channels
-    alone = algorithm_bandwidth(one, algorithm, protocol, function) / graph(one, algorithm).channels
+    alone = algorithm_bandwidth(one, algorithm, protocol, function) / comm_channels(one)
     return min(1.0, here / alone) if alone > 0 else 1.0
 
 
@@ -640,9 +684,10 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
     smaller for trees of small messages; NVLS 128 KiB, halved down to 16 KiB, and NVLSTree
     down to 32 KiB, as the message gets small against channels x heads x chunk."""
     ppn = max(1, round(system.ppn))
-    channels = 2 * graph(system, algorithm).channels  # the comm's channels: the search's, duplicated
+    # NCCL chunks each channel's own bytes (enqueue.cc:717-736): the channels the collective runs on
+    channels = collective_channels(system, algorithm, protocol, nbytes, function)[0]
     if algorithm in ("NVLS", "NVLSTree"):
-        ops = nvls_channels(system) * (ppn if system.nodes == 1 else max(system.nics, 1))
+        ops = channels * (ppn if system.nodes == 1 else max(system.nics, 1))
         if algorithm == "NVLS":
             chunk = 32 * 1024 if system.nodes > 1 and algorithm_bandwidth(system, "NVLS", "Simple") < 150 \
                 else 128 * 1024
