@@ -164,6 +164,25 @@ def test_a_small_collective_runs_on_fewer_channels(system, algorithm, protocol, 
     assert tuning.collective_channels(system, algorithm, protocol, size, function) == expected
 
 
+@pytest.mark.parametrize("gpu, hosts, nic, channels, chunk", [
+    ("h100", 2, "400 Gb/s", 16, 128 * 1024),  # NVLS_NCHANNELS_SM90, NCCL_NVLS_CHUNKSIZE
+    ("h100", 4, "400 Gb/s", 16, 64 * 1024),  # NVLSTree from 4 nodes: 64 KiB
+    ("b200", 2, "400 Gb/s", 32, 64 * 1024),  # two nodes, 400G below 800G behind the GPU's switch
+    ("b200", 4, "400 Gb/s", 24, 64 * 1024),
+    # 800G behind PCIe Gen5 x16: NCCL's minNetBw is the GPU's path to the NIC, 48 GB/s here,
+    # so the 400G tuning applies (256 KiB chunks need 96 GB/s)
+    ("b200", 4, "800 Gb/s", 24, 64 * 1024),
+])
+def test_nvls_tree_channels_and_chunks_follow_nccls_nvls_tuning(gpu, hosts, nic, channels, chunk):
+    """nvls.cc ncclNvlsTuning and ncclNvlsTreeSm100Tuning (NCCL v2.30.7), at 1 GiB where no
+    size rule shrinks the chunk."""
+    system = tuning.system_of(topology_from_dict({"name": "n", "generate": {
+        "kind": "leaf_spine", "racks": 1, "hosts_per_rack": hosts, "gpus_per_host": 8, "gpu": gpu,
+        "nic_bandwidth": nic}}))
+    assert tuning.nvls_channels(system) == channels
+    assert tuning.chunk_size(system, "NVLSTree", "Simple", 2**30) == chunk
+
+
 def test_the_communicator_opens_twice_the_search_channels_and_more_on_hopper_across_nodes():
     """connect.cc: channels duplicated, then doubled again on SM90+ across nodes below 16
     when the ring's intra speed is above 45 GB/s ("4 compute channels per search channel")."""

@@ -539,11 +539,40 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
     return Choice(algorithm, protocol, time, table)
 
 
+def _nvls_tuning(system: System) -> tuple[int, int, int]:
+    """(channels, chunk, NVLSTree's largest chunk) of NCCL's NVLS, bytes (nvls.cc
+    ncclNvlsTuning, v2.30.7): 16 channels on Hopper, 24 on one Blackwell node, and 128 KiB
+    chunks, NVLSTree's 64 KiB from 4 nodes up. Blackwell across nodes is tuned by its NICs
+    (ncclNvlsTreeSm100Tuning): two nodes with 400G NICs 32 channels; more nodes 24 with
+    400G NICs, and with 800G 24 channels of 256 KiB chunks up to 8 GPUs per node; NVLSTree
+    chunks of 64 KiB where the NIC sits behind the GPU's PCIe switch (PXB, as simnet's
+    generators place it) and is below 800G."""
+    multi_blackwell = system.cc >= 100 and system.nodes > 1
+    channels = (32 if system.nodes > 1 else 24) if system.cc >= 100 else 16
+    chunk, tree_max = 128 * 1024, None
+    ppn, nic = round(system.ppn), system.nic_bw
+    if multi_blackwell and system.nodes == 2 and nic >= 48:
+        channels, tree_max = 32, 128 * 1024
+        if ppn <= 4:
+            chunk = tree_max = 256 * 1024
+        elif ppn >= 16 or (ppn <= 8 and nic < 96):
+            tree_max = 64 * 1024
+    elif multi_blackwell and nic >= 96:
+        if ppn <= 8:
+            channels, chunk, tree_max = 24, 256 * 1024, 256 * 1024
+        else:
+            channels, tree_max = 32, 128 * 1024 if ppn < 32 else 64 * 1024
+    elif multi_blackwell and nic >= 48:
+        channels, tree_max = 24, 64 * 1024
+    if tree_max is None:
+        tree_max = 64 * 1024 if system.nodes >= 4 else chunk
+    return channels, chunk, tree_max
+
+
 def nvls_channels(system: System, algorithm: str = "NVLSTree") -> int:
-    """Channels NCCL runs NVLS on: 16 on Hopper, 24 on one Blackwell node and 32 across
-    nodes (nvls.cc ncclNvlsTuning, v2.27+); NVLS across nodes (with SHARP) no more than the
-    communicator's channels (enqueue.cc:2085-2087)."""
-    channels = (24 if system.nodes == 1 else 32) if system.cc >= 100 else 16
+    """Channels NCCL runs NVLS on (``_nvls_tuning``); NVLS across nodes (with SHARP) no
+    more than the communicator's channels (enqueue.cc:2085-2087)."""
+    channels = _nvls_tuning(system)[0]
     if algorithm == "NVLS" and system.nodes > 1:
         channels = min(channels, comm_channels(system))
     return channels
@@ -690,12 +719,13 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
         ops = channels * (ppn if system.nodes == 1 else max(system.nics, 1))
         if algorithm == "NVLS":
             chunk = 32 * 1024 if system.nodes > 1 and algorithm_bandwidth(system, "NVLS", "Simple") < 150 \
-                else 128 * 1024
+                else _nvls_tuning(system)[1]
             for factor, smaller in ((64, 65536), (8, 32768), (2, 16384)):
                 if nbytes < factor * ops * chunk and chunk > smaller:
                     chunk = smaller
             return chunk
-        chunk = 64 * 1024 if system.nodes >= 4 else 128 * 1024
+        _, nvls_chunk, tree_max = _nvls_tuning(system)
+        chunk = min(nvls_chunk, tree_max)
         for factor, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
             if nbytes < factor * ops * chunk and chunk > smaller:
                 chunk = smaller
