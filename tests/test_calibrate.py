@@ -273,3 +273,20 @@ def test_a_saturation_the_calibration_makes_says_so():
     fitted = simulate(topo, "nvls_tree", 2**30, calibration=Calibration(network_bandwidth=1.5, source="x.cal.yaml"))
     ports = [w for w in fitted.warnings if w.kind == "nic_overload"]
     assert ports and all("the network's 1.50x: the saturation is the fit's" in w.message for w in ports)
+
+
+def test_a_fitted_factor_never_runs_a_link_above_its_line_rate():
+    # the parameter server's port is the whole story of its time: NCCL's model runs its PCIe
+    # hop at 0.76 of line rate (48 of 63 GB/s), below the 400G NIC's 50 GB/s. A profile can
+    # slow the network down (0.5: twice the time), and lift the rates only up to the line
+    # rates: then the NIC binds, as in the line-rate model (no software costs, 1e-3 here)
+    topo = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 2}})
+    plain = simulate(topo, "ps", 2**28).time_s
+    line_rate = simulate(topo, "ps", 2**28, model="ideal").time_s
+    faster = simulate(topo, "ps", 2**28, calibration=Calibration(bandwidth=1.5, network_bandwidth=1.5)).time_s
+    slower = simulate(topo, "ps", 2**28, calibration=Calibration(network_bandwidth=0.5)).time_s
+    # two remote workers push, then pull, 256 MiB each through the server's port
+    assert plain == pytest.approx(4 * 2**28 / 48e9, rel=0.01)
+    assert faster == pytest.approx(line_rate, rel=3e-3) and line_rate == pytest.approx(4 * 2**28 / 50e9, rel=0.01)
+    assert slower == pytest.approx(4 * 2**28 / 25e9, rel=0.01)

@@ -236,6 +236,9 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     if fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0:
         capacity = capacity * fit.bandwidth_at(size)
         capacity[topology.link_type == NET] *= fit.network_bandwidth
+        # a fitted factor may slow a link down, never run it above its line rate: a factor
+        # above 1 raises NCCL's ceiling (below) as far as the wire allows, no further
+        capacity = np.minimum(capacity, topology.capacity)
     caps = None
     if decided.native and size > 0 and system.ranks > 1:
         # Simple: NCCL's algorithm bandwidth without its size correction for trees, whose fill the
