@@ -223,7 +223,8 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
             choice = tuning.pick(nccl_system(sub, env), spec.size, env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
             algorithm = tuning.SIMNET_NAMES[choice.algorithm]
         decided = model_plan(model, sub, algorithm, spec.size, {}, ALGORITHMS[algorithm].options,
-                             env.get("NCCL_PROTO"), calibration)
+                             env.get("NCCL_PROTO"), calibration,
+                             system=nccl_system(sub, env) if model == "nccl" else None)
         schedule = build_schedule(algorithm, sub, spec.size, **decided.options)
         timing = model_timing(decided, schedule, sub)
         capacity = timing.capacity if capacity is None else capacity

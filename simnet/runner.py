@@ -307,8 +307,8 @@ class _Point:
         fit = self.calibration
         if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
-                      f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x: the saturation "
-                      f"is the fit's as much as the hardware's)")
+                      f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "
+                      f"at line rate: the saturation is the fit's as much as the hardware's)")
             warnings = [replace(w, message=w.message + scaled) if w.kind in ("nic_overload", "link_congestion")
                         else w for w in warnings]
         given, ran = options.get("chunk_size"), decided.options.get("chunk_size")
@@ -366,7 +366,8 @@ class _Point:
         message = size // max(n, 1) if self.collective == "all_to_all" else size
         return model_plan(self.model, self.topo, algorithm, size, options,
                           algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
-                          self.calibration, self.function, message)
+                          self.calibration, self.function, message,
+                          nccl_system(self.topo, self.env) if self.model == "nccl" else None)
 
     def prepare(self, algorithm: str, size: int, options: dict):
         """(the model's plan, the schedule, its timing) of ``algorithm`` at ``size`` bytes."""

@@ -272,7 +272,8 @@ def test_a_saturation_the_calibration_makes_says_so():
     assert not simulate(topo, "nvls_tree", 2**30).warnings
     fitted = simulate(topo, "nvls_tree", 2**30, calibration=Calibration(network_bandwidth=1.5, source="x.cal.yaml"))
     ports = [w for w in fitted.warnings if w.kind == "nic_overload"]
-    assert ports and all("the network's 1.50x: the saturation is the fit's" in w.message for w in ports)
+    assert ports and all("the network's 1.50x, links at most at line rate: the saturation is the fit's" in w.message
+                         for w in ports)
 
 
 def test_a_fitted_factor_never_runs_a_link_above_its_line_rate():

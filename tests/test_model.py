@@ -15,6 +15,9 @@ from simnet.runner import simulate
 
 DGX_H100 = tuning.System(ranks=8, nodes=1, cc=90, nvlink_bw=370.8, pci_bw=48, nvls=True)
 H100_2N = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=8, nvls=True)
+B200_2N_SHARP = tuning.System(ranks=16, nodes=2, cc=100, nvlink_bw=721.8, pci_bw=48, nic_bw=48, nics=8, nvls=True,
+                              collnet=True)
+PAT_4N = tuning.System(ranks=4, nodes=4, cc=90, pci_bw=48, nic_bw=48, nics=1)  # one GPU per node
 
 
 def box(**extra):
@@ -158,10 +161,26 @@ def test_streaming_trees_take_nccls_size_correction_and_wait_for_whole_steps_at_
     # CollNetDirect: 640 threads x 8 heads x 512 bytes per channel; stepping down from 16 the
     # threshold halves at 12 channels, and 11 x 640 x 8 x 256 bytes fit 16 MiB
     (replace(H100_2N, collnet=True), "CollNetDirect", "Simple", 2**24, (11, 1.0), "AllReduce"),
+    # NVLS across nodes (with SHARP) is CollNet's kind: every channel it was given, however small
+    (B200_2N_SHARP, "NVLS", "Simple", 8, (24, 1.0), "AllReduce"),
+    # PAT: NCCL sets it no thread count, so neither channels nor threads drop (then the cells)
+    (PAT_4N, "PAT", "Simple", 1024, (1, 1.0), "AllGather"),
 ])
 def test_a_small_collective_runs_on_fewer_channels(system, algorithm, protocol, size, expected, function):
     """enqueue.cc topoGetAlgoInfo and scheduleCollTasksToPlan (NCCL v2.30.7), by hand."""
     assert tuning.collective_channels(system, algorithm, protocol, size, function) == expected
+
+
+def test_blackwell_with_96_gb_s_to_its_nics_takes_256_kib_nvls_chunks_on_24_channels():
+    """ncclNvlsTreeSm100Tuning: more than two nodes, >= 96 GB/s from GPU to NIC (800G behind
+    PCIe Gen6), 8 GPUs per node: 24 channels, 256 KiB chunks for NVLS and NVLSTree alike."""
+    system = tuning.System(ranks=32, nodes=4, cc=100, nvlink_bw=721.8, pci_bw=100, nic_bw=100, nics=8, nvls=True)
+    assert tuning.nvls_channels(system) == 24
+    assert tuning.chunk_size(system, "NVLSTree", "Simple", 2**30) == 256 * 1024
+
+
+def test_with_one_gpu_per_node_a_step_comes_off_the_network_and_waits_whole():
+    assert tuning.network_wait(PAT_4N, "Tree", "LL", 2**16) == 1.0
 
 
 @pytest.mark.parametrize("gpu, hosts, nic, channels, chunk", [
@@ -192,6 +211,11 @@ def test_the_communicator_opens_twice_the_search_channels_and_more_on_hopper_acr
     assert tuning.comm_channels(four_nics) == 16  # 4 -> 8 -> 16
     a100 = tuning.System(ranks=16, nodes=2, cc=80, nvlink_bw=240, pci_bw=24, nic_bw=24, nics=4)
     assert tuning.comm_channels(a100) == 8  # SM80 and 24 GB/s: no second doubling
+    # CollNet adds half again when the chain's intra speed (40) outruns its network (24)
+    assert tuning.comm_channels(replace(a100, collnet=True)) == 12
+    # 8 search channels at 48 GB/s, x2, x1.5 for CollNet: 24, not below 16, so no more;
+    # NVLS across nodes takes no more than those, of Blackwell's 32
+    assert tuning.comm_channels(B200_2N_SHARP) == 24 and tuning.nvls_channels(B200_2N_SHARP, "NVLS") == 24
 
 
 def test_a_ring_of_64_kib_streams_on_two_channels():
@@ -332,6 +356,29 @@ def test_channels_given_scale_nccls_bandwidth_and_finer_chunks_are_nccls():
     finer = simulate(topo, "ring", 2**20, chunk_size=1024)
     assert finer.time_s == default.time_s >= tuning.predict(DGX_H100, "Ring", default.protocol, 2**20) * 0.999
     assert any(w.kind == "chunk_size_raised" and "32 KiB" in w.message for w in finer.warnings)
+
+
+def test_channels_given_at_the_schedules_own_count_change_nothing():
+    """``channels`` counts the ring search's channels (NVLS on one node: NVLS channels); at
+    the count the schedule opens anyway the run is the default one, also where NCCL opens
+    more than twice those (4 NICs of 400G per H100 node: 4 search channels, 16 opened) and
+    for a small NVLS, whose cells fill 4 of its channels either way."""
+    four_nics = two_nodes(nics_per_host=4)
+    search = tuning.graph(tuning.system_of(four_nics), "Ring").channels
+    assert simulate(four_nics, "ring", 2**16, channels=search).time_s == simulate(four_nics, "ring", 2**16).time_s
+    topo = box()
+    assert simulate(topo, "nvls", 2**16, channels=8).time_s == pytest.approx(simulate(topo, "nvls", 2**16).time_s)
+
+
+def test_nccl_collnet_enable_0_opens_the_channels_of_a_fabric_without_sharp():
+    """NCCL opens half again as many channels for CollNet (connect.cc) only when CollNet is
+    enabled: with NCCL_COLLNET_ENABLE=0 a SHARP fabric runs a ring as one without SHARP."""
+    spec = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "a100",
+            "nics_per_host": 4, "nic_bandwidth": "200 Gb/s"}
+    plain = simulate(topology_from_dict({"name": "p", "generate": spec}), "ring", 2**16)
+    sharp = topology_from_dict({"name": "s", "generate": {**spec, "sharp": True}})
+    off = simulate(sharp, "ring", 2**16, env={"NCCL_COLLNET_ENABLE": "0"})
+    assert off.time_s == plain.time_s != simulate(sharp, "ring", 2**16).time_s
 
 
 @pytest.mark.parametrize("size, options, message", [

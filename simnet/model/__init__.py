@@ -43,18 +43,20 @@ def _check(model: str) -> None:
 
 def plan(model: str, topology: Topology, algorithm: str, size: int, options: dict,
          accepts: tuple[str, ...], nccl_proto: str | None = None, calibration=None,
-         function: str = "AllReduce", message: int | None = None) -> ModelPlan:
+         function: str = "AllReduce", message: int | None = None, system=None) -> ModelPlan:
     """The model's decisions before ``algorithm``'s schedule is built (``accepts``: its
     options; ``nccl_proto``: an NCCL_PROTO value constraining the protocol;
     ``calibration``: a ``Calibration`` refining the nccl model; ``function``: the NCCL
     function of the collective; ``message``: the bytes of one point-to-point send, default
-    ``size``)."""
+    ``size``; ``system``: what NCCL sees of the topology under its environment, default
+    the topology's own ``tuning.system_of``)."""
     _check(model)
     if model == "ideal":
         return ModelPlan("ideal", None, dict(options))
     from simnet.model import nccl
 
-    decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message)
+    decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message,
+                        system)
     return ModelPlan("nccl", decided.protocol, decided.options, decided)
 
 

@@ -92,13 +92,14 @@ class NcclPlan:
 
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
          nccl_proto: str | None = None, calibration: Calibration | None = None,
-         function: str = "AllReduce", message: int | None = None) -> NcclPlan:
+         function: str = "AllReduce", message: int | None = None, system: tuning.System | None = None) -> NcclPlan:
     """The protocol NCCL would use for ``function``'s ``algorithm`` at ``size`` (within
     ``nccl_proto``, an NCCL_PROTO value) and the schedule options (NCCL's chunk size for it
     unless ``chunk_size`` was given; ``accepts``: the options the algorithm takes). A
     point-to-point algorithm picks LL or Simple by ``message``, the bytes of one send
-    (default ``size``), as NCCL decides per send."""
-    system = tuning.system_of(topology)
+    (default ``size``), as NCCL decides per send. ``system``: what NCCL sees of ``topology``
+    under its environment (``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``), default its own."""
+    system = system or tuning.system_of(topology)
     allowed = tuning.parse_nccl_list(nccl_proto, tuning.PROTOCOLS, "NCCL_PROTO", function)
     name = tuning.native(function, algorithm)
     options = dict(options)
@@ -116,20 +117,17 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
     channel_share = 1.0
-    if name is not None and options.get("channels"):  # over what the schedule opens unless told
-        own = tuning.nvls_channels(system) if name == "NVLS" and system.nodes == 1 else \
-            tuning.graph(system, "Ring").channels
-        channel_share = options["channels"] / own
-        if name in ("NVLS", "NVLSTree"):  # "NVLS should not need more than 16 channels to get peak BW" (enqueue.cc)
-            channel_share = min(channel_share, 1.0)
-    if name is not None and name not in ("NVLS", "NVLSTree"):  # NVLS runs on its own channels (as given)
-        # a small collective runs on fewer channels and threads than the communicator has
-        opened = 2 * options["channels"] if options.get("channels") else None
+    if name is not None:  # the channels it runs on, of those NCCL would open (fewer for a small collective)
+        nvls = name in ("NVLS", "NVLSTree")
+        full = tuning.nvls_channels(system, name) if nvls else tuning.comm_channels(system)
+        opened = None
+        if options.get("channels"):  # NVLS on one node counts NVLS channels, the others the ring search's
+            given = options["channels"]
+            opened = min(full, given) if name == "NVLS" and system.nodes == 1 else \
+                min(full if nvls else tuning.MAX_CHANNELS, round(full * given / tuning.graph(system, "Ring").channels))
+            opened = max(1, opened)
         running, threads = tuning.collective_channels(system, name, protocol, size, function, opened)
-        channel_share *= running / (opened or tuning.comm_channels(system)) * threads
-    elif name is not None:
-        running, _ = tuning.collective_channels(system, name, protocol, size, function)
-        channel_share *= running / tuning.nvls_channels(system, name)
+        channel_share = running / full * threads
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = tuning.nvls_channels(system)
     coarsening = 1.0

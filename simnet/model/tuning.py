@@ -625,8 +625,8 @@ def comm_channels(system: System) -> int:
 def collective_channels(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
                         opened: int | None = None) -> tuple[int, float]:
     """(channels, share of each channel's threads) NCCL runs one ``function`` of ``nbytes`` on
-    (the whole buffer, as ``predict`` takes it), v2.30.7. ``opened``: the communicator's
-    channels, if not NCCL's own (``comm_channels``).
+    (the whole buffer, as ``predict`` takes it), v2.30.7. ``opened``: the channels open to
+    it, if not NCCL's own (``comm_channels``, or ``nvls_channels`` for NVLS and NVLSTree).
 
     enqueue.cc topoGetAlgoInfo (:2069-2114): Ring, Tree and CollNetChain drop channels while
     the bytes are fewer than channels x threads x the protocol's bytes per thread (8 for LL
@@ -637,12 +637,13 @@ def collective_channels(system: System, algorithm: str, protocol: str, nbytes: i
     thread count). scheduleCollTasksToPlan then gives no channel less than 32 KiB of
     traffic (2 bytes per byte for AllReduce, 1 otherwise, x4 on LL's wire), except CollNet
     and NVLS across nodes, which run on all they were given."""
-    comm = opened or comm_channels(system)
+    nvls = algorithm in ("NVLS", "NVLSTree")
+    comm = opened or (nvls_channels(system, algorithm) if nvls else comm_channels(system))
     if nbytes <= 0:
         return comm, 1.0
     threads_share = 1.0
-    if algorithm in ("NVLS", "NVLSTree"):
-        channels = nvls_channels(system, algorithm)
+    if nvls:
+        channels = comm
     elif algorithm == "CollNetDirect":
         channels, threshold = comm, COLLNET_THREAD_THRESHOLD
         heads = max(1, min(graph(system, "CollNetDirect").channels, round(system.ppn)))
