@@ -247,7 +247,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         stages = tuning.pipeline_stages(system, row, decided.function)
-        wait = tuning.network_wait(system, row, protocol, size, decided.function)
+        wait = 1.0 if protocol == "Simple" else tuning.network_wait(system, row, protocol, size, decided.function)
         caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
     base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6

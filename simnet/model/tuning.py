@@ -689,7 +689,7 @@ def network_wait(system: System, algorithm: str, protocol: str, nbytes: int, fun
     written all of it (src/transport/net.cc sendProxyProgress), and the GPU writes it at
     the rate NCCL's model gives a channel of the same GPUs on one node, where no network
     holds it back: the ratio of this system's per-channel rate to that one's, at most 1.
-    On two H100 nodes LL128 waits a whole step, LL 0.27-0.6 of one by size. A step that
+    On two H100 nodes LL128 waits a whole step, LL 0.3-0.6 of one by size. A step that
     comes off the network rather than NVLink (one GPU per node) waits a whole step."""
     if system.nodes <= 1 or system.ppn < 2:
         return 1.0
