@@ -77,6 +77,7 @@ class Result:
     model: str = "nccl"  # the performance model: nccl or ideal
     protocol: str | None = None  # LL, LL128 or Simple under the nccl model
     channels: int | None = None  # NCCL channels (ring, tree and their kin)
+    nccl_channels: int | None = None  # the channels NCCL runs this collective on (fewer for a small one)
     auto: dict | None = None  # when chosen by ``auto``: NCCL's pick, every candidate's time, the fastest
     variants: dict | None = None  # option -> {value: time_s} simnet tried, keeping the fastest (hierarchical's inner)
     conditions: dict | None = None  # with faults or stragglers: what they cost against the healthy run
@@ -119,6 +120,8 @@ class Result:
             "warnings": [asdict(w) for w in self.warnings],
             "options": {k: v for k, v in self.options.items() if v is not None},
         }
+        if self.nccl_channels is not None:
+            data["nccl_channels"] = self.nccl_channels
         if self.auto is not None:
             data["auto"] = self.auto
         if self.variants is not None:

@@ -326,7 +326,8 @@ class _Point:
                 f"(docs/architecture.md: steady lanes)")))
         return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
                       warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
-                      channels=info.get("channels"), replay=run, collective=self.collective)
+                      channels=info.get("channels"), replay=run, collective=self.collective,
+                      nccl_channels=decided.detail.running_channels if decided.detail is not None else None)
 
     def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: _Conditions,
                 engine: dict):

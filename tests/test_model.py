@@ -230,6 +230,16 @@ def test_a_ring_of_64_kib_streams_on_two_channels():
     assert extra == pytest.approx(2**16 / (2 * per_channel) - 8 / (per_channel * 96 / 512), rel=0.02)
 
 
+def test_each_run_says_how_many_channels_nccl_runs_it_on():
+    """What NCCL_DEBUG_SUBSYS=TUNING shows per collective: 2 of the 24 channels at 64 KiB on
+    8 H100, all 24 at 1 GiB; nothing for algorithms NCCL does not have, or under ideal."""
+    topo = box()
+    assert simulate(topo, "ring", 2**16).to_dict()["nccl_channels"] == 2
+    assert simulate(topo, "ring", 2**30).to_dict()["nccl_channels"] == 24
+    assert "nccl_channels" not in simulate(topo, "direct", 2**16).to_dict()
+    assert "nccl_channels" not in simulate(topo, "ring", 2**16, model="ideal").to_dict()
+
+
 def test_a_step_waits_for_the_gpu_at_its_one_node_rate_before_the_network():
     for protocol in ("LL", "LL128"):
         assert tuning.network_wait(DGX_H100, "Tree", protocol, 2**20) == 1.0  # no network on one node

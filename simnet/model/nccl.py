@@ -87,7 +87,8 @@ class NcclPlan:
     coarsening: float = 1.0  # the simulated chunk over NCCL's own chunk (>= 1, see MAX_PIECES)
     function: str = "AllReduce"  # NCCL's function (its rows of the model)
     size: int = 0  # bytes of the collective, in nccl-tests' convention
-    channel_share: float = 1.0  # channels given over the channels NCCL opens (its bandwidth scales with them)
+    channel_share: float = 1.0  # of NCCL's per-channel capacity in use: the channels and threads it runs
+    running_channels: int | None = None  # the channels NCCL runs this collective on (its own algorithms)
 
 
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
@@ -116,7 +117,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         p2p = ["LL"] if (size if message is None else message) <= P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
-    channel_share = 1.0
+    channel_share, running = 1.0, None
     if name is not None:  # the channels it runs on, of those NCCL would open (fewer for a small collective)
         nvls = name in ("NVLS", "NVLSTree")
         full = tuning.nvls_channels(system, name) if nvls else tuning.comm_channels(system)
@@ -141,7 +142,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
             options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
             coarsening = options["chunk_size"] / own
     return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
-                    function, int(size), channel_share)
+                    function, int(size), channel_share, running)
 
 
 def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
