@@ -15,10 +15,9 @@ import statistics
 import time
 
 from benchmarks.bench_engine import cluster
-from simnet.collectives import ALGORITHMS
-from simnet.collectives.registry import build_program
-from simnet.model import DEFAULT_MODEL, MODELS, plan
-from simnet.runner import simulate
+from simnet.model.interface import DEFAULT_MODEL, MODELS, plan
+from simnet.run.simulate import simulate
+from simnet.schedule.catalog import ALGORITHMS, build_program
 
 
 def main() -> None:

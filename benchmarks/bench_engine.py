@@ -4,7 +4,7 @@ Each run is one fresh Python process that loads the cluster and calls ``simnet.s
 as ``simnet run`` does (schedule or lane program, the model's timing, the replay, link
 reports); it reports the wall time from topology load to result, the peak resident
 memory of the process (``ru_maxrss``, the interpreter and imports included), which engine
-ran (``lanes`` or ``fluid``, ``simnet.collectives.lanes``), the transfers the schedule
+ran (``lanes`` or ``fluid``, ``simnet.engine.lanes``), the transfers the schedule
 holds (or would hold, expanded) and the simulated time. ``--engine fluid`` forces the fluid
 engine (``timeline=True``), for comparison where it fits in memory.
 
@@ -40,9 +40,9 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 from benchmarks.bench_engine import cluster
 from simnet import load_topology, simulate
-from simnet.collectives import ALGORITHMS
-from simnet.collectives.registry import build_program
-from simnet.model import plan
+from simnet.schedule.catalog import ALGORITHMS
+from simnet.schedule.catalog import build_program
+from simnet.model.interface import plan
 spec = json.loads(sys.argv[1])
 topo = load_topology(spec["preset"]) if spec["preset"] else cluster(spec["gpus"])
 t1 = time.perf_counter()

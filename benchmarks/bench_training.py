@@ -1,7 +1,7 @@
 """Training-step benchmark: one step of a transformer laid out over a SuperPOD preset.
 
 Each run is one fresh Python process that loads the preset and calls
-``simnet.training.step_time`` (as ``simnet run`` does for a ``training:`` scenario): every
+``simnet.run.training.step_time`` (as ``simnet run`` does for a ``training:`` scenario): every
 tensor-, pipeline- and data-parallel group's collective simulated with all groups of a kind
 at once on the shared fabric. It reports the wall time from topology load to result, the
 peak resident memory (``ru_maxrss``), and the simulated step time and MFU.
@@ -22,7 +22,8 @@ _RUN = """
 import json, resource, sys, time
 t0 = time.perf_counter()
 from simnet import load_topology
-from simnet.training import PRESETS, Parallelism, step_time
+from simnet.workloads.transformer import PRESETS, Parallelism
+from simnet.run.training import step_time
 spec = json.loads(sys.argv[1])
 topo = load_topology(spec["preset"])
 t1 = time.perf_counter()

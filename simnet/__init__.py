@@ -10,14 +10,37 @@ the fluid network -> ``Result`` -> report/CLI. The API the CLI and notebooks sha
 '359 GB/s, Simple'
 >>> f"{simnet.simulate(topo, 'ring', 2**30, model='ideal').busbw_GBps:.0f} GB/s"   # NVLink line rate
 '448 GB/s'
+
+The names load on first use (PEP 562), so ``import simnet.units`` loads no simulation code.
 """
 
-from simnet.errors import InputError
-from simnet.result import Result, Results
-from simnet.runner import run_scenario, simulate
-from simnet.scenario import Scenario, load_scenario
-from simnet.topology import Topology, load_topology, topology_from_dict
+from importlib import import_module
+
 from simnet.version import __version__
 
-__all__ = ["InputError", "Result", "Results", "Scenario", "Topology", "load_scenario", "load_topology",
-           "run_scenario", "simulate", "topology_from_dict", "__version__"]
+_API = {
+    "InputError": "simnet.errors",
+    "Result": "simnet.results.result",
+    "Results": "simnet.results.result",
+    "run_scenario": "simnet.run.simulate",
+    "simulate": "simnet.run.simulate",
+    "Scenario": "simnet.spec.scenario",
+    "load_scenario": "simnet.spec.scenario",
+    "Topology": "simnet.topology.graph",
+    "load_topology": "simnet.topology.loader",
+    "topology_from_dict": "simnet.topology.loader",
+}
+
+__all__ = [*_API, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        value = getattr(import_module(_API[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'simnet' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

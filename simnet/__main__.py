@@ -1,5 +1,5 @@
 """``python -m simnet`` is the ``simnet`` command."""
 
-from simnet.cli import main
+from simnet.cli.main import main
 
 main()

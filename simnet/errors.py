@@ -49,3 +49,8 @@ class SpecError(ValueError):
         super().__init__(message)
         self.loc = loc
         self.message = message
+
+
+class Unsupported(ValueError):
+    """The topology lacks what an algorithm needs (an NVLS switch, SHARP switches, a second
+    host): the algorithm does not apply here, whatever its options."""

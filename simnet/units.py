@@ -25,6 +25,7 @@ __all__ = [
     "BANDWIDTH_RANGE",
     "TIME_RANGE",
     "SIZE_MAX",
+    "DTYPE_BYTES",
     "parse_bandwidth",
     "parse_time",
     "parse_size",
@@ -90,6 +91,8 @@ TIME_RANGE = (1e-12, 86_400.0)
 """Non-zero durations simnet accepts, s: 1 ps (the engine's resolution) to one day."""
 SIZE_MAX = 2**50
 """Largest size simnet accepts: 1 PiB (more than any model's gradients)."""
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+"""Bytes per value of each number format a workload names."""
 
 
 def _outside(text: object, span: str) -> UnitError:

@@ -21,7 +21,7 @@ def cli():
     cell is no different to a reader but is to a substring check."""
     from click.testing import CliRunner
 
-    from simnet.cli import main
+    from simnet.cli.main import main
 
     runner = CliRunner()
 

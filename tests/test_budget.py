@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from simnet.budget import TooLarge, memory_budget
-from simnet.collectives import build_schedule
-from simnet.collectives.schedule import TRANSFER_BYTES, transfer_bytes
-from simnet.topology import topology_from_dict
+from simnet.io.budget import TooLarge, memory_budget
+from simnet.schedule.catalog import build_schedule
+from simnet.schedule.transfers import TRANSFER_BYTES, transfer_bytes
+from simnet.topology.loader import topology_from_dict
 
 
 def _cluster(gpus: int):
@@ -74,7 +74,7 @@ def test_the_estimate_bounds_the_memory_a_run_really_takes(algorithm, tmp_path):
     script = f"""
 import gc, resource
 from simnet import simulate, topology_from_dict
-from simnet.collectives import build_schedule
+from simnet.schedule.catalog import build_schedule
 topo = topology_from_dict({{"name": "ls", "generate": {{"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 4,
                                                         "gpus_per_host": 8, "spines": 4}}}})
 count = len(build_schedule("{algorithm}", topo, 2**28))

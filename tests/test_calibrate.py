@@ -4,11 +4,11 @@ import pytest
 import yaml
 
 from simnet import InputError, topology_from_dict
-from simnet.calibrate import fit, points_of
-from simnet.model import tuning
+from simnet.io.nccltests import parse_log
 from simnet.model.calibration import Calibration, load_calibration
-from simnet.nccltests import parse_log
-from simnet.runner import simulate
+from simnet.run.calibrate import fit, points_of
+from simnet.run.simulate import simulate
+from simnet.tuning import predict as tuning
 
 HEADER = """# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501
 # Collective test starting: all_reduce_perf
@@ -198,8 +198,8 @@ def test_logs_without_device_lines_take_their_rank_counts_in_order(tmp_path, cli
     ("h100_ndr_issue309_4node.log", "h100-ndr-8nodecluster", "4 of 8 nodes")])
 def test_the_shipped_logs_are_the_rows_the_validation_quotes(root, log, system, which):
     from simnet import load_topology
-    from simnet.nccltests import read_log
-    from simnet.validate import load_points
+    from simnet.io.nccltests import read_log
+    from tools.validation.validate import load_points
 
     shipped = {r.size_bytes: r.best_us for r in read_log(root / "validation/logs" / log).rows}
     quoted = {p.size_bytes: p.time_us for p in load_points() if p.system == system and which in p.source}
@@ -252,7 +252,7 @@ def test_only_allreduce_logs_are_fitted():
 
 def test_an_ideal_run_says_it_left_the_calibration_out():
     # a profile corrects NCCL's model; the line-rate model has nothing for it to correct
-    from simnet.runner import simulate
+    from simnet.run.simulate import simulate
 
     profile = Calibration(base_latency=5e-6, source="mine.cal.yaml")
     ideal = simulate(_pairs(), "ring", 2**20, model="ideal", calibration=profile)
@@ -265,7 +265,7 @@ def test_a_saturation_the_calibration_makes_says_so():
     # a profile that finds the network 1.5x NCCL's figure lifts NVLSTree's ceiling until the
     # NVLink ports fill: the port warning then says the fitted rates are in it (the same run
     # uncalibrated warns of nothing)
-    from simnet.runner import simulate
+    from simnet.run.simulate import simulate
 
     topo = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
                                                           "gpus_per_host": 8}})

@@ -12,7 +12,7 @@ import yaml
 import simnet
 from simnet import load_topology, topology_from_dict
 from simnet.report.plots import PLOT_FILES
-from simnet.runner import run_scenario, simulate
+from simnet.run.simulate import run_scenario, simulate
 
 
 def root_path():
@@ -163,7 +163,7 @@ def test_auto_is_one_series_with_its_pick_beside_each_point(cli, tmp_path, root,
 
 def test_plot_figures_carry_the_data(scenario):
     from simnet.report.plots import featured_run, utilization_matrix
-    from simnet.scenario import load_scenario
+    from simnet.spec.scenario import load_scenario
 
     results = run_scenario(load_scenario(scenario))
     best = featured_run(results)
@@ -216,7 +216,7 @@ def test_trace_is_valid_chrome_trace(cli, scenario, tmp_path):
 
 
 def test_auto_is_what_nccl_picks_with_the_fastest_beside_it(cli, tmp_path, root):
-    from simnet.model import tuning
+    from simnet.tuning import predict as tuning
 
     topo = load_topology(root / "topologies/two_racks.yaml").subset(16)  # two hosts
     size = 64 * 2**20
@@ -245,9 +245,9 @@ def test_auto_names_a_faster_algorithm_only_beyond_the_model_s_resolution(root, 
     # auto's pick is the fastest, in the JSON as in the table
     from dataclasses import replace
 
-    from simnet.compare import PARETO_TOLERANCE
     from simnet.report.tables import _algorithm_cell
-    from simnet.runner import SAME_TIME, fastest_of
+    from simnet.run.compare import PARETO_TOLERANCE
+    from simnet.run.simulate import SAME_TIME, fastest_of
 
     assert PARETO_TOLERANCE == SAME_TIME == 0.01
     picked = simulate(load_topology(root / "topologies/dgx_h100.yaml"), "auto", 2**26)
@@ -297,7 +297,7 @@ def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
     off = simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "0"})
     assert set(off.auto["candidates"]) == {"ring", "tree"} and off.algorithm in ("ring", "tree")
     assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "1"}).algorithm == "nvls"
-    from simnet.runner import nccl_system
+    from simnet.run.simulate import nccl_system
 
     assert nccl_system(box, {"NCCL_NVLS_ENABLE": ""}).nvls and not nccl_system(box, {"NCCL_NVLS_ENABLE": "0 "}).nvls
     path = tmp_path / "a.yaml"
@@ -324,7 +324,7 @@ def test_nccl_collnet_enable_0_takes_sharp_away_as_in_nccl(cli, tmp_path):
     """With SHARP switches, simnet takes CollNet to be on (NCCL_COLLNET_ENABLE=1 with NCCL's
     SHARP plugin); NCCL_COLLNET_ENABLE=0, NCCL's own default, takes CollNet and NVLS across
     hosts away from auto, refuses them when named and skips them under `all`."""
-    from simnet.runner import nccl_system
+    from simnet.run.simulate import nccl_system
 
     spec = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpu": "h100", "sharp": True}
     fabric = topology_from_dict({"name": "sharp", "generate": spec})
@@ -347,7 +347,7 @@ def test_nccl_collnet_enable_0_takes_sharp_away_as_in_nccl(cli, tmp_path):
 
 
 def test_nccl_list_syntax():
-    from simnet.model.tuning import ALGORITHMS, PROTOCOLS, parse_nccl_list
+    from simnet.tuning.predict import ALGORITHMS, PROTOCOLS, parse_nccl_list
 
     assert parse_nccl_list("RING,tree", ALGORITHMS, "NCCL_ALGO") == {"Ring", "Tree"}
     assert parse_nccl_list("^Tree", ALGORITHMS, "NCCL_ALGO") == set(ALGORITHMS) - {"Tree"}
@@ -362,7 +362,7 @@ def test_nccl_list_syntax():
 def test_results_dataframe_when_pandas_is_there(scenario):
     pd = pytest.importorskip("pandas")
     from simnet.report.export import results_dataframe
-    from simnet.scenario import load_scenario
+    from simnet.spec.scenario import load_scenario
 
     frame = results_dataframe(run_scenario(load_scenario(scenario)))
     assert isinstance(frame, pd.DataFrame) and len(frame) == 6
@@ -386,7 +386,7 @@ def test_one_gpu_moves_nothing_and_says_so(cli, tmp_path, root):
 
 
 def test_progress_in_a_log_is_plain_periodic_lines(monkeypatch, capsys):
-    from simnet import console
+    from simnet.cli import console
 
     monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
     with console.progress("sweep") as update:

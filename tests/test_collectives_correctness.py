@@ -6,10 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simnet import topology_from_dict
-from simnet.collectives import ALGORITHMS, COPY, REDUCE, AllReduceMismatch, build_schedule, check_allreduce, replay
-from simnet.collectives.hierarchical import INNER_ALGORITHMS
-from simnet.collectives.schedule import ScheduleBuilder
-from simnet.collectives.tree import btree_parents, dtree_parents, tree_depth
+from simnet.engine.replay import replay
+from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
+from simnet.schedule.algorithms.tree import btree_parents, dtree_parents, tree_depth
+from simnet.schedule.catalog import ALGORITHMS, build_schedule
+from simnet.schedule.transfers import COPY, REDUCE, ScheduleBuilder
+from simnet.schedule.verify import AllReduceMismatch, check_allreduce
 
 # 4 racks x 4 hosts x 8 GPUs = 128 ranks; hosts, racks, NVLS and SHARP switches, and a ps node
 CLUSTER = topology_from_dict({
@@ -117,7 +119,7 @@ def test_the_timed_check_catches_an_overwrite_that_lands_before_a_queued_read():
 
 
 def test_every_order_catches_a_read_that_waits_for_the_send_not_the_delivery():
-    from simnet.collectives.verify import run_in_time_order
+    from simnet.schedule.verify import run_in_time_order
 
     b = ScheduleBuilder("early", ["gpu0", "gpu1"], 10)
     x = b.add(1, 0, 0, 10, REDUCE)  # a += b

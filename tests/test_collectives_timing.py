@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from simnet import topology_from_dict
-from simnet.collectives import build_schedule, replay
-from simnet.collectives.tree import btree_parents, dtree_parents, tree_depth
+from simnet.engine.replay import replay
+from simnet.schedule.algorithms.tree import btree_parents, dtree_parents, tree_depth
+from simnet.schedule.catalog import build_schedule
 
 B = 10e9  # bytes/s per direction
 LINK_LATENCY = 1e-6
@@ -238,7 +239,7 @@ def test_reduction_cost_on_a_tree_is_paid_per_level_on_the_critical_path():
 
 
 def test_cross_rack_all_to_all_congests_the_uplink_and_says_so():
-    from simnet.runner import simulate as run
+    from simnet.run.simulate import simulate as run
 
     # 2 racks x 2 single-GPU hosts, one 10 Gb/s uplink per ToR: each rank sends S to the two
     # ranks of the other rack, so 4 flows of S share each uplink direction: 4 S / B_up
@@ -260,7 +261,7 @@ def test_hierarchical_refuses_a_level_no_gpu_is_labelled_with():
     # two_racks labels hosts and racks, not regions: grouping by region would make every GPU a
     # group of its own and run the flat inner algorithm under hierarchical's name
     from simnet import load_topology, simulate
-    from simnet.collectives.registry import Unsupported
+    from simnet.errors import Unsupported
 
     topo = load_topology(Path(__file__).resolve().parent.parent / "topologies/two_racks.yaml")
     with pytest.raises(Unsupported, match="no GPU of two-racks has a region label"):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from simnet import simulate, topology_from_dict
-from simnet.conditions import resolve_faults, straggler_delays
-from simnet.topology.model import PS_PER_SECOND
+from simnet.spec.conditions import resolve_faults, straggler_delays
+from simnet.topology.graph import PS_PER_SECOND
 
 S = 100_000_000
 B = 12.5e9
@@ -175,7 +175,7 @@ def test_faults_resolve_in_time_order_and_keep_their_place():
 ])
 def test_a_slow_gpu_holds_every_bucket_back_and_slack_absorbs_part_of_it(allreduce, cost, absorbed):
     """C = 100 ms, half of it backward, 2 buckets; one GPU computes 1.5x slower: 50 ms late."""
-    from simnet.workload import StepModel
+    from simnet.workloads.ddp import StepModel
 
     summary = StepModel(0.1, 100, 50, 0.5, slowest=1.5).summary(8, {50: allreduce})
     assert summary["straggler_cost_s"] == pytest.approx(cost)
@@ -287,7 +287,7 @@ def test_a_degraded_link_two_flows_share_is_the_bottleneck_with_its_warning():
 
 
 def test_a_switch_the_collective_reduces_in_going_down_is_a_clear_error():
-    from simnet.network.fluid import Cut
+    from simnet.engine.fluid import Cut
 
     topo = topology_from_dict({"name": "s", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
                                                          "gpus_per_host": 2, "spines": 2, "sharp": True}})

@@ -8,11 +8,11 @@ import importlib
 import pytest
 
 from simnet import topology_from_dict
-from simnet.collectives.replay import JobRun, replay_apart, replay_jobs
-from simnet.runner import _groups_by_lanes, _Point, nccl_env, simulate_groups
-from simnet.topology.model import PS_PER_SECOND
+from simnet.engine.replay import JobRun, replay_apart, replay_jobs
+from simnet.run.simulate import _groups_by_lanes, _Point, nccl_env, simulate_groups
+from simnet.topology.graph import PS_PER_SECOND
 
-replay_module = importlib.import_module("simnet.collectives.replay")  # the package exports a function of that name
+replay_module = importlib.import_module("simnet.engine.replay")  # the package exports a function of that name
 
 
 def fabric(uplink: str = "1.6 Tb/s"):

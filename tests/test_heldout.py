@@ -1,6 +1,6 @@
 """docs/validation_calibrated.md stays true: its rows are what simnet predicts today out of
 the box and with each check's stored profile (a sample recomputed on every run; `python -m
-simnet.validate --write` refits the profiles and regenerates the page), its summary is the
+tools.validation.validate --write` refits the profiles and regenerates the page), its summary is the
 summary of its rows, and every profile was fitted on its check's rows."""
 
 import math
@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from simnet import units
-from simnet.heldout import DOC, check_rows, load_checks, row_line
 from simnet.model.calibration import load_calibration
+from tools.validation.heldout import DOC, check_rows, load_checks, row_line
 
 CHECKS = load_checks()
 ROWS = [(check, point) for check in CHECKS for point in check.fit + check.predict]

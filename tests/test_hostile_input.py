@@ -318,7 +318,7 @@ def test_bad_gpu_counts_in_a_sweep_file_are_one_line(cli, tmp_path, gpus):
 
 @given(st.text(alphabet="0123456789,x- ", max_size=12))
 def test_any_gpus_option_is_counts_or_one_line(text):
-    from simnet.cli import _gpu_counts
+    from simnet.cli.main import _gpu_counts
     from simnet.errors import InputError
 
     try:
@@ -429,7 +429,7 @@ _LINE = st.one_of(st.builds(lambda k: json.dumps({"key": k, "gpus": 2}), st.text
 @given(st.lists(_LINE, max_size=6), st.booleans())
 def test_a_results_file_keeps_every_good_record_or_names_the_bad_line(tmp_path, lines, torn):
     from simnet.errors import InputError
-    from simnet.sweep.store import load_records
+    from simnet.run.sweep.store import load_records
 
     path = tmp_path / "results.jsonl"
     text = "".join(line + "\n" for line in lines) + ('{"key": "torn' if torn else "")
@@ -507,7 +507,7 @@ def test_yaml_aliases_are_bounded_by_the_memory_budget_too(cli, tmp_path):
 def test_sweep_workers_share_the_memory_budget(monkeypatch):
     from concurrent.futures import ProcessPoolExecutor
 
-    from simnet.sweep.executors import LocalExecutor
+    from simnet.run.sweep.executors import LocalExecutor
 
     monkeypatch.setenv("SIMNET_MEMORY", "1 GiB")
     executor = LocalExecutor(4)

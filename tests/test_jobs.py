@@ -12,8 +12,9 @@ import json
 import pytest
 
 from simnet import topology_from_dict
-from simnet.jobs import place_jobs, run_jobs
 from simnet.report.plots import PLOT_FILES
+from simnet.run.jobs import run_jobs
+from simnet.spec.jobs import place_jobs
 
 S = 64 * 2**20
 B = 12.5e9
@@ -142,8 +143,8 @@ def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
                     "  - {name: B, gpus: 2, algorithm: ring, size: 64 MiB}\n"
                     "variants:\n  - {name: packed, set: {placement: packed}}\n"
                     "  - {name: spread, set: {placement: spread}}\n")
-    from simnet.compare import compare_scenarios
-    from simnet.scenario import load_scenario
+    from simnet.run.compare import compare_scenarios
+    from simnet.spec.scenario import load_scenario
 
     result = cli("compare", path, "-o", tmp_path / "c.png")
     assert result.exit_code == 0, result.stderr

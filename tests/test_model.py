@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from simnet import topology_from_dict
-from simnet.model import tuning
-from simnet.runner import simulate
+from simnet.run.simulate import simulate
+from simnet.tuning import predict as tuning
 
 DGX_H100 = tuning.System(ranks=8, nodes=1, cc=90, nvlink_bw=370.8, pci_bw=48, nvls=True)
 H100_2N = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=8, nvls=True)
@@ -311,7 +311,7 @@ def test_nccl_proto_and_algo_are_honoured():
     # offer it and a named nvls is refused rather than run on a protocol NCCL was told not to use
     auto = simulate(box(), "auto", 2**30, env={"NCCL_PROTO": "LL"})
     assert set(auto.auto["candidates"]) == {"ring", "tree"} and auto.protocol == "LL"
-    from simnet.collectives.registry import Unsupported
+    from simnet.errors import Unsupported
 
     with pytest.raises(Unsupported, match="NCCL_PROTO=LL leaves nvls no protocol: NCCL runs it with Simple only"):
         simulate(box(), "nvls", 2**30, env={"NCCL_PROTO": "LL"})

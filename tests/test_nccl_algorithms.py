@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from simnet import topology_from_dict
-from simnet.collectives import build_schedule
-from simnet.collectives.channels import channel_groups
-from simnet.runner import simulate
+from simnet.run.simulate import simulate
+from simnet.schedule.catalog import build_schedule
+from simnet.schedule.channels import channel_groups
 
 
 def cluster(hosts=4, gpus=8, **extra):

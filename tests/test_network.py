@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simnet import topology_from_dict
-from simnet.network import FluidNetwork, max_min_rates
-from simnet.topology.model import PS_PER_SECOND
+from simnet.engine.fluid import FluidNetwork
+from simnet.engine.maxmin import max_min_rates
+from simnet.topology.graph import PS_PER_SECOND
 
 
 def chain(bandwidths: list[str], latency: str = "1 us"):
@@ -267,7 +268,8 @@ def test_incremental_allocation_equals_a_global_max_min_at_every_instant(case):
 @pytest.mark.parametrize("algorithm", ["ring", "double_binary_tree", "hierarchical", "ps", "naive",
                                        "halving_doubling"])
 def test_incremental_allocation_is_global_max_min_for_real_schedules(algorithm):
-    from simnet.collectives import build_schedule, replay
+    from simnet.engine.replay import replay
+    from simnet.schedule.catalog import build_schedule
 
     topo = topology_from_dict({"name": "ls", "generate": {
         "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2,

@@ -10,10 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simnet import topology_from_dict
-from simnet.collectives import COLLECTIVES, REGISTRY, CollectiveMismatch, build_schedule, check_collective, replay
-from simnet.collectives.gather import bruck_steps
-from simnet.model import tuning
-from simnet.runner import simulate
+from simnet.engine.replay import replay
+from simnet.run.simulate import simulate
+from simnet.schedule.algorithms.gather import bruck_steps
+from simnet.schedule.catalog import REGISTRY, build_schedule
+from simnet.schedule.kinds import COLLECTIVES
+from simnet.schedule.verify import CollectiveMismatch, check_collective
+from simnet.tuning import predict as tuning
 
 OTHERS = [(c, a) for c, table in REGISTRY.items() if c != "allreduce" for a in table]
 # 2 racks x 2 hosts x 4 GPUs, a NIC per GPU: NVLS inside hosts, PXN across them
@@ -284,7 +287,7 @@ def test_pxn_relays_through_the_receivers_rail_on_any_subset():
                                                              "gpus_per_node": 4}})
     first = [g for g in topo.gpus if topo.label(g, "host") == topo.label(topo.gpus[0], "host")]
     ranks = first + [g for g in topo.gpus if g not in first][2:]  # all of host 0, GPUs 2 and 3 of host 1
-    from simnet.collectives.exchange import pxn_relays
+    from simnet.schedule.algorithms.exchange import pxn_relays
 
     assert pxn_relays(topo, ranks, np.array([0, 0, 4]), np.array([4, 1, 0])).tolist() == [2, -1, -1]
 
@@ -316,7 +319,7 @@ def test_compare_rows_name_the_collective_they_time(tmp_path):
     """A comparison of ReduceScatter options: each row's collective_time_s is that
     collective's time at the largest size, as simulate gives it."""
     from simnet import load_scenario, simulate, topology_from_dict
-    from simnet.compare import compare_scenarios
+    from simnet.run.compare import compare_scenarios
 
     path = tmp_path / "rs.yaml"
     path.write_text("name: rs\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"

@@ -169,7 +169,7 @@ def test_large_fabrics_draw_summarised(cli, root, tmp_path, figures):
 def test_routing_skips_dead_ends_without_changing_a_route(three_tier):
     """The search for one destination skips NICs and NVSwitches that lead only to other
     GPUs; every pair's equal-cost route graph equals the one a full search finds."""
-    from simnet.topology.model import _ancestors
+    from simnet.topology.graph import _ancestors
 
     for src in three_tier.gpus[::3]:
         _, full = three_tier.shortest_paths(src)
@@ -233,7 +233,7 @@ def _cable(a, b, latency="1 us", **extra):
 def test_a_one_way_link_between_switches_is_routed_as_a_full_search_finds():
     """Switch M has one way out, so it looks like a dead end, yet it carries traffic from
     leaf L1 to leaf L2 (one-way links): the search through the core must not be used."""
-    from simnet.topology.model import _ancestors
+    from simnet.topology.graph import _ancestors
 
     topo = topology_from_dict({"name": "d", "nodes": [
         _node("g1", "gpu"), _node("g2", "gpu"), _node("nic1", "nic"), _node("nic2", "nic"),

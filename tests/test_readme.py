@@ -72,7 +72,7 @@ def test_the_readme_jobs_example_places_on_the_topology_its_gpu_names_come_from(
     import yaml
 
     from simnet import load_topology
-    from simnet.jobs import place_jobs
+    from simnet.spec.jobs import place_jobs
 
     block = re.search(r"### Many jobs on one fabric\n\n```yaml\n(.*?)```", _readme(root), re.S).group(1)
     jobs = yaml.safe_load(block)["jobs"]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from simnet import InputError, run_scenario, simulate
-from simnet.scenario import load_scenario, parse_cost, parse_sizes, scenario_from_dict
+from simnet.spec.scenario import load_scenario, parse_cost, parse_sizes, scenario_from_dict
 
 ROOT = Path(__file__).parent.parent
 BAD = Path(__file__).parent / "bad_scenarios"
@@ -124,7 +124,8 @@ def test_workload_from_flops_and_parameters_gives_the_step_on_paper():
 def test_replace_changes_what_sweeps_and_comparisons_simulate_too(root):
     # a sweep rebuilds the scenario from its document on each worker: a replaced field must
     # reach it, or a notebook's .replace(sizes=...) would silently sweep the file's sizes
-    from simnet.sweep import Point, evaluate_point, plan_sweep
+    from simnet.run.sweep.evaluate import evaluate_point
+    from simnet.run.sweep.plan import Point, plan_sweep
 
     loaded = load_scenario(root / "scenarios/ps_overload.yaml")
     scenario = loaded.replace(sizes=[2**20], algorithms=["ring"], model="ideal", workload=None,
@@ -134,7 +135,7 @@ def test_replace_changes_what_sweeps_and_comparisons_simulate_too(root):
     assert "iteration_time_s" not in record
     ideal = simulate(loaded.topology.subset(4), "ring", 2**20, model="ideal").time_s
     assert record["sizes"][0]["time_s"] == pytest.approx(ideal, rel=1e-12)
-    from simnet.scenario import Workload
+    from simnet.spec.scenario import Workload
 
     step = loaded.replace(workload=Workload(compute_time="180 ms", gradient_size="1.4 GB", bucket_size="25 MiB"))
     record = evaluate_point(plan_sweep(step), Point((), 4, "ring"))

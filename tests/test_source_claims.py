@@ -7,7 +7,7 @@ asserts it holds in simnet, with the numbers that make it true.
 import pytest
 
 from simnet import load_topology, topology_from_dict
-from simnet.runner import simulate
+from simnet.run.simulate import simulate
 
 
 def _star(workers: int):

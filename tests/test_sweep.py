@@ -11,11 +11,14 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 
-from simnet.compare import compare_rows, pareto_front
 from simnet.errors import InputError
-from simnet.scenario import load_scenario, scenario_from_dict
-from simnet.sweep import DaskExecutor, LocalExecutor, load_records, plan_sweep, run_sweep
-from simnet.workload import StepModel
+from simnet.run.compare import compare_rows, pareto_front
+from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
+from simnet.run.sweep.plan import plan_sweep
+from simnet.run.sweep.run import run_sweep
+from simnet.run.sweep.store import load_records
+from simnet.spec.scenario import load_scenario, scenario_from_dict
+from simnet.workloads.ddp import StepModel
 
 SCENARIO = """name: small-sweep
 model: ideal
@@ -270,8 +273,8 @@ def test_plan_crosses_every_axis():
 
 
 def test_a_point_too_large_for_memory_stops_the_sweep_in_one_line_keeping_the_others(tmp_path, cli):
-    from simnet.collectives import build_schedule
-    from simnet.collectives.schedule import transfer_bytes
+    from simnet.schedule.catalog import build_schedule
+    from simnet.schedule.transfers import transfer_bytes
 
     path = write(tmp_path)  # NCCL's Tree: a schedule of transfers (a ring is replayed lane by lane, without one)
     path.write_text(path.read_text().replace("[ring]", "[tree]") + "options: {chunk_size: 64 KiB}\n")
@@ -329,7 +332,7 @@ sweep: {{gpus: [16, 32, 48, 64]}}
 
 
 def test_a_second_sweep_on_the_same_out_is_refused_while_the_first_runs(tmp_path, cli):
-    from simnet.sweep.store import locked
+    from simnet.run.sweep.store import locked
 
     path = write(tmp_path)
     out = tmp_path / "out"
@@ -394,7 +397,7 @@ def test_a_sweep_refused_by_the_lock_never_deletes_the_holders_folder(tmp_path, 
     refused and must leave A's folder and files alone."""
     import fcntl
 
-    import simnet.sweep.run as run_module
+    import simnet.run.sweep.run as run_module
 
     path = write(tmp_path)
     out = tmp_path / "out"
@@ -435,8 +438,8 @@ def test_training_and_jobs_points_apply_the_planned_nccl_variables(tmp_path, mon
     """A worker applies the NCCL variables the sweep was planned with, whatever its own
     environment: with NCCL_NVLS_ENABLE=0 planned, a DGX H100's TP AllReduce and a job's
     auto pick leave NVLS out even where the worker's environment would allow it."""
-    from simnet.sweep import evaluate_point
-    from simnet.sweep.plan import Point
+    from simnet.run.sweep.evaluate import evaluate_point
+    from simnet.run.sweep.plan import Point
 
     topology = root / "topologies/dgx_h100.yaml"
     training = tmp_path / "t.yaml"

@@ -78,7 +78,7 @@ def test_routes_through_the_core_are_those_a_full_search_finds(path):
     """A GPU behind one switch of the fabric's core is routed from that switch's search
     (shared by every GPU behind it) and two small searches at the ends: every pair's
     equal-cost route graph is the one a full Dijkstra from the source finds."""
-    from simnet.topology.model import _ancestors
+    from simnet.topology.graph import _ancestors
 
     topo = load_topology(path)
     ends = topo.gpus + topo.parameter_servers

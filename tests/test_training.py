@@ -9,9 +9,10 @@ import pytest
 
 from simnet import topology_from_dict
 from simnet.report.plots import PLOT_FILES
-from simnet.runner import simulate_groups
-from simnet.scenario import load_scenario
-from simnet.training import PRESETS, Parallelism, Transformer, rank_groups, step_time
+from simnet.run.simulate import simulate_groups
+from simnet.run.training import step_time
+from simnet.spec.scenario import load_scenario
+from simnet.workloads.transformer import PRESETS, Parallelism, Transformer, rank_groups
 
 B = 10e9  # per GPU link and direction
 LINK = 1e-6
@@ -230,7 +231,7 @@ def test_training_sweeps_and_comparisons(tmp_path, cli, figures):
 def test_one_f_one_b_takes_m_plus_p_minus_1_slots(stages, micro):
     """Narayanan et al. 2021, section 2.2: 1F1B's pipeline bubble is (p - 1) slots, so the
     schedule lasts (m + p - 1)(t_f + t_b); every stage runs each pass once, one at a time."""
-    from simnet.training import one_f_one_b
+    from simnet.run.training import one_f_one_b
 
     passes = one_f_one_b(stages, micro, 1.0, 2.5)
     assert max(end for *_, end in passes) == pytest.approx((micro + stages - 1) * 3.5)
@@ -244,7 +245,7 @@ def test_interleaved_one_f_one_b_shrinks_the_bubble_v_times(stages, micro, chunk
     """Narayanan et al. 2021, section 2.2.2: with v model chunks per device the bubble is
     (p - 1) / v slots, (m + (p - 1) / v)(t_f + t_b) in all; every chunk of every micro-batch
     runs forward and backward once on every stage, after the chunk it depends on."""
-    from simnet.training import one_f_one_b
+    from simnet.run.training import one_f_one_b
 
     passes = one_f_one_b(stages, micro, 1.0, 2.5, chunks)
     assert max(end for *_, end in passes) == pytest.approx((micro + (stages - 1) / chunks) * 3.5)
@@ -296,9 +297,9 @@ def test_training_trace_is_the_step(tmp_path, cli, micro, chunks):
 def test_groups_that_will_not_fit_together_are_refused_before_they_run(monkeypatch):
     """Every group's schedule is held until they run together on the fluid network: the
     budget counts them all. Lane programs (rings) hold no schedule and are not refused."""
-    from simnet.budget import TooLarge
-    from simnet.collectives.schedule import transfer_bytes
-    from simnet.runner import _Point, nccl_env
+    from simnet.io.budget import TooLarge
+    from simnet.run.simulate import _Point, nccl_env
+    from simnet.schedule.transfers import transfer_bytes
 
     topo = box(8)
     groups = [topo.gpus[i:i + 2] for i in range(0, 8, 2)]

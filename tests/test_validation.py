@@ -1,5 +1,5 @@
 """docs/validation.md stays true: its rows are what simnet predicts today (a sample of them
-recomputed on every run; `python -m simnet.validate --write` regenerates the page), and its
+recomputed on every run; `python -m tools.validation.validate --write` regenerates the page), and its
 summary is the summary of its rows."""
 
 import math
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from simnet import units
-from simnet.validate import (
+from tools.validation.validate import (
     COLLECTIVES_DATA,
     COLLECTIVES_DOC,
     DATA,
@@ -131,7 +131,7 @@ def test_the_training_page_lists_every_published_step_and_predicts_what_simnet_p
     (its fitted point and the next two) is recomputed here and matches the page."""
     from dataclasses import replace
 
-    from simnet.validate import TRAINING_DOC, load_series, predict_series
+    from tools.validation.validate import TRAINING_DOC, load_series, predict_series
 
     text = TRAINING_DOC.read_text()
     _, series = load_series()
@@ -157,8 +157,8 @@ def test_the_training_page_lists_every_published_step_and_predicts_what_simnet_p
 
 
 def _series(id: str, description: str, steps: dict):
-    """A series of hand-picked measured steps (``simnet.validate.Series``)."""
-    from simnet.validate import Series
+    """A series of hand-picked measured steps (``tools.validation.validate.Series``)."""
+    from tools.validation.validate import Series
 
     return Series(id, description, "f.md", "quote", "", None, {}, steps)
 
@@ -167,7 +167,7 @@ def test_growth_prose_says_what_the_rows_show():
     """Worked by hand: A is predicted to grow and errs 1 % where flat would err 4 %; B grows
     but errs more than flat would; C is predicted flat while its measured step grows by up to
     5 % (at its middle point, not its last)."""
-    from simnet.validate import StepRow, growth_prose
+    from tools.validation.validate import StepRow, growth_prose
 
     a = _series("a", "A, TP 2", {1: 1.0, 2: 1.04})
     b = _series("b", "B, TP 2", {1: 1.0, 2: 1.01})
@@ -186,7 +186,7 @@ def test_growth_prose_says_what_the_rows_show():
 def test_the_training_pages_growth_table_is_its_step_table():
     """Each series' growth (first to last count) in the per-series table is what the page's
     own step table gives, to its rounding."""
-    from simnet.validate import TRAINING_DOC
+    from tools.validation.validate import TRAINING_DOC
 
     lines = TRAINING_DOC.read_text().splitlines()
     start = lines.index("| series | GPUs | measured growth | predicted growth | error | flat prediction's error |")
@@ -216,7 +216,7 @@ def test_a_step_simnet_cannot_make_is_refused_not_fitted():
     (0, 1]: the fit says so instead of returning it."""
     from dataclasses import replace
 
-    from simnet.validate import load_series, predict_series
+    from tools.validation.validate import load_series, predict_series
 
     small = next(s for s in load_series()[1] if s.id == "nemotron4_15b")
     with pytest.raises(ValueError, match="outside \\(0, 1\\]"):
@@ -227,7 +227,7 @@ def test_a_step_simnet_cannot_make_is_refused_not_fitted():
 def test_pages_that_quote_the_summary_quote_it_as_the_validation_page_has_it(page):
     """README.md and docs/model.md show the AllReduce summary table: the same lines as
     docs/validation.md, which the tests above keep true."""
-    from simnet.validate import DOC, ROOT
+    from tools.validation.validate import DOC, ROOT
 
     def summary(text: str) -> str:
         start = text.index("| sizes | points | error | target |")
@@ -238,7 +238,7 @@ def test_pages_that_quote_the_summary_quote_it_as_the_validation_page_has_it(pag
 
 def test_the_readme_quotes_the_training_page_as_it_is():
     """README's sentence on whole training steps: its count and errors are the page's."""
-    from simnet.validate import ROOT, TRAINING_DOC
+    from tools.validation.validate import ROOT, TRAINING_DOC
 
     page = TRAINING_DOC.read_text()
     count, mean, largest = re.search(r"Over (\d+) predicted points the geometric-mean error is \*\*(\d+)%\*\* "

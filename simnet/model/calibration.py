@@ -25,8 +25,8 @@ import numpy as np
 from pydantic import BeforeValidator, Field, ValidationError
 
 from simnet import units
+from simnet.io.yamlsource import load_yaml
 from simnet.topology.schema import Strict
-from simnet.yamlsource import load_yaml
 
 __all__ = ["Calibration", "load_calibration", "calibration_document", "KNOTS"]
 

@@ -1,9 +1,9 @@
 """The NCCL-faithful performance model (``model: nccl``): how NCCL's software times a schedule.
 
 Between the schedule and the fluid network it adds, from NCCL's published tuning model
-(``simnet.model.tuning``, NCCL v2.30.7) and vendor figures:
+(``simnet.tuning.predict``, NCCL v2.30.7) and vendor figures:
 
-* **effective link rates** (``simnet.model.rates``): NVLink, PCIe and the network at the
+* **effective link rates** (``simnet.tuning.rates``): NVLink, PCIe and the network at the
   rates NCCL's topology model assumes, not the datasheet line rates;
 * **protocols**: LL carries 8 data bytes in every 16 (flags interleaved, device.h:75-88),
   LL128 120 in every 128 (device.h:110-118), Simple all of them; the protocol is NCCL's
@@ -37,14 +37,14 @@ from functools import partial
 
 import numpy as np
 
-from simnet.collectives.registry import Unsupported
-from simnet.collectives.replay import Timing
-from simnet.collectives.schedule import Schedule
-from simnet.model import tuning
+from simnet.errors import Unsupported
 from simnet.model.calibration import Calibration
-from simnet.model.rates import effective_capacity
+from simnet.model.timing import Timing
+from simnet.schedule.transfers import Schedule
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import NET, NVLINK, PCIE
-from simnet.topology.model import PS_PER_SECOND, Topology
+from simnet.tuning import predict as tuning
+from simnet.tuning.rates import effective_capacity
 
 __all__ = ["NcclPlan", "plan", "timing", "connection_timing",
            "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
@@ -200,7 +200,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     ``nodes``; rate caps and delays indexed like them), each carrying ``carried[i]`` bytes
     of the collective (PAT: its sender's); ``info`` is the schedule's."""
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
-    size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.collectives.kinds)
+    size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.schedule.kinds)
     wire = WIRE_FACTOR[protocol]
     factor = tuning.plateau(system, row, protocol, size, decided.function)
     intra, inter = tuning.step_latencies(system, row, protocol)

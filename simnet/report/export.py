@@ -11,7 +11,7 @@ import io
 import json
 from pathlib import Path
 
-from simnet.result import Results
+from simnet.results.result import Results
 
 __all__ = ["results_json", "results_csv", "results_dataframe", "write_text"]
 

@@ -7,9 +7,9 @@
 * ``link_heatmap.png``: utilisation over time of those links in the featured run.
 
 The featured run is the fastest algorithm at the largest size; its links are shown in the
-bottleneck order of ``simnet.analysis`` (the table's bottleneck and the warned links come
+bottleneck order of ``simnet.results.analysis`` (the table's bottleneck and the warned links come
 first). The heatmap needs the run's link timeline: run the scenario with ``timeline=True``;
-a run too large to keep one (replayed by lanes, ``simnet.collectives.lanes``) has none.
+a run too large to keep one (replayed by lanes, ``simnet.engine.lanes``) has none.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from simnet import units
-from simnet.collectives.kinds import COLLECTIVES
 from simnet.report.figures import pyplot, save, series_styles, time_axis
-from simnet.result import Result
-from simnet.topology.model import PS_PER_SECOND
+from simnet.results.result import Result
+from simnet.schedule.kinds import COLLECTIVES
+from simnet.topology.graph import PS_PER_SECOND
 
 __all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing",
            "PLOT_FILES"]
@@ -226,7 +226,7 @@ STEP_PARTS = (("compute", "compute"), ("tp", "TP"), ("ep", "EP"), ("pp", "PP"), 
 
 
 def plot_steps(steps: list[dict], path: str | Path, labels: list[str] | None = None) -> Path:
-    """Training steps (``simnet.training`` as dicts) as stacked bars: compute, each kind of
+    """Training steps (``simnet.run.training`` as dicts) as stacked bars: compute, each kind of
     exposed communication and the pipeline bubble, with the MFU on each bar."""
     plt = pyplot()
     Path(path).parent.mkdir(parents=True, exist_ok=True)

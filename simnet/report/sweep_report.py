@@ -17,9 +17,9 @@ from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from simnet import units
-from simnet.collectives.kinds import COLLECTIVES
-from simnet.compare import pareto_front
 from simnet.report.figures import pyplot, save, series_styles, time_axis
+from simnet.run.compare import pareto_front
+from simnet.schedule.kinds import COLLECTIVES
 
 __all__ = ["series_label", "sweep_table", "write_sweep_csv", "plot_sweep", "compare_table", "plot_compare"]
 

@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 
 from simnet.report.figures import pyplot
-from simnet.topology.model import Topology
+from simnet.topology.graph import Topology
 
 __all__ = ["layout", "draw_topology", "summarise", "SUMMARY_NODES"]
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
-from simnet.collectives.schedule import REDUCE
-from simnet.result import Result
-from simnet.topology.model import PS_PER_SECOND
+from simnet.results.result import Result
+from simnet.schedule.transfers import REDUCE
+from simnet.topology.graph import PS_PER_SECOND
 
 __all__ = ["trace_events", "write_trace", "training_events", "write_training_trace", "MAX_TRANSFERS",
            "COUNTER_LINKS"]
@@ -119,9 +119,9 @@ _PART_NAMES = {"compute": "compute", "tp": "TP AllReduce", "ep": "EP AllToAll", 
 
 
 def training_events(step: dict) -> list[dict]:
-    """Trace events of a training step (``simnet.training.TrainingStep`` as a dict): its
+    """Trace events of a training step (``simnet.run.training.TrainingStep`` as a dict): its
     1F1B schedule, every pass cut into its parts, and the DP sync; microseconds."""
-    from simnet.training import one_f_one_b
+    from simnet.run.training import one_f_one_b
 
     par = step["parallelism"]
     forward, backward = step["slot"]["forward"], step["slot"]["backward"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from simnet.topology.model import Topology
+from simnet.topology.graph import Topology
 
 __all__ = ["export_graph", "export_topology"]
 

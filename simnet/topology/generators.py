@@ -20,8 +20,8 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from simnet.budget import TooLarge, check_fits
 from simnet.errors import SpecError
+from simnet.io.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
 from simnet.topology.schema import Bandwidth, Count, GpuName, Latency, LinkSpec, NodeSpec, Strict, Transport
 

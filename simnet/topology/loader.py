@@ -8,10 +8,10 @@ from typing import Any
 import networkx as nx
 from pydantic import ValidationError
 
+from simnet.io.yamlsource import Source, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate
-from simnet.topology.model import FORWARDING_KINDS, Topology
+from simnet.topology.graph import FORWARDING_KINDS, Topology
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
-from simnet.yamlsource import Source, load_yaml
 
 __all__ = ["load_topology", "topology_from_dict"]
 

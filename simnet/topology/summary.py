@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from simnet.topology.model import PS_PER_SECOND, Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["TopologySummary", "summarize", "worst_path", "EXACT_WORST_PATH_GPUS", "SAMPLED_SOURCES"]
 

@@ -1,0 +1,452 @@
+"""The fluid (flow-level) network on a SimPy environment (docs/architecture.md).
+
+A transfer of ``n`` bytes holds a rate on every link of its route at once; rates are the
+max-min fair allocation over all active transfers, recomputed once per simulated instant
+at which the set of active transfers changed. Its last byte leaves at ``t_end``; the
+receiver has the data at ``t_end + route latency + message_overhead``.
+
+Time on the environment is integer **picoseconds** (``PS_PER_SECOND`` per second) so that
+sums of equal durations are equal and transfers that finish together are handled
+together; public results are converted to seconds.
+
+Two ways in:
+
+* ``transfer(src, dst, nbytes)`` returns a SimPy event that fires when the receiver has
+  the data (its value: that time in seconds), for scripts and tests;
+* ``start(rows, nbytes, tags, listener)`` starts a batch of flows on routes from
+  ``resolve`` and reports them back in batches through ``listener.sent(tags, now)`` and
+  ``listener.delivered(tags, now)``; the schedule replay uses this, with no per-transfer
+  SimPy process.
+
+>>> import simpy
+>>> from simnet.topology.loader import topology_from_dict
+>>> topo = topology_from_dict({"name": "pair", "generate": {"kind": "full_mesh", "gpus": 2,
+...                            "bandwidth": "1 GB/s", "latency": "1 us"}})
+>>> env = simpy.Environment()
+>>> net = FluidNetwork(env, topo)
+>>> done = net.transfer("gpu0", "gpu1", 1_000_000)   # 1 MB at 1 GB/s, plus 1 us
+>>> env.run()
+>>> done.value
+0.001001
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+import networkx as nx
+import numpy as np
+import simpy
+
+from simnet.engine.accounting import LinkStats
+from simnet.engine.maxmin import max_min_rates
+from simnet.errors import CannotSimulate
+from simnet.topology.graph import PS_PER_SECOND, Topology
+
+__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon", "Cut",
+           "check_horizon"]
+
+SETTLE_PRIORITY = 2
+"""SimPy priority of the once-per-instant recomputation: after every URGENT (0) and
+NORMAL (1) event of the same instant, so all changes at one instant are handled together."""
+
+HORIZON_S = 10**6
+"""Latest simulated instant, s (11.6 days; int64 picoseconds would overflow at 106 days)."""
+
+
+class Cut(CannotSimulate):
+    """Links went down and a transfer the run still needs has no route left."""
+
+
+def now_s(ps: int) -> str:
+    """A simulated instant for a message, e.g. ``1.5 ms``."""
+    from simnet.units import format_time
+
+    return format_time(ps / PS_PER_SECOND)
+
+
+class BeyondHorizon(CannotSimulate):
+    """A flow would finish after ``HORIZON_S``: bandwidths far too low for the bytes asked."""
+
+
+def check_horizon(ps: float) -> None:
+    """Raise ``BeyondHorizon`` when the simulated instant ``ps`` lies past ``HORIZON_S``."""
+    if ps > HORIZON_S * PS_PER_SECOND:
+        raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), simnet's "
+                            "horizon: a bandwidth far too low for the bytes, or latencies and overheads far too long")
+
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+_EMPTY_F = np.zeros(0, dtype=float)
+
+
+class FlowListener(Protocol):
+    """Receives batches of flow events; ``tags`` are the values given to ``start``."""
+
+    def sent(self, tags: np.ndarray, now: int) -> None:
+        """The flows' last bytes left their senders at ``now`` (ps)."""
+
+    def delivered(self, tags: np.ndarray, now: int) -> None:
+        """The flows' receivers have the data at ``now`` (ps)."""
+
+
+class _EventListener:
+    """Adapter for ``FluidNetwork.transfer``: one SimPy event per tag."""
+
+    def __init__(self) -> None:
+        self.events: dict[int, simpy.Event] = {}
+
+    def sent(self, tags: np.ndarray, now: int) -> None:
+        pass
+
+    def delivered(self, tags: np.ndarray, now: int) -> None:
+        for tag in tags.tolist():
+            self.events.pop(tag).succeed(now / PS_PER_SECOND)
+
+
+def members_of(size: int, items: np.ndarray) -> np.ndarray:
+    """A boolean mask of length ``size`` that is True at ``items``."""
+    mask = np.zeros(size, dtype=bool)
+    mask[items] = True
+    return mask
+
+
+class FluidNetwork:
+    """Max-min fair flows over a ``Topology`` on a SimPy environment (time in ps).
+
+    ``message_overhead`` (seconds) is added to every delivery. ``timeline=True`` keeps
+    each link's piecewise-constant load for plots and traces (memory grows with events).
+    ``capacity`` (B/s per directed link) replaces the topology's link bandwidths, e.g.
+    with the effective rates of a performance model.
+    """
+
+    def __init__(self, env: simpy.Environment, topology: Topology, *, message_overhead: float = 0.0,
+                 timeline: bool = False, capacity: np.ndarray | None = None):
+        self.env = env
+        self.topology = topology
+        self.overhead_ps = round(message_overhead * PS_PER_SECOND)
+        links = len(topology.links)
+        self._pad = links  # index of the infinite "no link" used to pad paths
+        # its own copy (faults change it); the statistics keep the healthy capacities and the ones in force
+        self.capacity = np.array(topology.capacity if capacity is None else capacity, dtype=float)
+        self._capacity = np.append(self.capacity, np.inf)
+        self._rows: dict[tuple[int, int, int], int] = {}
+        self._keys: list[tuple[int, int, int]] = []  # (src, dst, flow) of each row
+        self._moved = np.zeros(0, dtype=np.int64)  # row -> the row that replaced it when links went down
+        self.rerouted = 0  # flows moved off links that went down
+        self.rerouted_bytes = 0.0  # bytes those flows still had to send when they moved
+        self._paths = np.full((0, 1), self._pad, dtype=np.int64)
+        self._path_latency = _EMPTY_I
+        self.stats = LinkStats(self.capacity.copy(), topology.reverse, timeline=timeline)
+        self._users = np.zeros(links + 1, dtype=np.int64)  # active flows per link (last: padding)
+        # flow state lives in slots; a free slot has row -1 and finish +inf
+        self._slots = 0
+        self._row = _EMPTY_I
+        self._left = _EMPTY_F  # bytes still to send at time self._since
+        self._since = _EMPTY_I  # ps
+        self._rate = _EMPTY_F  # bytes/s
+        self._finish = _EMPTY_F  # ps (float) at which the last byte leaves at the current rate
+        self._size = _EMPTY_F
+        self._tag = _EMPTY_I
+        self._owner = _EMPTY_I  # index into self._listeners
+        self._cap = _EMPTY_F  # B/s bound on the flow's own rate (inf: none)
+        self._delay = _EMPTY_I  # ps added to the flow's delivery
+        self._free: list[int] = []
+        self._listeners: list[FlowListener] = []
+        self._new: list[np.ndarray] = []  # slots started at this instant
+        self._gone: list[np.ndarray] = []  # paths of flows finished at this instant
+        self._settle_pending = False
+        self._settling = False
+        self._timer = 0  # version: only the newest completion timer acts
+        self._events = _EventListener()
+
+    # ------------------------------------------------------------------ routes
+    def resolve(self, src: Sequence[str], dst: Sequence[str], flow: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Route rows for transfers ``src[i] -> dst[i]`` on connection ``flow[i]``."""
+        index = self.topology.node_index
+        src_i = np.fromiter((index[s] for s in src), dtype=np.int64, count=len(src))
+        dst_i = np.fromiter((index[d] for d in dst), dtype=np.int64, count=len(dst))
+        return self.resolve_indices(src_i, dst_i, np.asarray(flow, dtype=np.int64))
+
+    def resolve_indices(self, src: np.ndarray, dst: np.ndarray, flow: np.ndarray) -> np.ndarray:
+        """``resolve`` for node indices; each distinct (src, dst, flow) is routed once."""
+        nodes = len(self.topology.nodes)
+        _, firsts, inverse = np.unique((flow * nodes + src) * nodes + dst, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        rows = np.empty(len(firsts), dtype=np.int64)
+        new: list[tuple[int, ...]] = []
+        names = self.topology.nodes
+        route = self.topology.route_indices
+        for i, first in enumerate(firsts.tolist()):
+            s, d, f = int(src[first]), int(dst[first]), int(flow[first])
+            row = self._rows.get((s, d, f))
+            if row is None:
+                row = len(self._keys)
+                self._rows[(s, d, f)] = row
+                self._keys.append((s, d, f))
+                new.append(route(names[s], names[d], f))
+            rows[i] = row
+        if new:
+            self._add_paths(new)
+        return rows[inverse]
+
+    def _add_paths(self, routes: list[tuple[int, ...]]) -> None:
+        width = max(self._paths.shape[1], max(len(r) for r in routes), 1)
+        if width > self._paths.shape[1]:
+            grown = np.full((len(self._paths), width), self._pad, dtype=np.int64)
+            grown[:, : self._paths.shape[1]] = self._paths
+            self._paths = grown
+        block, latency = self.topology.padded(routes, width)
+        self._moved = np.append(self._moved, np.arange(len(self._paths), len(self._paths) + len(routes)))
+        self._paths = np.vstack([self._paths, block])
+        self._path_latency = np.append(self._path_latency, latency)
+
+    # ------------------------------------------------------------------- flows
+    def transfer(self, src: str, dst: str, nbytes: float, flow: int = 0) -> simpy.Event:
+        """Start one transfer now; the event fires (value: seconds) when dst has the data."""
+        event = self.env.event()
+        tag = id(event)
+        self._events.events[tag] = event
+        self.start(self.resolve([src], [dst], [flow]), np.array([float(nbytes)]), np.array([tag]), self._events)
+        return event
+
+    def start(self, rows: np.ndarray, nbytes: np.ndarray, tags: np.ndarray, listener: FlowListener,
+              caps: np.ndarray | None = None, delays_ps: np.ndarray | None = None) -> None:
+        """Start flows now on route ``rows`` (from ``resolve``) carrying ``nbytes`` each.
+
+        ``caps`` (B/s, ``inf`` for none) bound each flow's own rate; ``delays_ps`` add to
+        each flow's delivery time (software latency at the ends, not on the wire).
+        """
+        if len(rows) == 0:
+            return
+        try:
+            owner = self._listeners.index(listener)
+        except ValueError:
+            owner = len(self._listeners)
+            self._listeners.append(listener)
+        rows = self._moved[rows]  # routes resolved before a link went down take their detour
+        slots = self._allocate(len(rows))
+        nbytes = np.asarray(nbytes, dtype=float)
+        self._row[slots] = rows
+        local = (self._paths[rows] == self._pad).all(axis=1)  # src == dst: nothing crosses the network
+        self._left[slots] = np.where(local, 0.0, nbytes)
+        self._size[slots] = nbytes
+        self._since[slots] = self.env.now
+        self._rate[slots] = 0.0
+        self._finish[slots] = np.where(self._left[slots] > 0, np.inf, self.env.now)  # nothing to send: done now
+        self._tag[slots] = tags
+        self._owner[slots] = owner
+        self._cap[slots] = np.inf if caps is None else caps
+        self._delay[slots] = 0 if delays_ps is None else delays_ps
+        np.add.at(self._users, self._paths[rows].ravel(), 1)
+        self._new.append(slots)
+        self._request_settle()
+
+    def set_capacity(self, links: np.ndarray, capacity: np.ndarray, topology: Topology | None = None) -> None:
+        """From now on, directed ``links`` run at ``capacity`` (B/s each; link statistics
+        measure utilisation and saturation against it from now on). Links at 0 are down:
+        ``topology`` (``Topology.without`` them) routes from now on, and every flow crossing
+        them, sending or yet to start, moves to its new route with the bytes it has left
+        (``Cut`` when there is none). Rates are recomputed at this instant."""
+        links = np.asarray(links, dtype=np.int64)
+        capacity = np.asarray(capacity, dtype=float)
+        self.capacity[links] = capacity
+        self._capacity[links] = capacity
+        self.stats.set_capacity(self.env.now, links, capacity)
+        self._gone.append(links)
+        dead = links[capacity == 0]
+        if len(dead):
+            self._reroute(dead, topology if topology is not None else self.topology.without(set(dead.tolist())))
+        self._request_settle()
+
+    def _reroute(self, dead: np.ndarray, topology: Topology) -> None:
+        self.topology = topology
+        crossing = np.flatnonzero(np.isin(self._paths, dead).any(axis=1))
+        moving = set(crossing.tolist())
+        self._rows = {key: row for key, row in self._rows.items() if row not in moving}
+        keys = np.array([self._keys[row] for row in crossing.tolist()], dtype=np.int64).reshape(-1, 3)
+        try:
+            detours = self.resolve_indices(keys[:, 0], keys[:, 1], keys[:, 2])
+        except nx.NetworkXNoPath as exc:
+            raise Cut(f"links down at {now_s(self.env.now)} leave no route: {exc}; take fewer links down") from None
+        remap = np.arange(len(self._moved))
+        remap[crossing] = detours
+        self._moved = remap[self._moved]
+        slots = np.flatnonzero(self._row >= 0)
+        slots = slots[np.isin(self._row[slots], crossing)]
+        if not len(slots):
+            return
+        now = self.env.now
+        rates = self._rate[slots]
+        left = self._left[slots] - rates * ((now - self._since[slots]) / PS_PER_SECOND)
+        old = self._paths[self._row[slots]]
+        self.stats.add_bytes(old, self._size[slots] - left)  # what crossed the old route stays counted there
+        self._change_load(old, -rates)
+        np.subtract.at(self._users, old.ravel(), 1)
+        self._gone.append(old[rates > 0].ravel())
+        self._row[slots] = self._moved[self._row[slots]]
+        np.add.at(self._users, self._paths[self._row[slots]].ravel(), 1)
+        self._size[slots] = left
+        self._left[slots] = left
+        self._since[slots] = now
+        self._rate[slots] = 0.0
+        self._finish[slots] = np.inf
+        self._new.append(slots)
+        self.rerouted += len(slots)
+        self.rerouted_bytes += float(left.sum())
+
+    def _allocate(self, count: int) -> np.ndarray:
+        if len(self._free) < count:
+            grow = max(count - len(self._free), self._slots, 64)
+            old = self._slots
+            self._slots += grow
+            for name, fill in (("_row", -1), ("_left", 0.0), ("_since", 0), ("_rate", 0.0), ("_finish", np.inf),
+                               ("_size", 0.0), ("_tag", 0), ("_owner", 0), ("_cap", np.inf), ("_delay", 0)):
+                array = getattr(self, name)
+                setattr(self, name, np.concatenate([array, np.full(grow, fill, dtype=array.dtype)]))
+            self._free.extend(range(self._slots - 1, old - 1, -1))
+        slots = np.array(self._free[-count:], dtype=np.int64)
+        del self._free[-count:]
+        return slots
+
+    @property
+    def active(self) -> int:
+        """Number of flows currently sending."""
+        return self._slots - len(self._free)
+
+    # ------------------------------------------------------------ the engine
+    def _request_settle(self) -> None:
+        if self._settle_pending or self._settling:
+            return
+        self._settle_pending = True
+        event = simpy.Event(self.env)
+        event._ok = True
+        event._value = None
+        event.callbacks.append(self._settle)
+        self.env.schedule(event, priority=SETTLE_PRIORITY)
+
+    def _settle(self, _event: simpy.Event | None = None) -> None:
+        """Finish flows that are done, notify listeners, then recompute the affected rates once."""
+        self._settle_pending = False
+        self._settling = True
+        try:
+            now = self.env.now
+            while True:
+                # last byte gone by now (to float rounding): a flow ends at the first whole ps at or after
+                # its finish, whatever else happens in between, so times never depend on unrelated events
+                done = np.flatnonzero(self._finish <= now + 1e-3)
+                if not len(done):
+                    break
+                self._complete(done)
+            self._reallocate()
+        finally:
+            self._settling = False
+
+    def _complete(self, slots: np.ndarray) -> None:
+        now = self.env.now
+        tags, owners, rows = self._tag[slots], self._owner[slots], self._row[slots]
+        delays = self._delay[slots]
+        paths = self._paths[rows]
+        self.stats.add_bytes(paths, self._size[slots])
+        np.subtract.at(self._users, paths.ravel(), 1)
+        self._gone.append(paths[self._rate[slots] > 0].ravel())
+        self._change_load(paths, -self._rate[slots])
+        self._row[slots] = -1
+        self._rate[slots] = 0.0
+        self._left[slots] = 0.0
+        self._finish[slots] = np.inf
+        self._free.extend(slots.tolist())
+        arrive = now + self._path_latency[rows] + self.overhead_ps + delays
+        for owner in np.unique(owners).tolist() if len(self._listeners) > 1 else [0]:
+            mine = owners == owner
+            listener = self._listeners[owner]
+            listener.sent(tags[mine], now)
+            mine_arrive = arrive[mine]
+            first = mine_arrive[0]
+            if (mine_arrive == first).all():  # the common case: one delivery time
+                times, groups = [int(first)], np.zeros(len(mine_arrive), dtype=np.int64)
+            else:
+                times, groups = np.unique(mine_arrive, return_inverse=True)
+                times = times.tolist()
+            for i, when in enumerate(times):
+                batch = tags[mine][groups == i]
+                if when == now:
+                    listener.delivered(batch, now)
+                else:
+                    self._deliver_later(listener, batch, when - now)
+
+    def _deliver_later(self, listener: FlowListener, tags: np.ndarray, delay: int) -> None:
+        timeout = self.env.timeout(delay)
+        timeout.callbacks.append(lambda event: listener.delivered(tags, self.env.now))
+
+    def _affected(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flows whose max-min rate may have changed at this instant, split into
+        (alone on every link of their path: rate = bottleneck capacity, the rest's slots).
+
+        Max-min allocations decompose over connected components of the flow/link graph, so
+        only the components holding a started flow, or a link a finished flow freed, change.
+        """
+        new = np.unique(np.concatenate(self._new)) if self._new else _EMPTY_I
+        new = new[self._row[new] >= 0]  # not already finished (zero bytes)
+        gone = np.concatenate(self._gone) if self._gone else _EMPTY_I
+        gone = gone[self._users[gone] > 0]  # freed capacity someone else can use
+        self._new, self._gone = [], []
+        paths = self._paths[self._row[new]]
+        users = self._users[paths]
+        alone = ((users == 1) | (paths == self._pad)).all(axis=1)
+        if not len(gone) and alone.all():  # the common case: nobody shares a link with a change
+            return new, _EMPTY_I
+        marked = np.zeros(len(self._capacity), dtype=bool)
+        marked[paths[~alone]] = True
+        marked[gone] = True
+        marked[self._pad] = False
+        if not marked.any():
+            return new[alone], _EMPTY_I
+        active = np.flatnonzero(self._row >= 0)
+        active_paths = self._paths[self._row[active]]
+        members = np.zeros(len(active), dtype=bool)
+        while True:
+            touching = marked[active_paths].any(axis=1) & ~members
+            if not touching.any():
+                break
+            members |= touching
+            marked[active_paths[touching].ravel()] = True
+            marked[self._pad] = False
+        return new[alone & ~members_of(self._slots, active[members])[new]], active[members]
+
+    def _reallocate(self) -> None:
+        now = self.env.now
+        alone, shared = self._affected()
+        slots = np.concatenate([alone, shared])
+        if len(slots):
+            rates = np.empty(len(slots))
+            bottleneck = self._capacity[self._paths[self._row[alone]]].min(axis=1)
+            rates[: len(alone)] = np.minimum(bottleneck, self._cap[alone])
+            if len(shared):
+                rates[len(alone):] = max_min_rates(self._paths[self._row[shared]], self._capacity, self._cap[shared])
+            old = self._rate[slots]
+            moved = rates != old
+            slots, rates, old = slots[moved], rates[moved], old[moved]
+            self._left[slots] -= old * ((now - self._since[slots]) / PS_PER_SECOND)
+            self._since[slots] = now
+            self._rate[slots] = rates
+            self._finish[slots] = now + self._left[slots] / rates * PS_PER_SECOND
+            if len(slots):
+                check_horizon(self._finish[slots].max())
+            self._change_load(self._paths[self._row[slots]], rates - old)
+        self.stats.commit(now, self._users[:-1])
+        if self.active:
+            self._timer += 1
+            version = self._timer
+            delay = max(1, math.ceil(float(self._finish.min()) - now - 1e-3))
+            timer = self.env.timeout(delay)
+            timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
+        else:
+            self.stats.close(now)
+
+    def _change_load(self, paths: np.ndarray, delta: np.ndarray) -> None:
+        """Add ``delta`` (B/s) to every link of each padded path (effective at this instant)."""
+        if len(delta):
+            self.stats.shift(paths, delta)

@@ -1,0 +1,359 @@
+"""Replay a ``Schedule`` on the fluid network: who sends what when, and when it arrives.
+
+The replay keeps dependency counters in numpy arrays and starts every transfer whose
+dependencies are met as one batch per instant, so its Python work per transfer is small.
+A reduction delays the data's availability by ``bytes / reduce_bandwidth``.
+
+A performance model (``simnet.model``) decides how the transfers are timed, as a
+``Timing``: the link capacities the network runs at, each transfer's bytes on the wire,
+its own rate cap and its software latency, and when the collective starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from simnet.engine.accounting import LinkStats
+from simnet.engine.faults import Fault, _schedule_faults
+from simnet.engine.fluid import FluidNetwork
+from simnet.model.timing import Timing
+from simnet.schedule.transfers import REDUCE, Schedule, _gather
+from simnet.topology.graph import PS_PER_SECOND, Topology
+
+__all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart"]
+
+
+
+
+@dataclass
+class Replay:
+    """Times per transfer (integer picoseconds, same order as the schedule) and the links'
+    statistics; ``start``, ``sent`` and ``delivered`` give the same times in seconds.
+
+    ``engine`` is ``fluid`` (the fluid network, every transfer timed), ``lanes``
+    (``simnet.engine.lanes``: no schedule and no per-transfer times, only the
+    completion time and the link statistics) or ``lanes-steady`` (the same, every lane at
+    an equal split of every link it shares: times are upper bounds)."""
+
+    schedule: Schedule | None
+    topology: Topology
+    start_ps: np.ndarray
+    sent_ps: np.ndarray
+    delivered_ps: np.ndarray
+    stats: LinkStats
+    duration_ps: int
+    rerouted: int = 0  # flows moved off links a fault took down
+    rerouted_bytes: float = 0.0  # bytes they still had to send when they moved
+    engine: str = "fluid"
+    lanes_done_ps: np.ndarray | None = None  # lanes: when each lane's last transfer was delivered
+    shared_link: int | None = None  # lanes-steady: the link of smallest equal share that slowed a lane
+
+    @property
+    def time(self) -> float:
+        """Completion time of the collective in seconds (last data usable)."""
+        return self.duration_ps / PS_PER_SECOND
+
+    @property
+    def start(self) -> np.ndarray:
+        """When each transfer started (read its data), in seconds."""
+        return self.start_ps / PS_PER_SECOND
+
+    @property
+    def sent(self) -> np.ndarray:
+        """When each transfer's last byte left its sender, in seconds."""
+        return self.sent_ps / PS_PER_SECOND
+
+    @property
+    def delivered(self) -> np.ndarray:
+        """When each transfer's data was usable at its receiver, in seconds."""
+        return self.delivered_ps / PS_PER_SECOND
+
+
+def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx) of "who points at t": transfer i points at ``counts[i]`` consecutive ``targets``."""
+    order = np.argsort(targets, kind="stable")
+    owners = np.repeat(np.arange(n, dtype=np.int32), counts)[order]
+    ptr = np.searchsorted(targets[order], np.arange(n + 1))
+    return ptr, owners
+
+
+class _Runner:
+    """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids."""
+
+    def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None, timing: Timing,
+                 start_delay: dict[str, float] | None = None, on_done: Callable[[int], None] | None = None):
+        self.s = schedule
+        self.on_done = on_done  # called with the time (ps) the last transfer's data is usable
+        self.remaining = len(schedule)
+        self.net = net
+        self.env = net.env
+        n = len(schedule)
+        index = net.topology.node_index
+        node_ids = np.array([index[node] for node in schedule.nodes], dtype=np.int64)
+        self.rows = net.resolve_indices(node_ids[schedule.src], node_ids[schedule.dst],
+                                        schedule.channel.astype(np.int64))
+        self.nbytes = schedule.nbytes.astype(float)
+        self.wire = self.nbytes * timing.wire_factor
+        self.caps = timing.rate_cap
+        self.delays = timing.delay_ps
+        self.local = schedule.src == schedule.dst
+        self.waiting = np.diff(schedule.dep_ptr).astype(np.int32)
+        self.queued = schedule.after_sent >= 0
+        self.started = np.zeros(n, dtype=bool)
+        self.stamp = np.zeros(n, dtype=np.int64)
+        self.start_ps = np.full(n, -1, dtype=np.int64)
+        self.sent_ps = np.full(n, -1, dtype=np.int64)
+        self.done_ps = np.full(n, -1, dtype=np.int64)
+        # reverse edges: who waits for my delivery, who queues behind my send
+        self.dependents_ptr, self.dependents = _reverse(schedule.dep_idx, np.diff(schedule.dep_ptr), n)
+        queued = self.queued.astype(np.int64)
+        self.followers_ptr, self.followers = _reverse(schedule.after_sent[self.queued], queued, n)
+        self.gate_ps = None  # earliest start of each transfer: both ends' ranks must have joined
+        if start_delay:
+            joined = np.array([round(start_delay.get(node, 0.0) * PS_PER_SECOND) for node in schedule.nodes],
+                              dtype=np.int64) + timing.start_ps
+            self.gate_ps = np.maximum(joined[schedule.src], joined[schedule.dst])
+            self.deferred = np.zeros(n, dtype=bool)
+        self.reduce_ps = None  # ps a reduction delays each transfer's data, when reductions cost time
+        if reduce_bandwidth:
+            seconds = np.where(schedule.op == REDUCE, self.nbytes / reduce_bandwidth, 0.0)
+            self.reduce_ps = np.ceil(seconds * PS_PER_SECOND).astype(np.int64)
+
+    def begin(self) -> None:
+        self._launch(np.flatnonzero((self.waiting == 0) & ~self.queued))
+
+    def _launch(self, candidates: np.ndarray) -> None:
+        ready = candidates[(self.waiting[candidates] == 0) & ~self.queued[candidates] & ~self.started[candidates]]
+        if len(ready) == 0:
+            return
+        if len(ready) > 1:  # drop repeats without sorting: keep each id's last position
+            order = np.arange(len(ready))
+            self.stamp[ready] = order
+            ready = ready[self.stamp[ready] == order]
+        if self.gate_ps is not None:
+            ready = self._at_their_gates(ready)
+        self.started[ready] = True
+        self.start_ps[ready] = self.env.now
+        local = self.local[ready]  # joins: no network, no overhead
+        remote = ready[~local]
+        if len(remote):
+            self.net.start(self.rows[remote], self.wire[remote], remote, self,
+                           caps=None if self.caps is None else self.caps[remote],
+                           delays_ps=None if self.delays is None else self.delays[remote])
+        if local.any():
+            self.sent(ready[local], self.env.now)
+            self._usable(ready[local])
+
+    def _at_their_gates(self, ready: np.ndarray) -> np.ndarray:
+        """The transfers whose ranks have both joined; the others start when the later one joins."""
+        now = self.env.now
+        early = self.gate_ps[ready] > now
+        late = ready[early & ~self.deferred[ready]]
+        self.deferred[late] = True
+        for when in np.unique(self.gate_ps[late]).tolist():
+            batch = late[self.gate_ps[late] == when]
+            self.env.timeout(when - now).callbacks.append(lambda event, batch=batch: self._launch(batch))
+        return ready[~early]
+
+    def sent(self, tags: np.ndarray, now: int) -> None:
+        self.sent_ps[tags] = now
+        behind = _gather(self.followers_ptr, self.followers, tags)
+        if len(behind):
+            self.queued[behind] = False
+            self._launch(behind)
+
+    def delivered(self, tags: np.ndarray, now: int) -> None:
+        if self.reduce_ps is None:
+            self._usable(tags)
+            return
+        delays = self.reduce_ps[tags]
+        self._usable(tags[delays == 0])
+        for delay in np.unique(delays[delays > 0]).tolist():
+            batch = tags[delays == delay]
+            timeout = self.env.timeout(delay)
+            timeout.callbacks.append(lambda event, batch=batch: self._usable(batch))
+
+    def _usable(self, tags: np.ndarray) -> None:
+        if len(tags) == 0:
+            return
+        self.done_ps[tags] = self.env.now
+        self.remaining -= len(tags)
+        if self.remaining == 0 and self.on_done is not None:
+            self.on_done(self.env.now)
+        waiting = _gather(self.dependents_ptr, self.dependents, tags)
+        if len(waiting):
+            np.subtract.at(self.waiting, waiting, 1)
+            self._launch(waiting)
+
+
+def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = None,
+           reduce_bandwidth: float | None = None, message_overhead: float = 0.0, timeline: bool = False,
+           faults: list[Fault] | None = None, start_delay: dict[str, float] | None = None) -> Replay:
+    """Run ``schedule`` on a fresh fluid network over ``topology`` and time every transfer.
+
+    ``timing`` is the performance model's say (default: line rate, no software costs);
+    ``reduce_bandwidth`` (bytes/s, default: reductions are free) and ``message_overhead``
+    (seconds per message) follow the network model (docs/architecture.md). ``faults``
+    change link capacities at their times (links down: flows take the surviving routes);
+    ``start_delay`` (s per GPU) makes ranks join late: a transfer starts once both its
+    ends have joined (a receiver posts its buffers when its kernel starts).
+    """
+    timing = timing or Timing()
+    env = simpy.Environment()
+    net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
+                       capacity=timing.capacity)
+    runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
+    _schedule_faults(net, topology, faults or [])
+    if timing.start_ps:
+        env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
+    else:
+        runner.begin()
+    env.run()
+    if len(schedule) and (runner.done_ps < 0).any():
+        stuck = int(np.flatnonzero(runner.done_ps < 0)[0])
+        raise RuntimeError(f"{schedule.algorithm}: transfer {stuck} never ran: its dependencies form a cycle")
+    duration = int(runner.done_ps.max()) if len(schedule) else 0
+    return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration,
+                  net.rerouted, net.rerouted_bytes)
+
+
+@dataclass
+class JobRun:
+    """One job sharing the network: ``schedule`` timed by ``timing``, first run at
+    ``start_ps``, ``repeat`` times, each run starting ``period_ps`` after the one before or
+    when it ends, whichever is later (a training loop's next step). ``repeat=0``: a
+    background job, repeated for as long as some other job is still running."""
+
+    schedule: Schedule
+    timing: Timing
+    start_ps: int = 0
+    repeat: int = 1
+    period_ps: int = 0
+
+
+def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None,
+                timeline: bool = False) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+    """Run several jobs on one fluid network (their flows share every link max-min fairly).
+
+    Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
+    launch latency included in its time) and the shared links' statistics. ``capacity``:
+    B/s per directed link (default: the topology's).
+    """
+    env = simpy.Environment()
+    net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
+    runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
+    running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
+
+    def issue(j: int, k: int) -> None:
+        job, issued = jobs[j], env.now
+        if not len(job.schedule):
+            return finished(j, k, issued, issued)
+        runner = _Runner(job.schedule, net, None, job.timing, on_done=lambda now: finished(j, k, issued, now))
+        if job.timing.start_ps:
+            env.timeout(job.timing.start_ps).callbacks.append(lambda event: runner.begin())
+        else:
+            runner.begin()
+
+    def finished(j: int, k: int, issued: int, now: int) -> None:
+        runs[j].append((issued, now))
+        job = jobs[j]
+        if job.repeat and k + 1 == job.repeat:
+            running[0] -= 1
+        if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):
+            at = max(job.start_ps + (k + 1) * job.period_ps, now)
+            env.timeout(at - now).callbacks.append(lambda event: issue(j, k + 1))
+
+    for j, job in enumerate(jobs):
+        env.timeout(job.start_ps).callbacks.append(lambda event, j=j: issue(j, 0))
+    env.run()
+    return runs, net.stats
+
+
+def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None) -> list[int]:
+    """When each job, all started at once and run once, completes (ps): ``replay_jobs``
+    of them all, done in parts. Max-min sharing couples flows only through the links they
+    share, so jobs whose routes are linked by no shared link never slow each other: each
+    set of jobs linked by shared links is replayed on its own, and a set identical to one
+    already replayed (the same schedules and timings over links of the same capacities and
+    latencies, crossed in the same pattern: the tensor-parallel groups of identical
+    servers) takes that one's times. Equal to the joint replay up to the rounding of rates
+    at the tie tolerance (``maxmin.TIE``)."""
+    if any(job.repeat != 1 or job.start_ps for job in jobs):
+        raise ValueError("replay_apart runs every job once from time 0; use replay_jobs for repeats and offsets")
+    capacity = np.asarray(topology.capacity if capacity is None else capacity, dtype=float)
+    routed = [_routed(job, topology) for job in jobs]
+    parts: dict[int, list[int]] = {}
+    for j, root in enumerate(_linked(jobs, [links for links, _ in routed])):
+        parts.setdefault(root, []).append(j)
+    ends = [0] * len(jobs)
+    known: dict[bytes, list[int]] = {}
+    for members in parts.values():
+        key = _fingerprint([jobs[j] for j in members], [routed[j] for j in members], topology, capacity)
+        if key not in known:
+            times, _ = replay_jobs([jobs[j] for j in members], topology, capacity=capacity)
+            known[key] = [end for (_, end), in times]
+        for j, end in zip(members, known[key]):
+            ends[j] = end
+    return ends
+
+
+def _routed(job: JobRun, topology: Topology) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """(links the job's transfers cross, sorted; (route of each connection padded with -1,
+    each transfer's connection))."""
+    s = job.schedule
+    if not len(s):
+        return np.zeros(0, dtype=np.int64), (np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
+    triples = np.stack([s.channel.astype(np.int64), s.src.astype(np.int64), s.dst.astype(np.int64)], axis=1)
+    connections, which = np.unique(triples, axis=0, return_inverse=True)
+    nodes = s.nodes
+    paths, _ = topology.route_matrix([nodes[i] for i in connections[:, 1].tolist()],
+                                     [nodes[i] for i in connections[:, 2].tolist()], connections[:, 0])
+    paths = np.where(paths == len(topology.links), -1, paths)
+    return np.unique(paths[paths >= 0]), (paths, which.reshape(-1))
+
+
+def _linked(jobs: list[JobRun], links: list[np.ndarray]) -> list[int]:
+    """Per job, a representative of the set of jobs its links connect it to (union-find)."""
+    parent = list(range(len(jobs)))
+
+    def root(j: int) -> int:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    owner: dict[int, int] = {}
+    for j, used in enumerate(links):
+        for link in used.tolist():
+            other = owner.setdefault(link, j)
+            a, b = root(j), root(other)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    return [root(j) for j in range(len(jobs))]
+
+
+def _fingerprint(jobs: list[JobRun], routed: list, topology: Topology, capacity: np.ndarray) -> bytes:
+    """A digest of everything the fluid replay of ``jobs`` together reads, their links
+    renumbered in index order (so identical parts of a fabric digest alike)."""
+    import hashlib
+
+    used = np.unique(np.concatenate([links for links, _ in routed]))
+    digest = hashlib.blake2b(digest_size=20)
+    for array in (capacity[used], topology.latency_ps[used]):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    for job, (_, (paths, which)) in zip(jobs, routed):
+        s, t = job.schedule, job.timing
+        local = np.where(paths >= 0, np.searchsorted(used, np.maximum(paths, 0)), -1)
+        digest.update(repr((len(s), paths.shape, t.wire_factor, t.start_ps, job.start_ps, job.repeat,
+                            job.period_ps, t.rate_cap is None, t.delay_ps is None)).encode())
+        for array in (local, which, s.src, s.dst, s.lo, s.hi, s.op, s.dep_ptr, s.dep_idx, s.after_sent,
+                      t.rate_cap, t.delay_ps):
+            if array is not None:
+                digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.digest()
+
+

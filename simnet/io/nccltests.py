@@ -1,0 +1,146 @@
+"""Read nccl-tests output as it is printed: the ``all_reduce_perf`` table.
+
+Handles the current layout (``size count type redop root``, then time / algbw / busbw /
+#wrong for out-of-place and in-place, 13 fields) and the pre-2022 one (no ``root``, an
+``error`` column, 12 fields); ``#wrong`` may be ``N/A``; launcher prefixes such as
+``[1,0]<stdout>:`` (Open MPI), ``0:`` (Slurm) or ``[0]``, and timestamps (``kubectl logs
+--timestamps``, ``mpirun --timestamp-output``) are stripped; ``NCCL INFO`` lines
+and comments are skipped. The rank count comes from the ``#  Rank  N ...`` device lines,
+which test it is from ``# Collective test starting: NAME`` and the rows' ``redop`` and
+``root`` columns (``none`` for a collective that does not reduce, a root for a rooted one).
+
+>>> log = '''# Using devices
+... #  Rank  0 Group  0 Pid  1 on h0 device  0 [0000:0f:00] NVIDIA H100 80GB HBM3
+... #  Rank  1 Group  0 Pid  2 on h1 device  0 [0000:0f:00] NVIDIA H100 80GB HBM3
+...      1048576        262144     float     sum      -1    71.93   14.58   27.33      0    71.47   14.67   27.51      0
+... '''
+>>> parsed = parse_log(log, "x.log")
+>>> parsed.ranks, parsed.rows[0].size_bytes, parsed.rows[0].time_us, parsed.rows[0].inplace_time_us
+(2, 1048576, 71.93, 71.47)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simnet.errors import InputError
+from simnet.io.files import read_text
+
+__all__ = ["Row", "Log", "parse_log", "read_log"]
+
+_PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # kubectl logs --timestamps
+                     r"(\w{3} \w{3} +\d+ [\d:]+ \d{4})?"  # mpirun --timestamp-output
+                     r"(\[\d+,\d+\]<std(out|err)>:|<std(out|err)>:|\d+:|\[\d+\])?\s*")
+_RANK = re.compile(r"^#\s*Rank\s+(\d+)\b")
+_TEST = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One size of the table: bytes, and the out-of-place (and in-place) time in us."""
+
+    size_bytes: int
+    time_us: float
+    inplace_time_us: float | None
+    busbw_GBps: float
+    line: int
+
+    @property
+    def best_us(self) -> float:
+        """The faster of the two columns: both time the same collective."""
+        return min(self.time_us, self.inplace_time_us or self.time_us)
+
+
+@dataclass
+class Log:
+    """A parsed log: where it came from, its rank count and its rows; ``test``: the program
+    its header names (``all_reduce_perf``) and on which line; ``other``: the first row whose
+    ``redop`` or ``root`` no AllReduce prints (line and why), if any."""
+
+    path: str
+    ranks: int | None
+    rows: list[Row] = field(default_factory=list)
+    test: tuple[str, int] | None = None
+    other: tuple[int, str] | None = None
+
+    def refuse_unless_allreduce(self) -> None:
+        """``InputError`` naming the line when the log is not an AllReduce's."""
+        if self.test and not Path(self.test[0]).name.startswith("all_reduce"):
+            raise InputError(f"this log is from {Path(self.test[0]).name}; only all_reduce_perf times an AllReduce",
+                             self.path, self.test[1])
+        if self.other:
+            raise InputError(f"{self.other[1]}: not an all_reduce_perf row", self.path, self.other[0])
+
+
+def _float(text: str) -> float | None:
+    return float(text) if _NUMBER.match(text) else None
+
+
+def _not_allreduce(fields: list[str]) -> str | None:
+    """Why a data row is not an AllReduce's (redop ``none``, a root), or None."""
+    if fields[3] == "none":
+        return "redop none (a collective that does not reduce)"
+    if len(fields) == 13 and fields[4] != "-1":
+        return f"root {fields[4]} (a rooted collective)"
+    return None
+
+
+def _row(fields: list[str]) -> tuple[int, float, float | None, float] | None:
+    """(size, time, in-place time, busbw) from a data row's fields, or None if it is not one."""
+    if len(fields) not in (12, 13) or not fields[0].isdigit() or not fields[1].isdigit():
+        return None
+    body = fields[5:] if len(fields) == 13 else fields[4:]  # the current layout has a root column
+    time, busbw = _float(body[0]), _float(body[2])
+    inplace = _float(body[4]) if len(body) >= 5 else None
+    if time is None or busbw is None:
+        return None
+    return int(fields[0]), time, inplace, busbw
+
+
+def parse_log(text: str, path: str = "<log>") -> Log:
+    """Every data row of an nccl-tests log; ``InputError`` naming the line for a row that
+    starts like data but cannot be read, or for a log without any."""
+    log = Log(path, None)
+    ranks = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _PREFIX.sub("", raw).strip()
+        if not line or "NCCL INFO" in line or "NCCL WARN" in line:
+            continue
+        if line.startswith("#"):
+            match = _RANK.match(line)
+            if match:
+                ranks.add(int(match.group(1)))
+            test = _TEST.match(line)
+            if test and log.test is None:
+                log.test = (test.group(1), number)
+            continue
+        fields = line.split()
+        if not fields[0][0].isdigit():
+            continue  # prose, a header without '#', a command line
+        parsed = _row(fields)
+        if parsed is None:
+            raise InputError(f"not an nccl-tests row (size count type redop [root] time algbw busbw ...): "
+                             f"{line[:80]!r}", path, number)
+        size, time, inplace, busbw = parsed
+        wrong = [t for t in (time, inplace) if t is not None and t <= 0]
+        if size > 0 and wrong:
+            raise InputError(f"time: {wrong[0]:g} us is not a time a collective takes (it must be positive)",
+                             path, number)
+        if size > 0:
+            log.rows.append(Row(size, time, inplace, busbw, number))
+            why = _not_allreduce(fields)
+            if why and log.other is None:
+                log.other = (number, why)
+    if not log.rows:
+        raise InputError("no nccl-tests rows found (expected the all_reduce_perf table)", path)
+    log.ranks = len(ranks) or None
+    return log
+
+
+def read_log(path: str | Path) -> Log:
+    """``parse_log`` of a file, refusing what cannot be read in one line."""
+    path = Path(path)
+    return parse_log(read_text(path, "an nccl-tests log", errors="replace"), str(path))

@@ -1,0 +1,79 @@
+"""Performance models: how a schedule's transfers are timed on the fluid network.
+
+* ``nccl`` (the default): NCCL's protocols (LL, LL128, Simple), its per-step software
+  latency by link class and transport, its effective link rates and its bandwidth
+  ceiling per algorithm (``simnet.model.nccl``), so times are what nccl-tests measures;
+* ``ideal``: line rate and no software costs: the network model alone, on which every
+  algorithm's closed form holds exactly.
+
+The runner asks the model for a ``ModelPlan`` before building a schedule (the protocol,
+and default schedule options such as NCCL's chunk size), then for the schedule's
+``Timing`` before replaying it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simnet.model.timing import Timing
+from simnet.schedule.transfers import Schedule
+from simnet.topology.graph import Topology
+
+__all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing", "lane_timing"]
+
+MODELS = ("nccl", "ideal")
+DEFAULT_MODEL = "nccl"
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """A model's decisions for one collective: ``protocol`` (None under ``ideal``), the
+    schedule ``options`` to build with, and whatever the model needs to time it."""
+
+    model: str
+    protocol: str | None
+    options: dict
+    detail: object = field(default=None, repr=False)
+
+
+def _check(model: str) -> None:
+    if model not in MODELS:
+        raise ValueError(f"model: {model!r} is not one of {', '.join(MODELS)}")
+
+
+def plan(model: str, topology: Topology, algorithm: str, size: int, options: dict,
+         accepts: tuple[str, ...], nccl_proto: str | None = None, calibration=None,
+         function: str = "AllReduce", message: int | None = None, system=None) -> ModelPlan:
+    """The model's decisions before ``algorithm``'s schedule is built (``accepts``: its
+    options; ``nccl_proto``: an NCCL_PROTO value constraining the protocol;
+    ``calibration``: a ``Calibration`` refining the nccl model; ``function``: the NCCL
+    function of the collective; ``message``: the bytes of one point-to-point send, default
+    ``size``; ``system``: what NCCL sees of the topology under its environment, default
+    the topology's own ``tuning.system_of``)."""
+    _check(model)
+    if model == "ideal":
+        return ModelPlan("ideal", None, dict(options))
+    from simnet.model import nccl
+
+    decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message,
+                        system)
+    return ModelPlan("nccl", decided.protocol, decided.options, decided)
+
+
+def timing(decided: ModelPlan, schedule: Schedule, topology: Topology) -> Timing:
+    """How ``schedule`` is timed under the plan's model."""
+    if decided.model == "ideal":
+        return Timing()
+    from simnet.model import nccl
+
+    return nccl.timing(schedule, topology, decided.detail)
+
+
+def lane_timing(decided: ModelPlan, program, topology: Topology) -> Timing:
+    """How a ``LaneProgram``'s lanes are timed under the plan's model (arrays per lane)."""
+    if decided.model == "ideal":
+        return Timing()
+    from simnet.model import nccl
+
+    return nccl.connection_timing(decided.detail, topology, program.nodes, program.channel, program.src, program.dst,
+                                  program.carried(), program.info)

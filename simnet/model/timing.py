@@ -1,0 +1,25 @@
+"""What a performance model says of a schedule: how its transfers are timed on the network."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Timing:
+    """How one schedule is timed (arrays indexed like the schedule's transfers).
+
+    ``capacity``: B/s per directed link (None: the topology's); ``wire_factor``: bytes a
+    transfer occupies on its links per data byte (a protocol's flags and headers);
+    ``rate_cap``: B/s bound on a transfer's own rate (None: none);
+    ``delay_ps``: software latency added to its delivery (None: none); ``start_ps``: when
+    the collective's first transfers may start (a launch latency).
+    """
+
+    capacity: np.ndarray | None = None
+    wire_factor: float = 1.0
+    rate_cap: np.ndarray | None = None
+    delay_ps: np.ndarray | None = None
+    start_ps: int = 0

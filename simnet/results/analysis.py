@@ -1,0 +1,151 @@
+"""From a timed schedule to what a person reads: per-link reports and warnings with remedies.
+
+``link_reports`` turns the network's link statistics into ``LinkReport`` rows ordered by
+the bottleneck ranking (longest saturated first, then busiest on average), the one order
+the results table, the warnings and the plots all use. ``find_warnings`` flags:
+
+* ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
+  parameter server) busy most of the run with many flows crowding it (incast);
+* ``link_congestion``: a switch-to-switch link saturated most of the run by several flows;
+* ``idle_servers``: parameter servers in the topology that the run left unused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet import units
+from simnet.results.result import Finding, LinkReport
+from simnet.topology.graph import PS_PER_SECOND, Topology
+
+__all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "ENDPOINT_KINDS"]
+
+OVERLOAD_SATURATION = 0.5
+"""A link (or port) saturated for at least this share of the run is worth a warning..."""
+OVERLOAD_FLOWS = 8
+"""...when at least this many flows crowded a machine's port at once (incast), or 2 a fabric link.
+Algorithms that keep a few flows per port (a double binary tree has 4) are not incast."""
+ENDPOINT_KINDS = frozenset({"nic", "host", "ps", "gpu"})
+"""A link touching one of these is a machine's network attachment (nic_overload), else a fabric link."""
+ROUNDING = 1e-9
+"""Relative residue of floating-point load sums; a peak within it of 1.0 is exactly full."""
+
+
+def link_reports(replay) -> list[LinkReport]:
+    """Every link that carried data, in bottleneck order (see the module docstring)."""
+    topo, stats = replay.topology, replay.stats
+    capacity = stats.capacity  # the rates the replay ran at (a model's effective rates), healthy
+    duration = replay.duration_ps
+    used = np.flatnonzero(stats.bytes > 0)
+    if duration <= 0 or not len(used):
+        return []
+    seconds = duration / PS_PER_SECOND
+    offered = stats.mean_capacity(duration)  # what faults left of it, on average
+    mean = np.zeros(len(capacity))
+    mean[used] = stats.bytes[used] / (offered[used] * seconds)  # a link that carried bytes had some capacity
+    saturated = stats.saturated_ps[used] / duration
+    order = used[np.lexsort((-mean[used], -saturated))]
+    peak = np.where(np.abs(stats.peak - 1.0) <= ROUNDING, 1.0, stats.peak)
+    return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(capacity[i]),
+                       bytes=float(stats.bytes[i]),
+                       mean_utilization=float(mean[i]),
+                       peak_utilization=float(peak[i]),
+                       saturated_fraction=float(stats.saturated_ps[i] / duration),
+                       port_saturated_fraction=float(stats.either_saturated_ps[i] / duration),
+                       max_flows=int(stats.max_flows[i]), mean_capacity_Bps=float(offered[i])) for i in order]
+
+
+def _capacity(link: LinkReport) -> str:
+    """The link's capacity for a message: healthy, or what faults left of it on average and healthy."""
+    healthy = f"{link.capacity_Bps / 1e9:.4g} GB/s"
+    if link.mean_capacity_Bps == link.capacity_Bps:
+        return healthy
+    return f"{link.mean_capacity_Bps / 1e9:.4g} GB/s on average under the faults ({healthy} healthy)"
+
+
+def _machine(topo: Topology, link: LinkReport) -> str | None:
+    """The machine (GPU, NIC, host bridge, ps) this link attaches to the network, if any;
+    between two of them (a GPU's cable to its NIC) the one nearer the network."""
+    ends = [node for node in (link.dst, link.src) if topo.kind(node) in ENDPOINT_KINDS]
+    return min(ends, key=lambda node: _NEARER_THE_NETWORK.index(topo.kind(node)), default=None)
+
+
+_NEARER_THE_NETWORK = ("ps", "nic", "host", "gpu")
+
+
+def _alternatives(collective: str, algorithm: str) -> list[str]:
+    """What a remedy may suggest instead: the collective's own algorithms among the usual ones."""
+    from simnet.schedule.catalog import algorithms_for
+
+    table = algorithms_for(collective)
+    return [a for a in ("ring", "hierarchical", "pat", "pairwise") if a in table and a != algorithm]
+
+
+def _port_remedy(algorithm: str, machine_kind: str, collective: str) -> str:
+    if algorithm == "ps":
+        return "shard the server (options.ps_servers: K) or use a collective such as ring"
+    if machine_kind == "ps":
+        return "use more parameter servers or a faster server NIC"
+    others = " or ".join(_alternatives(collective, algorithm))
+    if not others:
+        return "a faster port, or fewer flows through it (pxn: to route sends through the peer's rail)"
+    return (f"a faster port, or fewer flows through it: compare {others} here (-a), which may or may not "
+            "be faster on this fabric")
+
+
+def _fabric_remedy(algorithm: str, collective: str) -> str:
+    if algorithm == "hierarchical":
+        try_instead = "a coarser group_by (rack, region), so fewer shards cross"
+    elif "hierarchical" in _alternatives(collective, algorithm):
+        try_instead = "hierarchical, which sends 1/g of the data across for g GPUs per group"
+    else:
+        try_instead = " or ".join(_alternatives(collective, algorithm) or ["a placement with fewer flows across"])
+    return (f"more bandwidth on this tier (lower oversubscription), or less traffic across it: compare "
+            f"{try_instead} (it may or may not be faster here)")
+
+
+def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
+                  servers: list[str] | None = None, collective: str = "allreduce") -> list[Finding]:
+    """Warnings for the ``links`` of one run of ``collective``'s ``algorithm`` (see the module
+    docstring); remedies name only algorithms the collective has.
+
+    A port's two directions are judged together by the time *either* was saturated (a
+    parameter server is saturated inbound while workers push, then outbound while they
+    pull: busy the whole run), so overlapping saturation is never counted twice.
+    """
+    findings = []
+    ports: dict[str, dict[frozenset, list[LinkReport]]] = {}
+    run = units.format_time(time_s)
+    for link in links:
+        machine = _machine(topo, link)
+        if machine is None:
+            if link.saturated_fraction >= OVERLOAD_SATURATION and link.max_flows >= 2:
+                findings.append(Finding("link_congestion", link.name, (
+                    f"{link.name}: {link.max_flows} flows shared {_capacity(link)}, saturated "
+                    f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
+                    f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed. Remedy: "
+                    f"{_fabric_remedy(algorithm, collective)}")))
+            continue
+        ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
+    for machine, cables in ports.items():  # one warning per machine, about its busiest cable
+        pair = max(cables.values(), key=lambda links: max(link.port_saturated_fraction for link in links))
+        busy = max(link.port_saturated_fraction for link in pair)
+        flows = max(link.max_flows for link in pair)
+        if busy < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:
+            continue
+        worst = pair[0]  # links come in bottleneck order: the port's link the results table would name
+        pair = sorted(pair, key=lambda link: link.dst != machine)  # inbound first
+        each = " and ".join(f"{link.name} {link.saturated_fraction:.0%}" for link in pair)
+        moved = " and ".join(f"{units.format_size(link.bytes)} {'in' if link.dst == machine else 'out'}"
+                             for link in pair)
+        findings.append(Finding("nic_overload", worst.name, (
+            f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
+            f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
+            f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
+    idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
+    if algorithm == "ps" and idle:
+        findings.append(Finding("idle_servers", idle[0], (
+            f"{len(idle)} of {len(topo.parameter_servers)} parameter servers carried nothing "
+            f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}). Remedy: options.ps_servers: "
+            f"{len(topo.parameter_servers)} shards the gradient over all of them")))
+    return findings

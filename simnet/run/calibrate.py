@@ -1,0 +1,246 @@
+"""Fit the nccl model to a system's own nccl-tests logs (``simnet calibrate``).
+
+Each log row is one point: its rank count (from the log's device lines), its size, and
+the faster of its out-of-place and in-place times. simnet predicts every point as
+nccl-tests runs it (``auto``: what NCCL picks), fixes that algorithm and protocol, and
+fits the ``Calibration`` parameters (three latencies, the network's rate factor and a rate
+factor at each of five sizes) by least squares on log time, Levenberg-Marquardt
+on a Jacobian of finite differences, each parameter gently held towards its default so a
+log that says nothing about one (a single node about the network) leaves it alone. Logs
+from different rank counts (one node, and several) tell a step's latency from the
+start-up latency; rows of one rank count barely can (they take nearly the same steps),
+so there the per-step latencies keep NCCL's figures and only the start-up latency is
+fitted (fitted freely, a profile from one node count predicted other node counts worse
+than none: docs/validation_calibrated.md).
+
+>>> points = [CalibrationPoint("x.log", 8, 2**20, 30.0, 1)]
+>>> points[0].label
+'x.log:1'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from simnet.errors import InputError
+from simnet.io.nccltests import Log
+from simnet.model.calibration import KNOTS, Calibration
+
+__all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS", "error_factor"]
+
+LATENCIES = ("base_latency", "intra_step_latency", "network_step_latency")
+PARAMETERS = LATENCIES + ("network_bandwidth",) + tuple(f"bandwidth@{size}" for size in KNOTS)
+"""Three latencies, the network's rate factor, and the rate factor at each of ``KNOTS``."""
+_STEP = {"base_latency": 1e-6, "intra_step_latency": 0.2e-6, "network_step_latency": 1e-6, "rate": 0.02}
+_SCALE = {"base_latency": 20e-6, "intra_step_latency": 2e-6, "network_step_latency": 20e-6, "rate": 0.5}
+"""How far each parameter plausibly moves; the prior that holds it is one such scale wide."""
+_PRIOR = 1e-4
+_SMOOTH = 3e-2
+"""How strongly neighbouring size factors are held together (a size the logs lack takes its neighbours')."""
+_BOUNDS = {"base_latency": (-20e-6, 1e-3), "intra_step_latency": (-1e-6, 50e-6),
+           "network_step_latency": (-5e-6, 1e-3), "rate": (0.1, 1.5)}
+
+
+def error_factor(predicted: float, measured: float) -> float:
+    """``max(predicted/measured, measured/predicted) - 1``: how far off, either way (0 is exact).
+
+    >>> error_factor(110.0, 100.0) == error_factor(100.0, 110.0)
+    True
+    """
+    return max(predicted / measured, measured / predicted) - 1
+
+
+@dataclass(frozen=True)
+class CalibrationPoint:
+    """One row of one log: ranks, bytes, measured time (us) and where it came from."""
+
+    log: str
+    ranks: int
+    size_bytes: int
+    measured_us: float
+    line: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.log}:{self.line}"
+
+
+@dataclass
+class Fit:
+    """The fitted calibration, and per point what NCCL runs and the time before and after."""
+
+    calibration: Calibration
+    points: list[CalibrationPoint]
+    runs: list[tuple[str, str | None]]  # (algorithm, protocol) per point
+    before_us: list[float]
+    after_us: list[float]
+    held: tuple[str, ...] = ()  # parameters kept at NCCL's figures (as Calibration.parameters names them)
+    at_bound: tuple[str, ...] = ()  # parameters the fit pushed to the edge of their range (likewise)
+
+    def note(self, name: str) -> str:
+        """How ``Calibration.parameters``' ``name`` came out: '' (fitted), ' (held)' or ' (at its bound)'."""
+        return " (held)" if name in self.held else " (at its bound)" if name in self.at_bound else ""
+
+    @staticmethod
+    def _error(predicted: list[float], points: list[CalibrationPoint]) -> list[float]:
+        return [error_factor(p, q.measured_us) for p, q in zip(predicted, points)]
+
+    @property
+    def errors_before(self) -> list[float]:
+        return self._error(self.before_us, self.points)
+
+    @property
+    def errors_after(self) -> list[float]:
+        return self._error(self.after_us, self.points)
+
+    @property
+    def rank_counts(self) -> list[int]:
+        """The rank counts the fitted rows ran on."""
+        return sorted({p.ranks for p in self.points})
+
+    @property
+    def warning(self) -> str | None:
+        """Why the profile may not carry over to other rank counts, or None."""
+        if len(self.rank_counts) > 1:
+            return None
+        return (f"every row ran on {self.rank_counts[0]} ranks, which barely tells a step's latency from the "
+                "start-up latency: the steps keep NCCL's figures and only the start-up latency was fitted; for "
+                "other node counts add a log from another one (docs/validation_calibrated.md)")
+
+    @staticmethod
+    def geomean(errors: list[float]) -> float:
+        return math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
+
+
+def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) -> list[CalibrationPoint]:
+    """The points of ``logs`` on ``topology``: each log's ranks from its device lines, or
+    ``gpus`` (one count for every log, or one per log)."""
+    points = []
+    for i, log in enumerate(logs):
+        log.refuse_unless_allreduce()
+        given = gpus[i] if isinstance(gpus, list) else gpus
+        if log.ranks and given and given != log.ranks:
+            raise InputError(f"the log's device lines list {log.ranks} ranks, --gpus says {given}", log.path)
+        ranks = log.ranks or given
+        if ranks is None:
+            raise InputError("the log lists no ranks ('#  Rank  N ...' lines); give --gpus N", log.path)
+        if ranks > len(topology.gpus):
+            raise InputError(f"the log ran on {ranks} ranks but the topology has {len(topology.gpus)} GPUs",
+                             log.path)
+        points += [CalibrationPoint(log.path, ranks, row.size_bytes, row.best_us, row.line) for row in log.rows]
+    return points
+
+
+def _kind(name: str) -> str:
+    return name if name in LATENCIES else "rate"
+
+
+def _label(name: str) -> str:
+    """A parameter as ``Calibration.parameters`` names it (``bandwidth@65536``: ``bandwidth at 64 KiB``)."""
+    from simnet import units
+
+    return f"bandwidth at {units.format_size(int(name.split('@')[1]))}" if "@" in name else name
+
+
+def _vector(calibration: Calibration) -> np.ndarray:
+    latencies = [getattr(calibration, name) for name in LATENCIES]
+    return np.array(latencies + [calibration.network_bandwidth] + [calibration.bandwidth_at(s) for s in KNOTS])
+
+
+def _calibration(values: np.ndarray) -> Calibration:
+    clipped = [float(np.clip(v, *_BOUNDS[_kind(name)])) for name, v in zip(PARAMETERS, values)]
+    return Calibration(*clipped[:3], bandwidth=dict(zip(KNOTS, clipped[4:])), network_bandwidth=clipped[3])
+
+
+def _touches(point: CalibrationPoint, name: str) -> bool:
+    """Whether parameter ``name`` can change ``point`` (a size factor only near its size)."""
+    if not name.startswith("bandwidth@"):
+        return True
+    knot = int(name.split("@")[1])
+    ratio = max(point.size_bytes, 1) / knot
+    return 1 / 16 < ratio < 16 or (knot == KNOTS[0] and ratio <= 1) or (knot == KNOTS[-1] and ratio >= 1)
+
+
+def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
+        progress: Callable[[int, int], None] | None = None, env: Mapping[str, str] | None = None) -> Fit:
+    """Fit a ``Calibration`` to ``points`` (module docstring); ``progress(done, total)`` as
+    simulations finish. ``env``: the NCCL variables the logged runs had (``NCCL_ALGO``,
+    ``NCCL_NVLS_ENABLE``, ...; default none), which decide what NCCL ran for each row."""
+    from simnet.run.simulate import simulate
+
+    base = Calibration()
+    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env=dict(env or {}), calibration=base)
+              for p in points]
+    runs = [(r.algorithm, r.protocol) for r in chosen]
+    total = len(points) * 9 * iterations
+    done = [0]
+
+    def predict(calibration: Calibration, rows: list[int] | None = None) -> np.ndarray:
+        times = []
+        for i in range(len(points)) if rows is None else rows:
+            point, (algorithm, protocol) = points[i], runs[i]
+            env = {"NCCL_PROTO": protocol} if protocol else {}
+            result = simulate(topology, algorithm, point.size_bytes, gpus=point.ranks, env=env, calibration=calibration)
+            times.append(result.time_s * 1e6)
+            done[0] += 1
+            if progress:
+                progress(min(done[0], total), total)
+        return np.array(times)
+
+    measured = np.log([p.measured_us for p in points])
+    scale = np.array([_SCALE[_kind(name)] for name in PARAMETERS])
+    prior = _vector(base)
+    knots = len(KNOTS)
+    smooth = np.zeros((knots - 1, len(PARAMETERS)))  # neighbouring size factors held together
+    for i in range(knots - 1):
+        smooth[i, 4 + i], smooth[i, 5 + i] = -1, 1
+
+    # rows of one rank count take nearly the same steps (by size NCCL may pick an algorithm
+    # with other steps): a per-step latency and the start-up latency explain them about
+    # equally, so the steps keep NCCL's figures
+    held = set(LATENCIES[1:]) if len({p.ranks for p in points}) == 1 else set()
+
+    def jacobian_at(x: np.ndarray, times: np.ndarray) -> np.ndarray:
+        columns = np.zeros((len(points), len(PARAMETERS)))
+        for j, name in enumerate(PARAMETERS):
+            rows = [i for i, p in enumerate(points) if _touches(p, name)]
+            if not rows or name in held:
+                continue
+            step = np.zeros(len(PARAMETERS))
+            size = _STEP[_kind(name)]
+            step[j] = size if x[j] + size <= _BOUNDS[_kind(name)][1] else -size
+            moved = predict(_calibration(x + step), rows)
+            columns[rows, j] = (np.log(moved) - np.log(times[rows])) / step[j]
+        return columns
+
+    best = prior.copy()
+    before = best_times = predict(base)
+    residual = np.log(before) - measured
+    best_cost = float(residual @ residual)
+    damping = 1e-3
+    jacobian = jacobian_at(best, best_times)
+    for _ in range(iterations):
+        scaled = jacobian * scale
+        lhs = scaled.T @ scaled + (damping + _PRIOR) * np.eye(len(PARAMETERS)) + _SMOOTH * smooth.T @ smooth
+        rhs = -(scaled.T @ residual + _PRIOR * (best - prior) / scale + _SMOOTH * smooth.T @ (smooth @ (best / scale)))
+        trial = _vector(_calibration(best + np.linalg.solve(lhs, rhs) * scale))
+        times = predict(_calibration(trial))
+        trial_residual = np.log(times) - measured
+        cost = float(trial_residual @ trial_residual)
+        if cost < best_cost:
+            converged = best_cost - cost < 1e-6 * len(points)
+            best, best_cost, best_times, residual = trial, cost, times, trial_residual
+            damping /= 3
+            if converged:
+                break
+            jacobian = jacobian_at(best, best_times)  # Levenberg-Marquardt: re-linearise where we are
+        else:
+            damping *= 10
+    edges = [name for name, value in zip(PARAMETERS, best) if name not in held
+             and min(abs(value - edge) for edge in _BOUNDS[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
+    return Fit(_calibration(best), points, runs, before.tolist(), best_times.tolist(),
+               tuple(sorted(held)), tuple(_label(name) for name in edges))

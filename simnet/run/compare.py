@@ -1,0 +1,118 @@
+"""Compare hardware options: a scenario's ``variants`` (each a set of overrides with a
+cost), or several scenario files, each with its fastest algorithm, and the Pareto front
+of cost against time.
+
+The figure of merit is the transformer's step time when every option has ``training``,
+else the training-step (iteration) time when every option has a workload, else the
+collective's time at the largest size every option ran (options that share no size are
+not compared); each is kept in its own field of every row, so a report never puts one in
+the other's column.
+"""
+
+from __future__ import annotations
+
+from simnet.run.simulate import SAME_TIME
+from simnet.run.sweep.evaluate import evaluate_point
+from simnet.run.sweep.plan import Point, plan_sweep
+from simnet.spec.scenario import Scenario
+
+__all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE"]
+
+
+def _at(record: dict, size: int | None) -> dict:
+    """The record's point at ``size`` (its largest when None)."""
+    if size is None:
+        return max(record["sizes"], key=lambda s: s["size_bytes"])
+    return next(s for s in record["sizes"] if s["size_bytes"] == size)
+
+
+def _common_size(records: list[dict]) -> int | None:
+    """The largest size every record ran; ``ValueError`` when they share none."""
+    sizes = [{s["size_bytes"] for s in record["sizes"]} for record in records if record["sizes"]]
+    if not sizes:
+        return None
+    common = set.intersection(*sizes)
+    if not common:
+        raise ValueError("compare: the options share no size to rank them by; give them one size in common")
+    return max(common)
+
+
+def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
+    """One row per option: the variants of a single scenario, or each of several scenarios.
+    An option's algorithms of ``all`` that its topology cannot run are left out, each row
+    saying which and why (``skipped``); ``ValueError`` when none is left."""
+    if len(scenarios) == 1 and not scenarios[0].variants:
+        raise ValueError("compare needs variants: in the file, or two or more scenario files")
+    options = []
+    for scenario in scenarios:
+        plan = plan_sweep(scenario)
+        variants = scenario.variants if len(scenarios) == 1 else []
+        for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
+                                      [(scenario.name, scenario.cost, ())]):
+            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in scenario.algorithms]
+            ran = [r for r in records if "skipped" not in r]
+            if not ran:
+                raise ValueError(f"option {name}: none of its algorithms runs here ({records[0]['skipped']})")
+            options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}))
+    return compare_rows(options)
+
+
+def compare_rows(options: list[tuple]) -> list[dict]:
+    """One row per hardware option (name, cost, its points' records[, the algorithms it
+    skipped: why]): its fastest algorithm and what it buys. ``merit_s`` is the time the
+    comparison ranks by (module docstring)."""
+    every = [record for _, _, records, *_ in options for record in records]
+    kinds = {record.get("collective", "allreduce") for record in every}
+    if len(kinds) > 1 and not all("step_s" in record for record in every):
+        raise ValueError(f"compare: the options run different collectives ({', '.join(sorted(kinds))}); compare "
+                         "scenarios of one collective")
+    training = all("step_s" in record for record in every)
+    workload = not training and all("iteration_time_s" in record for record in every)
+    size = None if training or workload else _common_size(every)
+    rows = []
+    for name, cost, records, *skipped in options:
+        def merit(record: dict) -> float:
+            if training:
+                return record["step_s"]
+            return record["iteration_time_s"] if workload else _at(record, size)["time_s"]
+
+        best = min(records, key=merit)
+        largest = _at(best, size) if best["sizes"] else {"ran": best["algorithm"], "time_s": None,
+                                                         "size_bytes": None, "busbw_GBps": None, "bottleneck": None}
+        ran = largest.get("ran", best["algorithm"])
+        algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"
+        row = {"option": name, "cost": cost, "algorithm": algorithm, "gpus": best["gpus"],
+               "collective": best.get("collective", "allreduce"),
+               "iteration_time_s": best.get("iteration_time_s"), "collective_time_s": largest["time_s"],
+               "collective_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
+               "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
+               "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
+               "per_cost": None, "skipped": skipped[0] if skipped else {}}
+        if cost:
+            # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
+            value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]
+            row["per_cost"] = value / (cost / 1e6) if value is not None else None
+        rows.append(row)
+    return rows
+
+
+PARETO_TOLERANCE = SAME_TIME
+"""Times within 1 % of each other count as equal when judging the Pareto front: the model
+cannot tell them apart, so the cheaper option dominates (as ``auto`` names no faster
+algorithm than its pick, ``runner.SAME_TIME``)."""
+
+
+def pareto_front(rows: list[dict]) -> list[dict]:
+    """Rows no other row beats on both cost and time (rows without a cost are left out);
+    times within ``PARETO_TOLERANCE`` count as equal."""
+    priced = [r for r in rows if r["cost"] is not None]
+
+    def faster(o, r):  # o's time below r's beyond the tolerance
+        return o["merit_s"] < r["merit_s"] * (1 - PARETO_TOLERANCE)
+
+    def not_slower(o, r):
+        return o["merit_s"] <= r["merit_s"] * (1 + PARETO_TOLERANCE)
+
+    return [r for r in priced if not any(
+        o is not r and o["cost"] <= r["cost"] and not_slower(o, r) and (o["cost"] < r["cost"] or faster(o, r))
+        for o in priced)]

@@ -1,0 +1,167 @@
+"""Many jobs on one fabric: each job's collectives alone and together, and who slows whom.
+
+A scenario's ``jobs:`` places each job on GPUs (named, by host, or a count placed
+``packed``, ``spread`` over racks and hosts, or ``random(seed)``), gives it an AllReduce
+(algorithm, size) that it repeats (``repeat`` times, every ``period`` or back to back),
+and ``run_jobs`` replays them on one fluid network, where their flows share every link
+max-min fairly. Each job is also run alone, and every pair together, for the
+interference matrix: entry [a][b] is a's mean AllReduce time next to b over its time alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simnet.engine.replay import JobRun, replay_jobs
+from simnet.model.interface import plan as model_plan
+from simnet.model.interface import timing as model_timing
+from simnet.model.timing import Timing
+from simnet.schedule.catalog import ALGORITHMS, build_schedule
+from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder
+from simnet.spec.jobs import BackgroundSpec, JobSpec, place_jobs
+from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.tuning import predict as tuning
+
+__all__ = ["run_jobs", "JobsResult"]
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+@dataclass
+class JobsResult:
+    """Per job: its placement, algorithm and AllReduce times alone and together (s); the
+    interference matrix (job -> other job -> slowdown); the links jobs fought over."""
+
+    jobs: list[dict]
+    interference: dict[str, dict[str, float]]
+    shared_links: list[dict]
+    together: Any = field(default=None, repr=False)  # the shared run's LinkStats
+
+    def to_dict(self) -> dict:
+        return {"jobs": self.jobs, "interference": self.interference, "shared_links": self.shared_links}
+
+
+def _mean_time(runs: list[tuple[int, int]]) -> float:
+    return float(np.mean([end - start for start, end in runs])) / PS_PER_SECOND
+
+
+def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "nccl",
+             env: Mapping[str, str] | None = None, calibration=None) -> JobsResult:
+    """Replay every job alone, every pair together and all together on ``topology``.
+
+    ``model``, ``env`` (NCCL_ALGO / NCCL_PROTO) and ``calibration`` (a profile or its path;
+    default: the topology's) as for ``simulate``. With a calibration whose bandwidth
+    depends on size, the fabric runs at the first job's rates.
+    """
+    from simnet.run.simulate import _calibration, nccl_env, nccl_system
+
+    env = nccl_env(env)
+    calibration = _calibration(calibration if calibration is not None else topology.calibration)
+    specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
+    placements = place_jobs(topology, specs)
+    runs, described, capacity = [], [], None
+    for spec, gpus in zip(specs, placements):
+        sub = topology.subset(gpus)
+        if spec.background is not None:
+            period = spec.period if spec.period is not None else BACKGROUND_PERIOD
+            schedule = background_schedule(sub, spec.background, period)
+            runs.append(JobRun(schedule, Timing(), round(spec.start * PS_PER_SECOND), 0, round(period * PS_PER_SECOND)))
+            described.append({"name": spec.name, "gpus": len(gpus), "first_gpu": gpus[0],
+                              "hosts": len({topology.label(g, "host") for g in gpus}),
+                              "racks": len({topology.label(g, "rack") for g in gpus}),
+                              "algorithm": f"background {spec.background.pattern}", "protocol": None,
+                              "size_bytes": int(schedule.nbytes.sum()), "runs": None})
+            continue
+        algorithm = spec.algorithm
+        if algorithm == "auto":
+            choice = tuning.pick(nccl_system(sub, env), spec.size, env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
+            algorithm = tuning.SIMNET_NAMES[choice.algorithm]
+        decided = model_plan(model, sub, algorithm, spec.size, {}, ALGORITHMS[algorithm].options,
+                             env.get("NCCL_PROTO"), calibration,
+                             system=nccl_system(sub, env) if model == "nccl" else None)
+        schedule = build_schedule(algorithm, sub, spec.size, **decided.options)
+        timing = model_timing(decided, schedule, sub)
+        capacity = timing.capacity if capacity is None else capacity
+        runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
+                           round((spec.period or 0.0) * PS_PER_SECOND)))
+        described.append({"name": spec.name, "gpus": len(gpus), "first_gpu": gpus[0],
+                          "hosts": len({topology.label(g, "host") for g in gpus}),
+                          "racks": len({topology.label(g, "rack") for g in gpus}),
+                          "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
+                          "runs": spec.repeat})
+    alone, used = [], []
+    for run in runs:
+        times, stats = replay_jobs([run], topology, capacity=capacity)
+        alone.append(_mean_time(times[0]))
+        used.append(set(np.flatnonzero(stats.bytes > 0).tolist()))
+    together_times, together = replay_jobs(runs, topology, capacity=capacity)
+    names = [s.name for s in specs]
+    matrix = {a: {b: 1.0 for b in names} for a in names}
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            if not used[i] & used[j]:
+                continue  # no link in common: neither can slow the other
+            times, _ = replay_jobs([runs[i], runs[j]], topology, capacity=capacity)
+            matrix[names[i]][names[j]] = _mean_time(times[0]) / alone[i]
+            matrix[names[j]][names[i]] = _mean_time(times[1]) / alone[j]
+    for job, solo, times in zip(described, alone, together_times):
+        job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
+                   finished_s=max(end for _, end in times) / PS_PER_SECOND)
+        job["runs"] = job["runs"] or len(times)
+    shared = []
+    for link in sorted({link for i, a in enumerate(used) for b in used[i + 1:] for link in a & b},
+                       key=lambda k: (-int(together.saturated_ps[k]), -float(together.bytes[k]), k))[:10]:
+        holders = [names[i] for i, u in enumerate(used) if link in u]
+        end = max(e for times in together_times for _, e in times)
+        shared.append({"link": topology.link_name(link), "jobs": holders,
+                       "saturated_fraction": int(together.saturated_ps[link]) / end if end else 0.0,
+                       "bytes": float(together.bytes[link])})
+    return JobsResult(described, matrix, shared, together)
+
+
+BACKGROUND_PERIOD = 1e-3
+"""How often a background job offers its load when the scenario does not say, s."""
+
+
+def background_schedule(topology: Topology, spec: BackgroundSpec, period: float) -> Schedule:
+    """One period of background traffic over ``topology``'s ranks: independent transfers,
+    each ``load`` x its route's bottleneck bandwidth x ``period`` bytes (split over the
+    destinations of all_to_all and incast, so a GPU or the incast target offers ``load``)."""
+    gpus = topology.gpus
+    n = len(gpus)
+    rng = np.random.default_rng(spec.seed)
+    if spec.pattern == "uniform":
+        partner = (np.arange(n) + rng.integers(1, n, size=n)) % n  # never itself
+        pairs, share = list(zip(range(n), partner.tolist())), 1.0
+    elif spec.pattern == "all_to_all":
+        pairs, share = [(i, j) for i in range(n) for j in range(n) if i != j], 1.0 / (n - 1)
+    else:
+        target = int(rng.integers(n))
+        pairs, share = [(i, target) for i in range(n) if i != target], 1.0 / (n - 1)
+    src = np.array([i for i, _ in pairs])
+    dst = np.array([j for _, j in pairs])
+    nbytes = np.array([max(1, round(spec.load * share * topology.path_bandwidth(gpus[i], gpus[j]) * period))
+                       for i, j in pairs])
+    builder = ScheduleBuilder("background", gpus, int(nbytes.max()))
+    builder.add(src, dst, 0, nbytes, COPY)
+    return builder.build()
+
+

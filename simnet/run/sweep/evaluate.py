@@ -1,0 +1,95 @@
+"""One sweep point -> its JSON record: every size of the scenario (with ``ran``, the
+algorithm that ran: ``auto``'s pick), with a workload the training step (iteration
+time, exposed communication, speedup) from each bucket size, and with ``training`` the
+transformer's step (``training``: step time, tokens/s, MFU, exposed parts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
+
+__all__ = ["evaluate_point"]
+
+
+def evaluate_point(plan: SweepPlan, point: Point) -> dict:
+    """Simulate one point; returns its record (raises ``InputError`` for bad overrides, or a
+    point simnet cannot simulate here: too large for the memory, too long for the horizon,
+    NCCL variables that leave NCCL nothing to run). A point of ``all`` algorithms whose
+    algorithm its topology cannot run is a record with no sizes and ``skipped``: why."""
+    from simnet.errors import InputError, Unsupported
+
+    scenario = scenario_at(plan, point.overrides, point.gpus)
+    try:
+        return _evaluate(plan, point, scenario)
+    except InputError:
+        raise
+    except Unsupported as exc:
+        if not plan.every_algorithm:
+            raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+        return {**_header(point, scenario), "skipped": str(exc)}
+    except ValueError as exc:  # CannotSimulate among them
+        raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+
+
+def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
+    from simnet.run.simulate import simulate
+    from simnet.workloads.ddp import StepModel
+
+    topology = scenario.topology
+    gpus = len(topology.gpus)
+    record = _header(point, scenario)
+    cache: dict[int, Any] = {}
+    if scenario.jobs:
+        return _jobs_record(scenario, record, plan.env)
+
+    def run(size: int):
+        if size not in cache:
+            cache[size] = simulate(topology, point.algorithm, size, model=scenario.model, env=plan.env,
+                                   calibration=scenario.calibration, collective=scenario.collective,
+                                   **scenario.conditions(), **scenario.options)
+        return cache[size]
+
+    if scenario.training is not None:
+        from simnet.run.simulate import training_step
+
+        step = training_step(scenario, plan.env)
+        record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
+    for size in scenario.sizes:
+        result = run(size)
+        neck = result.bottleneck
+        record["sizes"].append({
+            "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
+            "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
+            "warnings": sorted({w.kind for w in result.warnings})})
+    if scenario.workload is not None:
+        model = StepModel.from_workload(scenario.workload, topology.gpus)
+        summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
+        record.update({k: v for k, v in summary.items() if k != "gpus"})
+    return record
+
+
+def _header(point: Point, scenario) -> dict[str, Any]:
+    """What every record of ``point`` starts with (its sizes still empty)."""
+    return {"key": point.key, "set": dict(point.overrides), "gpus": len(scenario.topology.gpus),
+            "collective": scenario.collective, "algorithm": point.algorithm, "topology": scenario.topology.name,
+            "sizes": []}
+
+
+def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
+    """A point of a scenario with jobs: every job's times, the interference matrix, and as
+    the point's one "size" the slowest job's mean AllReduce time with every job running
+    (what ``simnet compare`` ranks placements by)."""
+    from simnet.run.jobs import run_jobs
+
+    result = run_jobs(scenario.topology, scenario.jobs, model=scenario.model, env=env,
+                      calibration=scenario.calibration)
+    work = [job for job in result.jobs if not job["algorithm"].startswith("background")] or result.jobs
+    slowest = max(work, key=lambda job: job["together_s"])
+    name = f"jobs (slowest {slowest['name']})"
+    record.update(result.to_dict(), algorithm=name)
+    record["sizes"].append({"size_bytes": slowest["size_bytes"], "ran": name,
+                            "time_s": slowest["together_s"], "algbw_GBps": None, "busbw_GBps": None,
+                            "bottleneck": result.shared_links[0]["link"] if result.shared_links else None,
+                            "warnings": []})
+    return record

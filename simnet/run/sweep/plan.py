@@ -1,0 +1,161 @@
+"""The points of a sweep and the scenario at each point.
+
+A point is (overrides, GPU count, algorithm). Overrides are dotted keys into the
+scenario document (``topology.generate.nic_bandwidth``); a GPU count beyond what a
+generated topology has grows it by its generator's growth rule (more racks, more GPUs).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simnet.io.yamlsource import Source, load_yaml
+from simnet.run.simulate import nccl_env
+from simnet.spec.scenario import Scenario, scenario_from_dict
+from simnet.version import __version__
+
+__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides"]
+
+
+def _inline_topology(document: dict, base: Path) -> dict:
+    """A copy of ``document`` whose topology file (if any) is replaced by its contents."""
+    document = copy.deepcopy(document)
+    if isinstance(document.get("topology"), str):
+        path = base / document["topology"]
+        topology = load_yaml(path)[0]
+        if isinstance(topology, dict) and isinstance(topology.get("calibration"), str):  # relative to its file
+            topology["calibration"] = str((path.parent / topology["calibration"]).resolve())
+        document["topology"] = topology
+    return document
+
+
+def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> dict:
+    """A copy of a scenario document with dotted keys set (``topology.generate.racks: 4``).
+
+    A topology given as a file path is inlined first, so its fields can be overridden too.
+    """
+    document = copy.deepcopy(document)
+    for dotted, value in overrides.items():
+        parts = dotted.split(".")
+        if parts[0] == "topology" and len(parts) > 1:
+            document = _inline_topology(document, base)
+        target = document
+        for part in parts[:-1]:
+            if not isinstance(target.get(part), dict):
+                target[part] = {}
+            target = target[part]
+        target[parts[-1]] = value
+    return document
+
+
+@dataclass(frozen=True)
+class Point:
+    """One sweep point: dotted overrides, the GPU count (None: all) and the algorithm."""
+
+    overrides: tuple[tuple[str, Any], ...]
+    gpus: int | None
+    algorithm: str
+
+    @property
+    def key(self) -> str:
+        """A stable identity for resume: the same point always has the same key."""
+        return json.dumps({"set": dict(self.overrides), "gpus": self.gpus, "algorithm": self.algorithm},
+                          sort_keys=True, default=str)
+
+
+@dataclass
+class SweepPlan:
+    """Everything a worker needs: the scenario document, where it lives, the points, and
+    the NCCL variables (``simnet.run.simulate.NCCL_VARIABLES``) in force when it was planned, which
+    every worker applies whatever its own environment."""
+
+    document: dict
+    base: str
+    source: str
+    points: list[Point]
+    env: dict[str, str] = field(default_factory=dict)
+    every_algorithm: bool = False  # `all`: a point whose topology cannot run its algorithm is skipped
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of every input that changes a result: the scenario as simulated (topology
+        file inlined, sweep axes excluded), the calibration profiles it uses, the NCCL
+        variables and simnet's version. A resumed sweep refuses to mix results of others."""
+        base = Path(self.base)
+        document = _inline_topology({k: v for k, v in self.document.items() if k != "sweep"}, base)
+        inputs = {"scenario": document, "env": self.env, "simnet": __version__,
+                  "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
+        return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _calibration_files(document: dict, base: Path) -> list[Path]:
+    """The calibration profiles a scenario document uses: its own and its topology file's."""
+    files = [base / document["calibration"]] if isinstance(document.get("calibration"), str) else []
+    topology = _inline_topology(document, base).get("topology")  # the profile path as points resolve it
+    if isinstance(topology, dict) and isinstance(topology.get("calibration"), str):
+        files.append(base / topology["calibration"])
+    return files
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else f"missing {path}"
+
+
+def _values(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
+               algorithms: list[str] | None = None, env: Mapping[str, str] | None = None,
+               every_algorithm: bool | None = None) -> SweepPlan:
+    """The points of a sweep: the scenario's ``sweep:`` axes, overridden by ``gpus``/``sets``;
+    ``env``: the NCCL variables for every point (default: this process's environment);
+    ``every_algorithm``: the algorithms are ``all`` (default: the scenario's), so points
+    whose topology cannot run theirs are records of why, not errors."""
+    axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
+    axes.update({k: list(dict.fromkeys(_values(v))) for k, v in (sets or {}).items()})
+    counts = gpus if gpus is not None else axes.pop("gpus", None)
+    axes.pop("gpus", None)
+    counts = [None] if counts is None else [int(c) for c in counts]
+    names = list(axes)
+    points = [Point(tuple(zip(names, combo)), count, algorithm)
+              for combo in itertools.product(*(axes[n] for n in names))
+              for count in counts
+              for algorithm in (algorithms or scenario.algorithms)]
+    base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
+    unique = list(dict.fromkeys(points))  # `--gpus 4,4` or `-a ring -a ring` is one point, computed once
+    every = scenario.every_algorithm if every_algorithm is None else every_algorithm
+    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env), every)
+
+
+def _grow(document: dict, gpus: int, base: Path) -> dict:
+    """Scale a generated topology up to ``gpus`` generated GPUs (e.g. more racks); explicit
+    topologies and generators that are already big enough stay as they are."""
+    from simnet.topology.generators import GROWTH, GeneratorError, grown
+
+    document = _inline_topology(document, base)
+    topology = document["topology"]
+    generate = topology.get("generate") if isinstance(topology, dict) else None
+    if not isinstance(generate, dict) or generate.get("kind") not in GROWTH:
+        return document
+    try:
+        return {**document, "topology": {**topology, "generate": grown(generate, gpus)}}
+    except (GeneratorError, ValueError):
+        return document  # let the scenario's own validation report it
+
+
+def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: int | None) -> Scenario:
+    """The scenario a point simulates (raises ``InputError`` for bad overrides)."""
+    document = apply_overrides(plan.document, dict(overrides), Path(plan.base))
+    if gpus is not None:
+        document = _grow(document, gpus, Path(plan.base))
+        document["gpus"] = gpus
+    label = plan.source + (f" with {', '.join(f'{k}={v}' for k, v in overrides)}" if overrides else "")
+    return scenario_from_dict(document, Source(label), base=Path(plan.base))

@@ -1,0 +1,70 @@
+"""Run a sweep: every point of a plan not already on disk, on an executor, each record
+stored as it finishes, so an interrupted sweep resumes where it stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from simnet.run.sweep.evaluate import evaluate_point
+from simnet.run.sweep.executors import LocalExecutor
+from simnet.run.sweep.plan import SweepPlan, scenario_at
+from simnet.run.sweep.store import LOCK, META, RESULTS, append_record, check_meta, load_records, locked
+
+__all__ = ["run_sweep"]
+
+
+def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
+              progress: Callable[[int, int, int], None] | None = None) -> tuple[list[dict], int]:
+    """Run every point of ``plan`` not already in ``out/results.jsonl``.
+
+    Returns (all records in plan order, how many were computed now). ``progress(done,
+    running, total)`` is called as points finish. Each record is appended and fsynced as
+    it completes, so a killed sweep loses nothing it finished.
+    """
+    for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
+        scenario_at(plan, overrides, gpus)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir()
+        fresh = True  # this sweep made the folder (atomically: no other sweep can think so too)
+    except FileExistsError:
+        fresh = False
+    with locked(out, plan.source):
+        try:
+            return _run_unlocked(plan, out, executor, progress)
+        except BaseException:
+            if fresh and not load_records(out / RESULTS):  # refused before any point finished: leave no trace
+                for name in (RESULTS, META, LOCK):  # the lock file last, while still holding it
+                    (out / name).unlink(missing_ok=True)
+                if not any(out.iterdir()):
+                    out.rmdir()
+            raise
+
+
+def _run_unlocked(plan: SweepPlan, out: Path, executor, progress) -> tuple[list[dict], int]:
+    check_meta(out, plan.fingerprint, plan.source)
+    results_path = out / RESULTS
+    # a point skipped by an earlier `all` sweep is tried again when this one names it
+    known = {r["key"]: r for r in load_records(results_path) if plan.every_algorithm or "skipped" not in r}
+    todo = [p for p in plan.points if p.key not in known]
+    computed = 0
+    executor = executor or LocalExecutor()
+    try:
+        futures = {executor.submit(evaluate_point, plan, point): point for point in todo}
+        done = len(plan.points) - len(todo)
+        with results_path.open("a") as handle:
+            for future in executor.as_completed(futures):
+                record = future.result()
+                append_record(handle, record)
+                known[record["key"]] = record
+                computed += 1
+                if progress:
+                    running = sum(1 for f in futures if not f.done())
+                    progress(done + computed, min(running, getattr(executor, "workers", running)), len(plan.points))
+    except BaseException:
+        executor.abort()  # Ctrl-C or a failed point: what finished is on disk already
+        raise
+    executor.close()
+    return [known[p.key] for p in plan.points], computed

@@ -1,0 +1,97 @@
+"""A sweep's results on disk: ``OUT/results.jsonl`` (one JSON record per finished point,
+appended and fsynced as it completes), ``OUT/sweep.json`` (which scenario they belong to)
+and ``OUT/.lock`` (held by the one sweep writing there)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from simnet.errors import InputError
+from simnet.run.simulate import NCCL_VARIABLES
+from simnet.version import __version__
+
+__all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "locked"]
+
+RESULTS = "results.jsonl"
+META = "sweep.json"
+LOCK = ".lock"
+
+
+def load_records(path: Path) -> list[dict]:
+    """Finished records of a results file. A torn last line (a writer killed mid-record: no
+    final newline) is cut off; any other line that is not a record is refused with its line
+    number, never dropped together with the good records after it."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    complete = data.rfind(b"\n") + 1  # what follows the last newline is a torn write
+    records = []
+    for number, line in enumerate(data[:complete].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"line {number} is not JSON ({exc}); remove that line to resume, or use another --out",
+                             path, number) from None
+        if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+            raise InputError(f"line {number} is not a sweep record; remove that line to resume, or use another --out",
+                             path, number)
+        records.append(record)
+    if complete != len(data):
+        with path.open("rb+") as handle:
+            handle.truncate(complete)
+    return records
+
+
+def check_meta(out: Path, fingerprint: str, source: str) -> None:
+    """Record which scenario ``out`` holds, or refuse if it holds another one."""
+    meta = out / META
+    if meta.exists():
+        try:
+            known = json.loads(meta.read_text())
+            if not isinstance(known, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{meta} is damaged ({exc}); delete {out} or use another --out", source) from None
+        if known.get("scenario") != fingerprint:
+            raise InputError(f"{out} holds a sweep of a different scenario or simnet version, or other "
+                             f"{' / '.join(NCCL_VARIABLES)} (fingerprint {known.get('scenario')}, now "
+                             f"{fingerprint}); use another --out or delete it", source)
+    else:
+        meta.write_text(json.dumps({"scenario": fingerprint, "simnet": __version__, "source": source}) + "\n")
+
+
+@contextmanager
+def locked(out: Path, source: str) -> Iterator[None]:
+    """Hold ``OUT/.lock`` while a sweep writes there; a second sweep on the same ``out``
+    is refused at once rather than computing and writing every point twice."""
+    with (out / LOCK).open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(handle.fileno()).st_ino != (out / LOCK).stat().st_ino:
+                raise BlockingIOError  # the sweep that held it removed the folder meanwhile
+        except (BlockingIOError, FileNotFoundError):
+            handle.seek(0)
+            owner = handle.read().strip() or "?"
+            raise InputError(f"{out} is in use by another sweep (process {owner}); wait for it to finish or use "
+                             "another --out", source) from None
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def append_record(handle, record: dict) -> None:
+    """Append one record and make it durable before returning."""
+    handle.write(json.dumps(record, allow_nan=False) + "\n")
+    handle.flush()
+    os.fsync(handle.fileno())

@@ -1,0 +1,217 @@
+"""The training step of a transformer under data, tensor, pipeline and expert parallelism.
+
+Compute follows Megatron-LM's accounting (Narayanan et al., "Efficient Large-Scale Language
+Model Training on GPU Clusters Using Megatron-LM", SC21, section 5.1): a forward pass costs
+2 FLOPs per parameter per token plus the attention scores, ``2 x 2 x s x h`` per token and
+layer (QK^T and the attention-weighted values, counted in full), and the backward pass twice
+the forward. A mixture-of-experts layer runs ``top_k`` of its experts per token. MFU is
+those model FLOPs per second over the GPUs' dense peak (PaLM's definition, Chowdhery et
+al. 2022, appendix B: no recomputation counted).
+
+Parallelism (Megatron's rank order, tensor-parallel ranks adjacent): rank = ``t + tp x (d +
+dp x p)`` for tensor rank t, data rank d and pipeline stage p, so a TP group is ``tp``
+consecutive GPUs (inside a server when tp divides its GPUs) and pipeline stages are the
+farthest apart. Expert-parallel groups are ``ep`` consecutive data ranks.
+
+Communication per micro-batch of ``b`` sequences of ``s`` tokens, activations of ``a``
+bytes per value (all simulated, every group of a kind at once on the shared fabric,
+``simnet.run.simulate.simulate_groups``):
+
+* TP: 2 AllReduces of ``b s h a`` bytes per layer forward and 2 backward (Shoeybi et al.
+  2019, the f and g operators), on the critical path;
+* EP: 2 AllToAlls (dispatch, combine) of ``b s k h a`` bytes per MoE layer forward and 2
+  backward, on the critical path;
+* PP: per micro-batch a forward activation of ``b s h a`` bytes into every stage and a
+  backward gradient as large out of it, each on the critical path; simulated as every
+  stage sending to the next at once (the moment of 1F1B's steady state when all stages
+  forward), so shared NICs and uplinks count;
+* DP: the gradient AllReduce of each GPU's parameter shard (dense over the data group,
+  experts over the expert-data group) after the last micro-batch, overlapping that
+  micro-batch's backward compute (with ``virtual_stages`` v only its last chunk's, 1/v
+  of it); with FSDP instead, per layer an AllGather of its parameters before its forward
+  and before its backward, and a ReduceScatter of its gradients after the backward,
+  each overlapping the neighbouring layer's compute (the next layer's gather prefetched).
+
+The step is 1F1B's: ``(m + p - 1) x (t_f + t_b)`` for m micro-batches over p stages, the
+slowest stage's forward and backward times per micro-batch (compute, TP and EP exchanges,
+the stage-boundary send, FSDP's exposed part), plus the DP gradient sync not hidden. With
+``virtual_stages`` v (Megatron's interleaved schedule, Narayanan et al. SC21 section
+2.2.2) every stage holds v chunks of its layers, the bubble shrinks to ``(p - 1) / v``
+slots and every micro-batch crosses v stage boundaries each way instead of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from simnet.topology.hardware import GPUS
+from simnet.units import DTYPE_BYTES
+from simnet.workloads.transformer import Parallelism, Transformer, rank_groups
+
+__all__ = ["step_time", "TrainingStep", "one_f_one_b"]
+
+
+
+
+
+
+
+
+
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """One step's figures (seconds unless named otherwise). ``exposed`` holds the
+    communication on the critical path per kind (tp, ep, pp, fsdp over the m micro-batch
+    slots; dp after them) and the pipeline ``bubble`` ((p - 1) / v slots), so that ``compute_s``
+    plus every part of ``exposed`` is ``step_s``; ``collectives`` lists each simulated
+    exchange: kind, collective, bytes, groups, algorithm, time. ``slot`` holds the parts of
+    one micro-batch's ``forward`` and ``backward`` on the slowest stage (compute, tp, ep,
+    fsdp, pp) and ``dp_sync_s`` the data-parallel gradient sync, for the step's timeline."""
+
+    gpus: int
+    parallelism: dict
+    step_s: float
+    compute_s: float
+    exposed: dict
+    tokens_per_step: int
+    tokens_per_s: float
+    model_flops: float  # per step
+    mfu: float
+    collectives: list
+    slot: dict
+    dp_sync_s: float
+
+
+def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: float,
+                chunks: int = 1) -> list[tuple]:
+    """Megatron's 1F1B pipeline schedule, timed: ``(stage, "F" | "B", micro-batch, chunk,
+    start, end)`` for every pass. Stage k runs warm-up forwards, then alternates a forward
+    and a backward, then drains its backwards; a forward waits for the stage before (stage
+    0's chunk c for the last stage's chunk c-1), a backward for the stage after (the last
+    stage's for stage 0's next chunk, or its own forward). Without interleaving (``chunks``
+    1) stage k warms up with ``p - k - 1`` forwards and the schedule lasts
+    ``(m + p - 1) x (t_f + t_b)``; with ``chunks`` v model chunks per stage, each pass a
+    chunk (``t_f / v``, ``t_b / v``) in Megatron's interleaved order (micro-batches in
+    groups of p, ``2 (p - k - 1) + (v - 1) p`` warm-up passes), ``(m + (p - 1) / v) x
+    (t_f + t_b)`` (Narayanan et al., SC21, section 2.2.2).
+
+    >>> max(end for *_, end in one_f_one_b(4, 8, 1.0, 2.0))
+    33.0
+    >>> max(end for *_, end in one_f_one_b(4, 8, 1.0, 2.0, chunks=2))
+    28.5
+    """
+    p, v = stages, chunks
+    if v > 1 and micro_batches % p:
+        raise ValueError(f"chunks: interleaving needs micro-batches in groups of {p} stages, not {micro_batches}")
+    total = micro_batches * v
+
+    def task(i: int, backward: bool) -> tuple[int, int]:  # a stage's i-th forward or backward: (micro, chunk)
+        chunk = (i // p) % v
+        return (i // (p * v)) * p + i % p, v - 1 - chunk if backward else chunk
+
+    order = []
+    for k in range(p):
+        warm = min(p - k - 1 if v == 1 else 2 * (p - k - 1) + (v - 1) * p, total)
+        ops = [("F", *task(i, False)) for i in range(warm)]
+        for j in range(total - warm):
+            ops += [("F", *task(warm + j, False)), ("B", *task(j, True))]
+        order.append(ops + [("B", *task(i, True)) for i in range(total - warm, total)])
+    ends: dict[tuple, float] = {}
+    passes = []
+    position, free = [0] * p, [0.0] * p
+    while len(passes) < 2 * p * total:
+        for k in range(p):
+            if position[k] == len(order[k]):
+                continue
+            kind, i, c = order[k][position[k]]
+            if kind == "F":
+                after = ("F", i, c, k - 1) if k > 0 else ("F", i, c - 1, p - 1) if c > 0 else None
+            elif k < p - 1:
+                after = ("B", i, c, k + 1)
+            else:
+                after = ("B", i, c + 1, 0) if c < v - 1 else ("F", i, c, k)
+            if after is not None and after not in ends:
+                continue
+            start = max(free[k], ends[after] if after else 0.0)
+            free[k] = ends[(kind, i, c, k)] = start + (forward_s if kind == "F" else backward_s) / v
+            passes.append((k, kind, i, c, start, free[k]))
+            position[k] += 1
+    return passes
+
+
+def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: float | None = None,
+              efficiency: float, dtype: str = "bf16", grad_dtype: str = "fp32", gpus: list[str] | None = None,
+              comm_model: str = "nccl", env=None, calibration=None) -> TrainingStep:
+    """Simulate the communication of one training step of ``model`` laid out as ``par`` on
+    ``topology``'s GPUs (or ``gpus``) and compose the step (see the module docstring).
+
+    ``gpu_flops``: dense peak FLOP/s per GPU (default: the GPUs' generation's BF16 peak,
+    ``hardware.GPUS``); ``efficiency``: the fraction of it the model's kernels reach;
+    ``dtype``: activations and FSDP parameters; ``grad_dtype``: gradients reduced by DP.
+    """
+    from simnet.run.simulate import simulate_groups
+
+    gpus = list(topology.gpus if gpus is None else gpus)
+    par = par.resolved(len(gpus), model)
+    if gpu_flops is None:
+        gpu_flops = GPUS[topology.gpu_model(gpus[0])].bf16_flops
+    groups = rank_groups(gpus, par)
+    a, g = DTYPE_BYTES[dtype], DTYPE_BYTES[grad_dtype]
+    m, b, s, h = par.micro_batches, par.micro_batch_size, model.sequence, model.hidden
+    tokens = b * s
+    layers = model.layers // par.pp
+    simulated = []
+
+    def exchange(kind: str, collective: str, size: int) -> float:
+        members = groups[kind]
+        if size <= 0 or not members or len(members[0]) < 2:
+            return 0.0
+        result = simulate_groups(topology, members, collective, size, model=comm_model, env=env,
+                                 calibration=calibration)
+        simulated.append({"kind": kind, "collective": collective, "size_bytes": size, "groups": len(members),
+                          "algorithm": result.algorithm, "protocol": result.protocol, "time_s": result.time_s})
+        return result.time_s
+
+    layer_fwd, logits_fwd = model.forward_flops_per_token()
+    speed = gpu_flops * efficiency * par.tp  # a TP group splits every layer's work
+    compute_f = (layers * layer_fwd + logits_fwd) * tokens / speed  # the last stage, with the output layer
+    layer_f = layer_fwd * tokens / speed
+    tp_t = exchange("tp", "allreduce", tokens * h * a)
+    ep_t = exchange("ep", "all_to_all", tokens * model.top_k * h * a) if model.moe else 0.0
+    pp_t = exchange("pp", "send_recv", tokens * h * a)
+    fsdp_f = fsdp_b = 0.0
+    dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
+    experts = model.experts * model.expert_parameters() // par.ep if model.moe else 0
+    if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward
+        shard = dense // par.tp
+        gather = exchange("dp", "all_gather", shard * a)
+        scatter = exchange("dp", "reduce_scatter", shard * g)
+        fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
+        fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
+    boundary = par.virtual_stages * pp_t if par.pp > 1 else 0.0  # one send per chunk boundary
+    # one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP AllToAlls per layer each way
+    parts = {"forward": {"pp": boundary, "fsdp": fsdp_f, "compute": compute_f, "tp": 2 * layers * tp_t,
+                         "ep": 2 * layers * ep_t},
+             "backward": {"pp": boundary, "tp": 2 * layers * tp_t, "ep": 2 * layers * ep_t, "fsdp": fsdp_b,
+                          "compute": 2 * compute_f}}  # compute last: the DP sync overlaps the final one
+    slot = sum(parts["forward"].values()) + sum(parts["backward"].values())
+    bubble = (par.pp - 1) / par.virtual_stages  # slots
+    dp_exposed = sync = 0.0
+    if not par.fsdp:
+        embeddings = 2 * model.vocabulary * h // par.pp  # an embedding on the first stage, the output on the last
+        sync = exchange("dp", "allreduce", (layers * dense + embeddings) // par.tp * g)
+        sync += exchange("edp", "allreduce", layers * experts // par.tp * g) if model.moe else 0.0
+        # overlaps the last backward compute: a micro-batch's, or with v chunks one chunk's (1/v of it)
+        dp_exposed = max(sync - 2 * compute_f / par.virtual_stages, 0.0)
+    step = (m + bubble) * slot + dp_exposed
+    global_tokens = par.dp * m * tokens
+    flops = model.training_flops_per_token() * global_tokens
+    # the parts add up to the step: m slots of work, (p - 1) / v slots of bubble, the DP tail
+    both = {k: parts["forward"][k] + parts["backward"][k] for k in ("tp", "ep", "pp", "fsdp")}
+    exposed = {**{k: m * v for k, v in both.items()}, "dp": dp_exposed, "bubble": bubble * slot}
+    return TrainingStep(gpus=len(gpus), parallelism=asdict(par), step_s=step, compute_s=m * 3 * compute_f,
+                        exposed=exposed, tokens_per_step=global_tokens, tokens_per_s=global_tokens / step,
+                        model_flops=flops, mfu=flops / (step * len(gpus) * gpu_flops), collectives=simulated,
+                        slot=parts, dp_sync_s=sync)

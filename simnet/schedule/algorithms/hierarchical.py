@@ -1,0 +1,141 @@
+"""Hierarchical AllReduce: ring reduce-scatter inside each group, an AllReduce of each
+shard across groups, ring all-gather inside each group (as in Horovod's and NCCL's
+two-level schemes: fast links inside a host, fewer and slower ones between hosts).
+
+Groups are the ranks' labels at ``group_by`` (host, rack or region) and may differ in
+size. The buffer is cut into M segments, M the largest group; a group of g members gives
+member i the contiguous block of segments ``[i*M//g, (i+1)*M//g)``. Each run of segments
+whose owners (one per group) are the same is AllReduced across groups by those owners
+with algorithm ``inner``; successive runs rotate the group order, so with ``inner: tree``
+the roots and interior nodes (which carry the most traffic) are spread over the groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simnet.errors import Unsupported
+from simnet.schedule.algorithms.recursive import halving_doubling_part, recursive_doubling_part
+from simnet.schedule.algorithms.ring import all_gather, reduce_scatter, ring_allreduce
+from simnet.schedule.algorithms.tree import PIPELINE_CHUNK, double_binary_tree_part, tree_part
+from simnet.schedule.registry import chunk_count, register
+from simnet.schedule.transfers import Schedule, ScheduleBuilder, split_range
+from simnet.topology.graph import GROUP_LEVELS, Topology
+
+__all__ = ["hierarchical", "INNER_ALGORITHMS", "HIERARCHICAL_MAX_PIECES"]
+
+HIERARCHICAL_MAX_PIECES = 16
+"""Most pieces the default ``chunk_size`` cuts a buffer into: 4 MiB pieces, coarser beyond
+64 MiB. Every piece costs a few hundred transfers per group of 8, and with k pieces the
+phases overlap to within (k + 2) / k of the slowest one: 12.5 % at 16, where the runtime of
+256 pieces (1 GiB) would be minutes."""
+
+INNER_ALGORITHMS = {
+    "ring": ring_allreduce,
+    "tree": double_binary_tree_part,  # NCCL's Tree between nodes: a double binary tree, one GPU each
+    "binary_tree": tree_part,
+    "double_binary_tree": double_binary_tree_part,
+    "halving_doubling": halving_doubling_part,
+    "recursive_doubling": recursive_doubling_part,
+}
+"""Algorithms that can run across groups: ``(b, members, lo, hi, ready, chunk_size, channel) -> done``;
+``tree`` is NCCL's Tree with one GPU per group: the double binary tree."""
+
+
+def _join_rows(b: ScheduleBuilder, nodes: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
+    """One id per node that is delivered once every id in its row is (-1 where a row is empty)."""
+    width = max((len(r) for r in rows), default=0)
+    matrix = np.full((len(rows), max(width, 1)), -1, dtype=np.int64)
+    for i, row in enumerate(rows):
+        matrix[i, : len(row)] = row
+    has = (matrix >= 0).any(axis=1)
+    joined = np.full(len(rows), -1, dtype=np.int64)
+    if has.any():
+        joined[has] = b.join(nodes[has], matrix[has])
+    return joined
+
+
+def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner: str,
+           rs_last: list, ag_last: list) -> None:
+    """One piece ``[lo, hi)`` through the three phases; ``rs_last``/``ag_last`` hold each
+    group's last reduce-scatter / all-gather transfer per connection, so the pieces queue
+    in order on the rings inside the groups while earlier pieces are already across."""
+    segments = split_range(lo, hi, max(len(g) for g in groups))
+    count = len(segments) - 1
+
+    # 1. ring reduce-scatter inside each group; part p ends with member (p - 1) mod g
+    plans = []
+    for i, members in enumerate(groups):
+        g = len(members)
+        cuts = (np.arange(g + 1) * count) // g  # segment index where each part starts
+        bounds = segments[cuts]
+        owned, rs_last[i] = reduce_scatter(b, members, bounds, np.full(g, -1), 1, channel=0, last=rs_last[i])
+        owner_of_part = (np.arange(g) - 1) % g
+        ready = _join_rows(b, members, [row[row >= 0] for row in owned])
+        plans.append((members, cuts, bounds, owner_of_part, ready))
+
+    # 2. across groups: one inner AllReduce per run of segments with the same owners
+    owner = np.stack([plan[3][np.searchsorted(plan[1], np.arange(count), side="right") - 1] for plan in plans])
+    finished: list[list[list[int]]] = [[[] for _ in plan[0]] for plan in plans]
+    start = 0
+    channel = 1
+    for end in range(1, count + 1):
+        if end < count and (owner[:, end] == owner[:, start]).all():
+            continue
+        who = owner[:, start]
+        # rotate the group order per run so tree roots and interior nodes spread over the groups
+        order = np.roll(np.arange(len(plans)), -(start % len(plans)))
+        nodes = np.array([plans[g][0][who[g]] for g in order])
+        ready = np.array([plans[g][4][who[g]] for g in order])
+        done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready, chunk_size=None,
+                                       channel=channel)
+        for position, g in enumerate(order):
+            finished[g][who[g]].extend(done[position][done[position] >= 0].tolist())
+        channel += 2
+        start = end
+
+    # 3. ring all-gather inside each group from the owners' final parts
+    for i, ((members, _, bounds, _, ready), done) in enumerate(zip(plans, finished)):
+        # all_gather starts member i from part (i + 1) mod g: the part it owns since step 1
+        final = _join_rows(b, members, [np.array(done[j] or [ready[j]]) for j in range(len(members))])
+        _, ag_last[i] = all_gather(b, members, bounds, final, 1, channel=0, step0=len(members) - 1, last=ag_last[i])
+
+
+@register("hierarchical",
+          "ring reduce-scatter inside each group, AllReduce across groups (inner; unset: the faster of NCCL's tree "
+          "and a ring, both simulated), ring "
+          "all-gather, pipelined piece by piece",
+          "one piece, equal groups of g over G groups: 2(g-1)*(L_in + S/(g*B_in)) + T_inner(S/g, G); "
+          "k pieces overlap the phases: about max(phase) * (k + 2) / k",
+          options=("inner", "group_by", "chunk_size"))
+def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "host",
+                 chunk_size: int | None = None) -> Schedule:
+    """Two-level AllReduce over the groups of ``ranks`` at level ``group_by``, in pieces of
+    ``chunk_size`` bytes (default 4 MiB, or ``size / HIERARCHICAL_MAX_PIECES`` if larger) that flow
+    through the phases without a barrier: piece p+1 reduce-scatters inside the groups
+    while piece p crosses between them.
+
+    Contention-free with one piece, G groups of g ranks with intra-group latency L_in and
+    bandwidth B_in: ``2(g-1)(L_in + S/(g B_in)) + T_inner(S/g, G)`` where ``T_inner`` is
+    the inner algorithm's own closed form for S/g bytes over G ranks.
+    """
+    if inner not in INNER_ALGORITHMS:
+        raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
+    if group_by not in GROUP_LEVELS:
+        raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
+    if not any(topology.graph.nodes[r].get(group_by) for r in ranks):
+        raise Unsupported(f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, so every GPU "
+                          f"would be a group of its own; label the GPUs or group by another level")
+    b = ScheduleBuilder("hierarchical", ranks, size)
+    position = {r: i for i, r in enumerate(ranks)}
+    groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
+    rs_last: list = [None] * len(groups)
+    ag_last: list = [None] * len(groups)
+    if chunk_size is None:
+        chunk_size = max(PIPELINE_CHUNK, -(-size // HIERARCHICAL_MAX_PIECES))
+    cuts = split_range(0, size, chunk_count(size, chunk_size))
+    for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        _piece(b, groups, lo, hi, inner, rs_last, ag_last)
+    b.info["groups"] = len(groups)
+    b.info["pieces"] = len(cuts) - 1
+    return b.build()

@@ -1,0 +1,115 @@
+"""Channels as NCCL lays them out: which GPUs a channel enters and leaves each host
+through, in which order it visits the host's GPUs, and how many of NCCL's channels one
+simulated channel stands for.
+
+NCCL opens C channels (``simnet.tuning.predict.graph``). Across hosts with R NICs (rails)
+each, its ring search pairs the rails (NCCL_CROSS_NIC=2, src/graph/search.cc): channel 2k
+enters a host at the GPU next to rail 2k and leaves from the GPU next to rail 2k+1, channel
+2k+1 the other way round, and on odd-numbered hosts the two swap (src/graph/connect.cc), so
+a channel leaves one host and enters the next on the same rail and every NIC sends one
+channel and receives one. Trees enter and leave each host through rail c mod R, the chain
+inside the host starting at that rail's GPU.
+
+Channels that take the same GPUs in every host follow the same routes, so simnet simulates
+one of each, carrying the data of all the NCCL channels it stands for (its ``weight``); on
+one host, or without NICs, all channels are alike and one is simulated.
+
+>>> from simnet.topology.loader import load_topology
+>>> topo = load_topology("topologies/two_racks.yaml")
+>>> rings = channel_groups(topo, topo.gpus, 8, "ring")
+>>> len(rings), rings[0].hosts[0].tolist(), rings[0].hosts[1].tolist()
+(8, [0, 2, 3, 4, 5, 6, 7, 1], [9, 10, 11, 12, 13, 14, 15, 8])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
+
+
+@dataclass(frozen=True)
+class ChannelGroup:
+    """One simulated channel: how many NCCL channels it stands for, and per host the rank
+    positions in visiting order, the GPU it enters through (the head) first and the GPU it
+    leaves from last."""
+
+    weight: int
+    hosts: list[np.ndarray]
+
+    @property
+    def heads(self) -> np.ndarray:
+        """The rank position each host is entered through."""
+        return np.array([order[0] for order in self.hosts], dtype=np.int64)
+
+
+def host_positions(topology, ranks: list[str]) -> list[np.ndarray]:
+    """Rank positions grouped by host, hosts in the order their first rank appears."""
+    groups: dict[str, list[int]] = {}
+    for position, gpu in enumerate(ranks):
+        groups.setdefault(topology.label(gpu, "host"), []).append(position)
+    return [np.array(members, dtype=np.int64) for members in groups.values()]
+
+
+def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> list[list[int]]:
+    """Per host, the rank positions of the GPUs next to its NICs, each GPU once, in NIC order
+    (empty: no NICs). A GPU with several NICs spreads its channels over them (ECMP)."""
+    position = {gpu: i for i, gpu in enumerate(ranks)}
+    result = []
+    for members in hosts:
+        gpus = [ranks[i] for i in members]
+        near = [position[gpu] for _, gpu in topology.rails(gpus) if gpu in position]
+        result.append(list(dict.fromkeys(near)))
+    return result
+
+
+def default_channels(topology, ranks: list[str]) -> int:
+    """The channels NCCL's topology search would open for a ring here (its search graph)."""
+    from simnet.tuning.predict import graph, system_of
+
+    return graph(system_of(topology, ranks), "Ring").channels
+
+
+def _order(members: np.ndarray, enter: int, leave: int) -> np.ndarray:
+    """The host's GPUs from ``enter`` to ``leave``, the others in rank order (rotated) between."""
+    rotated = np.roll(members, -int(np.flatnonzero(members == enter)[0]))
+    middle = [m for m in rotated[1:].tolist() if m != leave]
+    return np.array([enter] + middle + ([leave] if leave != enter else []), dtype=np.int64)
+
+
+def _layout(rails: list[int], channel: int, host: int, kind: str) -> tuple[int, int]:
+    """(enter, leave) rank positions of ``channel`` in a host with these rails."""
+    r = len(rails)
+    if kind == "tree":
+        head = rails[channel % r]
+        return head, head
+    c = channel ^ 1 if host % 2 else channel  # odd hosts swap each pair, so rails line up host to host
+    a, b = rails[(c - c % 2) % r], rails[(c - c % 2 + 1) % r]
+    return (a, b) if c % 2 == 0 else (b, a)
+
+
+def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring") -> list[ChannelGroup]:
+    """The simulated channels for ``channels`` NCCL channels over ``ranks``: ``kind`` is
+    ``ring`` (rails in pairs) or ``tree`` (one rail per channel); see the module docstring."""
+    if channels < 1:
+        raise ValueError("channels must be at least 1")
+    hosts = host_positions(topology, ranks)
+    rails = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else [[] for _ in hosts]
+    if min(len(r) for r in rails) == 0:
+        return [ChannelGroup(channels, hosts)]
+    layouts: dict[tuple, int] = {}
+    for c in range(channels):
+        key = tuple(_layout(host_rails, c, h, kind) for h, host_rails in enumerate(rails))
+        layouts[key] = layouts.get(key, 0) + 1
+    return [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
+            for key, weight in layouts.items()]
+
+
+def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, list[ChannelGroup], np.ndarray]:
+    """NCCL's ring channels over ``ranks``: (channels, default NCCL's; the simulated
+    groups; each group's weight, the NCCL channels it stands for)."""
+    channels = channels or default_channels(topology, ranks)
+    groups = channel_groups(topology, ranks, channels, "ring")
+    return channels, groups, np.array([g.weight for g in groups])

@@ -1,0 +1,181 @@
+"""Lane programs: schedules whose transfers repeat along connections.
+
+A **lane** is one connection ``src -> dst`` on ``channel``, carrying ``flows[l]``
+transfers one after another (FIFO: transfer q starts once transfer q-1 has left the
+sender). Transfer q of lane l also waits, for each column d with ``after[l, d] >= 0`` and
+``q >= lag[l, d]``, for transfer ``q - lag[l, d]`` of lane ``after[l, d]`` to be
+delivered. ``pieces(q)`` says what every lane's transfer q carries. NCCL's rings are lane
+programs: lane (channel, rank) sends to the next rank, and its k pieces of step s wait for
+the k pieces the previous rank sent at step s-1 (lag k). A 1 GiB ring over 16,384 GPUs is
+4·10^9 transfers but only 131,072 lanes of 32,766 transfers each. NCCL's trees are too:
+a lane per tree edge and direction, chunk j going up once the children's chunk j arrived
+(lag 0: same-index dependencies order the lanes in *waves*, replayed one after another).
+
+A program expands (``to_schedule()``) into an explicit ``Schedule`` for the fluid engine, the
+numpy data check and traces; ``simnet.engine.lanes.replay_lanes`` replays it without a
+transfer each.
+
+>>> import numpy as np
+>>> # a 2-lane ping-pong: a -> b, then b -> a once a's piece is delivered
+>>> prog = LaneProgram("demo", ["a", "b"], ["a", "b"], 8, src=np.array([0, 1]), dst=np.array([1, 0]),
+...                    channel=np.zeros(2, dtype=np.int64), flows=np.array([1, 2]), after=np.array([-1, 0]),
+...                    lag=np.array([1, 1]), per_step=np.array([1, 1]),
+...                    pieces=lambda q: (np.zeros(2, dtype=np.int64), np.full(2, 8), np.zeros(2, dtype=np.int8)))
+>>> s = prog.to_schedule()
+>>> len(s), s.deps(2).tolist(), s.after_sent.tolist()
+(3, [0], [-1, -1, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from simnet.schedule.transfers import Schedule, ScheduleBuilder
+
+
+@dataclass
+class LaneProgram:
+    """Lanes (numpy arrays, one entry each; see the module docstring) and ``pieces``.
+
+    ``after`` and ``lag`` are (lanes,) or (lanes, D) (-1 in ``after``: no dependency);
+    same-index dependencies (lag 0) must not form a cycle.
+    ``pieces(q)`` returns ``(lo, hi, op)`` arrays over every lane: the byte range and
+    operation (``REDUCE``/``COPY``) of each lane's transfer q (ignored for lanes with
+    ``flows <= q``). ``per_step[l]`` transfers of lane l make one algorithm step (for
+    traces: step ``first_step + q // per_step``, chunk ``q % per_step``). Node indices refer to ``nodes``, the
+    first ``len(ranks)`` of which are the ranks. ``carried_bytes`` and ``sizes(q)`` (the
+    bytes and op of every lane's transfer q), when the algorithm gives them, are
+    ``carried()`` without a pass over every transfer and ``pieces`` without the ranges.
+    """
+
+    algorithm: str
+    nodes: list[str]
+    ranks: list[str]
+    size: int
+    src: np.ndarray
+    dst: np.ndarray
+    channel: np.ndarray
+    flows: np.ndarray
+    after: np.ndarray
+    lag: np.ndarray
+    per_step: np.ndarray
+    pieces: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    carried_bytes: np.ndarray | None = None
+    sizes: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
+    first_step: np.ndarray | int = 0
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        after = np.asarray(self.after, dtype=np.int64)
+        self.after = after.reshape(len(self.src), after.shape[1] if after.ndim == 2 else 1)
+        lag = np.asarray(self.lag, dtype=np.int64)
+        self.lag = np.broadcast_to(lag.reshape(len(self.src), lag.shape[1] if lag.ndim == 2 else 1), self.after.shape)
+        self.wave = self._waves()
+
+    def _waves(self) -> np.ndarray:
+        """Per lane, the longest chain of same-index dependencies leading to it: lanes of
+        wave w depend at their own index only on lanes of earlier waves."""
+        same = (self.after >= 0) & (self.lag == 0)
+        wave = np.zeros(len(self.src), dtype=np.int64)
+        for _ in range(len(self.src) + 1):
+            deeper = np.where(same, wave[np.maximum(self.after, 0)] + 1, 0).max(axis=1, initial=0)
+            if (deeper == wave).all():
+                return wave
+            wave = deeper
+        raise ValueError("same-index (lag 0) dependencies between lanes form a cycle")
+
+    def waves(self) -> list[np.ndarray]:
+        """The lanes of each wave, in replay order."""
+        order = np.argsort(self.wave, kind="stable")
+        return np.split(order, np.flatnonzero(np.diff(self.wave[order])) + 1) if len(order) else []
+
+    def __len__(self) -> int:
+        """Transfers in the program (what ``to_schedule`` would hold)."""
+        return int(self.flows.sum())
+
+    @property
+    def lanes(self) -> int:
+        """Number of lanes (connections)."""
+        return len(self.src)
+
+    def carried(self) -> np.ndarray:
+        """Bytes each lane carries over the whole program."""
+        if self.carried_bytes is not None:
+            return self.carried_bytes
+        total = np.zeros(self.lanes)
+        for q in range(int(self.flows.max(initial=0))):
+            total += np.where(self.flows > q, self.nbytes(q)[0], 0)
+        return total
+
+    def nbytes(self, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """(bytes, op) of every lane's transfer q."""
+        if self.sizes is not None:
+            return self.sizes(q)
+        lo, hi, op = self.pieces(q)
+        return hi - lo, op
+
+    def to_schedule(self) -> Schedule:
+        """The explicit ``Schedule``: transfer q of every live lane in one batch per q."""
+        b = ScheduleBuilder(self.algorithm, self.ranks, self.size)
+        for node in self.nodes[len(self.ranks):]:
+            b.node(node)
+        b.expect(len(self))
+        depth = int(self.lag.max(initial=0)) + 1
+        ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
+        last = np.full(self.lanes, -1, dtype=np.int64)  # each lane's latest transfer (FIFO)
+        waves = self.waves()
+        for q in range(int(self.flows.max(initial=0))):
+            lo, hi, op = self.pieces(q)
+            ids[q % depth] = -1
+            for lanes in waves:  # a batch per wave: same-index dependencies point at earlier batches
+                live = lanes[self.flows[lanes] > q]
+                after, lag = self.after[live], self.lag[live]
+                waits = (after >= 0) & (q >= lag)
+                deps = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
+                new = b.add(self.src[live], self.dst[live], lo[live], hi[live], op[live],
+                            deps=list(deps.T), after_sent=last[live],
+                            step=np.broadcast_to(self.first_step, (self.lanes,))[live] + q // self.per_step[live],
+                            chunk=q % self.per_step[live], channel=self.channel[live])
+                ids[q % depth, live] = new
+                last[live] = new
+        b.info.update(self.info)
+        return b.build()
+
+
+def merge_programs(programs: list[LaneProgram]) -> LaneProgram:
+    """One program that runs ``programs`` (over disjoint ranks) at the same time: their
+    lanes one after another, in order, each program's dependencies kept within its own."""
+    nodes: dict[str, int] = {}
+    for name in [r for p in programs for r in p.ranks] + [n for p in programs for n in p.nodes[len(p.ranks):]]:
+        nodes.setdefault(name, len(nodes))
+    width = max(p.after.shape[1] for p in programs)
+    offsets = np.cumsum([0] + [p.lanes for p in programs])
+    remap = [np.array([nodes[n] for n in p.nodes], dtype=np.int64) for p in programs]
+
+    def joined(arrays) -> np.ndarray:
+        return np.concatenate(list(arrays))
+
+    def padded(p: LaneProgram, array: np.ndarray, fill: int) -> np.ndarray:
+        return np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=fill)
+
+    def each(q: int, part: Callable[[LaneProgram], tuple], count: int) -> tuple[np.ndarray, ...]:
+        rows = [part(p) if q < int(p.flows.max(initial=0)) else
+                (np.zeros(p.lanes, dtype=np.int64),) * (count - 1) + (np.zeros(p.lanes, dtype=np.int8),)
+                for p in programs]
+        return tuple(joined(row[k] for row in rows) for k in range(count))
+
+    every_size = all(p.sizes is not None for p in programs)
+    return LaneProgram(
+        "+".join(sorted({p.algorithm for p in programs})), list(nodes), [r for p in programs for r in p.ranks],
+        max(p.size for p in programs),
+        src=joined(m[p.src] for m, p in zip(remap, programs)), dst=joined(m[p.dst] for m, p in zip(remap, programs)),
+        channel=joined(p.channel for p in programs), flows=joined(p.flows for p in programs),
+        after=joined(padded(p, np.where(p.after >= 0, p.after + off, -1), -1) for p, off in zip(programs, offsets)),
+        lag=joined(padded(p, p.lag, 0) for p in programs), per_step=joined(p.per_step for p in programs),
+        pieces=lambda q: each(q, lambda p: p.pieces(q), 3),
+        carried_bytes=joined(p.carried() for p in programs),
+        sizes=(lambda q: each(q, lambda p: p.sizes(q), 2)) if every_size else None,
+        first_step=joined(np.broadcast_to(p.first_step, (p.lanes,)) for p in programs))

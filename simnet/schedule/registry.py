@@ -1,0 +1,88 @@
+"""The public algorithm names (`simnet algorithms`) and the options each one understands.
+
+An algorithm is a plain function ``(topology, ranks, size, **options) -> Schedule``,
+registered for one collective (``simnet.schedule.kinds``) with a one-line description
+and its contention-free closed form. ``ALGORITHMS`` are AllReduce's; ``REGISTRY`` holds
+every collective's, by collective then name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from simnet.schedule.kinds import ALLREDUCE, COLLECTIVES
+from simnet.schedule.lanes import LaneProgram
+from simnet.schedule.transfers import Schedule
+
+__all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "chunk_count", "COMMON_OPTIONS",
+           "ENGINE_OPTIONS", "order_algorithms"]
+
+
+ENGINE_OPTIONS = ("reduce_bandwidth", "message_overhead")
+"""Options the replay, not the schedule, applies."""
+COMMON_OPTIONS = (*ENGINE_OPTIONS, "exact")
+"""Options every algorithm accepts: the engine's, and ``exact`` (never bound a run from
+above: replay a ring too large to replay exactly on the fluid network however long it
+takes; see ``simnet.engine.lanes.MAX_EXACT``)."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm of one collective."""
+
+    name: str
+    build: Callable[..., Schedule]
+    description: str
+    closed_form: str
+    options: tuple[str, ...]
+    collective: str = ALLREDUCE
+    program: Callable[..., LaneProgram] | None = None  # the same algorithm as a LaneProgram, when it is one
+
+
+REGISTRY: dict[str, dict[str, Algorithm]] = {name: {} for name in COLLECTIVES}
+ALGORITHMS: dict[str, Algorithm] = REGISTRY[ALLREDUCE]
+
+LISTING = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat", "hierarchical",
+           "halving_doubling", "recursive_doubling", "direct", "pairwise", "binary_tree", "double_binary_tree", "naive",
+           "ps")
+"""NCCL's algorithms first, then the textbook ones, then the architectures a person picks."""
+
+
+def order_algorithms() -> None:
+    """Reorder every collective's algorithms as ``LISTING`` (any others after, as registered)."""
+    for table in REGISTRY.values():
+        ordered = {name: table[name] for name in LISTING if name in table}
+        ordered.update({k: v for k, v in table.items() if k not in ordered})
+        table.clear()
+        table.update(ordered)
+
+
+
+
+def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = (),
+             collective: str = ALLREDUCE, program: Callable[..., LaneProgram] | None = None):
+    """Decorator: publish ``fn`` under ``name`` for ``collective``; ``program`` builds the
+    same algorithm as a ``LaneProgram`` (same arguments), which ``fn`` expands."""
+
+    def decorate(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
+        REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective, program)
+        return fn
+
+    return decorate
+
+
+def chunk_count(nbytes: int, chunk_size: int | None) -> int:
+    """Pipeline pieces for ``nbytes`` with pieces of at most ``chunk_size`` bytes (>= 1)."""
+    if not chunk_size or nbytes <= chunk_size:
+        return 1
+    return math.ceil(nbytes / chunk_size)
+
+
+
+
+
+
+
+

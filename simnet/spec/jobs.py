@@ -1,0 +1,169 @@
+"""The ``jobs:`` of a scenario: each job's schema, and where it runs (placement on GPUs).
+
+>>> from simnet.topology.loader import topology_from_dict
+>>> topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+...                                                      "gpus_per_host": 2, "spines": 1}})
+>>> place_jobs(topo, [{"name": "a", "gpus": 4, "placement": "spread", "size": "1 MiB"},
+...                   {"name": "b", "gpus": 2, "size": "1 MiB"}])
+[['r0h0-gpu0', 'r0h1-gpu0', 'r1h0-gpu0', 'r1h1-gpu0'], ['r0h0-gpu1', 'r0h1-gpu1']]
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from simnet.errors import SpecError
+from simnet.schedule.catalog import ALGORITHMS
+from simnet.topology.graph import Topology
+from simnet.topology.schema import Latency, Strict
+from simnet.units import parse_share, parse_size
+
+MAX_JOBS = 16
+"""Most jobs in one scenario: the interference matrix runs every pair (n(n-1)/2 replays)."""
+
+
+_RANDOM = re.compile(r"^random\((\d+)\)$")
+
+
+class JobError(SpecError):
+    """A job that does not fit the topology; ``loc`` is its place in the job list."""
+
+
+def _share(value: Any) -> float:
+    try:
+        share = parse_share(value)
+    except ValueError:
+        share = 0.0
+    if share <= 0:
+        raise ValueError(f"{value!r} is not a load: give a share of each GPU's bandwidth, 0% < load <= 100%")
+    return share
+
+
+class BackgroundSpec(Strict):
+    """Traffic that is not a collective: every ``period`` each GPU offers ``load`` of its
+    route's bandwidth as a ``pattern``: ``uniform`` (to one partner drawn with ``seed``),
+    ``all_to_all`` (to every other GPU) or ``incast`` (every GPU to one target drawn with ``seed``)."""
+
+    pattern: Literal["uniform", "all_to_all", "incast"]
+    load: Annotated[float, BeforeValidator(_share)]
+    seed: Annotated[int, Field(ge=0, strict=True)] = 0
+
+
+class JobSpec(Strict):
+    """One job: where it runs, what it AllReduces (or the background traffic it makes),
+    when and how often. A background job runs on every GPU no other job holds unless told
+    where, every ``period`` (1 ms by default) for as long as the other jobs run."""
+
+    name: Annotated[str, Field(min_length=1)]
+    gpus: Annotated[int, Field(ge=2, strict=True)] | list[str] | None = None
+    hosts: list[str] | None = None
+    placement: str = "packed"  # for a GPU count: packed, spread or random(seed)
+    algorithm: str = "auto"
+    size: Annotated[int, Field(ge=1)] | None = None
+    start: Latency = 0.0
+    repeat: Annotated[int, Field(ge=1, le=10_000, strict=True)] = 1
+    period: Latency | None = None
+    background: BackgroundSpec | None = None
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        return parse_size(value)
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value != "auto" and value not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {value!r}; expected {', '.join(ALGORITHMS)} or auto")
+        return value
+
+    @model_validator(mode="after")
+    def _where(self) -> JobSpec:
+        if self.background is not None:
+            if self.size is not None or self.algorithm != "auto" or "repeat" in self.model_fields_set:
+                raise ValueError("a background job makes its own traffic: no size, algorithm or repeat")
+            if self.gpus is not None and self.hosts is not None:
+                raise ValueError("give gpus or hosts, not both")
+            return self
+        if self.size is None:
+            raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")
+        if (self.gpus is None) == (self.hosts is None):
+            raise ValueError("give gpus (a count or a list of GPU ids) or hosts (a list of host labels)")
+        if self.placement not in ("packed", "spread") and not _RANDOM.match(self.placement):
+            raise ValueError(f"placement {self.placement!r}: expected packed, spread or random(seed)")
+        if self.placement != "packed" and not isinstance(self.gpus, int):
+            raise ValueError("placement chooses GPUs for a count (gpus: 16); named GPUs and hosts are placed already")
+        return self
+
+
+def _spread_order(topology: Topology, free: list[str]) -> list[str]:
+    """Free GPUs taking turns across racks, then across the hosts of a rack."""
+    racks: dict[str, dict[str, list[str]]] = {}
+    for gpu in free:
+        racks.setdefault(topology.label(gpu, "rack"), {}).setdefault(topology.label(gpu, "host"), []).append(gpu)
+    return _interleave([_interleave(list(hosts.values())) for hosts in racks.values()])
+
+
+def _interleave(lists: list[list[str]]) -> list[str]:
+    out = []
+    for i in range(max((len(x) for x in lists), default=0)):
+        out += [x[i] for x in lists if i < len(x)]
+    return out
+
+
+def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str]]:
+    """Each job's GPUs in rank order, placed in list order on GPUs no earlier job holds."""
+    specs = [raw if isinstance(raw, JobSpec) else JobSpec.model_validate(raw) for raw in specs]
+    taken: dict[str, str] = {}
+    placed: dict[int, list[str]] = {}
+    leftover = [i for i, spec in enumerate(specs) if spec.background and spec.gpus is None and spec.hosts is None]
+    for i in [i for i in range(len(specs)) if i not in leftover] + leftover:
+        spec = specs[i]
+        free = [g for g in topology.gpus if g not in taken]
+        if i in leftover:
+            gpus = free
+        elif isinstance(spec.gpus, int):
+            if spec.gpus > len(free):
+                raise JobError((i, "gpus"), f"{spec.gpus} GPUs asked, {len(free)} of {len(topology.gpus)} are free")
+            if spec.placement == "packed":
+                gpus = free[: spec.gpus]
+            elif spec.placement == "spread":
+                gpus = _spread_order(topology, free)[: spec.gpus]
+            else:
+                rng = np.random.default_rng(int(_RANDOM.match(spec.placement).group(1)))
+                gpus = [free[k] for k in sorted(rng.choice(len(free), spec.gpus, replace=False).tolist())]
+        elif spec.hosts is not None:
+            hosts = topology.groups("host")
+            for host in spec.hosts:
+                if host not in hosts:
+                    raise JobError((i, "hosts"), f"no host {host!r} with GPUs in {topology.name}")
+            gpus = [g for host in spec.hosts for g in hosts[host]]
+        else:
+            for gpu in spec.gpus:
+                if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
+                    raise JobError((i, "gpus"), f"{gpu!r} is not a GPU of {topology.name}")
+            gpus = list(spec.gpus)
+        for gpu in gpus:
+            if gpu in taken:
+                raise JobError((i,), f"{gpu} already belongs to job {taken[gpu]!r}; jobs may not share a GPU")
+        if len(set(gpus)) < 2:
+            raise JobError((i,), "a job needs at least 2 GPUs to exchange anything" if i not in leftover else
+                           f"fewer than 2 GPUs are left for background job {spec.name!r}; give it gpus or hosts")
+        taken.update({g: spec.name for g in gpus})
+        placed[i] = sorted(set(gpus), key=topology.node_index.__getitem__)
+    return [placed[i] for i in range(len(specs))]
+
+
+def check_jobs(topology: Topology, specs: list[JobSpec]) -> None:
+    """Raise ``JobError`` for a job that cannot be placed, or too many jobs."""
+    if len(specs) > MAX_JOBS:
+        raise JobError((MAX_JOBS,), f"{len(specs)} jobs; simnet runs every pair of them, at most {MAX_JOBS} jobs")
+    names = [s.name for s in specs]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise JobError((i, "name"), f"{name!r} names two jobs")
+    place_jobs(topology, specs)

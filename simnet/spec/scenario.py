@@ -1,0 +1,523 @@
+"""Scenario YAML: a topology, sizes, algorithms, GPUs and options.
+
+``load_scenario(path)`` validates everything up front and reports mistakes as one line
+naming file, line and field; ``simnet.run_scenario(scenario)`` simulates every (size,
+algorithm) point.
+
+>>> scenario = scenario_from_dict({"name": "demo", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+...                                "sizes": "1 MiB .. 4 MiB x2", "algorithms": ["ring", "tree"]})
+>>> [s // 2**20 for s in scenario.sizes], scenario.algorithms
+([1, 2, 4], ['ring', 'tree'])
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+
+from simnet import units
+from simnet.engine.faults import Fault
+from simnet.io.yamlsource import Source, load_yaml
+from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
+from simnet.schedule.kinds import COLLECTIVES
+from simnet.spec.conditions import (
+    FaultError,
+    FaultSpec,
+    StragglerDistribution,
+    check_reachable,
+    resolve_faults,
+    straggler_delays,
+)
+from simnet.spec.jobs import JobError, JobSpec, check_jobs
+from simnet.topology.graph import GROUP_LEVELS, Topology
+from simnet.topology.hardware import GPUS
+from simnet.topology.loader import load_topology, topology_from_dict
+from simnet.topology.schema import Bandwidth, Count, Latency, Strict
+
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "parse_sizes", "parse_cost", "AUTO"]
+
+AUTO = "auto"
+
+Size = Annotated[int, BeforeValidator(units.parse_size), Field(ge=0)]
+PositiveSize = Annotated[int, BeforeValidator(units.parse_size), Field(gt=0)]
+
+_RANGE = re.compile(r"^\s*(.+?)\s*\.\.\s*(.+?)\s*x\s*(\d+(?:\.\d+)?)\s*$")
+
+
+MAX_SIZES = 200
+"""Most sizes one scenario may list or a range may make (8 B .. 8 GiB x2 makes 31)."""
+
+
+def _non_negative_size(text: object) -> int:
+    size = units.parse_size(text)
+    if size < 0:
+        raise ValueError(f"{text!r}: a size cannot be negative")
+    return size
+
+
+def _gpu_choice(value: object) -> object:
+    """Refuse a GPU count below one in words the user can act on."""
+    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+        raise ValueError(f"{value}: give a GPU count of at least 1, a list of GPU names, or all")
+    if isinstance(value, str) and value != "all":
+        raise ValueError(f"{value!r}: give a GPU count (unquoted, e.g. 8), a list of GPU names, or all")
+    return value
+
+
+def parse_sizes(text: object) -> list[int]:
+    """A size, a list of sizes, or an nccl-tests range ``"8 B .. 8 GiB x2"`` (-b/-e/-f).
+
+    >>> parse_sizes("1 KiB .. 4 KiB x2")
+    [1024, 2048, 4096]
+    """
+    if isinstance(text, list):
+        if not text:
+            raise ValueError("an empty list: give at least one size (e.g. [1 MiB, 1 GiB])")
+        if len(text) > MAX_SIZES:
+            raise ValueError(f"{len(text):,} sizes, over the {MAX_SIZES} simnet runs in one scenario")
+        for item in text:
+            if isinstance(item, str) and _RANGE.match(item):
+                raise ValueError(f"{item!r} is a range: give it as the whole value (sizes: {item!r}), not in a list")
+        return [_non_negative_size(t) for t in text]
+    match = _RANGE.match(text) if isinstance(text, str) else None
+    if not match:
+        return [_non_negative_size(text)]
+    low, high, factor = units.parse_size(match.group(1)), units.parse_size(match.group(2)), float(match.group(3))
+    if factor <= 1 or low <= 0 or high < low:
+        raise ValueError(f"{text!r}: a range needs 0 < start <= end and a factor above 1 (e.g. '8 B .. 8 GiB x2')")
+    steps = math.floor(math.log(high / low) / math.log(factor) + 1e-9) + 1
+    sizes: list[int] = []
+    size = float(low)
+    while steps <= 10 * MAX_SIZES and size <= high * (1 + 1e-12):  # small sizes may round to one byte count
+        if not sizes or int(round(size)) != sizes[-1]:
+            sizes.append(int(round(size)))
+        size *= factor
+    if len(sizes) > MAX_SIZES or not sizes:  # not generated: too many steps to count the sizes they round to
+        made = f"makes {len(sizes):,} sizes" if sizes else f"takes {steps:,} steps"
+        raise ValueError(f"{text!r} {made}, over the {MAX_SIZES} sizes simnet runs in one scenario; "
+                         "use a larger factor (nccl-tests uses x2)")
+    return sizes
+
+
+_COST = re.compile(r"^\s*\$?\s*([-+]?\d+(?:\.\d+)?)\s*([kKMG]?)\s*\$?\s*$")
+_MULTIPLIER = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def parse_cost(text: object) -> float:
+    """A cost in currency units: ``1.2 M$``, ``$800k``, ``250000``.
+
+    >>> parse_cost("1.2 M$"), parse_cost("$800k"), parse_cost(5)
+    (1200000.0, 800000.0, 5.0)
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        match = _COST.match(text) if isinstance(text, str) else None
+        if not match:
+            raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
+        value = float(match.group(1)) * _MULTIPLIER[match.group(2)]
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{text!r}: a cost must be zero or more")
+    return value
+
+
+class Options(Strict):
+    """Algorithm and engine options (see ``simnet algorithms``)."""
+
+    chunk_size: PositiveSize | None = None
+    channels: Annotated[int, Field(ge=1, le=64)] | None = None  # NCCL's MAXCHANNELS (v2.30.7 device.h)
+    inner: Literal[tuple(INNER_ALGORITHMS)] | None = None  # type: ignore[valid-type]
+    group_by: Literal[GROUP_LEVELS] | None = None  # type: ignore[valid-type]
+    ps_server: str | list[str] | None = None
+    ps_servers: Annotated[int, Field(ge=1)] | None = None
+    reduce_bandwidth: Bandwidth | None = None
+    message_overhead: Latency | None = None
+    pxn: bool | None = None  # all_to_all / send_recv across hosts through the peer's rail (NCCL's default)
+    exact: bool | None = None  # never an upper bound: a ring too large to replay exactly runs on the fluid network
+
+
+class Workload(Strict):
+    """A training step, for iteration time and speedup (used by sweeps)."""
+
+    compute_time: Latency | None = None
+    model_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gradient_size: Size | None = None
+    parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
+    bucket_size: PositiveSize | None = None
+    backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
+    compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)]] | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Workload:
+        if self.compute_time is not None and self.compute_time <= 0:
+            raise ValueError("compute_time must be positive (the step's compute on one GPU)")
+        if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
+            raise ValueError("give compute_time, or model_flops and gpu_flops")
+        if self.gradient_size is None and self.parameters is None:
+            raise ValueError("give gradient_size, or parameters (and dtype)")
+        from simnet.units import DTYPE_BYTES
+        from simnet.workloads.ddp import MAX_BUCKETS
+
+        gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
+        if gradient > units.SIZE_MAX:
+            raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")
+        if self.bucket_size and gradient / self.bucket_size > MAX_BUCKETS:
+            raise ValueError(f"bucket_size {units.format_size(self.bucket_size)} cuts the gradient into "
+                             f"{math.ceil(gradient / self.bucket_size):,} buckets, over the {MAX_BUCKETS:,} simnet "
+                             "steps through (PyTorch DDP's default bucket is 25 MiB)")
+        return self
+
+    def document(self) -> dict:
+        """This workload as a scenario file states it (times and sizes with their units)."""
+        units_of = {"compute_time": " s", "gradient_size": " B", "bucket_size": " B"}
+        return {key: f"{value!r}{units_of[key]}" if key in units_of else value
+                for key, value in self.model_dump(exclude_none=True).items()}
+
+
+class ModelShape(Strict):
+    """A transformer's shape (``simnet.workloads.transformer.Transformer``)."""
+
+    layers: Count
+    hidden: Count
+    heads: Count
+    ffn: Count
+    sequence: Count
+    vocabulary: Count
+    kv_heads: Count | None = None
+    experts: Count = 1
+    top_k: Count = 1
+    gated: bool = True
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelShape:
+        if self.hidden % self.heads:
+            raise ValueError(f"heads: {self.heads} heads do not divide hidden {self.hidden}")
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"kv_heads: {self.kv_heads} do not divide the {self.heads} heads")
+        if self.top_k > self.experts:
+            raise ValueError(f"top_k: {self.top_k} is more than the {self.experts} experts")
+        return self
+
+
+class ParallelismSpec(Strict):
+    """How the GPUs split a training step (``simnet.workloads.transformer.Parallelism``)."""
+
+    tp: Count = 1
+    pp: Count = 1
+    dp: Count | None = None
+    ep: Count = 1
+    fsdp: bool = False
+    micro_batches: Count = 1
+    micro_batch_size: Count = 1
+    virtual_stages: Count = 1
+
+
+class Training(Strict):
+    """A transformer's training step under data, tensor, pipeline and expert parallelism."""
+
+    model: ModelShape | str
+    parallelism: ParallelismSpec = ParallelismSpec()
+    efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    grad_dtype: Literal["bf16", "fp16", "fp32"] = "fp32"
+
+    @field_validator("model")
+    @classmethod
+    def _preset(cls, value):
+        from simnet.workloads.transformer import PRESETS
+
+        if isinstance(value, str) and value not in PRESETS:
+            raise ValueError(f"unknown model {value!r}; expected {', '.join(PRESETS)} or a mapping of layers, hidden, "
+                             "heads, ffn, sequence, vocabulary")
+        return value
+
+    def transformer(self):
+        """The ``simnet.workloads.transformer.Transformer`` this names."""
+        from simnet.workloads.transformer import PRESETS, Transformer
+
+        return PRESETS[self.model] if isinstance(self.model, str) else Transformer(**self.model.model_dump())
+
+    def layout(self):
+        """The ``simnet.workloads.transformer.Parallelism`` this asks for."""
+        from simnet.workloads.transformer import Parallelism
+
+        return Parallelism(**self.parallelism.model_dump())
+
+
+class Variant(Strict):
+    """A hardware option: dotted overrides of the scenario and what it costs."""
+
+    name: Annotated[str, Field(min_length=1)]
+    set: dict[str, Any] = {}
+    cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
+
+
+class ScenarioSpec(Strict):
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    topology: str | dict[str, Any]
+    collective: Literal[tuple(COLLECTIVES)] = "allreduce"  # type: ignore[valid-type]
+    model: Literal["nccl", "ideal"] = "nccl"
+    calibration: str | None = None  # a profile from simnet calibrate, relative to this file
+    size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
+    sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
+    algorithms: list[str] | Literal["all", "auto"] = ["auto"]
+    gpus: Annotated[Literal["all"] | Annotated[int, Field(ge=1, strict=True)] | list[str],
+                    BeforeValidator(_gpu_choice)] = "all"
+    options: Options = Options()
+    workload: Workload | None = None
+    training: Training | None = None
+    sweep: dict[str, list[Any]] | None = None
+    variants: list[Variant] = []
+    cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
+    faults: list[FaultSpec] = []
+    stragglers: dict[str, Any] | None = None  # {gpu: delay} or a StragglerDistribution
+    jobs: list[JobSpec] = []  # many jobs sharing the fabric (instead of sizes and algorithms)
+    placement: str | None = None  # for every job given a GPU count and no placement of its own
+
+    @field_validator("placement")
+    @classmethod
+    def _placement(cls, value):
+        if value is not None:
+            JobSpec(name="-", gpus=2, size="1 B", placement=value)  # the rule every job follows
+        return value
+
+    @field_validator("sweep")
+    @classmethod
+    def _gpu_counts(cls, value):
+        if value is not None and "gpus" in value and not value["gpus"]:
+            raise ValueError("gpus: an empty list; give GPU counts, e.g. [8, 16, 32]")
+        for count in (value or {}).get("gpus", []):
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
+        return value
+
+    @field_validator("algorithms")
+    @classmethod
+    def _listed_once(cls, value):
+        """At least one algorithm, none twice (whether the collective has them is checked later)."""
+        names = [value] if isinstance(value, str) else value
+        if not names:
+            raise ValueError("no algorithms: list at least one (or write all, or auto)")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"{name!r} is listed twice")
+        return value
+
+
+@dataclass
+class Scenario:
+    """A validated scenario, ready to run. ``topology`` already has the chosen GPUs as ranks."""
+
+    name: str
+    topology: Topology
+    sizes: list[int]
+    algorithms: list[str]
+    options: dict[str, Any]
+    description: str = ""
+    collective: str = "allreduce"  # see simnet.schedule.kinds
+    training: Training | None = None  # a transformer's training step (simnet.run.training)
+    model: str = "nccl"
+    calibration: str | None = None  # profile path; else the topology's
+    workload: Workload | None = None
+    sweep: dict[str, list[Any]] | None = None
+    variants: list[Variant] = field(default_factory=list)
+    cost: float | None = None
+    source: str | None = None
+    data: dict = field(default_factory=dict, repr=False)  # the raw document, for variants and sweeps
+    faults: list[Fault] = field(default_factory=list)
+    stragglers: dict[str, float] = field(default_factory=dict)  # start delay per GPU, s
+    jobs: list[JobSpec] = field(default_factory=list)
+    every_algorithm: bool = False  # the algorithms are `all`: those the topology cannot run are skipped
+
+    def conditions(self) -> dict:
+        """``faults`` and ``stragglers`` as ``simulate`` takes them."""
+        return {"faults": self.faults, "stragglers": self.stragglers}
+
+    def replace(self, **changes) -> Scenario:
+        """A copy with fields replaced (e.g. ``algorithms``, ``sizes`` in bytes, ``model``,
+        ``workload``, or ``topology`` as a subset of this one's GPUs); the scenario document
+        that sweeps and comparisons rebuild from changes with it. ``every_algorithm`` (skip
+        what the topology cannot run) is this object's alone, and named ``algorithms``
+        turn it off unless it is given too."""
+        clone = copy.copy(self)
+        document = dict(self.data)
+        if "algorithms" in changes and "every_algorithm" not in changes:
+            clone.every_algorithm = False  # algorithms named: none of them is skipped
+        for key, value in changes.items():
+            if key not in _REPLACEABLE:
+                raise ValueError(f"replace: {key!r} cannot be replaced; expected one of {', '.join(_REPLACEABLE)}")
+            setattr(clone, key, value)
+            if key == "topology":
+                if value.node_index != self.topology.node_index:  # not the same network
+                    raise ValueError("replace: topology must be GPUs of this scenario's "
+                                     "network (topology.subset(...)); write a new scenario for other hardware")
+                document["gpus"] = list(value.gpus)
+            elif key == "sizes":
+                document.pop("size", None)
+                document["sizes"] = [f"{int(size)} B" for size in value]
+            elif key == "workload":
+                document[key] = None if value is None else value.document()
+            elif key == "training":
+                document[key] = None if value is None else value.model_dump(mode="json", exclude_none=True)
+            elif key == "every_algorithm":
+                pass  # the document keeps its algorithms: a sweep's plan carries the flag
+            else:
+                document[key] = value
+        clone.data = document
+        return clone
+
+
+_REPLACEABLE = ("topology", "sizes", "algorithms", "every_algorithm", "options", "model", "calibration", "workload",
+                "sweep", "collective", "training")
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate a scenario file; raise ``InputError`` on any mistake."""
+    data, source = load_yaml(path)
+    return scenario_from_dict(data, source, base=Path(path).parent)
+
+
+def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None) -> Scenario:
+    """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``."""
+    source = source or Source("<scenario>")
+    if not isinstance(data, dict):
+        got = type(data).__name__ if data is not None else "nothing"
+        raise source.error((), f"expected a mapping with name, topology and sizes, got a {got}")
+    if "topology" not in data and {"nodes", "links", "generate"} & set(data):
+        raise source.error((), "this is a topology file, not a scenario; a scenario names it (topology: "
+                               "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it")
+    try:
+        spec = ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise source.from_validation(exc, model=ScenarioSpec) from None
+    if spec.size is not None and spec.sizes is not None:
+        raise source.error(("sizes",), "give size or sizes, not both")
+    if spec.size is None and spec.sizes is None and not spec.jobs and spec.training is None:
+        raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
+    if isinstance(spec.topology, str):
+        path = (base or Path(".")) / spec.topology
+        if not path.exists():
+            raise source.error(("topology",), f"no topology file {str(path)!r}")
+        topology = load_topology(path)
+    else:
+        topology = topology_from_dict(spec.topology, source, ("topology",))
+    if spec.gpus != "all":
+        try:
+            topology = topology.subset(spec.gpus)
+        except ValueError as exc:
+            raise source.error(("gpus",), str(exc).removeprefix("gpus: ")) from None
+    if spec.options.ps_server is not None or spec.options.ps_servers is not None:
+        from simnet.schedule.algorithms.direct import parameter_servers
+
+        try:
+            parameter_servers(topology, topology.gpus, spec.options.ps_server, spec.options.ps_servers or 1)
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise source.error(("options", field), message) from None
+    calibration = None
+    if spec.calibration is not None:
+        calibration = (base or Path(".")) / spec.calibration
+        if not calibration.is_file():
+            raise source.error(("calibration",), f"no calibration profile {str(calibration)!r}")
+        from simnet.model.calibration import load_calibration
+
+        load_calibration(calibration)  # refuse a bad profile now, with its own file and line
+        calibration = str(calibration)
+    faults, stragglers = _conditions(spec, topology, source)
+    for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
+        if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
+            raise source.error(("workload", "compute_slowdown", gpu), f"{gpu!r} is not a GPU of {topology.name}")
+    jobs = [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
+            and "placement" not in job.model_fields_set else job for job in spec.jobs]
+    try:
+        check_jobs(topology, jobs)
+    except JobError as exc:
+        raise source.error(("jobs", *exc.loc), exc.message) from None
+    algorithms = _algorithms(spec, source)
+    if spec.training is not None:
+        try:
+            spec.training.layout().resolved(len(topology.gpus), spec.training.transformer())
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise source.error(("training", "parallelism", field), message) from None
+        if topology.gpu_model(topology.gpus[0]) not in GPUS and spec.training.gpu_flops is None:
+            raise source.error(("training",), "the GPUs name no generation simnet knows (gpu: a100 | h100 | h200 | "
+                                              "b200): give gpu_flops, the dense peak FLOP/s per GPU")
+    if spec.collective != "allreduce":
+        for key in ("workload", "jobs"):
+            if getattr(spec, key):
+                raise source.error((key,), f"{key} run AllReduces (a data-parallel step); this scenario's collective "
+                                           f"is {spec.collective}: remove {key} or the collective")
+        if spec.training is not None:
+            raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
+                                                "remove collective, or training")
+    _check_options(spec, source)
+    every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
+    return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
+                    every_algorithm=every,
+                    collective=spec.collective, training=spec.training,
+                    options=spec.options.model_dump(exclude_none=True), description=spec.description,
+                    model=spec.model, calibration=calibration,
+                    workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
+                    source=source.file,
+                    data=data, faults=faults, stragglers=stragglers, jobs=jobs)
+
+
+def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
+    """The scenario's algorithms (``all`` expanded), each one its collective has, or one
+    line naming the entry that is not."""
+    from simnet.schedule.catalog import algorithms_for
+
+    table = algorithms_for(spec.collective)
+    if spec.algorithms == "all":
+        return list(table)
+    names = [spec.algorithms] if isinstance(spec.algorithms, str) else list(spec.algorithms)
+    for i, name in enumerate(names):
+        if name not in table and name not in ("all", AUTO):
+            raise source.error(("algorithms", i) if isinstance(spec.algorithms, list) else ("algorithms",),
+                               f"unknown algorithm {name!r} for {spec.collective}; expected "
+                               f"{', '.join([*table, AUTO])} or all")
+    return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
+
+
+def _check_options(spec: ScenarioSpec, source: Source) -> None:
+    """Refuse an option no algorithm of the scenario's collective takes (it would be ignored)."""
+    from simnet.schedule.catalog import algorithms_for
+    from simnet.schedule.registry import COMMON_OPTIONS
+
+    table = algorithms_for(spec.collective)
+    for name in spec.options.model_dump(exclude_none=True):
+        takers = [a.name for a in table.values() if name in a.options]
+        if name not in COMMON_OPTIONS and not takers:
+            raise source.error(("options", name), f"no {spec.collective} algorithm takes {name}")
+
+
+def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:
+    """The scenario's faults (in time order, checked to leave every GPU reachable) and
+    straggler delays, or one line naming the entry that does not fit the topology."""
+    try:
+        faults = resolve_faults(topology, spec.faults)
+        check_reachable(topology, faults, topology.gpus + topology.parameter_servers)
+    except FaultError as exc:
+        raise source.error(("faults", *exc.loc), exc.message) from None
+    raw = spec.stragglers
+    if raw is not None and "distribution" in raw:
+        try:
+            raw = StragglerDistribution.model_validate(raw)
+        except ValidationError as exc:
+            raise source.from_validation(exc, ("stragglers",), StragglerDistribution) from None
+    try:
+        stragglers = straggler_delays(topology, raw)
+    except FaultError as exc:
+        raise source.error(("stragglers", *exc.loc), exc.message) from None
+    return faults, stragglers

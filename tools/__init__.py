@@ -1,0 +1,1 @@
+"""Maintainer tools that live beside the package, not in it."""
