@@ -22,7 +22,7 @@ _API = {
     "InputError": "simnet.errors",
     "Result": "simnet.results.result",
     "Results": "simnet.results.result",
-    "run_scenario": "simnet.run.simulate",
+    "run_scenario": "simnet.run.scenario",
     "simulate": "simnet.run.simulate",
     "Scenario": "simnet.spec.scenario",
     "load_scenario": "simnet.spec.scenario",

@@ -12,7 +12,8 @@ import yaml
 import simnet
 from simnet import load_topology, topology_from_dict
 from simnet.report.plots import PLOT_FILES
-from simnet.run.simulate import run_scenario, simulate
+from simnet.run.scenario import run_scenario
+from simnet.run.simulate import simulate
 
 
 def root_path():
@@ -247,7 +248,7 @@ def test_auto_names_a_faster_algorithm_only_beyond_the_model_s_resolution(root, 
 
     from simnet.report.tables import _algorithm_cell
     from simnet.run.compare import PARETO_TOLERANCE
-    from simnet.run.simulate import SAME_TIME, fastest_of
+    from simnet.run.point import SAME_TIME, fastest_of
 
     assert PARETO_TOLERANCE == SAME_TIME == 0.01
     picked = simulate(load_topology(root / "topologies/dgx_h100.yaml"), "auto", 2**26)
@@ -297,7 +298,7 @@ def test_nccl_nvls_enable_0_takes_nvls_away_as_in_nccl(cli, tmp_path, root):
     off = simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "0"})
     assert set(off.auto["candidates"]) == {"ring", "tree"} and off.algorithm in ("ring", "tree")
     assert simulate(box, "auto", 2**26, env={"NCCL_NVLS_ENABLE": "1"}).algorithm == "nvls"
-    from simnet.run.simulate import nccl_system
+    from simnet.run.nccl_env import nccl_system
 
     assert nccl_system(box, {"NCCL_NVLS_ENABLE": ""}).nvls and not nccl_system(box, {"NCCL_NVLS_ENABLE": "0 "}).nvls
     path = tmp_path / "a.yaml"
@@ -324,7 +325,7 @@ def test_nccl_collnet_enable_0_takes_sharp_away_as_in_nccl(cli, tmp_path):
     """With SHARP switches, simnet takes CollNet to be on (NCCL_COLLNET_ENABLE=1 with NCCL's
     SHARP plugin); NCCL_COLLNET_ENABLE=0, NCCL's own default, takes CollNet and NVLS across
     hosts away from auto, refuses them when named and skips them under `all`."""
-    from simnet.run.simulate import nccl_system
+    from simnet.run.nccl_env import nccl_system
 
     spec = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpu": "h100", "sharp": True}
     fabric = topology_from_dict({"name": "sharp", "generate": spec})

@@ -9,7 +9,9 @@ import pytest
 
 from simnet import topology_from_dict
 from simnet.engine.replay import JobRun, replay_apart, replay_jobs
-from simnet.run.simulate import _groups_by_lanes, _Point, nccl_env, simulate_groups
+from simnet.run.groups import _groups_by_lanes, simulate_groups
+from simnet.run.nccl_env import nccl_env
+from simnet.run.point import Setup
 from simnet.topology.graph import PS_PER_SECOND
 
 replay_module = importlib.import_module("simnet.engine.replay")  # the package exports a function of that name
@@ -26,7 +28,7 @@ def plans(topo, groups, collective, size, algorithm):
     """What ``simulate_groups`` decides for each group before replaying them."""
     out = []
     for i, gpus in enumerate(groups):
-        point = _Point(topo.subset(gpus), collective, "nccl", nccl_env({}), None)
+        point = Setup(topo.subset(gpus), collective, "nccl", nccl_env({}), None)
         out.append((i, point, algorithm, point.plan(algorithm, size, {})))
     return out
 

@@ -318,7 +318,7 @@ def test_bad_gpu_counts_in_a_sweep_file_are_one_line(cli, tmp_path, gpus):
 
 @given(st.text(alphabet="0123456789,x- ", max_size=12))
 def test_any_gpus_option_is_counts_or_one_line(text):
-    from simnet.cli.main import _gpu_counts
+    from simnet.cli.sweep import _gpu_counts
     from simnet.errors import InputError
 
     try:

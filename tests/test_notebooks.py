@@ -22,7 +22,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from simnet.run.simulate import NCCL_VARIABLES  # simnet honours them, as NCCL does: not in a notebook's run
+from simnet.run.nccl_env import NCCL_VARIABLES  # simnet honours them, as NCCL does: not in a notebook's run
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 PICTURES = ("image/png", "image/jpeg", "image/svg+xml")

@@ -9,7 +9,7 @@ import pytest
 
 from simnet import topology_from_dict
 from simnet.report.plots import PLOT_FILES
-from simnet.run.simulate import simulate_groups
+from simnet.run.groups import simulate_groups
 from simnet.run.training import step_time
 from simnet.spec.scenario import load_scenario
 from simnet.workloads.transformer import PRESETS, Parallelism, Transformer, rank_groups
@@ -298,12 +298,13 @@ def test_groups_that_will_not_fit_together_are_refused_before_they_run(monkeypat
     """Every group's schedule is held until they run together on the fluid network: the
     budget counts them all. Lane programs (rings) hold no schedule and are not refused."""
     from simnet.io.budget import TooLarge
-    from simnet.run.simulate import _Point, nccl_env
+    from simnet.run.nccl_env import nccl_env
+    from simnet.run.point import Setup
     from simnet.schedule.transfers import transfer_bytes
 
     topo = box(8)
     groups = [topo.gpus[i:i + 2] for i in range(0, 8, 2)]
-    point = _Point(topo.subset(groups[0]), "allreduce", "nccl", nccl_env({}), None)
+    point = Setup(topo.subset(groups[0]), "allreduce", "nccl", nccl_env({}), None)
     one = len(point.prepare("halving_doubling", 2**24, {})[1])
     monkeypatch.setenv("SIMNET_MEMORY", f"{int(2.5 * one * transfer_bytes('halving_doubling'))} B")
     with pytest.raises(TooLarge, match="by 4 groups of 2 GPUs at once"):

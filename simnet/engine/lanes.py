@@ -60,10 +60,6 @@ one numpy pass over every lane (10 us to 1 ms), so a program of few lanes and ve
 pieces each (2 GPUs, 1 GiB in 1 KiB pieces) is no faster than the fluid engine."""
 
 
-
-
-
-
 def worth_replaying(program: LaneProgram) -> bool:
     """Whether ``replay_lanes`` may take ``program``: some transfer, none more than ``MAX_SERIAL`` per lane."""
     return 0 < len(program) and int(program.flows.max()) <= MAX_SERIAL

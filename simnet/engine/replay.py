@@ -27,8 +27,6 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 __all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart"]
 
 
-
-
 @dataclass
 class Replay:
     """Times per transfer (integer picoseconds, same order as the schedule) and the links'

@@ -11,7 +11,7 @@ the other's column.
 
 from __future__ import annotations
 
-from simnet.run.simulate import SAME_TIME
+from simnet.run.point import SAME_TIME
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep
 from simnet.spec.scenario import Scenario

@@ -17,32 +17,15 @@ from typing import Any
 import numpy as np
 
 from simnet.engine.replay import JobRun, replay_jobs
-from simnet.model.interface import plan as model_plan
-from simnet.model.interface import timing as model_timing
 from simnet.model.timing import Timing
-from simnet.schedule.catalog import ALGORITHMS, build_schedule
+from simnet.run.nccl_env import nccl_env
+from simnet.run.point import Setup, calibration_of
+from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder
 from simnet.spec.jobs import BackgroundSpec, JobSpec, place_jobs
 from simnet.topology.graph import PS_PER_SECOND, Topology
-from simnet.tuning import predict as tuning
 
 __all__ = ["run_jobs", "JobsResult"]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 @dataclass
@@ -71,10 +54,8 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
     default: the topology's) as for ``simulate``. With a calibration whose bandwidth
     depends on size, the fabric runs at the first job's rates.
     """
-    from simnet.run.simulate import _calibration, nccl_env, nccl_system
-
     env = nccl_env(env)
-    calibration = _calibration(calibration if calibration is not None else topology.calibration)
+    calibration = calibration_of(calibration if calibration is not None else topology.calibration)
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
     runs, described, capacity = [], [], None
@@ -90,15 +71,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
                               "algorithm": f"background {spec.background.pattern}", "protocol": None,
                               "size_bytes": int(schedule.nbytes.sum()), "runs": None})
             continue
-        algorithm = spec.algorithm
-        if algorithm == "auto":
-            choice = tuning.pick(nccl_system(sub, env), spec.size, env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
-            algorithm = tuning.SIMNET_NAMES[choice.algorithm]
-        decided = model_plan(model, sub, algorithm, spec.size, {}, ALGORITHMS[algorithm].options,
-                             env.get("NCCL_PROTO"), calibration,
-                             system=nccl_system(sub, env) if model == "nccl" else None)
-        schedule = build_schedule(algorithm, sub, spec.size, **decided.options)
-        timing = model_timing(decided, schedule, sub)
+        point = Setup(sub, ALLREDUCE, model, env, calibration)
+        algorithm = point.nccl_pick(spec.size) if spec.algorithm == "auto" else spec.algorithm
+        decided, schedule, timing = point.prepare(algorithm, spec.size, {})
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))

@@ -15,7 +15,7 @@ farthest apart. Expert-parallel groups are ``ep`` consecutive data ranks.
 
 Communication per micro-batch of ``b`` sequences of ``s`` tokens, activations of ``a``
 bytes per value (all simulated, every group of a kind at once on the shared fabric,
-``simnet.run.simulate.simulate_groups``):
+``simnet.run.groups.simulate_groups``):
 
 * TP: 2 AllReduces of ``b s h a`` bytes per layer forward and 2 backward (Shoeybi et al.
   2019, the f and g operators), on the critical path;
@@ -42,22 +42,14 @@ slots and every micro-batch crosses v stage boundaries each way instead of one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from simnet.topology.hardware import GPUS
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.transformer import Parallelism, Transformer, rank_groups
 
-__all__ = ["step_time", "TrainingStep", "one_f_one_b"]
-
-
-
-
-
-
-
-
-
+__all__ = ["step_time", "training_step", "TrainingStep", "one_f_one_b"]
 
 
 @dataclass(frozen=True)
@@ -151,7 +143,7 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     ``hardware.GPUS``); ``efficiency``: the fraction of it the model's kernels reach;
     ``dtype``: activations and FSDP parameters; ``grad_dtype``: gradients reduced by DP.
     """
-    from simnet.run.simulate import simulate_groups
+    from simnet.run.groups import simulate_groups
 
     gpus = list(topology.gpus if gpus is None else gpus)
     par = par.resolved(len(gpus), model)
@@ -215,3 +207,20 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
                         exposed=exposed, tokens_per_step=global_tokens, tokens_per_s=global_tokens / step,
                         model_flops=flops, mfu=flops / (step * len(gpus) * gpu_flops), collectives=simulated,
                         slot=parts, dp_sync_s=sync)
+
+
+def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None:
+    """The scenario's transformer training step (``simnet.run.training.step_time``) as plain
+    data, under the scenario's model and calibration and the NCCL variables ``env`` (default:
+    the process environment); None without ``training``."""
+    from dataclasses import asdict
+
+    from simnet.run.training import step_time
+
+    spec = scenario.training
+    if spec is None:
+        return None
+    step = step_time(scenario.topology, spec.transformer(), spec.layout(), gpu_flops=spec.gpu_flops,
+                     efficiency=spec.efficiency, dtype=spec.dtype, grad_dtype=spec.grad_dtype,
+                     comm_model=scenario.model, env=env, calibration=scenario.calibration)
+    return {"model": spec.model if isinstance(spec.model, str) else "custom", **asdict(step)}

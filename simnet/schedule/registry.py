@@ -59,8 +59,6 @@ def order_algorithms() -> None:
         table.update(ordered)
 
 
-
-
 def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = (),
              collective: str = ALLREDUCE, program: Callable[..., LaneProgram] | None = None):
     """Decorator: publish ``fn`` under ``name`` for ``collective``; ``program`` builds the
@@ -78,11 +76,5 @@ def chunk_count(nbytes: int, chunk_size: int | None) -> int:
     if not chunk_size or nbytes <= chunk_size:
         return 1
     return math.ceil(nbytes / chunk_size)
-
-
-
-
-
-
 
 

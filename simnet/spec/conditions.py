@@ -87,8 +87,6 @@ class FaultSpec(Strict):
         return f"{target} at {units.format_bandwidth(self.bandwidth)}"
 
 
-
-
 def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fault]:
     """Faults in time order (stable); ``FaultError`` names the spec that does not fit."""
     faults = []

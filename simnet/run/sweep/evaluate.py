@@ -51,7 +51,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         return cache[size]
 
     if scenario.training is not None:
-        from simnet.run.simulate import training_step
+        from simnet.run.training import training_step
 
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])

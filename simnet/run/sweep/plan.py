@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from simnet.io.yamlsource import Source, load_yaml
-from simnet.run.simulate import nccl_env
+from simnet.run.nccl_env import nccl_env
 from simnet.spec.scenario import Scenario, scenario_from_dict
 from simnet.version import __version__
 
@@ -73,7 +73,7 @@ class Point:
 @dataclass
 class SweepPlan:
     """Everything a worker needs: the scenario document, where it lives, the points, and
-    the NCCL variables (``simnet.run.simulate.NCCL_VARIABLES``) in force when it was planned, which
+    the NCCL variables (``simnet.run.nccl_env.NCCL_VARIABLES``) in force when it was planned, which
     every worker applies whatever its own environment."""
 
     document: dict

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simnet.errors import InputError
-from simnet.run.simulate import NCCL_VARIABLES
+from simnet.run.nccl_env import NCCL_VARIABLES
 from simnet.version import __version__
 
 __all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "locked"]

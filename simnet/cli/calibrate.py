@@ -1,0 +1,92 @@
+"""``simnet calibrate``: fit a calibration profile to nccl-tests logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
+from simnet.errors import InputError
+
+
+@click.command()
+@click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-t", "--topology", "topology_path", required=True, type=click.Path(path_type=Path),
+              help="The topology the logs were measured on.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("calibration.yaml"), show_default=True,
+              help="Where to write the profile (topologies and scenarios name it with calibration:).")
+@click.option("--gpus", type=click.IntRange(min=2), multiple=True,
+              help="Ranks of logs that do not list their devices: once for all, or once per log in order.")
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+              help="Draw busbw against size, measured and predicted (a .png).")
+@friendly
+def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: tuple[int, ...],
+              plot_path: Path | None) -> None:
+    """Fit the nccl model to your own nccl-tests logs and write a calibration profile.
+
+    Reads all_reduce_perf output as printed (several logs, e.g. from different GPU counts),
+    fits latencies and rate factors on log time, prints measured against predicted per
+    size, and writes OUTPUT for `calibration: OUTPUT` in a topology or scenario. Set the
+    NCCL variables the logged runs had (NCCL_ALGO, NCCL_PROTO, NCCL_*_ENABLE) in the
+    environment, so simnet fits what NCCL ran.
+
+    \b
+    Example:
+      simnet calibrate my_2node.log my_4node.log -t topologies/my_cluster.yaml -o my_cluster.cal.yaml
+    """
+    import yaml
+
+    from simnet.io.nccltests import read_log
+    from simnet.model.calibration import calibration_document
+    from simnet.report.export import write_text
+    from simnet.report.paths import output_file
+    from simnet.report.tables import calibration_table
+    from simnet.run.calibrate import fit, points_of
+    from simnet.run.nccl_env import nccl_env
+    from simnet.topology.loader import load_topology
+
+    topology = load_topology(topology_path)
+    inputs = [*logs, topology_path, *([topology.calibration] if topology.calibration else [])]
+    output_file(output, "--output", inputs=inputs)
+    if plot_path:
+        from simnet.report.paths import IMAGE_SUFFIXES
+
+        output_file(plot_path, "--plot", IMAGE_SUFFIXES, inputs=inputs)
+        if plot_path.resolve() == output.resolve():
+            raise InputError("--output and --plot must name different files")
+    try:
+        env = nccl_env()
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if len(gpus) not in (0, 1, len(logs)):
+        raise InputError(f"--gpus: given {len(gpus)} times for {len(logs)} logs; give it once for all, or once per log")
+    points = points_of([read_log(log) for log in logs], topology, list(gpus) if len(gpus) > 1 else
+                       (gpus[0] if gpus else None))
+    try:
+        result = _calibrate_with_progress(fit, topology, points, env)
+    except ValueError as exc:  # the NCCL variables leave NCCL nothing to run for a row
+        raise InputError(str(exc)) from None
+    console = stdout_console()
+    console.print(calibration_table(result))
+    if result.warning:
+        console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
+    fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
+              "ranks": result.rank_counts, "held": list(result.held), "at_bound": list(result.at_bound),
+              "nccl_variables": env,
+              "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
+                                "after": round(result.geomean(result.errors_after), 4)}}
+    document = calibration_document(result.calibration, fitted)
+    console.print(f"wrote {write_text(output, yaml.safe_dump(document, sort_keys=False))}")
+    if plot_path:
+        from simnet.report.plots import plot_calibration
+
+        console.print(f"wrote {plot_calibration(result, plot_path)}")
+
+
+def _calibrate_with_progress(fit, topology, points, env):
+    from simnet.cli.console import progress
+
+    with progress("calibrating") as update:
+        return fit(topology, points, progress=update, env=env)

@@ -1,0 +1,52 @@
+"""The scenario choices ``run`` and ``sweep`` share: algorithms (``-a``) and the collective (``-c``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simnet.errors import InputError
+
+
+def algorithm_option(algorithms: tuple[str, ...], scenario: Path, collective: str = "allreduce") -> list[str]:
+    """The algorithms ``-a`` names for ``collective`` (``all`` expanded, each once), or ``InputError``."""
+    from simnet.schedule.catalog import algorithms_for
+
+    table = algorithms_for(collective)
+    unknown = [a for a in algorithms if a not in table and a not in ("auto", "all")]
+    if unknown:
+        raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r} for {collective}; expected one of "
+                         f"{', '.join(table)}, auto or all", scenario)
+    return list(dict.fromkeys(n for a in algorithms for n in (table if a == "all" else [a])))
+
+
+def collective_option(spec, collective: str | None, algorithms: tuple[str, ...], scenario: Path) -> dict:
+    """The scenario changes ``-c`` asks for: the collective, no workload (a data-parallel
+    step is AllReduces) and, unless ``-a`` names them, the file's algorithms that this
+    collective has (``auto`` when none)."""
+    if collective is None or collective == spec.collective:
+        return {}
+    if spec.jobs or spec.training is not None:
+        what = "jobs, which run AllReduces" if spec.jobs else "training, which picks the collectives of its step"
+        raise InputError(f"--collective: the scenario has {what}; remove it to run another collective", scenario)
+    changes = {"collective": collective, **({"workload": None} if spec.workload is not None else {})}
+    if not algorithms:
+        from simnet.schedule.catalog import algorithms_for
+
+        table = algorithms_for(collective)
+        changes["algorithms"] = [a for a in spec.algorithms if a in table or a == "auto"] or ["auto"]
+        changes["every_algorithm"] = spec.every_algorithm
+    return changes
+
+
+def collective_notes(spec, changes: dict) -> list[str]:
+    """What ``-c`` left out of the file, one line each."""
+    if "collective" not in changes:
+        return []
+    notes = []
+    dropped = [a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
+    if dropped:
+        notes.append(f"not run for {changes['collective']} (it has no such algorithm): {', '.join(dropped)}")
+    if "workload" in changes:
+        notes.append(f"the scenario's training step is a data-parallel step of AllReduces: not shown for "
+                     f"{changes['collective']}")
+    return notes

@@ -1,0 +1,49 @@
+"""``simnet compare``: hardware options side by side, time against cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
+from simnet.errors import InputError
+
+
+@click.command()
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("compare.png"),
+              show_default=True, help="Where to draw cost against time (or time per option without costs).")
+@friendly
+def compare(scenarios: tuple[Path, ...], output: Path) -> None:
+    """Compare hardware options side by side: a scenario's variants, or several scenarios.
+
+    For each option: the fastest algorithm, iteration time (with a workload) and AllReduce
+    time at the largest size every option ran (options sharing no size are refused), speedup, busbw,
+    bottleneck, cost and value per M$; the Pareto front is starred in the table and drawn
+    in the plot.
+
+    \b
+    Example:
+      simnet compare scenarios/capacity_planning.yaml
+      simnet compare scenarios/cross_rack.yaml scenarios/single_node.yaml
+    """
+    from simnet.report.paths import IMAGE_SUFFIXES, output_file
+    from simnet.report.sweep_report import compare_table, plot_compare
+    from simnet.run.compare import compare_scenarios
+    from simnet.spec.scenario import load_scenario
+
+    output_file(output, "--output", IMAGE_SUFFIXES, inputs=scenarios)
+    specs = [load_scenario(path) for path in scenarios]
+    try:
+        rows = compare_scenarios(specs)
+    except ValueError as exc:
+        raise InputError(str(exc), scenarios[0]) from None
+    console = stdout_console()
+    console.print(compare_table(rows, "hardware options"))
+    for row in rows:
+        for algorithm, why in row["skipped"].items():
+            console.print(f"skipped {algorithm} for {row['option']} (all): {why}")
+    title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
+    console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: {title}', output)}")

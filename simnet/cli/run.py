@@ -1,0 +1,262 @@
+"""``simnet run``: a scenario's runs (or its jobs), printed, and written as JSON, CSV, plots and traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from simnet.cli.choices import algorithm_option, collective_notes, collective_option
+from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
+from simnet.errors import InputError
+from simnet.schedule.kinds import COLLECTIVES
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-a", "--algorithm", "algorithms", multiple=True,
+              help="Algorithm to run instead of the file's (repeatable; 'auto' or 'all' too).")
+@click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default=None,
+              help="Collective instead of the file's (sizes in nccl-tests' convention).")
+@click.option("-s", "--size", "sizes", multiple=True,
+              help="Size instead of the file's, e.g. '64 MiB' or '8 B .. 1 GiB x2' (repeatable).")
+@click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
+@click.option("--model", type=click.Choice(["nccl", "ideal"]), default=None,
+              help="Performance model instead of the file's: nccl (what nccl-tests measures) or ideal (line rate).")
+@click.option("--json", "json_path", default=None, help="Write results as JSON; '-' for stdout.")
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
+              help="Write the flat results table as CSV.")
+@click.option("--plot", "plot_dir", type=click.Path(path_type=Path), default=None,
+              help="Write plots (time, busbw, link utilisation, heatmap) into this directory.")
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
+              help="Write a Chrome trace (Perfetto, chrome://tracing) of the largest size.")
+@friendly
+def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, sizes: tuple[str, ...], gpus: int | None,
+        model: str | None, json_path: str | None, csv_path: Path | None, plot_dir: Path | None,
+        trace_path: Path | None) -> None:
+    """Simulate SCENARIO and print time, bandwidth and the bottleneck per size and algorithm.
+
+    With a workload in the scenario, also the training step per algorithm: iteration
+    time, the communication the backward pass did not hide, speedup and efficiency.
+
+    \b
+    Example:
+      simnet run scenarios/cross_rack.yaml
+      simnet run scenarios/cross_rack.yaml -a ring -a hierarchical -s '256 MiB' --json out.json
+      simnet run scenarios/cross_rack.yaml -c all_gather
+    """
+    from simnet.report.export import results_csv, results_json, write_text
+    from simnet.report.paths import output_dir, output_file
+    from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
+    from simnet.spec.scenario import MAX_SIZES, load_scenario, parse_sizes
+
+    spec = load_scenario(scenario)
+    for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
+        if path is not None and str(path) == "-":
+            raise InputError(f"{option}: '-' (standard output) is for --json only; name a file")
+    files = [(p, option) for p, option in ((json_path, "--json"), (csv_path, "--csv"), (trace_path, "--trace"))
+             if p and str(p) != "-"]
+    for path, option in files:
+        output_file(path, option, inputs=_inputs_of(spec, scenario))
+    same = {Path(p).resolve() for p, _ in files}
+    if len(same) < len(files):
+        raise InputError("--json, --csv and --trace must name different files")
+    if plot_dir:
+        output_dir(plot_dir, "--plot")
+        _refuse_plot_collisions(plot_dir, files)
+    changes = collective_option(spec, collective, algorithms, scenario)
+    notes = collective_notes(spec, changes)  # before -a joins the changes
+    if algorithms:
+        changes["algorithms"] = algorithm_option(algorithms, scenario, changes.get("collective", spec.collective))
+        changes["every_algorithm"] = "all" in algorithms
+    if sizes:
+        changes["sizes"] = [each for size in sizes for each in _parse_option(parse_sizes, size, "--size", scenario)]
+        if len(changes["sizes"]) > MAX_SIZES:
+            raise InputError(f"--size: {len(changes['sizes']):,} sizes, over the {MAX_SIZES} simnet runs in one "
+                             "scenario", scenario)
+    if gpus is not None:
+        changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
+    if model is not None:
+        changes["model"] = model
+    spec = spec.replace(**changes)
+    if spec.jobs:
+        if csv_path or trace_path or algorithms or sizes:
+            raise InputError(f"{scenario}: with jobs, each job has its own algorithm and size; "
+                             "--algorithm, --size, --csv and --trace do not apply (--json and --plot do)")
+        return _run_jobs(spec, scenario, json_path, plot_dir)
+    results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path), from_option=bool(algorithms))
+    if json_path == "-":  # stdout is the JSON; everything else goes to stderr
+        from simnet.cli.console import stderr_console
+
+        click.echo(results_json(results))
+        console = stderr_console()
+    else:
+        console = stdout_console()
+        gpus = len(spec.topology.gpus)
+        if results.runs:
+            console.print(results_table(results, title=f"{spec.name}: {COLLECTIVES[spec.collective].title} on {gpus} "
+                                                      f"GPU{'s' if gpus > 1 else ''} ({spec.topology.name}), "
+                                                      f"{_model_label(spec)}"))
+        if results.training is not None:
+            for table in training_tables(results.training):
+                console.print(table)
+        if (costs := conditions_table(results)) is not None:
+            console.print(costs)
+        if results.steps:
+            console.print(steps_table(results, _workload_label(spec)))
+        for note in notes:
+            console.print(note)
+        _print_notes(console, results)
+    for path, text in ((json_path, results_json), (csv_path, results_csv)):
+        if path and str(path) != "-":
+            console.print(f"wrote {write_text(path, text(results))}")
+    if results.training is not None:
+        if plot_dir:
+            from simnet.report.plots import plot_steps
+
+            console.print(f"wrote {plot_steps([results.training], Path(plot_dir) / 'step.png')}")
+        if trace_path and not results.runs:
+            from simnet.report.trace import write_training_trace
+
+            console.print(f"wrote {write_training_trace(results.training, trace_path)}")
+            return
+    if (plot_dir or trace_path) and not any(run.moves_data for run in results.runs):
+        if results.runs:
+            console.print("nothing to plot or trace: over one GPU no data moves")
+        return
+    if plot_dir:
+        from simnet.report.plots import heatmap_missing, plot_results
+
+        for path in plot_results(results, plot_dir):
+            console.print(f"wrote {path}")
+        if heatmap_missing(results):
+            console.print(f"no link_heatmap.png: {heatmap_missing(results)}")
+    if trace_path:
+        from simnet.report.trace import write_trace
+
+        console.print(f"wrote {write_trace(results, trace_path)}")
+
+
+def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
+    """``InputError`` when a file option names the ``--plot`` folder or a plot written into it."""
+    from simnet.report.plots import PLOT_FILES
+
+    folder = Path(plot_dir).resolve()
+    for path, option in files:
+        where = Path(path).resolve()
+        if where == folder or where in {folder / name for name in PLOT_FILES}:
+            raise InputError(f"{option}: {path} is {'the --plot folder' if where == folder else 'a plot --plot writes'}"
+                             "; name another file")
+
+
+def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None) -> None:
+    """``simnet run`` of a scenario with jobs: per job alone and together, and who slows whom."""
+    import json
+
+    from simnet import __version__
+    from simnet.report.export import write_text
+    from simnet.report.tables import interference_table, jobs_table
+    from simnet.run.jobs import run_jobs
+
+    try:
+        result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+    except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
+        raise InputError(str(exc), scenario) from None
+    document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict()}, indent=1,
+                          allow_nan=False)
+    if json_path == "-":
+        click.echo(document)
+        return
+    console = stdout_console()
+    console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
+                                     f"{_model_label(spec)}"))
+    if len(spec.jobs) > 1:
+        console.print(interference_table(result))
+    if json_path:
+        console.print(f"wrote {write_text(json_path, document)}")
+    if plot_dir and len(spec.jobs) > 1:
+        from simnet.report.plots import plot_interference
+
+        Path(plot_dir).mkdir(parents=True, exist_ok=True)
+        console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
+
+
+def _inputs_of(spec, scenario: Path) -> list[Path]:
+    """The files a scenario reads: itself, its topology file and the calibration profiles
+    (its own and its topology's)."""
+    topology = spec.data.get("topology") if isinstance(spec.data, dict) else None
+    files = [scenario] + ([scenario.parent / topology] if isinstance(topology, str) else [])
+    return files + [Path(p) for p in (spec.calibration, spec.topology.calibration) if p]
+
+
+def _workload_label(spec) -> str:
+    from simnet import units
+    from simnet.workloads.ddp import StepModel
+
+    model = StepModel.from_workload(spec.workload)
+    buckets = model.buckets()
+    return (f"{units.format_time(model.compute_s, short=True)} compute, {units.format_size(model.gradient_bytes)} "
+            f"gradient in {len(buckets)} bucket{'s' if len(buckets) > 1 else ''}, {len(spec.topology.gpus)} "
+            f"GPU{'s' if len(spec.topology.gpus) > 1 else ''}")
+
+
+def _model_label(spec) -> str:
+    """The performance model a scenario runs, and the calibration profile refining it."""
+    profile = spec.calibration or spec.topology.calibration
+    return f"model {spec.model}" + (f", calibrated by {profile}" if spec.model == "nccl" and profile else "")
+
+
+def _parse_option(parse, value, option: str, scenario: Path):
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise InputError(f"{option}: {str(exc).removeprefix('gpus: ')}", scenario) from None
+
+
+def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = False):
+    """Run the scenario, its progress on stderr (``simnet.cli.console.progress``); an algorithm
+    that cannot run here is named where it was asked for (``-a``, else the file's line)."""
+    from simnet.cli.console import progress
+    from simnet.errors import Unsupported
+    from simnet.io.yamlsource import load_yaml
+    from simnet.run.scenario import run_scenario
+
+    with progress("simulating") as update:
+        try:
+            return run_scenario(spec, progress=update, timeline=timeline)
+        except Unsupported as exc:
+            if from_option:
+                raise InputError(f"--algorithm: {exc}", scenario) from None
+            raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
+        except ValueError as exc:
+            raise InputError(str(exc), scenario) from None
+
+
+def _print_notes(console, results) -> None:
+    """Auto choices, the NCCL variables applied, algorithms of `all` skipped and warnings, one line each."""
+    from simnet import units
+
+    for algorithm, why in results.skipped.items():
+        console.print(f"skipped {algorithm} (all): {why}")
+
+    variables = ("nccl_algo", "nccl_proto", "nccl_nvls_enable", "nccl_collnet_enable")
+    for run in results.runs:
+        if run.auto and any(run.auto.get(k) for k in variables):
+            applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in variables if run.auto.get(k))
+            console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")
+            break
+    groups: dict[tuple[str, str], list] = {}  # (algorithm row, kind) -> runs that raised it, in size order
+    for run in results.runs:
+        row = f"auto -> {run.algorithm}" if run.auto else run.algorithm
+        for kind in dict.fromkeys(w.kind for w in run.warnings):
+            groups.setdefault((row, kind), []).append(run)
+    for (algorithm, kind), runs in groups.items():
+        largest = runs[-1]
+        alike = [w for w in largest.warnings if w.kind == kind]
+        console.print(f"[yellow]warning[/yellow] {kind} ({algorithm}, {units.format_size(largest.size_bytes)}): "
+                      f"{alike[0].message}")
+        more = [f"{len(alike) - 1} more like it"] if len(alike) > 1 else []
+        more += [f"also at {', '.join(units.format_size(r.size_bytes) for r in runs[:-1])}"] if len(runs) > 1 else []
+        if more:
+            console.print(f"  ({'; '.join(more)}: --json lists every one)")

@@ -1,0 +1,88 @@
+"""What every subcommand shares: one-line errors with exit code 2, internal errors as 70, consoles."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import click
+
+from simnet.errors import InputError
+
+DEBUG = {"traceback": False}
+
+
+EXIT_BAD_INPUT = 2
+
+
+EXIT_BUG = 70  # EX_SOFTWARE: an internal error, not the user's fault
+
+
+EXIT_INTERRUPTED = 130
+
+
+def friendly(command):
+    """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, and any
+    other exception (a bug) into one line and exit code 70; a traceback only with --debug."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except InputError as exc:
+            click.echo(str(exc), err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except MemoryError:
+            click.echo("out of memory: this run needs more than the machine has free; use fewer GPUs, larger "
+                       "pieces (chunk_size) or smaller sizes", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            click.echo("interrupted (a sweep keeps every finished point: run it again to resume)", err=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)  # skip interpreter shutdown: it would wait on killed worker pools
+        except Exception as exc:
+            if DEBUG["traceback"]:
+                raise
+            from simnet.version import __version__
+
+            click.echo(f"internal error in simnet {__version__} ({type(exc).__name__}: {exc}); this is a bug: "
+                       "please report it with the command and its input files (--debug shows the traceback)",
+                       err=True)
+            sys.exit(EXIT_BUG)
+
+    return wrapper
+
+
+class UsageError(click.UsageError):
+    """A usage error shown as one line, ``simnet run: No such option: --jsn (see 'simnet run --help')``."""
+
+    def show(self, file=None) -> None:
+        where = self.ctx.command_path if self.ctx else "simnet"
+        click.echo(f"{where}: {self.format_message()} (see '{where} --help')", err=True)
+
+
+class OneLineUsage(click.Group):
+    """The ``simnet`` group: click's usage errors (unknown option, missing argument, bad
+    value) come out as one line and exit code 2, as every other bad input does."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise one_line(exc) from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise one_line(exc) from None
+
+
+def one_line(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, (UsageError, click.exceptions.NoArgsIsHelpError)):  # `simnet` alone: its help
+        return exc
+    return UsageError(exc.format_message(), exc.ctx)
+
+

@@ -1,0 +1,116 @@
+"""``simnet sweep``: a scenario over GPU counts and ``--set`` values, resumable, on local workers or Dask."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import click
+
+from simnet.cli.choices import algorithm_option, collective_notes, collective_option
+from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
+from simnet.errors import InputError
+from simnet.schedule.kinds import COLLECTIVES
+
+
+def _gpu_counts(text: str, scenario: Path) -> list[int]:
+    """``--gpus 8,16,32`` as counts, or ``InputError`` naming the item that is not one."""
+    items = [v.strip() for v in text.split(",")]
+    for item in items:
+        if not re.fullmatch(r"[0-9]+", item) or int(item) < 1:
+            raise InputError(f"--gpus: {item!r} is not a GPU count (a whole number, 1 or more) in {text!r}", scenario)
+    return [int(item) for item in items]
+
+
+def _split_values(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--gpus", "gpu_counts", default=None, help="GPU counts, e.g. 8,16,32 (first N ranks).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=V1,V2",
+              help="Sweep a dotted parameter, e.g. topology.generate.nic_bandwidth=100Gb/s,400Gb/s (repeatable).")
+@click.option("-a", "--algorithm", "algorithms", multiple=True, help="Algorithms instead of the file's.")
+@click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default=None,
+              help="Collective instead of the file's.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Directory for results.jsonl, results.csv and plots (default: sweep-<scenario name>).")
+@click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
+              help="Worker processes (default: the core count; never more than the points).")
+@click.option("--scheduler", default=None, help="Dask scheduler address, or 'local' for a LocalCluster.")
+@friendly
+def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorithms: tuple[str, ...],
+          collective: str | None, out: Path | None, workers: int | None, scheduler: str | None) -> None:
+    """Sweep SCENARIO over GPU counts and parameters: speedup, iteration time, busbw.
+
+    Finished points are appended to OUT/results.jsonl as they complete; running the
+    same command again resumes and computes only what is missing.
+
+    \b
+    Example:
+      simnet sweep scenarios/cross_rack.yaml --gpus 8,16,32,64
+      simnet sweep scenarios/cross_rack.yaml --set topology.generate.oversubscription=1,4 --scheduler local
+    """
+    from simnet.report.paths import output_dir
+    from simnet.report.sweep_report import plot_sweep, sweep_table, write_sweep_csv
+    from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
+    from simnet.run.sweep.plan import plan_sweep
+    from simnet.spec.scenario import load_scenario
+
+    spec = load_scenario(scenario)
+    counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
+    axes = {}
+    for item in sets:
+        key, sep, values = item.partition("=")
+        if not sep or not key.strip() or not _split_values(values):
+            raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
+        axes[key.strip()] = _split_values(values)
+    changes = collective_option(spec, collective, algorithms, scenario)
+    notes = collective_notes(spec, changes)
+    if changes:
+        spec = spec.replace(**changes)
+    names = algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
+    try:
+        plan = plan_sweep(spec, counts, axes, names, every_algorithm="all" in algorithms if names else None)
+    except ValueError as exc:  # the NCCL variables
+        raise InputError(str(exc), scenario) from None
+    out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
+    workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
+    executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
+    records, computed = _sweep_with_progress(plan, out, executor)
+    console = stdout_console()
+    if computed < len(records):
+        console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
+                      f"{computed} computed now")
+    skipped = [r for r in records if "skipped" in r]
+    records = [r for r in records if "skipped" not in r]
+    if not records:
+        raise InputError(f"no algorithm of all runs at any point of the sweep: {skipped[0]['skipped']}", scenario)
+    console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
+    where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
+    for r in skipped:
+        axes = ", ".join(f"{k}={v}" for k, v in r["set"].items())
+        point = f"{r['gpus']} GPUs" + (f" ({axes})" if axes else "")
+        where.setdefault((r["algorithm"], r["skipped"]), []).append(point)
+    for note in notes + [f"skipped {name} at {'; '.join(dict.fromkeys(points))} (all): {why}"
+                         for (name, why), points in where.items()]:
+        console.print(note)
+    if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
+        console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
+                      "(workload: {compute_time: ..., gradient_size: ...})")
+    for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",
+                 *plot_sweep(records, spec.name, out)]:
+        console.print(f"wrote {path}")
+
+
+def _sweep_with_progress(plan, out: Path, executor):
+    from simnet.cli.console import progress
+    from simnet.run.sweep.run import run_sweep
+
+    with progress("sweep") as update:
+        update(0, len(plan.points), "starting")
+        return run_sweep(plan, out, executor,
+                         progress=lambda done, running, total: update(done, total, f"{running} running"))

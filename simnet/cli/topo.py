@@ -1,0 +1,134 @@
+"""``simnet topo``: check, show, draw and export a topology."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
+
+
+@click.group()
+def topo() -> None:
+    """Check, show, draw or export a topology file.
+
+    \b
+    Example:
+      simnet topo draw topologies/two_racks.yaml -o two_racks.png
+    """
+
+
+_TOPOLOGY = click.argument("topology", type=click.Path(dir_okay=False, path_type=Path))
+
+
+_KIND_NAMES = {"ps": "parameter server", "host": "host bridge", "nic": "NIC"}
+
+
+def _plural(word: str, count: int) -> str:
+    if count == 1:
+        return word
+    return word + ("es" if word.endswith(("ch", "s")) else "s")
+
+
+@topo.command("check")
+@_TOPOLOGY
+@friendly
+def topo_check(topology: Path) -> None:
+    """Validate TOPOLOGY and print its size, bandwidth range and worst path.
+
+    \b
+    Example:
+      simnet topo check topologies/dgx_h100.yaml
+    """
+    from simnet import units
+    from simnet.topology.loader import load_topology
+    from simnet.topology.summary import SAMPLED_SOURCES, summarize
+
+    s = summarize(load_topology(topology))
+    others = ", ".join(f"{count} {_plural(_KIND_NAMES.get(kind, kind), count)}"
+                       for kind, count in sorted(s.kinds.items()) if kind != "gpu")
+    groups = ", ".join(f"{count} {_plural(level, count)}" for level, count in
+                       (("host", s.hosts), ("rack", s.racks), ("region", s.regions)) if count)
+    sampled = "" if s.worst_exact else (f" (searched from one GPU per host, of at most {SAMPLED_SOURCES} hosts spread "
+                                        "over the racks)")
+    click.echo(f"ok: {topology}: {s.name}")
+    click.echo(f"  GPUs:      {s.gpus} in {groups}")
+    click.echo(f"  other:     {others or 'none'}")
+    click.echo(f"  links:     {s.links} ({s.directed_links} directed)")
+    if s.min_bandwidth is None:
+        click.echo("  bandwidth: no links")
+    else:
+        click.echo(f"  bandwidth: {units.format_bandwidth(s.min_bandwidth)} .. "
+                   f"{units.format_bandwidth(s.max_bandwidth)} ({s.min_bandwidth / 1e9:.4g} .. "
+                   f"{s.max_bandwidth / 1e9:.4g} GB/s) per direction")
+    if s.gpus == 1:
+        click.echo("  worst GPU-to-GPU path: none (one GPU: an AllReduce moves no data)")
+    else:
+        click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency, short=True)} over {s.worst_hops} hops"
+                   f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
+
+
+@topo.command("show")
+@_TOPOLOGY
+@click.option("--limit", type=click.IntRange(min=1), default=64, show_default=True, help="Most GPU rows to list.")
+@friendly
+def topo_show(topology: Path, limit: int) -> None:
+    """Print TOPOLOGY's GPUs (rank, host, rack, region) and its links by class.
+
+    \b
+    Example:
+      simnet topo show topologies/two_racks.yaml
+    """
+    from simnet.report.tables import link_classes_table, ranks_table
+    from simnet.topology.loader import load_topology
+
+    topo_ = load_topology(topology)
+    console = stdout_console()
+    console.print(ranks_table(topo_, limit))
+    console.print(link_classes_table(topo_))
+
+
+@topo.command("draw")
+@_TOPOLOGY
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Image to write (.png, .svg, .pdf).")
+@friendly
+def topo_draw(topology: Path, output: Path) -> None:
+    """Draw TOPOLOGY: GPUs grouped by host and rack, links coloured by bandwidth.
+
+    \b
+    Example:
+      simnet topo draw topologies/two_racks.yaml -o two_racks.png
+    """
+    from simnet.report.paths import IMAGE_SUFFIXES, output_file
+    from simnet.report.topology_plot import draw_topology
+    from simnet.topology.loader import load_topology
+
+    output_file(output, "--output", IMAGE_SUFFIXES, inputs=[topology])
+    topo_ = load_topology(topology)
+    click.echo(f"wrote {draw_topology(topo_, output)}")
+
+
+@topo.command("export")
+@_TOPOLOGY
+@click.option("--format", "fmt", type=click.Choice(["graphml", "gexf", "json"]), default="graphml",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="File to write (default: TOPOLOGY with the format's suffix).")
+@friendly
+def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
+    """Export TOPOLOGY as GraphML, GEXF (Gephi) or node-link JSON for networkx.
+
+    \b
+    Example:
+      simnet topo export topologies/two_racks.yaml --format graphml -o two_racks.graphml
+    """
+    from simnet.report.paths import output_file
+    from simnet.topology.export import export_topology
+    from simnet.topology.loader import load_topology
+
+    output = output_file(output or topology.with_suffix(f".{fmt}"), "--output", inputs=[topology])
+    topo_ = load_topology(topology)
+    click.echo(f"wrote {export_topology(topo_, output, fmt)}")

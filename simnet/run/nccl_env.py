@@ -1,0 +1,69 @@
+"""The NCCL environment variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``,
+``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``), read as NCCL reads them, and the system NCCL's
+tuner sees under them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+
+from simnet.topology.graph import Topology
+from simnet.tuning import predict as tuning
+
+NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE")
+"""The environment variables that change what simnet simulates, as they change what NCCL runs."""
+
+__all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "turned_off", "nccl_system"]
+
+
+def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The NCCL variables simnet honours (``NCCL_VARIABLES``) from ``environ`` (default:
+    the process environment); ``ValueError`` for a name or value NCCL would not take."""
+    environ = os.environ if environ is None else environ
+    env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
+    tuning.parse_nccl_list(env.get("NCCL_ALGO"), tuning.ALGORITHMS, "NCCL_ALGO")
+    tuning.parse_nccl_list(env.get("NCCL_PROTO"), tuning.PROTOCOLS, "NCCL_PROTO")
+    for name in ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"):
+        if name in env:
+            nccl_integer(env[name], name)
+    return env
+
+
+_C_INTEGER = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+def nccl_integer(text: str, name: str) -> int:
+    """An integer NCCL variable as NCCL reads it (``strtoll(text, 0, 0)`` in ncclLoadParam,
+    NCCL src/misc/param.cc: decimal, 0x hex, leading-0 octal, a sign). Text ``strtoll``
+    would read only in part (``false`` is 0 to NCCL, ``1abc`` is 1) is refused: it is almost
+    always a typo.
+
+    >>> nccl_integer(" 0x10", "NCCL_X"), nccl_integer("010", "NCCL_X"), nccl_integer("-1", "NCCL_X")
+    (16, 8, -1)
+    """
+    if not _C_INTEGER.fullmatch(text):
+        raise ValueError(f"{name}={text!r}: not an integer (NCCL would read only its leading digits, 0 if none); "
+                         "write 0 or 1")
+    octal = re.fullmatch(r"\s*[+-]?0[0-7]+", text)  # C's leading 0; Python's int(, 0) refuses it
+    return int(text.strip(), 8 if octal else 0)
+
+
+def turned_off(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name, "").strip()  # empty is unset, as for NCCL
+    return bool(value) and nccl_integer(value, name) == 0
+
+
+def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
+    """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
+    SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked;
+    ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts).
+    Unset, SHARP switches (``sharp: true``) are taken to be in use, as with
+    NCCL_COLLNET_ENABLE=1 and NCCL's SHARP plugin (NCCL's own default is 0)."""
+    system = tuning.system_of(topology)
+    if system.nvls and turned_off(env, "NCCL_NVLS_ENABLE"):
+        system = replace(system, nvls=False)
+    if system.collnet and turned_off(env, "NCCL_COLLNET_ENABLE"):
+        system = replace(system, collnet=False)
+    return system

@@ -1,0 +1,338 @@
+"""One point of a run: a collective on one set of GPUs under one model, and how it is simulated.
+
+``Setup`` holds what every run of one ``simulate`` call shares (ranks, collective, model,
+NCCL environment, calibration) and runs an algorithm or ``auto`` (NCCL's pick beside every
+candidate it could run); ``Conditions`` are the faults and straggler delays resolved on the
+topology. The Python API's argument checks (``checked_size``, ``checked_options``) live here
+too, so every entry point reads sizes and options as a scenario does.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from simnet import units
+from simnet.engine.faults import Fault
+from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
+from simnet.engine.replay import replay
+from simnet.errors import Unsupported
+from simnet.io.budget import fits
+from simnet.model.calibration import Calibration, load_calibration
+from simnet.model.interface import lane_timing
+from simnet.model.interface import plan as model_plan
+from simnet.model.interface import timing as model_timing
+from simnet.results.analysis import find_warnings, link_reports
+from simnet.results.result import Finding, Result
+from simnet.run.nccl_env import nccl_system, turned_off
+from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
+from simnet.schedule.kinds import collective as lookup_collective
+from simnet.schedule.registry import ENGINE_OPTIONS
+from simnet.schedule.transfers import transfer_bytes
+from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
+from simnet.topology.graph import Topology
+from simnet.tuning import predict as tuning
+
+SAME_TIME = 0.01
+"""Times within 1 % of each other count as equal: the model cannot tell them apart, so
+``auto`` names no faster algorithm than its pick and compare's Pareto front takes the cheaper."""
+
+__all__ = ["Setup", "Conditions", "SAME_TIME", "fastest_of", "checked_size", "checked_options", "HIERARCHICAL_VARIANTS",
+           "calibration_of"]
+
+
+def fastest_of(times: Mapping[str, float], pick: str) -> str:
+    """The fastest of ``times`` (s, by algorithm), or ``pick`` when it is within ``SAME_TIME`` of it.
+
+    >>> fastest_of({"nvls": 1.009, "ring": 1.0}, "nvls"), fastest_of({"nvls": 1.02, "ring": 1.0}, "nvls")
+    ('nvls', 'ring')
+    """
+    fastest = min(times, key=times.__getitem__)
+    return pick if times[pick] <= times[fastest] * (1 + SAME_TIME) else fastest
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as an int when it is a whole number (int, numpy integer, integral float), else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return int(value) if math.isfinite(value) and float(value).is_integer() else None
+
+
+def checked_size(size: object) -> int:
+    """``size`` in whole bytes, 0 to 1 PiB: a number of bytes, or text such as ``'1 GiB'``."""
+    if isinstance(size, str):
+        return units.parse_size(size)
+    whole = _whole(size)
+    if whole is None:
+        raise ValueError(f"size: {size!r} is not a whole number of bytes (an int, or text such as '1 GiB')")
+    if whole < 0:
+        raise ValueError(f"size: {whole} bytes; a size cannot be negative")
+    if whole > units.SIZE_MAX:
+        raise ValueError(f"size: {whole} bytes is over simnet's limit of 1 PiB")
+    return whole
+
+
+_API_NUMBERS = {"chunk_size": ("B", "a whole number of bytes above 0"),
+                "reduce_bandwidth": ("B/s", "a finite rate above 0 B/s"),
+                "message_overhead": ("s", "a finite time of 0 s or more")}
+"""Options the Python API also takes as bare numbers: their unit, and what a number must be."""
+
+
+def checked_options(options: dict) -> dict:
+    """``options`` checked and read as a scenario's are (``'1 MiB'`` or bytes for chunks,
+    ``channels`` 1 to 64, ...); ``ValueError`` naming the first bad one."""
+    from pydantic import ValidationError
+
+    from simnet.io.yamlsource import Source
+    from simnet.spec.scenario import Options
+
+    given = {k: v for k, v in options.items() if v is not None}
+    for key, (unit, wanted) in _API_NUMBERS.items():
+        value = given.get(key)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        number = float(value)
+        bad = not math.isfinite(number) or number < 0 or (key != "message_overhead" and number == 0) or (
+            key == "chunk_size" and _whole(value) is None)
+        if bad:
+            raise ValueError(f"{key}: {value!r} is not {wanted}")
+        given[key] = f"{_whole(value)} {unit}" if key == "chunk_size" else f"{number!r} {unit}"
+    try:
+        checked = Options.model_validate(given).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        raise ValueError(Source("<options>").from_validation(exc, model=Options).message) from None
+    return {**options, **checked}
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """Faults and straggler delays resolved against one topology."""
+
+    faults: tuple[Fault, ...] = ()
+    delays: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, topo: Topology, faults: list | None, stragglers: Mapping | None) -> Conditions:
+        resolved = tuple(resolve_faults(topo, [f for f in faults or [] if not isinstance(f, Fault)]))
+        resolved = tuple(sorted([*resolved, *(f for f in faults or [] if isinstance(f, Fault))], key=lambda f: f.at))
+        if resolved:
+            check_reachable(topo, list(resolved), topo.gpus + topo.parameter_servers)
+        delays = straggler_delays(topo, stragglers)
+        return cls(resolved, {gpu: d for gpu, d in delays.items() if d > 0})
+
+    def __bool__(self) -> bool:
+        return bool(self.faults or self.delays)
+
+    def impact(self, result: Result, healthy_s: float) -> dict:
+        """What the conditions cost: time against the healthy run, what moved, delays absorbed."""
+        run = result.replay
+        worst = max(self.delays.values(), default=0.0)
+        slower = result.time_s - healthy_s
+        return {
+            "healthy_s": healthy_s, "slowdown_s": slower, "slowdown": result.time_s / healthy_s if healthy_s else None,
+            "faults": [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in self.faults],
+            "rerouted_flows": run.rerouted if run is not None else 0,
+            "rerouted_bytes": run.rerouted_bytes if run is not None else 0.0,
+            "stragglers": len(self.delays), "max_delay_s": worst,
+            "mean_delay_s": sum(self.delays.values()) / result.gpus if self.delays else 0.0,
+            "absorbed_s": max(worst - slower, 0.0) if self.delays and not self.faults else None,
+        }
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every run of one ``simulate`` call shares: the ranks, the collective and the model."""
+
+    topo: Topology
+    collective: str
+    model: str
+    env: dict
+    calibration: Calibration | None
+
+    @property
+    def function(self) -> str:
+        """NCCL's function name for the collective (its rows of NCCL's model)."""
+        return lookup_collective(self.collective).nccl
+
+    def _refuse_what_env_turns_off(self, algorithm: str) -> None:
+        """``Unsupported`` for a named algorithm that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0
+        turns off here, as they turn it off in NCCL."""
+        nvls_off, collnet_off = turned_off(self.env, "NCCL_NVLS_ENABLE"), turned_off(self.env, "NCCL_COLLNET_ENABLE")
+        if not (nvls_off or collnet_off):
+            return  # the usual case: no need for NCCL's view of the fabric
+        system, off = tuning.system_of(self.topo), None
+        if algorithm in ("nvls", "nvls_tree") and system.nvls and nvls_off:
+            off = ("NCCL_NVLS_ENABLE", "NVLink SHARP")
+        across = algorithm == "nvls" and system.nodes > 1
+        if (algorithm in ("collnet_direct", "collnet_chain") or across) and system.collnet and collnet_off:
+            off = ("NCCL_COLLNET_ENABLE", "network SHARP (CollNet)")
+        if off:
+            raise Unsupported(f"{off[0]}={self.env[off[0]]} turns {off[1]} off, as in NCCL: no {algorithm}; "
+                              f"unset it to run {algorithm}")
+
+    def simulate(self, algorithm: str, size: int, timeline: bool, reuse: Mapping[str, Result] | None,
+                 conditions: Conditions, options: dict) -> Result:
+        """One run of the collective's ``algorithm`` (or ``auto``) of ``size`` bytes (nccl-tests'
+        convention), replayed on the fluid network under ``conditions``; ``reuse``: results
+        of this point by algorithm that ``auto`` may take instead of simulating again."""
+        topo, table = self.topo, algorithms_for(self.collective)
+        if algorithm == "auto" and len(topo.gpus) > 1:
+            return self._auto(size, timeline, options, conditions, reuse)
+        if algorithm not in table and algorithm != "auto":
+            raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
+                             f"{', '.join(table)} or auto")
+        self._refuse_what_env_turns_off(algorithm)
+        empty = size == 0 and not lookup_collective(self.collective).point_to_point
+        if len(topo.gpus) == 1 or empty:  # nothing to exchange: no schedule, no software, no time
+            # (NCCL discards a collective of 0 elements before launching anything: enqueue.cc taskAppend)
+            return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=0.0, links=[],
+                          warnings=[], options=dict(options), model=self.model, collective=self.collective)
+        if algorithm == "hierarchical" and options.get("inner") is None:
+            return self._fastest_inner(size, timeline, options, conditions)
+        engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}
+        size = int(size)
+        decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
+        links = link_reports(run)
+        warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
+        fit = self.calibration
+        if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
+            scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
+                      f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "
+                      f"at line rate: the saturation is the fit's as much as the hardware's)")
+            warnings = [replace(w, message=w.message + scaled) if w.kind in ("nic_overload", "link_congestion")
+                        else w for w in warnings]
+        given, ran = options.get("chunk_size"), decided.options.get("chunk_size")
+        if given is not None and ran is not None and given < ran:
+            own = round(ran / decided.detail.coarsening)  # NCCL's step (the replay may move several at once)
+            warnings.append(Finding("chunk_size_raised", "", (
+                f"chunk_size {units.format_size(given)} is finer than NCCL pipelines {algorithm} here (its chunk "
+                f"comes from NCCL_BUFFSIZE and the message size): the model ran NCCL's, {units.format_size(own)}")))
+        if run.engine == "lanes-steady":
+            name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
+            warnings.insert(0, Finding("upper_bound", name, (
+                f"time is an upper bound: the ring's connections may share links such as {name or 'its ports'} "
+                f"beyond their capacity, and more than {MAX_EXACT:,} transfers are too many to replay that "
+                f"sharing exactly, so every connection ran at an equal split of each link it crosses "
+                f"(docs/architecture.md: steady lanes)")))
+        return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=run.time, links=links,
+                      warnings=warnings, options=dict(options), model=self.model, protocol=decided.protocol,
+                      channels=info.get("channels"), replay=run, collective=self.collective,
+                      nccl_channels=decided.detail.running_channels if decided.detail is not None else None)
+
+    def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: Conditions,
+                engine: dict):
+        """(the model's plan, the replay, the schedule's info): lane by lane
+        (``simnet.engine.lanes``) when the algorithm is a lane program, no condition
+        applies and no link can be shared beyond its capacity; under ``model: nccl``, a ring of
+        more than ``MAX_EXACT`` transfers that the exact lanes refuse as steady lanes (an upper
+        bound: the fluid network would not finish); else on the fluid network. A timeline
+        asks for the fluid network unless its schedule would not fit in memory or it is such
+        a ring. ``model: ideal`` (the exact reference), ``options["exact"]`` and
+        ``simulate_groups`` never bound."""
+        decided = self.plan(algorithm, size, options)
+        program = None
+        if not conditions:
+            program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        if program is not None and worth_replaying(program):
+            big_ring = (program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
+                        and not options.get("exact"))
+            wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
+            if not wants_fluid or big_ring:
+                timing = lane_timing(decided, program, self.topo)
+                run = replay_lanes(program, self.topo, timing, **engine)
+                if run is None and big_ring:
+                    run = replay_lanes(program, self.topo, timing, steady=True, **engine)
+                elif wants_fluid:  # the exact lanes took it: the fluid network, same times, has the timeline
+                    run = None
+                if run is not None:
+                    return decided, run, program.info
+        decided, schedule, timing = self.prepare(algorithm, size, options)
+        run = replay(schedule, self.topo, timing=timing, timeline=timeline, faults=list(conditions.faults),
+                     start_delay=dict(conditions.delays), **engine)
+        return decided, run, schedule.info
+
+    def plan(self, algorithm: str, size: int, options: dict):
+        """The model's plan for ``algorithm`` at ``size`` bytes (protocol, schedule options)."""
+        n = len(self.topo.gpus)  # an AllToAll's sends are one block each: NCCL picks LL or Simple per send
+        message = size // max(n, 1) if self.collective == "all_to_all" else size
+        return model_plan(self.model, self.topo, algorithm, size, options,
+                          algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
+                          self.calibration, self.function, message,
+                          nccl_system(self.topo, self.env) if self.model == "nccl" else None)
+
+    def prepare(self, algorithm: str, size: int, options: dict):
+        """(the model's plan, the schedule, its timing) of ``algorithm`` at ``size`` bytes."""
+        decided = self.plan(algorithm, size, options)
+        schedule = build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        return decided, schedule, model_timing(decided, schedule, self.topo)
+
+    def nccl_pick(self, size: int) -> str:
+        """The algorithm NCCL would run here without simulating the others (``direct`` for
+        point-to-point collectives)."""
+        if lookup_collective(self.collective).point_to_point:
+            return "direct"
+        choice = tuning.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
+                             self.env.get("NCCL_PROTO"), function=self.function)
+        return tuning.SIMNET_NAMES[choice.algorithm]
+
+    def _fastest_inner(self, size: int, timeline: bool, options: dict, conditions: Conditions) -> Result:
+        """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
+        run, its ``options["inner"]`` saying which, ``variants`` every one's time."""
+        runs = {inner: self.simulate("hierarchical", size, timeline, None, conditions, {**options, "inner": inner})
+                for inner in HIERARCHICAL_VARIANTS}
+        best = min(runs, key=lambda inner: runs[inner].time_s)
+        return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}})
+
+    def _auto(self, size: int, timeline: bool, options: dict, conditions: Conditions,
+              known: Mapping[str, Result] | None = None) -> Result:
+        """NCCL's pick (its cost model), simulated, with every other algorithm NCCL could run
+        here simulated beside it (or taken from ``known``, results of the same call by
+        algorithm); the result is a copy of NCCL's pick, ``auto`` says what was faster.
+        Point-to-point collectives (AllToAll, SendRecv) have one way in NCCL: ``direct``."""
+        known = known or {}
+        if lookup_collective(self.collective).point_to_point:
+            run = known.get("direct") or self.simulate("direct", size, timeline, None, conditions, options)
+            return replace(run, auto={
+                "nccl_pick": {"algorithm": "SendRecv", "protocol": run.protocol, "predicted_s": None},
+                "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
+                "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
+        nccl_algo, nccl_proto = self.env.get("NCCL_ALGO"), self.env.get("NCCL_PROTO")
+        system = nccl_system(self.topo, self.env)
+        choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
+        candidates = [a for a in tuning.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
+        results = {a: known.get(tuning.SIMNET_NAMES[a]) or self.simulate(
+            tuning.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
+        picked = results[choice.algorithm]
+        fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
+        bounded = [tuning.SIMNET_NAMES[a] for a, r in results.items()
+                   if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
+        if bounded:
+            picked = replace(picked, warnings=[Finding("candidate_upper_bound", "", (
+                f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
+                f"so it may be faster than its time says"))] + picked.warnings)
+        return replace(picked, auto={
+            "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol,
+                          "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
+            "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
+            "fastest": tuning.SIMNET_NAMES[fastest],
+            "fastest_hint": f"NCCL_ALGO={fastest}",
+            "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
+            "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
+            "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),
+        })
+
+
+HIERARCHICAL_VARIANTS = ("tree", "ring")
+"""What ``hierarchical`` runs between groups when ``inner`` is not given: both simulated,
+the faster kept (NCCL's Tree first, so it wins ties)."""
+
+
+def calibration_of(value: Calibration | str | Path | None) -> Calibration | None:
+    if value is None or isinstance(value, Calibration):
+        return value
+    return load_calibration(value)

@@ -1,0 +1,62 @@
+"""A scenario's runs: every (size, algorithm), its data-parallel workload and its training step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from simnet.errors import Unsupported
+from simnet.results.result import Result, Results
+from simnet.run.simulate import simulate
+from simnet.run.training import training_step
+
+__all__ = ["run_scenario"]
+
+
+def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
+    """Simulate every (size, algorithm) of ``scenario``, in size-major order.
+
+    ``timeline=True`` keeps link loads over time for the runs at the largest size (what
+    plots and traces show). With a ``workload`` the result also holds one training-step
+    summary per algorithm, from the AllReduce time of each gradient bucket size; with
+    ``training``, the transformer's step (``simnet.run.training.step_time``). A scenario of
+    ``all`` algorithms skips those its topology cannot run (``Unsupported``), saying why in
+    ``Results.skipped``; one it names is refused.
+    """
+    from simnet.workloads.ddp import StepModel
+
+    model = StepModel.from_workload(scenario.workload, scenario.topology.gpus) if scenario.workload else None
+    buckets = sorted(set(model.buckets())) if model else []
+    total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)
+    largest = max(scenario.sizes, default=0)
+    done = 0
+
+    skipped: dict[str, str] = {}
+
+    def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
+        """Every algorithm of the scenario at ``size``; auto reuses the runs it would repeat."""
+        nonlocal done
+        results: dict[str, Result] = {}
+        for algorithm in sorted(scenario.algorithms, key=lambda a: a == "auto"):
+            try:
+                if algorithm not in skipped:
+                    results[algorithm] = simulate(scenario.topology, algorithm, size, timeline=timeline,
+                                                  model=scenario.model, calibration=scenario.calibration,
+                                                  collective=scenario.collective,
+                                                  reuse=results, **scenario.conditions(), **scenario.options)
+            except Unsupported as exc:
+                if not scenario.every_algorithm:
+                    raise
+                skipped[algorithm] = str(exc)
+            done += 1
+            if progress:
+                progress(done, total)
+        return results
+
+    by_size = {size: each_algorithm(size, timeline and size == largest) for size in dict.fromkeys(scenario.sizes)}
+    by_bucket = {size: by_size[size] if size in by_size else each_algorithm(size, False) for size in buckets}
+    ran = [a for a in scenario.algorithms if a not in skipped]
+    runs = [by_size[size][a] for size in by_size for a in ran]
+    gpus = len(scenario.topology.gpus)
+    steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
+             for a in ran] if model else []
+    return Results(scenario.name, runs, steps, training_step(scenario), skipped)
