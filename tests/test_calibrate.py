@@ -8,7 +8,7 @@ from simnet.io.nccltests import parse_log
 from simnet.model.calibration import Calibration, load_calibration
 from simnet.run.calibrate import fit, points_of
 from simnet.run.simulate import simulate
-from simnet.tuning import predict as tuning
+from simnet.tuning import tables
 
 HEADER = """# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501
 # Collective test starting: all_reduce_perf
@@ -227,7 +227,7 @@ def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
     assert yaml.safe_load((tmp_path / "c.yaml").read_text())["fitted"]["nccl_variables"] == {"NCCL_NVLS_ENABLE": "0"}
     bad = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "d.yaml", env={"NCCL_ALGO": "Butterfly"})
     assert bad.exit_code == 2 and bad.stderr.strip() == ("NCCL_ALGO='Butterfly': unknown name 'Butterfly'; expected "
-                                                          + ", ".join(tuning.ALGORITHMS))
+                                                          + ", ".join(tables.ALGORITHMS))
 
 
 def test_only_allreduce_logs_are_fitted():

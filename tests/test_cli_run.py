@@ -217,14 +217,14 @@ def test_trace_is_valid_chrome_trace(cli, scenario, tmp_path):
 
 
 def test_auto_is_what_nccl_picks_with_the_fastest_beside_it(cli, tmp_path, root):
-    from simnet.tuning import predict as tuning
+    from simnet.tuning import predict, search, tables
 
     topo = load_topology(root / "topologies/two_racks.yaml").subset(16)  # two hosts
     size = 64 * 2**20
     result = simulate(topo, "auto", size)
     # the row is NCCL's own pick: its cost model's argmin over (algorithm, protocol)
-    choice = tuning.pick(tuning.system_of(topo), size)
-    assert (result.algorithm, result.protocol) == (tuning.SIMNET_NAMES[choice.algorithm], choice.protocol)
+    choice = predict.pick(search.system_of(topo), size)
+    assert (result.algorithm, result.protocol) == (tables.SIMNET_NAMES[choice.algorithm], choice.protocol)
     # every candidate NCCL could run here was simulated on its own, and the fastest is named
     assert set(result.auto["candidates"]) == {"ring", "tree", "nvls_tree"}
     alone = {name: simulate(topo, name, size).time_s for name in result.auto["candidates"]}
@@ -237,7 +237,7 @@ def test_auto_is_what_nccl_picks_with_the_fastest_beside_it(cli, tmp_path, root)
     out = cli("run", path).stdout
     assert f"auto -> {result.algorithm}" in out
     if result.auto["fastest"] != result.algorithm:
-        assert f"faster: NCCL_ALGO={tuning.NCCL_NAMES[result.auto['fastest']]}" in out
+        assert f"faster: NCCL_ALGO={tables.NCCL_NAMES[result.auto['fastest']]}" in out
 
 
 @pytest.mark.parametrize("gain, hinted", [(1.005, False), (1.009, False), (1.02, True)])
@@ -348,7 +348,8 @@ def test_nccl_collnet_enable_0_takes_sharp_away_as_in_nccl(cli, tmp_path):
 
 
 def test_nccl_list_syntax():
-    from simnet.tuning.predict import ALGORITHMS, PROTOCOLS, parse_nccl_list
+    from simnet.tuning.predict import parse_nccl_list
+    from simnet.tuning.tables import ALGORITHMS, PROTOCOLS
 
     assert parse_nccl_list("RING,tree", ALGORITHMS, "NCCL_ALGO") == {"Ring", "Tree"}
     assert parse_nccl_list("^Tree", ALGORITHMS, "NCCL_ALGO") == set(ALGORITHMS) - {"Tree"}

@@ -11,13 +11,13 @@ import pytest
 
 from simnet import topology_from_dict
 from simnet.run.simulate import simulate
-from simnet.tuning import predict as tuning
+from simnet.tuning import enqueue, predict, search, tables
 
-DGX_H100 = tuning.System(ranks=8, nodes=1, cc=90, nvlink_bw=370.8, pci_bw=48, nvls=True)
-H100_2N = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=8, nvls=True)
-B200_2N_SHARP = tuning.System(ranks=16, nodes=2, cc=100, nvlink_bw=721.8, pci_bw=48, nic_bw=48, nics=8, nvls=True,
+DGX_H100 = search.System(ranks=8, nodes=1, cc=90, nvlink_bw=370.8, pci_bw=48, nvls=True)
+H100_2N = search.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=8, nvls=True)
+B200_2N_SHARP = search.System(ranks=16, nodes=2, cc=100, nvlink_bw=721.8, pci_bw=48, nic_bw=48, nics=8, nvls=True,
                               collnet=True)
-PAT_4N = tuning.System(ranks=4, nodes=4, cc=90, pci_bw=48, nic_bw=48, nics=1)  # one GPU per node
+PAT_4N = search.System(ranks=4, nodes=4, cc=90, pci_bw=48, nic_bw=48, nics=1)  # one GPU per node
 
 
 def box(**extra):
@@ -34,9 +34,9 @@ def two_nodes(**extra):
 def test_graphs_of_a_dgx_h100():
     # one node: 6 channels of 60 GB/s fit 370.8 GB/s of NVLink, duplicated at half speed;
     # NVLS: 8 channels, (8+1) x 40 <= 370.8, bwInter raised to 60; across nodes one channel per NIC at 48
-    assert tuning.graph(DGX_H100, "Ring") == tuning.Graph(12, 30, 30)
-    assert tuning.graph(DGX_H100, "NVLS") == tuning.Graph(8, 40, 60)
-    assert tuning.graph(H100_2N, "Ring") == tuning.Graph(8, 48, 48)
+    assert search.graph(DGX_H100, "Ring") == search.Graph(12, 30, 30)
+    assert search.graph(DGX_H100, "NVLS") == search.Graph(8, 40, 60)
+    assert search.graph(H100_2N, "Ring") == search.Graph(8, 48, 48)
 
 
 @pytest.mark.parametrize("algorithm, protocol, bus, latency", [
@@ -46,33 +46,33 @@ def test_graphs_of_a_dgx_h100():
     ("NVLS", "Simple", 476.0, 25.0),  # 8 x min(40 x 0.85 x 7/8 x 2, 60)
 ])
 def test_bandwidth_and_latency_of_a_dgx_h100(algorithm, protocol, bus, latency):
-    assert tuning.bus_bandwidth(DGX_H100, algorithm, protocol) == pytest.approx(bus)
-    assert tuning.latency(DGX_H100, algorithm, protocol) == pytest.approx(latency)
+    assert predict.bus_bandwidth(DGX_H100, algorithm, protocol) == pytest.approx(bus)
+    assert predict.latency(DGX_H100, algorithm, protocol) == pytest.approx(latency)
 
 
 def test_two_node_latencies():
     # Ring: 2 inter-node steps of 14 us among 30; intra steps floored at 3 x 1 us of net overhead
-    assert tuning.latency(H100_2N, "Ring", "Simple") == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0)
+    assert predict.latency(H100_2N, "Ring", "Simple") == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0)
     # Tree: 2 x ((ppn-1) x intra + log2(nodes) x inter)
-    assert tuning.latency(H100_2N, "Tree", "LL") == pytest.approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0))
+    assert predict.latency(H100_2N, "Tree", "LL") == pytest.approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0))
     # NVLSTree: NVLS's 25 us once, then 2 x log2(nodes) network steps of 20.9 us
-    assert tuning.latency(H100_2N, "NVLSTree", "Simple") == pytest.approx(25.0 + 2 * 20.9)
+    assert predict.latency(H100_2N, "NVLSTree", "Simple") == pytest.approx(25.0 + 2 * 20.9)
 
 
 def test_what_nccl_picks_on_a_dgx_h100():
     # Ring/LL for small messages, NVLS from the size where its 25 us pay off
-    assert tuning.pick(DGX_H100, 8).algorithm == "Ring" and tuning.pick(DGX_H100, 8).protocol == "LL"
-    assert tuning.pick(DGX_H100, 2**30).algorithm == "NVLS"
+    assert predict.pick(DGX_H100, 8).algorithm == "Ring" and predict.pick(DGX_H100, 8).protocol == "LL"
+    assert predict.pick(DGX_H100, 2**30).algorithm == "NVLS"
     # 1 MiB: Ring/LL 15 us + 1 MiB / (141 x 8/14) GB/s = 28.0 us beats NVLS's 25 + 1 MiB / 272 = 28.9 us
-    choice = tuning.pick(DGX_H100, 2**20)
+    choice = predict.pick(DGX_H100, 2**20)
     assert (choice.algorithm, choice.protocol) == ("Ring", "LL")
     assert choice.time_s * 1e6 == pytest.approx(28.0, abs=0.05)
     with pytest.raises(ValueError, match="NVLS needs an NVSwitch that reduces"):
-        tuning.pick(tuning.System(ranks=8, nodes=1, cc=80, nvlink_bw=240), 2**20, nccl_algo="NVLS")
+        predict.pick(search.System(ranks=8, nodes=1, cc=80, nvlink_bw=240), 2**20, nccl_algo="NVLS")
 
 
 def test_system_of_reads_nccls_rates_off_a_topology():
-    system = tuning.system_of(two_nodes())
+    system = search.system_of(two_nodes())
     assert (system.ranks, system.nodes, system.cc, system.nics) == (16, 2, 90, 8)
     assert system.nvlink_bw == pytest.approx(370.8)  # 18 x 20.6
     assert system.nic_bw == pytest.approx(48.0)  # PCIe Gen5 x16 as NCCL counts it (48 GB/s), below the NIC's 50
@@ -88,7 +88,7 @@ def test_ideal_keeps_line_rates_and_nccl_uses_nccls():
     nccl = simulate(box(), "ring", size)
     assert nccl.model == "nccl" and nccl.protocol == "Simple" and nccl.channels == 12
     assert {link.capacity_Bps for link in nccl.links} == {370.8e9}  # 18 NVLinks x 20.6 GB/s
-    assert nccl.time_s == pytest.approx(tuning.predict(DGX_H100, "Ring", "Simple", size), rel=0.02)
+    assert nccl.time_s == pytest.approx(predict.predict(DGX_H100, "Ring", "Simple", size), rel=0.02)
 
 
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree"])
@@ -101,12 +101,12 @@ def test_uncontended_simulation_meets_nccls_own_model(algorithm, size):
     # (NCCL's model leaves out that a small collective runs on fewer channels: added here)
     topo = two_nodes()
     result = simulate(topo, algorithm, size)
-    system, name = tuning.system_of(topo), tuning.NCCL_NAMES[algorithm]
-    running, threads = tuning.collective_channels(system, name, result.protocol, size)
-    share = running / tuning.comm_channels(system) * threads
-    predicted = tuning.predict(system, name, result.protocol, size) + size * 1e-9 * (
-        1 / tuning.sized_bandwidth(system, name, result.protocol, size, share=share)
-        - 1 / tuning.sized_bandwidth(system, name, result.protocol, size))
+    system, name = search.system_of(topo), tables.NCCL_NAMES[algorithm]
+    running, threads = enqueue.collective_channels(system, name, result.protocol, size)
+    share = running / search.comm_channels(system) * threads
+    predicted = predict.predict(system, name, result.protocol, size) + size * 1e-9 * (
+        1 / predict.sized_bandwidth(system, name, result.protocol, size, share=share)
+        - 1 / predict.sized_bandwidth(system, name, result.protocol, size))
     if algorithm == "tree" and result.protocol == "Simple":
         # Simple forwards whole 512 KiB steps: a channel of k of them through 2D hops
         # (D = 7 GPUs of chain + 1 between hosts) fills its pipe in 2D - 1 extra steps,
@@ -128,18 +128,18 @@ def test_streaming_trees_take_nccls_size_correction_and_wait_for_whole_steps_at_
     and down) streams (k + 2w) / k of its time, w a step's wait in steps (src/transport/net.cc)."""
     topo = two_nodes()
     result = simulate(topo, "tree", size, env={"NCCL_PROTO": protocol})
-    system = tuning.system_of(topo)
-    running, threads = tuning.collective_channels(system, "Tree", protocol, size)
+    system = search.system_of(topo)
+    running, threads = enqueue.collective_channels(system, "Tree", protocol, size)
     assert threads == 1.0  # a tree keeps all its threads
-    steps = math.ceil(size / running / tuning.chunk_size(system, "Tree", protocol, size))
-    share = running / tuning.comm_channels(system)
-    streaming = size / (tuning.sized_bandwidth(system, "Tree", protocol, size, share=share) * 1e9)
-    wait = tuning.network_wait(system, "Tree", protocol, size)
-    expected = tuning.latency(system, "Tree", protocol) * 1e-6 + streaming * (steps + 2 * wait) / steps
+    steps = math.ceil(size / running / enqueue.chunk_size(system, "Tree", protocol, size))
+    share = running / search.comm_channels(system)
+    streaming = size / (predict.sized_bandwidth(system, "Tree", protocol, size, share=share) * 1e9)
+    wait = enqueue.network_wait(system, "Tree", protocol, size)
+    expected = predict.latency(system, "Tree", protocol) * 1e-6 + streaming * (steps + 2 * wait) / steps
     assert result.time_s == pytest.approx(expected, rel=0.01)
-    corrected = tuning.sized_bandwidth(system, "Tree", protocol, size) / tuning.algorithm_bandwidth(
+    corrected = predict.sized_bandwidth(system, "Tree", protocol, size) / predict.algorithm_bandwidth(
         system, "Tree", protocol)
-    factor = tuning.TREE_CORRECTION[tuning.PROTOCOLS.index(protocol)][int(math.log2(size // 64))]
+    factor = tables.TREE_CORRECTION[tables.PROTOCOLS.index(protocol)][int(math.log2(size // 64))]
     assert corrected == pytest.approx(factor) and factor < 1
 
 
@@ -168,19 +168,19 @@ def test_streaming_trees_take_nccls_size_correction_and_wait_for_whole_steps_at_
 ])
 def test_a_small_collective_runs_on_fewer_channels(system, algorithm, protocol, size, expected, function):
     """enqueue.cc topoGetAlgoInfo and scheduleCollTasksToPlan (NCCL v2.30.7), by hand."""
-    assert tuning.collective_channels(system, algorithm, protocol, size, function) == expected
+    assert enqueue.collective_channels(system, algorithm, protocol, size, function) == expected
 
 
 def test_blackwell_with_96_gb_s_to_its_nics_takes_256_kib_nvls_chunks_on_24_channels():
     """ncclNvlsTreeSm100Tuning: more than two nodes, >= 96 GB/s from GPU to NIC (800G behind
     PCIe Gen6), 8 GPUs per node: 24 channels, 256 KiB chunks for NVLS and NVLSTree alike."""
-    system = tuning.System(ranks=32, nodes=4, cc=100, nvlink_bw=721.8, pci_bw=100, nic_bw=100, nics=8, nvls=True)
-    assert tuning.nvls_channels(system) == 24
-    assert tuning.chunk_size(system, "NVLSTree", "Simple", 2**30) == 256 * 1024
+    system = search.System(ranks=32, nodes=4, cc=100, nvlink_bw=721.8, pci_bw=100, nic_bw=100, nics=8, nvls=True)
+    assert enqueue.nvls_channels(system) == 24
+    assert enqueue.chunk_size(system, "NVLSTree", "Simple", 2**30) == 256 * 1024
 
 
 def test_with_one_gpu_per_node_a_step_comes_off_the_network_and_waits_whole():
-    assert tuning.network_wait(PAT_4N, "Tree", "LL", 2**16) == 1.0
+    assert enqueue.network_wait(PAT_4N, "Tree", "LL", 2**16) == 1.0
 
 
 @pytest.mark.parametrize("gpu, hosts, nic, channels, chunk", [
@@ -195,27 +195,27 @@ def test_with_one_gpu_per_node_a_step_comes_off_the_network_and_waits_whole():
 def test_nvls_tree_channels_and_chunks_follow_nccls_nvls_tuning(gpu, hosts, nic, channels, chunk):
     """nvls.cc ncclNvlsTuning and ncclNvlsTreeSm100Tuning (NCCL v2.30.7), at 1 GiB where no
     size rule shrinks the chunk."""
-    system = tuning.system_of(topology_from_dict({"name": "n", "generate": {
+    system = search.system_of(topology_from_dict({"name": "n", "generate": {
         "kind": "leaf_spine", "racks": 1, "hosts_per_rack": hosts, "gpus_per_host": 8, "gpu": gpu,
         "nic_bandwidth": nic}}))
-    assert tuning.nvls_channels(system) == channels
-    assert tuning.chunk_size(system, "NVLSTree", "Simple", 2**30) == chunk
+    assert enqueue.nvls_channels(system) == channels
+    assert enqueue.chunk_size(system, "NVLSTree", "Simple", 2**30) == chunk
 
 
 def test_the_communicator_opens_twice_the_search_channels_and_more_on_hopper_across_nodes():
     """connect.cc: channels duplicated, then doubled again on SM90+ across nodes below 16
     when the ring's intra speed is above 45 GB/s ("4 compute channels per search channel")."""
-    assert tuning.comm_channels(DGX_H100) == 24  # 12 search channels, one node
-    assert tuning.comm_channels(H100_2N) == 16  # 8 NICs: 8 channels at 48 GB/s, duplicated
-    four_nics = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=4, nvls=True)
-    assert tuning.comm_channels(four_nics) == 16  # 4 -> 8 -> 16
-    a100 = tuning.System(ranks=16, nodes=2, cc=80, nvlink_bw=240, pci_bw=24, nic_bw=24, nics=4)
-    assert tuning.comm_channels(a100) == 8  # SM80 and 24 GB/s: no second doubling
+    assert search.comm_channels(DGX_H100) == 24  # 12 search channels, one node
+    assert search.comm_channels(H100_2N) == 16  # 8 NICs: 8 channels at 48 GB/s, duplicated
+    four_nics = search.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48, nic_bw=48, nics=4, nvls=True)
+    assert search.comm_channels(four_nics) == 16  # 4 -> 8 -> 16
+    a100 = search.System(ranks=16, nodes=2, cc=80, nvlink_bw=240, pci_bw=24, nic_bw=24, nics=4)
+    assert search.comm_channels(a100) == 8  # SM80 and 24 GB/s: no second doubling
     # CollNet adds half again when the chain's intra speed (40) outruns its network (24)
-    assert tuning.comm_channels(replace(a100, collnet=True)) == 12
+    assert search.comm_channels(replace(a100, collnet=True)) == 12
     # 8 search channels at 48 GB/s, x2, x1.5 for CollNet: 24, not below 16, so no more;
     # NVLS across nodes takes no more than those, of Blackwell's 32
-    assert tuning.comm_channels(B200_2N_SHARP) == 24 and tuning.nvls_channels(B200_2N_SHARP, "NVLS") == 24
+    assert search.comm_channels(B200_2N_SHARP) == 24 and enqueue.nvls_channels(B200_2N_SHARP, "NVLS") == 24
 
 
 def test_a_ring_of_64_kib_streams_on_two_channels():
@@ -242,26 +242,26 @@ def test_each_run_says_how_many_channels_nccl_runs_it_on():
 
 def test_a_step_waits_for_the_gpu_at_its_one_node_rate_before_the_network():
     for protocol in ("LL", "LL128"):
-        assert tuning.network_wait(DGX_H100, "Tree", protocol, 2**20) == 1.0  # no network on one node
+        assert enqueue.network_wait(DGX_H100, "Tree", protocol, 2**20) == 1.0  # no network on one node
     # Tree LL at 1 MiB by NCCL's tables (tuning.cc): across two nodes LL's cap, 39 GB/s of bus
     # bandwidth (llMaxBw, x86, 2 nodes), halved for a tree's algorithm bandwidth and corrected
     # by 0.5 at 1 MiB (treeCorrectionFactor), over 16 channels; on one node 12 search channels
     # of 30 GB/s x 0.92 / 3.8 (below Hopper's 141 GB/s LL cap), halved, over 24 channels
     across = 39.0 / 2 * 0.5 / 16
     alone = 12 * 30 * 0.92 / 3.8 / 2 / 24
-    assert tuning.network_wait(H100_2N, "Tree", "LL", 2**20) == pytest.approx(across / alone, rel=1e-6)
-    assert tuning.network_wait(H100_2N, "Tree", "LL128", 2**20) == 1.0  # 36.7 GB/s per channel either way
+    assert enqueue.network_wait(H100_2N, "Tree", "LL", 2**20) == pytest.approx(across / alone, rel=1e-6)
+    assert enqueue.network_wait(H100_2N, "Tree", "LL128", 2**20) == 1.0  # 36.7 GB/s per channel either way
 
 
 @pytest.mark.parametrize("gpu, factor", [("b200", 0.7), ("h100", 1.0)])
 def test_nccl_corrects_nvls_tree_by_size_on_blackwell_only(gpu, factor):
     """NCCL 2.30 applies the tree's size correction to NVLSTree AllReduce on Blackwell (with
     an x86 host): at 16 MiB, log2(16 MiB / 64 B) = 18, Simple's factor is 0.7."""
-    system = tuning.system_of(two_nodes(gpu=gpu))
+    system = search.system_of(two_nodes(gpu=gpu))
     size = 2**24
-    assert tuning.sized_bandwidth(system, "NVLSTree", "Simple", size) == pytest.approx(
-        factor * tuning.algorithm_bandwidth(system, "NVLSTree", "Simple"))
-    assert tuning.sized_bandwidth(system, "NVLSTree", "Simple", 2**30) == tuning.algorithm_bandwidth(
+    assert predict.sized_bandwidth(system, "NVLSTree", "Simple", size) == pytest.approx(
+        factor * predict.algorithm_bandwidth(system, "NVLSTree", "Simple"))
+    assert predict.sized_bandwidth(system, "NVLSTree", "Simple", 2**30) == predict.algorithm_bandwidth(
         system, "NVLSTree", "Simple")  # 1 GiB and above: uncorrected
 
 
@@ -337,34 +337,34 @@ def test_nvls_on_one_node_pipelines_loops_of_one_chunk_per_gpu(size, chunk):
     # enqueue.cc shrinks NVLS's 128 KiB chunk while a channel gets < 64, 8, 2 loops of
     # nHeads chunks (16 MiB: 1 MiB per channel of 16 -> 32 KiB; 128 MiB -> 64 KiB);
     # all_reduce.h then hands on loops of nHeads = 8 chunks per step
-    assert tuning.chunk_size(DGX_H100, "NVLS", "Simple", size) == chunk
-    assert tuning.pipeline_step(DGX_H100, "NVLS", "Simple", size) == 8 * chunk
-    assert tuning.pipeline_step(H100_2N, "NVLSTree", "Simple", size) == tuning.chunk_size(
+    assert enqueue.chunk_size(DGX_H100, "NVLS", "Simple", size) == chunk
+    assert enqueue.pipeline_step(DGX_H100, "NVLS", "Simple", size) == 8 * chunk
+    assert enqueue.pipeline_step(H100_2N, "NVLSTree", "Simple", size) == enqueue.chunk_size(
         H100_2N, "NVLSTree", "Simple", size)
     # and its three warp groups (scatter, reduce, gather) are three stages: k = S / (16 x 8
     # chunk) steps fill them in (3 + k - 1) / k of the streaming time, on top of NCCL's 25 us
-    assert tuning.pipeline_stages(DGX_H100, "NVLS") == 3
-    assert tuning.pipeline_stages(H100_2N, "NVLSTree") is None
+    assert enqueue.pipeline_stages(DGX_H100, "NVLS") == 3
+    assert enqueue.pipeline_stages(H100_2N, "NVLSTree") is None
     result = simulate(box(), "nvls", size)
     k = size / (16 * 8 * chunk)
-    stream = size / (tuning.algorithm_bandwidth(DGX_H100, "NVLS", "Simple") * 1e9)
+    stream = size / (predict.algorithm_bandwidth(DGX_H100, "NVLS", "Simple") * 1e9)
     assert result.time_s == pytest.approx(25e-6 + stream * (3 + k - 1) / k, rel=0.03)
 
 
 def test_channels_given_scale_nccls_bandwidth_and_finer_chunks_are_nccls():
-    # NCCL's ring on an H100 box: 12 channels at 30 GB/s of bus bandwidth each (tuning.graph);
+    # NCCL's ring on an H100 box: 12 channels at 30 GB/s of bus bandwidth each (search.graph);
     # one channel is one of them, so 1 GiB takes 2 (N-1)/N S / 30 GB/s plus latency
     topo = box()
     one = simulate(topo, "ring", 2**30, channels=1)
     assert one.channels == 1
-    assert one.busbw_GBps == pytest.approx(tuning.graph(DGX_H100, "Ring").bw_intra, rel=0.02)
+    assert one.busbw_GBps == pytest.approx(search.graph(DGX_H100, "Ring").bw_intra, rel=0.02)
     assert simulate(topo, "ring", 2**30, channels=6).busbw_GBps == pytest.approx(6 * one.busbw_GBps, rel=0.02)
     # NVLS "should not need more than 16 channels to get peak BW" (enqueue.cc): no gain above
     assert simulate(topo, "nvls", 2**30, channels=32).time_s >= simulate(topo, "nvls", 2**30).time_s * 0.999
     # NCCL pipelines no finer than its own chunk: a finer chunk_size is raised to it, with a warning
     default = simulate(topo, "ring", 2**20)
     finer = simulate(topo, "ring", 2**20, chunk_size=1024)
-    assert finer.time_s == default.time_s >= tuning.predict(DGX_H100, "Ring", default.protocol, 2**20) * 0.999
+    assert finer.time_s == default.time_s >= predict.predict(DGX_H100, "Ring", default.protocol, 2**20) * 0.999
     assert any(w.kind == "chunk_size_raised" and "32 KiB" in w.message for w in finer.warnings)
 
 
@@ -374,8 +374,8 @@ def test_channels_given_at_the_schedules_own_count_change_nothing():
     more than twice those (4 NICs of 400G per H100 node: 4 search channels, 16 opened) and
     for a small NVLS, whose cells fill 4 of its channels either way."""
     four_nics = two_nodes(nics_per_host=4)
-    search = tuning.graph(tuning.system_of(four_nics), "Ring").channels
-    assert simulate(four_nics, "ring", 2**16, channels=search).time_s == simulate(four_nics, "ring", 2**16).time_s
+    searched = search.graph(search.system_of(four_nics), "Ring").channels
+    assert simulate(four_nics, "ring", 2**16, channels=searched).time_s == simulate(four_nics, "ring", 2**16).time_s
     topo = box()
     assert simulate(topo, "nvls", 2**16, channels=8).time_s == pytest.approx(simulate(topo, "nvls", 2**16).time_s)
 

@@ -16,7 +16,7 @@ from simnet.schedule.algorithms.gather import bruck_steps
 from simnet.schedule.catalog import REGISTRY, build_schedule
 from simnet.schedule.kinds import COLLECTIVES
 from simnet.schedule.verify import CollectiveMismatch, check_collective
-from simnet.tuning import predict as tuning
+from simnet.tuning import predict, search, tables
 
 OTHERS = [(c, a) for c, table in REGISTRY.items() if c != "allreduce" for a in table]
 # 2 racks x 2 hosts x 4 GPUs, a NIC per GPU: NVLS inside hosts, PXN across them
@@ -166,51 +166,51 @@ def test_pxn_keeps_an_all_to_all_on_the_rails():
 
 
 # ------------------------------------------------------------------ NCCL's model rows
-BOX = tuning.System(ranks=8, nodes=1, cc=90, nvlink_bw=18 * 20.6, pci_bw=24.0)
-PAIR = tuning.System(ranks=16, nodes=2, cc=90, nvlink_bw=18 * 20.6, pci_bw=24.0, nic_bw=48.0, nics=8)
-SINGLES = tuning.System(ranks=64, nodes=64, cc=90, nvlink_bw=0.0, pci_bw=24.0, nic_bw=48.0, nics=1)
+BOX = search.System(ranks=8, nodes=1, cc=90, nvlink_bw=18 * 20.6, pci_bw=24.0)
+PAIR = search.System(ranks=16, nodes=2, cc=90, nvlink_bw=18 * 20.6, pci_bw=24.0, nic_bw=48.0, nics=8)
+SINGLES = search.System(ranks=64, nodes=64, cc=90, nvlink_bw=0.0, pci_bw=24.0, nic_bw=48.0, nics=1)
 
 
 def test_nccl_latency_rows_per_function():
     """tuning.cc:383-435 by hand (us): Ring AllGather N-1 steps; Broadcast one step on
     identical channels, N steps at the network's Tree/Simple latency otherwise; PAT
     log2(nodes) * netLat/3.5 + 2.8 per rank."""
-    assert tuning.latency(BOX, "Ring", "LL", "AllGather") == pytest.approx(6.6 + 7 * 0.6)
-    assert tuning.latency(BOX, "Ring", "Simple", "Broadcast") == pytest.approx(8.4 + 3.4)
-    assert tuning.latency(PAIR, "Ring", "Simple", "Broadcast") == pytest.approx(8.4 + 16 * 14.0)
-    assert tuning.latency(PAIR, "Ring", "LL", "ReduceScatter") == pytest.approx(6.6 + 14 * 1.0 + 1 * 2.7)
-    assert tuning.latency(SINGLES, "PAT", "Simple", "AllGather") == pytest.approx(8.0 + 6 * 14.0 / 3.5 + 64 * 2.8)
+    assert predict.latency(BOX, "Ring", "LL", "AllGather") == pytest.approx(6.6 + 7 * 0.6)
+    assert predict.latency(BOX, "Ring", "Simple", "Broadcast") == pytest.approx(8.4 + 3.4)
+    assert predict.latency(PAIR, "Ring", "Simple", "Broadcast") == pytest.approx(8.4 + 16 * 14.0)
+    assert predict.latency(PAIR, "Ring", "LL", "ReduceScatter") == pytest.approx(6.6 + 14 * 1.0 + 1 * 2.7)
+    assert predict.latency(SINGLES, "PAT", "Simple", "AllGather") == pytest.approx(8.0 + 6 * 14.0 / 3.5 + 64 * 2.8)
 
 
 def test_nccl_bandwidth_rows_per_function():
     """Ring converts busBw by N/nsteps; PAT keeps busBw x 0.75 (no conversion for
     AllGather/ReduceScatter off Ring); NVLS scales its intra-node rate by (ppn-1)/ppn
     instead of AllReduce's 2 (tuning.cc:305-382)."""
-    ring = tuning.bus_bandwidth(BOX, "Ring", "Simple", "AllGather")
-    assert ring == tuning.bus_bandwidth(BOX, "Ring", "Simple")  # the same rings
-    assert tuning.algorithm_bandwidth(BOX, "Ring", "Simple", "AllGather") == pytest.approx(ring * 8 / 7)
-    assert tuning.algorithm_bandwidth(BOX, "Ring", "Simple", "Broadcast") == pytest.approx(ring)
-    tree = tuning.graph(SINGLES, "Tree")
-    assert tuning.algorithm_bandwidth(SINGLES, "PAT", "Simple", "ReduceScatter") == pytest.approx(
+    ring = predict.bus_bandwidth(BOX, "Ring", "Simple", "AllGather")
+    assert ring == predict.bus_bandwidth(BOX, "Ring", "Simple")  # the same rings
+    assert predict.algorithm_bandwidth(BOX, "Ring", "Simple", "AllGather") == pytest.approx(ring * 8 / 7)
+    assert predict.algorithm_bandwidth(BOX, "Ring", "Simple", "Broadcast") == pytest.approx(ring)
+    tree = search.graph(SINGLES, "Tree")
+    assert predict.algorithm_bandwidth(SINGLES, "PAT", "Simple", "ReduceScatter") == pytest.approx(
         tree.channels * tree.bw_inter * 0.75)
-    boxed = tuning.System(**{**BOX.__dict__, "nvls": True})
-    g = tuning.graph(boxed, "NVLS")
+    boxed = search.System(**{**BOX.__dict__, "nvls": True})
+    g = search.graph(boxed, "NVLS")
     intra = g.bw_intra * 0.85 * (g.channels - 1) / g.channels
-    assert tuning.bus_bandwidth(boxed, "NVLS", "Simple", "AllGather") == pytest.approx(
+    assert predict.bus_bandwidth(boxed, "NVLS", "Simple", "AllGather") == pytest.approx(
         g.channels * min(intra * 7 / 8, g.bw_inter))
 
 
 def test_which_algorithms_nccl_considers_per_function():
-    boxed = tuning.System(**{**BOX.__dict__, "nvls": True})
-    assert tuning.pick(PAIR, 2**20, function="Broadcast").algorithm == "Ring"
-    assert tuning.unavailable(BOX, "PAT", "AllGather") == "PAT runs with one GPU per node only (ncclPatEnable)"
-    assert tuning.unavailable(boxed, "NVLS", "AllGather") is None
-    assert "across nodes" in tuning.unavailable(tuning.System(**{**PAIR.__dict__, "nvls": True}), "NVLS", "AllGather")
-    assert "no Tree" in tuning.unavailable(PAIR, "Tree", "ReduceScatter")
-    assert tuning.unavailable(SINGLES, "PAT", "ReduceScatter") is None
+    boxed = search.System(**{**BOX.__dict__, "nvls": True})
+    assert predict.pick(PAIR, 2**20, function="Broadcast").algorithm == "Ring"
+    assert predict.unavailable(BOX, "PAT", "AllGather") == "PAT runs with one GPU per node only (ncclPatEnable)"
+    assert predict.unavailable(boxed, "NVLS", "AllGather") is None
+    assert "across nodes" in predict.unavailable(search.System(**{**PAIR.__dict__, "nvls": True}), "NVLS", "AllGather")
+    assert "no Tree" in predict.unavailable(PAIR, "Tree", "ReduceScatter")
+    assert predict.unavailable(SINGLES, "PAT", "ReduceScatter") is None
     # at 64 nodes PAT's 8 + 6 x 4 + 64 x 2.8 us beats Ring/LL's 6.6 + 63 x 5 us
-    assert tuning.pick(SINGLES, 64, function="AllGather").algorithm == "PAT"
-    assert tuning.parse_nccl_list("allreduce:tree;allgather:pat", tuning.ALGORITHMS, "NCCL_ALGO",
+    assert predict.pick(SINGLES, 64, function="AllGather").algorithm == "PAT"
+    assert predict.parse_nccl_list("allreduce:tree;allgather:pat", tables.ALGORITHMS, "NCCL_ALGO",
                                   "AllGather") == {"PAT"}
 
 
@@ -265,13 +265,13 @@ def test_simulated_pat_and_nvls_keep_to_nccls_own_prediction():
     changes every step), NVLS AllGather at latency (its 25 us, not half)."""
     singles = topology_from_dict({"name": "s", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 16,
                                                             "gpus_per_host": 1}})
-    system = tuning.system_of(singles)
+    system = search.system_of(singles)
     for size in (2**24, 2**30):
         simulated = simulate(singles, "pat", size, collective="all_gather").time_s
-        assert simulated == pytest.approx(tuning.predict(system, "PAT", "Simple", size, "AllGather"), rel=0.05)
+        assert simulated == pytest.approx(predict.predict(system, "PAT", "Simple", size, "AllGather"), rel=0.05)
     box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
     assert simulate(box, "nvls", 1024, collective="all_gather").time_s == pytest.approx(
-        tuning.predict(tuning.system_of(box), "NVLS", "Simple", 1024, "AllGather"), rel=0.01)
+        predict.predict(search.system_of(box), "NVLS", "Simple", 1024, "AllGather"), rel=0.01)
 
 
 def test_an_all_to_all_picks_its_protocol_per_send():

@@ -8,7 +8,7 @@ Between the schedule and the fluid network it adds, from NCCL's published tuning
 * **protocols**: LL carries 8 data bytes in every 16 (flags interleaved, device.h:75-88),
   LL128 120 in every 128 (device.h:110-118), Simple all of them; the protocol is NCCL's
   pick for the algorithm at this size (``NCCL_PROTO`` honoured), and sets the pipeline
-  step the schedule pipelines (``tuning.pipeline_step``: NCCL's chunk, a loop of them for NVLS);
+  step the schedule pipelines (``enqueue.pipeline_step``: NCCL's chunk, a loop of them for NVLS);
 * **NCCL's bandwidth ceiling**: a connection of an NCCL algorithm that carries b of the
   collective's S bytes may not exceed b/S of the algorithm bandwidth NCCL's model gives it
   (per-channel caps, LL's and LL128's limits, NVLS and tree efficiencies all live there,
@@ -43,7 +43,7 @@ from simnet.model.timing import Timing
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import NET, NVLINK, PCIE
-from simnet.tuning import predict as tuning
+from simnet.tuning import enqueue, predict, search, tables
 from simnet.tuning.rates import effective_capacity
 
 __all__ = ["NcclPlan", "plan", "timing", "connection_timing",
@@ -82,7 +82,7 @@ class NcclPlan:
     options: dict  # the schedule's options, with the model's defaults filled in
     row: str  # the NCCL algorithm whose constants time it (its own, or Ring/Tree for p2p algorithms)
     native: bool  # an NCCL algorithm: NCCL's bandwidth ceiling applies
-    system: tuning.System
+    system: search.System
     calibration: Calibration
     coarsening: float = 1.0  # the simulated chunk over NCCL's own chunk (>= 1, see MAX_PIECES)
     function: str = "AllReduce"  # NCCL's function (its rows of the model)
@@ -93,19 +93,19 @@ class NcclPlan:
 
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
          nccl_proto: str | None = None, calibration: Calibration | None = None,
-         function: str = "AllReduce", message: int | None = None, system: tuning.System | None = None) -> NcclPlan:
+         function: str = "AllReduce", message: int | None = None, system: search.System | None = None) -> NcclPlan:
     """The protocol NCCL would use for ``function``'s ``algorithm`` at ``size`` (within
     ``nccl_proto``, an NCCL_PROTO value) and the schedule options (NCCL's chunk size for it
     unless ``chunk_size`` was given; ``accepts``: the options the algorithm takes). A
     point-to-point algorithm picks LL or Simple by ``message``, the bytes of one send
     (default ``size``), as NCCL decides per send. ``system``: what NCCL sees of ``topology``
     under its environment (``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``), default its own."""
-    system = system or tuning.system_of(topology)
-    allowed = tuning.parse_nccl_list(nccl_proto, tuning.PROTOCOLS, "NCCL_PROTO", function)
-    name = tuning.native(function, algorithm)
+    system = system or search.system_of(topology)
+    allowed = predict.parse_nccl_list(nccl_proto, tables.PROTOCOLS, "NCCL_PROTO", function)
+    name = tables.native(function, algorithm)
     options = dict(options)
     if name is not None:
-        every = {p: tuning.predict(system, name, p, size, function) for p in tuning.PROTOCOLS}
+        every = {p: predict.predict(system, name, p, size, function) for p in tables.PROTOCOLS}
         times = {p: t for p, t in every.items() if t is not None and p in allowed}
         possible = [p for p, t in every.items() if t is not None]
         if possible and not times:
@@ -120,25 +120,25 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     channel_share, running = 1.0, None
     if name is not None:  # the channels it runs on, of those NCCL would open (fewer for a small collective)
         nvls = name in ("NVLS", "NVLSTree")
-        full = tuning.nvls_channels(system, name) if nvls else tuning.comm_channels(system)
+        full = enqueue.nvls_channels(system, name) if nvls else search.comm_channels(system)
         opened = None
         if options.get("channels"):  # NVLS on one node counts NVLS channels, the others the ring search's
             given = options["channels"]
             opened = min(full, given) if name == "NVLS" and system.nodes == 1 else \
-                min(full if nvls else tuning.MAX_CHANNELS, round(full * given / tuning.graph(system, "Ring").channels))
+                min(full if nvls else tables.MAX_CHANNELS, round(full * given / search.graph(system, "Ring").channels))
             opened = max(1, opened)
-        running, threads = tuning.collective_channels(system, name, protocol, size, function, opened)
+        running, threads = enqueue.collective_channels(system, name, protocol, size, function, opened)
         channel_share = running / full * threads
     if name == "NVLS" and options.get("channels") is None:
-        options["channels"] = tuning.nvls_channels(system)
+        options["channels"] = enqueue.nvls_channels(system)
     coarsening = 1.0
     if name is not None and "chunk_size" in accepts:
-        own = tuning.pipeline_step(system, name, protocol, size, function)
+        own = enqueue.pipeline_step(system, name, protocol, size, function)
         if options.get("chunk_size") is None or options["chunk_size"] < own:
             # NCCL's pipeline step per channel (it pipelines no finer: a smaller chunk_size is
             # raised to it), coarsened so that no channel pipelines more than MAX_PIECES of them
-            channels = (tuning.nvls_channels(system) if name in ("NVLS", "NVLSTree")
-                        else 2 * tuning.graph(system, name).channels)
+            channels = (enqueue.nvls_channels(system) if name in ("NVLS", "NVLSTree")
+                        else 2 * search.graph(system, name).channels)
             options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
             coarsening = options["chunk_size"] / own
     return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
@@ -202,16 +202,16 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
     size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.schedule.kinds)
     wire = WIRE_FACTOR[protocol]
-    factor = tuning.plateau(system, row, protocol, size, decided.function)
-    intra, inter = tuning.step_latencies(system, row, protocol)
+    factor = predict.plateau(system, row, protocol, size, decided.function)
+    intra, inter = predict.step_latencies(system, row, protocol)
     physical, simple_extra = TRANSPORT_LATENCY[system.transport]
     if system.nic_latency is not None:  # the topology states its NICs' latency: that, once per step
         physical, simple_extra = system.nic_latency, 0.0
     inter += -system.net_latency * (2 if protocol == "Simple" else 1) + physical + (
         simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
     if row == "Ring" and system.nodes > 1 and decided.function not in ("Broadcast", "Reduce"):
-        intra = max(intra, tuning.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
-    pci = tuning.HW_LATENCY[PCIE][row][tuning.PROTOCOLS.index(protocol)]
+        intra = max(intra, tables.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
+    pci = tables.HW_LATENCY[PCIE][row][tables.PROTOCOLS.index(protocol)]
     intra += fit.intra_step_latency * 1e6
     pci += fit.intra_step_latency * 1e6
     inter += fit.network_step_latency * 1e6
@@ -243,16 +243,16 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         # Simple: NCCL's algorithm bandwidth without its size correction for trees, whose fill the
         # replay simulates chunk by chunk. LL and LL128 stream every line (the replay's fill is
         # cancelled, _pipeline_fill), so NCCL's correction is their only mid-size loss: keep it.
-        rate = tuning.algorithm_bandwidth if protocol == "Simple" else partial(tuning.sized_bandwidth, nbytes=size)
+        rate = predict.algorithm_bandwidth if protocol == "Simple" else partial(predict.sized_bandwidth, nbytes=size)
         bandwidth = rate(system, row, protocol, function=decided.function, share=decided.channel_share) * 1e9
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
-        stages = tuning.pipeline_stages(system, row, decided.function)
-        wait = 1.0 if protocol == "Simple" else tuning.network_wait(system, row, protocol, size, decided.function)
+        stages = enqueue.pipeline_stages(system, row, decided.function)
+        wait = 1.0 if protocol == "Simple" else enqueue.network_wait(system, row, protocol, size, decided.function)
         caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
-    base = tuning.BASE_LATENCY[row][tuning.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
+    base = tables.BASE_LATENCY[row][tables.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":
-        base += 2 * (max(1, round(system.ppn)) - 1) * tuning.COLLNET_ARITY_LATENCY
+        base += 2 * (max(1, round(system.ppn)) - 1) * tables.COLLNET_ARITY_LATENCY
     return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps,
                   start_ps=max(0, round(base * 1e-6 * PS_PER_SECOND)))

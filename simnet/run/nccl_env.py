@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from simnet.topology.graph import Topology
-from simnet.tuning import predict as tuning
+from simnet.tuning import predict, search, tables
 
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE")
 """The environment variables that change what simnet simulates, as they change what NCCL runs."""
@@ -23,8 +23,8 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     the process environment); ``ValueError`` for a name or value NCCL would not take."""
     environ = os.environ if environ is None else environ
     env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
-    tuning.parse_nccl_list(env.get("NCCL_ALGO"), tuning.ALGORITHMS, "NCCL_ALGO")
-    tuning.parse_nccl_list(env.get("NCCL_PROTO"), tuning.PROTOCOLS, "NCCL_PROTO")
+    predict.parse_nccl_list(env.get("NCCL_ALGO"), tables.ALGORITHMS, "NCCL_ALGO")
+    predict.parse_nccl_list(env.get("NCCL_PROTO"), tables.PROTOCOLS, "NCCL_PROTO")
     for name in ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"):
         if name in env:
             nccl_integer(env[name], name)
@@ -55,13 +55,13 @@ def turned_off(env: Mapping[str, str], name: str) -> bool:
     return bool(value) and nccl_integer(value, name) == 0
 
 
-def nccl_system(topology: Topology, env: Mapping[str, str]) -> tuning.System:
+def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
     """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
     SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked;
     ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts).
     Unset, SHARP switches (``sharp: true``) are taken to be in use, as with
     NCCL_COLLNET_ENABLE=1 and NCCL's SHARP plugin (NCCL's own default is 0)."""
-    system = tuning.system_of(topology)
+    system = search.system_of(topology)
     if system.nvls and turned_off(env, "NCCL_NVLS_ENABLE"):
         system = replace(system, nvls=False)
     if system.collnet and turned_off(env, "NCCL_COLLNET_ENABLE"):

@@ -34,7 +34,7 @@ from simnet.schedule.registry import ENGINE_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.topology.graph import Topology
-from simnet.tuning import predict as tuning
+from simnet.tuning import predict, search, tables
 
 SAME_TIME = 0.01
 """Times within 1 % of each other count as equal: the model cannot tell them apart, so
@@ -165,7 +165,7 @@ class Setup:
         nvls_off, collnet_off = turned_off(self.env, "NCCL_NVLS_ENABLE"), turned_off(self.env, "NCCL_COLLNET_ENABLE")
         if not (nvls_off or collnet_off):
             return  # the usual case: no need for NCCL's view of the fabric
-        system, off = tuning.system_of(self.topo), None
+        system, off = search.system_of(self.topo), None
         if algorithm in ("nvls", "nvls_tree") and system.nvls and nvls_off:
             off = ("NCCL_NVLS_ENABLE", "NVLink SHARP")
         across = algorithm == "nvls" and system.nodes > 1
@@ -276,9 +276,9 @@ class Setup:
         point-to-point collectives)."""
         if lookup_collective(self.collective).point_to_point:
             return "direct"
-        choice = tuning.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
+        choice = predict.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
                              self.env.get("NCCL_PROTO"), function=self.function)
-        return tuning.SIMNET_NAMES[choice.algorithm]
+        return tables.SIMNET_NAMES[choice.algorithm]
 
     def _fastest_inner(self, size: int, timeline: bool, options: dict, conditions: Conditions) -> Result:
         """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
@@ -303,13 +303,13 @@ class Setup:
                 "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
         nccl_algo, nccl_proto = self.env.get("NCCL_ALGO"), self.env.get("NCCL_PROTO")
         system = nccl_system(self.topo, self.env)
-        choice = tuning.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
-        candidates = [a for a in tuning.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
-        results = {a: known.get(tuning.SIMNET_NAMES[a]) or self.simulate(
-            tuning.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
+        choice = predict.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
+        candidates = [a for a in tables.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
+        results = {a: known.get(tables.SIMNET_NAMES[a]) or self.simulate(
+            tables.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
         picked = results[choice.algorithm]
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
-        bounded = [tuning.SIMNET_NAMES[a] for a, r in results.items()
+        bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
                    if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
         if bounded:
             picked = replace(picked, warnings=[Finding("candidate_upper_bound", "", (
@@ -318,8 +318,8 @@ class Setup:
         return replace(picked, auto={
             "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol,
                           "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
-            "candidates": {tuning.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
-            "fastest": tuning.SIMNET_NAMES[fastest],
+            "candidates": {tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
+            "fastest": tables.SIMNET_NAMES[fastest],
             "fastest_hint": f"NCCL_ALGO={fastest}",
             "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
             "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),

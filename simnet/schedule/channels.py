@@ -2,7 +2,7 @@
 through, in which order it visits the host's GPUs, and how many of NCCL's channels one
 simulated channel stands for.
 
-NCCL opens C channels (``simnet.tuning.predict.graph``). Across hosts with R NICs (rails)
+NCCL opens C channels (``simnet.tuning.search.graph``). Across hosts with R NICs (rails)
 each, its ring search pairs the rails (NCCL_CROSS_NIC=2, src/graph/search.cc): channel 2k
 enters a host at the GPU next to rail 2k and leaves from the GPU next to rail 2k+1, channel
 2k+1 the other way round, and on odd-numbered hosts the two swap (src/graph/connect.cc), so
@@ -67,7 +67,7 @@ def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> list
 
 def default_channels(topology, ranks: list[str]) -> int:
     """The channels NCCL's topology search would open for a ring here (its search graph)."""
-    from simnet.tuning.predict import graph, system_of
+    from simnet.tuning.search import graph, system_of
 
     return graph(system_of(topology, ranks), "Ring").channels
 

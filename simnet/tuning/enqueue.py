@@ -1,0 +1,206 @@
+"""NCCL's decisions when it enqueues one collective (``src/enqueue.cc``, ``src/transport/nvls.cc``,
+``src/transport/net.cc``): the channels it runs on, its chunk size, the pipeline steps NVLS
+hands on, and how long a step of LL/LL128 waits whole at the network.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from simnet.tuning.predict import algorithm_bandwidth, sized_bandwidth
+from simnet.tuning.search import System, comm_channels, graph
+from simnet.tuning.tables import (
+    COLLNET_THREAD_THRESHOLD,
+    MAX_THREADS,
+    MAX_THREADS_ANY,
+    MIN_TRAFFIC_PER_CHANNEL,
+    PCI_BW,
+    THREAD_THRESHOLD,
+)
+
+__all__ = ["nvls_channels", "pipeline_step", "pipeline_stages", "collective_channels", "network_wait", "chunk_size"]
+
+
+def _nvls_tuning(system: System) -> tuple[int, int, int]:
+    """(channels, chunk, NVLSTree's largest chunk) of NCCL's NVLS, bytes (nvls.cc
+    ncclNvlsTuning, v2.30.7): 16 channels on Hopper, 24 on one Blackwell node, and 128 KiB
+    chunks, NVLSTree's 64 KiB from 4 nodes up. Blackwell across nodes is tuned by its NICs
+    (ncclNvlsTreeSm100Tuning): two nodes with 400G NICs 32 channels; more nodes 24 with
+    400G NICs, and with 800G 24 channels of 256 KiB chunks up to 8 GPUs per node; NVLSTree
+    chunks of 64 KiB where the NIC sits behind the GPU's PCIe switch (PXB, as simnet's
+    generators place it) and is below 800G."""
+    multi_blackwell = system.cc >= 100 and system.nodes > 1
+    channels = (32 if system.nodes > 1 else 24) if system.cc >= 100 else 16
+    chunk, tree_max = 128 * 1024, None
+    ppn, nic = round(system.ppn), system.nic_bw
+    if multi_blackwell and system.nodes == 2 and nic >= 48:
+        channels, tree_max = 32, 128 * 1024
+        if ppn <= 4:
+            chunk = tree_max = 256 * 1024
+        elif ppn >= 16 or (ppn <= 8 and nic < 96):
+            tree_max = 64 * 1024
+    elif multi_blackwell and nic >= 96:
+        if ppn <= 8:
+            channels, chunk, tree_max = 24, 256 * 1024, 256 * 1024
+        else:
+            channels, tree_max = 32, 128 * 1024 if ppn < 32 else 64 * 1024
+    elif multi_blackwell and nic >= 48:
+        channels, tree_max = 24, 64 * 1024
+    if tree_max is None:
+        tree_max = 64 * 1024 if system.nodes >= 4 else chunk
+    return channels, chunk, tree_max
+
+
+def nvls_channels(system: System, algorithm: str = "NVLSTree") -> int:
+    """Channels NCCL runs NVLS on (``_nvls_tuning``); NVLS across nodes (with SHARP) no
+    more than the communicator's channels (enqueue.cc:2085-2087)."""
+    channels = _nvls_tuning(system)[0]
+    if algorithm == "NVLS" and system.nodes > 1:
+        channels = min(channels, comm_channels(system))
+    return channels
+
+
+def pipeline_step(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
+    """Bytes one channel hands down its pipeline per step: NCCL's chunk (``chunk_size``), except
+    for NVLS AllReduce on one node, whose scatter, reduce and gather warps pass whole loops of
+    nHeads chunks, one per GPU (src/device/all_reduce.h:414, ``loopCount = nHeads * chunkSize``;
+    the heads are the NVLS graph's channels, one per GPU). A 16 MiB AllReduce on 8 H100 is
+    then 4 steps per channel, not 32: its pipeline fills as NCCL's does."""
+    chunk = chunk_size(system, algorithm, protocol, nbytes, function)
+    return chunk * graph(system, "NVLS").channels if _nvls_one_node(system, algorithm, function) else chunk
+
+
+def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce") -> int | None:
+    """Stages of NCCL's Simple pipeline a step passes through, where they are not the
+    replay's hops (None): NVLS AllReduce on one node runs three warp groups at once, each a
+    stage fed by the one before through NCCL's step FIFO: scatter (send buffer into the
+    NVLS buffers), reduce (multimem load-reduce and multicast store) and gather (into the
+    receive buffer) (src/device/all_reduce.h:418-457), where the replay has two hops, GPU to
+    NVSwitch and back. Each stage is taken to run at the channel's rate."""
+    return 3 if _nvls_one_node(system, algorithm, function) else None
+
+
+def collective_channels(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
+                        opened: int | None = None) -> tuple[int, float]:
+    """(channels, share of each channel's threads) NCCL runs one ``function`` of ``nbytes`` on
+    (the whole buffer, as ``predict`` takes it), v2.30.7. ``opened``: the channels open to
+    it, if not NCCL's own (``comm_channels``, or ``nvls_channels`` for NVLS and NVLSTree).
+
+    enqueue.cc topoGetAlgoInfo (:2069-2114): Ring, Tree and CollNetChain drop channels while
+    the bytes are fewer than channels x threads x the protocol's bytes per thread (8 for LL
+    and LL128, 64 for Simple, a ring's LL times the ranks, CollNet 512; tuning.cc:586-595),
+    then halve their threads the same way down to 3 warps (a tree then takes all of them);
+    CollNetDirect steps its channels down by halves with nHeads in the product; NVLS and
+    NVLSTree take their own count (``nvls_channels``) and PAT every channel (NCCL sets it no
+    thread count). scheduleCollTasksToPlan then gives no channel less than 32 KiB of
+    traffic (2 bytes per byte for AllReduce, 1 otherwise, x4 on LL's wire), except CollNet
+    and NVLS across nodes, which run on all they were given."""
+    nvls = algorithm in ("NVLS", "NVLSTree")
+    comm = opened or (nvls_channels(system, algorithm) if nvls else comm_channels(system))
+    if nbytes <= 0:
+        return comm, 1.0
+    threads_share = 1.0
+    if nvls:
+        channels = comm
+    elif algorithm == "CollNetDirect":
+        channels, threshold = comm, COLLNET_THREAD_THRESHOLD
+        heads = max(1, min(graph(system, "CollNetDirect").channels, round(system.ppn)))
+        switch = 16
+        while switch >= 1:  # enqueue.cc:2073-2082
+            while (dropping := nbytes < channels * MAX_THREADS_ANY * heads * threshold) and channels > switch:
+                if channels == switch + switch // 2:
+                    threshold //= 2
+                channels -= 1
+            if not dropping:
+                break
+            switch //= 2
+    elif algorithm == "PAT":
+        channels = comm
+    else:
+        if algorithm == "CollNetChain":
+            threads, threshold = MAX_THREADS_ANY, COLLNET_THREAD_THRESHOLD
+        else:
+            threads, threshold = MAX_THREADS[protocol], THREAD_THRESHOLD[protocol]
+            ring = graph(system, "Ring")
+            if algorithm == "Ring" and protocol == "Simple" and ring.bw_intra * ring.channels <= PCI_BW:
+                threads = 256
+            if algorithm == "Ring" and protocol == "LL":
+                threshold *= system.ranks
+        full, channels = threads, comm
+        while nbytes < channels * threads * threshold and channels >= 2:
+            channels -= 1
+        while nbytes < channels * threads * threshold and threads % 128 == 0:
+            threads //= 2
+        if algorithm != "Tree":  # NCCL gives a tree every thread after all
+            threads_share = min(1.0, max(threads, 3 * 32) / full)
+    if algorithm in ("CollNetDirect", "CollNetChain") or (algorithm == "NVLS" and system.nodes > 1):
+        return channels, threads_share
+    traffic = nbytes * (2 if function == "AllReduce" else 1) * (4 if protocol == "LL" else 1)
+    cells = -(-traffic // MIN_TRAFFIC_PER_CHANNEL)
+    per_channel = -(-(max(MIN_TRAFFIC_PER_CHANNEL, traffic) // channels) // MIN_TRAFFIC_PER_CHANNEL)
+    return max(1, min(channels, -(-cells // per_channel))), threads_share
+
+
+def network_wait(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
+    """How long a step of LL or LL128 waits, in steps at the channel's own rate, before the
+    proxy sends it into the network: the proxy sends whole steps only, once the GPU has
+    written all of it (src/transport/net.cc sendProxyProgress), and the GPU writes it at
+    the rate NCCL's model gives a channel of the same GPUs on one node, where no network
+    holds it back: the ratio of this system's per-channel rate to that one's, at most 1.
+    On two H100 nodes LL128 waits a whole step, LL 0.3-0.6 of one by size. A step that
+    comes off the network rather than NVLink (one GPU per node) waits a whole step."""
+    if system.nodes <= 1 or system.ppn < 2:
+        return 1.0
+    running, threads = collective_channels(system, algorithm, protocol, nbytes, function)
+    comm = comm_channels(system)
+    here = sized_bandwidth(system, algorithm, protocol, nbytes, function, running / comm * threads) / running
+    one = replace(system, ranks=max(1, round(system.ppn)), nodes=1)
+    alone = algorithm_bandwidth(one, algorithm, protocol, function) / comm_channels(one)
+    return min(1.0, here / alone) if alone > 0 else 1.0
+
+
+def _nvls_one_node(system: System, algorithm: str, function: str) -> bool:
+    """NCCL's one-node NVLS AllReduce kernel (all_reduce.h:410-457): scatter, reduce and gather warps."""
+    return algorithm == "NVLS" and function == "AllReduce" and system.nodes == 1
+
+
+def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
+    """NCCL's pipeline chunk for one ``function`` (AllReduce unless named), bytes per channel
+    (enqueue.cc calcCollChunking, init.cc:810-826, collectives.h:19-34): Simple moves 4 MiB
+    / 8 = 512 KiB steps, Ring's in 1 MiB slices of its 2 MiB chunks; LL carries 8 of every
+    16 bytes of its 64 KiB steps (32 KiB); LL128 15 of every 16 lines of its 600 KiB steps,
+    smaller for trees of small messages; NVLS 128 KiB, halved down to 16 KiB, and NVLSTree
+    down to 32 KiB, as the message gets small against channels x heads x chunk."""
+    ppn = max(1, round(system.ppn))
+    # NCCL chunks each channel's own bytes (enqueue.cc:717-736): the channels the collective runs on
+    channels = collective_channels(system, algorithm, protocol, nbytes, function)[0]
+    if algorithm in ("NVLS", "NVLSTree"):
+        ops = channels * (ppn if system.nodes == 1 else max(system.nics, 1))
+        if algorithm == "NVLS":
+            chunk = 32 * 1024 if system.nodes > 1 and algorithm_bandwidth(system, "NVLS", "Simple") < 150 \
+                else _nvls_tuning(system)[1]
+            for factor, smaller in ((64, 65536), (8, 32768), (2, 16384)):
+                if nbytes < factor * ops * chunk and chunk > smaller:
+                    chunk = smaller
+            return chunk
+        _, nvls_chunk, tree_max = _nvls_tuning(system)
+        chunk = min(nvls_chunk, tree_max)
+        for factor, smaller in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+            if nbytes < factor * ops * chunk and chunk > smaller:
+                chunk = smaller
+        return chunk
+    if protocol == "LL":
+        return 32 * 1024
+    if protocol == "LL128":
+        chunk = 614400 // 16 * 15
+        if algorithm == "Tree":
+            steps = 1 + int(math.log2(system.nodes)) + 0.1 * system.ppn
+            while nbytes // (channels * chunk) < steps * 64 / ppn and chunk > 131072:
+                chunk //= 2
+            while nbytes // (channels * chunk) < steps * 16 / ppn and chunk > 32768:
+                chunk //= 2
+        return chunk
+    if function in ("Broadcast", "Reduce"):  # BROADCAST/REDUCE_CHUNKSTEPS = 1 step of 512 KiB (collectives.h:27-34)
+        return 512 * 1024
+    return 1024 * 1024 if algorithm == "Ring" else 512 * 1024

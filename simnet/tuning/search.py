@@ -1,0 +1,183 @@
+"""NCCL's view of a topology and the channel graphs its search finds (``src/graph/search.cc``,
+``src/graph/connect.cc``): ``System`` (GPU generation, nodes, GPUs per node, NVLink and
+network rates, SHARP), ``system_of`` (that view of a ``Topology``), ``graph`` (channels and
+per-channel speeds, as simnet estimates the search's result) and ``comm_channels`` (the
+channels a communicator opens).
+
+>>> from simnet.topology.loader import load_topology
+>>> box = system_of(load_topology("topologies/dgx_h100.yaml"))
+>>> box.nodes, graph(box, "Ring").channels
+(1, 12)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simnet.topology.hardware import GPUS, NVLINK, PCIE, pcie_effective
+from simnet.tuning.tables import MAX_CHANNELS, MAX_RING_CHANNELS, NET_LATENCY, NVLS_HEAD_ARITY, SPEED_INTER, SPEED_INTRA
+
+__all__ = ["System", "Graph", "system_of", "graph", "comm_channels"]
+
+
+def _speeds(table: dict, cc: int) -> tuple:
+    return table[100 if cc >= 100 else 90 if cc >= 90 else 80]
+
+
+# ---------------------------------------------------------------- the system
+@dataclass(frozen=True)
+class System:
+    """What NCCL's model sees of a communicator (bandwidths in GB/s, latencies in us).
+
+    ``nvlink_bw``: NVLink bandwidth per GPU as NCCL models it (links x per-link, or 0 with
+    no NVLink); ``pci_bw``: a GPU's PCIe bandwidth; ``nic_bw``: a GPU's path to one NIC
+    (min of PCIe and the NIC); ``nics``: NICs per node; ``nvls``: the NVSwitch can reduce;
+    ``collnet``: the network can reduce (SHARP) and NCCL_COLLNET_ENABLE would be set.
+    """
+
+    ranks: int
+    nodes: int
+    cc: int = 90
+    nvlink_bw: float = 0.0
+    pci_bw: float = 24.0
+    nic_bw: float = 0.0
+    nics: int = 0
+    transport: str = "ib"
+    cpu: str = "intel"
+    nvls: bool = False
+    collnet: bool = False
+    nic_latency: float | None = None  # us a NIC's transport adds per network step, when the topology says
+
+    @property
+    def ppn(self) -> float:
+        return self.ranks / self.nodes
+
+    @property
+    def intra_hw(self) -> int:
+        """NVLINK when GPUs of a node talk over NVLink, else PCI (tuning.cc:284-285)."""
+        return NVLINK if self.nvlink_bw > 0 else PCIE
+
+    @property
+    def net_latency(self) -> float:
+        """The latency the network plugin reports to NCCL (us): the topology's own figure for
+        its NICs, else the transport's (``NET_LATENCY``)."""
+        return NET_LATENCY[self.transport] if self.nic_latency is None else self.nic_latency
+
+
+def system_of(topology, gpus: list[str] | None = None) -> System:
+    """NCCL's view of a topology's ranks: nodes are hosts; rates are NCCL's effective ones
+    (``simnet.tuning.rates``), read off the first host (NCCL assumes nodes alike)."""
+    from simnet.tuning.rates import effective_capacity
+
+    gpus = list(topology.gpus if gpus is None else gpus)
+    hosts = topology.groups("host", gpus)
+    models = {topology.gpu_model(g) for g in gpus}
+    cc = min((GPUS[m].compute_capability if m in GPUS else 80) for m in models)
+    rate = effective_capacity(topology) / 1e9
+    first = next(iter(hosts.values()))
+    probe = first[0]
+    out = [topology.link_index[(probe, nxt)] for nxt in topology.graph.successors(probe)]
+    nvlink = max((rate[i] for i in out if topology.link_type[i] == NVLINK), default=0.0)
+    pci = max((rate[i] for i in out if topology.link_type[i] == PCIE), default=pcie_effective(4) / 1e9)
+    rails = topology.rails(first) if len(hosts) > 1 else []
+    nic_bw = 0.0
+    if rails:
+        nic, near = rails[0]
+        to_nic = min(rate[i] for i in topology.route_indices(near, nic))
+        wire = min(rate[topology.link_index[(nic, n)]] for n in topology.graph.successors(nic)
+                   if topology.kind(n) != "gpu")
+        nic_bw = float(min(to_nic, wire))
+    marked = topology.derived("switch_features", _switch_features)
+    nvls = cc >= 90 and len(first) > 1 and "nvls" in marked
+    collnet = "sharp" in marked
+    transport = topology.transport(rails[0][0]) if rails else "ib"
+    nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
+    return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
+                  nic_bw=nic_bw, nics=len(rails), transport=transport, nvls=nvls, collnet=collnet,
+                  nic_latency=None if nic_latency is None else nic_latency * 1e6)
+
+
+def _switch_features(topology) -> frozenset[str]:
+    """Which of NVLS and SHARP some switch of ``topology`` offers."""
+    return frozenset(key for key in ("nvls", "sharp") if any(topology.graph.nodes[n].get(key) for n in topology.nodes))
+
+
+# ---------------------------------------------------------------- graphs
+@dataclass(frozen=True)
+class Graph:
+    """A channel graph as NCCL's topology search would find it: ``channels`` (search
+    channels, before NCCL duplicates them for more SMs), per-channel bandwidth inside a
+    node and across nodes (GB/s), and whether the tree graph puts all network traffic on
+    one GPU (pattern TREE, which NCCL's model charges 0.85 for)."""
+
+    channels: int
+    bw_intra: float
+    bw_inter: float
+    tree_pattern: bool = False
+
+
+def _first_speed(speeds: tuple, limit: float) -> float:
+    return next((s for s in speeds if s <= limit + 1e-9), speeds[-1])
+
+
+def graph(system: System, algorithm: str) -> Graph:
+    """simnet's estimate of NCCL's search result (search.cc ncclTopoCompute, connect.cc).
+
+    * Ring on one node: channels of the first speed the GPU's NVLink (or PCIe) holds, as
+      many as fit, then doubled at half the speed when that speed is >= 25 GB/s and not
+      (SM90+, < 50 GB/s, > 4 channels) (``ncclTopoDupChannels``): DGX H100 12 x 30 GB/s,
+      DGX A100 12 x 20 GB/s.
+    * Ring across nodes: one channel per NIC at the first inter speed a GPU's path to its
+      NIC holds (a NIC carries floor(nic / speed) channels): DGX H100 8 x 48 GB/s.
+    * Tree: the ring's channel count and inter-node speed (NCCL searches the tree with the
+      ring's channel count), the intra-node speed raised by pass 2 while below twice the
+      inter-node one and the channels fit the GPU's links (p4d: 4 x 12 GB/s across, 30
+      inside; NCCL's model uses the intra speed up to two nodes).
+    * NVLS: one channel per GPU of the node (at most 32), each using bandwidth on every
+      GPU link and twice on its head's, so (G+1) x bw fits the NVLink; bwInter raised while
+      below 2 x bwIntra (pass 2), or the NIC path across nodes.
+    * CollNet: one channel per NIC at the NIC path speed.
+    """
+    if algorithm == "PAT":  # PAT runs on the tree's graph (init.cc: graphs[] = {tree, ring, ..., tree})
+        algorithm = "Tree"
+    cc, ppn = system.cc, max(1, round(system.ppn))
+    local = system.nvlink_bw if system.nvlink_bw > 0 else system.pci_bw
+    if algorithm in ("NVLS", "NVLSTree"):
+        channels = min(NVLS_HEAD_ARITY, ppn)
+        intra = _first_speed(_speeds(SPEED_INTRA, cc), local / (channels + 1))
+        inter = _first_speed(_speeds(SPEED_INTRA, cc), 2 * intra - 1e-9) if system.nodes == 1 else \
+            _first_speed(_speeds(SPEED_INTER, cc), system.nic_bw)
+        return Graph(channels, intra, inter)
+    if system.nodes > 1 and system.nics > 0:
+        speed = _first_speed(_speeds(SPEED_INTER, cc), min(system.nic_bw, local))
+        per_nic = max(1, int(system.nic_bw // speed + 1e-9)) if speed > 0 else 1
+        channels = min(MAX_RING_CHANNELS, system.nics * per_nic)
+        intra = speed
+        if algorithm in ("Tree", "CollNetChain", "CollNetDirect"):
+            # search pass 2 raises a tree's intra-node speed while it is below twice the
+            # inter-node one and the channels still fit the GPU's links (search.cc:1262-1281)
+            for faster in sorted(s for s in _speeds(SPEED_INTRA, cc) if s > speed):
+                if intra >= 2 * speed or faster * channels > local + 1e-9:
+                    break
+                intra = faster
+        return Graph(channels, intra, speed, tree_pattern=algorithm == "Tree" and ppn > 1 and system.nics < 2)
+    speed = _first_speed(_speeds(SPEED_INTRA, cc), local)
+    channels = max(1, min(MAX_RING_CHANNELS, int(local // speed + 1e-9)))
+    if speed >= 25 and not (cc > 80 and speed < 50 and channels > 4):
+        channels, speed = min(2 * channels, MAX_RING_CHANNELS), speed / 2
+    return Graph(channels, speed, speed)
+
+
+def comm_channels(system: System) -> int:
+    """Channels of the communicator (``comm->nChannels``, connect.cc ncclTopoPostset): the
+    ring search's, duplicated; half as many again for CollNet when a node's GPUs outrun its
+    network; doubled again on SM90+ across nodes when the ring's intra speed is above 45
+    GB/s and fewer than 16 ("4 compute channels per search channel"): 16 on H100 nodes with
+    4 or 8 NICs of 400G."""
+    channels = min(MAX_CHANNELS, 2 * graph(system, "Ring").channels)
+    chain = graph(system, "CollNetChain")
+    if system.collnet and chain.bw_intra > chain.bw_inter and system.ranks > system.nodes:
+        channels = min(MAX_CHANNELS, channels + channels // 2)
+    if system.cc >= 90 and system.nodes > 1 and graph(system, "Ring").bw_intra > 45.0 and channels < 16:
+        channels *= 2
+    return channels
