@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from simnet import InputError, run_scenario, simulate
-from simnet.spec.scenario import load_scenario, parse_cost, parse_sizes, scenario_from_dict
+from simnet.spec.scenario import load_scenario, scenario_from_dict
+from simnet.spec.values import parse_cost, parse_sizes
 
 ROOT = Path(__file__).parent.parent
 BAD = Path(__file__).parent / "bad_scenarios"
@@ -135,7 +136,7 @@ def test_replace_changes_what_sweeps_and_comparisons_simulate_too(root):
     assert "iteration_time_s" not in record
     ideal = simulate(loaded.topology.subset(4), "ring", 2**20, model="ideal").time_s
     assert record["sizes"][0]["time_s"] == pytest.approx(ideal, rel=1e-12)
-    from simnet.spec.scenario import Workload
+    from simnet.spec.workloads import Workload
 
     step = loaded.replace(workload=Workload(compute_time="180 ms", gradient_size="1.4 GB", bucket_size="25 MiB"))
     record = evaluate_point(plan_sweep(step), Point((), 4, "ring"))

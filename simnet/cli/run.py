@@ -49,7 +49,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
     from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
-    from simnet.spec.scenario import MAX_SIZES, load_scenario, parse_sizes
+    from simnet.spec.scenario import load_scenario
+    from simnet.spec.values import MAX_SIZES, parse_sizes
 
     spec = load_scenario(scenario)
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):

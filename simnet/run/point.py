@@ -89,7 +89,7 @@ def checked_options(options: dict) -> dict:
     from pydantic import ValidationError
 
     from simnet.io.yamlsource import Source
-    from simnet.spec.scenario import Options
+    from simnet.spec.options import Options
 
     given = {k: v for k, v in options.items() if v is not None}
     for key, (unit, wanted) in _API_NUMBERS.items():

@@ -13,18 +13,14 @@ algorithm) point.
 from __future__ import annotations
 
 import copy
-import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
-from simnet import units
 from simnet.engine.faults import Fault
 from simnet.io.yamlsource import Source, load_yaml
-from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
 from simnet.schedule.kinds import COLLECTIVES
 from simnet.spec.conditions import (
     FaultError,
@@ -35,30 +31,17 @@ from simnet.spec.conditions import (
     straggler_delays,
 )
 from simnet.spec.jobs import JobError, JobSpec, check_jobs
-from simnet.topology.graph import GROUP_LEVELS, Topology
+from simnet.spec.options import Options
+from simnet.spec.values import parse_cost, parse_sizes
+from simnet.spec.workloads import Training, Workload
+from simnet.topology.graph import Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
-from simnet.topology.schema import Bandwidth, Count, Latency, Strict
+from simnet.topology.schema import Strict
 
-__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "parse_sizes", "parse_cost", "AUTO"]
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
 
 AUTO = "auto"
-
-Size = Annotated[int, BeforeValidator(units.parse_size), Field(ge=0)]
-PositiveSize = Annotated[int, BeforeValidator(units.parse_size), Field(gt=0)]
-
-_RANGE = re.compile(r"^\s*(.+?)\s*\.\.\s*(.+?)\s*x\s*(\d+(?:\.\d+)?)\s*$")
-
-
-MAX_SIZES = 200
-"""Most sizes one scenario may list or a range may make (8 B .. 8 GiB x2 makes 31)."""
-
-
-def _non_negative_size(text: object) -> int:
-    size = units.parse_size(text)
-    if size < 0:
-        raise ValueError(f"{text!r}: a size cannot be negative")
-    return size
 
 
 def _gpu_choice(value: object) -> object:
@@ -68,189 +51,6 @@ def _gpu_choice(value: object) -> object:
     if isinstance(value, str) and value != "all":
         raise ValueError(f"{value!r}: give a GPU count (unquoted, e.g. 8), a list of GPU names, or all")
     return value
-
-
-def parse_sizes(text: object) -> list[int]:
-    """A size, a list of sizes, or an nccl-tests range ``"8 B .. 8 GiB x2"`` (-b/-e/-f).
-
-    >>> parse_sizes("1 KiB .. 4 KiB x2")
-    [1024, 2048, 4096]
-    """
-    if isinstance(text, list):
-        if not text:
-            raise ValueError("an empty list: give at least one size (e.g. [1 MiB, 1 GiB])")
-        if len(text) > MAX_SIZES:
-            raise ValueError(f"{len(text):,} sizes, over the {MAX_SIZES} simnet runs in one scenario")
-        for item in text:
-            if isinstance(item, str) and _RANGE.match(item):
-                raise ValueError(f"{item!r} is a range: give it as the whole value (sizes: {item!r}), not in a list")
-        return [_non_negative_size(t) for t in text]
-    match = _RANGE.match(text) if isinstance(text, str) else None
-    if not match:
-        return [_non_negative_size(text)]
-    low, high, factor = units.parse_size(match.group(1)), units.parse_size(match.group(2)), float(match.group(3))
-    if factor <= 1 or low <= 0 or high < low:
-        raise ValueError(f"{text!r}: a range needs 0 < start <= end and a factor above 1 (e.g. '8 B .. 8 GiB x2')")
-    steps = math.floor(math.log(high / low) / math.log(factor) + 1e-9) + 1
-    sizes: list[int] = []
-    size = float(low)
-    while steps <= 10 * MAX_SIZES and size <= high * (1 + 1e-12):  # small sizes may round to one byte count
-        if not sizes or int(round(size)) != sizes[-1]:
-            sizes.append(int(round(size)))
-        size *= factor
-    if len(sizes) > MAX_SIZES or not sizes:  # not generated: too many steps to count the sizes they round to
-        made = f"makes {len(sizes):,} sizes" if sizes else f"takes {steps:,} steps"
-        raise ValueError(f"{text!r} {made}, over the {MAX_SIZES} sizes simnet runs in one scenario; "
-                         "use a larger factor (nccl-tests uses x2)")
-    return sizes
-
-
-_COST = re.compile(r"^\s*\$?\s*([-+]?\d+(?:\.\d+)?)\s*([kKMG]?)\s*\$?\s*$")
-_MULTIPLIER = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
-
-
-def parse_cost(text: object) -> float:
-    """A cost in currency units: ``1.2 M$``, ``$800k``, ``250000``.
-
-    >>> parse_cost("1.2 M$"), parse_cost("$800k"), parse_cost(5)
-    (1200000.0, 800000.0, 5.0)
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        match = _COST.match(text) if isinstance(text, str) else None
-        if not match:
-            raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
-        value = float(match.group(1)) * _MULTIPLIER[match.group(2)]
-    if not 0 <= value < math.inf:
-        raise ValueError(f"{text!r}: a cost must be zero or more")
-    return value
-
-
-class Options(Strict):
-    """Algorithm and engine options (see ``simnet algorithms``)."""
-
-    chunk_size: PositiveSize | None = None
-    channels: Annotated[int, Field(ge=1, le=64)] | None = None  # NCCL's MAXCHANNELS (v2.30.7 device.h)
-    inner: Literal[tuple(INNER_ALGORITHMS)] | None = None  # type: ignore[valid-type]
-    group_by: Literal[GROUP_LEVELS] | None = None  # type: ignore[valid-type]
-    ps_server: str | list[str] | None = None
-    ps_servers: Annotated[int, Field(ge=1)] | None = None
-    reduce_bandwidth: Bandwidth | None = None
-    message_overhead: Latency | None = None
-    pxn: bool | None = None  # all_to_all / send_recv across hosts through the peer's rail (NCCL's default)
-    exact: bool | None = None  # never an upper bound: a ring too large to replay exactly runs on the fluid network
-
-
-class Workload(Strict):
-    """A training step, for iteration time and speedup (used by sweeps)."""
-
-    compute_time: Latency | None = None
-    model_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    gradient_size: Size | None = None
-    parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
-    bucket_size: PositiveSize | None = None
-    backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
-    compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)]] | None = None
-
-    @model_validator(mode="after")
-    def _complete(self) -> Workload:
-        if self.compute_time is not None and self.compute_time <= 0:
-            raise ValueError("compute_time must be positive (the step's compute on one GPU)")
-        if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
-            raise ValueError("give compute_time, or model_flops and gpu_flops")
-        if self.gradient_size is None and self.parameters is None:
-            raise ValueError("give gradient_size, or parameters (and dtype)")
-        from simnet.units import DTYPE_BYTES
-        from simnet.workloads.ddp import MAX_BUCKETS
-
-        gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
-        if gradient > units.SIZE_MAX:
-            raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")
-        if self.bucket_size and gradient / self.bucket_size > MAX_BUCKETS:
-            raise ValueError(f"bucket_size {units.format_size(self.bucket_size)} cuts the gradient into "
-                             f"{math.ceil(gradient / self.bucket_size):,} buckets, over the {MAX_BUCKETS:,} simnet "
-                             "steps through (PyTorch DDP's default bucket is 25 MiB)")
-        return self
-
-    def document(self) -> dict:
-        """This workload as a scenario file states it (times and sizes with their units)."""
-        units_of = {"compute_time": " s", "gradient_size": " B", "bucket_size": " B"}
-        return {key: f"{value!r}{units_of[key]}" if key in units_of else value
-                for key, value in self.model_dump(exclude_none=True).items()}
-
-
-class ModelShape(Strict):
-    """A transformer's shape (``simnet.workloads.transformer.Transformer``)."""
-
-    layers: Count
-    hidden: Count
-    heads: Count
-    ffn: Count
-    sequence: Count
-    vocabulary: Count
-    kv_heads: Count | None = None
-    experts: Count = 1
-    top_k: Count = 1
-    gated: bool = True
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ModelShape:
-        if self.hidden % self.heads:
-            raise ValueError(f"heads: {self.heads} heads do not divide hidden {self.hidden}")
-        if self.kv_heads is not None and self.heads % self.kv_heads:
-            raise ValueError(f"kv_heads: {self.kv_heads} do not divide the {self.heads} heads")
-        if self.top_k > self.experts:
-            raise ValueError(f"top_k: {self.top_k} is more than the {self.experts} experts")
-        return self
-
-
-class ParallelismSpec(Strict):
-    """How the GPUs split a training step (``simnet.workloads.transformer.Parallelism``)."""
-
-    tp: Count = 1
-    pp: Count = 1
-    dp: Count | None = None
-    ep: Count = 1
-    fsdp: bool = False
-    micro_batches: Count = 1
-    micro_batch_size: Count = 1
-    virtual_stages: Count = 1
-
-
-class Training(Strict):
-    """A transformer's training step under data, tensor, pipeline and expert parallelism."""
-
-    model: ModelShape | str
-    parallelism: ParallelismSpec = ParallelismSpec()
-    efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
-    grad_dtype: Literal["bf16", "fp16", "fp32"] = "fp32"
-
-    @field_validator("model")
-    @classmethod
-    def _preset(cls, value):
-        from simnet.workloads.transformer import PRESETS
-
-        if isinstance(value, str) and value not in PRESETS:
-            raise ValueError(f"unknown model {value!r}; expected {', '.join(PRESETS)} or a mapping of layers, hidden, "
-                             "heads, ffn, sequence, vocabulary")
-        return value
-
-    def transformer(self):
-        """The ``simnet.workloads.transformer.Transformer`` this names."""
-        from simnet.workloads.transformer import PRESETS, Transformer
-
-        return PRESETS[self.model] if isinstance(self.model, str) else Transformer(**self.model.model_dump())
-
-    def layout(self):
-        """The ``simnet.workloads.transformer.Parallelism`` this asks for."""
-        from simnet.workloads.transformer import Parallelism
-
-        return Parallelism(**self.parallelism.model_dump())
 
 
 class Variant(Strict):

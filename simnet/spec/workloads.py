@@ -1,0 +1,115 @@
+"""A scenario's ``workload:`` (a data-parallel step) and ``training:`` (a transformer's step).
+
+The transformer's shape and parallel layout take their fields from
+``simnet.workloads.transformer`` (``Transformer``, ``Parallelism``): one list of fields, each
+a count of at least one (or a flag), with the dataclass's defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated, Literal
+
+from pydantic import Field, create_model, field_validator, model_validator
+
+from simnet import units
+from simnet.spec.values import PositiveSize, Size
+from simnet.topology.schema import Count, Latency, Strict
+from simnet.workloads.transformer import PRESETS, Parallelism, Transformer
+
+__all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training"]
+
+
+class Workload(Strict):
+    """A training step, for iteration time and speedup (used by sweeps)."""
+
+    compute_time: Latency | None = None
+    model_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gradient_size: Size | None = None
+    parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
+    bucket_size: PositiveSize | None = None
+    backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
+    compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)]] | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Workload:
+        if self.compute_time is not None and self.compute_time <= 0:
+            raise ValueError("compute_time must be positive (the step's compute on one GPU)")
+        if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
+            raise ValueError("give compute_time, or model_flops and gpu_flops")
+        if self.gradient_size is None and self.parameters is None:
+            raise ValueError("give gradient_size, or parameters (and dtype)")
+        from simnet.units import DTYPE_BYTES
+        from simnet.workloads.ddp import MAX_BUCKETS
+
+        gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
+        if gradient > units.SIZE_MAX:
+            raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")
+        if self.bucket_size and gradient / self.bucket_size > MAX_BUCKETS:
+            raise ValueError(f"bucket_size {units.format_size(self.bucket_size)} cuts the gradient into "
+                             f"{math.ceil(gradient / self.bucket_size):,} buckets, over the {MAX_BUCKETS:,} simnet "
+                             "steps through (PyTorch DDP's default bucket is 25 MiB)")
+        return self
+
+    def document(self) -> dict:
+        """This workload as a scenario file states it (times and sizes with their units)."""
+        units_of = {"compute_time": " s", "gradient_size": " B", "bucket_size": " B"}
+        return {key: f"{value!r}{units_of[key]}" if key in units_of else value
+                for key, value in self.model_dump(exclude_none=True).items()}
+
+
+_FIELD_TYPES = {"int": Count, "int | None": Count | None, "bool": bool}
+"""Schema types of the dataclasses' field annotations: counts of at least one, and flags."""
+
+
+def _schema_of(cls: type, name: str, doc: str, **validators) -> type[Strict]:
+    """A strict schema with ``cls``'s dataclass fields (names, defaults), each typed as ``_FIELD_TYPES`` says."""
+    fields = {f.name: (_FIELD_TYPES[f.type], ... if f.default is dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(cls)}
+    return create_model(name, __base__=Strict, __doc__=doc, __validators__=validators, **fields)
+
+
+def _consistent(shape):
+    if shape.hidden % shape.heads:
+        raise ValueError(f"heads: {shape.heads} heads do not divide hidden {shape.hidden}")
+    if shape.kv_heads is not None and shape.heads % shape.kv_heads:
+        raise ValueError(f"kv_heads: {shape.kv_heads} do not divide the {shape.heads} heads")
+    if shape.top_k > shape.experts:
+        raise ValueError(f"top_k: {shape.top_k} is more than the {shape.experts} experts")
+    return shape
+
+
+ModelShape = _schema_of(Transformer, "ModelShape",
+                        "A transformer's shape (``simnet.workloads.transformer.Transformer``).",
+                        consistent=model_validator(mode="after")(_consistent))
+ParallelismSpec = _schema_of(Parallelism, "ParallelismSpec", "How the GPUs split a training step "
+                             "(``simnet.workloads.transformer.Parallelism``).")
+
+
+class Training(Strict):
+    """A transformer's training step under data, tensor, pipeline and expert parallelism."""
+
+    model: ModelShape | str
+    parallelism: ParallelismSpec = ParallelismSpec()
+    efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    grad_dtype: Literal["bf16", "fp16", "fp32"] = "fp32"
+
+    @field_validator("model")
+    @classmethod
+    def _preset(cls, value):
+        if isinstance(value, str) and value not in PRESETS:
+            raise ValueError(f"unknown model {value!r}; expected {', '.join(PRESETS)} or a mapping of layers, hidden, "
+                             "heads, ffn, sequence, vocabulary")
+        return value
+
+    def transformer(self):
+        """The ``simnet.workloads.transformer.Transformer`` this names."""
+        return PRESETS[self.model] if isinstance(self.model, str) else Transformer(**self.model.model_dump())
+
+    def layout(self):
+        """The ``simnet.workloads.transformer.Parallelism`` this asks for."""
+        return Parallelism(**self.parallelism.model_dump())
