@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from simnet.model import nccl
+from simnet.model.nccl import NcclPlan
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import Topology
@@ -28,12 +30,13 @@ DEFAULT_MODEL = "nccl"
 @dataclass(frozen=True)
 class ModelPlan:
     """A model's decisions for one collective: ``protocol`` (None under ``ideal``), the
-    schedule ``options`` to build with, and whatever the model needs to time it."""
+    schedule ``options`` to build with, and ``detail``, what the nccl model needs to time
+    it (None under ``ideal``)."""
 
     model: str
     protocol: str | None
     options: dict
-    detail: object = field(default=None, repr=False)
+    detail: NcclPlan | None = field(default=None, repr=False)
 
 
 def _check(model: str) -> None:
@@ -53,8 +56,6 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
     _check(model)
     if model == "ideal":
         return ModelPlan("ideal", None, dict(options))
-    from simnet.model import nccl
-
     decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message,
                         system)
     return ModelPlan("nccl", decided.protocol, decided.options, decided)
@@ -64,8 +65,6 @@ def timing(decided: ModelPlan, schedule: Schedule, topology: Topology) -> Timing
     """How ``schedule`` is timed under the plan's model."""
     if decided.model == "ideal":
         return Timing()
-    from simnet.model import nccl
-
     return nccl.timing(schedule, topology, decided.detail)
 
 
@@ -73,7 +72,5 @@ def lane_timing(decided: ModelPlan, program, topology: Topology) -> Timing:
     """How a ``LaneProgram``'s lanes are timed under the plan's model (arrays per lane)."""
     if decided.model == "ideal":
         return Timing()
-    from simnet.model import nccl
-
     return nccl.connection_timing(decided.detail, topology, program.nodes, program.channel, program.src, program.dst,
                                   program.carried(), program.info)

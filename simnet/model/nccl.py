@@ -138,7 +138,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
             # NCCL's pipeline step per channel (it pipelines no finer: a smaller chunk_size is
             # raised to it), coarsened so that no channel pipelines more than MAX_PIECES of them
             channels = (enqueue.nvls_channels(system) if name in ("NVLS", "NVLSTree")
-                        else 2 * search.graph(system, name).channels)
+                        else tables.CHANNEL_DUPLICATION * search.graph(system, name).channels)
             options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
             coarsening = options["chunk_size"] / own
     return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
@@ -217,6 +217,11 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     inter += fit.network_step_latency * 1e6
     per_class = {NVLINK: intra if system.intra_hw == NVLINK else pci, PCIE: pci, NET: inter}
     reducing = np.array([topology.kind(node) == "switch" for node in nodes], dtype=bool)  # NVLS, SHARP reduce there
+    # NCCL charges a reducing switch's latency once per collective: NVLS intraLat (+ interLat
+    # across nodes), CollNet one interLat (tuning.cc:419-426). The replay's critical path
+    # crosses the switch in several steps, so each carries its share: NVLS on one node 2 (to
+    # the NVSwitch, back from it), across nodes 4 (to it and back on the way up to the head,
+    # again on the way down); SHARP 2 per level of its aggregation tree (up, down).
     nvls_share = 2 if (row == "NVLS" and system.nodes == 1) else 4
     sharp_share = 2 * max(1, int(info.get("sharp_height", 1)))
 
@@ -253,6 +258,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
             fit.network_bandwidth if system.nodes > 1 else 1.0)
     base = tables.BASE_LATENCY[row][tables.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":
+        # the arity serialization, both ways: 2 x (ranks per node - 1) x 0.4 us (tuning.cc:419-421)
         base += 2 * (max(1, round(system.ppn)) - 1) * tables.COLLNET_ARITY_LATENCY
     return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps,
                   start_ps=max(0, round(base * 1e-6 * PS_PER_SECOND)))

@@ -176,7 +176,7 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env=dict(env or {}), calibration=base)
               for p in points]
     runs = [(r.algorithm, r.protocol) for r in chosen]
-    total = len(points) * 9 * iterations
+    total = len(points) * len(PARAMETERS) * iterations
     done = [0]
 
     def predict(calibration: Calibration, rows: list[int] | None = None) -> np.ndarray:

@@ -38,6 +38,7 @@ from simnet.tuning.tables import (
     PER_CH_MAX_TREE_LL128_BW,
     PROTOCOLS,
     RING_PLATEAU,
+    RING_PLATEAU_BEFORE_SM80,
     TREE_CORRECTION,
     arch_index,
     node_column,
@@ -209,10 +210,10 @@ def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, 
 
 def plateau(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
     """The factor on a multi-node Ring/Simple AllReduce's latency once each rank's share of a
-    channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:641-645)."""
+    channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:647-649)."""
     if algorithm == "Ring" and protocol == "Simple" and system.nodes > 1 and function == "AllReduce":
         if nbytes // (comm_channels(system) * system.ranks) >= 64:
-            return RING_PLATEAU if system.cc >= 80 else 1.9
+            return RING_PLATEAU if system.cc >= 80 else RING_PLATEAU_BEFORE_SM80
     return 1.0
 
 

@@ -15,7 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simnet.topology.hardware import GPUS, NVLINK, PCIE, pcie_effective
-from simnet.tuning.tables import MAX_CHANNELS, MAX_RING_CHANNELS, NET_LATENCY, NVLS_HEAD_ARITY, SPEED_INTER, SPEED_INTRA
+from simnet.tuning.tables import (
+    CHANNEL_DUPLICATION,
+    MAX_CHANNELS,
+    MAX_RING_CHANNELS,
+    NET_LATENCY,
+    NVLS_HEAD_ARITY,
+    SPEED_INTER,
+    SPEED_INTRA,
+)
 
 __all__ = ["System", "Graph", "system_of", "graph", "comm_channels"]
 
@@ -174,7 +182,7 @@ def comm_channels(system: System) -> int:
     network; doubled again on SM90+ across nodes when the ring's intra speed is above 45
     GB/s and fewer than 16 ("4 compute channels per search channel"): 16 on H100 nodes with
     4 or 8 NICs of 400G."""
-    channels = min(MAX_CHANNELS, 2 * graph(system, "Ring").channels)
+    channels = min(MAX_CHANNELS, CHANNEL_DUPLICATION * graph(system, "Ring").channels)
     chain = graph(system, "CollNetChain")
     if system.collnet and chain.bw_intra > chain.bw_inter and system.ranks > system.nodes:
         channels = min(MAX_CHANNELS, channels + channels // 2)

@@ -93,7 +93,9 @@ TREE_CORRECTION = (
 NET_OVERHEAD = {"intel": 1.0, "amd": 2.0}  # getNetOverhead, us (tuning.cc:226-233), x3 for Simple
 
 
-RING_PLATEAU = 1.4  # "plateau effect of ring": multi-node Ring/Simple latency x1.4 on SM80+ (:641-645)
+RING_PLATEAU = 1.4  # "plateau effect of ring": multi-node Ring/Simple latency x1.4 on SM80+ (:647-649)
+RING_PLATEAU_BEFORE_SM80 = 1.9  # the same factor below SM80 (tuning.cc:649, ``minCompCap < 80 ? 1.9 : 1.4``)
+CHANNEL_DUPLICATION = 2  # connect.cc ncclTopoPostset duplicates the search's channels (:459-460, nChannels * 2)
 
 
 COLLNET_ARITY_LATENCY = 0.4  # CollNetDirect arity serialization latency, us (:418-421)
