@@ -18,7 +18,7 @@ import numpy as np
 import simpy
 
 from simnet.engine.accounting import LinkStats
-from simnet.engine.faults import Fault, _schedule_faults
+from simnet.engine.faults import Fault, schedule_faults
 from simnet.engine.fluid import FluidNetwork
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, _gather
@@ -205,7 +205,7 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
                        capacity=timing.capacity)
     runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
-    _schedule_faults(net, topology, faults or [])
+    schedule_faults(net, topology, faults or [])
     if timing.start_ps:
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
     else:
