@@ -212,7 +212,7 @@ def nvlink_domains():
 
 
 def test_simulate_bounds_only_nccl_rings_too_large_to_replay_exactly(racks, nvlink_domains, monkeypatch):
-    monkeypatch.setattr("simnet.run.simulate.MAX_EXACT", 100)
+    monkeypatch.setattr("simnet.run.point.MAX_EXACT", 100)
     bound = simulate(nvlink_domains, "ring", 2**22)
     assert bound.replay.engine == "lanes-steady"
     warning = bound.warnings[0]
@@ -235,7 +235,7 @@ def test_a_plot_says_why_a_bounded_ring_has_no_link_heatmap(nvlink_domains, monk
 
     from simnet.report.plots import heatmap_missing
 
-    monkeypatch.setattr("simnet.run.simulate.MAX_EXACT", 100)
+    monkeypatch.setattr("simnet.run.point.MAX_EXACT", 100)
     bound = simulate(nvlink_domains, "ring", 2**22, timeline=True)
     why = heatmap_missing(SimpleNamespace(runs=[bound]))
     assert "too many to replay their sharing exactly: an upper bound" in why
@@ -250,8 +250,8 @@ def test_the_exact_option_never_bounds(nvlink_domains, monkeypatch):
     def fluid(*args, **kwargs):
         raise FluidCalled
 
-    monkeypatch.setattr("simnet.run.simulate.MAX_EXACT", 100)
+    monkeypatch.setattr("simnet.run.point.MAX_EXACT", 100)
     assert simulate(nvlink_domains, "ring", 2**22).replay.engine == "lanes-steady"
-    monkeypatch.setattr("simnet.run.simulate.replay", fluid)
+    monkeypatch.setattr("simnet.run.point.replay", fluid)
     with pytest.raises(FluidCalled):
         simulate(nvlink_domains, "ring", 2**22, exact=True)

@@ -136,7 +136,7 @@ class Result:
 @dataclass
 class Results:
     """The results of a scenario run, in (size, algorithm) order; with a workload, ``steps``
-    holds one training-step summary per algorithm (see ``simnet.workloads.ddp.step_summary``)."""
+    holds one training-step summary per algorithm (see ``simnet.workloads.ddp.StepModel.summary``)."""
 
     scenario: str
     runs: list[Result]
