@@ -44,6 +44,7 @@ from simnet.engine.accounting import LinkStats
 from simnet.engine.maxmin import max_min_rates
 from simnet.errors import CannotSimulate
 from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.units import format_time
 
 __all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon", "Cut",
            "check_horizon"]
@@ -62,8 +63,6 @@ class Cut(CannotSimulate):
 
 def now_s(ps: int) -> str:
     """A simulated instant for a message, e.g. ``1.5 ms``."""
-    from simnet.units import format_time
-
     return format_time(ps / PS_PER_SECOND)
 
 

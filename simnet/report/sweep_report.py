@@ -18,6 +18,7 @@ from rich.table import Table
 
 from simnet import units
 from simnet.report.figures import pyplot, save, series_styles, time_axis
+from simnet.report.plots import plot_steps
 from simnet.run.compare import pareto_front
 from simnet.schedule.kinds import COLLECTIVES
 
@@ -216,8 +217,6 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
 def _plot_training(records: list[dict], scenario: str, out: Path) -> list[Path]:
     """``training.png``: MFU and tokens/s against GPUs (tokens/s with the line of perfect
     scaling from each series' smallest point); ``step.png``: each point's step, stacked."""
-    from simnet.report.plots import plot_steps
-
     plt = pyplot()
     series = _series(records)
     gpus = sorted({r["gpus"] for r in records})

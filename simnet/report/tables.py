@@ -8,6 +8,7 @@ from rich.table import Table
 
 from simnet import units
 from simnet.schedule.kinds import COLLECTIVES
+from simnet.spec.conditions import when
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
@@ -105,8 +106,6 @@ def results_table(results, title: str | None = None) -> Table:
 def conditions_table(results) -> Table | None:
     """With faults or stragglers: per run, its time against the same run healthy, what the
     faults moved and how much of the latest GPU's delay the collective absorbed."""
-    from simnet.spec.conditions import when
-
     runs = [run for run in results.runs if run.conditions]
     if not runs:
         return None

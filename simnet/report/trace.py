@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
+from simnet.report.export import write_text
 from simnet.results.result import Result
+from simnet.run.training import one_f_one_b
 from simnet.schedule.transfers import REDUCE
 from simnet.topology.graph import PS_PER_SECOND
 
@@ -98,8 +100,6 @@ def trace_events(result: Result, pid: int) -> list[dict]:
 def write_trace(results, path: str | Path) -> Path:
     """Trace each algorithm at the largest size of ``results`` into ``path`` (link counters
     when those runs kept a timeline: ``run_scenario(..., timeline=True)``)."""
-    from simnet.report.export import write_text
-
     largest = max(r.size_bytes for r in results.runs)
     events: list[dict] = []
     skipped = []
@@ -121,8 +121,6 @@ _PART_NAMES = {"compute": "compute", "tp": "TP AllReduce", "ep": "EP AllToAll", 
 def training_events(step: dict) -> list[dict]:
     """Trace events of a training step (``simnet.run.training.TrainingStep`` as a dict): its
     1F1B schedule, every pass cut into its parts, and the DP sync; microseconds."""
-    from simnet.run.training import one_f_one_b
-
     par = step["parallelism"]
     forward, backward = step["slot"]["forward"], step["slot"]["backward"]
     title = f"training step: {step.get('model', 'model')} on {step['gpus']} GPUs"
@@ -157,8 +155,6 @@ def training_events(step: dict) -> list[dict]:
 
 def write_training_trace(step: dict, path: str | Path) -> Path:
     """The training step's timeline (``training_events``) into ``path``."""
-    from simnet.report.export import write_text
-
     document = {"traceEvents": training_events(step), "displayTimeUnit": "ms",
                 "otherData": {"step_s": step["step_s"], "mfu": step["mfu"]}}
     return write_text(path, json.dumps(document, allow_nan=False))

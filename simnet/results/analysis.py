@@ -16,6 +16,7 @@ import numpy as np
 
 from simnet import units
 from simnet.results.result import Finding, LinkReport
+from simnet.schedule.catalog import algorithms_for
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "ENDPOINT_KINDS"]
@@ -75,8 +76,6 @@ _NEARER_THE_NETWORK = ("ps", "nic", "host", "gpu")
 
 def _alternatives(collective: str, algorithm: str) -> list[str]:
     """What a remedy may suggest instead: the collective's own algorithms among the usual ones."""
-    from simnet.schedule.catalog import algorithms_for
-
     table = algorithms_for(collective)
     return [a for a in ("ring", "hierarchical", "pat", "pairwise") if a in table and a != algorithm]
 

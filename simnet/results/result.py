@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from simnet.schedule.kinds import collective
 from simnet.version import __version__
 
 __all__ = ["LinkReport", "Finding", "Result", "Results"]
@@ -99,8 +100,6 @@ class Result:
     def busbw_GBps(self) -> float | None:
         """algbw times the collective's factor (2(N-1)/N for AllReduce): nccl-tests' bus
         bandwidth, the per-link rate a ring would need."""
-        from simnet.schedule.kinds import collective
-
         return self.algbw_GBps * collective(self.collective).busbw_factor(self.gpus) if self.moves_data else None
 
     @property

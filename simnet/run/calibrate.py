@@ -26,9 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simnet import units
 from simnet.errors import InputError
 from simnet.io.nccltests import Log
 from simnet.model.calibration import KNOTS, Calibration
+from simnet.run.simulate import simulate
 
 __all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS", "error_factor"]
 
@@ -141,8 +143,6 @@ def _kind(name: str) -> str:
 
 def _label(name: str) -> str:
     """A parameter as ``Calibration.parameters`` names it (``bandwidth@65536``: ``bandwidth at 64 KiB``)."""
-    from simnet import units
-
     return f"bandwidth at {units.format_size(int(name.split('@')[1]))}" if "@" in name else name
 
 
@@ -170,8 +170,6 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     """Fit a ``Calibration`` to ``points`` (module docstring); ``progress(done, total)`` as
     simulations finish. ``env``: the NCCL variables the logged runs had (``NCCL_ALGO``,
     ``NCCL_NVLS_ENABLE``, ...; default none), which decide what NCCL ran for each row."""
-    from simnet.run.simulate import simulate
-
     base = Calibration()
     chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env=dict(env or {}), calibration=base)
               for p in points]

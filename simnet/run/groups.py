@@ -11,6 +11,7 @@ import numpy as np
 
 from simnet.engine.lanes import replay_lanes, worth_replaying
 from simnet.engine.replay import JobRun, replay_apart
+from simnet.io.budget import check_fits, memory_budget
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.model.timing import Timing
@@ -115,8 +116,6 @@ def _groups_by_lanes(plans: list, topo: Topology, size: int) -> list[int] | None
 def _groups_on_fluid(plans: list, topo: Topology, size: int, what: str) -> list[int]:
     """Each group's completion (ps), their schedules replayed on the fluid network
     (``replay_apart``); refused when their schedules together would not fit in memory."""
-    from simnet.io.budget import check_fits, memory_budget
-
     runs, held, budget = [], 0, memory_budget()
     for _, point, chosen, _ in plans:
         decided, schedule, timing = point.prepare(chosen, size, {})

@@ -21,6 +21,7 @@ from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import replay
 from simnet.errors import Unsupported
 from simnet.io.budget import fits
+from simnet.io.yamlsource import Source
 from simnet.model.calibration import Calibration, load_calibration
 from simnet.model.interface import lane_timing
 from simnet.model.interface import plan as model_plan
@@ -33,6 +34,7 @@ from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import ENGINE_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
+from simnet.spec.options import Options
 from simnet.topology.graph import Topology
 from simnet.tuning import predict, search, tables
 
@@ -87,9 +89,6 @@ def checked_options(options: dict) -> dict:
     """``options`` checked and read as a scenario's are (``'1 MiB'`` or bytes for chunks,
     ``channels`` 1 to 64, ...); ``ValueError`` naming the first bad one."""
     from pydantic import ValidationError
-
-    from simnet.io.yamlsource import Source
-    from simnet.spec.options import Options
 
     given = {k: v for k, v in options.items() if v is not None}
     for key, (unit, wanted) in _API_NUMBERS.items():

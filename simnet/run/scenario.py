@@ -8,6 +8,7 @@ from simnet.errors import Unsupported
 from simnet.results.result import Result, Results
 from simnet.run.simulate import simulate
 from simnet.run.training import training_step
+from simnet.workloads.ddp import StepModel
 
 __all__ = ["run_scenario"]
 
@@ -22,8 +23,6 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     ``all`` algorithms skips those its topology cannot run (``Unsupported``), saying why in
     ``Results.skipped``; one it names is refused.
     """
-    from simnet.workloads.ddp import StepModel
-
     model = StepModel.from_workload(scenario.workload, scenario.topology.gpus) if scenario.workload else None
     buckets = sorted(set(model.buckets())) if model else []
     total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from simnet.run.groups import simulate_groups
 from simnet.topology.hardware import GPUS
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.transformer import Parallelism, Transformer, rank_groups
@@ -143,8 +144,6 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     ``hardware.GPUS``); ``efficiency``: the fraction of it the model's kernels reach;
     ``dtype``: activations and FSDP parameters; ``grad_dtype``: gradients reduced by DP.
     """
-    from simnet.run.groups import simulate_groups
-
     gpus = list(topology.gpus if gpus is None else gpus)
     par = par.resolved(len(gpus), model)
     if gpu_flops is None:
@@ -213,10 +212,6 @@ def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None
     """The scenario's transformer training step (``simnet.run.training.step_time``) as plain
     data, under the scenario's model and calibration and the NCCL variables ``env`` (default:
     the process environment); None without ``training``."""
-    from dataclasses import asdict
-
-    from simnet.run.training import step_time
-
     spec = scenario.training
     if spec is None:
         return None

@@ -6,11 +6,13 @@ filled: importing this module imports every algorithm module.
 
 from __future__ import annotations
 
+from simnet import units
+from simnet.io.budget import check_fits
 from simnet.schedule import algorithms  # noqa: F401  (each module registers its algorithms)
 from simnet.schedule.kinds import ALLREDUCE, collective
 from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.registry import ALGORITHMS, COMMON_OPTIONS, REGISTRY, Algorithm
-from simnet.schedule.transfers import Schedule
+from simnet.schedule.transfers import Schedule, transfer_bytes
 from simnet.topology.graph import Topology
 
 __all__ = ["ALGORITHMS", "REGISTRY", "algorithms_for", "build_schedule", "build_program"]
@@ -64,10 +66,6 @@ def _resolve(name: str, size: int, collective: str, options: dict) -> tuple[Algo
 def _check_pieces(name: str, size: int, chunk_size: int | None) -> None:
     """Every piece of a chunked buffer is at least one transfer: refuse (``TooLarge``)
     before building when that floor alone would not fit the memory budget."""
-    from simnet import units
-    from simnet.io.budget import check_fits
-    from simnet.schedule.transfers import transfer_bytes
-
     if chunk_size:
         pieces = size // chunk_size
         check_fits(pieces * transfer_bytes(name), f"{name}: chunk_size {units.format_size(chunk_size)} cuts "

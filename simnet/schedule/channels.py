@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simnet.tuning.search import graph, system_of
+
 __all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
 
 
@@ -67,8 +69,6 @@ def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> list
 
 def default_channels(topology, ranks: list[str]) -> int:
     """The channels NCCL's topology search would open for a ring here (its search graph)."""
-    from simnet.tuning.search import graph, system_of
-
     return graph(system_of(topology, ranks), "Ring").channels
 
 

@@ -25,7 +25,8 @@ from collections import deque
 
 import numpy as np
 
-from simnet.schedule.transfers import REDUCE, Schedule
+from simnet.schedule.kinds import collective as lookup
+from simnet.schedule.transfers import REDUCE, Schedule, split_range
 
 __all__ = ["check_allreduce", "check_collective", "expected_buffers", "run_on_data", "run_in_time_order",
            "AllReduceMismatch", "CollectiveMismatch"]
@@ -125,9 +126,6 @@ def expected_buffers(collective: str, inputs: np.ndarray, edges: np.ndarray) -> 
     """(expected, defined): what every rank must hold in each piece (the pieces cut by
     ``edges``) after ``collective`` over ``inputs`` (ranks x pieces), and where that is
     defined (a rank's other bytes are free); see ``simnet.schedule.kinds``."""
-    from simnet.schedule.kinds import collective as lookup
-    from simnet.schedule.transfers import split_range
-
     n = inputs.shape[0]
     total = int(edges[-1])
     start = edges[:-1]

@@ -21,7 +21,11 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet.engine.faults import Fault
 from simnet.io.yamlsource import Source, load_yaml
+from simnet.model.calibration import load_calibration
+from simnet.schedule.algorithms.direct import parameter_servers
+from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
+from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.spec.conditions import (
     FaultError,
     FaultSpec,
@@ -217,8 +221,6 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         except ValueError as exc:
             raise source.error(("gpus",), str(exc).removeprefix("gpus: ")) from None
     if spec.options.ps_server is not None or spec.options.ps_servers is not None:
-        from simnet.schedule.algorithms.direct import parameter_servers
-
         try:
             parameter_servers(topology, topology.gpus, spec.options.ps_server, spec.options.ps_servers or 1)
         except ValueError as exc:
@@ -229,7 +231,6 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         calibration = (base or Path(".")) / spec.calibration
         if not calibration.is_file():
             raise source.error(("calibration",), f"no calibration profile {str(calibration)!r}")
-        from simnet.model.calibration import load_calibration
 
         load_calibration(calibration)  # refuse a bad profile now, with its own file and line
         calibration = str(calibration)
@@ -276,8 +277,6 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
 def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     """The scenario's algorithms (``all`` expanded), each one its collective has, or one
     line naming the entry that is not."""
-    from simnet.schedule.catalog import algorithms_for
-
     table = algorithms_for(spec.collective)
     if spec.algorithms == "all":
         return list(table)
@@ -292,9 +291,6 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
 
 def _check_options(spec: ScenarioSpec, source: Source) -> None:
     """Refuse an option no algorithm of the scenario's collective takes (it would be ignored)."""
-    from simnet.schedule.catalog import algorithms_for
-    from simnet.schedule.registry import COMMON_OPTIONS
-
     table = algorithms_for(spec.collective)
     for name in spec.options.model_dump(exclude_none=True):
         takers = [a.name for a in table.values() if name in a.options]

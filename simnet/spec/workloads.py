@@ -15,6 +15,8 @@ from pydantic import Field, create_model, field_validator, model_validator
 from simnet import units
 from simnet.spec.values import PositiveSize, Size
 from simnet.topology.schema import Count, Latency, Strict
+from simnet.units import DTYPE_BYTES
+from simnet.workloads.ddp import MAX_BUCKETS
 from simnet.workloads.transformer import PRESETS, Parallelism, Transformer
 
 __all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training"]
@@ -41,8 +43,6 @@ class Workload(Strict):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
         if self.gradient_size is None and self.parameters is None:
             raise ValueError("give gradient_size, or parameters (and dtype)")
-        from simnet.units import DTYPE_BYTES
-        from simnet.workloads.ddp import MAX_BUCKETS
 
         gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
         if gradient > units.SIZE_MAX:

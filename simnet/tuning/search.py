@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simnet.topology.hardware import GPUS, NVLINK, PCIE, pcie_effective
+from simnet.tuning.rates import effective_capacity
 from simnet.tuning.tables import (
     CHANNEL_DUPLICATION,
     MAX_CHANNELS,
@@ -75,8 +76,6 @@ class System:
 def system_of(topology, gpus: list[str] | None = None) -> System:
     """NCCL's view of a topology's ranks: nodes are hosts; rates are NCCL's effective ones
     (``simnet.tuning.rates``), read off the first host (NCCL assumes nodes alike)."""
-    from simnet.tuning.rates import effective_capacity
-
     gpus = list(topology.gpus if gpus is None else gpus)
     hosts = topology.groups("host", gpus)
     models = {topology.gpu_model(g) for g in gpus}

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from simnet.errors import InputError, Unsupported
+from simnet.run.jobs import run_jobs
+from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
+from simnet.run.training import training_step
+from simnet.workloads.ddp import StepModel
 
 __all__ = ["evaluate_point"]
 
@@ -17,8 +22,6 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     point simnet cannot simulate here: too large for the memory, too long for the horizon,
     NCCL variables that leave NCCL nothing to run). A point of ``all`` algorithms whose
     algorithm its topology cannot run is a record with no sizes and ``skipped``: why."""
-    from simnet.errors import InputError, Unsupported
-
     scenario = scenario_at(plan, point.overrides, point.gpus)
     try:
         return _evaluate(plan, point, scenario)
@@ -33,9 +36,6 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
 
 
 def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
-    from simnet.run.simulate import simulate
-    from simnet.workloads.ddp import StepModel
-
     topology = scenario.topology
     gpus = len(topology.gpus)
     record = _header(point, scenario)
@@ -51,8 +51,6 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         return cache[size]
 
     if scenario.training is not None:
-        from simnet.run.training import training_step
-
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
     for size in scenario.sizes:
@@ -80,8 +78,6 @@ def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     """A point of a scenario with jobs: every job's times, the interference matrix, and as
     the point's one "size" the slowest job's mean AllReduce time with every job running
     (what ``simnet compare`` ranks placements by)."""
-    from simnet.run.jobs import run_jobs
-
     result = run_jobs(scenario.topology, scenario.jobs, model=scenario.model, env=env,
                       calibration=scenario.calibration)
     work = [job for job in result.jobs if not job["algorithm"].startswith("background")] or result.jobs

@@ -11,6 +11,7 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 
 from simnet.errors import InputError
+from simnet.io.budget import memory_budget
 
 __all__ = ["LocalExecutor", "DaskExecutor"]
 
@@ -41,8 +42,6 @@ class LocalExecutor:
 
     def __init__(self, workers: int | None = None):
         from concurrent.futures import ProcessPoolExecutor
-
-        from simnet.io.budget import memory_budget
 
         self.workers = workers or os.cpu_count() or 1
         share = max(memory_budget() // self.workers, 1)  # the workers run at once: each gets its part

@@ -19,6 +19,7 @@ from typing import Any
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env
 from simnet.spec.scenario import Scenario, scenario_from_dict
+from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
 __all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides"]
@@ -138,8 +139,6 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
 def _grow(document: dict, gpus: int, base: Path) -> dict:
     """Scale a generated topology up to ``gpus`` generated GPUs (e.g. more racks); explicit
     topologies and generators that are already big enough stay as they are."""
-    from simnet.topology.generators import GROWTH, GeneratorError, grown
-
     document = _inline_topology(document, base)
     topology = document["topology"]
     generate = topology.get("generate") if isinstance(topology, dict) else None
