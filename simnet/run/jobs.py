@@ -73,6 +73,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "n
             continue
         point = Setup(sub, ALLREDUCE, model, env, calibration)
         algorithm = point.nccl_pick(spec.size) if spec.algorithm == "auto" else spec.algorithm
+        point.refuse_what_env_turns_off(algorithm)
         decided, schedule, timing = point.prepare(algorithm, spec.size, {})
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,

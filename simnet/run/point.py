@@ -158,7 +158,7 @@ class Setup:
         """NCCL's function name for the collective (its rows of NCCL's model)."""
         return lookup_collective(self.collective).nccl
 
-    def _refuse_what_env_turns_off(self, algorithm: str) -> None:
+    def refuse_what_env_turns_off(self, algorithm: str) -> None:
         """``Unsupported`` for a named algorithm that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0
         turns off here, as they turn it off in NCCL."""
         nvls_off, collnet_off = turned_off(self.env, "NCCL_NVLS_ENABLE"), turned_off(self.env, "NCCL_COLLNET_ENABLE")
@@ -185,7 +185,7 @@ class Setup:
         if algorithm not in table and algorithm != "auto":
             raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
                              f"{', '.join(table)} or auto")
-        self._refuse_what_env_turns_off(algorithm)
+        self.refuse_what_env_turns_off(algorithm)
         empty = size == 0 and not lookup_collective(self.collective).point_to_point
         if len(topo.gpus) == 1 or empty:  # nothing to exchange: no schedule, no software, no time
             # (NCCL discards a collective of 0 elements before launching anything: enqueue.cc taskAppend)

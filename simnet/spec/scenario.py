@@ -42,6 +42,7 @@ from simnet.topology.graph import Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Strict
+from simnet.tuning.tables import SIMNET_NAMES
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
 
@@ -206,6 +207,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         raise source.from_validation(exc, model=ScenarioSpec) from None
     if spec.size is not None and spec.sizes is not None:
         raise source.error(("sizes",), "give size or sizes, not both")
+    _refuse_what_is_not_read(spec, source)
     if spec.size is None and spec.sizes is None and not spec.jobs and spec.training is None:
         raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
     if isinstance(spec.topology, str):
@@ -262,7 +264,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if spec.training is not None:
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
-    _check_options(spec, source)
+    _check_options(spec, algorithms, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -272,6 +274,37 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data, faults=faults, stragglers=stragglers, jobs=jobs)
+
+
+_JOBS_SET_THEIR_OWN = {"size": "size", "sizes": "size", "algorithms": "algorithm", "workload": "workload",
+                       "training": "training step"}
+"""Keys a scenario with ``jobs:`` leaves to each job (the key, what every job states itself)."""
+
+
+def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
+    """One line for a key the run would not read in this scenario: what jobs state for
+    themselves or do not apply, conditions a training step does not apply, a placement
+    with no job to place."""
+    given = spec.model_fields_set
+    if spec.jobs:
+        for key, what in _JOBS_SET_THEIR_OWN.items():
+            if key in given:
+                raise source.error((key,), f"with jobs, each job states its own {what}: remove {key}, or jobs")
+        for key in ("faults", "stragglers"):
+            if getattr(spec, key):
+                raise source.error((key,), f"{key} apply to a scenario's collectives; jobs run on the healthy fabric: "
+                                           f"remove {key}, or jobs")
+        if spec.options.model_fields_set:
+            name = sorted(spec.options.model_fields_set)[0]
+            raise source.error(("options", name), "with jobs, every job runs with NCCL's defaults: options do not "
+                                                  "apply; remove options, or jobs")
+    elif spec.placement is not None:
+        raise source.error(("placement",), "placement places jobs given a GPU count; this scenario has no jobs")
+    if spec.training is not None:
+        for key in ("faults", "stragglers"):
+            if getattr(spec, key):
+                raise source.error((key,), f"the training step runs on the healthy fabric: {key} do not apply to it; "
+                                           f"remove {key}, or training")
 
 
 def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
@@ -289,13 +322,19 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
 
 
-def _check_options(spec: ScenarioSpec, source: Source) -> None:
-    """Refuse an option no algorithm of the scenario's collective takes (it would be ignored)."""
+def _check_options(spec: ScenarioSpec, algorithms: list[str], source: Source) -> None:
+    """Refuse an option none of the scenario's algorithms takes (it would be ignored); ``auto``
+    may run any of NCCL's own algorithms of the collective."""
     table = algorithms_for(spec.collective)
+    point_to_point = COLLECTIVES[spec.collective].point_to_point
+    nccl_own = ["direct"] if point_to_point else [a for a in SIMNET_NAMES.values() if a in table]
+    ran = list(dict.fromkeys(n for a in algorithms for n in (nccl_own if a == AUTO else [a])))
     for name in spec.options.model_dump(exclude_none=True):
+        if name in COMMON_OPTIONS or any(name in table[a].options for a in ran):
+            continue
         takers = [a.name for a in table.values() if name in a.options]
-        if name not in COMMON_OPTIONS and not takers:
-            raise source.error(("options", name), f"no {spec.collective} algorithm takes {name}")
+        raise source.error(("options", name), f"none of this scenario's algorithms takes {name} ({', '.join(takers)} "
+                                              "would)" if takers else f"no {spec.collective} algorithm takes {name}")
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:

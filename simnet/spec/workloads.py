@@ -41,8 +41,12 @@ class Workload(Strict):
             raise ValueError("compute_time must be positive (the step's compute on one GPU)")
         if self.compute_time is None and (self.model_flops is None or self.gpu_flops is None):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
+        if self.compute_time is not None and (self.model_flops is not None or self.gpu_flops is not None):
+            raise ValueError("give compute_time, or model_flops and gpu_flops, not both (one would be ignored)")
         if self.gradient_size is None and self.parameters is None:
             raise ValueError("give gradient_size, or parameters (and dtype)")
+        if self.gradient_size is not None and (self.parameters is not None or "dtype" in self.model_fields_set):
+            raise ValueError("give gradient_size, or parameters and dtype, not both (one would be ignored)")
 
         gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
         if gradient > units.SIZE_MAX:
@@ -57,7 +61,7 @@ class Workload(Strict):
         """This workload as a scenario file states it (times and sizes with their units)."""
         units_of = {"compute_time": " s", "gradient_size": " B", "bucket_size": " B"}
         return {key: f"{value!r}{units_of[key]}" if key in units_of else value
-                for key, value in self.model_dump(exclude_none=True).items()}
+                for key, value in self.model_dump(exclude_none=True, exclude_unset=True).items()}
 
 
 _FIELD_TYPES = {"int": Count, "int | None": Count | None, "bool": bool}

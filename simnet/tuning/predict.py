@@ -28,6 +28,7 @@ from simnet.tuning.tables import (
     BASE_LATENCY,
     COLLNET_ARITY_LATENCY,
     FUNCTION_ALGORITHMS,
+    FUNCTIONS,
     HW_LATENCY,
     LL_MAX_BW,
     NET_OVERHEAD,
@@ -240,30 +241,40 @@ def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str, functi
     """
     if value is None or not value.strip():
         return set(names)
-    text = value.strip()
-    sections = [part for part in text.split(";") if part.strip()]
-    for part in sections:  # "allreduce:tree,ring" applies to AllReduce; other functions' sections are ignored
-        func, sep, rest = part.partition(":")
-        if sep and func.strip().lower() == function.lower():
-            text = rest
-            break
-        if not sep:
-            text = part
-    else:
-        if all(":" in part for part in sections):
-            return set(names)
-    exclude = text.strip().startswith("^")
-    tokens = [t.strip() for t in text.strip().lstrip("^").split(",") if t.strip()]
     lower = {n.lower(): n for n in names}
 
     def key(token: str) -> str:  # simnet's names too: nvls_tree is NVLSTree
         return token.lower().replace("_", "")
 
-    unknown = [t for t in tokens if key(t) not in lower]
-    if unknown:
-        raise ValueError(f"{what}={value!r}: unknown name {unknown[0]!r}; expected {', '.join(names)}")
-    chosen = {lower[key(t)] for t in tokens}
-    return set(names) - chosen if exclude else chosen
+    def enabled_by(text: str) -> set[str]:
+        exclude = text.strip().startswith("^")
+        tokens = [t.strip() for t in text.strip().lstrip("^").split(",") if t.strip()]
+        unknown = [t for t in tokens if key(t) not in lower]
+        if unknown:
+            raise ValueError(f"{what}={value!r}: unknown name {unknown[0]!r}; expected {', '.join(names)}")
+        chosen = {lower[key(t)] for t in tokens}
+        return set(names) - chosen if exclude else chosen
+
+    # as NCCL's parseList (tuning.cc:55-135): a section without a function applies to every
+    # function and may only come first; a later "function:list" replaces it for that function;
+    # an unknown function or name is refused (ncclInvalidUsage)
+    enabled = set(names)
+    functions = {f.lower() for f in FUNCTIONS}
+    for i, part in enumerate(p for p in value.split(";") if p.strip()):
+        func, sep, rest = part.partition(":")
+        if not sep:
+            if i:
+                raise ValueError(f"{what}={value!r}: every section after the first names its function "
+                                 "(e.g. allreduce:ring), as NCCL requires")
+            enabled = enabled_by(part)
+        elif func.strip().lower() not in functions:
+            raise ValueError(f"{what}={value!r}: unknown function {func.strip()!r}; expected "
+                             f"{', '.join(f.lower() for f in FUNCTIONS)}")
+        else:
+            chosen = enabled_by(rest)
+            if func.strip().lower() == function.lower():
+                enabled = chosen
+    return enabled
 
 
 def unavailable(system: System, algorithm: str, function: str = "AllReduce") -> str | None:

@@ -27,6 +27,10 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 """NCCL's protocols in its own order (nccl_tuner.h:38-40)."""
 
 
+FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+"""The functions an ``NCCL_ALGO``/``NCCL_PROTO`` section may name (``ncclFuncStr``, init.cc:52)."""
+
+
 SIMNET_NAMES = {"Tree": "tree", "Ring": "ring", "CollNetDirect": "collnet_direct", "CollNetChain": "collnet_chain",
                 "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat"}
 

@@ -1,0 +1,102 @@
+"""Every key either changes the answer or is refused in one line: combinations a run would
+not read (jobs with sizes or faults, a training step with faults, a placement with no job,
+two forms of one quantity, an option no listed algorithm takes, a misspelt NCCL function)
+are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls as NCCL would."""
+
+from __future__ import annotations
+
+import pytest
+
+from simnet.errors import InputError
+from simnet.spec.scenario import scenario_from_dict
+from simnet.tuning.predict import parse_nccl_list
+from simnet.tuning.tables import ALGORITHMS, PROTOCOLS
+
+FABRIC = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2,
+                                    "spines": 1}}
+JOBS = [{"name": "a", "gpus": 2, "size": "1 MiB"}, {"name": "b", "gpus": 2, "size": "1 MiB"}]
+FAULT = [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "1%"}]
+TRAINING = {"model": {"layers": 2, "hidden": 64, "heads": 4, "ffn": 128, "sequence": 16, "vocabulary": 100},
+            "efficiency": 0.5}
+
+
+def _refusal(**keys) -> str:
+    with pytest.raises(InputError) as caught:
+        scenario_from_dict({"name": "s", "topology": FABRIC, **keys})
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("key, value", [("sizes", ["1 MiB"]), ("size", "1 MiB"), ("algorithms", ["ring"]),
+                                        ("faults", FAULT), ("stragglers", {"r0h0-gpu0": "1 ms"}),
+                                        ("options", {"chunk_size": "64 KiB"}),
+                                        ("workload", {"compute_time": "1 s", "gradient_size": "1 MiB"})])
+def test_jobs_refuse_what_each_job_states_itself_or_does_not_apply(key, value):
+    """Beside jobs, these keys were read by nothing: both uplinks at 1 % gave the jobs their
+    healthy times. Now the key is named and why it does not apply."""
+    message = _refusal(jobs=JOBS, **{key: value})
+    assert message.split(": ")[1].startswith(key) and "jobs" in message
+
+
+@pytest.mark.parametrize("key, value", [("faults", FAULT), ("stragglers", {"r0h0-gpu0": "1 ms"})])
+def test_a_training_step_refuses_conditions_it_does_not_apply(key, value):
+    assert f"{key}:" in _refusal(training=TRAINING, **{key: value})
+
+
+def test_a_placement_without_jobs_is_refused():
+    assert "placement:" in _refusal(sizes=["1 MiB"], placement="spread")
+
+
+@pytest.mark.parametrize("workload, both", [
+    ({"compute_time": "1 s", "model_flops": 1e15, "gpu_flops": 1e14, "gradient_size": "1 MiB"}, "compute_time"),
+    ({"compute_time": "1 s", "gradient_size": "1 MiB", "parameters": 1e6}, "gradient_size"),
+    ({"compute_time": "1 s", "gradient_size": "1 MiB", "dtype": "bf16"}, "gradient_size")])
+def test_two_forms_of_one_quantity_are_refused(workload, both):
+    """compute_time beside FLOPs, or a gradient size beside parameters: one would be dropped."""
+    message = _refusal(sizes=["1 MiB"], workload=workload)
+    assert "workload" in message and both in message and "not both" in message
+
+
+def test_an_option_no_listed_algorithm_takes_is_refused():
+    """pxn is read by the point-to-point algorithms (direct) only; an all_to_all scenario that
+    runs only the ring-free naive exchange would ignore it."""
+    message = _refusal(sizes=["1 MiB"], collective="all_to_all", algorithms=["pairwise"], options={"pxn": False})
+    assert "options.pxn" in message and "direct" in message
+    scenario_from_dict({"name": "s", "topology": FABRIC, "sizes": ["1 MiB"], "collective": "all_to_all",
+                        "algorithms": ["auto"], "options": {"pxn": False}})  # auto runs direct, which reads it
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("allreduce:tree;allgather:ring", {"Tree"}),       # AllReduce's section
+    ("allgather:ring", set(ALGORITHMS)),                # another function's: AllReduce keeps every algorithm
+    ("^ring;allreduce:ring,tree", {"Ring", "Tree"})])   # a later section replaces the first for its function
+def test_nccl_sections_are_read_as_nccl_reads_them(value, expected):
+    assert parse_nccl_list(value, ALGORITHMS, "NCCL_ALGO") == expected
+
+
+@pytest.mark.parametrize("value, says", [("allreduc:ring", "unknown function 'allreduc'"),
+                                         ("ring;tree", "every section after the first names its function"),
+                                         ("allgather:rnig", "unknown name 'rnig'")])
+def test_nccl_refuses_what_simnet_used_to_ignore(value, says):
+    """NCCL's parseList (tuning.cc v2.30.7) fails with ncclInvalidUsage on an unknown prefix,
+    a prefix-less section after the first and an unknown name in any section."""
+    with pytest.raises(ValueError, match=says):
+        parse_nccl_list(value, ALGORITHMS if "r" in value else PROTOCOLS, "NCCL_ALGO")
+
+
+def test_a_misspelt_function_in_nccl_algo_is_refused_at_the_command_line(cli, root):
+    result = cli("run", root / "scenarios/single_node.yaml", "-s", "1 MiB", env={"NCCL_ALGO": "allreduc:ring"})
+    assert result.exit_code == 2
+    assert "unknown function 'allreduc'" in result.output
+
+
+def test_nvls_enable_0_stops_a_job_that_names_nvls():
+    from simnet.errors import Unsupported
+    from simnet.run.jobs import run_jobs
+    from simnet.topology.loader import topology_from_dict
+
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 4, "gpu": "h100"}})
+    with pytest.raises(Unsupported, match="NCCL_NVLS_ENABLE=0"):
+        run_jobs(box, [{"name": "a", "gpus": 4, "size": "1 MiB", "algorithm": "nvls"}],
+                 env={"NCCL_NVLS_ENABLE": "0"})
