@@ -100,3 +100,31 @@ def test_nvls_enable_0_stops_a_job_that_names_nvls():
     with pytest.raises(Unsupported, match="NCCL_NVLS_ENABLE=0"):
         run_jobs(box, [{"name": "a", "gpus": 4, "size": "1 MiB", "algorithm": "nvls"}],
                  env={"NCCL_NVLS_ENABLE": "0"})
+
+
+@pytest.mark.parametrize("keys, field", [
+    ({"sizes": ["1 MiB"], "options": {"channels": True}}, "options.channels"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 s", "gradient_size": "1 MiB", "backward_fraction": True}},
+     "workload.backward_fraction"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 s", "gradient_size": "1 MiB",
+                                       "compute_slowdown": {"r0h0-gpu0": True}}}, "workload.compute_slowdown"),
+    ({"training": {**TRAINING, "efficiency": True}}, "training.efficiency"),
+    ({"training": {**TRAINING, "model": {**TRAINING["model"], "layers": True}}}, "training.model"),
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "lognormal", "mean": "1 ms", "sigma": True}},
+     "stragglers.sigma"),
+])
+def test_a_yes_no_is_no_number(keys, field):
+    """YAML's true/yes became 1 wherever a number was expected (pydantic's lax bool-to-int)."""
+    message = _refusal(**keys)
+    assert message.split(": ")[1].startswith(field) and "yes/no" in message
+
+
+def test_a_topology_count_refuses_a_yes_no():
+    message = _refusal(sizes=["1 MiB"], topology={"name": "t", "generate": {**FABRIC["generate"], "racks": True}})
+    assert "racks" in message and "yes/no" in message
+
+
+def test_a_straggler_delay_needs_its_unit():
+    """0.5 was taken as seconds; every other time in a file carries its unit."""
+    message = _refusal(sizes=["1 MiB"], stragglers={"r0h0-gpu0": 0.5})
+    assert message.split(": ")[1].startswith("stragglers.r0h0-gpu0") and "no unit" in message

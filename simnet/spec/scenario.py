@@ -346,6 +346,9 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple
     except FaultError as exc:
         raise source.error(("faults", *exc.loc), exc.message) from None
     raw = spec.stragglers
+    for gpu, delay in (raw or {}).items() if raw and "distribution" not in raw else ():
+        if not isinstance(delay, str):  # a file writes times with their unit; a bare number has none
+            raise source.error(("stragglers", gpu), f"{delay!r} has no unit: write the delay as a time, e.g. '500 us'")
     if raw is not None and "distribution" in raw:
         try:
             raw = StragglerDistribution.model_validate(raw)

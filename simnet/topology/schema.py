@@ -6,9 +6,19 @@ here: bandwidth in bytes/s per direction, latency in seconds one way.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from simnet import units
 from simnet.topology.hardware import GPU_NAMES, LINK_TYPES, TRANSPORTS
@@ -35,10 +45,48 @@ Latency = Annotated[float, BeforeValidator(units.parse_time), AfterValidator(_no
 Count = Annotated[int, Field(ge=1)]
 
 
+def _numeric(annotation: Any) -> bool:
+    """Whether ``annotation`` takes numbers only (int, float, optionally None)."""
+    if annotation in (int, float):
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _numeric(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(args) and all(_numeric(a) for a in args)
+    return False
+
+
+def _yes_no_as_number(annotation: Any, value: Any) -> bool:
+    """Whether ``value`` puts a YAML yes/no where ``annotation`` wants a number (also
+    inside a mapping or list of numbers)."""
+    if isinstance(value, bool):
+        return _numeric(annotation)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _yes_no_as_number(args[0], value)
+    if origin in (Union, UnionType):
+        return all(_yes_no_as_number(a, value) for a in args if a is not type(None)) and value is not None
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return any(_yes_no_as_number(args[1], v) for v in value.values())
+    if origin is list and isinstance(value, list) and args:
+        return any(_yes_no_as_number(args[0], v) for v in value)
+    return False
+
+
 class Strict(BaseModel):
-    """Unknown keys are mistakes, not extensions."""
+    """Unknown keys are mistakes, not extensions; a yes/no (``true``) is no number, where
+    pydantic would read it as 1."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_yes_no_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        if _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
+            raise ValueError("a yes/no (true, false) is not a number; give a number")
+        return value
 
 
 GpuName = Literal[GPU_NAMES]  # type: ignore[valid-type]
