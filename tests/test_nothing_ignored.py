@@ -128,3 +128,50 @@ def test_a_straggler_delay_needs_its_unit():
     """0.5 was taken as seconds; every other time in a file carries its unit."""
     message = _refusal(sizes=["1 MiB"], stragglers={"r0h0-gpu0": 0.5})
     assert message.split(": ")[1].startswith("stragglers.r0h0-gpu0") and "no unit" in message
+
+
+def _records(out) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_a_sweep_notices_a_changed_file_named_in_set(tmp_path, cli):
+    """``--set calibration=a.cal.yaml``: the profile's content is part of each point, so after
+    it changes from 1 us to 90 ms of base latency the rerun computes the point again (a ring
+    of 1 MiB on 4 GPUs takes far less than 90 ms, so the new time is at least the 90 ms the
+    profile adds to every collective) instead of resuming the stale record."""
+    box = "{name: box, generate: {kind: nvswitch, gpus: 4}}"
+    (tmp_path / "s.yaml").write_text(f"name: cal\ntopology: {box}\nsize: 1 MiB\nalgorithms: [ring]\n")
+    profile = tmp_path / "a.cal.yaml"
+    profile.write_text("calibration: {base_latency: 1 us}\n")
+    out = tmp_path / "out"
+    first = cli("sweep", tmp_path / "s.yaml", "--set", "calibration=a.cal.yaml", "--out", out, "--workers", "1")
+    assert first.exit_code == 0, first.stderr
+    before = _records(out)[-1]["sizes"][0]["time_s"]
+    assert before < 1e-3
+    profile.write_text("calibration: {base_latency: 90 ms}\n")
+    again = cli("sweep", tmp_path / "s.yaml", "--set", "calibration=a.cal.yaml", "--out", out, "--workers", "1")
+    assert again.exit_code == 0, again.stderr
+    assert "already done" not in again.stdout
+    assert _records(out)[-1]["sizes"][0]["time_s"] >= 90e-3
+
+
+def test_set_values_are_read_by_the_fields_type(tmp_path, cli):
+    """``--set topology.generate.planes=2`` reaches a strict integer field as the number 2
+    (it arrived as the text '2' and was refused), and ``2``, ``02`` and ``2.0`` are one point."""
+    fabric = ("{name: rails, generate: {kind: rail_optimized, units: 1, nodes_per_unit: 2, gpus_per_node: 2, "
+              "rails: 2}}")
+    (tmp_path / "s.yaml").write_text(f"name: planes\ntopology: {fabric}\nsize: 1 MiB\nalgorithms: [ring]\n")
+    out = tmp_path / "out"
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.planes=2,02,2.0", "--out", out,
+                 "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [r["set"] for r in _records(out)] == [{"topology.generate.planes": 2}]
+
+
+def test_gpu_counts_given_twice_are_refused(tmp_path, cli):
+    (tmp_path / "s.yaml").write_text("name: g\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
+                                     "size: 1 MiB\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--gpus", "4", "--set", "gpus=8", "--out", tmp_path / "out")
+    assert result.exit_code == 2 and "given twice" in result.stderr and result.stderr.count("\n") == 1

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import click
+import yaml
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option
 from simnet.cli.console import stdout_console
@@ -26,6 +27,19 @@ def _gpu_counts(text: str, scenario: Path) -> list[int]:
 
 def _split_values(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _set_value(text: str) -> object:
+    """A ``--set`` value as the scenario file would read it: ``64`` and ``2.0`` are numbers
+    (one point however written: ``2``, ``02``, ``2.0``), ``true`` a yes/no, anything else
+    (``400 Gb/s``, ``ecmp``) text for the field to parse."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, (bool, int, float)) else text
 
 
 @click.command()
@@ -67,7 +81,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         key, sep, values = item.partition("=")
         if not sep or not key.strip() or not _split_values(values):
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
-        axes[key.strip()] = _split_values(values)
+        axes[key.strip()] = [_set_value(v) for v in _split_values(values)]
     changes = collective_option(spec, collective, algorithms, scenario)
     notes = collective_notes(spec, changes)
     if changes:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env
 from simnet.spec.scenario import Scenario, scenario_from_dict
@@ -63,12 +64,15 @@ class Point:
     overrides: tuple[tuple[str, Any], ...]
     gpus: int | None
     algorithm: str
+    reads: str = ""  # digest of the files its overrides name (a topology, a calibration profile), if any
 
     @property
     def key(self) -> str:
-        """A stable identity for resume: the same point always has the same key."""
-        return json.dumps({"set": dict(self.overrides), "gpus": self.gpus, "algorithm": self.algorithm},
-                          sort_keys=True, default=str)
+        """A stable identity for resume: the same point, reading the same files, always has the same key."""
+        identity = {"set": dict(self.overrides), "gpus": self.gpus, "algorithm": self.algorithm}
+        if self.reads:
+            identity["reads"] = self.reads
+        return json.dumps(identity, sort_keys=True, default=str)
 
 
 @dataclass
@@ -109,6 +113,31 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else f"missing {path}"
 
 
+def _files_read(document: dict, base: Path) -> list[Path]:
+    """The files a scenario document reads besides itself: its topology file and calibration profiles."""
+    files = [base / document["topology"]] if isinstance(document.get("topology"), str) else []
+    try:
+        return files + _calibration_files(document, base)
+    except (InputError, OSError):  # a file that cannot be read: the point's own validation says so
+        return files
+
+
+def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path) -> str:
+    """Digest of the files ``overrides`` make a point read that the scenario itself does not
+    (``--set topology=other.yaml``, ``--set topology.calibration=a.cal.yaml``): "" for none,
+    so a changed profile is a new point, never a stale record."""
+    if not overrides:
+        return ""
+    own = {path.resolve() for path in _files_read(document, base)}
+    try:
+        theirs = _files_read(apply_overrides(document, dict(overrides), base), base)
+    except (InputError, OSError):
+        return ""
+    extra = sorted({path.resolve() for path in theirs} - own)
+    return hashlib.sha256(json.dumps([[str(p), _digest(p)] for p in extra]).encode()).hexdigest()[:16] if extra \
+        else ""
+
+
 def _values(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
@@ -120,17 +149,21 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     ``env``: the NCCL variables for every point (default: this process's environment);
     ``every_algorithm``: the algorithms are ``all`` (default: the scenario's), so points
     whose topology cannot run theirs are records of why, not errors."""
+    if gpus is not None and "gpus" in (sets or {}):
+        raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
     axes.update({k: list(dict.fromkeys(_values(v))) for k, v in (sets or {}).items()})
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     counts = [None] if counts is None else [int(c) for c in counts]
     names = list(axes)
-    points = [Point(tuple(zip(names, combo)), count, algorithm)
-              for combo in itertools.product(*(axes[n] for n in names))
+    base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
+    combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+    reads = {combo: _reads(scenario.data, combo, Path(base)) for combo in combos}
+    points = [Point(combo, count, algorithm, reads[combo])
+              for combo in combos
               for count in counts
               for algorithm in (algorithms or scenario.algorithms)]
-    base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     unique = list(dict.fromkeys(points))  # `--gpus 4,4` or `-a ring -a ring` is one point, computed once
     every = scenario.every_algorithm if every_algorithm is None else every_algorithm
     return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env), every)
