@@ -175,3 +175,40 @@ def test_gpu_counts_given_twice_are_refused(tmp_path, cli):
                                      "size: 1 MiB\nalgorithms: [ring]\n")
     result = cli("sweep", tmp_path / "s.yaml", "--gpus", "4", "--set", "gpus=8", "--out", tmp_path / "out")
     assert result.exit_code == 2 and "given twice" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [["topo", "check", "topologies/two_racks.yaml"],
+                                  ["topo", "show", "topologies/two_racks.yaml"],
+                                  ["topo", "export", "topologies/two_racks.yaml", "-o", "-"]])
+def test_a_closed_pipe_ends_quietly(root, args):
+    """``simnet topo check F | head -1``: the reader went away; no internal error, no
+    traceback, and the exit status a shell gives a tool a closed pipe stopped (128 + SIGPIPE)."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "simnet", *args], cwd=root, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdout.close()
+    assert process.stderr.read() == b"" and process.wait() == 141
+
+
+def test_export_to_standard_output_writes_no_file_named_dash(tmp_path, cli, root, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    result = cli("topo", "export", root / "topologies/dgx_h100.yaml", "--format", "json", "-o", "-")
+    assert result.exit_code == 0 and not (tmp_path / "-").exists()
+    graph = json.loads(result.stdout)
+    assert sum(node["kind"] == "gpu" for node in graph["nodes"]) == 8
+
+
+def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
+    """A scenario named with dollars made matplotlib parse a formula after JSON and CSV were
+    written (exit 70, half a plot folder); names are drawn as the text they are."""
+    name = "a $5$ option costs $"
+    (tmp_path / "s.yaml").write_text(f"name: '{name}'\n" "topology: {name: 'box $', generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB, 4 MiB]\nalgorithms: [ring, tree]\n")
+    result = cli("run", tmp_path / "s.yaml", "--plot", tmp_path / "plots")
+    assert result.exit_code == 0, result.stderr
+    titles = [fig.axes[0].get_title() for fig in figures.values() if fig.axes]
+    assert any(name in title for title in titles)

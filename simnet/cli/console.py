@@ -22,8 +22,15 @@ def _width() -> int | None:
     return None if os.isatty(1) or os.environ.get("COLUMNS") else 160
 
 
+class _Console(Console):
+    """rich's console, ending on a closed pipe as every other simnet output does (``shell.friendly``)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def stdout_console() -> Console:
-    return Console(highlight=False, width=_width())
+    return _Console(highlight=False, width=_width())
 
 
 def stderr_console() -> Console:

@@ -11,15 +11,10 @@ import click
 from simnet.errors import InputError
 
 DEBUG = {"traceback": False}
-
-
 EXIT_BAD_INPUT = 2
-
-
 EXIT_BUG = 70  # EX_SOFTWARE: an internal error, not the user's fault
-
-
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
 
 
 def friendly(command):
@@ -37,6 +32,10 @@ def friendly(command):
             click.echo("out of memory: this run needs more than the machine has free; use fewer GPUs, larger "
                        "pieces (chunk_size) or smaller sizes", err=True)
             sys.exit(EXIT_BAD_INPUT)
+        except BrokenPipeError:  # the reader went away (simnet topo check F | head -1): end quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+            sys.exit(EXIT_BROKEN_PIPE)
         except KeyboardInterrupt:
             click.echo("interrupted (a sweep keeps every finished point: run it again to resume)", err=True)
             sys.stdout.flush()

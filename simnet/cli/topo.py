@@ -116,7 +116,7 @@ def topo_draw(topology: Path, output: Path) -> None:
 @click.option("--format", "fmt", type=click.Choice(["graphml", "gexf", "json"]), default="graphml",
               show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="File to write (default: TOPOLOGY with the format's suffix).")
+              help="File to write (default: TOPOLOGY with the format's suffix); '-' for stdout.")
 @friendly
 def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     """Export TOPOLOGY as GraphML, GEXF (Gephi) or node-link JSON for networkx.
@@ -126,9 +126,12 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
       simnet topo export topologies/two_racks.yaml --format graphml -o two_racks.graphml
     """
     from simnet.report.paths import output_file
-    from simnet.topology.export import export_topology
+    from simnet.topology.export import export_text, export_topology
     from simnet.topology.loader import load_topology
 
+    if output is not None and str(output) == "-":  # standard output, as --json - is
+        click.echo(export_text(load_topology(topology), fmt), nl=False)
+        return
     output = output_file(output or topology.with_suffix(f".{fmt}"), "--output", inputs=[topology])
     topo_ = load_topology(topology)
     click.echo(f"wrote {export_topology(topo_, output, fmt)}")

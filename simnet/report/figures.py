@@ -48,8 +48,13 @@ def series_styles(names: list[str]) -> dict[str, dict]:
     return styles
 
 
-def save(plt, fig, path) -> None:
-    """Lay out, write at 120 dpi, and free the figure."""
+def save(plt, fig, path, dpi: int = 120) -> None:
+    """Lay out, write at ``dpi``, and free the figure. Every text is plain: a ``$`` in a
+    scenario, job or link name is a dollar sign, never the start of a formula."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)

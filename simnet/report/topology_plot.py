@@ -22,7 +22,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from simnet.report.figures import pyplot
+from simnet.report.figures import pyplot, save
 from simnet.topology.graph import Topology
 
 __all__ = ["layout", "draw_topology", "summarise", "SUMMARY_NODES"]
@@ -161,10 +161,8 @@ def _save(fig, ax, title: str, path: str | Path, legend: str = "node kind (count
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
     ax.set_title(title, fontsize=11)
-    fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=130)
-    pyplot().close(fig)
+    save(pyplot(), fig, path, dpi=130)
     return path
 
 

@@ -9,7 +9,7 @@ import networkx as nx
 
 from simnet.topology.graph import Topology
 
-__all__ = ["export_graph", "export_topology"]
+__all__ = ["export_graph", "export_text", "export_topology"]
 
 
 def export_graph(topo: Topology) -> nx.DiGraph:
@@ -30,16 +30,24 @@ def export_graph(topo: Topology) -> nx.DiGraph:
     return graph
 
 
-def export_topology(topo: Topology, path: str | Path, fmt: str) -> Path:
-    """Write ``topo`` to ``path`` as ``graphml``, ``gexf`` or ``json`` (node-link)."""
-    path = Path(path)
+def export_text(topo: Topology, fmt: str) -> str:
+    """``topo`` as ``graphml``, ``gexf`` or ``json`` (node-link) text."""
     graph = export_graph(topo)
     if fmt == "graphml":
-        nx.write_graphml(graph, path)
-    elif fmt == "gexf":
-        nx.write_gexf(graph, path)
-    elif fmt == "json":
-        path.write_text(json.dumps(nx.node_link_data(graph, edges="links"), indent=1))
-    else:
-        raise ValueError(f"unknown export format {fmt!r}")
+        return "\n".join(nx.generate_graphml(graph)) + "\n"
+    if fmt == "gexf":
+        return "\n".join(nx.generate_gexf(graph)) + "\n"
+    if fmt == "json":
+        return json.dumps(nx.node_link_data(graph, edges="links"), indent=1) + "\n"
+    raise ValueError(f"unknown export format {fmt!r}")
+
+
+def export_topology(topo: Topology, path: str | Path, fmt: str) -> Path:
+    """Write ``topo`` to ``path`` as ``export_text`` gives it, whole: into a file beside it,
+    then renamed, so a failed export leaves no half a file."""
+    path = Path(path)
+    text = export_text(topo, fmt)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    partial.replace(path)
     return path
