@@ -27,10 +27,11 @@ FOOTER = """# Out of bounds values : 0 OK
 """
 
 
-def write_log(times: dict[int, float], ranks: int) -> str:
-    """An all_reduce_perf log in the current layout, with the times (us) we choose."""
-    devices = "".join(f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on node{r // 2} device {r % 2:2d} [0000:0f:00] "
-                      "NVIDIA H100 80GB HBM3\n" for r in range(ranks))
+def write_log(times: dict[int, float], ranks: int, gpus_per_host: int = 2) -> str:
+    """An all_reduce_perf log in the current layout, with the times (us) we choose, of ranks
+    ``gpus_per_host`` to a host."""
+    devices = "".join(f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on node{r // gpus_per_host} device "
+                      f"{r % gpus_per_host:2d} [0000:0f:00] NVIDIA H100 80GB HBM3\n" for r in range(ranks))
     rows = []
     for size, time in times.items():
         algbw = size / time / 1e3
@@ -214,12 +215,12 @@ def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
     without NVLS, so the fit times that, not the NVLS pick; in the environment of `simnet
     calibrate` the variable is read as `simnet run` reads it."""
     topology = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
-    log = parse_log(write_log({2**26: 400.0}, 8), "box.log")
+    log = parse_log(write_log({2**26: 400.0}, 8, gpus_per_host=8), "box.log")
     points = points_of([log], topology, None)
     assert fit(topology, points, iterations=1).runs[0][0] == "nvls"
     assert fit(topology, points, iterations=1, env={"NCCL_NVLS_ENABLE": "0"}).runs[0][0] in ("ring", "tree")
     path, topo_file = tmp_path / "box.log", tmp_path / "box.yaml"
-    path.write_text(write_log({2**26: 400.0}, 8))
+    path.write_text(write_log({2**26: 400.0}, 8, gpus_per_host=8))
     topo_file.write_text("name: box\ngenerate: {kind: nvswitch, gpus: 8, gpu: h100}\n")
     result = cli("calibrate", path, "-t", topo_file, "-o", tmp_path / "c.yaml", env={"NCCL_NVLS_ENABLE": "0"})
     assert result.exit_code == 0, result.stderr

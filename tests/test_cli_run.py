@@ -420,7 +420,7 @@ def test_nccl_variables_that_leave_nccl_nothing_are_one_line_everywhere(cli, tmp
         result = cli("sweep", path, "--out", out, "--workers", "1", env=env)
     else:
         path = tmp_path / "box.log"
-        path.write_text(write_log({2**26: 400.0}, 8))
+        path.write_text(write_log({2**26: 400.0}, 8, gpus_per_host=8))
         result = cli("calibrate", path, "-t", topology, "-o", out, env=env)
     assert result.exit_code == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "leave nothing NCCL could run" in result.stderr

@@ -212,3 +212,58 @@ def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
     assert result.exit_code == 0, result.stderr
     titles = [fig.axes[0].get_title() for fig in figures.values() if fig.axes]
     assert any(name in title for title in titles)
+
+
+def _log(ranks: int, hosts: int, device: str = "NVIDIA H100 80GB HBM3", rows: str | None = None) -> str:
+    lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % 8} [0x1a] {device}"
+             for r in range(ranks)]
+    row = ("     1048576        262144     float     sum      -1    93.25   11.24   21.08      0    82.98   12.64   "
+           "23.69      0")
+    return "\n".join(lines) + "\n" + (rows if rows is not None else row) + "\n"
+
+
+BOX16 = {"name": "two", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8,
+                                     "gpu": "h100"}}
+
+
+@pytest.mark.parametrize("text, says", [
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  93.25  11.24  21.08  4  82.98  12.64  23.69  0"),
+     "#wrong: 4 wrong results"),
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  93.25  11.24  21.08  0  1e400  12.64  23.69  0"),
+     "inf us is not a time"),
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  1e-6  11.24  21.08  0  1e-6  12.64  23.69  0"),
+     "faster than any AllReduce runs"),
+    (_log(8, 1) + _log(16, 2), "runs on 8 and 16 ranks"),
+])
+def test_calibrate_refuses_a_log_that_was_not_a_good_run(text, says):
+    from simnet.io.nccltests import parse_log
+
+    with pytest.raises(InputError, match=says):
+        parse_log(text, "x.log")
+
+
+@pytest.mark.parametrize("text, says", [
+    (_log(16, 2, device="AMD Instinct MI300X"), "name 'AMD Instinct MI300X', the topology's GPUs are h100"),
+    (_log(16, 2, device="NVIDIA A100-SXM4-80GB"), "the topology's GPUs are h100"),
+    (_log(16, 1), "place its 16 ranks on 1 host, the topology's first 16 GPUs are on 2"),
+    (_log(1, 1), "one rank"),
+])
+def test_calibrate_refuses_a_log_of_another_machine(text, says):
+    """Device lines that contradict the topology (another GPU, another host count, one rank)
+    would fit the profile to a machine it is not used on."""
+    from simnet.io.nccltests import parse_log
+    from simnet.run.calibrate import points_of
+    from simnet.topology.loader import topology_from_dict
+
+    with pytest.raises(InputError, match=says):
+        points_of([parse_log(text, "x.log")], topology_from_dict(BOX16))
+
+
+def test_repeated_sizes_are_one_point_at_their_median():
+    from simnet.io.nccltests import parse_log
+    from simnet.run.calibrate import points_of
+    from simnet.topology.loader import topology_from_dict
+
+    rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  1  1  0  {t}  1  1  0" for t in (90.0, 100.0, 300.0))
+    (point,) = points_of([parse_log(_log(16, 2, rows=rows), "x.log")], topology_from_dict(BOX16))
+    assert point.measured_us == 100.0

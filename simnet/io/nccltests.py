@@ -21,6 +21,7 @@ which test it is from ``# Collective test starting: NAME`` and the rows' ``redop
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +29,12 @@ from pathlib import Path
 from simnet.errors import InputError
 from simnet.io.files import read_text
 
-__all__ = ["Row", "Log", "parse_log", "read_log"]
+__all__ = ["Row", "Log", "parse_log", "read_log", "MIN_TIME_US", "MAX_ROWS"]
 
 _PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # kubectl logs --timestamps
                      r"(\w{3} \w{3} +\d+ [\d:]+ \d{4})?"  # mpirun --timestamp-output
                      r"(\[\d+,\d+\]<std(out|err)>:|<std(out|err)>:|\d+:|\[\d+\])?\s*")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\b")
+_RANK = re.compile(r"^#\s*Rank\s+(\d+)\b(?:.*?\bon\s+(\S+)\s+device\s+\S+\s+\[[^\]]*\]\s*(.*))?")
 _TEST = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -65,6 +66,8 @@ class Log:
     rows: list[Row] = field(default_factory=list)
     test: tuple[str, int] | None = None
     other: tuple[int, str] | None = None
+    hosts: list[str] = field(default_factory=list)  # per rank, as the device lines name them (rank order)
+    devices: list[str] = field(default_factory=list)  # per rank: the GPU the device line names
 
     def refuse_unless_allreduce(self) -> None:
         """``InputError`` naming the line when the log is not an AllReduce's."""
@@ -75,8 +78,23 @@ class Log:
             raise InputError(f"{self.other[1]}: not an all_reduce_perf row", self.path, self.other[0])
 
 
+MIN_TIME_US = 1.0
+"""Fastest time a logged AllReduce may take, us: NCCL's own model starts every Ring or Tree
+collective at its base latency, 6.6 us and more (tuning.cc baseLat, v2.30.7), and one GPU
+launching one kernel takes microseconds; a time below 1 us is a log that was not measured."""
+MAX_ROWS = 1000
+"""Most rows one fit reads (it simulates every row several times): one run per size is enough."""
+
+
 def _float(text: str) -> float | None:
     return float(text) if _NUMBER.match(text) else None
+
+
+def _wrong(fields: list[str]) -> int:
+    """The larger of a row's two ``#wrong`` counts (0 for ``N/A`` or the old layout's error column)."""
+    body = fields[5:] if len(fields) == 13 else fields[4:]
+    counts = [body[i] for i in (3, 7) if i < len(body) and len(fields) == 13]
+    return max((int(c) for c in counts if c.isdigit()), default=0)
 
 
 def _not_allreduce(fields: list[str]) -> str | None:
@@ -104,7 +122,8 @@ def parse_log(text: str, path: str = "<log>") -> Log:
     """Every data row of an nccl-tests log; ``InputError`` naming the line for a row that
     starts like data but cannot be read, or for a log without any."""
     log = Log(path, None)
-    ranks = set()
+    ranks: dict[int, tuple[str | None, str | None]] = {}
+    runs: list[int] = []  # rank counts of the runs whose device lists the log holds
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _PREFIX.sub("", raw).strip()
         if not line or "NCCL INFO" in line or "NCCL WARN" in line:
@@ -112,7 +131,11 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         if line.startswith("#"):
             match = _RANK.match(line)
             if match:
-                ranks.add(int(match.group(1)))
+                rank = int(match.group(1))
+                if rank in ranks and log.rows:  # a second run's device list, after the first's rows
+                    runs.append(len(ranks))
+                    ranks = {}
+                ranks[rank] = (match.group(2), (match.group(3) or "").strip() or None)
             test = _TEST.match(line)
             if test and log.test is None:
                 log.test = (test.group(1), number)
@@ -125,10 +148,17 @@ def parse_log(text: str, path: str = "<log>") -> Log:
             raise InputError(f"not an nccl-tests row (size count type redop [root] time algbw busbw ...): "
                              f"{line[:80]!r}", path, number)
         size, time, inplace, busbw = parsed
-        wrong = [t for t in (time, inplace) if t is not None and t <= 0]
+        wrong = [t for t in (time, inplace) if t is not None and (t <= 0 or not math.isfinite(t))]
         if size > 0 and wrong:
-            raise InputError(f"time: {wrong[0]:g} us is not a time a collective takes (it must be positive)",
-                             path, number)
+            raise InputError(f"time: {wrong[0]:g} us is not a time a collective takes (it must be positive and "
+                             "finite)", path, number)
+        wrong = [t for t in (time, inplace) if t is not None and t < MIN_TIME_US]
+        if size > 0 and wrong:
+            raise InputError(f"time: {wrong[0]:g} us is faster than any AllReduce runs (NCCL starts one at "
+                             f"6.6 us or more); this row was not measured", path, number)
+        if size > 0 and (errors := _wrong(fields)):
+            raise InputError(f"#wrong: {errors} wrong results: nccl-tests found the collective's data wrong, so "
+                             "its time measures a broken run; fit a log whose #wrong is 0", path, number)
         if size > 0:
             log.rows.append(Row(size, time, inplace, busbw, number))
             why = _not_allreduce(fields)
@@ -136,7 +166,15 @@ def parse_log(text: str, path: str = "<log>") -> Log:
                 log.other = (number, why)
     if not log.rows:
         raise InputError("no nccl-tests rows found (expected the all_reduce_perf table)", path)
+    if runs and any(count != len(ranks) for count in runs):
+        raise InputError(f"the log holds runs on {' and '.join(map(str, [*runs, len(ranks)]))} ranks; give each run "
+                         "its own log (one rank count per file)", path)
+    if len(log.rows) > MAX_ROWS:
+        raise InputError(f"{len(log.rows):,} rows, over the {MAX_ROWS:,} one fit reads; keep one run per size",
+                         path)
     log.ranks = len(ranks) or None
+    log.hosts = [host for _, (host, _) in sorted(ranks.items()) if host] if ranks else []
+    log.devices = [device for _, (_, device) in sorted(ranks.items()) if device] if ranks else []
     return log
 
 

@@ -21,6 +21,7 @@ than none: docs/validation_calibrated.md).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from simnet.errors import InputError
 from simnet.io.nccltests import Log
 from simnet.model.calibration import KNOTS, Calibration
 from simnet.run.simulate import simulate
+from simnet.topology.hardware import GPUS
 
 __all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS", "error_factor"]
 
@@ -130,11 +132,37 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
         ranks = log.ranks or given
         if ranks is None:
             raise InputError("the log lists no ranks ('#  Rank  N ...' lines); give --gpus N", log.path)
+        if ranks < 2:
+            raise InputError("the log ran on one rank: an AllReduce over one GPU moves nothing to fit", log.path)
         if ranks > len(topology.gpus):
             raise InputError(f"the log ran on {ranks} ranks but the topology has {len(topology.gpus)} GPUs",
                              log.path)
-        points += [CalibrationPoint(log.path, ranks, row.size_bytes, row.best_us, row.line) for row in log.rows]
+        _refuse_another_machine(log, topology, ranks)
+        repeats: dict[int, list] = {}  # a size measured more than once: its median time, one point
+        for row in log.rows:
+            repeats.setdefault(row.size_bytes, []).append(row)
+        points += [CalibrationPoint(log.path, ranks, size, float(np.median([r.best_us for r in rows])), rows[0].line)
+                   for size, rows in repeats.items()]
     return points
+
+
+def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
+    """``InputError`` when the log's device lines name another GPU than the topology's first
+    ``ranks`` GPUs, or place the ranks on another number of hosts: the fit would time another
+    machine than the one it is fitted to."""
+    gpus = topology.gpus[:ranks]
+    model = topology.gpu_model(gpus[0])
+    for device in dict.fromkeys(log.devices):
+        named = [name for name in GPUS if re.search(rf"(?<![A-Za-z0-9]){name}(?![0-9])", device, re.IGNORECASE)]
+        amd = re.search(r"\bAMD\b|Instinct|\bMI\d{3}", device, re.IGNORECASE)
+        if (named and model not in named) or (amd and not named):
+            raise InputError(f"the log's device lines name {device!r}, the topology's GPUs are {model}: fit a log "
+                             "of the machine the topology describes", log.path)
+    hosts = len(dict.fromkeys(log.hosts))
+    if len(log.hosts) == ranks and hosts != len(topology.groups("host", gpus)):
+        raise InputError(f"the log's device lines place its {ranks} ranks on {hosts} host{'s' if hosts > 1 else ''}, "
+                         f"the topology's first {ranks} GPUs are on {len(topology.groups('host', gpus))}: fit a log "
+                         "of the machine the topology describes", log.path)
 
 
 def _kind(name: str) -> str:

@@ -1,0 +1,111 @@
+"""The layout docs/architecture.md promises, read from the code: packages in the order data
+flows, every import downstream (imports inside functions count), no cycle, no private name
+borrowed across modules, and a package face that loads nothing until asked."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "simnet"
+
+LAYERS = ("", "io", "topology", "tuning", "schedule", "model", "engine", "results", "workloads", "spec", "run",
+          "report", "cli")
+"""simnet's packages in the order data flows ("" is the top-level modules: errors, units,
+version). A module may import its own package and the ones before it, never one after."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ["simnet", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, list[str], int]]:
+    """(imported simnet module, names taken from it, line) for every import in ``module``,
+    at its top or inside a function."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, [], node.lineno) for a in node.names if a.name.split(".")[0] == "simnet"]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+            if base.split(".")[0] != "simnet":
+                continue
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                found.append((child, [], node.lineno) if child in MODULES else (base, [alias.name], node.lineno))
+    return found
+
+
+def _graph() -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for module, path in MODULES.items():
+        graph.add_node(module)
+        for target, _, _ in _imports(module, path):
+            while target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target != module:
+                graph.add_edge(module, target)
+    return graph
+
+
+def _layer(module: str) -> str:
+    """The package ``module`` belongs to ("" for the top-level modules)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else ""
+
+
+def test_no_import_cycle():
+    cycles = [sorted(c) for c in nx.strongly_connected_components(_graph()) if len(c) > 1]
+    assert cycles == []
+
+
+def test_every_package_is_in_the_data_flow_order():
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(LAYERS) - {""}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m not in ("simnet", "simnet.__main__")))
+def test_imports_go_downstream(module):
+    """A module imports its own package and the ones upstream of it; the package face
+    (``simnet``, whose names load lazily) and ``python -m simnet`` are the two ends."""
+    mine = LAYERS.index(_layer(module))
+    upstream = [(target, line) for target, _, line in _imports(module, MODULES[module])
+                if target != "simnet" and LAYERS.index(_layer(target if target in MODULES else
+                                                              target.rpartition(".")[0])) > mine]
+    assert upstream == [], f"{module} imports downstream packages"
+
+
+def test_no_module_borrows_a_private_name():
+    borrowed = [(module, target, name, line) for module, path in MODULES.items()
+                for target, names, line in _imports(module, path) for name in names
+                if name.startswith("_") and not name.startswith("__") and target != module]
+    assert borrowed == []
+
+
+def test_at_most_eight_modules_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 8, top
+
+
+def test_importing_units_loads_no_simulation_code():
+    """``import simnet.units`` (or the package face) loads neither the engines nor SimPy."""
+    probe = ("import sys, simnet, simnet.units; "
+             "print(sorted(m for m in sys.modules if m.startswith(('simnet.', 'simpy', 'pydantic', 'matplotlib'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            cwd=PACKAGE.parent).stdout.strip()
+    assert loaded == "['simnet.units', 'simnet.version']"
