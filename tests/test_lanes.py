@@ -197,6 +197,29 @@ def test_steady_lanes_stay_an_upper_bound_where_max_min_is_not_monotone():
     assert replay_lanes(program, topo, steady=True).duration_ps >= fluid.duration_ps
 
 
+def test_two_lanes_that_overfill_one_link_go_to_the_fluid_engine():
+    """The least sharing there is: P -> R and Q -> R, one transfer of S each, every port
+    C = 1 GB/s and 1 ns. Each lane alone runs at C, so the two together ask R's port for
+    2C. Max-min gives each C/2: both are delivered at S / (C/2) + 2 ns = 2 ms + 2 ns (the
+    lanes at their own rates would say 1 ms: they must refuse, not answer that)."""
+    gpus = ["P", "Q", "R"]
+    topo = topology_from_dict({"name": "star", "nodes": [{"id": g, "kind": "gpu"} for g in gpus]
+                               + [{"id": "sw", "kind": "switch"}],
+                               "links": [{"a": g, "b": "sw", "bandwidth": "1 GB/s", "latency": "1 ns"} for g in gpus]})
+    size, capacity = 10**6, 1e9
+
+    def pieces(q):
+        return np.zeros(2, dtype=np.int64), np.full(2, size, dtype=np.int64), np.zeros(2, dtype=np.int8)
+
+    program = LaneProgram("into_r", gpus, gpus, size, src=np.array([0, 1]), dst=np.array([2, 2]),
+                          channel=np.zeros(2, dtype=np.int64), flows=np.array([1, 1]), after=np.array([-1, -1]),
+                          lag=np.array([1, 1]), per_step=np.ones(2, dtype=np.int64), pieces=pieces)
+    assert replay_lanes(program, topo) is None
+    fluid = replay(program.to_schedule(), topo)
+    assert fluid.time == pytest.approx(size / (capacity / 2) + 2e-9, rel=1e-9)
+    np.testing.assert_allclose(fluid.delivered, fluid.time, rtol=1e-9)
+
+
 def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):
     fluid, steady = both(racks, "allreduce", 2**26, steady=True)
     assert steady.duration_ps == fluid.duration_ps and steady.shared_link is None
