@@ -8,6 +8,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+FIRST = ("tests/test_readme.py", "tests/test_notebooks.py")
+"""Files of few tests that take long (every README command in one fixture, about a minute;
+six notebooks in their kernels, half a minute): started first, so that under ``-n auto
+--dist loadfile`` no worker is still running one of them while the others have finished."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Order the files for xdist's file-by-file scheduling, which takes them in this order
+    (``--no-loadscope-reorder``): ``FIRST``, then the others by their number of tests,
+    most first (what xdist does by default); each file's tests keep their order."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    first = [name for name in FIRST if name in files]
+    rest = sorted((name for name in files if name not in first), key=lambda name: -len(files[name]))
+    items[:] = [item for name in first + rest for item in files[name]]
+
 
 @pytest.fixture
 def root() -> Path:

@@ -126,6 +126,34 @@ def test_one_rank_count_fits_the_start_up_latency_and_keeps_nccls_steps():
     assert result.calibration.base_latency > 10e-6 and result.geomean(result.errors_after) <= 0.05
 
 
+def test_a_size_no_row_reaches_is_held_towards_its_default_never_pushed_past_its_neighbour():
+    """Rows of 64 MiB to 1 GiB on one host say nothing of the 64 KiB and 1 MiB factors (a
+    factor answers only within 16x of its size) nor of the network (there is none). The fit
+    minimises |log-time residual|^2 + P |y|^2 + M sum (y[k+1] - y[k])^2 over y = (factor - 1)
+    / 0.5 (the prior P towards the defaults, the smoothing M between neighbouring factors).
+    Where the residual does not depend on y1 (64 KiB) and y2 (1 MiB), its minimum has
+        d/dy1: P y1 + M (y1 - y2) = 0            ->  y1 / y2 = M / (M + P)
+        d/dy2: P y2 + M (2 y2 - y1 - y3) = 0     ->  y2 / y3 = M / (M + P + M P / (M + P))
+    (y3: 16 MiB, which the 64 MiB row reaches). Both ratios lie in (0, 1): each factor the
+    rows miss sits between its default and its neighbour's, nearer the default the further
+    it is from the data. With P = 1e-4 and M = 3e-2 they are 0.99668 and 0.99339."""
+    from simnet.run import calibrate
+    from simnet.run.calibrate import CalibrationPoint
+
+    topo = _pairs()
+    truth = Calibration(bandwidth=0.8)
+    points = [CalibrationPoint("made.log", 2, s, simulate(topo, "auto", s, gpus=2, calibration=truth, env={}).time_s
+                               * 1e6, i) for i, s in enumerate((2**26, 2**28, 2**30))]
+    fitted = fit(topo, points).calibration
+    assert fitted.network_bandwidth == 1.0
+    y1, y2, y3 = ((fitted.bandwidth_at(size) - 1) / 0.5 for size in (2**16, 2**20, 2**24))
+    assert y3 < 0  # the data: slower than NCCL's figures
+    prior, smooth = calibrate._PRIOR, calibrate._SMOOTH
+    assert 0 < y1 / y2 < 1 and 0 < y2 / y3 < 1
+    assert y1 / y2 == pytest.approx(smooth / (smooth + prior), abs=2e-4)
+    assert y2 / y3 == pytest.approx(smooth / (smooth + prior + smooth * prior / (smooth + prior)), abs=2e-4)
+
+
 def test_profiles_are_named_by_topologies_and_scenarios(tmp_path, cli):
     profile = tmp_path / "slow.cal.yaml"
     profile.write_text(yaml.safe_dump({"calibration": {"base_latency": "10 us", "bandwidth": 0.5}}))

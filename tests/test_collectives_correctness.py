@@ -33,24 +33,30 @@ SIZES = list(range(1, 34)) + [64, 100]
 ACROSS_HOSTS = {"nvls_tree", "collnet_direct", "collnet_chain"}  # NCCL runs these across nodes only
 
 
-def _build(name, ranks, size, **options):
-    """The schedule, or a skip where NCCL itself would not run the algorithm (one host)."""
-    if name in ACROSS_HOSTS and len(CLUSTER.groups("host", ranks)) < 2:
-        with pytest.raises(ValueError, match="runs across hosts"):
-            build_schedule(name, CLUSTER, size, ranks=ranks, **options)
-        pytest.skip(f"{name} runs across hosts only")
-    return build_schedule(name, CLUSTER, size, ranks=ranks, **options)
+def _refused(name, ranks):
+    """Whether NCCL itself would not run ``name`` on ``ranks`` (all on one host)."""
+    return name in ACROSS_HOSTS and len(CLUSTER.groups("host", ranks)) < 2
+
+
+def _assert_refused(name, ranks, size, **options):
+    with pytest.raises(ValueError, match="runs across hosts"):
+        build_schedule(name, CLUSTER, size, ranks=ranks, **options)
 
 
 TIMED = {1, 2, 3, 5, 8, 9, 16, 17, 33}  # one to five hosts, whole and partial
+RUNS = [(name, n) for name in sorted(ALGORITHMS) for n in SIZES]  # the first n GPUs of CLUSTER
 
 
-@pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("name, n", [run for run in RUNS if not _refused(run[0], CLUSTER.gpus[:run[1]])])
 def test_every_algorithm_is_an_allreduce(name, n):
-    schedule = _build(name, CLUSTER.gpus[:n], 4096 + n, chunk_size=512, channels=3)
+    schedule = build_schedule(name, CLUSTER, 4096 + n, ranks=CLUSTER.gpus[:n], chunk_size=512, channels=3)
     # dependency orders always; the real timed order of a replay too for a spread of sizes
     check_allreduce(schedule, timed=replay(schedule, CLUSTER) if n in TIMED else None)
+
+
+@pytest.mark.parametrize("name, n", [run for run in RUNS if _refused(run[0], CLUSTER.gpus[:run[1]])])
+def test_an_algorithm_nccl_runs_across_hosts_refuses_ranks_on_one(name, n):
+    _assert_refused(name, CLUSTER.gpus[:n], 4096 + n, chunk_size=512, channels=3)
 
 
 @settings(max_examples=60, deadline=None)
@@ -65,7 +71,10 @@ def test_every_option_combination_is_an_allreduce(name, n, size, chunk, channels
                "ps_servers": min(servers, 2 if ps_nodes else n)}
     if name == "ps" and not ps_nodes:
         options["ps_server"] = ranks[: options["ps_servers"]]
-    check_allreduce(_build(name, ranks, size, **options))
+    if _refused(name, ranks):  # checked, not skipped: a skip here would skip the whole property
+        _assert_refused(name, ranks, size, **options)
+        return
+    check_allreduce(build_schedule(name, CLUSTER, size, ranks=ranks, **options))
 
 
 @pytest.mark.parametrize("inner", sorted(INNER_ALGORITHMS))

@@ -83,6 +83,27 @@ def test_a_late_gpu_delays_a_ring_by_all_of_its_delay():
     assert (c["max_delay_s"], c["absorbed_s"], c["stragglers"]) == (500e-6, pytest.approx(0, abs=1e-15), 1)
 
 
+@pytest.mark.parametrize("late", [0, 1], ids=["sender", "receiver"])
+def test_a_transfer_waits_for_whichever_of_its_ends_joins_last(late):
+    """One transfer of S bytes across the pair: L + S/B = 6 us + 8 ms when both ranks are
+    there at 0. A receiver posts its buffers when its kernel starts, so a rank joining d =
+    1 ms late holds the transfer back d whether it sends or receives: it starts at d and
+    is delivered at d + L + S/B = 9.006 ms (a ring cannot tell the two apart: there every
+    rank's late send holds the steps after it anyway)."""
+    from simnet.engine.replay import replay
+    from simnet.schedule.transfers import COPY, ScheduleBuilder
+
+    topo = _pair()
+    builder = ScheduleBuilder("one", ranks=topo.gpus, size=S)
+    builder.add(src=0, dst=1, lo=0, hi=S, op=COPY)
+    schedule = builder.build()
+    d = 1e-3
+    assert replay(schedule, topo).time == pytest.approx(L + S / B, rel=1e-9)
+    run = replay(schedule, topo, start_delay={topo.gpus[late]: d})
+    assert run.start[0] == pytest.approx(d, rel=1e-9)
+    assert run.time == pytest.approx(d + L + S / B, rel=1e-9)
+
+
 def test_a_parameter_server_absorbs_a_late_worker_while_others_queue_at_its_nic():
     """16 workers share one server's 25 Gb/s NIC: their pushes queue there anyway, so a
     worker that joins 1 ms late loses less than 1 ms: the collective absorbs the rest."""

@@ -126,16 +126,17 @@ def test_the_expanded_program_computes_the_collective(racks, collective):
     check_collective(program.to_schedule(), collective)
 
 
-def test_a_ring_of_1024_gpus_takes_its_closed_form():
-    """One NVSwitch of 1,024 GPUs at 100 GB/s and 1 us per link (2 us per hop), one ring,
-    S = 1024 x 64 KiB: 2(N-1)(L + S/(N*B)) = 2046 x (2 us + 65536 B / 100 GB/s) =
-    2046 x 2.65536 us = 5.43286656 ms. The fluid engine would time 2.1 million transfers."""
-    topo = topology_from_dict({"name": "wide", "generate": {"kind": "nvswitch", "gpus": 1024,
+def test_a_ring_of_512_gpus_takes_its_closed_form():
+    """One NVSwitch of 512 GPUs at 100 GB/s and 1 us per link (2 us per hop), one ring,
+    S = 512 x 64 KiB: 2(N-1)(L + S/(N*B)) = 1022 x (2 us + 65536 B / 100 GB/s) =
+    1022 x 2.65536 us = 2.71377792 ms. The fluid engine would time 523,264 transfers.
+    (At 1,024 GPUs the same holds; routing the star's 1,024 sources took 4 of its 5 s.)"""
+    topo = topology_from_dict({"name": "wide", "generate": {"kind": "nvswitch", "gpus": 512,
                                                             "gpu_bandwidth": "100 GB/s", "latency": "1 us"}})
-    result = simulate(topo, "ring", 1024 * 65536, model="ideal", channels=1)
+    result = simulate(topo, "ring", 512 * 65536, model="ideal", channels=1)
     assert result.replay.engine == "lanes"
-    assert result.time_s == pytest.approx(2046 * 2.65536e-6, rel=1e-9)
-    assert result.busbw_GBps == pytest.approx(2 * 1023 / 1024 * 1024 * 65536 / (2046 * 2.65536e-6) / 1e9)
+    assert result.time_s == pytest.approx(1022 * 2.65536e-6, rel=1e-9)
+    assert result.busbw_GBps == pytest.approx(2 * 511 / 512 * 512 * 65536 / (1022 * 2.65536e-6) / 1e9)
 
 
 def test_plots_and_trace_of_a_run_too_large_to_keep_its_transfers(cli, root, tmp_path, figures):
@@ -195,6 +196,29 @@ def test_steady_lanes_stay_an_upper_bound_where_max_min_is_not_monotone():
     fluid = replay(program.to_schedule(), topo)
     assert replay_lanes(program, topo) is None  # P's and R's ports are shared beyond capacity
     assert replay_lanes(program, topo, steady=True).duration_ps >= fluid.duration_ps
+
+
+def test_two_lanes_that_overfill_one_link_go_to_the_fluid_engine():
+    """The least sharing there is: P -> R and Q -> R, one transfer of S each, every port
+    C = 1 GB/s and 1 ns. Each lane alone runs at C, so the two together ask R's port for
+    2C. Max-min gives each C/2: both are delivered at S / (C/2) + 2 ns = 2 ms + 2 ns (the
+    lanes at their own rates would say 1 ms: they must refuse, not answer that)."""
+    gpus = ["P", "Q", "R"]
+    topo = topology_from_dict({"name": "star", "nodes": [{"id": g, "kind": "gpu"} for g in gpus]
+                               + [{"id": "sw", "kind": "switch"}],
+                               "links": [{"a": g, "b": "sw", "bandwidth": "1 GB/s", "latency": "1 ns"} for g in gpus]})
+    size, capacity = 10**6, 1e9
+
+    def pieces(q):
+        return np.zeros(2, dtype=np.int64), np.full(2, size, dtype=np.int64), np.zeros(2, dtype=np.int8)
+
+    program = LaneProgram("into_r", gpus, gpus, size, src=np.array([0, 1]), dst=np.array([2, 2]),
+                          channel=np.zeros(2, dtype=np.int64), flows=np.array([1, 1]), after=np.array([-1, -1]),
+                          lag=np.array([1, 1]), per_step=np.ones(2, dtype=np.int64), pieces=pieces)
+    assert replay_lanes(program, topo) is None
+    fluid = replay(program.to_schedule(), topo)
+    assert fluid.time == pytest.approx(size / (capacity / 2) + 2e-9, rel=1e-9)
+    np.testing.assert_allclose(fluid.delivered, fluid.time, rtol=1e-9)
 
 
 def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):

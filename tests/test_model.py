@@ -281,6 +281,22 @@ def test_small_messages_pay_nccls_latency_per_step():
     assert result.time_s * 1e6 == pytest.approx(6.8 + 2 * (7 * 0.6 + 5.0), rel=1e-3)
 
 
+@pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.parametrize("protocol, base, hop", [("LL", 6.6, 1.0), ("Simple", 8.4, 5.7)])
+def test_a_pcie_only_box_pays_nccls_pcie_latency_per_step(gpus, protocol, base, hop):
+    # GPUs behind one PCIe switch, no NVLink: every step of NCCL's ring is a PCIe hop.
+    # tuning.cc: baseLat Ring = {6.6, 14.0, 8.4} us, hwLat[PCI][Ring] = {1.0, 2.5, 5.7} us
+    # (hwLat[NVLINK][Ring] would be {0.6, 1.9, 3.4}). A ring AllReduce is 2(N-1) steps, so
+    # 8 B take base + 2(N-1) x hop: 2 GPUs LL 8.6 us, Simple 19.8 us; 4 GPUs LL 12.6 us,
+    # Simple 42.6 us. The 8 bytes themselves add nanoseconds (16 B on the wire at LL, at
+    # tens of GB/s); the links' own 0.1 us x 2 per hop is inside NCCL's figure.
+    topo = topology_from_dict({"name": "pcie", "generate": {"kind": "pcie", "gpus": gpus, "gpus_per_switch": gpus,
+                                                            "latency": "0.1 us"}})
+    result = simulate(topo, "ring", 8, env={"NCCL_PROTO": protocol})
+    assert result.protocol == protocol
+    assert result.time_s * 1e6 == pytest.approx(base + 2 * (gpus - 1) * hop, abs=0.02)
+
+
 def test_a_transport_adds_its_own_latency_to_every_network_step():
     # EFA: AWS's own model of the plugin charges 20 us per network step (aws-ofi-nccl
     # src/tuner/nccl_ofi_model.cpp); a NIC may state its own (75 us on p4d)

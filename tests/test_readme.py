@@ -81,6 +81,12 @@ def test_the_readme_jobs_example_places_on_the_topology_its_gpu_names_come_from(
     assert not set(placed[0]) & set(placed[1]) and not set(placed[2]) & (set(placed[0]) | set(placed[1]))
 
 
+# running every README command (the module fixture below, in the setup of whichever test
+# asks first) takes about a minute alone and twice that on a loaded machine: beyond the
+# suite's per-test timeout (pyproject.toml), so the tests that ask for it have their own
+READ_ME_RUNS = pytest.mark.timeout(600)
+
+
 @pytest.fixture(scope="module")
 def ran_readme(tmp_path_factory):
     """Run every README simnet command, as a user would, in a fresh directory."""
@@ -103,6 +109,7 @@ def ran_readme(tmp_path_factory):
     return work, outcomes
 
 
+@READ_ME_RUNS
 def test_readme_simnet_commands_run(ran_readme):
     work, outcomes = ran_readme
     assert len(outcomes) >= 8
@@ -115,6 +122,7 @@ def test_readme_simnet_commands_run(ran_readme):
     assert "NCCL_ALGO=Ring applied" in forced.stdout and "auto -> ring" in forced.stdout
 
 
+@READ_ME_RUNS
 def test_readme_headline_numbers_are_what_simnet_prints(root, ran_readme):
     work, _ = ran_readme
     runs = json.loads((work / "results.json").read_text())
@@ -151,6 +159,7 @@ def test_readme_headline_numbers_are_what_simnet_prints(root, ran_readme):
     assert all(round(s["speedup"], 1) == 63.9 for a, s in steps.items() if a != "ps")
 
 
+@READ_ME_RUNS
 def test_readme_buying_decision_is_what_compare_prints(root, ran_readme):
     _, outcomes = ran_readme
     compare = next(r for c, r in outcomes if c.startswith("simnet compare scenarios/capacity_planning.yaml"))

@@ -126,8 +126,8 @@ topology: {root / 'topologies/two_racks.yaml'}
 model: ideal
 sizes: [1 MiB, 64 MiB]
 algorithms: [ring, double_binary_tree, halving_doubling]
-sweep: {{gpus: [16, 32, 48, 64]}}
-""")  # 12 points of about half a second each: a kill after 3 lands part-way
+sweep: {{gpus: [8, 16, 24, 32]}}
+""")  # 12 points of a few tenths of a second each: a kill after 3 lands part-way
     out = tmp_path / "out"
     results = out / "results.jsonl"
     command = [sys.executable, "-m", "simnet", "sweep", str(path), "--out", str(out), "--workers", "2"]
