@@ -7,6 +7,7 @@ the results table, the warnings and the plots all use. ``find_warnings`` flags:
 * ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
   parameter server) busy most of the run with many flows crowding it (incast);
 * ``link_congestion``: a switch-to-switch link saturated most of the run by several flows;
+* ``nic_idle``: NICs of the run's hosts that carried nothing while others did;
 * ``idle_servers``: parameter servers in the topology that the run left unused.
 """
 
@@ -54,6 +55,32 @@ def link_reports(replay) -> list[LinkReport]:
                        saturated_fraction=float(stats.saturated_ps[i] / duration),
                        port_saturated_fraction=float(stats.either_saturated_ps[i] / duration),
                        max_flows=int(stats.max_flows[i]), mean_capacity_Bps=float(offered[i])) for i in order]
+
+
+def _host_nics(topo: Topology) -> dict[str, list[str]]:
+    """The NICs of every host, by the host label they carry."""
+    nics: dict[str, list[str]] = {}
+    for node in topo.nodes:
+        if topo.kind(node) == "nic" and topo.graph.nodes[node].get("host"):
+            nics.setdefault(topo.graph.nodes[node]["host"], []).append(node)
+    return nics
+
+
+def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
+    """``nic_idle`` when a run across hosts sent through some of its hosts' NICs and left
+    others unused: the answer holds for those NICs alone, not for all the hardware."""
+    hosts = topo.groups("host")
+    if len(hosts) < 2:
+        return []
+    nics = [nic for host in hosts for nic in topo.derived("host_nics", _host_nics).get(host, [])]
+    used = {link.src for link in links} | {link.dst for link in links}
+    idle = [nic for nic in nics if nic not in used]
+    if not idle or len(idle) == len(nics):
+        return []
+    return [Finding("nic_idle", idle[0], (
+        f"{len(idle)} of the {len(nics)} NICs of the run's hosts carried nothing ({', '.join(idle[:4])}"
+        f"{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. Remedy: an algorithm "
+        f"that opens a channel per NIC (ring, tree), or fewer, faster NICs if these are spare"))]
 
 
 def _capacity(link: LinkReport) -> str:
@@ -141,6 +168,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
             f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
             f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
+    findings += _idle_nics(topo, links)
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
     if algorithm == "ps" and idle:
         findings.append(Finding("idle_servers", idle[0], (

@@ -55,16 +55,32 @@ def host_positions(topology, ranks: list[str]) -> list[np.ndarray]:
     return [np.array(members, dtype=np.int64) for members in groups.values()]
 
 
-def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> list[list[int]]:
+def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> tuple[list[list[int]], int]:
     """Per host, the rank positions of the GPUs next to its NICs, each GPU once, in NIC order
-    (empty: no NICs). A GPU with several NICs spreads its channels over them (ECMP)."""
+    (empty: no NICs); and how many NICs each of those GPUs has, when every one of every host
+    has the same number (else 1)."""
     position = {gpu: i for i, gpu in enumerate(ranks)}
-    result = []
+    result, counts = [], set()
     for members in hosts:
         gpus = [ranks[i] for i in members]
         near = [position[gpu] for _, gpu in topology.rails(gpus) if gpu in position]
         result.append(list(dict.fromkeys(near)))
-    return result
+        counts |= {near.count(g) for g in result[-1]}
+    return result, counts.pop() if len(counts) == 1 else 1
+
+
+def _spread_over_nics(groups: list[ChannelGroup], nics: int) -> list[ChannelGroup]:
+    """Each group's NCCL channels dealt over its GPUs' ``nics`` NICs, as NCCL binds every
+    channel to one NIC of the GPU (a GPU with two NICs sends half its channels through
+    each): group ``g`` becomes up to ``nics`` groups in a row, the weights dealt evenly;
+    routing sends the connection numbered ``i`` through the GPU's NIC ``i mod nics``
+    (``simnet.topology.routing``), so consecutive groups take different NICs."""
+    spread = []
+    for group in groups:
+        parts = min(group.weight, nics)
+        share, extra = divmod(group.weight, parts)
+        spread += [ChannelGroup(share + (j < extra), group.hosts) for j in range(parts)]
+    return spread
 
 
 def default_channels(topology, ranks: list[str]) -> int:
@@ -96,15 +112,16 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
     if channels < 1:
         raise ValueError("channels must be at least 1")
     hosts = host_positions(topology, ranks)
-    rails = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else [[] for _ in hosts]
+    rails, nics = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else ([[] for _ in hosts], 1)
     if min(len(r) for r in rails) == 0:
         return [ChannelGroup(channels, hosts)]
     layouts: dict[tuple, int] = {}
     for c in range(channels):
         key = tuple(_layout(host_rails, c, h, kind) for h, host_rails in enumerate(rails))
         layouts[key] = layouts.get(key, 0) + 1
-    return [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
-            for key, weight in layouts.items()]
+    groups = [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
+              for key, weight in layouts.items()]
+    return _spread_over_nics(groups, nics) if nics > 1 else groups
 
 
 def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, list[ChannelGroup], np.ndarray]:

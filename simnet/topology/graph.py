@@ -412,6 +412,10 @@ class Topology:
                     # (D-mod-k); a host's choice of NIC stays the sender's, spread by connection
                     node = choices[place % len(choices)]
                     place //= len(choices)
+                elif all(self.kind(c) == "nic" for c in choices):
+                    # a GPU's NICs (or the peer's): NCCL binds each channel to one of them,
+                    # connection i to NIC i mod k, so every NIC carries its share
+                    node = choices[flow % len(choices)]
                 else:
                     digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
                     node = choices[digest % len(choices)]
