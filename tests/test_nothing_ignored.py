@@ -267,3 +267,11 @@ def test_repeated_sizes_are_one_point_at_their_median():
     rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  1  1  0  {t}  1  1  0" for t in (90.0, 100.0, 300.0))
     (point,) = points_of([parse_log(_log(16, 2, rows=rows), "x.log")], topology_from_dict(BOX16))
     assert point.measured_us == 100.0
+
+
+def test_spine_oversubscription_on_two_tiers_is_refused():
+    """Two tiers (leaves and spines) have no spine uplinks: the key was read by nothing."""
+    fabric = {"name": "rails", "generate": {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 2,
+                                            "gpus_per_node": 2, "spine_oversubscription": 2}}
+    message = _refusal(sizes=["1 MiB"], topology=fabric)
+    assert "spine_oversubscription" in message and "leaf_oversubscription" in message
