@@ -9,6 +9,8 @@ import numpy as np
 from simnet.engine.fluid import FluidNetwork
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
+__all__ = ["Fault", "schedule_faults"]
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -26,7 +28,7 @@ class Fault:
         return bool((self.factors == 0).all())
 
 
-def _schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) -> None:
+def schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) -> None:
     """Apply each fault at its time (those at 0 now): capacities relative to the run's own
     (a model's effective rates), routes around every link down so far."""
     base = net.capacity.copy()

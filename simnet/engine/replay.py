@@ -18,10 +18,10 @@ import numpy as np
 import simpy
 
 from simnet.engine.accounting import LinkStats
-from simnet.engine.faults import Fault, _schedule_faults
+from simnet.engine.faults import Fault, schedule_faults
 from simnet.engine.fluid import FluidNetwork
 from simnet.model.timing import Timing
-from simnet.schedule.transfers import REDUCE, Schedule, _gather
+from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart"]
@@ -161,7 +161,7 @@ class _Runner:
 
     def sent(self, tags: np.ndarray, now: int) -> None:
         self.sent_ps[tags] = now
-        behind = _gather(self.followers_ptr, self.followers, tags)
+        behind = csr_rows(self.followers_ptr, self.followers, tags)
         if len(behind):
             self.queued[behind] = False
             self._launch(behind)
@@ -184,7 +184,7 @@ class _Runner:
         self.remaining -= len(tags)
         if self.remaining == 0 and self.on_done is not None:
             self.on_done(self.env.now)
-        waiting = _gather(self.dependents_ptr, self.dependents, tags)
+        waiting = csr_rows(self.dependents_ptr, self.dependents, tags)
         if len(waiting):
             np.subtract.at(self.waiting, waiting, 1)
             self._launch(waiting)
@@ -207,7 +207,7 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
                        capacity=timing.capacity)
     runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
-    _schedule_faults(net, topology, faults or [])
+    schedule_faults(net, topology, faults or [])
     if timing.start_ps:
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
     else:
