@@ -7,7 +7,9 @@ receiver has the data at ``t_end + route latency + message_overhead``.
 
 Time on the environment is integer **picoseconds** (``PS_PER_SECOND`` per second) so that
 sums of equal durations are equal and transfers that finish together are handled
-together; public results are converted to seconds.
+together (``simnet.engine.clock``: a flow ends at the first whole picosecond at or after
+its last byte, up to ``WHOLE_PS_SLACK``; nothing may finish past ``HORIZON_S``); public
+results are converted to seconds.
 
 Two ways in:
 
@@ -43,6 +45,7 @@ import numpy as np
 import simpy
 
 from simnet.engine.accounting import LinkStats
+from simnet.engine.clock import HORIZON_S, WHOLE_PS_SLACK, BeyondHorizon, check_horizon
 from simnet.engine.maxmin import max_min_rates
 from simnet.errors import CannotSimulate
 from simnet.topology.graph import PS_PER_SECOND, Topology
@@ -55,10 +58,6 @@ SETTLE_PRIORITY = 2
 priority: after every URGENT (0) and NORMAL (1) event of the same instant, so all changes at
 one instant are handled together (``EndOfInstant``)."""
 
-HORIZON_S = 10**6
-"""Latest simulated instant, s (11.6 days; int64 picoseconds would overflow at 106 days)."""
-
-
 class Cut(CannotSimulate):
     """Links went down and a transfer the run still needs has no route left."""
 
@@ -68,17 +67,6 @@ def now_s(ps: int) -> str:
     from simnet.units import format_time
 
     return format_time(ps / PS_PER_SECOND)
-
-
-class BeyondHorizon(CannotSimulate):
-    """A flow would finish after ``HORIZON_S``: bandwidths far too low for the bytes asked."""
-
-
-def check_horizon(ps: float) -> None:
-    """Raise ``BeyondHorizon`` when the simulated instant ``ps`` lies past ``HORIZON_S``."""
-    if ps > HORIZON_S * PS_PER_SECOND:
-        raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), simnet's "
-                            "horizon: a bandwidth far too low for the bytes, or latencies and overheads far too long")
 
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -390,9 +378,9 @@ class FluidNetwork:
         try:
             now = self.env.now
             while True:
-                # last byte gone by now (to float rounding): a flow ends at the first whole ps at or after
-                # its finish, whatever else happens in between, so times never depend on unrelated events
-                done = np.flatnonzero(self._finish <= now + 1e-3)
+                # last byte gone by now (to float rounding, clock.WHOLE_PS_SLACK): a flow ends at the first whole
+                # ps at or after its finish, whatever else happens in between, so times never depend on unrelated events
+                done = np.flatnonzero(self._finish <= now + WHOLE_PS_SLACK)
                 if not len(done):
                     break
                 self._complete(done)
@@ -496,7 +484,7 @@ class FluidNetwork:
         if self.active:
             self._timer += 1
             version = self._timer
-            delay = max(1, math.ceil(float(self._finish.min()) - now - 1e-3))
+            delay = max(1, math.ceil(float(self._finish.min()) - now - WHOLE_PS_SLACK))
             timer = self.env.timeout(delay)
             timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
         else:

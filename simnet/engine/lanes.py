@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
-from simnet.engine.fluid import check_horizon
+from simnet.engine.clock import WHOLE_PS_SLACK, check_horizon
 from simnet.engine.maxmin import TIE
 from simnet.engine.replay import Replay
 from simnet.io.budget import fits
@@ -155,7 +155,8 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
     moving = np.isfinite(rate) & (rate > 0)
     ps_per_byte = np.zeros(lanes)
     ps_per_byte[moving] = np.broadcast_to(timing.wire_factor, (lanes,))[moving] / rate[moving] * PS_PER_SECOND
-    at_least_one = bool(ps_per_byte[moving].min(initial=1.0) < 1.001e-3)  # else ceil(x - 1e-3) >= 1 for x >= 1 byte
+    # unless some byte takes less than the slack, every transfer of a byte or more takes a picosecond at least
+    at_least_one = bool(ps_per_byte[moving].min(initial=1.0) <= WHOLE_PS_SLACK)
     depth = int(program.lag.max(initial=0)) + 1
     delivered = np.zeros((depth, lanes))
     sent = np.broadcast_to(np.asarray(timing.start_ps, dtype=float), (lanes,)).copy()
@@ -186,7 +187,7 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
                     start = np.where(due, np.maximum(start, theirs), start)
             began[live] = start
             size = nbytes[live]
-            took = np.ceil(size * ps_per_byte[live] - 1e-3)
+            took = np.ceil(size * ps_per_byte[live] - WHOLE_PS_SLACK)
             if at_least_one:
                 took = np.maximum(took, size > 0)
             sent[live] = start + took
@@ -219,7 +220,7 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_
             np.take(delivered[(q - lag) % depth], after, out=dep)
             np.maximum(sent, dep, out=sent)  # now the start
         np.multiply(nbytes, ps_per_byte, out=took)
-        took -= 1e-3
+        took -= WHOLE_PS_SLACK
         np.ceil(took, out=took)
         if at_least_one:
             np.maximum(took, nbytes > 0, out=took)
