@@ -170,13 +170,13 @@ def test_large_fabrics_draw_summarised(cli, root, tmp_path, figures):
 def test_routing_skips_dead_ends_without_changing_a_route(three_tier):
     """The search for one destination skips NICs and NVSwitches that lead only to other
     GPUs; every pair's equal-cost route graph equals the one a full search finds."""
-    from simnet.topology.graph import _ancestors
+    from simnet.topology.routing import _ancestors
 
     for src in three_tier.gpus[::3]:
         _, full = three_tier.shortest_paths(src)
         for dst in three_tier.gpus:
             if dst != src:
-                assert _ancestors(three_tier._shortest_dag(src, dst), dst) == _ancestors(full, dst)
+                assert _ancestors(three_tier.router._shortest_dag(src, dst), dst) == _ancestors(full, dst)
 
 
 def _flows_per_link(topo, pairs):
@@ -234,7 +234,7 @@ def _cable(a, b, latency="1 us", **extra):
 def test_a_one_way_link_between_switches_is_routed_as_a_full_search_finds():
     """Switch M has one way out, so it looks like a dead end, yet it carries traffic from
     leaf L1 to leaf L2 (one-way links): the search through the core must not be used."""
-    from simnet.topology.graph import _ancestors
+    from simnet.topology.routing import _ancestors
 
     topo = topology_from_dict({"name": "d", "nodes": [
         _node("g1", "gpu"), _node("g2", "gpu"), _node("nic1", "nic"), _node("nic2", "nic"),
@@ -242,7 +242,7 @@ def test_a_one_way_link_between_switches_is_routed_as_a_full_search_finds():
         _cable("g1", "nic1"), _cable("g2", "nic2"), _cable("nic1", "L1"), _cable("nic2", "L2"),
         _cable("L1", "S", "5 us"), _cable("L2", "S", "5 us"),
         _cable("L1", "M", directed=True), _cable("M", "L2", directed=True)]})
-    assert _ancestors(topo._shortest_dag("g1", "g2"), "g2") == _ancestors(topo.shortest_paths("g1")[1], "g2")
+    assert _ancestors(topo.router._shortest_dag("g1", "g2"), "g2") == _ancestors(topo.shortest_paths("g1")[1], "g2")
     assert [v for _, v in topo.route("g1", "g2")] == ["nic1", "L1", "M", "L2", "nic2", "g2"]
 
 

@@ -78,7 +78,7 @@ def test_routes_through_the_core_are_those_a_full_search_finds(path):
     """A GPU behind one switch of the fabric's core is routed from that switch's search
     (shared by every GPU behind it) and two small searches at the ends: every pair's
     equal-cost route graph is the one a full Dijkstra from the source finds."""
-    from simnet.topology.graph import _ancestors
+    from simnet.topology.routing import _ancestors
 
     topo = load_topology(path)
     ends = topo.gpus + topo.parameter_servers
@@ -87,8 +87,8 @@ def test_routes_through_the_core_are_those_a_full_search_finds(path):
         _, full = topo.shortest_paths(src)
         for dst in ends[:: max(1, len(ends) // 48)]:
             if dst != src:
-                shortcut += topo._dag_through_core(src, dst) is not None
-                assert _ancestors(topo._shortest_dag(src, dst), dst) == _ancestors(full, dst), (src, dst)
+                shortcut += topo.router._dag_through_core(src, dst) is not None
+                assert _ancestors(topo.router._shortest_dag(src, dst), dst) == _ancestors(full, dst), (src, dst)
     if path.stem in ("superpod_h100_1su", "two_racks", "gb200_nvl72_1su", "cross_region"):
         assert shortcut > 0  # the shortcut was taken, not only the full search
 

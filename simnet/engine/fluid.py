@@ -7,7 +7,9 @@ receiver has the data at ``t_end + route latency + message_overhead``.
 
 Time on the environment is integer **picoseconds** (``PS_PER_SECOND`` per second) so that
 sums of equal durations are equal and transfers that finish together are handled
-together; public results are converted to seconds.
+together (``simnet.engine.clock``: a flow ends at the first whole picosecond at or after
+its last byte, up to ``WHOLE_PS_SLACK``; nothing may finish past ``HORIZON_S``); public
+results are converted to seconds.
 
 Two ways in:
 
@@ -33,29 +35,29 @@ Two ways in:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Protocol
+from weakref import WeakKeyDictionary
 
 import networkx as nx
 import numpy as np
 import simpy
 
 from simnet.engine.accounting import LinkStats
+from simnet.engine.clock import HORIZON_S, WHOLE_PS_SLACK, BeyondHorizon, check_horizon
 from simnet.engine.maxmin import max_min_rates
 from simnet.errors import CannotSimulate
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.units import format_time
 
-__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "HORIZON_S", "BeyondHorizon", "Cut",
-           "check_horizon"]
+__all__ = ["FluidNetwork", "FlowListener", "PS_PER_SECOND", "SETTLE_PRIORITY", "EndOfInstant", "HORIZON_S",
+           "BeyondHorizon", "Cut", "check_horizon"]
 
 SETTLE_PRIORITY = 2
-"""SimPy priority of the once-per-instant recomputation: after every URGENT (0) and
-NORMAL (1) event of the same instant, so all changes at one instant are handled together."""
-
-HORIZON_S = 10**6
-"""Latest simulated instant, s (11.6 days; int64 picoseconds would overflow at 106 days)."""
-
+"""Where the once-per-instant recomputation falls among an instant's events, as a SimPy
+priority: after every URGENT (0) and NORMAL (1) event of the same instant, so all changes at
+one instant are handled together (``EndOfInstant``)."""
 
 class Cut(CannotSimulate):
     """Links went down and a transfer the run still needs has no route left."""
@@ -64,17 +66,6 @@ class Cut(CannotSimulate):
 def now_s(ps: int) -> str:
     """A simulated instant for a message, e.g. ``1.5 ms``."""
     return format_time(ps / PS_PER_SECOND)
-
-
-class BeyondHorizon(CannotSimulate):
-    """A flow would finish after ``HORIZON_S``: bandwidths far too low for the bytes asked."""
-
-
-def check_horizon(ps: float) -> None:
-    """Raise ``BeyondHorizon`` when the simulated instant ``ps`` lies past ``HORIZON_S``."""
-    if ps > HORIZON_S * PS_PER_SECOND:
-        raise BeyondHorizon(f"the simulated time passes {HORIZON_S:,} s ({HORIZON_S / 86400:.1f} days), simnet's "
-                            "horizon: a bandwidth far too low for the bytes, or latencies and overheads far too long")
 
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -103,6 +94,63 @@ class _EventListener:
     def delivered(self, tags: np.ndarray, now: int) -> None:
         for tag in tags.tolist():
             self.events.pop(tag).succeed(now / PS_PER_SECOND)
+
+
+class EndOfInstant:
+    """Calls back once every other event of the current simulated instant has been
+    processed: what an event scheduled at ``SETTLE_PRIORITY`` would do. SimPy's public API
+    triggers events at NORMAL priority only, so this is a zero-delay timeout that, while
+    other events of the instant are still queued (``Environment.peek``), queues itself
+    behind them again. One per environment (``of``): the networks sharing it are called in
+    the order they asked, each after the events the one before it caused at that instant,
+    as events of one priority would be.
+
+    >>> import simpy
+    >>> env = simpy.Environment()
+    >>> seen = []
+    >>> EndOfInstant.of(env).call(lambda: seen.append("end of instant"))
+    >>> env.timeout(0).callbacks.append(lambda event: seen.append("timeout"))
+    >>> env.run()
+    >>> seen
+    ['timeout', 'end of instant']
+    """
+
+    _by_env: WeakKeyDictionary[simpy.Environment, EndOfInstant] = WeakKeyDictionary()
+
+    def __init__(self, env: simpy.Environment):
+        self.env = env
+        self._waiting: deque[Callable[[], None]] = deque()
+        self._armed = False
+
+    @classmethod
+    def of(cls, env: simpy.Environment) -> EndOfInstant:
+        """The one of ``env``."""
+        ends = cls._by_env.get(env)
+        if ends is None:
+            ends = cls._by_env[env] = cls(env)
+        return ends
+
+    def call(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` at the end of this instant (after those asked before it)."""
+        self._waiting.append(callback)
+        self._arm()
+
+    def _arm(self) -> None:
+        if not self._armed:
+            self._armed = True
+            self.env.timeout(0).callbacks.append(self._fire)
+
+    def _fire(self, _event: simpy.Event) -> None:
+        self._armed = False
+        if self.env.peek() == self.env.now:  # other events of this instant first: they may change things too
+            self._arm()
+            return
+        callback = self._waiting.popleft()
+        try:
+            callback()
+        finally:
+            if self._waiting:
+                self._arm()
 
 
 def members_of(size: int, items: np.ndarray) -> np.ndarray:
@@ -320,22 +368,18 @@ class FluidNetwork:
         if self._settle_pending or self._settling:
             return
         self._settle_pending = True
-        event = simpy.Event(self.env)
-        event._ok = True
-        event._value = None
-        event.callbacks.append(self._settle)
-        self.env.schedule(event, priority=SETTLE_PRIORITY)
+        EndOfInstant.of(self.env).call(self._settle)
 
-    def _settle(self, _event: simpy.Event | None = None) -> None:
+    def _settle(self) -> None:
         """Finish flows that are done, notify listeners, then recompute the affected rates once."""
         self._settle_pending = False
         self._settling = True
         try:
             now = self.env.now
             while True:
-                # last byte gone by now (to float rounding): a flow ends at the first whole ps at or after
-                # its finish, whatever else happens in between, so times never depend on unrelated events
-                done = np.flatnonzero(self._finish <= now + 1e-3)
+                # last byte gone by now (to float rounding, clock.WHOLE_PS_SLACK): a flow ends at the first whole
+                # ps at or after its finish, whatever else happens in between, so times never depend on unrelated events
+                done = np.flatnonzero(self._finish <= now + WHOLE_PS_SLACK)
                 if not len(done):
                     break
                 self._complete(done)
@@ -439,7 +483,7 @@ class FluidNetwork:
         if self.active:
             self._timer += 1
             version = self._timer
-            delay = max(1, math.ceil(float(self._finish.min()) - now - 1e-3))
+            delay = max(1, math.ceil(float(self._finish.min()) - now - WHOLE_PS_SLACK))
             timer = self.env.timeout(delay)
             timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
         else:

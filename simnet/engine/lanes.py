@@ -12,8 +12,13 @@ A program has two replays, equal to each other by construction:
   instant (checked after the pass). Then max-min sharing never binds, every transfer runs
   at its lane's rate, and the times follow from the dependencies alone (a longest path):
   the fluid engine's times (both end a flow at the first whole picosecond at or after its
-  last byte) and the same bytes on every link. Otherwise it returns None and the caller
-  expands the program for the fluid engine.
+  last byte, ``simnet.engine.clock``) and the same bytes on every link. Otherwise it returns
+  None and the caller expands the program for the fluid engine.
+
+Lane times are int64 picoseconds, exact over the whole horizon (each transfer's duration
+rounded up to a whole picosecond in float64, their sums in integers). The fluid engine keeps
+a flow's finish instant in float64, so past 2^53 ps (2.5 hours) it may differ from them by
+that float's rounding, a few picoseconds.
 
 Link statistics from ``replay_lanes`` are exact on links one lane crosses and on links
 checked instant by instant; where several lanes cross a link that can never be full,
@@ -28,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
-from simnet.engine.fluid import check_horizon
+from simnet.engine.clock import HORIZON_PS, WHOLE_PS_SLACK, check_horizon
 from simnet.engine.maxmin import TIE
 from simnet.engine.replay import Replay
 from simnet.io.budget import fits
@@ -37,7 +42,7 @@ from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.transfers import REDUCE
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["replay_lanes", "worth_replaying", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES", "MAX_EXACT"]
+__all__ = ["replay_lanes", "worth_replaying", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES", "MAX_EXACT", "INT64_SAFE"]
 
 MAX_WATCHED = 20_000_000
 """Most transfers ``replay_lanes`` keeps the times of to check, after the fact, the links
@@ -99,7 +104,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     rate = padded[paths].min(axis=1)
     if timing.rate_cap is not None:
         rate = np.minimum(rate, timing.rate_cap)
-    moving = program.carried() > 0
+    carried = program.carried()
+    moving = carried > 0
     if not moving.any() or not np.isfinite(rate[moving]).all() or (rate[moving] <= 0).any():
         return None  # nothing to move; lanes with no link and no ceiling, or a link down
     width = paths.shape[1]
@@ -123,52 +129,58 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     watched_transfers = len(watch) * int(program.flows.max())
     if watched_transfers > MAX_WATCHED or not fits(watched_transfers * WATCHED_BYTES):
         return None
-    finished, busy, wire, intervals = _longest_path(program, rate, latency, timing, reduce_bandwidth,
+    finished, busy, wire, intervals = _longest_path(program, carried, rate, latency, timing, reduce_bandwidth,
                                                     message_overhead, watch)
-    duration = int(finished.max(initial=0.0))
+    duration = int(finished.max(initial=0))
     stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration)
     if len(watch) and not _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch], *intervals):
         return None
     _port_saturation(stats, duration)
     empty = np.zeros(0, dtype=np.int64)
     return Replay(None, topology, empty, empty, empty, stats, duration, engine="lanes-steady" if steady else "lanes",
-                  lanes_done_ps=finished.astype(np.int64), shared_link=shared_link)
+                  lanes_done_ps=finished, shared_link=shared_link)
 
 
-def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, timing: Timing,
+def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, latency: np.ndarray, timing: Timing,
                   reduce_bandwidth: float | None, message_overhead: float, watch: np.ndarray):
     """(when each lane's last transfer was delivered (ps), busy ps and wire bytes per lane,
     (starts, ends)): every transfer at its lane's rate, started once its FIFO predecessor is sent and its
     dependencies delivered, its last byte leaving at the first whole picosecond the fluid
-    engine would see it gone; ``starts``/``ends`` (transfers x watched lanes, NaN where a
+    engine would see it gone; ``starts``/``ends`` (transfers x watched lanes, -1 where a
     lane has no such transfer) are when the ``watch`` lanes' transfers held their links.
+    ``carried`` is ``program.carried()``.
 
-    Times are whole picoseconds held in float64 (exact below 2^53 ps, 2.5 hours)."""
+    Times are int64 picoseconds, exact over the whole horizon: a transfer's duration is
+    computed in float64 (``ceil(bytes * ps per byte - WHOLE_PS_SLACK)``, as the fluid engine
+    rounds a flow's end), the sums of durations in integers (float64 would hold them exactly
+    only below 2^53 ps, 2.5 hours)."""
     lanes = program.lanes
-    fixed = (latency + round(message_overhead * PS_PER_SECOND)).astype(float)
+    fixed = latency + round(message_overhead * PS_PER_SECOND)
     if timing.delay_ps is not None:
-        fixed += np.asarray(timing.delay_ps, dtype=float)
+        fixed = fixed + np.asarray(timing.delay_ps).astype(np.int64)  # whole picoseconds
     moving = np.isfinite(rate) & (rate > 0)
     ps_per_byte = np.zeros(lanes)
     ps_per_byte[moving] = np.broadcast_to(timing.wire_factor, (lanes,))[moving] / rate[moving] * PS_PER_SECOND
-    at_least_one = bool(ps_per_byte[moving].min(initial=1.0) < 1.001e-3)  # else ceil(x - 1e-3) >= 1 for x >= 1 byte
+    # unless some byte takes less than the slack, every transfer of a byte or more takes a picosecond at least
+    at_least_one = bool(ps_per_byte[moving].min(initial=1.0) <= WHOLE_PS_SLACK)
     depth = int(program.lag.max(initial=0)) + 1
-    delivered = np.zeros((depth, lanes))
-    sent = np.broadcast_to(np.asarray(timing.start_ps, dtype=float), (lanes,)).copy()
-    busy = np.zeros(lanes)
-    last = np.zeros(lanes)
+    delivered = np.zeros((depth, lanes), dtype=np.int64)
+    sent = np.broadcast_to(np.asarray(timing.start_ps, dtype=np.int64), (lanes,)).copy()
+    guarded = _may_overflow(program, carried, ps_per_byte, fixed, sent, reduce_bandwidth)
+    busy = np.zeros(lanes, dtype=np.int64)
+    last = np.zeros(lanes, dtype=np.int64)
     after, lag = program.after, program.lag
     ring_like = (after.shape[1] == 1 and (after >= 0).all() and lag[0, 0] >= 1 and (lag == lag[0, 0]).all()
                  and (program.flows == program.flows[0]).all() and not reduce_bandwidth) if lanes else False
     flows = int(program.flows.max(initial=0))
-    starts, ends = np.full((flows, len(watch)), np.nan), np.full((flows, len(watch)), np.nan)
+    starts, ends = np.full((flows, len(watch)), -1, dtype=np.int64), np.full((flows, len(watch)), -1, dtype=np.int64)
     if ring_like:  # one dependency each, one lag, as many transfers each: whole-array passes in place
-        _ring_like_passes(program, int(lag[0, 0]), fixed, ps_per_byte, at_least_one, delivered, sent, busy, watch,
-                          starts, ends)
-        check_horizon(sent.max(initial=0.0))  # as the fluid engine: no last byte may leave past the horizon
-        return delivered[(flows - 1) % depth], busy, program.carried() * timing.wire_factor, (starts, ends)
+        _ring_like_passes(program, int(lag[0, 0]), fixed, ps_per_byte, at_least_one, guarded, delivered, sent, busy,
+                          watch, starts, ends)
+        check_horizon(sent.max(initial=0))  # as the fluid engine: no last byte may leave past the horizon
+        return delivered[(flows - 1) % depth], busy, carried * timing.wire_factor, (starts, ends)
     waves = program.waves()
-    began = np.zeros(lanes)
+    began = np.zeros(lanes, dtype=np.int64)
     for q in range(flows):
         nbytes, op = program.nbytes(q)
         row = delivered[q % depth]
@@ -182,50 +194,91 @@ def _longest_path(program: LaneProgram, rate: np.ndarray, latency: np.ndarray, t
                     start = np.where(due, np.maximum(start, theirs), start)
             began[live] = start
             size = nbytes[live]
-            took = np.ceil(size * ps_per_byte[live] - 1e-3)
+            took = np.ceil(size * ps_per_byte[live] - WHOLE_PS_SLACK)
             if at_least_one:
                 took = np.maximum(took, size > 0)
+            took = _whole_ps(took, guarded)
             sent[live] = start + took
+            if guarded:  # before the next wave starts from these
+                check_horizon(sent[live].max(initial=0))
             done = sent[live] + fixed[live]
             if reduce_bandwidth:
-                done += np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0)
+                done += _whole_ps(np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0),
+                                  guarded, reduction=True)
             row[live] = done
             busy[live] += took
             last[live] = np.maximum(last[live], done)
         if len(watch):
             here = program.flows[watch] > q
-            starts[q] = np.where(here, began[watch], np.nan)
-            ends[q] = np.where(here, sent[watch], np.nan)
-    check_horizon(sent.max(initial=0.0))
-    return last, busy, program.carried() * timing.wire_factor, (starts, ends)
+            starts[q] = np.where(here, began[watch], -1)
+            ends[q] = np.where(here, sent[watch], -1)
+    check_horizon(sent.max(initial=0))
+    return last, busy, carried * timing.wire_factor, (starts, ends)
+
+
+INT64_SAFE = 2**62
+"""Times in int64 picoseconds stay below this (106 days / 2) when nothing could reach it:
+``_may_overflow`` says when something could, and the lane passes then check as they go."""
+
+
+def _may_overflow(program: LaneProgram, carried: np.ndarray, ps_per_byte: np.ndarray, fixed: np.ndarray,
+                  start: np.ndarray, reduce_bandwidth: float | None) -> bool:
+    """Whether some time of the lane replay could pass ``INT64_SAFE``: no time exceeds the
+    latest start plus every transfer's duration, latency and reduction together (float64,
+    with a margin for its rounding), which for any run that fits the horizon many times
+    over is far below it."""
+    transfers = float(program.flows.sum())
+    bound = (float(start.max(initial=0)) + float((carried * ps_per_byte).sum())
+             + transfers * (float(fixed.max(initial=0)) + 2.0))
+    if reduce_bandwidth:
+        bound += float(carried.sum()) / reduce_bandwidth * PS_PER_SECOND + transfers
+    return not bound * (1 + 1e-9) < INT64_SAFE
+
+
+def _whole_ps(ps: np.ndarray, guarded: bool, reduction: bool = False) -> np.ndarray:
+    """Whole picoseconds held in float64 as int64. ``guarded`` (``_may_overflow``): a flow's
+    time past the horizon counts as the horizon and a picosecond (its last byte would leave
+    past it: the pass stops the run), a reduction past ``INT64_SAFE`` stops the run."""
+    if guarded and len(ps):
+        if reduction:
+            if ps.max() > INT64_SAFE:
+                check_horizon(ps.max())
+        else:
+            ps = np.minimum(ps, HORIZON_PS + 1)
+    return ps.astype(np.int64)
 
 
 def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_byte: np.ndarray,
-                      at_least_one: bool, delivered: np.ndarray, sent: np.ndarray, busy: np.ndarray,
+                      at_least_one: bool, guarded: bool, delivered: np.ndarray, sent: np.ndarray, busy: np.ndarray,
                       watch: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
     """``_longest_path`` for programs whose every lane waits on one lane at one lag (rings):
     each transfer index is a few in-place numpy passes over all lanes."""
     depth = len(delivered)
     after = program.after[:, 0]
     took = np.empty(program.lanes)
-    dep = np.empty(program.lanes)
+    took_ps = np.empty(program.lanes, dtype=np.int64)
+    dep = np.empty(program.lanes, dtype=np.int64)
     for q in range(int(program.flows[0])):
         nbytes, _ = program.nbytes(q)
         if q >= lag:
             np.take(delivered[(q - lag) % depth], after, out=dep)
             np.maximum(sent, dep, out=sent)  # now the start
         np.multiply(nbytes, ps_per_byte, out=took)
-        took -= 1e-3
-        np.ceil(took, out=took)
+        took -= WHOLE_PS_SLACK
+        if guarded:  # a last byte past the horizon stops the run below: count it as just past
+            np.minimum(took, HORIZON_PS + 1, out=took)
+        np.ceil(took, out=took_ps, casting="unsafe")  # a whole number of ps: exact in int64
         if at_least_one:
-            np.maximum(took, nbytes > 0, out=took)
+            np.maximum(took_ps, nbytes > 0, out=took_ps)
         if len(watch):
             starts[q] = sent[watch]
-        sent += took  # now the last byte's departure
+        sent += took_ps  # now the last byte's departure
+        if guarded:
+            check_horizon(sent.max(initial=0))
         if len(watch):
             ends[q] = sent[watch]
         np.add(sent, fixed, out=delivered[q % depth])
-        busy += took
+        busy += took_ps
 
 
 def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, rate: np.ndarray,
@@ -244,7 +297,9 @@ def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, ra
     demand = per_link(rate)
     stats.max_flows[:] = crossing
     stats.peak[:] = np.where(capacity > 0, demand / np.where(capacity > 0, capacity, 1.0), 0.0)
-    stats.busy_ps[:] = np.minimum(per_link(busy), duration).astype(np.int64)
+    busy_ps = np.zeros(links + 1, dtype=np.int64)  # summed in integers: exact whatever the total
+    np.add.at(busy_ps, flat, np.repeat(busy[moving], width))
+    stats.busy_ps[:] = np.minimum(busy_ps[:links], duration)
     saturated = (crossing == 1) & (demand >= SATURATED * capacity)
     stats.saturated_ps[:] = np.where(saturated, stats.busy_ps, 0)
     return stats
@@ -260,7 +315,7 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.nd
     on = np.isin(paths, watched)  # (watched lanes, hops): the watched links each lane crosses
     lane, hop = np.nonzero(on)
     link = paths[lane, hop]
-    held = np.isfinite(starts[:, lane]) & (ends[:, lane] > starts[:, lane])  # transfers x (lane, link) pairs
+    held = (starts[:, lane] >= 0) & (ends[:, lane] > starts[:, lane])  # transfers x (lane, link) pairs
     pair = np.broadcast_to(np.arange(len(lane)), held.shape)[held]
     begin, finish = starts[:, lane][held], ends[:, lane][held]
     where = np.concatenate([link[pair], link[pair]])
@@ -274,7 +329,7 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.nd
     load = np.cumsum(step)
     load -= np.repeat(np.append(0.0, load[first[1:] - 1]), lengths)  # per link, free of the others' rounding
     flows = np.cumsum(count)
-    span = np.append(np.diff(when), 0.0)
+    span = np.append(np.diff(when), 0)
     span[np.append(where[1:] != where[:-1], True)] = 0.0  # the last event of a link closes it
     lasting = span > 0
     if (lasting & (load > capacity[where] * (1 + TIE))).any():
@@ -285,8 +340,10 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.nd
         np.maximum.at(result, where, values)
         getattr(stats, name)[watched] = result[watched]
     for name, mask in (("busy_ps", flows > 0), ("saturated_ps", load >= SATURATED * capacity[where])):
-        total = np.bincount(where, weights=np.where(mask & lasting, span, 0.0), minlength=len(capacity))
-        getattr(stats, name)[watched] = total[watched].astype(np.int64)
+        total = np.zeros(len(capacity), dtype=np.int64)  # per link, its spans summed in integers
+        if len(where):
+            total[where[first]] = np.add.reduceat(np.where(mask & lasting, span, 0), first)
+        getattr(stats, name)[watched] = total[watched]
     return True
 
 

@@ -21,7 +21,7 @@ from simnet.engine.accounting import LinkStats
 from simnet.engine.faults import Fault, schedule_faults
 from simnet.engine.fluid import FluidNetwork
 from simnet.model.timing import Timing
-from simnet.schedule.transfers import REDUCE, Schedule, _gather
+from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart"]
@@ -159,7 +159,7 @@ class _Runner:
 
     def sent(self, tags: np.ndarray, now: int) -> None:
         self.sent_ps[tags] = now
-        behind = _gather(self.followers_ptr, self.followers, tags)
+        behind = csr_rows(self.followers_ptr, self.followers, tags)
         if len(behind):
             self.queued[behind] = False
             self._launch(behind)
@@ -182,7 +182,7 @@ class _Runner:
         self.remaining -= len(tags)
         if self.remaining == 0 and self.on_done is not None:
             self.on_done(self.env.now)
-        waiting = _gather(self.dependents_ptr, self.dependents, tags)
+        waiting = csr_rows(self.dependents_ptr, self.dependents, tags)
         if len(waiting):
             np.subtract.at(self.waiting, waiting, 1)
             self._launch(waiting)

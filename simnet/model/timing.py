@@ -9,17 +9,23 @@ import numpy as np
 
 @dataclass
 class Timing:
-    """How one schedule is timed (arrays indexed like the schedule's transfers).
+    """How one schedule is timed (arrays indexed like the schedule's transfers; for a
+    ``LaneProgram``, ``simnet.engine.lanes``, like its lanes).
 
     ``capacity``: B/s per directed link (None: the topology's); ``wire_factor``: bytes a
     transfer occupies on its links per data byte (a protocol's flags and headers);
     ``rate_cap``: B/s bound on a transfer's own rate (None: none);
     ``delay_ps``: software latency added to its delivery (None: none); ``start_ps``: when
     the collective's first transfers may start (a launch latency).
+
+    ``wire_factor`` and ``start_ps`` are one value for every transfer, except for lane
+    programs merged from groups timed apart (``simnet.run.simulate``'s groups), whose
+    ``replay_lanes`` takes an array of one per lane; the transfer-by-transfer ``replay``
+    takes one value only.
     """
 
     capacity: np.ndarray | None = None
-    wire_factor: float = 1.0
+    wire_factor: float | np.ndarray = 1.0
     rate_cap: np.ndarray | None = None
     delay_ps: np.ndarray | None = None
-    start_ps: int = 0
+    start_ps: int | np.ndarray = 0

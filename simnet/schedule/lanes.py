@@ -123,26 +123,44 @@ class LaneProgram:
         for node in self.nodes[len(self.ranks):]:
             b.node(node)
         b.expect(len(self))
-        depth = int(self.lag.max(initial=0)) + 1
-        ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
-        last = np.full(self.lanes, -1, dtype=np.int64)  # each lane's latest transfer (FIFO)
-        waves = self.waves()
-        for q in range(int(self.flows.max(initial=0))):
-            lo, hi, op = self.pieces(q)
-            ids[q % depth] = -1
-            for lanes in waves:  # a batch per wave: same-index dependencies point at earlier batches
-                live = lanes[self.flows[lanes] > q]
-                after, lag = self.after[live], self.lag[live]
-                waits = (after >= 0) & (q >= lag)
-                deps = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
-                new = b.add(self.src[live], self.dst[live], lo[live], hi[live], op[live],
-                            deps=list(deps.T), after_sent=last[live],
-                            step=np.broadcast_to(self.first_step, (self.lanes,))[live] + q // self.per_step[live],
-                            chunk=q % self.per_step[live], channel=self.channel[live])
-                ids[q % depth, live] = new
-                last[live] = new
+        self.emit(b)
         b.info.update(self.info)
         return b.build()
+
+    def emit(self, b: ScheduleBuilder, first: np.ndarray | None = None,
+             extra: Callable[[int], list[np.ndarray]] | None = None) -> None:
+        """Add the program's transfers to ``b`` (whose node indices ``src`` and ``dst`` are):
+        transfer q of every live lane in one batch per q and wave, so a program whose lanes
+        all carry as many transfers, in one wave, numbers transfer q of lane l
+        ``q * lanes + l`` from ``b``'s next id on. ``first`` (per lane; -1: none) is the
+        transfer each lane's first one queues behind (``after_sent``), ``extra(q)`` more
+        dependencies of every lane's transfer q (arrays over all lanes, ids or -1), after
+        the program's own: how a program joins a larger schedule."""
+        depth = int(self.lag.max(initial=0)) + 1
+        ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
+        last = np.full(self.lanes, -1, dtype=np.int64) if first is None else np.array(first, dtype=np.int64)
+        first_step = np.broadcast_to(self.first_step, (self.lanes,))
+        # per wave, its lanes' fixed columns (indexed again only at transfers some of them lack)
+        waves = [(lanes, self.flows[lanes], [self.src[lanes], self.dst[lanes], self.channel[lanes], self.after[lanes],
+                                             self.lag[lanes], self.per_step[lanes], first_step[lanes]])
+                 for lanes in self.waves()]
+        for q in range(int(self.flows.max(initial=0))):
+            lo, hi, op = self.pieces(q)
+            more = [] if extra is None else extra(q)
+            ids[q % depth] = -1
+            for lanes, flows, columns in waves:  # a batch per wave: same-index dependencies point at earlier batches
+                here = flows > q
+                if here.all():
+                    live, (src, dst, channel, after, lag, per_step, step0) = lanes, columns
+                else:
+                    live = lanes[here]
+                    src, dst, channel, after, lag, per_step, step0 = (column[here] for column in columns)
+                waits = (after >= 0) & (q >= lag)
+                deps = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
+                new = b.add(src, dst, lo[live], hi[live], op[live], deps=list(deps.T) + [d[live] for d in more],
+                            after_sent=last[live], step=step0 + q // per_step, chunk=q % per_step, channel=channel)
+                ids[q % depth, live] = new
+                last[live] = new
 
 
 def merge_programs(programs: list[LaneProgram]) -> LaneProgram:

@@ -34,7 +34,7 @@ import numpy as np
 from simnet import units
 from simnet.io.budget import check_fits, memory_budget
 
-__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "TRANSFER_BYTES",
+__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "csr_rows", "TRANSFER_BYTES",
            "transfer_bytes"]
 
 COPY = 0
@@ -117,8 +117,15 @@ def in_order(ids: np.ndarray, first: np.ndarray | int = -1) -> np.ndarray:
     return np.concatenate([first[:, None], ids[:, :-1]], axis=1)
 
 
-def _gather(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
-    """Concatenate the CSR rows ``items`` of (ptr, idx), vectorised."""
+def csr_rows(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The entries of rows ``items`` of a CSR list (row r is ``idx[ptr[r]:ptr[r + 1]]``, as
+    ``Schedule.dep_ptr``/``dep_idx`` hold each transfer's dependencies), concatenated in the
+    order of ``items``, vectorised.
+
+    >>> ptr, idx = np.array([0, 2, 2, 3]), np.array([7, 8, 9])  # rows [7, 8], [], [9]
+    >>> csr_rows(ptr, idx, np.array([2, 0, 1])).tolist()
+    [9, 7, 8]
+    """
     starts, ends = ptr[items], ptr[items + 1]
     lengths = ends - starts
     if lengths.max(initial=0) <= 1:  # the common case: at most one entry each

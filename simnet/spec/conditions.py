@@ -151,11 +151,11 @@ def _first_cut(view: Topology, endpoints: list[str]) -> tuple[str, str] | None:
                 return source, missing[0]
         return None
     forwarding = nx.Graph()
-    forwarding.add_nodes_from(view._forwards)
-    forwarding.add_edges_from((u, v) for u in view._forwards for _, v, _ in view._adjacency[u] if v in view._forwards)
+    forwarding.add_nodes_from(view.forwarding)
+    forwarding.add_edges_from((u, v) for u in view.forwarding for v in view.neighbours(u) if v in view.forwarding)
     component = {node: i for i, nodes in enumerate(nx.connected_components(forwarding)) for node in nodes}
-    attached = {e: frozenset(component[v] for _, v, _ in view._adjacency[e] if v in component) for e in endpoints}
-    direct = {e: {v for _, v, _ in view._adjacency[e]} for e in endpoints}
+    attached = {e: frozenset(component[v] for v in view.neighbours(e) if v in component) for e in endpoints}
+    direct = {e: set(view.neighbours(e)) for e in endpoints}
     groups: dict[frozenset, str] = {}
     for e in endpoints:
         groups.setdefault(attached[e], e)

@@ -1,1 +1,2 @@
-"""Topologies: YAML schema, hardware facts, generators, loader and the routed ``Topology`` graph."""
+"""Topologies: YAML schema, hardware facts, generators, loader, the ``Topology`` graph (``graph``)
+and its routes (``routing``, which the graph asks but never imports)."""

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate
 from simnet.topology.graph import FORWARDING_KINDS, Topology
+from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 
 __all__ = ["load_topology", "topology_from_dict"]
@@ -91,7 +92,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.error(prefix + ("calibration",), f"no calibration profile {str(calibration)!r}")
         calibration = str(calibration)
     return Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                    routing=spec.routing)
+                    routing=spec.routing, make_router=Router)
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:

@@ -145,4 +145,4 @@ class TopologySpec(Strict):
     nodes: list[NodeSpec] = []
     links: list[LinkSpec] = []
     calibration: str | None = None  # a profile from simnet calibrate, relative to this file
-    routing: Literal["ecmp", "by_destination"] = "ecmp"  # how equal-cost paths are chosen (Topology.route_indices)
+    routing: Literal["ecmp", "by_destination"] = "ecmp"  # how equal-cost paths are chosen (simnet.topology.routing)

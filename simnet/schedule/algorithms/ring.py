@@ -12,11 +12,14 @@ and leaving every host through a pair of NIC rails as NCCL's search lays them ou
 channels together use every NIC (``simnet.schedule.channels``). With ``channels: 1``,
 or one NIC per host, it is the single textbook ring.
 
-The pieces here are reusable: ``reduce_scatter`` and ``all_gather`` work on any subset of
-nodes and byte range, which is how ``hierarchical`` runs rings inside each host, and
-NCCL's Ring ReduceScatter and AllGather are those halves alone (``ring_reduce_scatter``,
-``ring_all_gather``): every channel carries its slice of each rank's part, and rank r
-ends owning (reduce-scatter) or starts from (all-gather) its own part r.
+Every ring here is one implementation, ``ring_lanes``: rings as a ``LaneProgram``. NCCL's
+Ring is that program (``ring_program``), replayed lane by lane or expanded. The pieces
+``reduce_scatter``, ``all_gather`` and ``ring_allreduce`` add one such ring over any subset
+of nodes and byte range to a larger schedule (``LaneProgram.emit``), which is how
+``hierarchical`` runs rings inside each host; NCCL's Ring ReduceScatter and AllGather are
+the halves alone (``ring_reduce_scatter``, ``ring_all_gather``): every channel carries its
+slice of each rank's part, and rank r ends owning (reduce-scatter) or starts from
+(all-gather) its own part r.
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ import numpy as np
 from simnet.schedule.channels import ring_layout
 from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.registry import chunk_count, register
-from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
+from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
 from simnet.topology.graph import Topology
 
 __all__ = ["ring", "reduce_scatter", "all_gather", "ring_allreduce", "ring_reduce_scatter", "ring_all_gather",
-           "ring_program"]
+           "ring_program", "ring_lanes"]
 
 
 def _part_ranges(parts) -> tuple[np.ndarray, np.ndarray]:
@@ -40,117 +43,25 @@ def _part_ranges(parts) -> tuple[np.ndarray, np.ndarray]:
     return parts[:-1], parts[1:]
 
 
-def _chunk_bounds(parts, which: np.ndarray, chunks: int) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, hi) arrays of shape (len(which), chunks) cutting each part ``which`` into ``chunks`` pieces."""
-    starts, ends = _part_ranges(parts)
-    lo, hi = starts[which], ends[which]
-    cuts = lo[:, None] + (np.arange(chunks + 1)[None, :] * (hi - lo)[:, None]) // chunks
-    return cuts[:, :-1], cuts[:, 1:]
+def ring_lanes(nodes: list[str], ranks: list[str], size: int, orders: np.ndarray, part_lo: np.ndarray,
+               part_hi: np.ndarray, chunks: list[int], phases: list[tuple[int, int]], channel: np.ndarray,
+               first_step: int = 0, info: dict | None = None) -> LaneProgram:
+    """Rings as a ``LaneProgram``, the one implementation every ring here is built from.
 
-
-def _steps(b: ScheduleBuilder, members: np.ndarray, parts, chunks: int, channel: int,
-           op: int, first_part: np.ndarray, first_deps: list[np.ndarray], extra_deps: list[np.ndarray],
-           step0: int, last: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """N-1 ring steps; step s sends part ``first_part - s``. Returns ids per step (m, k) and last."""
-    m = len(members)
-    successors = np.roll(members, -1)
-    ids_per_step = []
-    deps = first_deps
-    for s in range(m - 1):
-        lo, hi = _chunk_bounds(parts, (first_part - s) % m, chunks)
-        ids = b.next_ids((m, chunks))
-        b.add(members[:, None], successors[:, None], lo, hi, op,
-              deps=[d if d.ndim == 2 else d[:, None] for d in deps + extra_deps],
-              after_sent=in_order(ids, first=last),  # queued behind the previous step's last piece
-              step=step0 + s, chunk=np.arange(chunks)[None, :], channel=channel)
-        ids_per_step.append(ids)
-        last = ids[:, -1]
-        deps = [np.roll(ids, 1, axis=0)]  # what rank i received from rank i-1 at this step
-    return ids_per_step, last
-
-
-def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, parts, ready: np.ndarray,
-                   chunks: int = 1, channel: int = 0, step0: int = 0,
-                   last: np.ndarray | None = None, shift: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Ring reduce-scatter over ``members`` (N node indices) of N parts: ``parts`` is N+1
-    byte offsets, or a (lo, hi) pair of arrays when the parts are not contiguous.
-
-    ``ready[i]`` is a transfer id (or -1) after whose delivery member i's data is final.
-    Member i ends owning part (i + shift) mod N. Returns ``(owned, last)``: the (N, chunks)
-    ids whose delivery completes each member's owned part (-1 where nothing was received),
-    and each member's last transfer on its outgoing connection.
+    Group g is a ring over ``orders[g]`` (node indices, in visiting order), its buffer cut
+    into n parts, part p the bytes ``[part_lo[g, p], part_hi[g, p])``. Lane (g, member i)
+    sends to member i+1 on connection ``channel[g]``; in step t of phase h (``phases[h]`` is
+    ``(op, offset)``, n-1 steps each) member i sends part ``(i + offset - t) mod n`` in
+    ``chunks[g]`` pieces, the receiver adding (``REDUCE``) or overwriting (``COPY``). Its k
+    pieces of a step wait for those member i-1 sent at the step before (lag k) and queue
+    behind its own previous piece. Steps count from ``first_step``.
     """
-    m = len(members)
-    last = np.full(m, -1, dtype=np.int64) if last is None else last
-    if m == 1:
-        return np.full((1, chunks), -1, dtype=np.int64), last
-    ready = np.asarray(ready, dtype=np.int64)
-    steps, last = _steps(b, members, parts, chunks, channel, REDUCE, np.arange(m) + shift - 1, [], [ready], step0,
-                         last)
-    return np.roll(steps[-1], 1, axis=0), last
-
-
-def all_gather(b: ScheduleBuilder, members: np.ndarray, parts, owned: np.ndarray,
-               chunks: int = 1, channel: int = 0, step0: int = 0,
-               last: np.ndarray | None = None, shift: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Ring all-gather: member i starts with part (i + shift) mod N final once ``owned[i]``
-    ((N, chunks) or (N,) ids, -1 = already final) is delivered (``parts`` as for
-    ``reduce_scatter``). Returns the (N, D) ids whose delivery gives each member every part
-    (-1 padded), and each member's last transfer on its outgoing connection."""
-    m = len(members)
-    owned = np.asarray(owned, dtype=np.int64)
-    last = np.full(m, -1, dtype=np.int64) if last is None else last
-    if m == 1:
-        return owned.reshape(1, -1), last
-    steps, last = _steps(b, members, parts, chunks, channel, COPY, np.arange(m) + shift, [owned], [], step0, last)
-    received = [np.roll(ids, 1, axis=0) for ids in steps]
-    return np.concatenate([owned.reshape(m, -1)] + received, axis=1), last
-
-
-def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-                   chunk_size: int | None = None, channel: int = 0, step0: int = 0) -> np.ndarray:
-    """Ring AllReduce of ``[lo, hi)`` over ``members``; returns (N, D) ids that complete it."""
-    m = len(members)
-    bounds = split_range(lo, hi, m)
-    chunks = chunk_count((hi - lo) // max(m, 1), chunk_size)
-    owned, last = reduce_scatter(b, members, bounds, ready, chunks, channel, step0)
-    return all_gather(b, members, bounds, owned, chunks, channel, step0 + m - 1, last)[0]
-
-
-def ring_program(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
-                 channels: int | None = None, collective: str = "allreduce") -> LaneProgram:
-    """NCCL's Ring of ``collective`` (``allreduce``, ``reduce_scatter`` or ``all_gather``) as a
-    ``LaneProgram``: lane (channel group, member i) sends to member i+1 and its k pieces of
-    step s wait for those member i-1 sent at step s-1 (see ``ring`` for the layout).
-
-    AllReduce: channel group g carries its share of the buffer cut into N parts; member i
-    sends part (i - s) mod N in reduce-scatter step s (the receiver adds it) and part
-    (i + 1 - s) mod N in all-gather step s. The halves carry, in channel group g, slice g
-    of every rank's part, rank r ending with (reduce-scatter) or starting from (all-gather)
-    its own part r: member i sends part (i - 1 - s), resp. (i - s), of its group's order.
-    """
-    n = len(ranks)
-    channels, groups, weights = ring_layout(topology, ranks, channels)
-    shares = np.concatenate([[0], np.cumsum(weights)])
-    orders = np.stack([np.concatenate(g.hosts) for g in groups])  # (groups, n) rank positions in visiting order
-    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
-    if collective == "allreduce":
-        edges = split_range(0, size, channels)[shares]
-        bounds = np.stack([split_range(int(edges[g]), int(edges[g + 1]), n) for g in range(len(groups))])
-        part_lo, part_hi = bounds[:, :-1], bounds[:, 1:]
-        chunks = [chunk_count(int(edges[g + 1] - edges[g]) // n, pieces[g]) for g in range(len(groups))]
-        phases = [(REDUCE, 0), (COPY, 1)]  # (op, offset): member i sends part (i + offset - t) at phase step t
-    else:
-        rank_parts = split_range(0, size, n)
-        cuts = rank_parts[:-1, None] + (shares[None, :] * np.diff(rank_parts)[:, None]) // channels
-        column = np.arange(len(groups))[:, None]  # group g takes slice g of each member's own part
-        part_lo, part_hi = cuts[orders, column], cuts[orders, column + 1]
-        chunks = [chunk_count(int(np.max(part_hi[g] - part_lo[g], initial=0)), pieces[g]) for g in range(len(groups))]
-        phases = [(REDUCE, -1)] if collective == "reduce_scatter" else [(COPY, 0)]
+    n = orders.shape[1]
+    count = len(orders)
     steps = len(phases) * (n - 1)
-    lanes = len(groups) * n
-    group = np.repeat(np.arange(len(groups)), n)
-    member = np.tile(np.arange(n), len(groups))
+    lanes = count * n
+    group = np.repeat(np.arange(count), n)
+    member = np.tile(np.arange(n), count)
     k = np.repeat(np.array(chunks, dtype=np.int64), n)
     k_all = int(k[0]) if (k == k[0]).all() else None  # one piece count for every lane: scalar arithmetic
     # member i sends part (i + c) mod n, c = offset - t: a rotation of the group's parts, sliced from them twice over
@@ -192,10 +103,112 @@ def ring_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
     widths = part_hi - part_lo
     carried = sum(widths.sum(axis=1)[group] - widths[group, (member + offset + 1) % n] for _, offset in phases)
     return LaneProgram(
-        "ring", list(ranks), list(ranks), size, src=orders.reshape(-1), dst=np.roll(orders, -1, axis=1).reshape(-1),
-        channel=group, flows=steps * k, after=group * n + (member - 1) % n, lag=k, per_step=k, pieces=at, sizes=sizes,
-        carried_bytes=np.asarray(carried, dtype=float),
-        info={"channels": channels, "channel_weights": weights.tolist()})
+        "ring", nodes, ranks, size, src=orders.reshape(-1), dst=np.roll(orders, -1, axis=1).reshape(-1),
+        channel=np.asarray(channel)[group], flows=steps * k, after=group * n + (member - 1) % n, lag=k, per_step=k,
+        pieces=at, sizes=sizes, carried_bytes=np.asarray(carried, dtype=float), first_step=first_step,
+        info=info or {})
+
+
+def _ring_in(b: ScheduleBuilder, members: np.ndarray, parts, chunks: int, channel: int, phases: list[tuple[int, int]],
+             step0: int, last: np.ndarray, extra) -> np.ndarray:
+    """One ring over ``members`` (``b``'s node indices) added to ``b`` (``ring_lanes``, one
+    group), its first pieces queued behind ``last``: the (transfers per member, members)
+    ids of every member's transfers in order."""
+    lo, hi = _part_ranges(parts)
+    program = ring_lanes(b.nodes, b.ranks, b.size, members[None, :], np.asarray(lo)[None, :], np.asarray(hi)[None, :],
+                         [chunks], phases, np.array([channel]), step0)
+    ids = b.next_ids((int(program.flows[0]), len(members)))  # transfer q of member i: one batch per q
+    program.emit(b, first=last, extra=extra)
+    return ids
+
+
+def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, parts, ready: np.ndarray,
+                   chunks: int = 1, channel: int = 0, step0: int = 0,
+                   last: np.ndarray | None = None, shift: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Ring reduce-scatter over ``members`` (N node indices) of N parts: ``parts`` is N+1
+    byte offsets, or a (lo, hi) pair of arrays when the parts are not contiguous.
+
+    ``ready[i]`` is a transfer id (or -1) after whose delivery member i's data is final.
+    Member i ends owning part (i + shift) mod N. Returns ``(owned, last)``: the (N, chunks)
+    ids whose delivery completes each member's owned part (-1 where nothing was received),
+    and each member's last transfer on its outgoing connection.
+    """
+    m = len(members)
+    last = np.full(m, -1, dtype=np.int64) if last is None else last
+    if m == 1:
+        return np.full((1, chunks), -1, dtype=np.int64), last
+    ready = np.asarray(ready, dtype=np.int64)
+    ids = _ring_in(b, members, parts, chunks, channel, [(REDUCE, shift - 1)], step0, last, lambda q: [ready])
+    return np.roll(ids[-chunks:].T, 1, axis=0), ids[-1]
+
+
+def all_gather(b: ScheduleBuilder, members: np.ndarray, parts, owned: np.ndarray,
+               chunks: int = 1, channel: int = 0, step0: int = 0,
+               last: np.ndarray | None = None, shift: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Ring all-gather: member i starts with part (i + shift) mod N final once ``owned[i]``
+    ((N, chunks) or (N,) ids, -1 = already final) is delivered (``parts`` as for
+    ``reduce_scatter``). Returns the (N, D) ids whose delivery gives each member every part
+    (-1 padded), and each member's last transfer on its outgoing connection."""
+    m = len(members)
+    owned = np.asarray(owned, dtype=np.int64)
+    last = np.full(m, -1, dtype=np.int64) if last is None else last
+    if m == 1:
+        return owned.reshape(1, -1), last
+    first = owned if owned.ndim == 2 else owned[:, None]  # what piece j of the first step waits for
+
+    def extra(q: int) -> list[np.ndarray]:
+        return [first[:, min(q, first.shape[1] - 1)]] if q < chunks else []
+
+    ids = _ring_in(b, members, parts, chunks, channel, [(COPY, shift)], step0, last, extra)
+    return np.concatenate([owned.reshape(m, -1), np.roll(ids.T, 1, axis=0)], axis=1), ids[-1]
+
+
+def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
+                   chunk_size: int | None = None, channel: int = 0, step0: int = 0) -> np.ndarray:
+    """Ring AllReduce of ``[lo, hi)`` over ``members``; returns (N, D) ids that complete it."""
+    m = len(members)
+    bounds = split_range(lo, hi, m)
+    chunks = chunk_count((hi - lo) // max(m, 1), chunk_size)
+    if m == 1:
+        return np.full((1, chunks), -1, dtype=np.int64)
+    ready = np.asarray(ready, dtype=np.int64)
+    ids = _ring_in(b, members, bounds, chunks, channel, [(REDUCE, 0), (COPY, 1)], step0, np.full(m, -1),
+                   lambda q: [ready] if q < (m - 1) * chunks else [])  # the reduce-scatter half waits for the data
+    return np.roll(ids[(m - 2) * chunks:].T, 1, axis=0)  # each member's last reduced part, then what it gathered
+
+
+def ring_program(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
+                 channels: int | None = None, collective: str = "allreduce") -> LaneProgram:
+    """NCCL's Ring of ``collective`` (``allreduce``, ``reduce_scatter`` or ``all_gather``) as a
+    ``LaneProgram``: lane (channel group, member i) sends to member i+1 and its k pieces of
+    step s wait for those member i-1 sent at step s-1 (see ``ring`` for the layout).
+
+    AllReduce: channel group g carries its share of the buffer cut into N parts; member i
+    sends part (i - s) mod N in reduce-scatter step s (the receiver adds it) and part
+    (i + 1 - s) mod N in all-gather step s. The halves carry, in channel group g, slice g
+    of every rank's part, rank r ending with (reduce-scatter) or starting from (all-gather)
+    its own part r: member i sends part (i - 1 - s), resp. (i - s), of its group's order.
+    """
+    n = len(ranks)
+    channels, groups, weights = ring_layout(topology, ranks, channels)
+    shares = np.concatenate([[0], np.cumsum(weights)])
+    orders = np.stack([np.concatenate(g.hosts) for g in groups])  # (groups, n) rank positions in visiting order
+    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
+    if collective == "allreduce":
+        edges = split_range(0, size, channels)[shares]
+        bounds = np.stack([split_range(int(edges[g]), int(edges[g + 1]), n) for g in range(len(groups))])
+        part_lo, part_hi = bounds[:, :-1], bounds[:, 1:]
+        chunks = [chunk_count(int(edges[g + 1] - edges[g]) // n, pieces[g]) for g in range(len(groups))]
+        phases = [(REDUCE, 0), (COPY, 1)]  # (op, offset): member i sends part (i + offset - t) at phase step t
+    else:
+        rank_parts = split_range(0, size, n)
+        cuts = rank_parts[:-1, None] + (shares[None, :] * np.diff(rank_parts)[:, None]) // channels
+        column = np.arange(len(groups))[:, None]  # group g takes slice g of each member's own part
+        part_lo, part_hi = cuts[orders, column], cuts[orders, column + 1]
+        chunks = [chunk_count(int(np.max(part_hi[g] - part_lo[g], initial=0)), pieces[g]) for g in range(len(groups))]
+        phases = [(REDUCE, -1)] if collective == "reduce_scatter" else [(COPY, 0)]
+    return ring_lanes(list(ranks), list(ranks), size, orders, part_lo, part_hi, chunks, phases,
+                      np.arange(len(groups)), info={"channels": channels, "channel_weights": weights.tolist()})
 
 
 @register(

@@ -1,0 +1,331 @@
+"""Routes over a ``Topology``: which links a connection from one node to another takes.
+
+Shortest path by total latency, ties broken by hop count, then among equal-cost next hops
+(the topology's ``routing``): ``ecmp`` (the default, as Ethernet switches hash) picks one
+by a stable hash of ``(src, dst, flow)``, so a connection always takes the same path and
+results repeat; ``by_destination`` (as InfiniBand's subnet manager routes a fat tree:
+OpenSM's fat-tree engine, ``doc/current-routing.txt``, which makes "shift" patterns
+congestion-free) picks by the destination alone, the digits of its number (its port's
+place in leaf order, like a LID) choosing the way down, D-mod-k: every connection to one
+destination takes the same path, and destinations under one leaf spread over the spines.
+Either way a connection leaving or entering a GPU with several NICs takes NIC ``flow mod k``
+of them, as NCCL binds each channel to one NIC of its GPU.
+Only the topology's ``forwarding`` nodes (switches, NICs, host bridges) forward traffic;
+GPUs and parameter servers are endpoints (a path never goes *through* a GPU).
+
+A ``Router`` serves one topology with one set of links up (``Topology.without`` builds
+another) and keeps every route and search it computed; the topology asks it through
+``Topology.route_indices`` and friends, views with other ranks (``Topology.subset``) share it.
+
+>>> from simnet.topology.loader import topology_from_dict
+>>> topo = topology_from_dict({"name": "demo", "generate": {"kind": "nvswitch", "gpus": 4}})
+>>> router = Router(topo)
+>>> [topo.links[i] for i in router.route_indices("gpu0", "gpu3")]
+[('gpu0', 'nvswitch'), ('nvswitch', 'gpu3')]
+>>> router.shortest_paths("gpu0", stop="gpu3")[0]["gpu3"]  # (latency ps, hops)
+(1000000, 2)
+"""
+
+from __future__ import annotations
+
+import heapq
+import zlib
+from collections import ChainMap
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+import networkx as nx
+
+from simnet.topology.graph import Topology
+
+__all__ = ["Router"]
+
+T = TypeVar("T")
+
+HOP_BITS = 20
+HOP_MASK = (1 << HOP_BITS) - 1  # routes are far shorter than a million hops
+
+
+class Router:
+    """The routes of ``topology`` over its links up (``Topology.neighbours``): pure
+    functions of a frozen graph, kept once computed. Reads nothing of the topology's ranks,
+    so views of it with other ranks share one router.
+    """
+
+    def __init__(self, topology: Topology):
+        self.topology = topology
+        index, link_index, latency = topology.node_index, topology.link_index, topology.latency_ps
+        self._forwards = topology.forwarding
+        # per node, its links up as (index of the far end, far end, latency ps), in node order
+        self._adjacency = {u: [(index[v], v, int(latency[link_index[(u, v)]])) for v in topology.neighbours(u)]
+                           for u in topology.nodes}
+        self._routes: dict[tuple[str, str, int], tuple[int, ...]] = {}
+        self._dags: dict[tuple[str, str], Mapping[str, list[str]]] = {}
+        self._facts: dict = {}
+        self._dead_ends = self._find_dead_ends()
+        self._core = frozenset(n for n in self._forwards if n not in self._dead_ends)
+        up = {(u, v) for u, hops in self._adjacency.items() for _, v, _ in hops}
+        # a link up one way only can make a "dead end" (one way out) a way between core
+        # switches, which the search through the core would not see
+        self._two_way = all((v, u) in up for u, v in up)
+        self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
+                        for u, hops in self._adjacency.items()}
+
+    def _fact(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, once per router."""
+        if key not in self._facts:
+            self._facts[key] = compute()
+        return self._facts[key]
+
+    def _find_dead_ends(self) -> dict[str, tuple[str | None, frozenset[str]]]:
+        """Forwarding nodes with at most one forwarding neighbour (a NIC between its GPU and
+        its leaf, an NVSwitch among GPUs): ``node -> (that neighbour or None, the endpoints
+        behind it)``. Entered from that neighbour, such a node leads only to its endpoints,
+        so a search for another destination need not go in (what keeps routing on a
+        16,384-GPU fabric to its ~1,300 switches instead of every NIC)."""
+        dead_ends = {}
+        for node in self._forwards:
+            ahead = {v for _, v, _ in self._adjacency[node]}
+            onward = [v for v in ahead if v in self._forwards]
+            if len(onward) <= 1:
+                dead_ends[node] = (onward[0] if onward else None, frozenset(ahead - set(onward)))
+        return dead_ends
+
+    def _dead_end_from(self, u: str, v: str) -> bool:
+        """Entered from ``u``, ``v`` leads only to its own endpoints."""
+        return v in self._dead_ends and self._dead_ends[v][0] in (u, None)
+
+    # ---------------------------------------------------------------- search
+    def shortest_paths(self, src: str, stop: str | None = None, within: set[str] | None = None) -> tuple[dict, dict]:
+        """Dijkstra from ``src`` on (latency ps, hops), forwarding only through switches/NICs.
+
+        Returns ``(cost, preds)``: the (latency ps, hops) of every node settled and all its
+        equal-cost predecessors. With ``stop`` the search ends once that node is settled
+        and skips dead ends that cannot lead to it; with ``within`` it never leaves those
+        nodes.
+        """
+        graph = self.topology.graph
+        near_stop: set[str] = set()  # nodes with a dead end towards stop: they must look into it
+        if stop is not None:
+            entries = [stop] + [v for v in graph.predecessors(stop) if v in self._dead_ends]
+            near_stop = {u for v in entries for u in graph.predecessors(v)}
+
+        def hops_of(u: str) -> list:
+            if u != src and u not in self._forwards:
+                return []  # endpoints never forward
+            if stop is None:
+                hops = self._adjacency[u]
+            elif u in near_stop:
+                hops = [hop for hop in self._adjacency[u] if hop[1] == stop or not self._dead_end_from(u, hop[1])
+                        or stop in self._dead_ends[hop[1]][1]]
+            else:
+                hops = self._onward[u]  # dead ends off u lead only to other endpoints
+            return hops if within is None else [hop for hop in hops if hop[1] in within]
+
+        return self._dijkstra({src: (0, 0)}, hops_of, stop)
+
+    def _dijkstra(self, seeds: dict[str, tuple[int, int]], hops_of: Callable[[str], list],
+                  stop: str | None = None) -> tuple[dict, dict]:
+        """Dijkstra on (latency ps, hops) from ``seeds`` (node: its cost) along the links
+        ``hops_of(node)`` lists (``_adjacency`` entries): ``(cost, preds)`` of every node
+        settled (until ``stop``, if given) and all its equal-cost predecessors."""
+        # a cost is one integer, latency << HOP_BITS | hops: compared as the (latency, hops) pair
+        best = {node: lat << HOP_BITS | hops for node, (lat, hops) in seeds.items()}
+        preds: dict[str, list[str]] = {node: [] for node in seeds}
+        done: dict[str, int] = {}
+        index = self.topology.node_index
+        heap = [(cost, index[node], node) for node, cost in best.items()]
+        heapq.heapify(heap)
+        while heap:
+            cost, _, u = heapq.heappop(heap)
+            if u in done:
+                continue
+            done[u] = cost
+            if u == stop:
+                break
+            for _, v, link_lat in hops_of(u):
+                reach = cost + (link_lat << HOP_BITS) + 1
+                known = best.get(v)
+                if known is None or reach < known:
+                    best[v] = reach
+                    preds[v] = [u]
+                    heapq.heappush(heap, (reach, index[v], v))
+                elif reach == known and u not in preds[v]:
+                    preds[v].append(u)
+        return {node: (cost >> HOP_BITS, cost & HOP_MASK) for node, cost in done.items()}, preds
+
+    def _shortest_dag(self, src: str, dst: str) -> Mapping[str, list[str]]:
+        """All equal-cost predecessors on shortest (latency, hops) paths from src to dst
+        (of every node on those paths; maybe of others too)."""
+        key = (src, dst)
+        dags = self._dags
+        if key not in dags:
+            dag = self._dag_through_core(src, dst)
+            if dag is None:
+                done, preds = self.shortest_paths(src, stop=dst)
+                if dst not in done:
+                    raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
+                dag = _ancestors(preds, dst)
+            dags[key] = dag
+        return dags[key]
+
+    # The fabric's *core* is its forwarding nodes that are no dead end (on a rail-optimized
+    # fabric, its leaf, spine and core switches). Everything else is an endpoint or a dead
+    # end, which a path never crosses between two core nodes. An endpoint whose only way
+    # into the core is one switch b (a GPU behind its NIC's leaf) reaches every core node at
+    # its cost to b plus b's, by the same equal-cost predecessors: one search from b over
+    # the core (kept) serves every source behind b, and two small searches finish the ends.
+    def _is_core(self, node: str) -> bool:
+        return node in self._core
+
+    def _dag_through_core(self, src: str, dst: str) -> Mapping[str, list[str]] | None:
+        """``_shortest_dag`` through the core (see above), or None when it does not apply:
+        a link up one way only, an end in the core, a source with several ways in, or ends
+        that meet outside it."""
+        if not self._two_way or self._is_core(src) or self._is_core(dst):
+            return None
+        reached, pocket, exits = self._pocket(src)
+        region, entries, sources = self._approach(dst)
+        if len(exits) != 1 or src in sources or dst in reached or not region.isdisjoint(reached):
+            return None
+        (b, (b_lat, b_hops)), = exits.items()
+        cost, core_preds = self._core_search(b)
+        seeds = {t: (b_lat + cost[t][0], b_hops + cost[t][1]) for t in entries if t in cost}
+        done, preds = self._dijkstra(
+            seeds, lambda u: [hop for hop in self._adjacency[u] if hop[1] in region] if u in self._forwards else [],
+            stop=dst)  # endpoints never forward; the seeds' own predecessors are in the core's search
+        if dst not in done:
+            raise nx.NetworkXNoPath(f"no path from {src} to {dst}")
+        return ChainMap({n: p for n, p in preds.items() if n not in seeds}, pocket, core_preds)  # shared, not copied
+
+    def _pocket(self, src: str) -> tuple[set[str], dict[str, list[str]], dict[str, tuple[int, int]]]:
+        """(nodes reached from ``src`` outside the core, their equal-cost predecessors, the
+        core nodes where paths enter the core with their cost): kept per source."""
+        pockets = self._facts.setdefault("pockets", {})
+        if src not in pockets:
+            done, preds = self._dijkstra(
+                {src: (0, 0)},
+                lambda u: self._adjacency[u] if u == src or (u in self._forwards and not self._is_core(u)) else [])
+            exits = {u: c for u, c in done.items() if self._is_core(u)}  # the core is searched from its entry
+            pockets[src] = (set(done) - exits.keys(), preds, exits)
+        return pockets[src]
+
+    def _approach(self, dst: str) -> tuple[set[str], set[str], set[str]]:
+        """(``dst`` and the dead ends it is reached through from the core, the core nodes
+        with a link into them, the endpoints with a link into them): kept per destination."""
+        approaches = self._facts.setdefault("approaches", {})
+        if dst not in approaches:
+            incoming = self._fact("incoming", self._incoming)
+            region, entries, sources = {dst}, set(), set()
+            stack = [dst]
+            while stack:
+                for u in incoming.get(stack.pop(), ()):
+                    if self._is_core(u):
+                        entries.add(u)
+                    elif u not in self._forwards:
+                        sources.add(u)
+                    elif u not in region:
+                        region.add(u)
+                        stack.append(u)
+            approaches[dst] = (region, entries, sources)
+        return approaches[dst]
+
+    def _core_search(self, b: str) -> tuple[dict[str, tuple[int, int]], dict[str, list[str]]]:
+        """Cost from core node ``b`` to every core node over the core, and their equal-cost
+        predecessors: kept per node."""
+        searches = self._facts.setdefault("core_searches", {})
+        if b not in searches:
+            core = self._fact("core_adjacency", lambda: {
+                u: [hop for hop in self._adjacency[u] if hop[1] in self._core] for u in self._core})
+            searches[b] = self._dijkstra({b: (0, 0)}, core.__getitem__)
+        return searches[b]
+
+    def _incoming(self) -> dict[str, list[str]]:
+        """Every node's predecessors over the links that are up."""
+        incoming: dict[str, list[str]] = {}
+        for u, hops in self._adjacency.items():
+            for _, v, _ in hops:
+                incoming.setdefault(v, []).append(u)
+        return incoming
+
+    # ---------------------------------------------------------------- routes
+    def route_indices(self, src: str, dst: str, flow: int = 0) -> tuple[int, ...]:
+        """Directed link indices of the route from ``src`` to ``dst`` for connection ``flow``
+        (``flow`` matters to ``ecmp`` routing only; see the module docstring)."""
+        key = (src, dst, flow)
+        routes = self._routes
+        cached = routes.get(key)
+        if cached is not None:
+            return cached
+        if src == dst:
+            routes[key] = ()
+            return ()
+        topology = self.topology
+        preds = self._shortest_dag(src, dst)
+        by_destination = topology.routing == "by_destination"
+        place = self._destination_number(dst) if by_destination else 0
+        path = [dst]
+        node = dst
+        while node != src:
+            choices = preds[node]
+            if len(choices) > 1:
+                choices = sorted(choices, key=topology.node_index.__getitem__)
+                if by_destination and all(topology.kind(c) == "switch" for c in choices):
+                    # between switches: the destination's number, digit by digit from its end
+                    # (D-mod-k); a host's choice of NIC stays the sender's, spread by connection
+                    node = choices[place % len(choices)]
+                    place //= len(choices)
+                elif all(topology.kind(c) == "nic" for c in choices):
+                    # a GPU's NICs (or the peer's): NCCL binds each channel to one of them,
+                    # connection i to NIC i mod k, so every NIC carries its share
+                    node = choices[flow % len(choices)]
+                else:
+                    digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
+                    node = choices[digest % len(choices)]
+            else:
+                node = choices[0]
+            path.append(node)
+        path.reverse()
+        route = tuple(topology.link_index[(u, v)] for u, v in zip(path, path[1:]))
+        routes[key] = route
+        return route
+
+    def _destination_number(self, dst: str) -> int:
+        """``dst``'s place among the endpoints ordered by the first core switch they hang off
+        (their leaf), then as listed: the number InfiniBand's subnet manager gives the
+        ports of a fat tree in order (a LID), whose digits pick a destination's way down."""
+        return self._fact("destination_numbers", self._destination_numbers)[dst]
+
+    def _destination_numbers(self) -> dict[str, int]:
+        """``_destination_number`` of every node: the endpoints first, in order of their leaf
+        (the first switch their traffic enters, past a NIC that joins two planes), so the GPUs
+        under one leaf take consecutive numbers; then the dead ends (NICs); then the core."""
+        topology = self.topology
+        index = topology.node_index
+
+        def leaf(node: str) -> int:
+            entries = self._approach(node)[1] if node not in self._core else ()
+            switches = [s for e in entries for s in ([e] if topology.kind(e) == "switch" else
+                                                      [p for p in topology.graph.predecessors(e)
+                                                       if topology.kind(p) == "switch"])]
+            return min((index[s] for s in switches), default=index[node])
+
+        def key(node: str) -> tuple[int, int, int]:
+            group = 2 if node in self._core else int(node in self._forwards)
+            return group, leaf(node), index[node]
+
+        return {n: i for i, n in enumerate(sorted(topology.nodes, key=key))}
+
+
+def _ancestors(preds: Mapping[str, list[str]], dst: str) -> dict[str, list[str]]:
+    """The part of a shortest-path predecessor map that leads to ``dst``: what routes to
+    ``dst`` need, a few nodes per pair instead of every node the search settled (an
+    all-to-all over N GPUs caches N^2 of these)."""
+    kept: dict[str, list[str]] = {}
+    stack = [dst]
+    while stack:
+        node = stack.pop()
+        if node not in kept:
+            kept[node] = preds[node]
+            stack.extend(preds[node])
+    return kept
