@@ -39,14 +39,19 @@ class CollectiveMismatch(AssertionError):
 AllReduceMismatch = CollectiveMismatch  # the name the AllReduce checks have always raised
 
 
+def _pieces_and_buffers(schedule: Schedule, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first piece, end piece) of every transfer over ``interval_edges(schedule)``, and every
+    node's buffer of pieces: the ranks' from ``inputs``, the others' zero."""
+    edges = interval_edges(schedule)
+    buffers = np.zeros((len(schedule.nodes), len(edges) - 1), dtype=inputs.dtype)
+    buffers[: len(schedule.ranks)] = inputs
+    return np.searchsorted(edges, schedule.lo), np.searchsorted(edges, schedule.hi), buffers
+
+
 def run_on_data(schedule: Schedule, inputs: np.ndarray, lifo: bool = False) -> np.ndarray:
     """Execute ``schedule`` on ``inputs`` (ranks x pieces; piece p is bytes
     ``[edges[p], edges[p+1])`` of ``interval_edges(schedule)``); returns every node's buffer."""
-    edges = interval_edges(schedule)
-    lo = np.searchsorted(edges, schedule.lo)
-    hi = np.searchsorted(edges, schedule.hi)
-    buffers = np.zeros((len(schedule.nodes), len(edges) - 1), dtype=inputs.dtype)
-    buffers[: len(schedule.ranks)] = inputs
+    lo, hi, buffers = _pieces_and_buffers(schedule, inputs)
     n = len(schedule)
     waiting = np.diff(schedule.dep_ptr).astype(np.int64)
     dependents: list[list[int]] = [[] for _ in range(n)]
@@ -90,11 +95,7 @@ def run_in_time_order(schedule: Schedule, start_ps: np.ndarray, delivered_ps: np
                       inputs: np.ndarray) -> np.ndarray:
     """Execute ``schedule`` on ``inputs`` with each transfer reading at ``start_ps`` and
     writing at ``delivered_ps`` (integer picoseconds of a replay); returns every buffer."""
-    edges = interval_edges(schedule)
-    lo = np.searchsorted(edges, schedule.lo)
-    hi = np.searchsorted(edges, schedule.hi)
-    buffers = np.zeros((len(schedule.nodes), len(edges) - 1), dtype=inputs.dtype)
-    buffers[: len(schedule.ranks)] = inputs
+    lo, hi, buffers = _pieces_and_buffers(schedule, inputs)
     n = len(schedule)
     # events sorted by time; at one instant deliveries (kind 0) come before starts (kind 1),
     # except that an instantaneous transfer (a zero-byte join) is delivered after it starts (kind 2)
