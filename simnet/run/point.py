@@ -204,8 +204,8 @@ class Setup:
             some = f"{len(unnamed)} GPU{'s' if len(unnamed) > 1 else ''} ({unnamed[0]}{', ...' * (len(unnamed) > 1)})"
             warnings.append(Finding("gpu_assumed", unnamed[0], (
                 f"{some} name no generation (gpu: a100 | h100 | h200 | b200): NCCL's model took them as SM80 "
-                f"(A100): its latencies and speeds, {NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} of each NVLink's line "
-                "rate, as NCCL does for a GPU it does not know (topo.h); give gpu: on each GPU for its own")))
+                f"(A100), its latencies and channel speeds, and any NVLink at {NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} "
+                "of line rate, as NCCL does for a GPU it does not know (topo.h); give gpu: on each GPU for its own")))
         fit = self.calibration
         if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
