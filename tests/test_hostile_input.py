@@ -421,7 +421,8 @@ def test_any_output_path_is_writable_or_one_line(tmp_path, parts, suffix):
         checked.unlink()
 
 
-_LINE = st.one_of(st.builds(lambda k: json.dumps({"key": k, "gpus": 2}), st.text(alphabet="abc", min_size=1, max_size=3)),
+_RECORD = {"set": {}, "gpus": 2, "algorithm": "ring", "sizes": [{"size_bytes": 8, "time_s": 1e-5}]}  # as evaluate writes
+_LINE = st.one_of(st.builds(lambda k: json.dumps({"key": k, **_RECORD}), st.text(alphabet="abc", min_size=1, max_size=3)),
                   st.sampled_from(["", "  ", "[1]", "3", '{"key": 5}', '{"gpus": 1}', "{oops", "\x00\xff"]))
 
 

@@ -275,3 +275,38 @@ def test_spine_oversubscription_on_two_tiers_is_refused():
                                             "gpus_per_node": 2, "spine_oversubscription": 2}}
     message = _refusal(sizes=["1 MiB"], topology=fabric)
     assert "spine_oversubscription" in message and "leaf_oversubscription" in message
+
+
+def _box_sweep(tmp_path):
+    (tmp_path / "s.yaml").write_text("name: box\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
+                                     "size: 1 MiB\nalgorithms: [ring]\n")
+    return tmp_path / "s.yaml", tmp_path / "out"
+
+
+def test_a_whole_last_record_without_its_newline_is_kept(tmp_path, cli):
+    """A record written whole but for its final newline is a finished point, not a torn write."""
+    path, out = _box_sweep(tmp_path)
+    assert cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1").exit_code == 0
+    results = out / "results.jsonl"
+    results.write_bytes(results.read_bytes().rstrip(b"\n"))
+    again = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1")
+    assert again.exit_code == 0 and "2 points already done, 0 computed now" in again.stdout
+    assert len(results.read_text().splitlines()) == 2 and results.read_text().endswith("\n")
+
+
+def test_a_record_with_a_sound_key_and_broken_fields_is_named_and_computed_again(tmp_path, cli):
+    """It used to end in an internal error (TypeError) while the table was drawn."""
+    import json
+
+    path, out = _box_sweep(tmp_path)
+    assert cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1").exit_code == 0
+    results = out / "results.jsonl"
+    first, second = results.read_text().splitlines()
+    broken = json.loads(first)
+    broken["sizes"][0]["time_s"] = "fast"
+    results.write_text(json.dumps(broken) + "\n" + second + "\n")
+    again = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1")
+    assert again.exit_code == 0, again.stderr
+    assert "results.jsonl:1: a record whose a size's size_bytes or time_s is not a number; computed again" in \
+        " ".join(again.stdout.split())
+    assert "1 points already done, 1 computed now" in again.stdout

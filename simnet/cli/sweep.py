@@ -94,8 +94,11 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
     workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
-    records, computed = _sweep_with_progress(plan, out, executor)
+    recomputed: list[str] = []
+    records, computed = _sweep_with_progress(plan, out, executor, recomputed)
     console = stdout_console()
+    for line in recomputed:
+        console.print(line)
     if computed < len(records):
         console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
                       f"{computed} computed now")
@@ -120,11 +123,12 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         console.print(f"wrote {path}")
 
 
-def _sweep_with_progress(plan, out: Path, executor):
+def _sweep_with_progress(plan, out: Path, executor, recomputed: list[str]):
     from simnet.cli.console import progress
     from simnet.run.sweep.run import run_sweep
 
     with progress("sweep") as update:
         update(0, len(plan.points), "starting")
         return run_sweep(plan, out, executor,
-                         progress=lambda done, running, total: update(done, total, f"{running} running"))
+                         progress=lambda done, running, total: update(done, total, f"{running} running"),
+                         recomputed=recomputed)

@@ -15,12 +15,14 @@ __all__ = ["run_sweep"]
 
 
 def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
-              progress: Callable[[int, int, int], None] | None = None) -> tuple[list[dict], int]:
+              progress: Callable[[int, int, int], None] | None = None,
+              recomputed: list[str] | None = None) -> tuple[list[dict], int]:
     """Run every point of ``plan`` not already in ``out/results.jsonl``.
 
     Returns (all records in plan order, how many were computed now). ``progress(done,
     running, total)`` is called as points finish. Each record is appended and fsynced as
-    it completes, so a killed sweep loses nothing it finished.
+    it completes, so a killed sweep loses nothing it finished. Records on disk that cannot
+    be read back whole are computed again, each named in ``recomputed``.
     """
     for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
         scenario_at(plan, overrides, gpus)
@@ -33,7 +35,7 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
         fresh = False
     with locked(out, plan.source):
         try:
-            return _run_unlocked(plan, out, executor, progress)
+            return _run_unlocked(plan, out, executor, progress, recomputed)
         except BaseException:
             if fresh and not load_records(out / RESULTS):  # refused before any point finished: leave no trace
                 for name in (RESULTS, META, LOCK):  # the lock file last, while still holding it
@@ -43,11 +45,13 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
             raise
 
 
-def _run_unlocked(plan: SweepPlan, out: Path, executor, progress) -> tuple[list[dict], int]:
+def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: list[str] | None
+                  ) -> tuple[list[dict], int]:
     check_meta(out, plan.fingerprint, plan.source)
     results_path = out / RESULTS
     # a point skipped by an earlier `all` sweep is tried again when this one names it
-    known = {r["key"]: r for r in load_records(results_path) if plan.every_algorithm or "skipped" not in r}
+    known = {r["key"]: r for r in load_records(results_path, recomputed)
+             if plan.every_algorithm or "skipped" not in r}
     todo = [p for p in plan.points if p.key not in known]
     computed = 0
     executor = executor or LocalExecutor()

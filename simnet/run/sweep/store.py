@@ -22,14 +22,47 @@ META = "sweep.json"
 LOCK = ".lock"
 
 
-def load_records(path: Path) -> list[dict]:
+def _unsound(record: dict) -> str | None:
+    """Why a record with a key cannot be reported (a field of the wrong kind), or None."""
+    if not isinstance(record.get("set"), dict) or not isinstance(record.get("algorithm"), str):
+        return "its set or algorithm is missing"
+    if isinstance(record.get("gpus"), bool) or not isinstance(record.get("gpus"), int):
+        return "its gpus is not a GPU count"
+    if "skipped" in record:
+        return None if isinstance(record["skipped"], str) else "its skipped is not a reason"
+    sizes = record.get("sizes")
+    if sizes is not None and not (isinstance(sizes, list) and all(
+            isinstance(s, dict) and all(isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)
+                                        for k in ("size_bytes", "time_s")) for s in sizes)):
+        return "a size's size_bytes or time_s is not a number"
+    for key in ("iteration_time_s", "speedup", "efficiency"):
+        if key in record and (isinstance(record[key], bool) or not isinstance(record[key], (int, float))):
+            return f"its {key} is not a number"
+    if sizes is None and not isinstance(record.get("training"), dict) and not isinstance(record.get("jobs"), list):
+        return "it holds no result (sizes, training or jobs)"
+    return None
+
+
+def load_records(path: Path, recomputed: list[str] | None = None) -> list[dict]:
     """Finished records of a results file. A torn last line (a writer killed mid-record: no
-    final newline) is cut off; any other line that is not a record is refused with its line
-    number, never dropped together with the good records after it."""
+    final newline) is cut off, unless it is a whole record (then it is kept and the newline
+    added); any other line that is not a record is refused with its line number, never
+    dropped together with the good records after it. A record whose key is sound but whose
+    fields are not is left out, to be computed again, and named in ``recomputed``."""
     if not path.exists():
         return []
     data = path.read_bytes()
-    complete = data.rfind(b"\n") + 1  # what follows the last newline is a torn write
+    complete = data.rfind(b"\n") + 1  # what follows the last newline is a torn write, or a whole record
+    tail = data[complete:]
+    if tail.strip():
+        try:
+            whole = json.loads(tail)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            whole = None
+        if isinstance(whole, dict) and isinstance(whole.get("key"), str):
+            with path.open("ab") as handle:
+                handle.write(b"\n")
+            data, complete = data + b"\n", len(data) + 1
     records = []
     for number, line in enumerate(data[:complete].splitlines(), 1):
         if not line.strip():
@@ -42,6 +75,11 @@ def load_records(path: Path) -> list[dict]:
         if not isinstance(record, dict) or not isinstance(record.get("key"), str):
             raise InputError(f"line {number} is not a sweep record; remove that line to resume, or use another --out",
                              path, number)
+        why = _unsound(record)
+        if why:
+            if recomputed is not None:
+                recomputed.append(f"{path}:{number}: a record whose {why.removeprefix('its ')}; computed again")
+            continue
         records.append(record)
     if complete != len(data):
         with path.open("rb+") as handle:
