@@ -310,3 +310,20 @@ def test_a_record_with_a_sound_key_and_broken_fields_is_named_and_computed_again
     assert "results.jsonl:1: a record whose a size's size_bytes or time_s is not a number; computed again" in \
         " ".join(again.stdout.split())
     assert "1 points already done, 1 computed now" in again.stdout
+
+
+def test_a_gpu_flops_without_its_unit_is_refused():
+    """gpu_flops: 989 (meant as TFLOP/s) gave a 1.2e11 s step; 989e12 and '989 TFLOP/s' are one figure."""
+    message = _refusal(training={**TRAINING, "gpu_flops": 989})
+    assert message.split(": ")[1].startswith("training.gpu_flops") and "989 TFLOP/s" in message
+    for figure in ("989e12", 989e12, "989 TFLOP/s"):
+        scenario = scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "gpu_flops": figure}})
+        assert scenario.training.gpu_flops == 989e12
+
+
+def test_a_step_whose_exchanges_pass_1_pib_is_refused():
+    """A TP AllReduce carries a micro-batch's activations: 16 tokens x hidden 2^50 x 2 B (bf16) =
+    2^55 B = 32 PiB, over the 1 PiB any size may be (it passed, as did 8192 TB)."""
+    huge = {**TRAINING["model"], "hidden": 2**50, "heads": 1, "ffn": 1}
+    message = _refusal(training={**TRAINING, "model": huge})
+    assert message.split(": ")[1].startswith("training.model") and "over 1 PiB" in message

@@ -13,12 +13,14 @@ algorithm) point.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
+from simnet import units
 from simnet.engine.faults import Fault
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.model.calibration import load_calibration
@@ -43,6 +45,7 @@ from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Strict
 from simnet.tuning.tables import SIMNET_NAMES
+from simnet.units import DTYPE_BYTES
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
 
@@ -253,6 +256,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         except ValueError as exc:
             field, _, message = str(exc).partition(": ")
             raise source.error(("training", "parallelism", field), message) from None
+        _refuse_what_no_step_holds(spec.training, source)
         if topology.gpu_model(topology.gpus[0]) not in GPUS and spec.training.gpu_flops is None:
             raise source.error(("training",), "the GPUs name no generation simnet knows (gpu: a100 | h100 | h200 | "
                                               "b200): give gpu_flops, the dense peak FLOP/s per GPU")
@@ -305,6 +309,21 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
             if getattr(spec, key):
                 raise source.error((key,), f"the training step runs on the healthy fabric: {key} do not apply to it; "
                                            f"remove {key}, or training")
+
+
+def _refuse_what_no_step_holds(training, source: Source) -> None:
+    """One line when a derived quantity of the step is out of range: an exchange over 1 PiB
+    (a micro-batch's activations of b s h values, top_k times for an MoE's AllToAll) or
+    FLOPs too large to count."""
+    model, par = training.transformer(), training.layout()
+    tokens = par.micro_batch_size * model.sequence
+    largest = tokens * model.hidden * DTYPE_BYTES[training.dtype] * (model.top_k if model.moe else 1)
+    if largest > units.SIZE_MAX:
+        raise source.error(("training", "model"), f"one exchange of the step would carry {largest:.4g} B (a "
+                                                  "micro-batch's activations), over 1 PiB, the largest size simnet "
+                                                  "accepts; use a smaller micro_batch_size, sequence or hidden")
+    if not math.isfinite(model.training_flops_per_token() * tokens * par.micro_batches):
+        raise source.error(("training", "model"), "the step's FLOPs are too many to count; check the model's shape")
 
 
 def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:

@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import Annotated, Literal
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import BeforeValidator, Field, create_model, field_validator, model_validator
 
 from simnet import units
 from simnet.spec.values import PositiveSize, Size
@@ -22,12 +22,39 @@ from simnet.workloads.transformer import PRESETS, Parallelism, Transformer
 __all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training"]
 
 
+_FLOP_UNITS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
+GPU_FLOPS_RANGE = (1e9, 1e18)
+"""FLOP/s one GPU may have: 1 GFLOP/s to 1 EFLOP/s (B200's dense BF16 peak is 2.25e15)."""
+
+
+def _gpu_flops(value: object) -> object:
+    """A GPU's FLOP/s: a number (``989e12``) or text with its unit (``989 TFLOP/s``); a bare
+    number below 1 GFLOP/s is taken for a figure whose unit was left out (``989``)."""
+    if isinstance(value, str):
+        number, _, unit = value.strip().partition(" ")
+        unit = unit.strip() or "FLOP/s"  # YAML reads 989e12 as text: a number all the same
+        if unit not in _FLOP_UNITS:
+            raise ValueError(f"{value!r}: give FLOP/s as a number or with FLOP/s, GFLOP/s, TFLOP/s or PFLOP/s")
+        try:
+            value = float(number) * _FLOP_UNITS[unit]
+        except ValueError:
+            raise ValueError(f"{value!r} is not a FLOP/s figure (e.g. '989 TFLOP/s')") from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+            GPU_FLOPS_RANGE[0] <= value <= GPU_FLOPS_RANGE[1]):
+        raise ValueError(f"{value!r} FLOP/s is outside 1 GFLOP/s to 1 EFLOP/s; with its unit, e.g. '989 TFLOP/s'")
+    return value
+
+
+GpuFlops = Annotated[float, BeforeValidator(_gpu_flops), Field(allow_inf_nan=False)]
+"""A GPU's dense peak, FLOP/s (see ``_gpu_flops``)."""
+
+
 class Workload(Strict):
     """A training step, for iteration time and speedup (used by sweeps)."""
 
     compute_time: Latency | None = None
     model_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gpu_flops: GpuFlops | None = None
     gradient_size: Size | None = None
     parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
@@ -98,7 +125,7 @@ class Training(Strict):
     model: ModelShape | str
     parallelism: ParallelismSpec = ParallelismSpec()
     efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-    gpu_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gpu_flops: GpuFlops | None = None
     dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
     grad_dtype: Literal["bf16", "fp16", "fp32"] = "fp32"
 
