@@ -51,4 +51,4 @@ def test_a_run_that_leaves_nics_unused_warns():
     result = simnet.simulate(_pair(16, "200 Gb/s"), "hierarchical", 2**28, inner="ring")
     (idle,) = [w for w in result.warnings if w.kind == "nic_idle"]
     used = len(_nic_bytes(result))
-    assert f"{32 - used} of the 32 NICs" in idle.message
+    assert f"{32 - used} of the 32 NICs" in idle.message  # every GPU of both hosts has two

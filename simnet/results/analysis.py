@@ -7,7 +7,7 @@ the results table, the warnings and the plots all use. ``find_warnings`` flags:
 * ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
   parameter server) busy most of the run with many flows crowding it (incast);
 * ``link_congestion``: a switch-to-switch link saturated most of the run by several flows;
-* ``nic_idle``: NICs of the run's hosts that carried nothing while others did;
+* ``nic_idle``: NICs of GPUs with several NICs that carried nothing while others did;
 * ``idle_servers``: parameter servers in the topology that the run left unused.
 """
 
@@ -57,30 +57,27 @@ def link_reports(replay) -> list[LinkReport]:
                        max_flows=int(stats.max_flows[i]), mean_capacity_Bps=float(offered[i])) for i in order]
 
 
-def _host_nics(topo: Topology) -> dict[str, list[str]]:
-    """The NICs of every host, by the host label they carry."""
-    nics: dict[str, list[str]] = {}
-    for node in topo.nodes:
-        if topo.kind(node) == "nic" and topo.graph.nodes[node].get("host"):
-            nics.setdefault(topo.graph.nodes[node]["host"], []).append(node)
-    return nics
-
-
 def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
-    """``nic_idle`` when a run across hosts sent through some of its hosts' NICs and left
-    others unused: the answer holds for those NICs alone, not for all the hardware."""
+    """``nic_idle`` when a run across hosts left unused some NICs of GPUs that have several
+    (the channels of such a GPU are dealt over all of them, as NCCL binds a channel to one NIC):
+    the answer holds for the NICs that carried data, not for all the hardware."""
     hosts = topo.groups("host")
     if len(hosts) < 2:
         return []
-    nics = [nic for host in hosts for nic in topo.derived("host_nics", _host_nics).get(host, [])]
+    nics = []
+    for members in hosts.values():
+        rails = topo.rails(members)
+        many = {gpu for _, gpu in rails if sum(g == gpu for _, g in rails) > 1}
+        nics += [nic for nic, gpu in rails if gpu in many]
     used = {link.src for link in links} | {link.dst for link in links}
     idle = [nic for nic in nics if nic not in used]
     if not idle or len(idle) == len(nics):
         return []
     return [Finding("nic_idle", idle[0], (
-        f"{len(idle)} of the {len(nics)} NICs of the run's hosts carried nothing ({', '.join(idle[:4])}"
-        f"{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. Remedy: an algorithm "
-        f"that opens a channel per NIC (ring, tree), or fewer, faster NICs if these are spare"))]
+        f"{len(idle)} of the {len(nics)} NICs of the run's GPUs with several NICs carried nothing "
+        f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. "
+        "Remedy: NCCL's ring or tree deal their channels over every NIC of a GPU (compare -a ring); fewer "
+        "channels (options.channels) use fewer"))]
 
 
 def _capacity(link: LinkReport) -> str:

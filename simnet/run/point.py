@@ -36,7 +36,6 @@ from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
 from simnet.topology.graph import Topology
-from simnet.topology.hardware import NCCL_FALLBACK_NVLINK_EFFICIENCY
 from simnet.tuning import predict, search, tables
 
 SAME_TIME = 0.01
@@ -199,13 +198,6 @@ class Setup:
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
-        unnamed = [gpu for gpu in topo.gpus if topo.gpu_model(gpu) is None]
-        if self.model == "nccl" and unnamed:
-            some = f"{len(unnamed)} GPU{'s' if len(unnamed) > 1 else ''} ({unnamed[0]}{', ...' * (len(unnamed) > 1)})"
-            warnings.append(Finding("gpu_assumed", unnamed[0], (
-                f"{some} name no generation (gpu: a100 | h100 | h200 | b200): NCCL's model took them as SM80 "
-                f"(A100), its latencies and channel speeds, and any NVLink at {NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} "
-                "of line rate, as NCCL does for a GPU it does not know (topo.h); give gpu: on each GPU for its own")))
         fit = self.calibration
         if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "

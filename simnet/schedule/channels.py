@@ -73,8 +73,8 @@ def _spread_over_nics(groups: list[ChannelGroup], nics: int) -> list[ChannelGrou
     """Each group's NCCL channels dealt over its GPUs' ``nics`` NICs, as NCCL binds every
     channel to one NIC of the GPU (a GPU with two NICs sends half its channels through
     each): group ``g`` becomes up to ``nics`` groups in a row, the weights dealt evenly;
-    routing sends the connection numbered ``i`` through the GPU's NIC ``i mod nics``
-    (``simnet.topology.routing``), so consecutive groups take different NICs."""
+    routing sends consecutive connections of one pair through consecutive NICs of the GPU
+    (``simnet.topology.routing``), so the groups of one layout take different NICs."""
     spread = []
     for group in groups:
         parts = min(group.weight, nics)

@@ -8,8 +8,9 @@ OpenSM's fat-tree engine, ``doc/current-routing.txt``, which makes "shift" patte
 congestion-free) picks by the destination alone, the digits of its number (its port's
 place in leaf order, like a LID) choosing the way down, D-mod-k: every connection to one
 destination takes the same path, and destinations under one leaf spread over the spines.
-Either way a connection leaving or entering a GPU with several NICs takes NIC ``flow mod k``
-of them, as NCCL binds each channel to one NIC of its GPU.
+Either way the connections of one pair leaving or entering a GPU with several NICs take
+consecutive NICs (connection ``flow`` the ``flow``-th after the pair's own first, by hash),
+as NCCL binds each channel to one NIC of its GPU.
 Only the topology's ``forwarding`` nodes (switches, NICs, host bridges) forward traffic;
 GPUs and parameter servers are endpoints (a path never goes *through* a GPU).
 
@@ -276,9 +277,11 @@ class Router:
                     node = choices[place % len(choices)]
                     place //= len(choices)
                 elif all(topology.kind(c) == "nic" for c in choices):
-                    # a GPU's NICs (or the peer's): NCCL binds each channel to one of them,
-                    # connection i to NIC i mod k, so every NIC carries its share
-                    node = choices[flow % len(choices)]
+                    # a GPU's NICs (or the peer's): NCCL binds each channel to one of them, so
+                    # consecutive connections of one pair take consecutive NICs (and pairs start
+                    # at a NIC of their own, as a hash would spread them)
+                    start = zlib.crc32(f"{src}\0{dst}".encode())
+                    node = choices[(start + flow) % len(choices)]
                 else:
                     digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
                     node = choices[digest % len(choices)]
