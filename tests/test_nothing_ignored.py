@@ -1,6 +1,6 @@
 """Every key either changes the answer or is refused in one line: combinations a run would
 not read (jobs with sizes or faults, a training step with faults, a placement with no job,
-two forms of one quantity, an option no listed algorithm takes, a misspelt NCCL function)
+two forms of one quantity, a misspelt NCCL function)
 are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls as NCCL would."""
 
 from __future__ import annotations
@@ -56,15 +56,6 @@ def test_two_forms_of_one_quantity_are_refused(workload, both):
     """compute_time beside FLOPs, or a gradient size beside parameters: one would be dropped."""
     message = _refusal(sizes=["1 MiB"], workload=workload)
     assert "workload" in message and both in message and "not both" in message
-
-
-def test_an_option_no_listed_algorithm_takes_is_refused():
-    """pxn is read by the point-to-point algorithms (direct) only; an all_to_all scenario that
-    runs only the ring-free naive exchange would ignore it."""
-    message = _refusal(sizes=["1 MiB"], collective="all_to_all", algorithms=["pairwise"], options={"pxn": False})
-    assert "options.pxn" in message and "direct" in message
-    scenario_from_dict({"name": "s", "topology": FABRIC, "sizes": ["1 MiB"], "collective": "all_to_all",
-                        "algorithms": ["auto"], "options": {"pxn": False}})  # auto runs direct, which reads it
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -269,14 +260,6 @@ def test_repeated_sizes_are_one_point_at_their_median():
     assert point.measured_us == 100.0
 
 
-def test_spine_oversubscription_on_two_tiers_is_refused():
-    """Two tiers (leaves and spines) have no spine uplinks: the key was read by nothing."""
-    fabric = {"name": "rails", "generate": {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 2,
-                                            "gpus_per_node": 2, "spine_oversubscription": 2}}
-    message = _refusal(sizes=["1 MiB"], topology=fabric)
-    assert "spine_oversubscription" in message and "leaf_oversubscription" in message
-
-
 def _box_sweep(tmp_path):
     (tmp_path / "s.yaml").write_text("name: box\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
                                      "size: 1 MiB\nalgorithms: [ring]\n")
@@ -327,3 +310,55 @@ def test_a_step_whose_exchanges_pass_1_pib_is_refused():
     huge = {**TRAINING["model"], "hidden": 2**50, "heads": 1, "ffn": 1}
     message = _refusal(training={**TRAINING, "model": huge})
     assert message.split(": ")[1].startswith("training.model") and "over 1 PiB" in message
+
+
+def test_a_ratio_stays_a_ratio_in_a_file_and_in_set(tmp_path, cli):
+    """YAML 1.1 reads an unquoted 4:1 as the base-60 number 241: a 4:1 oversubscribed uplink
+    became 241:1. The file and --set now read it as the ratio the docs write; 4 and 4:1 are
+    one uplink (the leaf's 2 hosts x 2 NICs x 50 GB/s over 4, on 1 spine: 50 GB/s)."""
+    from simnet.topology.loader import load_topology
+
+    fabric = tmp_path / "t.yaml"
+    fabric.write_text("name: t\ngenerate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, gpus_per_host: 2, "
+                      "spines: 1, oversubscription: 4:1}\n")
+    topo = load_topology(fabric)
+    assert topo.capacity[topo.link_index[("tor0", "spine0")]] == pytest.approx(2 * 2 * 50e9 / 4)
+    (tmp_path / "s.yaml").write_text("name: o\ntopology: t.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.oversubscription=4,4:1",
+                 "--out", tmp_path / "out", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    times = {str(r["set"]["topology.generate.oversubscription"]): r["sizes"][0]["time_s"] for r in _records(tmp_path / "out")}
+    assert times["4"] == times["4:1"]
+
+
+@pytest.mark.parametrize("count", ["yes", "4.5", "0"])
+def test_set_gpus_refuses_what_is_no_gpu_count(tmp_path, cli, count):
+    path, out = _box_sweep(tmp_path)
+    result = cli("sweep", path, "--set", f"gpus={count}", "--out", out)
+    assert result.exit_code == 2 and "is not a GPU count" in result.stderr
+
+
+@pytest.mark.parametrize("keys", [{"algorithms": ["auto"]}, {"training": None}, {"workload": None},
+                                  {"options": {"chunk_size": None}}])
+def test_jobs_accept_keys_at_their_default(keys):
+    """A key written at its default (or null) beside jobs changes nothing and is not refused."""
+    scenario = scenario_from_dict({"name": "s", "topology": FABRIC, "jobs": JOBS, **keys})
+    assert [job.name for job in scenario.jobs] == ["a", "b"]
+
+
+def test_a_zero_straggler_delay_needs_no_unit():
+    scenario = scenario_from_dict({"name": "s", "topology": FABRIC, "sizes": ["1 MiB"], "stragglers": {"r0h0-gpu0": 0}})
+    assert scenario.stragglers == {"r0h0-gpu0": 0.0}  # on time: joins with the others
+
+
+def test_calibrate_takes_a_log_on_a_topology_that_names_no_gpu():
+    """A hand-written topology without gpu: has no generation to contradict: any device line goes."""
+    from simnet.io.nccltests import parse_log
+    from simnet.run.calibrate import points_of
+    from simnet.topology.loader import topology_from_dict
+
+    nodes = [{"id": f"g{i}", "kind": "gpu", "host": f"h{i // 2}"} for i in range(4)] + [{"id": "sw", "kind": "switch"}]
+    links = [{"a": f"g{i}", "b": "sw", "bandwidth": "100 Gb/s", "latency": "1 us"} for i in range(4)]
+    topology = topology_from_dict({"name": "hand", "nodes": nodes, "links": links})
+    (point,) = points_of([parse_log(_log(4, 2, device="NVIDIA A100-SXM4-80GB"), "x.log")], topology)
+    assert point.ranks == 4

@@ -68,9 +68,8 @@ def test_oversubscription_thins_each_tier():
        planes=st.integers(1, 3), radix=st.integers(4, 64), oversub=st.sampled_from([1.0, 1.5, 4.0]))
 def test_footprint_counts_exactly_what_is_built(units, nodes, gpus, rails, planes, radix, oversub):
     params = {"kind": "rail_optimized", "units": units, "nodes_per_unit": nodes, "gpus_per_node": gpus,
-              "rails": rails, "planes": planes, "switch_radix": radix, "leaf_oversubscription": oversub}
-    if units * min(rails, gpus) > radix:  # a core tier: spines have uplinks to oversubscribe
-        params["spine_oversubscription"] = oversub
+              "rails": rails, "planes": planes, "switch_radix": radix, "leaf_oversubscription": oversub,
+              "spine_oversubscription": oversub}
     try:
         model = RailOptimizedParams.model_validate(params)
     except ValidationError:

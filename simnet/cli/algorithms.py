@@ -5,12 +5,14 @@ from __future__ import annotations
 import click
 
 from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
 from simnet.schedule.kinds import COLLECTIVES
 
 
 @click.command("algorithms")
 @click.option("-c", "--collective", type=click.Choice(list(COLLECTIVES)), default="allreduce", show_default=True,
               help="The collective whose algorithms to list.")
+@friendly
 def algorithms_command(collective: str) -> None:
     """List a collective's algorithms, their options and contention-free closed forms.
 

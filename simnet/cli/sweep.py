@@ -13,6 +13,7 @@ from simnet.cli.choices import algorithm_option, collective_notes, collective_op
 from simnet.cli.console import stdout_console
 from simnet.cli.shell import friendly
 from simnet.errors import InputError
+from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
 
 
@@ -32,9 +33,9 @@ def _split_values(text: str) -> list[str]:
 def _set_value(text: str) -> object:
     """A ``--set`` value as the scenario file would read it: ``64`` and ``2.0`` are numbers
     (one point however written: ``2``, ``02``, ``2.0``), ``true`` a yes/no, anything else
-    (``400 Gb/s``, ``ecmp``) text for the field to parse."""
+    (``400 Gb/s``, ``4:1``, ``ecmp``) text for the field to parse."""
     try:
-        value = yaml.safe_load(text)
+        value = load_value(text)
     except yaml.YAMLError:
         return text
     if isinstance(value, float) and value.is_integer():

@@ -21,7 +21,7 @@ from simnet.errors import InputError
 from simnet.io.budget import memory_budget
 from simnet.io.files import read_text
 
-__all__ = ["Source", "load_yaml", "format_loc", "MAX_VALUES"]
+__all__ = ["Source", "load_yaml", "load_value", "format_loc", "MAX_VALUES"]
 
 Loc = tuple[Any, ...]
 
@@ -31,9 +31,30 @@ MAX_VALUES = 20_000_000
 VALUE_BYTES = 200
 """Memory per built value (a 20-million-value alias expansion peaked at 3.16 GB: 158 B each)."""
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's C parser when installed (~30x faster, same marks, nesting bounded), else PyYAML's."""
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+
+class _LOADER(_BASE_LOADER):
+    """libyaml's C parser when installed (~30x faster, same marks, nesting bounded), else
+    PyYAML's; with YAML 1.1's base-60 numbers left out, so an unquoted ratio ``4:1`` stays the
+    text the field parses as 4, never the number 241."""
+
+    yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if rx.match("4:1") is None
+                                       and rx.match("1:30.5") is None] for first, resolvers
+                               in _BASE_LOADER.yaml_implicit_resolvers.items()}
+
+
+_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+_FLOAT = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+                    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_LOADER.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+_LOADER.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+
+def load_value(text: str):
+    """One YAML scalar as a file's value would read (``4:1`` stays text, ``64`` is a number)."""
+    return yaml.load(text, Loader=_LOADER)  # a safe loader: no Python objects
 
 @dataclass
 class Source:

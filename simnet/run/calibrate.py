@@ -152,7 +152,7 @@ def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
     machine than the one it is fitted to."""
     gpus = topology.gpus[:ranks]
     model = topology.gpu_model(gpus[0])
-    for device in dict.fromkeys(log.devices):
+    for device in dict.fromkeys(log.devices if model is not None else []):  # a GPU the topology names
         named = [name for name in GPUS if re.search(rf"(?<![A-Za-z0-9]){name}(?![0-9])", device, re.IGNORECASE)]
         amd = re.search(r"\bAMD\b|Instinct|\bMI\d{3}", device, re.IGNORECASE)
         if (named and model not in named) or (amd and not named):

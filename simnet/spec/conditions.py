@@ -199,7 +199,8 @@ def straggler_delays(topology: Topology, spec: dict | StragglerDistribution | No
             if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
                 raise FaultError((gpu,), f"{gpu!r} is not a GPU of {topology.name}")
             try:  # seconds as a float from the API; text with its unit from a file
-                delay = text if isinstance(text, float) else units.parse_time(text)
+                delay = float(text) if isinstance(text, float) or (text == 0 and not isinstance(text, bool)) \
+                    else units.parse_time(text)  # 0 needs no unit
             except ValueError as exc:
                 raise FaultError((gpu,), str(exc)) from None
             if not 0 <= delay <= units.TIME_RANGE[1]:

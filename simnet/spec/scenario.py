@@ -44,7 +44,6 @@ from simnet.topology.graph import Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Strict
-from simnet.tuning.tables import SIMNET_NAMES
 from simnet.units import DTYPE_BYTES
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
@@ -268,7 +267,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if spec.training is not None:
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
-    _check_options(spec, algorithms, source)
+    _check_options(spec, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -289,7 +288,7 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
     """One line for a key the run would not read in this scenario: what jobs state for
     themselves or do not apply, conditions a training step does not apply, a placement
     with no job to place."""
-    given = spec.model_fields_set
+    given = {key for key in spec.model_fields_set if getattr(spec, key) != ScenarioSpec.model_fields[key].default}
     if spec.jobs:
         for key, what in _JOBS_SET_THEIR_OWN.items():
             if key in given:
@@ -298,8 +297,8 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
             if getattr(spec, key):
                 raise source.error((key,), f"{key} apply to a scenario's collectives; jobs run on the healthy fabric: "
                                            f"remove {key}, or jobs")
-        if spec.options.model_fields_set:
-            name = sorted(spec.options.model_fields_set)[0]
+        if spec.options.model_dump(exclude_none=True):
+            name = sorted(spec.options.model_dump(exclude_none=True))[0]
             raise source.error(("options", name), "with jobs, every job runs with NCCL's defaults: options do not "
                                                   "apply; remove options, or jobs")
     elif spec.placement is not None:
@@ -341,19 +340,14 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
 
 
-def _check_options(spec: ScenarioSpec, algorithms: list[str], source: Source) -> None:
-    """Refuse an option none of the scenario's algorithms takes (it would be ignored); ``auto``
-    may run any of NCCL's own algorithms of the collective."""
+def _check_options(spec: ScenarioSpec, source: Source) -> None:
+    """Refuse an option no algorithm of the scenario's collective takes (it would be ignored by
+    whatever algorithm -a, a variant or a sweep picks)."""
     table = algorithms_for(spec.collective)
-    point_to_point = COLLECTIVES[spec.collective].point_to_point
-    nccl_own = ["direct"] if point_to_point else [a for a in SIMNET_NAMES.values() if a in table]
-    ran = list(dict.fromkeys(n for a in algorithms for n in (nccl_own if a == AUTO else [a])))
     for name in spec.options.model_dump(exclude_none=True):
-        if name in COMMON_OPTIONS or any(name in table[a].options for a in ran):
-            continue
         takers = [a.name for a in table.values() if name in a.options]
-        raise source.error(("options", name), f"none of this scenario's algorithms takes {name} ({', '.join(takers)} "
-                                              "would)" if takers else f"no {spec.collective} algorithm takes {name}")
+        if name not in COMMON_OPTIONS and not takers:
+            raise source.error(("options", name), f"no {spec.collective} algorithm takes {name}")
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:
@@ -366,7 +360,7 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple
         raise source.error(("faults", *exc.loc), exc.message) from None
     raw = spec.stragglers
     for gpu, delay in (raw or {}).items() if raw and "distribution" not in raw else ():
-        if not isinstance(delay, str):  # a file writes times with their unit; a bare number has none
+        if not isinstance(delay, str) and delay != 0:  # a file writes times with their unit (0 needs none)
             raise source.error(("stragglers", gpu), f"{delay!r} has no unit: write the delay as a time, e.g. '500 us'")
     if raw is not None and "distribution" in raw:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -33,10 +34,10 @@ def export_graph(topo: Topology) -> nx.DiGraph:
 def export_text(topo: Topology, fmt: str) -> str:
     """``topo`` as ``graphml``, ``gexf`` or ``json`` (node-link) text."""
     graph = export_graph(topo)
-    if fmt == "graphml":
-        return "\n".join(nx.generate_graphml(graph)) + "\n"
-    if fmt == "gexf":
-        return "\n".join(nx.generate_gexf(graph)) + "\n"
+    if fmt in ("graphml", "gexf"):  # as networkx writes a file: with its XML declaration, UTF-8
+        buffer = io.BytesIO()
+        (nx.write_graphml if fmt == "graphml" else nx.write_gexf)(graph, buffer)
+        return buffer.getvalue().decode("utf-8")
     if fmt == "json":
         return json.dumps(nx.node_link_data(graph, edges="links"), indent=1) + "\n"
     raise ValueError(f"unknown export format {fmt!r}")
@@ -48,6 +49,6 @@ def export_topology(topo: Topology, path: str | Path, fmt: str) -> Path:
     path = Path(path)
     text = export_text(topo, fmt)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
+    partial.write_text(text, encoding="utf-8")
     partial.replace(path)
     return path

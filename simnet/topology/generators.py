@@ -227,10 +227,6 @@ class RailOptimizedParams(_NvSwitchHosts):
             raise ValueError(f"a leaf needs {self.leaf_down()} ports down and {self.leaf_up()} up, more than "
                              f"switch_radix {self.switch_radix}: use more rails, fewer nodes_per_unit, a larger "
                              "radix or more leaf_oversubscription")
-        if self.tiers() == 2 and "spine_oversubscription" in self.model_fields_set:
-            raise ValueError(f"spine_oversubscription: {self.leaves()} leaves fit under one spine tier, which has no "
-                             "uplinks to oversubscribe (a core tier comes with more leaves than switch_radix); use "
-                             "leaf_oversubscription")
         if self.tiers() == 3:
             if self.units_per_pod() < 1:
                 raise ValueError(f"a spine with {self.spine_down()} ports down cannot reach the {self.rail_count()} "

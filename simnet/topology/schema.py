@@ -58,16 +58,31 @@ def _numeric(annotation: Any) -> bool:
     return False
 
 
+def _takes_yes_no(annotation: Any) -> bool:
+    """Whether ``annotation`` accepts a yes/no: bool, Any, or a Literal of one."""
+    if annotation in (bool, Any):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _takes_yes_no(args[0])
+    if origin in (Union, UnionType):
+        return any(_takes_yes_no(a) for a in args)
+    return origin is Literal and any(isinstance(a, bool) for a in args)
+
+
 def _yes_no_as_number(annotation: Any, value: Any) -> bool:
     """Whether ``value`` puts a YAML yes/no where ``annotation`` wants a number (also
     inside a mapping or list of numbers)."""
-    if isinstance(value, bool):
-        return _numeric(annotation)
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
         return _yes_no_as_number(args[0], value)
+    if isinstance(value, bool):
+        if origin in (Union, UnionType):  # refused where an alternative takes a number and none a yes/no
+            takes = [a for a in args if a is not type(None)]
+            return any(_numeric(a) for a in takes) and not any(_takes_yes_no(a) for a in takes)
+        return _numeric(annotation)
     if origin in (Union, UnionType):
-        return all(_yes_no_as_number(a, value) for a in args if a is not type(None)) and value is not None
+        return any(_yes_no_as_number(a, value) for a in args if get_origin(a) in (dict, list))
     if origin is dict and isinstance(value, dict) and len(args) == 2:
         return any(_yes_no_as_number(args[1], v) for v in value.values())
     if origin is list and isinstance(value, list) and args:
