@@ -6,6 +6,7 @@ here: bandwidth in bytes/s per direction, latency in seconds one way.
 
 from __future__ import annotations
 
+import functools
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -90,6 +91,18 @@ def _yes_no_as_number(annotation: Any, value: Any) -> bool:
     return False
 
 
+def _holds_numbers(annotation: Any) -> bool:
+    """Whether a number may sit anywhere in ``annotation`` (through unions, mappings, lists)."""
+    return _numeric(annotation) or any(_holds_numbers(a) for a in get_args(annotation)
+                                       if get_origin(annotation) in (Annotated, Union, UnionType, dict, list))
+
+
+@functools.cache
+def _number_field(model: type, name: str) -> bool:
+    """``_holds_numbers`` of a model's field, worked out once per field (validation is per value)."""
+    return _holds_numbers(model.model_fields[name].annotation)
+
+
 class Strict(BaseModel):
     """Unknown keys are mistakes, not extensions; a yes/no (``true``) is no number, where
     pydantic would read it as 1."""
@@ -99,7 +112,8 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_yes_no_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        if _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
+        if isinstance(value, (bool, dict, list)) and _number_field(cls, info.field_name) and \
+                _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
             raise ValueError("a yes/no (true, false) is not a number; give a number")
         return value
 
