@@ -122,20 +122,20 @@ def _files_read(document: dict, base: Path) -> list[Path]:
         return files
 
 
-def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path) -> str:
-    """Digest of the files ``overrides`` make a point read that the scenario itself does not
+def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, own: set[Path]) -> str:
+    """Digest of the files ``overrides`` make a point read beyond ``own``, the scenario's
     (``--set topology=other.yaml``, ``--set topology.calibration=a.cal.yaml``): "" for none,
     so a changed profile is a new point, never a stale record."""
     if not overrides:
         return ""
-    own = {path.resolve() for path in _files_read(document, base)}
     try:
         theirs = _files_read(apply_overrides(document, dict(overrides), base), base)
     except (InputError, OSError):
         return ""
     extra = sorted({path.resolve() for path in theirs} - own)
-    return hashlib.sha256(json.dumps([[str(p), _digest(p)] for p in extra]).encode()).hexdigest()[:16] if extra \
-        else ""
+    if not extra:
+        return ""
+    return hashlib.sha256(json.dumps([[str(p), _digest(p)] for p in extra]).encode()).hexdigest()[:16]
 
 
 def _values(value: Any) -> list[Any]:
@@ -162,7 +162,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     names = list(axes)
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
-    reads = {combo: _reads(scenario.data, combo, Path(base)) for combo in combos}
+    own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
+    reads = {combo: _reads(scenario.data, combo, Path(base), own) for combo in combos}
     points = [Point(combo, count, algorithm, reads[combo])
               for combo in combos
               for count in counts
