@@ -169,9 +169,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     speed = gpu_flops * efficiency * par.tp  # a TP group splits every layer's work
     compute_f = (layers * layer_fwd + logits_fwd) * tokens / speed  # the last stage, with the output layer
     layer_f = layer_fwd * tokens / speed
-    tp_t = exchange("tp", "allreduce", tokens * h * a)
-    ep_t = exchange("ep", "all_to_all", tokens * model.top_k * h * a) if model.moe else 0.0
-    pp_t = exchange("pp", "send_recv", tokens * h * a)
+    tp_t = exchange("tp", "allreduce", model.activation_bytes(tokens, a))
+    ep_t = exchange("ep", "all_to_all", model.top_k * model.activation_bytes(tokens, a)) if model.moe else 0.0
+    pp_t = exchange("pp", "send_recv", model.activation_bytes(tokens, a))
     fsdp_f = fsdp_b = 0.0
     dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
     experts = model.experts * model.expert_parameters() // par.ep if model.moe else 0

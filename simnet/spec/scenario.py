@@ -316,7 +316,7 @@ def _refuse_what_no_step_holds(training, source: Source) -> None:
     FLOPs too large to count."""
     model, par = training.transformer(), training.layout()
     tokens = par.micro_batch_size * model.sequence
-    largest = tokens * model.hidden * DTYPE_BYTES[training.dtype] * (model.top_k if model.moe else 1)
+    largest = model.activation_bytes(tokens, DTYPE_BYTES[training.dtype]) * (model.top_k if model.moe else 1)
     if largest > units.SIZE_MAX:
         raise source.error(("training", "model"), f"one exchange of the step would carry {largest:.4g} B (a "
                                                   "micro-batch's activations), over 1 PiB, the largest size simnet "

@@ -33,6 +33,11 @@ class Transformer:
     def moe(self) -> bool:
         return self.experts > 1
 
+    def activation_bytes(self, tokens: int, value_bytes: int) -> int:
+        """Bytes of ``tokens`` tokens' hidden activations at ``value_bytes`` a value: what a
+        TP AllReduce or a pipeline stage boundary carries (an MoE's AllToAll, ``top_k`` times that)."""
+        return tokens * self.hidden * value_bytes
+
     def attention_parameters(self) -> int:
         """Q, K, V and output projections of one layer."""
         kv = (self.kv_heads or self.heads) * (self.hidden // self.heads)
