@@ -6,6 +6,8 @@ simulation count the same NICs, and a run that leaves NICs unused says so."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import simnet
 from simnet.topology.loader import topology_from_dict
@@ -52,3 +54,19 @@ def test_a_run_that_leaves_nics_unused_warns():
     (idle,) = [w for w in result.warnings if w.kind == "nic_idle"]
     used = len(_nic_bytes(result))
     assert f"{32 - used} of the 32 NICs" in idle.message  # every GPU of both hosts has two
+
+
+@settings(max_examples=12, deadline=None)
+@given(hosts=st.integers(2, 3), gpus=st.sampled_from([2, 4, 8]), per_gpu=st.sampled_from([2, 4]))
+def test_the_same_nic_bandwidth_written_out_per_gpu_carries_a_large_ring_alike(hosts, gpus, per_gpu):
+    """A property over host counts, GPUs per host and NICs per GPU: k NICs of b/k on each GPU
+    carry a 1 GiB ring as one NIC of b does (bandwidth-bound: the same NIC bandwidth per GPU,
+    every NIC used), to 2 %."""
+    def fabric(nics_per_gpu: int):
+        return topology_from_dict({"name": "f", "generate": {
+            "kind": "leaf_spine", "racks": 1, "hosts_per_rack": hosts, "gpus_per_host": gpus, "gpu": "h100",
+            "nics_per_host": gpus * nics_per_gpu, "nic_bandwidth": f"{400 // nics_per_gpu} Gb/s", "spines": 1}})
+
+    one = simnet.simulate(fabric(1), "ring", 2**30)
+    written = simnet.simulate(fabric(per_gpu), "ring", 2**30)
+    assert written.time_s == pytest.approx(one.time_s, rel=0.02)
