@@ -61,7 +61,7 @@ def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
     """``nic_idle`` when a run across hosts left unused some NICs of GPUs that have several
     (the channels of such a GPU are dealt over all of them, as NCCL binds a channel to one NIC):
     the answer holds for the NICs that carried data, not for all the hardware."""
-    hosts = topo.groups("host")
+    hosts = topo.groups("node")
     if len(hosts) < 2:
         return []
     nics = []

@@ -51,7 +51,7 @@ def host_positions(topology, ranks: list[str]) -> list[np.ndarray]:
     """Rank positions grouped by host, hosts in the order their first rank appears."""
     groups: dict[str, list[int]] = {}
     for position, gpu in enumerate(ranks):
-        groups.setdefault(topology.label(gpu, "host"), []).append(position)
+        groups.setdefault(topology.label(gpu, "node"), []).append(position)
     return [np.array(members, dtype=np.int64) for members in groups.values()]
 
 

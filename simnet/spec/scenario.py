@@ -257,8 +257,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("training", "parallelism", field), message) from None
         _refuse_what_no_step_holds(spec.training, source)
         if topology.gpu_model(topology.gpus[0]) not in GPUS and spec.training.gpu_flops is None:
-            raise source.error(("training",), "the GPUs name no generation simnet knows (gpu: a100 | h100 | h200 | "
-                                              "b200): give gpu_flops, the dense peak FLOP/s per GPU")
+            raise source.error(("training",), f"the GPUs name no generation simnet knows (gpu: {' | '.join(GPUS)}): "
+                                              "give gpu_flops, the dense peak FLOP/s per GPU")
     if spec.collective != "allreduce":
         for key in ("workload", "jobs"):
             if getattr(spec, key):

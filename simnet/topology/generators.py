@@ -64,10 +64,15 @@ Ratio = Annotated[float, BeforeValidator(_ratio), Field(allow_inf_nan=False, le=
 
 
 class _NvSwitchHosts(Strict):
-    """Generators of NVSwitch hosts of one GPU generation: ``nvls: true`` needs a GPU that has it."""
+    """Generators of NVSwitch hosts of one GPU generation: the GPU needs NVLink (with more
+    than one per host), and ``nvls: true`` a GPU that has NVLink SHARP."""
 
     @model_validator(mode="after")
     def _nvls_needs_the_gpu(self):
+        per_host = next(getattr(self, key) for key in ("gpus", "gpus_per_host", "gpus_per_node") if hasattr(self, key))
+        if per_host > 1 and not GPUS[self.gpu].nvlink_links:
+            raise ValueError(f"gpu: {self.gpu} has no NVLink, so no NVSwitch joins its GPUs; describe its "
+                             "servers with kind: pcie")
         if getattr(self, "nvls", None) and not GPUS[self.gpu].nvls:
             raise ValueError(f"nvls: {self.gpu} has no NVLink SHARP (NCCL runs NVLS from H100 on)")
         return self
@@ -99,13 +104,17 @@ class NVSwitchParams(_NvSwitchHosts):
 
 
 class PCIeParams(Strict):
-    """One server whose GPUs talk over PCIe: GPUs behind PCIe switches under one host bridge."""
+    """One server whose GPUs talk over PCIe: GPUs behind PCIe switches under one host bridge.
+
+    ``gpu`` names the generation (e.g. ``l40s``); the PCIe rates default to its PCIe
+    generation, x16 (Gen4 without a ``gpu``)."""
 
     kind: Literal["pcie"]
     gpus: Count = 8
+    gpu: GpuName | None = None
     gpus_per_switch: Count = 2
-    pcie_bandwidth: Bandwidth = 32e9  # PCIe Gen4 x16: ~32 GB/s each way
-    uplink_bandwidth: Bandwidth = 32e9  # PCIe switch -> root complex, Gen4 x16
+    pcie_bandwidth: Bandwidth | None = None  # GPU -> PCIe switch; default x16 of the GPU's generation (Gen4: 31.5 GB/s)
+    uplink_bandwidth: Bandwidth | None = None  # PCIe switch -> root complex; default as pcie_bandwidth
     latency: Latency = 1e-6
     host: str = "node0"
     prefix: str = ""
@@ -371,16 +380,18 @@ def nvswitch(p: NVSwitchParams) -> tuple[Nodes, Links]:
 def pcie(p: PCIeParams) -> tuple[Nodes, Links]:
     """GPUs in groups of ``gpus_per_switch`` under PCIe switches, all under one host bridge."""
     bridge = f"{p.prefix}hostbridge"
+    x16 = pcie_bandwidth(GPUS[p.gpu].pcie_generation if p.gpu else 4)
+    down = p.pcie_bandwidth or x16
     nodes = [_node(bridge, "host", host=p.host)]
     links = []
     for s in range((p.gpus + p.gpus_per_switch - 1) // p.gpus_per_switch):
         switch = f"{p.prefix}pcisw{s}"
         nodes.append(_node(switch, "switch", host=p.host))
-        links.append(_link(switch, bridge, p.uplink_bandwidth, p.latency, "pcie"))
+        links.append(_link(switch, bridge, p.uplink_bandwidth or down, p.latency, "pcie"))
     for i in range(p.gpus):
         gpu = f"{p.prefix}gpu{i}"
-        nodes.insert(i, _node(gpu, "gpu", host=p.host))
-        links.append(_link(gpu, f"{p.prefix}pcisw{i // p.gpus_per_switch}", p.pcie_bandwidth, p.latency, "pcie"))
+        nodes.insert(i, _node(gpu, "gpu", host=p.host, gpu=p.gpu))
+        links.append(_link(gpu, f"{p.prefix}pcisw{i // p.gpus_per_switch}", down, p.latency, "pcie"))
     return nodes, links
 
 

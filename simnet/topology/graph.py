@@ -38,7 +38,9 @@ __all__ = ["Topology", "Routes", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SEC
 T = TypeVar("T")
 
 FORWARDING_KINDS = frozenset({"switch", "nic", "host"})
-GROUP_LEVELS = ("host", "rack", "region")
+GROUP_LEVELS = ("host", "node", "rack", "region")
+"""Levels GPUs are grouped at: a ``node`` is what NCCL counts as one, the GPUs joined by
+NVLink alone (its host, or the trays of a multi-node NVLink domain such as an NVL72 rack)."""
 PS_PER_SECOND = 10**12
 """Latencies and simulated times are kept as integer picoseconds so equal sums are equal."""
 
@@ -108,8 +110,9 @@ class Topology:
         kinds = {self.kind(u), self.kind(v)}
         if "host" in kinds or kinds == {"gpu", "nic"}:
             return PCIE
-        if kinds == {"gpu"}:
-            return NVLINK
+        if kinds == {"gpu"}:  # a cable between two hosts' GPUs is their network, unless typed nvlink
+            hosts = {self.graph.nodes[u].get("host"), self.graph.nodes[v].get("host")}
+            return NET if len(hosts) == 2 and None not in hosts else NVLINK
         if kinds == {"gpu", "switch"}:
             switch = u if self.kind(u) == "switch" else v
             if self._is_gpu_fabric(switch):
@@ -184,12 +187,18 @@ class Topology:
         return self.graph.nodes[node]["kind"]
 
     def label(self, node: str, level: str) -> str:
-        """The node's grouping label at ``level`` (host, rack, region); never empty.
+        """The node's grouping label at ``level`` (host, node, rack, region); never empty.
 
-        A node without that label forms a group of its own, named after it.
+        A node without that label forms a group of its own, named after it. A GPU's
+        ``node`` is its host, unless NVLink joins it to GPUs of other hosts (a multi-node
+        NVLink domain, as NCCL's MNNVL sees one): then the domain, named after its rack
+        when its GPUs share one.
         """
         if level not in GROUP_LEVELS:
             raise ValueError(f"group level must be one of {', '.join(GROUP_LEVELS)}, not {level!r}")
+        if level == "node":
+            domain = self.derived("nvlink_domains", _nvlink_domains).get(node)
+            return domain or self.label(node, "host")
         return self.graph.nodes[node].get(level) or node
 
     def groups(self, level: str, gpus: list[str] | None = None) -> dict[str, list[str]]:
@@ -307,3 +316,32 @@ def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
         if host:
             hosts.setdefault(host, set()).add(node)
     return hosts
+
+
+def _nvlink_domains(topology: Topology) -> dict[str, str]:
+    """The GPUs of NVLink domains that span several hosts, each with its domain's name: the
+    rack its GPUs share, else its first GPU's id with ``-nvlink``."""
+    parent = {gpu: gpu for gpu in topology.gpus}
+
+    def root(node: str) -> str:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for i, (u, v) in enumerate(topology.links):
+        if topology.link_type[i] == NVLINK:
+            parent.setdefault(u, u)
+            parent.setdefault(v, v)
+            parent[root(u)] = root(v)
+    members: dict[str, list[str]] = {}
+    for gpu in topology.gpus:
+        members.setdefault(root(gpu), []).append(gpu)
+    named: dict[str, str] = {}
+    for gpus in members.values():
+        if len({topology.label(g, "host") for g in gpus}) < 2:
+            continue
+        racks = {topology.graph.nodes[g].get("rack") for g in gpus}
+        name = racks.pop() if len(racks) == 1 and None not in racks else f"{gpus[0]}-nvlink"
+        named.update((g, name) for g in gpus)
+    return named

@@ -40,6 +40,7 @@ class GPU:
     nvls: bool  # NVLink SHARP in the NVSwitch: NCCL requires SM90+ (search.cc, nvls.cc)
     source: str
     bf16_flops: float = 0.0  # dense BF16 tensor-core peak, FLOP/s (datasheet; sparsity figures halved)
+    host_cpu: str = "intel"  # the host's CPU as NCCL's model classes it: intel, amd (x86) or arm (Grace)
 
     @property
     def nvlink_bandwidth(self) -> float:
@@ -53,7 +54,8 @@ class GPU:
 
     @property
     def nvlink_efficiency(self) -> float:
-        return self.nccl_link_rate / self.nvlink_link_rate
+        """NCCL's per-link figure over the line rate (0 for a GPU without NVLink)."""
+        return self.nccl_link_rate / self.nvlink_link_rate if self.nvlink_links else 0.0
 
 
 GPUS: dict[str, GPU] = {
@@ -72,6 +74,30 @@ GPUS: dict[str, GPU] = {
                 "NVIDIA DGX B200 datasheet: NVLink 5, 1.8 TB/s bidirectional per GPU (18 links); its ConnectX-7 "
                 "NICs on PCIe Gen5. NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link (v2.27.5+); HGX B200 datasheet: "
                 "FP16/BF16 tensor 36 PFLOP/s with sparsity for 8 GPUs, 2.25 PFLOP/s dense per GPU", 2.25e15),
+    "b300": GPU("b300", 103, 18, 50e9, 40.1e9, 6, True,
+                "NVIDIA HGX B300 (Blackwell Ultra, compute capability 10.3): NVLink 5, 1.8 TB/s bidirectional per GPU "
+                "on NVLink 5 switches; its ConnectX-8 SuperNICs sit on the HGX board on PCIe Gen6 (DGX B300 user "
+                "guide). NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link (compute capability >= 100); FP16/BF16 "
+                "tensor 2.25 PFLOP/s dense per GPU (verda.com/blog/gb300-nvl72-architecture, per-GPU table)",
+                2.25e15),
+    "gb200": GPU("gb200", 100, 18, 50e9, 40.1e9, 5, True,
+                 "NVIDIA GB200 NVL72: a B200 GPU of a Grace-Blackwell superchip (two GPUs and one Arm Grace CPU), "
+                 "18 NVLink 5 links, 1.8 TB/s bidirectional per GPU across the rack's NVLink switch trays; its "
+                 "ConnectX-7 on PCIe Gen5. NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link; FP16/BF16 tensor "
+                 "2.25 PFLOP/s dense per GPU (verda.com/blog/gb300-nvl72-architecture, per-GPU table)",
+                 2.25e15, "arm"),
+    "gb300": GPU("gb300", 103, 18, 50e9, 40.1e9, 6, True,
+                 "NVIDIA GB300 NVL72: a B300 (Blackwell Ultra) GPU of a Grace-Blackwell Ultra superchip (Arm Grace "
+                 "host), NVLink 5 at 1.8 TB/s bidirectional (900 GB/s each way) per GPU; ConnectX-8 SuperNICs on "
+                 "PCIe Gen6. NCCL topo.h SM100_NVLINK_BW 40.1 GB/s per link; FP16/BF16 tensor 2.5 PFLOP/s dense per "
+                 "GPU (verda.com/blog/gb300-nvl72-architecture, per-GPU table)", 2.5e15, "arm"),
+    "l40s": GPU("l40s", 89, 0, 0.0, 0.0, 4, False,
+                "NVIDIA L40S datasheet (Ada Lovelace, compute capability 8.9): PCIe Gen4 x16, 64 GB/s "
+                "bidirectional, no NVLink; BF16 tensor 362.05 TFLOP/s dense (733 with sparsity)", 362.05e12),
+    "v100": GPU("v100", 70, 6, 25e9, 20.0e9, 3, False,
+                "NVIDIA V100 SXM2 datasheet: NVLink 2, 6 links, 300 GB/s bidirectional (25 GB/s per link each way); "
+                "PCIe Gen3. NCCL topo.h SM70_NVLINK_BW 20.0 GB/s per link; 125 TFLOP/s FP16 tensor (no BF16: "
+                "simnet uses the FP16 figure)", 125e12),
 }
 GPU_NAMES = tuple(GPUS)
 
@@ -82,7 +108,7 @@ ncclTopoNVLinkBw default); against NVLink 3's 25 GB/s line rate that is 0.8."""
 
 def nvlink_efficiency(gpu: str | None) -> float:
     """Effective / line rate of NVLink for a GPU generation (NCCL's assumption)."""
-    return GPUS[gpu].nvlink_efficiency if gpu in GPUS else NCCL_FALLBACK_NVLINK_EFFICIENCY
+    return GPUS[gpu].nvlink_efficiency if gpu in GPUS and GPUS[gpu].nvlink_links else NCCL_FALLBACK_NVLINK_EFFICIENCY
 
 
 _PCIE_GT = {3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}

@@ -8,9 +8,11 @@ from typing import Any
 import networkx as nx
 from pydantic import ValidationError
 
+from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate
 from simnet.topology.graph import FORWARDING_KINDS, Topology
+from simnet.topology.hardware import GPUS, NVLINK
 from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 
@@ -91,8 +93,23 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         if not calibration.is_file():
             raise source.error(prefix + ("calibration",), f"no calibration profile {str(calibration)!r}")
         calibration = str(calibration)
-    return Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                    routing=spec.routing, make_router=Router)
+    topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
+                        routing=spec.routing, make_router=Router)
+    _check_nvlink_exists(topology, source)
+    return topology
+
+
+def _check_nvlink_exists(topology: Topology, source: Source) -> None:
+    """A GPU of a generation without NVLink (``l40s``) has no NVLink link."""
+    for i, (u, v) in enumerate(topology.links):
+        if topology.link_type[i] != NVLINK:
+            continue
+        for gpu in (u, v):
+            model = topology.graph.nodes[gpu].get("gpu")
+            if model in GPUS and not GPUS[model].nvlink_links:
+                raise InputError(f"the link {u} -> {v} is an NVLink, but {gpu} is an {model}, which has none: "
+                                 "join its GPUs through PCIe switches (type: pcie)", source.file,
+                                 topology.graph.edges[u, v]["line"])
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:

@@ -198,8 +198,8 @@ def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, 
                     share: float = 1.0) -> float:
     """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): an AllReduce Tree's
     is corrected by size (treeCorrectionFactor, below 512 MiB), and so is NVLSTree's on
-    Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7). simnet's hosts
-    are x86 (``System.cpu``): a GB200's Grace (Arm) host would not take it."""
+    Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7); a GB200's or
+    GB300's Grace (Arm) host (``System.cpu``) does not take it."""
     bw = algorithm_bandwidth(system, algorithm, protocol, function, share)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
     corrected = (algorithm == "Tree" and log_size < 23) or (

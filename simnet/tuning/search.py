@@ -40,7 +40,8 @@ class System:
 
     ``nvlink_bw``: NVLink bandwidth per GPU as NCCL models it (links x per-link, or 0 with
     no NVLink); ``pci_bw``: a GPU's PCIe bandwidth; ``nic_bw``: a GPU's path to one NIC
-    (min of PCIe and the NIC); ``nics``: NICs per node; ``nvls``: the NVSwitch can reduce;
+    (min of PCIe and the NIC); ``nics``: NICs per node; ``cpu``: the hosts' CPU as NCCL's
+    model classes it (intel, amd, arm); ``nvls``: the NVSwitch can reduce;
     ``collnet``: the network can reduce (SHARP) and NCCL_COLLNET_ENABLE would be set.
     """
 
@@ -77,9 +78,10 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     """NCCL's view of a topology's ranks: nodes are hosts; rates are NCCL's effective ones
     (``simnet.tuning.rates``), read off the first host (NCCL assumes nodes alike)."""
     gpus = list(topology.gpus if gpus is None else gpus)
-    hosts = topology.groups("host", gpus)
+    hosts = topology.groups("node", gpus)
     models = {topology.gpu_model(g) for g in gpus}
     cc = min((GPUS[m].compute_capability if m in GPUS else 80) for m in models)
+    cpu = next((GPUS[m].host_cpu for m in sorted(models, key=str) if m in GPUS), "intel")
     rate = effective_capacity(topology) / 1e9
     first = next(iter(hosts.values()))
     probe = first[0]
@@ -100,7 +102,7 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     transport = topology.transport(rails[0][0]) if rails else "ib"
     nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
-                  nic_bw=nic_bw, nics=len(rails), transport=transport, nvls=nvls, collnet=collnet,
+                  nic_bw=nic_bw, nics=len(rails), transport=transport, cpu=cpu, nvls=nvls, collnet=collnet,
                   nic_latency=None if nic_latency is None else nic_latency * 1e6)
 
 

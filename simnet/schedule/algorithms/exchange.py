@@ -31,10 +31,10 @@ def pxn_relays(topology: Topology, ranks: list[str], src: np.ndarray, dst: np.nd
     order over each host's GPUs), when the two hosts differ, that GPU is one of ``ranks``
     and is not the sender; else -1."""
     position = {gpu: i for i, gpu in enumerate(ranks)}
-    host_of = np.array([topology.label(gpu, "host") for gpu in ranks], dtype=object)
+    host_of = np.array([topology.label(gpu, "node") for gpu in ranks], dtype=object)
     rail_of = np.full(len(ranks), -1, dtype=np.int64)  # the rail index of each rank's own NIC
     near: dict[tuple, int] = {}  # (host, rail index) -> the rank position next to that rail
-    for host, gpus in topology.groups("host").items():
+    for host, gpus in topology.groups("node").items():
         for index, (_, gpu) in enumerate(topology.rails(gpus) if host in set(host_of) else []):
             if gpu in position:
                 rail_of[position[gpu]] = index

@@ -97,7 +97,7 @@ def pat_reduce_scatter(topology: Topology, ranks: list[str], size: int) -> Sched
 
 def _nvls(name: str, topology: Topology, ranks: list[str], size: int, chunk_size: int, channels: int) -> Schedule:
     """NVLS AllGather or ReduceScatter on one host (see the module docstring)."""
-    if len(topology.groups("host", ranks)) > 1:
+    if len(topology.groups("node", ranks)) > 1:
         raise Unsupported(f"nvls {name} across hosts: NCCL runs it across nodes only through CollNet (SHARP) "
                           "heads, which simnet does not model for this collective; use ring (or pat at one GPU "
                           "per node)")

@@ -108,7 +108,7 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
           "one piece, equal groups of g over G groups: 2(g-1)*(L_in + S/(g*B_in)) + T_inner(S/g, G); "
           "k pieces overlap the phases: about max(phase) * (k + 2) / k",
           options=("inner", "group_by", "chunk_size"))
-def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "host",
+def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "tree", group_by: str = "node",
                  chunk_size: int | None = None) -> Schedule:
     """Two-level AllReduce over the groups of ``ranks`` at level ``group_by``, in pieces of
     ``chunk_size`` bytes (default 4 MiB, or ``size / HIERARCHICAL_MAX_PIECES`` if larger) that flow
@@ -123,7 +123,7 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
     if group_by not in GROUP_LEVELS:
         raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
-    if not any(topology.graph.nodes[r].get(group_by) for r in ranks):
+    if not any(topology.label(r, group_by) != r for r in ranks):
         raise Unsupported(f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, so every GPU "
                           f"would be a group of its own; label the GPUs or group by another level")
     b = ScheduleBuilder("hierarchical", ranks, size)

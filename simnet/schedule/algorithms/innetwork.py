@@ -43,7 +43,7 @@ def nvls_switch(topology: Topology, gpus: list[str]) -> str:
                     if topology.kind(n) == "switch" and topology.graph.nodes[n].get("nvls")}
         common = switches if common is None else common & switches
     if not common:
-        host = topology.label(gpus[0], "host")
+        host = topology.label(gpus[0], "node")
         raise Unsupported(f"NVLS needs an NVSwitch that reduces (nvls: true, an H100 or later) under every GPU of "
                           f"host {host!r}; this topology has none")
     return min(common, key=topology.node_index.__getitem__)
@@ -197,7 +197,7 @@ def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS
     (CollNet); simnet then reduces each host into its heads by NVLS and across hosts by SHARP.
     """
     b = ScheduleBuilder("nvls", ranks, size)
-    hosts = topology.groups("host", ranks)
+    hosts = topology.groups("node", ranks)
     if len(hosts) == 1:
         position = np.arange(len(ranks))
         switch = b.node(nvls_switch(topology, ranks))
@@ -224,7 +224,7 @@ def nvls_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int =
     """NVLSTree over several hosts: per channel, NVLS reduces each chunk into the host's head
     (the GPU at the channel's NIC rail), the heads AllReduce it on NCCL's double binary tree
     between hosts (channels alternate the two trees), NVLS multicasts it back."""
-    if len(topology.groups("host", ranks)) < 2:
+    if len(topology.groups("node", ranks)) < 2:
         raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
     b = ScheduleBuilder("nvls_tree", ranks, size)
     _two_level(b, topology, ranks, size, "nvls", "tree", chunk_size, channels or default_channels(topology, ranks))
@@ -234,7 +234,7 @@ def nvls_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int =
 def _collnet(name: str, intra: str):
     def build(topology: Topology, ranks: list[str], size: int, chunk_size: int = 512 * 1024,
               channels: int | None = None) -> Schedule:
-        if len(topology.groups("host", ranks)) < 2:
+        if len(topology.groups("node", ranks)) < 2:
             raise Unsupported(f"{name} runs across hosts (NCCL enables CollNet from two nodes on)")
         b = ScheduleBuilder(name, ranks, size)
         _two_level(b, topology, ranks, size, intra, "sharp", chunk_size,
