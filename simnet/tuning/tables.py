@@ -94,7 +94,7 @@ TREE_CORRECTION = (
 )
 
 
-NET_OVERHEAD = {"intel": 1.0, "amd": 2.0, "arm": 1.0}  # getNetOverhead, us (tuning.cc:226-233; any other CPU 1.0), x3 for Simple
+NET_OVERHEAD = {"intel": 1.0, "amd": 2.0, "arm": 1.0}  # getNetOverhead, us (tuning.cc:226-233, else 1.0); x3 Simple
 
 
 RING_PLATEAU = 1.4  # "plateau effect of ring": multi-node Ring/Simple latency x1.4 on SM80+ (:647-649)
