@@ -142,11 +142,12 @@ def test_presets_say_what_they_are(root):
     one = load_topology(root / "topologies/superpod_h100_1su.yaml")
     assert len(one.gpus) == 256 and len(one.groups("host")) == 32
     nvl = load_topology(root / "topologies/gb200_nvl72_1su.yaml")
-    assert len(nvl.gpus) == 576 and {len(g) for g in nvl.groups("host").values()} == {72}
-    assert {nvl.gpu_model(g) for g in nvl.gpus} == {"b200"}
+    assert len(nvl.gpus) == 576 and {len(g) for g in nvl.groups("node").values()} == {72}  # an NVLink domain a rack
+    assert {len(g) for g in nvl.groups("host").values()} == {4}  # 18 trays of 4 GPUs each
+    assert {nvl.gpu_model(g) for g in nvl.gpus} == {"gb200"}
     nvlink = nvl.capacity[nvl.link_index[("su0h0-gpu0", "su0h0-nvswitch")]]
     assert nvlink == 900e9  # 1.8 TB/s per GPU, both directions together
-    assert nvl.rails(nvl.groups("host")["su0h0"])[17] == ("su0h0-nic17", "su0h0-gpu17")
+    assert nvl.rails(nvl.groups("node")["su0h0"])[17] == ("su0h0-nic17", "su0h0-gpu17")
 
 
 def test_large_fabrics_draw_summarised(cli, root, tmp_path, figures):

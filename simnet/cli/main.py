@@ -11,6 +11,7 @@ from simnet.cli.algorithms import algorithms_command
 from simnet.cli.calibrate import calibrate
 from simnet.cli.compare import compare
 from simnet.cli.run import run
+from simnet.cli.servers import servers_command
 from simnet.cli.shell import DEBUG, OneLineUsage
 from simnet.cli.sweep import sweep
 from simnet.cli.topo import topo
@@ -32,7 +33,7 @@ def main(debug: bool) -> None:
     DEBUG["traceback"] = debug
 
 
-for command in (run, sweep, compare, calibrate, algorithms_command, topo):
+for command in (run, sweep, compare, calibrate, algorithms_command, servers_command, topo):
     main.add_command(command)
 
 

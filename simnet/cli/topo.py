@@ -50,7 +50,8 @@ def topo_check(topology: Path) -> None:
     others = ", ".join(f"{count} {_plural(_KIND_NAMES.get(kind, kind), count)}"
                        for kind, count in sorted(s.kinds.items()) if kind != "gpu")
     groups = ", ".join(f"{count} {_plural(level, count)}" for level, count in
-                       (("host", s.hosts), ("rack", s.racks), ("region", s.regions)) if count)
+                       (("host", s.hosts), ("NVLink domain", s.nvlink_domains), ("rack", s.racks),
+                        ("region", s.regions)) if count)
     sampled = "" if s.worst_exact else (f" (searched from one GPU per host, of at most {SAMPLED_SOURCES} hosts spread "
                                         "over the racks)")
     click.echo(f"ok: {topology}: {s.name}")

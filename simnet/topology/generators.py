@@ -24,6 +24,7 @@ from simnet.errors import SpecError
 from simnet.io.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
 from simnet.topology.schema import Bandwidth, Count, GpuName, Latency, LinkSpec, NodeSpec, Strict, Transport
+from simnet.topology.servers import SERVER_NAMES, SERVERS, Server
 
 __all__ = ["GENERATORS", "GROWTH", "generate", "grown", "GeneratorError", "ELEMENT_BYTES"]
 
@@ -63,9 +64,32 @@ Ratio = Annotated[float, BeforeValidator(_ratio), Field(allow_inf_nan=False, le=
 """A down:up port ratio: 4, or 4:1 as the docs write it (at most 1000:1)."""
 
 
+ServerName = Literal[SERVER_NAMES]  # type: ignore[valid-type]
+
+
 class _NvSwitchHosts(Strict):
     """Generators of NVSwitch hosts of one GPU generation: the GPU needs NVLink (with more
-    than one per host), and ``nvls: true`` a GPU that has NVLink SHARP."""
+    than one per host), and ``nvls: true`` a GPU that has NVLink SHARP.
+
+    ``server: <name>`` (``simnet.topology.servers``) fills in what the catalogue knows of
+    that product and the parameters leave out (``_from_server``): keys given win."""
+
+    server: ServerName | None = None
+
+    @classmethod
+    def _from_server(cls, server: Server) -> dict:
+        """The parameters ``server`` sets, as a user would write them."""
+        return {"gpu": server.gpu, "gpus_per_tray": server.gpus_per_tray, "transport": server.transport,
+                "nic_bandwidth": server.nic_bandwidth, "net_latency": server.net_latency}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _server_defaults(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("server"), str) and data["server"] in SERVERS:
+            known = {k: v for k, v in cls._from_server(SERVERS[data["server"]]).items()
+                     if v is not None and k in cls.model_fields}
+            data = {**known, **data}
+        return data
 
     @model_validator(mode="after")
     def _nvls_needs_the_gpu(self):
@@ -75,6 +99,9 @@ class _NvSwitchHosts(Strict):
                              "servers with kind: pcie")
         if getattr(self, "nvls", None) and not GPUS[self.gpu].nvls:
             raise ValueError(f"nvls: {self.gpu} has no NVLink SHARP (NCCL runs NVLS from H100 on)")
+        tray = getattr(self, "gpus_per_tray", None)
+        if tray is not None and per_host % tray:
+            raise ValueError(f"gpus_per_tray: {tray} does not divide the {per_host} GPUs of a server")
         return self
 
 
@@ -91,11 +118,18 @@ class NVSwitchParams(_NvSwitchHosts):
     gpu_bandwidth: Bandwidth | None = None  # default: the GPU's NVLink line rate per direction
     latency: Latency = 0.5e-6  # GPU -> NVSwitch hop
     nvls: bool | None = None  # NVLink SHARP in the switch; default: what the GPU generation supports
+    gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of a multi-node NVLink domain
     nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)
     pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
     transport: Transport = "ib"
     host: str = "node0"
     prefix: str = ""
+
+    @classmethod
+    def _from_server(cls, server: Server) -> dict:
+        """The server's GPUs; its NICs only when it has one per GPU (this generator's only layout)."""
+        keys = {**super()._from_server(server), "gpus": server.gpus}
+        return keys if server.nics == server.gpus else {k: keys[k] for k in ("gpu", "gpus", "gpus_per_tray")}
 
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make."""
@@ -141,6 +175,7 @@ class LeafSpineParams(_NvSwitchHosts):
     nvlink_bandwidth: Bandwidth | None = None  # per GPU each way; default: the GPU's NVLink line rate
     nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
     nvls: bool | None = None  # NVLink SHARP in each host's NVSwitch; default: what the GPU supports
+    gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of a multi-node NVLink server
     nic_per: Literal["gpu", "host"] = "gpu"
     nics_per_host: Count | None = None  # instead of nic_per: N NICs per host, GPUs spread over them evenly
     nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7
@@ -154,6 +189,10 @@ class LeafSpineParams(_NvSwitchHosts):
     oversubscription: Annotated[Ratio, Field(gt=0)] | None = None  # ToR down:up ratio (4 or 4:1)
     sharp: bool = False  # ToRs and spines reduce in the network (NVIDIA SHARP)
     prefix: str = ""
+
+    @classmethod
+    def _from_server(cls, server: Server) -> dict:
+        return {**super()._from_server(server), "gpus_per_host": server.gpus, "nics_per_host": server.nics}
 
     @model_validator(mode="after")
     def _one_uplink_rule(self) -> LeafSpineParams:
@@ -214,6 +253,7 @@ class RailOptimizedParams(_NvSwitchHosts):
     nvlink_bandwidth: Bandwidth | None = None  # per GPU each way; default: the GPU's NVLink line rate
     nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
     nvls: bool | None = None  # NVLink SHARP in each server's NVSwitch; default: what the GPU supports
+    gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of an NVL72-like server (4)
     nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7 per GPU, all planes together
     planes: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
     transport: Transport = "ib"
@@ -227,8 +267,16 @@ class RailOptimizedParams(_NvSwitchHosts):
     sharp: bool = False  # leaves, spines and cores reduce in the network (NVIDIA SHARP)
     prefix: str = ""
 
+    @classmethod
+    def _from_server(cls, server: Server) -> dict:
+        return {**super()._from_server(server), "gpus_per_node": server.gpus}
+
     @model_validator(mode="after")
     def _ports_fit(self) -> RailOptimizedParams:
+        if self.server is not None and SERVERS[self.server].nics != SERVERS[self.server].gpus:
+            server = SERVERS[self.server]
+            raise ValueError(f"server: {server.name} has {server.nics} NICs for {server.gpus} GPUs, and a rail fabric "
+                             "here gives each GPU one: use kind: leaf_spine, which takes its NICs as they are")
         if self.rail_count() > self.gpus_per_node:
             raise ValueError(f"rails: {self.rails} is more than the {self.gpus_per_node} NICs of a server")
         used = self.leaf_down() + self.leaf_up()
@@ -361,17 +409,29 @@ Nodes = list[NodeSpec]
 Links = list[LinkSpec]
 
 
+def _tray_hosts(host: str, gpus: int, per_tray: int | None) -> tuple[Callable[[int], str], str | None]:
+    """(GPU index -> its host label, the NVSwitch's host label) of a server of ``gpus`` GPUs:
+    one host, or with ``per_tray`` a host per compute tray (``host-tray3``) and an NVSwitch
+    of no one host (the rack's NVLink switch trays)."""
+    if per_tray is None or per_tray >= gpus:
+        return (lambda g: host), host
+    return (lambda g: f"{host}-tray{g // per_tray}"), None
+
+
 def nvswitch(p: NVSwitchParams) -> tuple[Nodes, Links]:
-    """``gpus`` GPUs each linked to one NVSwitch node; optional per-GPU NICs."""
+    """``gpus`` GPUs each linked to one NVSwitch node; optional per-GPU NICs. With
+    ``gpus_per_tray`` the GPUs' hosts are trays (``node0-tray3``) of one NVLink domain."""
     gpu = GPUS[p.gpu]
     switch = f"{p.prefix}nvswitch"
-    nodes = [_node(f"{p.prefix}gpu{i}", "gpu", host=p.host, gpu=p.gpu) for i in range(p.gpus)]
-    nodes.append(_node(switch, "switch", host=p.host, nvls=gpu.nvls if p.nvls is None else p.nvls))
+    host_of, switch_host = _tray_hosts(p.host, p.gpus, p.gpus_per_tray)
+    rack = p.host if switch_host is None else None
+    nodes = [_node(f"{p.prefix}gpu{i}", "gpu", host=host_of(i), rack=rack, gpu=p.gpu) for i in range(p.gpus)]
+    nodes.append(_node(switch, "switch", host=switch_host, rack=rack, nvls=gpu.nvls if p.nvls is None else p.nvls))
     links = [_link(n.id, switch, p.gpu_bandwidth or gpu.nvlink_bandwidth, p.latency, "nvlink") for n in nodes[:-1]]
     if p.nic_bandwidth is not None:
         for i in range(p.gpus):
             nic = f"{p.prefix}nic{i}"
-            nodes.append(_node(nic, "nic", host=p.host, transport=p.transport))
+            nodes.append(_node(nic, "nic", host=host_of(i), rack=rack, transport=p.transport))
             links.append(_link(f"{p.prefix}gpu{i}", nic, p.pcie_bandwidth or pcie_bandwidth(gpu.pcie_generation),
                                p.latency, "pcie"))
     return nodes, links
@@ -409,21 +469,27 @@ class _Server:
     transport: str
     net_latency: float | None
     nics_of: Callable[[int], list[int]]  # GPU index in the server -> its NICs' indices
+    gpus_per_tray: int | None = None  # a host per compute tray of this many GPUs (NVL72: 4), else one host
 
     def build(self, host: str, nics: list[str], labels: dict) -> tuple[Nodes, Nodes, Links]:
-        """(GPU nodes, NIC and NVSwitch nodes, links) of server ``host`` with NICs ``nics``."""
+        """(GPU nodes, NIC and NVSwitch nodes, links) of server ``host`` with NICs ``nics``;
+        with trays the server's rack label is the server itself (an NVL72 rack)."""
         gpus: Nodes = []
         infra: Nodes = []
         links: Links = []
-        labels = dict(host=host, **labels)
+        host_of, switch_host = _tray_hosts(host, self.gpus, self.gpus_per_tray)
+        if switch_host is None:
+            labels = {**labels, "rack": host}
+        nic_host = {j: host_of(g) for g in reversed(range(self.gpus)) for j in self.nics_of(g)}
         nvswitch_id = f"{host}-nvswitch"
         if self.gpus > 1:
-            infra.append(_node(nvswitch_id, "switch", nvls=self.nvls, **labels))
-        for nic in nics:
-            infra.append(_node(nic, "nic", transport=self.transport, net_latency=self.net_latency, **labels))
+            infra.append(_node(nvswitch_id, "switch", nvls=self.nvls, host=switch_host, **labels))
+        for j, nic in enumerate(nics):
+            infra.append(_node(nic, "nic", transport=self.transport, net_latency=self.net_latency,
+                               host=nic_host.get(j, host_of(0)), **labels))
         for g in range(self.gpus):
             gpu = f"{host}-gpu{g}"
-            gpus.append(_node(gpu, "gpu", gpu=self.gpu, **labels))
+            gpus.append(_node(gpu, "gpu", gpu=self.gpu, host=host_of(g), **labels))
             if self.gpus > 1:
                 links.append(_link(gpu, nvswitch_id, self.nvlink, self.nvlink_latency, "nvlink"))
             for j in self.nics_of(g):
@@ -437,7 +503,7 @@ def _server(p: LeafSpineParams | RailOptimizedParams, gpus: int, nics_of: Callab
     return _Server(gpus=gpus, gpu=p.gpu, nvlink=p.nvlink_bandwidth or preset.nvlink_bandwidth,
                    nvlink_latency=p.nvlink_latency, nvls=preset.nvls if p.nvls is None else p.nvls,
                    pcie=p.pcie_bandwidth or pcie_bandwidth(preset.pcie_generation), pcie_latency=p.pcie_latency,
-                   transport=p.transport, net_latency=p.net_latency, nics_of=nics_of)
+                   transport=p.transport, net_latency=p.net_latency, nics_of=nics_of, gpus_per_tray=p.gpus_per_tray)
 
 
 def _leaf_spine(p: LeafSpineParams, prefix: str, region: str | None) -> tuple[Nodes, Links, list[str]]:

@@ -320,7 +320,7 @@ def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
 
 def _nvlink_domains(topology: Topology) -> dict[str, str]:
     """The GPUs of NVLink domains that span several hosts, each with its domain's name: the
-    rack its GPUs share, else its first GPU's id with ``-nvlink``."""
+    rack its GPUs share when no other domain shares it, else its first GPU's id with ``-nvlink``."""
     parent = {gpu: gpu for gpu in topology.gpus}
 
     def root(node: str) -> str:
@@ -337,11 +337,12 @@ def _nvlink_domains(topology: Topology) -> dict[str, str]:
     members: dict[str, list[str]] = {}
     for gpu in topology.gpus:
         members.setdefault(root(gpu), []).append(gpu)
+    domains = [gpus for gpus in members.values() if len({topology.label(g, "host") for g in gpus}) > 1]
+    rack_of = [{topology.graph.nodes[g].get("rack") for g in gpus} for gpus in domains]
+    shared = [next(iter(racks)) for racks in rack_of if len(racks) == 1]
     named: dict[str, str] = {}
-    for gpus in members.values():
-        if len({topology.label(g, "host") for g in gpus}) < 2:
-            continue
-        racks = {topology.graph.nodes[g].get("rack") for g in gpus}
-        name = racks.pop() if len(racks) == 1 and None not in racks else f"{gpus[0]}-nvlink"
+    for gpus, racks in zip(domains, rack_of):
+        rack = next(iter(racks)) if len(racks) == 1 else None
+        name = rack if rack is not None and shared.count(rack) == 1 else f"{gpus[0]}-nvlink"
         named.update((g, name) for g in gpus)
     return named

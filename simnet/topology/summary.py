@@ -25,6 +25,7 @@ class TopologySummary:
     name: str
     gpus: int
     hosts: int
+    nvlink_domains: int  # multi-host NVLink domains (NVL72 racks), which NCCL counts as one node each
     racks: int
     regions: int
     kinds: dict[str, int]
@@ -70,6 +71,7 @@ def summarize(topo: Topology) -> TopologySummary:
         name=topo.name,
         gpus=len(topo.gpus),
         hosts=len(topo.groups("host")),
+        nvlink_domains=len(set(topo.groups("node")) - set(topo.groups("host"))),
         racks=len({topo.graph.nodes[g].get("rack") for g in topo.gpus} - {None}),
         regions=len({topo.graph.nodes[g].get("region") for g in topo.gpus} - {None}),
         kinds=dict(kinds),

@@ -66,6 +66,7 @@ class Point:
     url: str | None
     not_counted: str | None = None  # why the point is shown but left out of the summary
     collective: str = "allreduce"  # see simnet.schedule.kinds
+    racks: int = 1  # NVL72 racks the trays (nodes) span
 
 
 @dataclass(frozen=True)
@@ -91,27 +92,38 @@ def load_points(path: Path = DATA) -> list[Point]:
     return [Point(p["id"], p["system"], systems[p["system"]]["description"], systems[p["system"]]["hardware"],
                   p["nodes"], p["ranks"], p["size_bytes"], min(p["time_us"], p.get("inplace_time_us", math.inf)),
                   p.get("env", {}), p["source"], p.get("url"),
-                  skip.get(p["id"]), p.get("collective", "allreduce"))
+                  skip.get(p["id"]), p.get("collective", "allreduce"), p.get("racks", 1))
             for p in data["points"]]
 
 
-def cluster_topology(name: str, hardware: dict, nodes: int, gpus_per_host: int):
+def cluster_topology(name: str, hardware: dict, nodes: int, gpus_per_host: int, racks: int = 1):
     """A system as a simnet topology: one NVSwitch server of ``gpus_per_host`` GPUs, or
-    ``nodes`` of them on one switch, built from ``hardware`` (a system's in the yaml)."""
+    ``nodes`` of them on one switch, built from ``hardware`` (a system's in the yaml).
+
+    With ``gpus_per_tray`` in ``hardware`` the nodes are compute trays of NVL72 racks: the
+    trays of each of ``racks`` racks share its NVLink switch (one server of trays), the
+    racks meet on one switch; ``nics_per_gpu`` gives the NICs of each GPU (default 1)."""
     from simnet.topology.loader import topology_from_dict
 
     hardware = dict(hardware)
     per_host = hardware.pop("gpus_per_host", gpus_per_host)
-    if nodes == 1:
-        generate = {"kind": "nvswitch", "gpus": per_host, "gpu": hardware["gpu"]}
+    nics_per_gpu = hardware.pop("nics_per_gpu", None)
+    servers = nodes
+    if "gpus_per_tray" in hardware:
+        servers, per_host = racks, nodes * per_host // racks
+    if nics_per_gpu is not None:
+        hardware["nics_per_host"] = nics_per_gpu * per_host
+    if servers == 1:
+        generate = {"kind": "nvswitch", "gpus": per_host, "gpu": hardware["gpu"],
+                    **({"gpus_per_tray": hardware["gpus_per_tray"]} if "gpus_per_tray" in hardware else {})}
     else:
-        generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": nodes, "gpus_per_host": per_host, **hardware}
+        generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": servers, "gpus_per_host": per_host, **hardware}
     return topology_from_dict({"name": name, "generate": generate})
 
 
 def topology_for(point: Point):
-    """The system a point ran on: its nodes of the system's hardware."""
-    return cluster_topology(point.system, point.hardware, point.nodes, point.ranks // point.nodes)
+    """The system a point ran on: its nodes (and racks) of the system's hardware."""
+    return cluster_topology(point.system, point.hardware, point.nodes, point.ranks // point.nodes, point.racks)
 
 
 def predict(point: Point) -> Row:

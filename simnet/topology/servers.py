@@ -1,0 +1,140 @@
+"""A catalogue of real servers and cloud instances, by the names their vendors sell them
+under: ``server: p5.48xlarge`` on a generator sets the GPU generation and count, the trays
+of a multi-node NVLink rack, and the GPU fabric's NICs as NCCL sees them (after a network
+plugin's fusion) with their transport and the latency the plugin reports. Keys written in
+the generator win over the catalogue.
+
+Every fact names its public source: a vendor's datasheet, instance data or reference
+architecture, or the file of the network plugin (repository@commit:path). Abbreviations:
+KIT = aws/karpenter-provider-aws@692ccdd0:website/content/en/docs/reference/instance-types.md
+(AWS's instance data, generated from EC2); PLAT = aws/aws-ofi-nccl@5b1f6dd4:src/platform-aws.cpp
+(the plugin's per-platform table: protocol, NIC grouping and ``.latency``); MLC-x =
+mlcommons/training_results NVIDIA/systems/*.json (NVIDIA's system descriptions);
+OCI-SHAPES = docs.oracle.com Compute shapes, Bare Metal GPU shapes table; OCI-NCCL =
+oracle-quickstart/oci-hpc@b5285a68:playbooks/roles/nccl-conf/templates (the NCCL settings
+OCI's HPC stack writes per shape).
+
+>>> SERVERS["p5.48xlarge"].nics, SERVERS["p5.48xlarge"].nic_bandwidth
+(8, '400 Gb/s')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Server", "SERVERS", "SERVER_NAMES"]
+
+
+@dataclass(frozen=True)
+class Server:
+    """One product: ``gpus`` of generation ``gpu`` (``gpus_per_tray`` per compute tray of a
+    multi-node NVLink rack), ``nics`` GPU-fabric NICs per server of ``nic_bandwidth`` each
+    (a quantity with its unit) as NCCL sees them, speaking ``transport``, with the latency
+    the network plugin reports (``net_latency``, none for NCCL's own IB transport, which
+    reports 0); ``hardware`` says what is physically there; ``sources`` cite each fact."""
+
+    name: str
+    vendor: str
+    product: str
+    gpu: str
+    gpus: int
+    nics: int
+    nic_bandwidth: str
+    transport: str
+    hardware: str
+    sources: tuple[str, ...]
+    net_latency: str | None = None
+    gpus_per_tray: int | None = None
+
+
+def _aws(name, product, gpu, nics, bandwidth, hardware, latency, fusion):
+    return Server(name, "AWS", product, gpu, 8, nics, bandwidth, "efa", hardware, (
+        f"KIT ### `{name}`: GPU name, count and EFA bandwidth", fusion,
+        f"PLAT ({name} entry): .latency = {latency.split()[0]}"), net_latency=latency)
+
+
+_GROUPED = ("PLAT: the RDMA protocol groups the EFA NICs nearest each GPU into one NCCL device whose speed is "
+            "one NIC's times the group (aws-ofi-nccl@fa8d6886 src/nccl_ofi_rdma.cpp:410-413)")
+_OWN_IB = "NCCL's IB transport reports no latency (NVIDIA/nccl src/transport/net_ib/init.cc: props->latency = 0)"
+
+SERVERS: dict[str, Server] = {s.name: s for s in (
+    # ------------------------------------------------------------------ NVIDIA
+    Server("dgx-a100", "NVIDIA", "NVIDIA DGX A100", "a100", 8, 8, "200 Gb/s", "ib",
+           "8 x ConnectX-6 HDR 200 Gb/s (compute), plus 2 for storage", (
+               "MLC-A100 (training_results_v1.0 NVIDIA/systems/dgxa100_n8_ngc21.05_merlin_hugectr.json): 8 A100, "
+               "8x ConnectX-6 HDR 200 Gb/s", _OWN_IB)),
+    Server("dgx-h100", "NVIDIA", "NVIDIA DGX H100", "h100", 8, 8, "400 Gb/s", "ib",
+           "8 x ConnectX-7 NDR 400 Gb/s on 4 OSFP ports (compute), plus 2 dual-port for storage", (
+               "MLC-H100 (training_results_v4.0 NVIDIA/systems/eos_n8_ngc24.04_pytorch.json); NVIDIA DGX BasePOD "
+               "reference architecture, core components", _OWN_IB)),
+    Server("dgx-h200", "NVIDIA", "NVIDIA DGX H200", "h200", 8, 8, "400 Gb/s", "ib",
+           "8 x ConnectX-7 NDR 400 Gb/s (compute), plus 2 for storage", (
+               "MLC-H200 (training_results_v4.0 NVIDIA/systems/h200_ngc24.04_pytorch.json); DGX BasePOD RA", _OWN_IB)),
+    Server("dgx-b200", "NVIDIA", "NVIDIA DGX B200", "b200", 8, 8, "400 Gb/s", "ib",
+           "8 x ConnectX-7 single-port 400 Gb/s on 4 OSFP ports, plus 2 BlueField-3 for storage", (
+               "NVIDIA DGX B200 user guide, introduction (docs.nvidia.com/dgx/dgxb200-user-guide)", _OWN_IB)),
+    Server("hgx-b300", "NVIDIA", "NVIDIA HGX B300 (AI Factory reference architecture)", "b300", 8, 8, "800 Gb/s",
+           "roce", "8 x ConnectX-8 SuperNIC, 800 Gb/s per GPU, Spectrum-X Ethernet, rail-optimized", (
+               "NVIDIA HGX AI Factory enterprise RA (docs.nvidia.com/reference-architectures/hgx-ai-factory): "
+               "'2-8-9-800 ... 8 GPUs, 9 NICs at 800 Gb/s bandwidth per GPU', Spectrum-X", _OWN_IB)),
+    Server("gb200-nvl72", "NVIDIA", "NVIDIA GB200 NVL72 rack (18 compute trays)", "gb200", 72, 72, "400 Gb/s", "ib",
+           "18 trays of 4 GPUs, each tray 4 x ConnectX-7 NDR 400 Gb/s; 9 NVLink switch trays", (
+               "MLC-GB200 (training_results_v5.1 NVIDIA/systems/tyche_ngpu72_ngc25.09_nemo.json): 18 nodes, "
+               "4 accelerators per node, 'NVLINK Gen5 1800 GB/s + NVSWITCH Gen5', '4x ConnectX-7 IB NDR 400 Gb/s'",
+               _OWN_IB), gpus_per_tray=4),
+    Server("gb300-nvl72", "NVIDIA", "NVIDIA GB300 NVL72 rack (18 compute trays)", "gb300", 72, 72, "800 Gb/s", "ib",
+           "18 trays of 4 GPUs, each tray 4 x ConnectX-8 XDR 800 Gb/s", (
+               "MLC-GB300 (training_results_v5.1 NVIDIA/systems/theia_ngpu72_ngc25.09_nemo.json): 18 nodes, "
+               "4 accelerators per node, '4x ConnectX-8 IB XDR 800 Gb/s'", _OWN_IB), gpus_per_tray=4),
+    # ------------------------------------------------------------------ AWS
+    _aws("p4d.24xlarge", "Amazon EC2 P4d", "a100", 4, "100 Gb/s",
+         "4 x 100 Gb/s EFA (first generation); a PCIe switch holds 2 GPUs and 1 EFA", "75 us",
+         "PLAT: SENDRECV protocol, one NCCL device per EFA; aws-ofi-nccl@0bac2382 topology/p4d-24xl-topo.xml: "
+         "2 GPUs and 1 NIC per PCIe switch"),
+    _aws("p4de.24xlarge", "Amazon EC2 P4de", "a100", 4, "100 Gb/s",
+         "4 x 100 Gb/s EFA; a PCIe switch holds 2 GPUs and 1 EFA", "75 us",
+         "PLAT: SENDRECV protocol, one NCCL device per EFA; aws-ofi-nccl@0bac2382 topology/p4de-24xl-topo.xml"),
+    _aws("p5.48xlarge", "Amazon EC2 P5", "h100", 8, "400 Gb/s",
+         "32 x 100 Gb/s EFA, 4 behind each GPU's PCIe switch, presented as 8 devices of 400 Gb/s", "75 us", _GROUPED),
+    _aws("p5e.48xlarge", "Amazon EC2 P5e", "h200", 8, "400 Gb/s",
+         "32 x 100 Gb/s EFA, presented as 8 devices of 400 Gb/s (the p5 platform entry)", "75 us", _GROUPED),
+    _aws("p5en.48xlarge", "Amazon EC2 P5en", "h200", 8, "400 Gb/s",
+         "16 x 200 Gb/s EFA, presented as 8 devices of 2 NICs (400 Gb/s)", "35 us", _GROUPED),
+    _aws("p6-b200.48xlarge", "Amazon EC2 P6-B200", "b200", 8, "400 Gb/s",
+         "8 x 400 Gb/s EFA, one per GPU", "35 us", _GROUPED),
+    # ------------------------------------------------------------------ Azure
+    Server("Standard_ND96asr_v4", "Azure", "Azure ND A100 v4", "a100", 8, 8, "200 Gb/s", "ib",
+           "8 x 200 Gb/s HDR InfiniBand, one per GPU; 2 GPUs and 2 NICs per PCIe switch", (
+               "MicrosoftDocs azure-compute-docs ndasra100v4-series.md: 8 A100, 8 x 200 Gb/s HDR InfiniBand",
+               "Azure/azhpc-images@4a4565a0 topology/ndv4-topo.xml (Azure's NCCL_TOPO_FILE)", _OWN_IB)),
+    Server("Standard_ND96isr_H100_v5", "Azure", "Azure ND H100 v5", "h100", 8, 8, "400 Gb/s", "ib",
+           "8 x 400 Gb/s Quantum-2 ConnectX-7 InfiniBand, one per GPU and PCIe switch", (
+               "MicrosoftDocs azure-compute-docs@a18807c4 ndh100v5-series-summary.md",
+               "Azure/azhpc-images@992d7759 topology/ndv5-topo.xml", _OWN_IB)),
+    Server("Standard_ND96isr_H200_v5", "Azure", "Azure ND H200 v5", "h200", 8, 8, "400 Gb/s", "ib",
+           "8 x 400 Gb/s Quantum-2 ConnectX-7 InfiniBand, one per GPU", (
+               "MicrosoftDocs azure-compute-docs@a18807c4 nd-h200-v5-series-summary.md",
+               "Azure/azhpc-images setup_sku_customizations.sh: the ND H100 v5 topology file", _OWN_IB)),
+    # ------------------------------------------------------------------ Google Cloud
+    Server("a3-ultragpu-8g", "Google Cloud", "Compute Engine A3 Ultra", "h200", 8, 8, "400 Gb/s", "roce",
+           "8 x ConnectX-7, 3,200 Gb/s together, GPUDirect RDMA over RoCE, each NIC aligned with a GPU", (
+               "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth: A3 Ultra, 8 CX-7, 3,200 Gbps",)),
+    Server("a4-highgpu-8g", "Google Cloud", "Compute Engine A4", "b200", 8, 8, "400 Gb/s", "roce",
+           "8 x ConnectX-7, 3,200 Gb/s together, GPUDirect RDMA over RoCE, each NIC aligned with a GPU", (
+               "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth: A4, 8 CX-7, 3,200 Gbps",)),
+    # ------------------------------------------------------------------ OCI
+    Server("BM.GPU4.8", "OCI", "OCI BM.GPU4.8", "a100", 8, 16, "100 Gb/s", "roce",
+           "1,600 Gb/s of RDMA (RoCE v2) as 16 ports, two per GPU", (
+               "OCI-SHAPES: BM.GPU4.8, 8 A100, RDMA cluster network", "OCI-NCCL bm.gpu4.8: 16 RDMA HCAs in "
+               "NCCL_IB_HCA", _OWN_IB)),
+    Server("BM.GPU.H100.8", "OCI", "OCI BM.GPU.H100.8", "h100", 8, 16, "200 Gb/s", "roce",
+           "8 x 2 x 200 Gb/s RDMA (RoCE v2): two ports per GPU", (
+               "OCI-SHAPES: BM.GPU.H100.8, '8 x 2 x 200 Gbps' RDMA", "OCI-NCCL h100: 16 HCAs in NCCL_IB_HCA")),
+    Server("BM.GPU.H200.8", "OCI", "OCI BM.GPU.H200.8", "h200", 8, 8, "400 Gb/s", "roce",
+           "8 x 400 Gb/s RDMA (RoCE v2)", ("OCI-SHAPES: BM.GPU.H200.8, '8 x 400 Gbps' RDMA",
+                                            "OCI-NCCL h200: 8 HCAs in NCCL_IB_HCA")),
+    Server("BM.GPU.B200.8", "OCI", "OCI BM.GPU.B200.8", "b200", 8, 8, "400 Gb/s", "roce",
+           "8 x 400 Gb/s RDMA (RoCE v2)", ("OCI-SHAPES: BM.GPU.B200.8, '8 x 400 Gbps' RDMA",
+                                            "oracle-quickstart/oci-hpc@90e8205e nccl-conf/templates/b200: 8 HCAs")),
+)}
+SERVER_NAMES = tuple(SERVERS)

@@ -1,0 +1,125 @@
+"""Multi-node NVLink and the newest GPUs: an NVL72 rack is one NCCL node however it is
+written (one 72-GPU host, 18 trays of 4, or node by node), its GPUs sit on Arm Grace hosts,
+and the GPU table holds NCCL's own per-link figures (NVIDIA/nccl src/graph/topo.h)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import simnet
+from simnet.errors import InputError
+from simnet.topology.hardware import GPUS, NET, NVLINK, pcie_bandwidth
+from simnet.topology.loader import load_topology, topology_from_dict
+from simnet.tuning.search import system_of
+
+NCCL_NVLINK_GBPS = {70: 20.0, 80: 20.0, 89: 0.0, 90: 20.6, 100: 40.1, 103: 40.1}
+"""topo.h: SM70_NVLINK_BW 20.0, SM80 20.0, SM90 20.6, SM100 40.1 (ncclTopoNVLinkBw: cc >= 100);
+an L40S (SM89) has no NVLink at all."""
+
+
+@pytest.mark.parametrize("name", sorted(GPUS))
+def test_every_gpu_carries_nccls_per_link_figure(name):
+    gpu = GPUS[name]
+    assert gpu.nccl_link_rate == pytest.approx(NCCL_NVLINK_GBPS[gpu.compute_capability] * 1e9)
+    assert gpu.source and gpu.bf16_flops > 0
+
+
+def test_blackwell_nvlink_is_1_8_tb_per_s_both_ways():
+    # NVLink 5: 18 links, 1.8 TB/s bidirectional per GPU (B200/B300/GB200/GB300 datasheets)
+    for name in ("b200", "b300", "gb200", "gb300"):
+        assert GPUS[name].nvlink_bandwidth == pytest.approx(900e9)
+    assert GPUS["v100"].nvlink_bandwidth == pytest.approx(150e9)  # NVLink 2: 300 GB/s bidirectional
+    assert {name for name, gpu in GPUS.items() if gpu.host_cpu == "arm"} == {"gb200", "gb300"}
+
+
+def _racks(racks: int, gpus: int, tray: int | None, gpu: str = "gb200", nics_per_gpu: int = 1):
+    params = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": racks, "gpus_per_host": gpus, "gpu": gpu,
+              "nics_per_host": gpus * nics_per_gpu, "nic_bandwidth": "400 Gb/s", "spines": 1}
+    if tray is not None:
+        params["gpus_per_tray"] = tray
+    return topology_from_dict({"name": f"nvl-{tray}", "generate": params})
+
+
+def _node_by_node(topology):
+    """The same graph written out node by node, as a user would: ids and labels, links with
+    units and no ``type`` (inferred), the rack's NVLink switch marked ``nvls``."""
+    keys = ("host", "rack", "gpu", "transport", "nvls")
+    nodes = [{"id": n, "kind": data["kind"], **{k: data[k] for k in keys if data.get(k) is not None}}
+             for n, data in topology.graph.nodes(data=True)]
+    seen, links = set(), []
+    for u, v, data in topology.graph.edges(data=True):
+        if frozenset((u, v)) in seen:
+            continue
+        seen.add(frozenset((u, v)))
+        links.append({"a": u, "b": v, "bandwidth": f"{data['bandwidth']!r} B/s", "latency": f"{data['latency']!r} s"})
+    return topology_from_dict({"name": "written", "nodes": nodes, "links": links})
+
+
+def test_an_nvl72_rack_is_one_nccl_node_written_as_trays():
+    """NCCL's MNNVL clique: the 72 GPUs of a rack count as one node, with all 72 NICs."""
+    topo = load_topology("topologies/gb200_nvl72_2racks.yaml")
+    system = system_of(topo)
+    assert (system.ranks, system.nodes, system.nics, system.cpu) == (144, 2, 72, "arm")
+    assert len(topo.groups("host")) == 36 and len(topo.groups("node")) == 2
+    assert system.nvlink_bw == pytest.approx(18 * 40.1)  # 18 links at SM100_NVLINK_BW
+
+
+@settings(max_examples=10, deadline=None)
+@given(racks=st.integers(1, 3), gpus=st.sampled_from([8, 16]), tray=st.sampled_from([1, 2, 4]),
+       algorithm=st.sampled_from(["auto", "ring", "tree", "nvls_tree"]), size=st.sampled_from([2**16, 2**22]))
+def test_trays_one_host_or_node_by_node_give_one_answer(racks, gpus, tray, algorithm, size):
+    """Same hardware, same answer: racks of trays, of one host each, and the trays written
+    node by node give the same time, algorithm and protocol (0.1 % on the same graph)."""
+    if algorithm == "nvls_tree" and racks == 1:
+        algorithm = "nvls"  # NCCL runs NVLSTree across nodes only
+    one_host = simnet.simulate(_racks(racks, gpus, None), algorithm, size)
+    trays = _racks(racks, gpus, tray)
+    for written in (trays, _node_by_node(trays)):
+        result = simnet.simulate(written, algorithm, size)
+        assert (result.algorithm, result.protocol) == (one_host.algorithm, one_host.protocol)
+        assert result.time_s == pytest.approx(one_host.time_s, rel=1e-3)
+
+
+def _cable(host_a: str, host_b: str):
+    return topology_from_dict({"name": "pair", "nodes": [
+        {"id": "a", "kind": "gpu", "host": host_a}, {"id": "b", "kind": "gpu", "host": host_b}],
+        "links": [{"a": "a", "b": "b", "bandwidth": "100 Gb/s", "latency": "1 us"}]})
+
+
+def test_a_cable_between_two_hosts_gpus_is_their_network():
+    apart, together = _cable("h0", "h1"), _cable("h0", "h0")
+    assert apart.link_type[apart.link_index[("a", "b")]] == NET
+    assert together.link_type[together.link_index[("a", "b")]] == NVLINK
+    assert len(apart.groups("node")) == 2 and len(together.groups("node")) == 1
+
+
+def test_a_gpu_without_nvlink_gets_none():
+    with pytest.raises(InputError, match="l40s has no NVLink"):
+        topology_from_dict({"name": "x", "generate": {"kind": "nvswitch", "gpu": "l40s"}})
+    with pytest.raises(InputError, match="is an NVLink, but g0 is an l40s"):
+        topology_from_dict({"name": "x", "nodes": [{"id": "g0", "kind": "gpu", "gpu": "l40s"},
+                                                   {"id": "g1", "kind": "gpu", "gpu": "l40s"}],
+                            "links": [{"a": "g0", "b": "g1", "bandwidth": "32 GB/s", "latency": "1 us"}]})
+    box = topology_from_dict({"name": "x", "generate": {"kind": "pcie", "gpu": "l40s"}})
+    assert box.capacity.max() == pytest.approx(pcie_bandwidth(4))  # Gen4 x16 (L40S datasheet)
+    assert system_of(box).nvlink_bw == 0
+
+
+def test_trays_must_divide_the_server():
+    with pytest.raises(InputError, match="gpus_per_tray: 5 does not divide the 72 GPUs"):
+        topology_from_dict({"name": "x", "generate": {"kind": "nvswitch", "gpus": 72, "gpu": "gb200",
+                                                      "gpus_per_tray": 5}})
+
+
+def test_nccls_arm_hosts_skip_the_x86_nvlstree_correction():
+    """tuning.cc applies treeCorrectionFactor to NVLSTree below 1 GiB only on x86 hosts: the
+    same two racks of Blackwell GPUs predict NVLSTree faster on Grace than on an x86 host."""
+    from simnet.tuning.predict import sized_bandwidth
+
+    grace = system_of(_racks(2, 8, 4, gpu="gb200"))
+    x86 = system_of(_racks(2, 8, 4, gpu="b200"))
+    assert (grace.cpu, x86.cpu) == ("arm", "intel")
+    size = 2**22
+    assert sized_bandwidth(grace, "NVLSTree", "Simple", size) > sized_bandwidth(x86, "NVLSTree", "Simple", size)

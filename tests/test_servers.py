@@ -1,0 +1,89 @@
+"""The server catalogue: ``server: <product>`` builds what its vendor's facts describe (the
+same as writing those facts out), keys written in the generator win, every entry cites its
+sources, and ``simnet servers`` lists and explains them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import simnet
+from simnet.errors import InputError
+from simnet.topology.loader import topology_from_dict
+from simnet.topology.servers import SERVERS
+from simnet.tuning.search import system_of
+
+
+def _pair(**generate):
+    return topology_from_dict({"name": "pair", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                            "spines": 1, **generate}})
+
+
+# What each product is, written out from its public facts (the catalogue's sources):
+WRITTEN_OUT = {
+    # AWS instance data: 8 H100, 32 x 100 Gb/s EFA, which aws-ofi-nccl groups per GPU (8 x 400 Gb/s) and for
+    # which it reports 75 us
+    "p5.48xlarge": dict(gpu="h100", gpus_per_host=8, nics_per_host=8, nic_bandwidth="400 Gb/s", transport="efa",
+                        net_latency="75 us"),
+    # 8 A100, 4 x 100 Gb/s EFA, one NCCL device per EFA, 75 us
+    "p4d.24xlarge": dict(gpu="a100", gpus_per_host=8, nics_per_host=4, nic_bandwidth="100 Gb/s", transport="efa",
+                         net_latency="75 us"),
+    # OCI: 8 H100, '8 x 2 x 200 Gbps' RoCE
+    "BM.GPU.H100.8": dict(gpu="h100", gpus_per_host=8, nics_per_host=16, nic_bandwidth="200 Gb/s", transport="roce"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITTEN_OUT))
+def test_a_server_is_its_facts_written_out(name):
+    by_name = simnet.simulate(_pair(server=name), "auto", 2**26)
+    written = simnet.simulate(_pair(**WRITTEN_OUT[name]), "auto", 2**26)
+    assert (by_name.algorithm, by_name.protocol, by_name.time_s) == (written.algorithm, written.protocol,
+                                                                     written.time_s)
+
+
+def test_keys_written_win_over_the_catalogue():
+    system = system_of(_pair(server="p5.48xlarge", nic_bandwidth="200 Gb/s", transport="ib"))
+    assert (system.nic_bw, system.transport, system.nic_latency) == (25.0, "ib", 75.0)
+
+
+def test_an_nvl72_rack_from_the_catalogue_is_18_trays_of_4():
+    topo = topology_from_dict({"name": "nvl", "generate": {"kind": "rail_optimized", "server": "gb200-nvl72",
+                                                           "units": 1, "nodes_per_unit": 2, "rails": 18}})
+    assert len(topo.groups("host")) == 36 and len(topo.groups("node")) == 2
+    assert {topo.gpu_model(g) for g in topo.gpus} == {"gb200"}
+
+
+def test_a_rail_fabric_refuses_a_server_without_a_nic_per_gpu():
+    with pytest.raises(InputError, match="p4d.24xlarge has 4 NICs for 8 GPUs"):
+        topology_from_dict({"name": "x", "generate": {"kind": "rail_optimized", "server": "p4d.24xlarge"}})
+    with pytest.raises(InputError, match="generate.server: 'p5' is not one of"):
+        _pair(server="p5")
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_every_server_cites_its_sources_and_builds(name):
+    server = SERVERS[name]
+    assert server.sources and all(len(source) > 20 for source in server.sources)
+    assert server.nics % server.gpus == 0 or server.gpus % server.nics == 0  # NICs dealt evenly over GPUs
+    system = system_of(_pair(server=name))
+    assert (system.ranks, system.nodes, system.nics) == (2 * server.gpus, 2, server.nics)
+
+
+def _servers(*args):
+    return subprocess.run([sys.executable, "-m", "simnet", "servers", *args], capture_output=True, text=True,
+                          env={"COLUMNS": "200", "PATH": ""})
+
+
+def test_simnet_servers_lists_every_product_and_explains_one():
+    listing = _servers()
+    assert listing.returncode == 0
+    assert all(name in listing.stdout for name in SERVERS)
+    one = _servers("p5.48xlarge")
+    assert "PLAT (p5.48xlarge entry): .latency = 75" in one.stdout
+    assert [s["name"] for s in json.loads(_servers("--json").stdout)] == list(SERVERS)
+    unknown = _servers("p5")
+    assert unknown.returncode == 2 and unknown.stderr.strip() == (
+        "no server 'p5' in the catalogue; `simnet servers` lists them")
