@@ -111,7 +111,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     The lanes at their own rates are a lower bound on every time even where links are
     shared: max-min sharing never gives a flow more than its own rate, and a transfer
     starts once its dependencies are met, so by induction over the dependencies no time of
-    the fluid run is earlier. Where the check above fails (or is too large to keep),
+    the fluid run is earlier (up to the fluid engine's float rounding of finish instants, as
+    for the upper bound). Where the check above fails (or is too large to keep),
     ``accept="makespan"`` takes the steady pass too: when the two completion times are the
     same picosecond, the fluid run's completion time is that one (engine
     ``lanes-bounds-meet``; ``lanes_done_ps`` and the link statistics are the steady pass's,
