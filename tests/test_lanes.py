@@ -96,13 +96,17 @@ def test_any_tree_lane_by_lane_is_the_fluid_run_or_refused(racks, size, channels
         assert_same_run(fluid, lanes)
 
 
-def test_links_that_could_be_oversubscribed_go_to_the_fluid_engine(racks):
+def test_links_that_could_be_oversubscribed_are_refused_by_the_exact_lanes(racks):
     """At line rate NCCL's rings share every GPU's NVLink port between channels: max-min
-    sharing binds, so the lanes refuse and ``simulate`` runs the fluid engine."""
-    _, lanes = both(racks, "allreduce", 2**26, model="ideal")
+    sharing binds, so the exact lanes refuse. The ring's pace is its NICs' here, each alone
+    on its link, so the lower bound (every lane at its own rate) and the upper bound (an
+    equal split of every shared port) end on the same picosecond: ``simulate`` answers the
+    fluid run's completion from them."""
+    fluid, lanes = both(racks, "allreduce", 2**26, model="ideal")
     assert lanes is None
     result = simulate(racks, "ring", 2**26, model="ideal")
-    assert result.replay.engine == "fluid"
+    assert result.replay.engine == "lanes-bounds-meet" and result.replay.duration_ps == fluid.duration_ps
+    assert not [w for w in result.warnings if w.kind == "upper_bound"]
     _, lanes = both(racks, "allreduce", 2**26, model="ideal", channels=1)  # one ring: nothing shared
     assert lanes is not None
 
@@ -219,6 +223,10 @@ def test_two_lanes_that_overfill_one_link_go_to_the_fluid_engine():
     fluid = replay(program.to_schedule(), topo)
     assert fluid.time == pytest.approx(size / (capacity / 2) + 2e-9, rel=1e-9)
     np.testing.assert_allclose(fluid.delivered, fluid.time, rtol=1e-9)
+    # the bounds, 1 ms + 2 ns (own rates) and 2 ms + 2 ns (the equal split), do not meet: no answer
+    assert replay_lanes(program, topo, accept="makespan") is None
+    bound = replay_lanes(program, topo, accept="bound")
+    assert bound.engine == "lanes-steady" and bound.duration_ps == fluid.duration_ps
 
 
 def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):

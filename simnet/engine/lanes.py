@@ -12,8 +12,11 @@ A program has two replays, equal to each other by construction:
   instant (checked after the pass). Then max-min sharing never binds, every transfer runs
   at its lane's rate, and the times follow from the dependencies alone (a longest path):
   the fluid engine's times (both end a flow at the first whole picosecond at or after its
-  last byte, ``simnet.engine.clock``) and the same bytes on every link. Otherwise it returns
-  None and the caller expands the program for the fluid engine.
+  last byte, ``simnet.engine.clock``) and the same bytes on every link. Otherwise the lanes
+  at their own rates are a lower bound on every time and the lanes at an equal split of
+  every shared link an upper bound: where their completion times meet, that is the exact
+  completion time (``accept="makespan"``); else it returns None (or the upper bound,
+  ``accept="bound"``) and the caller expands the program for the fluid engine.
 
 Lane times are int64 picoseconds, exact over the whole horizon (each transfer's duration
 rounded up to a whole picosecond in float64, their sums in integers). The fluid engine keeps
@@ -30,6 +33,8 @@ exact unless both directions saturate (then a capped sum). ``Replay.engine`` say
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
@@ -42,7 +47,8 @@ from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.transfers import REDUCE
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["replay_lanes", "worth_replaying", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES", "MAX_EXACT", "INT64_SAFE"]
+__all__ = ["replay_lanes", "ACCEPT", "worth_replaying", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES", "MAX_EXACT",
+           "INT64_SAFE", "PREFIX_GROWTH"]
 
 MAX_WATCHED = 20_000_000
 """Most transfers ``replay_lanes`` keeps the times of to check, after the fact, the links
@@ -70,28 +76,53 @@ def worth_replaying(program: LaneProgram) -> bool:
     return 0 < len(program) and int(program.flows.max()) <= MAX_SERIAL
 
 
+ACCEPT = ("lanes", "makespan", "bound")
+"""What ``replay_lanes`` may answer, each level taking the ones before it: ``lanes`` every
+lane's times exact (engine ``lanes``); ``makespan`` also the completion time alone, exact
+where the lower and upper bounds meet (engine ``lanes-bounds-meet``); ``bound`` also the
+steady upper bound where they do not (engine ``lanes-steady``)."""
+
+
 def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None = None,
                  reduce_bandwidth: float | None = None, message_overhead: float = 0.0,
-                 steady: bool = False) -> Replay | None:
-    """Replay ``program`` lane by lane (see the module docstring), or None when some link
-    was asked for more than its capacity at some instant, a lane carries more than
-    ``MAX_SERIAL`` transfers, or checking the links several lanes could fill would keep more
-    transfer times than ``MAX_WATCHED`` or the memory budget allows.
+                 steady: bool = False, accept: str = "lanes") -> Replay | None:
+    """Replay ``program`` lane by lane (see the module docstring), or None when no answer
+    ``accept`` allows (``ACCEPT``) is proven, or a lane carries more than ``MAX_SERIAL``
+    transfers.
 
     ``timing`` is indexed by lane (``rate_cap``, ``delay_ps``; ``wire_factor`` and
     ``start_ps`` one for every lane or, for programs merged from groups timed apart, an
     array of one per lane); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
 
-    ``steady`` (engine ``lanes-steady``, for programs too large to replay exactly): every
-    lane runs at most at an equal split of each link it crosses among *all* the lanes that
-    cross it, ``min(own rate, capacity / lanes)`` over its links. Those rates fit every link
-    at every instant, and max-min sharing never gives a transfer less: a flow frozen by a
-    full link gets at least that link's capacity over the flows crossing it, and fewer
-    cross it at any instant than cross it at all. So every time is an upper bound on the
-    exact one (up to picosecond rounding), as close as the lanes sharing a link are busy at
-    once: rings keep them busy, trees do not. Link statistics as for the exact lanes;
-    ``Replay.shared_link`` is the link of smallest equal share among those that slowed a lane.
+    Engine ``lanes``: every lane at its own rate (its ceiling or narrowest link), and no link
+    several lanes could fill was asked for more than its capacity at any instant (checked
+    after the pass, when their transfers' times fit in ``MAX_WATCHED`` and the memory budget).
+
+    ``steady`` (engine ``lanes-steady``, an upper bound): every lane runs at most at an equal
+    split of each link it crosses among *all* the lanes that cross it, ``min(own rate,
+    capacity / lanes)`` over its links. Those rates fit every link at every instant, and
+    max-min sharing never gives a transfer less: a flow frozen by a full link gets at least
+    that link's capacity over the flows crossing it, and fewer cross it at any instant than
+    cross it at all. So every time is an upper bound on the exact one (up to picosecond
+    rounding), as close as the lanes sharing a link are busy at once: rings keep them busy,
+    trees do not. ``Replay.shared_link`` is the link of smallest equal share among those that
+    slowed a lane.
+
+    The lanes at their own rates are a lower bound on every time even where links are
+    shared: max-min sharing never gives a flow more than its own rate, and a transfer
+    starts once its dependencies are met, so by induction over the dependencies no time of
+    the fluid run is earlier (up to the fluid engine's float rounding of finish instants, as
+    for the upper bound). Where the check above fails (or is too large to keep),
+    ``accept="makespan"`` takes the steady pass too: when the two completion times are the
+    same picosecond, the fluid run's completion time is that one (engine
+    ``lanes-bounds-meet``; ``lanes_done_ps`` and the link statistics are the steady pass's,
+    so the per-lane times are upper bounds, their maximum exact). ``accept="bound"``
+    returns the steady pass also when they differ.
+
+    Link statistics as for the exact lanes (module docstring), of the pass returned.
     """
+    if accept not in ACCEPT:
+        raise ValueError(f"accept: {accept!r}; expected one of {', '.join(ACCEPT)}")
     timing = timing or Timing()
     if not worth_replaying(program):
         return None
@@ -110,35 +141,56 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
         return None  # nothing to move; lanes with no link and no ceiling, or a link down
     width = paths.shape[1]
     crossing = np.bincount(paths[moving].ravel(), minlength=links + 1)[:links]
-    shared_link = None
-    if steady:  # an equal split of every link among all the lanes that cross it
+
+    def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple]:
+        """(completion ps, link statistics, each lane's last delivery ps, the ``watch`` lanes'
+        transfer intervals) of every lane at ``rates``."""
+        finished, busy, wire, intervals = _longest_path(program, carried, rates, latency, timing, reduce_bandwidth,
+                                                        message_overhead, watch)
+        duration = int(finished.max(initial=0))
+        return duration, _lane_stats(paths, capacity, topology.reverse, rates, moving, busy, wire, duration), \
+            finished, intervals
+
+    def answer(duration: int, stats: LinkStats, finished: np.ndarray, engine: str,
+               shared_link: int | None = None) -> Replay:
+        _port_saturation(stats, duration)
+        empty = np.zeros(0, dtype=np.int64)
+        return Replay(None, topology, empty, empty, empty, stats, duration, engine=engine, lanes_done_ps=finished,
+                      shared_link=shared_link)
+
+    def equal_split() -> Replay:
         share = np.append(capacity / np.maximum(crossing, 1), np.inf)
-        split = share[paths].min(axis=1)
+        split = np.where(moving, np.minimum(rate, share[paths].min(axis=1)), rate)
         slowed = moving & (split < rate)
-        rate = np.where(moving, np.minimum(rate, split), rate)
+        shared_link = None
         if slowed.any():
             used = np.unique(paths[slowed])
             used = used[used < links]
             shared_link = int(used[np.argmin(share[used])])
+        duration, stats, finished, _ = replayed(split, np.zeros(0, dtype=np.int64))
+        return answer(duration, stats, finished, "lanes-steady", shared_link)
+
+    if steady:
+        return equal_split()
     demand = np.bincount(paths[moving].ravel(), weights=np.repeat(rate[moving], width), minlength=links + 1)[:links]
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
-    # (steady lanes: the equal split never asks a link for more than it carries)
-    watched = (crossing > 1) & (demand >= SATURATED * capacity) & (not steady)
+    watched = (crossing > 1) & (demand >= SATURATED * capacity)
     watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
     watched_transfers = len(watch) * int(program.flows.max())
-    if watched_transfers > MAX_WATCHED or not fits(watched_transfers * WATCHED_BYTES):
+    checkable = watched_transfers <= MAX_WATCHED and fits(watched_transfers * WATCHED_BYTES)
+    if not checkable and accept == "lanes":
         return None
-    finished, busy, wire, intervals = _longest_path(program, carried, rate, latency, timing, reduce_bandwidth,
-                                                    message_overhead, watch)
-    duration = int(finished.max(initial=0))
-    stats = _lane_stats(paths, capacity, topology.reverse, rate, moving, busy, wire, duration)
-    if len(watch) and not _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch], *intervals):
+    duration, stats, finished, intervals = replayed(rate, watch if checkable else np.zeros(0, dtype=np.int64))
+    if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch],
+                                               *intervals)):
+        return answer(duration, stats, finished, "lanes")
+    if accept == "lanes":
         return None
-    _port_saturation(stats, duration)
-    empty = np.zeros(0, dtype=np.int64)
-    return Replay(None, topology, empty, empty, empty, stats, duration, engine="lanes-steady" if steady else "lanes",
-                  lanes_done_ps=finished, shared_link=shared_link)
+    upper = equal_split()  # duration: a lower bound on the fluid run's completion, upper.duration_ps an upper
+    if upper.duration_ps == duration:
+        return replace(upper, engine="lanes-bounds-meet", shared_link=None)
+    return upper if accept == "bound" else None
 
 
 def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, latency: np.ndarray, timing: Timing,
@@ -305,16 +357,56 @@ def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, ra
     return stats
 
 
+PREFIX_GROWTH = 16
+"""``_sweep`` checks the first transfer of every watched lane, then the first 16, 256, ...,
+then all: an overload shows where lanes start together (a ring's first step) and costs
+little to find there, and the prefixes add at most a fifteenth to a check that passes."""
+
+
 def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.ndarray, starts: np.ndarray,
            ends: np.ndarray) -> bool:
     """Replay the ``watched`` links' loads from their lanes' transfer intervals (``paths``,
-    ``rate``, ``starts``/``ends`` of the watched lanes): False if any of them carried more
-    than its capacity at some instant (the lane times do not hold), else set their peak,
-    most flows at once, busy and saturated time exactly in ``stats``."""
+    ``rate``, ``starts``/``ends`` of the watched lanes, transfers x lanes, ps, -1 for none):
+    False if any of them carried more than its capacity at some instant (the lane times do
+    not hold), else set their peak, most flows at once, busy and saturated time exactly in
+    ``stats``. Transfers of growing prefixes first (``PREFIX_GROWTH``): every lane's
+    transfers follow each other, so the first q of every lane hold all the load before the
+    earliest start of a transfer q."""
     capacity = stats.capacity
     on = np.isin(paths, watched)  # (watched lanes, hops): the watched links each lane crosses
     lane, hop = np.nonzero(on)
     link = paths[lane, hop]
+    q = 1
+    while q < len(starts):
+        later = starts[q][starts[q] >= 0]
+        loads = _loads(capacity, link, lane, rate, starts[:q], ends[:q], until=later.min(initial=HORIZON_PS + 1))
+        if loads is None:
+            return False
+        q *= PREFIX_GROWTH
+    loads = _loads(capacity, link, lane, rate, starts, ends, until=HORIZON_PS + 1)
+    if loads is None:
+        return False
+    where, load, flows, span, first = loads
+    lasting = span > 0
+    for name, values in (("peak", np.where(lasting, load / capacity[where], 0.0)),
+                         ("max_flows", np.where(lasting, flows, 0))):
+        result = np.zeros(len(capacity), dtype=getattr(stats, name).dtype)
+        np.maximum.at(result, where, values)
+        getattr(stats, name)[watched] = result[watched]
+    for name, mask in (("busy_ps", flows > 0), ("saturated_ps", load >= SATURATED * capacity[where])):
+        total = np.zeros(len(capacity), dtype=np.int64)  # per link, its spans summed in integers
+        if len(where):
+            total[where[first]] = np.add.reduceat(np.where(mask & lasting, span, 0), first)
+        getattr(stats, name)[watched] = total[watched]
+    return True
+
+
+def _loads(capacity: np.ndarray, link: np.ndarray, lane: np.ndarray, rate: np.ndarray, starts: np.ndarray,
+           ends: np.ndarray, until: int):
+    """Each watched link's load over time from the transfers in ``starts``/``ends`` of the
+    (``lane``, ``link``) pairs, as (link, load B/s, flows, span ps, first event of each link)
+    per event sorted by link then time; None if some link carried more than its capacity
+    at an instant before ``until`` (ps)."""
     held = (starts[:, lane] >= 0) & (ends[:, lane] > starts[:, lane])  # transfers x (lane, link) pairs
     pair = np.broadcast_to(np.arange(len(lane)), held.shape)[held]
     begin, finish = starts[:, lane][held], ends[:, lane][held]
@@ -328,23 +420,11 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.nd
     lengths = np.diff(np.append(first, len(where)))
     load = np.cumsum(step)
     load -= np.repeat(np.append(0.0, load[first[1:] - 1]), lengths)  # per link, free of the others' rounding
-    flows = np.cumsum(count)
     span = np.append(np.diff(when), 0)
-    span[np.append(where[1:] != where[:-1], True)] = 0.0  # the last event of a link closes it
-    lasting = span > 0
-    if (lasting & (load > capacity[where] * (1 + TIE))).any():
-        return False
-    for name, values in (("peak", np.where(lasting, load / capacity[where], 0.0)),
-                         ("max_flows", np.where(lasting, flows, 0))):
-        result = np.zeros(len(capacity), dtype=getattr(stats, name).dtype)
-        np.maximum.at(result, where, values)
-        getattr(stats, name)[watched] = result[watched]
-    for name, mask in (("busy_ps", flows > 0), ("saturated_ps", load >= SATURATED * capacity[where])):
-        total = np.zeros(len(capacity), dtype=np.int64)  # per link, its spans summed in integers
-        if len(where):
-            total[where[first]] = np.add.reduceat(np.where(mask & lasting, span, 0), first)
-        getattr(stats, name)[watched] = total[watched]
-    return True
+    span[np.append(where[1:] != where[:-1], True)] = 0  # the last event of a link closes it
+    if ((span > 0) & (when < until) & (load > capacity[where] * (1 + TIE))).any():
+        return None
+    return where, load, np.cumsum(count), span, first
 
 
 def _port_saturation(stats: LinkStats, duration: int) -> None:

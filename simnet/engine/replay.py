@@ -34,8 +34,10 @@ class Replay:
 
     ``engine`` is ``fluid`` (the fluid network, every transfer timed), ``lanes``
     (``simnet.engine.lanes``: no schedule and no per-transfer times, only the
-    completion time and the link statistics) or ``lanes-steady`` (the same, every lane at
-    an equal split of every link it shares: times are upper bounds)."""
+    completion time and the link statistics), ``lanes-bounds-meet`` (the same, the
+    completion time exact because the lanes' lower and upper bounds on it meet; the
+    per-lane times upper bounds) or ``lanes-steady`` (the same, every lane at an equal
+    split of every link it shares: times are upper bounds)."""
 
     schedule: Schedule | None
     topology: Topology
@@ -47,7 +49,7 @@ class Replay:
     rerouted: int = 0  # flows moved off links a fault took down
     rerouted_bytes: float = 0.0  # bytes they still had to send when they moved
     engine: str = "fluid"
-    lanes_done_ps: np.ndarray | None = None  # lanes: when each lane's last transfer was delivered
+    lanes_done_ps: np.ndarray | None = None  # lanes: when each lane's last transfer was delivered (ps)
     shared_link: int | None = None  # lanes-steady: the link of smallest equal share that slowed a lane
 
     @property

@@ -227,12 +227,13 @@ class Setup:
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
         (``simnet.engine.lanes``) when the algorithm is a lane program, no condition
-        applies and no link can be shared beyond its capacity; under ``model: nccl``, a ring of
-        more than ``MAX_EXACT`` transfers that the exact lanes refuse as steady lanes (an upper
-        bound: the fluid network would not finish); else on the fluid network. A timeline
-        asks for the fluid network unless its schedule would not fit in memory or it is such
-        a ring. ``model: ideal`` (the exact reference), ``options["exact"]`` and
-        ``simulate_groups`` never bound."""
+        applies and either no link can be shared beyond its capacity (engine ``lanes``) or
+        the lanes' lower and upper bounds on the completion time meet (``lanes-bounds-meet``,
+        exact); under ``model: nccl``, a ring of more than ``MAX_EXACT`` transfers that neither
+        proves as steady lanes (an upper bound: the fluid network would not finish); else on
+        the fluid network. A timeline asks for the fluid network unless its schedule would not
+        fit in memory or it is such a ring. ``model: ideal`` (the exact reference),
+        ``options["exact"]`` and ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
         program = None
         if not conditions:
@@ -243,11 +244,9 @@ class Setup:
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
                 timing = lane_timing(decided, program, self.topo)
-                run = replay_lanes(program, self.topo, timing, **engine)
-                if run is None and big_ring:
-                    run = replay_lanes(program, self.topo, timing, steady=True, **engine)
-                elif wants_fluid:  # the exact lanes took it: the fluid network, same times, has the timeline
-                    run = None
+                run = replay_lanes(program, self.topo, timing, accept="bound" if big_ring else "makespan", **engine)
+                if wants_fluid and run is not None and run.engine != "lanes-steady":
+                    run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:
                     return decided, run, program.info
         decided, schedule, timing = self.prepare(algorithm, size, options)
