@@ -23,6 +23,7 @@ given when the topology is built, ``make_router``): ``route``, ``route_indices``
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
@@ -338,11 +339,8 @@ def _nvlink_domains(topology: Topology) -> dict[str, str]:
     for gpu in topology.gpus:
         members.setdefault(root(gpu), []).append(gpu)
     domains = [gpus for gpus in members.values() if len({topology.label(g, "host") for g in gpus}) > 1]
-    rack_of = [{topology.graph.nodes[g].get("rack") for g in gpus} for gpus in domains]
-    shared = [next(iter(racks)) for racks in rack_of if len(racks) == 1]
-    named: dict[str, str] = {}
-    for gpus, racks in zip(domains, rack_of):
-        rack = next(iter(racks)) if len(racks) == 1 else None
-        name = rack if rack is not None and shared.count(rack) == 1 else f"{gpus[0]}-nvlink"
-        named.update((g, name) for g in gpus)
-    return named
+    rack = [racks.pop() if len(racks := {topology.graph.nodes[g].get("rack") for g in gpus}) == 1 else None
+            for gpus in domains]
+    taken = Counter(rack)
+    return {g: r if r is not None and taken[r] == 1 else f"{gpus[0]}-nvlink"
+            for gpus, r in zip(domains, rack) for g in gpus}

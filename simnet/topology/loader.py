@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 from pydantic import ValidationError
 
 from simnet.errors import InputError
@@ -100,16 +101,17 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
 
 
 def _check_nvlink_exists(topology: Topology, source: Source) -> None:
-    """A GPU of a generation without NVLink (``l40s``) has no NVLink link."""
-    for i, (u, v) in enumerate(topology.links):
-        if topology.link_type[i] != NVLINK:
-            continue
-        for gpu in (u, v):
-            model = topology.graph.nodes[gpu].get("gpu")
-            if model in GPUS and not GPUS[model].nvlink_links:
-                raise InputError(f"the link {u} -> {v} is an NVLink, but {gpu} is an {model}, which has none: "
-                                 "join its GPUs through PCIe switches (type: pcie)", source.file,
-                                 topology.graph.edges[u, v]["line"])
+    """A GPU of a generation without NVLink (``l40s``) has no NVLink link (checked only when
+    the topology has such a GPU: loading a large fabric walks no links for it)."""
+    without = {g for g in topology.gpus if (model := topology.gpu_model(g)) in GPUS and not GPUS[model].nvlink_links}
+    if not without:
+        return
+    for i in np.flatnonzero(topology.link_type == NVLINK).tolist():
+        u, v = topology.links[i]
+        for gpu in sorted({u, v} & without):
+            raise InputError(f"the link {u} -> {v} is an NVLink, but {gpu} is an {topology.gpu_model(gpu)}, which has "
+                             "none: join its GPUs through PCIe switches (type: pcie)", source.file,
+                             topology.graph.edges[u, v]["line"])
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:
