@@ -70,3 +70,37 @@ def test_the_same_nic_bandwidth_written_out_per_gpu_carries_a_large_ring_alike(h
     one = simnet.simulate(fabric(1), "ring", 2**30)
     written = simnet.simulate(fabric(per_gpu), "ring", 2**30)
     assert written.time_s == pytest.approx(one.time_s, rel=0.02)
+
+
+def _switch_pair(wired_to_gpus: bool) -> dict:
+    """Two hosts of two H100s on an NVSwitch, 2 x 400 Gb/s NICs each, under one leaf: the NICs
+    behind one PCIe switch with both GPUs (``wired_to_gpus=False``, as in a DGX A100 or H100
+    tray) or each NIC on its own GPU's PCIe link."""
+    nodes, links = [{"id": "leaf", "kind": "switch"}], []
+    for h in range(2):
+        nodes += [{"id": f"h{h}-nvs", "kind": "switch", "host": f"h{h}"}]
+        if not wired_to_gpus:
+            nodes += [{"id": f"h{h}-pcie", "kind": "switch", "host": f"h{h}"}]
+        for g in range(2):
+            gpu, nic = f"h{h}-gpu{g}", f"h{h}-nic{g}"
+            nodes += [{"id": gpu, "kind": "gpu", "host": f"h{h}", "gpu": "h100"}, {"id": nic, "kind": "nic", "host": f"h{h}"}]
+            links += [{"a": gpu, "b": f"h{h}-nvs", "bandwidth": "450 GB/s", "latency": "0.25 us"},
+                      {"a": nic, "b": "leaf", "bandwidth": "400 Gb/s", "latency": "1 us"}]
+            if wired_to_gpus:
+                links += [{"a": gpu, "b": nic, "bandwidth": "64 GB/s", "latency": "1 us"}]
+            else:  # the same 1 us GPU -> NIC, above NVLink's 0.5 us GPU -> GPU, so peers talk over NVLink
+                links += [{"a": gpu, "b": f"h{h}-pcie", "bandwidth": "64 GB/s", "latency": "0.5 us"},
+                          {"a": nic, "b": f"h{h}-pcie", "bandwidth": "64 GB/s", "latency": "0.5 us"}]
+    return {"name": "pair", "nodes": nodes, "links": links}
+
+
+def test_two_gpus_behind_one_pcie_switch_with_two_nics_take_one_each():
+    """NCCL (src/graph/topo.cc ncclTopoGetLocalNetType): the two GPUs share the switch's two
+    NICs, so GPU dev % 2 picks one each; simnet bound both NICs to the first GPU, which then
+    carried every channel of its host while the second GPU's PCIe link sat idle."""
+    shared = topology_from_dict(_switch_pair(wired_to_gpus=False))
+    assert shared.rails(["h0-gpu0", "h0-gpu1"]) == [("h0-nic0", "h0-gpu0"), ("h0-nic1", "h0-gpu1")]
+    own = topology_from_dict(_switch_pair(wired_to_gpus=True))
+    for algorithm in ("ring", "tree"):
+        assert simnet.simulate(shared, algorithm, 2**28).time_s == pytest.approx(
+            simnet.simulate(own, algorithm, 2**28).time_s, rel=0.02), algorithm

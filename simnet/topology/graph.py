@@ -119,6 +119,10 @@ class Topology:
             if self._is_gpu_fabric(switch):
                 return NVLINK
             return PCIE if self._in_host(switch) else NET
+        if kinds == {"nic", "switch"}:  # a PCIe switch of the NIC's host, or the network's
+            hosts = {self.graph.nodes[u].get("host"), self.graph.nodes[v].get("host")} - {None}
+            switch = u if self.kind(u) == "switch" else v
+            return PCIE if len(hosts) == 1 and self.graph.nodes[switch].get("host") in hosts else NET
         if kinds == {"switch"} and self._in_host(u) and self._in_host(v):
             return PCIE
         return NET
@@ -147,23 +151,59 @@ class Topology:
         return self.graph.nodes[nic].get("transport") or "ib"
 
     def rails(self, gpus: list[str]) -> list[tuple[str, str]]:
-        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs, one per NIC the
-        GPUs reach over PCIe without the network, with the GPU closest to it, in NIC order.
-
-        Channel c of a multi-node collective enters and leaves the host through rail
-        ``c mod len(rails)``; an empty list means the host has no NIC of its own.
+        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs in NIC order, one per
+        NIC that NCCL binds to one of these GPUs (``nic_binding``), with the first GPU it
+        binds it to (ncclTopoGetLocalGpu). Channel c of a multi-node collective enters and
+        leaves the host through rail ``c mod len(rails)``; an empty list means the host has
+        no NIC of its own.
         """
+        binding, sharing = self._bind_nics(gpus)
         rails = []
-        members = set(gpus)
-        for nic in self._nics_near(gpus):
-            inside = self.derived("nodes_of_host", _nodes_of_host).get(self.graph.nodes[nic].get("host"), set()) \
-                | members | {nic}
-            cost, _ = self.shortest_paths(nic, within=inside)  # a rail stays in its host: search there first
-            if not members & cost.keys():  # hosts labelled only in part
-                cost, _ = self.shortest_paths(nic)
-            near = min((c, self.node_index[g], g) for g, c in cost.items() if g in members)
-            rails.append((nic, near[2]))
+        for nic, local in sharing.items():
+            bound = next((gpu for channel in range(len(sharing)) for gpu in local
+                          if binding[gpu] and binding[gpu][channel % len(binding[gpu])] == nic), None)
+            if bound is not None:
+                rails.append((nic, bound))
         return rails
+
+    def nic_binding(self, gpu: str) -> list[str]:
+        """The NICs NCCL binds ``gpu``'s channels to when every GPU of its host takes part:
+        channel c to entry ``c mod len`` (empty: no NIC of its own). See ``_bind_nics``."""
+        return self.derived("nic_bindings", _nic_bindings).get(gpu, [])
+
+    def _bind_nics(self, gpus: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """NCCL 2.30's choice of NICs for one host's ``gpus`` (src/graph/topo.cc,
+        ncclTopoGetLocalNetType): a GPU's local NICs are the ones it reaches by PCIe at the
+        least cost; the G GPUs that share them take different ones (device index mod G,
+        bit-mirrored when the NICs are a power of two), each using ceil(NICs / G) of them.
+        Two GPUs and two NICs behind one PCIe switch get a NIC each; two GPUs sharing one
+        NIC both use it. Returns (each GPU's NICs by channel, each NIC's local GPUs)."""
+        members = set(gpus)
+        costs = {nic: self._costs_to_gpus(nic, members) for nic in self._nics_near(gpus)}
+        sharing = {nic: _cheapest(cost, self.node_index) for nic, cost in costs.items()}
+        device = self.derived("gpu_devices", _gpu_devices)
+        binding = {}
+        for gpu in gpus:
+            nets = _cheapest({nic: cost[gpu] for nic, cost in costs.items() if gpu in cost}, self.node_index)
+            if not nets:
+                binding[gpu] = []
+                continue
+            shared_by = len(sharing[nets[0]])
+            first = device[gpu] % shared_by
+            if len(nets) & (len(nets) - 1) == 0:
+                first = _mirror_bits(first, len(nets))
+            binding[gpu] = [nets[(first + c) % len(nets)] for c in range(-(-len(nets) // shared_by))]
+        return binding, sharing
+
+    def _costs_to_gpus(self, nic: str, members: set[str]) -> dict[str, tuple]:
+        """The route cost from ``nic`` to each of ``members`` it reaches, searched inside its
+        host first (a rail stays in its host), everywhere when the host is labelled only in part."""
+        inside = self.derived("nodes_of_host", _nodes_of_host).get(self.graph.nodes[nic].get("host"), set()) \
+            | members | {nic}
+        cost, _ = self.shortest_paths(nic, within=inside)
+        if not members & cost.keys():
+            cost, _ = self.shortest_paths(nic)
+        return {gpu: c for gpu, c in cost.items() if gpu in members}
 
     def _nics_near(self, gpus: list[str]) -> list[str]:
         """NICs attached to these GPUs by PCIe (directly or through PCIe switches / host bridges)."""
@@ -308,6 +348,49 @@ class Topology:
         sub = copy.copy(self)  # the same frozen graph, arrays, facts and router; other ranks
         sub.gpus = chosen
         return sub
+
+
+def _cheapest(cost: dict[str, tuple], order: dict[str, int]) -> list[str]:
+    """The keys of ``cost`` at its least value, in node ``order``."""
+    if not cost:
+        return []
+    least = min(cost.values())
+    return sorted((key for key, c in cost.items() if c == least), key=order.__getitem__)
+
+
+def _mirror_bits(value: int, width: int) -> int:
+    """``value`` with its log2(``width``) low bits reversed (NCCL's mirrorBits, src/graph/topo.h).
+
+    >>> [_mirror_bits(v, 4) for v in range(4)]
+    [0, 2, 1, 3]
+    """
+    mirror, bit, high = 0, 1, width >> 1
+    while bit < width:
+        if value & bit:
+            mirror |= high
+        bit, high = bit << 1, high >> 1
+    return mirror
+
+
+def _gpu_devices(topology: Topology) -> dict[str, int]:
+    """Each GPU's device index in its host (CUDA's numbering: the host's GPUs in node order)."""
+    seen: Counter[str] = Counter()
+    devices = {}
+    for gpu in topology.graph.nodes:
+        if topology.kind(gpu) == "gpu":
+            host = topology.label(gpu, "host")
+            devices[gpu] = seen[host]
+            seen[host] += 1
+    return devices
+
+
+def _nic_bindings(topology: Topology) -> dict[str, list[str]]:
+    """``Topology.nic_binding`` of every GPU, host by host."""
+    hosts: dict[str, list[str]] = {}
+    for gpu in topology.graph.nodes:
+        if topology.kind(gpu) == "gpu":
+            hosts.setdefault(topology.label(gpu, "host"), []).append(gpu)
+    return {gpu: nics for gpus in hosts.values() for gpu, nics in topology._bind_nics(gpus)[0].items()}
 
 
 def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:

@@ -277,11 +277,14 @@ class Router:
                     node = choices[place % len(choices)]
                     place //= len(choices)
                 elif all(topology.kind(c) == "nic" for c in choices):
-                    # a GPU's NICs (or the peer's): NCCL binds each channel to one of them, so
-                    # consecutive connections of one pair take consecutive NICs (and pairs start
-                    # at a NIC of their own, as a hash would spread them)
+                    # NICs of the sender (or the receiver): NCCL binds each channel of a GPU to one
+                    # of its NICs (Topology.nic_binding), so consecutive connections of one pair
+                    # take consecutive NICs of that GPU (and pairs start at a NIC of their own, as
+                    # a hash would spread them)
+                    own = [nic for end in (src, dst) for nic in topology.nic_binding(end) if nic in choices]
                     start = zlib.crc32(f"{src}\0{dst}".encode())
-                    node = choices[(start + flow) % len(choices)]
+                    own = own or choices
+                    node = own[(start + flow) % len(own)]
                 else:
                     digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
                     node = choices[digest % len(choices)]
