@@ -139,7 +139,9 @@ def test_plots_draw_the_results(cli, scenario, tmp_path, figures):
     means = [patch.get_width() for patch in bars.patches[:len(shown)]][::-1]
     assert means == pytest.approx([link["mean_utilization"] * 100 for link in ring["links"][:len(shown)]])
     heat = figures["link_heatmap.png"].axes[0].get_images()[0].get_array()
-    assert heat.shape[0] == len(shown) and heat.max() == pytest.approx(100)  # ring saturates its worker links
+    # each worker, cabled straight to the switch, is its own NIC: NCCL's ring runs at its search's speed for a
+    # 25 GbE port, 3 GB/s of 3.125 (search.cc speedArrayInter), on the busiest worker link
+    assert heat.shape[0] == len(shown) and heat.max() == pytest.approx(100 * 3.0 / 3.125)
 
 
 def test_auto_is_one_series_with_its_pick_beside_each_point(cli, tmp_path, root, figures):

@@ -114,17 +114,19 @@ def topo_draw(topology: Path, output: Path) -> None:
 
 @topo.command("export")
 @_TOPOLOGY
-@click.option("--format", "fmt", type=click.Choice(["graphml", "gexf", "json"]), default="graphml",
+@click.option("--format", "fmt", type=click.Choice(["yaml", "graphml", "gexf", "json"]), default="graphml",
               show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="File to write (default: TOPOLOGY with the format's suffix); '-' for stdout.")
+              help="File to write (default: TOPOLOGY with the format's suffix, .nodes.yaml for yaml); '-' for stdout.")
 @friendly
 def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
-    """Export TOPOLOGY as GraphML, GEXF (Gephi) or node-link JSON for networkx.
+    """Export TOPOLOGY node by node as simnet YAML (a generated fabric to edit), or as
+    GraphML, GEXF (Gephi) or node-link JSON for networkx.
 
     \b
-    Example:
+    Examples:
       simnet topo export topologies/two_racks.yaml --format graphml -o two_racks.graphml
+      simnet topo export topologies/two_racks.yaml --format yaml -o my_racks.yaml
     """
     from simnet.report.paths import output_file
     from simnet.topology.export import export_text, export_topology
@@ -133,6 +135,7 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     if output is not None and str(output) == "-":  # standard output, as --json - is
         click.echo(export_text(load_topology(topology), fmt), nl=False)
         return
-    output = output_file(output or topology.with_suffix(f".{fmt}"), "--output", inputs=[topology])
+    output = output_file(output or topology.with_suffix(".nodes.yaml" if fmt == "yaml" else f".{fmt}"), "--output",
+                         inputs=[topology])
     topo_ = load_topology(topology)
     click.echo(f"wrote {export_topology(topo_, output, fmt)}")

@@ -1,4 +1,5 @@
-"""Write a topology for other graph tools: GraphML, GEXF (Gephi) or node-link JSON."""
+"""Write a topology out: node by node as simnet's own YAML (a generated fabric to edit by
+hand), or for other graph tools as GraphML, GEXF (Gephi) or node-link JSON."""
 
 from __future__ import annotations
 
@@ -7,10 +8,58 @@ import json
 from pathlib import Path
 
 import networkx as nx
+import yaml
 
 from simnet.topology.graph import Topology
+from simnet.topology.hardware import LINK_TYPES as LINK_NAMES
 
-__all__ = ["export_graph", "export_text", "export_topology"]
+__all__ = ["export_graph", "export_text", "export_topology", "topology_as_dict"]
+
+_NODE_KEYS = ("host", "rack", "region", "gpu", "transport", "net_latency", "nvls", "sharp")
+
+
+def topology_as_dict(topo: Topology) -> dict:
+    """``topo`` node by node, as a topology file states it: loaded back (``topology_from_dict``)
+    it is the same network, GPUs in the same rank order. A link whose two directions agree is
+    written once; bandwidths in B/s and latencies in s, exactly; a calibration profile by its
+    absolute path.
+
+    >>> from simnet.topology.loader import topology_from_dict
+    >>> pair = topology_from_dict({"name": "pair", "generate": {"kind": "full_mesh", "gpus": 2}})
+    >>> topology_as_dict(pair)["links"]
+    [{'a': 'gpu0', 'b': 'gpu1', 'bandwidth': '64000000000 B/s', 'latency': '1e-06 s', 'type': 'nvlink'}]
+    """
+    ranks = {gpu: i for i, gpu in enumerate(topo.gpus)}
+    nodes = []
+    for node, data in topo.graph.nodes(data=True):
+        entry = {"id": node, "kind": data["kind"]}
+        entry.update({key: data[key] for key in _NODE_KEYS if data.get(key) is not None})
+        if "net_latency" in entry:
+            entry["net_latency"] = f"{_exact(entry['net_latency'])} s"
+        if node in ranks:
+            entry["rank"] = ranks[node]
+        nodes.append(entry)
+    links = []
+    for u, v, data in topo.graph.edges(data=True):
+        kind = topo.link_type[topo.link_index[(u, v)]]
+        link = {"a": u, "b": v, "bandwidth": f"{_exact(data['bandwidth'])} B/s", "latency": f"{_exact(data['latency'])} s",
+                "type": LINK_NAMES[kind]}
+        back = topo.graph.edges[v, u] if topo.graph.has_edge(v, u) else None
+        if back is not None and (back["bandwidth"], back["latency"]) == (data["bandwidth"], data["latency"]) \
+                and topo.link_type[topo.link_index[(v, u)]] == kind:
+            if topo.node_index[u] < topo.node_index[v]:
+                links.append(link)
+            continue
+        links.append({**link, "directed": True})
+    spec = {"name": topo.name, "description": topo.description, "routing": topo.routing,
+            "calibration": topo.calibration, "nodes": nodes, "links": links}  # calibration: an absolute path
+    return {key: value for key, value in spec.items() if value not in ("", None)}
+
+
+def _exact(value: float) -> str:
+    """The shortest text that reads back as ``value`` (``1e-06``, ``64000000000``)."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def export_graph(topo: Topology) -> nx.DiGraph:
@@ -32,7 +81,9 @@ def export_graph(topo: Topology) -> nx.DiGraph:
 
 
 def export_text(topo: Topology, fmt: str) -> str:
-    """``topo`` as ``graphml``, ``gexf`` or ``json`` (node-link) text."""
+    """``topo`` as ``yaml`` (``topology_as_dict``), ``graphml``, ``gexf`` or ``json`` (node-link) text."""
+    if fmt == "yaml":
+        return yaml.safe_dump(topology_as_dict(topo), sort_keys=False, width=120)
     graph = export_graph(topo)
     if fmt in ("graphml", "gexf"):  # as networkx writes a file: with its XML declaration, UTF-8
         buffer = io.BytesIO()

@@ -151,9 +151,10 @@ class Topology:
         return self.graph.nodes[nic].get("transport") or "ib"
 
     def rails(self, gpus: list[str]) -> list[tuple[str, str]]:
-        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs in NIC order, one per
+        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs, one per
         NIC that NCCL binds to one of these GPUs (``nic_binding``), with the first GPU it
-        binds it to (ncclTopoGetLocalGpu). Channel c of a multi-node collective enters and
+        binds it to (ncclTopoGetLocalGpu), in the order of the GPUs next to them (as PCI
+        numbers both; the file's order of NICs does not count). Channel c of a multi-node collective enters and
         leaves the host through rail ``c mod len(rails)``; an empty list means the host has
         no NIC of its own.
         """
@@ -179,12 +180,16 @@ class Topology:
         Two GPUs and two NICs behind one PCIe switch get a NIC each; two GPUs sharing one
         NIC both use it. Returns (each GPU's NICs by channel, each NIC's local GPUs)."""
         members = set(gpus)
-        costs = {nic: self._costs_to_gpus(nic, members) for nic in self._nics_near(gpus)}
-        sharing = {nic: _cheapest(cost, self.node_index) for nic, cost in costs.items()}
         device = self.derived("gpu_devices", _gpu_devices)
+        costs = {nic: self._costs_to_gpus(nic, members) for nic in self._nics_near(gpus)}
+        sharing = {nic: _cheapest(cost, lambda gpu: (device[gpu], gpu)) for nic, cost in costs.items()}
+        # NICs in the order of the GPUs next to them (as PCI numbers both), then by name: not the file's order
+        place = {nic: (self.node_index[local[0]] if local else len(self.node_index), nic)
+                 for nic, local in sharing.items()}
+        sharing = dict(sorted(sharing.items(), key=lambda item: place[item[0]]))
         binding = {}
         for gpu in gpus:
-            nets = _cheapest({nic: cost[gpu] for nic, cost in costs.items() if gpu in cost}, self.node_index)
+            nets = _cheapest({nic: cost[gpu] for nic, cost in costs.items() if gpu in cost}, place.__getitem__)
             if not nets:
                 binding[gpu] = []
                 continue
@@ -197,7 +202,10 @@ class Topology:
 
     def _costs_to_gpus(self, nic: str, members: set[str]) -> dict[str, tuple]:
         """The route cost from ``nic`` to each of ``members`` it reaches, searched inside its
-        host first (a rail stays in its host), everywhere when the host is labelled only in part."""
+        host first (a rail stays in its host), everywhere when the host is labelled only in part.
+        A GPU that is its own NIC (``_nics_near``) is reached by itself alone."""
+        if self.kind(nic) == "gpu":
+            return {nic: (0, 0)} if nic in members else {}
         inside = self.derived("nodes_of_host", _nodes_of_host).get(self.graph.nodes[nic].get("host"), set()) \
             | members | {nic}
         cost, _ = self.shortest_paths(nic, within=inside)
@@ -206,14 +214,19 @@ class Topology:
         return {gpu: c for gpu, c in cost.items() if gpu in members}
 
     def _nics_near(self, gpus: list[str]) -> list[str]:
-        """NICs attached to these GPUs by PCIe (directly or through PCIe switches / host bridges)."""
+        """NICs attached to these GPUs by PCIe (directly or through PCIe switches / host
+        bridges), and the GPUs cabled straight to a network switch, each its own NIC (a rail
+        fabric written without NIC nodes), in node order."""
         found: dict[str, None] = {}
         seen = set(gpus)
         frontier = list(gpus)
         while frontier:
             node = frontier.pop()
             for nxt in self.graph.successors(node):
-                if nxt in seen or self.link_type[self.link_index[(node, nxt)]] != PCIE:
+                kind = self.link_type[self.link_index[(node, nxt)]]
+                if self.kind(node) == "gpu" and kind == NET and self.kind(nxt) == "switch":
+                    found[node] = None
+                if nxt in seen or kind != PCIE:
                     continue
                 seen.add(nxt)
                 if self.kind(nxt) == "nic":
@@ -350,12 +363,12 @@ class Topology:
         return sub
 
 
-def _cheapest(cost: dict[str, tuple], order: dict[str, int]) -> list[str]:
-    """The keys of ``cost`` at its least value, in node ``order``."""
+def _cheapest(cost: dict[str, tuple], order: Callable[[str], tuple]) -> list[str]:
+    """The keys of ``cost`` at its least value, sorted by ``order``."""
     if not cost:
         return []
     least = min(cost.values())
-    return sorted((key for key, c in cost.items() if c == least), key=order.__getitem__)
+    return sorted((key for key, c in cost.items() if c == least), key=order)
 
 
 def _mirror_bits(value: int, width: int) -> int:

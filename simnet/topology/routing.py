@@ -270,7 +270,7 @@ class Router:
         while node != src:
             choices = preds[node]
             if len(choices) > 1:
-                choices = sorted(choices, key=topology.node_index.__getitem__)
+                choices = sorted(choices)  # by name: the same whatever order the file lists them in
                 if by_destination and all(topology.kind(c) == "switch" for c in choices):
                     # between switches: the destination's number, digit by digit from its end
                     # (D-mod-k); a host's choice of NIC stays the sender's, spread by connection

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simnet.topology.hardware import GPUS, NVLINK, PCIE, pcie_effective
+from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
 from simnet.tuning.rates import effective_capacity
 from simnet.tuning.tables import (
     CHANNEL_DUPLICATION,
@@ -92,9 +92,9 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     nic_bw = 0.0
     if rails:
         nic, near = rails[0]
-        to_nic = min(rate[i] for i in topology.route_indices(near, nic))
-        wire = min(rate[topology.link_index[(nic, n)]] for n in topology.graph.successors(nic)
-                   if topology.kind(n) != "gpu")
+        to_nic = min((rate[i] for i in topology.route_indices(near, nic)), default=float("inf"))  # none: the GPU's own port
+        wire = min(rate[i] for i in (topology.link_index[(nic, n)] for n in topology.graph.successors(nic))
+                   if topology.link_type[i] == NET)
         nic_bw = float(min(to_nic, wire))
     marked = topology.derived("switch_features", _switch_features)
     nvls = cc >= 90 and len(first) > 1 and "nvls" in marked
