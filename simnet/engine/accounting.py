@@ -1,18 +1,28 @@
 """Per-directed-link accounting over a run: bytes, utilisation, saturation, flow counts.
 
-Loads are piecewise constant between the network's recomputations. Each link remembers
-when its load last changed, so closing an interval costs work only for the links that
-change at an instant, and every statistic is an exact integral over the pieces.
+Loads are piecewise constant between the network's recomputations. An instant's changes
+are logged as they come (a few numpy calls whatever the topology); the integrals over
+the pieces are taken from the log in one vectorised pass when a statistic is read, a
+capacity changes, the network goes idle or the log holds ``LOG_ENTRIES`` changes, so
+memory stays bounded and every statistic is an exact integral over the pieces.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LinkStats", "SATURATED"]
+__all__ = ["LinkStats", "SATURATED", "LOG_ENTRIES"]
 
 SATURATED = 0.999
 """A link counts as saturated while its load is at least this fraction of its capacity in force."""
+
+LOG_ENTRIES = 1 << 16
+"""(link, instant) changes the log holds before they are integrated (memory: ~40 B each)."""
+
+
+def _integrated(name: str) -> property:
+    """A statistic array, read after the logged changes are integrated into it."""
+    return property(lambda self: getattr(self._integrate(), name))
 
 
 class LinkStats:
@@ -29,8 +39,16 @@ class LinkStats:
     loads change: the listed links carry those loads from that time on; links not listed
     keep theirs. Memory stays bounded without a timeline.
 
-    ``reverse[i]`` is the index of link i's opposite direction, or -1 for a one-way link.
+    ``reverse[i]`` is the index of link i's opposite direction (so ``reverse[reverse[i]]
+    == i``), or -1 for a one-way link.
     """
+
+    peak = _integrated("_peak")
+    saturated_ps = _integrated("_saturated_ps")
+    busy_ps = _integrated("_busy_ps")
+    either_saturated_ps = _integrated("_either_saturated_ps")
+    max_flows = _integrated("_max_flows")
+    flows = _integrated("_flows")
 
     def __init__(self, capacity: np.ndarray, reverse: np.ndarray | None = None, timeline: bool = False):
         self.capacity = np.asarray(capacity, dtype=float)
@@ -40,17 +58,23 @@ class LinkStats:
         self.reverse = np.full(links, -1, dtype=np.int64) if reverse is None else np.asarray(reverse, dtype=np.int64)
         self._bytes = np.zeros(links + 1)  # the extra entry absorbs path padding
         self.bytes = self._bytes[:links]
-        self.peak = np.zeros(links)
-        self.saturated_ps = np.zeros(links, dtype=np.int64)
-        self.busy_ps = np.zeros(links, dtype=np.int64)
-        self.either_saturated_ps = np.zeros(links, dtype=np.int64)
-        self.max_flows = np.zeros(links, dtype=np.int64)
+        self._peak = np.zeros(links)
+        self._saturated_ps = np.zeros(links, dtype=np.int64)
+        self._busy_ps = np.zeros(links, dtype=np.int64)
+        self._either_saturated_ps = np.zeros(links, dtype=np.int64)
+        self._max_flows = np.zeros(links, dtype=np.int64)
         self.load = np.zeros(links)
-        self.flows = np.zeros(links, dtype=np.int64)
+        self._flows = np.zeros(links, dtype=np.int64)
         self.timeline: list[tuple[int, np.ndarray, np.ndarray]] | None = [] if timeline else None
+        # integrated up to: each link's load (saturated, busy) holds since _since; the pair's state since _pair_since
         self._since = np.zeros(links, dtype=np.int64)
+        self._saturated = np.zeros(links, dtype=bool)
+        self._busy = np.zeros(links, dtype=bool)
         self._pair_since = np.zeros(links, dtype=np.int64)
         self._pair_saturated = np.zeros(links, dtype=bool)
+        # changes not integrated yet: (ps, links, B/s, flows, B/s in force) from then on
+        self._log: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._logged = 0
         self._delta = np.zeros(links + 1)  # pending load change; the extra entry absorbs path padding
         self._touched = np.zeros(links + 1, dtype=bool)
 
@@ -69,9 +93,11 @@ class LinkStats:
         down); their time so far is accounted against the old one. The next ``commit``
         (at ``now``) rates them anew."""
         links = np.asarray(links, dtype=np.int64)
+        self._integrate()
         self._close(now, links)
-        self._close_pairs(now, self._with_reverse(links))
         self.in_force[links] = capacity
+        load = self.load[links]
+        self._saturated[links] = (load > 0) & (load >= SATURATED * self.in_force[links])
         self._changes.append((now, links, np.array(self.in_force[links])))
         self._touched[links] = True
 
@@ -97,26 +123,6 @@ class LinkStats:
         loads = np.asarray(loads, dtype=float)
         return np.divide(loads, in_force, out=np.zeros_like(loads), where=in_force > 0)
 
-    def _saturated(self, links: np.ndarray) -> np.ndarray:
-        load = self.load[links]
-        return (load > 0) & (load >= SATURATED * self.in_force[links])
-
-    def _close(self, now: int, links: np.ndarray) -> None:
-        elapsed = now - self._since[links]
-        self.saturated_ps[links] += elapsed * self._saturated(links)
-        self.busy_ps[links] += elapsed * (self.load[links] > 0)
-        self._since[links] = now
-
-    def _close_pairs(self, now: int, links: np.ndarray) -> None:
-        self.either_saturated_ps[links] += (now - self._pair_since[links]) * self._pair_saturated[links]
-        self._pair_since[links] = now
-
-    def _with_reverse(self, links: np.ndarray) -> np.ndarray:
-        """``links`` and their reverse directions. A link may appear twice; every update
-        below writes the same value for both copies, so no (sorting) de-duplication."""
-        back = self.reverse[links]
-        return np.concatenate([links, back[back >= 0]])
-
     def commit(self, now: int, users: np.ndarray) -> None:
         """Apply the queued changes at ``now``; ``users`` is the flow count of every link."""
         self._touched[-1] = False  # padding
@@ -124,25 +130,86 @@ class LinkStats:
         if not len(links):
             return
         self._touched[links] = False
-        pairs = self._with_reverse(links)
-        self._close(now, links)
-        self._close_pairs(now, pairs)
+        flows = users[links]
         load = self.load[links] + self._delta[links]
         self._delta[links] = 0.0
-        load[users[links] == 0] = 0.0  # no rounding residue on idle links
+        load[flows == 0] = 0.0  # no rounding residue on idle links
         self.load[links] = load
-        self.flows[links] = users[links]
-        in_force = self.in_force[links]
-        usage = np.divide(load, in_force, out=np.zeros_like(load), where=in_force > 0)  # a link down carries nothing
-        self.peak[links] = np.maximum(self.peak[links], usage)
-        self.max_flows[links] = np.maximum(self.max_flows[links], users[links])
-        back = self.reverse[pairs]
-        self._pair_saturated[pairs] = self._saturated(pairs) | np.where(back >= 0, self._saturated(back), False)
+        self._log.append((now, links, load, flows, self.in_force[links]))
+        self._logged += len(links)
         if self.timeline is not None:
-            self.timeline.append((now, links, load.copy()))
+            self.timeline.append((now, links, load))
+        if self._logged >= LOG_ENTRIES:
+            self._integrate()
 
     def close(self, now: int) -> None:
         """Account every link up to ``now`` (the network went idle)."""
-        every = np.arange(len(self.capacity))
-        self._close(now, every)
-        self._close_pairs(now, every)
+        self._integrate()
+        self._close(now, np.arange(len(self.capacity)))
+
+    def _close(self, now: int, links: np.ndarray) -> None:
+        """Integrate ``links`` (and their pairs) up to ``now`` in their current state (log integrated)."""
+        elapsed = now - self._since[links]
+        self._saturated_ps[links] += elapsed * self._saturated[links]
+        self._busy_ps[links] += elapsed * self._busy[links]
+        self._since[links] = now
+        back = self.reverse[links]
+        pairs = np.concatenate([links, back[back >= 0]])  # a link may appear twice: both copies get one value
+        self._either_saturated_ps[pairs] += (now - self._pair_since[pairs]) * self._pair_saturated[pairs]
+        self._pair_since[pairs] = now
+
+    def _integrate(self) -> LinkStats:
+        """Fold the logged changes into the statistics (exact integer integrals); returns self."""
+        if not self._log:
+            return self
+        now, links, load, flows, in_force = (np.concatenate(part) for part in zip(*[
+            (np.full(len(entry[1]), entry[0], dtype=np.int64), *entry[1:]) for entry in self._log]))
+        self._log, self._logged = [], 0
+        saturated = (load > 0) & (load >= SATURATED * in_force)
+        np.maximum.at(self._peak, links, np.divide(load, in_force, out=np.zeros_like(load), where=in_force > 0))
+        np.maximum.at(self._max_flows, links, flows)
+        self._integrate_pairs(now, links, saturated)
+        # each link's pieces, in time order: from its state before the log, then from each change
+        order = np.argsort(links, kind="stable")
+        link, at, saturated, busy, flows = links[order], now[order], saturated[order], load[order] > 0, flows[order]
+        first = np.append(True, link[1:] != link[:-1])
+        elapsed = at - np.where(first, self._since[link], np.roll(at, 1))
+        for total, state, after in ((self._saturated_ps, self._saturated, saturated),
+                                    (self._busy_ps, self._busy, busy)):
+            np.add.at(total, link, elapsed * np.where(first, state[link], np.roll(after, 1)))
+        last = np.append(link[1:] != link[:-1], True)
+        link = link[last]
+        self._since[link] = at[last]
+        self._saturated[link] = saturated[last]
+        self._busy[link] = busy[last]
+        self._flows[link] = flows[last]
+        return self
+
+    def _integrate_pairs(self, now: np.ndarray, links: np.ndarray, saturated: np.ndarray) -> None:
+        """``either_saturated_ps`` from logged changes (time order) of ``links``, saturated
+        or not from then on; reads each link's state before them from ``_saturated``. A
+        change of a link is an event of its pair's state as seen from it and from its reverse."""
+        back = self.reverse[links]
+        other = back >= 0
+        start = np.unique(np.concatenate([links, back[other]]))  # each target's state before: both sides known
+        start_back = self.reverse[start]
+        target = np.concatenate([start, links, back[other]])
+        when = np.concatenate([self._pair_since[start], now, now[other]])
+        sequence = np.concatenate([np.full(len(start), -1), np.arange(len(links)), np.flatnonzero(other)])
+        order = np.lexsort((sequence, target))
+        target, when = target[order], when[order]
+        changes, mirrored = len(links), int(other.sum())
+        sides = []  # each event's state of the target's own direction, then of its reverse
+        for own, initial in ((True, self._saturated[start]),
+                             (False, np.where(start_back >= 0, self._saturated[np.maximum(start_back, 0)], False))):
+            defined = np.concatenate([np.ones(len(start), dtype=bool), np.full(changes, own),
+                                      np.full(mirrored, not own)])
+            values = np.concatenate([initial, saturated, saturated[other]])[order]
+            sides.append(values[np.maximum.accumulate(np.where(defined[order], np.arange(len(order)), 0))])
+        pair = sides[0] | sides[1]  # the pair's state after each event; before the log, as it was
+        pair[np.flatnonzero(sequence[order] < 0)] = self._pair_saturated[start]
+        later = np.flatnonzero(np.append(False, target[1:] == target[:-1]))
+        np.add.at(self._either_saturated_ps, target[later], (when[later] - when[later - 1]) * pair[later - 1])
+        ends = np.append(target[1:] != target[:-1], True)
+        self._pair_since[target[ends]] = when[ends]
+        self._pair_saturated[target[ends]] = pair[ends]

@@ -153,13 +153,6 @@ class EndOfInstant:
                 self._arm()
 
 
-def members_of(size: int, items: np.ndarray) -> np.ndarray:
-    """A boolean mask of length ``size`` that is True at ``items``."""
-    mask = np.zeros(size, dtype=bool)
-    mask[items] = True
-    return mask
-
-
 class FluidNetwork:
     """Max-min fair flows over a ``Topology`` on a SimPy environment (time in ps).
 
@@ -200,6 +193,7 @@ class FluidNetwork:
         self._owner = _EMPTY_I  # index into self._listeners
         self._cap = _EMPTY_F  # B/s bound on the flow's own rate (inf: none)
         self._delay = _EMPTY_I  # ps added to the flow's delivery
+        self._on = np.full((0, 1), self._pad, dtype=np.int64)  # each slot's padded path (all padding when free)
         self._free: list[int] = []
         self._listeners: list[FlowListener] = []
         self._new: list[np.ndarray] = []  # slots started at this instant
@@ -248,6 +242,8 @@ class FluidNetwork:
         block, latency = self.topology.padded(routes, width)
         self._moved = np.append(self._moved, np.arange(len(self._paths), len(self._paths) + len(routes)))
         self._paths = np.vstack([self._paths, block])
+        if width > self._on.shape[1]:
+            self._on = np.hstack([self._on, np.full((len(self._on), width - self._on.shape[1]), self._pad)])
         self._path_latency = np.append(self._path_latency, latency)
 
     # ------------------------------------------------------------------- flows
@@ -277,7 +273,8 @@ class FluidNetwork:
         slots = self._allocate(len(rows))
         nbytes = np.asarray(nbytes, dtype=float)
         self._row[slots] = rows
-        local = (self._paths[rows] == self._pad).all(axis=1)  # src == dst: nothing crosses the network
+        paths = self._on[slots] = self._paths[rows]
+        local = (paths == self._pad).all(axis=1)  # src == dst: nothing crosses the network
         self._left[slots] = np.where(local, 0.0, nbytes)
         self._size[slots] = nbytes
         self._since[slots] = self.env.now
@@ -287,7 +284,7 @@ class FluidNetwork:
         self._owner[slots] = owner
         self._cap[slots] = np.inf if caps is None else caps
         self._delay[slots] = 0 if delays_ps is None else delays_ps
-        np.add.at(self._users, self._paths[rows].ravel(), 1)
+        np.add.at(self._users, paths.ravel(), 1)
         self._new.append(slots)
         self._request_settle()
 
@@ -328,13 +325,14 @@ class FluidNetwork:
         now = self.env.now
         rates = self._rate[slots]
         left = self._left[slots] - rates * ((now - self._since[slots]) / PS_PER_SECOND)
-        old = self._paths[self._row[slots]]
+        old = self._on[slots]
         self.stats.add_bytes(old, self._size[slots] - left)  # what crossed the old route stays counted there
         self._change_load(old, -rates)
         np.subtract.at(self._users, old.ravel(), 1)
         self._gone.append(old[rates > 0].ravel())
         self._row[slots] = self._moved[self._row[slots]]
-        np.add.at(self._users, self._paths[self._row[slots]].ravel(), 1)
+        self._on[slots] = self._paths[self._row[slots]]
+        np.add.at(self._users, self._on[slots].ravel(), 1)
         self._size[slots] = left
         self._left[slots] = left
         self._since[slots] = now
@@ -353,6 +351,7 @@ class FluidNetwork:
                                ("_size", 0.0), ("_tag", 0), ("_owner", 0), ("_cap", np.inf), ("_delay", 0)):
                 array = getattr(self, name)
                 setattr(self, name, np.concatenate([array, np.full(grow, fill, dtype=array.dtype)]))
+            self._on = np.vstack([self._on, np.full((grow, self._on.shape[1]), self._pad)])
             self._free.extend(range(self._slots - 1, old - 1, -1))
         slots = np.array(self._free[-count:], dtype=np.int64)
         del self._free[-count:]
@@ -390,13 +389,14 @@ class FluidNetwork:
     def _complete(self, slots: np.ndarray) -> None:
         now = self.env.now
         tags, owners, rows = self._tag[slots], self._owner[slots], self._row[slots]
-        delays = self._delay[slots]
-        paths = self._paths[rows]
+        delays, rates = self._delay[slots], self._rate[slots]
+        paths = self._on[slots]
         self.stats.add_bytes(paths, self._size[slots])
         np.subtract.at(self._users, paths.ravel(), 1)
-        self._gone.append(paths[self._rate[slots] > 0].ravel())
-        self._change_load(paths, -self._rate[slots])
+        self._gone.append(paths[rates > 0].ravel())
+        self._change_load(paths, -rates)
         self._row[slots] = -1
+        self._on[slots] = self._pad
         self._rate[slots] = 0.0
         self._left[slots] = 0.0
         self._finish[slots] = np.inf
@@ -429,16 +429,16 @@ class FluidNetwork:
         (alone on every link of their path: rate = bottleneck capacity, the rest's slots).
 
         Max-min allocations decompose over connected components of the flow/link graph, so
-        only the components holding a started flow, or a link a finished flow freed, change.
+        only the components holding a started flow, or a link a finished flow freed, change:
+        a breadth-first pass over the slots' paths, one numpy step per hop of distance.
         """
         new = np.unique(np.concatenate(self._new)) if self._new else _EMPTY_I
         new = new[self._row[new] >= 0]  # not already finished (zero bytes)
         gone = np.concatenate(self._gone) if self._gone else _EMPTY_I
         gone = gone[self._users[gone] > 0]  # freed capacity someone else can use
         self._new, self._gone = [], []
-        paths = self._paths[self._row[new]]
-        users = self._users[paths]
-        alone = ((users == 1) | (paths == self._pad)).all(axis=1)
+        paths = self._on[new]
+        alone = ((self._users[paths] == 1) | (paths == self._pad)).all(axis=1)
         if not len(gone) and alone.all():  # the common case: nobody shares a link with a change
             return new, _EMPTY_I
         marked = np.zeros(len(self._capacity), dtype=bool)
@@ -447,17 +447,17 @@ class FluidNetwork:
         marked[self._pad] = False
         if not marked.any():
             return new[alone], _EMPTY_I
-        active = np.flatnonzero(self._row >= 0)
-        active_paths = self._paths[self._row[active]]
-        members = np.zeros(len(active), dtype=bool)
+        members = np.zeros(self._slots, dtype=bool)
+        reached = np.count_nonzero(marked)
         while True:
-            touching = marked[active_paths].any(axis=1) & ~members
-            if not touching.any():
-                break
+            touching = marked[self._on].any(axis=1)
             members |= touching
-            marked[active_paths[touching].ravel()] = True
+            marked[self._on[touching]] = True
             marked[self._pad] = False
-        return new[alone & ~members_of(self._slots, active[members])[new]], active[members]
+            reached, before = np.count_nonzero(marked), reached
+            if reached == before:  # no link added: no flow left to find
+                break
+        return new[alone & ~members[new]], np.flatnonzero(members)
 
     def _reallocate(self) -> None:
         now = self.env.now
@@ -465,10 +465,10 @@ class FluidNetwork:
         slots = np.concatenate([alone, shared])
         if len(slots):
             rates = np.empty(len(slots))
-            bottleneck = self._capacity[self._paths[self._row[alone]]].min(axis=1)
+            bottleneck = self._capacity[self._on[alone]].min(axis=1)
             rates[: len(alone)] = np.minimum(bottleneck, self._cap[alone])
             if len(shared):
-                rates[len(alone):] = max_min_rates(self._paths[self._row[shared]], self._capacity, self._cap[shared])
+                rates[len(alone):] = max_min_rates(self._on[shared], self._capacity, self._cap[shared])
             old = self._rate[slots]
             moved = rates != old
             slots, rates, old = slots[moved], rates[moved], old[moved]
@@ -478,7 +478,7 @@ class FluidNetwork:
             self._finish[slots] = now + self._left[slots] / rates * PS_PER_SECOND
             if len(slots):
                 check_horizon(self._finish[slots].max())
-            self._change_load(self._paths[self._row[slots]], rates - old)
+            self._change_load(self._on[slots], rates - old)
         self.stats.commit(now, self._users[:-1])
         if self.active:
             self._timer += 1

@@ -33,28 +33,47 @@ def max_min_rates(paths: np.ndarray, capacity: np.ndarray, caps: np.ndarray | No
     ``capacity``). ``capacity`` holds each link's capacity (bytes/s); ``caps`` (optional,
     bytes/s, ``inf`` for none) bounds each flow's own rate. A flow that crosses only
     padding and has no cap gets an infinite rate.
+
+    The filling works on the links the flows cross, renumbered 0.. in index order, so a
+    level costs work for those links and flows only, whatever the size of ``capacity``.
     """
-    flows = paths.shape[0]
+    flows, hops = paths.shape
     rates = np.full(flows, np.inf)
     if flows == 0:
         return rates
-    caps = np.full(flows, np.inf) if caps is None else np.asarray(caps, dtype=float)
-    links = capacity.shape[0]
-    remaining = capacity.astype(float).copy()
+    counts = np.bincount(paths.ravel(), minlength=len(capacity))  # flows on each link
+    used = np.flatnonzero(counts)
+    local = np.empty(len(capacity), dtype=np.intp)
+    local[used] = np.arange(len(used))
+    local = local[paths]
+    counts = counts[used]
+    remaining = np.array(capacity, dtype=float)[used]
+    real = np.isfinite(remaining)
+    crosses = np.zeros((len(used), flows), dtype=bool)  # link x flow incidence
+    crosses[local, np.arange(flows)[:, None]] = True
+    capped = caps is not None and bool(np.isfinite(caps).any())
+    caps = np.asarray(caps, dtype=float) if capped else None
     active = np.ones(flows, dtype=bool)
-    real = np.isfinite(capacity)
-    while active.any():
-        counts = np.bincount(paths[active].ravel(), minlength=links)
-        crowded = (counts > 0) & real
-        share = np.full(links, np.inf)
-        share[crowded] = remaining[crowded] / counts[crowded]
-        level = min(share.min(), caps[active].min())
-        if not np.isfinite(level):
+    share = np.empty(len(used))
+    left = flows
+    while left:
+        share.fill(np.inf)
+        np.divide(remaining, counts, out=share, where=real & (counts > 0))
+        level = share.min()
+        if capped:
+            level = min(level, caps[active].min())
+        if not level < np.inf:
             break  # the remaining flows cross no finite link and have no cap
         reach = level * (1 + TIE) + 1e-300
-        frozen = active & ((share <= reach)[paths].any(axis=1) | (caps <= reach))
-        rate = np.minimum(max(level, 0.0), caps[frozen])
+        frozen = crosses[share <= reach].any(axis=0)
+        if capped:
+            frozen |= caps <= reach
+        frozen = np.flatnonzero(frozen & active)
+        rate = np.minimum(max(level, 0.0), caps[frozen]) if capped else np.full(len(frozen), max(level, 0.0))
         rates[frozen] = rate
-        remaining -= np.bincount(paths[frozen].ravel(), weights=np.repeat(rate, paths.shape[1]), minlength=links)
-        active &= ~frozen
+        hit = local[frozen].ravel()
+        remaining -= np.bincount(hit, weights=np.repeat(rate, hops), minlength=len(used))
+        counts -= np.bincount(hit, minlength=len(used))
+        active[frozen] = False
+        left -= len(frozen)
     return rates
