@@ -1,6 +1,7 @@
 """``simnet topo``: as a user types it, including the picture it draws."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,21 @@ def test_export_opens_in_networkx(cli, root, tmp_path, fmt):
         graph = nx.node_link_graph(json.loads(out.read_text()), edges="links")
     assert graph.number_of_edges() == 392
     assert float(graph.edges["tor0", "spine0"]["bandwidth"]) == pytest.approx(200e9)
+
+
+def test_export_as_yaml_is_a_topology_file_of_the_same_network(cli, root, tmp_path):
+    """Node by node, as a user edits it: it loads, its GPUs are the ranks in order, every link
+    is there once per direction at its rate, and the default name keeps the input intact."""
+    from simnet import load_topology
+
+    source = tmp_path / "two_racks.yaml"
+    shutil.copy(root / "topologies/two_racks.yaml", source)
+    assert cli("topo", "export", source, "--format", "yaml").exit_code == 0
+    written = load_topology(tmp_path / "two_racks.nodes.yaml")
+    original = load_topology(root / "topologies/two_racks.yaml")
+    assert written.gpus == original.gpus and sorted(written.links) == sorted(original.links)
+    assert written.graph.edges["tor0", "spine0"]["bandwidth"] == pytest.approx(200e9)
+    assert (written.graph.nodes["r0h0-gpu0"]["gpu"], written.kind("r0h0-nvswitch")) == ("h100", "switch")
 
 
 def test_console_script_runs_as_a_user_types_it(root):

@@ -124,7 +124,7 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     GraphML, GEXF (Gephi) or node-link JSON for networkx.
 
     \b
-    Examples:
+    Example:
       simnet topo export topologies/two_racks.yaml --format graphml -o two_racks.graphml
       simnet topo export topologies/two_racks.yaml --format yaml -o my_racks.yaml
     """

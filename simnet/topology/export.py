@@ -42,8 +42,8 @@ def topology_as_dict(topo: Topology) -> dict:
     links = []
     for u, v, data in topo.graph.edges(data=True):
         kind = topo.link_type[topo.link_index[(u, v)]]
-        link = {"a": u, "b": v, "bandwidth": f"{_exact(data['bandwidth'])} B/s", "latency": f"{_exact(data['latency'])} s",
-                "type": LINK_NAMES[kind]}
+        link = {"a": u, "b": v, "bandwidth": f"{_exact(data['bandwidth'])} B/s",
+                "latency": f"{_exact(data['latency'])} s", "type": LINK_NAMES[kind]}
         back = topo.graph.edges[v, u] if topo.graph.has_edge(v, u) else None
         if back is not None and (back["bandwidth"], back["latency"]) == (data["bandwidth"], data["latency"]) \
                 and topo.link_type[topo.link_index[(v, u)]] == kind:
@@ -83,7 +83,7 @@ def export_graph(topo: Topology) -> nx.DiGraph:
 def export_text(topo: Topology, fmt: str) -> str:
     """``topo`` as ``yaml`` (``topology_as_dict``), ``graphml``, ``gexf`` or ``json`` (node-link) text."""
     if fmt == "yaml":
-        return yaml.safe_dump(topology_as_dict(topo), sort_keys=False, width=120)
+        return yaml.safe_dump(topology_as_dict(topo), sort_keys=False, width=200, default_flow_style=None)
     graph = export_graph(topo)
     if fmt in ("graphml", "gexf"):  # as networkx writes a file: with its XML declaration, UTF-8
         buffer = io.BytesIO()

@@ -92,7 +92,8 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     nic_bw = 0.0
     if rails:
         nic, near = rails[0]
-        to_nic = min((rate[i] for i in topology.route_indices(near, nic)), default=float("inf"))  # none: the GPU's own port
+        # no route: the GPU is its own NIC (cabled straight to the network)
+        to_nic = min((rate[i] for i in topology.route_indices(near, nic)), default=float("inf"))
         wire = min(rate[i] for i in (topology.link_index[(nic, n)] for n in topology.graph.successors(nic))
                    if topology.link_type[i] == NET)
         nic_bw = float(min(to_nic, wire))
