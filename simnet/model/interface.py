@@ -4,7 +4,8 @@
   latency by link class and transport, its effective link rates and its bandwidth
   ceiling per algorithm (``simnet.model.nccl``), so times are what nccl-tests measures;
 * ``ideal``: line rate and no software costs: the network model alone, on which every
-  algorithm's closed form holds exactly.
+  algorithm's closed form holds exactly; NCCL's Tree pipelines in NCCL's finest pieces
+  (of any protocol) unless ``chunk_size`` says otherwise, so ideal is a lower bound of nccl.
 
 The runner asks the model for a ``ModelPlan`` before building a schedule (the protocol,
 and default schedule options such as NCCL's chunk size), then for the schedule's
@@ -20,6 +21,7 @@ from simnet.model.nccl import NcclPlan
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import Topology
+from simnet.tuning import search, tables
 
 __all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing", "lane_timing"]
 
@@ -55,7 +57,15 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
     the topology's own ``tuning.system_of``)."""
     _check(model)
     if model == "ideal":
-        return ModelPlan("ideal", None, dict(options))
+        options = dict(options)
+        name = tables.native(function, algorithm)
+        if name == "Tree" and "chunk_size" in accepts and options.get("chunk_size") is None and size > 0:
+            # a tree pipelines in NCCL's finest pieces, of any protocol, not in whole 4 MiB buffers:
+            # ideal (no protocol costs) is then a lower bound of nccl
+            system = system or search.system_of(topology)
+            options["chunk_size"] = min(nccl.pipeline_chunk(system, name, protocol, size, function)
+                                        for protocol in tables.PROTOCOLS)
+        return ModelPlan("ideal", None, options)
     decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message,
                         system)
     return ModelPlan("nccl", decided.protocol, decided.options, decided)

@@ -91,6 +91,16 @@ class NcclPlan:
     running_channels: int | None = None  # the channels NCCL runs this collective on (its own algorithms)
 
 
+def pipeline_chunk(system: search.System, name: str, protocol: str, size: int, function: str = "AllReduce") -> int:
+    """The piece (bytes per channel) a replay pipelines NCCL's ``name`` in: NCCL's own step
+    for ``protocol`` (enqueue.cc), coarsened so that no channel pipelines more than
+    ``MAX_PIECES`` of them."""
+    own = enqueue.pipeline_step(system, name, protocol, size, function)
+    channels = (enqueue.nvls_channels(system) if name in ("NVLS", "NVLSTree")
+                else tables.CHANNEL_DUPLICATION * search.graph(system, name).channels)
+    return max(own, -(-size // (channels * MAX_PIECES)))
+
+
 def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: tuple[str, ...],
          nccl_proto: str | None = None, calibration: Calibration | None = None,
          function: str = "AllReduce", message: int | None = None, system: search.System | None = None) -> NcclPlan:
@@ -135,11 +145,8 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     if name is not None and "chunk_size" in accepts:
         own = enqueue.pipeline_step(system, name, protocol, size, function)
         if options.get("chunk_size") is None or options["chunk_size"] < own:
-            # NCCL's pipeline step per channel (it pipelines no finer: a smaller chunk_size is
-            # raised to it), coarsened so that no channel pipelines more than MAX_PIECES of them
-            channels = (enqueue.nvls_channels(system) if name in ("NVLS", "NVLSTree")
-                        else tables.CHANNEL_DUPLICATION * search.graph(system, name).channels)
-            options["chunk_size"] = max(own, -(-size // (channels * MAX_PIECES)))
+            # NCCL's pipeline step per channel (it pipelines no finer: a smaller chunk_size is raised to it)
+            options["chunk_size"] = pipeline_chunk(system, name, protocol, size, function)
             coarsening = options["chunk_size"] / own
     return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
                     function, int(size), channel_share, running)
