@@ -163,6 +163,21 @@ def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, given, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize("yaml_text, where", [
+    ('name: t\nnodes:\n  - {id: "g\\t0", kind: gpu}\n', "t.yaml:3: nodes[0].id"),
+    ('name: t\nnodes:\n  - {id: g0, kind: gpu, host: "h\\u0000"}\n', "t.yaml:3: nodes[0].host"),
+    ('name: "t\\n"\nnodes:\n  - {id: g0, kind: gpu}\n', "t.yaml:1: name"),
+    ('name: t\ngenerate: {kind: nvswitch, gpus: 2, prefix: "a\\x1bb"}\n', "t.yaml:2: generate.prefix"),
+])
+def test_names_with_control_characters_are_refused(cli, tmp_path, yaml_text, where):
+    """GraphML and GEXF cannot hold them: an export would not be XML (and a table breaks)."""
+    (tmp_path / "t.yaml").write_text(yaml_text)
+    result = cli("topo", "export", tmp_path / "t.yaml", "--format", "graphml", "-o", tmp_path / "t.graphml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / where}: holds the control character"), result.stderr
+    assert not (tmp_path / "t.graphml").exists()
+
+
 def test_a_parameter_server_nobody_can_reach_is_refused(cli, tmp_path):
     (tmp_path / "t.yaml").write_text(TOPOLOGY.format(bandwidth="100 Gb/s", latency="1 us").rsplit("  - {a: ps0", 1)[0])
     result = cli("topo", "check", tmp_path / "t.yaml")

@@ -23,7 +23,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from simnet.errors import SpecError
 from simnet.io.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
-from simnet.topology.schema import Bandwidth, Count, GpuName, Latency, LinkSpec, NodeSpec, Strict, Transport
+from simnet.topology.schema import Bandwidth, Count, GpuName, Label, Latency, LinkSpec, NodeSpec, Strict, Transport
 from simnet.topology.servers import SERVER_NAMES, SERVERS, Server
 
 __all__ = ["GENERATORS", "GROWTH", "generate", "grown", "GeneratorError", "ELEMENT_BYTES"]
@@ -122,8 +122,8 @@ class NVSwitchParams(_NvSwitchHosts):
     nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)
     pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
     transport: Transport = "ib"
-    host: str = "node0"
-    prefix: str = ""
+    host: Label = "node0"
+    prefix: Label = ""
 
     @classmethod
     def _from_server(cls, server: Server) -> dict:
@@ -150,8 +150,8 @@ class PCIeParams(Strict):
     pcie_bandwidth: Bandwidth | None = None  # GPU -> PCIe switch; default x16 of the GPU's generation (Gen4: 31.5 GB/s)
     uplink_bandwidth: Bandwidth | None = None  # PCIe switch -> root complex; default as pcie_bandwidth
     latency: Latency = 1e-6
-    host: str = "node0"
-    prefix: str = ""
+    host: Label = "node0"
+    prefix: Label = ""
 
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make."""
@@ -188,7 +188,7 @@ class LeafSpineParams(_NvSwitchHosts):
     uplink_bandwidth: Bandwidth | None = None  # each ToR -> spine link
     oversubscription: Annotated[Ratio, Field(gt=0)] | None = None  # ToR down:up ratio (4 or 4:1)
     sharp: bool = False  # ToRs and spines reduce in the network (NVIDIA SHARP)
-    prefix: str = ""
+    prefix: Label = ""
 
     @classmethod
     def _from_server(cls, server: Server) -> dict:
@@ -265,7 +265,7 @@ class RailOptimizedParams(_NvSwitchHosts):
     leaf_oversubscription: Annotated[Ratio, Field(ge=1)] = 1.0  # leaf down:up port ratio
     spine_oversubscription: Annotated[Ratio, Field(ge=1)] = 1.0  # spine down:up port ratio (with a core tier)
     sharp: bool = False  # leaves, spines and cores reduce in the network (NVIDIA SHARP)
-    prefix: str = ""
+    prefix: Label = ""
 
     @classmethod
     def _from_server(cls, server: Server) -> dict:
@@ -382,7 +382,7 @@ class PSStarParams(Strict):
     worker_bandwidth: Bandwidth = 25e9 / 8
     ps_bandwidth: Bandwidth = 25e9 / 8
     latency: Latency = 5e-6  # host -> switch over TCP
-    prefix: str = ""
+    prefix: Label = ""
 
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make."""
@@ -397,8 +397,8 @@ class FullMeshParams(Strict):
     gpus: Count = 8
     bandwidth: Bandwidth = 64e9  # MI300X: 7 links x 64 GB/s each way, one per peer
     latency: Latency = 1e-6
-    host: str = "node0"
-    prefix: str = ""
+    host: Label = "node0"
+    prefix: Label = ""
 
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make."""

@@ -33,6 +33,18 @@ def _positive(value: float) -> float:
     return value
 
 
+def _printable(value: str) -> str:
+    """A name without control characters (tab, newline, NUL...): XML (GraphML, GEXF) cannot hold them."""
+    bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ValueError(f"holds the control character {bad!r}; names are printable text")
+    return value
+
+
+Name = Annotated[str, Field(min_length=1), AfterValidator(_printable)]
+Label = Annotated[str, AfterValidator(_printable)]
+
+
 def _non_negative(value: float) -> float:
     if value < 0:
         raise ValueError("must not be negative")
@@ -134,11 +146,11 @@ class NodeSpec(Strict):
     SHARP) on switches.
     """
 
-    id: Annotated[str, Field(min_length=1)]
+    id: Name
     kind: NodeKind
-    host: str | None = None
-    rack: str | None = None
-    region: str | None = None
+    host: Label | None = None
+    rack: Label | None = None
+    region: Label | None = None
     rank: Annotated[int, Field(ge=0, strict=True)] | None = None
     gpu: GpuName | None = None
     transport: Transport | None = None
@@ -168,7 +180,7 @@ class LinkSpec(Strict):
 class TopologySpec(Strict):
     """The whole file; ``generate`` is validated per generator in ``generators``."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: Name
     description: str = ""
     generate: dict[str, Any] | list[dict[str, Any]] | None = None
     nodes: list[NodeSpec] = []
