@@ -161,6 +161,18 @@ def test_set_values_are_read_by_the_fields_type(tmp_path, cli):
     assert [r["set"] for r in _records(out)] == [{"topology.generate.planes": 2}]
 
 
+def test_spellings_of_one_quantity_are_one_sweep_point(tmp_path, cli):
+    """``400Gb/s``, ``50 GB/s`` and ``400 Gb/s`` are one bandwidth: one point (the first spelling),
+    not three records of the same run; ``100 Gb/s`` is another."""
+    fabric = "{name: pair, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2, spines: 1}}"
+    (tmp_path / "s.yaml").write_text(f"name: nics\ntopology: {fabric}\nsize: 1 MiB\nalgorithms: [ring]\n")
+    out = tmp_path / "out"
+    result = cli("sweep", tmp_path / "s.yaml", "--set",
+                 "topology.generate.nic_bandwidth=400Gb/s,50 GB/s,400 Gb/s,100 Gb/s", "--out", out, "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [r["set"]["topology.generate.nic_bandwidth"] for r in _records(out)] == ["400Gb/s", "100 Gb/s"]
+
+
 def test_gpu_counts_given_twice_are_refused(tmp_path, cli):
     (tmp_path / "s.yaml").write_text("name: g\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
                                      "size: 1 MiB\nalgorithms: [ring]\n")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simnet import units
 from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env
@@ -139,7 +140,25 @@ def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, o
 
 
 def _values(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
+    """An axis's values, each spelling of one quantity once (``400Gb/s`` and ``50 GB/s`` are one
+    point, the first spelling kept)."""
+    return list({_canonical(v): v for v in reversed(value if isinstance(value, list) else [value])}.values())[::-1]
+
+
+def _canonical(value: Any) -> Any:
+    """What a value means, as far as the text says: a bandwidth, time or size in SI units, else itself."""
+    if isinstance(value, bool):
+        return ("yes/no", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(f"{value:.12g}"))
+    if not isinstance(value, str):
+        return json.dumps(value, sort_keys=True, default=str)
+    for kind, parse in (("B/s", units.parse_bandwidth), ("s", units.parse_time), ("B", units.parse_size_approx)):
+        try:
+            return (kind, float(f"{parse(value):.12g}"))  # 1 us and 1000 ns alike, to float rounding
+        except ValueError:
+            continue
+    return value
 
 
 def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
@@ -152,7 +171,7 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     if gpus is not None and "gpus" in (sets or {}):
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
-    axes.update({k: list(dict.fromkeys(_values(v))) for k, v in (sets or {}).items()})
+    axes.update({k: _values(v) for k, v in (sets or {}).items()})
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
