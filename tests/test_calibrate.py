@@ -279,6 +279,33 @@ def test_only_allreduce_logs_are_fitted():
         points_of([parse_log(write_log({2**20: 30.0}, 2), "x.log")], topo, 4)
 
 
+def test_a_profile_knows_its_machine_and_a_run_on_another_warns(tmp_path, cli):
+    """The profile records the machine of its fit (GPU generation, NVLink, the NIC path and
+    transport, not the node count); a run on the same machine with more nodes is quiet, a run
+    of an H100 profile on B200s with 200 Gb/s NICs says the corrections may not hold."""
+    from simnet.run.simulate import simulate
+
+    topo_file = tmp_path / "pairs.yaml"
+    topo_file.write_text("name: pairs\ngenerate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}\n")
+    log = tmp_path / "mine.log"
+    log.write_text(write_log({8: 40.0, 65536: 60.0, 2**20: 120.0}, 4))
+    out = tmp_path / "mine.cal.yaml"
+    assert cli("calibrate", log, "-t", topo_file, "-o", out).exit_code == 0
+    assert yaml.safe_load(out.read_text())["fitted"]["hardware"] == {
+        "compute_capability": 90, "nvlink_GBps": 370.8, "nic_GBps": 48.0, "transport": "ib"}
+    profile = load_calibration(out)
+    more = topology_from_dict({"name": "more", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 4,
+                                                            "gpus_per_host": 2}})
+    assert not [w for w in simulate(more, "ring", 2**20, calibration=profile).warnings
+                if w.kind == "calibration_other_hardware"]
+    other = topology_from_dict({"name": "b200", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                             "gpus_per_host": 2, "gpu": "b200",
+                                                             "nic_bandwidth": "200 Gb/s"}})
+    (warning,) = [w for w in simulate(other, "ring", 2**20, calibration=profile).warnings
+                  if w.kind == "calibration_other_hardware"]
+    assert "compute_capability 90 there, 100 here" in warning.message and "nic_GBps 48.0 there" in warning.message
+
+
 def test_an_ideal_run_says_it_left_the_calibration_out():
     # a profile corrects NCCL's model; the line-rate model has nothing for it to correct
     from simnet.run.simulate import simulate

@@ -77,7 +77,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
               "nccl_variables": env,
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
                                 "after": round(result.geomean(result.errors_after), 4)}}
-    document = calibration_document(result.calibration, fitted)
+    document = calibration_document(result.calibration, fitted, topology)
     console.print(f"wrote {write_text(output, yaml.safe_dump(document, sort_keys=False))}")
     if plot_path:
         from simnet.report.plots import plot_calibration

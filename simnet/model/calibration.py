@@ -12,7 +12,8 @@ profile.yaml``; the file looks like::
       network_step_latency: 4 us
       bandwidth: {64 KiB: 0.8, 1 MiB: 0.83, 16 MiB: 0.86, 256 MiB: 0.9, 4 GiB: 0.97}   # or one factor
       network_bandwidth: 0.92
-    fitted: {...}     # what it was fitted on and how well (written by simnet calibrate)
+    fitted: {...}     # what it was fitted on and how well (written by simnet calibrate),
+                      # with the machine (fitted.hardware): a run on another one warns
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from simnet import units
 from simnet.io.yamlsource import load_yaml
 from simnet.topology.schema import Strict
 
-__all__ = ["Calibration", "load_calibration", "calibration_document", "KNOTS"]
+__all__ = ["Calibration", "load_calibration", "calibration_document", "hardware_of", "other_hardware", "KNOTS"]
 
 SignedTime = Annotated[float, BeforeValidator(units.parse_time), Field(ge=-1e-3, le=1e-1)]
 Factor = Annotated[float, Field(gt=0.05, le=2.0)]
@@ -61,6 +62,7 @@ class Calibration:
     bandwidth: float | tuple[tuple[int, float], ...] = 1.0
     network_bandwidth: float = 1.0
     source: str | None = field(default=None, compare=False)
+    hardware: tuple[tuple[str, object], ...] | None = field(default=None, compare=False)  # ``hardware_of`` its fit
 
     def __post_init__(self):
         if isinstance(self.bandwidth, dict):
@@ -76,12 +78,36 @@ class Calibration:
     @property
     def parameters(self) -> dict[str, float]:
         """The fitted numbers by name (one per size for a bandwidth by size)."""
-        values = {k: v for k, v in asdict(self).items() if k not in ("source", "bandwidth")}
+        values = {k: v for k, v in asdict(self).items() if k not in ("source", "bandwidth", "hardware")}
         if isinstance(self.bandwidth, tuple):
             values.update({f"bandwidth at {units.format_size(s)}": f for s, f in self.bandwidth})
         else:
             values["bandwidth"] = self.bandwidth
         return values
+
+
+def hardware_of(topology) -> dict:
+    """The machine a profile is fitted on, as NCCL sees one node of it: GPU generation
+    (compute capability), NVLink GB/s per GPU, and across nodes the NIC path's GB/s and
+    transport; not how many nodes (a profile fitted on two nodes is for predicting more)."""
+    from simnet.tuning.search import system_of
+
+    system = system_of(topology)
+    machine = {"compute_capability": system.cc, "nvlink_GBps": round(system.nvlink_bw, 1)}
+    if system.nics:
+        machine.update(nic_GBps=round(system.nic_bw, 2), transport=system.transport)
+    return machine
+
+
+def other_hardware(calibration: Calibration, topology) -> str | None:
+    """How ``topology``'s machine differs from the one ``calibration`` was fitted on (None:
+    alike, or the profile does not say); NIC terms compare only where both have NICs."""
+    if calibration.hardware is None:
+        return None
+    fitted, here = dict(calibration.hardware), hardware_of(topology)
+    differ = [f"{key} {fitted[key]} there, {here[key]} here"
+              for key in fitted if key in here and fitted[key] != here[key]]
+    return "; ".join(differ) or None
 
 
 def load_calibration(path: str | Path) -> Calibration:
@@ -94,11 +120,17 @@ def load_calibration(path: str | Path) -> Calibration:
         spec = _CalibrationSpec.model_validate(data["calibration"])
     except ValidationError as exc:
         raise source.from_validation(exc, ("calibration",), _CalibrationSpec) from None
-    return Calibration(**spec.model_dump(), source=str(path))
+    fitted = data.get("fitted")
+    machine = fitted.get("hardware") if isinstance(fitted, dict) else None
+    hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
+    return Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
 
 
-def calibration_document(calibration: Calibration, fitted: dict) -> dict:
-    """The YAML document of a profile: the parameters with units, and how they were fitted."""
+def calibration_document(calibration: Calibration, fitted: dict, topology=None) -> dict:
+    """The YAML document of a profile: the parameters with units, and how they were fitted
+    (with ``topology``, the machine it was fitted on: ``hardware_of``)."""
+    if topology is not None:
+        fitted = {**fitted, "hardware": hardware_of(topology)}
     p = calibration
     bandwidth = ({units.format_size(s): round(f, 4) for s, f in p.bandwidth} if isinstance(p.bandwidth, tuple)
                  else round(p.bandwidth, 4))

@@ -51,8 +51,9 @@ class Finding:
     """A warning: ``kind`` is ``nic_overload``, ``link_congestion``, ``idle_servers``,
     ``upper_bound`` (the run was too large to replay exactly: its time is an upper bound),
     ``candidate_upper_bound`` (``auto``: another algorithm's time is only an upper bound),
-    ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's) or ``calibration_unused``
-    (``model: ideal`` left a calibration profile out);
+    ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``calibration_unused``
+    (``model: ideal`` left a calibration profile out) or ``calibration_other_hardware`` (the
+    profile was fitted on another machine);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str

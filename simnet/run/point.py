@@ -22,7 +22,7 @@ from simnet.engine.replay import replay
 from simnet.errors import Unsupported
 from simnet.io.budget import fits
 from simnet.io.yamlsource import Source
-from simnet.model.calibration import Calibration, load_calibration
+from simnet.model.calibration import Calibration, load_calibration, other_hardware
 from simnet.model.interface import lane_timing
 from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
@@ -199,6 +199,11 @@ class Setup:
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
         fit = self.calibration
+        differ = other_hardware(fit, topo) if self.model == "nccl" and fit else None
+        if differ:
+            warnings.append(Finding("calibration_other_hardware", "", (
+                f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
+                "corrections may not hold here; fit one on this machine's logs (simnet calibrate)")))
         if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
                       f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "

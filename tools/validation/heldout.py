@@ -101,7 +101,8 @@ def fit_check(check: Check) -> Path:
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
                                 "after": round(result.geomean(result.errors_after), 4)}}
     PROFILES.mkdir(exist_ok=True)
-    check.profile.write_text(yaml.safe_dump(calibration_document(result.calibration, fitted), sort_keys=False))
+    document = calibration_document(result.calibration, fitted, check.topology())
+    check.profile.write_text(yaml.safe_dump(document, sort_keys=False))
     return check.profile
 
 
