@@ -195,6 +195,32 @@ def test_trace_slices_are_the_replayed_times(cli, scenario, tmp_path):
     assert max(ts + dur for ts, dur in got) == pytest.approx(traced.time_s * 1e6, rel=1e-12)
 
 
+def test_a_trace_over_its_budget_merges_each_connections_transfers_and_says_so(cli, scenario, tmp_path,
+                                                                                 monkeypatch):
+    """Past MAX_SLICES a run's transfers of one connection and step become one slice (first
+    start to last delivery): the bytes each rank sends and the run's span are kept, the file
+    stays small (the headline's was 80 MB) and the CLI says what was merged."""
+    from simnet.report import trace
+
+    monkeypatch.setattr(trace, "MAX_SLICES", 200)
+    path = tmp_path / "t.json"
+    result = cli("run", scenario, "--trace", path, "-a", "ring")
+    assert result.exit_code == 0, result.stderr
+    traced = simulate(load_topology(root_path() / "topologies/ps_star.yaml"), "ring", 16 * 2**20, timeline=True)
+    real = np.flatnonzero(traced.replay.schedule.src != traced.replay.schedule.dst)
+    document = json.loads(path.read_text())
+    slices = [e for e in document["traceEvents"] if e["ph"] == "X"]
+    assert len(real) > 200 >= len(slices)
+    (note,) = document["otherData"]["thinned or left out"]
+    assert f"ring: {len(real):,} transfers drawn as {len(slices):,} slices" in note
+    assert note in " ".join(result.stdout.split())
+    assert sum(e["args"]["transfers"] for e in slices) == len(real)
+    schedule = traced.replay.schedule
+    assert sum(e["args"]["bytes"] for e in slices) == int((schedule.hi - schedule.lo)[real].sum())
+    assert max(e["ts"] + e["dur"] for e in slices) == pytest.approx(traced.time_s * 1e6, rel=1e-12)
+    assert min(e["ts"] for e in slices) == pytest.approx(float(traced.replay.start[real].min()) * 1e6, abs=1e-9)
+
+
 def test_trace_is_valid_chrome_trace(cli, scenario, tmp_path):
     path = tmp_path / "t.json"
     assert cli("run", scenario, "--trace", path).exit_code == 0

@@ -136,7 +136,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     if trace_path:
         from simnet.report.trace import write_trace
 
-        console.print(f"wrote {write_trace(results, trace_path)}")
+        written, notes = write_trace(results, trace_path)
+        console.print(f"wrote {written}" + "".join(f"\n  trace: {note}" for note in notes))
 
 
 def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:

@@ -8,8 +8,12 @@ track of its own.
 Collectives: one process per traced run (each algorithm at the largest size). Each rank has a track
 (more lanes when its transfers overlap, e.g. a tree node sending up and down at once);
 each transfer is a slice from its start until its receiver has the data, with the step,
-chunk, bytes and peer as arguments. Counter tracks show the busiest links' utilisation.
-Times are microseconds, as the format wants.
+chunk, bytes and peer as arguments. A file holds at most ``MAX_SLICES`` slices: a run with
+more transfers than its share is thinned, its transfers of one connection (sender,
+receiver, channel) and step merged into one slice from the first start to the last
+delivery (their count and bytes as arguments), or per connection alone if that is still
+too many; the file and ``write_trace``'s notes say so. Counter tracks show the busiest
+links' utilisation. Times are microseconds, as the format wants.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from simnet.schedule.transfers import REDUCE
 from simnet.topology.graph import PS_PER_SECOND
 
 __all__ = ["trace_events", "write_trace", "training_events", "write_training_trace", "MAX_TRANSFERS",
-           "COUNTER_LINKS"]
+           "MAX_SLICES", "COUNTER_LINKS"]
 
-MAX_TRANSFERS = 200_000
-"""Runs with more transfers are left out of a trace (viewers struggle beyond that)."""
+MAX_TRANSFERS = 2_000_000
+"""Runs with more transfers are left out of a trace (even thinning them takes long)."""
+MAX_SLICES = 60_000
+"""Slices in one trace file at most, shared by its runs (about 20 MB; viewers stay responsive)."""
 COUNTER_LINKS = 8
 
 
@@ -50,22 +56,54 @@ def _lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return lane_of
 
 
-def trace_events(result: Result, pid: int) -> list[dict]:
-    """Trace events of one run (simulated with ``timeline=True`` for link counters)."""
+def _slices(result: Result, budget: int) -> tuple[dict[str, np.ndarray], str | None]:
+    """The run's slices as arrays (src, dst, op, step, chunk, channel, count, bytes, start,
+    end, sent; times in us): one per transfer within ``budget``, else merged (module
+    docstring), with a note saying how."""
+    replay, schedule = result.replay, result.replay.schedule
+    real = np.flatnonzero(schedule.src != schedule.dst)  # joins are bookkeeping, not traffic
+    columns = {"src": schedule.src[real], "dst": schedule.dst[real], "op": schedule.op[real],
+               "step": schedule.step[real], "chunk": schedule.chunk[real], "channel": schedule.channel[real],
+               "count": np.ones(len(real), dtype=np.int64), "bytes": (schedule.hi - schedule.lo)[real],
+               "start": replay.start[real] * 1e6, "end": replay.delivered[real] * 1e6, "sent": replay.sent[real] * 1e6}
+    if len(real) <= budget:
+        return columns, None
+    for keys, how in ((("src", "dst", "channel", "step"), "connection and step"), (("src", "dst", "channel"),
+                                                                                    "connection")):
+        _, group = np.unique(np.stack([columns[k] for k in keys], axis=1), axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        if group.max(initial=-1) + 1 <= budget or how == "connection":
+            break
+    groups = int(group.max(initial=-1)) + 1
+    first = np.full(groups, len(real))
+    np.minimum.at(first, group, np.arange(len(real)))
+    merged = {k: v[first] for k, v in columns.items()}
+    merged["count"] = np.bincount(group, minlength=groups)
+    merged["bytes"] = np.bincount(group, weights=columns["bytes"], minlength=groups).astype(np.int64)
+    merged["start"] = np.full(groups, np.inf)
+    np.minimum.at(merged["start"], group, columns["start"])
+    for key in ("end", "sent"):
+        merged[key] = np.full(groups, -np.inf)
+        np.maximum.at(merged[key], group, columns[key])
+    note = (f"{result.algorithm}: {len(real):,} transfers drawn as {groups:,} slices, one per {how} "
+            f"(over the {budget:,} slices its trace may hold)")
+    return merged, note
+
+
+def trace_events(result: Result, pid: int, budget: int = MAX_SLICES) -> tuple[list[dict], str | None]:
+    """Trace events of one run (simulated with ``timeline=True`` for link counters), at most
+    about ``budget`` slices; and a note when its transfers were merged to fit."""
     replay = result.replay
     schedule = replay.schedule
     title = f"{result.algorithm} {units.format_size(result.size_bytes)} on {result.gpus} GPUs"
     events: list[dict] = [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": title}},
                           {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}]
-    real = np.flatnonzero(schedule.src != schedule.dst)  # joins are bookkeeping, not traffic
-    start_us = replay.start * 1e6
-    end_us = replay.delivered * 1e6
-    sent_us = replay.sent * 1e6
+    cols, note = _slices(result, budget)
     names = schedule.nodes
     first_tid = 0
-    for node in np.unique(schedule.src[real]).tolist():
-        mine = real[schedule.src[real] == node]
-        lanes = _lanes(start_us[mine], end_us[mine])
+    for node in np.unique(cols["src"]).tolist():
+        mine = np.flatnonzero(cols["src"] == node)
+        lanes = _lanes(cols["start"][mine], cols["end"][mine])
         label = f"rank {node}" if node < len(schedule.ranks) else names[node]
         for lane in range(int(lanes.max()) + 1):
             tid = first_tid + lane
@@ -74,15 +112,16 @@ def trace_events(result: Result, pid: int) -> list[dict]:
                            "args": {"name": f"{label}: {names[node]}{suffix}"}})
             events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
         for t, lane in zip(mine.tolist(), lanes.tolist()):
-            peer = int(schedule.dst[t])
+            peer = int(cols["dst"][t])
+            args = {"step": int(cols["step"][t]), "chunk": int(cols["chunk"][t]), "bytes": int(cols["bytes"][t]),
+                    "peer": names[peer], "channel": int(cols["channel"][t]), "sent_us": float(cols["sent"][t])}
+            if note:
+                args["transfers"] = int(cols["count"][t])
             events.append({
-                "ph": "X", "pid": pid, "tid": first_tid + lane, "ts": float(start_us[t]),
-                "dur": float(end_us[t] - start_us[t]),
-                "name": f"{'reduce' if schedule.op[t] == REDUCE else 'copy'} -> {names[peer]}",
-                "cat": result.algorithm,
-                "args": {"step": int(schedule.step[t]), "chunk": int(schedule.chunk[t]),
-                         "bytes": int(schedule.hi[t] - schedule.lo[t]), "peer": names[peer],
-                         "channel": int(schedule.channel[t]), "sent_us": float(sent_us[t])}})
+                "ph": "X", "pid": pid, "tid": first_tid + lane, "ts": float(cols["start"][t]),
+                "dur": float(cols["end"][t] - cols["start"][t]),
+                "name": f"{'reduce' if cols['op'][t] == REDUCE else 'copy'} -> {names[peer]}",
+                "cat": result.algorithm, "args": args})
         first_tid += int(lanes.max()) + 1
     stats = replay.stats
     if stats.timeline:
@@ -94,24 +133,28 @@ def trace_events(result: Result, pid: int) -> list[dict]:
                     events.append({"ph": "C", "pid": pid, "ts": time / PS_PER_SECOND * 1e6,
                                    "name": f"{replay.topology.link_name(link)} utilisation %",
                                    "args": {"utilisation": round(100 * usage, 3)}})
-    return events
+    return events, note
 
 
-def write_trace(results, path: str | Path) -> Path:
+def write_trace(results, path: str | Path) -> tuple[Path, list[str]]:
     """Trace each algorithm at the largest size of ``results`` into ``path`` (link counters
-    when those runs kept a timeline: ``run_scenario(..., timeline=True)``)."""
+    when those runs kept a timeline: ``run_scenario(..., timeline=True)``), at most
+    ``MAX_SLICES`` slices in all; returns the path and notes on what was thinned or left out."""
     largest = max(r.size_bytes for r in results.runs)
+    runs = [r for r in results.runs if r.size_bytes == largest]
     events: list[dict] = []
-    skipped = []
-    for pid, run in enumerate(r for r in results.runs if r.size_bytes == largest):
+    notes = []
+    for pid, run in enumerate(runs):
         if run.replay is not None and (run.replay.schedule is None or len(run.replay.schedule) > MAX_TRANSFERS):
-            skipped.append(run.algorithm)
+            notes.append(f"{run.algorithm}: left out, over {MAX_TRANSFERS:,} transfers (or replayed without keeping "
+                         "them)")
             continue
-        events += trace_events(run, pid)
+        more, note = trace_events(run, pid, MAX_SLICES // len(runs))
+        events += more
+        notes += [note] if note else []
     document = {"traceEvents": events, "displayTimeUnit": "ns",
-                "otherData": {"scenario": results.scenario, "size_bytes": largest,
-                              "skipped (too many transfers)": skipped}}
-    return write_text(path, json.dumps(document, allow_nan=False))
+                "otherData": {"scenario": results.scenario, "size_bytes": largest, "thinned or left out": notes}}
+    return write_text(path, json.dumps(document, allow_nan=False)), notes
 
 
 _PART_NAMES = {"compute": "compute", "tp": "TP AllReduce", "ep": "EP AllToAll", "fsdp": "FSDP gather/scatter",
