@@ -58,20 +58,22 @@ def test_a_generated_topology_written_node_by_node_gives_the_same_answer(generat
         assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), algorithm
 
 
-def _rail_pair(with_nics: bool, gpus: int = 4) -> dict:
+def _rail_pair(with_nics: bool, gpus: int = 4, transport: str | None = None) -> dict:
     """Two hosts of ``gpus`` H100s on NVSwitch, GPU g of each on rail leaf g (one spine above):
     each GPU through its own NIC node (1 us over PCIe, 1 us to the leaf), or cabled straight
-    to its leaf (2 us), as a user may write the same fabric."""
+    to its leaf (2 us), as a user may write the same fabric; ``transport`` on the NICs, or on
+    the GPUs that are their own."""
+    speaks = {"transport": transport} if transport else {}
     nodes = [{"id": f"leaf{r}", "kind": "switch"} for r in range(gpus)] + [{"id": "spine", "kind": "switch"}]
     links = [{"a": f"leaf{r}", "b": "spine", "bandwidth": "3.2 Tb/s", "latency": "1 us"} for r in range(gpus)]
     for h in range(2):
         nodes.append({"id": f"h{h}-nvs", "kind": "switch", "host": f"h{h}", "nvls": True})
         for g in range(gpus):
             gpu = f"h{h}-gpu{g}"
-            nodes.append({"id": gpu, "kind": "gpu", "host": f"h{h}", "gpu": "h100"})
+            nodes.append({"id": gpu, "kind": "gpu", "host": f"h{h}", "gpu": "h100", **({} if with_nics else speaks)})
             links.append({"a": gpu, "b": f"h{h}-nvs", "bandwidth": "450 GB/s", "latency": "0.25 us"})
             if with_nics:
-                nodes.append({"id": f"h{h}-nic{g}", "kind": "nic", "host": f"h{h}"})
+                nodes.append({"id": f"h{h}-nic{g}", "kind": "nic", "host": f"h{h}", **speaks})
                 links += [{"a": gpu, "b": f"h{h}-nic{g}", "bandwidth": "64 GB/s", "latency": "1 us"},
                           {"a": f"h{h}-nic{g}", "b": f"leaf{g}", "bandwidth": "400 Gb/s", "latency": "1 us"}]
             else:
@@ -79,14 +81,25 @@ def _rail_pair(with_nics: bool, gpus: int = 4) -> dict:
     return {"name": "rails", "nodes": nodes, "links": links}
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "ring", "tree", "nvls_tree"])
-def test_gpus_cabled_straight_to_their_leaves_are_their_own_nics(algorithm):
-    """Each such GPU is a rail of its own, as with a NIC node: before, a host without NIC nodes
-    had no rails, every channel left through one GPU, and a 256 MiB ring took 7.5x as long
-    (nvls_tree 230x)."""
-    with_nics, straight = (topology_from_dict(_rail_pair(w)) for w in (True, False))
+@pytest.mark.parametrize("algorithm, transport", [("auto", None), ("ring", None), ("tree", None),
+                                                  ("nvls_tree", None), ("auto", "efa")])
+def test_gpus_cabled_straight_to_their_leaves_are_their_own_nics(algorithm, transport):
+    """Each such GPU is a rail of its own, as with a NIC node, speaking the transport it names:
+    before, a host without NIC nodes had no rails, every channel left through one GPU, and a
+    256 MiB ring took 7.5x as long (nvls_tree 230x)."""
+    with_nics, straight = (topology_from_dict(_rail_pair(w, transport=transport)) for w in (True, False))
     assert straight.rails(straight.gpus[:4]) == [(g, g) for g in straight.gpus[:4]]
     for size in (2**20, 2**28):
         expected, got = simnet.simulate(with_nics, algorithm, size), simnet.simulate(straight, algorithm, size)
         assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol)
         assert got.time_s == pytest.approx(expected.time_s, rel=1e-9)
+
+
+def test_a_transport_on_a_gpu_that_is_not_its_own_nic_is_refused():
+    """Only a GPU cabled straight to the network speaks for itself; behind a NIC, the NIC's counts."""
+    from simnet import InputError
+
+    topology = _rail_pair(True)
+    topology["nodes"][-2]["transport"] = "roce"  # the last host's last GPU, which has a NIC node
+    with pytest.raises(InputError, match=r"nodes\[\d+\]\.transport: 'h1-gpu3' is no NIC of its own"):
+        topology_from_dict(topology)

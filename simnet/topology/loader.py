@@ -97,8 +97,19 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                         routing=spec.routing, make_router=Router)
     _check_nvlink_exists(topology, source)
+    _check_gpu_transports(topology, source, where)
     return topology
 
+
+def _check_gpu_transports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
+    """A GPU names a transport (or net_latency) only when it is its own NIC: cabled straight
+    to a network switch (``Topology.rails``); elsewhere its NIC's transport decides."""
+    for gpu in topology.gpus:
+        data = topology.graph.nodes[gpu]
+        key = next((k for k in ("transport", "net_latency") if data.get(k) is not None), None)
+        if key and topology.rails([gpu]) != [(gpu, gpu)]:
+            raise source.error(where[gpu] + (key,), f"{gpu!r} is no NIC of its own (no network cable to a switch): "
+                                                   f"its NIC's {key} counts; give it there")
 
 def _check_nvlink_exists(topology: Topology, source: Source) -> None:
     """A GPU of a generation without NVLink (``l40s``) has no NVLink link (checked only when

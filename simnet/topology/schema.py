@@ -134,14 +134,17 @@ GpuName = Literal[GPU_NAMES]  # type: ignore[valid-type]
 Transport = Literal[TRANSPORTS]  # type: ignore[valid-type]
 LinkType = Literal[LINK_TYPES]  # type: ignore[valid-type]
 
-_ONLY_ON = {"gpu": "gpu", "transport": "nic", "net_latency": "nic", "nvls": "switch", "sharp": "switch"}
+_ONLY_ON = {"gpu": ("gpu",), "transport": ("nic", "gpu"), "net_latency": ("nic", "gpu"), "nvls": ("switch",),
+            "sharp": ("switch",)}
+"""Which kinds of node may carry each attribute (a GPU's transport: one cabled straight to the network)."""
 
 
 class NodeSpec(Strict):
     """One vertex: a GPU (a rank), a switch, a NIC, a host bridge or a parameter server.
 
     Hardware attributes: ``gpu`` (generation, on GPUs), ``transport`` and ``net_latency``
-    (what the NIC's transport adds to every network step) on NICs, ``nvls`` (an NVSwitch that
+    (what the NIC's transport adds to every network step) on NICs and on GPUs cabled
+    straight to a network switch (each its own NIC), ``nvls`` (an NVSwitch that
     reduces and multicasts: NVLink SHARP) and ``sharp`` (a network switch that reduces:
     SHARP) on switches.
     """
@@ -160,9 +163,10 @@ class NodeSpec(Strict):
 
     @model_validator(mode="after")
     def _attributes_fit_the_kind(self) -> NodeSpec:
-        for attribute, kind in _ONLY_ON.items():
-            if getattr(self, attribute) is not None and self.kind != kind:
-                raise ValueError(f"{attribute}: only a {kind} has one; {self.id!r} is a {self.kind}")
+        for attribute, kinds in _ONLY_ON.items():
+            if getattr(self, attribute) is not None and self.kind not in kinds:
+                only = f"a {kinds[0]}" if len(kinds) == 1 else "a NIC, or a GPU cabled straight to the network,"
+                raise ValueError(f"{attribute}: only {only} has one; {self.id!r} is a {self.kind}")
         return self
 
 
