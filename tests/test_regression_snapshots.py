@@ -55,7 +55,11 @@ QUICK = [p for p in POINTS if p.ranks <= 64 or p.size_bytes <= 16 * 2**20]
 """Points that replay in seconds: across NVL72 racks, rows past 16 MiB take up to a minute each."""
 
 
-@pytest.mark.parametrize("point", QUICK[::12], ids=lambda p: p.id)  # every twelfth: all systems' kinds
+SAMPLE = QUICK[::12] + [p for p in QUICK if ("nvl72" in p.system or "b300" in p.system) and p not in QUICK[::12]][::8]
+"""Every twelfth point (all systems' kinds), and every eighth of the NVL72 and B300 rows (the newest kinds)."""
+
+
+@pytest.mark.parametrize("point", SAMPLE, ids=lambda p: p.id)
 def test_a_sample_of_rows_is_what_simnet_predicts_today(point):
     predicted = next(text for text in markdown([predict(point)], {}).splitlines()
                      if text.startswith(f"| {point.description}"))
