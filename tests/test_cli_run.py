@@ -290,6 +290,15 @@ def test_auto_names_a_faster_algorithm_only_beyond_the_model_s_resolution(root, 
     assert _algorithm_cell(run) == (hint if hinted else "auto -> nvls")
 
 
+def test_under_ideal_auto_gives_no_nccl_algo_advice(cli, root):
+    """At line rate NVLS beats NCCL's pick on one DGX H100 at 64 KiB by 11x; that ranking is
+    the ideal model's, not NCCL's, so the table says so instead of advising NCCL_ALGO=NVLS."""
+    result = cli("run", root / "scenarios/single_node.yaml", "--model", "ideal", "-s", "64 KiB", "-a", "auto")
+    assert result.exit_code == 0, result.stderr
+    line = " ".join(result.stdout.split())
+    assert "auto -> ring (nvls" in line and "faster at line rate)" in line and "NCCL_ALGO=" not in line
+
+
 def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch):
     path = tmp_path / "a.yaml"
     path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n")

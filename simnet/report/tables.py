@@ -49,7 +49,7 @@ def _gbps(value: float | None) -> str:
 def _algorithm_cell(run) -> str:
     """The algorithm; for ``auto`` NCCL's pick and, when simulation found one faster (by more
     than ``runner.SAME_TIME``: closer, the model cannot tell them apart), by how much and
-    which NCCL_ALGO gets it."""
+    which NCCL_ALGO gets it (under ``model: ideal`` no NCCL_ALGO: its ranking is not NCCL's)."""
     if run.variants:  # the variant simnet kept, e.g. "hierarchical (inner ring)"
         return f"{run.algorithm} ({', '.join(f'{k} {run.options[k]}' for k in run.variants)})"
     if not run.auto:
@@ -58,7 +58,8 @@ def _algorithm_cell(run) -> str:
     fastest = run.auto["fastest"]
     if fastest != run.algorithm:
         gain = run.time_s / run.auto["candidates"][fastest]
-        name += f" ({fastest} {gain:.2f}x faster: {run.auto['fastest_hint']})"
+        hint = run.auto["fastest_hint"]
+        name += f" ({fastest} {gain:.2f}x faster{': ' + hint if hint else ' at line rate'})"
     return name
 
 

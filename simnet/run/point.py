@@ -323,7 +323,8 @@ class Setup:
                           "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
             "candidates": {tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
             "fastest": tables.SIMNET_NAMES[fastest],
-            "fastest_hint": f"NCCL_ALGO={fastest}",
+            # advice for NCCL only from NCCL's model: at line rate (ideal) the ranking is not NCCL's
+            "fastest_hint": f"NCCL_ALGO={fastest}" if self.model == "nccl" else "",
             "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
             "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
             "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),
