@@ -226,6 +226,7 @@ def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     assert labels["fast"][1] == labels["fast-but-dear"][1] < labels["slow"][1]  # same network, same time
     front = next(line for line in ax.get_lines() if line.get_label().startswith("Pareto front"))
     assert list(front.get_xdata()) == [1, 2]  # slow and fast; the dear twin is dominated
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= labels["slow"][1]  # from zero: gaps look their size
 
 
 def _table(stdout: str) -> list[list[str]]:

@@ -291,8 +291,9 @@ def _merit_label(rows: list[dict]) -> str:
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
-    """Cost against time with the Pareto front joined and marked; without any cost, a bar
-    of time per option (there is no front to draw without prices)."""
+    """Cost against time (the time axis from zero, so gaps look their size) with the Pareto
+    front joined and marked; without any cost, a bar of time per option (there is no front
+    to draw without prices)."""
     plt = pyplot()
     priced = [r for r in rows if r["cost"] is not None]
     label = _merit_label(rows)
@@ -308,7 +309,8 @@ def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
                         fontsize=8)
         ax.set_xlabel("cost (M$)")
         ax.set_ylabel(label)
-        ax.legend()
+        ax.set_ylim(0, max(r["merit_s"] for r in priced) * 1.15)  # from zero: a 1 % gap looks like 1 %, not the height
+        ax.legend(loc="lower right")
     else:
         fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 2))
         ax.barh([r["option"] for r in rows][::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
