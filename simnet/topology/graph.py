@@ -23,6 +23,7 @@ given when the topology is built, ``make_router``): ``route``, ``route_indices``
 from __future__ import annotations
 
 import copy
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
@@ -184,7 +185,7 @@ class Topology:
         costs = {nic: self._costs_to_gpus(nic, members) for nic in self._nics_near(gpus)}
         sharing = {nic: _cheapest(cost, lambda gpu: (device[gpu], gpu)) for nic, cost in costs.items()}
         # NICs in the order of the GPUs next to them (as PCI numbers both), then by name: not the file's order
-        place = {nic: (self.node_index[local[0]] if local else len(self.node_index), nic)
+        place = {nic: (self.node_index[local[0]] if local else len(self.node_index), _natural(nic))
                  for nic, local in sharing.items()}
         sharing = dict(sorted(sharing.items(), key=lambda item: place[item[0]]))
         binding = {}
@@ -369,6 +370,15 @@ def _cheapest(cost: dict[str, tuple], order: Callable[[str], tuple]) -> list[str
         return []
     least = min(cost.values())
     return sorted((key for key, c in cost.items() if c == least), key=order)
+
+
+def _natural(name: str) -> tuple:
+    """A sort key reading the numbers in ``name`` as numbers: ``nic8`` before ``nic10``.
+
+    >>> sorted(["nic10", "nic8", "nic9"], key=_natural)
+    ['nic8', 'nic9', 'nic10']
+    """
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))
 
 
 def _mirror_bits(value: int, width: int) -> int:
