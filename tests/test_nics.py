@@ -104,3 +104,39 @@ def test_two_gpus_behind_one_pcie_switch_with_two_nics_take_one_each():
     for algorithm in ("ring", "tree"):
         assert simnet.simulate(shared, algorithm, 2**28).time_s == pytest.approx(
             simnet.simulate(own, algorithm, 2**28).time_s, rel=0.02), algorithm
+
+
+def _bridge_pair(label_switch: bool = True) -> dict:
+    """Two hosts, each 4 H100s and 4 NICs on one PCIe switch under the host bridge (every NIC
+    equally near every GPU); the switch labelled with its host or only hanging off its bridge."""
+    nodes, links = [{"id": "leaf", "kind": "switch"}], []
+    for h in "AB":
+        nodes += [{"id": f"{h}rc", "kind": "host", "host": h},
+                  {"id": f"{h}psw", "kind": "switch", **({"host": h} if label_switch else {})}]
+        links.append({"a": f"{h}psw", "b": f"{h}rc", "bandwidth": "64 GB/s", "latency": "0.5 us"})
+        for i in range(4):
+            nodes += [{"id": f"{h}g{i}", "kind": "gpu", "gpu": "h100", "host": h},
+                      {"id": f"{h}nic{i}", "kind": "nic", "host": h}]
+            links += [{"a": f"{h}g{i}", "b": f"{h}psw", "bandwidth": "64 GB/s", "latency": "0.5 us"},
+                      {"a": f"{h}nic{i}", "b": f"{h}psw", "bandwidth": "64 GB/s", "latency": "0.5 us"},
+                      {"a": f"{h}nic{i}", "b": "leaf", "bandwidth": "400 Gb/s", "latency": "1 us"}]
+    return {"name": "bridge", "nodes": nodes, "links": links}
+
+
+def test_a_run_on_part_of_a_host_sends_through_the_nics_its_rails_name():
+    """The channel layout (rails) and the routes agree on which NICs a subset's GPUs use: the
+    binding of the whole host (routes are shared by every subset), here NIC 0 and 2 for GPUs 0
+    and 1 (dev % 4, mirrored); before, rails named four NICs while the routes used two."""
+    topo = topology_from_dict(_bridge_pair())
+    part = topo.subset(["Ag0", "Ag1", "Bg0", "Bg1"])
+    assert part.rails(["Ag0", "Ag1"]) == [("Anic0", "Ag0"), ("Anic2", "Ag1")]
+    sent = {link.src for link in simnet.simulate(part, "ring", 2**26).links if link.dst == "leaf" and link.bytes}
+    assert sent == {"Anic0", "Anic2", "Bnic0", "Bnic2"}
+
+
+def test_a_nic_on_a_pcie_switch_off_its_host_bridge_is_a_rail_labelled_or_not():
+    """A PCIe switch inside a server need not carry the host label: hanging off the host's
+    bridge says where it is, for its NICs as for its GPUs."""
+    for label_switch in (True, False):
+        topo = topology_from_dict(_bridge_pair(label_switch))
+        assert len(topo.rails(["Ag0", "Ag1", "Ag2", "Ag3"])) == 4, label_switch

@@ -11,8 +11,8 @@ each transfer is a slice from its start until its receiver has the data, with th
 chunk, bytes and peer as arguments. A file holds at most ``MAX_SLICES`` slices: a run with
 more transfers than its share is thinned, its transfers of one connection (sender,
 receiver, channel) and step merged into one slice from the first start to the last
-delivery (their count and bytes as arguments), or per connection alone if that is still
-too many; the file and ``write_trace``'s notes say so. Counter tracks show the busiest
+delivery (their count and bytes as arguments), or per connection, per sender and step, or
+per sender if that is still too many; the file and ``write_trace``'s notes say so. Counter tracks show the busiest
 links' utilisation. Times are microseconds, as the format wants.
 """
 
@@ -68,11 +68,12 @@ def _slices(result: Result, budget: int) -> tuple[dict[str, np.ndarray], str | N
                "start": replay.start[real] * 1e6, "end": replay.delivered[real] * 1e6, "sent": replay.sent[real] * 1e6}
     if len(real) <= budget:
         return columns, None
-    for keys, how in ((("src", "dst", "channel", "step"), "connection and step"), (("src", "dst", "channel"),
-                                                                                    "connection")):
+    levels = ((("src", "dst", "channel", "step"), "connection and step"), (("src", "dst", "channel"), "connection"),
+              (("src", "step"), "sender and step"), (("src",), "sender"))
+    for keys, label in levels:
         _, group = np.unique(np.stack([columns[k] for k in keys], axis=1), axis=0, return_inverse=True)
-        group = group.reshape(-1)
-        if group.max(initial=-1) + 1 <= budget or how == "connection":
+        group, how = group.reshape(-1), label
+        if group.max(initial=-1) + 1 <= budget:
             break
     groups = int(group.max(initial=-1)) + 1
     first = np.full(groups, len(real))
@@ -86,7 +87,7 @@ def _slices(result: Result, budget: int) -> tuple[dict[str, np.ndarray], str | N
         merged[key] = np.full(groups, -np.inf)
         np.maximum.at(merged[key], group, columns[key])
     note = (f"{result.algorithm}: {len(real):,} transfers drawn as {groups:,} slices, one per {how} "
-            f"(over the {budget:,} slices its trace may hold)")
+            f"(over the {budget:,} slices its trace may hold{'; still over it' if groups > budget else ''})")
     return merged, note
 
 

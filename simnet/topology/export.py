@@ -52,7 +52,8 @@ def topology_as_dict(topo: Topology) -> dict:
             continue
         links.append({**link, "directed": True})
     spec = {"name": topo.name, "description": topo.description, "routing": topo.routing,
-            "calibration": topo.calibration, "nodes": nodes, "links": links}  # calibration: an absolute path
+            "calibration": str(Path(topo.calibration).resolve()) if topo.calibration else None,
+            "nodes": nodes, "links": links}
     return {key: value for key, value in spec.items() if value not in ("", None)}
 
 

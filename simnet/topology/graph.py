@@ -120,10 +120,13 @@ class Topology:
             if self._is_gpu_fabric(switch):
                 return NVLINK
             return PCIE if self._in_host(switch) else NET
-        if kinds == {"nic", "switch"}:  # a PCIe switch of the NIC's host, or the network's
-            hosts = {self.graph.nodes[u].get("host"), self.graph.nodes[v].get("host")} - {None}
-            switch = u if self.kind(u) == "switch" else v
-            return PCIE if len(hosts) == 1 and self.graph.nodes[switch].get("host") in hosts else NET
+        if kinds == {"nic", "switch"}:  # a PCIe switch of the NIC's host (labelled, or off its host bridge)
+            nic, switch = (u, v) if self.kind(u) == "nic" else (v, u)
+            host = self.graph.nodes[nic].get("host")
+            hosts = {self.graph.nodes[switch].get("host")} | {self.graph.nodes[n].get("host")
+                                                               for n in self.graph.successors(switch)
+                                                               if self.kind(n) == "host"}
+            return PCIE if host is not None and host in hosts else NET
         if kinds == {"switch"} and self._in_host(u) and self._in_host(v):
             return PCIE
         return NET
@@ -152,18 +155,30 @@ class Topology:
         return self.graph.nodes[nic].get("transport") or "ib"
 
     def rails(self, gpus: list[str]) -> list[tuple[str, str]]:
-        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs, one per
-        NIC that NCCL binds to one of these GPUs (``nic_binding``), with the first GPU it
-        binds it to (ncclTopoGetLocalGpu), in the order of the GPUs next to them (as PCI
-        numbers both; the file's order of NICs does not count). Channel c of a multi-node collective enters and
-        leaves the host through rail ``c mod len(rails)``; an empty list means the host has
-        no NIC of its own.
+        """The network rails of one host's ``gpus``: ``(nic, gpu)`` pairs, one per NIC bound
+        to one of these GPUs (``nic_binding``), with the first of them it is bound to
+        (ncclTopoGetLocalGpu), in the order of the GPUs next to them (as PCI numbers both;
+        the file's order of NICs does not count). Channel c of a multi-node collective enters
+        and leaves the host through rail ``c mod len(rails)``; an empty list means the host
+        has no NIC of its own.
+
+        The binding is the one of every GPU of the host taking part, also when only some do
+        (routes follow it, ``simnet.topology.routing``): where GPUs share NICs, a run on part
+        of a host uses the NICs its GPUs have when all run, where NCCL would deal the shared
+        NICs over the GPUs that run.
         """
-        binding, sharing = self._bind_nics(gpus)
+        members = set(gpus)
+        per_host = self.derived("nic_bindings", _nic_bindings)
+        binding: dict[str, list[str]] = {}
+        sharing: dict[str, list[str]] = {}
+        for host in dict.fromkeys(self.label(g, "host") for g in gpus):  # an NVLink domain's trays, in rank order
+            host_binding, host_sharing = per_host.get(host, ({}, {}))
+            binding.update(host_binding)
+            sharing.update(host_sharing)
         rails = []
         for nic, local in sharing.items():
-            bound = next((gpu for channel in range(len(sharing)) for gpu in local
-                          if binding[gpu] and binding[gpu][channel % len(binding[gpu])] == nic), None)
+            bound = next((gpu for channel in range(len(sharing)) for gpu in local if gpu in members
+                          and binding[gpu] and binding[gpu][channel % len(binding[gpu])] == nic), None)
             if bound is not None:
                 rails.append((nic, bound))
         return rails
@@ -171,7 +186,7 @@ class Topology:
     def nic_binding(self, gpu: str) -> list[str]:
         """The NICs NCCL binds ``gpu``'s channels to when every GPU of its host takes part:
         channel c to entry ``c mod len`` (empty: no NIC of its own). See ``_bind_nics``."""
-        return self.derived("nic_bindings", _nic_bindings).get(gpu, [])
+        return self.derived("nic_bindings", _nic_bindings).get(self.label(gpu, "host"), ({}, {}))[0].get(gpu, [])
 
     def _bind_nics(self, gpus: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """NCCL 2.30's choice of NICs for one host's ``gpus`` (src/graph/topo.cc,
@@ -407,13 +422,13 @@ def _gpu_devices(topology: Topology) -> dict[str, int]:
     return devices
 
 
-def _nic_bindings(topology: Topology) -> dict[str, list[str]]:
-    """``Topology.nic_binding`` of every GPU, host by host."""
+def _nic_bindings(topology: Topology) -> dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]]:
+    """``Topology._bind_nics`` of every host's GPUs, all of them taking part, by host label."""
     hosts: dict[str, list[str]] = {}
     for gpu in topology.graph.nodes:
         if topology.kind(gpu) == "gpu":
             hosts.setdefault(topology.label(gpu, "host"), []).append(gpu)
-    return {gpu: nics for gpus in hosts.values() for gpu, nics in topology._bind_nics(gpus)[0].items()}
+    return {host: topology._bind_nics(gpus) for host, gpus in hosts.items()}
 
 
 def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
