@@ -12,8 +12,9 @@ chunk, bytes and peer as arguments. A file holds at most ``MAX_SLICES`` slices: 
 more transfers than its share is thinned, its transfers of one connection (sender,
 receiver, channel) and step merged into one slice from the first start to the last
 delivery (their count and bytes as arguments), or per connection, per sender and step, or
-per sender if that is still too many; the file and ``write_trace``'s notes say so. Counter tracks show the busiest
-links' utilisation. Times are microseconds, as the format wants.
+per sender if that is still too many; the file and ``write_trace``'s notes say so.
+Counter tracks show the busiest links' utilisation. Times are microseconds, as the format
+wants.
 """
 
 from __future__ import annotations

@@ -410,25 +410,23 @@ def _mirror_bits(value: int, width: int) -> int:
     return mirror
 
 
-def _gpu_devices(topology: Topology) -> dict[str, int]:
-    """Each GPU's device index in its host (CUDA's numbering: the host's GPUs in node order)."""
-    seen: Counter[str] = Counter()
-    devices = {}
-    for gpu in topology.graph.nodes:
-        if topology.kind(gpu) == "gpu":
-            host = topology.label(gpu, "host")
-            devices[gpu] = seen[host]
-            seen[host] += 1
-    return devices
-
-
-def _nic_bindings(topology: Topology) -> dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]]:
-    """``Topology._bind_nics`` of every host's GPUs, all of them taking part, by host label."""
+def _gpus_by_host(topology: Topology) -> dict[str, list[str]]:
+    """Every GPU of the network (not only the ranks) by host label, in node order."""
     hosts: dict[str, list[str]] = {}
     for gpu in topology.graph.nodes:
         if topology.kind(gpu) == "gpu":
             hosts.setdefault(topology.label(gpu, "host"), []).append(gpu)
-    return {host: topology._bind_nics(gpus) for host, gpus in hosts.items()}
+    return hosts
+
+
+def _gpu_devices(topology: Topology) -> dict[str, int]:
+    """Each GPU's device index in its host (CUDA's numbering: the host's GPUs in node order)."""
+    return {gpu: i for gpus in topology.derived("gpus_by_host", _gpus_by_host).values() for i, gpu in enumerate(gpus)}
+
+
+def _nic_bindings(topology: Topology) -> dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]]:
+    """``Topology._bind_nics`` of every host's GPUs, all of them taking part, by host label."""
+    return {host: topology._bind_nics(gpus) for host, gpus in topology.derived("gpus_by_host", _gpus_by_host).items()}
 
 
 def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:

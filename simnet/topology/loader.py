@@ -111,6 +111,7 @@ def _check_gpu_transports(topology: Topology, source: Source, where: dict[str, t
             raise source.error(where[gpu] + (key,), f"{gpu!r} is no NIC of its own (no network cable to a switch): "
                                                    f"its NIC's {key} counts; give it there")
 
+
 def _check_nvlink_exists(topology: Topology, source: Source) -> None:
     """A GPU of a generation without NVLink (``l40s``) has no NVLink link (checked only when
     the topology has such a GPU: loading a large fabric walks no links for it)."""

@@ -281,10 +281,8 @@ class Router:
                     # of its NICs (Topology.nic_binding), so consecutive connections of one pair
                     # take consecutive NICs of that GPU (and pairs start at a NIC of their own, as
                     # a hash would spread them)
-                    own = [nic for end in (src, dst) for nic in topology.nic_binding(end) if nic in choices]
-                    start = zlib.crc32(f"{src}\0{dst}".encode())
-                    own = own or choices
-                    node = own[(start + flow) % len(own)]
+                    own = [nic for end in (src, dst) for nic in topology.nic_binding(end) if nic in choices] or choices
+                    node = own[(zlib.crc32(f"{src}\0{dst}".encode()) + flow) % len(own)]
                 else:
                     digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
                     node = choices[digest % len(choices)]

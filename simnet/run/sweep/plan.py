@@ -142,7 +142,10 @@ def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, o
 def _values(value: Any) -> list[Any]:
     """An axis's values, each spelling of one quantity once (``400Gb/s`` and ``50 GB/s`` are one
     point, the first spelling kept)."""
-    return list({_canonical(v): v for v in reversed(value if isinstance(value, list) else [value])}.values())[::-1]
+    first: dict[Any, Any] = {}
+    for v in value if isinstance(value, list) else [value]:
+        first.setdefault(_canonical(v), v)
+    return list(first.values())
 
 
 def _canonical(value: Any) -> Any:
