@@ -162,3 +162,19 @@ def test_subset_keeps_routes_and_selects_ranks():
     assert sub.gpus == topo.gpus[:16] and sub.graph is topo.graph
     with pytest.raises(ValueError, match="out of range"):
         topo.subset(65)
+
+
+def test_a_gpu_of_no_named_generation_is_said_under_nccl():
+    """Two GPUs written without gpu: run as NCCL's model takes them (compute capability
+    8.0, NVLink at 20 of 25 GB/s) and the run says so; named, or under ideal, nothing is said."""
+    from simnet import simulate
+
+    def pair(**gpu):
+        return topology_from_dict({"name": "pair", "nodes": [{"id": f"g{i}", "kind": "gpu", "host": "h", **gpu}
+                                                              for i in range(2)],
+                                   "links": [{"a": "g0", "b": "g1", "bandwidth": "25 GB/s", "latency": "1 us"}]})
+
+    warned = [w for w in simulate(pair(), "ring", 2**20).warnings if w.kind == "gpu_unnamed"]
+    assert len(warned) == 1 and "2 of 2 GPUs" in warned[0].message and "8.0" in warned[0].message
+    assert not [w for w in simulate(pair(gpu="a100"), "ring", 2**20).warnings if w.kind == "gpu_unnamed"]
+    assert not [w for w in simulate(pair(), "ring", 2**20, model="ideal").warnings if w.kind == "gpu_unnamed"]

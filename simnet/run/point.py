@@ -36,6 +36,7 @@ from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
 from simnet.topology.graph import Topology
+from simnet.topology.hardware import GPU_NAMES, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
 from simnet.tuning import predict, search, tables
 
 SAME_TIME = 0.01
@@ -204,6 +205,14 @@ class Setup:
             warnings.append(Finding("calibration_other_hardware", "", (
                 f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
                 "corrections may not hold here; fit one on this machine's logs (simnet calibrate)")))
+        unnamed = [g for g in topo.gpus if topo.gpu_model(g) is None]
+        if self.model == "nccl" and unnamed:
+            named = f"{', '.join(unnamed[:3])}{', ...' if len(unnamed) > 3 else ''}"
+            warnings.append(Finding("gpu_unnamed", "", (
+                f"{len(unnamed)} of {len(topo.gpus)} GPUs name no gpu: ({named}): NCCL's cost model took them as "
+                f"compute capability {UNNAMED_GPU_CC / 10:.1f} (an A100's protocols and tuning) with NVLink at "
+                f"{NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} of line rate; give their generation "
+                f"(gpu: {', '.join(GPU_NAMES[:3])}, ...) for its own figures")))
         if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
                       f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "

@@ -379,6 +379,7 @@ class PSStarParams(Strict):
     kind: Literal["ps_star"]
     workers: Count = 16
     servers: Count = 1
+    gpu: GpuName | None = None  # the workers' GPU generation (NCCL's model takes an unnamed one as an A100)
     worker_bandwidth: Bandwidth = 25e9 / 8
     ps_bandwidth: Bandwidth = 25e9 / 8
     latency: Latency = 5e-6  # host -> switch over TCP
@@ -395,6 +396,7 @@ class FullMeshParams(Strict):
 
     kind: Literal["full_mesh"]
     gpus: Count = 8
+    gpu: GpuName | None = None  # the GPU generation (NCCL's model takes an unnamed one as an A100)
     bandwidth: Bandwidth = 64e9  # MI300X: 7 links x 64 GB/s each way, one per peer
     latency: Latency = 1e-6
     host: Label = "node0"
@@ -615,7 +617,7 @@ def cross_region(p: CrossRegionParams) -> tuple[Nodes, Links]:
 def ps_star(p: PSStarParams) -> tuple[Nodes, Links]:
     """``workers`` single-GPU hosts and ``servers`` parameter servers on one switch."""
     switch = f"{p.prefix}switch"
-    nodes = [_node(f"{p.prefix}worker{i}", "gpu", host=f"{p.prefix}w{i}") for i in range(p.workers)]
+    nodes = [_node(f"{p.prefix}worker{i}", "gpu", host=f"{p.prefix}w{i}", gpu=p.gpu) for i in range(p.workers)]
     nodes += [_node(f"{p.prefix}ps{i}", "ps", host=f"{p.prefix}ps{i}") for i in range(p.servers)]
     nodes.append(_node(switch, "switch"))
     links = [_link(n.id, switch, p.ps_bandwidth if n.kind == "ps" else p.worker_bandwidth, p.latency, "net")
@@ -626,7 +628,7 @@ def ps_star(p: PSStarParams) -> tuple[Nodes, Links]:
 def full_mesh(p: FullMeshParams) -> tuple[Nodes, Links]:
     """``gpus`` GPUs, one direct full-duplex link between every pair."""
     ids = [f"{p.prefix}gpu{i}" for i in range(p.gpus)]
-    nodes = [_node(i, "gpu", host=p.host) for i in ids]
+    nodes = [_node(i, "gpu", host=p.host, gpu=p.gpu) for i in ids]
     links = [_link(a, b, p.bandwidth, p.latency, "nvlink") for i, a in enumerate(ids) for b in ids[i + 1:]]
     return nodes, links
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["GPU", "GPUS", "GPU_NAMES", "LINK_TYPES", "NVLINK", "PCIE", "NET", "TRANSPORTS", "pcie_bandwidth",
-           "pcie_effective", "nvlink_efficiency", "PCIE_EFFICIENCY", "NCCL_FALLBACK_NVLINK_EFFICIENCY"]
+           "pcie_effective", "nvlink_efficiency", "PCIE_EFFICIENCY", "NCCL_FALLBACK_NVLINK_EFFICIENCY",
+           "UNNAMED_GPU_CC"]
 
 NVLINK, PCIE, NET = 0, 1, 2
 LINK_TYPES = ("nvlink", "pcie", "net")
@@ -100,6 +101,10 @@ GPUS: dict[str, GPU] = {
                 "simnet uses the FP16 figure)", 125e12),
 }
 GPU_NAMES = tuple(GPUS)
+
+UNNAMED_GPU_CC = 80
+"""The compute capability simnet's NCCL model takes for a GPU that names no generation
+(SM80, the generation NCCL's own topo.h ncclTopoNVLinkBw falls back to)."""
 
 NCCL_FALLBACK_NVLINK_EFFICIENCY = 20.0 / 25.0
 """For a GPU of unknown generation NCCL assumes SM80's 20.0 GB/s per link (topo.h

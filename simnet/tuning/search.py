@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, pcie_effective
+from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, UNNAMED_GPU_CC, pcie_effective
 from simnet.tuning.rates import effective_capacity
 from simnet.tuning.tables import (
     CHANNEL_DUPLICATION,
@@ -80,7 +80,7 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     gpus = list(topology.gpus if gpus is None else gpus)
     hosts = topology.groups("node", gpus)
     models = {topology.gpu_model(g) for g in gpus}
-    cc = min((GPUS[m].compute_capability if m in GPUS else 80) for m in models)
+    cc = min((GPUS[m].compute_capability if m in GPUS else UNNAMED_GPU_CC) for m in models)
     cpu = next((GPUS[m].host_cpu for m in sorted(models, key=str) if m in GPUS), "intel")
     rate = effective_capacity(topology) / 1e9
     first = next(iter(hosts.values()))
