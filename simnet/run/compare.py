@@ -47,7 +47,9 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     for scenario in scenarios:
         plan = plan_sweep(scenario)
         variants = scenario.variants if len(scenarios) == 1 else []
-        for name, cost, overrides in ([(v.name, v.cost, tuple(v.set.items())) for v in variants] or
+        # a variant's cost overrides the scenario's, as its set overrides the scenario's keys
+        for name, cost, overrides in ([(v.name, scenario.cost if v.cost is None else v.cost, tuple(v.set.items()))
+                                       for v in variants] or
                                       [(scenario.name, scenario.cost, ())]):
             records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in scenario.algorithms]
             ran = [r for r in records if "skipped" not in r]

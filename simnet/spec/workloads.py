@@ -75,6 +75,10 @@ class Workload(Strict):
         if self.gradient_size is not None and (self.parameters is not None or "dtype" in self.model_fields_set):
             raise ValueError("give gradient_size, or parameters and dtype, not both (one would be ignored)")
 
+        if "backward_fraction" in self.model_fields_set and self.bucket_size is None:
+            raise ValueError("backward_fraction: without bucket_size the gradient is one bucket, AllReduced once "
+                             "the backward pass ends, so where the backward pass starts changes nothing; give "
+                             "bucket_size (PyTorch DDP's default is 25 MiB)")
         gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
         if gradient > units.SIZE_MAX:
             raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")

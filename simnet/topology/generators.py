@@ -131,6 +131,14 @@ class NVSwitchParams(_NvSwitchHosts):
         keys = {**super()._from_server(server), "gpus": server.gpus}
         return keys if server.nics == server.gpus else {k: keys[k] for k in ("gpu", "gpus", "gpus_per_tray")}
 
+    @model_validator(mode="after")
+    def _nic_keys_need_nics(self) -> NVSwitchParams:
+        given = [key for key in ("pcie_bandwidth", "transport") if key in self.model_fields_set]
+        if given and self.nic_bandwidth is None:
+            raise ValueError(f"{given[0]}: describes the GPUs' NICs, and without nic_bandwidth this server has "
+                             "none; give nic_bandwidth too (one NIC per GPU), or leave it out")
+        return self
+
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make."""
         nics = self.gpus if self.nic_bandwidth is not None else 0
@@ -284,6 +292,10 @@ class RailOptimizedParams(_NvSwitchHosts):
             raise ValueError(f"a leaf needs {self.leaf_down()} ports down and {self.leaf_up()} up, more than "
                              f"switch_radix {self.switch_radix}: use more rails, fewer nodes_per_unit, a larger "
                              "radix or more leaf_oversubscription")
+        if self.tiers() == 2 and self.spine_oversubscription != 1:
+            raise ValueError(f"spine_oversubscription: its {self.leaves()} leaves per plane fit one spine tier "
+                             f"(switch_radix {self.switch_radix}), so no core tier sits above the spines to "
+                             "oversubscribe; leave it out, or give a switch_radix below the leaves")
         if self.tiers() == 3:
             if self.units_per_pod() < 1:
                 raise ValueError(f"a spine with {self.spine_down()} ports down cannot reach the {self.rail_count()} "
