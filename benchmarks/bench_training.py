@@ -30,7 +30,8 @@ t1 = time.perf_counter()
 par = Parallelism(tp=spec["tp"], pp=spec["pp"], fsdp=spec["fsdp"], micro_batches=spec["micro_batches"])
 step = step_time(topo, PRESETS[spec["model"]], par, efficiency=spec["efficiency"])
 t2 = time.perf_counter()
-print(json.dumps({"gpus": step.gpus, "groups": {c["kind"]: c["groups"] for c in step.collectives},
+print(json.dumps({"gpus": step.gpus, "groups": {f"{c['kind']} {c['collective']}": c["groups"]
+                                                 for c in step.collectives},
                   "load_s": t1 - t0, "total_s": t2 - t0, "step_s": step.step_s, "mfu": step.mfu,
                   "peak_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -47,7 +48,7 @@ def main() -> None:
     parser.add_argument("--efficiency", type=float, default=0.5)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print("| preset | GPUs | groups (kind: count) | import + load s | total s (median) | peak MB | step | MFU |")
+    print("| preset | GPUs | groups (kind collective: count) | import + load s | total s (median) | peak MB | step | MFU |")
     print("|---|---|---|---|---|---|---|---|")
     for preset in args.preset:
         spec = {"preset": preset, "model": args.model, "tp": args.tp, "pp": args.pp, "fsdp": args.fsdp,

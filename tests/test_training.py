@@ -98,6 +98,25 @@ def test_pipeline_step_is_1f1b():
     assert step.compute_s + sum(step.exposed.values()) == pytest.approx(step.step_s)
 
 
+def test_pipeline_sends_are_megatrons_scatter_gather_under_tensor_parallelism():
+    """TP 2 x PP 2 on one switch: each TP rank sends 1/tp of the activation S = b s h a to
+    its peer in the next stage (2L + S/(2B)), which all-gathers S over its TP pair (a ring
+    of one step, 2L + S/(2B)): Narayanan et al. SC21, section 4.1. Before, every TP rank
+    sent the whole S. A slot is 3F + 4 l T_ar + 2 (send + gather), T_ar = 2 (2L + S/(2B))."""
+    m, tp = 4, 2
+    step = step_time(box(4), TINY, Parallelism(tp=tp, pp=2, micro_batches=m), gpu_flops=1e13, efficiency=1.0,
+                     comm_model="ideal")
+    layers, size = TINY.layers // 2, TINY.sequence * TINY.hidden * 2
+    forward = _forward_s(TINY, TINY.sequence, layers, 1e13 * tp)
+    crossing = (2 * LINK + size / tp / B) + (2 * LINK + size / tp / B)
+    allreduce = 2 * (2 * LINK + size / (tp * B))
+    slot = 3 * forward + 4 * layers * allreduce + 2 * crossing
+    kinds = {(c["kind"], c["collective"]): c["size_bytes"] for c in step.collectives}
+    assert kinds[("pp", "send_recv")] == size // tp and kinds[("pp", "all_gather")] == size
+    assert step.exposed["pp"] == pytest.approx(m * 2 * crossing, rel=1e-6)
+    assert step.step_s == pytest.approx((m + 1) * slot, rel=1e-6)
+
+
 def test_interleaved_pipeline_step_has_a_v_times_smaller_bubble_and_v_times_the_sends():
     """Two stages of 2 chunks each (TINY's 4 layers), m = 4: every micro-batch crosses 2
     stage boundaries each way, so a slot is 3F + 2 x 2 sends, and the bubble is (p - 1) / v

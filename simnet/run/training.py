@@ -22,9 +22,12 @@ bytes per value (all simulated, every group of a kind at once on the shared fabr
 * EP: 2 AllToAlls (dispatch, combine) of ``b s k h a`` bytes per MoE layer forward and 2
   backward, on the critical path;
 * PP: per micro-batch a forward activation of ``b s h a`` bytes into every stage and a
-  backward gradient as large out of it, each on the critical path; simulated as every
-  stage sending to the next at once (the moment of 1F1B's steady state when all stages
-  forward), so shared NICs and uplinks count;
+  backward gradient as large out of it, each on the critical path, sent as Megatron-LM
+  sends it across a stage boundary (Narayanan et al. SC21, section 4.1, "scatter/gather
+  communication optimization"): every TP rank sends its ``1/tp`` share to the rank of the
+  same TP index in the next stage, which all-gathers the whole tensor inside its TP group.
+  The sends are simulated as every stage sending to the next at once (the moment of 1F1B's
+  steady state when all stages forward), so shared NICs and uplinks count;
 * DP: the gradient AllReduce of each GPU's parameter shard (dense over the data group,
   experts over the expert-data group) after the last micro-batch, overlapping that
   micro-batch's backward compute (with ``virtual_stages`` v only its last chunk's, 1/v
@@ -155,8 +158,10 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     layers = model.layers // par.pp
     simulated = []
 
-    def exchange(kind: str, collective: str, size: int) -> float:
-        members = groups[kind]
+    def exchange(kind: str, collective: str, size: int, among: str | None = None) -> float:
+        """Seconds of ``collective`` on ``size`` bytes in every group of ``among`` (default:
+        ``kind``) at once, listed under ``kind``."""
+        members = groups[among or kind]
         if size <= 0 or not members or len(members[0]) < 2:
             return 0.0
         result = simulate_groups(topology, members, collective, size, model=comm_model, env=env,
@@ -169,9 +174,12 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     speed = gpu_flops * efficiency * par.tp  # a TP group splits every layer's work
     compute_f = (layers * layer_fwd + logits_fwd) * tokens / speed  # the last stage, with the output layer
     layer_f = layer_fwd * tokens / speed
-    tp_t = exchange("tp", "allreduce", model.activation_bytes(tokens, a))
-    ep_t = exchange("ep", "all_to_all", model.top_k * model.activation_bytes(tokens, a)) if model.moe else 0.0
-    pp_t = exchange("pp", "send_recv", model.activation_bytes(tokens, a))
+    activation = model.activation_bytes(tokens, a)
+    tp_t = exchange("tp", "allreduce", activation)
+    ep_t = exchange("ep", "all_to_all", model.top_k * activation) if model.moe else 0.0
+    pp_t = 0.0
+    if par.pp > 1:  # Megatron's scatter/gather across a stage boundary: 1/tp per rank, all-gathered on arrival
+        pp_t = exchange("pp", "send_recv", activation // par.tp) + exchange("pp", "all_gather", activation, among="tp")
     fsdp_f = fsdp_b = 0.0
     dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
     experts = model.experts * model.expert_parameters() // par.ep if model.moe else 0
@@ -181,7 +189,7 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
         scatter = exchange("dp", "reduce_scatter", shard * g)
         fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
         fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
-    boundary = par.virtual_stages * pp_t if par.pp > 1 else 0.0  # one send per chunk boundary
+    boundary = par.virtual_stages * pp_t  # one crossing per chunk boundary
     # one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP AllToAlls per layer each way
     parts = {"forward": {"pp": boundary, "fsdp": fsdp_f, "compute": compute_f, "tp": 2 * layers * tp_t,
                          "ep": 2 * layers * ep_t},
