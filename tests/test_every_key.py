@@ -240,7 +240,7 @@ CASES: list[Case] = [
                      {"gpus": 3, "bandwidth": "10 GB/s", "latency": "5 us", "host": "box", "prefix": "x-"}),
     *generator_cases("PSStarParams", {"kind": "ps_star", "workers": 3},
                      {"workers": 4, "servers": 2, "worker_bandwidth": "1 GB/s", "ps_bandwidth": "1 GB/s",
-                      "latency": "5 us", "prefix": "x-", "gpu": "a100"}, algorithms=["ps"]),
+                      "latency": "5 us", "prefix": "x-", "gpu": "a100", "transport": "ib"}, algorithms=["ps"]),
     *generator_cases("FullMeshParams", {"kind": "full_mesh", "gpus": 4}, {"gpu": "h100"}),
 ]
 CASES += [Case("_CalibrationSpec", key, edit(BASE, topology__calibration="profile.cal.yaml"),

@@ -395,6 +395,7 @@ class PSStarParams(Strict):
     worker_bandwidth: Bandwidth = 25e9 / 8
     ps_bandwidth: Bandwidth = 25e9 / 8
     latency: Latency = 5e-6  # host -> switch over TCP
+    transport: Transport = "tcp"  # what the workers' ports speak (NCCL's socket transport over Ethernet)
     prefix: Label = ""
 
     def footprint(self) -> tuple[int, int]:
@@ -629,7 +630,8 @@ def cross_region(p: CrossRegionParams) -> tuple[Nodes, Links]:
 def ps_star(p: PSStarParams) -> tuple[Nodes, Links]:
     """``workers`` single-GPU hosts and ``servers`` parameter servers on one switch."""
     switch = f"{p.prefix}switch"
-    nodes = [_node(f"{p.prefix}worker{i}", "gpu", host=f"{p.prefix}w{i}", gpu=p.gpu) for i in range(p.workers)]
+    nodes = [_node(f"{p.prefix}worker{i}", "gpu", host=f"{p.prefix}w{i}", gpu=p.gpu, transport=p.transport)
+             for i in range(p.workers)]
     nodes += [_node(f"{p.prefix}ps{i}", "ps", host=f"{p.prefix}ps{i}") for i in range(p.servers)]
     nodes.append(_node(switch, "switch"))
     links = [_link(n.id, switch, p.ps_bandwidth if n.kind == "ps" else p.worker_bandwidth, p.latency, "net")
