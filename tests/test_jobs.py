@@ -152,3 +152,36 @@ def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     rows = {row["option"]: row for row in compare_scenarios([load_scenario(path)])}
     assert rows["packed"]["merit_s"] == pytest.approx(2 * (4e-6 + S / 2 / B), rel=1e-9)
     assert rows["spread"]["merit_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
+
+
+@pytest.mark.parametrize("jobs, skips", [
+    # two rings sharing the oversubscribed uplinks, periods 1 and 1.5 ms (a 3 ms cycle), b late by 0.2 ms
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 40, "period": "1 ms"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "4 MiB", "repeat": 30,
+       "period": "1.5 ms", "start": "0.2 ms"}], True),
+    # a ring beside background traffic on the same uplinks
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 40, "period": "1 ms"},
+      {"name": "noise", "hosts": ["r0h1", "r1h1"], "background": {"pattern": "uniform", "load": "50%"},
+       "period": "0.5 ms"}], True),
+    # runs longer than their period: each starts when the one before ends, no cycle to repeat
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB", "repeat": 8, "period": "1 ms"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB", "repeat": 8, "period": "1 ms"}],
+     False)])
+def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, monkeypatch):
+    """Jobs on fixed periods settle into a cycle of the periods' least common multiple; the
+    cycles skipped give every run the time to the picosecond, and the links the statistics,
+    that replaying them all gives (byte counts to float rounding)."""
+    from simnet.engine.accounting import LinkStats
+
+    skipped = []
+    repeat = LinkStats.repeat_since
+    monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
+                        repeat(self, before, times))
+    fast = run_jobs(_fabric(), jobs, model="ideal")
+    assert bool(skipped) == skips
+    monkeypatch.setattr("simnet.engine.replay._common_period", lambda runs: None)  # replay every cycle
+    slow = run_jobs(_fabric(), jobs, model="ideal")
+    assert json.dumps(fast.to_dict(), sort_keys=True) == json.dumps(slow.to_dict(), sort_keys=True)
+    for name in ("saturated_ps", "busy_ps", "either_saturated_ps", "peak", "max_flows"):
+        assert (getattr(fast.together, name) == getattr(slow.together, name)).all(), name
+    assert fast.together.bytes == pytest.approx(slow.together.bytes, rel=1e-12)

@@ -147,6 +147,23 @@ class LinkStats:
         self._integrate()
         self._close(now, np.arange(len(self.capacity)))
 
+    def totals(self) -> tuple[np.ndarray, ...]:
+        """Copies of the integrals that grow with a run (bytes, saturated, busy and
+        either-direction-saturated ps), for ``repeat_since``."""
+        self._integrate()
+        return tuple(a.copy() for a in (self._bytes, self._saturated_ps, self._busy_ps, self._either_saturated_ps))
+
+    def repeat_since(self, before: tuple[np.ndarray, ...], times: int) -> None:
+        """Count ``times`` more copies of what the links did since ``totals`` gave
+        ``before``: a stretch that began and ended with every link idle and repeats exactly
+        (peaks and flow counts repeat too, so they stay). Idle links accrue no time, so the
+        clock of each link's current state may jump ahead with the run."""
+        if (self.load != 0).any():
+            raise ValueError("repeat_since: the links must be idle")
+        for total, start in zip((self._bytes, self._saturated_ps, self._busy_ps, self._either_saturated_ps),
+                                before):
+            total += (total - start) * times
+
     def _close(self, now: int, links: np.ndarray) -> None:
         """Integrate ``links`` (and their pairs) up to ``now`` in their current state (log integrated)."""
         elapsed = now - self._since[links]

@@ -11,6 +11,7 @@ its own rate cap and its software latency, and when the collective starts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -242,13 +243,29 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
     launch latency included in its time) and the shared links' statistics. ``capacity``:
     B/s per directed link (default: the topology's).
+
+    Jobs that all repeat on fixed periods settle into a cycle of their common period (the
+    least common multiple, ``H``): once two cycles in a row began on an idle network with
+    every job's next run the same time ahead, every later cycle is the same again (the
+    replay is deterministic and depends on times only through their differences), so the
+    cycles up to the last few are taken from it, shifted by ``H``, instead of replayed.
+    Without a timeline only: a timeline lists every instant.
     """
     env = simpy.Environment()
     net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
+    planned: list[tuple[int, int] | None] = [None] * len(jobs)  # each idle job's next run: (index, time ps)
+    version = [0] * len(jobs)  # a plan superseded (by a skip over repeated cycles) does not fire
+
+    def plan(j: int, k: int, at: int) -> None:
+        planned[j] = (k, at)
+        version[j] += 1
+        mine = version[j]
+        env.timeout(at - env.now).callbacks.append(lambda event: mine == version[j] and issue(j, k))
 
     def issue(j: int, k: int) -> None:
+        planned[j] = None
         job, issued = jobs[j], env.now
         if not len(job.schedule):
             return finished(j, k, issued, issued)
@@ -264,13 +281,58 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
         if job.repeat and k + 1 == job.repeat:
             running[0] -= 1
         if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):
-            at = max(job.start_ps + (k + 1) * job.period_ps, now)
-            env.timeout(at - now).callbacks.append(lambda event: issue(j, k + 1))
+            plan(j, k + 1, max(job.start_ps + (k + 1) * job.period_ps, now))
 
     for j, job in enumerate(jobs):
-        env.timeout(job.start_ps).callbacks.append(lambda event, j=j: issue(j, 0))
+        plan(j, 0, job.start_ps)
+    cycle = _common_period(jobs)
+    if cycle and not timeline:
+        _skip_repeated_cycles(env, net, jobs, cycle, runs, planned, plan, running)
     env.run()
     return runs, net.stats
+
+
+def _common_period(jobs: list[JobRun]) -> int | None:
+    """The least common multiple of the jobs' periods (ps), if every job repeats on one."""
+    if not jobs or any(job.period_ps <= 0 or job.repeat == 1 for job in jobs):
+        return None
+    return math.lcm(*(job.period_ps for job in jobs))
+
+
+def _skip_repeated_cycles(env, net: FluidNetwork, jobs: list[JobRun], cycle: int, runs: list, planned: list,
+                          plan: Callable[[int, int, int], None], running: list[int]) -> None:
+    """Watch the network every ``cycle`` ps from the last job's start; when two checks in a
+    row found it idle with every job's next run equally far ahead, the cycle between them
+    repeats: add its runs and link statistics for as many cycles as every job has runs
+    left for (less one, replayed), and move every job's next run that far on."""
+    seen: list = [None]  # the last check: (offsets, runs so far per job, link totals)
+
+    def check(event) -> None:
+        if running[0] == 0:
+            return
+        now = env.now
+        state = None
+        if not net.active and all(p is not None for p in planned):
+            state = tuple(at - now for _, at in planned)
+        last, seen[0] = seen[0], (state, [len(r) for r in runs], net.stats.totals() if state else None)
+        skip = 0
+        if state is not None and last is not None and last[0] == state:
+            per_cycle = [len(r) - n for r, n in zip(runs, last[1])]
+            left = [(job.repeat - planned[j][0]) // per_cycle[j] for j, job in enumerate(jobs)
+                    if job.repeat and per_cycle[j]]
+            skip = min(left, default=0) - 1  # the last cycle of the job with the fewest left is replayed
+        if skip > 0:
+            net.stats.repeat_since(last[2], skip)
+            for j, (r, n) in enumerate(zip(runs, last[1])):
+                once = r[n:]
+                r.extend((a + t * cycle, b + t * cycle) for t in range(1, skip + 1) for a, b in once)
+                k, at = planned[j]
+                plan(j, k + skip * len(once), at + skip * cycle)
+            seen[0] = None
+            now += skip * cycle
+        env.timeout(now + cycle - env.now).callbacks.append(check)
+
+    env.timeout(max(job.start_ps for job in jobs) + cycle).callbacks.append(check)
 
 
 def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None) -> list[int]:
