@@ -83,6 +83,26 @@ def test_a_late_gpu_delays_a_ring_by_all_of_its_delay():
     assert (c["max_delay_s"], c["absorbed_s"], c["stragglers"]) == (500e-6, pytest.approx(0, abs=1e-15), 1)
 
 
+@pytest.mark.parametrize("algorithm, model, by_lanes", [("ring", "nccl", True), ("tree", "nccl", True),
+                                                         ("ring", "ideal", True), ("tree", "ideal", False)])
+def test_stragglers_replay_lane_by_lane_as_transfer_by_transfer(algorithm, model, by_lanes, monkeypatch):
+    """NCCL's rings and trees with late ranks replay lane by lane, each lane held until both
+    its ends have joined (the fluid engine holds each transfer so): the same completion time
+    to the picosecond as the fluid engine's, on a fabric whose lanes share uplinks. (Under
+    ideal, a tree's lanes at line rate contend there and their bounds part: transfer by
+    transfer, as before.)"""
+    topo = topology_from_dict({"name": "racks", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 1, "oversubscription": 2}})
+    late = {"distribution": "lognormal", "mean": "20 us", "seed": 3}
+    lanes = simulate(topo, algorithm, 2**24, model=model, stragglers=late)
+    assert lanes.replay.engine.startswith("lanes") == by_lanes
+    monkeypatch.setattr("simnet.run.point.worth_replaying", lambda program: False)  # transfer by transfer
+    fluid = simulate(topo, algorithm, 2**24, model=model, stragglers=late)
+    assert fluid.replay.engine == "fluid"
+    assert lanes.replay.duration_ps == fluid.replay.duration_ps
+    assert lanes.conditions == fluid.conditions
+
+
 @pytest.mark.parametrize("late", [0, 1], ids=["sender", "receiver"])
 def test_a_transfer_waits_for_whichever_of_its_ends_joins_last(late):
     """One transfer of S bytes across the pair: L + S/B = 6 us + 8 ms when both ranks are

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from simnet import units
 from simnet.engine.faults import Fault
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
@@ -35,7 +37,7 @@ from simnet.schedule.registry import ENGINE_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
-from simnet.topology.graph import Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPU_NAMES, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
 from simnet.tuning import predict, search, tables
 
@@ -144,6 +146,16 @@ class Conditions:
         }
 
 
+def _joined(timing, program, delays: Mapping[str, float]):
+    """``timing`` with each lane held until both its ends have joined (``delays``: s per
+    GPU), as the fluid engine holds each transfer (``simnet.engine.replay``)."""
+    if not delays:
+        return timing
+    joined = np.array([round(delays.get(node, 0.0) * PS_PER_SECOND) for node in program.nodes], dtype=np.int64)
+    gate = np.maximum(joined[program.src], joined[program.dst])
+    return replace(timing, start_ps=np.asarray(timing.start_ps, dtype=np.int64) + gate)
+
+
 @dataclass(frozen=True)
 class Setup:
     """What every run of one ``simulate`` call shares: the ranks, the collective and the model."""
@@ -240,24 +252,25 @@ class Setup:
     def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: Conditions,
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
-        (``simnet.engine.lanes``) when the algorithm is a lane program, no condition
-        applies and either no link can be shared beyond its capacity (engine ``lanes``) or
-        the lanes' lower and upper bounds on the completion time meet (``lanes-bounds-meet``,
-        exact); under ``model: nccl``, a ring of more than ``MAX_EXACT`` transfers that neither
-        proves as steady lanes (an upper bound: the fluid network would not finish); else on
-        the fluid network. A timeline asks for the fluid network unless its schedule would not
-        fit in memory or it is such a ring. ``model: ideal`` (the exact reference),
+        (``simnet.engine.lanes``) when the algorithm is a lane program, no fault applies
+        (stragglers hold back each lane until both its ends have joined) and either no link
+        can be shared beyond its capacity (engine ``lanes``) or the lanes' lower and upper
+        bounds on the completion time meet (``lanes-bounds-meet``, exact); under ``model:
+        nccl``, a ring of more than ``MAX_EXACT`` transfers that neither proves as steady
+        lanes (an upper bound: the fluid network would not finish); else on the fluid
+        network. A timeline asks for the fluid network unless its schedule would not fit in
+        memory or it is such a ring. ``model: ideal`` (the exact reference),
         ``options["exact"]`` and ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
         program = None
-        if not conditions:
+        if not conditions.faults:  # stragglers only delay each lane's first transfer
             program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and worth_replaying(program):
             big_ring = (program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
                         and not options.get("exact"))
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
-                timing = lane_timing(decided, program, self.topo)
+                timing = _joined(lane_timing(decided, program, self.topo), program, conditions.delays)
                 run = replay_lanes(program, self.topo, timing, accept="bound" if big_ring else "makespan", **engine)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
