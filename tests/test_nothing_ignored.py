@@ -161,6 +161,25 @@ def test_set_values_are_read_by_the_fields_type(tmp_path, cli):
     assert [r["set"] for r in _records(out)] == [{"topology.generate.planes": 2}]
 
 
+def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
+    """``010`` is ten (YAML 1.1 read eight, an octal) and ``1e3`` a thousand (YAML 1.1 read the
+    text), in a file and in ``--set``: ``--set ...=1e1,10,010,4`` are two points, 10 and 4."""
+    from simnet import topology_from_dict
+    from simnet.io.yamlsource import load_value
+
+    assert [load_value(t) for t in ("010", "1e3", "-07", "0x10", "4:1")] == [10, 1000.0, -7, 16, "4:1"]
+    (tmp_path / "box.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 010}\n")
+    from simnet import load_topology
+    assert len(load_topology(tmp_path / "box.yaml").gpus) == 10
+    assert len(topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 10}}).gpus) == 10
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: box.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    out = tmp_path / "out"
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=1e1,10,010,4", "--out", out,
+                 "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [r["set"] for r in _records(out)] == [{"topology.generate.gpus": 10}, {"topology.generate.gpus": 4}]
+
+
 def test_spellings_of_one_quantity_are_one_sweep_point(tmp_path, cli):
     """``400Gb/s``, ``50 GB/s`` and ``400 Gb/s`` are one bandwidth: one point (the first spelling),
     not three records of the same run; ``100 Gb/s`` is another."""

@@ -31,9 +31,9 @@ def _split_values(text: str) -> list[str]:
 
 
 def _set_value(text: str) -> object:
-    """A ``--set`` value as the scenario file would read it: ``64`` and ``2.0`` are numbers
-    (one point however written: ``2``, ``02``, ``2.0``), ``true`` a yes/no, anything else
-    (``400 Gb/s``, ``4:1``, ``ecmp``) text for the field to parse."""
+    """A ``--set`` value as the scenario file would read it: ``64``, ``2.0`` and ``1e3`` are
+    numbers (one point however written: ``2``, ``02``, ``2.0``; ``010`` is ten), ``true`` a
+    yes/no, anything else (``400 Gb/s``, ``4:1``, ``ecmp``) text for the field to parse."""
     try:
         value = load_value(text)
     except yaml.YAMLError:
