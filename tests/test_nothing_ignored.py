@@ -5,6 +5,8 @@ are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from simnet.errors import InputError
@@ -212,6 +214,35 @@ def test_a_closed_pipe_ends_quietly(root, args):
                                stderr=subprocess.PIPE)
     process.stdout.close()
     assert process.stderr.read() == b"" and process.wait() == 141
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_full_disk_is_one_line_not_an_internal_error(root):
+    """Output to a device that is full: one line saying so and exit 74 (EX_IOERR), not a bug's 70."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        process = subprocess.run([sys.executable, "-m", "simnet", "topo", "check", "topologies/dgx_h100.yaml"],
+                                 cwd=root, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert process.returncode == 74
+    assert process.stderr.strip() == "cannot write the output: No space left on device"
+
+
+def test_nvls_on_a_switch_under_gpus_without_it_is_refused_as_the_generator_refuses():
+    """An A100's NVSwitch cannot reduce: ``nvls: true`` on it, written node by node, ran nvls
+    (260.9 us); the nvswitch generator already refused it. Now both refuse."""
+    from simnet import topology_from_dict
+
+    nodes = {"name": "t", "nodes": [{"id": "g0", "kind": "gpu", "host": "h0", "gpu": "a100"},
+                                    {"id": "g1", "kind": "gpu", "host": "h0", "gpu": "a100"},
+                                    {"id": "sw", "kind": "switch", "host": "h0", "nvls": True}],
+             "links": [{"a": "g0", "b": "sw", "bandwidth": "100 GB/s", "latency": "1 us"},
+                       {"a": "g1", "b": "sw", "bandwidth": "100 GB/s", "latency": "1 us"}]}
+    with pytest.raises(InputError, match="nodes.2..nvls: 'sw' sits under a100 GPUs"):
+        topology_from_dict(nodes)
+    with pytest.raises(InputError, match="nvls"):
+        topology_from_dict({"name": "g", "generate": {"kind": "nvswitch", "gpus": 2, "gpu": "a100", "nvls": True}})
 
 
 def test_export_to_standard_output_writes_no_file_named_dash(tmp_path, cli, root, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -15,11 +16,14 @@ EXIT_BAD_INPUT = 2
 EXIT_BUG = 70  # EX_SOFTWARE: an internal error, not the user's fault
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
+EXIT_CANNOT_WRITE = 74  # EX_IOERR: the disk or device refused the output
+_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG)
 
 
 def friendly(command):
-    """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, and any
-    other exception (a bug) into one line and exit code 70; a traceback only with --debug."""
+    """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, a full or
+    failing disk into one line and 74, and any other exception (a bug) into one line and exit
+    code 70; a traceback only with --debug."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -44,6 +48,12 @@ def friendly(command):
         except Exception as exc:
             if DEBUG["traceback"]:
                 raise
+            if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # what could not be written is not retried at exit
+                click.echo(f"cannot write the output: {os.strerror(exc.errno)}"
+                           f"{f' ({exc.filename})' if exc.filename else ''}", err=True)
+                sys.exit(EXIT_CANNOT_WRITE)
             from simnet.version import __version__
 
             click.echo(f"internal error in simnet {__version__} ({type(exc).__name__}: {exc}); this is a bug: "

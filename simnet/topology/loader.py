@@ -98,7 +98,21 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                         routing=spec.routing, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
+    _check_nvls_gpus(topology, source, where)
     return topology
+
+
+def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
+    """A switch says ``nvls: true`` only over GPUs whose generation has NVLink SHARP (Hopper
+    on), as the generators require: an A100's NVSwitch cannot reduce."""
+    for node, data in topology.graph.nodes(data=True):
+        if not data.get("nvls"):
+            continue
+        models = {topology.gpu_model(n) for n in topology.graph.successors(node) if topology.kind(n) == "gpu"}
+        lacking = sorted(m for m in models if m in GPUS and not GPUS[m].nvls)
+        if lacking:
+            raise source.error(where[node] + ("nvls",), f"{node!r} sits under {lacking[0]} GPUs, which have no "
+                                                       "NVLink SHARP (NVLS needs Hopper or later): leave nvls out")
 
 
 def _check_gpu_transports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
