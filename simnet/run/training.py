@@ -148,6 +148,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     par = par.resolved(len(gpus), model)
     if gpu_flops is None:
         gpu_flops = GPUS[topology.gpu_model(gpus[0])].bf16_flops
+        if not gpu_flops:
+            raise ValueError(f"gpu_flops: gpu {topology.gpu_model(gpus[0])}'s dense BF16 peak is in no public source "
+                             "simnet cites; give gpu_flops, the dense peak FLOP/s per GPU")
     groups = rank_groups(gpus, par)
     a, g = DTYPE_BYTES[dtype], DTYPE_BYTES[grad_dtype]
     m, b, s, h = par.micro_batches, par.micro_batch_size, model.sequence, model.hidden

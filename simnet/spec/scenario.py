@@ -256,9 +256,13 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             field, _, message = str(exc).partition(": ")
             raise source.error(("training", "parallelism", field), message) from None
         _refuse_what_no_step_holds(spec.training, source)
-        if topology.gpu_model(topology.gpus[0]) not in GPUS and spec.training.gpu_flops is None:
+        generation = topology.gpu_model(topology.gpus[0])
+        if generation not in GPUS and spec.training.gpu_flops is None:
             raise source.error(("training",), f"the GPUs name no generation simnet knows (gpu: {' | '.join(GPUS)}): "
                                               "give gpu_flops, the dense peak FLOP/s per GPU")
+        if generation in GPUS and not GPUS[generation].bf16_flops and spec.training.gpu_flops is None:
+            raise source.error(("training",), f"gpu: {generation}: its dense BF16 peak is in no public source simnet "
+                                              "cites; give gpu_flops, the dense peak FLOP/s per GPU")
     if spec.collective != "allreduce":
         for key in ("workload", "jobs"):
             if getattr(spec, key):
