@@ -136,7 +136,7 @@ def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: f
 
 def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: float | None = None,
               efficiency: float, dtype: str = "bf16", grad_dtype: str = "fp32", gpus: list[str] | None = None,
-              comm_model: str = "nccl", env=None, calibration=None) -> TrainingStep:
+              comm_model: str | None = None, env=None, calibration=None) -> TrainingStep:
     """Simulate the communication of one training step of ``model`` laid out as ``par`` on
     ``topology``'s GPUs (or ``gpus``) and compose the step (see the module docstring).
 
