@@ -217,7 +217,7 @@ def _parse_option(parse, value, option: str, scenario: Path):
     try:
         return parse(value)
     except ValueError as exc:
-        raise InputError(f"{option}: {str(exc).removeprefix('gpus: ')}", scenario) from None
+        raise InputError(f"{option}: {str(exc).removeprefix(option.lstrip('-') + ': ')}", scenario) from None
 
 
 def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = False):
