@@ -22,8 +22,9 @@ from simnet.schedule.kinds import COLLECTIVES
 @click.option("-s", "--size", "sizes", multiple=True,
               help="Size instead of the file's, e.g. '64 MiB' or '8 B .. 1 GiB x2' (repeatable).")
 @click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
-@click.option("--model", type=click.Choice(["nccl", "ideal"]), default=None,
-              help="Performance model instead of the file's: nccl (what nccl-tests measures) or ideal (line rate).")
+@click.option("--model", type=click.Choice(["nccl", "rccl", "ideal"]), default=None,
+              help="Performance model instead of the file's: nccl (what nccl-tests measures), rccl (on AMD GPUs: "
+                   "what rccl-tests measures) or ideal (line rate).")
 @click.option("--json", "json_path", default=None, help="Write results as JSON; '-' for stdout.")
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None,
               help="Write the flat results table as CSV.")
@@ -79,7 +80,10 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     if gpus is not None:
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     if model is not None:
-        changes["model"] = model
+        from simnet.model.interface import resolve_model
+
+        topology = changes.get("topology", spec.topology)
+        changes["model"] = _parse_option(lambda name: resolve_model(name, topology), model, "--model", scenario)
     spec = spec.replace(**changes)
     if spec.jobs:
         if csv_path or trace_path or algorithms or sizes:
@@ -206,14 +210,14 @@ def _workload_label(spec) -> str:
 def _model_label(spec) -> str:
     """The performance model a scenario runs, and the calibration profile refining it."""
     profile = spec.calibration or spec.topology.calibration
-    return f"model {spec.model}" + (f", calibrated by {profile}" if spec.model == "nccl" and profile else "")
+    return f"model {spec.model}" + (f", calibrated by {profile}" if spec.model != "ideal" and profile else "")
 
 
 def _parse_option(parse, value, option: str, scenario: Path):
     try:
         return parse(value)
     except ValueError as exc:
-        raise InputError(f"{option}: {str(exc).removeprefix('gpus: ')}", scenario) from None
+        raise InputError(f"{option}: {str(exc).removeprefix(option.lstrip('-') + ': ')}", scenario) from None
 
 
 def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = False):

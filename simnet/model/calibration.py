@@ -89,11 +89,14 @@ class Calibration:
 def hardware_of(topology) -> dict:
     """The machine a profile is fitted on, as NCCL sees one node of it: GPU generation
     (compute capability), NVLink GB/s per GPU, and across nodes the NIC path's GB/s and
-    transport; not how many nodes (a profile fitted on two nodes is for predicting more)."""
+    transport; not how many nodes (a profile fitted on two nodes is for predicting more). An
+    AMD GPU is told by its LLVM target (``gcn_arch``), its NVLink GB/s being its xGMI links'."""
     from simnet.tuning.search import system_of
 
     system = system_of(topology)
     machine = {"compute_capability": system.cc, "nvlink_GBps": round(system.nvlink_bw, 1)}
+    if system.arch:
+        machine["gcn_arch"] = system.arch
     if system.nics:
         machine.update(nic_GBps=round(system.nic_bw, 2), transport=system.transport)
     return machine

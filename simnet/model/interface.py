@@ -3,6 +3,8 @@
 * ``nccl`` (the default): NCCL's protocols (LL, LL128, Simple), its per-step software
   latency by link class and transport, its effective link rates and its bandwidth
   ceiling per algorithm (``simnet.model.nccl``), so times are what nccl-tests measures;
+* ``rccl``: the same model on AMD Instinct GPUs, with RCCL's tables and rules
+  (``simnet.tuning.rccl``): the default wherever the ranks' GPUs are AMD's;
 * ``ideal``: line rate and no software costs: the network model alone, on which every
   algorithm's closed form holds exactly; NCCL's Tree pipelines in NCCL's finest pieces
   (of any protocol) unless ``chunk_size`` says otherwise, so ideal is a lower bound of nccl.
@@ -21,12 +23,14 @@ from simnet.model.nccl import NcclPlan
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import Topology
+from simnet.topology.hardware import AMD_GPUS, GPUS
 from simnet.tuning import search, tables
 
-__all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing", "lane_timing"]
+__all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing", "lane_timing", "library_model", "resolve_model"]
 
-MODELS = ("nccl", "ideal")
-DEFAULT_MODEL = "nccl"
+MODELS = ("nccl", "rccl", "ideal")
+DEFAULT_MODEL = None
+"""No model named: the collective library of the ranks' GPUs (``library_model``)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,34 @@ class ModelPlan:
 def _check(model: str) -> None:
     if model not in MODELS:
         raise ValueError(f"model: {model!r} is not one of {', '.join(MODELS)}")
+
+
+def library_model(topology: Topology) -> str:
+    """The model of the library the ranks' GPUs run: ``rccl`` for AMD Instinct GPUs, else
+    ``nccl`` (unnamed GPUs too); ValueError for AMD and other GPUs in one communicator."""
+    models = {topology.gpu_model(g) for g in topology.gpus}
+    amd = sorted(m for m in models if m in GPUS and GPUS[m].amd)
+    if amd and len(amd) < len(models):
+        other = sorted(str(m) for m in models - set(amd))
+        raise ValueError(f"model: the ranks mix AMD GPUs ({', '.join(amd)}) with others ({', '.join(other)}): no "
+                         "collective library runs one communicator over both; choose GPUs of one vendor (gpus:)")
+    return "rccl" if amd else "nccl"
+
+
+def resolve_model(model: str | None, topology: Topology) -> str:
+    """``model`` checked against the ranks' GPUs, or their library's (``library_model``)
+    when None: ``nccl`` on AMD GPUs (which run RCCL) and ``rccl`` on others are refused."""
+    if model is not None:
+        _check(model)
+    library = library_model(topology)
+    if model is None or model in ("ideal", library):
+        return model or library
+    gpus = sorted({str(topology.gpu_model(g)) for g in topology.gpus})
+    if model == "nccl":
+        raise ValueError(f"model: nccl: the GPUs are AMD Instinct ({', '.join(gpus)}), which run RCCL, not NCCL: "
+                         "write model: rccl, or leave model out")
+    raise ValueError(f"model: rccl: RCCL's tables are AMD Instinct GPUs' (gpu: {' | '.join(AMD_GPUS)}), these are "
+                     f"{', '.join(gpus)}: write model: nccl, or leave model out")
 
 
 def plan(model: str, topology: Topology, algorithm: str, size: int, options: dict,
@@ -68,7 +100,7 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
         return ModelPlan("ideal", None, options)
     decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message,
                         system)
-    return ModelPlan("nccl", decided.protocol, decided.options, decided)
+    return ModelPlan(model, decided.protocol, decided.options, decided)
 
 
 def timing(decided: ModelPlan, schedule: Schedule, topology: Topology) -> Timing:

@@ -43,10 +43,10 @@ from simnet.model.timing import Timing
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import NET, NVLINK, PCIE
-from simnet.tuning import enqueue, predict, search, tables
+from simnet.tuning import enqueue, predict, rccl, search, tables
 from simnet.tuning.rates import effective_capacity
 
-__all__ = ["NcclPlan", "plan", "timing", "connection_timing",
+__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "wire_factor",
            "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
@@ -91,12 +91,19 @@ class NcclPlan:
     running_channels: int | None = None  # the channels NCCL runs this collective on (its own algorithms)
 
 
+def wire_factor(system: search.System, protocol: str) -> float:
+    """Bytes on the wire per data byte of ``protocol``: ``WIRE_FACTOR``; RCCL's LL128 lines are
+    64 bytes with 56 of data (``rccl.LL128_DATA``)."""
+    return 1 / rccl.LL128_DATA if system.library == "rccl" and protocol == "LL128" else WIRE_FACTOR[protocol]
+
+
 def pipeline_chunk(system: search.System, name: str, protocol: str, size: int, function: str = "AllReduce") -> int:
     """The piece (bytes per channel) a replay pipelines NCCL's ``name`` in: NCCL's own step
     for ``protocol`` (enqueue.cc), coarsened so that no channel pipelines more than
     ``MAX_PIECES`` of them."""
     own = enqueue.pipeline_step(system, name, protocol, size, function)
     channels = (enqueue.nvls_channels(system) if name in ("NVLS", "NVLSTree")
+                else search.comm_channels(system) if system.library == "rccl"
                 else tables.CHANNEL_DUPLICATION * search.graph(system, name).channels)
     return max(own, -(-size // (channels * MAX_PIECES)))
 
@@ -122,6 +129,8 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
             raise Unsupported(f"NCCL_PROTO={nccl_proto} leaves {algorithm} no protocol: NCCL runs it with "
                               f"{', '.join(possible)} only; allow one of them, or leave {algorithm} out")
         protocol = min(times, key=times.get) if times else "Simple"
+        if system.library == "rccl" and not (nccl_proto or "").strip() and times:
+            protocol = predict.rccl_protocol(system, name, protocol, size, function)
         row = name
     else:
         p2p = ["LL"] if (size if message is None else message) <= P2P_LL_THRESHOLD else ["Simple"]
@@ -131,11 +140,12 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     if name is not None:  # the channels it runs on, of those NCCL would open (fewer for a small collective)
         nvls = name in ("NVLS", "NVLSTree")
         full = enqueue.nvls_channels(system, name) if nvls else search.comm_channels(system)
-        opened = None
+        opened = None if nvls else enqueue.opened_channels(system)  # NCCL_MIN/MAX_NCHANNELS
         if options.get("channels"):  # NVLS on one node counts NVLS channels, the others the ring search's
             given = options["channels"]
+            most = rccl.MAX_CHANNELS if system.library == "rccl" else tables.MAX_CHANNELS
             opened = min(full, given) if name == "NVLS" and system.nodes == 1 else \
-                min(full if nvls else tables.MAX_CHANNELS, round(full * given / search.graph(system, "Ring").channels))
+                min(full if nvls else most, round(full * given / search.graph(system, "Ring").channels))
             opened = max(1, opened)
         running, threads = enqueue.collective_channels(system, name, protocol, size, function, opened)
         channel_share = running / full * threads
@@ -208,7 +218,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     of the collective (PAT: its sender's); ``info`` is the schedule's."""
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
     size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.schedule.kinds)
-    wire = WIRE_FACTOR[protocol]
+    wire = wire_factor(system, protocol)
     factor = predict.plateau(system, row, protocol, size, decided.function)
     intra, inter = predict.step_latencies(system, row, protocol)
     physical, simple_extra = TRANSPORT_LATENCY[system.transport]
@@ -218,7 +228,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
     if row == "Ring" and system.nodes > 1 and decided.function not in ("Broadcast", "Reduce"):
         intra = max(intra, tables.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
-    pci = tables.HW_LATENCY[PCIE][row][tables.PROTOCOLS.index(protocol)]
+    pci = predict.hw_latency(system)[PCIE][row][tables.PROTOCOLS.index(protocol)]
     intra += fit.intra_step_latency * 1e6
     pci += fit.intra_step_latency * 1e6
     inter += fit.network_step_latency * 1e6
@@ -256,14 +266,15 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         # replay simulates chunk by chunk. LL and LL128 stream every line (the replay's fill is
         # cancelled, _pipeline_fill), so NCCL's correction is their only mid-size loss: keep it.
         rate = predict.algorithm_bandwidth if protocol == "Simple" else partial(predict.sized_bandwidth, nbytes=size)
-        bandwidth = rate(system, row, protocol, function=decided.function, share=decided.channel_share) * 1e9
+        bandwidth = rate(system, row, protocol, function=decided.function, share=decided.channel_share,
+                         ceiling=True) * 1e9
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
         stages = enqueue.pipeline_stages(system, row, decided.function)
         wait = 1.0 if protocol == "Simple" else enqueue.network_wait(system, row, protocol, size, decided.function)
         caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
-    base = tables.BASE_LATENCY[row][tables.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
+    base = predict.base_latency(system)[row][tables.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
     if row == "CollNetDirect":
         # the arity serialization, both ways: 2 x (ranks per node - 1) x 0.4 us (tuning.cc:419-421)
         base += 2 * (max(1, round(system.ppn)) - 1) * tables.COLLNET_ARITY_LATENCY

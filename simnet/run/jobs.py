@@ -46,7 +46,7 @@ def _mean_time(runs: list[tuple[int, int]]) -> float:
     return float(np.mean([end - start for start, end in runs])) / PS_PER_SECOND
 
 
-def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str = "nccl",
+def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
              env: Mapping[str, str] | None = None, calibration=None) -> JobsResult:
     """Replay every job alone, every pair together and all together on ``topology``.
 

@@ -1,6 +1,8 @@
 """The NCCL environment variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``,
-``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``), read as NCCL reads them, and the system NCCL's
-tuner sees under them."""
+``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``, ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``)
+and RCCL's (``RCCL_LL128_FORCE_ENABLE``; the others that change RCCL's algorithm, protocol or
+channels are read to be refused under ``model: rccl``), read as NCCL reads them, and the
+system NCCL's (RCCL's) tuner sees under them."""
 
 from __future__ import annotations
 
@@ -10,10 +12,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from simnet.topology.graph import Topology
-from simnet.tuning import predict, search, tables
+from simnet.tuning import predict, rccl, search, tables
 
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE")
-"""The environment variables that change what simnet simulates, as they change what NCCL runs."""
+_INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+             "RCCL_LL128_FORCE_ENABLE")
+NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", *_INTEGERS, *rccl.UNMODELLED)
+"""The environment variables that change what simnet simulates, as they change what NCCL
+(RCCL) runs; RCCL's ``rccl.UNMODELLED`` are read only to refuse a run they would change."""
 
 __all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "turned_off", "nccl_system"]
 
@@ -25,9 +30,11 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
     predict.parse_nccl_list(env.get("NCCL_ALGO"), tables.ALGORITHMS, "NCCL_ALGO")
     predict.parse_nccl_list(env.get("NCCL_PROTO"), tables.PROTOCOLS, "NCCL_PROTO")
-    for name in ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"):
+    for name in _INTEGERS:
         if name in env:
-            nccl_integer(env[name], name)
+            value = nccl_integer(env[name], name)
+            if name.endswith("_NCHANNELS") and value < 1:
+                raise ValueError(f"{name}={env[name]!r}: a channel count is 1 or more")
     return env
 
 
@@ -58,7 +65,9 @@ def turned_off(env: Mapping[str, str], name: str) -> bool:
 def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
     """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
     SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked;
-    ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts).
+    ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts);
+    ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` bound the channels opened, and
+    ``RCCL_LL128_FORCE_ENABLE=1`` turns RCCL's LL128 on where its default keeps it off.
     Unset, SHARP switches (``sharp: true``) are taken to be in use, as with
     NCCL_COLLNET_ENABLE=1 and NCCL's SHARP plugin (NCCL's own default is 0)."""
     system = search.system_of(topology)
@@ -66,4 +75,11 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
         system = replace(system, nvls=False)
     if system.collnet and turned_off(env, "NCCL_COLLNET_ENABLE"):
         system = replace(system, collnet=False)
+    bounds = {key: nccl_integer(env[name], name) for key, name in (("min_channels", "NCCL_MIN_NCHANNELS"),
+                                                                    ("max_channels", "NCCL_MAX_NCHANNELS"))
+              if env.get(name, "").strip()}
+    if bounds:
+        system = replace(system, **bounds)
+    if system.library == "rccl" and env.get("RCCL_LL128_FORCE_ENABLE", "").strip():
+        system = replace(system, ll128_forced=nccl_integer(env["RCCL_LL128_FORCE_ENABLE"], "") != 0)
     return system

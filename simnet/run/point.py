@@ -25,7 +25,7 @@ from simnet.errors import Unsupported
 from simnet.io.budget import fits
 from simnet.io.yamlsource import Source
 from simnet.model.calibration import Calibration, load_calibration, other_hardware
-from simnet.model.interface import lane_timing
+from simnet.model.interface import lane_timing, resolve_model
 from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
 from simnet.results.analysis import find_warnings, link_reports
@@ -39,7 +39,7 @@ from simnet.spec.conditions import check_reachable, resolve_faults, straggler_de
 from simnet.spec.options import Options
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPU_NAMES, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
-from simnet.tuning import predict, search, tables
+from simnet.tuning import predict, rccl, search, tables
 
 SAME_TIME = 0.01
 """Times within 1 % of each other count as equal: the model cannot tell them apart, so
@@ -162,9 +162,18 @@ class Setup:
 
     topo: Topology
     collective: str
-    model: str
+    model: str | None  # None: the GPUs' library's; resolved on creation (nccl, rccl or ideal)
     env: dict
     calibration: Calibration | None
+
+    def __post_init__(self):
+        object.__setattr__(self, "model", resolve_model(self.model, self.topo))
+        if self.model == "rccl":
+            refused = next((name for name in rccl.UNMODELLED if self.env.get(name, "").strip()), None)
+            if refused:
+                raise ValueError(f"{refused}={self.env[refused]} changes what RCCL runs in a way simnet does not "
+                                 f"model: unset it (simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS "
+                                 f"and RCCL_LL128_FORCE_ENABLE)")
 
     @property
     def function(self) -> str:
@@ -212,7 +221,7 @@ class Setup:
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
         fit = self.calibration
-        differ = other_hardware(fit, topo) if self.model == "nccl" and fit else None
+        differ = other_hardware(fit, topo) if self.model != "ideal" and fit else None
         if differ:
             warnings.append(Finding("calibration_other_hardware", "", (
                 f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
@@ -225,7 +234,7 @@ class Setup:
                 f"compute capability {UNNAMED_GPU_CC / 10:.1f} (an A100's protocols and tuning) with NVLink at "
                 f"{NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} of line rate; give their generation "
                 f"(gpu: {', '.join(GPU_NAMES[:3])}, ...) for its own figures")))
-        if self.model == "nccl" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
+        if self.model != "ideal" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
                       f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "
                       f"at line rate: the saturation is the fit's as much as the hardware's)")
@@ -288,7 +297,7 @@ class Setup:
         return model_plan(self.model, self.topo, algorithm, size, options,
                           algorithms_for(self.collective)[algorithm].options, self.env.get("NCCL_PROTO"),
                           self.calibration, self.function, message,
-                          nccl_system(self.topo, self.env) if self.model == "nccl" else None)
+                          nccl_system(self.topo, self.env) if self.model != "ideal" else None)
 
     def prepare(self, algorithm: str, size: int, options: dict):
         """(the model's plan, the schedule, its timing) of ``algorithm`` at ``size`` bytes."""
@@ -346,7 +355,7 @@ class Setup:
             "candidates": {tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
             "fastest": tables.SIMNET_NAMES[fastest],
             # advice for NCCL only from NCCL's model: at line rate (ideal) the ranking is not NCCL's
-            "fastest_hint": f"NCCL_ALGO={fastest}" if self.model == "nccl" else "",
+            "fastest_hint": f"NCCL_ALGO={fastest}" if self.model != "ideal" else "",
             "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
             "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
             "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),

@@ -37,8 +37,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     """Simulate one ``collective`` (default AllReduce; ``simnet.schedule.kinds``) of
     ``size`` bytes in nccl-tests' convention; ``algorithm`` may be ``"auto"``.
 
-    ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates) or
-    ``"ideal"`` (line rate); ``calibration`` refines ``nccl`` (a profile from ``simnet
+    ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates), ``"rccl"``
+    (RCCL's, on AMD GPUs) or ``"ideal"`` (line rate); None (the default) takes the GPUs'
+    library's; ``calibration`` refines ``nccl`` and ``rccl`` (a profile from ``simnet
     calibrate``, or its path; default: the topology's). ``env`` holds NCCL_ALGO /
     NCCL_PROTO as NCCL reads them (default: the process environment). ``options`` are algorithm options,
     ``reduce_bandwidth`` (B/s) / ``message_overhead`` (s) and ``exact`` (never an upper bound).
@@ -62,12 +63,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     conditions = Conditions.of(topo, faults, stragglers)
     point = Setup(topo, lookup_collective(collective).name, model, env, calibration)
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
-    if calibration is not None and model == "nccl":
+    if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
         result = replace(result, warnings=[Finding("calibration_unused", calibration.source or "", (
-            f"the calibration profile {calibration.source or ''} refines model: nccl only; model: {model} ran "
-            f"without it"))] + result.warnings)
+            f"the calibration profile {calibration.source or ''} refines model: nccl or rccl only; model: "
+            f"{point.model} ran without it"))] + result.warnings)
     if not conditions:
         return result
     healthy = point.simulate(result.algorithm, size, False, None, Conditions(), options)

@@ -139,7 +139,7 @@ def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: f
 
 def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: float | None = None,
               efficiency: float, dtype: str = "bf16", grad_dtype: str = "fp32", gpus: list[str] | None = None,
-              comm_model: str = "nccl", env=None, calibration=None) -> TrainingStep:
+              comm_model: str | None = None, env=None, calibration=None) -> TrainingStep:
     """Simulate the communication of one training step of ``model`` laid out as ``par`` on
     ``topology``'s GPUs (or ``gpus``) and compose the step (see the module docstring).
 
@@ -151,6 +151,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     par = par.resolved(len(gpus), model)
     if gpu_flops is None:
         gpu_flops = GPUS[topology.gpu_model(gpus[0])].bf16_flops
+        if not gpu_flops:
+            raise ValueError(f"gpu_flops: gpu {topology.gpu_model(gpus[0])}'s dense BF16 peak is in no public source "
+                             "simnet cites; give gpu_flops, the dense peak FLOP/s per GPU")
     groups = rank_groups(gpus, par)
     a, g = DTYPE_BYTES[dtype], DTYPE_BYTES[grad_dtype]
     m, b, s, h = par.micro_batches, par.micro_batch_size, model.sequence, model.hidden

@@ -10,6 +10,13 @@ a channel leaves one host and enters the next on the same rail and every NIC sen
 channel and receives one. Trees enter and leave each host through rail c mod R, the chain
 inside the host starting at that rail's GPU.
 
+RCCL on hosts of 8 fully connected AMD GPUs (an xGMI mesh) lays its channels over the
+rings of its Rome models instead (``simnet.tuning.search.mesh_rings``): 7 rings and their 7
+reverses on one host, so that every directed xGMI link carries two of them; across nodes 8
+rings entering through the NIC of their first GPU and leaving through their last's, each
+using every directed link once, reversed on hosts of odd index; trees run down the same
+orders as chains.
+
 Channels that take the same GPUs in every host follow the same routes, so simnet simulates
 one of each, carrying the data of all the NCCL channels it stands for (its ``weight``); on
 one host, or without NICs, all channels are alike and one is simulated.
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simnet.tuning.search import graph, system_of
+from simnet.tuning.search import graph, mesh_rings, system_of
 
 __all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
 
@@ -112,6 +119,9 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
     if channels < 1:
         raise ValueError("channels must be at least 1")
     hosts = host_positions(topology, ranks)
+    rings = mesh_rings(system_of(topology, ranks))
+    if rings is not None:
+        return _mesh_groups(hosts, rings, channels, kind)
     rails, nics = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else ([[] for _ in hosts], 1)
     if min(len(r) for r in rails) == 0:
         return [ChannelGroup(channels, hosts)]
@@ -122,6 +132,19 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
     groups = [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
               for key, weight in layouts.items()]
     return _spread_over_nics(groups, nics) if nics > 1 else groups
+
+
+def _mesh_groups(hosts: list[np.ndarray], rings: list[tuple[int, ...]], channels: int, kind: str) -> list[ChannelGroup]:
+    """RCCL's channels on xGMI mesh hosts: channel c visits each host's GPUs (device order =
+    rank order in the host) in the order of ``rings[c mod len(rings)]``, a ring reversed on
+    hosts of odd index (parseA2a8P: reverse = hostIdx % 2), a tree's chain never."""
+    layouts: dict[tuple, int] = {}
+    for c in range(channels):
+        order = list(rings[c % len(rings)])
+        key = tuple(tuple(members[order[::-1] if kind == "ring" and h % 2 else order].tolist())
+                    for h, members in enumerate(hosts))
+        layouts[key] = layouts.get(key, 0) + 1
+    return [ChannelGroup(weight, [np.array(order, dtype=np.int64) for order in key]) for key, weight in layouts.items()]
 
 
 def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, list[ChannelGroup], np.ndarray]:

@@ -24,6 +24,7 @@ from simnet import units
 from simnet.engine.faults import Fault
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.model.calibration import load_calibration
+from simnet.model.interface import resolve_model
 from simnet.schedule.algorithms.direct import parameter_servers
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
@@ -73,7 +74,7 @@ class ScenarioSpec(Strict):
     description: str = ""
     topology: str | dict[str, Any]
     collective: Literal[tuple(COLLECTIVES)] = "allreduce"  # type: ignore[valid-type]
-    model: Literal["nccl", "ideal"] = "nccl"
+    model: Literal["nccl", "rccl", "ideal"] | None = None  # default: the GPUs' library (rccl on AMD GPUs)
     calibration: str | None = None  # a profile from simnet calibrate, relative to this file
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
@@ -133,7 +134,7 @@ class Scenario:
     description: str = ""
     collective: str = "allreduce"  # see simnet.schedule.kinds
     training: Training | None = None  # a transformer's training step (simnet.run.training)
-    model: str = "nccl"
+    model: str = "nccl"  # nccl, rccl or ideal: resolved against the GPUs (model.interface.resolve_model)
     calibration: str | None = None  # profile path; else the topology's
     workload: Workload | None = None
     sweep: dict[str, list[Any]] | None = None
@@ -238,6 +239,10 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
 
         load_calibration(calibration)  # refuse a bad profile now, with its own file and line
         calibration = str(calibration)
+    try:
+        model = resolve_model(spec.model, topology)
+    except ValueError as exc:
+        raise source.error(("model",), str(exc).removeprefix("model: ")) from None
     faults, stragglers = _conditions(spec, topology, source)
     for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
         if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
@@ -256,9 +261,13 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             field, _, message = str(exc).partition(": ")
             raise source.error(("training", "parallelism", field), message) from None
         _refuse_what_no_step_holds(spec.training, source)
-        if topology.gpu_model(topology.gpus[0]) not in GPUS and spec.training.gpu_flops is None:
+        generation = topology.gpu_model(topology.gpus[0])
+        if generation not in GPUS and spec.training.gpu_flops is None:
             raise source.error(("training",), f"the GPUs name no generation simnet knows (gpu: {' | '.join(GPUS)}): "
                                               "give gpu_flops, the dense peak FLOP/s per GPU")
+        if generation in GPUS and not GPUS[generation].bf16_flops and spec.training.gpu_flops is None:
+            raise source.error(("training",), f"gpu: {generation}: its dense BF16 peak is in no public source simnet "
+                                              "cites; give gpu_flops, the dense peak FLOP/s per GPU")
     if spec.collective != "allreduce":
         for key in ("workload", "jobs"):
             if getattr(spec, key):
@@ -273,7 +282,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     every_algorithm=every,
                     collective=spec.collective, training=spec.training,
                     options=spec.options.model_dump(exclude_none=True), description=spec.description,
-                    model=spec.model, calibration=calibration,
+                    model=model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data, faults=faults, stragglers=stragglers, jobs=jobs)

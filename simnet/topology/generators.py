@@ -68,8 +68,10 @@ ServerName = Literal[SERVER_NAMES]  # type: ignore[valid-type]
 
 
 class _NvSwitchHosts(Strict):
-    """Generators of NVSwitch hosts of one GPU generation: the GPU needs NVLink (with more
-    than one per host), and ``nvls: true`` a GPU that has NVLink SHARP.
+    """Generators of GPU servers of one generation: NVSwitch hosts, whose GPU needs NVLink
+    (with more than one per host), and ``nvls: true`` a GPU that has NVLink SHARP; or, for
+    an AMD GPU (``GPU.amd``), xGMI mesh hosts: every GPU one link to each other GPU of its
+    host, so a host holds at most one GPU more than the GPU has links (8 MI300X).
 
     ``server: <name>`` (``simnet.topology.servers``) fills in what the catalogue knows of
     that product and the parameters leave out (``_from_server``): keys given win."""
@@ -97,12 +99,25 @@ class _NvSwitchHosts(Strict):
         if per_host > 1 and not GPUS[self.gpu].nvlink_links:
             raise ValueError(f"gpu: {self.gpu} has no NVLink, so no NVSwitch joins its GPUs; describe its "
                              "servers with kind: pcie")
+        if GPUS[self.gpu].amd:
+            _check_mesh(self.gpu, per_host, self.mesh_bandwidth_given(), "nvlink_bandwidth")
+            if getattr(self, "gpus_per_tray", None) is not None:
+                raise ValueError(f"gpus_per_tray: the GPUs of a {self.gpu} server are one xGMI mesh, not trays of an "
+                                 "NVLink domain; leave it out")
         if getattr(self, "nvls", None) and not GPUS[self.gpu].nvls:
             raise ValueError(f"nvls: {self.gpu} has no NVLink SHARP (NCCL runs NVLS from H100 on)")
         tray = getattr(self, "gpus_per_tray", None)
         if tray is not None and per_host % tray:
             raise ValueError(f"gpus_per_tray: {tray} does not divide the {per_host} GPUs of a server")
         return self
+
+    def mesh_bandwidth_given(self) -> bool:
+        """Whether the GPUs' fabric bandwidth is written (``nvlink_bandwidth``)."""
+        return getattr(self, "nvlink_bandwidth", None) is not None
+
+    def fabric_links(self, gpus: int) -> int:
+        """Links inside one server of ``gpus`` GPUs: one per pair in an xGMI mesh, else one per GPU to the NVSwitch."""
+        return gpus * (gpus - 1) // 2 if GPUS[self.gpu].amd else gpus * (gpus > 1)
 
 
 class NVSwitchParams(_NvSwitchHosts):
@@ -130,6 +145,19 @@ class NVSwitchParams(_NvSwitchHosts):
         """The server's GPUs; its NICs only when it has one per GPU (this generator's only layout)."""
         keys = {**super()._from_server(server), "gpus": server.gpus}
         return keys if server.nics == server.gpus else {k: keys[k] for k in ("gpu", "gpus", "gpus_per_tray")}
+
+    def mesh_bandwidth_given(self) -> bool:
+        """An NVSwitch server writes its GPUs' bandwidth as ``gpu_bandwidth``."""
+        return self.gpu_bandwidth is not None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_switch_for_a_mesh(cls, data):
+        gpu = data.get("gpu") if isinstance(data, dict) else None
+        if isinstance(gpu, str) and gpu in GPUS and GPUS[gpu].amd:
+            raise ValueError(f"gpu: {gpu} GPUs are a fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh "
+                             "(one host) or leaf_spine / rail_optimized (hosts of a mesh each)")
+        return data
 
     @model_validator(mode="after")
     def _nic_keys_need_nics(self) -> NVSwitchParams:
@@ -226,7 +254,7 @@ class LeafSpineParams(_NvSwitchHosts):
         """(GPUs, nodes + links) this generator will make, at most."""
         hosts = self.racks * self.hosts_per_rack
         nics, gpus = self.host_nics(), self.gpus_per_host
-        per_host = (1 + nics + gpus) + (nics + gpus + max(nics, gpus))  # nodes, then NIC, NVLink and PCIe links
+        per_host = (1 + nics + gpus) + (nics + self.fabric_links(gpus) + max(nics, gpus))  # nodes; NIC, GPU, PCIe links
         spines = self.spines if self.racks > 1 else 0  # one rack: its ToR is the top, no spines
         return hosts * gpus, hosts * per_host + self.racks * (1 + spines) + spines
 
@@ -360,7 +388,7 @@ class RailOptimizedParams(_NvSwitchHosts):
         """(GPUs, nodes + links) this generator will make."""
         servers = self.units * self.nodes_per_unit
         g = self.gpus_per_node
-        per_server = (2 * g + (g > 1)) + (g * (g > 1) + g + g * self.planes)
+        per_server = (2 * g + (g > 1)) + (self.fabric_links(g) + g + g * self.planes)
         spines = self.pods() * self.spines_per_pod()
         cores = self.spines_per_pod() * self.cores_per_group()
         switches = self.leaves() + spines + cores
@@ -404,20 +432,46 @@ class PSStarParams(Strict):
 
 
 class FullMeshParams(Strict):
-    """GPUs with a direct link between every pair (e.g. AMD MI300X Infinity Fabric); the
-    links count as the GPU fabric (link type nvlink)."""
+    """GPUs with a direct link between every pair: an AMD Instinct host's xGMI (Infinity
+    Fabric) mesh, e.g. 8 MI300X, each with one link to each of the other 7; the links
+    count as the GPU fabric (link type nvlink: NVLink or xGMI)."""
 
     kind: Literal["full_mesh"]
     gpus: Count = 8
     gpu: GpuName | None = None  # the GPU generation (NCCL's model takes an unnamed one as an A100)
-    bandwidth: Bandwidth = 64e9  # MI300X: 7 links x 64 GB/s each way, one per peer
+    bandwidth: Bandwidth | None = None  # per link each way; default: an AMD GPU's xGMI link rate, else 64 GB/s
     latency: Latency = 1e-6
     host: Label = "node0"
     prefix: Label = ""
 
+    @model_validator(mode="after")
+    def _links_of_the_gpu(self) -> FullMeshParams:
+        if self.gpu is not None and GPUS[self.gpu].amd:
+            _check_mesh(self.gpu, self.gpus, self.bandwidth is not None, "bandwidth")
+        return self
+
+    def link_bandwidth(self) -> float:
+        """B/s of every link each way: ``bandwidth``, else the AMD GPU's xGMI link (MI300X 64
+        GB/s), else 64 GB/s."""
+        if self.bandwidth is not None:
+            return self.bandwidth
+        return GPUS[self.gpu].nvlink_link_rate if self.gpu is not None and GPUS[self.gpu].amd else 64e9
+
     def footprint(self) -> tuple[int, int]:
         """(GPUs, nodes + links) this generator will make."""
         return self.gpus, self.gpus + self.gpus * (self.gpus - 1) // 2
+
+
+def _check_mesh(gpu: str, per_host: int, bandwidth_given: bool, key: str) -> None:
+    """An xGMI mesh host of ``per_host`` GPUs of generation ``gpu``: one link per pair, so
+    at most links + 1 GPUs; ``key`` must give the bandwidth where AMD's line rate is not public."""
+    links = GPUS[gpu].nvlink_links
+    if per_host > links + 1:
+        raise ValueError(f"a {gpu} has {links} xGMI links, one to each other GPU of its host: at most {links + 1} "
+                         f"GPUs per host, not {per_host}")
+    if per_host > 1 and not GPUS[gpu].nvlink_link_rate and not bandwidth_given:
+        raise ValueError(f"gpu: {gpu}: its xGMI link rate is in no public source simnet cites; give {key} "
+                         f"(RCCL takes {GPUS[gpu].nccl_link_rate / 1e9:g} GB/s per link)")
 
 
 Nodes = list[NodeSpec]
@@ -485,6 +539,7 @@ class _Server:
     net_latency: float | None
     nics_of: Callable[[int], list[int]]  # GPU index in the server -> its NICs' indices
     gpus_per_tray: int | None = None  # a host per compute tray of this many GPUs (NVL72: 4), else one host
+    mesh: bool = False  # an xGMI mesh (AMD): a link of ``nvlink`` B/s each way between every pair, no NVSwitch
 
     def build(self, host: str, nics: list[str], labels: dict) -> tuple[Nodes, Nodes, Links]:
         """(GPU nodes, NIC and NVSwitch nodes, links) of server ``host`` with NICs ``nics``;
@@ -497,7 +552,8 @@ class _Server:
             labels = {**labels, "rack": host}
         nic_host = {j: host_of(g) for g in reversed(range(self.gpus)) for j in self.nics_of(g)}
         nvswitch_id = f"{host}-nvswitch"
-        if self.gpus > 1:
+        switched = self.gpus > 1 and not self.mesh
+        if switched:
             infra.append(_node(nvswitch_id, "switch", nvls=self.nvls, host=switch_host, **labels))
         for j, nic in enumerate(nics):
             infra.append(_node(nic, "nic", transport=self.transport, net_latency=self.net_latency,
@@ -505,16 +561,25 @@ class _Server:
         for g in range(self.gpus):
             gpu = f"{host}-gpu{g}"
             gpus.append(_node(gpu, "gpu", gpu=self.gpu, host=host_of(g), **labels))
-            if self.gpus > 1:
+            if switched:
                 links.append(_link(gpu, nvswitch_id, self.nvlink, self.nvlink_latency, "nvlink"))
+            if self.mesh:
+                links += [_link(f"{host}-gpu{peer}", gpu, self.nvlink, self.nvlink_latency, "nvlink") for peer in range(g)]
             for j in self.nics_of(g):
                 links.append(_link(gpu, nics[j], self.pcie, self.pcie_latency, "pcie"))
         return gpus, infra, links
 
 
 def _server(p: LeafSpineParams | RailOptimizedParams, gpus: int, nics_of: Callable[[int], list[int]]) -> _Server:
-    """The server a fabric generator's parameters describe (GPU generation defaults filled in)."""
+    """The server a fabric generator's parameters describe (GPU generation defaults filled in):
+    an AMD GPU's is an xGMI mesh whose links carry its link rate each, or ``nvlink_bandwidth``
+    (per GPU each way) over its links to the other GPUs."""
     preset = GPUS[p.gpu]
+    if preset.amd:
+        per_link = p.nvlink_bandwidth / max(gpus - 1, 1) if p.nvlink_bandwidth else preset.nvlink_link_rate
+        return _Server(gpus=gpus, gpu=p.gpu, nvlink=per_link, nvlink_latency=p.nvlink_latency, nvls=False,
+                       pcie=p.pcie_bandwidth or pcie_bandwidth(preset.pcie_generation), pcie_latency=p.pcie_latency,
+                       transport=p.transport, net_latency=p.net_latency, nics_of=nics_of, mesh=True)
     return _Server(gpus=gpus, gpu=p.gpu, nvlink=p.nvlink_bandwidth or preset.nvlink_bandwidth,
                    nvlink_latency=p.nvlink_latency, nvls=preset.nvls if p.nvls is None else p.nvls,
                    pcie=p.pcie_bandwidth or pcie_bandwidth(preset.pcie_generation), pcie_latency=p.pcie_latency,
@@ -643,7 +708,7 @@ def full_mesh(p: FullMeshParams) -> tuple[Nodes, Links]:
     """``gpus`` GPUs, one direct full-duplex link between every pair."""
     ids = [f"{p.prefix}gpu{i}" for i in range(p.gpus)]
     nodes = [_node(i, "gpu", host=p.host, gpu=p.gpu) for i in ids]
-    links = [_link(a, b, p.bandwidth, p.latency, "nvlink") for i, a in enumerate(ids) for b in ids[i + 1:]]
+    links = [_link(a, b, p.link_bandwidth(), p.latency, "nvlink") for i, a in enumerate(ids) for b in ids[i + 1:]]
     return nodes, links
 
 

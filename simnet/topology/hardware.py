@@ -3,7 +3,10 @@ and network transports, with the public figures simnet builds on.
 
 Line rates are datasheet figures per direction. Effective rates are what NCCL's own
 topology model (NVIDIA/nccl v2.30.7, ``src/graph/topo.h`` and ``topo.cc``) assumes a
-link delivers; ``model: nccl`` uses them, ``model: ideal`` uses line rates.
+link delivers, or RCCL's for AMD Instinct GPUs (ROCm/rccl, ``src/graph/topo.h``);
+``model: nccl`` and ``model: rccl`` use them, ``model: ideal`` uses line rates. An AMD
+GPU's "NVLink" is its xGMI (Infinity Fabric) links, which RCCL types as NVLink
+(LINK_NVL): the GPUs of an AMD host are a fully connected mesh, one link per pair.
 
 >>> GPUS["h100"].nvlink_bandwidth / 1e9, GPUS["h100"].nvlink_effective / 1e9
 (450.0, 370.8)
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 __all__ = ["GPU", "GPUS", "GPU_NAMES", "LINK_TYPES", "NVLINK", "PCIE", "NET", "TRANSPORTS", "pcie_bandwidth",
            "pcie_effective", "nvlink_efficiency", "PCIE_EFFICIENCY", "NCCL_FALLBACK_NVLINK_EFFICIENCY",
-           "UNNAMED_GPU_CC"]
+           "UNNAMED_GPU_CC", "AMD_GPUS"]
 
 NVLINK, PCIE, NET = 0, 1, 2
 LINK_TYPES = ("nvlink", "pcie", "net")
@@ -30,18 +33,29 @@ Fabric Adapter, and NCCL's socket (TCP) transport."""
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU generation: NVLink links and rates, compute capability, host interface."""
+    """One GPU generation: NVLink (or xGMI) links and rates, compute capability, host interface.
+
+    ``nvlink_link_rate`` is 0 where no public source simnet cites gives the line rate (the
+    generators then ask for it); ``bf16_flops`` is 0 where none gives the dense peak (a
+    training step then asks for ``gpu_flops``). ``gcn_arch`` is an AMD GPU's LLVM target
+    (gfx942, gfx950), which selects RCCL's tables; None for NVIDIA."""
 
     name: str
     compute_capability: int
     nvlink_links: int
-    nvlink_link_rate: float  # B/s per link per direction (line rate)
-    nccl_link_rate: float  # B/s per link NCCL's topology model assumes (topo.h SMxx_NVLINK_BW)
+    nvlink_link_rate: float  # B/s per link per direction (line rate); 0: not public here
+    nccl_link_rate: float  # B/s per link NCCL's (RCCL's) topology model assumes (topo.h SMxx_NVLINK_BW, *_XGMI_WIDTH)
     pcie_generation: int
     nvls: bool  # NVLink SHARP in the NVSwitch: NCCL requires SM90+ (search.cc, nvls.cc)
     source: str
-    bf16_flops: float = 0.0  # dense BF16 tensor-core peak, FLOP/s (datasheet; sparsity figures halved)
+    bf16_flops: float = 0.0  # dense BF16 tensor-core peak, FLOP/s (datasheet; sparsity figures halved); 0: not public here
     host_cpu: str = "intel"  # the host's CPU as NCCL's model classes it: intel, amd (x86) or arm (Grace)
+    gcn_arch: str | None = None  # an AMD GPU's LLVM target (gfx942, gfx950): RCCL runs on it, its GPUs form a mesh
+
+    @property
+    def amd(self) -> bool:
+        """An AMD Instinct GPU: RCCL is its collective library, its host a fully connected xGMI mesh."""
+        return self.gcn_arch is not None
 
     @property
     def nvlink_bandwidth(self) -> float:
@@ -55,8 +69,9 @@ class GPU:
 
     @property
     def nvlink_efficiency(self) -> float:
-        """NCCL's per-link figure over the line rate (0 for a GPU without NVLink)."""
-        return self.nccl_link_rate / self.nvlink_link_rate if self.nvlink_links else 0.0
+        """NCCL's (RCCL's) per-link figure over the line rate (0 for a GPU without NVLink or
+        whose line rate is not public)."""
+        return self.nccl_link_rate / self.nvlink_link_rate if self.nvlink_links and self.nvlink_link_rate else 0.0
 
 
 GPUS: dict[str, GPU] = {
@@ -99,8 +114,40 @@ GPUS: dict[str, GPU] = {
                 "NVIDIA V100 SXM2 datasheet: NVLink 2, 6 links, 300 GB/s bidirectional (25 GB/s per link each way); "
                 "PCIe Gen3. NCCL topo.h SM70_NVLINK_BW 20.0 GB/s per link; 125 TFLOP/s FP16 tensor (no BF16: "
                 "simnet uses the FP16 figure)", 125e12),
+    # ------------------------------------------------------------------ AMD Instinct (xGMI mesh, RCCL)
+    # ROCM-ARCH = ROCm/ROCm@e396b489 docs/conceptual/gpu-arch/mi300.md; ROCM-SPECS = its
+    # docs/reference/gpu-arch-specs.rst (and rocm.docs.amd.com 7.13.0-preview gpu-specs for MI355X);
+    # RCCL-HWDOC = ROCm/rocm-systems projects/rccl/docs/conceptual/hardware-specific-optimizations.rst;
+    # MLC-5.1 = mlcommons/training_results_v5.1@4da2d1cd AMD/systems/*.json (AMD's submissions)
+    "mi300x": GPU("mi300x", 0, 7, 64e9, 48e9, 5, False,
+                  "ROCM-ARCH l.124-125: 'seven high-bandwidth, low-latency AMD Infinity Fabric links ... to form a "
+                  "fully connected 8-GPU system'; l.123-124: PCIe Gen 5 x16 to the host; l.79-81: Matrix BF16 "
+                  "1307.4 peak TFLOPS (per-CU rate x CUs, no sparsity: dense); ROCM-SPECS: gfx942. RCCL-HWDOC: "
+                  "'Each link operates at a raw bandwidth of 64 GB/s, with approximately 46-48 GB/s of effective "
+                  "bandwidth' (direction not stated; taken per direction, as its '7 x 46 GB/s = 322 GB/s' is what a "
+                  "ring's busbw measures). RCCL 2.21.5 (ROCm/rccl@0cbce2a) src/graph/topo.h:33 GFX94X_XGMI_WIDTH "
+                  "48.0 GB/s per link; host: 'AMD EPYC processors in a dual-socket configuration' (ROCM-ARCH l.122)",
+                  1307.4e12, "amd", "gfx942"),
+    "mi325x": GPU("mi325x", 0, 7, 0.0, 48e9, 5, False,
+                  "ROCM-SPECS: gfx942, 304 CUs (as MI300X); MLC-5.1 MI325X_EPYC_9575F_pytorch_llama2_70b.json: 8 "
+                  "per node on 'XGMI', 'PCIe Gen 5 x16', host 'AMD EPYC 9575F'. 7 xGMI links: RCCL matches every "
+                  "8-GPU gfx942 host against its Rome models of 8 GPUs with nLinks 7, all-to-all (RCCL 2.21.5 "
+                  "src/graph/rome_models.cc:549 rome_model_79, :575 rome_model_81); RCCL's figure GFX94X_XGMI_WIDTH "
+                  "48.0 GB/s (topo.h:33). AMD's per-link line rate and dense BF16 peak for MI325X were not in a "
+                  "source simnet cites: give nvlink_bandwidth (bandwidth on full_mesh) and training.gpu_flops",
+                  0.0, "amd", "gfx942"),
+    "mi355x": GPU("mi355x", 0, 7, 0.0, 48e9, 5, False,
+                  "ROCM-SPECS: gfx950, 256 CUs; RCCL-HWDOC: 'MI350 nodes (gfx950) use the same fully connected xGMI "
+                  "mesh topology as MI300X but with updated link speeds' (8 GPUs, 7 links each; the speed not "
+                  "stated); RCCL 2.30.3 (ROCm/rocm-systems@03a89144 projects/rccl/src/graph/topo.h) "
+                  "GFX95X_XGMI_WIDTH 48.0 GB/s per link; MLC-5.1 MI355X_EPYC_9575F_pytorch.json: 'PCIe Gen 5 x16', "
+                  "host 'AMD EPYC 9575F'. AMD's per-link line rate and dense BF16 peak were not in a source simnet "
+                  "cites: give nvlink_bandwidth (bandwidth on full_mesh) and training.gpu_flops",
+                  0.0, "amd", "gfx950"),
 }
 GPU_NAMES = tuple(GPUS)
+AMD_GPUS = tuple(name for name, gpu in GPUS.items() if gpu.amd)
+"""The AMD Instinct generations: RCCL runs on them (``model: rccl``)."""
 
 UNNAMED_GPU_CC = 80
 """The compute capability simnet's NCCL model takes for a GPU that names no generation
@@ -112,8 +159,11 @@ ncclTopoNVLinkBw default); against NVLink 3's 25 GB/s line rate that is 0.8."""
 
 
 def nvlink_efficiency(gpu: str | None) -> float:
-    """Effective / line rate of NVLink for a GPU generation (NCCL's assumption)."""
-    return GPUS[gpu].nvlink_efficiency if gpu in GPUS and GPUS[gpu].nvlink_links else NCCL_FALLBACK_NVLINK_EFFICIENCY
+    """Effective / line rate of NVLink for a GPU generation (NCCL's assumption); 0 for a
+    generation whose line rate is not public (``GPU.nvlink_link_rate`` 0: see ``rates``)."""
+    if gpu in GPUS and GPUS[gpu].nvlink_links:
+        return GPUS[gpu].nvlink_efficiency
+    return NCCL_FALLBACK_NVLINK_EFFICIENCY
 
 
 _PCIE_GT = {3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}

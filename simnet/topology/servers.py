@@ -12,7 +12,11 @@ KIT = aws/karpenter-provider-aws@692ccdd0:website/content/en/docs/reference/inst
 mlcommons/training_results NVIDIA/systems/*.json (NVIDIA's system descriptions);
 OCI-SHAPES = docs.oracle.com Compute shapes, Bare Metal GPU shapes table; OCI-NCCL =
 oracle-quickstart/oci-hpc@b5285a68:playbooks/roles/nccl-conf/templates (the NCCL settings
-OCI's HPC stack writes per shape).
+OCI's HPC stack writes per shape). AMD Instinct servers: ROCM-ARCH =
+ROCm/ROCm@e396b489:docs/conceptual/gpu-arch/mi300.md; AMD-NICS =
+rocm.docs.amd.com/projects/ai-ecosystem/en/latest/inference/distributed/sglang-mori-recipe.html
+(AMD's cluster recipe); OCI-AMD = oracle-quickstart/oci-gpu-quickstarts@6a0abdc:amd/;
+OCI-RCCL = oracle-quickstart/oci-hpc-oke@61d210a:docs/recommended-nccl-rccl-parameters-by-shape.md.
 
 >>> SERVERS["p5.48xlarge"].nics, SERVERS["p5.48xlarge"].nic_bandwidth
 (8, '400 Gb/s')
@@ -31,7 +35,9 @@ class Server:
     multi-node NVLink rack), ``nics`` GPU-fabric NICs per server of ``nic_bandwidth`` each
     (a quantity with its unit) as NCCL sees them, speaking ``transport``, with the latency
     the network plugin reports (``net_latency``, none for NCCL's own IB transport, which
-    reports 0); ``hardware`` says what is physically there; ``sources`` cite each fact."""
+    reports 0); ``hardware`` says what is physically there; ``sources`` cite each fact;
+    ``plugin`` is the network plugin the collective library loads for those NICs, as its
+    vendor names it (None: the library's own IB verbs transport)."""
 
     name: str
     vendor: str
@@ -45,6 +51,7 @@ class Server:
     sources: tuple[str, ...]
     net_latency: str | None = None
     gpus_per_tray: int | None = None
+    plugin: str | None = None
 
 
 def _aws(name, product, gpu, nics, bandwidth, hardware, latency, fusion):
@@ -56,6 +63,8 @@ def _aws(name, product, gpu, nics, bandwidth, hardware, latency, fusion):
 _GROUPED = ("PLAT: the RDMA protocol groups the EFA NICs nearest each GPU into one NCCL device whose speed is "
             "one NIC's times the group (aws-ofi-nccl@fa8d6886 src/nccl_ofi_rdma.cpp:410-413)")
 _OWN_IB = "NCCL's IB transport reports no latency (NVIDIA/nccl src/transport/net_ib/init.cc: props->latency = 0)"
+_RCCL_IB = ("RCCL's IB verbs transport is NCCL's and reports no latency (ROCm/rccl@0cbce2a "
+            "src/transport/net_ib.cc:695: props->latency = 0)")
 
 SERVERS: dict[str, Server] = {s.name: s for s in (
     # ------------------------------------------------------------------ NVIDIA
@@ -136,5 +145,43 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
     Server("BM.GPU.B200.8", "OCI", "OCI BM.GPU.B200.8", "b200", 8, 8, "400 Gb/s", "roce",
            "8 x 400 Gb/s RDMA (RoCE v2)", ("OCI-SHAPES: BM.GPU.B200.8, '8 x 400 Gbps' RDMA",
                                             "oracle-quickstart/oci-hpc@90e8205e nccl-conf/templates/b200: 8 HCAs")),
+    # ------------------------------------------------------------------ AMD Instinct (RCCL)
+    Server("amd-mi300x-platform", "AMD", "AMD Instinct MI300X platform (8 OAM)", "mi300x", 8, 8, "400 Gb/s", "roce",
+           "8 MI300X OAM, fully connected over xGMI, on PCIe Gen5 x16 to dual AMD EPYC hosts; 8 x 400 Gb/s RDMA "
+           "NICs, one per GPU (AMD Pensando Pollara 400, ConnectX-7 or Broadcom Thor 2)", (
+               "ROCM-ARCH l.119-125: '8 fully interconnected MI300X OAM modules', seven Infinity Fabric links each, "
+               "PCIe Gen 5 x16, 'AMD EPYC processors in a dual-socket configuration'",
+               "AMD-NICS: '8x RDMA-capable NICs per node (AMD Pensando Pollara 400, NVIDIA Mellanox ConnectX-7, or "
+               "Broadcom Thor 2), providing a dedicated 1:1 mapping between GPUs and network interfaces'", _RCCL_IB),
+           plugin="none for ConnectX-7 and Thor 2 (RCCL's IB verbs); AMD's ANP (librccl-anp.so) for Pollara 400"),
+    Server("Standard_ND96isr_MI300X_v5", "Azure", "Azure ND MI300X v5", "mi300x", 8, 8, "400 Gb/s", "ib",
+           "8 x 400 Gb/s NVIDIA Quantum-2 ConnectX-7 InfiniBand, one per GPU, GPUDirect RDMA; 4th Gen Intel Xeon "
+           "host (simnet's RCCL model takes the AMD platform's EPYC: docs/model.md)", (
+               "MicrosoftDocs/azure-docs@5204bbc0 articles/virtual-machines/sizes/gpu-accelerated/includes/"
+               "nd-mi300x-v5-series-summary.md: 8 MI300X, 'dedicated, topology-agnostic 400 Gb/s NVIDIA Quantum-2 "
+               "CX7 InfiniBand connection' per GPU, '3.2Tb/s of interconnect bandwidth per VM'",
+               "MicrosoftDocs/azure-docs@0f100e6b nd-mi300x-v5-series.md: 'Infiniband: Supported, GPUDirect RDMA, "
+               "8x400 Gigabit NDR', 96 4th Gen Intel Xeon cores", _RCCL_IB)),
+    Server("BM.GPU.MI300X.8", "OCI", "OCI BM.GPU.MI300X.8", "mi300x", 8, 8, "400 Gb/s", "roce",
+           "8 x 400 Gb/s RDMA (RoCE) ConnectX-7 (mlx5), one per GPU; 2 x Intel Xeon Platinum 8480+ host "
+           "(simnet's RCCL model takes the AMD platform's EPYC: docs/model.md)", (
+               "OCI-AMD MI300X/README-MI300X.md:34: 8 MI300X 192 GB, '8 x 1 x 400 Gb/s = 3.2 Tb/s' RDMA (RoCE), "
+               "2 x Intel Xeon Platinum 8480+",
+               "OCI-RCCL:192-206: NCCL_IB_HCA==mlx5_0,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_7,mlx5_8,mlx5_9 (8 HCAs), "
+               "NCCL_NET_PLUGIN=none", _RCCL_IB), plugin="none (NCCL_NET_PLUGIN=none: RCCL's IB verbs)"),
+    Server("BM.GPU.MI355X-v0.8", "OCI", "OCI BM.GPU.MI355X-v0.8 (MI355X-Pollara)", "mi355x", 8, 8, "400 Gb/s", "roce",
+           "8 x AMD Pensando Pollara 400 AI NIC (ionic), 8 x 400 Gb/s Ethernet RoCE, one per GPU; 2 x AMD EPYC "
+           "9575F", (
+               "OCI-AMD MI355X/README-MI355X-Pollara.md:44: 'AMD Pensando Pollara 400 AI NIC, 8x400Gb/s Ethernet = "
+               "3.2 Tb/s'; :11 RoCE/RDMA; MI355X/README-MI355X.md:38: 288 GB MI355X, AMD EPYC 9575F (x2)",
+               "OCI-RCCL:211-229: NCCL_NET_PLUGIN=librccl-anp.so (AMD's ANP plugin for the Pollara AI NIC, "
+               "README-MI355X-Pollara.md:61), NCCL_IB_HCA==ionic_0..ionic_9 (8 HCAs)",
+               "the ANP plugin's reported latency was not read: taken as none (RoCE's)"),
+           plugin="librccl-anp.so (AMD ANP)"),
+    Server("BM.GPU.MI355X-v1.8", "OCI", "OCI BM.GPU.MI355X-v1.8", "mi355x", 8, 8, "400 Gb/s", "roce",
+           "8 x 400 Gb/s Mellanox ConnectX-7 RoCE, one per GPU; 2 x AMD EPYC 9575F (Turin)", (
+               "OCI-AMD MI355X/README-MI355X.md:39: 'Mellanox ConnectX-7, 8 1x400Gb/s=3.2 Tb/s', 2 x AMD TURIN 9575F",
+               "OCI-RCCL:232-243: NCCL_IB_HCA==mlx5_0..mlx5_7 (8 HCAs)", _RCCL_IB),
+           plugin="none (RCCL's IB verbs)"),
 )}
 SERVER_NAMES = tuple(SERVERS)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from simnet.tuning import rccl
 from simnet.tuning.predict import algorithm_bandwidth, sized_bandwidth
 from simnet.tuning.search import System, comm_channels, graph
 from simnet.tuning.tables import (
     COLLNET_THREAD_THRESHOLD,
+    MAX_CHANNELS,
     MAX_THREADS,
     MAX_THREADS_ANY,
     MIN_TRAFFIC_PER_CHANNEL,
@@ -19,7 +21,21 @@ from simnet.tuning.tables import (
     THREAD_THRESHOLD,
 )
 
-__all__ = ["nvls_channels", "pipeline_step", "pipeline_stages", "collective_channels", "network_wait", "chunk_size"]
+__all__ = ["nvls_channels", "pipeline_step", "pipeline_stages", "collective_channels", "network_wait", "chunk_size",
+           "opened_channels"]
+
+
+def opened_channels(system: System) -> int | None:
+    """The channels NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS open instead of the
+    communicator's own, or None when neither is set: at most the maximum, at least the
+    minimum (copyChannels), within MAXCHANNELS (connect.cc ncclTopoPostset, A connect.cc:706-707)."""
+    if not (system.min_channels or system.max_channels):
+        return None
+    channels = comm_channels(system)
+    if system.max_channels:
+        channels = min(channels, system.max_channels)
+    limit = rccl.MAX_CHANNELS if system.library == "rccl" else MAX_CHANNELS
+    return max(1, min(limit, max(channels, system.min_channels)))
 
 
 def _nvls_tuning(system: System) -> tuple[int, int, int]:
@@ -117,6 +133,12 @@ def collective_channels(system: System, algorithm: str, protocol: str, nbytes: i
             switch //= 2
     elif algorithm == "PAT":
         channels = comm
+    elif system.library == "rccl":  # A enqueue.cc:1677-1686: channels drop, threads stay ("do not reduce threads")
+        threshold = rccl.THREAD_THRESHOLD[protocol] * (system.ranks if algorithm == "Ring" and protocol == "LL" else 1)
+        channels = comm
+        while nbytes < channels * rccl.MAX_THREADS[protocol] * threshold and channels >= 2:
+            channels -= 1
+        return channels, 1.0  # RCCL 2.21.5 has no minimum traffic per channel (scheduleCollTasksToPlan)
     else:
         if algorithm == "CollNetChain":
             threads, threshold = MAX_THREADS_ANY, COLLNET_THREAD_THRESHOLD
@@ -154,9 +176,10 @@ def network_wait(system: System, algorithm: str, protocol: str, nbytes: int, fun
         return 1.0
     running, threads = collective_channels(system, algorithm, protocol, nbytes, function)
     comm = comm_channels(system)
-    here = sized_bandwidth(system, algorithm, protocol, nbytes, function, running / comm * threads) / running
+    here = sized_bandwidth(system, algorithm, protocol, nbytes, function, running / comm * threads, ceiling=True)
+    here /= running
     one = replace(system, ranks=max(1, round(system.ppn)), nodes=1)
-    alone = algorithm_bandwidth(one, algorithm, protocol, function) / comm_channels(one)
+    alone = algorithm_bandwidth(one, algorithm, protocol, function, ceiling=True) / comm_channels(one)
     return min(1.0, here / alone) if alone > 0 else 1.0
 
 
@@ -168,10 +191,13 @@ def _nvls_one_node(system: System, algorithm: str, function: str) -> bool:
 def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> int:
     """NCCL's pipeline chunk for one ``function`` (AllReduce unless named), bytes per channel
     (enqueue.cc calcCollChunking, init.cc:810-826, collectives.h:19-34): Simple moves 4 MiB
-    / 8 = 512 KiB steps, Ring's in 1 MiB slices of its 2 MiB chunks; LL carries 8 of every
-    16 bytes of its 64 KiB steps (32 KiB); LL128 15 of every 16 lines of its 600 KiB steps,
+    / 8 = 512 KiB steps, Ring's in 1 MiB slices of its 2 MiB chunks (RCCL's too); LL carries
+    8 of every 16 bytes of its 64 KiB steps (32 KiB; RCCL's steps are 32 KiB, ``rccl.LL_CHUNK``);
+    LL128 15 of every 16 lines of its 600 KiB steps (RCCL 7 of 8 words of 56 KiB),
     smaller for trees of small messages; NVLS 128 KiB, halved down to 16 KiB, and NVLSTree
-    down to 32 KiB, as the message gets small against channels x heads x chunk."""
+    down to 32 KiB, as the message gets small against channels x heads x chunk; RCCL's Tree
+    on Simple halves its 512 KiB down to 32 KiB while the channel has fewer steps than the
+    tree is deep (8, 4 and 1 times)."""
     ppn = max(1, round(system.ppn))
     # NCCL chunks each channel's own bytes (enqueue.cc:717-736): the channels the collective runs on
     channels = collective_channels(system, algorithm, protocol, nbytes, function)[0]
@@ -190,11 +216,12 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
             if nbytes < factor * ops * chunk and chunk > smaller:
                 chunk = smaller
         return chunk
+    amd = system.library == "rccl"
     if protocol == "LL":
-        return 32 * 1024
+        return rccl.LL_CHUNK if amd else 32 * 1024
     if protocol == "LL128":
-        chunk = 614400 // 16 * 15
-        if algorithm == "Tree":
+        chunk = rccl.LL128_CHUNK if amd else 614400 // 16 * 15
+        if algorithm == "Tree":  # the same halving in RCCL (A enqueue.cc:1899-1904)
             steps = 1 + int(math.log2(system.nodes)) + 0.1 * system.ppn
             while nbytes // (channels * chunk) < steps * 64 / ppn and chunk > 131072:
                 chunk //= 2
@@ -203,4 +230,10 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
         return chunk
     if function in ("Broadcast", "Reduce"):  # BROADCAST/REDUCE_CHUNKSTEPS = 1 step of 512 KiB (collectives.h:27-34)
         return 512 * 1024
+    if amd and algorithm == "Tree":  # RCCL halves a tree's step for a deep tree (A enqueue.cc:1853-1858, connect.cc:292)
+        depth, chunk = ppn - 1 + int(math.log2(system.nodes)), 512 * 1024
+        for steps, smallest in ((8, 131072), (4, 65536), (1, 32768)):
+            while nbytes // (channels * chunk) < depth * steps and chunk > smallest:
+                chunk //= 2
+        return chunk
     return 1024 * 1024 if algorithm == "Ring" else 512 * 1024

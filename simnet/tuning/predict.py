@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 
 from simnet.topology.hardware import NET, NVLINK
+from simnet.tuning import rccl
 from simnet.tuning.search import System, comm_channels, graph
 from simnet.tuning.tables import (
     ALGORITHMS,
@@ -46,7 +47,18 @@ from simnet.tuning.tables import (
 )
 
 __all__ = ["Choice", "bus_bandwidth", "algorithm_bandwidth", "sized_bandwidth", "latency", "step_latencies",
-           "same_channels", "plateau", "predict", "enabled", "pick", "unavailable", "parse_nccl_list"]
+           "same_channels", "plateau", "predict", "enabled", "pick", "unavailable", "parse_nccl_list",
+           "hw_latency", "base_latency", "rccl_protocol"]
+
+
+def hw_latency(system: System) -> dict:
+    """Per-step latencies by link class, algorithm and protocol (us): NCCL's, or RCCL's tuning model."""
+    return rccl.tuning(system.arch).hw_latency if system.library == "rccl" else HW_LATENCY
+
+
+def base_latency(system: System) -> dict:
+    """Base latency by algorithm and protocol (us): NCCL's, or RCCL's."""
+    return rccl.BASE_LATENCY if system.library == "rccl" else BASE_LATENCY
 
 
 # ---------------------------------------------------------------- enabled
@@ -56,6 +68,14 @@ def enabled(system: System, algorithm: str, protocol: str, function: str = "AllR
     (tuning.cc:293-305, 345-365, 440-541; enqueue.cc:1989-2026)."""
     if algorithm not in FUNCTION_ALGORITHMS[function]:
         return False
+    if system.library == "rccl":
+        if algorithm not in ("Tree", "Ring"):
+            return False  # no NVSwitch (NVLS), no CollNet plugin, PAT off (B: NCCL_PAT_ENABLE 0)
+        if algorithm == "Tree" and protocol == "Simple" and system.nodes == 1:
+            return False  # tuning.cc:365 (A, gfx94; B gfx942 and gfx950): no Tree/Simple on one node
+        if protocol == "LL128":  # A tuning.cc:509-514, enqueue.cc:1598: all GPUs xGMI-connected
+            return (rccl.tuning(system.arch).ll128 or system.ll128_forced) and system.mesh
+        return True
     if algorithm in ("NVLS", "NVLSTree", "CollNetDirect", "CollNetChain", "PAT") and protocol != "Simple":
         return False
     if algorithm == "PAT":  # ncclPatEnable: SM60+, one GPU per node (tuning.cc:216-223)
@@ -76,15 +96,28 @@ def enabled(system: System, algorithm: str, protocol: str, function: str = "AllR
 
 # ---------------------------------------------------------------- bandwidth
 def bus_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce",
-                  share: float = 1.0) -> float:
+                  share: float = 1.0, ceiling: bool = False) -> float:
     """NCCL's bus bandwidth for (algorithm, protocol) of ``function``, GB/s; 0 when
     unavailable (tuning.cc:305-382). ``share``: of the channels' capacity in use (fewer
     channels or threads, ``collective_channels``): it scales every per-channel term, not
-    the whole-GPU cap of LL (llMaxBw)."""
+    the whole-GPU cap of LL (llMaxBw).
+
+    RCCL's (A tuning.cc:365-381): channels x bw (bwIntra up to 2 nodes, else bwInter),
+    times its tuning model's bwRatio and, for a one-node Ring/LL Broadcast or Reduce, 1.65.
+    ``ceiling``: the rate the simulation holds a connection to; for RCCL that leaves out
+    bwRatio, a weight that steers its pick (0.08 for LL, 0.11 for a 2-node Tree/Simple), not
+    a rate (NCCL's figures are the same either way)."""
     if not enabled(system, algorithm, protocol, function):
         return 0.0
     g = graph(system, algorithm)
     channels = g.channels * share  # of the search's channels, in capacity
+    if system.library == "rccl":
+        bus = channels * (g.bw_intra if system.nodes <= 2 else g.bw_inter)
+        if ceiling:
+            return bus
+        ratio = rccl.tuning(system.arch).bw_ratio[0 if system.nodes <= 2 else 1][algorithm][PROTOCOLS.index(protocol)]
+        single_node_ll = algorithm == "Ring" and protocol == "LL" and system.nodes == 1
+        return bus * ratio * (1.65 if single_node_ll and function in ("Broadcast", "Reduce") else 1.0)
     arch, column, nodes, ppn = arch_index(system.cc), node_column(system.nodes), system.nodes, system.ppn
     collnet = algorithm in ("CollNetDirect", "CollNetChain")
     bw = g.bw_intra if (nodes <= 2 or collnet) else g.bw_inter
@@ -128,11 +161,12 @@ def _steps(function: str, n: int) -> int:
 
 
 def algorithm_bandwidth(system: System, algorithm: str, protocol: str, function: str = "AllReduce",
-                        share: float = 1.0) -> float:
+                        share: float = 1.0, ceiling: bool = False) -> float:
     """NCCL's algorithm bandwidth (bytes of the buffer per second / 1e9): busBw times
     n/nsteps for Ring and NVLS* (n/(2(n-1)) for AllReduce), 1/2 otherwise, and busBw itself
-    for ReduceScatter and AllGather on anything but Ring (tuning.cc:377-382)."""
-    bus = bus_bandwidth(system, algorithm, protocol, function, share)
+    for ReduceScatter and AllGather on anything but Ring (tuning.cc:377-382; RCCL's the
+    same, A tuning.cc:416-423). ``ceiling``: see ``bus_bandwidth``."""
+    bus = bus_bandwidth(system, algorithm, protocol, function, share, ceiling)
     n = system.ranks
     if algorithm != "Ring" and function in ("ReduceScatter", "AllGather"):
         return bus
@@ -144,11 +178,14 @@ def algorithm_bandwidth(system: System, algorithm: str, protocol: str, function:
 def step_latencies(system: System, algorithm: str, protocol: str) -> tuple[float, float]:
     """(intra-node, inter-node) latency of one step, us (tuning.cc:383-392): the hardware
     latency of the link class, plus the plugin's reported latency on the network (twice
-    for Simple); with one GPU per node the network step uses Tree's figure."""
+    for Simple); with one GPU per node the network step uses Tree's figure (RCCL 2.21.5:
+    the algorithm's own, tuning.cc:431)."""
     p = PROTOCOLS.index(protocol)
-    intra = HW_LATENCY[system.intra_hw][algorithm][p]
-    net_row = "Tree" if system.ppn == 1 else algorithm
-    inter = HW_LATENCY[NET][net_row][p] + system.net_latency * (2 if protocol == "Simple" else 1)
+    table = hw_latency(system)
+    intra = table[system.intra_hw][algorithm][p]
+    tree_row = system.library != "rccl" or rccl.tuning(system.arch).one_gpu_nodes_tree_latency
+    net_row = "Tree" if system.ppn == 1 and tree_row else algorithm
+    inter = table[NET][net_row][p] + system.net_latency * (2 if protocol == "Simple" else 1)
     return intra, inter
 
 
@@ -163,23 +200,24 @@ def latency(system: System, algorithm: str, protocol: str, function: str = "AllR
     """NCCL's latency of one ``function``, us, before the size-dependent plateau (tuning.cc:383-435)."""
     p = PROTOCOLS.index(protocol)
     n, nodes = system.ranks, system.nodes
-    base = BASE_LATENCY[algorithm][p]
+    base = base_latency(system)[algorithm][p]
     intra, inter = step_latencies(system, algorithm, protocol)
     ppn_int = n // nodes
     log_nodes = int(math.log2(nodes)) if nodes > 0 else 0
     steps = _steps(function, n)
     if algorithm == "Ring" and function in ("Broadcast", "Reduce"):
         hw = system.intra_hw if nodes == 1 else NET
-        lat = HW_LATENCY[hw]["Ring"][p]
+        lat = hw_latency(system)[hw]["Ring"][p]
         if same_channels(system):
             return base + lat
         if protocol == "Simple":  # "some chunk latency, waiting for proper chunk modeling"
-            lat = HW_LATENCY[hw]["Tree"][p]
+            lat = hw_latency(system)[hw]["Tree"][p]
         return base + steps * lat
     if algorithm == "Ring":
         overhead = NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1) if nodes > 1 else 0.0
         intra = max(intra, overhead)
-        inter_steps = (2 * (nodes - 1) if function == "AllReduce" else nodes - 1) if nodes > 1 else 0
+        every = system.library == "rccl" and rccl.tuning(system.arch).inter_steps_every_node
+        inter_steps = (2 * (nodes - (0 if every else 1)) if function == "AllReduce" else nodes - 1) if nodes > 1 else 0
         return base + (steps - inter_steps) * intra + inter_steps * inter
     if algorithm == "PAT":
         return base + log_nodes * (inter / 3.5) + n * 2.8
@@ -195,12 +233,24 @@ def latency(system: System, algorithm: str, protocol: str, function: str = "AllR
 
 
 def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
-                    share: float = 1.0) -> float:
+                    share: float = 1.0, ceiling: bool = False) -> float:
     """The algorithm bandwidth NCCL's model uses for ``nbytes`` (GB/s): an AllReduce Tree's
     is corrected by size (treeCorrectionFactor, below 512 MiB), and so is NVLSTree's on
     Blackwell with an x86 host, below 1 GiB (tuning.cc:635-646 in v2.30.7); a GB200's or
-    GB300's Grace (Arm) host (``System.cpu``) does not take it."""
-    bw = algorithm_bandwidth(system, algorithm, protocol, function, share)
+    GB300's Grace (Arm) host (``System.cpu``) does not take it.
+
+    RCCL corrects every Tree, and a Ring across nodes, by its tuning model's factors at
+    log2(bytes/64), the last one from 2^26 up (A tuning.cc:648-660); they steer its pick
+    (down to 0.1), so with ``ceiling`` (the simulation's rate) they are left out."""
+    bw = algorithm_bandwidth(system, algorithm, protocol, function, share, ceiling)
+    if system.library == "rccl":
+        if ceiling:
+            return bw
+        tune, p = rccl.tuning(system.arch), PROTOCOLS.index(protocol)
+        index = min((nbytes >> 6).bit_length() - 1 if nbytes >> 6 else 0, 26)  # log2i, 0 for 0
+        if algorithm == "Tree":
+            return bw * tune.tree_correction[p][index]
+        return bw * (tune.ring_correction[p][index] if system.nodes > 1 else 1.0)
     log_size = int(math.log2(nbytes >> 6)) if nbytes >> 6 else -1
     corrected = (algorithm == "Tree" and log_size < 23) or (
         algorithm == "NVLSTree" and log_size < 24 and system.cc >= 100 and system.cpu in ("intel", "amd"))
@@ -211,8 +261,9 @@ def sized_bandwidth(system: System, algorithm: str, protocol: str, nbytes: int, 
 
 def plateau(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> float:
     """The factor on a multi-node Ring/Simple AllReduce's latency once each rank's share of a
-    channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:647-649)."""
-    if algorithm == "Ring" and protocol == "Simple" and system.nodes > 1 and function == "AllReduce":
+    channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:647-649);
+    RCCL has none (compiled out on AMD, A tuning.cc:661-668)."""
+    if system.library != "rccl" and algorithm == "Ring" and protocol == "Simple" and system.nodes > 1 and function == "AllReduce":
         if nbytes // (comm_channels(system) * system.ranks) >= 64:
             return RING_PLATEAU if system.cc >= 80 else RING_PLATEAU_BEFORE_SM80
     return 1.0
@@ -330,6 +381,34 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
         raise ValueError(f"NCCL_ALGO={nccl_algo or ''} NCCL_PROTO={nccl_proto or ''} leave nothing NCCL could run "
                          f"here{': ' + reasons if reasons else ''}")
     (algorithm, protocol), time = min(table.items(), key=lambda item: item[1])
+    if system.library == "rccl" and not (nccl_proto or "").strip():
+        protocol = rccl_protocol(system, algorithm, protocol, nbytes, function)
+        time = table.get((algorithm, protocol), time)
     return Choice(algorithm, protocol, time, table)
+
+
+def rccl_protocol(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce") -> str:
+    """The protocol RCCL 2.30.3 (B, gfx950) runs after its pick of ``protocol``, unless
+    NCCL_PROTO is set (rccl_wrap.cc@006a440c ``rcclUpdateCollectiveProtocol``): on one node
+    LL for an AllGather or ReduceScatter up to a size per rank; across nodes Simple, or LL
+    or LL128 within its tuning model's ranges of bytes per rank (LL128's top x3.8 for an
+    AllReduce over more than 2 nodes), as far as ``algorithm`` runs that protocol here.
+    RCCL 2.21.5 (A, gfx942) keeps its pick."""
+    tune = rccl.tuning(system.arch)
+    per_rank = nbytes if function == "AllReduce" else nbytes // max(system.ranks, 1)  # rcclGetSizePerRank
+    chosen = protocol
+    if system.nodes == 1:
+        limit = (tune.single_node_ll or {}).get(function)
+        chosen = "LL" if limit is not None and per_rank <= limit else protocol
+    elif tune.protocol_ranges is not None and function in tune.protocol_ranges:
+        (ll_low, ll_high), (ll128_low, ll128_high) = tune.protocol_ranges[function]
+        if function == "AllReduce" and system.nodes > 2:
+            ll128_high *= 3.8
+        chosen = "Simple"
+        if ll_low < per_rank <= ll_high:
+            chosen = "LL"
+        if ll128_low < per_rank <= ll128_high and enabled(system, algorithm, "LL128", function):
+            chosen = "LL128"
+    return chosen if enabled(system, algorithm, chosen, function) else protocol
 
 

@@ -1,7 +1,9 @@
 """Effective link rates: what NCCL's topology model assumes each link class delivers.
 
 NVLink runs at NCCL's per-link figure over the datasheet's (``topo.h`` SMxx_NVLINK_BW:
-20.0 of 25 GB/s on A100, 20.6 of 25 on H100/H200, 40.1 of 50 on B200), PCIe at NCCL's
+20.0 of 25 GB/s on A100, 20.6 of 25 on H100/H200, 40.1 of 50 on B200), an AMD GPU's xGMI
+link at RCCL's (``topo.h`` GFX94X/GFX95X_XGMI_WIDTH: 48 GB/s; 48 of 64 on MI300X; where the
+line rate is not public, at most 48 GB/s of what the link is written at), PCIe at NCCL's
 ``width x speed / 80`` over the line rate (0.76: x16 Gen5 is 48 of 63 GB/s, ``topo.cc``
 kvDictPciGen), the network at line rate (``net.bw = Mb/s / 8000``, ``topo.cc``).
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.topology.hardware import NVLINK, PCIE, PCIE_EFFICIENCY, nvlink_efficiency
+from simnet.topology.hardware import GPUS, NVLINK, PCIE, PCIE_EFFICIENCY, nvlink_efficiency
 
 __all__ = ["effective_capacity", "efficiency"]
 
@@ -26,7 +28,12 @@ def _efficiency(topology) -> np.ndarray:
         kind = topology.link_type[i]
         if kind == NVLINK:
             gpu = u if topology.kind(u) == "gpu" else v
-            factor[i] = nvlink_efficiency(topology.gpu_model(gpu) if topology.kind(gpu) == "gpu" else None)
+            model = topology.gpu_model(gpu) if topology.kind(gpu) == "gpu" else None
+            if model in GPUS and GPUS[model].nvlink_links and not GPUS[model].nvlink_link_rate:
+                # no public line rate: one xGMI link of a mesh, at RCCL's per-link figure at most
+                factor[i] = min(1.0, GPUS[model].nccl_link_rate / topology.capacity[i])
+            else:
+                factor[i] = nvlink_efficiency(model)
         elif kind == PCIE:
             factor[i] = PCIE_EFFICIENCY
     factor.flags.writeable = False  # shared by every view of the network

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, UNNAMED_GPU_CC, pcie_effective
+from simnet.tuning import rccl
 from simnet.tuning.rates import effective_capacity
 from simnet.tuning.tables import (
     CHANNEL_DUPLICATION,
@@ -26,10 +27,14 @@ from simnet.tuning.tables import (
     SPEED_INTRA,
 )
 
-__all__ = ["System", "Graph", "system_of", "graph", "comm_channels"]
+__all__ = ["System", "Graph", "system_of", "graph", "comm_channels", "mesh_rings"]
 
 
-def _speeds(table: dict, cc: int) -> tuple:
+def _speeds(system: System, table: dict) -> tuple:
+    """The speeds the search tries (``table``: NCCL's inside or across nodes; RCCL has one list)."""
+    if system.library == "rccl":
+        return rccl.SPEEDS
+    cc = system.cc
     return table[100 if cc >= 100 else 90 if cc >= 90 else 80]
 
 
@@ -43,6 +48,11 @@ class System:
     (min of PCIe and the NIC); ``nics``: NICs per node; ``cpu``: the hosts' CPU as NCCL's
     model classes it (intel, amd, arm); ``nvls``: the NVSwitch can reduce;
     ``collnet``: the network can reduce (SHARP) and NCCL_COLLNET_ENABLE would be set.
+    ``library``: ``nccl``, or ``rccl`` on AMD GPUs, whose ``arch`` (gfx942, gfx950) picks
+    RCCL's tuning model; ``mesh``: every GPU of a node has an xGMI link to every other
+    (RCCL's RCCL_TOPO_XGMI_ALL; ``nvlink_bw`` is then the sum of a GPU's links to the
+    others, RCCL's totalBw); ``ll128_forced``: RCCL_LL128_FORCE_ENABLE=1;
+    ``min_channels``/``max_channels``: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS (0: unset).
     """
 
     ranks: int
@@ -57,6 +67,12 @@ class System:
     nvls: bool = False
     collnet: bool = False
     nic_latency: float | None = None  # us a NIC's transport adds per network step, when the topology says
+    library: str = "nccl"
+    arch: str = ""
+    mesh: bool = False
+    ll128_forced: bool = False
+    min_channels: int = 0
+    max_channels: int = 0
 
     @property
     def ppn(self) -> float:
@@ -87,6 +103,13 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     probe = first[0]
     out = [topology.link_index[(probe, nxt)] for nxt in topology.graph.successors(probe)]
     nvlink = max((rate[i] for i in out if topology.link_type[i] == NVLINK), default=0.0)
+    amd = sorted(GPUS[m].gcn_arch for m in models if m in GPUS and GPUS[m].amd)
+    mesh = False
+    if amd:  # RCCL's totalBw: the sum of the GPU's xGMI links to the node's others (search.cc:31-38)
+        peers = set(first) - {probe}
+        nvlink = sum(rate[i] for i in out if topology.link_type[i] == NVLINK and topology.links[i][1] in peers)
+        mesh = all(topology.link_index.get((a, b)) is not None and topology.link_type[topology.link_index[(a, b)]]
+                   == NVLINK for a in first for b in first if a != b)
     pci = max((rate[i] for i in out if topology.link_type[i] == PCIE), default=pcie_effective(4) / 1e9)
     rails = topology.rails(first) if len(hosts) > 1 else []
     nic_bw = 0.0
@@ -104,7 +127,8 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
                   nic_bw=nic_bw, nics=len(rails), transport=transport, cpu=cpu, nvls=nvls, collnet=collnet,
-                  nic_latency=None if nic_latency is None else nic_latency * 1e6)
+                  nic_latency=None if nic_latency is None else nic_latency * 1e6,
+                  library="rccl" if amd else "nccl", arch=amd[0] if amd else "", mesh=mesh)
 
 
 def _switch_features(topology) -> frozenset[str]:
@@ -147,35 +171,54 @@ def graph(system: System, algorithm: str) -> Graph:
       GPU link and twice on its head's, so (G+1) x bw fits the NVLink; bwInter raised while
       below 2 x bwIntra (pass 2), or the NIC path across nodes.
     * CollNet: one channel per NIC at the NIC path speed.
+    * RCCL on hosts of 8 fully connected AMD GPUs: its Rome model's rings (``mesh_rings``:
+      28 alone, 64 across nodes with a NIC per GPU) at totalBw / channels each (A
+      rome_models.cc:1229), Tree on the same; elsewhere the estimates above with RCCL's
+      speeds (``rccl.SPEEDS``).
     """
     if algorithm == "PAT":  # PAT runs on the tree's graph (init.cc: graphs[] = {tree, ring, ..., tree})
         algorithm = "Tree"
+    rings = mesh_rings(system)
+    if rings is not None:  # RCCL's Rome model: its rings, Tree's chains alike, bw = totalBw / channels
+        return Graph(len(rings), system.nvlink_bw / len(rings), system.nvlink_bw / len(rings))
     cc, ppn = system.cc, max(1, round(system.ppn))
     local = system.nvlink_bw if system.nvlink_bw > 0 else system.pci_bw
     if algorithm in ("NVLS", "NVLSTree"):
         channels = min(NVLS_HEAD_ARITY, ppn)
-        intra = _first_speed(_speeds(SPEED_INTRA, cc), local / (channels + 1))
-        inter = _first_speed(_speeds(SPEED_INTRA, cc), 2 * intra - 1e-9) if system.nodes == 1 else \
-            _first_speed(_speeds(SPEED_INTER, cc), system.nic_bw)
+        intra = _first_speed(_speeds(system, SPEED_INTRA), local / (channels + 1))
+        inter = _first_speed(_speeds(system, SPEED_INTRA), 2 * intra - 1e-9) if system.nodes == 1 else \
+            _first_speed(_speeds(system, SPEED_INTER), system.nic_bw)
         return Graph(channels, intra, inter)
     if system.nodes > 1 and system.nics > 0:
-        speed = _first_speed(_speeds(SPEED_INTER, cc), min(system.nic_bw, local))
+        speed = _first_speed(_speeds(system, SPEED_INTER), min(system.nic_bw, local))
         per_nic = max(1, int(system.nic_bw // speed + 1e-9)) if speed > 0 else 1
         channels = min(MAX_RING_CHANNELS, system.nics * per_nic)
         intra = speed
         if algorithm in ("Tree", "CollNetChain", "CollNetDirect"):
             # search pass 2 raises a tree's intra-node speed while it is below twice the
             # inter-node one and the channels still fit the GPU's links (search.cc:1262-1281)
-            for faster in sorted(s for s in _speeds(SPEED_INTRA, cc) if s > speed):
+            for faster in sorted(s for s in _speeds(system, SPEED_INTRA) if s > speed):
                 if intra >= 2 * speed or faster * channels > local + 1e-9:
                     break
                 intra = faster
         return Graph(channels, intra, speed, tree_pattern=algorithm == "Tree" and ppn > 1 and system.nics < 2)
-    speed = _first_speed(_speeds(SPEED_INTRA, cc), local)
+    speed = _first_speed(_speeds(system, SPEED_INTRA), local)
     channels = max(1, min(MAX_RING_CHANNELS, int(local // speed + 1e-9)))
     if speed >= 25 and not (cc > 80 and speed < 50 and channels > 4):
         channels, speed = min(2 * channels, MAX_RING_CHANNELS), speed / 2
     return Graph(channels, speed, speed)
+
+
+def mesh_rings(system: System) -> list[tuple[int, ...]] | None:
+    """RCCL's search channels on hosts of 8 fully connected AMD GPUs, as each channel's GPU
+    order (device indices in the host), when one of RCCL's Rome models describes them:
+    one such host (``rccl.single_node_rings``), or across nodes with a NIC per GPU
+    (``rccl.multi_node_rings``). None elsewhere (NVIDIA, or RCCL's generic search)."""
+    if system.library != "rccl" or not system.mesh or round(system.ppn) != rccl.MESH_GPUS:
+        return None
+    if system.nodes == 1:
+        return rccl.single_node_rings()
+    return rccl.multi_node_rings() if system.nics == rccl.MESH_GPUS else None
 
 
 def comm_channels(system: System) -> int:
@@ -183,7 +226,16 @@ def comm_channels(system: System) -> int:
     ring search's, duplicated; half as many again for CollNet when a node's GPUs outrun its
     network; doubled again on SM90+ across nodes when the ring's intra speed is above 45
     GB/s and fewer than 16 ("4 compute channels per search channel"): 16 on H100 nodes with
-    4 or 8 NICs of 400G."""
+    4 or 8 NICs of 400G. RCCL's: a Rome model's (56 on one host of 8 MI300X, 112 of 8
+    MI355X, 64 across nodes), else the search's doubled while at most half the cap (128 on
+    one node, 64 across; connect.cc:628-660)."""
+    if system.library == "rccl":
+        tune = rccl.tuning(system.arch)
+        cap = rccl.MAX_CHANNELS if system.nodes == 1 else rccl.MAX_MULTI_NODE_CHANNELS
+        if mesh_rings(system) is not None:
+            return tune.single_node_channels if system.nodes == 1 else cap
+        found = graph(system, "Ring").channels
+        return min(cap, CHANNEL_DUPLICATION * found if found <= cap // 2 else found)
     channels = min(MAX_CHANNELS, CHANNEL_DUPLICATION * graph(system, "Ring").channels)
     chain = graph(system, "CollNetChain")
     if system.collnet and chain.bw_intra > chain.bw_inter and system.ranks > system.nodes:
