@@ -245,6 +245,26 @@ def test_nvls_on_a_switch_under_gpus_without_it_is_refused_as_the_generator_refu
         topology_from_dict({"name": "g", "generate": {"kind": "nvswitch", "gpus": 2, "gpu": "a100", "nvls": True}})
 
 
+@pytest.mark.parametrize("topology, variants, command", [
+    ("time_vs_size.png", "", ["run", "s.yaml", "--plot", "."]),
+    ("o/results.csv", "", ["sweep", "s.yaml", "--out", "o", "--workers", "1"]),
+    ("x.png", "variants: [{name: a}]\n", ["compare", "s.yaml", "-o", "x.png"]),
+    ("box.yaml", "variants: [{name: a, set: {topology: t2.png}}, {name: b}]\n", ["compare", "s.yaml", "-o", "t2.png"])])
+def test_no_output_overwrites_a_file_the_command_reads(tmp_path, cli, monkeypatch, topology, variants, command):
+    """A topology where a plot, a sweep's table or a comparison's picture would land was
+    overwritten (exit 0); now the command is refused in one line and the file is untouched."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "o").mkdir()
+    box = "name: box\ngenerate: {kind: nvswitch, gpus: 2}\n"
+    for name in {topology, "box.yaml", "t2.png"}:
+        (tmp_path / name).write_text(box)
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {topology}\nsizes: [1 MiB]\nalgorithms: [ring]\n{variants}")
+    result = cli(*command)
+    assert result.exit_code == 2 and "is an input of this command" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert all((tmp_path / name).read_text() == box for name in {topology, "box.yaml", "t2.png"})
+
+
 def test_export_to_standard_output_writes_no_file_named_dash(tmp_path, cli, root, monkeypatch):
     import json
 

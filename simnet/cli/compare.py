@@ -32,10 +32,11 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     from simnet.report.paths import IMAGE_SUFFIXES, output_file
     from simnet.report.sweep_report import compare_table, plot_compare
     from simnet.run.compare import compare_scenarios
+    from simnet.run.sweep.plan import files_read
     from simnet.spec.scenario import load_scenario
 
-    output_file(output, "--output", IMAGE_SUFFIXES, inputs=scenarios)
     specs = [load_scenario(path) for path in scenarios]
+    output_file(output, "--output", IMAGE_SUFFIXES, inputs=[f for spec in specs for f in files_read(spec)])
     try:
         rows = compare_scenarios(specs)
     except ValueError as exc:

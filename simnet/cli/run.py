@@ -49,7 +49,9 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     """
     from simnet.report.export import results_csv, results_json, write_text
     from simnet.report.paths import output_dir, output_file
+    from simnet.report.plots import PLOT_FILES
     from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
+    from simnet.run.sweep.plan import files_read
     from simnet.spec.scenario import load_scenario
     from simnet.spec.values import MAX_SIZES, parse_sizes
 
@@ -59,13 +61,14 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             raise InputError(f"{option}: '-' (standard output) is for --json only; name a file")
     files = [(p, option) for p, option in ((json_path, "--json"), (csv_path, "--csv"), (trace_path, "--trace"))
              if p and str(p) != "-"]
+    inputs = files_read(spec)
     for path, option in files:
-        output_file(path, option, inputs=_inputs_of(spec, scenario))
+        output_file(path, option, inputs=inputs)
     same = {Path(p).resolve() for p, _ in files}
     if len(same) < len(files):
         raise InputError("--json, --csv and --trace must name different files")
     if plot_dir:
-        output_dir(plot_dir, "--plot")
+        output_dir(plot_dir, "--plot", inputs, PLOT_FILES)
         _refuse_plot_collisions(plot_dir, files)
     changes = collective_option(spec, collective, algorithms, scenario)
     notes = collective_notes(spec, changes)  # before -a joins the changes
@@ -186,14 +189,6 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
 
         Path(plot_dir).mkdir(parents=True, exist_ok=True)
         console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
-
-
-def _inputs_of(spec, scenario: Path) -> list[Path]:
-    """The files a scenario reads: itself, its topology file and the calibration profiles
-    (its own and its topology's)."""
-    topology = spec.data.get("topology") if isinstance(spec.data, dict) else None
-    files = [scenario] + ([scenario.parent / topology] if isinstance(topology, str) else [])
-    return files + [Path(p) for p in (spec.calibration, spec.topology.calibration) if p]
 
 
 def _workload_label(spec) -> str:

@@ -70,9 +70,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
       simnet sweep scenarios/cross_rack.yaml --set topology.generate.oversubscription=1,4 --scheduler local
     """
     from simnet.report.paths import output_dir
-    from simnet.report.sweep_report import plot_sweep, sweep_table, write_sweep_csv
+    from simnet.report.sweep_report import SWEEP_FILES, plot_sweep, sweep_table, write_sweep_csv
     from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
-    from simnet.run.sweep.plan import plan_sweep
+    from simnet.run.sweep.plan import files_read, plan_sweep
     from simnet.spec.scenario import load_scenario
 
     spec = load_scenario(scenario)
@@ -92,7 +92,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         plan = plan_sweep(spec, counts, axes, names, every_algorithm="all" in algorithms if names else None)
     except ValueError as exc:  # the NCCL variables
         raise InputError(str(exc), scenario) from None
-    out = output_dir(out or Path(f"sweep-{spec.name}"), "--out")
+    out = output_dir(out or Path(f"sweep-{spec.name}"), "--out", files_read(spec, axes), SWEEP_FILES)
     workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
     recomputed: list[str] = []

@@ -56,10 +56,16 @@ def _can_create_in(folder: Path, where: str) -> None:
         raise InputError(f"{where}: cannot create files in {folder} ({exc.strerror or exc})") from None
 
 
-def output_dir(path: str | Path, option: str) -> Path:
-    """``path`` as a folder simnet may create or write into, or ``InputError``."""
+def output_dir(path: str | Path, option: str, inputs: Iterable[str | Path] = (), writes: Iterable[str] = ()) -> Path:
+    """``path`` as a folder simnet may create or write into, or ``InputError`` (also when
+    one of the files it ``writes`` there is one of the command's ``inputs``)."""
     path = Path(path)
     where = f"{option}: cannot write into {path}"
+    read = {Path(p).resolve() for p in inputs}
+    for name in writes:
+        if (path / name).resolve() in read:
+            raise InputError(f"{where}: {path / name} is an input of this command and would be overwritten; "
+                             "write elsewhere")
     if path.exists() and not path.is_dir():
         raise InputError(f"{where}: it is a file, not a folder")
     existing = next(p for p in (path, *path.parents) if p.exists())

@@ -22,7 +22,13 @@ from simnet.report.plots import plot_steps
 from simnet.run.compare import pareto_front
 from simnet.schedule.kinds import COLLECTIVES
 
-__all__ = ["series_label", "sweep_table", "write_sweep_csv", "plot_sweep", "compare_table", "plot_compare"]
+__all__ = ["series_label", "sweep_table", "write_sweep_csv", "plot_sweep", "compare_table", "plot_compare",
+           "SWEEP_FILES"]
+
+
+SWEEP_FILES = ("results.csv", "results.jsonl", "sweep.json", "busbw.png", "speedup.png", "iteration_time.png",
+               "training.png", "step.png")
+"""What ``simnet sweep`` writes into its ``--out`` folder (none of them may be an input)."""
 
 
 def series_label(record: dict) -> str:

@@ -564,7 +564,8 @@ class _Server:
             if switched:
                 links.append(_link(gpu, nvswitch_id, self.nvlink, self.nvlink_latency, "nvlink"))
             if self.mesh:
-                links += [_link(f"{host}-gpu{peer}", gpu, self.nvlink, self.nvlink_latency, "nvlink") for peer in range(g)]
+                links += [_link(f"{host}-gpu{peer}", gpu, self.nvlink, self.nvlink_latency, "nvlink")
+                          for peer in range(g)]
             for j in self.nics_of(g):
                 links.append(_link(gpu, nics[j], self.pcie, self.pcie_latency, "pcie"))
         return gpus, infra, links

@@ -48,7 +48,8 @@ class GPU:
     pcie_generation: int
     nvls: bool  # NVLink SHARP in the NVSwitch: NCCL requires SM90+ (search.cc, nvls.cc)
     source: str
-    bf16_flops: float = 0.0  # dense BF16 tensor-core peak, FLOP/s (datasheet; sparsity figures halved); 0: not public here
+    # dense BF16 tensor-core peak, FLOP/s (datasheet; sparsity figures halved); 0: not public here
+    bf16_flops: float = 0.0
     host_cpu: str = "intel"  # the host's CPU as NCCL's model classes it: intel, amd (x86) or arm (Grace)
     gcn_arch: str | None = None  # an AMD GPU's LLVM target (gfx942, gfx950): RCCL runs on it, its GPUs form a mesh
 

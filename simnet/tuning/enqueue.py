@@ -230,7 +230,8 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
         return chunk
     if function in ("Broadcast", "Reduce"):  # BROADCAST/REDUCE_CHUNKSTEPS = 1 step of 512 KiB (collectives.h:27-34)
         return 512 * 1024
-    if amd and algorithm == "Tree":  # RCCL halves a tree's step for a deep tree (A enqueue.cc:1853-1858, connect.cc:292)
+    # RCCL halves a tree's step for a deep tree (A enqueue.cc:1853-1858, connect.cc:292)
+    if amd and algorithm == "Tree":
         depth, chunk = ppn - 1 + int(math.log2(system.nodes)), 512 * 1024
         for steps, smallest in ((8, 131072), (4, 65536), (1, 32768)):
             while nbytes // (channels * chunk) < depth * steps and chunk > smallest:

@@ -263,7 +263,8 @@ def plateau(system: System, algorithm: str, protocol: str, nbytes: int, function
     """The factor on a multi-node Ring/Simple AllReduce's latency once each rank's share of a
     channel reaches 64 bytes: 1.4 on SM80+, 1.9 before ("plateau effect", tuning.cc:647-649);
     RCCL has none (compiled out on AMD, A tuning.cc:661-668)."""
-    if system.library != "rccl" and algorithm == "Ring" and protocol == "Simple" and system.nodes > 1 and function == "AllReduce":
+    if (system.library != "rccl" and algorithm == "Ring" and protocol == "Simple" and system.nodes > 1
+            and function == "AllReduce"):
         if nbytes // (comm_channels(system) * system.ranks) >= 64:
             return RING_PLATEAU if system.cc >= 80 else RING_PLATEAU_BEFORE_SM80
     return 1.0

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 from simnet.topology.hardware import NET, NVLINK, PCIE
 
-__all__ = ["Tuning", "TUNINGS", "tuning", "BASE_LATENCY", "LL_CHUNK", "LL128_CHUNK", "MAX_CHANNELS", "MAX_MULTI_NODE_CHANNELS", "MAX_THREADS",
-           "THREAD_THRESHOLD", "LL128_DATA", "SPEEDS", "MESH_GPUS", "single_node_rings", "multi_node_rings", "UNMODELLED"]
+__all__ = ["Tuning", "TUNINGS", "tuning", "BASE_LATENCY", "LL_CHUNK", "LL128_CHUNK", "MAX_CHANNELS",
+           "MAX_MULTI_NODE_CHANNELS", "MAX_THREADS", "THREAD_THRESHOLD", "LL128_DATA", "SPEEDS", "MESH_GPUS",
+           "single_node_rings", "multi_node_rings", "UNMODELLED"]
 
 VERSION_A = "RCCL 2.21.5 (ROCm/rccl@0cbce2a)"
 VERSION_B = "RCCL 2.30.3 (ROCm/rocm-systems@03a89144 projects/rccl)"

@@ -123,6 +123,23 @@ def _files_read(document: dict, base: Path) -> list[Path]:
         return files
 
 
+def files_read(scenario: Scenario, sets: dict[str, list[Any]] | None = None) -> list[Path]:
+    """Every file a command on ``scenario`` reads: the scenario itself, its topology file and
+    calibration profiles, and those its variants' ``set`` and the ``sets`` axes name (what
+    no output of the command may overwrite)."""
+    document = scenario.data
+    base = Path(scenario.source).parent if scenario.source else Path(".")
+    files = ([Path(scenario.source)] if scenario.source else []) + _files_read(document, base)
+    overrides = [dict(v.set) for v in scenario.variants]
+    overrides += [{key: value} for key, values in (sets or {}).items() for value in _values(values)]
+    for changes in overrides:
+        try:
+            files += _files_read(apply_overrides(document, changes, base), base)
+        except (InputError, OSError, ValueError):  # a bad override: its own validation says so later
+            continue
+    return list(dict.fromkeys(files))
+
+
 def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, own: set[Path]) -> str:
     """Digest of the files ``overrides`` make a point read beyond ``own``, the scenario's
     (``--set topology=other.yaml``, ``--set topology.calibration=a.cal.yaml``): "" for none,
