@@ -5,6 +5,7 @@ are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,26 @@ def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
                  "--workers", "1")
     assert result.exit_code == 0, result.stderr
     assert [r["set"] for r in _records(out)] == [{"topology.generate.gpus": 10}, {"topology.generate.gpus": 4}]
+
+
+def test_a_sweep_does_not_resume_results_it_cannot_vouch_for(tmp_path, cli):
+    """With sweep.json deleted, results of an H100 box were resumed for the A100 box the
+    topology had become; a record edited to a negative time was shown as a result. Now the
+    first is refused in one line, the second computed again."""
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 4, gpu: h100}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    out = tmp_path / "out"
+    assert cli("sweep", tmp_path / "s.yaml", "--out", out, "--workers", "1", "--gpus", "2,4").exit_code == 0
+    records = (out / "results.jsonl").read_text()
+    (out / "results.jsonl").write_text(re.sub(r'"time_s": [0-9.e-]+', '"time_s": -5', records, count=1))
+    again = cli("sweep", tmp_path / "s.yaml", "--out", out, "--workers", "1", "--gpus", "2,4")
+    assert again.exit_code == 0 and "computed again" in again.stdout + again.stderr
+    latest = {r["key"]: r for r in _records(out)}  # the bad line stays in the file; its point was computed again
+    assert len(latest) == 2 and all(s["time_s"] > 0 for r in latest.values() for s in r["sizes"])
+    (out / "sweep.json").unlink()
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 4, gpu: a100}\n")
+    stale = cli("sweep", tmp_path / "s.yaml", "--out", out, "--workers", "1", "--gpus", "2,4")
+    assert stale.exit_code == 2 and "sweep.json is gone" in stale.stderr and len(stale.stderr.splitlines()) == 1
 
 
 def test_spellings_of_one_quantity_are_one_sweep_point(tmp_path, cli):

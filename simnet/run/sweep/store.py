@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,9 @@ def _unsound(record: dict) -> str | None:
             isinstance(s, dict) and all(isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)
                                         for k in ("size_bytes", "time_s")) for s in sizes)):
         return "a size's size_bytes or time_s is not a number"
+    if sizes is not None and not all(math.isfinite(s["time_s"]) and s["time_s"] >= 0 and s["size_bytes"] >= 0
+                                     for s in sizes):
+        return "a size's size_bytes or time_s is negative or not finite"
     for key in ("iteration_time_s", "speedup", "efficiency"):
         if key in record and (isinstance(record[key], bool) or not isinstance(record[key], (int, float))):
             return f"its {key} is not a number"
@@ -101,6 +105,9 @@ def check_meta(out: Path, fingerprint: str, source: str) -> None:
             raise InputError(f"{out} holds a sweep of a different scenario or simnet version, or other "
                              f"{' / '.join(NCCL_VARIABLES)} (fingerprint {known.get('scenario')}, now "
                              f"{fingerprint}); use another --out or delete it", source)
+    elif (out / RESULTS).exists() and (out / RESULTS).stat().st_size:
+        raise InputError(f"{out / RESULTS} holds results but {meta} is gone, which said what they are results of; "
+                         f"delete {out} or use another --out", source)
     else:
         meta.write_text(json.dumps({"scenario": fingerprint, "simnet": __version__, "source": source}) + "\n")
 
