@@ -465,3 +465,17 @@ def test_calibrate_takes_a_log_on_a_topology_that_names_no_gpu():
     topology = topology_from_dict({"name": "hand", "nodes": nodes, "links": links})
     (point,) = points_of([parse_log(_log(4, 2, device="NVIDIA A100-SXM4-80GB"), "x.log")], topology)
     assert point.ranks == 4
+
+
+@pytest.mark.parametrize("generate, options, says", [
+    ({"gpus": "4"}, {}, "generate.gpus: '4' is text"),
+    ({"gpus": 4.0}, {}, "generate.gpus: 4.0 is not a whole number as written; write 4"),
+    ({"gpus": 4, "nvls": "no"}, {}, "generate.nvls: 'no' is not a yes/no"),
+    ({"gpus": 4}, {"channels": "4"}, "options.channels: '4' is text"),
+    ({"gpus": 4}, {"exact": 1}, "options.exact: 1 is not a yes/no")])
+def test_counts_and_yes_nos_are_taken_as_written(generate, options, says):
+    """pydantic converted them (``"4"`` and ``4.0`` to 4, ``"no"`` and 1 to a yes/no) while the
+    scenario's own ``gpus: "2"`` was refused: one rule now, for every count and yes/no."""
+    with pytest.raises(InputError, match=re.escape(says)):
+        scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", **generate}},
+                            "sizes": ["1 MiB"], "algorithms": ["ring"], "options": options})

@@ -115,9 +115,31 @@ def _number_field(model: type, name: str) -> bool:
     return _holds_numbers(model.model_fields[name].annotation)
 
 
+def _plain(annotation: Any) -> type | None:
+    """``int`` or ``bool`` when a field takes exactly that as written, with no parser of text
+    in front of it (a unit's ``BeforeValidator``); else None."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return None if any(isinstance(m, BeforeValidator) for m in args[1:]) else _plain(args[0])
+    if origin in (Union, UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return _plain(rest[0]) if len(rest) == 1 else None
+    return annotation if annotation in (int, bool) else None
+
+
+@functools.cache
+def _plain_field(model: type, name: str) -> type | None:
+    """``_plain`` of a model's field, worked out once per field (pydantic keeps a top-level
+    ``Annotated``'s validators in the field's metadata)."""
+    field = model.model_fields[name]
+    return None if any(isinstance(m, BeforeValidator) for m in field.metadata) else _plain(field.annotation)
+
+
 class Strict(BaseModel):
     """Unknown keys are mistakes, not extensions; a yes/no (``true``) is no number, where
-    pydantic would read it as 1."""
+    pydantic would read it as 1; a count is a whole number as written (not the text ``"4"``,
+    not ``4.0``) and a yes/no is ``true`` or ``false`` (not ``"no"``, not 1), where pydantic
+    would convert them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -127,6 +149,15 @@ class Strict(BaseModel):
         if isinstance(value, (bool, dict, list)) and _number_field(cls, info.field_name) and \
                 _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
             raise ValueError("a yes/no (true, false) is not a number; give a number")
+        plain = _plain_field(cls, info.field_name) if value is not None else None
+        if plain is int and not isinstance(value, int):
+            if isinstance(value, str):
+                raise ValueError(f"{value!r} is text; write the whole number without quotes")
+            if isinstance(value, float):
+                raise ValueError(f"{value!r} is not a whole number as written; write {int(value)}"
+                                 if value.is_integer() else f"{value!r} is not a whole number")
+        if plain is bool and not isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a yes/no; write true or false")
         return value
 
 
