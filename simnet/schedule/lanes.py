@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simnet.schedule.transfers import Schedule, ScheduleBuilder
+from simnet.schedule.transfers import Schedule, ScheduleBuilder, split_range
+
+__all__ = ["LaneProgram", "ChunkLanes", "merge_programs"]
 
 
 @dataclass
@@ -161,6 +163,71 @@ class LaneProgram:
                             after_sent=last[live], step=step0 + q // per_step, chunk=q % per_step, channel=channel)
                 ids[q % depth, live] = new
                 last[live] = new
+
+
+class ChunkLanes:
+    """Collects the lanes of a pipeline in chunks, then builds its ``LaneProgram``: every lane
+    of channel c carries that channel's k_c chunks in order, and its chunk j waits for chunk
+    j of the lanes it names (same-index dependencies, lag 0), as in pipelined trees and the
+    NVLS and CollNet phases. Nodes past the ranks (switches that reduce) are added by name.
+
+    >>> lanes = ChunkLanes(["a", "b"])
+    >>> up = lanes.add(0, lanes.node("sw"), 0, 1, 0, [[]])  # a -> sw, reducing
+    >>> lanes.add(lanes.node("sw"), 1, 0, 0, 1, [up]).tolist()  # sw -> b once a's chunk is in
+    [1]
+    >>> prog = lanes.program("demo", 10, np.array([0, 10]), [2], {})  # 10 bytes in 2 chunks
+    >>> prog.nodes, len(prog), prog.to_schedule().deps(3).tolist()  # sw -> b's chunk 1 waits for a -> sw's
+    (['a', 'b', 'sw'], 4, [2])
+    """
+
+    def __init__(self, ranks: list[str]):
+        self.ranks = list(ranks)
+        self.nodes = list(ranks)
+        self._index = {n: i for i, n in enumerate(self.nodes)}
+        self._blocks: list[tuple[np.ndarray, ...]] = []
+        self.count = 0
+
+    def node(self, name: str) -> int:
+        """Index of node ``name``, adding it if it is not a rank."""
+        if name not in self._index:
+            self._index[name] = len(self.nodes)
+            self.nodes.append(name)
+        return self._index[name]
+
+    def add(self, src, dst, channel: int, op: int, step: int, after: list) -> np.ndarray:
+        """Lanes ``src[i] -> dst[i]`` (node indices, broadcast to ``len(after)``) on ``channel``,
+        reducing or copying (``op``) in algorithm step ``step``, lane i waiting for the lanes
+        ``after[i]``; returns their ids (lanes count from 0 in the order they are added)."""
+        n = len(after)
+        width = max((len(a) for a in after), default=0)
+        matrix = np.full((n, max(width, 1)), -1, dtype=np.int64)
+        for i, theirs in enumerate(after):
+            matrix[i, : len(theirs)] = theirs
+        ids = self.count + np.arange(n, dtype=np.int64)
+        self._blocks.append((np.broadcast_to(np.asarray(src, dtype=np.int64), (n,)),
+                             np.broadcast_to(np.asarray(dst, dtype=np.int64), (n,)),
+                             np.full(n, channel, dtype=np.int64), np.full(n, op, dtype=np.int8),
+                             np.full(n, step, dtype=np.int64), matrix))
+        self.count += n
+        return ids
+
+    def program(self, algorithm: str, size: int, edges: np.ndarray, chunks: list[int], info: dict) -> LaneProgram:
+        """The program: channel c carries bytes ``[edges[c], edges[c + 1])`` in ``chunks[c]`` chunks."""
+        src, dst, channel, op, step = (np.concatenate([b[i] for b in self._blocks]) for i in range(5))
+        width = max(b[5].shape[1] for b in self._blocks)
+        after = np.concatenate([np.pad(b[5], ((0, 0), (0, width - b[5].shape[1])), constant_values=-1)
+                                for b in self._blocks])
+        k = np.array(chunks, dtype=np.int64)[channel]
+        cuts = np.zeros((len(chunks), max(chunks, default=1) + 1), dtype=np.int64)
+        for c, count in enumerate(chunks):
+            cuts[c, : count + 1] = split_range(int(edges[c]), int(edges[c + 1]), count)
+
+        def pieces(q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return cuts[channel, min(q, cuts.shape[1] - 2)], cuts[channel, min(q + 1, cuts.shape[1] - 1)], op
+
+        return LaneProgram(algorithm, list(self.nodes), self.ranks, size, src=src, dst=dst, channel=channel, flows=k,
+                           after=after, lag=np.zeros(len(src), dtype=np.int64), per_step=k, pieces=pieces,
+                           carried_bytes=np.diff(np.asarray(edges)).astype(float)[channel], first_step=step, info=info)
 
 
 def merge_programs(programs: list[LaneProgram]) -> LaneProgram:
