@@ -82,18 +82,15 @@ def _depths(parents: np.ndarray) -> np.ndarray:
 
 
 def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray, lo: int, hi: int,
-                   ready: np.ndarray, chunks: int, channel: int = 0, per_chunk: bool = False) -> np.ndarray:
+                   ready: np.ndarray, chunks: int, channel: int = 0) -> np.ndarray:
     """Pipelined reduce + broadcast of ``[lo, hi)`` over ``members`` arranged by ``parents``
     (indices into ``members``, -1 for the root). ``ready[i]``: id after which member i's
-    data is final (-1: from the start), or ``ready[i, j]`` per chunk j (a pipelined
-    predecessor). Returns (m, D) ids completing each member (-1 padded), or with
-    ``per_chunk`` (m, chunks): the id after which member i holds chunk j's result.
+    data is final (-1: from the start). Returns (m, D) ids completing each member (-1 padded).
     """
     m = len(members)
-    ready = np.broadcast_to(np.asarray(ready, dtype=np.int64).reshape(m, -1), (m, chunks)) \
-        if np.ndim(ready) == 2 else np.asarray(ready, dtype=np.int64)[:, None]
+    ready = np.asarray(ready, dtype=np.int64)[:, None]
     if m == 1:
-        return ready[:1, :1] if ready.shape[1] == 1 else ready.reshape(1, -1)
+        return ready[:1]
     depth = _depths(parents)
     root = int(np.flatnonzero(parents < 0)[0])
     children = [np.flatnonzero(parents == v) for v in range(m)]
@@ -126,10 +123,6 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
         down[nodes] = ids
     done = down.copy()
     root_kids = child_matrix[root][child_matrix[root] >= 0]
-    if per_chunk:  # the root holds chunk j once its children's chunk j and its own data are in
-        done[root] = b.join(members[root], np.concatenate([up[root_kids].T, np.broadcast_to(
-            ready[root], (chunks,))[:, None]], axis=1))
-        return done
     done[root] = -1
     root_done = np.concatenate([up[root_kids].ravel(), ready[root]])
     result = np.full((m, max(chunks, len(root_done))), -1, dtype=np.int64)
