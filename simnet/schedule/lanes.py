@@ -80,10 +80,14 @@ class LaneProgram:
     def _waves(self) -> np.ndarray:
         """Per lane, the longest chain of same-index dependencies leading to it: lanes of
         wave w depend at their own index only on lanes of earlier waves."""
-        same = (self.after >= 0) & (self.lag == 0)
+        lane, column = np.nonzero((self.after >= 0) & (self.lag == 0))  # by lane: a lane's dependencies in a row
+        on = self.after[lane, column]
+        waiting, first = np.unique(lane, return_index=True)
         wave = np.zeros(len(self.src), dtype=np.int64)
         for _ in range(len(self.src) + 1):
-            deeper = np.where(same, wave[np.maximum(self.after, 0)] + 1, 0).max(axis=1, initial=0)
+            deeper = np.zeros_like(wave)
+            if len(on):
+                deeper[waiting] = np.maximum.reduceat(wave[on] + 1, first)
             if (deeper == wave).all():
                 return wave
             wave = deeper
@@ -142,10 +146,14 @@ class LaneProgram:
         ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
         last = np.full(self.lanes, -1, dtype=np.int64) if first is None else np.array(first, dtype=np.int64)
         first_step = np.broadcast_to(self.first_step, (self.lanes,))
-        # per wave, its lanes' fixed columns (indexed again only at transfers some of them lack)
-        waves = [(lanes, self.flows[lanes], [self.src[lanes], self.dst[lanes], self.channel[lanes], self.after[lanes],
-                                             self.lag[lanes], self.per_step[lanes], first_step[lanes]])
-                 for lanes in self.waves()]
+        # per wave, its lanes' fixed columns (indexed again only at transfers some of them lack), of
+        # dependencies only those some lane of the wave has
+        waves = []
+        for lanes in self.waves():
+            used = np.flatnonzero((self.after[lanes] >= 0).any(axis=0))
+            waves.append((lanes, self.flows[lanes], [self.src[lanes], self.dst[lanes], self.channel[lanes],
+                                                     self.after[lanes][:, used], self.lag[lanes][:, used],
+                                                     self.per_step[lanes], first_step[lanes]]))
         for q in range(int(self.flows.max(initial=0))):
             lo, hi, op = self.pieces(q)
             more = [] if extra is None else extra(q)
