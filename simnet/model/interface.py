@@ -86,8 +86,7 @@ def lane_timing(decided: ModelPlan, program, topology: Topology) -> Timing:
     down) are timed as the connection, by all of them carry, as ``timing`` times a schedule."""
     if decided.model == "ideal":
         return Timing()
-    _, which = np.unique(np.stack([program.channel, program.src, program.dst], axis=1), axis=0, return_inverse=True)
-    which = which.reshape(-1)
+    _, which = nccl.connections(program.channel, program.src, program.dst)
     carried = np.bincount(which, weights=program.carried())[which]
     return nccl.connection_timing(decided.detail, topology, program.nodes, program.channel, program.src, program.dst,
                                   carried, program.info)
