@@ -243,7 +243,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, l
         for wave, on, lags, waiting, first in waves:
             start = sent[wave]
             if len(on):  # every time is >= 0: a dependency not due yet (q < lag) counts as 0
-                theirs = np.where(q >= lags, delivered[(q - lags) % depth, on], 0)
+                theirs = row[on] if depth == 1 else np.where(q >= lags, delivered[(q - lags) % depth, on], 0)
                 start[waiting] = np.maximum(start[waiting], np.maximum.reduceat(theirs, first))
             here = program.flows[wave] > q
             live, start = (wave, start) if here.all() else (wave[here], start[here])
