@@ -1,4 +1,4 @@
-"""Engine benchmark: NCCL's Ring (or another algorithm) AllReduce of 1 GiB, end to end.
+"""Engine benchmark: NCCL's Ring (or another algorithm) AllReduce of 1 GiB (or other sizes), end to end.
 
 Each run is one fresh Python process that loads the cluster and calls ``simnet.simulate``
 as ``simnet run`` does (schedule or lane program, the model's timing, the replay, link
@@ -11,7 +11,8 @@ engine (``timeline=True``), for comparison where it fits in memory.
 The cluster is ``cluster(N)`` (a leaf-spine of H100 hosts, 8 GPUs each) unless ``--preset``
 names topology files (the rail-optimized SuperPOD presets).
 Run: ``python -m benchmarks.bench_engine --gpus 64 256 1024 4096 --repeat 3``;
-``--plot scaling.png`` draws wall time and memory against GPUs.
+``--plot scaling.png`` draws wall time and memory against GPUs. NVLSTree over NVL72 racks:
+``--preset topologies/gb200_nvl72_20racks.yaml --algorithm nvls_tree --size 536870912 1073741824``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import statistics
 import subprocess
 import sys
 
-from simnet import topology_from_dict
+from simnet import topology_from_dict, units
 
 
 def cluster(gpus: int, sharp: bool = False):
@@ -81,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gpus", type=int, nargs="*", default=[64, 256, 1024])
     parser.add_argument("--preset", nargs="*", default=[], help="topology files instead of --gpus")
-    parser.add_argument("--size", type=int, default=2**30)
+    parser.add_argument("--size", type=int, nargs="+", default=[2**30], help="bytes; several: a row each")
     parser.add_argument("--algorithm", default="ring")
     parser.add_argument("--model", nargs="+", choices=("nccl", "ideal"), default=["nccl"])
     parser.add_argument("--channels", type=int, default=None, help="default: NCCL's for the cluster")
@@ -89,23 +90,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--plot", help="draw wall time and peak memory against GPUs into this PNG")
     args = parser.parse_args()
-    print("| cluster | N | model (protocol) | channels | engine | transfers | import + load s | total s (median) "
-          "| peak MB | simulated |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| cluster | N | size | model (protocol) | channels | engine | transfers | import + load s "
+          "| total s (median) | peak MB | simulated |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for where in args.preset or args.gpus:
         preset = where if args.preset else None
-        for model in args.model:
-            runs = [measure(0 if preset else where, args.size, args.algorithm, model, args.channels, preset,
+        for size, model in ((size, model) for size in args.size for model in args.model):
+            runs = [measure(0 if preset else where, size, args.algorithm, model, args.channels, preset,
                             args.engine) for _ in range(args.repeat)]
             first = runs[0]
             total = statistics.median(r["total_s"] for r in runs)
             rows.append((first["gpus"], total, max(r["peak_MB"] for r in runs)))
             label = f"{model} ({first['protocol']})" if first["protocol"] else model
             each = ", ".join(f"{r['total_s']:.2f}" for r in runs)
-            print(f"| {preset or 'leaf-spine'} | {first['gpus']:,} | {label} | {first['channels']} | {first['engine']} "
-                  f"| {first['transfers']:,} | {statistics.median(r['load_s'] for r in runs):.2f} | {total:.2f} "
-                  f"({each}) | {rows[-1][2]:,.0f} | {first['sim_time_s'] * 1e3:.3f} ms |", flush=True)
+            print(f"| {preset or 'leaf-spine'} | {first['gpus']:,} | {units.format_size(size)} | {label} "
+                  f"| {first['channels']} | {first['engine']} | {first['transfers']:,} "
+                  f"| {statistics.median(r['load_s'] for r in runs):.2f} | {total:.2f} ({each}) | {rows[-1][2]:,.0f} "
+                  f"| {first['sim_time_s'] * 1e3:.6f} ms |", flush=True)
     if args.plot:
         _plot(rows, args.plot)
 

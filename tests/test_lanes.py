@@ -289,3 +289,89 @@ def test_the_exact_option_never_bounds(nvlink_domains, monkeypatch):
     monkeypatch.setattr("simnet.run.point.replay", fluid)
     with pytest.raises(FluidCalled):
         simulate(nvlink_domains, "ring", 2**22, exact=True)
+
+
+# ------------------------------------------------------------------ in the switches: NVLS, NVLSTree, CollNet
+def tiny(hosts, gpus, sharp=False):
+    """``hosts`` H100 hosts of ``gpus`` GPUs on one ToR (NVLS in each NVSwitch; SHARP in the ToR with ``sharp``)."""
+    return topology_from_dict({"name": "tiny", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": hosts,
+                                                            "gpus_per_host": gpus, "spines": 1, "sharp": sharp}})
+
+
+BUILT_BEFORE = {
+    ("nvls_tree", 2, 2, False, 4, "ideal"): 16500049, ("nvls_tree", 2, 2, False, 4, "nccl"): 96212031,
+    ("nvls_tree", 3, 2, False, 6, "ideal"): 27000089, ("nvls_tree", 3, 2, False, 6, "nccl"): 154388018,
+    ("nvls_tree", 3, 2, False, 5, "ideal"): 46749984, ("nvls_tree", 3, 2, False, 5, "nccl"): 152556498,
+    ("nvls", 1, 4, False, 4, "ideal"): 3000010, ("nvls", 1, 4, False, 4, "nccl"): 87500225,
+    ("nvls", 3, 2, True, 6, "ideal"): 17083382, ("nvls", 3, 2, True, 6, "nccl"): 69041874,
+    ("collnet_direct", 3, 2, True, 5, "ideal"): 26500080, ("collnet_direct", 3, 2, True, 5, "nccl"): 211749540,
+    ("collnet_chain", 3, 3, True, 8, "ideal"): 17944511, ("collnet_chain", 3, 3, True, 8, "nccl"): 441201202,
+}
+"""(algorithm, hosts, GPUs per host, SHARP, the first N GPUs, model): the fluid engine's
+completion (ps) of 1,000,003 B on 2 channels in 64 KiB chunks, as the schedules built
+transfer by transfer (zero-byte joins at the switches and tree roots) ran before these
+algorithms were lane programs (commit 434edc2). Hosts of 2, 2 and 1 GPUs (N = 5 of 3 x 2)
+take the single-GPU host's path."""
+
+
+@pytest.mark.parametrize("case", list(BUILT_BEFORE), ids=lambda case: "-".join(map(str, case)))
+def test_in_network_programs_replay_as_the_schedules_built_before(case):
+    """NVLS, NVLSTree and CollNet are lane programs: a lane from each GPU into its NVSwitch,
+    the switch to the head, a tree or SHARP's aggregation tree between the heads, the head
+    back into the switch, the switch to each GPU, all on chunk j at once. Expanded, each
+    replays on the fluid engine to the picosecond as before and computes the AllReduce.
+    Under NCCL's ceilings no link is asked for more than it carries and the lanes take the
+    run, exactly; at line rate every channel's lanes share each GPU's port into its switch
+    (max-min binds) and the run goes to the fluid engine."""
+    algorithm, hosts, gpus, sharp, ranks, model = case
+    topo = tiny(hosts, gpus, sharp).subset(ranks)
+    options = {"channels": 2, "chunk_size": 65536}
+    fluid, lanes = both(topo, "allreduce", 1_000_003, model=model, algorithm=algorithm, **options)
+    assert fluid.duration_ps == BUILT_BEFORE[case]
+    check_collective(fluid.schedule, "allreduce")
+    if model == "nccl":
+        assert_same_run(fluid, lanes)
+    else:
+        assert lanes is None or (algorithm, hosts) == ("nvls", 1)  # one host's NVLS: one lane each way per GPU
+    run = simulate(topo, algorithm, 1_000_003, model=model, **options).replay
+    assert run.duration_ps == fluid.duration_ps and run.engine == ("fluid" if lanes is None else "lanes")
+
+
+def test_nvls_tree_moves_each_chunk_through_the_switches_and_the_heads():
+    """Two hosts of two GPUs (a0 a1 | b0 b1, switches A and B), one chunk, channel 0 (tree 0:
+    host a the root). Up (step 0): every GPU adds its chunk into its switch, the switch
+    sends the sum to the head (GPU 0), b0 adds it into a0 once both heads hold their host's
+    sum. Down (step 1): a0 has the total once b0's sum is in: it copies it to b0 and into
+    A, which copies it to a0 and a1; b0 into B, to b0 and b1. As the schedule built
+    transfer by transfer had it, its zero-byte joins (at A and B, at a0) resolved."""
+    schedule = build_program("nvls_tree", tiny(2, 2), 2**20, channels=1, chunk_size=2**20).to_schedule()
+    name = {"r0h0-gpu0": "a0", "r0h0-gpu1": "a1", "r0h1-gpu0": "b0", "r0h1-gpu1": "b1", "r0h0-nvswitch": "A",
+            "r0h1-nvswitch": "B"}
+
+    def label(t):
+        ends = name[schedule.nodes[schedule.src[t]]] + "->" + name[schedule.nodes[schedule.dst[t]]]
+        return ends, "+" if schedule.op[t] else "=", int(schedule.step[t])
+
+    got = {label(t): sorted(label(d)[0] for d in schedule.deps(t)) for t in np.flatnonzero(schedule.channel == 0)}
+    assert got == {
+        ("a0->A", "+", 0): [], ("a1->A", "+", 0): [], ("b0->B", "+", 0): [], ("b1->B", "+", 0): [],
+        ("A->a0", "=", 0): ["a0->A", "a1->A"], ("B->b0", "=", 0): ["b0->B", "b1->B"],
+        ("b0->a0", "+", 0): ["A->a0", "B->b0"],
+        ("a0->b0", "=", 1): ["A->a0", "b0->a0"], ("a0->A", "=", 1): ["A->a0", "b0->a0"],
+        ("A->a0", "=", 1): ["a0->A"], ("A->a1", "=", 1): ["a0->A"],
+        ("b0->B", "=", 1): ["a0->b0"], ("B->b0", "=", 1): ["b0->B"], ("B->b1", "=", 1): ["b0->B"]}
+    assert len(schedule) == 2 * len(got)  # channel 1 (tree 1, host b the root) the same, mirrored
+
+
+def test_nvls_tree_of_one_chunk_takes_its_closed_form_on_paper():
+    """Line rate, the same two hosts, S = 1 MiB on NCCL's 2 channels (one per tree) of one
+    chunk c = S/2 each: both channels' chunks go into each switch and on to its head at once,
+    sharing each port (2c/B per hop), cross between the heads alone on their NICs (opposite
+    ways), and come back out of the root's switch while the other host's copy is on the wire
+    (c/B per hop): 4 L + 2 * 2c/B + 2 (L_net + c/B_net) + 2 c/B, with L = 0.25 us a GPU to
+    its NVSwitch at B = 450 GB/s, L_net = 4 us head to head over PCIe, NIC and ToR at
+    B_net = 50 GB/s. (NCCL's chunks stream through the switch; these are stored and forwarded.)"""
+    size, c, nvlink, net = 2**20, 2**19, 450e9, 50e9
+    result = simulate(tiny(2, 2), "nvls_tree", size, model="ideal", channels=1, chunk_size=size)
+    expected = 4 * 0.25e-6 + 2 * 2 * c / nvlink + 2 * (4e-6 + c / net) + 2 * c / nvlink
+    assert result.time_s == pytest.approx(expected, abs=6e-12)  # each of the 6 hops ends on a whole picosecond

@@ -447,16 +447,20 @@ class FluidNetwork:
         marked[self._pad] = False
         if not marked.any():
             return new[alone], _EMPTY_I
-        members = np.zeros(self._slots, dtype=bool)
+        live = np.flatnonzero(self._row >= 0)  # a free slot crosses nothing: search the flows alone
+        on = self._on[live]
+        found = np.zeros(len(live), dtype=bool)
         reached = np.count_nonzero(marked)
         while True:
-            touching = marked[self._on].any(axis=1)
-            members |= touching
-            marked[self._on[touching]] = True
+            touching = marked[on].any(axis=1)
+            found |= touching
+            marked[on[touching]] = True
             marked[self._pad] = False
             reached, before = np.count_nonzero(marked), reached
             if reached == before:  # no link added: no flow left to find
                 break
+        members = np.zeros(self._slots, dtype=bool)
+        members[live[found]] = True
         return new[alone & ~members[new]], np.flatnonzero(members)
 
     def _reallocate(self) -> None:

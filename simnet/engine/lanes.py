@@ -231,19 +231,22 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, l
                           watch, starts, ends)
         check_horizon(sent.max(initial=0))  # as the fluid engine: no last byte may leave past the horizon
         return delivered[(flows - 1) % depth], busy, carried * timing.wire_factor, (starts, ends)
-    waves = program.waves()
+    waves = []  # per wave: its lanes, their dependencies in a row (lanes, lags), which of its lanes wait, from where
+    for wave in program.waves():
+        rows, columns = np.nonzero(after[wave] >= 0)
+        waiting, first = np.unique(rows, return_index=True)
+        waves.append((wave, after[wave][rows, columns], lag[wave][rows, columns], waiting, first))
     began = np.zeros(lanes, dtype=np.int64)
     for q in range(flows):
         nbytes, op = program.nbytes(q)
         row = delivered[q % depth]
-        for wave in waves:
-            live = wave[program.flows[wave] > q]
-            start = sent[live]
-            for d in range(after.shape[1]):
-                due = (after[live, d] >= 0) & (q >= lag[live, d])
-                if due.any():
-                    theirs = delivered[(q - lag[live, d]) % depth, np.maximum(after[live, d], 0)]
-                    start = np.where(due, np.maximum(start, theirs), start)
+        for wave, on, lags, waiting, first in waves:
+            start = sent[wave]
+            if len(on):  # every time is >= 0: a dependency not due yet (q < lag) counts as 0
+                theirs = row[on] if depth == 1 else np.where(q >= lags, delivered[(q - lags) % depth, on], 0)
+                start[waiting] = np.maximum(start[waiting], np.maximum.reduceat(theirs, first))
+            here = program.flows[wave] > q
+            live, start = (wave, start) if here.all() else (wave[here], start[here])
             began[live] = start
             size = nbytes[live]
             took = np.ceil(size * ps_per_byte[live] - WHOLE_PS_SLACK)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from simnet.model import nccl
 from simnet.model.nccl import NcclPlan
 from simnet.model.timing import Timing
@@ -111,8 +113,12 @@ def timing(decided: ModelPlan, schedule: Schedule, topology: Topology) -> Timing
 
 
 def lane_timing(decided: ModelPlan, program, topology: Topology) -> Timing:
-    """How a ``LaneProgram``'s lanes are timed under the plan's model (arrays per lane)."""
+    """How a ``LaneProgram``'s lanes are timed under the plan's model (arrays per lane): lanes
+    of one connection (channel, sender, receiver; NVLS's switch to head on the way up and
+    down) are timed as the connection, by all of them carry, as ``timing`` times a schedule."""
     if decided.model == "ideal":
         return Timing()
+    _, which = nccl.connections(program.channel, program.src, program.dst)
+    carried = np.bincount(which, weights=program.carried())[which]
     return nccl.connection_timing(decided.detail, topology, program.nodes, program.channel, program.src, program.dst,
-                                  program.carried(), program.info)
+                                  carried, program.info)

@@ -46,7 +46,7 @@ from simnet.topology.hardware import NET, NVLINK, PCIE
 from simnet.tuning import enqueue, predict, rccl, search, tables
 from simnet.tuning.rates import effective_capacity
 
-__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "wire_factor",
+__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "connections", "wire_factor",
            "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
@@ -162,11 +162,13 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
                     function, int(size), channel_share, running)
 
 
-def _connections(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
-    """(unique connections as rows of (channel, src, dst), each transfer's index into them)."""
-    keys = np.stack([schedule.channel, schedule.src, schedule.dst], axis=1).astype(np.int64)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    return unique, inverse.reshape(-1)
+def connections(channel: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct connections as rows of (channel, src, dst), sorted, each entry's index
+    into them), by one integer key per entry (sorting rows is 50x slower: 14 s for 4.5 M)."""
+    channel, src, dst = (np.asarray(a, dtype=np.int64) for a in (channel, src, dst))
+    width = int(max(src.max(initial=0), dst.max(initial=0))) + 1
+    keys, inverse = np.unique((channel * width + src) * width + dst, return_inverse=True)
+    return np.stack([keys // (width * width), keys // width % width, keys % width], axis=1), inverse.reshape(-1)
 
 
 def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: float,
@@ -198,14 +200,14 @@ def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: f
 
 def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     """The ``Timing`` of ``schedule``'s transfers under NCCL's model (see the module docstring)."""
-    connections, which = _connections(schedule)
-    channel, src, dst = connections.T
+    unique, which = connections(schedule.channel, schedule.src, schedule.dst)
+    channel, src, dst = unique.T
     # a connection's share of the buffer: what it carries over the whole collective; PAT talks
     # to a new peer every step, so there its sender's share over the whole collective counts
     if decided.row == "PAT":
         carried = np.bincount(schedule.src, weights=schedule.nbytes.astype(float), minlength=len(schedule.nodes))[src]
     else:
-        carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(connections))
+        carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(unique))
     per = connection_timing(decided, topology, schedule.nodes, channel, src, dst, carried, schedule.info)
     return replace(per, delay_ps=per.delay_ps[which] if len(schedule) else None,
                    rate_cap=None if per.rate_cap is None else per.rate_cap[which])

@@ -285,7 +285,11 @@ class Setup:
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:
                     return decided, run, program.info
-        decided, schedule, timing = self.prepare(algorithm, size, options)
+        if program is not None:  # the fluid network runs it expanded (not held through the run)
+            schedule, program = program.to_schedule(), None
+            timing = model_timing(decided, schedule, self.topo)
+        else:
+            decided, schedule, timing = self.prepare(algorithm, size, options)
         run = replay(schedule, self.topo, timing=timing, timeline=timeline, faults=list(conditions.faults),
                      start_delay=dict(conditions.delays), **engine)
         return decided, run, schedule.info

@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simnet.schedule.transfers import Schedule, ScheduleBuilder
+from simnet.schedule.transfers import Schedule, ScheduleBuilder, split_range
+
+__all__ = ["LaneProgram", "ChunkLanes", "merge_programs"]
 
 
 @dataclass
@@ -78,10 +80,14 @@ class LaneProgram:
     def _waves(self) -> np.ndarray:
         """Per lane, the longest chain of same-index dependencies leading to it: lanes of
         wave w depend at their own index only on lanes of earlier waves."""
-        same = (self.after >= 0) & (self.lag == 0)
+        lane, column = np.nonzero((self.after >= 0) & (self.lag == 0))  # by lane: a lane's dependencies in a row
+        on = self.after[lane, column]
+        waiting, first = np.unique(lane, return_index=True)
         wave = np.zeros(len(self.src), dtype=np.int64)
         for _ in range(len(self.src) + 1):
-            deeper = np.where(same, wave[np.maximum(self.after, 0)] + 1, 0).max(axis=1, initial=0)
+            deeper = np.zeros_like(wave)
+            if len(on):
+                deeper[waiting] = np.maximum.reduceat(wave[on] + 1, first)
             if (deeper == wave).all():
                 return wave
             wave = deeper
@@ -140,10 +146,14 @@ class LaneProgram:
         ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
         last = np.full(self.lanes, -1, dtype=np.int64) if first is None else np.array(first, dtype=np.int64)
         first_step = np.broadcast_to(self.first_step, (self.lanes,))
-        # per wave, its lanes' fixed columns (indexed again only at transfers some of them lack)
-        waves = [(lanes, self.flows[lanes], [self.src[lanes], self.dst[lanes], self.channel[lanes], self.after[lanes],
-                                             self.lag[lanes], self.per_step[lanes], first_step[lanes]])
-                 for lanes in self.waves()]
+        # per wave, its lanes' fixed columns (indexed again only at transfers some of them lack), of
+        # dependencies only those some lane of the wave has
+        waves = []
+        for lanes in self.waves():
+            used = np.flatnonzero((self.after[lanes] >= 0).any(axis=0))
+            waves.append((lanes, self.flows[lanes], [self.src[lanes], self.dst[lanes], self.channel[lanes],
+                                                     self.after[lanes][:, used], self.lag[lanes][:, used],
+                                                     self.per_step[lanes], first_step[lanes]]))
         for q in range(int(self.flows.max(initial=0))):
             lo, hi, op = self.pieces(q)
             more = [] if extra is None else extra(q)
@@ -161,6 +171,73 @@ class LaneProgram:
                             after_sent=last[live], step=step0 + q // per_step, chunk=q % per_step, channel=channel)
                 ids[q % depth, live] = new
                 last[live] = new
+
+
+class ChunkLanes:
+    """Collects the lanes of a pipeline in chunks, then builds its ``LaneProgram``: every lane
+    of channel c carries that channel's k_c chunks in order, and its chunk j waits for chunk
+    j of the lanes it names (same-index dependencies, lag 0), as in pipelined trees and the
+    NVLS and CollNet phases. Nodes past the ranks (switches that reduce) are added by name.
+
+    >>> lanes = ChunkLanes(["a", "b"])
+    >>> up = lanes.add(0, lanes.node("sw"), 0, 1, 0, [[]])  # a -> sw, reducing
+    >>> lanes.add(lanes.node("sw"), 1, 0, 0, 1, [up]).tolist()  # sw -> b once a's chunk is in
+    [1]
+    >>> prog = lanes.program("demo", 10, np.array([0, 10]), [2], {})  # 10 bytes in 2 chunks
+    >>> prog.nodes, len(prog), prog.to_schedule().deps(3).tolist()  # sw -> b's chunk 1 waits for a -> sw's
+    (['a', 'b', 'sw'], 4, [2])
+    """
+
+    def __init__(self, ranks: list[str]):
+        self.ranks = list(ranks)
+        self.nodes = list(ranks)
+        self._index = {n: i for i, n in enumerate(self.nodes)}
+        self._blocks: list[tuple[np.ndarray, ...]] = []
+        self.count = 0
+
+    def node(self, name: str) -> int:
+        """Index of node ``name``, adding it if it is not a rank."""
+        if name not in self._index:
+            self._index[name] = len(self.nodes)
+            self.nodes.append(name)
+        return self._index[name]
+
+    def add(self, src, dst, channel: int, op: int, step: int, after: list) -> np.ndarray:
+        """Lanes ``src[i] -> dst[i]`` (node indices, broadcast to ``len(after)``) on ``channel``,
+        reducing or copying (``op``) in algorithm step ``step``, lane i waiting for the lanes
+        ``after[i]``; returns their ids (lanes count from 0 in the order they are added)."""
+        n = len(after)
+        width = max((len(a) for a in after), default=0)
+        matrix = np.full((n, max(width, 1)), -1, dtype=np.int64)
+        for i, theirs in enumerate(after):
+            matrix[i, : len(theirs)] = theirs
+        ids = self.count + np.arange(n, dtype=np.int64)
+        self._blocks.append((np.broadcast_to(np.asarray(src, dtype=np.int64), (n,)),
+                             np.broadcast_to(np.asarray(dst, dtype=np.int64), (n,)),
+                             np.full(n, channel, dtype=np.int64), np.full(n, op, dtype=np.int8),
+                             np.full(n, step, dtype=np.int64), matrix))
+        self.count += n
+        return ids
+
+    def program(self, algorithm: str, size: int, edges: np.ndarray, chunks: list[int], info: dict) -> LaneProgram:
+        """The program: channel c carries bytes ``[edges[c], edges[c + 1])`` in ``chunks[c]`` chunks."""
+        src, dst, channel, op, step = (np.concatenate([b[i] for b in self._blocks]) for i in range(5))
+        after = np.full((self.count, max(b[5].shape[1] for b in self._blocks)), -1, dtype=np.int64)
+        start = 0
+        for block in self._blocks:  # in place: no padded copy of each block (72 columns for NVL72's lanes)
+            after[start: start + len(block[5]), : block[5].shape[1]] = block[5]
+            start += len(block[5])
+        k = np.array(chunks, dtype=np.int64)[channel]
+        cuts = np.zeros((len(chunks), max(chunks, default=1) + 1), dtype=np.int64)
+        for c, count in enumerate(chunks):
+            cuts[c, : count + 1] = split_range(int(edges[c]), int(edges[c + 1]), count)
+
+        def pieces(q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            return cuts[channel, min(q, cuts.shape[1] - 2)], cuts[channel, min(q + 1, cuts.shape[1] - 1)], op
+
+        return LaneProgram(algorithm, list(self.nodes), self.ranks, size, src=src, dst=dst, channel=channel, flows=k,
+                           after=after, lag=np.zeros(len(src), dtype=np.int64), per_step=k, pieces=pieces,
+                           carried_bytes=np.diff(np.asarray(edges)).astype(float)[channel], first_step=step, info=info)
 
 
 def merge_programs(programs: list[LaneProgram]) -> LaneProgram:

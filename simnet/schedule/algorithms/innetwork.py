@@ -23,13 +23,15 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.errors import Unsupported
-from simnet.schedule.algorithms.tree import dtree_parents, tree_allreduce, tree_depth
+from simnet.schedule.algorithms.tree import dtree_parents, tree_depth, tree_lanes
 from simnet.schedule.channels import channel_groups, default_channels
+from simnet.schedule.lanes import ChunkLanes, LaneProgram
 from simnet.schedule.registry import chunk_count, register
-from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
+from simnet.schedule.transfers import COPY, REDUCE, Schedule, split_range
 from simnet.topology.graph import Topology
 
-__all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch", "sharp_tree", "NVLS_CHUNK"]
+__all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch", "sharp_tree", "NVLS_CHUNK",
+           "nvls_program", "nvls_tree_program"]
 
 NVLS_CHUNK = 128 * 1024
 """NCCL_NVLS_CHUNKSIZE's default, 128 KiB (NVIDIA/nccl v2.30.7 src/transport/nvls.cc)."""
@@ -90,102 +92,100 @@ def sharp_tree(topology: Topology, heads: list[str], channel: int) -> tuple[list
 
 
 # ----------------------------------------------------------------- phases
-def _intra_reduce(b: ScheduleBuilder, how: str, order: np.ndarray, switch: int | None, cuts: np.ndarray,
-                  channel: int) -> np.ndarray:
-    """Reduce each chunk of one host into its head (``order[0]``); returns the (chunks,)
-    ids after which the head holds the host's sum of each chunk."""
-    chunks = len(cuts) - 1
-    piece = {"lo": cuts[None, :-1], "hi": cuts[None, 1:], "chunk": np.arange(chunks)[None, :], "channel": channel}
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _intra_reduce(lanes: ChunkLanes, how: str, order: np.ndarray, switch: int | None, channel: int) -> np.ndarray:
+    """Lanes reducing each chunk of one host into its head (``order[0]``); returns the lanes
+    after whose chunk j the head holds the host's sum of chunk j (none for one GPU)."""
     head, rest = order[0], order[1:]
     if len(order) == 1:
-        return np.full(chunks, -1, dtype=np.int64)
-    if how == "nvls":
-        ids = b.next_ids((len(order), chunks))
-        b.add(order[:, None], switch, op=REDUCE, after_sent=in_order(ids), step=0, **piece)
-        summed = b.join(switch, ids.T)
-        into_head = b.next_ids((1, chunks))
-        b.add(switch, head, op=COPY, deps=[summed[None, :]], after_sent=in_order(into_head), step=0, **piece)
-        return into_head[0]
+        return _NONE
+    if how == "nvls":  # every GPU adds its chunk into the switch, which sends the sum to the head
+        into_switch = lanes.add(order, switch, channel, REDUCE, 0, [_NONE] * len(order))
+        return lanes.add(switch, head, channel, COPY, 0, [into_switch])
     if how == "direct":
-        ids = b.next_ids((len(rest), chunks))
-        b.add(rest[:, None], head, op=REDUCE, after_sent=in_order(ids), step=0, **piece)
-        return b.join(head, ids.T)
+        return lanes.add(rest, head, channel, REDUCE, 0, [_NONE] * len(rest))
     # chain: the tail sends first, every GPU forwards its running sum towards the head
-    previous = np.full(chunks, -1, dtype=np.int64)
+    previous = _NONE
     for src, dst in zip(order[::-1][:-1], order[::-1][1:]):
-        ids = b.next_ids((1, chunks))
-        b.add(src, dst, op=REDUCE, deps=[previous[None, :]], after_sent=in_order(ids), step=0, **piece)
-        previous = ids[0]
+        previous = lanes.add(src, dst, channel, REDUCE, 0, [previous])
     return previous
 
 
-def _intra_broadcast(b: ScheduleBuilder, how: str, order: np.ndarray, switch: int | None, cuts: np.ndarray,
-                     final: np.ndarray, channel: int) -> None:
-    """Send each chunk's result from the head (``order[0]``, final after ``final[j]``) to its host."""
-    chunks = len(cuts) - 1
-    piece = {"lo": cuts[None, :-1], "hi": cuts[None, 1:], "chunk": np.arange(chunks)[None, :], "channel": channel}
+def _intra_broadcast(lanes: ChunkLanes, how: str, order: np.ndarray, switch: int | None, final: np.ndarray,
+                     channel: int) -> None:
+    """Lanes sending each chunk's result from the head (``order[0]``, final after chunk j of
+    the lanes ``final``) to its host."""
     head, rest = order[0], order[1:]
     if len(order) == 1:
         return
     if how == "nvls":  # the head writes the chunk into the switch, which multicasts it to every GPU
-        to_switch = b.next_ids((1, chunks))
-        b.add(head, switch, op=COPY, deps=[final[None, :]], after_sent=in_order(to_switch), step=1, **piece)
-        ids = b.next_ids((len(order), chunks))
-        b.add(switch, order[:, None], op=COPY, deps=[to_switch], after_sent=in_order(ids), step=1, **piece)
+        to_switch = lanes.add(head, switch, channel, COPY, 1, [final])
+        lanes.add(switch, order, channel, COPY, 1, [to_switch] * len(order))
     elif how == "direct":
-        ids = b.next_ids((len(rest), chunks))
-        b.add(head, rest[:, None], op=COPY, deps=[final[None, :]], after_sent=in_order(ids), step=1, **piece)
+        lanes.add(head, rest, channel, COPY, 1, [final] * len(rest))
     else:
         previous = final
         for src, dst in zip(order[:-1], order[1:]):
-            ids = b.next_ids((1, chunks))
-            b.add(src, dst, op=COPY, deps=[previous[None, :]], after_sent=in_order(ids), step=1, **piece)
-            previous = ids[0]
+            previous = lanes.add(src, dst, channel, COPY, 1, [previous])
 
 
-def _two_level(b: ScheduleBuilder, topology: Topology, ranks: list[str], size: int, intra: str, inter: str,
-               chunk_size: int, channels: int) -> None:
+def _two_level(algorithm: str, topology: Topology, ranks: list[str], size: int, intra: str, inter: str,
+               chunk_size: int, channels: int) -> LaneProgram:
     """Per channel group: reduce into each host's head (``intra``), AllReduce across the heads
-    (``inter``: NCCL's double binary tree, or SHARP), broadcast back (``intra``)."""
+    (``inter``: NCCL's double binary tree, or SHARP), broadcast back (``intra``); every lane
+    carries its channel's chunks in order, chunk j moving on once chunk j is in."""
     groups = channel_groups(topology, ranks, channels, "tree")
     trees = 2 if inter == "tree" else 1
-    weights = np.array([g.weight for _ in range(trees) for g in groups]) * (2 // trees if inter == "tree" else 1)
-    total = channels * (2 if inter == "tree" else 1)
-    edges = split_range(0, size, total)[np.concatenate([[0], np.cumsum(weights)])]
-    channel = 0
-    for t in range(trees):
-        for group in groups:
-            lo, hi = int(edges[channel]), int(edges[channel + 1])
-            cuts = split_range(lo, hi, chunk_count(hi - lo, chunk_size * int(weights[channel])))
-            host_switch = [b.node(nvls_switch(topology, [ranks[i] for i in order])) if intra == "nvls" else None
-                           for order in group.hosts]
-            head_ready = np.stack([_intra_reduce(b, intra, order, sw, cuts, channel)
-                                   for order, sw in zip(group.hosts, host_switch)])
-            heads = group.heads
-            if inter == "tree":
-                parents = dtree_parents(len(heads))[t]
-                members = heads
-            else:
-                nodes, parents = sharp_tree(topology, [ranks[h] for h in heads], channel)
-                b.info["sharp_height"] = max(b.info.get("sharp_height", 0), tree_depth(parents) - 1)
-                members = np.array([b.node(n) for n in nodes], dtype=np.int64)
-                head_ready = np.concatenate([head_ready, np.full((len(members) - len(heads), len(cuts) - 1), -1)])
-            final = tree_allreduce(b, members, parents, lo, hi, head_ready, len(cuts) - 1, channel, per_chunk=True)
-            for h, (order, sw) in enumerate(zip(group.hosts, host_switch)):
-                _intra_broadcast(b, intra, order, sw, cuts, final[h], channel)
-            inside = max(len(order) for order in group.hosts) - 1
-            hops = {"nvls": 2, "direct": 1, "chain": inside}[intra] if inside else 0
-            b.info.setdefault("pipeline", {})[channel] = (2 * hops + 2 * tree_depth(parents), len(cuts) - 1,
-                                                          2 * tree_depth(parents))
-            channel += 1
-    b.info["channels"] = channels
-    b.info["channel_weights"] = weights.tolist()
+    weights = np.array([g.weight for _ in range(trees) for g in groups])
+    edges = split_range(0, size, channels * trees)[np.concatenate([[0], np.cumsum(weights)])]
+    lanes, chunks, info = ChunkLanes(ranks), [], {}
+    host_switch = [lanes.node(nvls_switch(topology, [ranks[i] for i in order])) if intra == "nvls" else None
+                   for order in groups[0].hosts]  # every group lists the hosts in one order
+    for c, (t, group) in enumerate((t, g) for t in range(trees) for g in groups):
+        chunks.append(chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c])))
+        ready = [_intra_reduce(lanes, intra, order, sw, c) for order, sw in zip(group.hosts, host_switch)]
+        if inter == "tree":
+            members, parents = group.heads, dtree_parents(len(group.hosts))[t]
+        else:
+            nodes, parents = sharp_tree(topology, [ranks[h] for h in group.heads], c)
+            info["sharp_height"] = max(info.get("sharp_height", 0), tree_depth(parents) - 1)
+            members = np.array([lanes.node(n) for n in nodes], dtype=np.int64)
+            ready += [_NONE] * (len(members) - len(group.hosts))
+        final = tree_lanes(lanes, members, parents, c, ready)
+        for order, sw, done in zip(group.hosts, host_switch, final):
+            _intra_broadcast(lanes, intra, order, sw, done, c)
+        inside = max(len(order) for order in group.hosts) - 1
+        hops = {"nvls": 2, "direct": 1, "chain": inside}[intra] if inside else 0
+        info.setdefault("pipeline", {})[c] = (2 * hops + 2 * tree_depth(parents), chunks[-1], 2 * tree_depth(parents))
+    info["channels"] = channels
+    info["channel_weights"] = weights.tolist()
+    return lanes.program(algorithm, size, edges, chunks, info)
 
 
 # ----------------------------------------------------------------- algorithms
+def nvls_program(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
+                 channels: int = 16) -> LaneProgram:
+    """``nvls`` as a ``LaneProgram``: on one host a lane from every GPU into the switch and
+    one back, across hosts ``_two_level`` with SHARP between the hosts."""
+    hosts = topology.groups("node", ranks)
+    if len(hosts) == 1:
+        lanes = ChunkLanes(ranks)
+        switch = lanes.node(nvls_switch(topology, ranks))
+        chunks = chunk_count(size, chunk_size * channels)
+        tree_lanes(lanes, np.append(np.arange(len(ranks)), switch), np.append(np.full(len(ranks), len(ranks)), -1), 0)
+        return lanes.program("nvls", size, np.array([0, size]), [chunks],
+                             {"channels": channels, "pipeline": {0: (2, chunks, 0)}})
+    if not any(topology.graph.nodes[n].get("sharp") for n in topology.nodes):
+        raise Unsupported("nvls across hosts: NCCL runs NVLS across nodes only with SHARP switches in the network "
+                          "(CollNet; sharp: true on the fabric's switches), and this topology has none; use nvls_tree")
+    return _two_level("nvls", topology, ranks, size, "nvls", "sharp", chunk_size, default_channels(topology, ranks))
+
+
 @register("nvls", "NVLink SHARP (NCCL NVLS): the NVSwitch reduces each chunk and multicasts it back",
           "one host, k chunks of c bytes: 2*(L + c/B) + (k-1)*c/B (each GPU link carries S up and S down)",
-          options=("chunk_size", "channels"))
+          options=("chunk_size", "channels"), program=nvls_program)
 def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
          channels: int = 16) -> Schedule:
     """NVLS AllReduce in chunks of ``chunk_size`` per channel (default NCCL's 128 KiB) on
@@ -196,63 +196,59 @@ def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS
     (k-1)*c/B``. Across hosts NCCL runs NVLS only with SHARP switches in the network
     (CollNet); simnet then reduces each host into its heads by NVLS and across hosts by SHARP.
     """
-    b = ScheduleBuilder("nvls", ranks, size)
-    hosts = topology.groups("node", ranks)
-    if len(hosts) == 1:
-        position = np.arange(len(ranks))
-        switch = b.node(nvls_switch(topology, ranks))
-        members = np.append(position, switch)
-        parents = np.append(np.full(len(ranks), len(ranks)), -1)
-        chunks = chunk_count(size, chunk_size * channels)
-        tree_allreduce(b, members, parents, 0, size, np.full(len(members), -1), chunks)
-        b.info["channels"] = channels
-        b.info["pipeline"] = {0: (2, chunks, 0)}
-        return b.build()
-    if not any(topology.graph.nodes[n].get("sharp") for n in topology.nodes):
-        raise Unsupported("nvls across hosts: NCCL runs NVLS across nodes only with SHARP switches in the network "
-                          "(CollNet; sharp: true on the fabric's switches), and this topology has none; use nvls_tree")
-    _two_level(b, topology, ranks, size, "nvls", "sharp", chunk_size, default_channels(topology, ranks))
-    return b.build()
+    return nvls_program(topology, ranks, size, chunk_size, channels).to_schedule()
+
+
+def nvls_tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
+                      channels: int | None = None) -> LaneProgram:
+    """``nvls_tree`` as a ``LaneProgram`` (``_two_level``, NVLS inside the hosts, trees between)."""
+    if len(topology.groups("node", ranks)) < 2:
+        raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
+    return _two_level("nvls_tree", topology, ranks, size, "nvls", "tree", chunk_size,
+                      channels or default_channels(topology, ranks))
 
 
 @register("nvls_tree",
           "NCCL NVLSTree: NVLS inside each host into the rail GPUs, double binary tree between hosts, NVLS back",
-          "per channel of k chunks of c bytes: 2*(L_nvls + c/B) + 2*D_hosts*(L_net + c/B_net) + (k-1)*c/B_min",
-          options=("chunk_size", "channels"))
+          "per channel of k chunks of c bytes: 4*(L_nv + c/B) + 2*D_hosts*(L_net + c/B_net) + (k-1)*c/B_min, L_nv "
+          "a GPU to its NVSwitch (a chunk goes into the switch, on to the head, back into the switch, out to the "
+          "GPUs), B and B_net the channel's rates",
+          options=("chunk_size", "channels"), program=nvls_tree_program)
 def nvls_tree(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
               channels: int | None = None) -> Schedule:
     """NVLSTree over several hosts: per channel, NVLS reduces each chunk into the host's head
     (the GPU at the channel's NIC rail), the heads AllReduce it on NCCL's double binary tree
     between hosts (channels alternate the two trees), NVLS multicasts it back."""
-    if len(topology.groups("node", ranks)) < 2:
-        raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
-    b = ScheduleBuilder("nvls_tree", ranks, size)
-    _two_level(b, topology, ranks, size, "nvls", "tree", chunk_size, channels or default_channels(topology, ranks))
-    return b.build()
+    return nvls_tree_program(topology, ranks, size, chunk_size, channels).to_schedule()
 
 
 def _collnet(name: str, intra: str):
-    def build(topology: Topology, ranks: list[str], size: int, chunk_size: int = 512 * 1024,
-              channels: int | None = None) -> Schedule:
+    """(the lane program, the schedule) of CollNet with ``intra`` inside each host."""
+    def program(topology: Topology, ranks: list[str], size: int, chunk_size: int = 512 * 1024,
+                channels: int | None = None) -> LaneProgram:
         if len(topology.groups("node", ranks)) < 2:
             raise Unsupported(f"{name} runs across hosts (NCCL enables CollNet from two nodes on)")
-        b = ScheduleBuilder(name, ranks, size)
-        _two_level(b, topology, ranks, size, intra, "sharp", chunk_size,
-                   channels or default_channels(topology, ranks))
-        return b.build()
+        return _two_level(name, topology, ranks, size, intra, "sharp", chunk_size,
+                          channels or default_channels(topology, ranks))
+
+    def build(topology: Topology, ranks: list[str], size: int, chunk_size: int = 512 * 1024,
+              channels: int | None = None) -> Schedule:
+        return program(topology, ranks, size, chunk_size, channels).to_schedule()
 
     build.__name__ = name
     build.__doc__ = (f"{name}: each host's GPUs reduce each chunk into the channel's head "
                      f"({'directly' if intra == 'direct' else 'along a chain'}), the heads reduce through the "
                      "SHARP switches and get the sum back, the head sends it to its host.")
-    return build
+    return program, build
 
 
+_direct_program, _direct = _collnet("collnet_direct", "direct")
 collnet_direct = register(
     "collnet_direct", "NCCL CollNetDirect: GPUs reduce into each rail's head directly, SHARP switches reduce across "
     "hosts", "per channel of k chunks of c bytes: 2*(L_in + (G-1)*c/B_in) + 2*H*(L_net + c/B_net) + (k-1)*c/B_min, "
-    "H the hops to the aggregation root", options=("chunk_size", "channels"))(_collnet("collnet_direct", "direct"))
+    "H the hops to the aggregation root", options=("chunk_size", "channels"), program=_direct_program)(_direct)
+_chain_program, _chain = _collnet("collnet_chain", "chain")
 collnet_chain = register(
     "collnet_chain", "NCCL CollNetChain: a chain through each host's GPUs to the head, SHARP switches reduce across "
     "hosts", "per channel of k chunks of c bytes: 2*((G-1)*(L_in + c/B_in) + H*(L_net + c/B_net)) + (k-1)*c/B_min",
-    options=("chunk_size", "channels"))(_collnet("collnet_chain", "chain"))
+    options=("chunk_size", "channels"), program=_chain_program)(_chain)

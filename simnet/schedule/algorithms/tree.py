@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from simnet.schedule.channels import ChannelGroup, channel_groups, default_channels
-from simnet.schedule.lanes import LaneProgram
+from simnet.schedule.lanes import ChunkLanes, LaneProgram
 from simnet.schedule.registry import chunk_count, register
 from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.graph import Topology
@@ -33,7 +33,7 @@ shave the pipeline's fill time (2*D pieces) but cost simulation time per piece."
 
 __all__ = ["btree_parents", "dtree_parents", "tree_depth", "tree_allreduce", "tree_part", "double_binary_tree_part",
            "tree", "binary_tree", "double_binary_tree", "nccl_tree_parents", "PIPELINE_CHUNK",
-           "tree_program"]
+           "tree_program", "tree_lanes"]
 
 
 def btree_parents(n: int) -> np.ndarray:
@@ -82,18 +82,15 @@ def _depths(parents: np.ndarray) -> np.ndarray:
 
 
 def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray, lo: int, hi: int,
-                   ready: np.ndarray, chunks: int, channel: int = 0, per_chunk: bool = False) -> np.ndarray:
+                   ready: np.ndarray, chunks: int, channel: int = 0) -> np.ndarray:
     """Pipelined reduce + broadcast of ``[lo, hi)`` over ``members`` arranged by ``parents``
     (indices into ``members``, -1 for the root). ``ready[i]``: id after which member i's
-    data is final (-1: from the start), or ``ready[i, j]`` per chunk j (a pipelined
-    predecessor). Returns (m, D) ids completing each member (-1 padded), or with
-    ``per_chunk`` (m, chunks): the id after which member i holds chunk j's result.
+    data is final (-1: from the start). Returns (m, D) ids completing each member (-1 padded).
     """
     m = len(members)
-    ready = np.broadcast_to(np.asarray(ready, dtype=np.int64).reshape(m, -1), (m, chunks)) \
-        if np.ndim(ready) == 2 else np.asarray(ready, dtype=np.int64)[:, None]
+    ready = np.asarray(ready, dtype=np.int64)[:, None]
     if m == 1:
-        return ready[:1, :1] if ready.shape[1] == 1 else ready.reshape(1, -1)
+        return ready[:1]
     depth = _depths(parents)
     root = int(np.flatnonzero(parents < 0)[0])
     children = [np.flatnonzero(parents == v) for v in range(m)]
@@ -126,10 +123,6 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
         down[nodes] = ids
     done = down.copy()
     root_kids = child_matrix[root][child_matrix[root] >= 0]
-    if per_chunk:  # the root holds chunk j once its children's chunk j and its own data are in
-        done[root] = b.join(members[root], np.concatenate([up[root_kids].T, np.broadcast_to(
-            ready[root], (chunks,))[:, None]], axis=1))
-        return done
     done[root] = -1
     root_done = np.concatenate([up[root_kids].ravel(), ready[root]])
     result = np.full((m, max(chunks, len(root_done))), -1, dtype=np.int64)
@@ -204,60 +197,52 @@ def nccl_tree_parents(group: ChannelGroup, tree: int) -> tuple[np.ndarray, np.nd
     return members, parents
 
 
+def tree_lanes(lanes: ChunkLanes, members: np.ndarray, parents: np.ndarray, channel: int,
+               ready: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """A pipelined reduce + broadcast over ``members`` (node indices of ``lanes``) arranged by
+    ``parents`` (indices into ``members``, -1 for the root), added to ``lanes`` on
+    ``channel``: an up lane per non-root member (to its parent, reducing), then a down lane
+    each (from its parent, copying). Chunk j goes up once chunk j came up from every child
+    and is in place at both ends (``ready[i]``: the lanes after whose chunk j member i's own
+    chunk j is final; none by default), and down once the parent has it: from the parent's
+    own parent, or at the root once every child of the root delivered it. Returns, per
+    member, the lanes after whose chunk j it holds chunk j's result."""
+    m = len(members)
+    ready = ready or [np.zeros(0, dtype=np.int64)] * m
+    edge = np.flatnonzero(parents >= 0)
+    kids = [np.flatnonzero(parents == v) for v in range(m)]
+    root = int(np.flatnonzero(parents < 0)[0])
+    up = np.full(m, -1, dtype=np.int64)
+    up[edge] = lanes.count + np.arange(len(edge))
+    down = np.full(m, -1, dtype=np.int64)
+    down[edge] = lanes.count + len(edge) + np.arange(len(edge))
+    at_root = np.concatenate([up[kids[root]], ready[root]])  # the root holds chunk j's sum
+    lanes.add(members[edge], members[parents[edge]], channel, REDUCE, 0,
+              [np.concatenate([up[kids[v]], ready[v], ready[parents[v]]]) for v in edge])
+    lanes.add(members[parents[edge]], members[edge], channel, COPY, 1,
+              [at_root if parents[v] == root else down[parents[v], None] for v in edge])
+    return [at_root if v == root else down[v, None] for v in range(m)]
+
+
 def tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: int = PIPELINE_CHUNK,
                  channels: int | None = None) -> LaneProgram:
-    """NCCL's Tree (see ``tree``) as a ``LaneProgram``: per channel, a lane up each tree
-    edge (child to parent, reducing) and one down (parent to child, copying), carrying the
-    channel's k chunks in order. Chunk j goes up once chunk j came up from every child,
-    and down once the parent has it: from the parent's own parent, or at the root once
-    every child of the root delivered it (same-index dependencies)."""
+    """NCCL's Tree (see ``tree``) as a ``LaneProgram``: per channel, ``tree_lanes`` over its
+    members, carrying the channel's k chunks in order."""
     channels = channels or default_channels(topology, ranks)
     groups = channel_groups(topology, ranks, channels, "tree")
     trees = 2 if len(groups[0].hosts) > 1 else 1
     weights = np.array([g.weight for t in range(trees) for g in groups]) * (2 // trees)
     edges = split_range(0, size, 2 * channels)[np.concatenate([[0], np.cumsum(weights)])]
-    src, dst, chan, after, ops, steps, chunks, pipeline = [], [], [], [], [], [], [], {}
-    base = 0
+    lanes, chunks, pipeline = ChunkLanes(ranks), [], {}
     for c, (t, group) in enumerate((t, g) for t in range(trees) for g in groups):
         members, parents = nccl_tree_parents(group, t)
         k = chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c]))  # chunk_size is per NCCL channel
         chunks.append(k)
         # hops, chunks, and the hops between hosts (up and down the tree over hosts)
         pipeline[c] = (2 * tree_depth(parents), k, 2 * tree_depth(dtree_parents(len(group.hosts))[t]))
-        edge = np.flatnonzero(parents >= 0)  # one up lane and one down lane per non-root member
-        up = np.full(len(members), -1, dtype=np.int64)
-        up[edge] = base + np.arange(len(edge))
-        down = np.full(len(members), -1, dtype=np.int64)
-        down[edge] = base + len(edge) + np.arange(len(edge))
-        kids = [np.flatnonzero(parents == v) for v in range(len(members))]
-        root = int(np.flatnonzero(parents < 0)[0])
-        after += [up[kids[v]].tolist() for v in edge]  # up: every child's chunk j
-        after += [up[kids[root]].tolist() if parents[v] == root else [down[parents[v]]] for v in edge]
-        src += [members[edge], members[parents[edge]]]
-        dst += [members[parents[edge]], members[edge]]
-        ops += [np.full(len(edge), REDUCE, dtype=np.int8), np.full(len(edge), COPY, dtype=np.int8)]
-        steps += [np.zeros(len(edge), dtype=np.int64), np.ones(len(edge), dtype=np.int64)]
-        chan.append(np.full(2 * len(edge), c, dtype=np.int64))
-        base += 2 * len(edge)
-    width = max((len(a) for a in after), default=1) or 1
-    after_matrix = np.full((base, width), -1, dtype=np.int64)
-    for lane, theirs in enumerate(after):
-        after_matrix[lane, : len(theirs)] = theirs
-    channel = np.concatenate(chan)
-    k = np.array(chunks, dtype=np.int64)[channel]
-    cuts = np.zeros((len(chunks), max(chunks, default=1) + 1), dtype=np.int64)
-    for c, count in enumerate(chunks):
-        cuts[c, : count + 1] = split_range(int(edges[c]), int(edges[c + 1]), count)
-    op = np.concatenate(ops)
-
-    def pieces(q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return cuts[channel, min(q, cuts.shape[1] - 2)], cuts[channel, min(q + 1, cuts.shape[1] - 1)], op
-
-    return LaneProgram("tree", list(ranks), list(ranks), size, src=np.concatenate(src), dst=np.concatenate(dst),
-                       channel=channel, flows=k, after=after_matrix, lag=np.zeros_like(after_matrix), per_step=k,
-                       pieces=pieces, carried_bytes=np.diff(edges).astype(float)[channel],
-                       first_step=np.concatenate(steps),
-                       info={"channels": channels, "channel_weights": weights.tolist(), "pipeline": pipeline})
+        tree_lanes(lanes, members, parents, c)
+    return lanes.program("tree", size, edges, chunks,
+                         {"channels": channels, "channel_weights": weights.tolist(), "pipeline": pipeline})
 
 
 @register("tree",
