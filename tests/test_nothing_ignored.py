@@ -479,3 +479,30 @@ def test_counts_and_yes_nos_are_taken_as_written(generate, options, says):
     with pytest.raises(InputError, match=re.escape(says)):
         scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", **generate}},
                             "sizes": ["1 MiB"], "algorithms": ["ring"], "options": options})
+
+
+@pytest.mark.parametrize("extra, says", [
+    ({"stragglers": {"distribution": "exponential", "mean": "10 us", "sigma": 2}},
+     "stragglers: sigma: shapes the lognormal distribution only"),
+    ({"algorithms": ["ps"], "options": {"ps_server": "gpu0", "ps_servers": 2}},
+     "options: ps_servers: ps_server names the servers")])
+def test_a_key_another_makes_moot_is_refused(extra, says):
+    """Fuzz findings: sigma beside an exponential distribution, and a server count beside
+    the named servers, were accepted and changed nothing."""
+    with pytest.raises(InputError, match=re.escape(says)):
+        scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}},
+                            "sizes": ["1 MiB"], **extra})
+
+
+def test_a_set_key_given_twice_and_an_unknown_profile_key_are_refused(tmp_path, cli):
+    """``--set K=1 --set K=2`` kept the second alone; a profile's unknown top-level key was read past."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    twice = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=2", "--set", "topology.generate.gpus=4",
+                "--out", tmp_path / "o", "--workers", "1")
+    assert twice.exit_code == 2 and "topology.generate.gpus is given twice" in twice.stderr
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "p.cal.yaml").write_text("calibration: {base_latency: 1 us}\ncalibraton: {base_latency: 9 us}\n")
+    with pytest.raises(InputError, match="unknown key 'calibraton' in a calibration profile"):
+        load_calibration(tmp_path / "p.cal.yaml")

@@ -119,6 +119,10 @@ def load_calibration(path: str | Path) -> Calibration:
     if not isinstance(data, dict) or not isinstance(data.get("calibration"), dict):
         raise source.error((), "expected a calibration profile: a mapping with a 'calibration' section "
                                "(simnet calibrate writes one)")
+    unknown = sorted(set(data) - {"calibration", "fitted"}, key=str)
+    if unknown:
+        raise source.error((unknown[0],), f"unknown key {unknown[0]!r} in a calibration profile; expected "
+                                          "calibration (and fitted, which simnet calibrate writes)")
     try:
         spec = _CalibrationSpec.model_validate(data["calibration"])
     except ValidationError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
 from simnet.spec.values import PositiveSize
@@ -27,3 +27,10 @@ class Options(Strict):
     message_overhead: Latency | None = None
     pxn: bool | None = None  # all_to_all / send_recv across hosts through the peer's rail (NCCL's default)
     exact: bool | None = None  # never an upper bound: a ring too large to replay exactly runs on the fluid network
+
+    @model_validator(mode="after")
+    def _one_way_to_name_servers(self) -> Options:
+        if self.ps_server is not None and self.ps_servers is not None:
+            raise ValueError("ps_servers: ps_server names the servers (their count is the names'), so a count "
+                             "beside it would be ignored; give one or the other")
+        return self
