@@ -506,3 +506,24 @@ def test_a_set_key_given_twice_and_an_unknown_profile_key_are_refused(tmp_path, 
     (tmp_path / "p.cal.yaml").write_text("calibration: {base_latency: 1 us}\ncalibraton: {base_latency: 9 us}\n")
     with pytest.raises(InputError, match="unknown key 'calibraton' in a calibration profile"):
         load_calibration(tmp_path / "p.cal.yaml")
+
+
+@pytest.mark.parametrize("extra", [{"algorithms": ["ring"]}, {"options": {"channels": 1}}])
+def test_a_training_step_without_sizes_refuses_algorithms_and_options(extra):
+    """The step runs each exchange as NCCL picks it: algorithms and options beside training
+    (and no sizes of the scenario's own) gave JSON byte-identical to leaving them out."""
+    with pytest.raises(InputError, match=f"{next(iter(extra))}: the training step runs every exchange"):
+        scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 8}},
+                            "training": {"model": "llama3_8b", "efficiency": 0.5}, **extra})
+    scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 8}},
+                        "training": {"model": "llama3_8b", "efficiency": 0.5}, "sizes": ["1 MiB"], **extra})
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--set", "name=a,b"], "--set: name labels the scenario and changes no point"),
+    (["--set", "collective=all_gather", "-c", "reduce_scatter"], "both name the collective")])
+def test_set_refuses_what_changes_no_point_or_contradicts_a_flag(tmp_path, cli, args, says):
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", *args, "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -295,8 +295,8 @@ _JOBS_SET_THEIR_OWN = {"size": "size", "sizes": "size", "algorithms": "algorithm
 
 def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
     """One line for a key the run would not read in this scenario: what jobs state for
-    themselves or do not apply, conditions a training step does not apply, a placement
-    with no job to place."""
+    themselves or do not apply, conditions a training step does not apply (and algorithms
+    or options, without sizes of the scenario's own), a placement with no job to place."""
     given = {key for key in spec.model_fields_set if getattr(spec, key) != ScenarioSpec.model_fields[key].default}
     if spec.jobs:
         for key, what in _JOBS_SET_THEIR_OWN.items():
@@ -317,6 +317,12 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
             if getattr(spec, key):
                 raise source.error((key,), f"the training step runs on the healthy fabric: {key} do not apply to it; "
                                            f"remove {key}, or training")
+        sized = spec.size is not None or spec.sizes is not None
+        for key in ("algorithms", "options"):
+            if key in given and not sized:
+                raise source.error((key,), f"the training step runs every exchange as NCCL picks it, with its "
+                                           f"defaults: {key} apply to sizes of the scenario's own, and it has none; "
+                                           f"remove {key}, or give sizes")
 
 
 def _refuse_what_no_step_holds(training, source: Source) -> None:
