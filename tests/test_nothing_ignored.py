@@ -527,3 +527,28 @@ def test_set_refuses_what_changes_no_point_or_contradicts_a_flag(tmp_path, cli, 
                                      "sizes: [1 MiB]\nalgorithms: [ring]\n")
     result = cli("sweep", tmp_path / "s.yaml", *args, "--out", tmp_path / "o", "--workers", "1")
     assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+LEAF2 = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2,
+                                   "spines": 1}}
+
+
+@pytest.mark.parametrize("doc, says", [
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB", "period": "1 ms"}]}, "period: the job runs once"),
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB"},
+               {"name": "b", "background": {"pattern": "all_to_all", "load": "50%", "seed": 3}}]},
+     "seed: all_to_all sends to every other GPU"),
+    ({"jobs": [{"name": "a", "hosts": ["r0h0"], "size": "1 MiB"}], "placement": "spread"},
+     "every job here names its GPUs or hosts"),
+    ({"sizes": ["1 MiB"], "variants": [{"name": "v", "set": {"name": "w"}}]}, "name: a variant sets what its runs read"),
+    ({"sizes": ["1 MiB"], "variants": [{"name": "v"}, {"name": "v"}]}, "the name 'v' is taken by variants[0]"),
+    ({"sizes": ["1 MiB"], "faults": [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"},
+                                     {"at": "0 s", "node": "spine0", "bandwidth": "25%"}]},
+     "faults[0] changes the same link at the same time"),
+    ({"sizes": ["1 MiB"], "topology": {"name": "t", "generate": {**LEAF2["generate"], "nic_per": "gpu",
+                                                                  "nics_per_host": 1}}},
+     "give nic_per or nics_per_host, not both")])
+def test_keys_one_of_which_would_be_ignored_are_refused(doc, says):
+    """Fuzz findings: each of these was accepted, and one key (or one of two) changed nothing."""
+    with pytest.raises(InputError, match=re.escape(says)):
+        scenario_from_dict({"name": "s", "topology": LEAF2, **doc})

@@ -117,6 +117,10 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
                 raise FaultError((i, "bandwidth"), f"{units.format_bandwidth(spec.bandwidth)} is more than the link's "
                                  f"{units.format_bandwidth(float(line.min()))}: a fault only takes bandwidth away")
             factors = spec.bandwidth / line
+        for other in faults:
+            if other.at == spec.at and np.intersect1d(other.links, links).size:
+                raise FaultError((i,), f"faults[{other.index}] changes the same link at the same time "
+                                       f"({units.format_time(spec.at)}): one of them would be ignored; give one")
         faults.append(Fault(spec.at, links, factors, spec.describe(), i))
     return sorted(faults, key=lambda f: f.at)
 

@@ -68,6 +68,15 @@ class Variant(Strict):
     set: dict[str, Any] = {}
     cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
 
+    @field_validator("set")
+    @classmethod
+    def _sets_what_a_run_reads(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if key.split(".")[0] in ("name", "description", "sweep", "variants", "cost"):
+                raise ValueError(f"{key}: a variant sets what its runs read; {key} changes none (the variant's "
+                                 "own name and cost are its name: and cost: keys)")
+        return value
+
 
 class ScenarioSpec(Strict):
     name: Annotated[str, Field(min_length=1)]
@@ -91,6 +100,16 @@ class ScenarioSpec(Strict):
     stragglers: dict[str, Any] | None = None  # {gpu: delay} or a StragglerDistribution
     jobs: list[JobSpec] = []  # many jobs sharing the fabric (instead of sizes and algorithms)
     placement: str | None = None  # for every job given a GPU count and no placement of its own
+
+    @field_validator("variants")
+    @classmethod
+    def _named_once(cls, value: list[Variant]) -> list[Variant]:
+        names = [v.name for v in value]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"variants[{i}]: the name {name!r} is taken by variants[{names.index(name)}]; "
+                                 "give each option its own name")
+        return value
 
     @field_validator("placement")
     @classmethod
@@ -310,6 +329,9 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
             name = sorted(spec.options.model_dump(exclude_none=True))[0]
             raise source.error(("options", name), "with jobs, every job runs with NCCL's defaults: options do not "
                                                   "apply; remove options, or jobs")
+        if spec.placement is not None and not any(isinstance(job.gpus, int) for job in spec.jobs):
+            raise source.error(("placement",), "placement places jobs given a GPU count, and every job here names "
+                                               "its GPUs or hosts; leave placement out")
     elif spec.placement is not None:
         raise source.error(("placement",), "placement places jobs given a GPU count; this scenario has no jobs")
     if spec.training is not None:

@@ -234,6 +234,8 @@ class LeafSpineParams(_NvSwitchHosts):
     def _one_uplink_rule(self) -> LeafSpineParams:
         if self.uplink_bandwidth is not None and self.oversubscription is not None:
             raise ValueError("give uplink_bandwidth or oversubscription, not both")
+        if self.nics_per_host is not None and "nic_per" in self.model_fields_set:
+            raise ValueError("give nic_per or nics_per_host, not both (nics_per_host would win)")
         return self
 
     def host_nics(self) -> int:
