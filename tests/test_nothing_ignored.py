@@ -552,3 +552,15 @@ def test_keys_one_of_which_would_be_ignored_are_refused(doc, says):
     """Fuzz findings: each of these was accepted, and one key (or one of two) changed nothing."""
     with pytest.raises(InputError, match=re.escape(says)):
         scenario_from_dict({"name": "s", "topology": LEAF2, **doc})
+
+
+def test_an_option_the_algorithm_does_not_take_is_said():
+    """``inner`` and ``group_by`` (hierarchical's) beside ``algorithms: [ring]`` changed nothing
+    without a word; the file keeps them for -a or variants, and the run says they went unread."""
+    from simnet import simulate, topology_from_dict
+
+    topo = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}})
+    warned = [w for w in simulate(topo, "ring", 2**20, inner="tree", group_by="host").warnings
+              if w.kind == "option_unread"]
+    assert len(warned) == 1 and "group_by, inner: ring does not take them" in warned[0].message
+    assert not [w for w in simulate(topo, "ring", 2**20, channels=2).warnings if w.kind == "option_unread"]

@@ -53,8 +53,8 @@ class Finding:
     ``candidate_upper_bound`` (``auto``: another algorithm's time is only an upper bound),
     ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
-    profile was fitted on another machine) or ``gpu_unnamed`` (GPUs of no named generation,
-    taken by NCCL's model as A100s);
+    profile was fitted on another machine), ``gpu_unnamed`` (GPUs of no named generation,
+    taken by NCCL's model as A100s) or ``option_unread`` (an option the algorithm does not take);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str
