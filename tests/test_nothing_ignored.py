@@ -564,3 +564,14 @@ def test_an_option_the_algorithm_does_not_take_is_said():
               if w.kind == "option_unread"]
     assert len(warned) == 1 and "group_by, inner: ring does not take them" in warned[0].message
     assert not [w for w in simulate(topo, "ring", 2**20, channels=2).warnings if w.kind == "option_unread"]
+
+
+@pytest.mark.parametrize("doc", [{"name": "s\x1b[31m"}, {"variants": [{"name": "v\x07"}]},
+                                 {"sizes": None, "jobs": [{"name": "j\x00", "gpus": 2, "size": "1 MiB"}]}])
+def test_control_characters_in_scenario_variant_and_job_names_are_refused(doc):
+    """An ESC in a scenario name reached the terminal raw, one in a variant name leaked
+    matplotlib warnings; topology names already refused them."""
+    base = {"name": "s", "topology": LEAF2, "sizes": ["1 MiB"]}
+    document = {k: v for k, v in {**base, **doc}.items() if v is not None}
+    with pytest.raises(InputError, match="control character"):
+        scenario_from_dict(document)

@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from simnet.errors import SpecError
 from simnet.schedule.catalog import ALGORITHMS
 from simnet.topology.graph import Topology
-from simnet.topology.schema import Latency, Strict
+from simnet.topology.schema import Latency, Name, Strict
 from simnet.units import parse_share, parse_size
 
 MAX_JOBS = 16
@@ -64,7 +64,7 @@ class JobSpec(Strict):
     when and how often. A background job runs on every GPU no other job holds unless told
     where, every ``period`` (1 ms by default) for as long as the other jobs run."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: Name
     gpus: Annotated[int, Field(ge=2, strict=True)] | list[str] | None = None
     hosts: list[str] | None = None
     placement: str = "packed"  # for a GPU count: packed, spread or random(seed)

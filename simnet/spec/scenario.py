@@ -44,7 +44,7 @@ from simnet.spec.workloads import Training, Workload
 from simnet.topology.graph import Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
-from simnet.topology.schema import Strict
+from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
@@ -64,7 +64,7 @@ def _gpu_choice(value: object) -> object:
 class Variant(Strict):
     """A hardware option: dotted overrides of the scenario and what it costs."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: Name
     set: dict[str, Any] = {}
     cost: Annotated[float, BeforeValidator(parse_cost)] | None = None
 
@@ -79,7 +79,7 @@ class Variant(Strict):
 
 
 class ScenarioSpec(Strict):
-    name: Annotated[str, Field(min_length=1)]
+    name: Name
     description: str = ""
     topology: str | dict[str, Any]
     collective: Literal[tuple(COLLECTIVES)] = "allreduce"  # type: ignore[valid-type]
