@@ -575,3 +575,20 @@ def test_control_characters_in_scenario_variant_and_job_names_are_refused(doc):
     document = {k: v for k, v in {**base, **doc}.items() if v is not None}
     with pytest.raises(InputError, match="control character"):
         scenario_from_dict(document)
+
+
+def test_a_file_given_twice_to_compare_or_calibrate_and_an_empty_host_are_refused(tmp_path, cli, root):
+    """``compare s.yaml s.yaml`` compared a scenario with itself; ``calibrate a.log a.log``
+    counted its rows twice; ``host: ''`` made every GPU a host of its own."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    twice = cli("compare", tmp_path / "s.yaml", tmp_path / "s.yaml")
+    assert twice.exit_code == 2 and "is given twice" in twice.stderr
+    log = root / "validation" / "logs" / "xe9680_2node_issue309.log"
+    again = cli("calibrate", log, log, "-t", root / "validation" / "logs" / "xe9680_2node.yaml", "--gpus", "16",
+                "-o", tmp_path / "x.cal.yaml")
+    assert again.exit_code == 2 and "is given twice" in again.stderr and not (tmp_path / "x.cal.yaml").exists()
+    from simnet import topology_from_dict
+
+    with pytest.raises(InputError, match="host"):
+        topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu", "host": ""}], "links": []})

@@ -47,6 +47,10 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
     from simnet.run.nccl_env import nccl_env
     from simnet.topology.loader import load_topology
 
+    seen = [Path(log).resolve() for log in logs]
+    for i, log in enumerate(seen):
+        if log in seen[:i]:
+            raise InputError(f"{logs[i]} is given twice: its rows would count twice in the fit; give each log once")
     topology = load_topology(topology_path)
     inputs = [*logs, topology_path, *([topology.calibration] if topology.calibration else [])]
     output_file(output, "--output", inputs=inputs)

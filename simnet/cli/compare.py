@@ -35,6 +35,10 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     from simnet.run.sweep.plan import files_read
     from simnet.spec.scenario import load_scenario
 
+    seen = [Path(path).resolve() for path in scenarios]
+    for i, path in enumerate(seen):
+        if path in seen[:i]:
+            raise InputError(f"{scenarios[i]} is given twice: each option is one scenario file, once")
     specs = [load_scenario(path) for path in scenarios]
     output_file(output, "--output", IMAGE_SUFFIXES, inputs=[f for spec in specs for f in files_read(spec)])
     try:

@@ -182,9 +182,9 @@ class NodeSpec(Strict):
 
     id: Name
     kind: NodeKind
-    host: Label | None = None
-    rack: Label | None = None
-    region: Label | None = None
+    host: Name | None = None  # an empty label would make every such node a place of its own
+    rack: Name | None = None
+    region: Name | None = None
     rank: Annotated[int, Field(ge=0, strict=True)] | None = None
     gpu: GpuName | None = None
     transport: Transport | None = None
