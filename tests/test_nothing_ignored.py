@@ -592,3 +592,17 @@ def test_a_file_given_twice_to_compare_or_calibrate_and_an_empty_host_are_refuse
 
     with pytest.raises(InputError, match="host"):
         topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu", "host": ""}], "links": []})
+
+
+def test_a_host_in_two_racks_and_a_scenario_of_background_traffic_alone_are_refused():
+    """Fuzz findings: a host's GPUs in two racks split it between groups; jobs that are all
+    background traffic reported a time of traffic that runs as long as another job does."""
+    from simnet import topology_from_dict
+
+    with pytest.raises(InputError, match="host 'h' is in rack 'r0' .node 'g0'.; a host sits in one rack"):
+        topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu", "host": "h", "rack": "r0"},
+                                                   {"id": "g1", "kind": "gpu", "host": "h", "rack": "r1"}],
+                            "links": [{"a": "g0", "b": "g1", "bandwidth": "10 GB/s", "latency": "1 us"}]})
+    with pytest.raises(InputError, match="every job is background traffic"):
+        scenario_from_dict({"name": "s", "topology": LEAF2,
+                            "jobs": [{"name": "b", "background": {"pattern": "uniform", "load": "50%"}}]})

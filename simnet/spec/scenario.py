@@ -329,6 +329,9 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
             name = sorted(spec.options.model_dump(exclude_none=True))[0]
             raise source.error(("options", name), "with jobs, every job runs with NCCL's defaults: options do not "
                                                   "apply; remove options, or jobs")
+        if all(job.background is not None for job in spec.jobs):
+            raise source.error(("jobs",), "every job is background traffic, which runs as long as another job "
+                                          "does: give a job with a size")
         if spec.placement is not None and not any(isinstance(job.gpus, int) for job in spec.jobs):
             raise source.error(("placement",), "placement places jobs given a GPU count, and every job here names "
                                                "its GPUs or hosts; leave placement out")

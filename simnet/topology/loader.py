@@ -86,6 +86,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     gpus = _rank_order(nodes, source)
     if not gpus:
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
+    _check_one_place_per_host(nodes, source)
     servers = [n for n, kind in graph.nodes(data="kind") if kind == "ps"]
     _check_reachable(graph, gpus + servers, where, source)
     calibration = None
@@ -157,6 +158,20 @@ def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str
         if node.rank is None:
             slots[next(free)] = node.id
     return [s for s in slots if s is not None]
+
+
+def _check_one_place_per_host(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> None:
+    """A host sits in one rack and one region: two would split its GPUs between groups."""
+    placed: dict[tuple[str, str], tuple[str, str]] = {}
+    for node, loc in nodes:
+        for level in ("rack", "region"):
+            value = getattr(node, level)
+            if node.host is None or value is None:
+                continue
+            first = placed.setdefault((node.host, level), (value, node.id))
+            if first[0] != value:
+                raise source.error(loc + (level,), f"host {node.host!r} is in {level} {first[0]!r} (node "
+                                                   f"{first[1]!r}); a host sits in one {level}")
 
 
 def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: Source) -> None:
