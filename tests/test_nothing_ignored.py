@@ -606,3 +606,12 @@ def test_a_host_in_two_racks_and_a_scenario_of_background_traffic_alone_are_refu
     with pytest.raises(InputError, match="every job is background traffic"):
         scenario_from_dict({"name": "s", "topology": LEAF2,
                             "jobs": [{"name": "b", "background": {"pattern": "uniform", "load": "50%"}}]})
+
+
+def test_an_empty_bandwidth_mapping_in_a_profile_names_its_field(tmp_path):
+    """``bandwidth: {}`` failed inside numpy ("array of sample points is empty") at run time."""
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "e.cal.yaml").write_text("calibration:\n  bandwidth: {}\n")
+    with pytest.raises(InputError, match=r"e.cal.yaml:2: calibration.bandwidth: an empty mapping"):
+        load_calibration(tmp_path / "e.cal.yaml")

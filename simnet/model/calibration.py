@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.io.yamlsource import load_yaml
@@ -45,6 +45,13 @@ class _CalibrationSpec(Strict):
     network_step_latency: SignedTime = 0.0
     bandwidth: Factor | dict[Annotated[int, BeforeValidator(units.parse_size)], Factor] = 1.0
     network_bandwidth: Factor = 1.0
+
+    @field_validator("bandwidth", mode="before")
+    @classmethod
+    def _some_factor(cls, value):
+        if isinstance(value, dict) and not value:
+            raise ValueError("an empty mapping; give one factor (0.9) or factors by size ({64 KiB: 0.8, 4 GiB: 0.95})")
+        return value
 
 
 @dataclass(frozen=True)
