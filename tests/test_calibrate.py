@@ -1,5 +1,6 @@
 """simnet calibrate: nccl-tests logs as printed, the fit, and profiles that topologies name."""
 
+import numpy as np
 import pytest
 import yaml
 
@@ -347,3 +348,40 @@ def test_a_fitted_factor_never_runs_a_link_above_its_line_rate():
     assert plain == pytest.approx(4 * 2**28 / 48e9, rel=0.01)
     assert faster == pytest.approx(line_rate, rel=3e-3) and line_rate == pytest.approx(4 * 2**28 / 50e9, rel=0.01)
     assert slower == pytest.approx(4 * 2**28 / 25e9, rel=0.01)
+
+
+# rccl-tests all_reduce_perf on 8x MI300X, one rank per GPU (the ROCm blog on RCCL and xGMI,
+# ROCm/rocm-blogs @c263176, collected in /work/notes/rccl: the 1 MiB .. 1 GiB out-of-place rows)
+MI300X_ROWS = """#  Rank  {r} Group  0 Pid  {p} on node0 device  {r} [0000:{r:02x}:00] AMD Instinct MI300X"""
+
+
+def _rccl_log(rows: dict[int, float]) -> str:
+    devices = "\n".join(MI300X_ROWS.format(r=r, p=100 + r) for r in range(8))
+    body = "\n".join(f"{size} {size // 4} float sum -1 {us} 0 0 0 {us} 0 0 0" for size, us in rows.items())
+    return f"# Using devices\n{devices}\n{body}\n"
+
+
+def test_an_rccl_tests_log_fits_the_rccl_model_and_is_refused_on_other_gpus(tmp_path, cli):
+    """rccl-tests prints nccl-tests' table with AMD device lines: simnet calibrate reads it and
+    fits the RCCL model on an MI300X mesh (the fit is closer to the log than out of the box);
+    on an H100 box the same log is refused in one line, naming the device."""
+    rows = {2**20: 27.13, 2**24: 148.8, 2**27: 797.4, 2**30: 5971.0}  # us, as the blog prints them
+    (tmp_path / "mi300x.log").write_text(_rccl_log(rows))
+    (tmp_path / "mesh.yaml").write_text("name: mesh\ngenerate: {kind: full_mesh, gpus: 8, gpu: mi300x}\n")
+    (tmp_path / "h100.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 8, gpu: h100}\n")
+    fitted = cli("calibrate", tmp_path / "mi300x.log", "-t", tmp_path / "mesh.yaml", "-o", tmp_path / "m.cal.yaml")
+    assert fitted.exit_code == 0, fitted.stderr
+    from simnet import load_topology
+
+    mesh = load_topology(tmp_path / "mesh.yaml")
+
+    def error(calibration=None) -> float:  # geometric-mean factor off the log's times (RCCL runs Ring here)
+        logs = [np.log(simulate(mesh, "ring", size, calibration=calibration).time_s / (us * 1e-6))
+                for size, us in rows.items()]
+        return float(np.exp(np.mean(np.abs(logs))))
+
+    assert simulate(mesh, "ring", 2**20).model == "rccl"
+    assert error(tmp_path / "m.cal.yaml") < error()
+    assert load_calibration(tmp_path / "m.cal.yaml").base_latency != 0.0
+    other = cli("calibrate", tmp_path / "mi300x.log", "-t", tmp_path / "h100.yaml", "-o", tmp_path / "h.cal.yaml")
+    assert other.exit_code == 2 and "'AMD Instinct MI300X', the topology's GPUs are h100" in other.stderr
