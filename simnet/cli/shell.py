@@ -17,7 +17,7 @@ EXIT_BUG = 70  # EX_SOFTWARE: an internal error, not the user's fault
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader closed the pipe
 EXIT_CANNOT_WRITE = 74  # EX_IOERR: the disk or device refused the output
-_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG)
+_WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 
 
 def friendly(command):
@@ -49,8 +49,10 @@ def friendly(command):
             if DEBUG["traceback"]:
                 raise
             if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())  # what could not be written is not retried at exit
+                try:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # not retried at exit
+                except (OSError, ValueError, AttributeError):  # a stdout without a file (embedded, tests)
+                    pass
                 click.echo(f"cannot write the output: {os.strerror(exc.errno)}"
                            f"{f' ({exc.filename})' if exc.filename else ''}", err=True)
                 sys.exit(EXIT_CANNOT_WRITE)

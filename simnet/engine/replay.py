@@ -313,7 +313,9 @@ def _skip_repeated_cycles(env, net: FluidNetwork, jobs: list[JobRun], cycle: int
         now = env.now
         state = None
         if not net.active and all(p is not None for p in planned):
-            state = tuple(at - now for _, at in planned)
+            # how far ahead each next run is, and how late against its own period (a late job catches up)
+            state = tuple((at - now, at - jobs[j].start_ps - k * jobs[j].period_ps)
+                          for j, (k, at) in enumerate(planned))
         last, seen[0] = seen[0], (state, [len(r) for r in runs], net.stats.totals() if state else None)
         skip = 0
         if state is not None and last is not None and last[0] == state:

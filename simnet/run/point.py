@@ -33,7 +33,7 @@ from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import nccl_system, turned_off
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import collective as lookup_collective
-from simnet.schedule.registry import COMMON_OPTIONS, ENGINE_OPTIONS
+from simnet.schedule.registry import ENGINE_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
@@ -226,12 +226,6 @@ class Setup:
             warnings.append(Finding("calibration_other_hardware", "", (
                 f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
                 "corrections may not hold here; fit one on this machine's logs (simnet calibrate)")))
-        takes = algorithms_for(self.collective)[algorithm].options
-        unread = sorted(k for k, v in options.items() if v is not None and k not in takes and k not in COMMON_OPTIONS)
-        if unread:
-            warnings.append(Finding("option_unread", "", (
-                f"options {', '.join(unread)}: {algorithm} does not take {'it' if len(unread) == 1 else 'them'} "
-                f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
         unnamed = [g for g in topo.gpus if topo.gpu_model(g) is None]
         if self.model == "nccl" and unnamed:
             named = f"{', '.join(unnamed[:3])}{', ...' if len(unnamed) > 3 else ''}"

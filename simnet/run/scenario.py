@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from simnet.errors import Unsupported
-from simnet.results.result import Result, Results
+from simnet.results.result import Finding, Result, Results
 from simnet.run.simulate import simulate
 from simnet.run.training import training_step
+from simnet.schedule.catalog import algorithms_for
+from simnet.schedule.registry import COMMON_OPTIONS
+from simnet.tuning.tables import SIMNET_NAMES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario"]
+__all__ = ["run_scenario", "unread_options"]
+
+NCCL_RUNS = tuple(SIMNET_NAMES.values())
+"""The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
 
 
 def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
@@ -58,4 +65,18 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
+    unread = unread_options(scenario.options, ran, scenario.collective)
+    if unread:
+        said = Finding("option_unread", "", (
+            f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
+            f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here"))
+        runs = [replace(run, warnings=[*run.warnings, said]) for run in runs]
     return Results(scenario.name, runs, steps, training_step(scenario), skipped)
+
+
+def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
+    """The options given that none of ``algorithms`` reads (``auto``: any algorithm NCCL may pick)."""
+    table = algorithms_for(collective)
+    names = {name for a in algorithms for name in (NCCL_RUNS if a == "auto" else [a]) if name in table}
+    takes = {option for name in names for option in table[name].options}
+    return sorted(k for k, v in options.items() if v is not None and k not in takes and k not in COMMON_OPTIONS)

@@ -190,13 +190,6 @@ class StragglerDistribution(Strict):
     sigma: Annotated[float, Field(ge=0, le=10)] = 1.0
     seed: Annotated[int, Field(ge=0, strict=True)] = 0
 
-    @model_validator(mode="after")
-    def _sigma_is_lognormal(self) -> StragglerDistribution:
-        if "sigma" in self.model_fields_set and self.distribution != "lognormal":
-            raise ValueError(f"sigma: shapes the lognormal distribution only; {self.distribution} has its mean "
-                             "alone, so sigma would be ignored")
-        return self
-
 
 def straggler_delays(topology: Topology, spec: dict | StragglerDistribution | None) -> dict[str, float]:
     """Start delay in seconds per GPU of the run (GPUs not named: 0), from ``{gpu: time}``

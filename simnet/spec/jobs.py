@@ -52,12 +52,6 @@ class BackgroundSpec(Strict):
     load: Annotated[float, BeforeValidator(_share)]
     seed: Annotated[int, Field(ge=0, strict=True)] = 0
 
-    @model_validator(mode="after")
-    def _seed_draws(self) -> BackgroundSpec:
-        if "seed" in self.model_fields_set and self.pattern == "all_to_all":
-            raise ValueError("seed: all_to_all sends to every other GPU, nothing is drawn; leave seed out")
-        return self
-
 
 class JobSpec(Strict):
     """One job: where it runs, what it AllReduces (or the background traffic it makes),
@@ -97,9 +91,6 @@ class JobSpec(Strict):
             return self
         if self.size is None:
             raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")
-        if self.period is not None and self.repeat == 1:
-            raise ValueError("period: the job runs once (repeat: 1), so no run follows a period later; give "
-                             "repeat, or leave period out")
         if (self.gpus is None) == (self.hosts is None):
             raise ValueError("give gpus (a count or a list of GPU ids) or hosts (a list of host labels)")
         if self.placement not in ("packed", "spread") and not _RANDOM.match(self.placement):
