@@ -25,7 +25,7 @@ from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart"]
+__all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart", "join_gates"]
 
 
 @dataclass
@@ -115,9 +115,7 @@ class _Runner:
         self.followers_ptr, self.followers = _reverse(schedule.after_sent[self.queued], queued, n)
         self.gate_ps = None  # earliest start of each transfer: both ends' ranks must have joined
         if start_delay:
-            joined = np.array([round(start_delay.get(node, 0.0) * PS_PER_SECOND) for node in schedule.nodes],
-                              dtype=np.int64) + timing.start_ps
-            self.gate_ps = np.maximum(joined[schedule.src], joined[schedule.dst])
+            self.gate_ps = join_gates(schedule.nodes, schedule.src, schedule.dst, start_delay) + timing.start_ps
             self.deferred = np.zeros(n, dtype=bool)
         self.reduce_ps = None  # ps a reduction delays each transfer's data, when reductions cost time
         if reduce_bandwidth:
@@ -220,6 +218,13 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     duration = int(runner.done_ps.max()) if len(schedule) else 0
     return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration,
                   net.rerouted, net.rerouted_bytes)
+
+
+def join_gates(nodes: list[str], src: np.ndarray, dst: np.ndarray, delays: dict[str, float]) -> np.ndarray:
+    """When each connection ``src[i] -> dst[i]`` (indices into ``nodes``) may start, ps after
+    the collective's start: once both its ends have joined (``delays``: s per GPU, others 0)."""
+    joined = np.array([round(delays.get(node, 0.0) * PS_PER_SECOND) for node in nodes], dtype=np.int64)
+    return np.maximum(joined[src], joined[dst])
 
 
 @dataclass

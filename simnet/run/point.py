@@ -20,7 +20,7 @@ import numpy as np
 from simnet import units
 from simnet.engine.faults import Fault
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
-from simnet.engine.replay import replay
+from simnet.engine.replay import join_gates, replay
 from simnet.errors import Unsupported
 from simnet.io.budget import fits
 from simnet.io.yamlsource import Source
@@ -37,7 +37,7 @@ from simnet.schedule.registry import ENGINE_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
-from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.topology.graph import Topology
 from simnet.topology.hardware import GPU_NAMES, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
 from simnet.tuning import predict, rccl, search, tables
 
@@ -151,8 +151,7 @@ def _joined(timing, program, delays: Mapping[str, float]):
     GPU), as the fluid engine holds each transfer (``simnet.engine.replay``)."""
     if not delays:
         return timing
-    joined = np.array([round(delays.get(node, 0.0) * PS_PER_SECOND) for node in program.nodes], dtype=np.int64)
-    gate = np.maximum(joined[program.src], joined[program.dst])
+    gate = join_gates(program.nodes, program.src, program.dst, dict(delays))
     return replace(timing, start_ps=np.asarray(timing.start_ps, dtype=np.int64) + gate)
 
 
@@ -226,8 +225,11 @@ class Setup:
             warnings.append(Finding("calibration_other_hardware", "", (
                 f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
                 "corrections may not hold here; fit one on this machine's logs (simnet calibrate)")))
-        unnamed = [g for g in topo.gpus if topo.gpu_model(g) is None]
-        if self.model == "nccl" and unnamed:
+        # a GPU of the network (every subset shares the answer) names no generation: which of these ranks
+        some_unnamed = topo.derived("a_gpu_unnamed", lambda t: any(
+            data.get("gpu") is None for _, data in t.graph.nodes(data=True) if data["kind"] == "gpu"))
+        unnamed = [g for g in topo.gpus if topo.gpu_model(g) is None] if self.model == "nccl" and some_unnamed else []
+        if unnamed:
             named = f"{', '.join(unnamed[:3])}{', ...' if len(unnamed) > 3 else ''}"
             warnings.append(Finding("gpu_unnamed", "", (
                 f"{len(unnamed)} of {len(topo.gpus)} GPUs name no gpu: ({named}): NCCL's cost model took them as "
