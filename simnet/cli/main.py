@@ -10,6 +10,7 @@ import click
 from simnet.cli.algorithms import algorithms_command
 from simnet.cli.calibrate import calibrate
 from simnet.cli.compare import compare
+from simnet.cli.replay_trace import replay_trace
 from simnet.cli.run import run
 from simnet.cli.servers import servers_command
 from simnet.cli.shell import DEBUG, OneLineUsage
@@ -33,7 +34,7 @@ def main(debug: bool) -> None:
     DEBUG["traceback"] = debug
 
 
-for command in (run, sweep, compare, calibrate, algorithms_command, servers_command, topo):
+for command in (run, sweep, compare, calibrate, replay_trace, algorithms_command, servers_command, topo):
     main.add_command(command)
 
 

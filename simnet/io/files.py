@@ -1,10 +1,13 @@
-"""Reading the files a user names: only regular files, of bounded size, as text; anything
-else (a directory, a device such as /dev/zero, a FIFO that would block forever, a huge or
-binary file) refused in one line."""
+"""Reading the files a user names: only regular files, of bounded size, as text (a
+``.gz`` file decompressed, within the same bound); anything else (a directory, a device
+such as /dev/zero, a FIFO that would block forever, a huge or binary file) refused in one
+line."""
 
 from __future__ import annotations
 
+import gzip
 import stat
+import zlib
 from pathlib import Path
 
 from simnet.errors import InputError
@@ -25,8 +28,22 @@ def read_text(path: Path, expected: str, errors: str = "strict") -> str:
         if status.st_size > MAX_FILE_BYTES:
             raise InputError(f"the file is {status.st_size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES / 1e6:,.0f} MB "
                              f"simnet reads; expected {expected}", path)
+        if path.suffix == ".gz":
+            return _gunzipped(path).decode("utf-8", errors=errors)
         return path.read_text(encoding="utf-8", errors=errors)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(f"not a readable gzip file ({exc}); expected {expected}", path) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start}); expected {expected}", path) from None
+
+
+def _gunzipped(path: Path) -> bytes:
+    """The decompressed bytes of a gzip file, refused past ``MAX_FILE_BYTES`` (a small
+    file may expand a thousandfold)."""
+    with gzip.open(path, "rb") as stream:
+        data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"decompressed, the file is over the {MAX_FILE_BYTES / 1e6:,.0f} MB simnet reads", path)
+    return data

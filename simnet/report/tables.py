@@ -12,7 +12,7 @@ from simnet.spec.conditions import when
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["ranks_table", "link_classes_table", "results_table", "steps_table", "calibration_table",
-           "conditions_table", "jobs_table", "interference_table"]
+           "conditions_table", "jobs_table", "interference_table", "trace_tables"]
 
 
 def ranks_table(topo: Topology, limit: int = 64) -> Table:
@@ -224,3 +224,36 @@ def calibration_table(result) -> Table:
                        for k, v in result.calibration.parameters.items())
     table.caption = f"fitted: {fitted}"
     return table
+
+
+def trace_tables(replayed) -> tuple[Table, Table]:
+    """A replayed trace (``simnet.run.replay_trace.TraceReplay``): each step recorded and
+    simulated, and per collective and group what it cost and what no compute hid."""
+    faster = f", GPUs {replayed.gpu_speedup:g}x faster" if replayed.gpu_speedup != 1 else ""
+    sources = ", ".join(replayed.sources) if len(replayed.sources) <= 3 else f"{len(replayed.sources)} traces"
+    steps = Table(title=f"{len(replayed.traces)} ranks of {sources} on {replayed.topology} ({replayed.model}{faster})",
+                  title_justify="left")
+    for column in ("step", "recorded", "simulated", "change"):
+        steps.add_column(column, justify="left" if column == "step" else "right")
+    for step in replayed.steps:
+        steps.add_row(step["step"], units.format_time(step["recorded_s"]), units.format_time(step["simulated_s"]),
+                      f"{step['simulated_s'] / step['recorded_s'] - 1:+.1%}" if step["recorded_s"] else "-")
+    if len(replayed.steps) > 1:
+        steps.add_row("mean", units.format_time(replayed.recorded_step_s), units.format_time(replayed.step_s),
+                      f"{replayed.step_s / replayed.recorded_step_s - 1:+.1%}" if replayed.recorded_step_s else "-",
+                      style="bold")
+    comms = Table(title="collectives (time and exposed time: mean over the group's ranks, summed over calls)",
+                  title_justify="left")
+    for column in ("collective", "group", "ranks", "calls", "bytes", "recorded", "simulated", "exposed rec.",
+                   "exposed sim.", "ran (recorded)"):
+        comms.add_column(column, justify="left" if column in ("collective", "group", "ran (recorded)") else "right")
+    for row in replayed.collectives:
+        comms.add_row(row["collective"], row["group"], str(row["ranks"]), f"{row['calls']:,}",
+                      units.format_size(row["bytes"]), units.format_time(row["recorded_s"]),
+                      units.format_time(row["simulated_s"]), units.format_time(row["recorded_exposed_s"]),
+                      units.format_time(row["simulated_exposed_s"]),
+                      row["ran"] + (f" ({row['recorded_ran']})" if row["recorded_ran"] else ""))
+    if replayed.bottlenecks:
+        top = replayed.bottlenecks[0]
+        comms.caption = f"bottleneck: {top['link']}, limiting {units.format_time(top['seconds'])} of collective time"
+    return steps, comms

@@ -1,5 +1,8 @@
 """Chrome trace JSON (opens in https://ui.perfetto.dev and chrome://tracing).
 
+A replayed profiler trace (``write_replay_trace``) is two processes per rank, the recording and
+the simulation, a track per stream, an operation a slice (the first ``MAX_SLICES`` by start).
+
 A training step (``write_training_trace``) is one track per pipeline stage: every forward
 and backward pass of 1F1B as a slice, split into its compute and the communication it
 waits for (TP, EP, FSDP, the stage boundary), and the data-parallel gradient sync on a
@@ -31,8 +34,8 @@ from simnet.run.training import one_f_one_b
 from simnet.schedule.transfers import REDUCE
 from simnet.topology.graph import PS_PER_SECOND
 
-__all__ = ["trace_events", "write_trace", "training_events", "write_training_trace", "MAX_TRANSFERS",
-           "MAX_SLICES", "COUNTER_LINKS"]
+__all__ = ["trace_events", "write_trace", "training_events", "write_training_trace", "replay_events",
+           "write_replay_trace", "MAX_TRANSFERS", "MAX_SLICES", "COUNTER_LINKS"]
 
 MAX_TRANSFERS = 2_000_000
 """Runs with more transfers are left out of a trace (even thinning them takes long)."""
@@ -203,3 +206,36 @@ def write_training_trace(step: dict, path: str | Path) -> Path:
     document = {"traceEvents": training_events(step), "displayTimeUnit": "ms",
                 "otherData": {"step_s": step["step_s"], "mfu": step["mfu"]}}
     return write_text(path, json.dumps(document, allow_nan=False))
+
+
+def replay_events(replayed, budget: int = MAX_SLICES) -> tuple[list[dict], bool]:
+    """Chrome trace events of a ``TraceReplay``: per rank a recorded and a simulated
+    process, a track per stream; True when slices past ``budget`` were left out."""
+    events, pid, per_timeline = [], 0, max(budget // max(2 * len(replayed.traces), 1), 1)
+    cut = False
+    for label, timeline in (("recorded", replayed.recording), ("simulated", replayed.simulated)):
+        for trace in replayed.traces:
+            pid += 1
+            events.append({"ph": "M", "name": "process_name", "pid": pid,
+                           "args": {"name": f"rank {trace.rank} {label}"}})
+            order = np.argsort(timeline.start[trace.rank], kind="stable")
+            cut |= len(order) > per_timeline
+            for i in order[:per_timeline].tolist():
+                op = trace.ops[i]
+                args = {"step": trace.steps[op.step] if trace.steps else op.step}
+                if op.comm is not None:
+                    args |= {"collective": op.comm.collective, "bytes": op.comm.size_bytes,
+                             "group": op.comm.group_name, "ranks": len(op.comm.group)}
+                events.append({"ph": "X", "name": op.name[:120], "pid": pid, "tid": op.stream,
+                               "ts": float(timeline.start[trace.rank][i]) * 1e6,
+                               "dur": float(timeline.end[trace.rank][i] - timeline.start[trace.rank][i]) * 1e6,
+                               "cat": "communication" if op.comm is not None else "compute", "args": args})
+    return events, cut
+
+
+def write_replay_trace(replayed, path: str | Path) -> tuple[Path, list[str]]:
+    """Write a ``TraceReplay`` as Chrome trace JSON; notes say what was left out."""
+    events, cut = replay_events(replayed)
+    notes = [f"{path}: the first {MAX_SLICES // (2 * len(replayed.traces)):,} operations of each rank's timeline "
+             "only (a viewer stays responsive)"] if cut else []
+    return write_text(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms"})), notes

@@ -115,6 +115,19 @@ def _interleave(lists: list[list[str]]) -> list[str]:
     return out
 
 
+def choose_gpus(topology: Topology, free: list[str], count: int, placement: str) -> list[str]:
+    """``count`` of the ``free`` GPUs as ``placement`` (packed, spread or random(seed))
+    chooses them; a ValueError for another placement."""
+    if placement == "packed":
+        return free[:count]
+    if placement == "spread":
+        return _spread_order(topology, free)[:count]
+    if not isinstance(placement, str) or not _RANDOM.match(placement):
+        raise ValueError(f"placement {placement!r}: expected packed, spread or random(seed)")
+    rng = np.random.default_rng(int(_RANDOM.match(placement).group(1)))
+    return [free[k] for k in sorted(rng.choice(len(free), count, replace=False).tolist())]
+
+
 def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str]]:
     """Each job's GPUs in rank order, placed in list order on GPUs no earlier job holds."""
     specs = [raw if isinstance(raw, JobSpec) else JobSpec.model_validate(raw) for raw in specs]
@@ -129,13 +142,7 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
         elif isinstance(spec.gpus, int):
             if spec.gpus > len(free):
                 raise JobError((i, "gpus"), f"{spec.gpus} GPUs asked, {len(free)} of {len(topology.gpus)} are free")
-            if spec.placement == "packed":
-                gpus = free[: spec.gpus]
-            elif spec.placement == "spread":
-                gpus = _spread_order(topology, free)[: spec.gpus]
-            else:
-                rng = np.random.default_rng(int(_RANDOM.match(spec.placement).group(1)))
-                gpus = [free[k] for k in sorted(rng.choice(len(free), spec.gpus, replace=False).tolist())]
+            gpus = choose_gpus(topology, free, spec.gpus, spec.placement)
         elif spec.hosts is not None:
             hosts = topology.groups("host")
             for host in spec.hosts:

@@ -1,0 +1,88 @@
+"""``simnet replay-trace``: a recorded training step replayed on another topology."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from simnet.cli.console import stdout_console
+from simnet.cli.shell import friendly
+from simnet.errors import InputError
+
+
+@click.command("replay-trace")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-t", "--topology", "topology_path", required=True, type=click.Path(path_type=Path),
+              help="The topology to replay the step on.")
+@click.option("--ranks-per-trace", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Each trace stands for this many ranks, its own and the next (a job whose ranks run alike).")
+@click.option("--placement", default="packed", show_default=True,
+              help="Where ranks go: packed, spread (across racks, then hosts) or random(seed), as for jobs.")
+@click.option("--gpu-speedup", type=float, default=1.0, show_default=True,
+              help="Divide every kernel's recorded time by this (another GPU's FLOP/s over the recorded one's).")
+@click.option("--as-recorded", is_flag=True,
+              help="Run each collective with the algorithm and protocol its recorded kernel ran, not NCCL's pick.")
+@click.option("--model", type=click.Choice(["nccl", "rccl", "ideal"]), default=None,
+              help="Performance model (default: the GPUs' library's).")
+@click.option("--json", "json_path", default=None, help="Write the result as JSON; '-' for stdout.")
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
+              help="Write a Chrome trace (Perfetto) of the recorded and the simulated step side by side.")
+@friendly
+def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace: int, placement: str,
+                 gpu_speedup: float, as_recorded: bool, model: str | None, json_path: str | None,
+                 trace_path: Path | None) -> None:
+    """Replay the communication of profiled training steps on TOPOLOGY.
+
+    TRACES are PyTorch profiler (Kineto) traces, .json or .json.gz, one per rank.
+    Compute runs as recorded (scaled by --gpu-speedup),
+    every collective through simnet's model and network; prints each step's time
+    recorded and simulated and what each collective cost and left exposed.
+
+    \b
+    Example:
+      simnet replay-trace rank0.json.gz rank1.json.gz -t topologies/dgx_h100.yaml
+      simnet replay-trace rank0.json.gz --ranks-per-trace 16 -t topologies/two_racks.yaml --gpu-speedup 2.2
+    """
+    import json
+
+    from simnet.report.export import write_text
+    from simnet.report.paths import output_file
+    from simnet.report.tables import trace_tables
+    from simnet.run.replay_trace import read_traces, simulate_trace
+    from simnet.topology.loader import load_topology
+
+    seen = [Path(t).resolve() for t in traces]
+    for i, path in enumerate(seen):
+        if path in seen[:i]:
+            raise InputError(f"{traces[i]} is given twice; give each rank's trace once")
+    topology = load_topology(topology_path)
+    inputs = [*traces, topology_path, *([topology.calibration] if topology.calibration else [])]
+    for path, option in ((json_path, "--json"), (trace_path, "--trace")):
+        if path is not None and str(path) != "-":
+            output_file(Path(path), option, inputs=inputs)
+    if trace_path is not None and str(trace_path) == "-":
+        raise InputError("--trace: '-' (standard output) is for --json only; name a file")
+    if json_path and trace_path and Path(json_path).resolve() == Path(trace_path).resolve():
+        raise InputError("--json and --trace must name different files")
+    replayed = simulate_trace(read_traces(traces, ranks_per_trace), topology, placement=placement,
+                              gpu_speedup=gpu_speedup, as_recorded=as_recorded,
+                              **({"model": model} if model else {}))
+    text = json.dumps(replayed.to_dict(), indent=2)
+    if json_path == "-":
+        click.echo(text)
+        return
+    console = stdout_console()
+    for table in trace_tables(replayed):
+        console.print(table)
+    for warning in replayed.warnings:
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {warning.message}")
+    if json_path:
+        console.print(f"wrote {write_text(json_path, text)}")
+    if trace_path:
+        from simnet.report.trace import write_replay_trace
+
+        written, notes = write_replay_trace(replayed, trace_path)
+        console.print(f"wrote {written}")
+        for note in notes:
+            console.print(note)

@@ -1,0 +1,310 @@
+"""``simulate_trace``: a recorded training step replayed on another topology.
+
+Each rank's trace (``simnet.workloads.kineto``) becomes a
+dependency graph (``simnet.workloads.trace``); ranks are placed on the topology's GPUs
+(rank r on the r-th GPU placed, as a job's ``placement`` places them); every collective
+call is simulated on its group's GPUs with the algorithm NCCL's model picks there (or, with
+``as_recorded``, the algorithm and protocol the recorded kernel ran); compute runs as
+recorded, divided by ``gpu_speedup``. Calls of one collective and size by disjoint groups
+that overlap in time (the data-parallel groups of a TP x DP job) are simulated together,
+sharing the fabric; overlapping calls of different collectives are each simulated alone,
+and the result says how many did.
+
+>>> from simnet.topology.loader import topology_from_dict
+>>> from simnet.workloads.trace import Comm, Op, RankTrace
+>>> topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 2}})
+>>> ops = (Op("gemm", 7, 0.0, 1e-3), Op("ncclKernel_AllReduce", 20, 1e-3, 5e-3, (0,),
+...        Comm("allreduce", 2**30, (0, 1), "0")), Op("sgd", 7, 6e-3, 1e-3, (0, 1)))
+>>> replayed = simulate_trace([RankTrace(0, ops, "r0.json"), RankTrace(1, ops, "r1.json")], topo, model="ideal")
+>>> round(replayed.step_s * 1e3, 2), round(replayed.recorded_step_s * 1e3, 2)  # ms: 1 GiB at 450 GB/s each way
+(4.39, 7.0)
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from simnet.errors import InputError
+from simnet.model.interface import DEFAULT_MODEL
+from simnet.results.result import Finding
+from simnet.run.groups import simulate_groups
+from simnet.run.nccl_env import nccl_env
+from simnet.run.point import Setup, calibration_of
+from simnet.run.simulate import simulate
+from simnet.schedule.catalog import algorithms_for
+from simnet.spec.jobs import choose_gpus
+from simnet.topology.graph import Topology
+from simnet.topology.loader import load_topology
+from simnet.workloads.trace import Instance, RankTrace, Timeline, exposed_s, instances_of, recorded, replay, step_spans
+
+__all__ = ["TraceReplay", "simulate_trace", "read_traces"]
+
+
+@dataclass
+class TraceReplay:
+    """A replayed trace: step times recorded and simulated (s, the slowest rank's), per
+    collective kind and group what it cost and how much of it no compute hid, the links
+    that limited the collectives, both timelines (for traces) and warnings."""
+
+    topology: str
+    gpus: list[str]
+    sources: list[str]
+    recorded_gpu: str | None
+    gpu_speedup: float
+    model: str
+    steps: list[dict]
+    collectives: list[dict]
+    bottlenecks: list[dict]
+    warnings: list[Finding]
+    traces: list[RankTrace] = field(repr=False)
+    simulated: Timeline = field(repr=False)
+    recording: Timeline = field(repr=False)
+
+    @property
+    def step_s(self) -> float:
+        """Mean simulated step time (s)."""
+        return float(np.mean([s["simulated_s"] for s in self.steps]))
+
+    @property
+    def recorded_step_s(self) -> float:
+        """Mean recorded step time (s)."""
+        return float(np.mean([s["recorded_s"] for s in self.steps]))
+
+    def to_dict(self) -> dict:
+        """The result JSON of ``simnet replay-trace --json``."""
+        return {"topology": self.topology, "ranks": len(self.traces), "gpus": self.gpus, "traces": self.sources,
+                "recorded_gpu": self.recorded_gpu, "gpu_speedup": self.gpu_speedup, "model": self.model,
+                "step_s": {"recorded": self.recorded_step_s, "simulated": self.step_s}, "steps": self.steps,
+                "collectives": self.collectives, "bottlenecks": self.bottlenecks,
+                "warnings": [{"kind": w.kind, "link": w.link, "message": w.message} for w in self.warnings]}
+
+
+def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1) -> list[RankTrace]:
+    """One ``RankTrace`` per rank from Kineto JSON files (``.json``/``.json.gz``); with
+    ``ranks_per_trace`` K each trace also stands for the K-1 ranks after its own (a job
+    whose ranks all run alike, traced on one of them)."""
+    from simnet.workloads.kineto import read_kineto
+
+    if isinstance(ranks_per_trace, bool) or not isinstance(ranks_per_trace, int) or ranks_per_trace < 1:
+        raise InputError(f"ranks_per_trace must be a whole number >= 1, not {ranks_per_trace!r}")
+    traces = [read_kineto(Path(path)) for path in paths]
+    ranks: dict[int, str] = {}
+    out = []
+    for t in traces:
+        for k in range(ranks_per_trace):
+            rank = t.rank + k
+            if rank in ranks:
+                raise InputError(f"rank {rank} is given twice: by {ranks[rank]} and by {t.source}"
+                                 + (f" (--ranks-per-trace {ranks_per_trace} makes each trace stand for "
+                                    f"{ranks_per_trace} ranks)" if ranks_per_trace > 1 else ""), t.source)
+            ranks[rank] = t.source
+            out.append(t.as_rank(rank))
+    worlds = {t.world for t in out if t.world is not None}
+    if len(worlds) > 1:
+        raise InputError(f"the traces come from jobs of different sizes (world sizes {sorted(worlds)})")
+    world = worlds.pop() if worlds else max(ranks) + 1
+    missing = sorted(set(range(world)) - set(ranks))
+    if missing or max(ranks) >= world:
+        raise InputError(f"the traces stand for ranks {_ranges(sorted(ranks))} of a job of {world}: "
+                         + (f"{'rank' if len(missing) == 1 else 'ranks'} {_ranges(missing)} "
+                            f"{'has' if len(missing) == 1 else 'have'} no trace; give "
+                            f"{'it' if len(missing) == 1 else 'them'}, or --ranks-per-trace if every rank runs alike"
+                            if missing else f"rank {max(ranks)} is beyond it"))
+    return sorted(out, key=lambda t: t.rank)
+
+
+def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path, *, placement: str = "packed",
+                   gpu_speedup: float = 1.0, as_recorded: bool = False, model: str = DEFAULT_MODEL,
+                   env: Mapping[str, str] | None = None, calibration=None) -> TraceReplay:
+    """Replay ``traces`` (one per rank, ranks 0..N-1) on ``topology`` (module docstring).
+    ``placement`` is packed, spread or random(seed) as for jobs; ``gpu_speedup`` divides
+    every kernel's recorded time (another GPU's FLOP/s over the recorded one's);
+    ``model`` and ``env`` as for ``simulate``."""
+    if isinstance(gpu_speedup, bool) or not isinstance(gpu_speedup, (int, float)) or not 0 < gpu_speedup < 1e6:
+        raise InputError(f"gpu_speedup must be a positive number (a ratio of FLOP/s), not {gpu_speedup!r}")
+    topo = topology if isinstance(topology, Topology) else load_topology(topology)
+    traces = sorted(traces, key=lambda t: t.rank)
+    if [t.rank for t in traces] != list(range(len(traces))):
+        raise InputError(f"traces must stand for ranks 0..N-1, given {[t.rank for t in traces]}")
+    if len(traces) > len(topo.gpus):
+        raise InputError(f"the trace has {len(traces)} ranks; {topo.name} has {len(topo.gpus)} GPUs", topo.source)
+    try:
+        gpus = sorted(choose_gpus(topo, list(topo.gpus), len(traces), placement), key=topo.node_index.__getitem__)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    env = nccl_env(env)
+    calibration = calibration_of(calibration if calibration is not None else topo.calibration)
+    instances = instances_of(traces)
+    pricer = _Pricer(topo, gpus, model, env, calibration, as_recorded)
+    index = {id(inst): j for j, inst in enumerate(instances)}
+    times = np.array([pricer.alone(inst) for inst in instances])
+    timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)
+    shared = pricer.together(instances, timeline, times)
+    if shared is not None:  # one more pass: sharing slowed calls, so the replay moves
+        times = shared
+        timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)
+    recording = recorded(traces)
+    warnings = list(pricer.warnings)
+    apart = _overlapping_kinds(instances, timeline)
+    if apart:
+        warnings.append(Finding("concurrent_collectives", "", (
+            f"{apart:,} collective calls overlapped calls of another collective or size and were each simulated "
+            "alone: links they share are not shared in the replay")))
+    return TraceReplay(topo.name, gpus, sorted({t.source for t in traces}), traces[0].gpu, float(gpu_speedup),
+                       pricer.model_name, _steps(traces, recording, timeline),
+                       _collectives(traces, instances, recording, timeline, pricer),
+                       pricer.bottlenecks(instances, timeline), warnings, list(traces), timeline, recording)
+
+
+class _Pricer:
+    """Each collective call's simulated time, cached by what decides it."""
+
+    def __init__(self, topo: Topology, gpus: list[str], model: str, env: dict, calibration, as_recorded: bool):
+        self.topo, self.gpus, self.model, self.env, self.calibration = topo, gpus, model, env, calibration
+        self.as_recorded = as_recorded
+        self.results: dict[tuple, object] = {}
+        self.warnings: list[Finding] = []
+        self.model_name = Setup(topo.subset(gpus[:2]) if len(gpus) > 1 else topo, "allreduce", model, env,
+                                calibration).model
+
+    def key(self, inst: Instance) -> tuple:
+        c = inst.comm
+        algorithm, env = "auto", self.env
+        if self.as_recorded and c.algorithm:
+            if c.algorithm in algorithms_for(c.collective):
+                algorithm = c.algorithm
+                env = {**self.env, **({"NCCL_PROTO": c.protocol} if c.protocol else {})}
+            else:
+                self._warn("recorded_algorithm", f"{c.collective} ran {c.algorithm} in the recording, which "
+                           f"simnet does not simulate for {c.collective}; NCCL's pick ran instead")
+        return c.collective, c.size_bytes, tuple(self.gpus[r] for r in c.group), algorithm, tuple(sorted(env.items()))
+
+    def result(self, inst: Instance):
+        key = self.key(inst)
+        if key not in self.results:
+            collective, size, gpus, algorithm, env = key
+            if algorithm == "auto" and len(gpus) > 1:
+                algorithm = Setup(self.topo.subset(list(gpus)), collective, self.model, dict(env),
+                                  self.calibration).nccl_pick(size)
+            self.results[key] = simulate(self.topo, algorithm, size, gpus=list(gpus), model=self.model,
+                                         env=dict(env), calibration=self.calibration, collective=collective)
+        return self.results[key]
+
+    def alone(self, inst: Instance) -> float:
+        return self.result(inst).time_s
+
+    def together(self, instances: list[Instance], timeline: Timeline, alone: np.ndarray) -> np.ndarray | None:
+        """Times with the calls of one collective and size by disjoint groups that overlap in
+        the replay simulated at once (``simulate_groups``); None if no calls overlap so."""
+        order = np.argsort(timeline.instance_start, kind="stable")
+        clusters: list[list[int]] = []
+        open_until = -np.inf
+        for j in order.tolist():
+            if clusters and timeline.instance_start[j] < open_until:
+                clusters[-1].append(j)
+                open_until = max(open_until, timeline.instance_end[j])
+            else:
+                clusters.append([j])
+                open_until = timeline.instance_end[j]
+        times, changed = alone.copy(), False
+        for cluster in clusters:
+            by_kind: dict[tuple, list[int]] = defaultdict(list)
+            for j in cluster:
+                key = self.key(instances[j])
+                by_kind[(key[0], key[1], key[3], key[4])].append(j)
+            for (collective, size, algorithm, env), members in by_kind.items():
+                groups = [self.key(instances[j])[2] for j in members]
+                if len(groups) < 2 or len({g for group in groups for g in group}) < sum(map(len, groups)):
+                    continue
+                shared = simulate_groups(self.topo, [list(g) for g in groups], collective, size, algorithm=algorithm,
+                                         model=self.model, env=dict(env), calibration=self.calibration)
+                for j, t in zip(members, shared.times_s):
+                    times[j], changed = max(t, alone[j]), True
+        return times if changed else None
+
+    def bottlenecks(self, instances: list[Instance], timeline: Timeline) -> list[dict]:
+        """The links that limited the collectives most: seconds of collective time each was
+        the bottleneck of, the five longest."""
+        spent: Counter = Counter()
+        for j, inst in enumerate(instances):
+            link = self.result(inst).bottleneck
+            if link is not None:
+                spent[link.name] += float(timeline.instance_end[j] - timeline.instance_start[j])
+        return [{"link": name, "seconds": s} for name, s in spent.most_common(5)]
+
+    def _warn(self, kind: str, message: str) -> None:
+        if all(w.message != message for w in self.warnings):
+            self.warnings.append(Finding(kind, "", message))
+
+
+def _overlapping_kinds(instances: list[Instance], timeline: Timeline) -> int:
+    """Calls that overlapped in the replay a call of another collective or size (a
+    different group): priced apart, see the module docstring."""
+    events = sorted(zip(timeline.instance_start.tolist(), timeline.instance_end.tolist(),
+                        [(i.comm.collective, i.comm.size_bytes) for i in instances], range(len(instances))))
+    counted, active = set(), []
+    for start, end, kind, j in events:
+        active = [a for a in active if a[0] > start]
+        for _, other_kind, k in active:
+            if other_kind != kind and not set(instances[j].comm.group) & set(instances[k].comm.group):
+                counted.update((j, k))
+        active.append((end, kind, j))
+    return len(counted)
+
+
+def _steps(traces: Sequence[RankTrace], recording: Timeline, timeline: Timeline) -> list[dict]:
+    """Each profiler step's time, recorded and simulated: the slowest rank's."""
+    rec = np.array([step_spans(t, recording.start[t.rank], recording.end[t.rank]) for t in traces])
+    sim = np.array([step_spans(t, timeline.start[t.rank], timeline.end[t.rank]) for t in traces])
+    names = traces[0].steps or tuple(f"step {k}" for k in range(rec.shape[1]))
+    return [{"step": name, "recorded_s": float(rec[:, k].max()), "simulated_s": float(sim[:, k].max())}
+            for k, name in enumerate(names)]
+
+
+def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recording: Timeline, timeline: Timeline,
+                 pricer: _Pricer) -> list[dict]:
+    """Per collective and group: calls, bytes, time and exposed time (mean over the
+    group's ranks, summed over calls), recorded and simulated, and what ran."""
+    by_rank = {t.rank: t for t in traces}
+    exposed = {"recorded": {t.rank: exposed_s(t, recording.start[t.rank], recording.end[t.rank]) for t in traces},
+               "simulated": {t.rank: exposed_s(t, timeline.start[t.rank], timeline.end[t.rank]) for t in traces}}
+    rows: dict[tuple, dict] = {}
+    for j, inst in enumerate(instances):
+        c = inst.comm
+        row = rows.setdefault((c.collective, c.group_name, len(c.group)), {
+            "collective": c.collective, "group": c.group_name, "ranks": len(c.group), "calls": 0, "bytes": 0,
+            "recorded_s": 0.0, "simulated_s": 0.0, "recorded_exposed_s": 0.0, "simulated_exposed_s": 0.0,
+            "ran": Counter(), "recorded_ran": Counter()})
+        row["calls"] += 1
+        row["bytes"] += c.size_bytes
+        row["recorded_s"] += min(by_rank[r].ops[i].duration_s for r, i in inst.members)
+        row["simulated_s"] += float(timeline.instance_end[j] - timeline.instance_start[j])
+        row["recorded_exposed_s"] += float(np.mean([exposed["recorded"][r][i] for r, i in inst.members]))
+        row["simulated_exposed_s"] += float(np.mean([exposed["simulated"][r][i] for r, i in inst.members]))
+        result = pricer.result(inst)
+        row["ran"][f"{result.algorithm}/{result.protocol}" if result.protocol else result.algorithm] += 1
+        if c.algorithm:
+            row["recorded_ran"][f"{c.algorithm}/{c.protocol}" if c.protocol else c.algorithm] += 1
+    out = []
+    for row in rows.values():
+        row["ran"] = row["ran"].most_common(1)[0][0]
+        row["recorded_ran"] = row["recorded_ran"].most_common(1)[0][0] if row["recorded_ran"] else None
+        out.append(row)
+    return sorted(out, key=lambda r: -r["simulated_exposed_s"])
+
+
+def _ranges(ranks: list[int]) -> str:
+    """0-3, 5 for [0, 1, 2, 3, 5]."""
+    parts, k = [], 0
+    while k < len(ranks):
+        j = k
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts.append(f"{ranks[k]}-{ranks[j]}" if j > k else str(ranks[k]))
+        k = j + 1
+    return ", ".join(parts)

@@ -1,0 +1,300 @@
+"""Replaying profiler traces (simnet replay-trace): hand-written Kineto traces whose step
+time follows on paper, the replay rules as properties, the public HTA trace, the CLI."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simnet.errors import InputError
+from simnet.run.groups import simulate_groups
+from simnet.run.replay_trace import read_traces, simulate_trace
+from simnet.topology.loader import topology_from_dict
+from simnet.workloads.kineto import read_kineto, read_kineto_events
+from simnet.workloads.trace import Comm, Op, RankTrace, recorded, replay
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDE = {**os.environ, "COLUMNS": "250"}  # test workers say 80: keep table cells on one line
+HTA_TRACE = ROOT / "validation" / "traces" / "hta_nccl_data_rank0.json.gz"
+SIZE = 64 * 2**20  # bytes of the hand-written AllReduce: 16 Mi floats
+
+
+def _kernel(name, ts, dur, stream, corr=None, **args):
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur,
+            "args": {"stream": stream, **({"correlation": corr} if corr is not None else {}), **args}}
+
+
+def _launch(ts, corr, name="cudaLaunchKernel"):
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "ts": ts, "dur": 5, "args": {"correlation": corr}}
+
+
+def _allreduce(ts, dur, nelems=SIZE // 4, ranks="[0, 1]", corr=None):
+    return _kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", ts, dur, 20, corr,
+                   **{"Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems,
+                      "dtype": "Float", "Process Group Ranks": ranks, "Process Group Name": "0", "Group size": 2})
+
+
+def _step_trace(rank, gemm_us, world=2):
+    """A data-parallel step: a GEMM, the gradients' AllReduce once it is done (launched at
+    once, held back by the GEMM), the optimizer 50 us after the AllReduce (launched early,
+    held back by it). Times in us, as Kineto writes them."""
+    return {"distributedInfo": {"rank": rank, "world_size": world},
+            "deviceProperties": [{"name": "NVIDIA H100 80GB HBM3"}],
+            "traceEvents": [
+                {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 20_000},
+                _launch(5, 1), _launch(10, 2), _launch(15, 3),
+                _kernel("gemm", 100, gemm_us, 7, 1),
+                _allreduce(100 + gemm_us, 8_000, corr=2),
+                _kernel("sgd", 100 + gemm_us + 8_000 + 50, 1_000, 7, 3)]}
+
+
+def _write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _two_gpus():
+    return topology_from_dict({"name": "pair", "generate": {"kind": "nvswitch", "gpus": 2, "gpu": "h100"}})
+
+
+def test_two_ranks_step_is_the_late_rank_then_the_ring_then_the_gap(tmp_path):
+    # rank 1's GEMM takes 2 ms, rank 0's 1 ms: the AllReduce starts when rank 1 is ready,
+    # runs as the ideal ring over 2 GPUs does, 2(N-1) L + 2(N-1)/N S/B (docs/model.md), then
+    # the recorded 50 us gap and the 1 ms optimizer
+    paths = [_write(tmp_path, "r0.json", _step_trace(0, 1_000)), _write(tmp_path, "r1.json", _step_trace(1, 2_000))]
+    topo = _two_gpus()
+    bandwidth = topo.graph.edges["gpu0", "nvswitch"]["bandwidth"]
+    path_latency = topo.graph.edges["gpu0", "nvswitch"]["latency"] + topo.graph.edges["nvswitch", "gpu1"]["latency"]
+    ring = 2 * path_latency + SIZE / bandwidth
+    replayed = simulate_trace(read_traces(paths), topo, model="ideal")
+    assert replayed.step_s == pytest.approx(2e-3 + ring + 50e-6 + 1e-3, rel=1e-6)
+    # recorded: rank 1's step, from its GEMM's start to the optimizer's end
+    assert replayed.recorded_step_s == pytest.approx(2e-3 + 8e-3 + 50e-6 + 1e-3, rel=1e-9)
+    (row,) = replayed.collectives
+    assert (row["collective"], row["calls"], row["bytes"], row["recorded_ran"]) == ("allreduce", 1, SIZE, "ring/LL")
+    # exposed: nothing computes while the AllReduce runs
+    assert row["simulated_exposed_s"] == pytest.approx(ring, rel=1e-6)
+
+
+def test_a_faster_gpu_shortens_kernels_not_copies():
+    ops = (Op("gemm", 7, 0.0, 2e-3), Op("memcpy", 7, 2e-3, 1e-3, (0,), scaled=False))
+    timeline = replay([RankTrace(0, ops, "r0.json")], lambda inst: 0.0, compute_speedup=4.0)
+    assert timeline.end[0].tolist() == pytest.approx([0.5e-3, 1.5e-3])
+
+
+def test_held_back_rule_finds_what_an_op_waited_for():
+    trace = read_kineto_events(_step_trace(0, 1_000), "r0.json")
+    names = [op.name.split("(")[0] for op in trace.ops]
+    assert names == ["gemm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "sgd"]
+    # the AllReduce (launched at 10 us) waited for the GEMM; the optimizer for its stream
+    # predecessor (the GEMM) and, held back past its launch, for the AllReduce
+    assert trace.ops[1].deps == (0,)
+    assert trace.ops[2].deps == (0, 1)
+
+
+def test_an_op_that_started_before_the_other_stream_finished_did_not_wait_for_it():
+    data = _step_trace(0, 1_000)
+    data["traceEvents"].append(_kernel("unrelated", 3_000, 10, 9))  # on its own stream, mid-AllReduce
+    trace = read_kineto_events(data, "r0.json")
+    unrelated = next(op for op in trace.ops if op.name == "unrelated")
+    assert unrelated.deps == ()
+
+
+def test_stream_wait_events_are_taken_as_written():
+    # with cuda_sync events the trace says which op waits: here the optimizer waits for the
+    # GEMM's event only, not for the AllReduce it started after
+    data = _step_trace(0, 1_000)
+    data["traceEvents"] += [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "ts": 6, "dur": 1, "args": {"correlation": 40}},
+        _launch(8, 41, "cudaStreamWaitEvent"),  # after the GEMM's record (6 us), before the AllReduce's launch
+        {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "ts": 8, "dur": 1,
+         "args": {"cuda_sync_kind": "Stream Wait Event", "stream": 20, "wait_on_stream": 7,
+                  "wait_on_cuda_event_record_corr_id": 40, "correlation": 41}}]
+    trace = read_kineto_events(data, "r0.json")
+    assert trace.ops[1].deps == (0,)  # the AllReduce after the GEMM's event
+    assert trace.ops[2].deps == (0,)  # the optimizer: its stream only
+
+
+def _reference_times(traces, collective_s):
+    """Times by the rules in their plainest form: sweep until nothing changes."""
+    start = {t.rank: [None] * len(t.ops) for t in traces}
+    end = {t.rank: [None] * len(t.ops) for t in traces}
+    by_rank = {t.rank: t for t in traces}
+    changed = True
+    while changed:
+        changed = False
+        for t in traces:
+            for i, op in enumerate(t.ops):
+                if end[t.rank][i] is not None or any(end[t.rank][d] is None for d in op.deps):
+                    continue
+                waited = max([t.ops[d].end_s for d in op.deps] + [0.0])
+                ready = max([end[t.rank][d] for d in op.deps] + [0.0]) + max(op.start_s - waited, 0.0)
+                if op.comm is None:
+                    start[t.rank][i], end[t.rank][i] = ready, ready + op.duration_s
+                    changed = True
+                    continue
+                k = [j for j, o in enumerate(t.ops) if o.comm is not None].index(i)
+                peers = [(r, [j for j, o in enumerate(by_rank[r].ops) if o.comm is not None][k]) for r in op.comm.group]
+                readies = []
+                for r, j in peers:
+                    pop = by_rank[r].ops[j]
+                    if any(end[r][d] is None for d in pop.deps):
+                        break
+                    pwaited = max([by_rank[r].ops[d].end_s for d in pop.deps] + [0.0])
+                    readies.append(max([end[r][d] for d in pop.deps] + [0.0]) + max(pop.start_s - pwaited, 0.0))
+                else:
+                    begin = max(readies)
+                    for r, j in peers:
+                        start[r][j], end[r][j] = begin, begin + collective_s
+                    changed = True
+    return end
+
+
+@st.composite
+def _traces(draw):
+    """2-3 ranks of one group: compute on two streams, collectives in the same order on
+    every rank, each op waiting for earlier ones at random (times made consistent)."""
+    ranks = draw(st.integers(2, 3))
+    shape = draw(st.lists(st.sampled_from(["compute", "comm"]), min_size=1, max_size=8))
+    deps = [draw(st.sets(st.integers(0, i - 1), max_size=2)) if i else set() for i in range(len(shape))]
+    traces = []
+    for r in range(ranks):
+        ops, t = [], 0.0
+        for i, kind in enumerate(shape):
+            t_ready = max([ops[d].end_s for d in deps[i]] + [0.0])
+            start = max(t, t_ready) + draw(st.floats(0, 1e-3))
+            duration = draw(st.floats(1e-6, 2e-3))
+            comm = Comm("allreduce", 1024, tuple(range(ranks)), "0") if kind == "comm" else None
+            ops.append(Op(f"{kind}{i}", 20 if comm else 7 + i % 2, start, duration, tuple(sorted(deps[i])), comm))
+            t = start
+        traces.append(RankTrace(r, tuple(ops), f"r{r}.json"))
+    return traces
+
+
+@settings(max_examples=60, deadline=None)
+@given(_traces(), st.floats(1e-6, 5e-3))
+def test_replay_follows_the_rules(traces, collective_s):
+    timeline = replay(traces, lambda inst: collective_s)
+    reference = _reference_times(traces, collective_s)
+    for t in traces:
+        assert timeline.end[t.rank].tolist() == pytest.approx(reference[t.rank], rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_traces())
+def test_replaying_a_lone_rank_with_its_recorded_times_gives_the_recording(traces):
+    lone = [RankTrace(0, tuple(Op(o.name, o.stream, o.start_s, o.duration_s, o.deps,
+                                  o.comm and Comm(o.comm.collective, o.comm.size_bytes, (0,), "0"))
+                               for o in traces[0].ops), "r0.json")]
+    durations = [o.duration_s for o in lone[0].ops if o.comm is not None]
+    timeline = replay(lone, lambda inst: durations[inst.k])
+    assert timeline.start[0].tolist() == pytest.approx(recorded(lone).start[0].tolist(), abs=1e-15)
+
+
+def test_calls_of_one_size_by_disjoint_groups_at_once_share_the_fabric(tmp_path):
+    # two pairs, each across the two racks of a fabric whose single spine uplink is shared:
+    # their AllReduces overlap, so they run together and take simulate_groups' time
+    topo = topology_from_dict({"name": "fabric", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
+        "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}})
+    gpus = topo.gpus  # r0h0-gpu0, r0h0-gpu1, r1h0-gpu0, r1h0-gpu1: ranks 0-3 in order
+    traces = []
+    for rank in range(4):
+        group = "[0, 2]" if rank in (0, 2) else "[1, 3]"
+        data = _step_trace(rank, 1_000, world=4)
+        data["traceEvents"][5] = _allreduce(1_100, 8_000, ranks=group, corr=2)
+        data["traceEvents"][5]["args"]["Process Group Name"] = "dp" + group
+        traces.append(read_kineto_events(data, f"r{rank}.json"))
+    replayed = simulate_trace(traces, topo, model="ideal")
+    together = simulate_groups(topo, [[gpus[0], gpus[2]], [gpus[1], gpus[3]]], "allreduce", SIZE, model="ideal")
+    alone = simulate_groups(topo, [[gpus[0], gpus[2]]], "allreduce", SIZE, model="ideal")
+    assert together.time_s > 1.5 * alone.time_s  # the uplink is shared: a real effect to see
+    assert replayed.step_s == pytest.approx(1e-3 + together.time_s + 50e-6 + 1e-3, rel=1e-6)
+
+
+def test_missing_ranks_and_mismatched_calls_are_refused_in_one_line(tmp_path):
+    r0 = _write(tmp_path, "r0.json", _step_trace(0, 1_000))
+    with pytest.raises(InputError, match="rank 1 has no trace.*--ranks-per-trace"):
+        read_traces([r0])
+    assert [t.rank for t in read_traces([r0], ranks_per_trace=2)] == [0, 1]
+    other = _step_trace(1, 1_000)
+    other["traceEvents"].append(_allreduce(20_000, 100))
+    r1 = _write(tmp_path, "r1.json", other)
+    with pytest.raises(InputError, match="different numbers of collective calls"):
+        simulate_trace(read_traces([r0, r1]), _two_gpus())
+    with pytest.raises(InputError, match="rank 0 is given twice"):
+        read_traces([r0, r0])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("not json", "not JSON"),
+    ('{"traceEvents": {}}', "no traceEvents list"),
+    ('{"traceEvents": []}', "no GPU kernels"),
+    (json.dumps({"traceEvents": [_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 0, 5, 20)]}),
+     "carries no collective"),
+    (json.dumps({"traceEvents": [_kernel("ncclKernel_SendRecv", 0, 5, 20, **{
+        "Collective name": "send", "In msg nelems": 1, "Out msg nelems": 1, "dtype": "Float"})]}), "'send' is not one"),
+    (json.dumps({"traceEvents": [_allreduce(0, 5, nelems=True)]}), "must be whole numbers"),
+])
+def test_what_is_not_a_trace_is_refused_in_one_line(tmp_path, text, message):
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as caught:
+        read_kineto(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_gzipped_traces_read_as_written(tmp_path):
+    path = tmp_path / "r0.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(_step_trace(0, 1_000)).encode()))
+    assert len(read_kineto(path).ops) == 3
+    broken = tmp_path / "bad.json.gz"
+    broken.write_bytes(b"\x1f\x8b not really")
+    with pytest.raises(InputError, match="not a readable gzip file"):
+        read_kineto(broken)
+
+
+def test_the_public_hta_trace_replays_on_the_machine_it_was_recorded_on():
+    # Holistic Trace Analysis' tests/data/nccl_parser_config (rank 0 of a 2-rank DDP job,
+    # A100 SXM4 40GB, NCCL 2.17.1; validation/traces/README.md): a host-bound step (its GPU
+    # idles 82 % of the time waiting for launches), so on a DGX A100 the replay must give the
+    # recorded step times, whatever the AllReduces cost
+    replayed = simulate_trace(read_traces([HTA_TRACE], ranks_per_trace=2), ROOT / "topologies" / "dgx_a100.yaml")
+    assert [s["step"] for s in replayed.steps] == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
+    for step in replayed.steps:
+        assert step["simulated_s"] == pytest.approx(step["recorded_s"], rel=0.01)
+    calls = {row["collective"]: row["calls"] for row in replayed.collectives}
+    assert calls == {"allreduce": 15, "broadcast": 6}
+
+
+def test_cli_replays_and_writes_json_and_a_perfetto_trace(tmp_path):
+    paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
+    out = subprocess.run([sys.executable, "-m", "simnet", "replay-trace", *map(str, paths), "-t",
+                          str(ROOT / "topologies" / "dgx_h100.yaml"), "--json", "-"],
+                         capture_output=True, text=True, check=True, env=WIDE)
+    data = json.loads(out.stdout)
+    assert data["ranks"] == 2 and data["steps"][0]["step"] == "ProfilerStep#3"
+    assert data["step_s"]["simulated"] < data["step_s"]["recorded"]  # 64 MiB over NVLink is far under 8 ms
+    trace = tmp_path / "replay.json"
+    out = subprocess.run([sys.executable, "-m", "simnet", "replay-trace", *map(str, paths), "-t",
+                          str(ROOT / "topologies" / "dgx_h100.yaml"), "--trace", str(trace)],
+                         capture_output=True, text=True, env=WIDE)
+    assert out.returncode == 0, out.stderr
+    assert "ProfilerStep#3" in out.stdout and "allreduce" in out.stdout
+    events = json.loads(trace.read_text())["traceEvents"]
+    processes = {e["args"]["name"] for e in events if e["ph"] == "M"}
+    assert processes == {"rank 0 recorded", "rank 1 recorded", "rank 0 simulated", "rank 1 simulated"}
+    slices = [e for e in events if e["ph"] == "X"]
+    assert len(slices) == 12 and {e["cat"] for e in slices} == {"compute", "communication"}
+    bad = subprocess.run([sys.executable, "-m", "simnet", "replay-trace", str(paths[0]), "-t",
+                          str(ROOT / "topologies" / "dgx_h100.yaml")], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert np.isfinite(data["step_s"]["simulated"])
