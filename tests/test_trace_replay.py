@@ -17,6 +17,7 @@ from simnet.errors import InputError
 from simnet.run.groups import simulate_groups
 from simnet.run.replay_trace import read_traces, simulate_trace
 from simnet.topology.loader import topology_from_dict
+from simnet.workloads.chakra import read_chakra, write_chakra
 from simnet.workloads.kineto import read_kineto, read_kineto_events
 from simnet.workloads.trace import Comm, Op, RankTrace, recorded, replay
 
@@ -298,3 +299,85 @@ def test_cli_replays_and_writes_json_and_a_perfetto_trace(tmp_path):
                           str(ROOT / "topologies" / "dgx_h100.yaml")], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert np.isfinite(data["step_s"]["simulated"])
+
+
+CHAKRA_TRACE = ROOT / "validation" / "traces" / "chakra_feeder_tests.0.et.gz"
+
+
+def _chakra_rank(folder, rank, gemm_us):
+    """A hand-written Chakra ET: GEMM, the 64 MiB AllReduce after it, the optimizer after
+    that 50 us later (start times in us, as Chakra's converter writes them)."""
+    return write_chakra(Path(folder) / f"step.{rank}.et", [
+        {"id": 10, "name": "gemm", "start_time_micros": 100, "duration_micros": gemm_us},
+        {"id": 11, "name": "ncclKernel_AllReduce_RING_SIMPLE_Sum_float", "type": "COMM_COLL_NODE", "data_deps": [10],
+         "start_time_micros": 100 + gemm_us, "duration_micros": 8_000,
+         "attr": {"comm_type": 0, "comm_size": SIZE, "pg_name": "dp", "is_cpu_op": False}},
+        {"id": 12, "name": "sgd", "data_deps": [11], "start_time_micros": 100 + gemm_us + 8_050,
+         "duration_micros": 1_000}])
+
+
+def test_a_chakra_step_gives_the_same_closed_form(tmp_path):
+    paths = [_chakra_rank(tmp_path, 0, 1_000), _chakra_rank(tmp_path, 1, 2_000)]
+    topo = _two_gpus()
+    bandwidth = topo.graph.edges["gpu0", "nvswitch"]["bandwidth"]
+    path_latency = topo.graph.edges["gpu0", "nvswitch"]["latency"] + topo.graph.edges["nvswitch", "gpu1"]["latency"]
+    ring = 2 * path_latency + SIZE / bandwidth
+    replayed = simulate_trace(read_traces(paths), topo, model="ideal")
+    assert replayed.step_s == pytest.approx(2e-3 + ring + 50e-6 + 1e-3, rel=1e-6)
+    assert replayed.recorded_step_s == pytest.approx(2e-3 + 8e-3 + 50e-6 + 1e-3, rel=1e-9)
+    (row,) = replayed.collectives
+    assert (row["group"], row["ranks"], row["recorded_ran"]) == ("dp", 2, "ring/Simple")
+
+
+def test_chakra_groups_name_the_ranks_of_each_process_group(tmp_path):
+    paths = [_chakra_rank(tmp_path, r, 1_000) for r in range(4)]
+    with pytest.raises(InputError, match="group 'dp'.*list of distinct ranks"):
+        read_traces(paths, groups={"dp": [0, 0]})
+    pairs = read_traces([paths[0], paths[2]], ranks_per_trace=2, groups={"dp": [0, 2]})
+    assert [t.rank for t in pairs] == [0, 1, 2, 3] and pairs[0].ops[1].comm.group == (0, 2)
+    with pytest.raises(InputError, match="rank 1's .* names group \\[0, 2\\], which does not hold rank 1"):
+        simulate_trace(pairs, topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 4}}))
+    with pytest.raises(InputError, match="a Kineto trace names them itself"):
+        read_traces([_write(tmp_path, "r0.json", _step_trace(0, 1_000))], groups={"dp": [0]})
+
+
+def test_the_public_chakra_trace_reads_as_its_converter_wrote_it():
+    # mlcommons/chakra tests/data/feeder_tests_trace.tar.gz (validation/traces/README.md):
+    # 3,664 nodes converted from a PyTorch DDP run, 7 NCCL kernels among its COMM_COLL_NODEs
+    # (the c10d calls, is_cpu_op, run as host work); no start times, so no recorded step
+    trace = read_chakra(CHAKRA_TRACE, world=2)
+    assert len(trace.ops) == 3664
+    calls = sorted((op.comm.collective, op.comm.size_bytes) for op in trace.ops if op.comm)
+    # the same bucket sizes as the HTA trace's AllReduces: 2,049,000 floats and 7,875,584
+    assert calls.count(("allreduce", 2_049_000 * 4)) == 1 and ("allreduce", 7_875_584 * 4) in calls
+    assert [c for c, _ in calls].count("broadcast") == 2
+    replayed = simulate_trace([trace, trace.as_rank(1)], ROOT / "topologies" / "dgx_a100.yaml")
+    assert replayed.recorded_step_s is None and replayed.steps[0]["recorded_s"] is None
+    # with durations only the step is the longest path through the data dependencies: at
+    # least the busiest op's time, at most every op's end to end
+    durations = [op.duration_s for op in trace.ops if op.comm is None]
+    assert max(durations) <= replayed.step_s <= sum(durations) + sum(r["simulated_s"] for r in replayed.collectives)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\x05abc", "runs past the end"),
+    (b"\xff\xff", "cut short"),
+])
+def test_what_is_not_a_chakra_trace_is_refused_in_one_line(tmp_path, data, message):
+    path = tmp_path / "bad.0.et"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=message):
+        read_chakra(path)
+
+
+def test_chakra_nodes_simnet_cannot_replay_are_refused(tmp_path):
+    send = write_chakra(tmp_path / "p2p.0.et", [{"id": 1, "name": "send", "type": "COMM_SEND_NODE",
+                                                 "attr": {"comm_size": 8}}])
+    with pytest.raises(InputError, match="point-to-point send/recv: not replayed yet"):
+        read_chakra(send)
+    gather = write_chakra(tmp_path / "g.0.et", [{"id": 1, "name": "gather", "type": "COMM_COLL_NODE",
+                                                 "attr": {"comm_type": 3, "comm_size": 8}}])
+    with pytest.raises(InputError, match="comm_type 3 is not one simnet replays"):
+        read_chakra(gather)
+    with pytest.raises(InputError, match="NAME.RANK.et"):
+        read_chakra(tmp_path / "noname.et")

@@ -17,6 +17,8 @@ from simnet.errors import InputError
               help="The topology to replay the step on.")
 @click.option("--ranks-per-trace", type=click.IntRange(min=1), default=1, show_default=True,
               help="Each trace stands for this many ranks, its own and the next (a job whose ranks run alike).")
+@click.option("--groups", "groups_path", type=click.Path(path_type=Path), default=None,
+              help="Chakra traces: a YAML or JSON file of process group name -> its ranks (default: every rank).")
 @click.option("--placement", default="packed", show_default=True,
               help="Where ranks go: packed, spread (across racks, then hosts) or random(seed), as for jobs.")
 @click.option("--gpu-speedup", type=float, default=1.0, show_default=True,
@@ -29,13 +31,14 @@ from simnet.errors import InputError
 @click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
               help="Write a Chrome trace (Perfetto) of the recorded and the simulated step side by side.")
 @friendly
-def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace: int, placement: str,
+def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace: int, groups_path: Path | None,
+                 placement: str,
                  gpu_speedup: float, as_recorded: bool, model: str | None, json_path: str | None,
                  trace_path: Path | None) -> None:
     """Replay the communication of profiled training steps on TOPOLOGY.
 
-    TRACES are PyTorch profiler (Kineto) traces, .json or .json.gz, one per rank.
-    Compute runs as recorded (scaled by --gpu-speedup),
+    TRACES are PyTorch profiler (Kineto) traces, .json or .json.gz, one per rank, or
+    Chakra execution traces, NAME.RANK.et. Compute runs as recorded (scaled by --gpu-speedup),
     every collective through simnet's model and network; prints each step's time
     recorded and simulated and what each collective cost and left exposed.
 
@@ -57,7 +60,15 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         if path in seen[:i]:
             raise InputError(f"{traces[i]} is given twice; give each rank's trace once")
     topology = load_topology(topology_path)
-    inputs = [*traces, topology_path, *([topology.calibration] if topology.calibration else [])]
+    groups = None
+    if groups_path is not None:
+        from simnet.io.yamlsource import load_yaml
+
+        groups, _ = load_yaml(groups_path)
+        if not isinstance(groups, dict):
+            raise InputError("expected a mapping of process group name -> its ranks", groups_path)
+    inputs = [*traces, topology_path, *([groups_path] if groups_path else []),
+              *([topology.calibration] if topology.calibration else [])]
     for path, option in ((json_path, "--json"), (trace_path, "--trace")):
         if path is not None and str(path) != "-":
             output_file(Path(path), option, inputs=inputs)
@@ -65,7 +76,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         raise InputError("--trace: '-' (standard output) is for --json only; name a file")
     if json_path and trace_path and Path(json_path).resolve() == Path(trace_path).resolve():
         raise InputError("--json and --trace must name different files")
-    replayed = simulate_trace(read_traces(traces, ranks_per_trace), topology, placement=placement,
+    replayed = simulate_trace(read_traces(traces, ranks_per_trace, groups), topology, placement=placement,
                               gpu_speedup=gpu_speedup, as_recorded=as_recorded,
                               **({"model": model} if model else {}))
     text = json.dumps(replayed.to_dict(), indent=2)

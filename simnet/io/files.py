@@ -12,7 +12,7 @@ from pathlib import Path
 
 from simnet.errors import InputError
 
-__all__ = ["read_text", "MAX_FILE_BYTES"]
+__all__ = ["read_text", "read_bytes", "MAX_FILE_BYTES"]
 
 MAX_FILE_BYTES = 512 * 2**20
 """Largest input file simnet reads (a 300,000-GPU topology written out link by link is ~40 MB)."""
@@ -21,6 +21,15 @@ MAX_FILE_BYTES = 512 * 2**20
 def read_text(path: Path, expected: str, errors: str = "strict") -> str:
     """The UTF-8 text of the regular file ``path`` (``expected`` names what it should be,
     for messages; ``errors="replace"`` tolerates stray bytes, as in logs)."""
+    data = read_bytes(path, expected)
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}); expected {expected}", path) from None
+
+
+def read_bytes(path: Path, expected: str) -> bytes:
+    """The bytes of the regular file ``path``, decompressed if it is named ``.gz``."""
     try:
         status = path.stat()
         if not stat.S_ISREG(status.st_mode):
@@ -28,15 +37,11 @@ def read_text(path: Path, expected: str, errors: str = "strict") -> str:
         if status.st_size > MAX_FILE_BYTES:
             raise InputError(f"the file is {status.st_size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES / 1e6:,.0f} MB "
                              f"simnet reads; expected {expected}", path)
-        if path.suffix == ".gz":
-            return _gunzipped(path).decode("utf-8", errors=errors)
-        return path.read_text(encoding="utf-8", errors=errors)
+        return _gunzipped(path) if path.suffix == ".gz" else path.read_bytes()
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise InputError(f"not a readable gzip file ({exc}); expected {expected}", path) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start}); expected {expected}", path) from None
 
 
 def _gunzipped(path: Path) -> bytes:

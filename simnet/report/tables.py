@@ -236,12 +236,11 @@ def trace_tables(replayed) -> tuple[Table, Table]:
     for column in ("step", "recorded", "simulated", "change"):
         steps.add_column(column, justify="left" if column == "step" else "right")
     for step in replayed.steps:
-        steps.add_row(step["step"], units.format_time(step["recorded_s"]), units.format_time(step["simulated_s"]),
-                      f"{step['simulated_s'] / step['recorded_s'] - 1:+.1%}" if step["recorded_s"] else "-")
+        steps.add_row(step["step"], _time_cell(step["recorded_s"]), units.format_time(step["simulated_s"]),
+                      _change_cell(step["recorded_s"], step["simulated_s"]))
     if len(replayed.steps) > 1:
-        steps.add_row("mean", units.format_time(replayed.recorded_step_s), units.format_time(replayed.step_s),
-                      f"{replayed.step_s / replayed.recorded_step_s - 1:+.1%}" if replayed.recorded_step_s else "-",
-                      style="bold")
+        steps.add_row("mean", _time_cell(replayed.recorded_step_s), units.format_time(replayed.step_s),
+                      _change_cell(replayed.recorded_step_s, replayed.step_s), style="bold")
     comms = Table(title="collectives (time and exposed time: mean over the group's ranks, summed over calls)",
                   title_justify="left")
     for column in ("collective", "group", "ranks", "calls", "bytes", "recorded", "simulated", "exposed rec.",
@@ -250,10 +249,19 @@ def trace_tables(replayed) -> tuple[Table, Table]:
     for row in replayed.collectives:
         comms.add_row(row["collective"], row["group"], str(row["ranks"]), f"{row['calls']:,}",
                       units.format_size(row["bytes"]), units.format_time(row["recorded_s"]),
-                      units.format_time(row["simulated_s"]), units.format_time(row["recorded_exposed_s"]),
+                      units.format_time(row["simulated_s"]), _time_cell(row["recorded_exposed_s"]),
                       units.format_time(row["simulated_exposed_s"]),
                       row["ran"] + (f" ({row['recorded_ran']})" if row["recorded_ran"] else ""))
     if replayed.bottlenecks:
         top = replayed.bottlenecks[0]
         comms.caption = f"bottleneck: {top['link']}, limiting {units.format_time(top['seconds'])} of collective time"
     return steps, comms
+
+
+def _time_cell(seconds: float | None) -> str:
+    """A time, or '-' where the trace recorded none (an execution trace without start times)."""
+    return "-" if seconds is None else units.format_time(seconds)
+
+
+def _change_cell(recorded: float | None, simulated: float) -> str:
+    return f"{simulated / recorded - 1:+.1%}" if recorded else "-"

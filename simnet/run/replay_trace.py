@@ -1,6 +1,6 @@
 """``simulate_trace``: a recorded training step replayed on another topology.
 
-Each rank's trace (``simnet.workloads.kineto``) becomes a
+Each rank's trace (``simnet.workloads.kineto``, ``simnet.workloads.chakra``) becomes a
 dependency graph (``simnet.workloads.trace``); ranks are placed on the topology's GPUs
 (rank r on the r-th GPU placed, as a job's ``placement`` places them); every collective
 call is simulated on its group's GPUs with the algorithm NCCL's model picks there (or, with
@@ -71,8 +71,10 @@ class TraceReplay:
         return float(np.mean([s["simulated_s"] for s in self.steps]))
 
     @property
-    def recorded_step_s(self) -> float:
-        """Mean recorded step time (s)."""
+    def recorded_step_s(self) -> float | None:
+        """Mean recorded step time (s); None for traces that hold no start times."""
+        if any(s["recorded_s"] is None for s in self.steps):
+            return None
         return float(np.mean([s["recorded_s"] for s in self.steps]))
 
     def to_dict(self) -> dict:
@@ -84,15 +86,31 @@ class TraceReplay:
                 "warnings": [{"kind": w.kind, "link": w.link, "message": w.message} for w in self.warnings]}
 
 
-def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1) -> list[RankTrace]:
-    """One ``RankTrace`` per rank from Kineto JSON files (``.json``/``.json.gz``); with
-    ``ranks_per_trace`` K each trace also stands for the K-1 ranks after its own (a job
-    whose ranks all run alike, traced on one of them)."""
+def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
+                groups: Mapping[str, Sequence[int]] | None = None) -> list[RankTrace]:
+    """One ``RankTrace`` per rank from Kineto JSON files (``.json``/``.json.gz``) or Chakra
+    execution traces (``NAME.RANK.et``); with ``ranks_per_trace`` K each trace also stands
+    for the K-1 ranks after its own (a job whose ranks all run alike, traced on one of
+    them). ``groups`` (process group name -> ranks) names the ranks of a Chakra trace's
+    ``pg_name``s (a Kineto trace names them itself); unnamed groups are the whole job."""
+    from simnet.workloads.chakra import rank_of, read_chakra
     from simnet.workloads.kineto import read_kineto
 
     if isinstance(ranks_per_trace, bool) or not isinstance(ranks_per_trace, int) or ranks_per_trace < 1:
         raise InputError(f"ranks_per_trace must be a whole number >= 1, not {ranks_per_trace!r}")
-    traces = [read_kineto(Path(path)) for path in paths]
+    paths = [Path(path) for path in paths]
+    chakra = [p for p in paths if p.name.endswith((".et", ".et.gz"))]
+    if chakra and len(chakra) < len(paths):
+        raise InputError("give Kineto traces or Chakra execution traces, not both: their clocks are not one")
+    if groups is not None and not chakra:
+        raise InputError("groups name the ranks of a Chakra trace's process groups; a Kineto trace names them "
+                         "itself (\"Process Group Ranks\")")
+    if chakra:
+        world = max(rank_of(p) for p in chakra) + ranks_per_trace
+        named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
+        traces = [read_chakra(p, world, named) for p in chakra]
+    else:
+        traces = [read_kineto(p) for p in paths]
     ranks: dict[int, str] = {}
     out = []
     for t in traces:
@@ -116,6 +134,15 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1) -> list[R
                             f"{'it' if len(missing) == 1 else 'them'}, or --ranks-per-trace if every rank runs alike"
                             if missing else f"rank {max(ranks)} is beyond it"))
     return sorted(out, key=lambda t: t.rank)
+
+
+def _group_ranks(name: object, ranks: object, world: int) -> list[int]:
+    """A process group's ranks as given (a list of distinct ranks of the job)."""
+    if not isinstance(ranks, (list, tuple)) or not ranks or not all(
+            isinstance(r, int) and not isinstance(r, bool) and 0 <= r < world for r in ranks) \
+            or len(set(ranks)) < len(ranks):
+        raise InputError(f"group {name!r}: expected a list of distinct ranks 0..{world - 1}, not {ranks!r}")
+    return list(ranks)
 
 
 def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path, *, placement: str = "packed",
@@ -149,7 +176,9 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
         times = shared
         timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)
     recording = recorded(traces)
-    warnings = list(pricer.warnings)
+    warnings = list(pricer.warnings) + [Finding("trace_note", "", f"{t.source}: {note}") for t in traces
+                                        if t.rank == min(r.rank for r in traces if r.source == t.source)
+                                        for note in t.notes]
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (
@@ -262,8 +291,9 @@ def _steps(traces: Sequence[RankTrace], recording: Timeline, timeline: Timeline)
     rec = np.array([step_spans(t, recording.start[t.rank], recording.end[t.rank]) for t in traces])
     sim = np.array([step_spans(t, timeline.start[t.rank], timeline.end[t.rank]) for t in traces])
     names = traces[0].steps or tuple(f"step {k}" for k in range(rec.shape[1]))
-    return [{"step": name, "recorded_s": float(rec[:, k].max()), "simulated_s": float(sim[:, k].max())}
-            for k, name in enumerate(names)]
+    timed = all(t.timed for t in traces)
+    return [{"step": name, "recorded_s": float(rec[:, k].max()) if timed else None,
+             "simulated_s": float(sim[:, k].max())} for k, name in enumerate(names)]
 
 
 def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recording: Timeline, timeline: Timeline,
@@ -271,6 +301,7 @@ def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recordi
     """Per collective and group: calls, bytes, time and exposed time (mean over the
     group's ranks, summed over calls), recorded and simulated, and what ran."""
     by_rank = {t.rank: t for t in traces}
+    timed = all(t.timed for t in traces)
     exposed = {"recorded": {t.rank: exposed_s(t, recording.start[t.rank], recording.end[t.rank]) for t in traces},
                "simulated": {t.rank: exposed_s(t, timeline.start[t.rank], timeline.end[t.rank]) for t in traces}}
     rows: dict[tuple, dict] = {}
@@ -284,7 +315,8 @@ def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recordi
         row["bytes"] += c.size_bytes
         row["recorded_s"] += min(by_rank[r].ops[i].duration_s for r, i in inst.members)
         row["simulated_s"] += float(timeline.instance_end[j] - timeline.instance_start[j])
-        row["recorded_exposed_s"] += float(np.mean([exposed["recorded"][r][i] for r, i in inst.members]))
+        if timed:
+            row["recorded_exposed_s"] += float(np.mean([exposed["recorded"][r][i] for r, i in inst.members]))
         row["simulated_exposed_s"] += float(np.mean([exposed["simulated"][r][i] for r, i in inst.members]))
         result = pricer.result(inst)
         row["ran"][f"{result.algorithm}/{result.protocol}" if result.protocol else result.algorithm] += 1
@@ -292,6 +324,7 @@ def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recordi
             row["recorded_ran"][f"{c.algorithm}/{c.protocol}" if c.protocol else c.algorithm] += 1
     out = []
     for row in rows.values():
+        row["recorded_exposed_s"] = row["recorded_exposed_s"] if timed else None
         row["ran"] = row["ran"].most_common(1)[0][0]
         row["recorded_ran"] = row["recorded_ran"].most_common(1)[0][0] if row["recorded_ran"] else None
         out.append(row)

@@ -45,7 +45,7 @@ from simnet.errors import InputError
 from simnet.io.files import read_text
 from simnet.workloads.trace import Comm, Op, RankTrace
 
-__all__ = ["read_kineto", "read_kineto_events", "DTYPE_BYTES", "COLLECTIVE_NAMES"]
+__all__ = ["read_kineto", "read_kineto_events", "kernel_algorithm", "DTYPE_BYTES", "COLLECTIVE_NAMES"]
 
 DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
                "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4,
@@ -227,9 +227,15 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
         nbytes = max(n_in, n_out * g) * size
     else:
         nbytes = n_in * size
-    match = _ALGO_PROTO.search(str(e.get("name", "")))
     return Comm(collective, nbytes, group, str(args.get("Process Group Name", "default")),
-                _ALGORITHMS[match.group(1)] if match else None, _PROTOCOLS[match.group(2)] if match else None)
+                *kernel_algorithm(str(e.get("name", ""))))
+
+
+def kernel_algorithm(name: str) -> tuple[str | None, str | None]:
+    """simnet's algorithm and NCCL's protocol an NCCL kernel's name says it ran
+    (``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` -> ring, LL); (None, None) if it names none."""
+    match = _ALGO_PROTO.search(name)
+    return (_ALGORITHMS[match.group(1)], _PROTOCOLS[match.group(2)]) if match else (None, None)
 
 
 def _group(args: dict, world: int | None, where: str, source: str) -> tuple[int, ...]:

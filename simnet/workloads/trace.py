@@ -14,7 +14,8 @@ The rules, stated once (docs/model.md, "Replaying a trace"):
   recording shows after the later of the two: its *gap*;
 * a collective starts on all its ranks at once, when the last of them is ready, and
   ends on all of them together;
-* compute lasts as recorded, divided by ``compute_speedup``.
+* compute lasts as recorded, GPU kernels divided by ``compute_speedup`` (host work and
+  copies keep their time).
 
 >>> a = Op("gemm", stream=7, start_s=0.0, duration_s=1e-3)
 >>> c = Op("ncclKernel_AllReduce", stream=20, start_s=1.0e-3, duration_s=2e-3, deps=(0,),
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -71,6 +72,7 @@ class Op:
     step: int = 0
     scaled: bool = True  # compute a faster GPU shortens (a kernel); a copy or set keeps its time
     launch_s: float | None = None  # when the host launched it (s, same clock as start_s), if recorded
+    on_host: bool = False  # host work (an execution trace's CPU operations): takes time, hides no communication
 
     @property
     def end_s(self) -> float:
@@ -81,7 +83,9 @@ class Op:
 class RankTrace:
     """One rank's recorded operations (in order of recorded start), the file they came
     from, the world size the recording names (None if it does not), the recorded GPU's
-    name and the names of its profiler steps."""
+    name, the names of its profiler steps, what reading it left out (one line each), and
+    whether it holds when operations started (an execution trace may give durations only:
+    then gaps are zero and there is no recorded step time)."""
 
     rank: int
     ops: tuple[Op, ...]
@@ -89,10 +93,12 @@ class RankTrace:
     world: int | None = None
     gpu: str | None = None
     steps: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    timed: bool = True
 
     def as_rank(self, rank: int) -> RankTrace:
         """The same operations standing for another rank of a job whose ranks all run alike."""
-        return RankTrace(rank, self.ops, self.source, self.world, self.gpu, self.steps)
+        return replace(self, rank=rank)
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,7 @@ def replay(traces: Sequence[RankTrace], collective_s: Callable[[Instance], float
         finished = []
         if op.comm is None:
             start[r][i] = earliest
-            end[r][i] = earliest + (op.duration_s / compute_speedup if op.scaled else op.duration_s)
+            end[r][i] = earliest + (op.duration_s / compute_speedup if op.scaled and not op.on_host else op.duration_s)
             finished.append((r, i))
         else:
             j = owner[(r, i)]
@@ -238,9 +244,9 @@ def recorded(traces: Sequence[RankTrace]) -> Timeline:
 
 
 def exposed_s(trace: RankTrace, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Seconds of each operation of ``trace`` (at the given times) that no compute
+    """Seconds of each operation of ``trace`` (at the given times) that no GPU compute
     operation of the same rank overlaps: a collective's exposed time (0 for compute)."""
-    compute = sorted((start[i], end[i]) for i, op in enumerate(trace.ops) if op.comm is None)
+    compute = sorted((start[i], end[i]) for i, op in enumerate(trace.ops) if op.comm is None and not op.on_host)
     merged: list[list[float]] = []
     for s, e in compute:
         if merged and s <= merged[-1][1]:
