@@ -612,3 +612,75 @@ def test_an_empty_bandwidth_mapping_in_a_profile_names_its_field(tmp_path):
     (tmp_path / "e.cal.yaml").write_text("calibration:\n  bandwidth: {}\n")
     with pytest.raises(InputError, match=r"e.cal.yaml:2: calibration.bandwidth: an empty mapping"):
         load_calibration(tmp_path / "e.cal.yaml")
+
+
+@pytest.mark.parametrize("doc, key, says", [
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "exponential", "mean": "10 us", "sigma": 2}},
+     "stragglers.sigma", "shapes the lognormal distribution only; exponential has its mean alone"),
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "uniform", "mean": "10 us", "sigma": 2}},
+     "stragglers.sigma", "uniform has its mean alone"),
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB", "period": "1 ms"}]},
+     "jobs[0].period", "the job runs once (repeat: 1)"),
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB"},
+               {"name": "b", "background": {"pattern": "all_to_all", "load": "50%", "seed": 3}}]},
+     "jobs[1].background.seed", "all_to_all sends to every other GPU, nothing is drawn")])
+def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, doc, key, says):
+    """Fuzz leftovers: sigma beside an exponential or uniform distribution, a seed of
+    all_to_all background traffic and a period with repeat 1 were read by nothing without a
+    word. Refused, they broke sweeps over the distribution, the pattern or repeat; now the
+    run says, naming the file, line and key."""
+    import json
+
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, **doc}, sort_keys=False))
+    spec = scenario_from_dict({"name": "s", "topology": LEAF2, **doc})
+    assert [w.kind for w in spec.warnings] == ["key_unread"] and says in spec.warnings[0].message
+    ran = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "out.json")
+    assert ran.exit_code == 0, ran.stderr
+    printed = " ".join(ran.stdout.split())
+    assert f"warning key_unread" in printed and f"{key} ({tmp_path / 's.yaml'}:" in printed and says in printed
+    written = json.loads((tmp_path / "out.json").read_text())
+    said = written["warnings"] if "jobs" in doc else [w for run in written["runs"] for w in run["warnings"]]
+    assert [w["kind"] for w in said] == ["key_unread"] * len(said) and said
+    quiet = {**doc, "stragglers": {**doc["stragglers"], "distribution": "lognormal"}} if "stragglers" in doc else {
+        **doc, "jobs": [{**job, "repeat": 2} if "period" in job else job for job in doc["jobs"]]} if "period" in str(doc) \
+        else {**doc, "jobs": [doc["jobs"][0], {**doc["jobs"][1], "background": {**doc["jobs"][1]["background"],
+                                                                                "pattern": "uniform"}}]}
+    assert scenario_from_dict({"name": "s", "topology": LEAF2, **quiet}).warnings == []
+
+
+def test_a_sweep_over_the_distribution_warns_at_the_points_sigma_is_moot(tmp_path, cli):
+    import json
+
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+        "stragglers: {distribution: lognormal, mean: 10 us, sigma: 2}\n"
+        "sweep: {stragglers.distribution: [lognormal, exponential]}\n")
+    ran = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "out", "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    records = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    warned = {r["set"]["stragglers.distribution"]: "key_unread" in r["sizes"][0]["warnings"] for r in records}
+    assert warned == {"lognormal": False, "exponential": True}
+
+
+def test_a_scenario_profile_replacing_the_topology_s_is_said_naming_both(tmp_path, cli, root):
+    """Fuzz leftover: the topology's own calibration profile was replaced without a word when
+    the scenario named another. The scenario's still runs; the run says so, naming both files."""
+    import shutil
+
+    profile = root / "validation" / "calibrated" / "h100-ndr-309-2n.cal.yaml"
+    shutil.copy(profile, tmp_path / "a.cal.yaml")
+    (tmp_path / "b.cal.yaml").write_text(profile.read_text().replace("13.25 us", "2 us"))
+    (tmp_path / "t.yaml").write_text("name: t\ncalibration: a.cal.yaml\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\ncalibration: b.cal.yaml\nsizes: [1 MiB]\n"
+                                     "algorithms: [ring]\n")
+    ran = cli("run", tmp_path / "s.yaml")
+    assert ran.exit_code == 0, ran.stderr
+    printed = " ".join(ran.stdout.split())
+    assert "warning calibration_replaced" in printed and f"{tmp_path / 's.yaml'}:3" in printed
+    assert f"the scenario's profile {tmp_path / 'b.cal.yaml'} replaces {tmp_path / 'a.cal.yaml'}" in printed
+    assert "calibrated by " + str(tmp_path / "b.cal.yaml") in printed  # the override still runs
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\ncalibration: a.cal.yaml\nsizes: [1 MiB]\n"
+                                     "algorithms: [ring]\n")
+    assert "calibration_replaced" not in cli("run", tmp_path / "s.yaml").stdout  # the same profile: nothing replaced

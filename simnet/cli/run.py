@@ -172,16 +172,21 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
-    document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict()}, indent=1,
-                          allow_nan=False)
+    warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]
+    document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict(),
+                           **({"warnings": warnings} if warnings else {})}, indent=1, allow_nan=False)
     if json_path == "-":
+        from simnet.cli.console import stderr_console
+
         click.echo(document)
+        _print_scenario_warnings(stderr_console(), spec)
         return
     console = stdout_console()
     console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
                                      f"{_model_label(spec)}"))
     if len(spec.jobs) > 1:
         console.print(interference_table(result))
+    _print_scenario_warnings(console, spec)
     if json_path:
         console.print(f"wrote {write_text(json_path, document)}")
     if plot_dir and len(spec.jobs) > 1:
@@ -189,6 +194,14 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
 
         Path(plot_dir).mkdir(parents=True, exist_ok=True)
         console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
+
+
+def _print_scenario_warnings(console, spec) -> None:
+    """The keys the scenario makes moot (``Scenario.warnings``), one line each."""
+    from rich.markup import escape
+
+    for warning in spec.warnings:
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
 
 
 def _workload_label(spec) -> str:

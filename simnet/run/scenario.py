@@ -65,12 +65,14 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
+    said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread:
-        said = Finding("option_unread", "", (
+        said.append(Finding("option_unread", "", (
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
-            f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here"))
-        runs = [replace(run, warnings=[*run.warnings, said]) for run in runs]
+            f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
+    if said:
+        runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training_step(scenario), skipped)
 
 

@@ -22,9 +22,10 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.io.yamlsource import Source, load_yaml
+from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
+from simnet.results.result import Finding
 from simnet.schedule.algorithms.direct import parameter_servers
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
@@ -165,6 +166,7 @@ class Scenario:
     stragglers: dict[str, float] = field(default_factory=dict)  # start delay per GPU, s
     jobs: list[JobSpec] = field(default_factory=list)
     every_algorithm: bool = False  # the algorithms are `all`: those the topology cannot run are skipped
+    warnings: list[Finding] = field(default_factory=list)  # keys this scenario makes moot, said on every run
 
     def conditions(self) -> dict:
         """``faults`` and ``stragglers`` as ``simulate`` takes them."""
@@ -296,6 +298,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
     _check_options(spec, source)
+    warnings = _moot_keys(spec, source) + _calibration_replaced(topology, calibration, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -304,7 +307,49 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     model=model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
-                    data=data, faults=faults, stragglers=stragglers, jobs=jobs)
+                    data=data, faults=faults, stragglers=stragglers, jobs=jobs, warnings=warnings)
+
+
+def _where(source: Source, loc: tuple) -> str:
+    line = source.line(loc)
+    return f"{source.file}:{line}" if line is not None else source.file
+
+
+def _moot_keys(spec: ScenarioSpec, source: Source) -> list[Finding]:
+    """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
+    beside a distribution that has its mean alone, a seed of all_to_all background traffic
+    (nothing is drawn), a job's period when it runs once. Warned, not refused: a sweep over
+    the distribution, the pattern or repeat makes them moot at some of its points only."""
+    said = []
+
+    def moot(loc: tuple, message: str) -> None:
+        said.append(Finding("key_unread", format_loc(loc), f"{format_loc(loc)} ({_where(source, loc)}): {message}"))
+
+    raw = spec.stragglers
+    if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):
+        moot(("stragglers", "sigma"), f"shapes the lognormal distribution only; {raw['distribution']} has its "
+                                      "mean alone, so sigma changed nothing here")
+    for i, job in enumerate(spec.jobs):
+        if job.background is not None and job.background.pattern == "all_to_all" \
+                and "seed" in job.background.model_fields_set:
+            moot(("jobs", i, "background", "seed"), "all_to_all sends to every other GPU, nothing is drawn, so "
+                                                    "seed changed nothing here")
+        if job.background is None and job.period is not None and job.repeat == 1:
+            moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
+                                        "period changed nothing here")
+    return said
+
+
+def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:
+    """A warning (``calibration_replaced``) when the scenario's profile replaces another the
+    topology names: the scenario's is the one that runs."""
+    if calibration is None or topology.calibration is None \
+            or Path(calibration).resolve() == Path(topology.calibration).resolve():
+        return []
+    return [Finding("calibration_replaced", calibration, (
+        f"calibration ({_where(source, ('calibration',))}): the scenario's profile {calibration} replaces "
+        f"{topology.calibration}, the one the topology {topology.source or topology.name} names; the "
+        "scenario's runs (remove calibration: to run the topology's)"))]
 
 
 _JOBS_SET_THEIR_OWN = {"size": "size", "sizes": "size", "algorithms": "algorithm", "workload": "workload",
