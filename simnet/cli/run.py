@@ -170,6 +170,8 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
 
     try:
         result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+    except InputError:
+        raise  # names its own file and line (a calibration profile's)
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
     warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]
@@ -239,6 +241,8 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
     with progress("simulating") as update:
         try:
             return run_scenario(spec, progress=update, timeline=timeline)
+        except InputError:
+            raise  # names its own file and line (a calibration profile's)
         except Unsupported as exc:
             if from_option:
                 raise InputError(f"--algorithm: {exc}", scenario) from None

@@ -82,6 +82,15 @@ class Calibration:
         sizes = np.log2([max(s, 1) for s, _ in self.bandwidth])
         return float(np.interp(np.log2(max(size, 1)), sizes, [f for _, f in self.bandwidth]))
 
+    def refusal(self, name: str, message: str):
+        """An ``InputError`` about this profile's field ``name``: its file, line and field
+        when it came from a file (one line, as a loader's)."""
+        from simnet.errors import InputError
+
+        if self.source is None or not Path(self.source).is_file():
+            return InputError(f"calibration.{name}: {message}", self.source)
+        return load_yaml(self.source)[1].error(("calibration", name), message)
+
     @property
     def parameters(self) -> dict[str, float]:
         """The fitted numbers by name (one per size for a bandwidth by size)."""
