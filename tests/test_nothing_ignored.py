@@ -684,3 +684,36 @@ def test_a_scenario_profile_replacing_the_topology_s_is_said_naming_both(tmp_pat
     (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\ncalibration: a.cal.yaml\nsizes: [1 MiB]\n"
                                      "algorithms: [ring]\n")
     assert "calibration_replaced" not in cli("run", tmp_path / "s.yaml").stdout  # the same profile: nothing replaced
+
+
+@pytest.mark.parametrize("text, line, says", [
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  1e300  0.00  0.00  0  82.98  12.64  23.69  0"), 17,
+     "time: 1e+300 us is slower than any AllReduce nccl-tests times (over an hour)"),
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  93.25  11.24  21.08  0  9e9  0.00  0.00  0"), 17,
+     "time: 9e+09 us is slower than any AllReduce"),
+    (_log(16, 2, rows="  17179869184  4294967296  float  sum  -1  1.5  1e7  2e7  0  1.5  1e7  2e7  0"), 17,
+     "GB/s, over the 100000 GB/s any machine moves"),
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  93.25  11.24  1e300  0  82.98  12.64  23.69  0"), 17,
+     "busbw: 1e+300 GB/s is not a bandwidth any machine reaches"),
+    (_log(4, 1).replace("#  Rank  2", "#  Rank  1"), 3, "#  Rank 1: listed twice, also at line 2"),
+    (_log(4, 1).replace("#  Rank  2", "#  Rank  7"), 3, "#  Rank 7: rank 2 has no device line"),
+    (_log(4, 1).replace("#  Rank  3", "#  Rank  5"), 4, "#  Rank 5: rank 3 has no device line"),
+])
+def test_a_row_of_impossible_rates_or_a_device_list_with_a_rank_twice_or_skipped_is_refused(text, line, says):
+    """Fuzz leftovers: a row timed at 1e300 us (an algbw of 1e-294 GB/s) was fitted, and
+    device lines listing a rank twice or skipping one were counted as ranks; each is now
+    refused in one line naming its line."""
+    from simnet.io.nccltests import parse_log
+
+    with pytest.raises(InputError) as caught:
+        parse_log(text, "x.log")
+    assert str(caught.value).startswith(f"x.log:{line}: ") and says in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_second_run_s_device_list_is_still_a_new_run():
+    from simnet.io.nccltests import parse_log
+
+    with pytest.raises(InputError, match="runs on 8 and 16 ranks"):
+        parse_log(_log(8, 1) + _log(16, 2), "x.log")
+    assert parse_log(_log(8, 1) + _log(8, 1), "x.log").ranks == 8
