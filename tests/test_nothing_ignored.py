@@ -717,3 +717,15 @@ def test_a_second_run_s_device_list_is_still_a_new_run():
     with pytest.raises(InputError, match="runs on 8 and 16 ranks"):
         parse_log(_log(8, 1) + _log(16, 2), "x.log")
     assert parse_log(_log(8, 1) + _log(8, 1), "x.log").ranks == 8
+
+
+@pytest.mark.parametrize("second", ["65536 B: 0.5", "65536: 0.5", "64KiB: 0.5"])
+def test_one_size_twice_in_a_profile_s_bandwidth_is_refused(tmp_path, second):
+    """Fuzz leftover: ``64 KiB: 0.8`` and ``65536 B: 0.5`` are one size; the second won without
+    a word (the YAML reader refuses a key written twice alike, not one size written two ways)."""
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "d.cal.yaml").write_text(f"calibration:\n  bandwidth:\n    64 KiB: 0.8\n    {second}\n")
+    with pytest.raises(InputError, match=r"d.cal.yaml:4: calibration.bandwidth.*: duplicate size: .* is 64 KiB, as "
+                                         r"'64 KiB' \(line 3\) is; give each size one factor"):
+        load_calibration(tmp_path / "d.cal.yaml")

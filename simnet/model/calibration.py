@@ -139,6 +139,7 @@ def load_calibration(path: str | Path) -> Calibration:
     if unknown:
         raise source.error((unknown[0],), f"unknown key {unknown[0]!r} in a calibration profile; expected "
                                           "calibration (and fitted, which simnet calibrate writes)")
+    _refuse_a_size_twice(data["calibration"].get("bandwidth"), source)
     try:
         spec = _CalibrationSpec.model_validate(data["calibration"])
     except ValidationError as exc:
@@ -147,6 +148,25 @@ def load_calibration(path: str | Path) -> Calibration:
     machine = fitted.get("hardware") if isinstance(fitted, dict) else None
     hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
     return Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
+
+
+def _refuse_a_size_twice(bandwidth, source) -> None:
+    """One line for two keys of ``bandwidth:`` that are one size (``64 KiB`` and ``65536 B``):
+    the second replaced the first without a word, as a duplicate key the YAML reader refuses."""
+    if not isinstance(bandwidth, dict):
+        return
+    seen: dict[int, object] = {}
+    for key in bandwidth:
+        try:
+            size = units.parse_size(key)
+        except (ValueError, TypeError):
+            continue  # not a size: the schema says so, with its line
+        if size in seen:
+            first = seen[size]
+            raise source.error(("calibration", "bandwidth", key), (
+                f"duplicate size: {key!r} is {units.format_size(size)}, as {first!r} (line "
+                f"{source.line(('calibration', 'bandwidth', first))}) is; give each size one factor"))
+        seen[size] = key
 
 
 def calibration_document(calibration: Calibration, fitted: dict, topology=None) -> dict:
