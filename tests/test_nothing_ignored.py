@@ -719,7 +719,7 @@ def test_a_second_run_s_device_list_is_still_a_new_run():
     assert parse_log(_log(8, 1) + _log(8, 1), "x.log").ranks == 8
 
 
-@pytest.mark.parametrize("second", ["65536 B: 0.5", "65536: 0.5", "64KiB: 0.5"])
+@pytest.mark.parametrize("second", ["65536 B: 0.5", "64KiB: 0.5", "0.0625 MiB: 0.5"])
 def test_one_size_twice_in_a_profile_s_bandwidth_is_refused(tmp_path, second):
     """Fuzz leftover: ``64 KiB: 0.8`` and ``65536 B: 0.5`` are one size; the second won without
     a word (the YAML reader refuses a key written twice alike, not one size written two ways)."""
@@ -729,3 +729,6 @@ def test_one_size_twice_in_a_profile_s_bandwidth_is_refused(tmp_path, second):
     with pytest.raises(InputError, match=r"d.cal.yaml:4: calibration.bandwidth.*: duplicate size: .* is 64 KiB, as "
                                          r"'64 KiB' \(line 3\) is; give each size one factor"):
         load_calibration(tmp_path / "d.cal.yaml")
+    (tmp_path / "n.cal.yaml").write_text("calibration:\n  bandwidth:\n    65536: 0.8\n")
+    with pytest.raises(InputError, match=r"calibration.bandwidth: key 65536: 65536 has no unit"):
+        load_calibration(tmp_path / "n.cal.yaml")

@@ -51,6 +51,11 @@ class _CalibrationSpec(Strict):
     def _some_factor(cls, value):
         if isinstance(value, dict) and not value:
             raise ValueError("an empty mapping; give one factor (0.9) or factors by size ({64 KiB: 0.8, 4 GiB: 0.95})")
+        for key in value if isinstance(value, dict) else ():
+            try:
+                units.parse_size(key)
+            except (ValueError, TypeError) as exc:  # said as the size it is, not as a factor it is not
+                raise ValueError(f"key {key!r}: {exc}") from None
         return value
 
 
