@@ -732,3 +732,22 @@ def test_one_size_twice_in_a_profile_s_bandwidth_is_refused(tmp_path, second):
     (tmp_path / "n.cal.yaml").write_text("calibration:\n  bandwidth:\n    65536: 0.8\n")
     with pytest.raises(InputError, match=r"calibration.bandwidth: key 65536: 65536 has no unit"):
         load_calibration(tmp_path / "n.cal.yaml")
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_an_option_of_the_collective_c_runs_is_taken(tmp_path, cli, command):
+    """Fuzz leftover: ``pxn`` was refused under ``-c all_to_all`` because the file says
+    allreduce (the option check ran before -c); it now sees the collective that runs. An option
+    neither collective takes is still refused, and without -c pxn still is."""
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\noptions: {{pxn: false}}\n")
+    out = ["--out", tmp_path / "out", "--workers", "1"] if command == "sweep" else []
+    ran = cli(command, tmp_path / "s.yaml", "-c", "all_to_all", *out)
+    assert ran.exit_code == 0, ran.stderr
+    assert "option_unread" not in ran.stdout  # auto runs direct for all_to_all, which takes pxn
+    refused = cli(command, tmp_path / "s.yaml", *out)
+    assert refused.exit_code == 2 and "s.yaml:4: options.pxn: no allreduce algorithm takes pxn" in refused.stderr
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\noptions: {{inner: ring}}\n")
+    if command == "run":  # hierarchical's inner, taken by the file's collective: kept, and said unread
+        kept = cli(command, tmp_path / "s.yaml", "-c", "all_to_all")
+        assert kept.exit_code == 0, kept.stderr
+        assert "option_unread" in kept.stdout and "options inner: none of auto takes it" in " ".join(kept.stdout.split())

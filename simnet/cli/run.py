@@ -55,7 +55,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     from simnet.spec.scenario import load_scenario
     from simnet.spec.values import MAX_SIZES, parse_sizes
 
-    spec = load_scenario(scenario)
+    spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
         if path is not None and str(path) == "-":
             raise InputError(f"{option}: '-' (standard output) is for --json only; name a file")

@@ -210,14 +210,19 @@ _REPLACEABLE = ("topology", "sizes", "algorithms", "every_algorithm", "options",
                 "sweep", "collective", "training")
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Load and validate a scenario file; raise ``InputError`` on any mistake."""
+def load_scenario(path: str | Path, collective: str | None = None) -> Scenario:
+    """Load and validate a scenario file; raise ``InputError`` on any mistake. ``collective``:
+    the one the caller runs instead of the file's (``-c``), whose options count as taken."""
     data, source = load_yaml(path)
-    return scenario_from_dict(data, source, base=Path(path).parent)
+    return scenario_from_dict(data, source, base=Path(path).parent, collective=collective)
 
 
-def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None) -> Scenario:
-    """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``."""
+def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None,
+                       collective: str | None = None) -> Scenario:
+    """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``.
+    ``collective``: one run instead of the file's (``-c``): an option its algorithms take is
+    not refused for the file's collective's lacking it (the run warns ``option_unread`` for
+    what the collective that runs does not read)."""
     source = source or Source("<scenario>")
     if not isinstance(data, dict):
         got = type(data).__name__ if data is not None else "nothing"
@@ -297,7 +302,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if spec.training is not None:
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
-    _check_options(spec, source)
+    _check_options(spec, source, collective)
     warnings = _moot_keys(spec, source) + _calibration_replaced(topology, calibration, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
@@ -425,14 +430,16 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
 
 
-def _check_options(spec: ScenarioSpec, source: Source) -> None:
-    """Refuse an option no algorithm of the scenario's collective takes (it would be ignored by
-    whatever algorithm -a, a variant or a sweep picks)."""
-    table = algorithms_for(spec.collective)
+def _check_options(spec: ScenarioSpec, source: Source, collective: str | None = None) -> None:
+    """Refuse an option no algorithm of the scenario's collective (nor of ``collective``, the
+    one ``-c`` runs instead) takes: it would be ignored by whatever algorithm -a, a variant
+    or a sweep picks."""
+    tables = [algorithms_for(c) for c in dict.fromkeys([spec.collective, collective or spec.collective])]
     for name in spec.options.model_dump(exclude_none=True):
-        takers = [a.name for a in table.values() if name in a.options]
+        takers = [a.name for table in tables for a in table.values() if name in a.options]
         if name not in COMMON_OPTIONS and not takers:
-            raise source.error(("options", name), f"no {spec.collective} algorithm takes {name}")
+            which = " or ".join(dict.fromkeys([spec.collective, collective or spec.collective]))
+            raise source.error(("options", name), f"no {which} algorithm takes {name}")
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:
