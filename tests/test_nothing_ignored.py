@@ -751,3 +751,35 @@ def test_an_option_of_the_collective_c_runs_is_taken(tmp_path, cli, command):
         kept = cli(command, tmp_path / "s.yaml", "-c", "all_to_all")
         assert kept.exit_code == 0, kept.stderr
         assert "option_unread" in kept.stdout and "options inner: none of auto takes it" in " ".join(kept.stdout.split())
+
+
+def test_gpus_beyond_the_scenario_s_list_name_the_list_and_the_topology_s_count(tmp_path, cli):
+    """Fuzz leftover: ``simnet run -g 3`` on a scenario whose ``gpus:`` lists 2 of a 4-GPU
+    topology said "this topology has 2 GPUs"; it now names both counts and why."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "gpus: [gpu0, gpu1]\nsizes: [1 MiB]\n")
+    ran = cli("run", tmp_path / "s.yaml", "-g", "3")
+    assert ran.exit_code == 2 and "\n" not in ran.stderr.strip()
+    assert "--gpus: 3 is out of range; the scenario's gpus: picks 2 of the topology's 4 GPUs and -g takes the first N " \
+           "of those: give 1 to 2, or write gpus: all in the file" in ran.stderr
+    assert cli("run", tmp_path / "s.yaml", "-g", "2").exit_code == 0
+
+
+@pytest.mark.parametrize("value, says", [
+    (2.5, "2.5: give a GPU count as a whole number (e.g. 8), a list of GPU names, or all"),
+    (2.0, "2.0: give a GPU count as a whole number without a decimal point (e.g. 2)")])
+def test_a_gpu_count_that_is_no_whole_number_says_so(value, says):
+    """Fuzz leftover: ``gpus: 2.5`` said "is not one of 'all'"."""
+    message = _refusal(sizes=["1 MiB"], gpus=value)
+    assert message.startswith(f"<scenario>: gpus: {says}")
+
+
+@pytest.mark.parametrize("parameters", [1.25, 1e9 + 0.5, True])
+def test_parameters_that_are_no_count_are_refused(parameters):
+    """Fuzz leftover: ``parameters: 1.25`` (fp16) became a 2 B gradient, cut to whole bytes
+    without a word. 1.3e9 written as a float is a count and is taken."""
+    message = _refusal(sizes=["1 MiB"], workload={"compute_time": "1 s", "parameters": parameters, "dtype": "fp16"})
+    assert message.startswith(f"<scenario>: workload.parameters: {parameters!r} is not a count of parameters")
+    spec = scenario_from_dict({"name": "s", "topology": FABRIC, "sizes": ["1 MiB"],
+                               "workload": {"compute_time": "1 s", "parameters": 1.3e9, "dtype": "fp16"}})
+    assert spec.workload.parameters == 1.3e9

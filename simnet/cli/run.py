@@ -81,6 +81,12 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             raise InputError(f"--size: {len(changes['sizes']):,} sizes, over the {MAX_SIZES} simnet runs in one "
                              "scenario", scenario)
     if gpus is not None:
+        picked = spec.data.get("gpus", "all") if isinstance(spec.data, dict) else "all"
+        if picked != "all" and not 1 <= gpus <= len(spec.topology.gpus):
+            total = sum(1 for node in spec.topology.nodes if spec.topology.kind(node) == "gpu")
+            raise InputError(f"--gpus: {gpus} is out of range; the scenario's gpus: picks {len(spec.topology.gpus)} "
+                             f"of the topology's {total} GPUs and -g takes the first N of those: give 1 to "
+                             f"{len(spec.topology.gpus)}, or write gpus: all in the file", scenario)
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     if model is not None:
         from simnet.model.interface import resolve_model

@@ -55,7 +55,11 @@ AUTO = "auto"
 
 def _gpu_choice(value: object) -> object:
     """Refuse a GPU count below one in words the user can act on."""
-    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+    if isinstance(value, bool) or isinstance(value, float):
+        whole = isinstance(value, float) and value.is_integer()
+        raise ValueError(f"{value!r}: give a GPU count as a whole number{' without a decimal point' if whole else ''} "
+                         f"(e.g. {int(value) if whole and value >= 1 else 8}), a list of GPU names, or all")
+    if isinstance(value, int) and value < 1:
         raise ValueError(f"{value}: give a GPU count of at least 1, a list of GPU names, or all")
     if isinstance(value, str) and value != "all":
         raise ValueError(f"{value!r}: give a GPU count (unquoted, e.g. 8), a list of GPU names, or all")
