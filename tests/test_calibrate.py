@@ -385,3 +385,35 @@ def test_an_rccl_tests_log_fits_the_rccl_model_and_is_refused_on_other_gpus(tmp_
     assert load_calibration(tmp_path / "m.cal.yaml").base_latency != 0.0
     other = cli("calibrate", tmp_path / "mi300x.log", "-t", tmp_path / "h100.yaml", "-o", tmp_path / "h.cal.yaml")
     assert other.exit_code == 2 and "'AMD Instinct MI300X', the topology's GPUs are h100" in other.stderr
+
+
+def test_the_fit_keeps_every_launch_latency_at_zero_or_above_and_a_profile_below_is_refused(tmp_path):
+    """Fuzz leftover: rows faster than NCCL's launch latency allows pushed base_latency to
+    -20 us, and the nccl model clamped the launch at 0 without a word (the profile said
+    -20 us, the runs took -6.6). The fit's lower bound is now the model's own launch latency
+    of what the rows ran; a profile that takes a launch below zero is refused in one line."""
+    from simnet.run.calibrate import launch_latencies
+    from simnet.run.nccl_env import nccl_system
+
+    topo = _pairs()
+    launches = launch_latencies(nccl_system(topo, {}))
+    assert launches[("Ring", "LL")] == 6.6 and launches[("NVLSTree", "Simple")] == 0.0  # NVLS launches in no time
+    sizes = [8, 1024, 65536]
+    times = {s: simulate(topo, "auto", s, gpus=4, env={}).time_s * 1e6 - 15 for s in sizes}
+    result = fit(topo, points_of([parse_log(write_log(times, 4), "fast.log")], topo))
+    assert result.calibration.base_latency == 0 and "base_latency" in result.at_bound
+    for p in result.points:  # the profile it fitted runs every row, auto's every candidate with it
+        simulate(topo, "auto", p.size_bytes, gpus=4, env={}, calibration=result.calibration)
+    box = topology_from_dict({"name": "pcie", "generate": {"kind": "pcie", "gpus": 4}})
+    assert min(launch_latencies(nccl_system(box, {})).values()) == 6.6  # no NVLS: Ring/LL's launch is the least
+    times = {s: simulate(box, "auto", s, env={}).time_s * 1e6 - 15 for s in sizes}
+    fitted = fit(box, points_of([parse_log(write_log(times, 4, gpus_per_host=4), "box.log")], box)).calibration
+    assert -6.6e-6 < fitted.base_latency < -6.5e-6
+    for s in sizes:
+        simulate(box, "auto", s, env={}, calibration=fitted)
+    (tmp_path / "neg.cal.yaml").write_text("calibration:\n  intra_step_latency: 0 us\n  base_latency: -20 us\n")
+    with pytest.raises(InputError, match=r"^\S*neg.cal.yaml:3: calibration.base_latency: -20 us takes the launch "
+                                         r"latency of Ring/LL \(6.6 us in NCCL's model here\) below zero.*at least "
+                                         r"-6.6 us") as caught:
+        simulate(topo, "ring", 1024, gpus=4, env={}, calibration=str(tmp_path / "neg.cal.yaml"))
+    assert "\n" not in str(caught.value)

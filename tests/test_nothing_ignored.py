@@ -612,3 +612,174 @@ def test_an_empty_bandwidth_mapping_in_a_profile_names_its_field(tmp_path):
     (tmp_path / "e.cal.yaml").write_text("calibration:\n  bandwidth: {}\n")
     with pytest.raises(InputError, match=r"e.cal.yaml:2: calibration.bandwidth: an empty mapping"):
         load_calibration(tmp_path / "e.cal.yaml")
+
+
+@pytest.mark.parametrize("doc, key, says", [
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "exponential", "mean": "10 us", "sigma": 2}},
+     "stragglers.sigma", "shapes the lognormal distribution only; exponential has its mean alone"),
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "uniform", "mean": "10 us", "sigma": 2}},
+     "stragglers.sigma", "uniform has its mean alone"),
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB", "period": "1 ms"}]},
+     "jobs[0].period", "the job runs once (repeat: 1)"),
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB"},
+               {"name": "b", "background": {"pattern": "all_to_all", "load": "50%", "seed": 3}}]},
+     "jobs[1].background.seed", "all_to_all sends to every other GPU, nothing is drawn")])
+def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, doc, key, says):
+    """Fuzz leftovers: sigma beside an exponential or uniform distribution, a seed of
+    all_to_all background traffic and a period with repeat 1 were read by nothing without a
+    word. Refused, they broke sweeps over the distribution, the pattern or repeat; now the
+    run says, naming the file, line and key."""
+    import json
+
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, **doc}, sort_keys=False))
+    spec = scenario_from_dict({"name": "s", "topology": LEAF2, **doc})
+    assert [w.kind for w in spec.warnings] == ["key_unread"] and says in spec.warnings[0].message
+    ran = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "out.json")
+    assert ran.exit_code == 0, ran.stderr
+    printed = " ".join(ran.stdout.split())
+    assert f"warning key_unread" in printed and f"{key} ({tmp_path / 's.yaml'}:" in printed and says in printed
+    written = json.loads((tmp_path / "out.json").read_text())
+    said = written["warnings"] if "jobs" in doc else [w for run in written["runs"] for w in run["warnings"]]
+    assert [w["kind"] for w in said] == ["key_unread"] * len(said) and said
+    quiet = {**doc, "stragglers": {**doc["stragglers"], "distribution": "lognormal"}} if "stragglers" in doc else {
+        **doc, "jobs": [{**job, "repeat": 2} if "period" in job else job for job in doc["jobs"]]} if "period" in str(doc) \
+        else {**doc, "jobs": [doc["jobs"][0], {**doc["jobs"][1], "background": {**doc["jobs"][1]["background"],
+                                                                                "pattern": "uniform"}}]}
+    assert scenario_from_dict({"name": "s", "topology": LEAF2, **quiet}).warnings == []
+
+
+def test_a_sweep_over_the_distribution_warns_at_the_points_sigma_is_moot(tmp_path, cli):
+    import json
+
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+        "stragglers: {distribution: lognormal, mean: 10 us, sigma: 2}\n"
+        "sweep: {stragglers.distribution: [lognormal, exponential]}\n")
+    ran = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "out", "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    records = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    warned = {r["set"]["stragglers.distribution"]: "key_unread" in r["sizes"][0]["warnings"] for r in records}
+    assert warned == {"lognormal": False, "exponential": True}
+
+
+def test_a_scenario_profile_replacing_the_topology_s_is_said_naming_both(tmp_path, cli, root):
+    """Fuzz leftover: the topology's own calibration profile was replaced without a word when
+    the scenario named another. The scenario's still runs; the run says so, naming both files."""
+    import shutil
+
+    profile = root / "validation" / "calibrated" / "h100-ndr-309-2n.cal.yaml"
+    shutil.copy(profile, tmp_path / "a.cal.yaml")
+    (tmp_path / "b.cal.yaml").write_text(profile.read_text().replace("13.25 us", "2 us"))
+    (tmp_path / "t.yaml").write_text("name: t\ncalibration: a.cal.yaml\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\ncalibration: b.cal.yaml\nsizes: [1 MiB]\n"
+                                     "algorithms: [ring]\n")
+    ran = cli("run", tmp_path / "s.yaml")
+    assert ran.exit_code == 0, ran.stderr
+    printed = " ".join(ran.stdout.split())
+    assert "warning calibration_replaced" in printed and f"{tmp_path / 's.yaml'}:3" in printed
+    assert f"the scenario's profile {tmp_path / 'b.cal.yaml'} replaces {tmp_path / 'a.cal.yaml'}" in printed
+    assert "calibrated by " + str(tmp_path / "b.cal.yaml") in printed  # the override still runs
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\ncalibration: a.cal.yaml\nsizes: [1 MiB]\n"
+                                     "algorithms: [ring]\n")
+    assert "calibration_replaced" not in cli("run", tmp_path / "s.yaml").stdout  # the same profile: nothing replaced
+
+
+@pytest.mark.parametrize("text, line, says", [
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  1e300  0.00  0.00  0  82.98  12.64  23.69  0"), 17,
+     "time: 1e+300 us is slower than any AllReduce nccl-tests times (over an hour)"),
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  93.25  11.24  21.08  0  9e9  0.00  0.00  0"), 17,
+     "time: 9e+09 us is slower than any AllReduce"),
+    (_log(16, 2, rows="  17179869184  4294967296  float  sum  -1  1.5  1e7  2e7  0  1.5  1e7  2e7  0"), 17,
+     "GB/s, over the 100000 GB/s any machine moves"),
+    (_log(16, 2, rows="     1048576  262144  float  sum  -1  93.25  11.24  1e300  0  82.98  12.64  23.69  0"), 17,
+     "busbw: 1e+300 GB/s is not a bandwidth any machine reaches"),
+    (_log(4, 1).replace("#  Rank  2", "#  Rank  1"), 3, "#  Rank 1: listed twice, also at line 2"),
+    (_log(4, 1).replace("#  Rank  2", "#  Rank  7"), 3, "#  Rank 7: rank 2 has no device line"),
+    (_log(4, 1).replace("#  Rank  3", "#  Rank  5"), 4, "#  Rank 5: rank 3 has no device line"),
+])
+def test_a_row_of_impossible_rates_or_a_device_list_with_a_rank_twice_or_skipped_is_refused(text, line, says):
+    """Fuzz leftovers: a row timed at 1e300 us (an algbw of 1e-294 GB/s) was fitted, and
+    device lines listing a rank twice or skipping one were counted as ranks; each is now
+    refused in one line naming its line."""
+    from simnet.io.nccltests import parse_log
+
+    with pytest.raises(InputError) as caught:
+        parse_log(text, "x.log")
+    assert str(caught.value).startswith(f"x.log:{line}: ") and says in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_second_run_s_device_list_is_still_a_new_run():
+    from simnet.io.nccltests import parse_log
+
+    with pytest.raises(InputError, match="runs on 8 and 16 ranks"):
+        parse_log(_log(8, 1) + _log(16, 2), "x.log")
+    assert parse_log(_log(8, 1) + _log(8, 1), "x.log").ranks == 8
+
+
+@pytest.mark.parametrize("second", ["65536 B: 0.5", "64KiB: 0.5", "0.0625 MiB: 0.5"])
+def test_one_size_twice_in_a_profile_s_bandwidth_is_refused(tmp_path, second):
+    """Fuzz leftover: ``64 KiB: 0.8`` and ``65536 B: 0.5`` are one size; the second won without
+    a word (the YAML reader refuses a key written twice alike, not one size written two ways)."""
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "d.cal.yaml").write_text(f"calibration:\n  bandwidth:\n    64 KiB: 0.8\n    {second}\n")
+    with pytest.raises(InputError, match=r"d.cal.yaml:4: calibration.bandwidth.*: duplicate size: .* is 64 KiB, as "
+                                         r"'64 KiB' \(line 3\) is; give each size one factor"):
+        load_calibration(tmp_path / "d.cal.yaml")
+    (tmp_path / "n.cal.yaml").write_text("calibration:\n  bandwidth:\n    65536: 0.8\n")
+    with pytest.raises(InputError, match=r"calibration.bandwidth: key 65536: 65536 has no unit"):
+        load_calibration(tmp_path / "n.cal.yaml")
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_an_option_of_the_collective_c_runs_is_taken(tmp_path, cli, command):
+    """Fuzz leftover: ``pxn`` was refused under ``-c all_to_all`` because the file says
+    allreduce (the option check ran before -c); it now sees the collective that runs. An option
+    neither collective takes is still refused, and without -c pxn still is."""
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\noptions: {{pxn: false}}\n")
+    out = ["--out", tmp_path / "out", "--workers", "1"] if command == "sweep" else []
+    ran = cli(command, tmp_path / "s.yaml", "-c", "all_to_all", *out)
+    assert ran.exit_code == 0, ran.stderr
+    assert "option_unread" not in ran.stdout  # auto runs direct for all_to_all, which takes pxn
+    refused = cli(command, tmp_path / "s.yaml", *out)
+    assert refused.exit_code == 2 and "s.yaml:4: options.pxn: no allreduce algorithm takes pxn" in refused.stderr
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\noptions: {{inner: ring}}\n")
+    if command == "run":  # hierarchical's inner, taken by the file's collective: kept, and said unread
+        kept = cli(command, tmp_path / "s.yaml", "-c", "all_to_all")
+        assert kept.exit_code == 0, kept.stderr
+        assert "option_unread" in kept.stdout and "options inner: none of auto takes it" in " ".join(kept.stdout.split())
+
+
+def test_gpus_beyond_the_scenario_s_list_name_the_list_and_the_topology_s_count(tmp_path, cli):
+    """Fuzz leftover: ``simnet run -g 3`` on a scenario whose ``gpus:`` lists 2 of a 4-GPU
+    topology said "this topology has 2 GPUs"; it now names both counts and why."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "gpus: [gpu0, gpu1]\nsizes: [1 MiB]\n")
+    ran = cli("run", tmp_path / "s.yaml", "-g", "3")
+    assert ran.exit_code == 2 and "\n" not in ran.stderr.strip()
+    assert "--gpus: 3 is out of range; the scenario's gpus: picks 2 of the topology's 4 GPUs and -g takes the first N " \
+           "of those: give 1 to 2, or write gpus: all in the file" in ran.stderr
+    assert cli("run", tmp_path / "s.yaml", "-g", "2").exit_code == 0
+
+
+@pytest.mark.parametrize("value, says", [
+    (2.5, "2.5: give a GPU count as a whole number (e.g. 8), a list of GPU names, or all"),
+    (2.0, "2.0: give a GPU count as a whole number without a decimal point (e.g. 2)")])
+def test_a_gpu_count_that_is_no_whole_number_says_so(value, says):
+    """Fuzz leftover: ``gpus: 2.5`` said "is not one of 'all'"."""
+    message = _refusal(sizes=["1 MiB"], gpus=value)
+    assert message.startswith(f"<scenario>: gpus: {says}")
+
+
+@pytest.mark.parametrize("parameters", [1.25, 1e9 + 0.5, True])
+def test_parameters_that_are_no_count_are_refused(parameters):
+    """Fuzz leftover: ``parameters: 1.25`` (fp16) became a 2 B gradient, cut to whole bytes
+    without a word. 1.3e9 written as a float is a count and is taken."""
+    message = _refusal(sizes=["1 MiB"], workload={"compute_time": "1 s", "parameters": parameters, "dtype": "fp16"})
+    assert message.startswith(f"<scenario>: workload.parameters: {parameters!r} is not a count of parameters")
+    spec = scenario_from_dict({"name": "s", "topology": FABRIC, "sizes": ["1 MiB"],
+                               "workload": {"compute_time": "1 s", "parameters": 1.3e9, "dtype": "fp16"}})
+    assert spec.workload.parameters == 1.3e9

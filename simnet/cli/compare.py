@@ -43,6 +43,8 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     output_file(output, "--output", IMAGE_SUFFIXES, inputs=[f for spec in specs for f in files_read(spec)])
     try:
         rows = compare_scenarios(specs)
+    except InputError:
+        raise  # names its own file and line (a calibration profile's)
     except ValueError as exc:
         raise InputError(str(exc), scenarios[0]) from None
     console = stdout_console()

@@ -55,7 +55,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     from simnet.spec.scenario import load_scenario
     from simnet.spec.values import MAX_SIZES, parse_sizes
 
-    spec = load_scenario(scenario)
+    spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
         if path is not None and str(path) == "-":
             raise InputError(f"{option}: '-' (standard output) is for --json only; name a file")
@@ -81,6 +81,12 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             raise InputError(f"--size: {len(changes['sizes']):,} sizes, over the {MAX_SIZES} simnet runs in one "
                              "scenario", scenario)
     if gpus is not None:
+        picked = spec.data.get("gpus", "all") if isinstance(spec.data, dict) else "all"
+        if picked != "all" and not 1 <= gpus <= len(spec.topology.gpus):
+            total = sum(1 for node in spec.topology.nodes if spec.topology.kind(node) == "gpu")
+            raise InputError(f"--gpus: {gpus} is out of range; the scenario's gpus: picks {len(spec.topology.gpus)} "
+                             f"of the topology's {total} GPUs and -g takes the first N of those: give 1 to "
+                             f"{len(spec.topology.gpus)}, or write gpus: all in the file", scenario)
         changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     if model is not None:
         from simnet.model.interface import resolve_model
@@ -170,18 +176,25 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
 
     try:
         result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+    except InputError:
+        raise  # names its own file and line (a calibration profile's)
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
-    document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict()}, indent=1,
-                          allow_nan=False)
+    warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]
+    document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict(),
+                           **({"warnings": warnings} if warnings else {})}, indent=1, allow_nan=False)
     if json_path == "-":
+        from simnet.cli.console import stderr_console
+
         click.echo(document)
+        _print_scenario_warnings(stderr_console(), spec)
         return
     console = stdout_console()
     console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
                                      f"{_model_label(spec)}"))
     if len(spec.jobs) > 1:
         console.print(interference_table(result))
+    _print_scenario_warnings(console, spec)
     if json_path:
         console.print(f"wrote {write_text(json_path, document)}")
     if plot_dir and len(spec.jobs) > 1:
@@ -189,6 +202,14 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
 
         Path(plot_dir).mkdir(parents=True, exist_ok=True)
         console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
+
+
+def _print_scenario_warnings(console, spec) -> None:
+    """The keys the scenario makes moot (``Scenario.warnings``), one line each."""
+    from rich.markup import escape
+
+    for warning in spec.warnings:
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
 
 
 def _workload_label(spec) -> str:
@@ -226,6 +247,8 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
     with progress("simulating") as update:
         try:
             return run_scenario(spec, progress=update, timeline=timeline)
+        except InputError:
+            raise  # names its own file and line (a calibration profile's)
         except Unsupported as exc:
             if from_option:
                 raise InputError(f"--algorithm: {exc}", scenario) from None

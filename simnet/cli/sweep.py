@@ -75,7 +75,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     from simnet.run.sweep.plan import files_read, plan_sweep
     from simnet.spec.scenario import load_scenario
 
-    spec = load_scenario(scenario)
+    spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
     counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
     axes = {}
     for item in sets:

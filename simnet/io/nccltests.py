@@ -29,7 +29,7 @@ from pathlib import Path
 from simnet.errors import InputError
 from simnet.io.files import read_text
 
-__all__ = ["Row", "Log", "parse_log", "read_log", "MIN_TIME_US", "MAX_ROWS"]
+__all__ = ["Row", "Log", "parse_log", "read_log", "MIN_TIME_US", "MAX_TIME_US", "MAX_RATE_GBPS", "MAX_ROWS"]
 
 _PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # kubectl logs --timestamps
                      r"(\w{3} \w{3} +\d+ [\d:]+ \d{4})?"  # mpirun --timestamp-output
@@ -82,6 +82,13 @@ MIN_TIME_US = 1.0
 """Fastest time a logged AllReduce may take, us: NCCL's own model starts every Ring or Tree
 collective at its base latency, 6.6 us and more (tuning.cc baseLat, v2.30.7), and one GPU
 launching one kernel takes microseconds; a time below 1 us is a log that was not measured."""
+MAX_TIME_US = 3600e6
+"""Slowest time a logged AllReduce may take, us: an hour. nccl-tests times each size over
+its iterations in seconds; a row slower than an hour is not a measurement (a garbled
+number, 1e300)."""
+MAX_RATE_GBPS = 1e5
+"""Fastest algorithm bandwidth (size / time) a logged AllReduce may reach, GB/s: 100 TB/s,
+fifty times a GB300's 1.8 TB/s of NVLink per GPU; faster is a row no machine measured."""
 MAX_ROWS = 1000
 """Most rows one fit reads (it simulates every row several times): one run per size is enough."""
 
@@ -118,12 +125,23 @@ def _row(fields: list[str]) -> tuple[int, float, float | None, float] | None:
     return int(fields[0]), time, inplace, busbw
 
 
+def _listed(ranks: dict[int, tuple], lines: dict[int, int], path: str) -> None:
+    """``InputError`` naming the line when a run's device lines skip a rank."""
+    missing = next((r for r in range(len(ranks)) if r not in ranks), None)
+    if missing is not None:
+        after = min((r for r in ranks if r > missing), key=lines.__getitem__)  # where the list passes it by
+        raise InputError(f"#  Rank {after}: rank {missing} has no device line (a run's ranks are 0 to N-1, each "
+                         "listed once); fit the log as nccl-tests printed it", path, lines[after])
+
+
 def parse_log(text: str, path: str = "<log>") -> Log:
     """Every data row of an nccl-tests log; ``InputError`` naming the line for a row that
     starts like data but cannot be read, or for a log without any."""
     log = Log(path, None)
     ranks: dict[int, tuple[str | None, str | None]] = {}
     runs: list[int] = []  # rank counts of the runs whose device lists the log holds
+    lines: dict[int, int] = {}  # the line of each rank's device line, in the current list
+    rows_before = 0  # rows read when the current device list began
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _PREFIX.sub("", raw).strip()
         if not line or "NCCL INFO" in line or "NCCL WARN" in line:
@@ -132,10 +150,15 @@ def parse_log(text: str, path: str = "<log>") -> Log:
             match = _RANK.match(line)
             if match:
                 rank = int(match.group(1))
-                if rank in ranks and log.rows:  # a second run's device list, after the first's rows
+                if rank in ranks and len(log.rows) > rows_before:  # a second run's list, after the first's rows
+                    _listed(ranks, lines, path)
                     runs.append(len(ranks))
-                    ranks = {}
+                    ranks, lines, rows_before = {}, {}, len(log.rows)
+                elif rank in ranks:
+                    raise InputError(f"#  Rank {rank}: listed twice, also at line {lines[rank]} (a run lists each "
+                                     "rank once); fit the log as nccl-tests printed it", path, number)
                 ranks[rank] = (match.group(2), (match.group(3) or "").strip() or None)
+                lines[rank] = number
             test = _TEST.match(line)
             if test and log.test is None:
                 log.test = (test.group(1), number)
@@ -156,6 +179,17 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         if size > 0 and wrong:
             raise InputError(f"time: {wrong[0]:g} us is faster than any AllReduce runs (NCCL starts one at "
                              f"6.6 us or more); this row was not measured", path, number)
+        slow = [t for t in (time, inplace) if t is not None and t > MAX_TIME_US]
+        if size > 0 and slow:
+            raise InputError(f"time: {slow[0]:g} us is slower than any AllReduce nccl-tests times (over an hour); "
+                             "this row was not measured", path, number)
+        fast = [t for t in (time, inplace) if t is not None and size / (t * 1e3) > MAX_RATE_GBPS]
+        if size > 0 and fast:
+            raise InputError(f"time: {size} B in {fast[0]:g} us is {size / (fast[0] * 1e3):.4g} GB/s, over the "
+                             f"{MAX_RATE_GBPS:.0f} GB/s any machine moves; this row was not measured", path, number)
+        if size > 0 and not 0 <= busbw <= 2 * MAX_RATE_GBPS:  # an AllReduce's busbw is at most twice its algbw
+            raise InputError(f"busbw: {busbw:g} GB/s is not a bandwidth any machine reaches (0 to "
+                             f"{2 * MAX_RATE_GBPS:.0f} GB/s); this row was not measured", path, number)
         if size > 0 and (errors := _wrong(fields)):
             raise InputError(f"#wrong: {errors} wrong results: nccl-tests found the collective's data wrong, so "
                              "its time measures a broken run; fit a log whose #wrong is 0", path, number)
@@ -166,6 +200,7 @@ def parse_log(text: str, path: str = "<log>") -> Log:
                 log.other = (number, why)
     if not log.rows:
         raise InputError("no nccl-tests rows found (expected the all_reduce_perf table)", path)
+    _listed(ranks, lines, path)
     if runs and any(count != len(ranks) for count in runs):
         raise InputError(f"the log holds runs on {' and '.join(map(str, [*runs, len(ranks)]))} ranks; give each run "
                          "its own log (one rank count per file)", path)

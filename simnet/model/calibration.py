@@ -51,6 +51,11 @@ class _CalibrationSpec(Strict):
     def _some_factor(cls, value):
         if isinstance(value, dict) and not value:
             raise ValueError("an empty mapping; give one factor (0.9) or factors by size ({64 KiB: 0.8, 4 GiB: 0.95})")
+        for key in value if isinstance(value, dict) else ():
+            try:
+                units.parse_size(key)
+            except (ValueError, TypeError) as exc:  # said as the size it is, not as a factor it is not
+                raise ValueError(f"key {key!r}: {exc}") from None
         return value
 
 
@@ -81,6 +86,15 @@ class Calibration:
             return self.bandwidth
         sizes = np.log2([max(s, 1) for s, _ in self.bandwidth])
         return float(np.interp(np.log2(max(size, 1)), sizes, [f for _, f in self.bandwidth]))
+
+    def refusal(self, name: str, message: str):
+        """An ``InputError`` about this profile's field ``name``: its file, line and field
+        when it came from a file (one line, as a loader's)."""
+        from simnet.errors import InputError
+
+        if self.source is None or not Path(self.source).is_file():
+            return InputError(f"calibration.{name}: {message}", self.source)
+        return load_yaml(self.source)[1].error(("calibration", name), message)
 
     @property
     def parameters(self) -> dict[str, float]:
@@ -130,6 +144,7 @@ def load_calibration(path: str | Path) -> Calibration:
     if unknown:
         raise source.error((unknown[0],), f"unknown key {unknown[0]!r} in a calibration profile; expected "
                                           "calibration (and fitted, which simnet calibrate writes)")
+    _refuse_a_size_twice(data["calibration"].get("bandwidth"), source)
     try:
         spec = _CalibrationSpec.model_validate(data["calibration"])
     except ValidationError as exc:
@@ -138,6 +153,25 @@ def load_calibration(path: str | Path) -> Calibration:
     machine = fitted.get("hardware") if isinstance(fitted, dict) else None
     hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
     return Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
+
+
+def _refuse_a_size_twice(bandwidth, source) -> None:
+    """One line for two keys of ``bandwidth:`` that are one size (``64 KiB`` and ``65536 B``):
+    the second replaced the first without a word, as a duplicate key the YAML reader refuses."""
+    if not isinstance(bandwidth, dict):
+        return
+    seen: dict[int, object] = {}
+    for key in bandwidth:
+        try:
+            size = units.parse_size(key)
+        except (ValueError, TypeError):
+            continue  # not a size: the schema says so, with its line
+        if size in seen:
+            first = seen[size]
+            raise source.error(("calibration", "bandwidth", key), (
+                f"duplicate size: {key!r} is {units.format_size(size)}, as {first!r} (line "
+                f"{source.line(('calibration', 'bandwidth', first))}) is; give each size one factor"))
+        seen[size] = key
 
 
 def calibration_document(calibration: Calibration, fitted: dict, topology=None) -> dict:

@@ -46,7 +46,7 @@ from simnet.topology.hardware import NET, NVLINK, PCIE
 from simnet.tuning import enqueue, predict, rccl, search, tables
 from simnet.tuning.rates import effective_capacity
 
-__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "connections", "wire_factor",
+__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "launch_latency", "connections", "wire_factor",
            "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
@@ -276,9 +276,24 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         wait = 1.0 if protocol == "Simple" else enqueue.network_wait(system, row, protocol, size, decided.function)
         caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait) * fit.bandwidth_at(size) * (
             fit.network_bandwidth if system.nodes > 1 else 1.0)
-    base = predict.base_latency(system)[row][tables.PROTOCOLS.index(protocol)] * factor + fit.base_latency * 1e6
+    launch = launch_latency(decided)
+    start_ps = round((launch + fit.base_latency * 1e6) * 1e-6 * PS_PER_SECOND)
+    if start_ps < 0:  # it was clamped at 0 without a word: the profile's base_latency cannot hold here
+        raise fit.refusal("base_latency", (
+            f"{fit.base_latency * 1e6:.4g} us takes the launch latency of {row}/{protocol} ({launch:.4g} us in "
+            f"{system.library.upper()}'s model here) below zero; a launch takes no less than no time: give a "
+            f"base_latency of at least {-launch:.4g} us (simnet calibrate fits within that)"))
+    return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps, start_ps=start_ps)
+
+
+def launch_latency(decided: NcclPlan) -> float:
+    """The collective's start-up latency in NCCL's model before a calibration's
+    ``base_latency`` (us): ``baseLat`` of the row and protocol (times the ring plateau
+    factor), with CollNetDirect's arity serialization."""
+    system, row, protocol = decided.system, decided.row, decided.protocol
+    factor = predict.plateau(system, row, protocol, decided.size, decided.function)
+    base = predict.base_latency(system)[row][tables.PROTOCOLS.index(protocol)] * factor
     if row == "CollNetDirect":
         # the arity serialization, both ways: 2 x (ranks per node - 1) x 0.4 us (tuning.cc:419-421)
         base += 2 * (max(1, round(system.ppn)) - 1) * tables.COLLNET_ARITY_LATENCY
-    return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps,
-                  start_ps=max(0, round(base * 1e-6 * PS_PER_SECOND)))
+    return base

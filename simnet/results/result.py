@@ -54,7 +54,10 @@ class Finding:
     ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
     profile was fitted on another machine), ``gpu_unnamed`` (GPUs of no named generation,
-    taken by NCCL's model as A100s) or ``option_unread`` (an option the algorithm does not take);
+    taken by NCCL's model as A100s), ``option_unread`` (an option the algorithm does not take),
+    ``key_unread`` (a key another key of the scenario makes moot: sigma beside an exponential
+    or uniform distribution, a seed of all_to_all traffic, a period with repeat 1) or
+    ``calibration_replaced`` (the scenario's profile replaces the topology's);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str

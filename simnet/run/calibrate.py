@@ -179,9 +179,39 @@ def _vector(calibration: Calibration) -> np.ndarray:
     return np.array(latencies + [calibration.network_bandwidth] + [calibration.bandwidth_at(s) for s in KNOTS])
 
 
-def _calibration(values: np.ndarray) -> Calibration:
-    clipped = [float(np.clip(v, *_BOUNDS[_kind(name)])) for name, v in zip(PARAMETERS, values)]
+def _calibration(values: np.ndarray, bounds: Mapping[str, tuple[float, float]] = _BOUNDS) -> Calibration:
+    clipped = [float(np.clip(v, *bounds[_kind(name)])) for name, v in zip(PARAMETERS, values)]
     return Calibration(*clipped[:3], bandwidth=dict(zip(KNOTS, clipped[4:])), network_bandwidth=clipped[3])
+
+
+def _bounds(topology, points: list[CalibrationPoint], env: Mapping[str, str] | None) -> dict[str, tuple[float, float]]:
+    """``_BOUNDS`` with base_latency's lower bound raised so that no launch latency NCCL's
+    model has on the fitted ranks goes below zero (``launch_latencies``): a profile that
+    takes one below zero is refused at run time, and ``auto`` simulates every algorithm
+    NCCL could pick, so the fit must not write one. A margin of 0.1 % keeps the profile's
+    four written digits within the bound."""
+    from simnet.run.nccl_env import nccl_system
+
+    least = min(min(launch_latencies(nccl_system(topology.subset(topology.gpus[:ranks]), dict(env or {}))).values())
+                for ranks in {p.ranks for p in points}) * 1e-6
+    low, high = _BOUNDS["base_latency"]
+    return {**_BOUNDS, "base_latency": (max(low, -least * (1 - 1e-3)), high)}
+
+
+def launch_latencies(system) -> dict[tuple[str, str], float]:
+    """NCCL's model's launch latency (us, ``nccl.launch_latency`` before a calibration) of
+    every (algorithm row, protocol) it may time on ``system``: its own algorithms where it
+    enables them for any function, and Ring's and Tree's rows, which time point-to-point
+    algorithms (LL and Simple)."""
+    from simnet.model.nccl import NcclPlan, launch_latency
+    from simnet.tuning import predict, tables
+
+    rows = {(row, protocol) for function, names in tables.FUNCTION_ALGORITHMS.items() for row in names
+            for protocol in tables.PROTOCOLS if predict.enabled(system, row, protocol, function)}
+    rows |= {(row, protocol) for row in ("Ring", "Tree") for protocol in ("LL", "Simple")}
+    base = Calibration()
+    return {(row, protocol): launch_latency(NcclPlan(protocol, {}, row, True, system, base))
+            for row, protocol in sorted(rows) if row in predict.base_latency(system)}
 
 
 def _touches(point: CalibrationPoint, name: str) -> bool:
@@ -202,6 +232,7 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env=dict(env or {}), calibration=base)
               for p in points]
     runs = [(r.algorithm, r.protocol) for r in chosen]
+    bounds = _bounds(topology, points, env)
     total = len(points) * len(PARAMETERS) * iterations
     done = [0]
 
@@ -238,8 +269,8 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
                 continue
             step = np.zeros(len(PARAMETERS))
             size = _STEP[_kind(name)]
-            step[j] = size if x[j] + size <= _BOUNDS[_kind(name)][1] else -size
-            moved = predict(_calibration(x + step), rows)
+            step[j] = size if x[j] + size <= bounds[_kind(name)][1] else -size
+            moved = predict(_calibration(x + step, bounds), rows)
             columns[rows, j] = (np.log(moved) - np.log(times[rows])) / step[j]
         return columns
 
@@ -253,8 +284,8 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
         scaled = jacobian * scale
         lhs = scaled.T @ scaled + (damping + _PRIOR) * np.eye(len(PARAMETERS)) + _SMOOTH * smooth.T @ smooth
         rhs = -(scaled.T @ residual + _PRIOR * (best - prior) / scale + _SMOOTH * smooth.T @ (smooth @ (best / scale)))
-        trial = _vector(_calibration(best + np.linalg.solve(lhs, rhs) * scale))
-        times = predict(_calibration(trial))
+        trial = _vector(_calibration(best + np.linalg.solve(lhs, rhs) * scale, bounds))
+        times = predict(_calibration(trial, bounds))
         trial_residual = np.log(times) - measured
         cost = float(trial_residual @ trial_residual)
         if cost < best_cost:
@@ -267,6 +298,6 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
         else:
             damping *= 10
     edges = [name for name, value in zip(PARAMETERS, best) if name not in held
-             and min(abs(value - edge) for edge in _BOUNDS[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
-    return Fit(_calibration(best), points, runs, before.tolist(), best_times.tolist(),
+             and min(abs(value - edge) for edge in bounds[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
+    return Fit(_calibration(best, bounds), points, runs, before.tolist(), best_times.tolist(),
                tuple(sorted(held)), tuple(_label(name) for name in edges))

@@ -22,9 +22,10 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.io.yamlsource import Source, load_yaml
+from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
+from simnet.results.result import Finding
 from simnet.schedule.algorithms.direct import parameter_servers
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
@@ -54,7 +55,11 @@ AUTO = "auto"
 
 def _gpu_choice(value: object) -> object:
     """Refuse a GPU count below one in words the user can act on."""
-    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+    if isinstance(value, bool) or isinstance(value, float):
+        whole = isinstance(value, float) and value.is_integer()
+        raise ValueError(f"{value!r}: give a GPU count as a whole number{' without a decimal point' if whole else ''} "
+                         f"(e.g. {int(value) if whole and value >= 1 else 8}), a list of GPU names, or all")
+    if isinstance(value, int) and value < 1:
         raise ValueError(f"{value}: give a GPU count of at least 1, a list of GPU names, or all")
     if isinstance(value, str) and value != "all":
         raise ValueError(f"{value!r}: give a GPU count (unquoted, e.g. 8), a list of GPU names, or all")
@@ -165,6 +170,7 @@ class Scenario:
     stragglers: dict[str, float] = field(default_factory=dict)  # start delay per GPU, s
     jobs: list[JobSpec] = field(default_factory=list)
     every_algorithm: bool = False  # the algorithms are `all`: those the topology cannot run are skipped
+    warnings: list[Finding] = field(default_factory=list)  # keys this scenario makes moot, said on every run
 
     def conditions(self) -> dict:
         """``faults`` and ``stragglers`` as ``simulate`` takes them."""
@@ -208,14 +214,19 @@ _REPLACEABLE = ("topology", "sizes", "algorithms", "every_algorithm", "options",
                 "sweep", "collective", "training")
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Load and validate a scenario file; raise ``InputError`` on any mistake."""
+def load_scenario(path: str | Path, collective: str | None = None) -> Scenario:
+    """Load and validate a scenario file; raise ``InputError`` on any mistake. ``collective``:
+    the one the caller runs instead of the file's (``-c``), whose options count as taken."""
     data, source = load_yaml(path)
-    return scenario_from_dict(data, source, base=Path(path).parent)
+    return scenario_from_dict(data, source, base=Path(path).parent, collective=collective)
 
 
-def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None) -> Scenario:
-    """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``."""
+def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None,
+                       collective: str | None = None) -> Scenario:
+    """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``.
+    ``collective``: one run instead of the file's (``-c``): an option its algorithms take is
+    not refused for the file's collective's lacking it (the run warns ``option_unread`` for
+    what the collective that runs does not read)."""
     source = source or Source("<scenario>")
     if not isinstance(data, dict):
         got = type(data).__name__ if data is not None else "nothing"
@@ -295,7 +306,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if spec.training is not None:
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
-    _check_options(spec, source)
+    _check_options(spec, source, collective)
+    warnings = _moot_keys(spec, source) + _calibration_replaced(topology, calibration, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -304,7 +316,49 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     model=model, calibration=calibration,
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
-                    data=data, faults=faults, stragglers=stragglers, jobs=jobs)
+                    data=data, faults=faults, stragglers=stragglers, jobs=jobs, warnings=warnings)
+
+
+def _where(source: Source, loc: tuple) -> str:
+    line = source.line(loc)
+    return f"{source.file}:{line}" if line is not None else source.file
+
+
+def _moot_keys(spec: ScenarioSpec, source: Source) -> list[Finding]:
+    """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
+    beside a distribution that has its mean alone, a seed of all_to_all background traffic
+    (nothing is drawn), a job's period when it runs once. Warned, not refused: a sweep over
+    the distribution, the pattern or repeat makes them moot at some of its points only."""
+    said = []
+
+    def moot(loc: tuple, message: str) -> None:
+        said.append(Finding("key_unread", format_loc(loc), f"{format_loc(loc)} ({_where(source, loc)}): {message}"))
+
+    raw = spec.stragglers
+    if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):
+        moot(("stragglers", "sigma"), f"shapes the lognormal distribution only; {raw['distribution']} has its "
+                                      "mean alone, so sigma changed nothing here")
+    for i, job in enumerate(spec.jobs):
+        if job.background is not None and job.background.pattern == "all_to_all" \
+                and "seed" in job.background.model_fields_set:
+            moot(("jobs", i, "background", "seed"), "all_to_all sends to every other GPU, nothing is drawn, so "
+                                                    "seed changed nothing here")
+        if job.background is None and job.period is not None and job.repeat == 1:
+            moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
+                                        "period changed nothing here")
+    return said
+
+
+def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:
+    """A warning (``calibration_replaced``) when the scenario's profile replaces another the
+    topology names: the scenario's is the one that runs."""
+    if calibration is None or topology.calibration is None \
+            or Path(calibration).resolve() == Path(topology.calibration).resolve():
+        return []
+    return [Finding("calibration_replaced", calibration, (
+        f"calibration ({_where(source, ('calibration',))}): the scenario's profile {calibration} replaces "
+        f"{topology.calibration}, the one the topology {topology.source or topology.name} names; the "
+        "scenario's runs (remove calibration: to run the topology's)"))]
 
 
 _JOBS_SET_THEIR_OWN = {"size": "size", "sizes": "size", "algorithms": "algorithm", "workload": "workload",
@@ -380,14 +434,16 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
 
 
-def _check_options(spec: ScenarioSpec, source: Source) -> None:
-    """Refuse an option no algorithm of the scenario's collective takes (it would be ignored by
-    whatever algorithm -a, a variant or a sweep picks)."""
-    table = algorithms_for(spec.collective)
+def _check_options(spec: ScenarioSpec, source: Source, collective: str | None = None) -> None:
+    """Refuse an option no algorithm of the scenario's collective (nor of ``collective``, the
+    one ``-c`` runs instead) takes: it would be ignored by whatever algorithm -a, a variant
+    or a sweep picks."""
+    tables = [algorithms_for(c) for c in dict.fromkeys([spec.collective, collective or spec.collective])]
     for name in spec.options.model_dump(exclude_none=True):
-        takers = [a.name for a in table.values() if name in a.options]
+        takers = [a.name for table in tables for a in table.values() if name in a.options]
         if name not in COMMON_OPTIONS and not takers:
-            raise source.error(("options", name), f"no {spec.collective} algorithm takes {name}")
+            which = " or ".join(dict.fromkeys([spec.collective, collective or spec.collective]))
+            raise source.error(("options", name), f"no {which} algorithm takes {name}")
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:

@@ -62,6 +62,14 @@ class Workload(Strict):
     backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
     compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)]] | None = None
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _a_count(cls, value):
+        """Parameters are counted: 1.3e9 is a count, 1.25 none (its gradient was cut to whole bytes)."""
+        if isinstance(value, bool) or (isinstance(value, float) and math.isfinite(value) and not value.is_integer()):
+            raise ValueError(f"{value!r} is not a count of parameters (a whole number, e.g. 1.3e9)")
+        return value
+
     @model_validator(mode="after")
     def _complete(self) -> Workload:
         if self.compute_time is not None and self.compute_time <= 0:

@@ -59,7 +59,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
-            "warnings": sorted({w.kind for w in result.warnings})})
+            "warnings": sorted({w.kind for w in [*result.warnings, *scenario.warnings]})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
@@ -87,5 +87,5 @@ def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     record["sizes"].append({"size_bytes": slowest["size_bytes"], "ran": name,
                             "time_s": slowest["together_s"], "algbw_GBps": None, "busbw_GBps": None,
                             "bottleneck": result.shared_links[0]["link"] if result.shared_links else None,
-                            "warnings": []})
+                            "warnings": sorted({w.kind for w in scenario.warnings})})
     return record
