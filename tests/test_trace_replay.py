@@ -381,3 +381,15 @@ def test_chakra_nodes_simnet_cannot_replay_are_refused(tmp_path):
         read_chakra(gather)
     with pytest.raises(InputError, match="NAME.RANK.et"):
         read_chakra(tmp_path / "noname.et")
+
+
+def test_a_trace_from_another_gpu_says_its_kernels_keep_their_times(tmp_path):
+    # recorded on H100 (989 TFLOP/s dense BF16, datasheet), replayed on a DGX A100 (312)
+    paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
+    replayed = simulate_trace(read_traces(paths), ROOT / "topologies" / "dgx_a100.yaml")
+    (warning,) = [w for w in replayed.warnings if w.kind == "gpu_differs"]
+    assert "NVIDIA H100 80GB HBM3" in warning.message and f"--gpu-speedup {312 / 989:.2f}" in warning.message
+    same = simulate_trace(read_traces(paths), ROOT / "topologies" / "dgx_h100.yaml")
+    assert not [w for w in same.warnings if w.kind == "gpu_differs"]
+    faster = simulate_trace(read_traces(paths), ROOT / "topologies" / "dgx_a100.yaml", gpu_speedup=312 / 989)
+    assert not [w for w in faster.warnings if w.kind == "gpu_differs"]

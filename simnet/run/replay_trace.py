@@ -176,9 +176,9 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
         times = shared
         timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)
     recording = recorded(traces)
-    warnings = list(pricer.warnings) + [Finding("trace_note", "", f"{t.source}: {note}") for t in traces
-                                        if t.rank == min(r.rank for r in traces if r.source == t.source)
-                                        for note in t.notes]
+    notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
+    warnings = [*pricer.warnings, *_gpu_warning(traces[0].gpu, topo, gpus, gpu_speedup),
+                *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (
@@ -269,6 +269,24 @@ class _Pricer:
     def _warn(self, kind: str, message: str) -> None:
         if all(w.message != message for w in self.warnings):
             self.warnings.append(Finding(kind, "", message))
+
+
+def _gpu_warning(recorded_gpu: str | None, topo: Topology, gpus: list[str], speedup: float) -> list[Finding]:
+    """``gpu_differs`` when the trace ran on another GPU than the topology's and its kernels
+    keep their recorded times (no --gpu-speedup), with the dense BF16 FLOP/s ratio the
+    hardware facts give (simnet.topology.hardware) as a starting point."""
+    from simnet.topology.hardware import GPUS
+    from simnet.workloads.kineto import gpu_generation
+
+    was, now = gpu_generation(recorded_gpu), {topo.gpu_model(g) for g in gpus}
+    if speedup != 1 or was is None or len(now) != 1 or None in now or now == {was}:
+        return []
+    (now,) = now
+    ratio = GPUS[now].bf16_flops / GPUS[was].bf16_flops if GPUS[was].bf16_flops and GPUS[now].bf16_flops else None
+    hint = (f"; their dense BF16 peaks are {GPUS[now].bf16_flops / 1e12:,.0f} and {GPUS[was].bf16_flops / 1e12:,.0f} "
+            f"TFLOP/s (--gpu-speedup {ratio:.2f} if the step is compute-bound at peak)") if ratio else ""
+    return [Finding("gpu_differs", "", f"the trace ran on {recorded_gpu}, {topo.name}'s GPUs are {now}: kernels "
+                    f"keep the {was}'s recorded times; give --gpu-speedup{hint}")]
 
 
 def _overlapping_kinds(instances: list[Instance], timeline: Timeline) -> int:

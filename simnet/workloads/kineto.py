@@ -45,7 +45,8 @@ from simnet.errors import InputError
 from simnet.io.files import read_text
 from simnet.workloads.trace import Comm, Op, RankTrace
 
-__all__ = ["read_kineto", "read_kineto_events", "kernel_algorithm", "DTYPE_BYTES", "COLLECTIVE_NAMES"]
+__all__ = ["read_kineto", "read_kineto_events", "kernel_algorithm", "gpu_generation", "DTYPE_BYTES",
+           "COLLECTIVE_NAMES"]
 
 DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
                "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4,
@@ -71,6 +72,7 @@ _ALGORITHMS = {"RING": "ring", "TREE": "tree", "COLLNET_DIRECT": "collnet_direct
                "NVLS": "nvls", "NVLS_TREE": "nvls_tree", "PAT": "pat"}
 _PROTOCOLS = {"LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_GENERATIONS = re.compile(r"\b(GB300|GB200|B300|B200|H200|H100|A100|L40S|V100|MI355X|MI325X|MI300X)", re.I)
 
 
 def read_kineto(path: Path) -> RankTrace:
@@ -273,3 +275,10 @@ def _number(value: object) -> float | None:
 
 def _whole(value: object, default):
     return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def gpu_generation(device_name: str | None) -> str | None:
+    """simnet's GPU name (``simnet.topology.hardware.GPUS``) for a device name as the CUDA
+    or HIP runtime reports it (``NVIDIA A100-PG509-200`` -> a100), None if it names none."""
+    match = _GENERATIONS.search(device_name or "")
+    return match.group(1).lower() if match else None
