@@ -127,12 +127,13 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
         raise InputError(f"the traces come from jobs of different sizes (world sizes {sorted(worlds)})")
     world = worlds.pop() if worlds else max(ranks) + 1
     missing = sorted(set(range(world)) - set(ranks))
+    beyond = sorted(r for r in ranks if r >= world)
     if missing or max(ranks) >= world:
         raise InputError(f"the traces stand for ranks {_ranges(sorted(ranks))} of a job of {world}: "
-                         + (f"{'rank' if len(missing) == 1 else 'ranks'} {_ranges(missing)} "
+                         + (f"{_ranks_word(missing)} {_ranges(missing)} "
                             f"{'has' if len(missing) == 1 else 'have'} no trace; give "
                             f"{'it' if len(missing) == 1 else 'them'}, or --ranks-per-trace if every rank runs alike"
-                            if missing else f"rank {max(ranks)} is beyond it"))
+                            if missing else f"{_ranks_word(beyond)} {_ranges(beyond)} lie beyond it"))
     return sorted(out, key=lambda t: t.rank)
 
 
@@ -347,6 +348,10 @@ def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recordi
         row["recorded_ran"] = row["recorded_ran"].most_common(1)[0][0] if row["recorded_ran"] else None
         out.append(row)
     return sorted(out, key=lambda r: -r["simulated_exposed_s"])
+
+
+def _ranks_word(ranks: list[int]) -> str:
+    return "rank" if len(ranks) == 1 else "ranks"
 
 
 def _ranges(ranks: list[int]) -> str:

@@ -168,30 +168,25 @@ def replay(traces: Sequence[RankTrace], collective_s: Callable[[Instance], float
     seconds. Refuses in one line traces whose collectives wait on each other in a cycle."""
     instances = instances_of(traces) if instances is None else instances
     by_rank = {t.rank: t for t in traces}
+    graphs: dict[int, _Graph] = {}  # ranks standing for one trace share its graph
+    graph = {r: graphs.setdefault(id(t.ops), _Graph(t.ops, compute_speedup)) for r, t in by_rank.items()}
     start = {r: np.full(len(t.ops), np.nan) for r, t in by_rank.items()}
     end = {r: np.full(len(t.ops), np.nan) for r, t in by_rank.items()}
     owner: dict[tuple[int, int], int] = {m: j for j, inst in enumerate(instances) for m in inst.members}
-    waiting = {r: [len(op.deps) for op in t.ops] for r, t in by_rank.items()}
-    dependents: dict[int, list[list[int]]] = {r: [[] for _ in t.ops] for r, t in by_rank.items()}
-    for r, t in by_rank.items():
-        for i, op in enumerate(t.ops):
-            for d in op.deps:
-                dependents[r][d].append(i)
+    waiting = {r: list(graph[r].waits) for r in by_rank}
     arrived = [0] * len(instances)
     instance_start = np.full(len(instances), np.nan)
     instance_end = np.full(len(instances), np.nan)
     ready_at: dict[tuple[int, int], float] = {}
-    todo = [(r, i) for r, t in by_rank.items() for i, op in enumerate(t.ops) if not op.deps]
+    todo = [(r, i) for r in by_rank for i in graph[r].roots]
     while todo:
         r, i = todo.pop()
-        op = by_rank[r].ops[i]
-        deps_end = max([end[r][d] for d in op.deps] + ([op.launch_s] if op.launch_s is not None else []),
-                       default=0.0)
-        earliest = deps_end + _gap(by_rank[r], i)
+        g = graph[r]
+        deps = g.deps[i]
+        earliest = max(float(end[r][deps].max()) if len(deps) else 0.0, g.launch[i]) + g.gap[i]
         finished = []
-        if op.comm is None:
-            start[r][i] = earliest
-            end[r][i] = earliest + (op.duration_s / compute_speedup if op.scaled and not op.on_host else op.duration_s)
+        if g.duration[i] >= 0:  # compute
+            start[r][i], end[r][i] = earliest, earliest + g.duration[i]
             finished.append((r, i))
         else:
             j = owner[(r, i)]
@@ -205,9 +200,10 @@ def replay(traces: Sequence[RankTrace], collective_s: Callable[[Instance], float
                     start[m[0]][m[1]], end[m[0]][m[1]] = begin, begin + duration
                     finished.append(m)
         for fr, fi in finished:
-            for nxt in dependents[fr][fi]:
-                waiting[fr][nxt] -= 1
-                if waiting[fr][nxt] == 0:
+            left = waiting[fr]
+            for nxt in graph[fr].dependents[fi]:
+                left[nxt] -= 1
+                if left[nxt] == 0:
                     todo.append((fr, nxt))
     stuck = [(r, i) for r in by_rank for i in range(len(by_rank[r].ops)) if np.isnan(end[r][i])]
     if stuck:
@@ -220,14 +216,33 @@ def replay(traces: Sequence[RankTrace], collective_s: Callable[[Instance], float
     return Timeline(start, end, instances, instance_start, instance_end, spans)
 
 
-def _gap(trace: RankTrace, i: int) -> float:
-    """Idle time (s) the recording shows between the end of the last operation ``i``
-    waited for or its launch, whichever was later (or the rank's first start), and its own
-    start; never below zero (kernels one after another on a stream may overlap by a timer
-    tick)."""
-    op = trace.ops[i]
-    waited = max([trace.ops[d].end_s for d in op.deps] + ([op.launch_s] if op.launch_s is not None else []),
-                 default=0.0)
+class _Graph:
+    """One trace's operations as the replay walks them: each op's dependencies (an index
+    array), its dependents, how many it waits for, its launch time (s, -inf if unknown),
+    gap (s) and duration (s, scaled; -1 for a collective)."""
+
+    def __init__(self, ops: tuple[Op, ...], compute_speedup: float):
+        self.deps = [np.array(op.deps, dtype=np.int64) for op in ops]
+        self.dependents: list[list[int]] = [[] for _ in ops]
+        for i, op in enumerate(ops):
+            for d in op.deps:
+                self.dependents[d].append(i)
+        self.waits = [len(op.deps) for op in ops]
+        self.roots = [i for i, op in enumerate(ops) if not op.deps]
+        self.launch = [-np.inf if op.launch_s is None else op.launch_s for op in ops]
+        ends = np.array([op.end_s for op in ops])
+        self.gap = [_gap(op, float(ends[self.deps[i]].max()) if op.deps else None) for i, op in enumerate(ops)]
+        self.duration = [-1.0 if op.comm is not None else
+                         op.duration_s / compute_speedup if op.scaled and not op.on_host else op.duration_s
+                         for op in ops]
+
+
+def _gap(op: Op, waited_end: float | None) -> float:
+    """Idle time (s) the recording shows between the end of the last operation ``op``
+    waited for (``waited_end``) or its launch, whichever was later (or the rank's first
+    start), and its own start; never below zero (kernels one after another on a stream
+    may overlap by a timer tick)."""
+    waited = max([x for x in (waited_end, op.launch_s) if x is not None], default=0.0)
     return max(op.start_s - waited, 0.0)
 
 
