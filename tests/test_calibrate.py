@@ -351,7 +351,7 @@ def test_a_fitted_factor_never_runs_a_link_above_its_line_rate():
 
 
 # rccl-tests all_reduce_perf on 8x MI300X, one rank per GPU (the ROCm blog on RCCL and xGMI,
-# ROCm/rocm-blogs @c263176, collected in /work/notes/rccl: the 1 MiB .. 1 GiB out-of-place rows)
+# ROCm/rocm-blogs @c263176, as in validation/rccl_tests_public.yaml: the 1 MiB .. 1 GiB out-of-place rows)
 MI300X_ROWS = """#  Rank  {r} Group  0 Pid  {p} on node0 device  {r} [0000:{r:02x}:00] AMD Instinct MI300X"""
 
 

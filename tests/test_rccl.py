@@ -100,7 +100,7 @@ def test_rccl_ring_latency_counts_every_node_twice_in_2_21_5():
 
 
 def test_one_mi300x_node_1gib_ring_within_10_percent_of_public_busbw():
-    # public_rccl_tests.yaml mi300x-1n-aac8-1GiB: 313.66 GB/s busbw, 8 MI300X, -g 1
+    # validation/rccl_tests_public.yaml mi300x-1n-aac8-1GiB: 313.66 GB/s busbw, 8 MI300X, -g 1
     # https://github.com/hisohara/ai-scripts/blob/9acb273b1d0e7072f064d158a1d38102d407123c/training/01_rccl-smoketest/README.md
     choice = predict.pick(system_of(_mesh()), GiB)
     assert (choice.algorithm, choice.protocol) == ("Ring", "Simple")  # what auto runs

@@ -1,5 +1,6 @@
 """simnet against public nccl-tests results: the tables in docs/validation.md (AllReduce)
-and docs/validation_collectives.md (NCCL's other collectives).
+and docs/validation_collectives.md (NCCL's other collectives); docs/validation_amd.md (RCCL on
+AMD Instinct GPUs, from validation/rccl_tests_public.yaml) is ``tools.validation.rccl_points``'.
 
 ``validation/nccl_tests_public.yaml`` holds public ``all_reduce_perf`` rows (each with its
 source and the row as printed) and, per system, the hardware to build it from;
@@ -189,7 +190,9 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         "`python -m tools.validation.validate --write`; `tests/test_validation.py` keeps this page true.", "",
         "NCCL's other collectives: [validation_collectives.md](validation_collectives.md); whole training steps "
         "against published measurements: [validation_training.md](validation_training.md); `simnet calibrate`'s "
-        "profiles at node counts they were not fitted on: [validation_calibrated.md](validation_calibrated.md).", "",
+        "profiles at node counts they were not fitted on: [validation_calibrated.md](validation_calibrated.md); "
+        "AMD Instinct GPUs under `model: rccl` against public rccl-tests results: "
+        "[validation_amd.md](validation_amd.md).", "",
         *summary_table(rows), "",
         *_point_table(rows, collective=False),
     ]
@@ -455,6 +458,9 @@ def main(argv: list[str] | None = None) -> None:
     pages = [(doc, render(predict_all(load_points(data)), yaml.safe_load(data.read_text()).get("excluded_systems", {})))
              for data, doc, render in ((DATA, DOC, markdown),
                                        (COLLECTIVES_DATA, COLLECTIVES_DOC, collectives_markdown))]
+    from tools.validation import rccl_points
+
+    pages.append((rccl_points.DOC, rccl_points.markdown(*rccl_points.predict_all())))
     common, series = load_series()
     pages.append((TRAINING_DOC, training_markdown([row for s in series for row in predict_series(s)], common)))
     pages.append((heldout.DOC, _calibrated_page(refit=args.write)))
