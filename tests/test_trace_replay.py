@@ -126,9 +126,15 @@ def test_stream_wait_events_are_taken_as_written():
 
 def _reference_times(traces, collective_s):
     """Times by the rules in their plainest form: sweep until nothing changes."""
-    start = {t.rank: [None] * len(t.ops) for t in traces}
     end = {t.rank: [None] * len(t.ops) for t in traces}
     by_rank = {t.rank: t for t in traces}
+
+    def ready(rank, op):  # when the op may start: what it waited for and its launch, plus its gap
+        launch = [op.launch_s] if op.launch_s is not None else []
+        waited = [by_rank[rank].ops[d].end_s for d in op.deps] + launch
+        now = [end[rank][d] for d in op.deps] + launch
+        return (max(now) if now else 0.0) + max(op.start_s - (max(waited) if waited else 0.0), 0.0)
+
     changed = True
     while changed:
         changed = False
@@ -136,25 +142,16 @@ def _reference_times(traces, collective_s):
             for i, op in enumerate(t.ops):
                 if end[t.rank][i] is not None or any(end[t.rank][d] is None for d in op.deps):
                     continue
-                waited = max([t.ops[d].end_s for d in op.deps] + [0.0])
-                ready = max([end[t.rank][d] for d in op.deps] + [0.0]) + max(op.start_s - waited, 0.0)
                 if op.comm is None:
-                    start[t.rank][i], end[t.rank][i] = ready, ready + op.duration_s
+                    end[t.rank][i] = ready(t.rank, op) + op.duration_s
                     changed = True
                     continue
                 k = [j for j, o in enumerate(t.ops) if o.comm is not None].index(i)
                 peers = [(r, [j for j, o in enumerate(by_rank[r].ops) if o.comm is not None][k]) for r in op.comm.group]
-                readies = []
-                for r, j in peers:
-                    pop = by_rank[r].ops[j]
-                    if any(end[r][d] is None for d in pop.deps):
-                        break
-                    pwaited = max([by_rank[r].ops[d].end_s for d in pop.deps] + [0.0])
-                    readies.append(max([end[r][d] for d in pop.deps] + [0.0]) + max(pop.start_s - pwaited, 0.0))
-                else:
-                    begin = max(readies)
+                if all(all(end[r][d] is not None for d in by_rank[r].ops[j].deps) for r, j in peers):
+                    begin = max(ready(r, by_rank[r].ops[j]) for r, j in peers)
                     for r, j in peers:
-                        start[r][j], end[r][j] = begin, begin + collective_s
+                        end[r][j] = begin + collective_s
                     changed = True
     return end
 
@@ -173,8 +170,10 @@ def _traces(draw):
             t_ready = max([ops[d].end_s for d in deps[i]] + [0.0])
             start = max(t, t_ready) + draw(st.floats(0, 1e-3))
             duration = draw(st.floats(1e-6, 2e-3))
+            launch = draw(st.one_of(st.none(), st.floats(-1e-3, start)))  # the host may launch before the origin
             comm = Comm("allreduce", 1024, tuple(range(ranks)), "0") if kind == "comm" else None
-            ops.append(Op(f"{kind}{i}", 20 if comm else 7 + i % 2, start, duration, tuple(sorted(deps[i])), comm))
+            ops.append(Op(f"{kind}{i}", 20 if comm else 7 + i % 2, start, duration, tuple(sorted(deps[i])), comm,
+                          launch_s=launch))
             t = start
         traces.append(RankTrace(r, tuple(ops), f"r{r}.json"))
     return traces
@@ -193,8 +192,8 @@ def test_replay_follows_the_rules(traces, collective_s):
 @given(_traces())
 def test_replaying_a_lone_rank_with_its_recorded_times_gives_the_recording(traces):
     lone = [RankTrace(0, tuple(Op(o.name, o.stream, o.start_s, o.duration_s, o.deps,
-                                  o.comm and Comm(o.comm.collective, o.comm.size_bytes, (0,), "0"))
-                               for o in traces[0].ops), "r0.json")]
+                                  o.comm and Comm(o.comm.collective, o.comm.size_bytes, (0,), "0"),
+                                  launch_s=o.launch_s) for o in traces[0].ops), "r0.json")]
     durations = [o.duration_s for o in lone[0].ops if o.comm is not None]
     timeline = replay(lone, lambda inst: durations[inst.k])
     assert timeline.start[0].tolist() == pytest.approx(recorded(lone).start[0].tolist(), abs=1e-15)
@@ -242,7 +241,11 @@ def test_missing_ranks_and_mismatched_calls_are_refused_in_one_line(tmp_path):
     (json.dumps({"traceEvents": [_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 0, 5, 20)]}),
      "carries no collective"),
     (json.dumps({"traceEvents": [_kernel("ncclKernel_SendRecv", 0, 5, 20, **{
-        "Collective name": "send", "In msg nelems": 1, "Out msg nelems": 1, "dtype": "Float"})]}), "'send' is not one"),
+        "Collective name": "send", "In msg nelems": 1, "Out msg nelems": 1, "dtype": "Float"})]}),
+     "a send needs its peer's rank in 'Dst Rank'"),
+    (json.dumps({"traceEvents": [_kernel("ncclKernel_Gather", 0, 5, 20, **{
+        "Collective name": "gather", "In msg nelems": 1, "Out msg nelems": 1, "dtype": "Float"})]}),
+     "'gather' is not one simnet replays"),
     (json.dumps({"traceEvents": [_allreduce(0, 5, nelems=True)]}), "must be whole numbers"),
 ])
 def test_what_is_not_a_trace_is_refused_in_one_line(tmp_path, text, message):
@@ -393,3 +396,32 @@ def test_a_trace_from_another_gpu_says_its_kernels_keep_their_times(tmp_path):
     assert not [w for w in same.warnings if w.kind == "gpu_differs"]
     faster = simulate_trace(read_traces(paths), ROOT / "topologies" / "dgx_a100.yaml", gpu_speedup=312 / 989)
     assert not [w for w in faster.warnings if w.kind == "gpu_differs"]
+
+
+def _p2p(name, peer_key, peer, ts, dur, nelems=SIZE // 4):
+    return _kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", ts, dur, 30, None, **{
+        "Collective name": name, "In msg nelems": nelems, "Out msg nelems": nelems, "dtype": "Float",
+        peer_key: peer, "Process Group Name": "pp"})
+
+
+def test_a_pipeline_stage_waits_for_the_send_of_the_one_before(tmp_path):
+    # rank 0 computes 1 ms and sends 64 MiB to rank 1; rank 1's recv was posted at once and
+    # waits; its next kernel starts 20 us after the data arrived. Ideal send over 2 GPUs on
+    # one NVSwitch: L + S/B (the path's latency, one link's rate)
+    first = {"distributedInfo": {"rank": 0, "world_size": 2}, "traceEvents": [
+        _launch(5, 1), _kernel("forward", 100, 1_000, 7, 1), _p2p("send", "Dst Rank", 1, 1_100, 3_000)]}
+    second = {"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
+        _launch(5, 1), _launch(10, 2), _p2p("recv", "Src Rank", 0, 100, 4_000) | {"args": {
+            **_p2p("recv", "Src Rank", 0, 100, 4_000)["args"], "correlation": 1}},
+        _kernel("forward", 4_120, 1_000, 7, 2)]}
+    paths = [_write(tmp_path, "r0.json", first), _write(tmp_path, "r1.json", second)]
+    topo = _two_gpus()
+    path_latency = topo.graph.edges["gpu0", "nvswitch"]["latency"] + topo.graph.edges["nvswitch", "gpu1"]["latency"]
+    send = path_latency + SIZE / topo.graph.edges["gpu0", "nvswitch"]["bandwidth"]
+    traces = read_traces(paths)
+    assert traces[1].ops[1].deps == (0,)  # the forward waited for the recv
+    replayed = simulate_trace(traces, topo, model="ideal")
+    (row,) = replayed.collectives
+    assert (row["collective"], row["group"], row["calls"]) == ("send_recv", "p2p 0->1", 1)
+    # rank 1's step: from its recv's start (rank 0's forward, 1 ms, then the send) to its forward's end
+    assert replayed.step_s == pytest.approx(1e-3 + send + 20e-6 + 1e-3, rel=1e-6)

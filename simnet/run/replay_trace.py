@@ -47,7 +47,7 @@ __all__ = ["TraceReplay", "simulate_trace", "read_traces"]
 
 @dataclass
 class TraceReplay:
-    """A replayed trace: step times recorded and simulated (s, the slowest rank's), per
+    """A replayed trace: step times recorded and simulated (s, across the ranks), per
     collective kind and group what it cost and how much of it no compute hid, the links
     that limited the collectives, both timelines (for traces) and warnings."""
 
@@ -306,13 +306,12 @@ def _overlapping_kinds(instances: list[Instance], timeline: Timeline) -> int:
 
 
 def _steps(traces: Sequence[RankTrace], recording: Timeline, timeline: Timeline) -> list[dict]:
-    """Each profiler step's time, recorded and simulated: the slowest rank's."""
-    rec = np.array([step_spans(t, recording.start[t.rank], recording.end[t.rank]) for t in traces])
-    sim = np.array([step_spans(t, timeline.start[t.rank], timeline.end[t.rank]) for t in traces])
-    names = traces[0].steps or tuple(f"step {k}" for k in range(rec.shape[1]))
+    """Each profiler step's time across the ranks, recorded and simulated."""
+    rec, sim = step_spans(traces, recording), step_spans(traces, timeline)
+    names = traces[0].steps or tuple(f"step {k}" for k in range(len(rec)))
     timed = all(t.timed for t in traces)
-    return [{"step": name, "recorded_s": float(rec[:, k].max()) if timed else None,
-             "simulated_s": float(sim[:, k].max())} for k, name in enumerate(names)]
+    return [{"step": name, "recorded_s": rec[k] if timed else None, "simulated_s": sim[k]}
+            for k, name in enumerate(names)]
 
 
 def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recording: Timeline, timeline: Timeline,

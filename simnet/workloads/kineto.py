@@ -5,8 +5,9 @@ activity (``cat`` kernel, gpu_memcpy, gpu_memset; ``args.stream``), the CUDA run
 calls that launched it (``cuda_runtime``, linked by ``args.correlation``), profiler steps
 (``ProfilerStep#N``) and, from PyTorch 2.1 with ``record_shapes``, each NCCL kernel's
 collective in its args ("Collective name", "In msg nelems", "Out msg nelems", "dtype",
-"Process Group Ranks", "Process Group Name": torch/csrc/profiler/util.cpp, the keys
-Holistic Trace Analysis reads). ``distributedInfo`` gives the rank and world size.
+"Process Group Ranks", "Process Group Name", and a send's "Dst Rank" or a recv's "Src
+Rank": torch/csrc/profiler/util.cpp, the keys Holistic Trace Analysis reads).
+``distributedInfo`` gives the rank and world size.
 
 What an operation waited for (``Op.deps``):
 
@@ -209,16 +210,18 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
     if name is None:
         raise InputError(f"{where} carries no collective (\"Collective name\", sizes, group): record the trace "
                          "with PyTorch 2.1 or later and record_shapes=True", source)
-    collective = COLLECTIVE_NAMES.get(str(name))
+    collective = "send_recv" if name in ("send", "recv") else COLLECTIVE_NAMES.get(str(name))
     if collective is None:
         raise InputError(f"{where}: collective {name!r} is not one simnet replays (it replays "
-                         f"{', '.join(sorted(set(COLLECTIVE_NAMES)))}; point-to-point send/recv not yet)", source)
+                         f"{', '.join(sorted({*COLLECTIVE_NAMES, 'send', 'recv'}))})", source)
     dtype = args.get("dtype")
     if dtype not in DTYPE_BYTES:
         raise InputError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}", source)
     n_in, n_out = _whole(args.get("In msg nelems"), None), _whole(args.get("Out msg nelems"), None)
     if n_in is None or n_out is None or n_in < 0 or n_out < 0:
         raise InputError(f"{where}: \"In msg nelems\"/\"Out msg nelems\" must be whole numbers", source)
+    if collective == "send_recv":
+        return _point_to_point(args, str(name), rank, n_in * DTYPE_BYTES[dtype], where, source)
     group = _group(args, world, where, source)
     if rank not in group:
         raise InputError(f"{where}: its group {list(group)} does not hold this trace's rank {rank}", source)
@@ -231,6 +234,18 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
         nbytes = n_in * size
     return Comm(collective, nbytes, group, str(args.get("Process Group Name", "default")),
                 *kernel_algorithm(str(e.get("name", ""))))
+
+
+def _point_to_point(args: dict, name: str, rank: int, nbytes: int, where: str, source: str) -> Comm:
+    """A send (recv) with its peer's global rank ("Dst Rank" / "Src Rank"): a call of the
+    pair (sender, receiver), so the k-th send from a to b is the k-th recv on b from a."""
+    key = "Dst Rank" if name == "send" else "Src Rank"
+    peer = _whole(args.get(key), None)
+    if peer is None or peer < 0 or peer == rank:
+        raise InputError(f"{where}: a {name} needs its peer's rank in {key!r} (PyTorch 2.4 and later record it)",
+                         source)
+    pair = (rank, peer) if name == "send" else (peer, rank)
+    return Comm("send_recv", nbytes, pair, f"p2p {pair[0]}->{pair[1]}")
 
 
 def kernel_algorithm(name: str) -> tuple[str | None, str | None]:

@@ -183,7 +183,8 @@ def replay(traces: Sequence[RankTrace], collective_s: Callable[[Instance], float
         r, i = todo.pop()
         g = graph[r]
         deps = g.deps[i]
-        earliest = max(float(end[r][deps].max()) if len(deps) else 0.0, g.launch[i]) + g.gap[i]
+        earliest = max(float(end[r][deps].max()) if len(deps) else -np.inf, g.launch[i])
+        earliest = (0.0 if earliest == -np.inf else earliest) + g.gap[i]
         finished = []
         if g.duration[i] >= 0:  # compute
             start[r][i], end[r][i] = earliest, earliest + g.duration[i]
@@ -283,10 +284,15 @@ def exposed_s(trace: RankTrace, start: np.ndarray, end: np.ndarray) -> np.ndarra
     return out
 
 
-def step_spans(trace: RankTrace, start: np.ndarray, end: np.ndarray) -> list[float]:
-    """Each profiler step's time on this rank (s): from its first operation's start to the
-    next step's first start, the last step to its last end."""
-    steps = sorted({op.step for op in trace.ops})
-    firsts = [min(start[i] for i, op in enumerate(trace.ops) if op.step == s) for s in steps]
-    last = max(end[i] for i in range(len(trace.ops))) if trace.ops else 0.0
-    return [float(b - a) for a, b in zip(firsts, firsts[1:] + [last])]
+def step_spans(traces: Sequence[RankTrace], timeline: Timeline) -> list[float]:
+    """Each profiler step's time (s) across the ranks: from the first start of any rank's
+    operation in it to the first start in the next step, the last step to the last end
+    (every rank's clock starts at its own first operation, in the recording as in a
+    replay, so a rank that waits for another's collective counts the wait)."""
+    steps = sorted({op.step for t in traces for op in t.ops})
+    firsts = []
+    for s in steps:
+        firsts.append(min(float(timeline.start[t.rank][i]) for t in traces for i, op in enumerate(t.ops)
+                          if op.step == s))
+    last = max(float(timeline.end[t.rank].max()) for t in traces if len(t.ops))
+    return [b - a for a, b in zip(firsts, firsts[1:] + [last])]
