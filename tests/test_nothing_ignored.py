@@ -783,3 +783,14 @@ def test_parameters_that_are_no_count_are_refused(parameters):
     spec = scenario_from_dict({"name": "s", "topology": FABRIC, "sizes": ["1 MiB"],
                                "workload": {"compute_time": "1 s", "parameters": 1.3e9, "dtype": "fp16"}})
     assert spec.workload.parameters == 1.3e9
+
+
+def test_one_size_given_twice_is_refused_not_run_once(tmp_path, cli, root):
+    # sizes: [1 MiB, 1048576 B] ran one size and said nothing (run_scenario keeps each size once)
+    scenario = tmp_path / "dup.yaml"
+    scenario.write_text(f"name: dup\ntopology: {root / 'topologies' / 'dgx_h100.yaml'}\n"
+                        "sizes: [1 MiB, 1048576 B]\nalgorithms: [ring]\n")
+    result = cli("run", scenario)
+    assert result.exit_code == 2 and "'1048576 B' is 1 MiB, given already as '1 MiB'" in result.output
+    result = cli("run", root / "scenarios" / "single_node.yaml", "-s", "1 MiB", "-s", "1048576 B")
+    assert result.exit_code == 2 and "--size: 1 MiB is given twice" in result.output

@@ -77,6 +77,11 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         changes["every_algorithm"] = "all" in algorithms
     if sizes:
         changes["sizes"] = [each for size in sizes for each in _parse_option(parse_sizes, size, "--size", scenario)]
+        if len(set(changes["sizes"])) < len(changes["sizes"]):
+            from simnet import units
+
+            twice = next(x for k, x in enumerate(changes["sizes"]) if x in changes["sizes"][:k])
+            raise InputError(f"--size: {units.format_size(twice)} is given twice; give each size once", scenario)
         if len(changes["sizes"]) > MAX_SIZES:
             raise InputError(f"--size: {len(changes['sizes']):,} sizes, over the {MAX_SIZES} simnet runs in one "
                              "scenario", scenario)

@@ -48,7 +48,12 @@ def parse_sizes(text: object) -> list[int]:
         for item in text:
             if isinstance(item, str) and _RANGE.match(item):
                 raise ValueError(f"{item!r} is a range: give it as the whole value (sizes: {item!r}), not in a list")
-        return [_non_negative_size(t) for t in text]
+        sizes = [_non_negative_size(t) for t in text]
+        for k, size in enumerate(sizes):
+            if size in sizes[:k]:  # one size written twice (1 MiB and 1048576 B) would run once, unsaid
+                raise ValueError(f"{text[k]!r} is {units.format_size(size)}, given already as "
+                                 f"{text[sizes.index(size)]!r}: give each size once")
+        return sizes
     match = _RANGE.match(text) if isinstance(text, str) else None
     if not match:
         return [_non_negative_size(text)]
