@@ -417,3 +417,28 @@ def test_the_fit_keeps_every_launch_latency_at_zero_or_above_and_a_profile_below
                                          r"-6.6 us") as caught:
         simulate(topo, "ring", 1024, gpus=4, env={}, calibration=str(tmp_path / "neg.cal.yaml"))
     assert "\n" not in str(caught.value)
+
+
+def test_a_step_latency_below_zero_is_refused_and_the_fit_stays_above_the_model_s_least(tmp_path):
+    """A profile's negative intra/network step latency that takes a step below zero was
+    clamped at 0 without a word (as base_latency's launch was). Now it is refused in one
+    line, and the fit's lower bounds are the least step latency NCCL's model has on the
+    fitted machine (``step_latency_floors``), so a fitted profile runs every candidate."""
+    from simnet.run.calibrate import step_latency_floors
+    from simnet.run.nccl_env import nccl_system
+
+    topo = _pairs()
+    floors = step_latency_floors(nccl_system(topo, {}))
+    assert set(floors) == {"intra_step_latency", "network_step_latency"} and floors["network_step_latency"] > 0
+    (tmp_path / "neg.cal.yaml").write_text("calibration:\n  network_step_latency: -50 us\n")
+    with pytest.raises(InputError, match=r"^\S*neg.cal.yaml:2: calibration.network_step_latency: -50 us takes "
+                                         r"Ring/\w+'s per-step latency over the network below zero") as caught:
+        simulate(topo, "ring", 2**20, gpus=4, env={}, calibration=str(tmp_path / "neg.cal.yaml"))
+    assert "\n" not in str(caught.value)
+    sizes = [8, 1024, 65536, 2**20]
+    times = {s: simulate(topo, "auto", s, gpus=4, env={}).time_s * 1e6 * 0.3 for s in sizes}  # far faster rows
+    fitted = fit(topo, points_of([parse_log(write_log(times, 4), "fast.log")], topo)).calibration
+    assert fitted.intra_step_latency >= -floors["intra_step_latency"] * 1e-6
+    assert fitted.network_step_latency >= -floors["network_step_latency"] * 1e-6
+    for s in sizes:  # every row, auto's every candidate, runs with the profile it fitted
+        simulate(topo, "auto", s, gpus=4, env={}, calibration=fitted)

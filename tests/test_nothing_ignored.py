@@ -639,7 +639,7 @@ def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, 
     ran = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "out.json")
     assert ran.exit_code == 0, ran.stderr
     printed = " ".join(ran.stdout.split())
-    assert f"warning key_unread" in printed and f"{key} ({tmp_path / 's.yaml'}:" in printed and says in printed
+    assert "warning key_unread" in printed and f"{key} ({tmp_path / 's.yaml'}:" in printed and says in printed
     written = json.loads((tmp_path / "out.json").read_text())
     said = written["warnings"] if "jobs" in doc else [w for run in written["runs"] for w in run["warnings"]]
     assert [w["kind"] for w in said] == ["key_unread"] * len(said) and said

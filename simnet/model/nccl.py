@@ -46,7 +46,8 @@ from simnet.topology.hardware import NET, NVLINK, PCIE
 from simnet.tuning import enqueue, predict, rccl, search, tables
 from simnet.tuning.rates import effective_capacity
 
-__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "launch_latency", "connections", "wire_factor",
+__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "launch_latency", "step_latencies", "connections",
+           "wire_factor",
            "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
@@ -222,19 +223,9 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     size = decided.size  # the schedule addresses N x size bytes for an exchange (simnet.schedule.kinds)
     wire = wire_factor(system, protocol)
     factor = predict.plateau(system, row, protocol, size, decided.function)
-    intra, inter = predict.step_latencies(system, row, protocol)
-    physical, simple_extra = TRANSPORT_LATENCY[system.transport]
-    if system.nic_latency is not None:  # the topology states its NICs' latency: that, once per step
-        physical, simple_extra = system.nic_latency, 0.0
-    inter += -system.net_latency * (2 if protocol == "Simple" else 1) + physical + (
-        simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
-    if row == "Ring" and system.nodes > 1 and decided.function not in ("Broadcast", "Reduce"):
-        intra = max(intra, tables.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
-    pci = predict.hw_latency(system)[PCIE][row][tables.PROTOCOLS.index(protocol)]
-    intra += fit.intra_step_latency * 1e6
-    pci += fit.intra_step_latency * 1e6
-    inter += fit.network_step_latency * 1e6
-    per_class = {NVLINK: intra if system.intra_hw == NVLINK else pci, PCIE: pci, NET: inter}
+    latency = step_latencies(decided)
+    intra, inter = latency[NVLINK], latency[NET]
+    per_class = {**latency, NVLINK: intra if system.intra_hw == NVLINK else latency[PCIE]}
     reducing = np.array([topology.kind(node) == "switch" for node in nodes], dtype=bool)  # NVLS, SHARP reduce there
     # NCCL charges a reducing switch's latency once per collective: NVLS intraLat (+ interLat
     # across nodes), CollNet one interLat (tuning.cc:419-426). The replay's critical path
@@ -249,6 +240,14 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
     classes = np.append(topology.link_type, -1)[paths]  # -1: padding
     kind = np.where((classes == NET).any(axis=1), NET,
                     np.where(((classes == NVLINK) | (classes < 0)).all(axis=1), NVLINK, PCIE))
+    for used in sorted({int(k) for k in kind.tolist()}):
+        if per_class[used] < 0:  # the clamp below would take it to no time without a word
+            name = "network_step_latency" if used == NET else "intra_step_latency"
+            raise fit.refusal(name, (
+                f"{getattr(fit, name) * 1e6:.4g} us takes {row}/{protocol}'s per-step latency over "
+                f"{'the network' if used == NET else 'NVLink' if used == NVLINK else 'PCIe'} below zero "
+                f"({per_class[used] - getattr(fit, name) * 1e6:.4g} us in {system.library.upper()}'s model here); "
+                "a step takes no less than no time (simnet calibrate fits within that)"))
     step = np.select([kind == NET, kind == NVLINK], [per_class[NET], per_class[NVLINK]], per_class[PCIE])
     at_switch = reducing[src] | reducing[dst]  # a reducing switch: its latency is spread over its steps
     step = np.where(at_switch, np.where(kind == NET, inter / sharp_share, intra / nvls_share), step)
@@ -284,6 +283,28 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
             f"{system.library.upper()}'s model here) below zero; a launch takes no less than no time: give a "
             f"base_latency of at least {-launch:.4g} us (simnet calibrate fits within that)"))
     return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps, start_ps=start_ps)
+
+
+def step_latencies(decided: NcclPlan) -> dict[int, float]:
+    """NCCL's latency per step (us) of a connection over each link class (NVLINK, PCIE,
+    NET) for this plan, its calibration's step latencies added: the row's and protocol's
+    ``hwLat`` (the network's with the transport's real latency for the plugin's knob, and
+    a multi-node ring's per-step host overhead). NVLINK is the NVLink figure even on a host
+    whose GPUs talk over PCIe (``connection_timing`` takes PCIe's there)."""
+    system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
+    intra, inter = predict.step_latencies(system, row, protocol)
+    physical, simple_extra = TRANSPORT_LATENCY[system.transport]
+    if system.nic_latency is not None:  # the topology states its NICs' latency: that, once per step
+        physical, simple_extra = system.nic_latency, 0.0
+    inter += -system.net_latency * (2 if protocol == "Simple" else 1) + physical + (
+        simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
+    if row == "Ring" and system.nodes > 1 and decided.function not in ("Broadcast", "Reduce"):
+        intra = max(intra, tables.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
+    pci = predict.hw_latency(system)[PCIE][row][tables.PROTOCOLS.index(protocol)]
+    intra += fit.intra_step_latency * 1e6
+    pci += fit.intra_step_latency * 1e6
+    inter += fit.network_step_latency * 1e6
+    return {NVLINK: intra, PCIE: pci, NET: inter}
 
 
 def launch_latency(decided: NcclPlan) -> float:

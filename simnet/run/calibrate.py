@@ -185,17 +185,43 @@ def _calibration(values: np.ndarray, bounds: Mapping[str, tuple[float, float]] =
 
 
 def _bounds(topology, points: list[CalibrationPoint], env: Mapping[str, str] | None) -> dict[str, tuple[float, float]]:
-    """``_BOUNDS`` with base_latency's lower bound raised so that no launch latency NCCL's
-    model has on the fitted ranks goes below zero (``launch_latencies``): a profile that
-    takes one below zero is refused at run time, and ``auto`` simulates every algorithm
-    NCCL could pick, so the fit must not write one. A margin of 0.1 % keeps the profile's
-    four written digits within the bound."""
+    """``_BOUNDS`` with each latency's lower bound raised so that no launch latency and no
+    per-step latency NCCL's model has on the fitted ranks goes below zero
+    (``launch_latencies``, ``step_latency_floors``): a profile that takes one below zero is
+    refused at run time, and ``auto`` simulates every algorithm NCCL could pick, so the fit
+    must not write one. A margin of 0.1 % keeps the profile's four written digits within
+    the bound."""
     from simnet.run.nccl_env import nccl_system
 
-    least = min(min(launch_latencies(nccl_system(topology.subset(topology.gpus[:ranks]), dict(env or {}))).values())
-                for ranks in {p.ranks for p in points}) * 1e-6
-    low, high = _BOUNDS["base_latency"]
-    return {**_BOUNDS, "base_latency": (max(low, -least * (1 - 1e-3)), high)}
+    systems = [nccl_system(topology.subset(topology.gpus[:ranks]), dict(env or {})) for ranks in
+               {p.ranks for p in points}]
+    least = {"base_latency": min(min(launch_latencies(system).values()) for system in systems)}
+    for system in systems:
+        for name, floor in step_latency_floors(system).items():
+            least[name] = min(least.get(name, np.inf), floor)
+    bounds = dict(_BOUNDS)
+    for name, floor in least.items():
+        low, high = _BOUNDS[name]
+        bounds[name] = (max(low, -floor * 1e-6 * (1 - 1e-3)) + 0.0, high)  # + 0.0: no "-0 us" in a profile
+    return bounds
+
+
+def step_latency_floors(system) -> dict[str, float]:
+    """The least per-step latency (us) NCCL's model has on ``system`` before a calibration,
+    in-host (NVLink and PCIe steps: what ``intra_step_latency`` shifts) and across hosts
+    (``network_step_latency``; only with more than one host), over every (row, protocol)
+    ``launch_latencies`` lists."""
+    from simnet.model.nccl import NcclPlan, step_latencies
+    from simnet.topology.hardware import NET, NVLINK, PCIE
+
+    floors: dict[str, float] = {}
+    base = Calibration()
+    for row, protocol in launch_latencies(system):
+        latency = step_latencies(NcclPlan(protocol, {}, row, True, system, base))
+        floors["intra_step_latency"] = min(floors.get("intra_step_latency", np.inf), latency[NVLINK], latency[PCIE])
+        if system.nodes > 1:
+            floors["network_step_latency"] = min(floors.get("network_step_latency", np.inf), latency[NET])
+    return floors
 
 
 def launch_latencies(system) -> dict[tuple[str, str], float]:

@@ -117,7 +117,8 @@ def _ratio(value: float) -> str:
 
 def _group(rows: list[validate.Row], gpu: str, nodes, test=lambda size: True) -> list[validate.Row]:
     return [r for r in rows if r.point.not_counted is None and r.point.hardware["gpu"] == gpu
-            and (r.point.nodes == nodes if isinstance(nodes, int) else nodes(r.point.nodes)) and test(r.point.size_bytes)]
+            and (r.point.nodes == nodes if isinstance(nodes, int) else nodes(r.point.nodes))
+            and test(r.point.size_bytes)]
 
 
 def _mean_ratio(rows: list[validate.Row]) -> float:
@@ -141,7 +142,8 @@ def _misses(rows: list[validate.Row]) -> list[str]:
             f"* **MI300X, one node, up to 1 MiB**: simnet takes {_ratio(_mean_ratio(small_1n))} the measured time "
             f"(geometric mean over {len(small_1n)} rows; error {_pct(_geomean([r.error for r in small_1n]))}). "
             "RCCL (2.21.5, docs/model.md; the logs ran 2.22.3) runs MSCCL's all-pairs (one-shot) schedules for "
-            "single-node AllReduce up to 16 MiB on MI300X by default; simnet does not model MSCCL and runs RCCL's ring (LL) there (docs/model.md, *not "
+            "single-node AllReduce up to 16 MiB on MI300X by default; simnet does not model MSCCL and runs RCCL's "
+            "ring (LL) there (docs/model.md, *not "
             "modelled*). From 16 MiB the single-node rows are within "
             f"{_pct(max(r.error for r in _group(rows, 'mi300x', 1, lambda size: size >= 16 * 2**20)))}.")
     rings = [r for r in counted if r.point.nodes > 1 and r.algorithm == "ring" and r.protocol == "Simple"
@@ -156,7 +158,8 @@ def _misses(rows: list[validate.Row]) -> list[str]:
             "RCCL's tuning model gives every network step of a Simple ring 320 us of latency "
             "(`hwLat[NET][Ring][Simple]`, tuning.cc:231 in 2.21.5; the same in 2.30.3), over 2n steps on n nodes in "
             "RCCL 2.21.5 (gfx942) and 2(n-1) in 2.30.3 (gfx950): a Ring/Simple latency of " + steps + ". simnet "
-            "simulates that latency as RCCL states it (and its copy of RCCL's pick moves to the ring at these sizes); the "
+            "simulates that latency as RCCL states it (and its copy of RCCL's pick moves to the ring at these sizes); "
+            "the "
             "measured times show the real network step costs far less. The constant is RCCL's and is not refitted.")
     odd = _group(rows, "mi300x", 2, lambda size: size <= SMALL)
     pollara = _group(rows, "mi355x", 2, lambda size: size <= SMALL)
