@@ -35,7 +35,8 @@ def max_min_rates(paths: np.ndarray, capacity: np.ndarray, caps: np.ndarray | No
     padding and has no cap gets an infinite rate.
 
     The filling works on the links the flows cross, renumbered 0.. in index order, so a
-    level costs work for those links and flows only, whatever the size of ``capacity``.
+    level costs work for those links and the flows still growing only, whatever the size
+    of ``capacity``; memory is a few times the paths' own.
     """
     flows, hops = paths.shape
     rates = np.full(flows, np.inf)
@@ -49,31 +50,28 @@ def max_min_rates(paths: np.ndarray, capacity: np.ndarray, caps: np.ndarray | No
     counts = counts[used]
     remaining = np.array(capacity, dtype=float)[used]
     real = np.isfinite(remaining)
-    crosses = np.zeros((len(used), flows), dtype=bool)  # link x flow incidence
-    crosses[local, np.arange(flows)[:, None]] = True
     capped = caps is not None and bool(np.isfinite(caps).any())
     caps = np.asarray(caps, dtype=float) if capped else None
-    active = np.ones(flows, dtype=bool)
+    growing = np.arange(flows)  # the flows still growing, in index order
     share = np.empty(len(used))
-    left = flows
-    while left:
+    while len(growing):
         share.fill(np.inf)
         np.divide(remaining, counts, out=share, where=real & (counts > 0))
         level = share.min()
         if capped:
-            level = min(level, caps[active].min())
+            level = min(level, caps[growing].min())
         if not level < np.inf:
             break  # the remaining flows cross no finite link and have no cap
         reach = level * (1 + TIE) + 1e-300
-        frozen = crosses[share <= reach].any(axis=0)
+        # a flow freezes when a link it crosses is full (its path's hops, not a link x flow
+        # matrix: that would be links x flows bytes, 10 GB for an AllToAll over 1,024 GPUs)
+        stop = (share <= reach)[local[growing]].any(axis=1)
         if capped:
-            frozen |= caps <= reach
-        frozen = np.flatnonzero(frozen & active)
+            stop |= caps[growing] <= reach
+        frozen, growing = growing[stop], growing[~stop]
         rate = np.minimum(max(level, 0.0), caps[frozen]) if capped else np.full(len(frozen), max(level, 0.0))
         rates[frozen] = rate
         hit = local[frozen].ravel()
         remaining -= np.bincount(hit, weights=np.repeat(rate, hops), minlength=len(used))
         counts -= np.bincount(hit, minlength=len(used))
-        active[frozen] = False
-        left -= len(frozen)
     return rates

@@ -141,12 +141,15 @@ class ScheduleBuilder:
     """Collects transfers batch by batch (all arguments broadcast), then ``build()``s.
 
     ``ranks`` become nodes 0..N-1; ``node(id)`` adds any other node (a parameter server).
+    ``size`` is the byte space the transfers address; ``collective_size`` the size as the
+    user gave it, for messages (an exchange addresses N x that, ``simnet.schedule.kinds``).
     """
 
-    def __init__(self, algorithm: str, ranks: Sequence[str], size: int):
+    def __init__(self, algorithm: str, ranks: Sequence[str], size: int, collective_size: int | None = None):
         self.algorithm = algorithm
         self.ranks = list(ranks)
         self.size = int(size)
+        self.collective_size = self.size if collective_size is None else int(collective_size)
         self.nodes = list(ranks)
         self._node_index = {n: i for i, n in enumerate(self.nodes)}
         self._batches: list[dict[str, np.ndarray]] = []
@@ -200,9 +203,9 @@ class ScheduleBuilder:
 
     def _check(self, needs: str, transfers: int) -> None:
         check_fits(transfers * self._per_transfer,
-                   f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.size)} {needs} to build "
-                   "and replay", "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm",
-                   self._budget)
+                   f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.collective_size)} "
+                   f"{needs} to build and replay",
+                   "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm", self._budget)
 
     def next_ids(self, shape: tuple[int, ...]) -> np.ndarray:
         """The ids the next ``add`` of this broadcast shape will return."""

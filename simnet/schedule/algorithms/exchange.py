@@ -31,16 +31,17 @@ def pxn_relays(topology: Topology, ranks: list[str], src: np.ndarray, dst: np.nd
     order over each host's GPUs), when the two hosts differ, that GPU is one of ``ranks``
     and is not the sender; else -1."""
     position = {gpu: i for i, gpu in enumerate(ranks)}
-    host_of = np.array([topology.label(gpu, "node") for gpu in ranks], dtype=object)
+    hosts, host_of = np.unique(np.array([topology.label(gpu, "node") for gpu in ranks], dtype=object),
+                               return_inverse=True)
     rail_of = np.full(len(ranks), -1, dtype=np.int64)  # the rail index of each rank's own NIC
-    near: dict[tuple, int] = {}  # (host, rail index) -> the rank position next to that rail
-    for host, gpus in topology.groups("node").items():
-        for index, (_, gpu) in enumerate(topology.rails(gpus) if host in set(host_of) else []):
+    rails = {host: topology.rails(gpus) for host, gpus in topology.groups("node").items() if host in set(hosts)}
+    near = np.full((len(hosts), max((len(r) for r in rails.values()), default=0) + 1), -1, dtype=np.int64)
+    for h, host in enumerate(hosts):  # near[host, rail index]: the rank position next to that rail
+        for index, (_, gpu) in enumerate(rails.get(host, [])):
             if gpu in position:
                 rail_of[position[gpu]] = index
-                near[(host, index)] = position[gpu]
-    relay = np.array([near.get((host_of[s], rail_of[d]), -1) if rail_of[d] >= 0 else -1
-                      for s, d in zip(src.tolist(), dst.tolist())], dtype=np.int64)
+                near[h, index] = position[gpu]
+    relay = near[host_of[src], rail_of[dst]]  # a rail index of -1 reads the last column: -1
     return np.where((host_of[src] != host_of[dst]) & (relay != src), relay, -1)
 
 
@@ -63,7 +64,8 @@ def direct_all_to_all(topology: Topology, ranks: list[str], size: int, pxn: bool
     """NCCL's AllToAll: N-1 sends of S/N per rank, all at once. Through one switch, path
     latency L, bandwidth B: ``L + (N-1)/N * S/B``."""
     n = len(ranks)
-    b = ScheduleBuilder("direct", ranks, n * size)
+    b = ScheduleBuilder("direct", ranks, n * size, size)
+    b.expect(n * (n - 1))  # one send per pair at least (PXN adds a hop to some): refused before it is built
     blocks = split_range(0, n * size, n * n)
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
     relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(len(src), -1)
@@ -76,7 +78,8 @@ def direct_all_to_all(topology: Topology, ranks: list[str], size: int, pxn: bool
 def pairwise_all_to_all(topology: Topology, ranks: list[str], size: int) -> Schedule:
     """Pairwise AllToAll. Through one switch: ``(N-1) * (L + S/(N*B))``."""
     n = len(ranks)
-    b = ScheduleBuilder("pairwise", ranks, n * size)
+    b = ScheduleBuilder("pairwise", ranks, n * size, size)
+    b.expect(n * (n - 1))
     blocks = split_range(0, n * size, n * n)
     r = np.arange(n)
     sent = received = np.full(n, -1, dtype=np.int64)
@@ -93,7 +96,7 @@ def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool 
     """nccl-tests' SendRecv: every rank sends ``size`` bytes to the next and receives as
     many from the previous. Contention-free: ``L + S/B``."""
     n = len(ranks)
-    b = ScheduleBuilder("direct", ranks, n * size)
+    b = ScheduleBuilder("direct", ranks, n * size, size)
     if n > 1:
         src = np.arange(n)
         dst = (src + 1) % n
