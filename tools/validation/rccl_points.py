@@ -30,7 +30,7 @@ from simnet import units
 from simnet.run.nccl_env import NCCL_VARIABLES, nccl_system
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import topology_from_dict
-from simnet.tuning import predict, tables
+from simnet.tuning import predict, rccl, tables
 from tools.validation import validate
 
 __all__ = ["DATA", "DOC", "topology_of", "predict_point", "predict_row", "predict_all", "by_system", "summary",
@@ -56,8 +56,13 @@ def topology_of(name: str, hardware: dict, nodes: int):
 
 def predict_point(topology, size: int, env: dict) -> tuple[str, str, float]:
     """(algorithm, protocol, time in us) simnet predicts for one AllReduce of ``size`` bytes."""
-    choice = predict.pick(nccl_system(topology, env), max(size, 1), env.get("NCCL_ALGO"), env.get("NCCL_PROTO"))
-    result = simnet.simulate(topology, tables.SIMNET_NAMES[choice.algorithm], size, env=env)
+    system = nccl_system(topology, env)
+    if rccl.msccl(system, "AllReduce", size) is not None:  # RCCL runs MSCCL's all-pairs schedule: direct
+        algorithm = "direct"
+    else:
+        algorithm = tables.SIMNET_NAMES[predict.pick(system, max(size, 1), env.get("NCCL_ALGO"),
+                                                     env.get("NCCL_PROTO")).algorithm]
+    result = simnet.simulate(topology, algorithm, size, env=env)
     return result.algorithm, result.protocol, result.time_s * 1e6
 
 
