@@ -128,15 +128,74 @@ def test_amd_gpus_take_rccl_and_refuse_nccl_in_one_line():
 
 
 def test_rccl_variables_it_does_not_follow_are_refused():
-    with pytest.raises(ValueError, match="RCCL_MSCCL_ENABLE=0 changes what RCCL runs"):
-        simnet.simulate(_mesh(), "ring", 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
+    with pytest.raises(ValueError, match="RCCL_OVERRIDE_ALGO=Ring changes what RCCL runs"):
+        simnet.simulate(_mesh(), "ring", 2**20, env={"RCCL_OVERRIDE_ALGO": "Ring"})
+    # MSCCL is read from RCCL 2.21.5 (gfx942) only: on gfx950 its variables stay refused
+    with pytest.raises(ValueError, match="RCCL_MSCCL_ENABLE=0 changes what RCCL runs .* on gfx950"):
+        simnet.simulate(_mesh("mi355x", bandwidth="64 GB/s"), "ring", 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
 
 
-def test_nccl_channel_bounds_and_rccl_ll128_switch():
-    few = simnet.simulate(_mesh(), "ring", GiB, env={"NCCL_MAX_NCHANNELS": "28"})
-    assert few.nccl_channels == 28 and few.time_s > simnet.simulate(_mesh(), "ring", GiB).time_s
-    forced = nccl_system(_mesh(), {"RCCL_LL128_FORCE_ENABLE": "1"})
-    assert predict.enabled(forced, "Ring", "LL128")
-    # ... but RCCL 2.21.5's tuning_model_5 has no LL128 bandwidth (bwRatio 0.00): NCCL_PROTO=LL128 leaves nothing
-    with pytest.raises(ValueError, match="leave nothing"):
-        predict.pick(forced, 2**20, nccl_proto="LL128")
+# ------------------------------------------------------------------ MSCCL on one MI300X host (RCCL 2.21.5)
+# tools/msccl-algorithms/allreduce-allpairs-8n-*-op.xml @0cbce2a, line 1 of each (rccl.MSCCL_ALLREDUCE):
+# LL, 4 channels, 256 chunks per loop, 0-65536 B; LL, 8 channels, 512 chunks, 65537-524287 B; Simple, 8
+# channels, 512 chunks, 524288-16777216 B; a size counts if it is a whole number of chunks of floats
+KiB, MiB = 2**10, 2**20
+SIDES = [  # (size, MSCCL's protocol and channels, or None for RCCL's own pick), each threshold from both sides
+    (512, None),  # 128 floats: not a multiple of 256 (msccl_lifecycle.cc:333)
+    (1 * KiB, ("LL", 4)),
+    (64 * KiB, ("LL", 4)),  # maxBytes 65536, inclusive
+    (64 * KiB + 2 * KiB, ("LL", 8)),  # the next multiple of 512 floats
+    (512 * KiB - 2 * KiB, ("LL", 8)),  # below minBytes 524288 of the Simple file
+    (512 * KiB, ("Simple", 8)),
+    (16 * MiB, ("Simple", 8)),  # maxBytes 16777216, inclusive
+    (16 * MiB + 2 * KiB, None),
+    (64 * KiB + 1024, None),  # in the LL 8-channel range but not a multiple of 512 floats
+]
+
+
+@pytest.mark.parametrize("size,msccl", SIDES)
+def test_auto_runs_msccl_all_pairs_exactly_within_its_files_ranges(size, msccl):
+    result = simnet.simulate(_mesh(), "auto", size)
+    if msccl is None:
+        assert result.algorithm in ("ring", "tree") and result.auto["nccl_pick"]["algorithm"] != "MSCCL"
+    else:
+        assert (result.algorithm, result.auto["nccl_pick"]["algorithm"]) == ("direct", "MSCCL")
+        assert (result.protocol, result.nccl_channels) == msccl
+        assert "RCCL_MSCCL_ENABLE=0" in result.auto["nccl_pick"]["why"]
+
+
+def test_rccl_msccl_enable_0_gives_rccls_ring_back_and_nccl_algo_does_not():
+    size = 1 * MiB
+    off = simnet.simulate(_mesh(), "auto", size, env={"RCCL_MSCCL_ENABLE": "0"})
+    assert (off.algorithm, off.protocol) == ("ring", "Simple")  # RCCL's own pick (predict.pick above)
+    assert off.time_s == simnet.simulate(_mesh(), "ring", size).time_s
+    on = simnet.simulate(_mesh(), "auto", size)
+    assert on.algorithm == "direct" and on.time_s != off.time_s
+    # MSCCL runs before RCCL's tuner (collectives.cc:60-63): NCCL_ALGO and NCCL_PROTO do not reach it
+    pinned = simnet.simulate(_mesh(), "auto", size, env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"})
+    assert (pinned.algorithm, pinned.protocol) == ("direct", "Simple")
+
+
+def test_msccl_runs_only_where_rccl_enables_it():
+    hosts = _hosts(2)  # 16 ranks: no 8-GPU file, and rome_model_81 does not enable MSCCL
+    assert simnet.simulate(hosts, "auto", 1 * MiB).auto["nccl_pick"]["algorithm"] != "MSCCL"
+    # fewer than 8 GPUs: no rome_model_79, no file for their rank count
+    assert simnet.simulate(_mesh(), "auto", 1 * MiB, gpus=4).auto["nccl_pick"]["algorithm"] != "MSCCL"
+    # NCCL_MAX_NCHANNELS below a file's nchannels drops that file (msccl_lifecycle.cc:129-133)
+    few = simnet.simulate(_mesh(), "auto", 1 * MiB, env={"NCCL_MAX_NCHANNELS": "4"})
+    assert few.auto["nccl_pick"]["algorithm"] != "MSCCL"
+    assert simnet.simulate(_mesh(), "auto", 1 * KiB, env={"NCCL_MAX_NCHANNELS": "4"}).algorithm == "direct"
+
+
+def test_msccl_time_on_paper():
+    # direct under MSCCL: RCCL's base latency for the protocol (baseLat Ring: LL 12, Simple 17 us), then
+    # two steps, each S/8 over one xGMI link (every directed link carries one piece per step) at RCCL's
+    # 48 GB/s (GFX94X_XGMI_WIDTH), LL's lines twice the data; a step's latency is hwLat[xGMI][Ring]
+    # (LL 0.8, Simple 2.1 us) or the mesh link's own 1 us, whichever is larger (nccl.connection_timing
+    # delays a transfer by hwLat less its path's latency, at least 0)
+    link = 48e9
+    simple, ll = 1 * MiB, 64 * KiB
+    assert simnet.simulate(_mesh(), "auto", simple).time_s == pytest.approx(
+        17e-6 + 2 * (2.1e-6 + simple / 8 / link), rel=1e-3)
+    assert simnet.simulate(_mesh(), "auto", ll).time_s == pytest.approx(
+        12e-6 + 2 * (1e-6 + 2 * ll / 8 / link), rel=1e-3)

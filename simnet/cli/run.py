@@ -275,6 +275,11 @@ def _print_notes(console, results) -> None:
             applied = " ".join(f"{k.upper()}={run.auto[k]}" for k in variables if run.auto.get(k))
             console.print(f"{applied} applied: NCCL would choose among {', '.join(run.auto['candidates'])}")
             break
+    msccl = [run for run in results.runs if run.auto and run.auto.get("nccl_pick", {}).get("algorithm") == "MSCCL"]
+    if msccl:  # why auto ran direct: RCCL's MSCCL schedule, once per file
+        for file in dict.fromkeys(run.auto["nccl_pick"]["file"] for run in msccl):
+            run = next(r for r in msccl if r.auto["nccl_pick"]["file"] == file)
+            console.print(f"auto -> direct (MSCCL): {run.auto['nccl_pick']['why']}")
     groups: dict[tuple[str, str], list] = {}  # (algorithm row, kind) -> runs that raised it, in size order
     for run in results.runs:
         row = f"auto -> {run.algorithm}" if run.auto else run.algorithm

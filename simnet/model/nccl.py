@@ -22,7 +22,9 @@ Between the schedule and the fluid network it adds, from NCCL's published tuning
   collective starts after NCCL's base latency (``baseLat``: launch and setup).
 
 Other collectives take their own rows of NCCL's model (its ReduceScatter, AllGather,
-Broadcast and Reduce: latency steps, bandwidth conversion, chunk sizes). Algorithms NCCL
+Broadcast and Reduce: latency steps, bandwidth conversion, chunk sizes). Under RCCL, ``direct``
+where RCCL 2.21.5 runs an MSCCL all-pairs schedule (``rccl.msccl``) takes that schedule's
+protocol and channels, and Ring's latencies. Algorithms NCCL
 does not have for a collective (halving-doubling, recursive doubling, direct, naive, ps,
 hierarchical, the textbook trees, every AllToAll and SendRecv) run on NCCL-style
 point-to-point sends: Ring's (or, for
@@ -138,6 +140,12 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
     channel_share, running = 1.0, None
+    schedule = rccl.msccl(system, function, int(size)) if algorithm == "direct" else None
+    if schedule is not None:
+        # RCCL runs MSCCL's all-pairs file here, whose protocol its XML fixes (NCCL_PROTO is not
+        # consulted); RCCL has no cost model for it, so its steps take Ring's per-step and
+        # base latencies for that protocol, as simnet's other point-to-point algorithms do
+        protocol, row, running = schedule.protocol, "Ring", schedule.channels
     if name is not None:  # the channels it runs on, of those NCCL would open (fewer for a small collective)
         nvls = name in ("NVLS", "NVLSTree")
         full = enqueue.nvls_channels(system, name) if nvls else search.comm_channels(system)

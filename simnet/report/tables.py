@@ -55,6 +55,8 @@ def _algorithm_cell(run) -> str:
     if not run.auto:
         return run.algorithm
     name = f"auto -> {run.algorithm}"
+    if run.auto.get("nccl_pick", {}).get("algorithm") == "MSCCL":  # RCCL's MSCCL all-pairs schedule (rccl.msccl)
+        name += " (MSCCL)"
     fastest = run.auto["fastest"]
     if fastest != run.algorithm:
         gain = run.time_s / run.auto["candidates"][fastest]

@@ -1,6 +1,7 @@
 """The NCCL environment variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``,
 ``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``, ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``)
-and RCCL's (``RCCL_LL128_FORCE_ENABLE``; the others that change RCCL's algorithm, protocol or
+and RCCL's (``RCCL_LL128_FORCE_ENABLE``, ``RCCL_MSCCL_ENABLE``, ``RCCL_MSCCL_FORCE_ENABLE``,
+``RCCL_MSCCL_ENABLE_SINGLE_PROCESS``; the others that change RCCL's algorithm, protocol or
 channels are read to be refused under ``model: rccl``), read as NCCL reads them, and the
 system NCCL's (RCCL's) tuner sees under them."""
 
@@ -15,7 +16,7 @@ from simnet.topology.graph import Topology
 from simnet.tuning import predict, rccl, search, tables
 
 _INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
-             "RCCL_LL128_FORCE_ENABLE")
+             "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", *_INTEGERS, *rccl.UNMODELLED)
 """The environment variables that change what simnet simulates, as they change what NCCL
 (RCCL) runs; RCCL's ``rccl.UNMODELLED`` are read only to refuse a run they would change."""
@@ -67,7 +68,9 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
     SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked;
     ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts);
     ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` bound the channels opened, and
-    ``RCCL_LL128_FORCE_ENABLE=1`` turns RCCL's LL128 on where its default keeps it off.
+    ``RCCL_LL128_FORCE_ENABLE=1`` turns RCCL's LL128 on where its default keeps it off;
+    ``RCCL_MSCCL_ENABLE=0`` turns MSCCL off, ``RCCL_MSCCL_FORCE_ENABLE=1`` on beyond the
+    topologies RCCL enables it for (``rccl.msccl``).
     Unset, SHARP switches (``sharp: true``) are taken to be in use, as with
     NCCL_COLLNET_ENABLE=1 and NCCL's SHARP plugin (NCCL's own default is 0)."""
     system = search.system_of(topology)
@@ -82,4 +85,10 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
         system = replace(system, **bounds)
     if system.library == "rccl" and env.get("RCCL_LL128_FORCE_ENABLE", "").strip():
         system = replace(system, ll128_forced=nccl_integer(env["RCCL_LL128_FORCE_ENABLE"], "") != 0)
+    if system.library == "rccl":  # ncclLoadParam: any non-zero value is on (msccl_lifecycle.cc:29-48)
+        if env.get("RCCL_MSCCL_ENABLE", "").strip():
+            system = replace(system, msccl=nccl_integer(env["RCCL_MSCCL_ENABLE"], "RCCL_MSCCL_ENABLE") != 0)
+        if env.get("RCCL_MSCCL_FORCE_ENABLE", "").strip():
+            system = replace(system, msccl_forced=nccl_integer(env["RCCL_MSCCL_FORCE_ENABLE"],
+                                                               "RCCL_MSCCL_FORCE_ENABLE") != 0)
     return system

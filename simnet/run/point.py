@@ -38,7 +38,7 @@ from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
 from simnet.topology.graph import Topology
-from simnet.topology.hardware import GPU_NAMES, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
+from simnet.topology.hardware import GPU_NAMES, GPUS, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
 from simnet.tuning import predict, rccl, search, tables
 
 SAME_TIME = 0.01
@@ -169,10 +169,18 @@ class Setup:
         object.__setattr__(self, "model", resolve_model(self.model, self.topo))
         if self.model == "rccl":
             refused = next((name for name in rccl.UNMODELLED if self.env.get(name, "").strip()), None)
+            where = ""
+            msccl = next((name for name in rccl.MSCCL_VARIABLES if self.env.get(name, "").strip()), None)
+            if refused is None and msccl is not None:
+                arches = sorted({GPUS[m].gcn_arch for m in {self.topo.gpu_model(g) for g in self.topo.gpus}
+                                 if m in GPUS})
+                if arches != ["gfx942"]:  # MSCCL is read from RCCL 2.21.5 only (rccl.msccl)
+                    refused, where = msccl, f" on {', '.join(arches)} (simnet follows MSCCL on gfx942 only)"
             if refused:
                 raise ValueError(f"{refused}={self.env[refused]} changes what RCCL runs in a way simnet does not "
-                                 f"model: unset it (simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS "
-                                 f"and RCCL_LL128_FORCE_ENABLE)")
+                                 f"model{where}: unset it (simnet follows NCCL_ALGO, NCCL_PROTO, "
+                                 f"NCCL_MIN/MAX_NCHANNELS, RCCL_LL128_FORCE_ENABLE and, on gfx942, "
+                                 f"RCCL_MSCCL_ENABLE, RCCL_MSCCL_FORCE_ENABLE)")
 
     @property
     def function(self) -> str:
@@ -316,9 +324,18 @@ class Setup:
         point-to-point collectives)."""
         if lookup_collective(self.collective).point_to_point:
             return "direct"
+        if self.msccl(size) is not None:
+            return "direct"
         choice = predict.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
                              self.env.get("NCCL_PROTO"), function=self.function)
         return tables.SIMNET_NAMES[choice.algorithm]
+
+    def msccl(self, size: int) -> rccl.Msccl | None:
+        """The MSCCL schedule RCCL would run for this collective of ``size`` bytes, if any
+        (``rccl.msccl``: RCCL 2.21.5 on one host of 8 MI300X, say), under the environment."""
+        if len(self.topo.gpus) < 2:
+            return None
+        return rccl.msccl(nccl_system(self.topo, self.env), self.function, int(size))
 
     def _fastest_inner(self, size: int, timeline: bool, options: dict, conditions: Conditions) -> Result:
         """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
@@ -347,6 +364,9 @@ class Setup:
         candidates = [a for a in tables.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
         results = {a: known.get(tables.SIMNET_NAMES[a]) or self.simulate(
             tables.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
+        msccl = self.msccl(size)
+        if msccl is not None:  # RCCL runs MSCCL before its own tuner (NCCL_ALGO, NCCL_PROTO not consulted)
+            return self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
         picked = results[choice.algorithm]
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
@@ -366,6 +386,36 @@ class Setup:
             "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
             "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),
         })
+
+
+    def _msccl_auto(self, msccl: rccl.Msccl, size: int, timeline: bool, options: dict, conditions: Conditions,
+                    known: Mapping[str, Result], results: Mapping[str, Result]) -> Result:
+        """``auto`` where RCCL runs an MSCCL schedule: ``direct`` (the all-pairs schedule) timed
+        as MSCCL's file says, beside RCCL's own candidates (``results``, by NCCL name), which
+        it would run with RCCL_MSCCL_ENABLE=0."""
+        picked = known.get("direct") or self.simulate("direct", size, timeline, None, conditions, options)
+        times = {"direct": picked.time_s, **{tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()}}
+        fastest = fastest_of(times, "direct")
+        why = (f"RCCL 2.21.5 runs MSCCL's {msccl.file} ({msccl.protocol}, {msccl.channels} channels, "
+               f"{msccl.blocks} thread blocks per GPU) for an AllReduce of {msccl.min_bytes}-{msccl.max_bytes} "
+               f"bytes in multiples of {msccl.chunks * rccl.MSCCL_ELEMENT_BYTES} (nchunksperloop floats) on 8 ranks"
+               f"{' (RCCL_MSCCL_FORCE_ENABLE=1)' if not self.topo_is_mscclable() else ''}, "
+               "before its own tuner: NCCL_ALGO and NCCL_PROTO do not apply; RCCL_MSCCL_ENABLE=0 turns it off")
+        hint = "" if self.model == "ideal" or fastest == "direct" else \
+            f"RCCL_MSCCL_ENABLE=0 NCCL_ALGO={tables.NCCL_NAMES[fastest]}"
+        return replace(picked, auto={
+            "nccl_pick": {"algorithm": "MSCCL", "protocol": msccl.protocol, "predicted_s": None,
+                          "file": msccl.file, "channels": msccl.channels, "why": why},
+            "candidates": times, "fastest": fastest, "fastest_hint": hint,
+            "nccl_algo": self.env.get("NCCL_ALGO") or None, "nccl_proto": self.env.get("NCCL_PROTO") or None,
+            "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
+            "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),
+        })
+
+    def topo_is_mscclable(self) -> bool:
+        """RCCL enables MSCCL on this topology by itself (no RCCL_MSCCL_FORCE_ENABLE needed)."""
+        system = search.system_of(self.topo)
+        return system.nodes == 1 and system.mesh and system.ranks == rccl.MESH_GPUS
 
 
 HIERARCHICAL_VARIANTS = ("tree", "ring")

@@ -26,7 +26,8 @@ from simnet.topology.hardware import NET, NVLINK, PCIE
 
 __all__ = ["Tuning", "TUNINGS", "tuning", "BASE_LATENCY", "LL_CHUNK", "LL128_CHUNK", "MAX_CHANNELS",
            "MAX_MULTI_NODE_CHANNELS", "MAX_THREADS", "THREAD_THRESHOLD", "LL128_DATA", "SPEEDS", "MESH_GPUS",
-           "single_node_rings", "multi_node_rings", "UNMODELLED"]
+           "single_node_rings", "multi_node_rings", "UNMODELLED", "MSCCL_VARIABLES", "Msccl", "MSCCL_ALLREDUCE",
+           "MSCCL_ELEMENT_BYTES", "msccl"]
 
 VERSION_A = "RCCL 2.21.5 (ROCm/rccl@0cbce2a)"
 VERSION_B = "RCCL 2.30.3 (ROCm/rocm-systems@03a89144 projects/rccl)"
@@ -170,8 +171,7 @@ def multi_node_rings() -> list[tuple[int, ...]]:
     return [_MODEL_81[(block + j) % n] for block in range(n) for j in range(n)]
 
 
-UNMODELLED = ("RCCL_MSCCL_ENABLE", "RCCL_MSCCL_FORCE_ENABLE", "RCCL_MSCCL_ENABLE_SINGLE_PROCESS",
-              "RCCL_MSCCLPP_ENABLE", "RCCL_MSCCLPP_THRESHOLD", "RCCL_PIVOT_ALLTOALL_ENABLE", "RCCL_P2P_NET_DISABLE",
+UNMODELLED = ("RCCL_MSCCLPP_ENABLE", "RCCL_MSCCLPP_THRESHOLD", "RCCL_PIVOT_ALLTOALL_ENABLE", "RCCL_P2P_NET_DISABLE",
               "RCCL_P2P_NET_THRESHOLD", "RCCL_INTRANET_THRESHOLD", "RCCL_ENABLE_INTRANET",
               "RCCL_CLIQUE_ALLREDUCE_BYTE_LIMIT", "RCCL_CLIQUE_ALLREDUCE_NCHANNELS", "RCCL_OVERRIDE_ALGO",
               "RCCL_OVERRIDE_PROTO", "RCCL_CHANNEL_TUNING_ENABLE", "RCCL_DISABLE_RAIL_TREES", "RCCL_CE_ALLREDUCE",
@@ -179,4 +179,82 @@ UNMODELLED = ("RCCL_MSCCL_ENABLE", "RCCL_MSCCL_FORCE_ENABLE", "RCCL_MSCCL_ENABLE
               "RCCL_UNROLL_FACTOR", "RCCL_THREADS_PER_BLOCK")
 """RCCL variables that change its algorithm, protocol or channels (A init.cc, enqueue.cc,
 msccl_lifecycle.cc; B rccl_wrap.cc, CHANGELOG) which simnet does not follow: a run under
-``model: rccl`` with one of them set is refused, as its answer would not be RCCL's."""
+``model: rccl`` with one of them set is refused, as its answer would not be RCCL's (and
+``MSCCL_VARIABLES`` on gfx950, whose MSCCL was not read)."""
+
+# ---------------------------------------------------------------- MSCCL (A only)
+MSCCL_VARIABLES = ("RCCL_MSCCL_ENABLE", "RCCL_MSCCL_FORCE_ENABLE", "RCCL_MSCCL_ENABLE_SINGLE_PROCESS")
+"""RCCL_PARAM(MscclEnabled, "MSCCL_ENABLE", 1), (MscclForceEnabled, "MSCCL_FORCE_ENABLE", 0),
+(MscclEnableSingleProcess, "MSCCL_ENABLE_SINGLE_PROCESS", 1) (A src/misc/msccl/msccl_lifecycle.cc:29-31;
+RCCL_PARAM prefixes "RCCL_", src/include/param.h:34-41). MSCCL is compiled in by default
+(CMakeLists.txt:28 ENABLE_MSCCL_KERNEL ON -> COMPILE_MSCCL_KERNEL, :658-659; mscclEnabled(),
+msccl_lifecycle.cc:34-40). SINGLE_PROCESS=0 only refuses a communicator with two ranks in one
+process (allProcessHostsUnique, :66-88); simnet models one process per GPU, so it changes
+nothing here and is honoured as such. Followed on gfx942 (A); refused on gfx950 (B not read)."""
+
+MSCCL_ELEMENT_BYTES = 4
+"""Bytes per element simnet takes for MSCCL's divisibility rule (``count % nchunksperloop == 0``,
+msccl_lifecycle.cc:331-334, on elements): simnet's sizes carry no data type, and rccl-tests'
+default (-d float) is 4 bytes, the type of every validation row. A 2-byte type meets the rule at
+every size a float does."""
+
+
+@dataclass(frozen=True)
+class Msccl:
+    """One MSCCL algorithm file RCCL 2.21.5 ships (A ``tools/msccl-algorithms/``, installed to
+    share/rccl/msccl-algorithms, CMakeLists.txt:879-882): its ``<algo>`` tag, line 1.
+    ``channels``: nchannels; ``blocks``: thread blocks per GPU (one per peer and channel, 7 x
+    channels, plus one local reducer per channel); ``chunks``: nchunksperloop; sizes in bytes,
+    inclusive (msccl_lifecycle.cc:334: nBytes >= minBytes && (maxBytes == 0 || nBytes <= maxBytes))."""
+
+    file: str
+    protocol: str
+    channels: int
+    blocks: int
+    chunks: int
+    min_bytes: int
+    max_bytes: int
+
+
+MSCCL_ALLREDUCE = (
+    Msccl("allreduce-allpairs-8n-ll-32tb-op.xml", "LL", 4, 32, 256, 0, 65536),
+    Msccl("allreduce-allpairs-8n-ll-64tb-op.xml", "LL", 8, 64, 512, 65537, 524287),
+    Msccl("allreduce-allpairs-8n-simple-op.xml", "Simple", 8, 64, 512, 524288, 16777216),
+)
+"""RCCL 2.21.5's out-of-place AllReduce schedules for 8 GPUs (ngpus="8" coll="allreduce"
+inplace="0" outofplace="1"), all named allreduce_pairs: every GPU sends part j of its buffer to
+GPU j (one "s" of 8 chunks per peer and channel), reduces the 7 it receives ("re"), then sends
+its reduced part to the 7 (a second "s"), two steps over every xGMI link. rccl-tests times
+out-of-place first (simnet's size convention); the in-place files (``-ll-32tb.xml``,
+``-ll-64tb.xml``: the same ranges; ``-simple.xml`` 524288-11534336 and ``-simple_2.xml``
+14680065-16777216) leave in-place AllReduce of (11 MiB, 14 MiB] to RCCL's ring, which simnet
+does not follow. Every send is one protocol step: a chunk is nBytes/nchunksperloop and a step
+holds chunkEffectiveSize / chunk >= 8 of them up to maxBytes (msccl_setup.cc:49-60; LL 16 KiB
+of data per step, Simple 4 MiB / 8 x ALLREDUCE_CHUNKSTEPS 4), so one loop (:140)."""
+
+
+def msccl(system, function: str, size: int) -> Msccl | None:
+    """The MSCCL schedule RCCL 2.21.5 runs for ``function`` of ``size`` bytes (out-of-place,
+    sum, ``MSCCL_ELEMENT_BYTES`` per element) on ``system``, else None (RCCL's own pick).
+
+    RCCL calls MSCCL before its own enqueue for every collective (A src/collectives.cc:60-63;
+    NCCL_ALGO and NCCL_PROTO are not consulted) when RCCL_MSCCL_ENABLE is on
+    (msccl_lifecycle.cc:62-64) and the topology enables it: only Rome models with
+    ``mscclEnabled=1`` do (rome_models.cc:1373-1374), among gfx942 hosts rome_model_79, one
+    host of 8 all-xGMI GPUs and no NIC (rome_models.cc:549-559), ANDed over ranks
+    (init.cc:1589), or RCCL_MSCCL_FORCE_ENABLE=1 (msccl_lifecycle.cc:354). It runs the first
+    file whose ngpus is the communicator's ranks, func and placement match and the size is in
+    range and a multiple of nchunksperloop elements (:329-342); files needing more channels
+    than NCCL_MAX_NCHANNELS are dropped (:129-133, connect.cc:642,692). Avg is not scheduled
+    (:308); simnet's collectives sum."""
+    if system.library != "rccl" or system.arch != "gfx942" or function != "AllReduce" or size <= 0:
+        return None
+    if not system.msccl or system.ranks != MESH_GPUS:
+        return None
+    if not (system.msccl_forced or (system.nodes == 1 and system.mesh)):
+        return None
+    for algo in MSCCL_ALLREDUCE:
+        fits = algo.min_bytes <= size <= algo.max_bytes and size % (algo.chunks * MSCCL_ELEMENT_BYTES) == 0
+        if fits and not (system.max_channels and algo.channels > system.max_channels):
+            return algo
+    return None

@@ -52,7 +52,9 @@ class System:
     RCCL's tuning model; ``mesh``: every GPU of a node has an xGMI link to every other
     (RCCL's RCCL_TOPO_XGMI_ALL; ``nvlink_bw`` is then the sum of a GPU's links to the
     others, RCCL's totalBw); ``ll128_forced``: RCCL_LL128_FORCE_ENABLE=1;
-    ``min_channels``/``max_channels``: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS (0: unset).
+    ``min_channels``/``max_channels``: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS (0: unset);
+    ``msccl``: RCCL_MSCCL_ENABLE (default 1), ``msccl_forced``: RCCL_MSCCL_FORCE_ENABLE=1
+    (``rccl.msccl``).
     """
 
     ranks: int
@@ -73,6 +75,8 @@ class System:
     ll128_forced: bool = False
     min_channels: int = 0
     max_channels: int = 0
+    msccl: bool = True
+    msccl_forced: bool = False
 
     @property
     def ppn(self) -> float:
