@@ -1,9 +1,9 @@
-"""The notebooks: six of them, each runs green from a clean kernel, shows a picture, and
+"""The notebooks: seven of them, each runs green from a clean kernel, shows a picture, and
 is committed with the outputs that run produces, so readers on GitHub see the pictures and
 numbers and the stored outputs never go stale.
 
 After changing a notebook, or anything that changes what it prints, store fresh outputs
-with ``python tests/test_notebooks.py`` (all six) or ``python tests/test_notebooks.py
+with ``python tests/test_notebooks.py`` (all seven) or ``python tests/test_notebooks.py
 notebooks/02_speedup_curves.ipynb``: it executes them exactly as these tests do.
 
 Each notebook is executed once per test session: one test checks everything about it.
@@ -71,8 +71,8 @@ def pictures(book) -> int:
     return sum(kind in PICTURES for cell in code_cells(book) for kind, _ in outputs(cell))
 
 
-def test_there_are_six_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
+def test_there_are_seven_notebooks():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
