@@ -3,16 +3,20 @@
 Each run is one fresh Python process that loads the cluster and calls ``simnet.simulate``
 as ``simnet run`` does (schedule or lane program, the model's timing, the replay, link
 reports); it reports the wall time from topology load to result, the peak resident
-memory of the process (``ru_maxrss``, the interpreter and imports included), which engine
-ran (``lanes`` or ``fluid``, ``simnet.engine.lanes``), the transfers the schedule
-holds (or would hold, expanded) and the simulated time. ``--engine fluid`` forces the fluid
+memory of the process (``ru_maxrss``, the interpreter and imports included; the table gives
+the median of the runs and each run's), which engine ran (``lanes``, ``lanes-bounds-meet``,
+``lanes-steady`` or ``fluid``, ``simnet.engine.lanes``), the transfers the schedule holds (or
+would hold, expanded) and the simulated time (to the picosecond). ``--engine fluid`` forces the fluid
 engine (``timeline=True``), for comparison where it fits in memory.
 
 The cluster is ``cluster(N)`` (a leaf-spine of H100 hosts, 8 GPUs each) unless ``--preset``
-names topology files (the rail-optimized SuperPOD presets).
+names topology files (the rail-optimized SuperPOD presets) or ``--rail`` counts of scalable
+units of the ``rail_optimized`` generator (256 H100s each: ``--rail 4`` is 1,024 GPUs, which
+no preset has).
 Run: ``python -m benchmarks.bench_engine --gpus 64 256 1024 4096 --repeat 3``;
 ``--plot scaling.png`` draws wall time and memory against GPUs. NVLSTree over NVL72 racks:
-``--preset topologies/gb200_nvl72_20racks.yaml --algorithm nvls_tree --size 536870912 1073741824``.
+``--preset topologies/gb200_nvl72_20racks.yaml --algorithm nvls_tree --size 536870912 1073741824``;
+the ideal ring over rail fabrics: ``--rail 1 4 --model ideal``.
 """
 
 from __future__ import annotations
@@ -45,7 +49,12 @@ from simnet.schedule.catalog import ALGORITHMS
 from simnet.schedule.catalog import build_program
 from simnet.model.interface import plan
 spec = json.loads(sys.argv[1])
-topo = load_topology(spec["preset"]) if spec["preset"] else cluster(spec["gpus"])
+if spec.get("rail"):
+    from simnet import topology_from_dict
+    topo = topology_from_dict({"name": f"rail-{spec['rail']}su",
+                               "generate": {"kind": "rail_optimized", "units": spec["rail"]}})
+else:
+    topo = load_topology(spec["preset"]) if spec["preset"] else cluster(spec["gpus"])
 t1 = time.perf_counter()
 options = {"channels": spec["channels"]} if spec["channels"] else {}
 result = simulate(topo, spec["algorithm"], spec["size"], model=spec["model"], timeline=spec["engine"] == "fluid",
@@ -65,10 +74,10 @@ print(json.dumps({"gpus": len(topo.gpus), "engine": run.engine, "protocol": resu
 
 
 def measure(gpus: int, size: int = 2**30, algorithm: str = "ring", model: str = "nccl", channels: int | None = None,
-            preset: str | None = None, engine: str = "auto") -> dict:
+            preset: str | None = None, engine: str = "auto", rail: int | None = None) -> dict:
     """One run in a fresh process (see the module docstring)."""
     return in_fresh_process(_RUN, {"gpus": gpus, "size": size, "algorithm": algorithm, "model": model,
-                                   "channels": channels, "preset": preset, "engine": engine})
+                                   "channels": channels, "preset": preset, "engine": engine, "rail": rail})
 
 
 def in_fresh_process(script: str, spec: dict) -> dict:
@@ -82,6 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gpus", type=int, nargs="*", default=[64, 256, 1024])
     parser.add_argument("--preset", nargs="*", default=[], help="topology files instead of --gpus")
+    parser.add_argument("--rail", type=int, nargs="*", default=[],
+                        help="rail_optimized fabrics of these many scalable units (256 H100s each) instead of --gpus")
     parser.add_argument("--size", type=int, nargs="+", default=[2**30], help="bytes; several: a row each")
     parser.add_argument("--algorithm", default="ring")
     parser.add_argument("--model", nargs="+", choices=("nccl", "ideal"), default=["nccl"])
@@ -91,23 +102,27 @@ def main() -> None:
     parser.add_argument("--plot", help="draw wall time and peak memory against GPUs into this PNG")
     args = parser.parse_args()
     print("| cluster | N | size | model (protocol) | channels | engine | transfers | import + load s "
-          "| total s (median) | peak MB | simulated |")
+          "| total s (median) | peak MB (median) | simulated |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
-    for where in args.preset or args.gpus:
-        preset = where if args.preset else None
+    clusters = ([(p, {"preset": p}) for p in args.preset]
+                or [(f"rail_optimized, {u} SU", {"rail": u}) for u in args.rail]
+                or [("leaf-spine", {"gpus": g}) for g in args.gpus])
+    for name, where in clusters:
         for size, model in ((size, model) for size in args.size for model in args.model):
-            runs = [measure(0 if preset else where, size, args.algorithm, model, args.channels, preset,
-                            args.engine) for _ in range(args.repeat)]
+            runs = [measure(where.get("gpus", 0), size, args.algorithm, model, args.channels, where.get("preset"),
+                            args.engine, where.get("rail")) for _ in range(args.repeat)]
             first = runs[0]
             total = statistics.median(r["total_s"] for r in runs)
-            rows.append((first["gpus"], total, max(r["peak_MB"] for r in runs)))
+            rows.append((first["gpus"], total, statistics.median(r["peak_MB"] for r in runs)))
             label = f"{model} ({first['protocol']})" if first["protocol"] else model
             each = ", ".join(f"{r['total_s']:.2f}" for r in runs)
-            print(f"| {preset or 'leaf-spine'} | {first['gpus']:,} | {units.format_size(size)} | {label} "
+            peaks = ", ".join(f"{r['peak_MB']:,.0f}" for r in runs)
+            print(f"| {name} | {first['gpus']:,} | {units.format_size(size)} | {label} "
                   f"| {first['channels']} | {first['engine']} | {first['transfers']:,} "
-                  f"| {statistics.median(r['load_s'] for r in runs):.2f} | {total:.2f} ({each}) | {rows[-1][2]:,.0f} "
-                  f"| {first['sim_time_s'] * 1e3:.6f} ms |", flush=True)
+                  f"| {statistics.median(r['load_s'] for r in runs):.2f} | {total:.2f} ({each}) "
+                  f"| {rows[-1][2]:,.0f} ({peaks}) "
+                  f"| {first['sim_time_s'] * 1e3:.9f} ms |", flush=True)
     if args.plot:
         _plot(rows, args.plot)
 

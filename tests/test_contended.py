@@ -14,11 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simnet import simulate
 from simnet.engine.lanes import replay_lanes
 from simnet.engine.replay import replay
 from simnet.model.interface import lane_timing, plan, timing
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.lanes import LaneProgram
+from simnet.topology.graph import PS_PER_SECOND
 from simnet.topology.loader import load_topology, topology_from_dict
 
 FUNCTIONS = {"allreduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather"}
@@ -80,3 +82,72 @@ def test_the_bounds_hold_and_meet_only_on_the_fluid_run(hosts, size, channels, c
     else:
         assert answer.duration_ps == fluid.duration_ps
     np.testing.assert_allclose(answer.stats.bytes, fluid.stats.bytes, rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def rail():
+    """One scalable unit of the rail-optimized generator: 32 H100 hosts, a NIC per GPU, a leaf per rail."""
+    return topology_from_dict({"name": "rail", "generate": {"kind": "rail_optimized", "units": 1}})
+
+
+def _piece_through_a_nic(topo, size, channels):
+    """(ps one ring piece takes on a GPU's NIC route, that route's latency ps): a ring of N
+    GPUs moves size / (channels * N) bytes per step and channel; GPU 0 of host 0 and of host
+    1 share rail 0, so their route is one NIC, one leaf, one NIC."""
+    paths, latency = topo.route_matrix([topo.gpus[0]], [topo.gpus[8]], [0])
+    nic = int(topo.capacity[paths[0][paths[0] < len(topo.links)]].min())
+    piece = size // (channels * len(topo.gpus))
+    assert piece * channels * len(topo.gpus) == size
+    return -(-piece * PS_PER_SECOND // nic), int(latency[0])
+
+
+@pytest.mark.parametrize("gpus", [32, 128])
+def test_an_ideal_ring_on_a_rail_fabric_is_its_closed_form_by_its_bounds_and_on_the_fluid_network(rail, gpus):
+    """Under ``model: ideal`` NCCL's 8 rings each ask 7 of every GPU's NVLink ports for the
+    port's line rate: the collision is real (the exact lanes refuse), but the ring is paced by
+    its NICs, each alone on its rail. Its time is then the closed form of docs/model.md,
+    2(N-1)/N * S / B plus the route's latency: 2(N-1) pieces of S / (8 N) bytes one after
+    another through a NIC, then the NIC route's latency. The lanes' lower and upper bounds meet
+    there, and the fluid network (a timeline forces it) ends on the same picosecond."""
+    topo, size = rail.subset(gpus), 2**30
+    decided = plan("ideal", topo, "ring", size, {}, algorithms_for("allreduce")["ring"].options)
+    program = build_program("ring", topo, size, **decided.options)
+    assert replay_lanes(program, topo, lane_timing(decided, program, topo)) is None  # contended
+    by_bounds = simulate(topo, "ring", size, model="ideal")
+    fluid = simulate(topo, "ring", size, model="ideal", timeline=True)
+    assert (by_bounds.replay.engine, fluid.replay.engine) == ("lanes-bounds-meet", "fluid")
+    piece_ps, latency_ps = _piece_through_a_nic(topo, size, by_bounds.channels)
+    assert by_bounds.replay.duration_ps == fluid.replay.duration_ps == 2 * (gpus - 1) * piece_ps + latency_ps
+    assert all(w.kind != "upper_bound" for w in by_bounds.warnings)
+
+
+def test_an_ideal_ring_whose_bounds_do_not_meet_takes_the_fluid_network_even_past_the_steady_gate(rail, monkeypatch):
+    """At 1 MiB the ring's pieces are small, the NVLink collisions reach its NICs and the
+    bounds stay apart: ``model: ideal`` answers with the fluid network, the exact reference,
+    even with the steady-lanes gate at zero transfers (it bounds ``model: nccl`` rings only).
+    The bounds bracket that answer."""
+    monkeypatch.setattr("simnet.run.point.MAX_EXACT", 0)
+    topo, size = rail.subset(32), 2**20
+    answer = simulate(topo, "ring", size, model="ideal")
+    assert answer.replay.engine == "fluid"
+    decided = plan("ideal", topo, "ring", size, {}, algorithms_for("allreduce")["ring"].options)
+    program = build_program("ring", topo, size, **decided.options)
+    schedule = program.to_schedule()
+    fluid = replay(schedule, topo, timing=timing(decided, schedule, topo))
+    assert answer.replay.duration_ps == fluid.duration_ps
+    upper = replay_lanes(program, topo, lane_timing(decided, program, topo), accept="bound")
+    assert upper.engine == "lanes-steady" and upper.duration_ps > fluid.duration_ps
+    assert replay_lanes(program, topo, lane_timing(decided, program, topo), accept="makespan") is None
+
+
+@settings(max_examples=4, deadline=None)
+@given(size=st.integers(2**16, 2**30), channels=st.sampled_from([None, 2, 4]))
+def test_model_ideal_is_the_fluid_run_whichever_engine_answers(rail, size, channels):
+    """Whatever answers an ideal ring on the rail fabric (the exact lanes, the bounds where
+    they meet, or the fluid network), it is the fluid network's completion to the picosecond."""
+    topo = rail.subset(32)
+    options = {"channels": channels} if channels else {}
+    quick = simulate(topo, "ring", size, model="ideal", **options)
+    fluid = simulate(topo, "ring", size, model="ideal", timeline=True, **options)
+    assert quick.replay.engine in ("lanes", "lanes-bounds-meet", "fluid") and fluid.replay.engine == "fluid"
+    assert quick.replay.duration_ps == fluid.replay.duration_ps
