@@ -29,6 +29,7 @@ from simnet.schedule.lanes import ChunkLanes, LaneProgram
 from simnet.schedule.registry import chunk_count, register
 from simnet.schedule.transfers import COPY, REDUCE, Schedule, split_range
 from simnet.topology.graph import Topology
+from simnet.tuning.search import graph, system_of
 
 __all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch", "sharp_tree", "NVLS_CHUNK",
            "nvls_program", "nvls_tree_program"]
@@ -132,19 +133,21 @@ def _intra_broadcast(lanes: ChunkLanes, how: str, order: np.ndarray, switch: int
 
 
 def _two_level(algorithm: str, topology: Topology, ranks: list[str], size: int, intra: str, inter: str,
-               chunk_size: int, channels: int) -> LaneProgram:
+               chunk_size: int, channels: int, layout: str = "tree") -> LaneProgram:
     """Per channel group: reduce into each host's head (``intra``), AllReduce across the heads
     (``inter``: NCCL's double binary tree, or SHARP), broadcast back (``intra``); every lane
-    carries its channel's chunks in order, chunk j moving on once chunk j is in."""
-    groups = channel_groups(topology, ranks, channels, "tree")
+    carries its channel's chunks in order, chunk j moving on once chunk j is in. ``layout``:
+    the heads' channels as ``channel_groups`` lays them out (``nvls``: a head sends through
+    one network device)."""
+    groups = channel_groups(topology, ranks, channels, layout)
     trees = 2 if inter == "tree" else 1
     weights = np.array([g.weight for _ in range(trees) for g in groups])
-    edges = split_range(0, size, channels * trees)[np.concatenate([[0], np.cumsum(weights)])]
+    edges = split_range(0, size, int(weights.sum()))[np.concatenate([[0], np.cumsum(weights)])]
     lanes, chunks, info = ChunkLanes(ranks), [], {}
     host_switch = [lanes.node(nvls_switch(topology, [ranks[i] for i in order])) if intra == "nvls" else None
                    for order in groups[0].hosts]  # every group lists the hosts in one order
     for c, (t, group) in enumerate((t, g) for t in range(trees) for g in groups):
-        chunks.append(chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c])))
+        chunks.append(chunk_count(int(edges[c + 1] - edges[c]), max(1, chunk_size * int(weights[c]) // group.stripes)))
         ready = [_intra_reduce(lanes, intra, order, sw, c) for order, sw in zip(group.hosts, host_switch)]
         if inter == "tree":
             members, parents = group.heads, dtree_parents(len(group.hosts))[t]
