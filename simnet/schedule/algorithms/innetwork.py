@@ -167,6 +167,16 @@ def _two_level(algorithm: str, topology: Topology, ranks: list[str], size: int, 
     return lanes.program(algorithm, size, edges, chunks, info)
 
 
+def nvls_heads(topology: Topology, ranks: list[str]) -> int:
+    """The channels of NCCL's NVLS graph, one head GPU per channel and no GPU twice (NVIDIA/nccl
+    v2.30.7 src/graph/search.cc:1126-1128 maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs),
+    search.cc:754-770 no duplicate head); NVLSTree's every compute channel spreads its data
+    over these heads (src/graph/connect.cc:248-266 connectNvls, nvls.up[h] for every head),
+    each head sending across hosts through the one NIC its graph channel found
+    (getNvlsNetDev, search.cc:1372-1394), whatever the NICs per GPU."""
+    return graph(system_of(topology, ranks), "NVLS").channels
+
+
 # ----------------------------------------------------------------- algorithms
 def nvls_program(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
                  channels: int = 16) -> LaneProgram:
@@ -208,7 +218,7 @@ def nvls_tree_program(topology: Topology, ranks: list[str], size: int, chunk_siz
     if len(topology.groups("node", ranks)) < 2:
         raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
     return _two_level("nvls_tree", topology, ranks, size, "nvls", "tree", chunk_size,
-                      channels or default_channels(topology, ranks))
+                      channels or nvls_heads(topology, ranks), "nvls")
 
 
 @register("nvls_tree",
