@@ -103,3 +103,75 @@ def test_a_transport_on_a_gpu_that_is_not_its_own_nic_is_refused():
     topology["nodes"][-2]["transport"] = "roce"  # the last host's last GPU, which has a NIC node
     with pytest.raises(InputError, match=r"nodes\[\d+\]\.transport: 'h1-gpu3' is no NIC of its own"):
         topology_from_dict(topology)
+
+
+# ------------------------------------------------- NICs fused per GPU or written out
+SIZES = (2**20, 2**24, 2**27, 2**30)
+ALGORITHMS = ("auto", "ring", "tree", "nvls_tree")
+
+
+def _nics(transport: str, per_gpu: int, rate_gbit: int = 400):
+    """Two hosts of 8 H100s under one leaf, ``per_gpu`` NICs of ``rate_gbit`` / ``per_gpu``
+    Gb/s on every GPU (the generator's PCIe link GPU -> NIC for each)."""
+    return topology_from_dict({"name": f"{transport}-{per_gpu}", "generate": {
+        "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "spines": 1, "gpu": "h100",
+        "transport": transport, "nic_bandwidth": f"{rate_gbit // per_gpu} Gb/s", "nics_per_host": 8 * per_gpu}})
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("per_gpu", [2, 4])
+def test_efa_nics_written_out_per_gpu_are_the_plugins_one_device(per_gpu):
+    """aws-ofi-nccl's RDMA protocol (P5's default) groups the NICs nearest each GPU into one
+    network device of their combined rate and stripes every send over them
+    (src/nccl_ofi_topo.cpp nccl_ofi_topo_group, src/nccl_ofi_rdma.cpp:413 port_speed x
+    max_group_size, src/nccl_ofi_scheduler.cpp): a p5.48xlarge's 32 x 100G EFA, written out,
+    is to NCCL the 8 x 400G written fused. NCCL's view is the same, and so is every answer,
+    to 2 %: auto's pick, ring, tree, nvls_tree, 1 MiB to 1 GiB. Before, nvls_tree took 2.25-2.36x
+    as long written out 4 per GPU and auto picked ring there, nvls_tree fused."""
+    from simnet.tuning.search import system_of
+
+    fused, written = _nics("efa", 1), _nics("efa", per_gpu)
+    assert system_of(written) == system_of(fused)
+    for size in SIZES:
+        for algorithm in ALGORITHMS:
+            expected, got = simnet.simulate(fused, algorithm, size), simnet.simulate(written, algorithm, size)
+            assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), (size, algorithm)
+            assert got.time_s == pytest.approx(expected.time_s, rel=0.02), (size, algorithm)
+        sent = {link.src for link in simnet.simulate(written, "nvls_tree", size).links
+                if "nic" in link.src and "tor" in link.dst and link.bytes}
+        assert len(sent) == 2 * 8 * per_gpu  # the striping uses every NIC of the group
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("transport", ["ib", "roce"])
+@pytest.mark.parametrize("per_gpu", [2, 4])
+def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):
+    """NCCL 2.30.7 fuses only the ports of one NIC (NCCL_NET_MERGE_LEVEL defaults to PORT,
+    src/graph/topo.cc:1744), so 2 or 4 NICs per GPU (OCI's BM.GPU.H100.8: 16 x 200G) are 16 or
+    32 devices to it, not 8 of twice or four times the rate: NCCL's own answer differs from
+    the fused description's, and simnet states NCCL's.
+
+    * Its NVLS graph takes each GPU once as a head, through the NIC it was found with
+      (search.cc:754-770, getNvlsNetDev :1372-1394): NVLSTree crosses hosts through one NIC
+      per GPU, so it runs exactly as on one NIC per GPU of that rate (8 x 200G), and NCCL's
+      model and simnet give it NCCL's ratio to the fused 8 x 400G (bwInter 24 against 48 GB/s).
+    * Ring and tree deal their channels over every NIC: a 1 GiB ring (bandwidth-bound, the
+      same NIC bandwidth per GPU, every NIC used) agrees with the fused description to 2 %.
+    * auto picks what NCCL's model picks for each description (``predict.pick``)."""
+    from simnet.tuning import predict, tables
+    from simnet.tuning.search import graph, system_of
+
+    fused, written, one = _nics(transport, 1), _nics(transport, per_gpu), _nics(transport, 1, 400 // per_gpu)
+    assert system_of(written).nics == 8 * per_gpu and system_of(fused).nics == 8
+    assert graph(system_of(written), "NVLSTree") == graph(system_of(one), "NVLSTree")
+    assert graph(system_of(written), "NVLSTree").bw_inter < graph(system_of(fused), "NVLSTree").bw_inter
+    for size in SIZES:
+        got, expected = simnet.simulate(written, "nvls_tree", size), simnet.simulate(one, "nvls_tree", size)
+        assert got.time_s == pytest.approx(expected.time_s, rel=0.02), size
+        sent = {link.src for link in got.links if "nic" in link.src and "tor" in link.dst and link.bytes}
+        assert len(sent) == 2 * 8  # one NIC per head GPU, the others idle
+        for topology in (fused, written):
+            choice = predict.pick(system_of(topology), size)
+            assert simnet.simulate(topology, "auto", size).algorithm == tables.SIMNET_NAMES[choice.algorithm], size
+    ring = simnet.simulate(written, "ring", 2**30).time_s
+    assert ring == pytest.approx(simnet.simulate(fused, "ring", 2**30).time_s, rel=0.02)

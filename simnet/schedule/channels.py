@@ -34,19 +34,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simnet.tuning.search import graph, mesh_rings, system_of
+from simnet.tuning.search import graph, mesh_rings, net_devices, system_of
 
 __all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
 
 
 @dataclass(frozen=True)
 class ChannelGroup:
-    """One simulated channel: how many NCCL channels it stands for, and per host the rank
-    positions in visiting order, the GPU it enters through (the head) first and the GPU it
-    leaves from last."""
+    """One simulated channel: how many NCCL channels it stands for (in ``stripes``-ths of a
+    channel where the network plugin stripes every send over several NICs), and per host the
+    rank positions in visiting order, the GPU it enters through (the head) first and the GPU
+    it leaves from last."""
 
     weight: int
     hosts: list[np.ndarray]
+    stripes: int = 1  # the weight counts 1/stripes of an NCCL channel (a plugin striping over NICs)
 
     @property
     def heads(self) -> np.ndarray:
@@ -62,18 +64,22 @@ def host_positions(topology, ranks: list[str]) -> list[np.ndarray]:
     return [np.array(members, dtype=np.int64) for members in groups.values()]
 
 
-def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> tuple[list[list[int]], int]:
+def _rail_positions(topology, ranks: list[str], hosts: list[np.ndarray]) -> tuple[list[list[int]], int, bool]:
     """Per host, the rank positions of the GPUs next to its NICs, each GPU once, in NIC order
-    (empty: no NICs); and how many NICs each of those GPUs has, when every one of every host
-    has the same number (else 1)."""
+    (empty: no NICs); how many NICs each of those GPUs has, when every one of every host
+    has the same number (else 1); and whether those NICs are one network device per GPU that
+    stripes every send over them (EFA's grouped NICs, ``search.net_devices``) rather than
+    devices of their own."""
     position = {gpu: i for i, gpu in enumerate(ranks)}
-    result, counts = [], set()
+    result, counts, striped = [], set(), False
     for members in hosts:
         gpus = [ranks[i] for i in members]
-        near = [position[gpu] for _, gpu in topology.rails(gpus) if gpu in position]
+        rails = topology.rails(gpus)
+        near = [position[gpu] for _, gpu in rails if gpu in position]
         result.append(list(dict.fromkeys(near)))
         counts |= {near.count(g) for g in result[-1]}
-    return result, counts.pop() if len(counts) == 1 else 1
+        striped |= len(net_devices(topology, rails)) < len(rails)
+    return result, counts.pop() if len(counts) == 1 else 1, striped
 
 
 def _spread_over_nics(groups: list[ChannelGroup], nics: int) -> list[ChannelGroup]:
@@ -88,6 +94,18 @@ def _spread_over_nics(groups: list[ChannelGroup], nics: int) -> list[ChannelGrou
         share, extra = divmod(group.weight, parts)
         spread += [ChannelGroup(share + (j < extra), group.hosts) for j in range(parts)]
     return spread
+
+
+def _stripe(groups: list[ChannelGroup], nics: int) -> list[ChannelGroup]:
+    """Each group's channels striped over its GPUs' ``nics`` NICs, as aws-ofi-nccl's RDMA
+    protocol splits every send of a grouped device over its rails (aws-ofi-nccl 2daf7d30
+    src/nccl_ofi_scheduler.cpp:77-120 set_schedule_by_threshold: a send of 64 bytes or more,
+    OFI_NCCL_SCHED_MAX_SMALL_RR_SIZE include/nccl_ofi_param.h:166, is cut into a stripe per
+    128 KiB, OFI_NCCL_MIN_STRIPE_SIZE :160, up to one per rail, and the sends rotate over the
+    rails, so every rail carries an equal share): group ``g``
+    becomes ``nics`` groups in a row, each carrying 1/``nics`` of its data (weight in
+    ``nics``-ths of a channel), which routing sends through consecutive NICs of the GPU."""
+    return [ChannelGroup(group.weight, group.hosts, nics) for group in groups for _ in range(nics)]
 
 
 def default_channels(topology, ranks: list[str]) -> int:
@@ -105,7 +123,7 @@ def _order(members: np.ndarray, enter: int, leave: int) -> np.ndarray:
 def _layout(rails: list[int], channel: int, host: int, kind: str) -> tuple[int, int]:
     """(enter, leave) rank positions of ``channel`` in a host with these rails."""
     r = len(rails)
-    if kind == "tree":
+    if kind in ("tree", "nvls"):
         head = rails[channel % r]
         return head, head
     c = channel ^ 1 if host % 2 else channel  # odd hosts swap each pair, so rails line up host to host
@@ -115,14 +133,18 @@ def _layout(rails: list[int], channel: int, host: int, kind: str) -> tuple[int, 
 
 def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring") -> list[ChannelGroup]:
     """The simulated channels for ``channels`` NCCL channels over ``ranks``: ``kind`` is
-    ``ring`` (rails in pairs) or ``tree`` (one rail per channel); see the module docstring."""
+    ``ring`` (rails in pairs), ``tree`` (one rail per channel) or ``nvls`` (one rail per
+    channel, each head GPU sending through one network device: NCCL's NVLS graph gives each
+    head the one NIC it was found with, src/graph/search.cc:754-770 and getNvlsNetDev
+    search.cc:1372-1394, v2.30.7); see the module docstring. The weights sum to
+    ``channels`` (times ``stripes`` where the plugin stripes over several NICs)."""
     if channels < 1:
         raise ValueError("channels must be at least 1")
     hosts = host_positions(topology, ranks)
     rings = mesh_rings(system_of(topology, ranks))
     if rings is not None:
         return _mesh_groups(hosts, rings, channels, kind)
-    rails, nics = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else ([[] for _ in hosts], 1)
+    rails, nics, striped = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else ([[] for _ in hosts], 1, False)
     if min(len(r) for r in rails) == 0:
         return [ChannelGroup(channels, hosts)]
     layouts: dict[tuple, int] = {}
@@ -131,7 +153,11 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
         layouts[key] = layouts.get(key, 0) + 1
     groups = [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
               for key, weight in layouts.items()]
-    return _spread_over_nics(groups, nics) if nics > 1 else groups
+    if nics == 1:
+        return groups
+    if striped:
+        return _stripe(groups, nics)
+    return groups if kind == "nvls" else _spread_over_nics(groups, nics)
 
 
 def _mesh_groups(hosts: list[np.ndarray], rings: list[tuple[int, ...]], channels: int, kind: str) -> list[ChannelGroup]:

@@ -202,7 +202,10 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
     # NCCL chunks each channel's own bytes (enqueue.cc:717-736): the channels the collective runs on
     channels = collective_channels(system, algorithm, protocol, nbytes, function)[0]
     if algorithm in ("NVLS", "NVLSTree"):
-        ops = channels * (ppn if system.nodes == 1 else max(system.nics, 1))
+        # concurrentOps = channels x the NVLS heads (enqueue.cc:2280, v2.30.7): one per GPU of the NVLS
+        # graph, no more than the NICs it found them with (search.cc:754-770), not one per NIC
+        heads = min(graph(system, "NVLS").channels, max(system.nics, 1))
+        ops = channels * (ppn if system.nodes == 1 else heads)
         if algorithm == "NVLS":
             chunk = 32 * 1024 if system.nodes > 1 and algorithm_bandwidth(system, "NVLS", "Simple") < 150 \
                 else _nvls_tuning(system)[1]

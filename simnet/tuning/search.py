@@ -27,7 +27,7 @@ from simnet.tuning.tables import (
     SPEED_INTRA,
 )
 
-__all__ = ["System", "Graph", "system_of", "graph", "comm_channels", "mesh_rings"]
+__all__ = ["System", "Graph", "system_of", "graph", "comm_channels", "mesh_rings", "net_devices"]
 
 
 def _speeds(system: System, table: dict) -> tuple:
@@ -45,7 +45,8 @@ class System:
 
     ``nvlink_bw``: NVLink bandwidth per GPU as NCCL models it (links x per-link, or 0 with
     no NVLink); ``pci_bw``: a GPU's PCIe bandwidth; ``nic_bw``: a GPU's path to one NIC
-    (min of PCIe and the NIC); ``nics``: NICs per node; ``cpu``: the hosts' CPU as NCCL's
+    (min of PCIe and the NIC, an EFA group's NICs together); ``nics``: network devices per node
+    (NICs; one per GPU for EFA's grouped NICs, ``net_devices``); ``cpu``: the hosts' CPU as NCCL's
     model classes it (intel, amd, arm); ``nvls``: the NVSwitch can reduce;
     ``collnet``: the network can reduce (SHARP) and NCCL_COLLNET_ENABLE would be set.
     ``library``: ``nccl``, or ``rccl`` on AMD GPUs, whose ``arch`` (gfx942, gfx950) picks
@@ -116,13 +117,14 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
                    == NVLINK for a in first for b in first if a != b)
     pci = max((rate[i] for i in out if topology.link_type[i] == PCIE), default=pcie_effective(4) / 1e9)
     rails = topology.rails(first) if len(hosts) > 1 else []
+    devices = net_devices(topology, rails)
     nic_bw = 0.0
-    if rails:
-        nic, near = rails[0]
+    if devices:
+        nic, near = devices[0][0]
         # no route: the GPU is its own NIC (cabled straight to the network)
         to_nic = min((rate[i] for i in topology.route_indices(near, nic)), default=float("inf"))
-        wire = min(rate[i] for i in (topology.link_index[(nic, n)] for n in topology.graph.successors(nic))
-                   if topology.link_type[i] == NET)
+        wire = sum(min(rate[i] for i in (topology.link_index[(n, m)] for m in topology.graph.successors(n))
+                       if topology.link_type[i] == NET) for n, _ in devices[0])
         nic_bw = float(min(to_nic, wire))
     marked = topology.derived("switch_features", _switch_features)
     nvls = cc >= 90 and len(first) > 1 and "nvls" in marked
@@ -130,9 +132,29 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     transport = topology.transport(rails[0][0]) if rails else "ib"
     nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
-                  nic_bw=nic_bw, nics=len(rails), transport=transport, cpu=cpu, nvls=nvls, collnet=collnet,
+                  nic_bw=nic_bw, nics=len(devices), transport=transport, cpu=cpu, nvls=nvls, collnet=collnet,
                   nic_latency=None if nic_latency is None else nic_latency * 1e6,
                   library="rccl" if amd else "nccl", arch=amd[0] if amd else "", mesh=mesh)
+
+
+def net_devices(topology, rails: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The network devices NCCL sees among one host's ``rails`` (``Topology.rails``), each
+    as the rails it drives. NCCL itself fuses only the ports of one NIC (NCCL_NET_MERGE_LEVEL
+    defaults to PORT, NVIDIA/nccl v2.30.7 src/graph/topo.cc:1744; separate NICs are at PIX or
+    farther, topo.cc:1199-1213), so with InfiniBand and RoCE every NIC is a device. The
+    aws-ofi-nccl plugin's (master 2daf7d30) RDMA protocol, which it runs on EFA whenever NICs group (P5 and
+    later by default, aws/aws-ofi-nccl src/platform-aws.cpp:139, else when a group has
+    several NICs, src/nccl_ofi_net.cpp:246-330), groups the NICs nearest each GPU into one
+    device (src/nccl_ofi_topo.cpp nccl_ofi_topo_group: as many groups as GPUs share the NICs'
+    PCIe subtree, create_groups_from_info_list) of their combined rate (get_properties:
+    port_speed x max_group_size, src/nccl_ofi_rdma.cpp:413), striping each send over them
+    (src/nccl_ofi_scheduler.cpp): here the NICs of one GPU."""
+    if not rails or topology.transport(rails[0][0]) != "efa":
+        return [[rail] for rail in rails]
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for nic, gpu in rails:
+        groups.setdefault(gpu, []).append((nic, gpu))
+    return list(groups.values())
 
 
 def _switch_features(topology) -> frozenset[str]:

@@ -29,6 +29,7 @@ from simnet.schedule.lanes import ChunkLanes, LaneProgram
 from simnet.schedule.registry import chunk_count, register
 from simnet.schedule.transfers import COPY, REDUCE, Schedule, split_range
 from simnet.topology.graph import Topology
+from simnet.tuning.search import graph, system_of
 
 __all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch", "sharp_tree", "NVLS_CHUNK",
            "nvls_program", "nvls_tree_program"]
@@ -132,19 +133,21 @@ def _intra_broadcast(lanes: ChunkLanes, how: str, order: np.ndarray, switch: int
 
 
 def _two_level(algorithm: str, topology: Topology, ranks: list[str], size: int, intra: str, inter: str,
-               chunk_size: int, channels: int) -> LaneProgram:
+               chunk_size: int, channels: int, layout: str = "tree") -> LaneProgram:
     """Per channel group: reduce into each host's head (``intra``), AllReduce across the heads
     (``inter``: NCCL's double binary tree, or SHARP), broadcast back (``intra``); every lane
-    carries its channel's chunks in order, chunk j moving on once chunk j is in."""
-    groups = channel_groups(topology, ranks, channels, "tree")
+    carries its channel's chunks in order, chunk j moving on once chunk j is in. ``layout``:
+    the heads' channels as ``channel_groups`` lays them out (``nvls``: a head sends through
+    one network device)."""
+    groups = channel_groups(topology, ranks, channels, layout)
     trees = 2 if inter == "tree" else 1
     weights = np.array([g.weight for _ in range(trees) for g in groups])
-    edges = split_range(0, size, channels * trees)[np.concatenate([[0], np.cumsum(weights)])]
+    edges = split_range(0, size, int(weights.sum()))[np.concatenate([[0], np.cumsum(weights)])]
     lanes, chunks, info = ChunkLanes(ranks), [], {}
     host_switch = [lanes.node(nvls_switch(topology, [ranks[i] for i in order])) if intra == "nvls" else None
                    for order in groups[0].hosts]  # every group lists the hosts in one order
     for c, (t, group) in enumerate((t, g) for t in range(trees) for g in groups):
-        chunks.append(chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c])))
+        chunks.append(chunk_count(int(edges[c + 1] - edges[c]), max(1, chunk_size * int(weights[c]) // group.stripes)))
         ready = [_intra_reduce(lanes, intra, order, sw, c) for order, sw in zip(group.hosts, host_switch)]
         if inter == "tree":
             members, parents = group.heads, dtree_parents(len(group.hosts))[t]
@@ -162,6 +165,16 @@ def _two_level(algorithm: str, topology: Topology, ranks: list[str], size: int, 
     info["channels"] = channels
     info["channel_weights"] = weights.tolist()
     return lanes.program(algorithm, size, edges, chunks, info)
+
+
+def nvls_heads(topology: Topology, ranks: list[str]) -> int:
+    """The channels of NCCL's NVLS graph, one head GPU per channel and no GPU twice (NVIDIA/nccl
+    v2.30.7 src/graph/search.cc:1126-1128 maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs),
+    search.cc:754-770 no duplicate head); NVLSTree's every compute channel spreads its data
+    over these heads (src/graph/connect.cc:248-266 connectNvls, nvls.up[h] for every head),
+    each head sending across hosts through the one NIC its graph channel found
+    (getNvlsNetDev, search.cc:1372-1394), whatever the NICs per GPU."""
+    return graph(system_of(topology, ranks), "NVLS").channels
 
 
 # ----------------------------------------------------------------- algorithms
@@ -205,7 +218,7 @@ def nvls_tree_program(topology: Topology, ranks: list[str], size: int, chunk_siz
     if len(topology.groups("node", ranks)) < 2:
         raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
     return _two_level("nvls_tree", topology, ranks, size, "nvls", "tree", chunk_size,
-                      channels or default_channels(topology, ranks))
+                      channels or nvls_heads(topology, ranks), "nvls")
 
 
 @register("nvls_tree",

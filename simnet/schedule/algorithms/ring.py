@@ -192,17 +192,18 @@ def ring_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
     n = len(ranks)
     channels, groups, weights = ring_layout(topology, ranks, channels)
     shares = np.concatenate([[0], np.cumsum(weights)])
+    units = int(shares[-1])  # NCCL's channels, in stripes where the plugin stripes them over NICs
     orders = np.stack([np.concatenate(g.hosts) for g in groups])  # (groups, n) rank positions in visiting order
-    pieces = [chunk_size * g.weight if chunk_size else None for g in groups]
+    pieces = [max(1, chunk_size * g.weight // g.stripes) if chunk_size else None for g in groups]
     if collective == "allreduce":
-        edges = split_range(0, size, channels)[shares]
+        edges = split_range(0, size, units)[shares]
         bounds = np.stack([split_range(int(edges[g]), int(edges[g + 1]), n) for g in range(len(groups))])
         part_lo, part_hi = bounds[:, :-1], bounds[:, 1:]
         chunks = [chunk_count(int(edges[g + 1] - edges[g]) // n, pieces[g]) for g in range(len(groups))]
         phases = [(REDUCE, 0), (COPY, 1)]  # (op, offset): member i sends part (i + offset - t) at phase step t
     else:
         rank_parts = split_range(0, size, n)
-        cuts = rank_parts[:-1, None] + (shares[None, :] * np.diff(rank_parts)[:, None]) // channels
+        cuts = rank_parts[:-1, None] + (shares[None, :] * np.diff(rank_parts)[:, None]) // units
         column = np.arange(len(groups))[:, None]  # group g takes slice g of each member's own part
         part_lo, part_hi = cuts[orders, column], cuts[orders, column + 1]
         chunks = [chunk_count(int(np.max(part_hi[g] - part_lo[g], initial=0)), pieces[g]) for g in range(len(groups))]

@@ -40,13 +40,13 @@ def _ring_rooted(name: str, topology: Topology, ranks: list[str], size: int, chu
     group a pipelined chain along its ring, from the root or ending at it."""
     b = ScheduleBuilder("ring", ranks, size)
     channels, groups, weights = ring_layout(topology, ranks, channels)
-    edges = split_range(0, size, channels)[np.concatenate([[0], np.cumsum(weights)])]
+    edges = split_range(0, size, int(weights.sum()))[np.concatenate([[0], np.cumsum(weights)])]
     for k, group in enumerate(groups):
         ring = np.concatenate(group.hosts)
         ring = np.roll(ring, -int(np.flatnonzero(ring == ROOT)[0]))  # the root first
         order = ring if name == "broadcast" else np.append(ring[1:], ROOT)  # reduce ends at the root
         lo, hi = int(edges[k]), int(edges[k + 1])
-        chunks = chunk_count(hi - lo, chunk_size * int(weights[k]) if chunk_size else None)
+        chunks = chunk_count(hi - lo, max(1, chunk_size * int(weights[k]) // group.stripes) if chunk_size else None)
         chain(b, order, lo, hi, chunks, COPY if name == "broadcast" else REDUCE, channel=k)
         host = {int(m): i for i, members in enumerate(group.hosts) for m in members}
         between = sum(host[int(a)] != host[int(c)] for a, c in zip(order[:-1], order[1:]))

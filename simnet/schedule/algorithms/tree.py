@@ -232,11 +232,12 @@ def tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
     groups = channel_groups(topology, ranks, channels, "tree")
     trees = 2 if len(groups[0].hosts) > 1 else 1
     weights = np.array([g.weight for t in range(trees) for g in groups]) * (2 // trees)
-    edges = split_range(0, size, 2 * channels)[np.concatenate([[0], np.cumsum(weights)])]
+    edges = split_range(0, size, int(weights.sum()))[np.concatenate([[0], np.cumsum(weights)])]
     lanes, chunks, pipeline = ChunkLanes(ranks), [], {}
     for c, (t, group) in enumerate((t, g) for t in range(trees) for g in groups):
         members, parents = nccl_tree_parents(group, t)
-        k = chunk_count(int(edges[c + 1] - edges[c]), chunk_size * int(weights[c]))  # chunk_size is per NCCL channel
+        # chunk_size is per NCCL channel (a group of stripes carries 1/stripes of one)
+        k = chunk_count(int(edges[c + 1] - edges[c]), max(1, chunk_size * int(weights[c]) // group.stripes))
         chunks.append(k)
         # hops, chunks, and the hops between hosts (up and down the tree over hosts)
         pipeline[c] = (2 * tree_depth(parents), k, 2 * tree_depth(dtree_parents(len(group.hosts))[t]))
