@@ -255,28 +255,31 @@ class _Pricer:
 
     def together(self, instances: list[Instance], timeline: Timeline, alone: np.ndarray) -> np.ndarray | None:
         """Times with the calls of one collective and size by disjoint groups that overlap in
-        the replay simulated at once (``simulate_groups``); None if no calls overlap so."""
-        order = np.argsort(timeline.instance_start, kind="stable")
-        clusters: list[list[int]] = []
-        open_until = -np.inf
-        for j in order.tolist():
-            if clusters and timeline.instance_start[j] < open_until:
-                clusters[-1].append(j)
-                open_until = max(open_until, timeline.instance_end[j])
-            else:
-                clusters.append([j])
-                open_until = timeline.instance_end[j]
+        the replay simulated at once (``simulate_groups``); None if no calls overlap so.
+
+        Calls of a kind are taken in order of start into batches whose calls all overlap
+        one another (each starts before every earlier one of the batch ends) on disjoint
+        groups: a TP x DP job's DP groups, bucket after bucket, share the fabric bucket by
+        bucket, even when a group's next bucket starts while another group's last runs."""
+        by_kind: dict[tuple, list[int]] = defaultdict(list)
+        for j in np.argsort(timeline.instance_start, kind="stable").tolist():
+            key = self.key(instances[j])
+            by_kind[(key[0], key[1], key[3], key[4])].append(j)
         times, changed = alone.copy(), False
-        for cluster in clusters:
-            by_kind: dict[tuple, list[int]] = defaultdict(list)
-            for j in cluster:
-                key = self.key(instances[j])
-                by_kind[(key[0], key[1], key[3], key[4])].append(j)
-            for (collective, size, algorithm, env), members in by_kind.items():
-                groups = [self.key(instances[j])[2] for j in members]
-                if len(groups) < 2 or len({g for group in groups for g in group}) < sum(map(len, groups)):
+        for (collective, size, algorithm, env), calls in by_kind.items():
+            batches: list[tuple[list[int], float, set]] = []  # calls, earliest end, GPUs held
+            for j in calls:
+                gpus = set(self.key(instances[j])[2])
+                if batches and timeline.instance_start[j] < batches[-1][1] and not gpus & batches[-1][2]:
+                    members, until, held = batches[-1]
+                    batches[-1] = (members + [j], min(until, timeline.instance_end[j]), held | gpus)
+                else:
+                    batches.append(([j], timeline.instance_end[j], gpus))
+            for members, _, _ in batches:
+                if len(members) < 2:
                     continue
-                shared = simulate_groups(self.topo, [list(g) for g in groups], collective, size, algorithm=algorithm,
+                groups = [list(self.key(instances[j])[2]) for j in members]
+                shared = simulate_groups(self.topo, groups, collective, size, algorithm=algorithm,
                                          model=self.model, env=dict(env), calibration=self.calibration)
                 for j, t in zip(members, shared.times_s):
                     times[j], changed = max(t, alone[j]), True
