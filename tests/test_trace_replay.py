@@ -220,6 +220,38 @@ def test_calls_of_one_size_by_disjoint_groups_at_once_share_the_fabric(tmp_path)
     assert replayed.step_s == pytest.approx(1e-3 + together.time_s + 50e-6 + 1e-3, rel=1e-6)
 
 
+def test_dp_groups_share_the_fabric_bucket_by_bucket_when_one_group_runs_late(tmp_path):
+    # the fabric above; each rank: a GEMM, two AllReduce buckets back to back, the optimizer
+    # once the second is done. Group [1, 3]'s GEMM takes 1.5 ms, group [0, 2]'s 1 ms, so
+    # [0, 2]'s second bucket starts while [1, 3]'s first still runs: bucket k of one group
+    # runs with bucket k of the other (both take simulate_groups' time T), and the step is
+    # the late group's: 1.5 ms + 2 T + 50 us + 1 ms
+    topo = topology_from_dict({"name": "fabric", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
+        "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}})
+    gpus = topo.gpus
+    traces = []
+    for rank in range(4):
+        group = "[0, 2]" if rank in (0, 2) else "[1, 3]"
+        gemm = 1_000 if rank in (0, 2) else 1_500
+        events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 40_000},
+                  _launch(5, 1), _launch(10, 2), _launch(12, 4), _launch(15, 3),
+                  _kernel("gemm", 100, gemm, 7, 1),
+                  _allreduce(100 + gemm, 8_000, ranks=group, corr=2),
+                  _allreduce(100 + gemm + 8_000, 8_000, ranks=group, corr=4),
+                  _kernel("sgd", 100 + gemm + 16_050, 1_000, 7, 3)]
+        for e in events[6:8]:
+            e["args"]["Process Group Name"] = "dp" + group
+        traces.append(read_kineto_events({"distributedInfo": {"rank": rank, "world_size": 4},
+                                          "traceEvents": events}, f"r{rank}.json"))
+    together = simulate_groups(topo, [[gpus[0], gpus[2]], [gpus[1], gpus[3]]], "allreduce", SIZE, model="ideal")
+    alone = simulate_groups(topo, [[gpus[0], gpus[2]]], "allreduce", SIZE, model="ideal")
+    assert alone.time_s > 0.5e-3  # bucket 1 of [1, 3] starts (1.5 ms) before that of [0, 2] ends
+    assert max(together.times_s) > 1.5 * alone.time_s
+    replayed = simulate_trace(traces, topo, model="ideal")
+    assert replayed.step_s == pytest.approx(1.5e-3 + 2 * max(together.times_s) + 50e-6 + 1e-3, rel=1e-6)
+
+
 def test_missing_ranks_and_mismatched_calls_are_refused_in_one_line(tmp_path):
     r0 = _write(tmp_path, "r0.json", _step_trace(0, 1_000))
     with pytest.raises(InputError, match="rank 1 has no trace.*--ranks-per-trace"):

@@ -76,12 +76,17 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         raise InputError("--trace: '-' (standard output) is for --json only; name a file")
     if json_path and trace_path and Path(json_path).resolve() == Path(trace_path).resolve():
         raise InputError("--json and --trace must name different files")
-    replayed = simulate_trace(read_traces(traces, ranks_per_trace, groups), topology, placement=placement,
+    replayed = simulate_trace(read_traces(traces, ranks_per_trace, groups, len(topology.gpus)), topology,
+                              placement=placement,
                               gpu_speedup=gpu_speedup, as_recorded=as_recorded,
                               **({"model": model} if model else {}))
     text = json.dumps(replayed.to_dict(), indent=2)
-    if json_path == "-":
+    if json_path == "-":  # stdout holds the JSON alone; the trace file is still written
         click.echo(text)
+        if trace_path:
+            from simnet.report.trace import write_replay_trace
+
+            write_replay_trace(replayed, trace_path)
         return
     console = stdout_console()
     for table in trace_tables(replayed):

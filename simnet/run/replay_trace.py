@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet.errors import InputError
-from simnet.model.interface import DEFAULT_MODEL
+from simnet.model.interface import DEFAULT_MODEL, resolve_model
 from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
 from simnet.run.nccl_env import nccl_env
@@ -40,7 +40,8 @@ from simnet.schedule.catalog import algorithms_for
 from simnet.spec.jobs import choose_gpus
 from simnet.topology.graph import Topology
 from simnet.topology.loader import load_topology
-from simnet.workloads.trace import Instance, RankTrace, Timeline, exposed_s, instances_of, recorded, replay, step_spans
+from simnet.workloads.trace import (MAX_RANKS, Instance, RankTrace, Timeline, exposed_s, instances_of, recorded,
+                                    replay, step_spans)
 
 __all__ = ["TraceReplay", "simulate_trace", "read_traces"]
 
@@ -87,17 +88,31 @@ class TraceReplay:
 
 
 def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
-                groups: Mapping[str, Sequence[int]] | None = None) -> list[RankTrace]:
+                groups: Mapping[str, Sequence[int]] | None = None, max_ranks: int | None = None) -> list[RankTrace]:
     """One ``RankTrace`` per rank from Kineto JSON files (``.json``/``.json.gz``) or Chakra
     execution traces (``NAME.RANK.et``); with ``ranks_per_trace`` K each trace also stands
     for the K-1 ranks after its own (a job whose ranks all run alike, traced on one of
     them). ``groups`` (process group name -> ranks) names the ranks of a Chakra trace's
-    ``pg_name``s (a Kineto trace names them itself); unnamed groups are the whole job."""
+    ``pg_name``s (a Kineto trace names them itself); unnamed groups are the whole job.
+    ``max_ranks`` (default ``MAX_RANKS``; the topology's GPUs, say) refuses a job of more
+    ranks before any is built."""
     from simnet.workloads.chakra import rank_of, read_chakra
     from simnet.workloads.kineto import read_kineto
 
     if isinstance(ranks_per_trace, bool) or not isinstance(ranks_per_trace, int) or ranks_per_trace < 1:
         raise InputError(f"ranks_per_trace must be a whole number >= 1, not {ranks_per_trace!r}")
+    limit = MAX_RANKS if max_ranks is None else min(max_ranks, MAX_RANKS)
+
+    def check(rank: int, world: int | None, source) -> None:
+        """Refuse a trace that makes the job larger than ``limit`` before its ranks are built."""
+        ranks = max(rank + ranks_per_trace, world or 0)
+        if ranks > limit:
+            bound = "GPUs the topology has" if max_ranks is not None and limit == max_ranks else "ranks simnet replays"
+            raise InputError(f"the trace makes a job of {ranks:,} ranks (rank {rank:,}"
+                             + (f", world size {world:,}" if world else "")
+                             + (f", --ranks-per-trace {ranks_per_trace:,}" if ranks_per_trace > 1 else "")
+                             + f"): more than the {limit:,} {bound}", source)
+
     paths = [Path(path) for path in paths]
     chakra = [p for p in paths if p.name.endswith((".et", ".et.gz"))]
     if chakra and len(chakra) < len(paths):
@@ -106,11 +121,15 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
         raise InputError("groups name the ranks of a Chakra trace's process groups; a Kineto trace names them "
                          "itself (\"Process Group Ranks\")")
     if chakra:
+        for p in chakra:
+            check(rank_of(p), None, p)
         world = max(rank_of(p) for p in chakra) + ranks_per_trace
         named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
         traces = [read_chakra(p, world, named) for p in chakra]
     else:
         traces = [read_kineto(p) for p in paths]
+    for t in traces:
+        check(t.rank, t.world, t.source)
     ranks: dict[int, str] = {}
     out = []
     for t in traces:
@@ -122,10 +141,12 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
                                     f"{ranks_per_trace} ranks)" if ranks_per_trace > 1 else ""), t.source)
             ranks[rank] = t.source
             out.append(t.as_rank(rank))
-    worlds = {t.world for t in out if t.world is not None}
+    worlds = {t.world: t.source for t in traces if t.world is not None}
     if len(worlds) > 1:
-        raise InputError(f"the traces come from jobs of different sizes (world sizes {sorted(worlds)})")
-    world = worlds.pop() if worlds else max(ranks) + 1
+        raise InputError(f"the traces come from jobs of different sizes ("
+                         + ", ".join(f"world size {w} in {src}" for w, src in sorted(worlds.items())) + ")",
+                         traces[0].source)
+    world = next(iter(worlds)) if worlds else max(ranks) + 1
     missing = sorted(set(range(world)) - set(ranks))
     beyond = sorted(r for r in ranks if r >= world)
     if missing or max(ranks) >= world:
@@ -153,8 +174,8 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     ``placement`` is packed, spread or random(seed) as for jobs; ``gpu_speedup`` divides
     every kernel's recorded time (another GPU's FLOP/s over the recorded one's);
     ``model`` and ``env`` as for ``simulate``."""
-    if isinstance(gpu_speedup, bool) or not isinstance(gpu_speedup, (int, float)) or not 0 < gpu_speedup < 1e6:
-        raise InputError(f"gpu_speedup must be a positive number (a ratio of FLOP/s), not {gpu_speedup!r}")
+    if isinstance(gpu_speedup, bool) or not isinstance(gpu_speedup, (int, float)) or not 1e-6 <= gpu_speedup <= 1e6:
+        raise InputError(f"gpu_speedup must be a ratio of FLOP/s from 1e-06 to 1e+06, not {gpu_speedup!r}")
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     traces = sorted(traces, key=lambda t: t.rank)
     if [t.rank for t in traces] != list(range(len(traces))):
@@ -163,6 +184,10 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
         raise InputError(f"the trace has {len(traces)} ranks; {topo.name} has {len(topo.gpus)} GPUs", topo.source)
     try:
         gpus = sorted(choose_gpus(topo, list(topo.gpus), len(traces), placement), key=topo.node_index.__getitem__)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    try:  # the model against the ranks' GPUs (rccl on NVIDIA, nccl on AMD): refused before any pricing
+        resolve_model(model, topo.subset(gpus) if len(gpus) > 1 else topo)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     env = nccl_env(env)
@@ -230,28 +255,31 @@ class _Pricer:
 
     def together(self, instances: list[Instance], timeline: Timeline, alone: np.ndarray) -> np.ndarray | None:
         """Times with the calls of one collective and size by disjoint groups that overlap in
-        the replay simulated at once (``simulate_groups``); None if no calls overlap so."""
-        order = np.argsort(timeline.instance_start, kind="stable")
-        clusters: list[list[int]] = []
-        open_until = -np.inf
-        for j in order.tolist():
-            if clusters and timeline.instance_start[j] < open_until:
-                clusters[-1].append(j)
-                open_until = max(open_until, timeline.instance_end[j])
-            else:
-                clusters.append([j])
-                open_until = timeline.instance_end[j]
+        the replay simulated at once (``simulate_groups``); None if no calls overlap so.
+
+        Calls of a kind are taken in order of start into batches whose calls all overlap
+        one another (each starts before every earlier one of the batch ends) on disjoint
+        groups: a TP x DP job's DP groups, bucket after bucket, share the fabric bucket by
+        bucket, even when a group's next bucket starts while another group's last runs."""
+        by_kind: dict[tuple, list[int]] = defaultdict(list)
+        for j in np.argsort(timeline.instance_start, kind="stable").tolist():
+            key = self.key(instances[j])
+            by_kind[(key[0], key[1], key[3], key[4])].append(j)
         times, changed = alone.copy(), False
-        for cluster in clusters:
-            by_kind: dict[tuple, list[int]] = defaultdict(list)
-            for j in cluster:
-                key = self.key(instances[j])
-                by_kind[(key[0], key[1], key[3], key[4])].append(j)
-            for (collective, size, algorithm, env), members in by_kind.items():
-                groups = [self.key(instances[j])[2] for j in members]
-                if len(groups) < 2 or len({g for group in groups for g in group}) < sum(map(len, groups)):
+        for (collective, size, algorithm, env), calls in by_kind.items():
+            batches: list[tuple[list[int], float, set]] = []  # calls, earliest end, GPUs held
+            for j in calls:
+                gpus = set(self.key(instances[j])[2])
+                if batches and timeline.instance_start[j] < batches[-1][1] and not gpus & batches[-1][2]:
+                    members, until, held = batches[-1]
+                    batches[-1] = (members + [j], min(until, timeline.instance_end[j]), held | gpus)
+                else:
+                    batches.append(([j], timeline.instance_end[j], gpus))
+            for members, _, _ in batches:
+                if len(members) < 2:
                     continue
-                shared = simulate_groups(self.topo, [list(g) for g in groups], collective, size, algorithm=algorithm,
+                groups = [list(self.key(instances[j])[2]) for j in members]
+                shared = simulate_groups(self.topo, groups, collective, size, algorithm=algorithm,
                                          model=self.model, env=dict(env), calibration=self.calibration)
                 for j, t in zip(members, shared.times_s):
                     times[j], changed = max(t, alone[j]), True

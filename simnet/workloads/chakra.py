@@ -38,7 +38,8 @@ from pathlib import Path
 
 from simnet.errors import InputError
 from simnet.io.files import read_bytes
-from simnet.workloads.kineto import kernel_algorithm
+from simnet.units import SIZE_MAX
+from simnet.workloads.kineto import _MAX_DUR_US, _MAX_TS_US, kernel_algorithm
 from simnet.workloads.trace import Comm, Op, RankTrace
 
 __all__ = ["read_chakra", "write_chakra", "rank_of", "COMM_TYPES"]
@@ -161,19 +162,28 @@ def read_chakra(path: str | Path, world: int | None = None,
         if node.id in index:
             raise InputError(f"node id {node.id} is given twice", path)
         index[node.id] = len(index)
+    for node in nodes:  # the Kineto reader's bounds: no operation lasts a day, no clock reads 1e17 us
+        if node.duration_micros > _MAX_DUR_US or node.start_time_micros > _MAX_TS_US:
+            field = "duration_micros" if node.duration_micros > _MAX_DUR_US else "start_time_micros"
+            raise InputError(f"node {node.id} ({node.name!r}): {field} {getattr(node, field):,} is past "
+                             f"{_MAX_DUR_US if field == 'duration_micros' else _MAX_TS_US:.4g} us: no recording",
+                             path)
     origin = min(n.start_time_micros for n in nodes)
     ops, dangling = [], 0
     for node in nodes:
         wanted = tuple(node.data_deps)
         deps = sorted({index[d] for d in wanted if d in index})
         dangling += sum(d not in index for d in wanted)
-        host = bool(_attrs(node).get("is_cpu_op", False))  # the host's side of a call: it runs as compute
+        host = _attrs(node).get("is_cpu_op", False)  # the host's side of a call: it runs as compute
+        if not isinstance(host, bool):
+            raise InputError(f"node {node.id} ({node.name!r}): is_cpu_op must be a bool, not {host!r:.40}", path)
         comm = _comm(node, rank, world, groups, source) \
             if node.type == _NODE_TYPES["COMM_COLL_NODE"] and not host else None
         if node.type in (_NODE_TYPES["COMM_SEND_NODE"], _NODE_TYPES["COMM_RECV_NODE"]) and not host:
             raise InputError(f"node {node.id} ({node.name!r}) is a point-to-point send/recv: not replayed yet", path)
         ops.append(Op(node.name, 1 if comm else 0, (node.start_time_micros - origin) * 1e-6,
                       node.duration_micros * 1e-6, tuple(deps), comm, on_host=host))
+    _refuse_cycle(nodes, ops, path)
     order = sorted(range(len(ops)), key=lambda i: (ops[i].start_s, i))
     renumber = {old: new for new, old in enumerate(order)}
     ops = [replace(ops[i], deps=tuple(sorted(renumber[d] for d in ops[i].deps))) for i in order]
@@ -183,20 +193,47 @@ def read_chakra(path: str | Path, world: int | None = None,
         n.start_time_micros != origin for n in nodes))
 
 
+def _refuse_cycle(nodes, ops: list[Op], path: Path) -> None:
+    """Refuse in one line data dependencies that wait on themselves (a node, through its
+    ``data_deps``, on itself): no order runs them (Kahn's algorithm leaves them over)."""
+    waits = [len(op.deps) for op in ops]
+    dependents: list[list[int]] = [[] for _ in ops]
+    for i, op in enumerate(ops):
+        for d in op.deps:
+            dependents[d].append(i)
+    ready = [i for i, n in enumerate(waits) if n == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for j in dependents[i]:
+            waits[j] -= 1
+            if waits[j] == 0:
+                ready.append(j)
+    if done < len(ops):
+        stuck = next(i for i, n in enumerate(waits) if n > 0)
+        raise InputError(f"node {nodes[stuck].id} ({nodes[stuck].name!r}) waits, through data_deps, on itself: "
+                         f"{len(ops) - done:,} nodes' data dependencies form a cycle", path)
+
+
 def _comm(node, rank: int, world: int, groups, source: str) -> Comm:
     attrs = _attrs(node)
     where = f"node {node.id} ({node.name!r})"
     kind, size = attrs.get("comm_type"), attrs.get("comm_size")
-    if kind not in COMM_TYPES:
+    if isinstance(kind, bool) or not isinstance(kind, int) or kind not in COMM_TYPES:  # no bool, no 0.0
         raise InputError(f"{where}: comm_type {kind!r} is not one simnet replays "
                          f"({', '.join(f'{k} {v}' for k, v in COMM_TYPES.items())})", source)
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InputError(f"{where}: comm_size must be a whole number of bytes, not {size!r}", source)
-    name = str(attrs.get("pg_name", ""))
+    name = attrs.get("pg_name", "")
+    if not isinstance(name, str):
+        raise InputError(f"{where}: pg_name must be a string, not {name!r:.40}", source)
     group = tuple(groups[name]) if groups and name in groups else tuple(range(world))
     collective = COMM_TYPES[kind]
     if collective == "all_gather":  # comm_size is this rank's input; nccl-tests' size is the whole output
         size *= len(group)
+    if size > SIZE_MAX:
+        raise InputError(f"{where}: {size:,} B is over 1 PiB, the largest size simnet simulates", source)
     return Comm(collective, size, group, name or "world", *kernel_algorithm(node.name))
 
 

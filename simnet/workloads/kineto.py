@@ -44,7 +44,8 @@ from pathlib import Path
 
 from simnet.errors import InputError
 from simnet.io.files import read_text
-from simnet.workloads.trace import Comm, Op, RankTrace
+from simnet.units import SIZE_MAX
+from simnet.workloads.trace import MAX_RANKS, Comm, Op, RankTrace
 
 __all__ = ["read_kineto", "read_kineto_events", "kernel_algorithm", "gpu_generation", "DTYPE_BYTES",
            "COLLECTIVE_NAMES"]
@@ -73,6 +74,8 @@ _ALGORITHMS = {"RING": "ring", "TREE": "tree", "COLLNET_DIRECT": "collnet_direct
                "NVLS": "nvls", "NVLS_TREE": "nvls_tree", "PAT": "pat"}
 _PROTOCOLS = {"LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_MAX_DUR_US = 86_400e6  # a GPU operation or profiler step longer than a day is no recording
+_MAX_TS_US = 1e17
 _GENERATIONS = re.compile(r"\b(GB300|GB200|B300|B200|H200|H100|A100|L40S|V100|MI355X|MI325X|MI300X)", re.I)
 
 
@@ -84,6 +87,8 @@ def read_kineto(path: Path) -> RankTrace:
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON: {exc.msg} at line {exc.lineno}; expected a PyTorch profiler trace", path,
                          exc.lineno) from None
+    except RecursionError:  # arrays nested thousands deep: no profiler writes them
+        raise InputError("JSON nested too deep to read: not a PyTorch profiler trace", path) from None
     return read_kineto_events(data, str(path))
 
 
@@ -92,36 +97,52 @@ def read_kineto_events(data: object, source: str) -> RankTrace:
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise InputError("no traceEvents list: not a PyTorch profiler (Kineto) trace", source)
-    info = data.get("distributedInfo") or {}
-    rank, world = _whole(info.get("rank"), 0), _whole(info.get("world_size"), None)
+    rank, world = _rank_and_world(data.get("distributedInfo"), source)
     launches: dict[int, float] = {}  # correlation -> CPU time of the runtime call (us)
     records: dict[int, float] = {}  # cudaEventRecord's correlation -> its CPU time (us)
     steps: list[tuple[float, float, str]] = []
     gpu: list[dict] = []
     waits: list[dict] = []
-    for e in events:
+    for k, e in enumerate(events):
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
-        cat, args = str(e.get("cat", "")).lower(), e.get("args") or {}
-        ts = _number(e.get("ts"))
-        if ts is None:
-            continue
+        cat = str(e.get("cat", "")).lower()
+        match = _STEP.match(str(e.get("name", ""))) if cat in ("user_annotation", "cpu_op") else None
+        if cat not in ("cuda_runtime", "cuda_driver", "cuda_sync", *_GPU_CATEGORIES) and not match:
+            continue  # an event simnet does not read
+        where = f"traceEvents[{k}] ({str(e.get('name'))[:60]!r})"
+        args = e.get("args")
+        if args is None:
+            args = {}
+        elif not isinstance(args, dict):
+            raise InputError(f"{where}: \"args\" must be an object, not {args!r:.40}", source)
+        ts = _time_field(e, "ts", where, source)
+        corr = args.get("correlation")
+        if corr is not None and not _is_whole(corr):
+            raise InputError(f"{where}: \"correlation\" must be a whole number, not {corr!r:.40}", source)
         if cat == "cuda_runtime" or cat == "cuda_driver":
-            corr = args.get("correlation")
-            if isinstance(corr, int):
+            if corr is not None:
                 launches[corr] = ts
                 if e.get("name") == "cudaEventRecord":
                     records[corr] = ts
-        elif cat in _GPU_CATEGORIES and isinstance(args.get("stream"), int):
+        elif cat in _GPU_CATEGORIES:
+            if not _is_whole(args.get("stream")):
+                raise InputError(f"{where}: a GPU operation needs its stream, a whole number, in args \"stream\" "
+                                 f"(not {args.get('stream')!r:.40})", source)
+            if not isinstance(e.get("name"), str):
+                raise InputError(f"{where}: \"name\" must be a string (the kernel's name)", source)
+            _time_field(e, "dur", where, source)
             gpu.append(e)
-        elif cat == "cuda_sync" and args.get("cuda_sync_kind") == "Stream Wait Event":
-            waits.append(e)
-        elif (match := _STEP.match(str(e.get("name", "")))) and cat in ("user_annotation", "cpu_op"):
-            steps.append((ts, ts + (_number(e.get("dur")) or 0.0), f"ProfilerStep#{match.group(1)}"))
+        elif cat == "cuda_sync":
+            if args.get("cuda_sync_kind") == "Stream Wait Event":
+                waits.append(e)
+        else:
+            steps.append((ts, ts + _time_field(e, "dur", where, source), f"ProfilerStep#{match.group(1)}"))
     if not gpu:
         raise InputError("the trace holds no GPU kernels (record it with ProfilerActivity.CUDA)", source)
     steps.sort()
-    gpu.sort(key=lambda e: (_number(e["ts"]), _number(e.get("dur")) or 0.0))
+    step_starts = [s[0] for s in steps]
+    gpu.sort(key=lambda e: (e["ts"], e["dur"]))
 
     def launched(e: dict) -> float | None:
         """CPU time (us) of the runtime call that launched ``e``, None if the trace lacks it."""
@@ -131,17 +152,17 @@ def read_kineto_events(data: object, source: str) -> RankTrace:
     def step_of(t: float) -> int | None:
         if not steps:
             return 0
-        k = bisect.bisect_right([s[0] for s in steps], t) - 1
+        k = bisect.bisect_right(step_starts, t) - 1
         return k if k >= 0 and t <= steps[k][1] else None
 
-    kept = [(e, step) for e in gpu if (step := step_of(_first(launched(e), _number(e["ts"])))) is not None]
+    kept = [(e, step) for e in gpu if (step := step_of(_first(launched(e), e["ts"]))) is not None]
     if not kept:
         raise InputError("no GPU work was launched inside the trace's profiler steps", source)
-    origin = _number(kept[0][0]["ts"])
+    origin = kept[0][0]["ts"]
     ops: list[Op] = []
     for e, step in kept:
         args = e.get("args") or {}
-        ts, dur = _number(e["ts"]), max(_number(e.get("dur")) or 0.0, 0.0)
+        ts, dur = e["ts"], e["dur"]
         comm = _comm(e, rank, world, source) if _NCCL_KERNEL.match(str(e.get("name", ""))) else None
         launch = launched(e)
         ops.append(Op(str(e.get("name", "")), int(args["stream"]), (ts - origin) * 1e-6, dur * 1e-6, (), comm,
@@ -152,9 +173,50 @@ def read_kineto_events(data: object, source: str) -> RankTrace:
     names = tuple(steps[k][2] for k in sorted({op.step for op in ops})) if steps else ()
     renumber = {s: k for k, s in enumerate(sorted({op.step for op in ops}))}
     ops = [replace(op, deps=tuple(sorted(d)), step=renumber[op.step]) for op, d in zip(ops, deps)]
-    devices = data.get("deviceProperties") or []
-    name = devices[0].get("name") if devices and isinstance(devices[0], dict) else None
-    return RankTrace(rank, tuple(ops), source, world, name, names)
+    return RankTrace(rank, tuple(ops), source, world, _device_name(data.get("deviceProperties"), source), names)
+
+
+def _rank_and_world(info: object, source: str) -> tuple[int, int | None]:
+    """The trace's rank (0 if it names none) and world size (None if it names none), from
+    ``distributedInfo``; refused in one line if mistyped or out of range."""
+    if info is None:
+        return 0, None
+    if not isinstance(info, dict):
+        raise InputError(f"\"distributedInfo\" must be an object (rank, world_size), not {info!r:.40}", source)
+    rank, world = info.get("rank", 0), info.get("world_size")
+    if not _is_whole(rank) or rank < 0:
+        raise InputError(f"distributedInfo: \"rank\" must be a whole number >= 0, not {rank!r:.40}", source)
+    if world is not None and (not _is_whole(world) or not 1 <= world <= MAX_RANKS):
+        raise InputError(f"distributedInfo: \"world_size\" must be a whole number 1..{MAX_RANKS:,}, not "
+                         f"{world!r:.40}", source)
+    if world is not None and rank >= world:
+        raise InputError(f"distributedInfo: rank {rank} lies beyond the job's world_size {world}", source)
+    return rank, world
+
+
+def _device_name(devices: object, source: str) -> str | None:
+    """The recorded GPU's name (``deviceProperties[0].name``), None if the trace gives none."""
+    if devices is None or devices == []:
+        return None
+    if not isinstance(devices, list) or not isinstance(devices[0], dict):
+        raise InputError(f"\"deviceProperties\" must be a list of objects (one per GPU), not {devices!r:.40}", source)
+    name = devices[0].get("name")
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"deviceProperties[0]: \"name\" must be a string, not {name!r:.40}", source)
+    return name
+
+
+def _time_field(e: dict, key: str, where: str, source: str) -> float:
+    """An event's ``ts`` or ``dur`` (us): a finite number, a ``dur`` from 0 to a day, a
+    ``ts`` within 10^17 us of the clock's zero (Kineto's clock is the epoch's: ~1.7e15)."""
+    value = e.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not (0 <= value <= _MAX_DUR_US if key == "dur" else abs(value) <= _MAX_TS_US):  # NaN fails too
+        bound = f"from 0 to {_MAX_DUR_US:.4g} us (a day)" if key == "dur" else f"within {_MAX_TS_US:.0e} us"
+        raise InputError(f"{where}: \"{key}\" must be a number of microseconds {bound}, not {value!r:.40}", source)
+    value = float(value)
+    e[key] = value
+    return value
 
 
 def _dependencies(ops: list[Op], waits: list[dict], launches: dict[int, float],
@@ -172,20 +234,25 @@ def _dependencies(ops: list[Op], waits: list[dict], launches: dict[int, float],
     if waits:
         launched_on = {s: sorted((_first(ops[i].launch_s, ops[i].start_s), i) for i in line)
                        for s, line in by_stream.items()}
+        launch_keys = {s: [t for t, _ in line] for s, line in launched_on.items()}
         for w in waits:
             args = w.get("args") or {}
             waiting, on = args.get("stream"), args.get("wait_on_stream")
             t_wait = launches.get(args.get("correlation"))
             t_record = records.get(args.get("wait_on_cuda_event_record_corr_id"))
-            if waiting not in launched_on or on not in launched_on or t_record is None or t_wait is None:
+            if not _is_whole(waiting) or not _is_whole(on) or waiting not in launched_on or on not in launched_on \
+                    or t_record is None or t_wait is None:
                 continue
-            before = [i for t, i in launched_on[on] if t <= t_record]
-            after = [i for t, i in launched_on[waiting] if t >= t_wait]
-            if before and after and ops[before[-1]].start_s <= ops[after[0]].start_s:
-                deps[after[0]].add(before[-1])
+            k_before = bisect.bisect_right(launch_keys[on], t_record) - 1  # last launched at or before the record
+            k_after = bisect.bisect_left(launch_keys[waiting], t_wait)  # first launched at or after the wait
+            if k_before < 0 or k_after >= len(launch_keys[waiting]):
+                continue
+            before, after = launched_on[on][k_before][1], launched_on[waiting][k_after][1]
+            if before < after and ops[before].start_s <= ops[after].start_s:
+                deps[after].add(before)
         return deps
     ends = {s: sorted((ops[i].end_s, i) for i in line) for s, line in by_stream.items()}
-    end_keys = {s: [x[0] for x in v] for s, v in ends.items()}
+    end_keys = {s: [x[0] for x in v] for s, v in ends.items()}  # (end, index) sorted: ties in list order
     for i, op in enumerate(ops):
         if op.launch_s is None:  # when it could have started is not known: nothing to infer
             continue
@@ -194,7 +261,8 @@ def _dependencies(ops: list[Op], waits: list[dict], launches: dict[int, float],
         for s in ends:
             if s == op.stream:
                 continue
-            k = bisect.bisect_right(end_keys[s], op.start_s) - 1
+            # the last op ending by op's start, and earlier in the list (zero-length ones may share its start)
+            k = bisect.bisect_right(ends[s], (op.start_s, i)) - 1
             if k >= 0 and end_keys[s][k] > free and (best is None or end_keys[s][k] > ops[best].end_s):
                 best = ends[s][k][1]
         if best is not None:
@@ -210,16 +278,21 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
     if name is None:
         raise InputError(f"{where} carries no collective (\"Collective name\", sizes, group): record the trace "
                          "with PyTorch 2.1 or later and record_shapes=True", source)
-    collective = "send_recv" if name in ("send", "recv") else COLLECTIVE_NAMES.get(str(name))
+    collective = None if not isinstance(name, str) else "send_recv" if name in ("send", "recv") else \
+        COLLECTIVE_NAMES.get(name)
     if collective is None:
-        raise InputError(f"{where}: collective {name!r} is not one simnet replays (it replays "
+        raise InputError(f"{where}: collective {name!r:.40} is not one simnet replays (it replays "
                          f"{', '.join(sorted({*COLLECTIVE_NAMES, 'send', 'recv'}))})", source)
     dtype = args.get("dtype")
-    if dtype not in DTYPE_BYTES:
-        raise InputError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}", source)
-    n_in, n_out = _whole(args.get("In msg nelems"), None), _whole(args.get("Out msg nelems"), None)
-    if n_in is None or n_out is None or n_in < 0 or n_out < 0:
-        raise InputError(f"{where}: \"In msg nelems\"/\"Out msg nelems\" must be whole numbers", source)
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+        raise InputError(f"{where}: dtype {dtype!r:.40} is not one of {', '.join(DTYPE_BYTES)}", source)
+    n_in, n_out = args.get("In msg nelems"), args.get("Out msg nelems")
+    if not _is_whole(n_in) or not _is_whole(n_out) or n_in < 0 or n_out < 0:
+        raise InputError(f"{where}: \"In msg nelems\"/\"Out msg nelems\" must be whole numbers >= 0, not "
+                         f"{n_in!r:.30}/{n_out!r:.30}", source)
+    if max(n_in, n_out) * DTYPE_BYTES[dtype] > SIZE_MAX:
+        raise InputError(f"{where}: {max(n_in, n_out):,} elements of {dtype} is over 1 PiB, the largest size "
+                         "simnet simulates", source)
     if collective == "send_recv":
         return _point_to_point(args, str(name), rank, n_in * DTYPE_BYTES[dtype], where, source)
     group = _group(args, world, where, source)
@@ -232,8 +305,13 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
         nbytes = max(n_in, n_out * g) * size
     else:
         nbytes = n_in * size
-    return Comm(collective, nbytes, group, str(args.get("Process Group Name", "default")),
-                *kernel_algorithm(str(e.get("name", ""))))
+    if nbytes > SIZE_MAX:
+        raise InputError(f"{where}: {nbytes:,} B over its {g} ranks is over 1 PiB, the largest size simnet "
+                         "simulates", source)
+    group_name = args.get("Process Group Name", "default")
+    if not isinstance(group_name, str):
+        raise InputError(f"{where}: \"Process Group Name\" must be a string, not {group_name!r:.40}", source)
+    return Comm(collective, nbytes, group, group_name, *kernel_algorithm(str(e.get("name", ""))))
 
 
 def _point_to_point(args: dict, name: str, rank: int, nbytes: int, where: str, source: str) -> Comm:
@@ -241,7 +319,7 @@ def _point_to_point(args: dict, name: str, rank: int, nbytes: int, where: str, s
     pair (sender, receiver), so the k-th send from a to b is the k-th recv on b from a."""
     key = "Dst Rank" if name == "send" else "Src Rank"
     peer = _whole(args.get(key), None)
-    if peer is None or peer < 0 or peer == rank:
+    if peer is None or peer < 0 or peer == rank or peer >= MAX_RANKS:
         raise InputError(f"{where}: a {name} needs its peer's rank in {key!r} (PyTorch 2.4 and later record it)",
                          source)
     pair = (rank, peer) if name == "send" else (peer, rank)
@@ -257,21 +335,30 @@ def kernel_algorithm(name: str) -> tuple[str | None, str | None]:
 
 def _group(args: dict, world: int | None, where: str, source: str) -> tuple[int, ...]:
     """The group's global ranks: "Process Group Ranks", else start/stride/size, else the world."""
-    ranks = args.get("Process Group Ranks")
-    if isinstance(ranks, str):
-        try:
-            ranks = json.loads(ranks)
-        except json.JSONDecodeError:
-            ranks = None
-    if isinstance(ranks, list) and ranks and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0
-                                                 for r in ranks):
+    given = ranks = args.get("Process Group Ranks")
+    limit = world if world is not None else MAX_RANKS
+    if ranks is not None:
+        if isinstance(ranks, str):
+            try:
+                ranks = json.loads(ranks)
+            except (json.JSONDecodeError, RecursionError):
+                ranks = None
+        if not isinstance(ranks, list) or not ranks or not all(_is_whole(r) and 0 <= r < limit for r in ranks):
+            raise InputError(f"{where}: \"Process Group Ranks\" {given!r:.60} is not a list of the job's ranks "
+                             f"(0..{limit - 1})", source)
         if len(set(ranks)) < len(ranks):
             raise InputError(f"{where}: \"Process Group Ranks\" {ranks} names a rank twice", source)
         return tuple(ranks)
     size = _whole(args.get("Group size"), None)
     start, stride = _whole(args.get("Global rank start"), None), _whole(args.get("Global rank stride"), None)
+    if size is not None and not 1 <= size <= limit:
+        raise InputError(f"{where}: \"Group size\" {size:,} is not 1..{limit:,} (the job's ranks)", source)
     if size and start is not None and stride:
-        return tuple(start + k * stride for k in range(size))
+        group = tuple(start + k * stride for k in range(size))
+        if not all(0 <= r < limit for r in group) or len(set(group)) < len(group):
+            raise InputError(f"{where}: \"Global rank start\" {start}, stride {stride} and size {size} name "
+                             f"ranks outside the job's 0..{limit - 1}", source)
+        return group
     if size and size == world:
         return tuple(range(size))
     raise InputError(f"{where}: no \"Process Group Ranks\" (nor start, stride and size) to say which ranks "
@@ -289,7 +376,12 @@ def _number(value: object) -> float | None:
 
 
 def _whole(value: object, default):
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    return value if _is_whole(value) else default
+
+
+def _is_whole(value: object) -> bool:
+    """An int that is no bool (JSON's true is not a number)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def gpu_generation(device_name: str | None) -> str | None:

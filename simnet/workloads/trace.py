@@ -38,7 +38,10 @@ import numpy as np
 from simnet.errors import InputError
 
 __all__ = ["Comm", "Op", "RankTrace", "Instance", "Timeline", "replay", "recorded", "instances_of",
-           "exposed_s", "step_spans"]
+           "exposed_s", "step_spans", "MAX_RANKS"]
+
+MAX_RANKS = 2**20
+"""Most ranks a replayed job may have (above the largest topology simnet builds, ~300,000 GPUs)."""
 
 
 @dataclass(frozen=True)
@@ -143,12 +146,17 @@ def instances_of(traces: Sequence[RankTrace]) -> list[Instance]:
         missing = [r for r in group if r not in by_rank]
         if missing:
             raise InputError(f"group {name!r} {list(group)} holds ranks {missing} that no trace stands for; give "
-                             "their traces, or --ranks-per-trace if every rank runs alike")
+                             "their traces, or --ranks-per-trace if every rank runs alike",
+                             by_rank[next(iter(per_rank))].source)
         counts = {r: len(per_rank.get(r, [])) for r in group}
         if len(set(counts.values())) > 1:
+            fewest = min(group, key=counts.__getitem__)  # the file named: a rank with the fewest calls
+            shown = sorted(group, key=lambda r: (r != fewest, r))[:8]
             raise InputError(f"group {name!r}: its ranks made different numbers of collective calls "
-                             f"({', '.join(f'rank {r}: {n}' for r, n in counts.items())}); the traces do not "
-                             "cover the same steps")
+                             f"({', '.join(f'rank {r}: {counts[r]}' for r in shown)}"
+                             f"{', ...' if len(group) > len(shown) else ''}; this file's rank {fewest} made "
+                             "the fewest); the traces do not cover the same steps",
+                             by_rank[fewest].source)
         for k in range(counts[group[0]]):
             members = tuple((r, per_rank[r][k]) for r in group)
             comms = {by_rank[r].ops[i].comm for r, i in members}
@@ -289,10 +297,15 @@ def step_spans(traces: Sequence[RankTrace], timeline: Timeline) -> list[float]:
     operation in it to the first start in the next step, the last step to the last end
     (every rank's clock starts at its own first operation, in the recording as in a
     replay, so a rank that waits for another's collective counts the wait)."""
-    steps = sorted({op.step for t in traces for op in t.ops})
-    firsts = []
-    for s in steps:
-        firsts.append(min(float(timeline.start[t.rank][i]) for t in traces for i, op in enumerate(t.ops)
-                          if op.step == s))
+    first: dict[int, float] = {}
+    step_of: dict[int, np.ndarray] = {}  # ranks standing for one trace share its ops
+    for t in traces:
+        if not len(t.ops):
+            continue
+        steps = step_of.setdefault(id(t.ops), np.array([op.step for op in t.ops]))
+        for s in np.unique(steps).tolist():
+            at = float(timeline.start[t.rank][steps == s].min())
+            first[s] = min(first.get(s, at), at)
+    firsts = [first[s] for s in sorted(first)]
     last = max(float(timeline.end[t.rank].max()) for t in traces if len(t.ops))
     return [b - a for a, b in zip(firsts, firsts[1:] + [last])]
