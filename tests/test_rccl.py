@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 import simnet
-from simnet.run.nccl_env import nccl_system
 from simnet.schedule.algorithms.ring import ring
 from simnet.schedule.verify import check_collective
 from simnet.topology.loader import topology_from_dict

@@ -40,8 +40,17 @@ from simnet.schedule.catalog import algorithms_for
 from simnet.spec.jobs import choose_gpus
 from simnet.topology.graph import Topology
 from simnet.topology.loader import load_topology
-from simnet.workloads.trace import (MAX_RANKS, Instance, RankTrace, Timeline, exposed_s, instances_of, recorded,
-                                    replay, step_spans)
+from simnet.workloads.trace import (
+    MAX_RANKS,
+    Instance,
+    RankTrace,
+    Timeline,
+    exposed_s,
+    instances_of,
+    recorded,
+    replay,
+    step_spans,
+)
 
 __all__ = ["TraceReplay", "simulate_trace", "read_traces"]
 
@@ -143,7 +152,7 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
             out.append(t.as_rank(rank))
     worlds = {t.world: t.source for t in traces if t.world is not None}
     if len(worlds) > 1:
-        raise InputError(f"the traces come from jobs of different sizes ("
+        raise InputError("the traces come from jobs of different sizes ("
                          + ", ".join(f"world size {w} in {src}" for w, src in sorted(worlds.items())) + ")",
                          traces[0].source)
     world = next(iter(worlds)) if worlds else max(ranks) + 1

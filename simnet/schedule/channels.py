@@ -144,7 +144,8 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
     rings = mesh_rings(system_of(topology, ranks))
     if rings is not None:
         return _mesh_groups(hosts, rings, channels, kind)
-    rails, nics, striped = _rail_positions(topology, ranks, hosts) if len(hosts) > 1 else ([[] for _ in hosts], 1, False)
+    rails, nics, striped = (_rail_positions(topology, ranks, hosts) if len(hosts) > 1
+                            else ([[] for _ in hosts], 1, False))
     if min(len(r) for r in rails) == 0:
         return [ChannelGroup(channels, hosts)]
     layouts: dict[tuple, int] = {}

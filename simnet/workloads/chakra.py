@@ -39,7 +39,7 @@ from pathlib import Path
 from simnet.errors import InputError
 from simnet.io.files import read_bytes
 from simnet.units import SIZE_MAX
-from simnet.workloads.kineto import _MAX_DUR_US, _MAX_TS_US, kernel_algorithm
+from simnet.workloads.kineto import MAX_DURATION_US, MAX_TIMESTAMP_US, kernel_algorithm
 from simnet.workloads.trace import Comm, Op, RankTrace
 
 __all__ = ["read_chakra", "write_chakra", "rank_of", "COMM_TYPES"]
@@ -163,11 +163,11 @@ def read_chakra(path: str | Path, world: int | None = None,
             raise InputError(f"node id {node.id} is given twice", path)
         index[node.id] = len(index)
     for node in nodes:  # the Kineto reader's bounds: no operation lasts a day, no clock reads 1e17 us
-        if node.duration_micros > _MAX_DUR_US or node.start_time_micros > _MAX_TS_US:
-            field = "duration_micros" if node.duration_micros > _MAX_DUR_US else "start_time_micros"
+        if node.duration_micros > MAX_DURATION_US or node.start_time_micros > MAX_TIMESTAMP_US:
+            field = "duration_micros" if node.duration_micros > MAX_DURATION_US else "start_time_micros"
+            bound = MAX_DURATION_US if field == "duration_micros" else MAX_TIMESTAMP_US
             raise InputError(f"node {node.id} ({node.name!r}): {field} {getattr(node, field):,} is past "
-                             f"{_MAX_DUR_US if field == 'duration_micros' else _MAX_TS_US:.4g} us: no recording",
-                             path)
+                             f"{bound:.4g} us: no recording", path)
     origin = min(n.start_time_micros for n in nodes)
     ops, dangling = [], 0
     for node in nodes:

@@ -48,7 +48,7 @@ from simnet.units import SIZE_MAX
 from simnet.workloads.trace import MAX_RANKS, Comm, Op, RankTrace
 
 __all__ = ["read_kineto", "read_kineto_events", "kernel_algorithm", "gpu_generation", "DTYPE_BYTES",
-           "COLLECTIVE_NAMES"]
+           "COLLECTIVE_NAMES", "MAX_DURATION_US", "MAX_TIMESTAMP_US"]
 
 DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
                "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4,
@@ -74,8 +74,8 @@ _ALGORITHMS = {"RING": "ring", "TREE": "tree", "COLLNET_DIRECT": "collnet_direct
                "NVLS": "nvls", "NVLS_TREE": "nvls_tree", "PAT": "pat"}
 _PROTOCOLS = {"LL": "LL", "LL128": "LL128", "SIMPLE": "Simple"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_MAX_DUR_US = 86_400e6  # a GPU operation or profiler step longer than a day is no recording
-_MAX_TS_US = 1e17
+MAX_DURATION_US = 86_400e6  # a GPU operation or profiler step longer than a day is no recording
+MAX_TIMESTAMP_US = 1e17  # us since the epoch a timestamp may give (year 5138): beyond it, a corrupt field
 _GENERATIONS = re.compile(r"\b(GB300|GB200|B300|B200|H200|H100|A100|L40S|V100|MI355X|MI325X|MI300X)", re.I)
 
 
@@ -211,8 +211,8 @@ def _time_field(e: dict, key: str, where: str, source: str) -> float:
     ``ts`` within 10^17 us of the clock's zero (Kineto's clock is the epoch's: ~1.7e15)."""
     value = e.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not (0 <= value <= _MAX_DUR_US if key == "dur" else abs(value) <= _MAX_TS_US):  # NaN fails too
-        bound = f"from 0 to {_MAX_DUR_US:.4g} us (a day)" if key == "dur" else f"within {_MAX_TS_US:.0e} us"
+            not (0 <= value <= MAX_DURATION_US if key == "dur" else abs(value) <= MAX_TIMESTAMP_US):  # NaN fails too
+        bound = f"from 0 to {MAX_DURATION_US:.4g} us (a day)" if key == "dur" else f"within {MAX_TIMESTAMP_US:.0e} us"
         raise InputError(f"{where}: \"{key}\" must be a number of microseconds {bound}, not {value!r:.40}", source)
     value = float(value)
     e[key] = value

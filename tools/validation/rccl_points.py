@@ -146,7 +146,8 @@ def _misses(rows: list[validate.Row]) -> list[str]:
         msccl = [r for r in small_1n if r.algorithm == "direct"]
         own = [r for r in small_1n if r.algorithm != "direct"]
         text = (f"* **MI300X, one node, up to 1 MiB**: simnet takes {_ratio(_mean_ratio(small_1n))} the measured "
-                f"time (geometric mean over {len(small_1n)} rows; error {_pct(_geomean([r.error for r in small_1n]))}). "
+                f"time (geometric mean over {len(small_1n)} rows; error "
+                f"{_pct(_geomean([r.error for r in small_1n]))}). "
                 "RCCL 2.21.5 runs MSCCL's all-pairs schedules for single-node AllReduce of 8 MI300X by default "
                 "(`tools/msccl-algorithms/allreduce-allpairs-8n-*.xml`: LL up to 512 KiB, Simple to 16 MiB; "
                 "docs/model.md), and simnet runs them as `direct`")
