@@ -243,7 +243,8 @@ def trace_tables(replayed) -> tuple[Table, Table]:
     if len(replayed.steps) > 1:
         steps.add_row("mean", _time_cell(replayed.recorded_step_s), units.format_time(replayed.step_s),
                       _change_cell(replayed.recorded_step_s, replayed.step_s), style="bold")
-    comms = Table(title="collectives (time and exposed time: mean over the group's ranks, summed over calls)",
+    comms = Table(title="collectives (recorded time: the group's shortest rank's; exposed: mean over the group's "
+                  "ranks; summed over calls)",
                   title_justify="left")
     for column in ("collective", "group", "ranks", "calls", "bytes", "recorded", "simulated", "exposed rec.",
                    "exposed sim.", "ran (recorded)"):

@@ -353,8 +353,9 @@ def _steps(traces: Sequence[RankTrace], recording: Timeline, timeline: Timeline)
 
 def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recording: Timeline, timeline: Timeline,
                  pricer: _Pricer) -> list[dict]:
-    """Per collective and group: calls, bytes, time and exposed time (mean over the
-    group's ranks, summed over calls), recorded and simulated, and what ran."""
+    """Per collective and group: calls, bytes, time (recorded: the group's shortest rank's,
+    the one that waited least for its peers; simulated: the call's) and exposed time (mean
+    over the group's ranks), summed over calls, recorded and simulated, and what ran."""
     by_rank = {t.rank: t for t in traces}
     timed = all(t.timed for t in traces)
     exposed = {"recorded": {t.rank: exposed_s(t, recording.start[t.rank], recording.end[t.rank]) for t in traces},
