@@ -66,15 +66,20 @@ def _two_gpus():
     return topology_from_dict({"name": "pair", "generate": {"kind": "nvswitch", "gpus": 2, "gpu": "h100"}})
 
 
+def _pair_path(topo):
+    """(bandwidth B/s, latency s) of the path gpu0 -> NVSwitch -> gpu1, read off the topology."""
+    up, down = topo.graph.edges["gpu0", "nvswitch"], topo.graph.edges["nvswitch", "gpu1"]
+    return up["bandwidth"], up["latency"] + down["latency"]
+
+
 def test_two_ranks_step_is_the_late_rank_then_the_ring_then_the_gap(tmp_path):
     # rank 1's GEMM takes 2 ms, rank 0's 1 ms: the AllReduce starts when rank 1 is ready,
     # runs as the ideal ring over 2 GPUs does, 2(N-1) L + 2(N-1)/N S/B (docs/model.md), then
     # the recorded 50 us gap and the 1 ms optimizer
     paths = [_write(tmp_path, "r0.json", _step_trace(0, 1_000)), _write(tmp_path, "r1.json", _step_trace(1, 2_000))]
     topo = _two_gpus()
-    bandwidth = topo.graph.edges["gpu0", "nvswitch"]["bandwidth"]
-    path_latency = topo.graph.edges["gpu0", "nvswitch"]["latency"] + topo.graph.edges["nvswitch", "gpu1"]["latency"]
-    ring = 2 * path_latency + SIZE / bandwidth
+    bandwidth, path_latency = _pair_path(topo)
+    ring = 2 * path_latency + SIZE / bandwidth  # the ideal ring over 2 GPUs: 2(N-1) L + 2(N-1)/N S/B
     replayed = simulate_trace(read_traces(paths), topo, model="ideal")
     assert replayed.step_s == pytest.approx(2e-3 + ring + 50e-6 + 1e-3, rel=1e-6)
     # recorded: rank 1's step, from its GEMM's start to the optimizer's end
@@ -354,9 +359,8 @@ def _chakra_rank(folder, rank, gemm_us):
 def test_a_chakra_step_gives_the_same_closed_form(tmp_path):
     paths = [_chakra_rank(tmp_path, 0, 1_000), _chakra_rank(tmp_path, 1, 2_000)]
     topo = _two_gpus()
-    bandwidth = topo.graph.edges["gpu0", "nvswitch"]["bandwidth"]
-    path_latency = topo.graph.edges["gpu0", "nvswitch"]["latency"] + topo.graph.edges["nvswitch", "gpu1"]["latency"]
-    ring = 2 * path_latency + SIZE / bandwidth
+    bandwidth, path_latency = _pair_path(topo)
+    ring = 2 * path_latency + SIZE / bandwidth  # the ideal ring over 2 GPUs: 2(N-1) L + 2(N-1)/N S/B
     replayed = simulate_trace(read_traces(paths), topo, model="ideal")
     assert replayed.step_s == pytest.approx(2e-3 + ring + 50e-6 + 1e-3, rel=1e-6)
     assert replayed.recorded_step_s == pytest.approx(2e-3 + 8e-3 + 50e-6 + 1e-3, rel=1e-9)
@@ -448,8 +452,8 @@ def test_a_pipeline_stage_waits_for_the_send_of_the_one_before(tmp_path):
         _kernel("forward", 4_120, 1_000, 7, 2)]}
     paths = [_write(tmp_path, "r0.json", first), _write(tmp_path, "r1.json", second)]
     topo = _two_gpus()
-    path_latency = topo.graph.edges["gpu0", "nvswitch"]["latency"] + topo.graph.edges["nvswitch", "gpu1"]["latency"]
-    send = path_latency + SIZE / topo.graph.edges["gpu0", "nvswitch"]["bandwidth"]
+    bandwidth, path_latency = _pair_path(topo)
+    send = path_latency + SIZE / bandwidth
     traces = read_traces(paths)
     assert traces[1].ops[1].deps == (0,)  # the forward waited for the recv
     replayed = simulate_trace(traces, topo, model="ideal")
