@@ -151,3 +151,135 @@ def test_model_ideal_is_the_fluid_run_whichever_engine_answers(rail, size, chann
     fluid = simulate(topo, "ring", size, model="ideal", timeline=True, **options)
     assert quick.replay.engine in ("lanes", "lanes-bounds-meet", "fluid") and fluid.replay.engine == "fluid"
     assert quick.replay.duration_ps == fluid.replay.duration_ps
+
+
+# ---------------------------------------------------------------- links no allocation can fill
+# The fluid engine decides max-min sharing over the links that can bind only (``never_full``,
+# ``FluidNetwork.set_slack``): a link whose flows' rate bounds sum below its least capacity
+# never freezes anyone, so leaving it out changes no rate. These tests hold the engine to it.
+
+def _pair_through_switch(bandwidth: str = "10 GB/s"):
+    return topology_from_dict({"name": "pair", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"},
+                                                         {"id": "s", "kind": "switch"}],
+                               "links": [{"a": "g0", "b": "s", "bandwidth": bandwidth, "latency": "1 us"},
+                                         {"a": "s", "b": "g1", "bandwidth": bandwidth, "latency": "1 us"}]})
+
+
+def _slack_of(topo, schedule, caps, faults=()):
+    import simpy
+
+    from simnet.engine.fluid import FluidNetwork
+    from simnet.engine.replay import _queues, never_full
+
+    net = FluidNetwork(simpy.Environment(), topo)
+    index = topo.node_index
+    nodes = np.array([index[n] for n in schedule.nodes])
+    rows = net.resolve_indices(nodes[schedule.src], nodes[schedule.dst], schedule.channel.astype(np.int64))
+    return never_full(net, rows, caps, _queues(schedule.after_sent), list(faults))
+
+
+def test_a_queue_of_pieces_asks_a_link_for_its_largest_bound_once():
+    """Five 1 MB pieces queued on one connection (each after the one before has sent), capped
+    at 6 GB/s, on 10 GB/s links: one at a time, 6 < 9.99 GB/s, so the links never fill. A
+    second connection at 6 GB/s asks 12 of 10: they may. At 50 % from some time on, the
+    least capacity is 5 GB/s < 6: one connection may fill it."""
+    from simnet.engine.faults import Fault
+    from simnet.schedule.transfers import COPY, ScheduleBuilder
+
+    topo = _pair_through_switch()
+    out = [topo.link_index[("g0", "s")], topo.link_index[("s", "g1")]]
+    back = [topo.link_index[("s", "g0")], topo.link_index[("g1", "s")]]
+
+    def queued(connections):
+        b = ScheduleBuilder("pieces", ["g0", "g1"], 5 * 10**6)
+        for channel in range(connections):
+            ahead = -1
+            for piece in range(5):
+                (ahead,) = b.add([0], [1], piece * 10**6, (piece + 1) * 10**6, COPY, after_sent=[ahead],
+                                 channel=[channel])
+        return b.build()
+
+    one, two = queued(1), queued(2)
+    slack = _slack_of(topo, one, np.full(len(one), 6e9))
+    assert slack[out].all() and slack[back].all()  # nothing at all goes back
+    assert not _slack_of(topo, two, np.full(len(two), 6e9))[out].any()
+    assert _slack_of(topo, two, np.full(len(two), 4e9))[out].all()  # 8 < 9.99
+    half = Fault(1e-3, np.array(out), np.array([0.5, 0.5]), "half")
+    assert not _slack_of(topo, one, np.full(len(one), 6e9), [half])[out].any()
+    down = Fault(1e-3, np.array(back), np.zeros(2), "down")  # links down: routes move, nothing is slack
+    assert not _slack_of(topo, one, np.full(len(one), 6e9), [down]).any()
+
+
+def _no_slack():
+    """The engine with no link declared slack: max-min over every link of every route."""
+    from unittest import mock
+
+    return mock.patch("simnet.engine.replay.never_full", lambda net, *args: np.zeros(len(net.capacity), dtype=bool))
+
+
+@st.composite
+def _contended_runs(draw):
+    """A small network, connections of queued pieces with random caps, and maybe a fault
+    that slows some links down mid-run."""
+    gpus, switches = draw(st.integers(2, 5)), draw(st.integers(1, 3))
+    nodes = [{"id": f"g{i}", "kind": "gpu"} for i in range(gpus)] + [{"id": f"s{i}", "kind": "switch"}
+                                                                       for i in range(switches)]
+    links = [{"a": f"g{i}", "b": f"s{draw(st.integers(0, switches - 1))}",
+              "bandwidth": f"{draw(st.integers(2, 20))} GB/s", "latency": f"{draw(st.integers(0, 3))} us"}
+             for i in range(gpus)]
+    links += [{"a": f"s{i}", "b": f"s{i + 1}", "bandwidth": f"{draw(st.integers(2, 40))} GB/s", "latency": "1 us"}
+              for i in range(switches - 1)]
+    topo = topology_from_dict({"name": "random", "nodes": nodes, "links": links})
+    from simnet.schedule.transfers import COPY, ScheduleBuilder
+
+    b = ScheduleBuilder("random", [f"g{i}" for i in range(gpus)], 10**7)
+    caps = []
+    for channel in range(draw(st.integers(1, 6))):
+        src, dst = draw(st.integers(0, gpus - 1)), draw(st.integers(0, gpus - 1))
+        cap = draw(st.sampled_from([np.inf, 1e9, 3e9, 7e9, 15e9]))
+        ahead = -1
+        for _ in range(draw(st.integers(1, 4))):
+            nbytes = draw(st.integers(0, 10**7))
+            (ahead,) = b.add([src], [dst], 0, nbytes, COPY, after_sent=[ahead], channel=[channel])
+            caps.append(cap)
+    faults = []
+    if draw(st.booleans()):
+        from simnet.engine.faults import Fault
+
+        chosen = draw(st.lists(st.integers(0, len(topo.links) - 1), min_size=1, max_size=3, unique=True))
+        share = draw(st.sampled_from([0.2, 0.5, 0.9]))
+        faults.append(Fault(draw(st.sampled_from([0.0, 1e-4, 1e-3])), np.array(chosen), np.full(len(chosen), share),
+                            "slower"))
+    return topo, b.build(), np.array(caps), faults
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=_contended_runs())
+def test_leaving_the_links_no_allocation_can_fill_out_of_max_min_changes_no_time(case):
+    """Every start, send and delivery to the picosecond, and every link statistic, equal the
+    engine's with no link declared slack (max-min over every link of every route)."""
+    from simnet.model.timing import Timing
+
+    topo, schedule, caps, faults = case
+    timing = Timing(rate_cap=caps)
+    fast = replay(schedule, topo, timing=timing, faults=faults)
+    with _no_slack():
+        every = replay(schedule, topo, timing=timing, faults=faults)
+    for name in ("start_ps", "sent_ps", "delivered_ps"):
+        assert np.array_equal(getattr(fast, name), getattr(every, name)), name
+    for name in ("bytes", "busy_ps", "saturated_ps", "either_saturated_ps", "peak", "max_flows"):
+        assert np.array_equal(getattr(fast.stats, name), getattr(every.stats, name)), name
+
+
+def test_a_slowed_leaf_under_a_ring_gives_the_time_every_link_in_max_min_gives():
+    """A 2-node ring under NCCL's model with one host's NIC links at 40 % from the middle of
+    the run: the NVLink ports never fill (left out), the NIC links may (kept): the same
+    times as max-min over every link."""
+    topo = topology_from_dict({"name": "two", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                           "gpus_per_host": 4, "gpu": "h100"}})
+    faults = [{"at": "20 us", "node": "r0h0-nic0", "bandwidth": "40%"}]
+    fast = simulate(topo, "ring", 2**24, faults=faults, timeline=True)
+    with _no_slack():
+        every = simulate(topo, "ring", 2**24, faults=faults, timeline=True)
+    assert fast.time_s == every.time_s and fast.time_s > simulate(topo, "ring", 2**24).time_s
+    assert np.array_equal(fast.replay.delivered_ps, every.replay.delivered_ps)

@@ -194,6 +194,11 @@ class FluidNetwork:
         self._cap = _EMPTY_F  # B/s bound on the flow's own rate (inf: none)
         self._delay = _EMPTY_I  # ps added to the flow's delivery
         self._on = np.full((0, 1), self._pad, dtype=np.int64)  # each slot's padded path (all padding when free)
+        # links no allocation can fill (``set_slack``): left out of every slot's path where max-min sharing is
+        # decided (``_tight``: padding there), still in ``_on`` for the rates' bounds and the statistics
+        self._slack = np.zeros(links + 1, dtype=bool)
+        self._tight = self._on
+        self._has_tight = np.zeros(0, dtype=bool)  # the slot crosses a link that is not slack
         self._free: list[int] = []
         self._listeners: list[FlowListener] = []
         self._new: list[np.ndarray] = []  # slots started at this instant
@@ -243,7 +248,9 @@ class FluidNetwork:
         self._moved = np.append(self._moved, np.arange(len(self._paths), len(self._paths) + len(routes)))
         self._paths = np.vstack([self._paths, block])
         if width > self._on.shape[1]:
-            self._on = np.hstack([self._on, np.full((len(self._on), width - self._on.shape[1]), self._pad)])
+            grow = np.full((len(self._on), width - self._on.shape[1]), self._pad)
+            self._on = np.hstack([self._on, grow])
+            self._tight = np.hstack([self._tight, grow]) if self._slack.any() else self._on
         self._path_latency = np.append(self._path_latency, latency)
 
     # ------------------------------------------------------------------- flows
@@ -274,6 +281,7 @@ class FluidNetwork:
         nbytes = np.asarray(nbytes, dtype=float)
         self._row[slots] = rows
         paths = self._on[slots] = self._paths[rows]
+        self._place(slots)
         local = (paths == self._pad).all(axis=1)  # src == dst: nothing crosses the network
         self._left[slots] = np.where(local, 0.0, nbytes)
         self._size[slots] = nbytes
@@ -288,6 +296,31 @@ class FluidNetwork:
         self._new.append(slots)
         self._request_settle()
 
+    def set_slack(self, slack: np.ndarray) -> None:
+        """Declare the directed links (a bool per link) that no max-min allocation can fill:
+        the rate bounds of the flows that may cross each at once (each flow's own cap or its
+        route's narrowest link) sum to less than ``SATURATED`` of the least capacity the link
+        has during the run. Progressive filling never freezes a flow at such a link (its fair
+        share stays above every level), so rates are decided over the other links alone, each
+        flow still bounded by every link of its route: the same rates, for a search and a
+        filling over the links that can bind only. Before any flow starts."""
+        if self.active:
+            raise RuntimeError("set_slack: flows are running; declare slack links before any starts")
+        slack = np.asarray(slack, dtype=bool)
+        self._slack = np.append(slack, False)
+        self._tight = self._on.copy() if slack.any() else self._on
+
+    def _place(self, slots: np.ndarray) -> None:
+        """The slots' paths where sharing is decided: their routes without the slack links."""
+        paths = self._on[slots]
+        if self._slack.any():
+            paths = self._tight[slots] = np.where(self._slack[paths], self._pad, paths)
+        self._has_tight[slots] = (paths != self._pad).any(axis=1)
+
+    def paths_of(self, rows: np.ndarray) -> np.ndarray:
+        """The links (padded with ``len(capacity)``) of route ``rows`` (from ``resolve``)."""
+        return self._paths[self._moved[rows]]
+
     def set_capacity(self, links: np.ndarray, capacity: np.ndarray, topology: Topology | None = None) -> None:
         """From now on, directed ``links`` run at ``capacity`` (B/s each; link statistics
         measure utilisation and saturation against it from now on). Links at 0 are down:
@@ -300,6 +333,10 @@ class FluidNetwork:
         self._capacity[links] = capacity
         self.stats.set_capacity(self.env.now, links, capacity)
         self._gone.append(links)
+        eased = links[self._slack[links]]
+        if len(eased):  # a slack link bounds the rate of a flow crossing it, shared with nobody: recompute those
+            live = np.flatnonzero(self._row >= 0)
+            self._new.append(live[np.isin(self._on[live], eased).any(axis=1)])
         dead = links[capacity == 0]
         if len(dead):
             self._reroute(dead, topology if topology is not None else self.topology.without(set(dead.tolist())))
@@ -332,6 +369,7 @@ class FluidNetwork:
         self._gone.append(old[rates > 0].ravel())
         self._row[slots] = self._moved[self._row[slots]]
         self._on[slots] = self._paths[self._row[slots]]
+        self._place(slots)
         np.add.at(self._users, self._on[slots].ravel(), 1)
         self._size[slots] = left
         self._left[slots] = left
@@ -352,6 +390,9 @@ class FluidNetwork:
                 array = getattr(self, name)
                 setattr(self, name, np.concatenate([array, np.full(grow, fill, dtype=array.dtype)]))
             self._on = np.vstack([self._on, np.full((grow, self._on.shape[1]), self._pad)])
+            self._tight = np.vstack([self._tight, np.full((grow, self._on.shape[1]), self._pad)]) \
+                if self._slack.any() else self._on
+            self._has_tight = np.concatenate([self._has_tight, np.zeros(grow, dtype=bool)])
             self._free.extend(range(self._slots - 1, old - 1, -1))
         slots = np.array(self._free[-count:], dtype=np.int64)
         del self._free[-count:]
@@ -397,6 +438,8 @@ class FluidNetwork:
         self._change_load(paths, -rates)
         self._row[slots] = -1
         self._on[slots] = self._pad
+        self._tight[slots] = self._pad
+        self._has_tight[slots] = False
         self._rate[slots] = 0.0
         self._left[slots] = 0.0
         self._finish[slots] = np.inf
@@ -435,9 +478,9 @@ class FluidNetwork:
         new = np.unique(np.concatenate(self._new)) if self._new else _EMPTY_I
         new = new[self._row[new] >= 0]  # not already finished (zero bytes)
         gone = np.concatenate(self._gone) if self._gone else _EMPTY_I
-        gone = gone[self._users[gone] > 0]  # freed capacity someone else can use
+        gone = gone[(self._users[gone] > 0) & ~self._slack[gone]]  # freed capacity someone else can use
         self._new, self._gone = [], []
-        paths = self._on[new]
+        paths = self._tight[new]
         alone = ((self._users[paths] == 1) | (paths == self._pad)).all(axis=1)
         if not len(gone) and alone.all():  # the common case: nobody shares a link with a change
             return new, _EMPTY_I
@@ -447,8 +490,8 @@ class FluidNetwork:
         marked[self._pad] = False
         if not marked.any():
             return new[alone], _EMPTY_I
-        live = np.flatnonzero(self._row >= 0)  # a free slot crosses nothing: search the flows alone
-        on = self._on[live]
+        live = np.flatnonzero(self._has_tight)  # free slots and flows on slack links only cross nothing here
+        on = self._tight[live]
         found = np.zeros(len(live), dtype=bool)
         reached = np.count_nonzero(marked)
         while True:
@@ -472,7 +515,11 @@ class FluidNetwork:
             bottleneck = self._capacity[self._on[alone]].min(axis=1)
             rates[: len(alone)] = np.minimum(bottleneck, self._cap[alone])
             if len(shared):
-                rates[len(alone):] = max_min_rates(self._on[shared], self._capacity, self._cap[shared])
+                caps = self._cap[shared]
+                if self._slack.any():  # the slack links still bound each flow's own rate
+                    on = self._on[shared]
+                    caps = np.minimum(caps, np.where(self._slack[on], self._capacity[on], np.inf).min(axis=1))
+                rates[len(alone):] = max_min_rates(self._tight[shared], self._capacity, caps)
             old = self._rate[slots]
             moved = rates != old
             slots, rates, old = slots[moved], rates[moved], old[moved]

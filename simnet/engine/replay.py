@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from simnet.engine.accounting import LinkStats
+from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.faults import Fault, schedule_faults
 from simnet.engine.fluid import FluidNetwork
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart", "join_gates"]
+__all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart", "join_gates", "never_full"]
 
 
 @dataclass
@@ -206,6 +206,9 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
                        capacity=timing.capacity)
     runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
+    net.set_slack(never_full(net, runner.rows[~runner.local & (runner.wire > 0)],
+                             None if runner.caps is None else runner.caps[~runner.local & (runner.wire > 0)],
+                             _queues(schedule.after_sent)[~runner.local & (runner.wire > 0)], faults or []))
     schedule_faults(net, topology, faults or [])
     if timing.start_ps:
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
@@ -218,6 +221,55 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     duration = int(runner.done_ps.max()) if len(schedule) else 0
     return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration,
                   net.rerouted, net.rerouted_bytes)
+
+
+def _queues(after_sent: np.ndarray) -> np.ndarray:
+    """Each transfer's queue: the first of the transfers it waits behind one by one on its
+    connection (``after_sent``), where each waits for the one before to have sent its last
+    byte and no other waits for that one too. A queue's transfers send one at a time."""
+    ahead = after_sent.astype(np.int64)
+    queued = ahead >= 0
+    behind = np.bincount(ahead[queued], minlength=len(ahead))  # how many wait for each transfer
+    head = np.arange(len(ahead))
+    single = queued.copy()
+    single[queued] = behind[ahead[queued]] == 1
+    head[single] = ahead[single]
+    while True:  # pointer jumping: log2 of the longest queue passes
+        further = head[head]
+        if (further == head).all():
+            return head
+        head = further
+
+
+def never_full(net: FluidNetwork, rows: np.ndarray, caps: np.ndarray | None, queues: np.ndarray,
+               faults: list[Fault]) -> np.ndarray:
+    """The links (a bool per directed link) no max-min allocation can fill while flows on
+    route ``rows`` (from ``net.resolve``), each capped at ``caps`` (B/s, or None) and in
+    ``queues`` (``_queues``: a queue's flows send one at a time), run on ``net`` under
+    ``faults``: each queue on a link may ask for at most its flows' largest bound there
+    (cap or the route's narrowest link), and all of them together stay below ``SATURATED``
+    of the link's least capacity during the run (``FluidNetwork.set_slack``). None where a
+    fault takes a link down: flows then move to routes not known here."""
+    capacity = net.capacity.copy()
+    slack = np.zeros(len(capacity), dtype=bool)
+    if not len(rows) or any((fault.factors == 0).any() for fault in faults):
+        return slack
+    least = capacity.copy()
+    for fault in faults:  # factors are shares of the run's own capacity, at most 1
+        least[fault.links] = np.minimum(least[fault.links], capacity[fault.links] * fault.factors)
+    paths = net.paths_of(rows)
+    bound = np.append(capacity, np.inf)[paths].min(axis=1)
+    if caps is not None:
+        bound = np.minimum(bound, caps)
+    key = queues * (int(rows.max()) + 1) + rows  # a queue's flows on one route: one at a time
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.append(True, key[1:] != key[:-1]))
+    largest = np.maximum.reduceat(bound[order], first)
+    routes = paths[order[first]]
+    demand = np.bincount(routes.ravel(), weights=np.repeat(largest, routes.shape[1]),
+                         minlength=len(capacity) + 1)[:len(capacity)]
+    return demand < SATURATED * least
 
 
 def join_gates(nodes: list[str], src: np.ndarray, dst: np.ndarray, delays: dict[str, float]) -> np.ndarray:
