@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from simnet import simulate
 from simnet.engine.lanes import replay_lanes
-from simnet.engine.replay import replay
+from simnet.engine.replay import JobRun, replay, replay_jobs
 from simnet.model.interface import lane_timing, plan, timing
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.lanes import LaneProgram
@@ -267,8 +267,19 @@ def test_leaving_the_links_no_allocation_can_fill_out_of_max_min_changes_no_time
         every = replay(schedule, topo, timing=timing, faults=faults)
     for name in ("start_ps", "sent_ps", "delivered_ps"):
         assert np.array_equal(getattr(fast, name), getattr(every, name)), name
+    _same_statistics(fast.stats, every.stats)
+    # the same schedule as two jobs, the second started later and run twice: their queues stay apart
+    jobs = [JobRun(schedule, timing), JobRun(schedule, timing, start_ps=10**6, repeat=2, period_ps=10**7)]
+    fast_runs, fast_stats = replay_jobs(jobs, topo)
+    with _no_slack():
+        every_runs, every_stats = replay_jobs(jobs, topo)
+    assert fast_runs == every_runs
+    _same_statistics(fast_stats, every_stats)
+
+
+def _same_statistics(one, other):
     for name in ("bytes", "busy_ps", "saturated_ps", "either_saturated_ps", "peak", "max_flows"):
-        assert np.array_equal(getattr(fast.stats, name), getattr(every.stats, name)), name
+        assert np.array_equal(getattr(one, name), getattr(other, name)), name
 
 
 def test_a_slowed_leaf_under_a_ring_gives_the_time_every_link_in_max_min_gives():

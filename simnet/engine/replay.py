@@ -93,10 +93,7 @@ class _Runner:
         self.net = net
         self.env = net.env
         n = len(schedule)
-        index = net.topology.node_index
-        node_ids = np.array([index[node] for node in schedule.nodes], dtype=np.int64)
-        self.rows = net.resolve_indices(node_ids[schedule.src], node_ids[schedule.dst],
-                                        schedule.channel.astype(np.int64))
+        self.rows = _routes(net, schedule)
         self.nbytes = schedule.nbytes.astype(float)
         self.wire = self.nbytes * timing.wire_factor
         self.caps = timing.rate_cap
@@ -206,9 +203,7 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
                        capacity=timing.capacity)
     runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
-    net.set_slack(never_full(net, runner.rows[~runner.local & (runner.wire > 0)],
-                             None if runner.caps is None else runner.caps[~runner.local & (runner.wire > 0)],
-                             _queues(schedule.after_sent)[~runner.local & (runner.wire > 0)], faults or []))
+    net.set_slack(never_full(net, *_network_flows(net, schedule, timing, runner.rows), faults or []))
     schedule_faults(net, topology, faults or [])
     if timing.start_ps:
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
@@ -221,6 +216,25 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     duration = int(runner.done_ps.max()) if len(schedule) else 0
     return Replay(schedule, topology, runner.start_ps, runner.sent_ps, runner.done_ps, net.stats, duration,
                   net.rerouted, net.rerouted_bytes)
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _routes(net: FluidNetwork, schedule: Schedule) -> np.ndarray:
+    """The route row (``FluidNetwork.resolve``) of each of ``schedule``'s transfers."""
+    index = net.topology.node_index
+    nodes = np.array([index[node] for node in schedule.nodes], dtype=np.int64)
+    return net.resolve_indices(nodes[schedule.src], nodes[schedule.dst], schedule.channel.astype(np.int64))
+
+
+def _network_flows(net: FluidNetwork, schedule: Schedule, timing: Timing, rows: np.ndarray | None = None):
+    """(route rows, rate caps or None, ``_queues``) of ``schedule``'s transfers that carry
+    bytes across ``net`` under ``timing``; ``rows``: their routes if resolved already."""
+    rows = _routes(net, schedule) if rows is None else rows
+    moving = (schedule.src != schedule.dst) & (schedule.nbytes > 0)
+    caps = None if timing.rate_cap is None else np.asarray(timing.rate_cap, dtype=float)[moving]
+    return rows[moving], caps, _queues(schedule.after_sent)[moving]
 
 
 def _queues(after_sent: np.ndarray) -> np.ndarray:
@@ -310,6 +324,14 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     """
     env = simpy.Environment()
     net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
+    # a job's runs follow each other, so its queues stay queues across them; jobs' queues are apart
+    flows = [_network_flows(net, job.schedule, job.timing) for job in jobs]
+    offsets = np.cumsum([0] + [len(job.schedule) for job in jobs])
+    net.set_slack(never_full(net, np.concatenate([rows for rows, _, _ in flows] + [_EMPTY]),
+                             np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
+                                             for rows, caps, _ in flows] + [np.zeros(0)]),
+                             np.concatenate([queues + offset for (_, _, queues), offset in zip(flows, offsets)]
+                                            + [_EMPTY]), []))
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
     planned: list[tuple[int, int] | None] = [None] * len(jobs)  # each idle job's next run: (index, time ps)
