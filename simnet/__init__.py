@@ -9,7 +9,7 @@ the fluid network -> ``Result`` -> report/CLI. The API the CLI and notebooks sha
 >>> f"{result.busbw_GBps:.0f} GB/s, {result.protocol}"
 '359 GB/s, Simple'
 >>> f"{simnet.simulate(topo, 'ring', 2**30, model='ideal').busbw_GBps:.0f} GB/s"   # NVLink line rate
-'448 GB/s'
+'449 GB/s'
 
 The names load on first use (PEP 562), so ``import simnet.units`` loads no simulation code.
 """

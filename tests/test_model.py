@@ -85,7 +85,7 @@ def test_system_of_reads_nccls_rates_off_a_topology():
 def test_ideal_keeps_line_rates_and_nccl_uses_nccls():
     size = 2**30
     ideal = simulate(box(), "ring", size, model="ideal")
-    line_rate_time = 14 * (1e-6 + size / (8 * 450e9))  # 2(N-1)(L + S/(N B)), NVLink 4 at 450 GB/s
+    line_rate_time = 14 * (0.5e-6 + size / (8 * 450e9))  # 2(N-1)(L + S/(N B)), NVLink 4 at 450 GB/s, 2 x 0.25 us
     assert ideal.time_s == pytest.approx(line_rate_time, rel=1e-6)
     nccl = simulate(box(), "ring", size)
     assert nccl.model == "nccl" and nccl.protocol == "Simple" and nccl.channels == 12

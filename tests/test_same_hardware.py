@@ -175,3 +175,20 @@ def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):
             assert simnet.simulate(topology, "auto", size).algorithm == tables.SIMNET_NAMES[choice.algorithm], size
     ring = simnet.simulate(written, "ring", 2**30).time_s
     assert ring == pytest.approx(simnet.simulate(fused, "ring", 2**30).time_s, rel=0.02)
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gpu=st.sampled_from(["a100", "h100", "b200"]), gpus=st.sampled_from([4, 8]),
+       size=st.sampled_from([8, 1024, 64 * 1024, 2**20, 16 * 2**20]), algorithm=st.sampled_from(["auto", "ring", "tree"]))
+def test_one_server_is_the_same_whichever_generator_writes_it(gpu, gpus, size, algorithm):
+    """One NVSwitch server with a 400G NIC per GPU, written by the ``nvswitch`` generator, as
+    a one-rack, one-host ``leaf_spine`` and as a one-node ``rail_optimized`` fabric: the same
+    GPUs, NVLink and NICs, so the same algorithm, protocol and time (no traffic leaves the
+    server; the NVLink hop latency is each generator's default)."""
+    writings = [{"kind": "nvswitch", "gpus": gpus, "gpu": gpu, "nic_bandwidth": "400 Gb/s"},
+                {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": gpus, "gpu": gpu},
+                {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1, "gpus_per_node": gpus, "gpu": gpu}]
+    answers = [simnet.simulate(topology_from_dict({"name": "one", "generate": g}), algorithm, size) for g in writings]
+    assert {(r.algorithm, r.protocol, r.time_s) for r in answers} == {(answers[0].algorithm, answers[0].protocol,
+                                                                      answers[0].time_s)}

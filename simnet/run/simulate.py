@@ -3,8 +3,8 @@
 
 >>> from simnet.topology.loader import topology_from_dict
 >>> topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
->>> round(simulate(topo, "ring", 2**30, model="ideal").busbw_GBps)  # 450 GB/s NVLink, less 14 x 1 us latency
-448
+>>> round(simulate(topo, "ring", 2**30, model="ideal").busbw_GBps)  # 450 GB/s NVLink, less 14 x 0.5 us latency
+449
 >>> result = simulate(topo, "ring", 2**30)   # NCCL's model: 12 channels x 30 GB/s, Simple
 >>> round(result.busbw_GBps), result.protocol
 (359, 'Simple')

@@ -131,7 +131,10 @@ class NVSwitchParams(_NvSwitchHosts):
     gpus: Count = 8
     gpu: GpuName = "h100"
     gpu_bandwidth: Bandwidth | None = None  # default: the GPU's NVLink line rate per direction
-    latency: Latency = 0.5e-6  # GPU -> NVSwitch hop
+    # GPU -> NVSwitch hop: 0.5 us GPU to GPU, as leaf_spine's and rail_optimized's nvlink_latency. It
+    # stays below NCCL's own per-step latency over NVLink (0.6 us for Ring/LL, hwLat, tuning.cc:157-176,
+    # v2.30.7), a measured step of wire and software together, so under model: nccl NCCL's figure rules
+    latency: Latency = 0.25e-6
     nvls: bool | None = None  # NVLink SHARP in the switch; default: what the GPU generation supports
     gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of a multi-node NVLink domain
     nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)

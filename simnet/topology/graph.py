@@ -15,7 +15,7 @@ given when the topology is built, ``make_router``): ``route``, ``route_indices``
 >>> topo.route("gpu0", "gpu3")
 [('gpu0', 'nvswitch'), ('nvswitch', 'gpu3')]
 >>> topo.path_latency("gpu0", "gpu3")
-1e-06
+5e-07
 >>> topo.neighbours("nvswitch")[:2], "nvswitch" in topo.forwarding
 (['gpu0', 'gpu1'], True)
 """

@@ -24,7 +24,7 @@ another) and keeps every route and search it computed; the topology asks it thro
 >>> [topo.links[i] for i in router.route_indices("gpu0", "gpu3")]
 [('gpu0', 'nvswitch'), ('nvswitch', 'gpu3')]
 >>> router.shortest_paths("gpu0", stop="gpu3")[0]["gpu3"]  # (latency ps, hops)
-(1000000, 2)
+(500000, 2)
 """
 
 from __future__ import annotations
