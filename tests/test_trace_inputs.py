@@ -140,10 +140,10 @@ def test_zero_length_kernels_at_one_time_on_two_streams_are_no_cycle():
     assert all(d < i for i, op in enumerate(rank.ops) for d in op.deps)  # Op's contract: deps come earlier
 
 
-def test_stream_waits_and_many_steps_read_in_near_linear_time():
-    # 80,000 kernels in 8,000 profiler steps, each copy after a recorded stream wait: a
-    # reader that rescans every step per kernel or every launch per wait takes ~20 s on
-    # one core; linear ~1 s
+def test_stream_waits_in_many_steps_each_wait_for_their_own_step():
+    # 80,000 kernels in 8,000 profiler steps, each copy after a recorded stream wait (a
+    # reader that rescans every step per kernel or every launch per wait took ~20 s on one
+    # core, a linear one ~1 s: wall time belongs in benchmarks, not in this assert)
     events, corr = [], 0
     for c in range(8_000):
         t = c * 100.0
@@ -158,9 +158,7 @@ def test_stream_waits_and_many_steps_read_in_near_linear_time():
                              "wait_on_cuda_event_record_corr_id": corr + 1, "cuda_sync_kind": "Stream Wait Event"}}]
         corr += 3
         events += [_launch(t + 9.6, corr), _kernel("copy", t + 60, 10, 20, corr)]
-    begin = time.perf_counter()
     rank = read_kineto_events({"traceEvents": events}, "big.json")
-    assert time.perf_counter() - begin < 6
     assert len(rank.steps) == 8_000
     last_gemm = {op.step: i for i, op in enumerate(rank.ops) if op.name == "gemm"}
     copies = [(i, op) for i, op in enumerate(rank.ops) if op.name == "copy"]
