@@ -294,3 +294,40 @@ def test_a_slowed_leaf_under_a_ring_gives_the_time_every_link_in_max_min_gives()
         every = simulate(topo, "ring", 2**24, faults=faults, timeline=True)
     assert fast.time_s == every.time_s and fast.time_s > simulate(topo, "ring", 2**24).time_s
     assert np.array_equal(fast.replay.delivered_ps, every.replay.delivered_ps)
+
+
+NVLINK_AT_HALF = {"at": "0 s", "link": ["r0h1-gpu5", "r0h1-nvswitch"], "bandwidth": "50%"}
+
+
+@pytest.mark.parametrize("algorithm, faults", [
+    ("ring", [{"at": "0 s", "node": "r0h0-nic3", "bandwidth": "40%"}, NVLINK_AT_HALF]),
+    ("ring", [{"at": "0 s", "node": "r0h0-nic3", "bandwidth": "70%"}]),
+    ("tree", [{"at": "0 s", "node": "r0h0-nic3", "bandwidth": "70%"}]),
+    ("nvls_tree", [{"at": "0 s", "node": "r0h0-nic3", "bandwidth": "70%"}])])
+def test_links_slowed_from_the_start_replay_by_lanes_with_the_fluid_network_s_answer(algorithm, faults):
+    """A fault from time 0 that only slows links is the same network at lower capacities for
+    the whole run: the lanes replay it (no transfer each) and give the fluid network's time
+    to the picosecond, the links reported against their healthy capacities as it does."""
+    topo = topology_from_dict({"name": "two", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                           "gpus_per_host": 8, "gpu": "h100"}})
+    lanes = simulate(topo, algorithm, 2**24, faults=faults)
+    fluid = simulate(topo, algorithm, 2**24, faults=faults, timeline=True)  # a timeline takes the fluid network
+    assert lanes.replay.engine.startswith("lanes") and fluid.replay.engine == "fluid"
+    assert lanes.time_s == fluid.time_s >= simulate(topo, algorithm, 2**24).time_s
+    by_link = {(link.src, link.dst): link for link in fluid.links}
+    for link in lanes.links:
+        other = by_link[(link.src, link.dst)]
+        assert (link.capacity_Bps, link.mean_capacity_Bps) == (other.capacity_Bps, other.mean_capacity_Bps)
+        assert link.bytes == pytest.approx(other.bytes, rel=1e-12)  # summed in another order
+    slowed = by_link[("r0h0-nic3", "tor0")]
+    share = float(faults[0]["bandwidth"].rstrip("%")) / 100
+    assert slowed.mean_capacity_Bps == pytest.approx(share * slowed.capacity_Bps, rel=1e-12)
+
+
+def test_a_ring_paced_by_a_nic_slowed_from_the_start_is_slower_by_lanes():
+    """40 % of one NIC's 400 Gb/s from the start is below what the ring asks of it: the
+    lanes' time is later than the healthy run's."""
+    topo = topology_from_dict({"name": "two", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                           "gpus_per_host": 8, "gpu": "h100"}})
+    slowed = simulate(topo, "ring", 2**24, faults=[{"at": "0 s", "node": "r0h0-nic3", "bandwidth": "40%"}])
+    assert slowed.replay.engine.startswith("lanes") and slowed.time_s > simulate(topo, "ring", 2**24).time_s

@@ -101,6 +101,16 @@ class LinkStats:
         self._changes.append((now, links, np.array(self.in_force[links])))
         self._touched[links] = True
 
+    def slowed_from_start(self, healthy: np.ndarray) -> None:
+        """Take the capacities these statistics were measured against as in force from time 0
+        on links whose ``healthy`` capacity (B/s) was higher, as a fault at time 0 sets them:
+        ``capacity`` becomes the healthy one, ``mean_capacity`` the one in force."""
+        healthy = np.asarray(healthy, dtype=float)
+        changed = np.flatnonzero(healthy != self.capacity)
+        if len(changed):
+            self._changes.insert(0, (0, changed, self.in_force[changed].copy()))
+        self.capacity = healthy.copy()
+
     def mean_capacity(self, duration: int) -> np.ndarray:
         """Each link's capacity in force averaged over the first ``duration`` ps (> 0), B/s:
         ``capacity`` where nothing changed it."""

@@ -9,7 +9,7 @@ import numpy as np
 from simnet.engine.fluid import FluidNetwork
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["Fault", "schedule_faults"]
+__all__ = ["Fault", "schedule_faults", "slowed_from_start", "capacity_from_start"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,20 @@ def schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) 
             apply(fault)
         else:
             net.env.timeout(at).callbacks.append(lambda event, fault=fault: apply(fault))
+
+
+def slowed_from_start(faults: list[Fault]) -> bool:
+    """Whether every fault applies from time 0 and takes no link down: the run is then the
+    healthy network at lower capacities from start to end (no route moves, nothing changes
+    while flows run), which replays as any network does."""
+    return all(round(fault.at * PS_PER_SECOND) == 0 and not (fault.factors == 0).any() for fault in faults)
+
+
+def capacity_from_start(capacity: np.ndarray, faults: list[Fault]) -> np.ndarray:
+    """The capacities (B/s per directed link) in force from time 0 under ``faults`` that all
+    apply then (``slowed_from_start``): each link at its fault's factor of ``capacity``, the
+    run's own, as ``schedule_faults`` sets it."""
+    slowed = np.array(capacity, dtype=float)
+    for fault in faults:
+        slowed[fault.links] = capacity[fault.links] * fault.factors
+    return slowed
