@@ -123,3 +123,70 @@ def test_nccls_arm_hosts_skip_the_x86_nvlstree_correction():
     assert (grace.cpu, x86.cpu) == ("arm", "intel")
     size = 2**22
     assert sized_bandwidth(grace, "NVLSTree", "Simple", size) > sized_bandwidth(x86, "NVLSTree", "Simple", size)
+
+
+# ---------------------------------------------------------------- NCCL's graphs on an NVL72 clique
+def test_a_rings_channels_across_nodes_are_held_by_the_gpus_nvlink():
+    """NCCL's search takes a channel's speed off a GPU's NVLink for every channel that GPU
+    forwards to the next GPU of its node (NVIDIA/nccl v2.30.7 src/graph/search.cc:80-170),
+    and only a channel's last GPU hands it to a NIC instead. On paper: 8 H100 with 8 NICs,
+    8 channels of 48 GB/s, each GPU forwarding 7 (7 x 48 = 336 <= 18 x 20.6 = 370.8); on
+    72 GPUs of 18 x 40.1 = 721.8 GB/s, 15 of 48 (15 x 48 = 720, 16 x 48 = 768 too many) or
+    16 of 45.1 (721.6)."""
+    from simnet.tuning.search import nvlink_ring_channels
+
+    assert nvlink_ring_channels(48, 18 * 20.6, 8) == 8
+    assert nvlink_ring_channels(48, 18 * 40.1, 72) == 15
+    assert nvlink_ring_channels(45.1, 18 * 40.1, 72) == 16
+    assert nvlink_ring_channels(48, 18 * 40.1, 1) == 32  # one GPU per node: no NVLink hop
+
+
+def test_an_nvl72_racks_ring_and_tree_have_the_channels_nccls_search_finds():
+    """Two NVL72 racks, 72 NICs of 400G each: not one channel per NIC (32, MAXCHANNELS/2)
+    but what the GPUs' NVLink carries. Pass 1 of the search (search.cc:1165-1257) finds 15
+    channels at 48 GB/s (720 GB/s, short of the GPU's 721.8 totalBw, :1198), so it tries
+    45.1 (45.1/48 > 0.49, :1241): 16 channels, 721.6 GB/s, kept for being more
+    (ncclTopoCompareGraphs, :455-460); 42 gives 17 x 42 = 714, 40 18 x 40 = 720, 30 24 x
+    30 = 720, 24 30 x 24 = 720, none more, and 22/45.1 < 0.49 ends it. Tree searches with
+    the ring's channel count (init.cc:1178-1183); 16 x 80 GB/s would not fit the NVLink, so
+    pass 2 leaves its intra speed. The communicator duplicates them: 32 channels."""
+    from simnet.tuning.search import Graph, comm_channels, graph
+
+    system = system_of(load_topology("topologies/gb200_nvl72_2racks.yaml"))
+    assert graph(system, "Ring") == Graph(16, 45.1, 45.1)
+    assert (graph(system, "Tree").channels, graph(system, "Tree").bw_intra) == (16, 45.1)
+    assert comm_channels(system) == 32
+
+
+def test_nccl_picks_nvlstree_for_1_gib_across_two_nvl72_racks():
+    """NCCL's model (tuning.cc v2.30.7) on two GB200 racks, on paper: Tree/Simple
+    bus 16 x 45.1 x 0.92 = 663.9 GB/s (under 16 x perChMaxTreeBw 42.8), algBw half of it,
+    latency 8.4 + 2 x (71 x 4.0 + 1 x 14) = 604.4 us: 1 GiB in 3839 us. NVLSTree: 32
+    channels of 20 GB/s, 20 x 0.74 x 31/32 x 2 = 28.7 each (under 2 x 45.1 and the 96 cap),
+    bus 917.6, algBw x 144/286 = 462.0, latency 25 + 2 x 20.9: 2391 us. NVLSTree wins
+    (with 32 ring channels Tree's 2172 us would have)."""
+    from simnet.tuning.predict import pick, predict
+
+    system = system_of(load_topology("topologies/gb200_nvl72_2racks.yaml"))
+    size = 2**30
+    tree_bw = 16 * 45.1 * 0.92 / 2
+    assert predict(system, "Tree", "Simple", size) == pytest.approx((604.4 + size / (1000 * tree_bw)) * 1e-6, rel=1e-4)
+    nvls_bw = 32 * 20 * 0.74 * 31 / 32 * 2 * 144 / 286
+    assert predict(system, "NVLSTree", "Simple", size) == pytest.approx((25 + 2 * 20.9 + size / (1000 * nvls_bw)) * 1e-6,
+                                                                        rel=1e-4)
+    assert pick(system, size).algorithm == "NVLSTree"
+
+
+def test_nccls_tree_runs_a_chain_through_every_gpu_of_a_clique():
+    """NCCL's Tree inside a node is a chain through all its local ranks (connect.cc:41-62,
+    v2.30.7: tree.up = treeIntra[i-1], tree.down[0] = treeIntra[i+1]), and an MNNVL clique
+    is one node (topo.cc:1887-1891 fuses the clique's topologies; init.cc:1285-1300 counts
+    nodes by the ring's first rank): on two racks of 72 a chunk climbs 71 NVLink hops and
+    one between the racks' heads, and comes back down, 2 x 72 = 144 hops per channel."""
+    from simnet.schedule.algorithms.tree import tree_program
+
+    topo = load_topology("topologies/gb200_nvl72_2racks.yaml")
+    program = tree_program(topo, list(topo.gpus), 2**24, channels=2)
+    hops = {h for h, _, _ in program.info["pipeline"].values()}
+    between = {b for _, _, b in program.info["pipeline"].values()}
+    assert hops == {144} and between == {2}

@@ -188,7 +188,8 @@ def graph(system: System, algorithm: str) -> Graph:
       (SM90+, < 50 GB/s, > 4 channels) (``ncclTopoDupChannels``): DGX H100 12 x 30 GB/s,
       DGX A100 12 x 20 GB/s.
     * Ring across nodes: one channel per NIC at the first inter speed a GPU's path to its
-      NIC holds (a NIC carries floor(nic / speed) channels): DGX H100 8 x 48 GB/s.
+      NIC holds (a NIC carries floor(nic / speed) channels), no more than the GPUs' NVLink
+      forwards (``_ring_across_nodes``): DGX H100 8 x 48 GB/s, an NVL72 rack 15 x 48.
     * Tree: the ring's channel count and inter-node speed (NCCL searches the tree with the
       ring's channel count), the intra-node speed raised by pass 2 while below twice the
       inter-node one and the channels fit the GPU's links (p4d: 4 x 12 GB/s across, 30
@@ -216,9 +217,7 @@ def graph(system: System, algorithm: str) -> Graph:
             _first_speed(_speeds(system, SPEED_INTER), system.nic_bw)
         return Graph(channels, intra, inter)
     if system.nodes > 1 and system.nics > 0:
-        speed = _first_speed(_speeds(system, SPEED_INTER), min(system.nic_bw, local))
-        per_nic = max(1, int(system.nic_bw // speed + 1e-9)) if speed > 0 else 1
-        channels = min(MAX_RING_CHANNELS, system.nics * per_nic)
+        channels, speed = _ring_across_nodes(system, local)
         intra = speed
         if algorithm in ("Tree", "CollNetChain", "CollNetDirect"):
             # search pass 2 raises a tree's intra-node speed while it is below twice the
@@ -233,6 +232,53 @@ def graph(system: System, algorithm: str) -> Graph:
     if speed >= 25 and not (cc > 80 and speed < 50 and channels > 4):
         channels, speed = min(2 * channels, MAX_RING_CHANNELS), speed / 2
     return Graph(channels, speed, speed)
+
+
+def nvlink_ring_channels(speed: float, nvlink: float, ppn: int) -> int:
+    """The most ring channels of ``speed`` GB/s whose intra-node hops one GPU's NVLink
+    (``nvlink`` GB/s each way) carries, on a node of ``ppn`` GPUs: NCCL's search takes
+    ``speed`` off the GPU's NVLink for every channel it forwards to the next GPU of the node
+    (NVIDIA/nccl v2.30.7 src/graph/search.cc:80-121 followPath, called for each GPU-to-GPU
+    hop by ncclTopoFollowPath, :126-170; the link's bandwidth must stay >= 0), and a
+    channel's last GPU hands it to its NIC instead. The channels' exits are spread over the
+    GPUs (one NIC each), so the busiest GPU forwards all but ``channels // ppn`` of them
+    over NVLink: 8 channels of 48 GB/s on 8 H100 (7 x 48 <= 370.8), but on a 72-GPU NVL72
+    clique only 15 (15 x 48 = 720 <= 721.8), not one per NIC."""
+    if ppn < 2 or speed <= 0:
+        return MAX_RING_CHANNELS
+    channels = 0
+    while channels < MAX_RING_CHANNELS:
+        more = channels + 1
+        if (more - more // ppn) * speed > nvlink + 1e-9:
+            break
+        channels = more
+    return channels
+
+
+def _ring_across_nodes(system: System, local: float) -> tuple[int, float]:
+    """(channels, speed) of NCCL's ring search across nodes (search.cc ncclTopoCompute,
+    v2.30.7 :1165-1257): from the first inter-node speed a GPU's path to its NIC holds, as
+    many channels as the NICs carry (a NIC floor(nic / speed) of them) and, over NVLink,
+    the GPUs' NVLink forwards (``nvlink_ring_channels``). Pass 1 stops once channels x speed
+    reach the GPU's total bandwidth (:1198, ``totalBw``), else it tries the next lower
+    speed while that is above 0.49 of the best found (:1241-1244), keeping a graph only if
+    channels x speed grows (ncclTopoCompareGraphs, :455-460)."""
+    speeds = _speeds(system, SPEED_INTER)
+    first = _first_speed(speeds, min(system.nic_bw, local))
+    ppn = max(1, round(system.ppn))
+    best = None
+    for speed in (s for s in speeds if s <= first + 1e-9):
+        if best is not None and speed / best[1] <= 0.49:
+            break
+        per_nic = max(1, int(system.nic_bw // speed + 1e-9)) if speed > 0 else 1
+        channels = min(MAX_RING_CHANNELS, system.nics * per_nic)
+        if system.intra_hw == NVLINK:
+            channels = min(channels, nvlink_ring_channels(speed, local, ppn))
+        if channels > 0 and (best is None or channels * speed > best[0] * best[1] + 1e-9):
+            best = (channels, speed)
+        if best is not None and best[0] * best[1] >= local - 1e-9:
+            break
+    return best if best is not None else (1, first)
 
 
 def mesh_rings(system: System) -> list[tuple[int, ...]] | None:
