@@ -237,25 +237,28 @@ def test_steady_lanes_are_the_exact_lanes_when_no_link_binds(racks):
 
 
 @pytest.fixture(scope="module")
-def nvlink_domains():
-    """Two 20-GPU B200 NVLink domains, a NIC per GPU: NCCL's ring takes 20 channels at 48 GB/s,
-    960 GB/s through a GPU's 722 GB/s NVLink port, so its lanes refuse under ``model: nccl``."""
-    return topology_from_dict({"name": "nvl20", "routing": "by_destination", "generate": {
-        "kind": "rail_optimized", "units": 1, "nodes_per_unit": 2, "gpus_per_node": 20, "rails": 4, "gpu": "b200",
-        "nic_bandwidth": "400 Gb/s", "transport": "ib", "switch_radix": 64}})
+def oversubscribed():
+    """Two racks of one 8-B200 host, a 400G NIC per GPU, the ToRs' uplinks 4:1 oversubscribed:
+    NCCL's ring takes 8 channels of 48 GB/s (each GPU forwards 7 over NVLink, 336 of its
+    722 GB/s, NVIDIA/nccl v2.30.7 search.cc:80-170), 384 GB/s out of a rack through a 100 GB/s
+    uplink, so its lanes refuse under ``model: nccl``. (NCCL's search never asks a GPU's
+    NVLink port for more than it has, so the port itself no longer serves.)"""
+    return topology_from_dict({"name": "over", "routing": "by_destination", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8, "gpu": "b200",
+        "nic_bandwidth": "400 Gb/s", "transport": "ib", "oversubscription": 4, "spines": 1}})
 
 
-def test_simulate_bounds_only_nccl_rings_too_large_to_replay_exactly(racks, nvlink_domains, monkeypatch):
+def test_simulate_bounds_only_nccl_rings_too_large_to_replay_exactly(racks, oversubscribed, monkeypatch):
     monkeypatch.setattr("simnet.run.point.MAX_EXACT", 100)
-    bound = simulate(nvlink_domains, "ring", 2**22)
+    bound = simulate(oversubscribed, "ring", 2**22)
     assert bound.replay.engine == "lanes-steady"
     warning = bound.warnings[0]
     assert warning.kind == "upper_bound" and "upper bound" in warning.message
-    assert nvlink_domains.kind(warning.link.split("->")[1]) == "switch"  # a GPU's port into its NVSwitch
+    assert warning.link == "tor0->spine0"  # the rack's oversubscribed uplink
     # the fluid network would not finish such a ring: a timeline does not send it there
-    assert simulate(nvlink_domains, "ring", 2**22, timeline=True).replay.engine == "lanes-steady"
+    assert simulate(oversubscribed, "ring", 2**22, timeline=True).replay.engine == "lanes-steady"
     # auto says so when a candidate it did not pick could only be bounded
-    auto = simulate(nvlink_domains, "auto", 2**22)
+    auto = simulate(oversubscribed, "auto", 2**22)
     assert auto.algorithm != "ring" and [w.kind for w in auto.warnings].count("candidate_upper_bound") == 1
     # the exact lanes take the racks' ring under nccl: a timeline still gets the fluid network;
     # model: ideal is the exact reference and a tree is bounded loosely: neither is ever bounded
@@ -264,18 +267,18 @@ def test_simulate_bounds_only_nccl_rings_too_large_to_replay_exactly(racks, nvli
     assert simulate(racks, "tree", 2**24, model="ideal").replay.engine == "fluid"
 
 
-def test_a_plot_says_why_a_bounded_ring_has_no_link_heatmap(nvlink_domains, monkeypatch):
+def test_a_plot_says_why_a_bounded_ring_has_no_link_heatmap(oversubscribed, monkeypatch):
     from types import SimpleNamespace
 
     from simnet.report.plots import heatmap_missing
 
     monkeypatch.setattr("simnet.run.point.MAX_EXACT", 100)
-    bound = simulate(nvlink_domains, "ring", 2**22, timeline=True)
+    bound = simulate(oversubscribed, "ring", 2**22, timeline=True)
     why = heatmap_missing(SimpleNamespace(runs=[bound]))
     assert "too many to replay their sharing exactly: an upper bound" in why
 
 
-def test_the_exact_option_never_bounds(nvlink_domains, monkeypatch):
+def test_the_exact_option_never_bounds(oversubscribed, monkeypatch):
     """``exact: true`` sends a ring too large to replay exactly to the fluid network (which
     would take seconds here: stopped at its door) instead of bounding it."""
     class FluidCalled(Exception):
@@ -285,10 +288,10 @@ def test_the_exact_option_never_bounds(nvlink_domains, monkeypatch):
         raise FluidCalled
 
     monkeypatch.setattr("simnet.run.point.MAX_EXACT", 100)
-    assert simulate(nvlink_domains, "ring", 2**22).replay.engine == "lanes-steady"
+    assert simulate(oversubscribed, "ring", 2**22).replay.engine == "lanes-steady"
     monkeypatch.setattr("simnet.run.point.replay", fluid)
     with pytest.raises(FluidCalled):
-        simulate(nvlink_domains, "ring", 2**22, exact=True)
+        simulate(oversubscribed, "ring", 2**22, exact=True)
 
 
 # ------------------------------------------------------------------ in the switches: NVLS, NVLSTree, CollNet
