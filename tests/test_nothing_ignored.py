@@ -794,3 +794,38 @@ def test_one_size_given_twice_is_refused_not_run_once(tmp_path, cli, root):
     assert result.exit_code == 2 and "'1048576 B' is 1 MiB, given already as '1 MiB'" in result.output
     result = cli("run", root / "scenarios" / "single_node.yaml", "-s", "1 MiB", "-s", "1048576 B")
     assert result.exit_code == 2 and "--size: 1 MiB is given twice" in result.output
+
+
+JOBS4 = {"name": "t", "generate": {**LEAF2["generate"], "gpus_per_host": 4}}
+
+
+def test_set_indexes_a_list_in_a_dotted_key(tmp_path, cli):
+    """Fuzz finding (31b): ``--set jobs.0.size=1 MiB,2 MiB`` replaced the whole job list by a
+    mapping ``{"0": {"size": ...}}`` and was refused as "jobs: Input should be a valid list".
+    A number indexes the list: job a AllReduces 1 MiB, then 2 MiB, its other keys kept. An
+    index the list does not have is refused in one line, and no folder is left behind."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "j", "topology": JOBS4, "jobs": [
+        {"name": "a", "gpus": 2, "size": "1 MiB"}, {"name": "b", "gpus": 2, "size": "1 MiB"}]}))
+    out = tmp_path / "out"
+    ran = cli("sweep", tmp_path / "s.yaml", "--set", "jobs.0.size=1 MiB,2 MiB", "--out", out, "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    sizes = {r["set"]["jobs.0.size"]: {job["name"]: job["size_bytes"] for job in r["jobs"]} for r in _records(out)}
+    assert sizes == {"1 MiB": {"a": 2**20, "b": 2**20}, "2 MiB": {"a": 2**21, "b": 2**20}}
+    wrong = cli("sweep", tmp_path / "s.yaml", "--set", "jobs.2.size=1 MiB", "--out", tmp_path / "o2", "--workers", "1")
+    assert wrong.exit_code == 2 and len(wrong.stderr.strip().splitlines()) == 1
+    assert "jobs.2.size: jobs is a list of 2, and '2' is none of its indices (0 to 1)" in wrong.stderr
+    assert not (tmp_path / "o2").exists()
+
+
+def test_a_variant_sets_one_fault_of_the_list_by_its_index():
+    from simnet.run.compare import compare_scenarios
+
+    fault = {"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"}
+    spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["16 MiB"], "algorithms": ["ring"],
+                               "faults": [fault], "variants": [{"name": "half"},
+                                                               {"name": "tenth", "set": {"faults.0.bandwidth": "10%"}}]})
+    rows = {row["option"]: row["collective_time_s"] for row in compare_scenarios([spec])}
+    assert rows["tenth"] > rows["half"]  # the uplink at a tenth of its rate, not at half
+

@@ -43,6 +43,8 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
     """A copy of a scenario document with dotted keys set (``topology.generate.racks: 4``).
 
     A topology given as a file path is inlined first, so its fields can be overridden too.
+    A part that is a number indexes a list (``jobs.0.size``, ``faults.1.at``); one that is
+    no index of the list there is a ``ValueError`` naming it (it replaced the whole list).
     """
     document = copy.deepcopy(document)
     for dotted, value in overrides.items():
@@ -50,12 +52,24 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
         if parts[0] == "topology" and len(parts) > 1:
             document = _inline_topology(document, base)
         target = document
-        for part in parts[:-1]:
-            if not isinstance(target.get(part), dict):
+        for k, part in enumerate(parts):
+            if isinstance(target, list):
+                part = _index(target, part, dotted, ".".join(parts[:k]))
+            elif k < len(parts) - 1 and not isinstance(target.get(part), (dict, list)):
                 target[part] = {}
-            target = target[part]
-        target[parts[-1]] = value
+            if k == len(parts) - 1:
+                target[part] = value
+            else:
+                target = target[part]
     return document
+
+
+def _index(items: list, part: str, dotted: str, where: str) -> int:
+    """``part`` of ``dotted`` as an index into the list ``items`` found at ``where``."""
+    if not part.isascii() or not part.isdigit() or int(part) >= len(items):
+        raise ValueError(f"{dotted}: {where} is a list of {len(items)}, and {part!r} is none of its indices "
+                         f"(0 to {len(items) - 1})" if items else f"{dotted}: {where} is an empty list")
+    return int(part)
 
 
 @dataclass(frozen=True)
@@ -148,7 +162,7 @@ def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, o
         return ""
     try:
         theirs = _files_read(apply_overrides(document, dict(overrides), base), base)
-    except (InputError, OSError):
+    except (ValueError, OSError):  # InputError among them: the point's own validation says so
         return ""
     extra = sorted({path.resolve() for path in theirs} - own)
     if not extra:
@@ -228,7 +242,12 @@ def _grow(document: dict, gpus: int, base: Path) -> dict:
 
 def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: int | None) -> Scenario:
     """The scenario a point simulates (raises ``InputError`` for bad overrides)."""
-    document = apply_overrides(plan.document, dict(overrides), Path(plan.base))
+    try:
+        document = apply_overrides(plan.document, dict(overrides), Path(plan.base))
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise InputError(str(exc), plan.source) from None
     if gpus is not None:
         document = _grow(document, gpus, Path(plan.base))
         document["gpus"] = gpus
