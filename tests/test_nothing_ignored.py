@@ -829,3 +829,22 @@ def test_a_variant_sets_one_fault_of_the_list_by_its_index():
     rows = {row["option"]: row["collective_time_s"] for row in compare_scenarios([spec])}
     assert rows["tenth"] > rows["half"]  # the uplink at a tenth of its rate, not at half
 
+
+def test_compare_of_several_files_refuses_the_variants_it_would_not_run(tmp_path, cli):
+    """Fuzz finding (31b): ``compare a.yaml b.yaml`` with variants (and their costs) in a.yaml
+    ranked a.yaml as one option and never ran its variants, without a word."""
+    import yaml
+
+    one = {"name": "a", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": ["ring"],
+           "variants": [{"name": "slow", "set": {"topology.generate.nic_bandwidth": "10 Gb/s"}, "cost": 1},
+                        {"name": "fast", "cost": 2}]}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(one, sort_keys=False))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({**{k: v for k, v in one.items() if k != "variants"},
+                                                     "name": "b"}, sort_keys=False))
+    result = cli("compare", tmp_path / "a.yaml", tmp_path / "b.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    line = (tmp_path / "a.yaml").read_text().splitlines().index("variants:") + 2  # its value's line, as every message
+    assert f"{tmp_path / 'a.yaml'}:{line}: variants: compare of 2 files ranks each file as one option" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+    assert cli("compare", tmp_path / "a.yaml", "-o", tmp_path / "c.png").exit_code == 0
+
