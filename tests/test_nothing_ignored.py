@@ -848,3 +848,15 @@ def test_compare_of_several_files_refuses_the_variants_it_would_not_run(tmp_path
     assert not (tmp_path / "c.png").exists()
     assert cli("compare", tmp_path / "a.yaml", "-o", tmp_path / "c.png").exit_code == 0
 
+
+def test_a_fault_share_that_leaves_a_link_under_1_kbs_is_refused():
+    """Fuzz finding (31b): ``bandwidth: 1e-300%`` left the uplink at 8e-290 Gb/s: an overflow in
+    the engine, and a refusal of two lines about the simulated horizon. A share is held to
+    the 1 Kb/s every bandwidth is, as a rate written with its unit is; 0% still takes it down."""
+    message = _refusal(sizes=["1 MiB"], faults=[{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "1e-300%"}])
+    assert message.split(": ")[1] == "faults[0].bandwidth" and "under 1 Kb/s" in message
+    two = {"name": "t", "generate": {**LEAF2["generate"], "spines": 2}}
+    spec = scenario_from_dict({"name": "s", "topology": two, "sizes": ["1 MiB"],
+                               "faults": [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "0%"},
+                                          {"at": "0 s", "link": ["r0h0-nic0", "tor0"], "bandwidth": "1e-6%"}]})
+    assert [f.factors.tolist() for f in spec.faults] == [[0.0, 0.0], [1e-8, 1e-8]]  # 400 Gb/s x 1e-8 = 4 Kb/s

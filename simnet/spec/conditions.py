@@ -112,6 +112,10 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
             factors = np.zeros(len(links))
         elif isinstance(spec.bandwidth, str):
             factors = np.full(len(links), units.parse_share(spec.bandwidth))
+            if 0 < factors[0] * line.min() < units.BANDWIDTH_RANGE[0]:  # a rate no link has: the run never ends
+                raise FaultError((i, "bandwidth"), f"{spec.bandwidth.strip()} of the link's "
+                                 f"{units.format_bandwidth(float(line.min()))} is under 1 Kb/s, the least bandwidth "
+                                 "simnet accepts; give 0 (or down: true) to take it down")
         else:
             if spec.bandwidth > line.min() * (1 + 1e-9):
                 raise FaultError((i, "bandwidth"), f"{units.format_bandwidth(spec.bandwidth)} is more than the link's "
