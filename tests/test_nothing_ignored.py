@@ -860,3 +860,27 @@ def test_a_fault_share_that_leaves_a_link_under_1_kbs_is_refused():
                                "faults": [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "0%"},
                                           {"at": "0 s", "link": ["r0h0-nic0", "tor0"], "bandwidth": "1e-6%"}]})
     assert [f.factors.tolist() for f in spec.faults] == [[0.0, 0.0], [1e-8, 1e-8]]  # 400 Gb/s x 1e-8 = 4 Kb/s
+
+
+def test_a_step_whose_gradient_passes_1_pib_is_refused_not_an_internal_error():
+    """Fuzz finding (31b): ``hidden: 2^40`` keeps a micro-batch's activations at 2^48 B, under
+    the 1 PiB the check held them to, but a stage's gradient (about 2 x 10 h^2 values of 4 B)
+    is some 10^25 B: the ring's schedule overflowed numpy (exit 70). Every exchange of the
+    step is now held to 1 PiB, the gradient's among them."""
+    huge = {**TRAINING["model"], "hidden": 2**40}
+    message = _refusal(training={**TRAINING, "model": huge})
+    assert message.split(": ")[1] == "training.model" and "(a stage's gradients), over 1 PiB" in message
+
+
+def test_the_step_simulates_the_exchanges_the_check_holds_to_1_pib():
+    """The sizes the check reads are the step's: tp 2 on 4 GPUs (dp 2) of the 2-layer model,
+    a DP gradient of (2 layers x (4 h^2 attention + 3 h ffn gated MLP) + 2 V h embeddings)
+    / tp values of 4 B (fp32): (2 x (16,384 + 24,576) + 12,800) / 2 x 4 = 189,440 B; a TP
+    AllReduce of 16 tokens x 64 values of 2 B (bf16) = 2,048 B."""
+    from simnet.run.scenario import run_scenario
+
+    spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {**LEAF2["generate"]}},
+                               "training": {**TRAINING, "parallelism": {"tp": 2}}})
+    step = run_scenario(spec).training
+    sizes = {c["kind"]: c["size_bytes"] for c in step["collectives"]}
+    assert sizes == {"tp": 2048, "dp": 189_440}

@@ -47,6 +47,7 @@ from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
+from simnet.workloads.transformer import exchange_bytes
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
 
@@ -410,11 +411,15 @@ def _refuse_what_no_step_holds(training, source: Source) -> None:
     FLOPs too large to count."""
     model, par = training.transformer(), training.layout()
     tokens = par.micro_batch_size * model.sequence
-    largest = model.activation_bytes(tokens, DTYPE_BYTES[training.dtype]) * (model.top_k if model.moe else 1)
-    if largest > units.SIZE_MAX:
-        raise source.error(("training", "model"), f"one exchange of the step would carry {largest:.4g} B (a "
-                                                  "micro-batch's activations), over 1 PiB, the largest size simnet "
-                                                  "accepts; use a smaller micro_batch_size, sequence or hidden")
+    sizes = exchange_bytes(model, par, DTYPE_BYTES[training.dtype], DTYPE_BYTES[training.grad_dtype])
+    kind = max(sizes, key=sizes.__getitem__)
+    if sizes[kind] > units.SIZE_MAX:
+        what = ("a micro-batch's activations", "a smaller micro_batch_size, sequence or hidden") \
+            if kind in ("tp", "ep", "pp") else ("a stage's gradients" if kind in ("dp", "edp") else
+                                                "a layer's parameters", "a smaller model or more tp and pp")
+        raise source.error(("training", "model"), f"one exchange of the step would carry {sizes[kind]:.4g} B "
+                                                  f"({what[0]}), over 1 PiB, the largest size simnet accepts; "
+                                                  f"use {what[1]}")
     if not math.isfinite(model.training_flops_per_token() * tokens * par.micro_batches):
         raise source.error(("training", "model"), "the step's FLOPs are too many to count; check the model's shape")
 
