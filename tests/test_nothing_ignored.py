@@ -884,3 +884,16 @@ def test_the_step_simulates_the_exchanges_the_check_holds_to_1_pib():
     step = run_scenario(spec).training
     sizes = {c["kind"]: c["size_bytes"] for c in step["collectives"]}
     assert sizes == {"tp": 2048, "dp": 189_440}
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--gpu-speedup", "nan"], "--gpu-speedup: nan is not a ratio of FLOP/s"),
+    (["--gpu-speedup", "0"], "--gpu-speedup: 0 is not a ratio of FLOP/s"),
+    (["--placement", "scattered"], "--placement: 'scattered': expected packed, spread or random(seed)")])
+def test_replay_trace_names_the_flag_it_refuses(cli, root, tmp_path, flags, says):
+    """Fuzz finding (31b): the refusal said ``gpu_speedup must be ...`` or ``placement
+    'scattered': ...``, naming no flag of the command line; and nothing is written."""
+    result = cli("replay-trace", root / "validation/traces/hta_nccl_data_rank0.json.gz", "--ranks-per-trace", "2",
+                 "-t", root / "topologies/dgx_a100.yaml", *flags, "--json", tmp_path / "r.json")
+    assert result.exit_code == 2 and result.stderr.strip().startswith(says)
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.json").exists()
