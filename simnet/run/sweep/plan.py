@@ -11,6 +11,7 @@ import copy
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,9 @@ def _values(value: Any) -> list[Any]:
     return list(first.values())
 
 
+_RATIO = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
+
+
 def _canonical(value: Any) -> Any:
     """What a value means, as far as the text says: a bandwidth, time or size in SI units, else itself."""
     if isinstance(value, bool):
@@ -187,6 +191,9 @@ def _canonical(value: Any) -> Any:
         return ("number", float(f"{value:.12g}"))
     if not isinstance(value, str):
         return json.dumps(value, sort_keys=True, default=str)
+    ratio = _RATIO.match(value)
+    if ratio and float(ratio.group(2)) > 0:  # 4:1 is the ratio 4 (an oversubscription), as the generators read it
+        return ("number", float(f"{float(ratio.group(1)) / float(ratio.group(2)):.12g}"))
     for kind, parse in (("B/s", units.parse_bandwidth), ("s", units.parse_time), ("B", units.parse_size_approx)):
         try:
             return (kind, float(f"{parse(value):.12g}"))  # 1 us and 1000 ns alike, to float rounding
