@@ -902,3 +902,16 @@ def test_replay_trace_names_the_flag_it_refuses(cli, root, tmp_path, flags, says
                  "-t", root / "topologies/dgx_a100.yaml", *flags, "--json", tmp_path / "r.json")
     assert result.exit_code == 2 and result.stderr.strip().startswith(says)
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.json").exists()
+
+
+def test_a_flops_figure_and_its_number_are_one_sweep_point(tmp_path, cli):
+    """Fuzz finding (31b): ``--set training.gpu_flops=989 TFLOP/s,989e12`` ran one GPU as two
+    points; like 400Gb/s and 50 GB/s, they are one (the first spelling), 500 TFLOP/s another."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, "training": TRAINING}))
+    out = tmp_path / "out"
+    ran = cli("sweep", tmp_path / "s.yaml", "--set", "training.gpu_flops=989 TFLOP/s,989e12,0.989 PFLOP/s,500 TFLOP/s",
+              "--out", out, "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    assert [r["set"]["training.gpu_flops"] for r in _records(out)] == ["989 TFLOP/s", "500 TFLOP/s"]

@@ -22,7 +22,7 @@ from simnet.workloads.transformer import PRESETS, Parallelism, Transformer
 __all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training"]
 
 
-_FLOP_UNITS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
+FLOP_UNITS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
 GPU_FLOPS_RANGE = (1e9, 1e18)
 """FLOP/s one GPU may have: 1 GFLOP/s to 1 EFLOP/s (B200's dense BF16 peak is 2.25e15)."""
 
@@ -33,10 +33,10 @@ def _gpu_flops(value: object) -> object:
     if isinstance(value, str):
         number, _, unit = value.strip().partition(" ")
         unit = unit.strip() or "FLOP/s"  # YAML reads 989e12 as text: a number all the same
-        if unit not in _FLOP_UNITS:
+        if unit not in FLOP_UNITS:
             raise ValueError(f"{value!r}: give FLOP/s as a number or with FLOP/s, GFLOP/s, TFLOP/s or PFLOP/s")
         try:
-            value = float(number) * _FLOP_UNITS[unit]
+            value = float(number) * FLOP_UNITS[unit]
         except ValueError:
             raise ValueError(f"{value!r} is not a FLOP/s figure (e.g. '989 TFLOP/s')") from None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
