@@ -915,3 +915,27 @@ def test_a_flops_figure_and_its_number_are_one_sweep_point(tmp_path, cli):
               "--out", out, "--workers", "1")
     assert ran.exit_code == 0, ran.stderr
     assert [r["set"]["training.gpu_flops"] for r in _records(out)] == ["989 TFLOP/s", "500 TFLOP/s"]
+
+
+@pytest.mark.parametrize("setting, says", [
+    ("cost=1,2", "--set: cost is what simnet compare weighs an option by and changes no point of a sweep"),
+    ("topology.name=a,b", "--set: topology.name labels the topology and changes no point"),
+    ("topology.description=a,b", "--set: topology.description labels the topology and changes no point"),
+    ("variants=[]", "--set: variants are simnet compare's options; a sweep runs none of them"),
+    ("sweep.gpus=2", "--set: sweep.gpus holds the file's axes")])
+def test_set_refuses_what_changes_no_point_of_a_sweep(tmp_path, cli, setting, says):
+    """Fuzz findings (31b): ``--set cost=1,2`` and ``--set topology.description=a,b`` ran one
+    point twice with equal results; ``variants=[]`` and ``sweep.gpus=2`` were refused as
+    "Input should be a valid list". Each is refused in one line, leaving no folder."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", setting, "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_file_s_sweep_axis_that_changes_no_point_is_refused_and_so_is_a_variant_s_label():
+    message = _refusal(sizes=["1 MiB"], sweep={"cost": [1, 2]})
+    assert message.split(": ")[1] == "sweep" and "cost is what simnet compare weighs" in message
+    message = _refusal(sizes=["1 MiB"], variants=[{"name": "v", "set": {"topology.description": "x"}}])
+    assert "topology.description: a variant sets what its runs read" in message

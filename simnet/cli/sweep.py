@@ -15,6 +15,7 @@ from simnet.cli.shell import friendly
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
+from simnet.spec.scenario import axis_changes_no_point
 
 
 def _gpu_counts(text: str, scenario: Path) -> list[int]:
@@ -85,9 +86,10 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if key.strip() in axes:
             raise InputError(f"--set: {key.strip()} is given twice; give its values once (KEY=V1,V2)", scenario)
         axes[key.strip()] = [_set_value(v) for v in _split_values(values)]
-    for key in ("name", "description"):
-        if key in axes:
-            raise InputError(f"--set: {key} labels the scenario and changes no point; leave it out", scenario)
+    for key in axes:
+        why = axis_changes_no_point(key)
+        if why:
+            raise InputError(f"--set: {key} {why}; leave it out", scenario)
     if collective and "collective" in axes:
         raise InputError("--set collective=... and -c/--collective both name the collective; give one", scenario)
     changes = collective_option(spec, collective, algorithms, scenario)

@@ -49,7 +49,7 @@ from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.transformer import exchange_bytes
 
-__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO", "axis_changes_no_point"]
 
 AUTO = "auto"
 
@@ -67,6 +67,21 @@ def _gpu_choice(value: object) -> object:
     return value
 
 
+def axis_changes_no_point(key: str) -> str | None:
+    """Why a sweep axis (``--set`` or the file's ``sweep:``) changes no point (None when it
+    may): labels, what ``simnet compare`` reads (costs, variants), or the sweep's own axes."""
+    first = key.split(".")[0]
+    if key in ("name", "description", "topology.name", "topology.description"):
+        return f"labels the {'topology' if first == 'topology' else 'scenario'} and changes no point"
+    if first == "cost":
+        return "is what simnet compare weighs an option by and changes no point of a sweep"
+    if first == "variants":
+        return "are simnet compare's options; a sweep runs none of them"
+    if first == "sweep":
+        return "holds the file's axes, and each axis is one already (e.g. gpus: [8, 16], or --set gpus=8,16)"
+    return None
+
+
 class Variant(Strict):
     """A hardware option: dotted overrides of the scenario and what it costs."""
 
@@ -78,7 +93,8 @@ class Variant(Strict):
     @classmethod
     def _sets_what_a_run_reads(cls, value: dict[str, Any]) -> dict[str, Any]:
         for key in value:
-            if key.split(".")[0] in ("name", "description", "sweep", "variants", "cost"):
+            if key.split(".")[0] in ("name", "description", "sweep", "variants", "cost") or \
+                    key in ("topology.name", "topology.description"):
                 raise ValueError(f"{key}: a variant sets what its runs read; {key} changes none (the variant's "
                                  "own name and cost are its name: and cost: keys)")
         return value
@@ -129,6 +145,9 @@ class ScenarioSpec(Strict):
     def _gpu_counts(cls, value):
         if value is not None and "gpus" in value and not value["gpus"]:
             raise ValueError("gpus: an empty list; give GPU counts, e.g. [8, 16, 32]")
+        for key in value or {}:
+            if axis_changes_no_point(key):
+                raise ValueError(f"{key} {axis_changes_no_point(key)}; leave it out")
         for count in (value or {}).get("gpus", []):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
