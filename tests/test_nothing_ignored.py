@@ -939,3 +939,16 @@ def test_a_file_s_sweep_axis_that_changes_no_point_is_refused_and_so_is_a_varian
     assert message.split(": ")[1] == "sweep" and "cost is what simnet compare weighs" in message
     message = _refusal(sizes=["1 MiB"], variants=[{"name": "v", "set": {"topology.description": "x"}}])
     assert "topology.description: a variant sets what its runs read" in message
+
+
+def test_a_sweep_on_one_gpu_draws_without_a_warning(tmp_path, cli):
+    """Fuzz finding (31b): ``sweep --gpus 1`` (one GPU moves nothing: time 0) log-scaled a time
+    axis with nothing positive on it, and matplotlib's UserWarning reached the terminal."""
+    import warnings
+
+    path, out = _box_sweep(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli("sweep", path, "--gpus", "1", "--out", out, "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [str(w.message) for w in caught] == [] and (out / "busbw.png").exists()
