@@ -952,3 +952,20 @@ def test_a_sweep_on_one_gpu_draws_without_a_warning(tmp_path, cli):
         result = cli("sweep", path, "--gpus", "1", "--out", out, "--workers", "1")
     assert result.exit_code == 0, result.stderr
     assert [str(w.message) for w in caught] == [] and (out / "busbw.png").exists()
+
+
+def test_a_sweep_axis_with_no_values_is_refused_not_an_internal_error():
+    """Fuzz finding (31b): ``sweep: {options.channels: []}`` made a sweep of no points, which
+    ended in an IndexError (exit 70) after it had run nothing."""
+    message = _refusal(sizes=["1 MiB"], sweep={"options.channels": []})
+    assert message.split(": ")[1:3] == ["sweep", "options.channels"] and "an empty list" in message
+
+
+def test_a_sweep_axis_of_lists_runs_each_list(tmp_path, cli):
+    """Fuzz finding (31b): ``sweep: {sizes: [[1 MiB], [2 MiB]]}`` ended in "unhashable type:
+    'list'" (exit 70); a list (or mapping) is a value like any other: two points, 1 MiB and 2 MiB."""
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                     "sweep: {sizes: [[1 MiB], [2 MiB], [1 MiB]]}\n")
+    ran = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "out", "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    assert [[s["size_bytes"] for s in r["sizes"]] for r in _records(tmp_path / "out")] == [[2**20], [2**21]]

@@ -145,7 +145,9 @@ class ScenarioSpec(Strict):
     def _gpu_counts(cls, value):
         if value is not None and "gpus" in value and not value["gpus"]:
             raise ValueError("gpus: an empty list; give GPU counts, e.g. [8, 16, 32]")
-        for key in value or {}:
+        for key, values in (value or {}).items():
+            if not values and key != "gpus":  # no value: the sweep would have no point at all
+                raise ValueError(f"{key}: an empty list; give the values to sweep (e.g. [1, 2])")
             if axis_changes_no_point(key):
                 raise ValueError(f"{key} {axis_changes_no_point(key)}; leave it out")
         for count in (value or {}).get("gpus", []):

@@ -233,14 +233,18 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
-    reads = {combo: _reads(scenario.data, combo, Path(base), own) for combo in combos}
-    points = [Point(combo, count, algorithm, reads[combo])
+    points = [Point(combo, count, algorithm, reads)
               for combo in combos
+              for reads in [_reads(scenario.data, combo, Path(base), own)]
               for count in counts
               for algorithm in (algorithms or scenario.algorithms)]
-    unique = list(dict.fromkeys(points))  # `--gpus 4,4` or `-a ring -a ring` is one point, computed once
+    # `--gpus 4,4` or `-a ring -a ring` is one point, computed once; by key, as a value may be a
+    # list or a mapping (sizes: [[1 MiB], [2 MiB]]), which no set holds
+    unique: dict[str, Point] = {}
+    for point in points:
+        unique.setdefault(point.key, point)
     every = scenario.every_algorithm if every_algorithm is None else every_algorithm
-    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env), every)
+    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", list(unique.values()), nccl_env(env), every)
 
 
 def _grow(document: dict, gpus: int, base: Path) -> dict:
