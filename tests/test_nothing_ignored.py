@@ -969,3 +969,21 @@ def test_a_sweep_axis_of_lists_runs_each_list(tmp_path, cli):
     ran = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "out", "--workers", "1")
     assert ran.exit_code == 0, ran.stderr
     assert [[s["size_bytes"] for s in r["sizes"]] for r in _records(tmp_path / "out")] == [[2**20], [2**21]]
+
+
+@pytest.mark.parametrize("doc, where", [
+    ({"variants": [{"name": "v", "set": {"options.channels": 2, "options": {"channels": 3}}}]}, "variants[0].set"),
+    ({"sweep": {"options": [{"channels": 1}], "options.channels": [2]}}, "sweep")])
+def test_a_key_set_with_one_of_its_parts_is_refused(doc, where):
+    """Fuzz finding (31b): a variant setting ``options.channels: 2`` and ``options: {channels:
+    3}`` ran 3 channels; the 2 was replaced, by the order the keys were written, without a word."""
+    message = _refusal(sizes=["1 MiB"], algorithms=["ring"], **doc)
+    assert message.split(": ")[1] == where and "options.channels: options is set too" in message
+
+
+def test_set_beside_the_file_s_sweep_refuses_a_part_of_an_axis(tmp_path, cli):
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\nsweep: {options: [{channels: 1}]}\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "options.channels=2", "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and "options.channels: options is set too" in result.stderr
+    assert not (tmp_path / "o").exists()

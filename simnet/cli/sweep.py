@@ -15,7 +15,7 @@ from simnet.cli.shell import friendly
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
-from simnet.spec.scenario import axis_changes_no_point
+from simnet.spec.scenario import axis_changes_no_point, nested_twice
 
 
 def _gpu_counts(text: str, scenario: Path) -> list[int]:
@@ -86,6 +86,8 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if key.strip() in axes:
             raise InputError(f"--set: {key.strip()} is given twice; give its values once (KEY=V1,V2)", scenario)
         axes[key.strip()] = [_set_value(v) for v in _split_values(values)]
+    if nested_twice(axes):
+        raise InputError(f"--set: {nested_twice(axes)}", scenario)
     for key in axes:
         why = axis_changes_no_point(key)
         if why:

@@ -49,7 +49,7 @@ from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.transformer import exchange_bytes
 
-__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO", "axis_changes_no_point"]
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO", "axis_changes_no_point", "nested_twice"]
 
 AUTO = "auto"
 
@@ -82,6 +82,17 @@ def axis_changes_no_point(key: str) -> str | None:
     return None
 
 
+def nested_twice(keys) -> str | None:
+    """Why dotted ``keys`` set one value twice (``options`` and ``options.channels``: one would
+    replace the other, by the order written), or None."""
+    keys = list(keys)
+    for key in keys:
+        inner = next((other for other in keys if other.startswith(key + ".")), None)
+        if inner is not None:
+            return f"{inner}: {key} is set too, and one would replace the other; set {key} whole, or its parts"
+    return None
+
+
 class Variant(Strict):
     """A hardware option: dotted overrides of the scenario and what it costs."""
 
@@ -97,6 +108,8 @@ class Variant(Strict):
                     key in ("topology.name", "topology.description"):
                 raise ValueError(f"{key}: a variant sets what its runs read; {key} changes none (the variant's "
                                  "own name and cost are its name: and cost: keys)")
+        if nested_twice(value):
+            raise ValueError(nested_twice(value))
         return value
 
 
@@ -145,6 +158,8 @@ class ScenarioSpec(Strict):
     def _gpu_counts(cls, value):
         if value is not None and "gpus" in value and not value["gpus"]:
             raise ValueError("gpus: an empty list; give GPU counts, e.g. [8, 16, 32]")
+        if nested_twice(value or {}):
+            raise ValueError(nested_twice(value))
         for key, values in (value or {}).items():
             if not values and key != "gpus":  # no value: the sweep would have no point at all
                 raise ValueError(f"{key}: an empty list; give the values to sweep (e.g. [1, 2])")

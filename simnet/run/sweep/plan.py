@@ -21,7 +21,7 @@ from simnet import units
 from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env
-from simnet.spec.scenario import Scenario, scenario_from_dict
+from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
 from simnet.spec.workloads import FLOP_UNITS
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
@@ -223,6 +223,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
     axes.update({k: _values(v) for k, v in (sets or {}).items()})
+    if nested_twice(axes):  # the file's sweep: and --set together
+        raise ValueError(f"sweep: {nested_twice(axes)}")
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
