@@ -987,3 +987,17 @@ def test_set_beside_the_file_s_sweep_refuses_a_part_of_an_axis(tmp_path, cli):
     result = cli("sweep", tmp_path / "s.yaml", "--set", "options.channels=2", "--out", tmp_path / "o", "--workers", "1")
     assert result.exit_code == 2 and "options.channels: options is set too" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("key", ["-1 MiB", "0 B"])
+def test_a_profile_factor_at_no_size_is_refused(tmp_path, key):
+    """Fuzz finding (31b): ``bandwidth: {-1 MiB: 0.5, 1 MiB: 0.9}`` was taken, its -1 MiB read
+    as 1 B (the factor is interpolated on log size, of at least one byte): 0.5 held at 1 B."""
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "n.cal.yaml").write_text(f"calibration:\n  bandwidth:\n    {key}: 0.5\n    1 MiB: 0.9\n")
+    with pytest.raises(InputError, match=re.escape(f"calibration.bandwidth: key '{key}': a factor is stated at a "
+                                                   "size of 1 B or more")):
+        load_calibration(tmp_path / "n.cal.yaml")
+    (tmp_path / "n.cal.yaml").write_text("calibration:\n  bandwidth:\n    1 B: 0.5\n    1 MiB: 0.9\n")
+    assert load_calibration(tmp_path / "n.cal.yaml").bandwidth == ((1, 0.5), (2**20, 0.9))

@@ -53,9 +53,11 @@ class _CalibrationSpec(Strict):
             raise ValueError("an empty mapping; give one factor (0.9) or factors by size ({64 KiB: 0.8, 4 GiB: 0.95})")
         for key in value if isinstance(value, dict) else ():
             try:
-                units.parse_size(key)
+                size = units.parse_size(key)
             except (ValueError, TypeError) as exc:  # said as the size it is, not as a factor it is not
                 raise ValueError(f"key {key!r}: {exc}") from None
+            if size < 1:  # read as 1 B (the log of a size), so -1 MiB and 0 B were 1 B without a word
+                raise ValueError(f"key {key!r}: a factor is stated at a size of 1 B or more (e.g. 64 KiB)")
         return value
 
 
