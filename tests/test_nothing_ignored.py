@@ -1001,3 +1001,16 @@ def test_a_profile_factor_at_no_size_is_refused(tmp_path, key):
         load_calibration(tmp_path / "n.cal.yaml")
     (tmp_path / "n.cal.yaml").write_text("calibration:\n  bandwidth:\n    1 B: 0.5\n    1 MiB: 0.9\n")
     assert load_calibration(tmp_path / "n.cal.yaml").bandwidth == ((1, 0.5), (2**20, 0.9))
+
+
+@pytest.mark.parametrize("character", ["\ufffe", "\x9b", "\x85", "\u2028"])
+def test_a_name_holding_what_xml_or_a_terminal_cannot_is_refused(character):
+    """Fuzz finding (31b): a host label holding U+FFFE was exported as GraphML that no XML
+    parser reads; the C1 controls (``\\x9b`` is a terminal's CSI) and a line separator (a
+    message of two lines) reached the output too. Each is refused as the C0 controls are;
+    letters beyond ASCII stay names."""
+    from simnet import topology_from_dict
+
+    with pytest.raises(InputError, match=re.escape(f"generate.host: holds the control character {character!r}")):
+        topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2, "host": f"a{character}b"}})
+    assert topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2, "host": "hôte-é"}}).gpus

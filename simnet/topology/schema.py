@@ -7,6 +7,7 @@ here: bandwidth in bytes/s per direction, latency in seconds one way.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -33,9 +34,16 @@ def _positive(value: float) -> float:
     return value
 
 
+def _unprintable(c: str) -> bool:
+    """A control character (C0, DEL and C1: ``\\x9b`` is a terminal's CSI, as ESC [ is), a line
+    or paragraph separator (it breaks a one-line message), or U+FFFE/U+FFFF, which XML 1.0
+    cannot hold (a GraphML export of it did not parse)."""
+    return unicodedata.category(c) in ("Cc", "Zl", "Zp") or c in "\ufffe\uffff"
+
+
 def _printable(value: str) -> str:
     """A name without control characters (tab, newline, NUL...): XML (GraphML, GEXF) cannot hold them."""
-    bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    bad = next((c for c in value if _unprintable(c)), None)
     if bad is not None:
         raise ValueError(f"holds the control character {bad!r}; names are printable text")
     return value
