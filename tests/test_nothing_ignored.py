@@ -1014,3 +1014,16 @@ def test_a_name_holding_what_xml_or_a_terminal_cannot_is_refused(character):
     with pytest.raises(InputError, match=re.escape(f"generate.host: holds the control character {character!r}")):
         topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2, "host": f"a{character}b"}})
     assert topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2, "host": "hôte-é"}}).gpus
+
+
+def test_a_name_no_font_draws_is_drawn_without_a_warning(tmp_path, cli):
+    """Fuzz finding (31b): a prefix of U+D7FF (a letter DejaVu Sans lacks) drew, and two
+    matplotlib UserWarnings ("Glyph 55295 missing from font") reached the terminal."""
+    import warnings
+
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 4, prefix: \"\\ud7ff\"}\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli("topo", "draw", tmp_path / "t.yaml", "-o", tmp_path / "d.png")
+    assert result.exit_code == 0, result.stderr
+    assert [str(w.message) for w in caught] == [] and (tmp_path / "d.png").stat().st_size > 0
