@@ -1027,3 +1027,34 @@ def test_a_name_no_font_draws_is_drawn_without_a_warning(tmp_path, cli):
         result = cli("topo", "draw", tmp_path / "t.yaml", "-o", tmp_path / "d.png")
     assert result.exit_code == 0, result.stderr
     assert [str(w.message) for w in caught] == [] and (tmp_path / "d.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("keys, field", [
+    ({"training": {**TRAINING, "efficiency": "0.5"}}, "training.efficiency"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "gradient_size": "4 MiB", "bucket_size": "1 MiB",
+                                       "backward_fraction": "0.5"}}, "workload.backward_fraction"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "gradient_size": "1 MiB",
+                                       "compute_slowdown": {"r0h0-gpu0": "2"}}}, "workload.compute_slowdown"),
+    ({"sizes": ["1 MiB"], "workload": {"model_flops": "1e12", "gpu_flops": "1 TFLOP/s", "gradient_size": "1 MiB"}},
+     "workload.model_flops"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "parameters": "1e6"}}, "workload.parameters"),
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "lognormal", "mean": "1 us", "sigma": "1"}},
+     "stragglers.sigma")])
+def test_a_number_in_quotes_is_text_as_a_count_in_quotes_is(keys, field):
+    """Fuzz finding (31b): ``efficiency: "0.5"``, ``sigma: "1"``, ``model_flops: "1e12"`` and the
+    other plain numbers were read as numbers by pydantic, where ``gpus: "4"`` is refused as
+    text: one rule for every number, in one line naming the field."""
+    message = _refusal(**keys)
+    assert message.split(": ")[1].startswith(field) and "is text; write the number without quotes" in message
+
+
+@pytest.mark.parametrize("bandwidth", ['"0.9"', '{1 MiB: "0.9"}'])
+def test_a_profile_factor_in_quotes_is_text(tmp_path, bandwidth):
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "q.cal.yaml").write_text(f"calibration:\n  bandwidth: {bandwidth}\n")
+    with pytest.raises(InputError, match=r"q.cal.yaml:2: calibration.bandwidth: '0.9' is text; write the factor"):
+        load_calibration(tmp_path / "q.cal.yaml")
+    (tmp_path / "q.cal.yaml").write_text("calibration:\n  network_bandwidth: '0.9'\n")
+    with pytest.raises(InputError, match=r"calibration.network_bandwidth: '0.9' is text"):
+        load_calibration(tmp_path / "q.cal.yaml")

@@ -68,6 +68,8 @@ class Workload(Strict):
         """Parameters are counted: 1.3e9 is a count, 1.25 none (its gradient was cut to whole bytes)."""
         if isinstance(value, bool) or (isinstance(value, float) and math.isfinite(value) and not value.is_integer()):
             raise ValueError(f"{value!r} is not a count of parameters (a whole number, e.g. 1.3e9)")
+        if isinstance(value, str):  # pydantic read "1e6" as a number, where every other is written bare
+            raise ValueError(f"{value!r} is text; write the number without quotes")
         return value
 
     @model_validator(mode="after")
