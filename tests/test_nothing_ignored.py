@@ -311,8 +311,9 @@ def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
 def _log(ranks: int, hosts: int, device: str = "NVIDIA H100 80GB HBM3", rows: str | None = None) -> str:
     lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % 8} [0x1a] {device}"
              for r in range(ranks)]
-    row = ("     1048576        262144     float     sum      -1    93.25   11.24   21.08      0    82.98   12.64   "
-           "23.69      0")
+    factor = 2 * (ranks - 1) / ranks  # nccl-tests' busbw of an AllReduce: algbw x 2(n-1)/n
+    row = (f"     1048576        262144     float     sum      -1    93.25   11.24   {11.24 * factor:.2f}      0    82.98"
+           f"   12.64   {12.64 * factor:.2f}      0")
     return "\n".join(lines) + "\n" + (rows if rows is not None else row) + "\n"
 
 
@@ -358,7 +359,8 @@ def test_repeated_sizes_are_one_point_at_their_median():
     from simnet.run.calibrate import points_of
     from simnet.topology.loader import topology_from_dict
 
-    rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  1  1  0  {t}  1  1  0" for t in (90.0, 100.0, 300.0))
+    rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  {2**20 / t / 1e3:.2f}  {2**20 / t / 1e3 * 1.875:.2f}  0  "
+                     f"{t}  1  1  0" for t in (90.0, 100.0, 300.0))  # busbw: algbw x 2(n-1)/n of 16 ranks
     (point,) = points_of([parse_log(_log(16, 2, rows=rows), "x.log")], topology_from_dict(BOX16))
     assert point.measured_us == 100.0
 
@@ -1058,3 +1060,18 @@ def test_a_profile_factor_in_quotes_is_text(tmp_path, bandwidth):
     (tmp_path / "q.cal.yaml").write_text("calibration:\n  network_bandwidth: '0.9'\n")
     with pytest.raises(InputError, match=r"calibration.network_bandwidth: '0.9' is text"):
         load_calibration(tmp_path / "q.cal.yaml")
+
+
+@pytest.mark.parametrize("given", [8, 2, 15])
+def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root, tmp_path, given):
+    """Fuzz finding (31b): the issue-309 log lists no devices, and ``--gpus 8`` (or 2) fitted its
+    16-rank rows as 8 ranks on one host without a word. nccl-tests prints busbw as algbw x
+    2(n-1)/n: at 8 GiB, 468.46 GB/s over 8589934592 B / 34381 us = 249.84 GB/s is 1.875,
+    which is n = 16; 8 ranks make it 1.75, 15 make it 1.867. Refused in one line, nothing written."""
+    log = root / "validation" / "logs" / "xe9680_2node_issue309.log"
+    result = cli("calibrate", log, "-t", root / "validation" / "logs" / "xe9680_2node.yaml", "--gpus", given,
+                 "-o", tmp_path / "x.cal.yaml")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"--gpus says {given} ranks, but the log's rows were measured on another count" in result.stderr
+    assert "is 1.875 x the algbw" in result.stderr and "(16 ranks)" in result.stderr
+    assert not (tmp_path / "x.cal.yaml").exists()
