@@ -1075,3 +1075,19 @@ def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root,
     assert f"--gpus says {given} ranks, but the log's rows were measured on another count" in result.stderr
     assert "is 1.875 x the algbw" in result.stderr and "(16 ranks)" in result.stderr
     assert not (tmp_path / "x.cal.yaml").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "s.yaml", "--json", ""], "--json: an empty value"),
+    (["run", "s.yaml", "--json="], "--json: an empty value"),
+    (["sweep", "s.yaml", "--out", "", "--workers", "1"], "--out: an empty value"),
+    (["run", ""], "an empty argument")])
+def test_an_empty_argument_is_refused(tmp_path, cli, monkeypatch, args, says):
+    """Fuzz findings (31b): ``--json ''`` wrote nothing without a word (an empty path is no
+    path), and ``--out ''`` wrote the sweep into the current folder (click reads '' as '.')."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli(*args)
+    assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
