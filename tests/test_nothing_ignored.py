@@ -1091,3 +1091,15 @@ def test_an_empty_argument_is_refused(tmp_path, cli, monkeypatch, args, says):
     result = cli(*args)
     assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+@pytest.mark.parametrize("args", [["run", "s.yaml", "--plot", "-"], ["sweep", "s.yaml", "--out", "-", "--workers", "1"]])
+def test_a_folder_option_refuses_standard_output(tmp_path, cli, monkeypatch, args):
+    """Fuzz findings (31b): ``--plot -`` and ``--out -`` wrote a folder named '-'; '-' is
+    standard output, which only --json writes to."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli(*args)
+    assert result.exit_code == 2 and "'-' (standard output) is for --json only; name a folder" in result.stderr
+    assert not (tmp_path / "-").exists()
