@@ -1103,3 +1103,19 @@ def test_a_folder_option_refuses_standard_output(tmp_path, cli, monkeypatch, arg
     result = cli(*args)
     assert result.exit_code == 2 and "'-' (standard output) is for --json only; name a folder" in result.stderr
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_algorithm_flags_on_a_training_step_without_sizes_are_refused(tmp_path, cli, command):
+    """Fuzz finding (31b): ``simnet run llm.yaml -a tree`` on a training step without sizes gave
+    the JSON of leaving -a out (the step runs every exchange as NCCL picks it), where the file's
+    own ``algorithms:`` is refused there; with sizes, -a runs them."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, "training": TRAINING}))
+    out = ["--out", tmp_path / "o", "--workers", "1"] if command == "sweep" else []
+    result = cli(command, tmp_path / "s.yaml", "-a", "tree", *out)
+    assert result.exit_code == 2 and "--algorithm: the training step runs every exchange as NCCL picks it" in \
+        result.stderr and len(result.stderr.strip().splitlines()) == 1
+    if command == "run":
+        assert cli(command, tmp_path / "s.yaml", "-a", "tree", "-s", "1 MiB").exit_code == 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.choices import algorithm_option, collective_notes, collective_option
+from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
 from simnet.cli.shell import friendly
 from simnet.errors import InputError
@@ -70,6 +70,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     if plot_dir:
         output_dir(plot_dir, "--plot", inputs, PLOT_FILES)
         _refuse_plot_collisions(plot_dir, files)
+    refuse_algorithms_no_size_reads(spec, algorithms, sizes, scenario)
     changes = collective_option(spec, collective, algorithms, scenario)
     notes = collective_notes(spec, changes)  # before -a joins the changes
     if algorithms:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import yaml
 
-from simnet.cli.choices import algorithm_option, collective_notes, collective_option
+from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
 from simnet.cli.shell import friendly
 from simnet.errors import InputError
@@ -94,6 +94,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
             raise InputError(f"--set: {key} {why}; leave it out", scenario)
     if collective and "collective" in axes:
         raise InputError("--set collective=... and -c/--collective both name the collective; give one", scenario)
+    refuse_algorithms_no_size_reads(spec, algorithms, (), scenario)
     changes = collective_option(spec, collective, algorithms, scenario)
     notes = collective_notes(spec, changes)
     if changes:
