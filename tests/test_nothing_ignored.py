@@ -1119,3 +1119,23 @@ def test_algorithm_flags_on_a_training_step_without_sizes_are_refused(tmp_path, 
         result.stderr and len(result.stderr.strip().splitlines()) == 1
     if command == "run":
         assert cli(command, tmp_path / "s.yaml", "-a", "tree", "-s", "1 MiB").exit_code == 0
+
+
+def test_a_background_job_s_placement_without_a_count_is_refused():
+    """Fuzz finding (31b): ``placement: spread`` on a background job without a GPU count was
+    read by nothing (it runs on every GPU no other job holds), without a word."""
+    jobs = [{"name": "a", "gpus": 2, "size": "1 MiB"},
+            {"name": "bg", "placement": "spread", "background": {"pattern": "uniform", "load": "30%"}}]
+    message = _refusal(jobs=jobs)
+    assert message.split(": ")[1] == "jobs[1]" and "placement chooses GPUs for a count" in message
+    counted = [jobs[0], {**jobs[1], "gpus": 2}]
+    assert scenario_from_dict({"name": "s", "topology": FABRIC, "jobs": counted}).jobs[1].placement == "spread"
+
+
+@pytest.mark.parametrize("values", ["2,,3", "2,", ",2"])
+def test_set_refuses_an_empty_value_between_commas(tmp_path, cli, values):
+    """Fuzz finding (31b): ``--set topology.generate.gpus=2,,3`` dropped the empty value without a word."""
+    path, out = _box_sweep(tmp_path)
+    result = cli("sweep", path, "--set", f"topology.generate.gpus={values}", "--out", out, "--workers", "1")
+    assert result.exit_code == 2 and "has an empty value between its commas" in result.stderr
+    assert not out.exists()

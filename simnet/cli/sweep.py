@@ -83,6 +83,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         key, sep, values = item.partition("=")
         if not sep or not key.strip() or not _split_values(values):
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
+        if _split_values(values) and len(_split_values(values)) < len(values.split(",")):
+            raise InputError(f"--set: {item!r} has an empty value between its commas; give each value once "
+                             "(KEY=V1,V2)", scenario)
         if key.strip() in axes:
             raise InputError(f"--set: {key.strip()} is given twice; give its values once (KEY=V1,V2)", scenario)
         axes[key.strip()] = [_set_value(v) for v in _split_values(values)]
