@@ -1139,3 +1139,17 @@ def test_set_refuses_an_empty_value_between_commas(tmp_path, cli, values):
     result = cli("sweep", path, "--set", f"topology.generate.gpus={values}", "--out", out, "--workers", "1")
     assert result.exit_code == 2 and "has an empty value between its commas" in result.stderr
     assert not out.exists()
+
+
+def test_compute_beyond_a_day_is_refused_in_a_workload_and_a_training_step():
+    """Fuzz findings (31b): ``model_flops: 1e300`` at 1 TFLOP/s gave a step of 1e288 s, and a
+    training step at ``efficiency: 1e-300`` (or a sequence of 10^12 tokens) one of ~1e300 s,
+    where compute_time is held to a day. Both are now held to it: the 2-layer model's step at
+    efficiency 1e-15 on 4 GPUs of 989 TFLOP/s (tp 2) is 3 x 2.96e6 FLOPs (2 layers of 86,016 and
+    logits of 12,800 per token, 16 tokens) / (0.989 FLOP/s x 2) = 4.5e6 s of compute."""
+    message = _refusal(sizes=["1 MiB"], workload={"model_flops": 1e300, "gpu_flops": "1 TFLOP/s",
+                                                  "gradient_size": "1 MiB"})
+    assert message.split(": ")[1] == "workload" and "1e+288 s of compute; a step's compute is 1 ps to a day" in message
+    message = _refusal(training={**TRAINING, "parallelism": {"tp": 2}, "efficiency": 1e-15})
+    assert message.split(": ")[1] == "training" and "would take 4.485e+06 s per GPU, over the day" in message
+    scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "efficiency": 1e-6}})

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 from simnet.run.groups import simulate_groups
 from simnet.topology.hardware import GPUS
 from simnet.units import DTYPE_BYTES
-from simnet.workloads.transformer import Parallelism, Transformer, exchange_bytes, rank_groups
+from simnet.workloads.transformer import Parallelism, Transformer, exchange_bytes, forward_seconds, rank_groups
 
 __all__ = ["step_time", "training_step", "TrainingStep", "one_f_one_b"]
 
@@ -174,9 +174,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
                           "algorithm": result.algorithm, "protocol": result.protocol, "time_s": result.time_s})
         return result.time_s
 
-    layer_fwd, logits_fwd = model.forward_flops_per_token()
+    layer_fwd, _ = model.forward_flops_per_token()
     speed = gpu_flops * efficiency * par.tp  # a TP group splits every layer's work
-    compute_f = (layers * layer_fwd + logits_fwd) * tokens / speed  # the last stage, with the output layer
+    compute_f = forward_seconds(model, par, gpu_flops * efficiency)  # the last stage, with the output layer
     layer_f = layer_fwd * tokens / speed
     activation = sizes["tp"]
     tp_t = exchange("tp", "allreduce", activation)

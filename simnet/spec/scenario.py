@@ -47,7 +47,7 @@ from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
-from simnet.workloads.transformer import exchange_bytes
+from simnet.workloads.transformer import exchange_bytes, forward_seconds
 
 __all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO", "axis_changes_no_point", "nested_twice"]
 
@@ -335,6 +335,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if generation in GPUS and not GPUS[generation].bf16_flops and spec.training.gpu_flops is None:
             raise source.error(("training",), f"gpu: {generation}: its dense BF16 peak is in no public source simnet "
                                               "cites; give gpu_flops, the dense peak FLOP/s per GPU")
+        _refuse_a_step_of_days(spec.training, len(topology.gpus), spec.training.gpu_flops or
+                               GPUS[generation].bf16_flops, source)
     if spec.collective != "allreduce":
         for key in ("workload", "jobs"):
             if getattr(spec, key):
@@ -458,6 +460,18 @@ def _refuse_what_no_step_holds(training, source: Source) -> None:
                                                   f"use {what[1]}")
     if not math.isfinite(model.training_flops_per_token() * tokens * par.micro_batches):
         raise source.error(("training", "model"), "the step's FLOPs are too many to count; check the model's shape")
+
+
+def _refuse_a_step_of_days(training, gpus: int, peak: float, source: Source) -> None:
+    """One line when a step's compute alone runs past the day a compute_time may last (an
+    efficiency of 1e-300, a billion micro-batches, a sequence of 10^12 tokens): its times
+    and rates would be numbers no step has."""
+    par = training.layout().resolved(gpus, training.transformer())
+    compute = par.micro_batches * 3 * forward_seconds(training.transformer(), par, peak * training.efficiency)
+    if compute > units.TIME_RANGE[1]:
+        raise source.error(("training",), f"the step's compute alone would take {compute:.4g} s per "
+                                          "GPU, over the day a step's compute may (as compute_time); check "
+                                          "efficiency, gpu_flops, micro_batches and the model's shape")
 
 
 def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:

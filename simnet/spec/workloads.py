@@ -80,6 +80,10 @@ class Workload(Strict):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
         if self.compute_time is not None and (self.model_flops is not None or self.gpu_flops is not None):
             raise ValueError("give compute_time, or model_flops and gpu_flops, not both (one would be ignored)")
+        if self.compute_time is None and not units.TIME_RANGE[0] <= self.model_flops / self.gpu_flops <= \
+                units.TIME_RANGE[1]:  # held to compute_time's own range, 1 ps to a day
+            raise ValueError(f"model_flops / gpu_flops is {self.model_flops / self.gpu_flops:.4g} s of compute; a "
+                             "step's compute is 1 ps to a day, as compute_time is")
         if self.gradient_size is None and self.parameters is None:
             raise ValueError("give gradient_size, or parameters (and dtype)")
         if self.gradient_size is not None and (self.parameters is not None or "dtype" in self.model_fields_set):

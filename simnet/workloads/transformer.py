@@ -129,6 +129,14 @@ class Parallelism:
                            self.virtual_stages)
 
 
+def forward_seconds(model: Transformer, par: Parallelism, gpu_flops: float) -> float:
+    """One micro-batch's forward compute on the last (slowest) pipeline stage, whose TP group
+    of ``par.tp`` GPUs splits its layers and the output layer, each GPU at ``gpu_flops``
+    (its peak times the kernels' efficiency); the backward pass takes twice this."""
+    layer, logits = model.forward_flops_per_token()
+    return (model.layers // par.pp * layer + logits) * par.micro_batch_size * model.sequence / (gpu_flops * par.tp)
+
+
 def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_bytes: int) -> dict[str, int]:
     """Bytes each exchange of one training step carries (``simnet.run.training``), by kind:
     ``tp`` (a micro-batch's activations; the PP all-gather carries as much), ``ep`` (an
