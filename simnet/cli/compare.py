@@ -41,6 +41,14 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
             raise InputError(f"{scenarios[i]} is given twice: each option is one scenario file, once")
     specs = [load_scenario(path) for path in scenarios]
     if len(specs) > 1:
+        names = [spec.name for spec in specs]
+        for i, name in enumerate(names):
+            if name in names[:i]:  # the rows and the plot name each option by its scenario's name
+                from simnet.io.yamlsource import load_yaml
+
+                raise load_yaml(scenarios[i])[1].error(("name",), (
+                    f"{name!r} names {scenarios[names.index(name)]} too: the comparison's rows are named by their "
+                    "scenarios; give each file its own name"))
         for path, spec in zip(scenarios, specs):
             if spec.variants:  # each file is one option: its variants (and their costs) would not run
                 from simnet.io.yamlsource import load_yaml
