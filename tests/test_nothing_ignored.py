@@ -1153,3 +1153,24 @@ def test_compute_beyond_a_day_is_refused_in_a_workload_and_a_training_step():
     message = _refusal(training={**TRAINING, "parallelism": {"tp": 2}, "efficiency": 1e-15})
     assert message.split(": ")[1] == "training" and "would take 4.485e+06 s per GPU, over the day" in message
     scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "efficiency": 1e-6}})
+
+
+def test_compare_refuses_two_files_of_one_name(tmp_path, cli):
+    """Fuzz finding (31b): two scenario files both named ``a`` made two rows named ``a`` (and
+    two points of one label in the plot); which was which could not be told."""
+    for name, model in (("one", "nccl"), ("two", "ideal")):
+        (tmp_path / f"{name}.yaml").write_text(f"name: a\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                               f"model: {model}\n")
+    result = cli("compare", tmp_path / "one.yaml", tmp_path / "two.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"two.yaml:1: name: 'a' names {tmp_path / 'one.yaml'} too" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_an_algorithm_flag_given_twice_to_run_is_refused(tmp_path, cli):
+    """Fuzz finding (31b): ``run -a ring -a ring`` ran ring once without a word, where ``-s 1 MiB
+    -s 1 MiB`` and a file's ``algorithms: [ring, ring]`` are refused (a sweep's repeated values
+    are one point each, as the README says)."""
+    path, _ = _box_sweep(tmp_path)
+    result = cli("run", path, "-a", "ring", "-a", "tree", "-a", "ring")
+    assert result.exit_code == 2 and "--algorithm: ring is given twice" in result.stderr
