@@ -1174,3 +1174,24 @@ def test_an_algorithm_flag_given_twice_to_run_is_refused(tmp_path, cli):
     path, _ = _box_sweep(tmp_path)
     result = cli("run", path, "-a", "ring", "-a", "tree", "-a", "ring")
     assert result.exit_code == 2 and "--algorithm: ring is given twice" in result.stderr
+
+
+@pytest.mark.parametrize("faults, index, says", [
+    ([{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "100%"}], 0, "its links run at their full rate"),
+    ([{"at": "0 s", "link": ["tor0", "spine0"], "down": True}, {"at": "10 us", "link": ["tor0", "spine0"],
+                                                                "bandwidth": "50%"}], 1,
+     "its links are down since an earlier fault, and a link down stays down"),
+    ([{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"}, {"at": "10 us", "link": ["tor0", "spine0"],
+                                                                      "bandwidth": "50%"}], 1,
+     "its links already run at that rate")])
+def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
+    """Fuzz findings (31b): a fault at 100% with none before it, one on a link down since an
+    earlier fault (a link down stays down) and one repeating the rate in force were read by
+    nothing, as ``down: false`` would be (which is refused). A later 100% restores a link and
+    is taken."""
+    two = {"name": "t", "generate": {**LEAF2["generate"], "spines": 2}}
+    message = _refusal(topology=two, sizes=["1 MiB"], faults=faults)
+    assert message.split(": ")[1] == f"faults[{index}]" and f"changes nothing: {says}" in message
+    scenario_from_dict({"name": "s", "topology": two, "sizes": ["1 MiB"], "faults": [
+        {"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"},
+        {"at": "20 us", "link": ["tor0", "spine0"], "bandwidth": "100%"}]})

@@ -126,7 +126,24 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
                 raise FaultError((i,), f"faults[{other.index}] changes the same link at the same time "
                                        f"({units.format_time(spec.at)}): one of them would be ignored; give one")
         faults.append(Fault(spec.at, links, factors, spec.describe(), i))
-    return sorted(faults, key=lambda f: f.at)
+    faults = sorted(faults, key=lambda f: f.at)
+    _refuse_what_changes_nothing(topology, faults)
+    return faults
+
+
+def _refuse_what_changes_nothing(topology: Topology, faults: list[Fault]) -> None:
+    """``FaultError`` for a fault that leaves every link it names at the rate it has then: at
+    its full rate with no fault before it (``100%``), or down since an earlier fault (a link
+    down stays down, ``engine.faults``): read by nothing, as ``down: false`` would be."""
+    factor: dict[int, float] = {}
+    for fault in faults:
+        now = np.array([factor.get(link, 1.0) for link in fault.links.tolist()])
+        after = np.where(now == 0, 0.0, fault.factors)
+        if np.allclose(after, now, rtol=1e-9, atol=0):
+            why = ("its links are down since an earlier fault, and a link down stays down" if (now == 0).all() else
+                   "its links already run at that rate" if (now < 1).any() else "its links run at their full rate")
+            raise FaultError((fault.index,), f"{fault.what} {when(fault.at)} changes nothing: {why}; leave it out")
+        factor.update(zip(fault.links.tolist(), after.tolist()))
 
 
 def check_reachable(topology: Topology, faults: list[Fault], endpoints: list[str]) -> None:
