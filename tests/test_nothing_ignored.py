@@ -1195,3 +1195,18 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
     scenario_from_dict({"name": "s", "topology": two, "sizes": ["1 MiB"], "faults": [
         {"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"},
         {"at": "20 us", "link": ["tor0", "spine0"], "bandwidth": "100%"}]})
+
+
+@pytest.mark.parametrize("variable, value", [("NCCL_IB_DISABLE", "1"), ("NCCL_BUFFSIZE", "1048576"),
+                                             ("NCCL_P2P_DISABLE", "1"), ("NCCL_NET_GDR_LEVEL", "0")])
+def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
+    """Fuzz finding (31b): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand), NCCL_BUFFSIZE,
+    NCCL_P2P_DISABLE and NCCL_NET_GDR_LEVEL change what NCCL runs and gave the JSON of leaving
+    them unset; refused, as RCCL's unmodelled variables are. NCCL's own default (IB_DISABLE=0)
+    and what never changes a run (NCCL_DEBUG) stay taken, and model: ideal has no NCCL."""
+    path, _ = _box_sweep(tmp_path)
+    result = cli("run", path, env={variable: value})
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"{variable}={value} changes the transports, paths or buffers NCCL runs with" in result.stderr
+    assert cli("run", path, "--model", "ideal", env={variable: value}).exit_code == 0
+    assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO"}).exit_code == 0
