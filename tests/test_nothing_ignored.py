@@ -311,8 +311,9 @@ def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
 def _log(ranks: int, hosts: int, device: str = "NVIDIA H100 80GB HBM3", rows: str | None = None) -> str:
     lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % 8} [0x1a] {device}"
              for r in range(ranks)]
-    row = ("     1048576        262144     float     sum      -1    93.25   11.24   21.08      0    82.98   12.64   "
-           "23.69      0")
+    factor = 2 * (ranks - 1) / ranks  # nccl-tests' busbw of an AllReduce: algbw x 2(n-1)/n
+    row = (f"     1048576        262144     float     sum      -1    93.25   11.24   {11.24 * factor:.2f}      0    82.98"
+           f"   12.64   {12.64 * factor:.2f}      0")
     return "\n".join(lines) + "\n" + (rows if rows is not None else row) + "\n"
 
 
@@ -358,7 +359,8 @@ def test_repeated_sizes_are_one_point_at_their_median():
     from simnet.run.calibrate import points_of
     from simnet.topology.loader import topology_from_dict
 
-    rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  1  1  0  {t}  1  1  0" for t in (90.0, 100.0, 300.0))
+    rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  {2**20 / t / 1e3:.2f}  {2**20 / t / 1e3 * 1.875:.2f}  0  "
+                     f"{t}  1  1  0" for t in (90.0, 100.0, 300.0))  # busbw: algbw x 2(n-1)/n of 16 ranks
     (point,) = points_of([parse_log(_log(16, 2, rows=rows), "x.log")], topology_from_dict(BOX16))
     assert point.measured_us == 100.0
 
@@ -418,7 +420,8 @@ def test_a_step_whose_exchanges_pass_1_pib_is_refused():
 def test_a_ratio_stays_a_ratio_in_a_file_and_in_set(tmp_path, cli):
     """YAML 1.1 reads an unquoted 4:1 as the base-60 number 241: a 4:1 oversubscribed uplink
     became 241:1. The file and --set now read it as the ratio the docs write; 4 and 4:1 are
-    one uplink (the leaf's 2 hosts x 2 NICs x 50 GB/s over 4, on 1 spine: 50 GB/s)."""
+    one uplink (the leaf's 2 hosts x 2 NICs x 50 GB/s over 4, on 1 spine: 50 GB/s), and one
+    sweep point."""
     from simnet.topology.loader import load_topology
 
     fabric = tmp_path / "t.yaml"
@@ -430,8 +433,12 @@ def test_a_ratio_stays_a_ratio_in_a_file_and_in_set(tmp_path, cli):
     result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.oversubscription=4,4:1",
                  "--out", tmp_path / "out", "--workers", "1")
     assert result.exit_code == 0, result.stderr
-    times = {str(r["set"]["topology.generate.oversubscription"]): r["sizes"][0]["time_s"] for r in _records(tmp_path / "out")}
-    assert times["4"] == times["4:1"]
+    # 4 and 4:1 are one ratio, so one point (the first spelling), as 400Gb/s and 50 GB/s are (fuzz 31b: two)
+    assert [r["set"] for r in _records(tmp_path / "out")] == [{"topology.generate.oversubscription": 4}]
+    again = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.oversubscription=2:1,8:4,2",
+                "--out", tmp_path / "out2", "--workers", "1")
+    assert again.exit_code == 0, again.stderr
+    assert [r["set"] for r in _records(tmp_path / "out2")] == [{"topology.generate.oversubscription": "2:1"}]
 
 
 @pytest.mark.parametrize("count", ["yes", "4.5", "0"])
@@ -794,3 +801,412 @@ def test_one_size_given_twice_is_refused_not_run_once(tmp_path, cli, root):
     assert result.exit_code == 2 and "'1048576 B' is 1 MiB, given already as '1 MiB'" in result.output
     result = cli("run", root / "scenarios" / "single_node.yaml", "-s", "1 MiB", "-s", "1048576 B")
     assert result.exit_code == 2 and "--size: 1 MiB is given twice" in result.output
+
+
+JOBS4 = {"name": "t", "generate": {**LEAF2["generate"], "gpus_per_host": 4}}
+
+
+def test_set_indexes_a_list_in_a_dotted_key(tmp_path, cli):
+    """Fuzz finding (31b): ``--set jobs.0.size=1 MiB,2 MiB`` replaced the whole job list by a
+    mapping ``{"0": {"size": ...}}`` and was refused as "jobs: Input should be a valid list".
+    A number indexes the list: job a AllReduces 1 MiB, then 2 MiB, its other keys kept. An
+    index the list does not have is refused in one line, and no folder is left behind."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "j", "topology": JOBS4, "jobs": [
+        {"name": "a", "gpus": 2, "size": "1 MiB"}, {"name": "b", "gpus": 2, "size": "1 MiB"}]}))
+    out = tmp_path / "out"
+    ran = cli("sweep", tmp_path / "s.yaml", "--set", "jobs.0.size=1 MiB,2 MiB", "--out", out, "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    sizes = {r["set"]["jobs.0.size"]: {job["name"]: job["size_bytes"] for job in r["jobs"]} for r in _records(out)}
+    assert sizes == {"1 MiB": {"a": 2**20, "b": 2**20}, "2 MiB": {"a": 2**21, "b": 2**20}}
+    wrong = cli("sweep", tmp_path / "s.yaml", "--set", "jobs.2.size=1 MiB", "--out", tmp_path / "o2", "--workers", "1")
+    assert wrong.exit_code == 2 and len(wrong.stderr.strip().splitlines()) == 1
+    assert "jobs.2.size: jobs is a list of 2, and '2' is none of its indices (0 to 1)" in wrong.stderr
+    assert not (tmp_path / "o2").exists()
+
+
+def test_a_variant_sets_one_fault_of_the_list_by_its_index():
+    from simnet.run.compare import compare_scenarios
+
+    fault = {"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"}
+    spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["16 MiB"], "algorithms": ["ring"],
+                               "faults": [fault], "variants": [{"name": "half"},
+                                                               {"name": "tenth", "set": {"faults.0.bandwidth": "10%"}}]})
+    rows = {row["option"]: row["collective_time_s"] for row in compare_scenarios([spec])}
+    assert rows["tenth"] > rows["half"]  # the uplink at a tenth of its rate, not at half
+
+
+def test_compare_of_several_files_refuses_the_variants_it_would_not_run(tmp_path, cli):
+    """Fuzz finding (31b): ``compare a.yaml b.yaml`` with variants (and their costs) in a.yaml
+    ranked a.yaml as one option and never ran its variants, without a word."""
+    import yaml
+
+    one = {"name": "a", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": ["ring"],
+           "variants": [{"name": "slow", "set": {"topology.generate.nic_bandwidth": "10 Gb/s"}, "cost": 1},
+                        {"name": "fast", "cost": 2}]}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(one, sort_keys=False))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({**{k: v for k, v in one.items() if k != "variants"},
+                                                     "name": "b"}, sort_keys=False))
+    result = cli("compare", tmp_path / "a.yaml", tmp_path / "b.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    line = (tmp_path / "a.yaml").read_text().splitlines().index("variants:") + 2  # its value's line, as every message
+    assert f"{tmp_path / 'a.yaml'}:{line}: variants: compare of 2 files ranks each file as one option" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+    assert cli("compare", tmp_path / "a.yaml", "-o", tmp_path / "c.png").exit_code == 0
+
+
+def test_a_fault_share_that_leaves_a_link_under_1_kbs_is_refused():
+    """Fuzz finding (31b): ``bandwidth: 1e-300%`` left the uplink at 8e-290 Gb/s: an overflow in
+    the engine, and a refusal of two lines about the simulated horizon. A share is held to
+    the 1 Kb/s every bandwidth is, as a rate written with its unit is; 0% still takes it down."""
+    message = _refusal(sizes=["1 MiB"], faults=[{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "1e-300%"}])
+    assert message.split(": ")[1] == "faults[0].bandwidth" and "under 1 Kb/s" in message
+    two = {"name": "t", "generate": {**LEAF2["generate"], "spines": 2}}
+    spec = scenario_from_dict({"name": "s", "topology": two, "sizes": ["1 MiB"],
+                               "faults": [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "0%"},
+                                          {"at": "0 s", "link": ["r0h0-nic0", "tor0"], "bandwidth": "1e-6%"}]})
+    assert [f.factors.tolist() for f in spec.faults] == [[0.0, 0.0], [1e-8, 1e-8]]  # 400 Gb/s x 1e-8 = 4 Kb/s
+
+
+def test_a_step_whose_gradient_passes_1_pib_is_refused_not_an_internal_error():
+    """Fuzz finding (31b): ``hidden: 2^40`` keeps a micro-batch's activations at 2^48 B, under
+    the 1 PiB the check held them to, but a stage's gradient (about 2 x 10 h^2 values of 4 B)
+    is some 10^25 B: the ring's schedule overflowed numpy (exit 70). Every exchange of the
+    step is now held to 1 PiB, the gradient's among them."""
+    huge = {**TRAINING["model"], "hidden": 2**40}
+    message = _refusal(training={**TRAINING, "model": huge})
+    assert message.split(": ")[1] == "training.model" and "(a stage's gradients), over 1 PiB" in message
+
+
+def test_the_step_simulates_the_exchanges_the_check_holds_to_1_pib():
+    """The sizes the check reads are the step's: tp 2 on 4 GPUs (dp 2) of the 2-layer model,
+    a DP gradient of (2 layers x (4 h^2 attention + 3 h ffn gated MLP) + 2 V h embeddings)
+    / tp values of 4 B (fp32): (2 x (16,384 + 24,576) + 12,800) / 2 x 4 = 189,440 B; a TP
+    AllReduce of 16 tokens x 64 values of 2 B (bf16) = 2,048 B."""
+    from simnet.run.scenario import run_scenario
+
+    spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {**LEAF2["generate"]}},
+                               "training": {**TRAINING, "parallelism": {"tp": 2}}})
+    step = run_scenario(spec).training
+    sizes = {c["kind"]: c["size_bytes"] for c in step["collectives"]}
+    assert sizes == {"tp": 2048, "dp": 189_440}
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--gpu-speedup", "nan"], "--gpu-speedup: nan is not a ratio of FLOP/s"),
+    (["--gpu-speedup", "0"], "--gpu-speedup: 0 is not a ratio of FLOP/s"),
+    (["--placement", "scattered"], "--placement: 'scattered': expected packed, spread or random(seed)")])
+def test_replay_trace_names_the_flag_it_refuses(cli, root, tmp_path, flags, says):
+    """Fuzz finding (31b): the refusal said ``gpu_speedup must be ...`` or ``placement
+    'scattered': ...``, naming no flag of the command line; and nothing is written."""
+    result = cli("replay-trace", root / "validation/traces/hta_nccl_data_rank0.json.gz", "--ranks-per-trace", "2",
+                 "-t", root / "topologies/dgx_a100.yaml", *flags, "--json", tmp_path / "r.json")
+    assert result.exit_code == 2 and result.stderr.strip().startswith(says)
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.json").exists()
+
+
+def test_a_flops_figure_and_its_number_are_one_sweep_point(tmp_path, cli):
+    """Fuzz finding (31b): ``--set training.gpu_flops=989 TFLOP/s,989e12`` ran one GPU as two
+    points; like 400Gb/s and 50 GB/s, they are one (the first spelling), 500 TFLOP/s another."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, "training": TRAINING}))
+    out = tmp_path / "out"
+    ran = cli("sweep", tmp_path / "s.yaml", "--set", "training.gpu_flops=989 TFLOP/s,989e12,0.989 PFLOP/s,500 TFLOP/s",
+              "--out", out, "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    assert [r["set"]["training.gpu_flops"] for r in _records(out)] == ["989 TFLOP/s", "500 TFLOP/s"]
+
+
+@pytest.mark.parametrize("setting, says", [
+    ("cost=1,2", "--set: cost is what simnet compare weighs an option by and changes no point of a sweep"),
+    ("topology.name=a,b", "--set: topology.name labels the topology and changes no point"),
+    ("topology.description=a,b", "--set: topology.description labels the topology and changes no point"),
+    ("variants=[]", "--set: variants are simnet compare's options; a sweep runs none of them"),
+    ("sweep.gpus=2", "--set: sweep.gpus holds the file's axes")])
+def test_set_refuses_what_changes_no_point_of_a_sweep(tmp_path, cli, setting, says):
+    """Fuzz findings (31b): ``--set cost=1,2`` and ``--set topology.description=a,b`` ran one
+    point twice with equal results; ``variants=[]`` and ``sweep.gpus=2`` were refused as
+    "Input should be a valid list". Each is refused in one line, leaving no folder."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", setting, "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_file_s_sweep_axis_that_changes_no_point_is_refused_and_so_is_a_variant_s_label():
+    message = _refusal(sizes=["1 MiB"], sweep={"cost": [1, 2]})
+    assert message.split(": ")[1] == "sweep" and "cost is what simnet compare weighs" in message
+    message = _refusal(sizes=["1 MiB"], variants=[{"name": "v", "set": {"topology.description": "x"}}])
+    assert "topology.description: a variant sets what its runs read" in message
+
+
+def test_a_sweep_on_one_gpu_draws_without_a_warning(tmp_path, cli):
+    """Fuzz finding (31b): ``sweep --gpus 1`` (one GPU moves nothing: time 0) log-scaled a time
+    axis with nothing positive on it, and matplotlib's UserWarning reached the terminal."""
+    import warnings
+
+    path, out = _box_sweep(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli("sweep", path, "--gpus", "1", "--out", out, "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [str(w.message) for w in caught] == [] and (out / "busbw.png").exists()
+
+
+def test_a_sweep_axis_with_no_values_is_refused_not_an_internal_error():
+    """Fuzz finding (31b): ``sweep: {options.channels: []}`` made a sweep of no points, which
+    ended in an IndexError (exit 70) after it had run nothing."""
+    message = _refusal(sizes=["1 MiB"], sweep={"options.channels": []})
+    assert message.split(": ")[1:3] == ["sweep", "options.channels"] and "an empty list" in message
+
+
+def test_a_sweep_axis_of_lists_runs_each_list(tmp_path, cli):
+    """Fuzz finding (31b): ``sweep: {sizes: [[1 MiB], [2 MiB]]}`` ended in "unhashable type:
+    'list'" (exit 70); a list (or mapping) is a value like any other: two points, 1 MiB and 2 MiB."""
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                     "sweep: {sizes: [[1 MiB], [2 MiB], [1 MiB]]}\n")
+    ran = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "out", "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    assert [[s["size_bytes"] for s in r["sizes"]] for r in _records(tmp_path / "out")] == [[2**20], [2**21]]
+
+
+@pytest.mark.parametrize("doc, where", [
+    ({"variants": [{"name": "v", "set": {"options.channels": 2, "options": {"channels": 3}}}]}, "variants[0].set"),
+    ({"sweep": {"options": [{"channels": 1}], "options.channels": [2]}}, "sweep")])
+def test_a_key_set_with_one_of_its_parts_is_refused(doc, where):
+    """Fuzz finding (31b): a variant setting ``options.channels: 2`` and ``options: {channels:
+    3}`` ran 3 channels; the 2 was replaced, by the order the keys were written, without a word."""
+    message = _refusal(sizes=["1 MiB"], algorithms=["ring"], **doc)
+    assert message.split(": ")[1] == where and "options.channels: options is set too" in message
+
+
+def test_set_beside_the_file_s_sweep_refuses_a_part_of_an_axis(tmp_path, cli):
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\nsweep: {options: [{channels: 1}]}\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "options.channels=2", "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and "options.channels: options is set too" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("key", ["-1 MiB", "0 B"])
+def test_a_profile_factor_at_no_size_is_refused(tmp_path, key):
+    """Fuzz finding (31b): ``bandwidth: {-1 MiB: 0.5, 1 MiB: 0.9}`` was taken, its -1 MiB read
+    as 1 B (the factor is interpolated on log size, of at least one byte): 0.5 held at 1 B."""
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "n.cal.yaml").write_text(f"calibration:\n  bandwidth:\n    {key}: 0.5\n    1 MiB: 0.9\n")
+    with pytest.raises(InputError, match=re.escape(f"calibration.bandwidth: key '{key}': a factor is stated at a "
+                                                   "size of 1 B or more")):
+        load_calibration(tmp_path / "n.cal.yaml")
+    (tmp_path / "n.cal.yaml").write_text("calibration:\n  bandwidth:\n    1 B: 0.5\n    1 MiB: 0.9\n")
+    assert load_calibration(tmp_path / "n.cal.yaml").bandwidth == ((1, 0.5), (2**20, 0.9))
+
+
+@pytest.mark.parametrize("character", ["\ufffe", "\x9b", "\x85", "\u2028"])
+def test_a_name_holding_what_xml_or_a_terminal_cannot_is_refused(character):
+    """Fuzz finding (31b): a host label holding U+FFFE was exported as GraphML that no XML
+    parser reads; the C1 controls (``\\x9b`` is a terminal's CSI) and a line separator (a
+    message of two lines) reached the output too. Each is refused as the C0 controls are;
+    letters beyond ASCII stay names."""
+    from simnet import topology_from_dict
+
+    with pytest.raises(InputError, match=re.escape(f"generate.host: holds the control character {character!r}")):
+        topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2, "host": f"a{character}b"}})
+    assert topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2, "host": "hôte-é"}}).gpus
+
+
+def test_a_name_no_font_draws_is_drawn_without_a_warning(tmp_path, cli):
+    """Fuzz finding (31b): a prefix of U+D7FF (a letter DejaVu Sans lacks) drew, and two
+    matplotlib UserWarnings ("Glyph 55295 missing from font") reached the terminal."""
+    import warnings
+
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 4, prefix: \"\\ud7ff\"}\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli("topo", "draw", tmp_path / "t.yaml", "-o", tmp_path / "d.png")
+    assert result.exit_code == 0, result.stderr
+    assert [str(w.message) for w in caught] == [] and (tmp_path / "d.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("keys, field", [
+    ({"training": {**TRAINING, "efficiency": "0.5"}}, "training.efficiency"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "gradient_size": "4 MiB", "bucket_size": "1 MiB",
+                                       "backward_fraction": "0.5"}}, "workload.backward_fraction"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "gradient_size": "1 MiB",
+                                       "compute_slowdown": {"r0h0-gpu0": "2"}}}, "workload.compute_slowdown"),
+    ({"sizes": ["1 MiB"], "workload": {"model_flops": "1e12", "gpu_flops": "1 TFLOP/s", "gradient_size": "1 MiB"}},
+     "workload.model_flops"),
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "parameters": "1e6"}}, "workload.parameters"),
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "lognormal", "mean": "1 us", "sigma": "1"}},
+     "stragglers.sigma")])
+def test_a_number_in_quotes_is_text_as_a_count_in_quotes_is(keys, field):
+    """Fuzz finding (31b): ``efficiency: "0.5"``, ``sigma: "1"``, ``model_flops: "1e12"`` and the
+    other plain numbers were read as numbers by pydantic, where ``gpus: "4"`` is refused as
+    text: one rule for every number, in one line naming the field."""
+    message = _refusal(**keys)
+    assert message.split(": ")[1].startswith(field) and "is text; write the number without quotes" in message
+
+
+@pytest.mark.parametrize("bandwidth", ['"0.9"', '{1 MiB: "0.9"}'])
+def test_a_profile_factor_in_quotes_is_text(tmp_path, bandwidth):
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "q.cal.yaml").write_text(f"calibration:\n  bandwidth: {bandwidth}\n")
+    with pytest.raises(InputError, match=r"q.cal.yaml:2: calibration.bandwidth: '0.9' is text; write the factor"):
+        load_calibration(tmp_path / "q.cal.yaml")
+    (tmp_path / "q.cal.yaml").write_text("calibration:\n  network_bandwidth: '0.9'\n")
+    with pytest.raises(InputError, match=r"calibration.network_bandwidth: '0.9' is text"):
+        load_calibration(tmp_path / "q.cal.yaml")
+
+
+@pytest.mark.parametrize("given", [8, 2, 15])
+def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root, tmp_path, given):
+    """Fuzz finding (31b): the issue-309 log lists no devices, and ``--gpus 8`` (or 2) fitted its
+    16-rank rows as 8 ranks on one host without a word. nccl-tests prints busbw as algbw x
+    2(n-1)/n: at 8 GiB, 468.46 GB/s over 8589934592 B / 34381 us = 249.84 GB/s is 1.875,
+    which is n = 16; 8 ranks make it 1.75, 15 make it 1.867. Refused in one line, nothing written."""
+    log = root / "validation" / "logs" / "xe9680_2node_issue309.log"
+    result = cli("calibrate", log, "-t", root / "validation" / "logs" / "xe9680_2node.yaml", "--gpus", given,
+                 "-o", tmp_path / "x.cal.yaml")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"--gpus says {given} ranks, but the log's rows were measured on another count" in result.stderr
+    assert "is 1.875 x the algbw" in result.stderr and "(16 ranks)" in result.stderr
+    assert not (tmp_path / "x.cal.yaml").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "s.yaml", "--json", ""], "--json: an empty value"),
+    (["run", "s.yaml", "--json="], "--json: an empty value"),
+    (["sweep", "s.yaml", "--out", "", "--workers", "1"], "--out: an empty value"),
+    (["run", ""], "an empty argument")])
+def test_an_empty_argument_is_refused(tmp_path, cli, monkeypatch, args, says):
+    """Fuzz findings (31b): ``--json ''`` wrote nothing without a word (an empty path is no
+    path), and ``--out ''`` wrote the sweep into the current folder (click reads '' as '.')."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli(*args)
+    assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+@pytest.mark.parametrize("args", [["run", "s.yaml", "--plot", "-"], ["sweep", "s.yaml", "--out", "-", "--workers", "1"]])
+def test_a_folder_option_refuses_standard_output(tmp_path, cli, monkeypatch, args):
+    """Fuzz findings (31b): ``--plot -`` and ``--out -`` wrote a folder named '-'; '-' is
+    standard output, which only --json writes to."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli(*args)
+    assert result.exit_code == 2 and "'-' (standard output) is for --json only; name a folder" in result.stderr
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_algorithm_flags_on_a_training_step_without_sizes_are_refused(tmp_path, cli, command):
+    """Fuzz finding (31b): ``simnet run llm.yaml -a tree`` on a training step without sizes gave
+    the JSON of leaving -a out (the step runs every exchange as NCCL picks it), where the file's
+    own ``algorithms:`` is refused there; with sizes, -a runs them."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, "training": TRAINING}))
+    out = ["--out", tmp_path / "o", "--workers", "1"] if command == "sweep" else []
+    result = cli(command, tmp_path / "s.yaml", "-a", "tree", *out)
+    assert result.exit_code == 2 and "--algorithm: the training step runs every exchange as NCCL picks it" in \
+        result.stderr and len(result.stderr.strip().splitlines()) == 1
+    if command == "run":
+        assert cli(command, tmp_path / "s.yaml", "-a", "tree", "-s", "1 MiB").exit_code == 0
+
+
+def test_a_background_job_s_placement_without_a_count_is_refused():
+    """Fuzz finding (31b): ``placement: spread`` on a background job without a GPU count was
+    read by nothing (it runs on every GPU no other job holds), without a word."""
+    jobs = [{"name": "a", "gpus": 2, "size": "1 MiB"},
+            {"name": "bg", "placement": "spread", "background": {"pattern": "uniform", "load": "30%"}}]
+    message = _refusal(jobs=jobs)
+    assert message.split(": ")[1] == "jobs[1]" and "placement chooses GPUs for a count" in message
+    counted = [jobs[0], {**jobs[1], "gpus": 2}]
+    assert scenario_from_dict({"name": "s", "topology": FABRIC, "jobs": counted}).jobs[1].placement == "spread"
+
+
+@pytest.mark.parametrize("values", ["2,,3", "2,", ",2"])
+def test_set_refuses_an_empty_value_between_commas(tmp_path, cli, values):
+    """Fuzz finding (31b): ``--set topology.generate.gpus=2,,3`` dropped the empty value without a word."""
+    path, out = _box_sweep(tmp_path)
+    result = cli("sweep", path, "--set", f"topology.generate.gpus={values}", "--out", out, "--workers", "1")
+    assert result.exit_code == 2 and "has an empty value between its commas" in result.stderr
+    assert not out.exists()
+
+
+def test_compute_beyond_a_day_is_refused_in_a_workload_and_a_training_step():
+    """Fuzz findings (31b): ``model_flops: 1e300`` at 1 TFLOP/s gave a step of 1e288 s, and a
+    training step at ``efficiency: 1e-300`` (or a sequence of 10^12 tokens) one of ~1e300 s,
+    where compute_time is held to a day. Both are now held to it: the 2-layer model's step at
+    efficiency 1e-15 on 4 GPUs of 989 TFLOP/s (tp 2) is 3 x 2.96e6 FLOPs (2 layers of 86,016 and
+    logits of 12,800 per token, 16 tokens) / (0.989 FLOP/s x 2) = 4.5e6 s of compute."""
+    message = _refusal(sizes=["1 MiB"], workload={"model_flops": 1e300, "gpu_flops": "1 TFLOP/s",
+                                                  "gradient_size": "1 MiB"})
+    assert message.split(": ")[1] == "workload" and "1e+288 s of compute; a step's compute is 1 ps to a day" in message
+    message = _refusal(training={**TRAINING, "parallelism": {"tp": 2}, "efficiency": 1e-15})
+    assert message.split(": ")[1] == "training" and "would take 4.485e+06 s per GPU, over the day" in message
+    scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "efficiency": 1e-6}})
+
+
+def test_compare_refuses_two_files_of_one_name(tmp_path, cli):
+    """Fuzz finding (31b): two scenario files both named ``a`` made two rows named ``a`` (and
+    two points of one label in the plot); which was which could not be told."""
+    for name, model in (("one", "nccl"), ("two", "ideal")):
+        (tmp_path / f"{name}.yaml").write_text(f"name: a\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                               f"model: {model}\n")
+    result = cli("compare", tmp_path / "one.yaml", tmp_path / "two.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"two.yaml:1: name: 'a' names {tmp_path / 'one.yaml'} too" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_an_algorithm_flag_given_twice_to_run_is_refused(tmp_path, cli):
+    """Fuzz finding (31b): ``run -a ring -a ring`` ran ring once without a word, where ``-s 1 MiB
+    -s 1 MiB`` and a file's ``algorithms: [ring, ring]`` are refused (a sweep's repeated values
+    are one point each, as the README says)."""
+    path, _ = _box_sweep(tmp_path)
+    result = cli("run", path, "-a", "ring", "-a", "tree", "-a", "ring")
+    assert result.exit_code == 2 and "--algorithm: ring is given twice" in result.stderr
+
+
+@pytest.mark.parametrize("faults, index, says", [
+    ([{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "100%"}], 0, "its links run at their full rate"),
+    ([{"at": "0 s", "link": ["tor0", "spine0"], "down": True}, {"at": "10 us", "link": ["tor0", "spine0"],
+                                                                "bandwidth": "50%"}], 1,
+     "its links are down since an earlier fault, and a link down stays down"),
+    ([{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"}, {"at": "10 us", "link": ["tor0", "spine0"],
+                                                                      "bandwidth": "50%"}], 1,
+     "its links already run at that rate")])
+def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
+    """Fuzz findings (31b): a fault at 100% with none before it, one on a link down since an
+    earlier fault (a link down stays down) and one repeating the rate in force were read by
+    nothing, as ``down: false`` would be (which is refused). A later 100% restores a link and
+    is taken."""
+    two = {"name": "t", "generate": {**LEAF2["generate"], "spines": 2}}
+    message = _refusal(topology=two, sizes=["1 MiB"], faults=faults)
+    assert message.split(": ")[1] == f"faults[{index}]" and f"changes nothing: {says}" in message
+    scenario_from_dict({"name": "s", "topology": two, "sizes": ["1 MiB"], "faults": [
+        {"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"},
+        {"at": "20 us", "link": ["tor0", "spine0"], "bandwidth": "100%"}]})
+
+
+@pytest.mark.parametrize("variable, value", [("NCCL_IB_DISABLE", "1"), ("NCCL_BUFFSIZE", "1048576"),
+                                             ("NCCL_P2P_DISABLE", "1"), ("NCCL_NET_GDR_LEVEL", "0")])
+def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
+    """Fuzz finding (31b): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand), NCCL_BUFFSIZE,
+    NCCL_P2P_DISABLE and NCCL_NET_GDR_LEVEL change what NCCL runs and gave the JSON of leaving
+    them unset; refused, as RCCL's unmodelled variables are. NCCL's own default (IB_DISABLE=0)
+    and what never changes a run (NCCL_DEBUG) stay taken, and model: ideal has no NCCL."""
+    path, _ = _box_sweep(tmp_path)
+    result = cli("run", path, env={variable: value})
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"{variable}={value} changes the transports, paths or buffers NCCL runs with" in result.stderr
+    assert cli("run", path, "--model", "ideal", env={variable: value}).exit_code == 0
+    assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO"}).exit_code == 0

@@ -19,6 +19,15 @@ def algorithm_option(algorithms: tuple[str, ...], scenario: Path, collective: st
     return list(dict.fromkeys(n for a in algorithms for n in (table if a == "all" else [a])))
 
 
+def refuse_algorithms_no_size_reads(spec, algorithms: tuple[str, ...], sizes: tuple[str, ...], scenario: Path) -> None:
+    """``InputError`` for ``-a`` on a training step without sizes of the scenario's own: the
+    step runs every exchange as NCCL picks it, so -a changed nothing (the file's own
+    ``algorithms:`` is refused there alike)."""
+    if algorithms and spec.training is not None and not spec.sizes and not sizes:
+        raise InputError("--algorithm: the training step runs every exchange as NCCL picks it; -a applies to sizes "
+                         "of the scenario's own, and it has none: give sizes (-s on run), or leave -a out", scenario)
+
+
 def collective_option(spec, collective: str | None, algorithms: tuple[str, ...], scenario: Path) -> dict:
     """The scenario changes ``-c`` asks for: the collective, no workload (a data-parallel
     step is AllReduces) and, unless ``-a`` names them, the file's algorithms that this

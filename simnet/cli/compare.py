@@ -40,6 +40,22 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
         if path in seen[:i]:
             raise InputError(f"{scenarios[i]} is given twice: each option is one scenario file, once")
     specs = [load_scenario(path) for path in scenarios]
+    if len(specs) > 1:
+        names = [spec.name for spec in specs]
+        for i, name in enumerate(names):
+            if name in names[:i]:  # the rows and the plot name each option by its scenario's name
+                from simnet.io.yamlsource import load_yaml
+
+                raise load_yaml(scenarios[i])[1].error(("name",), (
+                    f"{name!r} names {scenarios[names.index(name)]} too: the comparison's rows are named by their "
+                    "scenarios; give each file its own name"))
+        for path, spec in zip(scenarios, specs):
+            if spec.variants:  # each file is one option: its variants (and their costs) would not run
+                from simnet.io.yamlsource import load_yaml
+
+                raise load_yaml(path)[1].error(("variants",), (
+                    f"compare of {len(specs)} files ranks each file as one option, so its {len(spec.variants)} "
+                    "variants would not run; compare this file alone, or remove variants"))
     output_file(output, "--output", IMAGE_SUFFIXES, inputs=[f for spec in specs for f in files_read(spec)])
     try:
         rows = compare_scenarios(specs)

@@ -60,6 +60,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         if path in seen[:i]:
             raise InputError(f"{traces[i]} is given twice; give each rank's trace once")
     topology = load_topology(topology_path)
+    _refuse_bad_flags(topology, placement, gpu_speedup)
     groups = None
     if groups_path is not None:
         from simnet.io.yamlsource import load_yaml
@@ -102,3 +103,19 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         console.print(f"wrote {written}")
         for note in notes:
             console.print(note)
+
+
+def _refuse_bad_flags(topology, placement: str, gpu_speedup: float) -> None:
+    """One line naming the flag for a placement or speed-up that cannot be: the replay said
+    ``gpu_speedup must be ...`` or ``placement 'x': ...``, naming no flag."""
+    import math
+
+    from simnet.spec.jobs import choose_gpus
+
+    if not (math.isfinite(gpu_speedup) and 1e-6 <= gpu_speedup <= 1e6):
+        raise InputError(f"--gpu-speedup: {gpu_speedup:g} is not a ratio of FLOP/s; give one from 1e-06 to 1e+06 "
+                         "(another GPU's FLOP/s over the recorded one's, e.g. 2.2)")
+    try:
+        choose_gpus(topology, list(topology.gpus), 1, placement)
+    except ValueError as exc:
+        raise InputError(f"--placement: {str(exc).removeprefix('placement ')}") from None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.choices import algorithm_option, collective_notes, collective_option
+from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
 from simnet.cli.shell import friendly
 from simnet.errors import InputError
@@ -70,8 +70,12 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     if plot_dir:
         output_dir(plot_dir, "--plot", inputs, PLOT_FILES)
         _refuse_plot_collisions(plot_dir, files)
+    refuse_algorithms_no_size_reads(spec, algorithms, sizes, scenario)
     changes = collective_option(spec, collective, algorithms, scenario)
     notes = collective_notes(spec, changes)  # before -a joins the changes
+    twice = next((a for i, a in enumerate(algorithms) if a in algorithms[:i]), None)
+    if twice is not None:  # as the file's algorithms: and -s refuse one given twice (a sweep's are one point each)
+        raise InputError(f"--algorithm: {twice} is given twice; give each algorithm once", scenario)
     if algorithms:
         changes["algorithms"] = algorithm_option(algorithms, scenario, changes.get("collective", spec.collective))
         changes["every_algorithm"] = "all" in algorithms

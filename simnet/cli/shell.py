@@ -78,9 +78,15 @@ class OneLineUsage(click.Group):
     """The ``simnet`` group: click's usage errors (unknown option, missing argument, bad
     value) come out as one line and exit code 2, as every other bad input does."""
 
-    def make_context(self, *args, **kwargs):
+    def make_context(self, info_name, args, *rest, **kwargs):
+        for i, arg in enumerate(args):  # click reads '' as a path to '.' (or as no value at all): refuse it
+            option = arg[:-1] if arg.startswith("--") and arg.endswith("=") else \
+                args[i - 1] if arg == "" and i and args[i - 1].startswith("-") else None
+            if arg == "" or option:
+                raise UsageError(f"{option + ': an empty value' if option else 'an empty argument'}; give a "
+                                 "name (or - for standard output, where the option takes it)")
         try:
-            return super().make_context(*args, **kwargs)
+            return super().make_context(info_name, args, *rest, **kwargs)
         except click.UsageError as exc:
             raise one_line(exc) from None
 

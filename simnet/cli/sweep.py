@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 import yaml
 
-from simnet.cli.choices import algorithm_option, collective_notes, collective_option
+from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
 from simnet.cli.shell import friendly
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
+from simnet.spec.scenario import axis_changes_no_point, nested_twice
 
 
 def _gpu_counts(text: str, scenario: Path) -> list[int]:
@@ -82,14 +83,21 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         key, sep, values = item.partition("=")
         if not sep or not key.strip() or not _split_values(values):
             raise InputError(f"--set: expected KEY=V1,V2 (e.g. topology.generate.racks=2,4), got {item!r}", scenario)
+        if _split_values(values) and len(_split_values(values)) < len(values.split(",")):
+            raise InputError(f"--set: {item!r} has an empty value between its commas; give each value once "
+                             "(KEY=V1,V2)", scenario)
         if key.strip() in axes:
             raise InputError(f"--set: {key.strip()} is given twice; give its values once (KEY=V1,V2)", scenario)
         axes[key.strip()] = [_set_value(v) for v in _split_values(values)]
-    for key in ("name", "description"):
-        if key in axes:
-            raise InputError(f"--set: {key} labels the scenario and changes no point; leave it out", scenario)
+    if nested_twice(axes):
+        raise InputError(f"--set: {nested_twice(axes)}", scenario)
+    for key in axes:
+        why = axis_changes_no_point(key)
+        if why:
+            raise InputError(f"--set: {key} {why}; leave it out", scenario)
     if collective and "collective" in axes:
         raise InputError("--set collective=... and -c/--collective both name the collective; give one", scenario)
+    refuse_algorithms_no_size_reads(spec, algorithms, (), scenario)
     changes = collective_option(spec, collective, algorithms, scenario)
     notes = collective_notes(spec, changes)
     if changes:

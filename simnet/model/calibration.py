@@ -51,11 +51,16 @@ class _CalibrationSpec(Strict):
     def _some_factor(cls, value):
         if isinstance(value, dict) and not value:
             raise ValueError("an empty mapping; give one factor (0.9) or factors by size ({64 KiB: 0.8, 4 GiB: 0.95})")
+        text = next((v for v in (value.values() if isinstance(value, dict) else [value]) if isinstance(v, str)), None)
+        if text is not None:  # pydantic read "0.9" as 0.9, where every other factor is written bare
+            raise ValueError(f"{text!r} is text; write the factor without quotes (e.g. 0.9)")
         for key in value if isinstance(value, dict) else ():
             try:
-                units.parse_size(key)
+                size = units.parse_size(key)
             except (ValueError, TypeError) as exc:  # said as the size it is, not as a factor it is not
                 raise ValueError(f"key {key!r}: {exc}") from None
+            if size < 1:  # read as 1 B (the log of a size), so -1 MiB and 0 B were 1 B without a word
+                raise ValueError(f"key {key!r}: a factor is stated at a size of 1 B or more (e.g. 64 KiB)")
         return value
 
 

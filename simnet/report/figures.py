@@ -50,11 +50,16 @@ def series_styles(names: list[str]) -> dict[str, dict]:
 
 def save(plt, fig, path, dpi: int = 120) -> None:
     """Lay out, write at ``dpi``, and free the figure. Every text is plain: a ``$`` in a
-    scenario, job or link name is a dollar sign, never the start of a formula."""
+    scenario, job or link name is a dollar sign, never the start of a formula; a letter of a
+    name no font has is drawn as a box, without matplotlib's warning on the terminal."""
+    import warnings
+
     from matplotlib.text import Text
 
     for text in fig.findobj(Text):
         text.set_parse_math(False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
     plt.close(fig)

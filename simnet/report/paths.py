@@ -61,6 +61,8 @@ def output_dir(path: str | Path, option: str, inputs: Iterable[str | Path] = (),
     one of the files it ``writes`` there is one of the command's ``inputs``)."""
     path = Path(path)
     where = f"{option}: cannot write into {path}"
+    if str(path) == "-":  # a folder of plots (or a sweep's files) has no standard output
+        raise InputError(f"{option}: '-' (standard output) is for --json only; name a folder")
     read = {Path(p).resolve() for p in inputs}
     for name in writes:
         if (path / name).resolve() in read:

@@ -138,12 +138,33 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
             raise InputError(f"the log ran on {ranks} ranks but the topology has {len(topology.gpus)} GPUs",
                              log.path)
         _refuse_another_machine(log, topology, ranks)
+        _refuse_ranks_the_rows_contradict(log, ranks, "the log's device lines list" if log.ranks else "--gpus says")
         repeats: dict[int, list] = {}  # a size measured more than once: its median time, one point
         for row in log.rows:
             repeats.setdefault(row.size_bytes, []).append(row)
         points += [CalibrationPoint(log.path, ranks, size, float(np.median([r.best_us for r in rows])), rows[0].line)
                    for size, rows in repeats.items()]
     return points
+
+
+def _refuse_ranks_the_rows_contradict(log: Log, ranks: int, said: str) -> None:
+    """``InputError`` when the log's own rows were measured on another rank count: nccl-tests
+    prints an AllReduce's busbw as its algbw (size / time) x 2(n-1)/n, so the row with the
+    most digits (the largest busbw) tells n, to the rounding of its printed columns."""
+    rows = [row for row in log.rows if row.size_bytes > 0 and row.time_us > 0 and row.busbw_GBps >= 1.0]
+    if not rows:
+        return
+    row = max(rows, key=lambda r: r.busbw_GBps)
+    algbw = row.size_bytes / (row.time_us * 1e3)  # GB/s, as nccl-tests computes it
+    ratio, expected = row.busbw_GBps / algbw, 2 * (ranks - 1) / ranks
+    slack = 0.0051 / row.busbw_GBps + 0.0051 / row.time_us + 5e-4  # two printed decimals, and the time's digits
+    if abs(ratio / expected - 1) <= slack:
+        return
+    told = f" ({2 / (2 - ratio):.0f} ranks)" if ratio < 2 else ""
+    raise InputError(f"{said} {ranks} ranks, but the log's rows were measured on another count: at "
+                     f"{units.format_size(row.size_bytes)} busbw {row.busbw_GBps:g} GB/s is {ratio:.4g} x the algbw "
+                     f"(size / time), which nccl-tests makes 2(n-1)/n{told}; {ranks} ranks make it {expected:.4g}",
+                     f"{log.path}:{row.line}")
 
 
 def _refuse_another_machine(log: Log, topology, ranks: int) -> None:

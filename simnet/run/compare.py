@@ -43,10 +43,14 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     saying which and why (``skipped``); ``ValueError`` when none is left."""
     if len(scenarios) == 1 and not scenarios[0].variants:
         raise ValueError("compare needs variants: in the file, or two or more scenario files")
+    if len(scenarios) > 1 and any(s.variants for s in scenarios):
+        named = next(s for s in scenarios if s.variants)
+        raise ValueError(f"variants: compare of {len(scenarios)} scenarios ranks each as one option, so the "
+                         f"{len(named.variants)} variants of {named.name} would not run; compare it alone")
     options = []
     for scenario in scenarios:
         plan = plan_sweep(scenario)
-        variants = scenario.variants if len(scenarios) == 1 else []
+        variants = scenario.variants
         # a variant's cost overrides the scenario's, as its set overrides the scenario's keys
         for name, cost, overrides in ([(v.name, scenario.cost if v.cost is None else v.cost, tuple(v.set.items()))
                                        for v in variants] or

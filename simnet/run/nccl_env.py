@@ -17,9 +17,10 @@ from simnet.tuning import predict, rccl, search, tables
 
 _INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
              "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
-NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", *_INTEGERS, *rccl.UNMODELLED)
+NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", *_INTEGERS, *rccl.UNMODELLED, *tables.UNMODELLED)
 """The environment variables that change what simnet simulates, as they change what NCCL
-(RCCL) runs; RCCL's ``rccl.UNMODELLED`` are read only to refuse a run they would change."""
+(RCCL) runs; RCCL's ``rccl.UNMODELLED`` and NCCL's ``tables.UNMODELLED`` are read only to
+refuse a run they would change."""
 
 __all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "turned_off", "nccl_system"]
 

@@ -167,6 +167,13 @@ class Setup:
 
     def __post_init__(self):
         object.__setattr__(self, "model", resolve_model(self.model, self.topo))
+        unmodelled = next((name for name, default in tables.UNMODELLED.items()
+                           if self.env.get(name, "").strip() not in ("", default)), None)
+        if unmodelled and self.model in ("nccl", "rccl"):  # they were read by nothing, without a word
+            raise ValueError(f"{unmodelled}={self.env[unmodelled]} changes the transports, paths or buffers NCCL "
+                             "runs with, which simnet does not model: unset it (or run model: ideal); simnet "
+                             "follows NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE and "
+                             "NCCL_MIN/MAX_NCHANNELS")
         if self.model == "rccl":
             refused = next((name for name in rccl.UNMODELLED if self.env.get(name, "").strip()), None)
             where = ""

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 from simnet.run.groups import simulate_groups
 from simnet.topology.hardware import GPUS
 from simnet.units import DTYPE_BYTES
-from simnet.workloads.transformer import Parallelism, Transformer, rank_groups
+from simnet.workloads.transformer import Parallelism, Transformer, exchange_bytes, forward_seconds, rank_groups
 
 __all__ = ["step_time", "training_step", "TrainingStep", "one_f_one_b"]
 
@@ -156,8 +156,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
                              "simnet cites; give gpu_flops, the dense peak FLOP/s per GPU")
     groups = rank_groups(gpus, par)
     a, g = DTYPE_BYTES[dtype], DTYPE_BYTES[grad_dtype]
-    m, b, s, h = par.micro_batches, par.micro_batch_size, model.sequence, model.hidden
+    m, b, s = par.micro_batches, par.micro_batch_size, model.sequence
     tokens = b * s
+    sizes = exchange_bytes(model, par, a, g)
     layers = model.layers // par.pp
     simulated = []
 
@@ -173,23 +174,20 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
                           "algorithm": result.algorithm, "protocol": result.protocol, "time_s": result.time_s})
         return result.time_s
 
-    layer_fwd, logits_fwd = model.forward_flops_per_token()
+    layer_fwd, _ = model.forward_flops_per_token()
     speed = gpu_flops * efficiency * par.tp  # a TP group splits every layer's work
-    compute_f = (layers * layer_fwd + logits_fwd) * tokens / speed  # the last stage, with the output layer
+    compute_f = forward_seconds(model, par, gpu_flops * efficiency)  # the last stage, with the output layer
     layer_f = layer_fwd * tokens / speed
-    activation = model.activation_bytes(tokens, a)
+    activation = sizes["tp"]
     tp_t = exchange("tp", "allreduce", activation)
-    ep_t = exchange("ep", "all_to_all", model.top_k * activation) if model.moe else 0.0
+    ep_t = exchange("ep", "all_to_all", sizes["ep"]) if model.moe else 0.0
     pp_t = 0.0
     if par.pp > 1:  # Megatron's scatter/gather across a stage boundary: 1/tp per rank, all-gathered on arrival
-        pp_t = exchange("pp", "send_recv", activation // par.tp) + exchange("pp", "all_gather", activation, among="tp")
+        pp_t = exchange("pp", "send_recv", sizes["pp"]) + exchange("pp", "all_gather", activation, among="tp")
     fsdp_f = fsdp_b = 0.0
-    dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
-    experts = model.experts * model.expert_parameters() // par.ep if model.moe else 0
     if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward
-        shard = dense // par.tp
-        gather = exchange("dp", "all_gather", shard * a)
-        scatter = exchange("dp", "reduce_scatter", shard * g)
+        gather = exchange("dp", "all_gather", sizes["fsdp_gather"])
+        scatter = exchange("dp", "reduce_scatter", sizes["fsdp_scatter"])
         fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
         fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
     boundary = par.virtual_stages * pp_t  # one crossing per chunk boundary
@@ -202,9 +200,8 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     bubble = (par.pp - 1) / par.virtual_stages  # slots
     dp_exposed = sync = 0.0
     if not par.fsdp:
-        embeddings = 2 * model.vocabulary * h // par.pp  # an embedding on the first stage, the output on the last
-        sync = exchange("dp", "allreduce", (layers * dense + embeddings) // par.tp * g)
-        sync += exchange("edp", "allreduce", layers * experts // par.tp * g) if model.moe else 0.0
+        sync = exchange("dp", "allreduce", sizes["dp"])
+        sync += exchange("edp", "allreduce", sizes["edp"]) if model.moe else 0.0
         # overlaps the last backward compute: a micro-batch's, or with v chunks one chunk's (1/v of it)
         dp_exposed = max(sync - 2 * compute_f / par.virtual_stages, 0.0)
     step = (m + bubble) * slot + dp_exposed

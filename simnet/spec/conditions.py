@@ -112,6 +112,10 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
             factors = np.zeros(len(links))
         elif isinstance(spec.bandwidth, str):
             factors = np.full(len(links), units.parse_share(spec.bandwidth))
+            if 0 < factors[0] * line.min() < units.BANDWIDTH_RANGE[0]:  # a rate no link has: the run never ends
+                raise FaultError((i, "bandwidth"), f"{spec.bandwidth.strip()} of the link's "
+                                 f"{units.format_bandwidth(float(line.min()))} is under 1 Kb/s, the least bandwidth "
+                                 "simnet accepts; give 0 (or down: true) to take it down")
         else:
             if spec.bandwidth > line.min() * (1 + 1e-9):
                 raise FaultError((i, "bandwidth"), f"{units.format_bandwidth(spec.bandwidth)} is more than the link's "
@@ -122,7 +126,24 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
                 raise FaultError((i,), f"faults[{other.index}] changes the same link at the same time "
                                        f"({units.format_time(spec.at)}): one of them would be ignored; give one")
         faults.append(Fault(spec.at, links, factors, spec.describe(), i))
-    return sorted(faults, key=lambda f: f.at)
+    faults = sorted(faults, key=lambda f: f.at)
+    _refuse_what_changes_nothing(topology, faults)
+    return faults
+
+
+def _refuse_what_changes_nothing(topology: Topology, faults: list[Fault]) -> None:
+    """``FaultError`` for a fault that leaves every link it names at the rate it has then: at
+    its full rate with no fault before it (``100%``), or down since an earlier fault (a link
+    down stays down, ``engine.faults``): read by nothing, as ``down: false`` would be."""
+    factor: dict[int, float] = {}
+    for fault in faults:
+        now = np.array([factor.get(link, 1.0) for link in fault.links.tolist()])
+        after = np.where(now == 0, 0.0, fault.factors)
+        if np.allclose(after, now, rtol=1e-9, atol=0):
+            why = ("its links are down since an earlier fault, and a link down stays down" if (now == 0).all() else
+                   "its links already run at that rate" if (now < 1).any() else "its links run at their full rate")
+            raise FaultError((fault.index,), f"{fault.what} {when(fault.at)} changes nothing: {why}; leave it out")
+        factor.update(zip(fault.links.tolist(), after.tolist()))
 
 
 def check_reachable(topology: Topology, faults: list[Fault], endpoints: list[str]) -> None:

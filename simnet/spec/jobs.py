@@ -88,6 +88,9 @@ class JobSpec(Strict):
                 raise ValueError("a background job makes its own traffic: no size, algorithm or repeat")
             if self.gpus is not None and self.hosts is not None:
                 raise ValueError("give gpus or hosts, not both")
+            if "placement" in self.model_fields_set and not isinstance(self.gpus, int):
+                raise ValueError("placement chooses GPUs for a count (gpus: 16); without one a background job "
+                                 "runs on every GPU no other job holds, or on the GPUs or hosts it names")
             return self
         if self.size is None:
             raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")

@@ -47,8 +47,9 @@ from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
+from simnet.workloads.transformer import exchange_bytes, forward_seconds
 
-__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO"]
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "AUTO", "axis_changes_no_point", "nested_twice"]
 
 AUTO = "auto"
 
@@ -66,6 +67,32 @@ def _gpu_choice(value: object) -> object:
     return value
 
 
+def axis_changes_no_point(key: str) -> str | None:
+    """Why a sweep axis (``--set`` or the file's ``sweep:``) changes no point (None when it
+    may): labels, what ``simnet compare`` reads (costs, variants), or the sweep's own axes."""
+    first = key.split(".")[0]
+    if key in ("name", "description", "topology.name", "topology.description"):
+        return f"labels the {'topology' if first == 'topology' else 'scenario'} and changes no point"
+    if first == "cost":
+        return "is what simnet compare weighs an option by and changes no point of a sweep"
+    if first == "variants":
+        return "are simnet compare's options; a sweep runs none of them"
+    if first == "sweep":
+        return "holds the file's axes, and each axis is one already (e.g. gpus: [8, 16], or --set gpus=8,16)"
+    return None
+
+
+def nested_twice(keys) -> str | None:
+    """Why dotted ``keys`` set one value twice (``options`` and ``options.channels``: one would
+    replace the other, by the order written), or None."""
+    keys = list(keys)
+    for key in keys:
+        inner = next((other for other in keys if other.startswith(key + ".")), None)
+        if inner is not None:
+            return f"{inner}: {key} is set too, and one would replace the other; set {key} whole, or its parts"
+    return None
+
+
 class Variant(Strict):
     """A hardware option: dotted overrides of the scenario and what it costs."""
 
@@ -77,9 +104,12 @@ class Variant(Strict):
     @classmethod
     def _sets_what_a_run_reads(cls, value: dict[str, Any]) -> dict[str, Any]:
         for key in value:
-            if key.split(".")[0] in ("name", "description", "sweep", "variants", "cost"):
+            if key.split(".")[0] in ("name", "description", "sweep", "variants", "cost") or \
+                    key in ("topology.name", "topology.description"):
                 raise ValueError(f"{key}: a variant sets what its runs read; {key} changes none (the variant's "
                                  "own name and cost are its name: and cost: keys)")
+        if nested_twice(value):
+            raise ValueError(nested_twice(value))
         return value
 
 
@@ -128,6 +158,13 @@ class ScenarioSpec(Strict):
     def _gpu_counts(cls, value):
         if value is not None and "gpus" in value and not value["gpus"]:
             raise ValueError("gpus: an empty list; give GPU counts, e.g. [8, 16, 32]")
+        if nested_twice(value or {}):
+            raise ValueError(nested_twice(value))
+        for key, values in (value or {}).items():
+            if not values and key != "gpus":  # no value: the sweep would have no point at all
+                raise ValueError(f"{key}: an empty list; give the values to sweep (e.g. [1, 2])")
+            if axis_changes_no_point(key):
+                raise ValueError(f"{key} {axis_changes_no_point(key)}; leave it out")
         for count in (value or {}).get("gpus", []):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
                 raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
@@ -298,6 +335,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if generation in GPUS and not GPUS[generation].bf16_flops and spec.training.gpu_flops is None:
             raise source.error(("training",), f"gpu: {generation}: its dense BF16 peak is in no public source simnet "
                                               "cites; give gpu_flops, the dense peak FLOP/s per GPU")
+        _refuse_a_step_of_days(spec.training, len(topology.gpus), spec.training.gpu_flops or
+                               GPUS[generation].bf16_flops, source)
     if spec.collective != "allreduce":
         for key in ("workload", "jobs"):
             if getattr(spec, key):
@@ -410,13 +449,29 @@ def _refuse_what_no_step_holds(training, source: Source) -> None:
     FLOPs too large to count."""
     model, par = training.transformer(), training.layout()
     tokens = par.micro_batch_size * model.sequence
-    largest = model.activation_bytes(tokens, DTYPE_BYTES[training.dtype]) * (model.top_k if model.moe else 1)
-    if largest > units.SIZE_MAX:
-        raise source.error(("training", "model"), f"one exchange of the step would carry {largest:.4g} B (a "
-                                                  "micro-batch's activations), over 1 PiB, the largest size simnet "
-                                                  "accepts; use a smaller micro_batch_size, sequence or hidden")
+    sizes = exchange_bytes(model, par, DTYPE_BYTES[training.dtype], DTYPE_BYTES[training.grad_dtype])
+    kind = max(sizes, key=sizes.__getitem__)
+    if sizes[kind] > units.SIZE_MAX:
+        what = ("a micro-batch's activations", "a smaller micro_batch_size, sequence or hidden") \
+            if kind in ("tp", "ep", "pp") else ("a stage's gradients" if kind in ("dp", "edp") else
+                                                "a layer's parameters", "a smaller model or more tp and pp")
+        raise source.error(("training", "model"), f"one exchange of the step would carry {sizes[kind]:.4g} B "
+                                                  f"({what[0]}), over 1 PiB, the largest size simnet accepts; "
+                                                  f"use {what[1]}")
     if not math.isfinite(model.training_flops_per_token() * tokens * par.micro_batches):
         raise source.error(("training", "model"), "the step's FLOPs are too many to count; check the model's shape")
+
+
+def _refuse_a_step_of_days(training, gpus: int, peak: float, source: Source) -> None:
+    """One line when a step's compute alone runs past the day a compute_time may last (an
+    efficiency of 1e-300, a billion micro-batches, a sequence of 10^12 tokens): its times
+    and rates would be numbers no step has."""
+    par = training.layout().resolved(gpus, training.transformer())
+    compute = par.micro_batches * 3 * forward_seconds(training.transformer(), par, peak * training.efficiency)
+    if compute > units.TIME_RANGE[1]:
+        raise source.error(("training",), f"the step's compute alone would take {compute:.4g} s per "
+                                          "GPU, over the day a step's compute may (as compute_time); check "
+                                          "efficiency, gpu_flops, micro_batches and the model's shape")
 
 
 def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:

@@ -22,7 +22,7 @@ from simnet.workloads.transformer import PRESETS, Parallelism, Transformer
 __all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training"]
 
 
-_FLOP_UNITS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
+FLOP_UNITS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
 GPU_FLOPS_RANGE = (1e9, 1e18)
 """FLOP/s one GPU may have: 1 GFLOP/s to 1 EFLOP/s (B200's dense BF16 peak is 2.25e15)."""
 
@@ -33,10 +33,10 @@ def _gpu_flops(value: object) -> object:
     if isinstance(value, str):
         number, _, unit = value.strip().partition(" ")
         unit = unit.strip() or "FLOP/s"  # YAML reads 989e12 as text: a number all the same
-        if unit not in _FLOP_UNITS:
+        if unit not in FLOP_UNITS:
             raise ValueError(f"{value!r}: give FLOP/s as a number or with FLOP/s, GFLOP/s, TFLOP/s or PFLOP/s")
         try:
-            value = float(number) * _FLOP_UNITS[unit]
+            value = float(number) * FLOP_UNITS[unit]
         except ValueError:
             raise ValueError(f"{value!r} is not a FLOP/s figure (e.g. '989 TFLOP/s')") from None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
@@ -68,6 +68,8 @@ class Workload(Strict):
         """Parameters are counted: 1.3e9 is a count, 1.25 none (its gradient was cut to whole bytes)."""
         if isinstance(value, bool) or (isinstance(value, float) and math.isfinite(value) and not value.is_integer()):
             raise ValueError(f"{value!r} is not a count of parameters (a whole number, e.g. 1.3e9)")
+        if isinstance(value, str):  # pydantic read "1e6" as a number, where every other is written bare
+            raise ValueError(f"{value!r} is text; write the number without quotes")
         return value
 
     @model_validator(mode="after")
@@ -78,6 +80,10 @@ class Workload(Strict):
             raise ValueError("give compute_time, or model_flops and gpu_flops")
         if self.compute_time is not None and (self.model_flops is not None or self.gpu_flops is not None):
             raise ValueError("give compute_time, or model_flops and gpu_flops, not both (one would be ignored)")
+        if self.compute_time is None and not units.TIME_RANGE[0] <= self.model_flops / self.gpu_flops <= \
+                units.TIME_RANGE[1]:  # held to compute_time's own range, 1 ps to a day
+            raise ValueError(f"model_flops / gpu_flops is {self.model_flops / self.gpu_flops:.4g} s of compute; a "
+                             "step's compute is 1 ps to a day, as compute_time is")
         if self.gradient_size is None and self.parameters is None:
             raise ValueError("give gradient_size, or parameters (and dtype)")
         if self.gradient_size is not None and (self.parameters is not None or "dtype" in self.model_fields_set):

@@ -7,6 +7,7 @@ here: bandwidth in bytes/s per direction, latency in seconds one way.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -33,9 +34,16 @@ def _positive(value: float) -> float:
     return value
 
 
+def _unprintable(c: str) -> bool:
+    """A control character (C0, DEL and C1: ``\\x9b`` is a terminal's CSI, as ESC [ is), a line
+    or paragraph separator (it breaks a one-line message), or U+FFFE/U+FFFF, which XML 1.0
+    cannot hold (a GraphML export of it did not parse)."""
+    return unicodedata.category(c) in ("Cc", "Zl", "Zp") or c in "\ufffe\uffff"
+
+
 def _printable(value: str) -> str:
     """A name without control characters (tab, newline, NUL...): XML (GraphML, GEXF) cannot hold them."""
-    bad = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    bad = next((c for c in value if _unprintable(c)), None)
     if bad is not None:
         raise ValueError(f"holds the control character {bad!r}; names are printable text")
     return value
@@ -127,6 +135,48 @@ def _plain(annotation: Any) -> type | None:
     return annotation if annotation in (int, bool) else None
 
 
+def _takes_text(annotation: Any) -> bool:
+    """Whether ``annotation`` reads text: str, Any, a Literal of text, a model, or a type
+    with a parser of text in front of it (a unit's ``BeforeValidator``)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return any(isinstance(m, BeforeValidator) for m in args[1:]) or _takes_text(args[0])
+    if origin in (Union, UnionType):
+        return any(_takes_text(a) for a in args)
+    if origin is Literal:
+        return any(isinstance(a, str) for a in args)
+    return annotation in (str, Any) or (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+
+
+def _text_as_number(annotation: Any, value: Any) -> Any:
+    """The text in ``value`` that stands where ``annotation`` takes a number and no text
+    (``"0.5"`` for an efficiency; also a value of a mapping or list of numbers), or None."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return None if any(isinstance(m, BeforeValidator) for m in args[1:]) else _text_as_number(args[0], value)
+    if isinstance(value, str):
+        takes = [a for a in args if a is not type(None)] if origin in (Union, UnionType) else [annotation]
+        return value if any(_numeric(a) for a in takes) and not any(_takes_text(a) for a in takes) else None
+    if origin in (Union, UnionType):
+        return next((t for a in args if get_origin(a) in (dict, list) for t in [_text_as_number(a, value)]
+                     if t is not None), None)
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return next((t for v in value.values() for t in [_text_as_number(args[1], v)] if t is not None), None)
+    if origin is list and isinstance(value, list) and args:
+        return next((t for v in value for t in [_text_as_number(args[0], v)] if t is not None), None)
+    return None
+
+
+@functools.cache
+def _reads_text_itself(model: type, name: str) -> bool:
+    """Whether a field parses its own text: a unit's ``BeforeValidator`` on it, or a
+    ``mode="before"`` validator of its model's own for it (a size's ``parse_size``)."""
+    if any(isinstance(m, BeforeValidator) for m in model.model_fields[name].metadata):
+        return True
+    return any(d.info.mode == "before" and name in d.info.fields
+               for d in model.__pydantic_decorators__.field_validators.values())
+
+
 @functools.cache
 def _plain_field(model: type, name: str) -> type | None:
     """``_plain`` of a model's field, worked out once per field (pydantic keeps a top-level
@@ -158,6 +208,11 @@ class Strict(BaseModel):
                                  if value.is_integer() else f"{value!r} is not a whole number")
         if plain is bool and not isinstance(value, bool):
             raise ValueError(f"{value!r} is not a yes/no; write true or false")
+        if isinstance(value, (str, dict, list)) and _number_field(cls, info.field_name) and \
+                not _reads_text_itself(cls, info.field_name):
+            text = _text_as_number(cls.model_fields[info.field_name].annotation, value)
+            if text is not None:  # pydantic read "0.5" as 0.5, where every other number is written bare
+                raise ValueError(f"{text!r} is text; write the number without quotes")
         return value
 
 

@@ -159,3 +159,13 @@ PCI_BW = 12.0  # GB/s, "PCI Gen3 x16" (topo.h:25): below it a ring's Simple runs
 
 
 MAX_CHANNELS = 64  # MAXCHANNELS (device.h, v2.25+)
+
+
+UNMODELLED = {"NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": None, "NCCL_SHM_DISABLE": "0", "NCCL_IB_DISABLE": "0",
+              "NCCL_NET": None, "NCCL_NET_GDR_LEVEL": None, "NCCL_CROSS_NIC": "2", "NCCL_PXN_DISABLE": "0",
+              "NCCL_BUFFSIZE": "4194304", "NCCL_NTHREADS": None}
+"""NCCL variables that change the transports, paths, buffers or threads NCCL runs with (NCCL's
+environment-variable guide, docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html),
+which simnet does not follow, each with the value that is NCCL's default (None: NCCL picks
+per system): a run under ``model: nccl`` or ``rccl`` with one set otherwise is refused, as its
+answer would not be NCCL's (RCCL reads them too). ``options: {pxn: false}`` is simnet's PXN off."""

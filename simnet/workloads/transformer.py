@@ -129,6 +129,39 @@ class Parallelism:
                            self.virtual_stages)
 
 
+def forward_seconds(model: Transformer, par: Parallelism, gpu_flops: float) -> float:
+    """One micro-batch's forward compute on the last (slowest) pipeline stage, whose TP group
+    of ``par.tp`` GPUs splits its layers and the output layer, each GPU at ``gpu_flops``
+    (its peak times the kernels' efficiency); the backward pass takes twice this."""
+    layer, logits = model.forward_flops_per_token()
+    return (model.layers // par.pp * layer + logits) * par.micro_batch_size * model.sequence / (gpu_flops * par.tp)
+
+
+def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_bytes: int) -> dict[str, int]:
+    """Bytes each exchange of one training step carries (``simnet.run.training``), by kind:
+    ``tp`` (a micro-batch's activations; the PP all-gather carries as much), ``ep`` (an
+    MoE's AllToAll, ``top_k`` times that), ``pp`` (a TP rank's share across a stage
+    boundary), and the gradients: ``fsdp_gather`` and ``fsdp_scatter`` (one layer's shard)
+    with FSDP, else ``dp`` (a stage's dense shard) and ``edp`` (its experts')."""
+    activation = model.activation_bytes(par.micro_batch_size * model.sequence, value_bytes)
+    sizes = {"tp": activation}
+    if model.moe:
+        sizes["ep"] = model.top_k * activation
+    if par.pp > 1:
+        sizes["pp"] = activation // par.tp
+    dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
+    layers = model.layers // par.pp
+    if par.fsdp:
+        sizes["fsdp_gather"] = dense // par.tp * value_bytes
+        sizes["fsdp_scatter"] = dense // par.tp * grad_bytes
+    else:
+        embeddings = 2 * model.vocabulary * model.hidden // par.pp  # input on the first stage, output on the last
+        sizes["dp"] = (layers * dense + embeddings) // par.tp * grad_bytes
+        if model.moe:
+            sizes["edp"] = layers * (model.experts * model.expert_parameters() // par.ep) // par.tp * grad_bytes
+    return sizes
+
+
 def rank_groups(gpus: list[str], par: Parallelism) -> dict[str, list[list[str]]]:
     """The communicating groups of each kind (``tp``, ``dp``, ``ep``, ``edp`` (expert data),
     ``pp`` (the stages of one pipeline, in order)), in Megatron's rank order (see the module

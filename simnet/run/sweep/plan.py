@@ -11,6 +11,7 @@ import copy
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,8 @@ from simnet import units
 from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env
-from simnet.spec.scenario import Scenario, scenario_from_dict
+from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
+from simnet.spec.workloads import FLOP_UNITS
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
@@ -43,6 +45,8 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
     """A copy of a scenario document with dotted keys set (``topology.generate.racks: 4``).
 
     A topology given as a file path is inlined first, so its fields can be overridden too.
+    A part that is a number indexes a list (``jobs.0.size``, ``faults.1.at``); one that is
+    no index of the list there is a ``ValueError`` naming it (it replaced the whole list).
     """
     document = copy.deepcopy(document)
     for dotted, value in overrides.items():
@@ -50,12 +54,24 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
         if parts[0] == "topology" and len(parts) > 1:
             document = _inline_topology(document, base)
         target = document
-        for part in parts[:-1]:
-            if not isinstance(target.get(part), dict):
+        for k, part in enumerate(parts):
+            if isinstance(target, list):
+                part = _index(target, part, dotted, ".".join(parts[:k]))
+            elif k < len(parts) - 1 and not isinstance(target.get(part), (dict, list)):
                 target[part] = {}
-            target = target[part]
-        target[parts[-1]] = value
+            if k == len(parts) - 1:
+                target[part] = value
+            else:
+                target = target[part]
     return document
+
+
+def _index(items: list, part: str, dotted: str, where: str) -> int:
+    """``part`` of ``dotted`` as an index into the list ``items`` found at ``where``."""
+    if not part.isascii() or not part.isdigit() or int(part) >= len(items):
+        raise ValueError(f"{dotted}: {where} is a list of {len(items)}, and {part!r} is none of its indices "
+                         f"(0 to {len(items) - 1})" if items else f"{dotted}: {where} is an empty list")
+    return int(part)
 
 
 @dataclass(frozen=True)
@@ -148,7 +164,7 @@ def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, o
         return ""
     try:
         theirs = _files_read(apply_overrides(document, dict(overrides), base), base)
-    except (InputError, OSError):
+    except (ValueError, OSError):  # InputError among them: the point's own validation says so
         return ""
     extra = sorted({path.resolve() for path in theirs} - own)
     if not extra:
@@ -165,6 +181,17 @@ def _values(value: Any) -> list[Any]:
     return list(first.values())
 
 
+_RATIO = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
+
+
+def _flops(text: str) -> float:
+    """``989 TFLOP/s`` as FLOP/s (``ValueError`` for text that is no FLOP/s figure with its unit)."""
+    number, _, unit = text.strip().partition(" ")
+    if unit.strip() not in FLOP_UNITS:
+        raise ValueError(text)
+    return float(number) * FLOP_UNITS[unit.strip()]
+
+
 def _canonical(value: Any) -> Any:
     """What a value means, as far as the text says: a bandwidth, time or size in SI units, else itself."""
     if isinstance(value, bool):
@@ -173,7 +200,11 @@ def _canonical(value: Any) -> Any:
         return ("number", float(f"{value:.12g}"))
     if not isinstance(value, str):
         return json.dumps(value, sort_keys=True, default=str)
-    for kind, parse in (("B/s", units.parse_bandwidth), ("s", units.parse_time), ("B", units.parse_size_approx)):
+    ratio = _RATIO.match(value)
+    if ratio and float(ratio.group(2)) > 0:  # 4:1 is the ratio 4 (an oversubscription), as the generators read it
+        return ("number", float(f"{float(ratio.group(1)) / float(ratio.group(2)):.12g}"))
+    for kind, parse in (("B/s", units.parse_bandwidth), ("s", units.parse_time), ("B", units.parse_size_approx),
+                        ("number", _flops)):  # 989 TFLOP/s is the number 989e12, as gpu_flops reads it
         try:
             return (kind, float(f"{parse(value):.12g}"))  # 1 us and 1000 ns alike, to float rounding
         except ValueError:
@@ -192,6 +223,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
     axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
     axes.update({k: _values(v) for k, v in (sets or {}).items()})
+    if nested_twice(axes):  # the file's sweep: and --set together
+        raise ValueError(f"sweep: {nested_twice(axes)}")
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
@@ -202,14 +235,18 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
-    reads = {combo: _reads(scenario.data, combo, Path(base), own) for combo in combos}
-    points = [Point(combo, count, algorithm, reads[combo])
+    points = [Point(combo, count, algorithm, reads)
               for combo in combos
+              for reads in [_reads(scenario.data, combo, Path(base), own)]
               for count in counts
               for algorithm in (algorithms or scenario.algorithms)]
-    unique = list(dict.fromkeys(points))  # `--gpus 4,4` or `-a ring -a ring` is one point, computed once
+    # `--gpus 4,4` or `-a ring -a ring` is one point, computed once; by key, as a value may be a
+    # list or a mapping (sizes: [[1 MiB], [2 MiB]]), which no set holds
+    unique: dict[str, Point] = {}
+    for point in points:
+        unique.setdefault(point.key, point)
     every = scenario.every_algorithm if every_algorithm is None else every_algorithm
-    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", unique, nccl_env(env), every)
+    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", list(unique.values()), nccl_env(env), every)
 
 
 def _grow(document: dict, gpus: int, base: Path) -> dict:
@@ -228,7 +265,12 @@ def _grow(document: dict, gpus: int, base: Path) -> dict:
 
 def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: int | None) -> Scenario:
     """The scenario a point simulates (raises ``InputError`` for bad overrides)."""
-    document = apply_overrides(plan.document, dict(overrides), Path(plan.base))
+    try:
+        document = apply_overrides(plan.document, dict(overrides), Path(plan.base))
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise InputError(str(exc), plan.source) from None
     if gpus is not None:
         document = _grow(document, gpus, Path(plan.base))
         document["gpus"] = gpus

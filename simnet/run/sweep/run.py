@@ -3,6 +3,7 @@ stored as it finishes, so an interrupted sweep resumes where it stopped."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,8 +25,9 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
     it completes, so a killed sweep loses nothing it finished. Records on disk that cannot
     be read back whole are computed again, each named in ``recomputed``.
     """
-    for overrides, gpus in {(p.overrides, p.gpus) for p in plan.points}:  # bad input fails before any write
-        scenario_at(plan, overrides, gpus)
+    scenes = {json.dumps([dict(p.overrides), p.gpus], sort_keys=True, default=str): p for p in plan.points}
+    for point in scenes.values():  # bad input fails before any write (each scenario once, whatever its algorithms)
+        scenario_at(plan, point.overrides, point.gpus)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
