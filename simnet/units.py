@@ -63,7 +63,8 @@ _SIZE = {
     "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
 }
 
-_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d.+-][^\s]*)\s*$")
+# digits 0-9 only: \d would take any script's (e.g. Arabic-Indic), which float() reads as 0-9 too
+_QUANTITY = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([^\s0-9.+-][^\s]*)\s*$")
 
 _EXAMPLES = {
     "bandwidth": "e.g. '400 Gb/s', '50 GB/s'",

@@ -1210,3 +1210,71 @@ def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, varia
     assert f"{variable}={value} changes the transports, paths or buffers NCCL runs with" in result.stderr
     assert cli("run", path, "--model", "ideal", env={variable: value}).exit_code == 0
     assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO"}).exit_code == 0
+
+
+@pytest.mark.parametrize("written", ['"4"', '"٤:1"'])
+def test_a_ratio_in_quotes_or_in_another_script_s_digits_is_refused(tmp_path, cli, written):
+    """A quoted ``"4"`` was read as 4 (pydantic converts text), and ``float`` reads
+    Arabic-Indic digits as 0-9: a ratio is a number or down:up in ASCII digits, else one line."""
+    fabric = tmp_path / "t.yaml"
+    fabric.write_text(f"name: t\ngenerate: {{kind: leaf_spine, oversubscription: {written}}}\n")
+    result = cli("topo", "check", fabric)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{fabric}:2: generate.oversubscription:" in result.stderr and "not a ratio" in result.stderr
+
+
+@pytest.mark.parametrize("size", ["١ MiB", "٤٠٠ KiB"])
+def test_a_size_in_another_script_s_digits_is_refused(tmp_path, cli, size):
+    """``sizes: ["١ MiB"]`` ran as 1 MiB (a regex digit matches any script's, and float reads
+    them) while GPU counts refuse such digits: quantities take ASCII digits too."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology:\n  name: t\n  generate: {kind: nvswitch, gpus: 2}\n"
+                                     f"sizes: ['{size}']\nalgorithms: [ring]\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "sizes" in result.stderr and "is not a size" in result.stderr
+
+
+def test_a_fault_after_the_run_s_end_is_named_in_a_warning():
+    """A fault at 1 s on a run of microseconds came after its end and changed nothing, without
+    a word: the result says which fault and why, and the time is the healthy one."""
+    from simnet import simulate, topology_from_dict
+
+    topo = topology_from_dict({"name": "two", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                           "gpus_per_host": 2, "gpu": "h100"}})
+    healthy = simulate(topo, "ring", 2**20)
+    late = simulate(topo, "ring", 2**20, faults=[{"at": "1 s", "link": ["tor0", "r0h0-nic0"], "bandwidth": "50%"},
+                                                 {"at": "0 s", "node": "r0h1-nic1", "bandwidth": "90%"}])
+    (warning,) = [w for w in late.warnings if w.kind == "fault_after_end"]
+    assert "1 of 2 faults" in warning.message and "faults[0]" in warning.message and "faults[1]" not in warning.message
+    assert healthy.time_s < 1e-3 and not any(w.kind == "fault_after_end" for w in healthy.warnings)
+
+
+@pytest.mark.parametrize("profile, where", [
+    ("calibration: {}\n", ":1: calibration: an empty calibration section changes nothing"),
+    ("calibration: {base_latency: 1 us}\nfitted: 3\n", ":2: fitted: expected a mapping"),
+    ("calibration: {base_latency: 1 us}\nfitted: {hardware: 3}\n", ":2: fitted.hardware: expected a mapping")])
+def test_a_profile_section_read_by_nothing_is_refused(tmp_path, profile, where):
+    """An empty calibration section changed nothing, and a ``fitted`` record that is no
+    mapping silently turned off the warning for a profile run on another machine."""
+    from simnet.model.calibration import load_calibration
+
+    path = tmp_path / "p.cal.yaml"
+    path.write_text(profile)
+    with pytest.raises(InputError) as refused:
+        load_calibration(path)
+    assert str(refused.value).startswith(f"{path}{where}"), str(refused.value)
+
+
+@pytest.mark.parametrize("args", [["run", "S", "-g", "2", "--gpus", "4"], ["run", "S", "--model", "ideal", "--model=nccl"],
+                                  ["sweep", "S", "--gpus", "2,4", "--gpus", "8", "--out", "O"]])
+def test_an_option_of_one_value_given_twice_is_refused(tmp_path, cli, args):
+    """click keeps the last of ``-g 2 --gpus 4`` without a word (the run took 4 GPUs); options
+    that take one value refuse a second, as -a and -s refuse a value given twice."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\ntopology:\n  name: t\n  generate: {kind: nvswitch, gpus: 8}\nsize: 1 MiB\n"
+                        "algorithms: [ring]\n")
+    result = cli(*[scenario if a == "S" else tmp_path / "out" if a == "O" else a for a in args])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"simnet {args[0]}:" in result.stderr and "is given twice; give it once" in result.stderr
+    assert not (tmp_path / "out").exists()
+    assert cli("run", scenario, "-s", "1 MiB", "-s", "2 MiB", "--json", tmp_path / "j.json").exit_code == 0

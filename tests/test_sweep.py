@@ -424,13 +424,13 @@ def test_the_topologys_calibration_profile_is_part_of_the_sweep(tmp_path, cli):
     (tmp_path / "topo").mkdir()
     (tmp_path / "topo/t.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 4}\ncalibration: p.cal.yaml\n")
     profile = tmp_path / "topo/p.cal.yaml"
-    profile.write_text("calibration: {}\n")
+    profile.write_text("calibration: {base_latency: 1 us}\n")
     path = tmp_path / "s.yaml"
     path.write_text("name: cal\ntopology: topo/t.yaml\nsize: 1 MiB\nalgorithms: [ring]\nsweep: {gpus: [2, 4]}\n")
     out = tmp_path / "out"
     first = cli("sweep", path, "--out", out, "--workers", "1")
     assert first.exit_code == 0, first.stderr
-    profile.write_text("calibration: {}\n# refitted\n")
+    profile.write_text("calibration: {base_latency: 1 us}\n# refitted\n")
     again = cli("sweep", path, "--out", out, "--workers", "1")
     assert again.exit_code == 2 and "holds a sweep of a different scenario" in again.stderr
 

@@ -85,10 +85,36 @@ class OneLineUsage(click.Group):
             if arg == "" or option:
                 raise UsageError(f"{option + ': an empty value' if option else 'an empty argument'}; give a "
                                  "name (or - for standard output, where the option takes it)")
+        twice = self._given_twice(args)
+        if twice:  # click keeps the last of an option given twice, without a word
+            name, option = twice
+            where = click.Context(self.commands[name], info_name=name, parent=click.Context(self, info_name=info_name))
+            raise UsageError(f"{option} is given twice; give it once", where)
         try:
             return super().make_context(info_name, args, *rest, **kwargs)
         except click.UsageError as exc:
             raise one_line(exc) from None
+
+    def _given_twice(self, args: list[str]) -> tuple[str, str] | None:
+        """(subcommand, option as written the second time) for the first option of the
+        subcommand in ``args`` that takes one value and is given more than once (``-g 2
+        --gpus 4``); None if there is none."""
+        name = next((arg for arg in args if not arg.startswith("-")), None)
+        command = self.commands.get(name) if name else None
+        if command is None:
+            return None
+        single = {opt: param.name for param in command.params if isinstance(param, click.Option)
+                  and not (param.multiple or param.is_flag or param.count) for opt in param.opts}
+        seen: set[str] = set()
+        for arg in args[args.index(name) + 1:]:
+            if arg == "--":
+                break
+            opt = arg.split("=", 1)[0] if arg.startswith("--") else arg[:2] if arg.startswith("-") else None
+            if opt in single:
+                if single[opt] in seen:
+                    return name, opt
+                seen.add(single[opt])
+        return None
 
     def invoke(self, ctx):
         try:

@@ -149,12 +149,19 @@ def load_calibration(path: str | Path) -> Calibration:
     if unknown:
         raise source.error((unknown[0],), f"unknown key {unknown[0]!r} in a calibration profile; expected "
                                           "calibration (and fitted, which simnet calibrate writes)")
+    if not data["calibration"]:
+        raise source.error(("calibration",), "an empty calibration section changes nothing; give the terms "
+                                             "simnet calibrate fits, or leave the profile out")
+    fitted = data.get("fitted")
+    if "fitted" in data and not (isinstance(fitted, dict) and isinstance(fitted.get("hardware", {}), dict)):
+        where = ("fitted",) if not isinstance(fitted, dict) else ("fitted", "hardware")
+        raise source.error(where, "expected a mapping as simnet calibrate writes it (the machine the profile was "
+                                  "fitted on, which a run on another machine is warned of); fix it or leave it out")
     _refuse_a_size_twice(data["calibration"].get("bandwidth"), source)
     try:
         spec = _CalibrationSpec.model_validate(data["calibration"])
     except ValidationError as exc:
         raise source.from_validation(exc, ("calibration",), _CalibrationSpec) from None
-    fitted = data.get("fitted")
     machine = fitted.get("hardware") if isinstance(fitted, dict) else None
     hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
     return Calibration(**spec.model_dump(), source=str(path), hardware=hardware)

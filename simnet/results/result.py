@@ -56,8 +56,9 @@ class Finding:
     profile was fitted on another machine), ``gpu_unnamed`` (GPUs of no named generation,
     taken by NCCL's model as A100s), ``option_unread`` (an option the algorithm does not take),
     ``key_unread`` (a key another key of the scenario makes moot: sigma beside an exponential
-    or uniform distribution, a seed of all_to_all traffic, a period with repeat 1) or
-    ``calibration_replaced`` (the scenario's profile replaces the topology's);
+    or uniform distribution, a seed of all_to_all traffic, a period with repeat 1),
+    ``calibration_replaced`` (the scenario's profile replaces the topology's) or
+    ``fault_after_end`` (a fault at or after the run's end, which changed nothing);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str

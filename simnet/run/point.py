@@ -37,7 +37,7 @@ from simnet.schedule.registry import ENGINE_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
-from simnet.topology.graph import Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPU_NAMES, GPUS, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
 from simnet.tuning import predict, rccl, search, tables
 
@@ -234,6 +234,12 @@ class Setup:
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
+        late = [fault for fault in conditions.faults if round(fault.at * PS_PER_SECOND) >= run.duration_ps]
+        if late:  # read, and changed nothing: the run was over
+            warnings.append(Finding("fault_after_end", "", (
+                f"{len(late)} of {len(conditions.faults)} faults come at or after the run's end "
+                f"({units.format_time(run.time)}): {'; '.join(f'faults[{f.index}] {f.what}' for f in late[:3])}"
+                f"{'; ...' if len(late) > 3 else ''} changed nothing; give an earlier at:")))
         fit = self.calibration
         differ = other_hardware(fit, topo) if self.model != "ideal" and fit else None
         if differ:

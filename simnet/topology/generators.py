@@ -47,8 +47,11 @@ def _node(id: str, kind: str, **attributes) -> NodeSpec:
 
 
 def _ratio(value: object) -> object:
-    """A down:up ratio as written ``"4:1"`` (or a number) as a number; both sides finite and above 0."""
-    if isinstance(value, str) and ":" in value:
+    """A down:up ratio as written ``"4:1"`` (or a number) as a number; both sides finite and above 0.
+    Text without a colon is refused, as a count in quotes is: ``"4"`` is not read as 4."""
+    if isinstance(value, str) and (":" not in value or not value.isascii()):
+        raise ValueError(f"{value!r} is not a ratio: write a number (4) or down:up (4:1), without quotes")
+    if isinstance(value, str):
         down, _, up = value.partition(":")
         try:
             sides = float(down), float(up)
