@@ -29,7 +29,7 @@ def _hosts(hosts: int = 2, gpu: str = "mi300x", **more):
 
 # ------------------------------------------------------------------ model: ideal on the mesh
 def test_one_ring_over_the_mesh_runs_at_one_links_rate():
-    n, latency, link = 8, 1e-6, 64e9  # full_mesh: 1 us per link, MI300X 64 GB/s per xGMI link each way
+    n, latency, link = 8, 0.25e-6, 64e9  # full_mesh: 0.25 us per link, MI300X 64 GB/s per xGMI link each way
     closed = 2 * (n - 1) * (latency + GiB / (n * link))
     assert simnet.simulate(_mesh(), "ring", GiB, model="ideal", channels=1).time_s == pytest.approx(closed, rel=1e-6)
     unnamed = topology_from_dict({"name": "mesh", "generate": {"kind": "full_mesh", "gpus": n}})  # NCCL's layout
@@ -37,14 +37,14 @@ def test_one_ring_over_the_mesh_runs_at_one_links_rate():
 
 
 def test_one_shot_direct_allreduce_uses_the_seven_links():
-    n, latency, link = 8, 1e-6, 64e9  # each piece S/N goes straight to its owner and back: two link hops
+    n, latency, link = 8, 0.25e-6, 64e9  # each piece S/N goes straight to its owner and back: two link hops
     closed = 2 * (latency + GiB / (n * link))
     assert simnet.simulate(_mesh(), "direct", GiB, model="ideal").time_s == pytest.approx(closed, rel=1e-6)
 
 
 def test_rccl_rings_run_at_seven_links_rate_at_line_rate():
     # 14 rings (7 and their reverses) share every directed link two by two: S/14 per ring at B/2
-    n, latency, link = 8, 1e-6, 64e9
+    n, latency, link = 8, 0.25e-6, 64e9
     closed = 2 * (n - 1) * (latency + GiB / 14 / (n * link / 2))
     assert simnet.simulate(_mesh(), "ring", GiB, model="ideal").time_s == pytest.approx(closed, rel=1e-6)
 
@@ -190,11 +190,11 @@ def test_msccl_time_on_paper():
     # direct under MSCCL: RCCL's base latency for the protocol (baseLat Ring: LL 12, Simple 17 us), then
     # two steps, each S/8 over one xGMI link (every directed link carries one piece per step) at RCCL's
     # 48 GB/s (GFX94X_XGMI_WIDTH), LL's lines twice the data; a step's latency is hwLat[xGMI][Ring]
-    # (LL 0.8, Simple 2.1 us) or the mesh link's own 1 us, whichever is larger (nccl.connection_timing
+    # (LL 0.8, Simple 2.1 us) or the mesh link's own 0.25 us, whichever is larger (nccl.connection_timing
     # delays a transfer by hwLat less its path's latency, at least 0)
     link = 48e9
     simple, ll = 1 * MiB, 64 * KiB
     assert simnet.simulate(_mesh(), "auto", simple).time_s == pytest.approx(
         17e-6 + 2 * (2.1e-6 + simple / 8 / link), rel=1e-3)
     assert simnet.simulate(_mesh(), "auto", ll).time_s == pytest.approx(
-        12e-6 + 2 * (1e-6 + 2 * ll / 8 / link), rel=1e-3)
+        12e-6 + 2 * (0.8e-6 + 2 * ll / 8 / link), rel=1e-3)

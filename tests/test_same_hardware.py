@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import simnet
 from simnet.topology.export import topology_as_dict
+from simnet.topology.hardware import GPUS
 from simnet.topology.loader import topology_from_dict
 
 GENERATED = st.one_of(
@@ -179,14 +180,21 @@ def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):
 
 @pytest.mark.timeout(300)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(gpu=st.sampled_from(["a100", "h100", "b200"]), gpus=st.sampled_from([4, 8]),
+@example(gpu="mi300x", gpus=8, size=8, algorithm="auto").via("full_mesh took 1 us a link, leaf_spine 0.25")
+@example(gpu="h100", gpus=8, size=8, algorithm="auto").via("nvswitch took 0.5 us a hop, leaf_spine 0.25")
+@given(gpu=st.sampled_from(["a100", "h100", "b200", "mi300x"]), gpus=st.sampled_from([4, 8]),
        size=st.sampled_from([8, 1024, 64 * 1024, 2**20, 16 * 2**20]), algorithm=st.sampled_from(["auto", "ring", "tree"]))
 def test_one_server_is_the_same_whichever_generator_writes_it(gpu, gpus, size, algorithm):
-    """One NVSwitch server with a 400G NIC per GPU, written by the ``nvswitch`` generator, as
-    a one-rack, one-host ``leaf_spine`` and as a one-node ``rail_optimized`` fabric: the same
-    GPUs, NVLink and NICs, so the same algorithm, protocol and time (no traffic leaves the
-    server; the NVLink hop latency is each generator's default)."""
-    writings = [{"kind": "nvswitch", "gpus": gpus, "gpu": gpu, "nic_bandwidth": "400 Gb/s"},
+    """One NVSwitch server with a 400G NIC per GPU, written by the ``nvswitch`` generator (an
+    AMD host's xGMI mesh by ``full_mesh``), as a one-rack, one-host ``leaf_spine`` and as a
+    one-node ``rail_optimized`` fabric: the same GPUs, links and NICs, so the same algorithm,
+    protocol and time (no traffic leaves the server; the GPU link latency is each generator's
+    default)."""
+    if GPUS[gpu].amd:
+        gpus = 8  # an Instinct host's mesh: 8 GPUs, 7 links each
+    first = ({"kind": "full_mesh", "gpus": gpus, "gpu": gpu} if GPUS[gpu].amd else
+             {"kind": "nvswitch", "gpus": gpus, "gpu": gpu, "nic_bandwidth": "400 Gb/s"})
+    writings = [first,
                 {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": gpus, "gpu": gpu},
                 {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1, "gpus_per_node": gpus, "gpu": gpu}]
     answers = [simnet.simulate(topology_from_dict({"name": "one", "generate": g}), algorithm, size) for g in writings]

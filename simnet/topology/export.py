@@ -27,7 +27,7 @@ def topology_as_dict(topo: Topology) -> dict:
     >>> from simnet.topology.loader import topology_from_dict
     >>> pair = topology_from_dict({"name": "pair", "generate": {"kind": "full_mesh", "gpus": 2}})
     >>> topology_as_dict(pair)["links"]
-    [{'a': 'gpu0', 'b': 'gpu1', 'bandwidth': '64000000000 B/s', 'latency': '1e-06 s', 'type': 'nvlink'}]
+    [{'a': 'gpu0', 'b': 'gpu1', 'bandwidth': '64000000000 B/s', 'latency': '2.5e-07 s', 'type': 'nvlink'}]
     """
     ranks = {gpu: i for i, gpu in enumerate(topo.gpus)}
     nodes = []

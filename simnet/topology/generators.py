@@ -448,7 +448,9 @@ class FullMeshParams(Strict):
     gpus: Count = 8
     gpu: GpuName | None = None  # the GPU generation (NCCL's model takes an unnamed one as an A100)
     bandwidth: Bandwidth | None = None  # per link each way; default: an AMD GPU's xGMI link rate, else 64 GB/s
-    latency: Latency = 1e-6
+    # per link, as leaf_spine's and rail_optimized's nvlink_latency on an AMD host's mesh; below RCCL's
+    # per-step latency over xGMI (0.8 us Ring/LL, tuning_model_5, rccl.py), which so rules under model: rccl
+    latency: Latency = 0.25e-6
     host: Label = "node0"
     prefix: Label = ""
 
