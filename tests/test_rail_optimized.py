@@ -63,7 +63,9 @@ def test_oversubscription_thins_each_tier():
     assert _tier_bandwidth(links, "spine", "core") == pytest.approx(nics / 2 * 16 / 48)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# many draws are refused (spine_oversubscription where one spine tier reaches every leaf, more rails than
+# GPUs, ...) and filtered out: expected here, so the filtering health check is off (it failed at random)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(units=st.integers(1, 12), nodes=st.integers(1, 6), gpus=st.integers(1, 8), rails=st.integers(1, 8),
        planes=st.integers(1, 3), radix=st.integers(4, 64), oversub=st.sampled_from([1.0, 1.5, 4.0]))
 def test_footprint_counts_exactly_what_is_built(units, nodes, gpus, rails, planes, radix, oversub):
