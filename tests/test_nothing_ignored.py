@@ -1278,3 +1278,19 @@ def test_an_option_of_one_value_given_twice_is_refused(tmp_path, cli, args):
     assert f"simnet {args[0]}:" in result.stderr and "is given twice; give it once" in result.stderr
     assert not (tmp_path / "out").exists()
     assert cli("run", scenario, "-s", "1 MiB", "-s", "2 MiB", "--json", tmp_path / "j.json").exit_code == 0
+
+
+def test_the_twice_check_reads_values_as_click_does_and_reaches_nested_commands(tmp_path, cli, root):
+    """A value that looks like an option (``--json -g.json``) is a value, not a second -g; and
+    ``simnet topo export -o a -o b`` wrote only b without a word: nested commands are checked."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\ntopology:\n  name: t\n  generate: {kind: nvswitch, gpus: 8}\nsize: 1 MiB\n"
+                        "algorithms: [ring]\n")
+    named = tmp_path / "-g.json"
+    ran = cli("run", scenario, "--json", named, "-g", "2")
+    assert ran.exit_code == 0 and named.exists(), ran.stderr
+    topo = root / "topologies/dgx_h100.yaml"
+    refused = cli("topo", "export", topo, "-o", tmp_path / "a.json", "-o", tmp_path / "b.json", "--format", "json")
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "simnet topo export: -o is given twice" in refused.stderr
+    assert not (tmp_path / "a.json").exists() and not (tmp_path / "b.json").exists()

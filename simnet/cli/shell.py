@@ -85,42 +85,54 @@ class OneLineUsage(click.Group):
             if arg == "" or option:
                 raise UsageError(f"{option + ': an empty value' if option else 'an empty argument'}; give a "
                                  "name (or - for standard output, where the option takes it)")
-        twice = self._given_twice(args)
+        twice = _given_twice(self, info_name, args)
         if twice:  # click keeps the last of an option given twice, without a word
-            name, option = twice
-            where = click.Context(self.commands[name], info_name=name, parent=click.Context(self, info_name=info_name))
+            where, option = twice
             raise UsageError(f"{option} is given twice; give it once", where)
         try:
             return super().make_context(info_name, args, *rest, **kwargs)
         except click.UsageError as exc:
             raise one_line(exc) from None
 
-    def _given_twice(self, args: list[str]) -> tuple[str, str] | None:
-        """(subcommand, option as written the second time) for the first option of the
-        subcommand in ``args`` that takes one value and is given more than once (``-g 2
-        --gpus 4``); None if there is none."""
-        name = next((arg for arg in args if not arg.startswith("-")), None)
-        command = self.commands.get(name) if name else None
-        if command is None:
-            return None
-        single = {opt: param.name for param in command.params if isinstance(param, click.Option)
-                  and not (param.multiple or param.is_flag or param.count) for opt in param.opts}
-        seen: set[str] = set()
-        for arg in args[args.index(name) + 1:]:
-            if arg == "--":
-                break
-            opt = arg.split("=", 1)[0] if arg.startswith("--") else arg[:2] if arg.startswith("-") else None
-            if opt in single:
-                if single[opt] in seen:
-                    return name, opt
-                seen.add(single[opt])
-        return None
-
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise one_line(exc) from None
+
+
+def _given_twice(group: click.Group, info_name: str, args: list[str]) -> tuple[click.Context, str] | None:
+    """(the subcommand's context, the option as written the second time) for the first option
+    that takes one value and is given more than once on ``args`` (``-g 2 --gpus 4``), read as
+    click reads them: an option's value is the next word unless attached (``--json=x``,
+    ``-gx``), and words select subcommands of nested groups (``simnet topo export``); None if
+    there is none."""
+    command: click.Command = group
+    context = click.Context(group, info_name=info_name)
+    single: dict[str, str] = {}
+    valued: set[str] = set()
+    seen: set[str] = set()
+    words = iter(args)
+    for word in words:
+        if word == "--":
+            return None
+        if word.startswith("-") and len(word) > 1:
+            opt = word.split("=", 1)[0] if word.startswith("--") else word[:2]
+            if opt in single:
+                if single[opt] in seen:
+                    return context, opt
+                seen.add(single[opt])
+            attached = "=" in word if word.startswith("--") else len(word) > 2
+            if opt in valued and not attached:
+                next(words, None)  # its value, whatever it looks like
+        elif isinstance(command, click.Group) and word in command.commands:
+            command = command.commands[word]
+            context = click.Context(command, info_name=word, parent=context)
+            options = [p for p in command.params if isinstance(p, click.Option)]
+            single = {opt: p.name for p in options if not (p.multiple or p.is_flag or p.count) for opt in p.opts}
+            valued = {opt for p in options if not (p.is_flag or p.count) for opt in p.opts}
+            seen = set()
+    return None
 
 
 def one_line(exc: click.UsageError) -> click.UsageError:
