@@ -156,7 +156,9 @@ def test_model_ideal_is_the_fluid_run_whichever_engine_answers(rail, size, chann
 # ---------------------------------------------------------------- links no allocation can fill
 # The fluid engine decides max-min sharing over the links that can bind only (``never_full``,
 # ``FluidNetwork.set_slack``): a link whose flows' rate bounds sum below its least capacity
-# never freezes anyone, so leaving it out changes no rate. These tests hold the engine to it.
+# never freezes anyone, so leaving it out changes no rate beyond max-min's 1e-9 tie tolerance (groups
+# the link joined are solved apart, as components are: a near-tie between them no longer freezes both
+# at the lower share). These tests hold the engine to it: times within 1e-9 of the run and a picosecond.
 
 def _pair_through_switch(bandwidth: str = "10 GB/s"):
     return topology_from_dict({"name": "pair", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"},
@@ -268,20 +270,27 @@ def test_leaving_the_links_no_allocation_can_fill_out_of_max_min_changes_no_time
     with _no_slack():
         every = replay(schedule, topo, timing=timing, faults=faults)
     for name in ("start_ps", "sent_ps", "delivered_ps"):
-        assert np.array_equal(getattr(fast, name), getattr(every, name)), name
+        assert _within_the_tie(getattr(fast, name), getattr(every, name)), name
     _same_statistics(fast.stats, every.stats)
     # the same schedule as two jobs, the second started later and run twice: their queues stay apart
     jobs = [JobRun(schedule, timing), JobRun(schedule, timing, start_ps=10**6, repeat=2, period_ps=10**7)]
     fast_runs, fast_stats = replay_jobs(jobs, topo)
     with _no_slack():
         every_runs, every_stats = replay_jobs(jobs, topo)
-    assert fast_runs == every_runs
+    assert [len(runs) for runs in fast_runs] == [len(runs) for runs in every_runs]
+    assert all(_within_the_tie(one, other) for one, other in zip(fast_runs, every_runs))
     _same_statistics(fast_stats, every_stats)
+
+
+def _within_the_tie(one, other):
+    """Picosecond times equal to within max-min's tie tolerance (1e-9 of the time) and a picosecond."""
+    one, other = np.asarray(one, dtype=np.int64), np.asarray(other, dtype=np.int64)
+    return one.shape == other.shape and bool((np.abs(one - other) <= 1 + 1e-9 * np.maximum(one, other)).all())
 
 
 def _same_statistics(one, other):
     for name in ("bytes", "busy_ps", "saturated_ps", "either_saturated_ps", "peak", "max_flows"):
-        assert np.array_equal(getattr(one, name), getattr(other, name)), name
+        assert np.allclose(getattr(one, name), getattr(other, name), rtol=1e-9, atol=1), name
 
 
 def test_a_slowed_leaf_under_a_ring_gives_the_time_every_link_in_max_min_gives():

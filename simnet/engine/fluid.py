@@ -302,8 +302,11 @@ class FluidNetwork:
         route's narrowest link) sum to less than ``SATURATED`` of the least capacity the link
         has during the run. Progressive filling never freezes a flow at such a link (its fair
         share stays above every level), so rates are decided over the other links alone, each
-        flow still bounded by every link of its route: the same rates, for a search and a
-        filling over the links that can bind only. Before any flow starts."""
+        flow still bounded by every link of its route: the same allocation, for a search and a
+        filling over the links that can bind only. Only the filling's tie tolerance (``TIE``,
+        1e-9) can tell: flows a slack link joined into one component are solved apart now, and
+        a near-tie between them (shares within 1e-9) no longer freezes both at the lower
+        share, as components solved apart never did. Before any flow starts."""
         if self.active:
             raise RuntimeError("set_slack: flows are running; declare slack links before any starts")
         slack = np.asarray(slack, dtype=bool)
