@@ -178,3 +178,13 @@ def test_a_gpu_of_no_named_generation_is_said_under_nccl():
     assert len(warned) == 1 and "2 of 2 GPUs" in warned[0].message and "8.0" in warned[0].message
     assert not [w for w in simulate(pair(gpu="a100"), "ring", 2**20).warnings if w.kind == "gpu_unnamed"]
     assert not [w for w in simulate(pair(), "ring", 2**20, model="ideal").warnings if w.kind == "gpu_unnamed"]
+
+
+def test_a_topology_prints_in_hypothesis_and_ipython():
+    """hypothesis shows a failing case by printing its values, and its dataclass printer read
+    the ``make_router`` InitVar, which is no attribute: a case holding a Topology failed as
+    AttributeError and hid the case. A topology prints as its name and size."""
+    from hypothesis.vendor.pretty import pretty
+
+    topo = topology_from_dict({"name": "pair", "generate": {"kind": "full_mesh", "gpus": 2}})
+    assert pretty({"case": topo}) == "{'case': <Topology 'pair': 2 GPUs, 2 nodes, 2 directed links>}"

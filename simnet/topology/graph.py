@@ -78,6 +78,12 @@ class Topology:
     routing: str = "ecmp"  # how a route picks among equal-cost next hops (``simnet.topology.routing``)
     make_router: InitVar[Callable[[Topology], Routes]] = field(kw_only=True)
 
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """How IPython and hypothesis show a topology: its name and size. Their dataclass
+        printers read every field, and ``make_router`` is no attribute (it builds ``router``)."""
+        printer.text(f"<Topology {self.name!r}: {len(self.gpus)} GPUs, {len(self.graph)} nodes, "
+                     f"{len(self.links)} directed links>")
+
     def __post_init__(self, make_router: Callable[[Topology], Routes]) -> None:
         nx.freeze(self.graph)
         self.nodes: list[str] = list(self.graph.nodes)
