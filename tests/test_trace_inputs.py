@@ -252,6 +252,8 @@ def test_cli_refuses_rccl_on_nvidia_gpus_in_one_line(tmp_path):
     run = _cli(*paths, "-t", topo, "--model", "rccl")
     assert run.returncode == 2, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "rccl" in run.stderr
+    # the remedy fits a flag as well as a file's key (it said "write model: nccl" to a --model user)
+    assert "take the nccl model, or leave the model out" in run.stderr and "write model" not in run.stderr
 
 
 def test_cli_json_to_stdout_still_writes_the_trace_file(tmp_path):

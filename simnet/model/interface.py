@@ -75,9 +75,10 @@ def resolve_model(model: str | None, topology: Topology) -> str:
     gpus = sorted({str(topology.gpu_model(g)) for g in topology.gpus})
     if model == "nccl":
         raise ValueError(f"model: nccl: the GPUs are AMD Instinct ({', '.join(gpus)}), which run RCCL, not NCCL: "
-                         "write model: rccl, or leave model out")
+                         "take the rccl model, or leave the model out (the GPUs' library is the default)")
     raise ValueError(f"model: rccl: RCCL's tables are AMD Instinct GPUs' (gpu: {' | '.join(AMD_GPUS)}), these are "
-                     f"{', '.join(gpus)}: write model: nccl, or leave model out")
+                     f"{', '.join(gpus)}: take the nccl model, or leave the model out (the GPUs' library is the "
+                     "default)")
 
 
 def plan(model: str, topology: Topology, algorithm: str, size: int, options: dict,
