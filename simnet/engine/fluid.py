@@ -197,6 +197,7 @@ class FluidNetwork:
         # links no allocation can fill (``set_slack``): left out of every slot's path where max-min sharing is
         # decided (``_tight``: padding there), still in ``_on`` for the rates' bounds and the statistics
         self._slack = np.zeros(links + 1, dtype=bool)
+        self._any_slack = False  # set once by set_slack: read on every start and reallocation
         self._tight = self._on
         self._has_tight = np.zeros(0, dtype=bool)  # the slot crosses a link that is not slack
         self._free: list[int] = []
@@ -250,7 +251,7 @@ class FluidNetwork:
         if width > self._on.shape[1]:
             grow = np.full((len(self._on), width - self._on.shape[1]), self._pad)
             self._on = np.hstack([self._on, grow])
-            self._tight = np.hstack([self._tight, grow]) if self._slack.any() else self._on
+            self._tight = np.hstack([self._tight, grow]) if self._any_slack else self._on
         self._path_latency = np.append(self._path_latency, latency)
 
     # ------------------------------------------------------------------- flows
@@ -311,12 +312,13 @@ class FluidNetwork:
             raise RuntimeError("set_slack: flows are running; declare slack links before any starts")
         slack = np.asarray(slack, dtype=bool)
         self._slack = np.append(slack, False)
-        self._tight = self._on.copy() if slack.any() else self._on
+        self._any_slack = bool(slack.any())
+        self._tight = self._on.copy() if self._any_slack else self._on
 
     def _place(self, slots: np.ndarray) -> None:
         """The slots' paths where sharing is decided: their routes without the slack links."""
         paths = self._on[slots]
-        if self._slack.any():
+        if self._any_slack:
             paths = self._tight[slots] = np.where(self._slack[paths], self._pad, paths)
         self._has_tight[slots] = (paths != self._pad).any(axis=1)
 
@@ -394,7 +396,7 @@ class FluidNetwork:
                 setattr(self, name, np.concatenate([array, np.full(grow, fill, dtype=array.dtype)]))
             self._on = np.vstack([self._on, np.full((grow, self._on.shape[1]), self._pad)])
             self._tight = np.vstack([self._tight, np.full((grow, self._on.shape[1]), self._pad)]) \
-                if self._slack.any() else self._on
+                if self._any_slack else self._on
             self._has_tight = np.concatenate([self._has_tight, np.zeros(grow, dtype=bool)])
             self._free.extend(range(self._slots - 1, old - 1, -1))
         slots = np.array(self._free[-count:], dtype=np.int64)
@@ -519,7 +521,7 @@ class FluidNetwork:
             rates[: len(alone)] = np.minimum(bottleneck, self._cap[alone])
             if len(shared):
                 caps = self._cap[shared]
-                if self._slack.any():  # the slack links still bound each flow's own rate
+                if self._any_slack:  # the slack links still bound each flow's own rate
                     on = self._on[shared]
                     caps = np.minimum(caps, np.where(self._slack[on], self._capacity[on], np.inf).min(axis=1))
                 rates[len(alone):] = max_min_rates(self._tight[shared], self._capacity, caps)

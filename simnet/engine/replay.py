@@ -264,10 +264,9 @@ def never_full(net: FluidNetwork, rows: np.ndarray, caps: np.ndarray | None, que
     (cap or the route's narrowest link), and all of them together stay below ``SATURATED``
     of the link's least capacity during the run (``FluidNetwork.set_slack``). None where a
     fault takes a link down: flows then move to routes not known here."""
-    capacity = net.capacity.copy()
-    slack = np.zeros(len(capacity), dtype=bool)
+    capacity = net.capacity
     if not len(rows) or any((fault.factors == 0).any() for fault in faults):
-        return slack
+        return np.zeros(len(capacity), dtype=bool)
     least = capacity.copy()
     for fault in faults:  # factors are shares of the run's own capacity, at most 1
         least[fault.links] = np.minimum(least[fault.links], capacity[fault.links] * fault.factors)
