@@ -63,6 +63,13 @@ def _ratio(value: object) -> object:
     return value
 
 
+GPU_LINK_LATENCY = 0.25e-6
+"""Every generator's default latency of a GPU's own link (s): one GPU-to-NVSwitch hop (0.5 us GPU
+to GPU) or one xGMI link of an AMD host's mesh. One default, so one server is the same whichever
+generator writes it; below the libraries' own per-step latency over these links (NCCL 0.6 us
+Ring/LL over NVLink, tuning.cc:157-176 v2.30.7; RCCL 0.8 us over xGMI, tuning_model_5), which
+already holds wire and software together and so rules under ``model: nccl`` / ``rccl``."""
+
 Ratio = Annotated[float, BeforeValidator(_ratio), Field(allow_inf_nan=False, le=1000)]
 """A down:up port ratio: 4, or 4:1 as the docs write it (at most 1000:1)."""
 
@@ -134,10 +141,7 @@ class NVSwitchParams(_NvSwitchHosts):
     gpus: Count = 8
     gpu: GpuName = "h100"
     gpu_bandwidth: Bandwidth | None = None  # default: the GPU's NVLink line rate per direction
-    # GPU -> NVSwitch hop: 0.5 us GPU to GPU, as leaf_spine's and rail_optimized's nvlink_latency. It
-    # stays below NCCL's own per-step latency over NVLink (0.6 us for Ring/LL, hwLat, tuning.cc:157-176,
-    # v2.30.7), a measured step of wire and software together, so under model: nccl NCCL's figure rules
-    latency: Latency = 0.25e-6
+    latency: Latency = GPU_LINK_LATENCY  # GPU -> NVSwitch hop
     nvls: bool | None = None  # NVLink SHARP in the switch; default: what the GPU generation supports
     gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of a multi-node NVLink domain
     nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)
@@ -215,7 +219,7 @@ class LeafSpineParams(_NvSwitchHosts):
     gpus_per_host: Count = 8
     gpu: GpuName = "h100"
     nvlink_bandwidth: Bandwidth | None = None  # per GPU each way; default: the GPU's NVLink line rate
-    nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
+    nvlink_latency: Latency = GPU_LINK_LATENCY  # per hop (an NVSwitch's) or per link (an AMD host's mesh)
     nvls: bool | None = None  # NVLink SHARP in each host's NVSwitch; default: what the GPU supports
     gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of a multi-node NVLink server
     nic_per: Literal["gpu", "host"] = "gpu"
@@ -295,7 +299,7 @@ class RailOptimizedParams(_NvSwitchHosts):
     rails: Count | None = None  # leaves per unit and plane; default one per GPU of a server
     gpu: GpuName = "h100"
     nvlink_bandwidth: Bandwidth | None = None  # per GPU each way; default: the GPU's NVLink line rate
-    nvlink_latency: Latency = 0.25e-6  # per hop: GPU -> NVSwitch -> GPU is 0.5 us
+    nvlink_latency: Latency = GPU_LINK_LATENCY  # per hop (an NVSwitch's) or per link (an AMD host's mesh)
     nvls: bool | None = None  # NVLink SHARP in each server's NVSwitch; default: what the GPU supports
     gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of an NVL72-like server (4)
     nic_bandwidth: Bandwidth = 50e9  # 400 Gb/s ConnectX-7 per GPU, all planes together
@@ -448,9 +452,7 @@ class FullMeshParams(Strict):
     gpus: Count = 8
     gpu: GpuName | None = None  # the GPU generation (NCCL's model takes an unnamed one as an A100)
     bandwidth: Bandwidth | None = None  # per link each way; default: an AMD GPU's xGMI link rate, else 64 GB/s
-    # per link, as leaf_spine's and rail_optimized's nvlink_latency on an AMD host's mesh; below RCCL's
-    # per-step latency over xGMI (0.8 us Ring/LL, tuning_model_5, rccl.py), which so rules under model: rccl
-    latency: Latency = 0.25e-6
+    latency: Latency = GPU_LINK_LATENCY  # per link of the mesh
     host: Label = "node0"
     prefix: Label = ""
 
