@@ -101,15 +101,14 @@ class LinkStats:
         self._changes.append((now, links, np.array(self.in_force[links])))
         self._touched[links] = True
 
-    def slowed_from_start(self, healthy: np.ndarray) -> None:
-        """Take the capacities these statistics were measured against as in force from time 0
-        on links whose ``healthy`` capacity (B/s) was higher, as a fault at time 0 sets them:
-        ``capacity`` becomes the healthy one, ``mean_capacity`` the one in force."""
-        healthy = np.asarray(healthy, dtype=float)
-        changed = np.flatnonzero(healthy != self.capacity)
-        if len(changed):
-            self._changes.insert(0, (0, changed, self.in_force[changed].copy()))
-        self.capacity = healthy.copy()
+    def capacity_from(self, now: int, links: np.ndarray, capacity: np.ndarray) -> None:
+        """Record that directed ``links`` ran at ``capacity`` (B/s each) from ``now`` (ps) on,
+        for statistics computed after the fact (the lane replay, ``simnet.engine.lanes``):
+        ``in_force``, ``mean_capacity`` and ``utilization`` follow it; the integrals are
+        the caller's (``set_capacity`` is the running network's)."""
+        links = np.asarray(links, dtype=np.int64)
+        self.in_force[links] = capacity
+        self._changes.append((now, links, np.array(self.in_force[links])))
 
     def mean_capacity(self, duration: int) -> np.ndarray:
         """Each link's capacity in force averaged over the first ``duration`` ps (> 0), B/s:

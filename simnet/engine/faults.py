@@ -9,7 +9,7 @@ import numpy as np
 from simnet.engine.fluid import FluidNetwork
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["Fault", "schedule_faults", "slowed_from_start", "capacity_from_start"]
+__all__ = ["Fault", "schedule_faults", "no_link_down", "capacity_regimes"]
 
 
 @dataclass(frozen=True)
@@ -47,18 +47,35 @@ def schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) 
             net.env.timeout(at).callbacks.append(lambda event, fault=fault: apply(fault))
 
 
-def slowed_from_start(faults: list[Fault]) -> bool:
-    """Whether every fault applies from time 0 and takes no link down: the run is then the
-    healthy network at lower capacities from start to end (no route moves, nothing changes
-    while flows run), which replays as any network does."""
-    return all(round(fault.at * PS_PER_SECOND) == 0 and not (fault.factors == 0).any() for fault in faults)
+def no_link_down(faults: list[Fault]) -> bool:
+    """Whether no fault takes a link down: no route then moves during the run, only
+    capacities change at the faults' times, which replays as a network whose capacities
+    are piecewise constant in time (``capacity_regimes``)."""
+    return all(not (fault.factors == 0).any() for fault in faults)
 
 
-def capacity_from_start(capacity: np.ndarray, faults: list[Fault]) -> np.ndarray:
-    """The capacities (B/s per directed link) in force from time 0 under ``faults`` that all
-    apply then (``slowed_from_start``): each link at its fault's factor of ``capacity``, the
-    run's own, as ``schedule_faults`` sets it."""
-    slowed = np.array(capacity, dtype=float)
-    for fault in faults:
-        slowed[fault.links] = capacity[fault.links] * fault.factors
-    return slowed
+def capacity_regimes(capacity: np.ndarray, faults: list[Fault]) -> tuple[np.ndarray, np.ndarray]:
+    """(instants, capacities) under ``faults`` that take no link down (``no_link_down``):
+    from each of the increasing ``instants`` (int64 ps, the first 0) every directed link
+    runs at that row of ``capacities`` (B/s, regimes x links): each fault's factor of
+    ``capacity`` (the run's own) from its time on, a later fault of a link replacing an
+    earlier one, faults at one instant applied in their list's order, as ``schedule_faults``
+    sets them.
+
+    >>> from simnet.engine.faults import Fault
+    >>> at, rows = capacity_regimes(np.array([10.0, 20.0]), [
+    ...     Fault(2e-6, np.array([0]), np.array([0.5]), "a"), Fault(0.0, np.array([1]), np.array([0.25]), "b")])
+    >>> at.tolist(), rows.tolist()
+    ([0, 2000000], [[10.0, 5.0], [5.0, 5.0]])
+    """
+    base = np.asarray(capacity, dtype=float)
+    factor = np.ones(len(base))
+    instants, rows = [0], [base.copy()]
+    for fault in sorted(faults, key=lambda fault: round(fault.at * PS_PER_SECOND)):
+        at = round(fault.at * PS_PER_SECOND)
+        factor[fault.links] = fault.factors
+        if at != instants[-1]:
+            instants.append(at)
+            rows.append(base)
+        rows[-1] = base * factor
+    return np.array(instants, dtype=np.int64), np.vstack(rows)

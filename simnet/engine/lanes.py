@@ -33,12 +33,13 @@ exact unless both directions saturate (then a capped sum). ``Replay.engine`` say
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.clock import HORIZON_PS, WHOLE_PS_SLACK, check_horizon
+from simnet.engine.faults import Fault, capacity_regimes, no_link_down
 from simnet.engine.maxmin import TIE
 from simnet.engine.replay import Replay
 from simnet.io.budget import fits
@@ -85,7 +86,7 @@ steady upper bound where they do not (engine ``lanes-steady``)."""
 
 def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None = None,
                  reduce_bandwidth: float | None = None, message_overhead: float = 0.0,
-                 steady: bool = False, accept: str = "lanes") -> Replay | None:
+                 steady: bool = False, accept: str = "lanes", faults: list[Fault] | None = None) -> Replay | None:
     """Replay ``program`` lane by lane (see the module docstring), or None when no answer
     ``accept`` allows (``ACCEPT``) is proven, or a lane carries more than ``MAX_SERIAL``
     transfers.
@@ -93,6 +94,12 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     ``timing`` is indexed by lane (``rate_cap``, ``delay_ps``; ``wire_factor`` and
     ``start_ps`` one for every lane or, for programs merged from groups timed apart, an
     array of one per lane); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
+    ``faults`` that take no link down (``simnet.engine.faults.no_link_down``; else
+    ValueError) set the capacities in force from their times on (``capacity_regimes``): each
+    lane's rate is then piecewise constant, and a transfer running when its rate changes
+    sends what it has left at the new rate from that instant, as the fluid network moves a
+    flow to its new rate. Everything below holds regime by regime: the checks against the
+    capacities in force, the bounds at every instant.
 
     Engine ``lanes``: every lane at its own rate (its ceiling or narrowest link), and no link
     several lanes could fill was asked for more than its capacity at any instant (checked
@@ -126,30 +133,34 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     timing = timing or Timing()
     if not worth_replaying(program):
         return None
+    faults = faults or []
+    if not no_link_down(faults):
+        raise ValueError("replay_lanes: a fault takes a link down (routes move): replay it on the fluid network")
     links = len(topology.links)
-    capacity = np.asarray(topology.capacity if timing.capacity is None else timing.capacity, dtype=float)
+    healthy = np.asarray(topology.capacity if timing.capacity is None else timing.capacity, dtype=float)
+    at, capacity = capacity_regimes(healthy, faults)  # (regimes,), (regimes, links)
     names = program.nodes
     paths, latency = topology.route_matrix([names[i] for i in program.src.tolist()],
                                            [names[i] for i in program.dst.tolist()], program.channel)
-    padded = np.append(capacity, np.inf)
-    rate = padded[paths].min(axis=1)
+    padded = np.hstack([capacity, np.full((len(at), 1), np.inf)])
+    rate = padded[:, paths].min(axis=2)  # (regimes, lanes): each lane's own rate in each regime
     if timing.rate_cap is not None:
         rate = np.minimum(rate, timing.rate_cap)
     carried = program.carried()
     moving = carried > 0
-    if not moving.any() or not np.isfinite(rate[moving]).all() or (rate[moving] <= 0).any():
+    if not moving.any() or not np.isfinite(rate[:, moving]).all() or (rate[:, moving] <= 0).any():
         return None  # nothing to move; lanes with no link and no ceiling, or a link down
     width = paths.shape[1]
     crossing = np.bincount(paths[moving].ravel(), minlength=links + 1)[:links]
 
     def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple]:
         """(completion ps, link statistics, each lane's last delivery ps, the ``watch`` lanes'
-        transfer intervals) of every lane at ``rates``."""
-        finished, busy, wire, intervals = _longest_path(program, carried, rates, latency, timing, reduce_bandwidth,
-                                                        message_overhead, watch)
+        transfer intervals) of every lane at ``rates`` (regimes x lanes)."""
+        finished, busy, wire, intervals = _longest_path(program, carried, at, rates, latency, timing,
+                                                        reduce_bandwidth, message_overhead, watch)
         duration = int(finished.max(initial=0))
-        return duration, _lane_stats(paths, capacity, topology.reverse, rates, moving, busy, wire, duration), \
-            finished, intervals
+        stats = _lane_stats(paths, healthy, at, capacity, topology.reverse, rates, moving, busy, wire, duration)
+        return duration, stats, finished, intervals
 
     def answer(duration: int, stats: LinkStats, finished: np.ndarray, engine: str,
                shared_link: int | None = None) -> Replay:
@@ -159,31 +170,32 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
                       shared_link=shared_link)
 
     def equal_split() -> Replay:
-        share = np.append(capacity / np.maximum(crossing, 1), np.inf)
-        split = np.where(moving, np.minimum(rate, share[paths].min(axis=1)), rate)
-        slowed = moving & (split < rate)
+        share = np.hstack([capacity / np.maximum(crossing, 1), np.full((len(at), 1), np.inf)])
+        split = np.where(moving, np.minimum(rate, share[:, paths].min(axis=2)), rate)
+        slowed = moving & (split < rate).any(axis=0)
         shared_link = None
         if slowed.any():
             used = np.unique(paths[slowed])
             used = used[used < links]
-            shared_link = int(used[np.argmin(share[used])])
+            shared_link = int(used[np.argmin(share[:, used].min(axis=0))])
         duration, stats, finished, _ = replayed(split, np.zeros(0, dtype=np.int64))
         return answer(duration, stats, finished, "lanes-steady", shared_link)
 
     if steady:
         return equal_split()
-    demand = np.bincount(paths[moving].ravel(), weights=np.repeat(rate[moving], width), minlength=links + 1)[:links]
+    demand = np.array([np.bincount(paths[moving].ravel(), weights=np.repeat(regime[moving], width),
+                                   minlength=links + 1)[:links] for regime in rate])
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
-    watched = (crossing > 1) & (demand >= SATURATED * capacity)
+    watched = (crossing > 1) & (demand >= SATURATED * capacity).any(axis=0)
     watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
     watched_transfers = len(watch) * int(program.flows.max())
     checkable = watched_transfers <= MAX_WATCHED and fits(watched_transfers * WATCHED_BYTES)
     if not checkable and accept == "lanes":
         return None
     duration, stats, finished, intervals = replayed(rate, watch if checkable else np.zeros(0, dtype=np.int64))
-    if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[watch], rate[watch],
-                                               *intervals)):
+    if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[watch], at, capacity,
+                                               rate[:, watch], *intervals)):
         return answer(duration, stats, finished, "lanes")
     if accept == "lanes":
         return None
@@ -193,14 +205,15 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     return upper if accept == "bound" else None
 
 
-def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, latency: np.ndarray, timing: Timing,
-                  reduce_bandwidth: float | None, message_overhead: float, watch: np.ndarray):
-    """(when each lane's last transfer was delivered (ps), busy ps and wire bytes per lane,
-    (starts, ends)): every transfer at its lane's rate, started once its FIFO predecessor is sent and its
-    dependencies delivered, its last byte leaving at the first whole picosecond the fluid
-    engine would see it gone; ``starts``/``ends`` (transfers x watched lanes, -1 where a
-    lane has no such transfer) are when the ``watch`` lanes' transfers held their links.
-    ``carried`` is ``program.carried()``.
+def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rate: np.ndarray, latency: np.ndarray,
+                  timing: Timing, reduce_bandwidth: float | None, message_overhead: float, watch: np.ndarray):
+    """(when each lane's last transfer was delivered (ps), busy ps per regime and lane, wire
+    bytes per lane, (starts, ends)): every transfer at its lane's rate in force (``rate[k]``
+    from ``at[k]`` ps on, regimes x lanes, B/s on the wire), started once its FIFO
+    predecessor is sent and its dependencies delivered, its last byte leaving at the first
+    whole picosecond the fluid engine would see it gone; ``starts``/``ends`` (transfers x
+    watched lanes, -1 where a lane has no such transfer) are when the ``watch`` lanes'
+    transfers held their links. ``carried`` is ``program.carried()``.
 
     Times are int64 picoseconds, exact over the whole horizon: a transfer's duration is
     computed in float64 (``ceil(bytes * ps per byte - WHOLE_PS_SLACK)``, as the fluid engine
@@ -211,24 +224,25 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, l
     if timing.delay_ps is not None:
         fixed = fixed + np.asarray(timing.delay_ps).astype(np.int64)  # whole picoseconds
     moving = np.isfinite(rate) & (rate > 0)
-    ps_per_byte = np.zeros(lanes)
-    ps_per_byte[moving] = np.broadcast_to(timing.wire_factor, (lanes,))[moving] / rate[moving] * PS_PER_SECOND
+    wire_factor = np.broadcast_to(timing.wire_factor, (lanes,))
+    ps_per_byte = np.zeros(rate.shape)
+    ps_per_byte[moving] = np.broadcast_to(wire_factor, rate.shape)[moving] / rate[moving] * PS_PER_SECOND
     # unless some byte takes less than the slack, every transfer of a byte or more takes a picosecond at least
     at_least_one = bool(ps_per_byte[moving].min(initial=1.0) <= WHOLE_PS_SLACK)
     depth = int(program.lag.max(initial=0)) + 1
     delivered = np.zeros((depth, lanes), dtype=np.int64)
     sent = np.broadcast_to(np.asarray(timing.start_ps, dtype=np.int64), (lanes,)).copy()
-    guarded = _may_overflow(program, carried, ps_per_byte, fixed, sent, reduce_bandwidth)
-    busy = np.zeros(lanes, dtype=np.int64)
+    guarded = _may_overflow(program, carried, ps_per_byte.max(axis=0), fixed, sent, reduce_bandwidth)
+    busy = np.zeros(rate.shape, dtype=np.int64)
     last = np.zeros(lanes, dtype=np.int64)
+    regimes = _Regimes(at, rate, ps_per_byte, wire_factor, at_least_one, guarded)
     after, lag = program.after, program.lag
     ring_like = (after.shape[1] == 1 and (after >= 0).all() and lag[0, 0] >= 1 and (lag == lag[0, 0]).all()
                  and (program.flows == program.flows[0]).all() and not reduce_bandwidth) if lanes else False
     flows = int(program.flows.max(initial=0))
     starts, ends = np.full((flows, len(watch)), -1, dtype=np.int64), np.full((flows, len(watch)), -1, dtype=np.int64)
     if ring_like:  # one dependency each, one lag, as many transfers each: whole-array passes in place
-        _ring_like_passes(program, int(lag[0, 0]), fixed, ps_per_byte, at_least_one, guarded, delivered, sent, busy,
-                          watch, starts, ends)
+        _ring_like_passes(program, int(lag[0, 0]), fixed, regimes, delivered, sent, busy, watch, starts, ends)
         check_horizon(sent.max(initial=0))  # as the fluid engine: no last byte may leave past the horizon
         return delivered[(flows - 1) % depth], busy, carried * timing.wire_factor, (starts, ends)
     waves = []  # per wave: its lanes, their dependencies in a row (lanes, lags), which of its lanes wait, from where
@@ -249,10 +263,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, l
             live, start = (wave, start) if here.all() else (wave[here], start[here])
             began[live] = start
             size = nbytes[live]
-            took = np.ceil(size * ps_per_byte[live] - WHOLE_PS_SLACK)
-            if at_least_one:
-                took = np.maximum(took, size > 0)
-            took = _whole_ps(took, guarded)
+            took = regimes.took(size, start, live)
             sent[live] = start + took
             if guarded:  # before the next wave starts from these
                 check_horizon(sent[live].max(initial=0))
@@ -261,7 +272,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, rate: np.ndarray, l
                 done += _whole_ps(np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0),
                                   guarded, reduction=True)
             row[live] = done
-            busy[live] += took
+            regimes.count_busy(busy, live, start, took)
             last[live] = np.maximum(last[live], done)
         if len(watch):
             here = program.flows[watch] > q
@@ -303,9 +314,9 @@ def _whole_ps(ps: np.ndarray, guarded: bool, reduction: bool = False) -> np.ndar
     return ps.astype(np.int64)
 
 
-def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_byte: np.ndarray,
-                      at_least_one: bool, guarded: bool, delivered: np.ndarray, sent: np.ndarray, busy: np.ndarray,
-                      watch: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes: _Regimes, delivered: np.ndarray,
+                      sent: np.ndarray, busy: np.ndarray, watch: np.ndarray, starts: np.ndarray,
+                      ends: np.ndarray) -> None:
     """``_longest_path`` for programs whose every lane waits on one lane at one lag (rings):
     each transfer index is a few in-place numpy passes over all lanes."""
     depth = len(delivered)
@@ -313,50 +324,132 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, ps_per_
     took = np.empty(program.lanes)
     took_ps = np.empty(program.lanes, dtype=np.int64)
     dep = np.empty(program.lanes, dtype=np.int64)
+    every = np.arange(program.lanes)
+    one_regime, ps_per_byte = len(regimes.at) == 1, regimes.ps_per_byte[0]
     for q in range(int(program.flows[0])):
         nbytes, _ = program.nbytes(q)
         if q >= lag:
             np.take(delivered[(q - lag) % depth], after, out=dep)
             np.maximum(sent, dep, out=sent)  # now the start
-        np.multiply(nbytes, ps_per_byte, out=took)
-        took -= WHOLE_PS_SLACK
-        if guarded:  # a last byte past the horizon stops the run below: count it as just past
-            np.minimum(took, HORIZON_PS + 1, out=took)
-        np.ceil(took, out=took_ps, casting="unsafe")  # a whole number of ps: exact in int64
-        if at_least_one:
-            np.maximum(took_ps, nbytes > 0, out=took_ps)
+        if one_regime:
+            np.multiply(nbytes, ps_per_byte, out=took)
+            took -= WHOLE_PS_SLACK
+            if regimes.guarded:  # a last byte past the horizon stops the run below: count it as just past
+                np.minimum(took, HORIZON_PS + 1, out=took)
+            np.ceil(took, out=took_ps, casting="unsafe")  # a whole number of ps: exact in int64
+            if regimes.at_least_one:
+                np.maximum(took_ps, nbytes > 0, out=took_ps)
+        else:
+            took_ps[:] = regimes.took(nbytes, sent, every)
         if len(watch):
             starts[q] = sent[watch]
+        if one_regime:
+            busy[0] += took_ps
+        else:
+            regimes.count_busy(busy, every, sent, took_ps)
         sent += took_ps  # now the last byte's departure
-        if guarded:
+        if regimes.guarded:
             check_horizon(sent.max(initial=0))
         if len(watch):
             ends[q] = sent[watch]
         np.add(sent, fixed, out=delivered[q % depth])
-        busy += took_ps
 
 
-def _lane_stats(paths: np.ndarray, capacity: np.ndarray, reverse: np.ndarray, rate: np.ndarray,
-                moving: np.ndarray, busy: np.ndarray, wire: np.ndarray, duration: int) -> LinkStats:
-    """Per-link statistics from per-lane totals (exact where one lane crosses a link)."""
-    links = len(capacity)
+@dataclass(frozen=True)
+class _Regimes:
+    """Each lane's rate in each capacity regime, and how a transfer's time follows from it:
+    from ``at[k]`` (ps, increasing, the first 0) lane i sends at ``rate[k, i]`` (B/s on the
+    wire), ``ps_per_byte[k, i]`` ps per data byte (its ``wire_factor[i]`` over that rate);
+    ``at_least_one`` and ``guarded`` as in ``_longest_path``."""
+
+    at: np.ndarray
+    rate: np.ndarray
+    ps_per_byte: np.ndarray
+    wire_factor: np.ndarray
+    at_least_one: bool
+    guarded: bool
+
+    def took(self, size: np.ndarray, start: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """Whole ps from each transfer's ``start`` (ps) to its last byte's departure, ``size``
+        data bytes on ``lanes``: at the rate in force at its start, and where that rate
+        changes before it is done, what it has left at the new rate from that instant (as the
+        fluid network updates a flow's bytes left and finish when its rate moves; a flow due
+        by then, to the picosecond, is done before)."""
+        regime = np.searchsorted(self.at, start, side="right") - 1 if len(self.at) > 1 else 0
+        took = np.ceil(size * self.ps_per_byte[regime, lanes] - WHOLE_PS_SLACK)
+        if self.at_least_one:
+            took = np.maximum(took, size > 0)
+        took = _whole_ps(took, self.guarded)
+        if len(self.at) == 1:
+            return took
+        end = start + took
+        since, left = None, None  # where a rate moved: when, and the wire bytes left then
+        for k in range(1, len(self.at)):
+            boundary = self.at[k]
+            moved = np.flatnonzero((start < boundary) & (end > boundary)
+                                   & (self.rate[k, lanes] != self.rate[k - 1, lanes]))
+            if not len(moved):
+                continue
+            if since is None:
+                since, left = start.astype(np.int64), size * self.wire_factor[lanes]
+            lane = lanes[moved]
+            left[moved] -= self.rate[k - 1, lane] * ((boundary - since[moved]) / PS_PER_SECOND)
+            since[moved] = boundary
+            finish = np.ceil(boundary + left[moved] / self.rate[k, lane] * PS_PER_SECOND - WHOLE_PS_SLACK)
+            if self.guarded:
+                finish = np.minimum(finish, HORIZON_PS + 1)
+            end[moved] = np.maximum(finish.astype(np.int64), boundary + 1)
+        return end - start
+
+    def count_busy(self, busy: np.ndarray, lanes: np.ndarray, start: np.ndarray, took: np.ndarray) -> None:
+        """Add each transfer's ps on its links (``start`` to ``start + took``) to ``busy``
+        (regimes x lanes) in the regimes they fell in."""
+        if len(self.at) == 1:
+            busy[0, lanes] += took
+            return
+        end = start + took
+        bounds = np.append(self.at, HORIZON_PS + 2)
+        for k in range(len(self.at)):
+            busy[k, lanes] += np.maximum(np.minimum(end, bounds[k + 1]) - np.maximum(start, bounds[k]), 0)
+
+
+def _lane_stats(paths: np.ndarray, healthy: np.ndarray, at: np.ndarray, capacity: np.ndarray, reverse: np.ndarray,
+                rate: np.ndarray, moving: np.ndarray, busy: np.ndarray, wire: np.ndarray, duration: int) -> LinkStats:
+    """Per-link statistics from per-lane totals (exact where one lane crosses a link), against
+    the ``healthy`` capacities (B/s) with ``capacity[k]`` in force from ``at[k]`` ps on;
+    ``rate`` and ``busy`` per regime and lane."""
+    links = len(healthy)
     width = paths.shape[1]
     flat = paths[moving].ravel()
 
     def per_link(values: np.ndarray) -> np.ndarray:
         return np.bincount(flat, weights=np.repeat(values[moving], width), minlength=links + 1)[:links]
 
-    stats = LinkStats(capacity.copy(), reverse)
+    def busy_per_link(values: np.ndarray) -> np.ndarray:
+        summed = np.zeros(links + 1, dtype=np.int64)  # summed in integers: exact whatever the total
+        np.add.at(summed, flat, np.repeat(values[moving], width))
+        return summed[:links]
+
+    stats = LinkStats(healthy.copy(), reverse)
+    before = healthy
+    for when, in_force in zip(at.tolist(), capacity):
+        changed = np.flatnonzero(in_force != before)
+        if len(changed):
+            stats.capacity_from(when, changed, in_force[changed])
+        before = in_force
     stats.bytes[:] = per_link(wire)
     crossing = np.bincount(flat, minlength=links + 1)[:links]
-    demand = per_link(rate)
     stats.max_flows[:] = crossing
-    stats.peak[:] = np.where(capacity > 0, demand / np.where(capacity > 0, capacity, 1.0), 0.0)
-    busy_ps = np.zeros(links + 1, dtype=np.int64)  # summed in integers: exact whatever the total
-    np.add.at(busy_ps, flat, np.repeat(busy[moving], width))
-    stats.busy_ps[:] = np.minimum(busy_ps[:links], duration)
-    saturated = (crossing == 1) & (demand >= SATURATED * capacity)
-    stats.saturated_ps[:] = np.where(saturated, stats.busy_ps, 0)
+    stats.busy_ps[:] = np.minimum(busy_per_link(busy.sum(axis=0)), duration)
+    peak, saturated_ps = np.zeros(links), np.zeros(links, dtype=np.int64)
+    for in_force, regime_rate, regime_busy in zip(capacity, rate, busy):
+        demand = per_link(regime_rate)
+        used = busy_per_link(regime_busy) > 0
+        peak = np.maximum(peak, np.where(used & (in_force > 0), demand / np.where(in_force > 0, in_force, 1.0), 0.0))
+        saturated = (crossing == 1) & (demand >= SATURATED * in_force)
+        saturated_ps += np.where(saturated, busy_per_link(regime_busy), 0)
+    stats.peak[:] = peak
+    stats.saturated_ps[:] = np.minimum(saturated_ps, duration)
     return stats
 
 
@@ -366,41 +459,50 @@ then all: an overload shows where lanes start together (a ring's first step) and
 little to find there, and the prefixes add at most a fifteenth to a check that passes."""
 
 
-def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, rate: np.ndarray, starts: np.ndarray,
-           ends: np.ndarray) -> bool:
+def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, at: np.ndarray, capacity: np.ndarray,
+           rate: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     """Replay the ``watched`` links' loads from their lanes' transfer intervals (``paths``,
-    ``rate``, ``starts``/``ends`` of the watched lanes, transfers x lanes, ps, -1 for none):
-    False if any of them carried more than its capacity at some instant (the lane times do
-    not hold), else set their peak, most flows at once, busy and saturated time exactly in
-    ``stats``. Transfers of growing prefixes first (``PREFIX_GROWTH``): every lane's
-    transfers follow each other, so the first q of every lane hold all the load before the
-    earliest start of a transfer q."""
-    capacity = stats.capacity
+    ``rate`` per regime and watched lane, ``starts``/``ends`` of the watched lanes,
+    transfers x lanes, ps, -1 for none), regime by regime (``capacity[k]`` in force from
+    ``at[k]`` ps on; a transfer's time split at the regimes' bounds): False if any of them
+    carried more than its capacity in force at some instant (the lane times do not hold),
+    else set their peak, most flows at once, busy and saturated time exactly in ``stats``.
+    Transfers of growing prefixes first (``PREFIX_GROWTH``): every lane's transfers follow
+    each other, so the first q of every lane hold all the load before the earliest start of
+    a transfer q."""
     on = np.isin(paths, watched)  # (watched lanes, hops): the watched links each lane crosses
     lane, hop = np.nonzero(on)
     link = paths[lane, hop]
-    q = 1
-    while q < len(starts):
-        later = starts[q][starts[q] >= 0]
-        loads = _loads(capacity, link, lane, rate, starts[:q], ends[:q], until=later.min(initial=HORIZON_PS + 1))
+    bounds = np.append(at, HORIZON_PS + 2)
+    links = capacity.shape[1]
+    peak, max_flows = np.zeros(links), np.zeros(links, dtype=np.int64)
+    busy_ps, saturated_ps = np.zeros(links, dtype=np.int64), np.zeros(links, dtype=np.int64)
+    for k, (in_force, regime_rate) in enumerate(zip(capacity, rate)):
+        if len(at) == 1:
+            begin, finish = starts, ends
+        else:  # the pieces in this regime (none: finish <= begin)
+            begin, finish = np.maximum(starts, bounds[k]), np.minimum(ends, bounds[k + 1])
+        q = 1
+        while q < len(starts):
+            later = starts[q][starts[q] >= 0]
+            loads = _loads(in_force, link, lane, regime_rate, begin[:q], finish[:q],
+                           until=later.min(initial=HORIZON_PS + 1))
+            if loads is None:
+                return False
+            q *= PREFIX_GROWTH
+        loads = _loads(in_force, link, lane, regime_rate, begin, finish, until=HORIZON_PS + 1)
         if loads is None:
             return False
-        q *= PREFIX_GROWTH
-    loads = _loads(capacity, link, lane, rate, starts, ends, until=HORIZON_PS + 1)
-    if loads is None:
-        return False
-    where, load, flows, span, first = loads
-    lasting = span > 0
-    for name, values in (("peak", np.where(lasting, load / capacity[where], 0.0)),
-                         ("max_flows", np.where(lasting, flows, 0))):
-        result = np.zeros(len(capacity), dtype=getattr(stats, name).dtype)
-        np.maximum.at(result, where, values)
-        getattr(stats, name)[watched] = result[watched]
-    for name, mask in (("busy_ps", flows > 0), ("saturated_ps", load >= SATURATED * capacity[where])):
-        total = np.zeros(len(capacity), dtype=np.int64)  # per link, its spans summed in integers
-        if len(where):
-            total[where[first]] = np.add.reduceat(np.where(mask & lasting, span, 0), first)
-        getattr(stats, name)[watched] = total[watched]
+        where, load, flows, span, first = loads
+        lasting = span > 0
+        np.maximum.at(peak, where, np.where(lasting, load / in_force[where], 0.0))
+        np.maximum.at(max_flows, where, np.where(lasting, flows, 0))
+        for total, mask in ((busy_ps, flows > 0), (saturated_ps, load >= SATURATED * in_force[where])):
+            if len(where):  # per link, its spans summed in integers
+                np.add.at(total, where[first], np.add.reduceat(np.where(mask & lasting, span, 0), first))
+    for name, values in (("peak", peak), ("max_flows", max_flows), ("busy_ps", busy_ps),
+                         ("saturated_ps", saturated_ps)):
+        getattr(stats, name)[watched] = values[watched]
     return True
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
-from simnet.engine.faults import Fault, capacity_from_start, slowed_from_start
+from simnet.engine.faults import Fault, no_link_down
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import join_gates, replay
 from simnet.errors import Unsupported
@@ -284,9 +284,9 @@ class Setup:
     def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: Conditions,
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
-        (``simnet.engine.lanes``) when the algorithm is a lane program, no fault applies
-        after time 0 nor takes a link down (links slowed from the start are the network at
-        those capacities; stragglers hold back each lane until both its ends have joined) and either no link
+        (``simnet.engine.lanes``) when the algorithm is a lane program, no fault takes a link
+        down (faults that slow links set the capacities in force from their times on;
+        stragglers hold back each lane until both its ends have joined) and either no link
         can be shared beyond its capacity (engine ``lanes``) or the lanes' lower and upper
         bounds on the completion time meet (``lanes-bounds-meet``, exact); under ``model:
         nccl``, a ring of more than ``MAX_EXACT`` transfers that neither proves as steady
@@ -297,7 +297,7 @@ class Setup:
         decided = self.plan(algorithm, size, options)
         program = None
         faults = list(conditions.faults)
-        if slowed_from_start(faults):  # stragglers only delay each lane's first transfer
+        if no_link_down(faults):  # stragglers only delay each lane's first transfer
             program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and worth_replaying(program):
             big_ring = (program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
@@ -305,15 +305,11 @@ class Setup:
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
                 timing = _joined(lane_timing(decided, program, self.topo), program, conditions.delays)
-                healthy = self.topo.capacity if timing.capacity is None else timing.capacity
-                if faults:  # slower links for the whole run: the same network at those capacities
-                    timing = replace(timing, capacity=capacity_from_start(healthy, faults))
-                run = replay_lanes(program, self.topo, timing, accept="bound" if big_ring else "makespan", **engine)
+                run = replay_lanes(program, self.topo, timing, accept="bound" if big_ring else "makespan",
+                                   faults=faults, **engine)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:
-                    if faults:  # reported against the healthy capacities, as the fluid network does
-                        run.stats.slowed_from_start(np.asarray(healthy, dtype=float))
                     return decided, run, program.info
         if program is not None:  # the fluid network runs it expanded (not held through the run)
             schedule, program = program.to_schedule(), None
