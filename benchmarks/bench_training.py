@@ -48,7 +48,8 @@ def main() -> None:
     parser.add_argument("--efficiency", type=float, default=0.5)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print("| preset | GPUs | groups (kind collective: count) | import + load s | total s (median) | peak MB | step | MFU |")
+    print("| preset | GPUs | groups (kind collective: count) | import + load s | total s (median) | peak MB "
+          "| step | MFU |")
     print("|---|---|---|---|---|---|---|---|")
     for preset in args.preset:
         spec = {"preset": preset, "model": args.model, "tp": args.tp, "pp": args.pp, "fsdp": args.fsdp,
