@@ -74,8 +74,9 @@ def capacity_regimes(capacity: np.ndarray, faults: list[Fault]) -> tuple[np.ndar
     for fault in sorted(faults, key=lambda fault: round(fault.at * PS_PER_SECOND)):
         at = round(fault.at * PS_PER_SECOND)
         factor[fault.links] = fault.factors
-        if at != instants[-1]:
+        if at == instants[-1]:
+            rows[-1] = base * factor
+        else:
             instants.append(at)
-            rows.append(base)
-        rows[-1] = base * factor
+            rows.append(base * factor)
     return np.array(instants, dtype=np.int64), np.vstack(rows)

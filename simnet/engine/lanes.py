@@ -443,11 +443,11 @@ def _lane_stats(paths: np.ndarray, healthy: np.ndarray, at: np.ndarray, capacity
     stats.busy_ps[:] = np.minimum(busy_per_link(busy.sum(axis=0)), duration)
     peak, saturated_ps = np.zeros(links), np.zeros(links, dtype=np.int64)
     for in_force, regime_rate, regime_busy in zip(capacity, rate, busy):
-        demand = per_link(regime_rate)
-        used = busy_per_link(regime_busy) > 0
-        peak = np.maximum(peak, np.where(used & (in_force > 0), demand / np.where(in_force > 0, in_force, 1.0), 0.0))
+        demand, held = per_link(regime_rate), busy_per_link(regime_busy)
+        peak = np.maximum(peak, np.where((held > 0) & (in_force > 0),
+                                         demand / np.where(in_force > 0, in_force, 1.0), 0.0))
         saturated = (crossing == 1) & (demand >= SATURATED * in_force)
-        saturated_ps += np.where(saturated, busy_per_link(regime_busy), 0)
+        saturated_ps += np.where(saturated, held, 0)
     stats.peak[:] = peak
     stats.saturated_ps[:] = np.minimum(saturated_ps, duration)
     return stats
