@@ -35,6 +35,14 @@ EXPECTED = {
                                        "(e.g. '400 Gb/s', '50 GB/s')"),
     "bad_inner.yaml": (5, "options.inner: 'butterfly' is not one of 'ring', 'tree', 'binary_tree', 'double_binary_tree', "
                           "'halving_doubling' or 'recursive_doubling'"),
+    # a value of the wrong kind says what it is and what the key wants, in a YAML writer's words
+    "algorithms_not_a_list.yaml": (4, "algorithms: 'ring' is text; expected a list (e.g. [ring]) or one of 'all' or "
+                                      "'auto'"),
+    "faults_a_mapping.yaml": (5, "faults: {{'at': '1 ms', 'node': 'gpu0', 'bandwidth': '50%'}} is a mapping; expected "
+                                 "a list (e.g. [a, b], or one '- item' per line)"),
+    "gpu_names_as_numbers.yaml": (4, "gpus[0]: 0 is a number; expected text"),
+    "options_a_list.yaml": (5, "options: [{{'channels': 4}}] is a list; expected a mapping with keys such as chunk_size, "
+                               "channels, inner, group_by"),
 }
 
 

@@ -102,19 +102,31 @@ class Source:
         errors = exc.errors()
         unknown = [e for e in errors if e["type"] == "extra_forbidden"]
         first = unknown[0] if unknown else errors[0]
-        loc = tuple(prefix) + tuple(part for part in first["loc"] if not _UNION_TAG.match(str(part)))
+        field_loc = _without_union_tags(first["loc"])
+        if not unknown:  # the union member that read furthest into the value matched its kind: its error says most
+            deeper = [e for e in errors if _without_union_tags(e["loc"])[:len(field_loc)] == field_loc]
+            first = max(deeper, key=lambda e: len(_without_union_tags(e["loc"])))
+            field_loc = _without_union_tags(first["loc"])
+        loc = tuple(prefix) + field_loc
+        # the members of a union that refused the same value: a bound broken says most, else all they expect
+        rivals = [e for e in errors if _without_union_tags(e["loc"]) == field_loc and e["type"] in _EXPECTED]
+        bounds = [e for e in rivals if e["type"] in _BOUNDS]
+        first = bounds[0] if bounds and first["type"] in _EXPECTED else first
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             message = f"unknown key {loc[-1]!r}" + _suggestion(str(loc[-1]), _known_keys(model, first["loc"][:-1]))
         elif first["type"] == "missing":
             message = "is required but missing"
-        elif first["type"] == "literal_error":
-            message = f"{first.get('input')!r} is not one of {message.removeprefix('Input should be ')}"
         elif first["type"] in _BOUNDS:
             word, key = _BOUNDS[first["type"]]
             message = f"{first.get('input')!r} must be {word} {first['ctx'][key]}"
-        elif first["type"] in ("int_parsing", "int_from_float", "int_type"):
-            message = f"{first.get('input')!r} is not a whole number"
+        elif first["type"] in _EXPECTED and first in rivals:
+            wanted = dict.fromkeys(_expected(e, _known_keys(model, first["loc"])) for e in rivals)
+            value = first.get("input")
+            if isinstance(value, str) and [e["type"] for e in rivals] == ["literal_error"]:
+                message = f"{_shown(value)} is not {next(iter(wanted))}"  # text, but none of the names
+            else:
+                message = f"{_shown(value)} is {_kind(value)}; expected {' or '.join(wanted)}"
         return self.error(loc, message)
 
 
@@ -145,6 +157,47 @@ def _suggestion(word: str, known: list[str]) -> str:
     """``; did you mean 'bandwidth'?`` when a known key is close to ``word``."""
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else (f"; expected one of {', '.join(known)}" if known else "")
+
+
+def _without_union_tags(loc: Loc) -> Loc:
+    return tuple(part for part in loc if not _UNION_TAG.match(str(part)))
+
+
+_EXPECTED = {"list_type": "a list (e.g. [a, b], or one '- item' per line)", "tuple_type": "a list",
+             "dict_type": "a mapping ('key: value' lines)", "model_type": "a mapping",
+             "model_attributes_type": "a mapping",
+             "string_type": "text", "float_type": "a number", "float_parsing": "a number",
+             "int_type": "a whole number", "int_parsing": "a whole number", "int_from_float": "a whole number",
+             "bool_type": "true or false", "bool_parsing": "true or false", "literal_error": "one of",
+             **{bound: "" for bound in ("greater_than_equal", "greater_than", "less_than_equal", "less_than")}}
+"""What the value should have been, by pydantic error type, in the words of a YAML file."""
+
+
+def _expected(error: dict, keys: list[str]) -> str:
+    """What one refusing type wanted: ``a mapping with keys such as at, node, bandwidth``."""
+    if error["type"] == "literal_error":
+        return "one of " + error["msg"].removeprefix("Input should be ")
+    if error["type"] in ("model_type", "model_attributes_type") and keys:
+        return f"a mapping with keys such as {', '.join(keys[:4])}"
+    if error["type"] == "list_type" and isinstance(error.get("input"), str | int | float):
+        return f"a list (e.g. [{error['input']}])"
+    return _EXPECTED[error["type"]]
+
+
+def _kind(value: Any) -> str:
+    """The kind of a YAML value in a reader's words: text, a number, a list..."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "a yes/no"
+    return ("a number" if isinstance(value, int | float) else "text" if isinstance(value, str) else
+            "a list" if isinstance(value, list | tuple) else "a mapping" if isinstance(value, dict) else "a value")
+
+
+def _shown(value: Any) -> str:
+    """A value as an error line quotes it, at most 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _UNION_TAG = re.compile(r"^(constrained-\w+|function-\w+\[.*\]|\w+\[.*\]|str|int|float|bool|none)$")
