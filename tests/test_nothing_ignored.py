@@ -397,7 +397,7 @@ def test_a_record_with_a_sound_key_and_broken_fields_is_named_and_computed_again
     assert again.exit_code == 0, again.stderr
     assert "results.jsonl:1: a record whose a size's size_bytes or time_s is not a number; computed again" in \
         " ".join(again.stdout.split())
-    assert "1 points already done, 1 computed now" in again.stdout
+    assert "1 point already done, 1 computed now" in again.stdout
 
 
 def test_a_gpu_flops_without_its_unit_is_refused():

@@ -116,13 +116,13 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     for line in recomputed:
         console.print(line)
     if computed < len(records):
-        console.print(f"resumed from {out / 'results.jsonl'}: {len(records) - computed} points already done, "
+        console.print(f"resumed from {out / 'results.jsonl'}: {_points(len(records) - computed)} already done, "
                       f"{computed} computed now")
     skipped = [r for r in records if "skipped" in r]
     records = [r for r in records if "skipped" not in r]
     if not records:
         raise InputError(f"no algorithm of all runs at any point of the sweep: {skipped[0]['skipped']}", scenario)
-    console.print(sweep_table(records, f"{spec.name}: sweep over {len(records)} points"))
+    console.print(sweep_table(records, f"{spec.name}: sweep over {_points(len(records))}"))
     where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
         axes = ", ".join(f"{k}={v}" for k, v in r["set"].items())
@@ -148,3 +148,8 @@ def _sweep_with_progress(plan, out: Path, executor, recomputed: list[str]):
         return run_sweep(plan, out, executor,
                          progress=lambda done, running, total: update(done, total, f"{running} running"),
                          recomputed=recomputed)
+
+
+def _points(count: int) -> str:
+    """``1 point``, ``3 points``."""
+    return f"{count} point" + "s" * (count != 1)
