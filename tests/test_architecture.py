@@ -116,3 +116,14 @@ def test_importing_units_loads_no_simulation_code():
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             cwd=PACKAGE.parent).stdout.strip()
     assert loaded == "['simnet.units', 'simnet.version']"
+
+
+def test_the_command_line_loads_no_simulation_code_until_a_command_runs():
+    """``simnet --help`` (and every command's parsing) loads neither the engines, SimPy,
+    networkx, numpy nor matplotlib: a command imports them when it runs."""
+    probe = ("import sys, simnet.cli.main; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'simpy', 'networkx', 'numpy', 'matplotlib'}), "
+             "sorted(m for m in sys.modules if m.startswith(('simnet.engine', 'simnet.spec', 'simnet.topology'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            cwd=PACKAGE.parent).stdout.strip()
+    assert loaded == "[] []"

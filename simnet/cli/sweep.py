@@ -15,7 +15,6 @@ from simnet.cli.shell import friendly
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
-from simnet.spec.scenario import axis_changes_no_point, nested_twice
 
 
 def _gpu_counts(text: str, scenario: Path) -> list[int]:
@@ -74,7 +73,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     from simnet.report.sweep_report import SWEEP_FILES, plot_sweep, sweep_table, write_sweep_csv
     from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
     from simnet.run.sweep.plan import files_read, plan_sweep
-    from simnet.spec.scenario import load_scenario
+    from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
 
     spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
     counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
