@@ -127,3 +127,16 @@ def test_the_command_line_loads_no_simulation_code_until_a_command_runs():
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             cwd=PACKAGE.parent).stdout.strip()
     assert loaded == "[] []"
+
+
+def test_a_run_without_plots_loads_no_matplotlib(tmp_path):
+    """``simnet run`` draws only with ``--plot``: without it matplotlib (a third of a small
+    run's start-up) is not imported."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\ntopology: {name: box, generate: {kind: nvswitch, gpus: 2}}\nsizes: [1 MiB]\n"
+                        "algorithms: [ring]\n")
+    probe = ("import sys\nfrom simnet.cli.main import main\ntry:\n    main(sys.argv[1:], standalone_mode=False)\n"
+             "finally:\n    print('matplotlib' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, "run", str(scenario)], capture_output=True, text=True,
+                          cwd=PACKAGE.parent)
+    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr

@@ -11,7 +11,7 @@ import yaml
 
 import simnet
 from simnet import load_topology, topology_from_dict
-from simnet.report.plots import PLOT_FILES
+from simnet.report.paths import PLOT_FILES
 from simnet.run.scenario import run_scenario
 from simnet.run.simulate import simulate
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from simnet import topology_from_dict
-from simnet.report.plots import PLOT_FILES
+from simnet.report.paths import PLOT_FILES
 from simnet.run.jobs import run_jobs
 from simnet.spec.jobs import place_jobs
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from simnet import topology_from_dict
-from simnet.report.plots import PLOT_FILES
+from simnet.report.paths import PLOT_FILES
 from simnet.run.groups import simulate_groups
 from simnet.run.training import step_time
 from simnet.workloads.transformer import PRESETS, Parallelism, Transformer, rank_groups

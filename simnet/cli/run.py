@@ -48,8 +48,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
       simnet run scenarios/cross_rack.yaml -c all_gather
     """
     from simnet.report.export import results_csv, results_json, write_text
-    from simnet.report.paths import output_dir, output_file
-    from simnet.report.plots import PLOT_FILES
+    from simnet.report.paths import PLOT_FILES, output_dir, output_file
     from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
     from simnet.run.sweep.plan import files_read
     from simnet.spec.scenario import load_scenario
@@ -164,7 +163,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
 
 def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
     """``InputError`` when a file option names the ``--plot`` folder or a plot written into it."""
-    from simnet.report.plots import PLOT_FILES
+    from simnet.report.paths import PLOT_FILES
 
     folder = Path(plot_dir).resolve()
     for path, option in files:

@@ -11,7 +11,11 @@ from pathlib import Path
 
 from simnet.errors import InputError
 
-__all__ = ["output_file", "output_dir", "IMAGE_SUFFIXES"]
+__all__ = ["output_file", "output_dir", "IMAGE_SUFFIXES", "PLOT_FILES"]
+
+PLOT_FILES = ("time_vs_size.png", "busbw_vs_size.png", "link_utilization.png", "link_heatmap.png", "step.png",
+              "interference.png")
+"""Every file ``simnet run --plot`` may write into its folder."""
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 """Picture formats matplotlib writes without extra packages."""

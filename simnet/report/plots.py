@@ -25,15 +25,9 @@ from simnet.results.result import Result
 from simnet.schedule.kinds import COLLECTIVES
 from simnet.topology.graph import PS_PER_SECOND
 
-__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing",
-           "PLOT_FILES"]
+__all__ = ["plot_results", "featured_run", "utilization_matrix", "plot_calibration", "TOP_LINKS", "heatmap_missing"]
 
 TOP_LINKS = 12
-
-PLOT_FILES = ("time_vs_size.png", "busbw_vs_size.png", "link_utilization.png", "link_heatmap.png", "step.png",
-              "interference.png")
-"""Every file ``simnet run --plot`` may write into its folder."""
-
 
 def featured_run(results) -> Result:
     """The fastest run at the largest size (the only run there, if there is no choice)."""
