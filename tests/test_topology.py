@@ -4,6 +4,8 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simnet import load_topology, topology_from_dict
 from simnet.topology.generators import GENERATORS
@@ -188,3 +190,42 @@ def test_a_topology_prints_in_hypothesis_and_ipython():
 
     topo = topology_from_dict({"name": "pair", "generate": {"kind": "full_mesh", "gpus": 2}})
     assert pretty({"case": topo}) == "{'case': <Topology 'pair': 2 GPUs, 2 nodes, 2 directed links>}"
+
+
+def _equal_cost_links(topo, src: str, dst: str) -> set[tuple[str, str]]:
+    """The links on every shortest (latency, hops) path from ``src`` to ``dst`` through
+    switches and NICs only, by networkx's own search (the reference)."""
+    from simnet.topology.routing import HOP_BITS
+
+    graph = nx.DiGraph()
+    for (u, v), i in topo.link_index.items():
+        if (u == src or u in topo.forwarding) and topo.graph.has_edge(u, v):
+            graph.add_edge(u, v, cost=(int(topo.latency_ps[i]) << HOP_BITS) + 1)
+    return {edge for path in nx.all_shortest_paths(graph, src, dst, weight="cost") for edge in zip(path, path[1:])}
+
+
+@settings(max_examples=25, deadline=None)
+@given(generate=st.one_of(
+    st.builds(lambda gpus: {"kind": "nvswitch", "gpus": gpus}, st.integers(2, 40)),
+    st.builds(lambda gpus: {"kind": "ps_star", "workers": gpus}, st.integers(2, 24)),
+    st.builds(lambda gpus: {"kind": "full_mesh", "gpus": gpus, "gpu": "mi300x"}, st.integers(2, 8)),
+    st.builds(lambda gpus, per: {"kind": "pcie", "gpus": gpus, "gpus_per_switch": per},
+              st.sampled_from([2, 4, 8]), st.sampled_from([1, 2, 4])),
+    st.builds(lambda racks, hosts, spines: {"kind": "leaf_spine", "racks": racks, "hosts_per_rack": hosts,
+                                            "gpus_per_host": 2, "spines": spines},
+              st.integers(1, 3), st.integers(1, 2), st.integers(1, 3)),
+    st.builds(lambda units, nodes: {"kind": "rail_optimized", "units": units, "nodes_per_unit": nodes,
+                                    "gpus_per_node": 4, "switch_radix": 8}, st.integers(1, 4), st.sampled_from([2, 4]))))
+def test_every_route_graph_is_the_one_networkx_finds(generate):
+    """Whatever shortcuts the router takes (a core switch's kept search, skipping dead ends
+    and the endpoints a search cannot pass through), each pair's equal-cost route graph is
+    the one networkx's all-shortest-paths finds on (latency, hops) through switches and NICs."""
+    from simnet.topology.routing import _ancestors
+
+    topo = topology_from_dict({"name": "t", "generate": generate})
+    ends = topo.gpus + topo.parameter_servers
+    for src in ends:
+        for dst in ends:
+            if src != dst:
+                dag = _ancestors(topo.router._shortest_dag(src, dst), dst)
+                assert {(u, v) for v, us in dag.items() for u in us} == _equal_cost_links(topo, src, dst), (src, dst)

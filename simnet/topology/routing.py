@@ -71,6 +71,11 @@ class Router:
         self._two_way = all((v, u) in up for u, v in up)
         self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
                         for u, hops in self._adjacency.items()}
+        # towards a known destination only forwarding nodes lead on (endpoints never forward):
+        # a switch with thousands of GPUs pushes none of them into a search for another one
+        self._onward_forwarding = {u: [hop for hop in hops if hop[1] in self._forwards]
+                                   for u, hops in self._onward.items()}
+        self._hop_to = {u: {hop[1]: hop for hop in hops} for u, hops in self._adjacency.items()}
 
     def _fact(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()``, once per router."""
@@ -102,25 +107,22 @@ class Router:
 
         Returns ``(cost, preds)``: the (latency ps, hops) of every node settled and all its
         equal-cost predecessors. With ``stop`` the search ends once that node is settled
-        and skips dead ends that cannot lead to it; with ``within`` it never leaves those
+        and skips the dead ends and endpoints that cannot lead to it; with ``within`` it never leaves those
         nodes.
         """
         graph = self.topology.graph
-        near_stop: set[str] = set()  # nodes with a dead end towards stop: they must look into it
+        entries: list[str] = []  # stop and the dead ends with a link into it: the last hops towards it
         if stop is not None:
             entries = [stop] + [v for v in graph.predecessors(stop) if v in self._dead_ends]
-            near_stop = {u for v in entries for u in graph.predecessors(v)}
 
         def hops_of(u: str) -> list:
             if u != src and u not in self._forwards:
                 return []  # endpoints never forward
             if stop is None:
                 hops = self._adjacency[u]
-            elif u in near_stop:
-                hops = [hop for hop in self._adjacency[u] if hop[1] == stop or not self._dead_end_from(u, hop[1])
-                        or stop in self._dead_ends[hop[1]][1]]
-            else:
-                hops = self._onward[u]  # dead ends off u lead only to other endpoints
+            else:  # dead ends off u and endpoints lead only to other endpoints, but for stop's entries
+                ways = self._hop_to[u]
+                hops = self._onward_forwarding[u] + [ways[v] for v in entries if v in ways]
             return hops if within is None else [hop for hop in hops if hop[1] in within]
 
         return self._dijkstra({src: (0, 0)}, hops_of, stop)
@@ -183,8 +185,8 @@ class Router:
         """``_shortest_dag`` through the core (see above), or None when it does not apply:
         a link up one way only, an end in the core, a source with several ways in, or ends
         that meet outside it."""
-        if not self._two_way or self._is_core(src) or self._is_core(dst):
-            return None
+        if not self._two_way or not self._core or self._is_core(src) or self._is_core(dst):
+            return None  # (no core: one switch among its endpoints, whose pocket would be all of them)
         reached, pocket, exits = self._pocket(src)
         region, entries, sources = self._approach(dst)
         if len(exits) != 1 or src in sources or dst in reached or not region.isdisjoint(reached):
