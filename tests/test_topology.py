@@ -214,6 +214,8 @@ def _equal_cost_links(topo, src: str, dst: str) -> set[tuple[str, str]]:
     st.builds(lambda racks, hosts, spines: {"kind": "leaf_spine", "racks": racks, "hosts_per_rack": hosts,
                                             "gpus_per_host": 2, "spines": spines},
               st.integers(1, 3), st.integers(1, 2), st.integers(1, 3)),
+    st.builds(lambda racks, spines: {"kind": "leaf_spine", "racks": racks, "hosts_per_rack": 1, "gpus_per_host": 1,
+                                     "spines": spines}, st.integers(2, 12), st.integers(1, 2)),  # a leaf per GPU
     st.builds(lambda units, nodes: {"kind": "rail_optimized", "units": units, "nodes_per_unit": nodes,
                                     "gpus_per_node": 4, "switch_radix": 8}, st.integers(1, 4), st.sampled_from([2, 4]))))
 def test_every_route_graph_is_the_one_networkx_finds(generate):

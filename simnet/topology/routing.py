@@ -71,10 +71,12 @@ class Router:
         self._two_way = all((v, u) in up for u, v in up)
         self._onward = {u: [hop for hop in hops if not self._dead_end_from(u, hop[1])]
                         for u, hops in self._adjacency.items()}
-        # towards a known destination only forwarding nodes lead on (endpoints never forward):
-        # a switch with thousands of GPUs pushes none of them into a search for another one
-        self._onward_forwarding = {u: [hop for hop in hops if hop[1] in self._forwards]
-                                   for u, hops in self._onward.items()}
+        # towards a known destination only forwarding nodes lead on (endpoints never forward),
+        # and of those only the ones that lead somewhere other than back: a spine with thousands
+        # of leaves, each with one GPU, pushes none of them into a search for another one
+        forwarding = {u: [hop for hop in hops if hop[1] in self._forwards] for u, hops in self._onward.items()}
+        self._onward_leading = {u: [hop for hop in hops if any(w != u for _, w, _ in forwarding[hop[1]])]
+                                for u, hops in forwarding.items()}
         self._hop_to = {u: {hop[1]: hop for hop in hops} for u, hops in self._adjacency.items()}
 
     def _fact(self, key: str, compute: Callable[[], T]) -> T:
@@ -111,18 +113,21 @@ class Router:
         nodes.
         """
         graph = self.topology.graph
-        entries: list[str] = []  # stop and the dead ends with a link into it: the last hops towards it
+        last: set[str] = set()  # stop, the dead ends into it and the nodes into those: its last hops
         if stop is not None:
             entries = [stop] + [v for v in graph.predecessors(stop) if v in self._dead_ends]
+            last = set(entries) | {u for v in entries for u in graph.predecessors(v) if u in self._forwards}
 
         def hops_of(u: str) -> list:
             if u != src and u not in self._forwards:
                 return []  # endpoints never forward
             if stop is None:
                 hops = self._adjacency[u]
-            else:  # dead ends off u and endpoints lead only to other endpoints, but for stop's entries
+            else:  # the rest lead only to other endpoints (or back to u)
                 ways = self._hop_to[u]
-                hops = self._onward_forwarding[u] + [ways[v] for v in entries if v in ways]
+                near = [ways[v] for v in last if v in ways] if len(last) < len(ways) else \
+                    [hop for v, hop in ways.items() if v in last]
+                hops = self._onward_leading[u] + near
             return hops if within is None else [hop for hop in hops if hop[1] in within]
 
         return self._dijkstra({src: (0, 0)}, hops_of, stop)
@@ -192,6 +197,9 @@ class Router:
         if len(exits) != 1 or src in sources or dst in reached or not region.isdisjoint(reached):
             return None
         (b, (b_lat, b_hops)), = exits.items()
+        if self._fact("endpoints_behind", self._endpoints_behind).get(b, 0) < 2 and \
+                b not in self._facts.get("core_searches", {}):
+            return None  # no other source would share b's search over the whole core: one towards dst is less
         cost, core_preds = self._core_search(b)
         seeds = {t: (b_lat + cost[t][0], b_hops + cost[t][1]) for t in entries if t in cost}
         done, preds = self._dijkstra(
@@ -242,6 +250,18 @@ class Router:
                 u: [hop for hop in self._adjacency[u] if hop[1] in self._core] for u in self._core})
             searches[b] = self._dijkstra({b: (0, 0)}, core.__getitem__)
         return searches[b]
+
+    def _endpoints_behind(self) -> dict[str, int]:
+        """Per core node, the endpoints whose way into the core may be it alone: those
+        linked to it and those behind the dead ends it leads into."""
+        behind: dict[str, int] = {}
+        for u in self._core:
+            for _, v, _ in self._adjacency[u]:
+                if v not in self._forwards:
+                    behind[u] = behind.get(u, 0) + 1
+                elif v in self._dead_ends and self._dead_ends[v][0] == u:
+                    behind[u] = behind.get(u, 0) + len(self._dead_ends[v][1])
+        return behind
 
     def _incoming(self) -> dict[str, list[str]]:
         """Every node's predecessors over the links that are up."""
