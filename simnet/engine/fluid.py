@@ -206,6 +206,7 @@ class FluidNetwork:
         self._gone: list[np.ndarray] = []  # paths of flows finished at this instant
         self._settle_pending = False
         self._settling = False
+        self._end_of_instant = EndOfInstant.of(env)
         self._timer = 0  # version: only the newest completion timer acts
         self._wake_at = -1  # ps at which the newest completion timer fires
         self._due = np.inf  # ps before which no flow finishes (exact after each reallocation, lowered by start)
@@ -419,7 +420,7 @@ class FluidNetwork:
         if self._settle_pending or self._settling:
             return
         self._settle_pending = True
-        EndOfInstant.of(self.env).call(self._settle)
+        self._end_of_instant.call(self._settle)
 
     def _settle(self) -> None:
         """Finish flows that are done, notify listeners, then recompute the affected rates once."""
@@ -454,23 +455,26 @@ class FluidNetwork:
         self._finish[slots] = np.inf
         self._free.extend(slots.tolist())
         arrive = now + self._path_latency[rows] + self.overhead_ps + delays
-        for owner in np.unique(owners).tolist() if len(self._listeners) > 1 else [0]:
-            mine = owners == owner
-            listener = self._listeners[owner]
-            listener.sent(tags[mine], now)
-            mine_arrive = arrive[mine]
-            first = mine_arrive[0]
-            if (mine_arrive == first).all():  # the common case: one delivery time
-                times, groups = [int(first)], np.zeros(len(mine_arrive), dtype=np.int64)
+        one = len(self._listeners) == 1
+        for owner in [0] if one else np.unique(owners).tolist():
+            mine = slice(None) if one else owners == owner
+            self._report(self._listeners[owner], tags[mine], arrive[mine], now)
+
+    def _report(self, listener: FlowListener, tags: np.ndarray, arrive: np.ndarray, now: int) -> None:
+        """Tell ``listener`` that flows ``tags`` sent their last bytes ``now`` and deliver
+        each at its ``arrive`` time (ps), in batches by time."""
+        listener.sent(tags, now)
+        first = arrive[0]
+        if (arrive == first).all():  # the common case: one delivery time
+            batches = [(int(first), tags)]
+        else:
+            times, groups = np.unique(arrive, return_inverse=True)
+            batches = [(when, tags[groups == i]) for i, when in enumerate(times.tolist())]
+        for when, batch in batches:
+            if when == now:
+                listener.delivered(batch, now)
             else:
-                times, groups = np.unique(mine_arrive, return_inverse=True)
-                times = times.tolist()
-            for i, when in enumerate(times):
-                batch = tags[mine][groups == i]
-                if when == now:
-                    listener.delivered(batch, now)
-                else:
-                    self._deliver_later(listener, batch, when - now)
+                self._deliver_later(listener, batch, when - now)
 
     def _deliver_later(self, listener: FlowListener, tags: np.ndarray, delay: int) -> None:
         timeout = self.env.timeout(delay)
