@@ -195,7 +195,7 @@ class LinkStats:
         saturated = (load > 0) & (load >= SATURATED * in_force)
         self._integrate_pairs(now, links, saturated)
         # each link's pieces, in time order: from its state before the log, then from each change
-        order = np.argsort(links, kind="stable")
+        order = _stable_order(links)
         link, at, saturated, busy, flows = links[order], now[order], saturated[order], load[order] > 0, flows[order]
         first = np.append(True, link[1:] != link[:-1])
         starts = np.flatnonzero(first)  # each link's first change
@@ -229,7 +229,8 @@ class LinkStats:
         target = np.concatenate([start, links, back[other]])
         when = np.concatenate([self._pair_since[start], now, now[other]])
         sequence = np.concatenate([np.full(len(start), -1), np.arange(len(links)), np.flatnonzero(other)])
-        order = np.lexsort((sequence, target))
+        # by target, then sequence: distinct keys, so numpy's default sort (several times faster than lexsort) suffices
+        order = np.argsort(target * (len(links) + 1) + sequence + 1)
         target, when = target[order], when[order]
         changes, mirrored = len(links), int(other.sum())
         sides = []  # each event's state of the target's own direction, then of its reverse
@@ -248,3 +249,14 @@ class LinkStats:
         ends = np.append(target[1:] != target[:-1], True)
         self._pair_since[target[ends]] = when[ends]
         self._pair_saturated[target[ends]] = pair[ends]
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for integer ``keys`` (``keys * len(keys)`` fits
+    in int64): made distinct by position, so numpy's default sort, several times faster
+    than its stable one, gives the same order.
+
+    >>> _stable_order(np.array([3, 1, 3, 1])).tolist()
+    [1, 3, 0, 2]
+    """
+    return np.argsort(keys.astype(np.int64) * len(keys) + np.arange(len(keys)))
