@@ -188,21 +188,25 @@ class LinkStats:
         """Fold the logged changes into the statistics (exact integer integrals); returns self."""
         if not self._log:
             return self
-        now, links, load, flows, in_force = (np.concatenate(part) for part in zip(*[
-            (np.full(len(entry[1]), entry[0], dtype=np.int64), *entry[1:]) for entry in self._log]))
+        times, *parts = zip(*self._log)
+        links, load, flows, in_force = (np.concatenate(part) for part in parts)
+        now = np.repeat(np.array(times, dtype=np.int64), [len(entry) for entry in parts[0]])
         self._log, self._logged = [], 0
         saturated = (load > 0) & (load >= SATURATED * in_force)
-        np.maximum.at(self._peak, links, np.divide(load, in_force, out=np.zeros_like(load), where=in_force > 0))
-        np.maximum.at(self._max_flows, links, flows)
         self._integrate_pairs(now, links, saturated)
         # each link's pieces, in time order: from its state before the log, then from each change
-        order = np.argsort(links, kind="stable")
+        order = _stable_order(links)
         link, at, saturated, busy, flows = links[order], now[order], saturated[order], load[order] > 0, flows[order]
         first = np.append(True, link[1:] != link[:-1])
+        starts = np.flatnonzero(first)  # each link's first change
+        seen = link[starts]
+        ratio = np.divide(load, in_force, out=np.zeros_like(load), where=in_force > 0)[order]
+        self._peak[seen] = np.maximum(self._peak[seen], np.maximum.reduceat(ratio, starts))
+        self._max_flows[seen] = np.maximum(self._max_flows[seen], np.maximum.reduceat(flows, starts))
         elapsed = at - np.where(first, self._since[link], np.roll(at, 1))
         for total, state, after in ((self._saturated_ps, self._saturated, saturated),
                                     (self._busy_ps, self._busy, busy)):
-            np.add.at(total, link, elapsed * np.where(first, state[link], np.roll(after, 1)))
+            total[seen] += np.add.reduceat(elapsed * np.where(first, state[link], np.roll(after, 1)), starts)
         last = np.append(link[1:] != link[:-1], True)
         link = link[last]
         self._since[link] = at[last]
@@ -217,12 +221,16 @@ class LinkStats:
         change of a link is an event of its pair's state as seen from it and from its reverse."""
         back = self.reverse[links]
         other = back >= 0
-        start = np.unique(np.concatenate([links, back[other]]))  # each target's state before: both sides known
+        known = np.zeros(len(self.capacity), dtype=bool)  # each target's state before: both sides known
+        known[links] = True
+        known[back[other]] = True
+        start = np.flatnonzero(known)
         start_back = self.reverse[start]
         target = np.concatenate([start, links, back[other]])
         when = np.concatenate([self._pair_since[start], now, now[other]])
         sequence = np.concatenate([np.full(len(start), -1), np.arange(len(links)), np.flatnonzero(other)])
-        order = np.lexsort((sequence, target))
+        # by target, then sequence: distinct keys, so numpy's default sort (several times faster than lexsort) suffices
+        order = np.argsort(target * (len(links) + 1) + sequence + 1)
         target, when = target[order], when[order]
         changes, mirrored = len(links), int(other.sum())
         sides = []  # each event's state of the target's own direction, then of its reverse
@@ -232,10 +240,23 @@ class LinkStats:
                                       np.full(mirrored, not own)])
             values = np.concatenate([initial, saturated, saturated[other]])[order]
             sides.append(values[np.maximum.accumulate(np.where(defined[order], np.arange(len(order)), 0))])
+        firsts = np.flatnonzero(sequence[order] < 0)  # each target's state before the log: its first event
         pair = sides[0] | sides[1]  # the pair's state after each event; before the log, as it was
-        pair[np.flatnonzero(sequence[order] < 0)] = self._pair_saturated[start]
-        later = np.flatnonzero(np.append(False, target[1:] == target[:-1]))
-        np.add.at(self._either_saturated_ps, target[later], (when[later] - when[later - 1]) * pair[later - 1])
+        pair[firsts] = self._pair_saturated[start]
+        pieces = np.append(0, (when[1:] - when[:-1]) * pair[:-1])
+        pieces[firsts] = 0
+        self._either_saturated_ps[target[firsts]] += np.add.reduceat(pieces, firsts)
         ends = np.append(target[1:] != target[:-1], True)
         self._pair_since[target[ends]] = when[ends]
         self._pair_saturated[target[ends]] = pair[ends]
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for integer ``keys`` (``keys * len(keys)`` fits
+    in int64): made distinct by position, so numpy's default sort, several times faster
+    than its stable one, gives the same order.
+
+    >>> _stable_order(np.array([3, 1, 3, 1])).tolist()
+    [1, 3, 0, 2]
+    """
+    return np.argsort(keys.astype(np.int64) * len(keys) + np.arange(len(keys)))

@@ -202,11 +202,14 @@ class FluidNetwork:
         self._has_tight = np.zeros(0, dtype=bool)  # the slot crosses a link that is not slack
         self._free: list[int] = []
         self._listeners: list[FlowListener] = []
-        self._new: list[np.ndarray] = []  # slots started at this instant
+        self._new = np.zeros(0, dtype=bool)  # the slot started (or must be rated anew) at this instant
         self._gone: list[np.ndarray] = []  # paths of flows finished at this instant
         self._settle_pending = False
         self._settling = False
+        self._end_of_instant = EndOfInstant.of(env)
         self._timer = 0  # version: only the newest completion timer acts
+        self._wake_at = -1  # ps at which the newest completion timer fires
+        self._due = np.inf  # ps before which no flow finishes (exact after each reallocation, lowered by start)
         self._events = _EventListener()
 
     # ------------------------------------------------------------------ routes
@@ -288,13 +291,16 @@ class FluidNetwork:
         self._size[slots] = nbytes
         self._since[slots] = self.env.now
         self._rate[slots] = 0.0
-        self._finish[slots] = np.where(self._left[slots] > 0, np.inf, self.env.now)  # nothing to send: done now
+        sending = self._left[slots] > 0
+        self._finish[slots] = np.where(sending, np.inf, self.env.now)  # nothing to send: done now
+        if not sending.all():
+            self._due = self.env.now
         self._tag[slots] = tags
         self._owner[slots] = owner
         self._cap[slots] = np.inf if caps is None else caps
         self._delay[slots] = 0 if delays_ps is None else delays_ps
         np.add.at(self._users, paths.ravel(), 1)
-        self._new.append(slots)
+        self._new[slots] = True
         self._request_settle()
 
     def set_slack(self, slack: np.ndarray) -> None:
@@ -341,7 +347,7 @@ class FluidNetwork:
         eased = links[self._slack[links]]
         if len(eased):  # a slack link bounds the rate of a flow crossing it, shared with nobody: recompute those
             live = np.flatnonzero(self._row >= 0)
-            self._new.append(live[np.isin(self._on[live], eased).any(axis=1)])
+            self._new[live[np.isin(self._on[live], eased).any(axis=1)]] = True
         dead = links[capacity == 0]
         if len(dead):
             self._reroute(dead, topology if topology is not None else self.topology.without(set(dead.tolist())))
@@ -381,7 +387,7 @@ class FluidNetwork:
         self._since[slots] = now
         self._rate[slots] = 0.0
         self._finish[slots] = np.inf
-        self._new.append(slots)
+        self._new[slots] = True
         self.rerouted += len(slots)
         self.rerouted_bytes += float(left.sum())
 
@@ -398,6 +404,7 @@ class FluidNetwork:
             self._tight = np.vstack([self._tight, np.full((grow, self._on.shape[1]), self._pad)]) \
                 if self._any_slack else self._on
             self._has_tight = np.concatenate([self._has_tight, np.zeros(grow, dtype=bool)])
+            self._new = np.concatenate([self._new, np.zeros(grow, dtype=bool)])
             self._free.extend(range(self._slots - 1, old - 1, -1))
         slots = np.array(self._free[-count:], dtype=np.int64)
         del self._free[-count:]
@@ -413,7 +420,7 @@ class FluidNetwork:
         if self._settle_pending or self._settling:
             return
         self._settle_pending = True
-        EndOfInstant.of(self.env).call(self._settle)
+        self._end_of_instant.call(self._settle)
 
     def _settle(self) -> None:
         """Finish flows that are done, notify listeners, then recompute the affected rates once."""
@@ -421,13 +428,11 @@ class FluidNetwork:
         self._settling = True
         try:
             now = self.env.now
-            while True:
-                # last byte gone by now (to float rounding, clock.WHOLE_PS_SLACK): a flow ends at the first whole
-                # ps at or after its finish, whatever else happens in between, so times never depend on unrelated events
-                done = np.flatnonzero(self._finish <= now + WHOLE_PS_SLACK)
-                if not len(done):
-                    break
-                self._complete(done)
+            # last byte gone by now (to float rounding, clock.WHOLE_PS_SLACK): a flow ends at the first whole ps
+            # at or after its finish, whatever else happens in between, so times never depend on unrelated events
+            while self._due <= now + WHOLE_PS_SLACK:
+                self._due = np.inf  # the flows left finish later; those the listeners start may finish now
+                self._complete(np.flatnonzero(self._finish <= now + WHOLE_PS_SLACK))
             self._reallocate()
         finally:
             self._settling = False
@@ -450,23 +455,26 @@ class FluidNetwork:
         self._finish[slots] = np.inf
         self._free.extend(slots.tolist())
         arrive = now + self._path_latency[rows] + self.overhead_ps + delays
-        for owner in np.unique(owners).tolist() if len(self._listeners) > 1 else [0]:
-            mine = owners == owner
-            listener = self._listeners[owner]
-            listener.sent(tags[mine], now)
-            mine_arrive = arrive[mine]
-            first = mine_arrive[0]
-            if (mine_arrive == first).all():  # the common case: one delivery time
-                times, groups = [int(first)], np.zeros(len(mine_arrive), dtype=np.int64)
+        one = len(self._listeners) == 1
+        for owner in [0] if one else np.unique(owners).tolist():
+            mine = slice(None) if one else owners == owner
+            self._report(self._listeners[owner], tags[mine], arrive[mine], now)
+
+    def _report(self, listener: FlowListener, tags: np.ndarray, arrive: np.ndarray, now: int) -> None:
+        """Tell ``listener`` that flows ``tags`` sent their last bytes ``now`` and deliver
+        each at its ``arrive`` time (ps), in batches by time."""
+        listener.sent(tags, now)
+        first = arrive[0]
+        if (arrive == first).all():  # the common case: one delivery time
+            batches = [(int(first), tags)]
+        else:
+            times, groups = np.unique(arrive, return_inverse=True)
+            batches = [(when, tags[groups == i]) for i, when in enumerate(times.tolist())]
+        for when, batch in batches:
+            if when == now:
+                listener.delivered(batch, now)
             else:
-                times, groups = np.unique(mine_arrive, return_inverse=True)
-                times = times.tolist()
-            for i, when in enumerate(times):
-                batch = tags[mine][groups == i]
-                if when == now:
-                    listener.delivered(batch, now)
-                else:
-                    self._deliver_later(listener, batch, when - now)
+                self._deliver_later(listener, batch, when - now)
 
     def _deliver_later(self, listener: FlowListener, tags: np.ndarray, delay: int) -> None:
         timeout = self.env.timeout(delay)
@@ -480,11 +488,12 @@ class FluidNetwork:
         only the components holding a started flow, or a link a finished flow freed, change:
         a breadth-first pass over the slots' paths, one numpy step per hop of distance.
         """
-        new = np.unique(np.concatenate(self._new)) if self._new else _EMPTY_I
+        new = np.flatnonzero(self._new)
+        self._new[new] = False
         new = new[self._row[new] >= 0]  # not already finished (zero bytes)
         gone = np.concatenate(self._gone) if self._gone else _EMPTY_I
         gone = gone[(self._users[gone] > 0) & ~self._slack[gone]]  # freed capacity someone else can use
-        self._new, self._gone = [], []
+        self._gone = []
         paths = self._tight[new]
         alone = ((self._users[paths] == 1) | (paths == self._pad)).all(axis=1)
         if not len(gone) and alone.all():  # the common case: nobody shares a link with a change
@@ -537,12 +546,16 @@ class FluidNetwork:
             self._change_load(self._on[slots], rates - old)
         self.stats.commit(now, self._users[:-1])
         if self.active:
-            self._timer += 1
-            version = self._timer
-            delay = max(1, math.ceil(float(self._finish.min()) - now - WHOLE_PS_SLACK))
-            timer = self.env.timeout(delay)
-            timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
+            self._due = float(self._finish.min())
+            wake = now + max(1, math.ceil(self._due - now - WHOLE_PS_SLACK))
+            if wake != self._wake_at:  # else the newest timer wakes the network then already
+                self._wake_at = wake
+                self._timer += 1
+                version = self._timer
+                timer = self.env.timeout(wake - now)
+                timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
         else:
+            self._due = np.inf
             self.stats.close(now)
 
     def _change_load(self, paths: np.ndarray, delta: np.ndarray) -> None:

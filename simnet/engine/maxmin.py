@@ -49,14 +49,13 @@ def max_min_rates(paths: np.ndarray, capacity: np.ndarray, caps: np.ndarray | No
     local = local[paths]
     counts = counts[used]
     remaining = np.array(capacity, dtype=float)[used]
-    real = np.isfinite(remaining)
     capped = caps is not None and bool(np.isfinite(caps).any())
     caps = np.asarray(caps, dtype=float) if capped else None
     growing = np.arange(flows)  # the flows still growing, in index order
     share = np.empty(len(used))
     while len(growing):
         share.fill(np.inf)
-        np.divide(remaining, counts, out=share, where=real & (counts > 0))
+        np.divide(remaining, counts, out=share, where=counts > 0)  # an infinite link's share stays infinite
         level = share.min()
         if capped:
             level = min(level, caps[growing].min())
@@ -69,9 +68,10 @@ def max_min_rates(paths: np.ndarray, capacity: np.ndarray, caps: np.ndarray | No
         if capped:
             stop |= caps[growing] <= reach
         frozen, growing = growing[stop], growing[~stop]
-        rate = np.minimum(max(level, 0.0), caps[frozen]) if capped else np.full(len(frozen), max(level, 0.0))
+        rate = np.minimum(max(level, 0.0), caps[frozen]) if capped else max(level, 0.0)
         rates[frozen] = rate
         hit = local[frozen].ravel()
-        remaining -= np.bincount(hit, weights=np.repeat(rate, hops), minlength=len(used))
+        weights = np.repeat(rate, hops) if capped else np.full(len(hit), rate)
+        remaining -= np.bincount(hit, weights=weights, minlength=len(used))
         counts -= np.bincount(hit, minlength=len(used))
     return rates

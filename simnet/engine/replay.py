@@ -99,17 +99,17 @@ class _Runner:
         self.caps = timing.rate_cap
         self.delays = timing.delay_ps
         self.local = schedule.src == schedule.dst
-        self.waiting = np.diff(schedule.dep_ptr).astype(np.int32)
-        self.queued = schedule.after_sent >= 0
-        self.started = np.zeros(n, dtype=bool)
+        queued = schedule.after_sent >= 0
+        # what holds each transfer back: one per dependency not delivered yet, one while the transfer it
+        # queues behind has not sent, one for good once it started; it starts when nothing does
+        self.holds = np.diff(schedule.dep_ptr).astype(np.int32) + queued
         self.stamp = np.zeros(n, dtype=np.int64)
         self.start_ps = np.full(n, -1, dtype=np.int64)
         self.sent_ps = np.full(n, -1, dtype=np.int64)
         self.done_ps = np.full(n, -1, dtype=np.int64)
         # reverse edges: who waits for my delivery, who queues behind my send
         self.dependents_ptr, self.dependents = _reverse(schedule.dep_idx, np.diff(schedule.dep_ptr), n)
-        queued = self.queued.astype(np.int64)
-        self.followers_ptr, self.followers = _reverse(schedule.after_sent[self.queued], queued, n)
+        self.followers_ptr, self.followers = _reverse(schedule.after_sent[queued], queued.astype(np.int64), n)
         self.gate_ps = None  # earliest start of each transfer: both ends' ranks must have joined
         if start_delay:
             self.gate_ps = join_gates(schedule.nodes, schedule.src, schedule.dst, start_delay) + timing.start_ps
@@ -120,10 +120,10 @@ class _Runner:
             self.reduce_ps = np.ceil(seconds * PS_PER_SECOND).astype(np.int64)
 
     def begin(self) -> None:
-        self._launch(np.flatnonzero((self.waiting == 0) & ~self.queued))
+        self._launch(np.flatnonzero(self.holds == 0))
 
     def _launch(self, candidates: np.ndarray) -> None:
-        ready = candidates[(self.waiting[candidates] == 0) & ~self.queued[candidates] & ~self.started[candidates]]
+        ready = candidates[self.holds[candidates] == 0]
         if len(ready) == 0:
             return
         if len(ready) > 1:  # drop repeats without sorting: keep each id's last position
@@ -132,7 +132,7 @@ class _Runner:
             ready = ready[self.stamp[ready] == order]
         if self.gate_ps is not None:
             ready = self._at_their_gates(ready)
-        self.started[ready] = True
+        self.holds[ready] = 1
         self.start_ps[ready] = self.env.now
         local = self.local[ready]  # joins: no network, no overhead
         remote = ready[~local]
@@ -159,7 +159,7 @@ class _Runner:
         self.sent_ps[tags] = now
         behind = csr_rows(self.followers_ptr, self.followers, tags)
         if len(behind):
-            self.queued[behind] = False
+            self.holds[behind] -= 1  # each queues behind one transfer only
             self._launch(behind)
 
     def delivered(self, tags: np.ndarray, now: int) -> None:
@@ -182,7 +182,7 @@ class _Runner:
             self.on_done(self.env.now)
         waiting = csr_rows(self.dependents_ptr, self.dependents, tags)
         if len(waiting):
-            np.subtract.at(self.waiting, waiting, 1)
+            np.subtract.at(self.holds, waiting, 1)
             self._launch(waiting)
 
 
