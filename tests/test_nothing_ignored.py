@@ -1294,3 +1294,39 @@ def test_the_twice_check_reads_values_as_click_does_and_reaches_nested_commands(
     assert refused.exit_code == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "simnet topo export: -o is given twice" in refused.stderr
     assert not (tmp_path / "a.json").exists() and not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("options: {channels: }", "t.yaml:4: options.channels: has no value; give one or leave the key out"),
+    ("workload: {compute_time: 1 ms, gradient_size: 1 MiB, bucket_size: ~}",
+     "t.yaml:4: workload.bucket_size: has no value; give one or leave the key out"),
+    ("calibration:", "t.yaml:4: calibration: has no value; give one or leave the key out"),
+    ("faults:\n  - {at: 1 us, node: gpu0, bandwidth: 50%}\n  -",
+     "t.yaml:6: faults[1]: an empty item; give its value or leave it out"),
+    ("variants: [{name: a, set: {cost: }}, {name: b}]",
+     "t.yaml:4: variants[0].set.cost: has no value; give one or leave the key out"),
+    ("description: !!binary aGVsbG8=",
+     "t.yaml:4: description: a YAML binary value ('aGVsbG8='); simnet reads text, numbers and true/false"),
+    ("faults: [{at: 2024-01-01, node: gpu0, bandwidth: 50%}]",
+     "t.yaml:4: faults[0].at: a YAML timestamp value ('2024-01-01'); simnet reads text, numbers and true/false"),
+])
+def test_a_key_left_empty_or_an_exotic_yaml_value_is_refused_where_it_stands(tmp_path, text, where):
+    """``channels:`` with nothing after it read as if the key were absent: an emptied value is a
+    careless edit, so it is refused on its line (in every kind of file: they share the loader),
+    as are YAML's binary and date values, which no simnet key takes."""
+    from simnet.spec.scenario import load_scenario
+
+    box = Path(__file__).parent.parent / "topologies" / "dgx_h100.yaml"
+    (tmp_path / "t.yaml").write_text(f"name: t\ntopology: {box}\nsizes: [1 MiB]\n{text}\n")
+    with pytest.raises(InputError) as refused:
+        load_scenario(tmp_path / "t.yaml")
+    assert str(refused.value) == f"{tmp_path}/{where}"
+
+
+def test_a_topology_key_left_empty_is_refused(tmp_path):
+    from simnet import load_topology
+
+    (tmp_path / "g.yaml").write_text("name: g\ngenerate:\n  kind: leaf_spine\n  racks: 2\n  hosts_per_rack: 1\n"
+                                     "  gpus_per_host: 2\n  oversubscription:\n")
+    with pytest.raises(InputError, match=r"g.yaml:7: generate.oversubscription: has no value; give one or leave"):
+        load_topology(tmp_path / "g.yaml")

@@ -258,11 +258,27 @@ class _Builder:
                 if key in result:
                     raise InputError(f"{format_loc(loc + (key,))}: duplicate key {key!r}",
                                      self.source.file, key_node.start_mark.line + 1)
+                if value_node.tag == _NULL:
+                    raise InputError(f"{format_loc(loc + (key,))}: has no value; give one or leave the key out",
+                                     self.source.file, value_node.start_mark.line + 1)
                 result[key] = self.build(value_node, loc + (key,))
             return result
         if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                if item.tag == _NULL:
+                    raise InputError(f"{format_loc(loc + (i,))}: an empty item; give its value or leave it out",
+                                     self.source.file, item.start_mark.line + 1)
             return [self.build(item, loc + (i,)) for i, item in enumerate(node.value)]
+        if node.tag not in _PLAIN:
+            raise InputError(f"{format_loc(loc) or 'the document'}: a YAML {node.tag.rpartition(':')[2]} value "
+                             f"({node.value!r}); simnet reads text, numbers and true/false", self.source.file,
+                             node.start_mark.line + 1)
         return self.loader.construct_object(node, deep=True)
+
+
+_NULL = "tag:yaml.org,2002:null"
+_PLAIN = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool")}
+"""The scalar tags a simnet file may hold (a null is refused where it stands: a key emptied by mistake)."""
 
 
 def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
