@@ -57,6 +57,22 @@ def test_repeats_follow_the_period_or_run_back_to_back():
     assert packed.jobs[0]["finished_s"] == pytest.approx(3 * alone, rel=1e-9)
 
 
+@pytest.mark.timeout(60)
+def test_runs_far_longer_than_their_period_go_back_to_back_without_polling_every_period():
+    """Links of 100 s, a 1 ms period: each run starts when the one before ends (three runs,
+    three times one), and the watch for repeated cycles does not step through the 10^5
+    periods of each run; with 1-day links the runs pass the horizon and are refused, as one
+    run is (this spun for hours when the network was polled every period)."""
+    from simnet.errors import CannotSimulate
+
+    job = {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB"}
+    once = run_jobs(_fabric(link_latency="100 s"), [job], model="ideal").jobs[0]["finished_s"]
+    thrice = run_jobs(_fabric(link_latency="100 s"), [{**job, "repeat": 3, "period": "1 ms"}], model="ideal")
+    assert thrice.jobs[0]["finished_s"] == pytest.approx(3 * once, rel=1e-12)
+    with pytest.raises(CannotSimulate, match="horizon"):
+        run_jobs(_fabric(link_latency="86400 s"), [{**job, "repeat": 3, "period": "1 ms"}], model="ideal")
+
+
 def test_placements_pack_spread_or_draw_with_a_seed():
     topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
                                                          "gpus_per_host": 2}})

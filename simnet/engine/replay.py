@@ -360,12 +360,15 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
             running[0] -= 1
         if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):
             plan(j, k + 1, max(job.start_ps + (k + 1) * job.period_ps, now))
+        for wake in on_finished:
+            wake()
 
+    on_finished: list[Callable[[], None]] = []
     for j, job in enumerate(jobs):
         plan(j, 0, job.start_ps)
     cycle = _common_period(jobs)
     if cycle and not timeline:
-        _skip_repeated_cycles(env, net, jobs, cycle, runs, planned, plan, running)
+        on_finished.append(_skip_repeated_cycles(env, net, jobs, cycle, runs, planned, plan, running))
     env.run()
     return runs, net.stats
 
@@ -378,12 +381,17 @@ def _common_period(jobs: list[JobRun]) -> int | None:
 
 
 def _skip_repeated_cycles(env, net: FluidNetwork, jobs: list[JobRun], cycle: int, runs: list, planned: list,
-                          plan: Callable[[int, int, int], None], running: list[int]) -> None:
+                          plan: Callable[[int, int, int], None], running: list[int]) -> Callable[[], None]:
     """Watch the network every ``cycle`` ps from the last job's start; when two checks in a
     row found it idle with every job's next run equally far ahead, the cycle between them
     repeats: add its runs and link statistics for as many cycles as every job has runs
-    left for (less one, replayed), and move every job's next run that far on."""
+    left for (less one, replayed), and move every job's next run that far on.
+
+    A check that finds a run under way stops the watch until a run ends (the returned
+    function, to call then): a network busy for days is not polled every period."""
     seen: list = [None]  # the last check: (offsets, runs so far per job, link totals)
+    first = max(job.start_ps for job in jobs) + cycle  # checks fall on first + m * cycle
+    asleep = [False]
 
     def check(event) -> None:
         if running[0] == 0:
@@ -395,6 +403,9 @@ def _skip_repeated_cycles(env, net: FluidNetwork, jobs: list[JobRun], cycle: int
             state = tuple((at - now, at - jobs[j].start_ps - k * jobs[j].period_ps)
                           for j, (k, at) in enumerate(planned))
         last, seen[0] = seen[0], (state, [len(r) for r in runs], net.stats.totals() if state else None)
+        if state is None:  # busy: nothing to compare until a run ends
+            asleep[0] = True
+            return
         skip = 0
         if state is not None and last is not None and last[0] == state:
             per_cycle = [len(r) - n for r, n in zip(runs, last[1])]
@@ -412,7 +423,13 @@ def _skip_repeated_cycles(env, net: FluidNetwork, jobs: list[JobRun], cycle: int
             now += skip * cycle
         env.timeout(now + cycle - env.now).callbacks.append(check)
 
-    env.timeout(max(job.start_ps for job in jobs) + cycle).callbacks.append(check)
+    def wake() -> None:
+        if asleep[0] and running[0]:
+            asleep[0] = False  # the next check point after now, as the watch would have met it
+            env.timeout((env.now - first) // cycle * cycle + cycle + first - env.now).callbacks.append(check)
+
+    env.timeout(first).callbacks.append(check)
+    return wake
 
 
 def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None) -> list[int]:
