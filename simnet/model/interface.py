@@ -6,8 +6,9 @@
 * ``rccl``: the same model on AMD Instinct GPUs, with RCCL's tables and rules
   (``simnet.tuning.rccl``): the default wherever the ranks' GPUs are AMD's;
 * ``ideal``: line rate and no software costs: the network model alone, on which every
-  algorithm's closed form holds exactly; NCCL's Tree pipelines in NCCL's finest pieces
-  (of any protocol) unless ``chunk_size`` says otherwise, so ideal is a lower bound of nccl.
+  algorithm's closed form holds exactly; NCCL's Tree, and the chains of Broadcast and
+  Reduce over the ring, pipeline in NCCL's finest pieces (of any protocol) unless
+  ``chunk_size`` says otherwise, so ideal is a lower bound of nccl for them.
 
 The runner asks the model for a ``ModelPlan`` before building a schedule (the protocol,
 and default schedule options such as NCCL's chunk size), then for the schedule's
@@ -94,9 +95,13 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
     if model == "ideal":
         options = dict(options)
         name = tables.native(function, algorithm)
-        if name == "Tree" and "chunk_size" in accepts and options.get("chunk_size") is None and size > 0:
-            # a tree pipelines in NCCL's finest pieces, of any protocol, not in whole 4 MiB buffers:
-            # ideal (no protocol costs) is then a lower bound of nccl
+        chain = name == "Tree" or (name == "Ring" and function in ("Broadcast", "Reduce"))
+        if chain and "chunk_size" in accepts and options.get("chunk_size") is None and size > 0:
+            # a tree, and the chain Broadcast and Reduce run around the ring, pipeline in NCCL's
+            # finest pieces, of any protocol, not in whole buffers stored and forwarded hop by hop:
+            # ideal (no protocol costs) is then a lower bound of nccl. AllReduce's ring keeps one
+            # piece per step, the textbook ring of the closed form (docs/model.md says when NCCL's
+            # pipelined ring beats it)
             system = system or search.system_of(topology)
             options["chunk_size"] = min(nccl.pipeline_chunk(system, name, protocol, size, function)
                                         for protocol in tables.PROTOCOLS)
