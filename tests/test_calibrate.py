@@ -1,5 +1,7 @@
 """simnet calibrate: nccl-tests logs as printed, the fit, and profiles that topologies name."""
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -442,3 +444,43 @@ def test_a_step_latency_below_zero_is_refused_and_the_fit_stays_above_the_model_
     assert fitted.network_step_latency >= -floors["network_step_latency"] * 1e-6
     for s in sizes:  # every row, auto's every candidate, runs with the profile it fitted
         simulate(topo, "auto", s, gpus=4, env={}, calibration=fitted)
+
+
+FOUR = {"name": "c", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 2,
+                                  "spines": 1, "nic_bandwidth": "400 Gb/s"}}
+
+
+def test_a_row_faster_than_the_links_carry_is_refused_naming_it(tmp_path):
+    """Every rank's whole buffer must leave each host (in any form, by any algorithm): two
+    hosts of 2 x 400 Gb/s NICs (100 GB/s out of each) move 1 MiB in no less than 1048576 /
+    100e9 s = 10.49 us. A log saying 5.31 us was not measured on this machine."""
+    log = tmp_path / "a.log"
+    log.write_text(write_log({65536: 2.57, 1048576: 5.31, 16777216: 400.0}, 4))
+    with pytest.raises(InputError) as refused:
+        points_of([parse_log(log.read_text(), str(log))], topology_from_dict(FOUR))
+    assert str(refused.value) == (f"{log}:15: 1 MiB in 5.31 us is faster than this topology's links carry: every "
+                                  "rank's buffer must leave host r0h0 over 100 GB/s, at least 10.49 us; fit a log of "
+                                  "the machine the topology describes (or check its bandwidths)")
+    log.write_text(write_log({65536: 2.57, 1048576: 10.6, 16777216: 400.0}, 4))
+    assert len(points_of([parse_log(log.read_text(), str(log))], topology_from_dict(FOUR))) == 3  # slower than the floor: fitted
+
+
+@pytest.mark.parametrize(("device", "hosts", "message"), [
+    ("NVIDIA H100 80GB HBM3", [0, 1, 0, 1], "the log's device lines put ranks 0, 2 on host node0, the topology's first "
+     "4 GPUs share hosts otherwise"),
+    ("NVIDIA GH200 480GB", [0, 0, 1, 1], "the log's device lines name 'NVIDIA GH200 480GB', the topology's GPUs are "
+     "h100: fit"),
+    ("NVIDIA H100 PCIe", [0, 0, 1, 1], "the log's device lines name 'NVIDIA H100 PCIe', the topology's GPUs are h100 "
+     "on NVLink: fit"),
+])
+def test_a_log_of_another_machine_is_refused(tmp_path, device, hosts, message):
+    """Ranks 0 and 2 on one host where the topology puts 0 and 1 together (the same host
+    count), a Grace Hopper or a PCIe card where the topology has SXM GPUs on NVLink."""
+    text = write_log({1048576: 60.0}, 4)
+    for rank, host in enumerate(hosts):
+        text = text.replace(f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{rank // 2}",
+                            f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{host}")
+    log = tmp_path / "a.log"
+    log.write_text(text.replace("NVIDIA H100 80GB HBM3", device))
+    with pytest.raises(InputError, match=re.escape(message)):
+        points_of([parse_log(log.read_text(), str(log))], topology_from_dict(FOUR))

@@ -32,7 +32,7 @@ from simnet.errors import InputError
 from simnet.io.nccltests import Log
 from simnet.model.calibration import KNOTS, Calibration
 from simnet.run.simulate import simulate
-from simnet.topology.hardware import GPUS
+from simnet.topology.hardware import GPUS, NVLINK
 
 __all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS", "error_factor"]
 
@@ -139,6 +139,7 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
                              log.path)
         _refuse_another_machine(log, topology, ranks)
         _refuse_ranks_the_rows_contradict(log, ranks, "the log's device lines list" if log.ranks else "--gpus says")
+        _refuse_rows_faster_than_the_links(log, topology, ranks)
         repeats: dict[int, list] = {}  # a size measured more than once: its median time, one point
         for row in log.rows:
             repeats.setdefault(row.size_bytes, []).append(row)
@@ -167,6 +168,37 @@ def _refuse_ranks_the_rows_contradict(log: Log, ranks: int, said: str) -> None:
                      f"{log.path}:{row.line}")
 
 
+def _refuse_rows_faster_than_the_links(log: Log, topology, ranks: int) -> None:
+    """``InputError`` naming the first row faster than the first ``ranks`` GPUs' links allow.
+
+    Every element of an AllReduce's result depends on every rank's input, so every rank's
+    whole buffer (S bytes) must leave it in some form (raw, or folded into a partial sum, by
+    any algorithm, in-network reduction included), and likewise leave each host, whose GPUs
+    hold the host's share: a row of S bytes takes at least S over the out-going capacity of
+    the rank or host with the least of it."""
+    gpus = topology.gpus[:ranks]
+    graph, index = topology.graph, topology.link_index
+    ranked = set(gpus)
+    sides = [({gpu}, gpu) for gpu in gpus]
+    hosts = topology.groups("host", gpus)
+    if len(hosts) > 1:  # a host: its ranks and the switches and NICs inside it (no other GPU forwards)
+        inside: dict[str, set[str]] = {host: set() for host in hosts}
+        for node, attrs in graph.nodes(data=True):
+            if attrs.get("host") in inside and (node in ranked or attrs.get("kind") != "gpu"):
+                inside[attrs["host"]].add(node)
+        sides += [(nodes, f"host {host}") for host, nodes in inside.items()]
+    least, where = min((sum(topology.capacity[index[(u, v)]] for u in side for v in graph.successors(u)
+                            if v not in side and (v in ranked or graph.nodes[v].get("kind") != "gpu")), name)
+                       for side, name in sides)
+    for row in log.rows:
+        floor_us = row.size_bytes / least * 1e6
+        if row.best_us < floor_us * (1 - 1e-9):
+            raise InputError(f"{units.format_size(row.size_bytes)} in {row.best_us:g} us is faster than this "
+                             f"topology's links carry: every rank's buffer must leave {where} over "
+                             f"{least / 1e9:g} GB/s, at least {floor_us:.4g} us; fit a log of the machine the "
+                             "topology describes (or check its bandwidths)", f"{log.path}:{row.line}")
+
+
 def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
     """``InputError`` when the log's device lines name another GPU than the topology's first
     ``ranks`` GPUs, or place the ranks on another number of hosts: the fit would time another
@@ -176,14 +208,34 @@ def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
     for device in dict.fromkeys(log.devices if model is not None else []):  # a GPU the topology names
         named = [name for name in GPUS if re.search(rf"(?<![A-Za-z0-9]){name}(?![0-9])", device, re.IGNORECASE)]
         amd = re.search(r"\bAMD\b|Instinct|\bMI\d{3}", device, re.IGNORECASE)
-        if (named and model not in named) or (amd and not named):
-            raise InputError(f"the log's device lines name {device!r}, the topology's GPUs are {model}: fit a log "
-                             "of the machine the topology describes", log.path)
+        other = re.search(r"(?<![A-Za-z0-9])(GH\d{3}|[A-Z]{1,2}\d{2,3})(?![0-9])", device)  # GH200, L4, ...
+        card = re.search(r"\bPCIe\b|\bNVL\b", device) and topology.link_type[
+            topology.link_index[(gpus[0], topology.neighbours(gpus[0])[0])]] == NVLINK  # a PCIe card, not SXM
+        if (named and model not in named) or (amd and not named) or (not named and other) or card:
+            raise InputError(f"the log's device lines name {device!r}, the topology's GPUs are {model}"
+                             f"{' on NVLink' if card else ''}: fit a log of the machine the topology describes",
+                             log.path)
     hosts = len(dict.fromkeys(log.hosts))
     if len(log.hosts) == ranks and hosts != len(topology.groups("host", gpus)):
         raise InputError(f"the log's device lines place its {ranks} ranks on {hosts} host{'s' if hosts > 1 else ''}, "
                          f"the topology's first {ranks} GPUs are on {len(topology.groups('host', gpus))}: fit a log "
                          "of the machine the topology describes", log.path)
+    if len(log.hosts) == ranks:  # as many hosts: the same ranks must share each
+        logged = _partition(log.hosts)
+        placed = _partition([topology.graph.nodes[gpu].get("host") for gpu in gpus])
+        if logged != placed:
+            apart = min(sorted(group) for group in logged - placed)
+            raise InputError(f"the log's device lines put ranks {', '.join(map(str, apart))} on host "
+                             f"{log.hosts[apart[0]]}, the topology's first {ranks} GPUs share hosts otherwise: fit a "
+                             "log of the machine the topology describes (its ranks in the topology's order)", log.path)
+
+
+def _partition(hosts: list) -> set[frozenset[int]]:
+    """Ranks grouped by the host each is on (``hosts[rank]``)."""
+    groups: dict = {}
+    for rank, host in enumerate(hosts):
+        groups.setdefault(host, set()).add(rank)
+    return {frozenset(group) for group in groups.values()}
 
 
 def _kind(name: str) -> str:
