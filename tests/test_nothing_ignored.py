@@ -462,13 +462,14 @@ def test_a_zero_straggler_delay_needs_no_unit():
 
 
 def test_calibrate_takes_a_log_on_a_topology_that_names_no_gpu():
-    """A hand-written topology without gpu: has no generation to contradict: any device line goes."""
+    """A hand-written topology without gpu: has no generation to contradict: any device line
+    goes (the links fast enough for the log's times)."""
     from simnet.io.nccltests import parse_log
     from simnet.run.calibrate import points_of
     from simnet.topology.loader import topology_from_dict
 
     nodes = [{"id": f"g{i}", "kind": "gpu", "host": f"h{i // 2}"} for i in range(4)] + [{"id": "sw", "kind": "switch"}]
-    links = [{"a": f"g{i}", "b": "sw", "bandwidth": "100 Gb/s", "latency": "1 us"} for i in range(4)]
+    links = [{"a": f"g{i}", "b": "sw", "bandwidth": "400 Gb/s", "latency": "1 us"} for i in range(4)]
     topology = topology_from_dict({"name": "hand", "nodes": nodes, "links": links})
     (point,) = points_of([parse_log(_log(4, 2, device="NVIDIA A100-SXM4-80GB"), "x.log")], topology)
     assert point.ranks == 4
@@ -1198,18 +1199,24 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
 
 
 @pytest.mark.parametrize("variable, value", [("NCCL_IB_DISABLE", "1"), ("NCCL_BUFFSIZE", "1048576"),
-                                             ("NCCL_P2P_DISABLE", "1"), ("NCCL_NET_GDR_LEVEL", "0")])
+                                             ("NCCL_P2P_DISABLE", "1"), ("NCCL_NET_GDR_LEVEL", "0"),
+                                             ("NCCL_LL128_ENABLE", "0"), ("NCCL_MAX_CTAS", "1"),
+                                             ("NCCL_NVLS_NCHANNELS", "1"), ("NCCL_P2P_LL_THRESHOLD", "0")])
 def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
-    """Fuzz finding (31b): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand), NCCL_BUFFSIZE,
-    NCCL_P2P_DISABLE and NCCL_NET_GDR_LEVEL change what NCCL runs and gave the JSON of leaving
-    them unset; refused, as RCCL's unmodelled variables are. NCCL's own default (IB_DISABLE=0)
-    and what never changes a run (NCCL_DEBUG) stay taken, and model: ideal has no NCCL."""
+    """Fuzz findings (31b, 31c): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand),
+    NCCL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_LL128_ENABLE, NCCL_MAX_CTAS,
+    NCCL_NVLS_NCHANNELS and NCCL_P2P_LL_THRESHOLD change what NCCL runs and gave the JSON of
+    leaving them unset; refused, as RCCL's unmodelled variables are. NCCL's own default
+    (IB_DISABLE=0, BUFFSIZE=0x400000 as NCCL reads it) and what never changes a run
+    (NCCL_DEBUG) stay taken, and model: ideal has no NCCL."""
     path, _ = _box_sweep(tmp_path)
     result = cli("run", path, env={variable: value})
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert f"{variable}={value} changes the transports, paths or buffers NCCL runs with" in result.stderr
+    assert f"{variable}={value} changes the transports, paths, buffers, protocols or CTAs NCCL runs with" in \
+        result.stderr
     assert cli("run", path, "--model", "ideal", env={variable: value}).exit_code == 0
-    assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO"}).exit_code == 0
+    assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO", "NCCL_BUFFSIZE": "0x400000"}
+               ).exit_code == 0
 
 
 @pytest.mark.parametrize("written", ['"4"', '"٤:1"'])

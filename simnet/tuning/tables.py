@@ -163,9 +163,14 @@ MAX_CHANNELS = 64  # MAXCHANNELS (device.h, v2.25+)
 
 UNMODELLED = {"NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": None, "NCCL_SHM_DISABLE": "0", "NCCL_IB_DISABLE": "0",
               "NCCL_NET": None, "NCCL_NET_GDR_LEVEL": None, "NCCL_CROSS_NIC": "2", "NCCL_PXN_DISABLE": "0",
-              "NCCL_BUFFSIZE": "4194304", "NCCL_NTHREADS": None}
-"""NCCL variables that change the transports, paths, buffers or threads NCCL runs with (NCCL's
-environment-variable guide, docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html),
-which simnet does not follow, each with the value that is NCCL's default (None: NCCL picks
-per system): a run under ``model: nccl`` or ``rccl`` with one set otherwise is refused, as its
-answer would not be NCCL's (RCCL reads them too). ``options: {pxn: false}`` is simnet's PXN off."""
+              "NCCL_BUFFSIZE": "4194304", "NCCL_NTHREADS": None, "NCCL_LL128_ENABLE": None,
+              "NCCL_MIN_CTAS": None, "NCCL_MAX_CTAS": None, "NCCL_NVLS_NCHANNELS": None,
+              "NCCL_P2P_LL_THRESHOLD": "16384"}
+"""NCCL variables that change the transports, paths, buffers, threads, protocols or CTAs NCCL
+runs with (NCCL's environment-variable guide,
+docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html), which simnet does not follow,
+each with the value that is NCCL's default (None: NCCL picks per system;
+NCCL_P2P_LL_THRESHOLD's is enqueue.cc's ``P2pLLThreshold``, simnet.model.nccl's
+``P2P_LL_THRESHOLD``): a run under ``model: nccl`` or ``rccl`` with one set otherwise (an
+integer read as NCCL reads it: ``0x400000`` is 4194304) is refused, as its answer would not be
+NCCL's (RCCL reads them too). ``options: {pxn: false}`` is simnet's PXN off."""
