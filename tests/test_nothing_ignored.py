@@ -1337,3 +1337,20 @@ def test_a_topology_key_left_empty_is_refused(tmp_path):
                                      "  gpus_per_host: 2\n  oversubscription:\n")
     with pytest.raises(InputError, match=r"g.yaml:7: generate.oversubscription: has no value; give one or leave"):
         load_topology(tmp_path / "g.yaml")
+
+
+def test_nccls_channel_variables_beside_options_channels_or_under_ideal_are_refused(tmp_path, cli):
+    """Fuzz finding (31c): NCCL_MAX_NCHANNELS=1 beside ``options: {channels: 8}`` was dropped
+    without a word (the option won), and under model: ideal, which runs no NCCL, it was read
+    by nothing; alone under nccl it caps the channels (a different answer)."""
+    path, _ = _box_sweep(tmp_path)
+    capped = cli("run", path, "--json", "-", env={"NCCL_MAX_NCHANNELS": "1"})
+    assert capped.exit_code == 0 and capped.stdout != cli("run", path, "--json", "-").stdout
+    path.write_text(path.read_text() + "options: {channels: 8}\n")
+    both = cli("run", path, env={"NCCL_MAX_NCHANNELS": "1"})
+    assert both.exit_code == 2 and "options.channels and NCCL_MAX_NCHANNELS=1 both set the channels; give one" in \
+        both.stderr
+    path.write_text(path.read_text().replace("options: {channels: 8}\n", ""))
+    ideal = cli("run", path, "--model", "ideal", env={"NCCL_MIN_NCHANNELS": "4"})
+    assert ideal.exit_code == 2 and "NCCL_MIN_NCHANNELS=4 sets NCCL's channels, and model: ideal runs no NCCL" in \
+        ideal.stderr

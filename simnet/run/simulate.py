@@ -62,6 +62,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     calibration = calibration_of(calibration if calibration is not None else topo.calibration)
     conditions = Conditions.of(topo, faults, stragglers)
     point = Setup(topo, lookup_collective(collective).name, model, env, calibration)
+    counted = next((name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env), None)
+    if counted and options.get("channels"):
+        raise ValueError(f"options.channels and {counted}={env[counted]} both set the channels; give one")
+    if counted and point.model == "ideal":
+        raise ValueError(f"{counted}={env[counted]} sets NCCL's channels, and model: ideal runs no NCCL: give "
+                         "options.channels instead")
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
