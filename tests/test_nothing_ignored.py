@@ -541,6 +541,8 @@ LEAF2 = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_
 @pytest.mark.parametrize("doc, says", [
     ({"jobs": [{"name": "a", "hosts": ["r0h0"], "size": "1 MiB"}], "placement": "spread"},
      "every job here names its GPUs or hosts"),
+    ({"jobs": [{"name": "a", "gpus": 2, "placement": "packed", "size": "1 MiB"}], "placement": "spread"},
+     "every job here has one or names its GPUs"),  # fuzz 31c: the job's own placement won without a word
     ({"sizes": ["1 MiB"], "variants": [{"name": "v", "set": {"name": "w"}}]}, "name: a variant sets what its runs read"),
     ({"sizes": ["1 MiB"], "variants": [{"name": "v"}, {"name": "v"}]}, "the name 'v' is taken by variants[0]"),
     ({"sizes": ["1 MiB"], "faults": [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"},

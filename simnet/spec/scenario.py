@@ -428,6 +428,11 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
         if spec.placement is not None and not any(isinstance(job.gpus, int) for job in spec.jobs):
             raise source.error(("placement",), "placement places jobs given a GPU count, and every job here names "
                                                "its GPUs or hosts; leave placement out")
+        if spec.placement is not None and not any(isinstance(job.gpus, int) and "placement" not in
+                                                  job.model_fields_set for job in spec.jobs):
+            raise source.error(("placement",), "placement places jobs given a GPU count without a placement of "
+                                               "their own, and every job here has one or names its GPUs; leave "
+                                               "placement out")
     elif spec.placement is not None:
         raise source.error(("placement",), "placement places jobs given a GPU count; this scenario has no jobs")
     if spec.training is not None:
