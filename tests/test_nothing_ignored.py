@@ -404,7 +404,7 @@ def test_a_gpu_flops_without_its_unit_is_refused():
     """gpu_flops: 989 (meant as TFLOP/s) gave a 1.2e11 s step; 989e12 and '989 TFLOP/s' are one figure."""
     message = _refusal(training={**TRAINING, "gpu_flops": 989})
     assert message.split(": ")[1].startswith("training.gpu_flops") and "989 TFLOP/s" in message
-    for figure in ("989e12", 989e12, "989 TFLOP/s"):
+    for figure in ("989e12", 989e12, "989 TFLOP/s", "989TFLOP/s"):  # written as 400Gb/s may be (fuzz 31c)
         scenario = scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "gpu_flops": figure}})
         assert scenario.training.gpu_flops == 989e12
 
@@ -916,8 +916,9 @@ def test_a_flops_figure_and_its_number_are_one_sweep_point(tmp_path, cli):
 
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, "training": TRAINING}))
     out = tmp_path / "out"
-    ran = cli("sweep", tmp_path / "s.yaml", "--set", "training.gpu_flops=989 TFLOP/s,989e12,0.989 PFLOP/s,500 TFLOP/s",
-              "--out", out, "--workers", "1")
+    ran = cli("sweep", tmp_path / "s.yaml", "--set",
+              "training.gpu_flops=989 TFLOP/s,989e12,0.989 PFLOP/s,989TFLOP/s,500 TFLOP/s", "--out", out,
+              "--workers", "1")
     assert ran.exit_code == 0, ran.stderr
     assert [r["set"]["training.gpu_flops"] for r in _records(out)] == ["989 TFLOP/s", "500 TFLOP/s"]
 
@@ -1356,3 +1357,21 @@ def test_nccls_channel_variables_beside_options_channels_or_under_ideal_are_refu
     ideal = cli("run", path, "--model", "ideal", env={"NCCL_MIN_NCHANNELS": "4"})
     assert ideal.exit_code == 2 and "NCCL_MIN_NCHANNELS=4 sets NCCL's channels, and model: ideal runs no NCCL" in \
         ideal.stderr
+
+
+def test_a_share_and_a_time_are_one_sweep_point_however_written(tmp_path, cli):
+    """Fuzz finding (31c): ``--set faults.0.bandwidth=50%,50.0%`` ran one fault as two points,
+    and '1 ps' and '1 h' (the documented range runs from 1 ps to a day) were no times."""
+    import yaml
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"],
+                                                     "algorithms": ["ring"], "faults": [
+                                                         {"at": "0 s", "node": "spine0", "bandwidth": "50%"}]}))
+    out = tmp_path / "out"
+    ran = cli("sweep", tmp_path / "s.yaml", "--set", "faults.0.bandwidth=50%,50.0%,25%", "--out", out,
+              "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr
+    assert [r["set"]["faults.0.bandwidth"] for r in _records(out)] == ["50%", "25%"]
+    from simnet import units
+
+    assert units.parse_time("1 ps") == 1e-12 and units.parse_time("1 h") == 3600.0 and units.parse_time("2min") == 120

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, create_model, field_validator, model_validator
@@ -19,7 +20,7 @@ from simnet.units import DTYPE_BYTES
 from simnet.workloads.ddp import MAX_BUCKETS
 from simnet.workloads.transformer import PRESETS, Parallelism, Transformer
 
-__all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training"]
+__all__ = ["Workload", "ModelShape", "ParallelismSpec", "Training", "parse_flops"]
 
 
 FLOP_UNITS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
@@ -27,18 +28,28 @@ GPU_FLOPS_RANGE = (1e9, 1e18)
 """FLOP/s one GPU may have: 1 GFLOP/s to 1 EFLOP/s (B200's dense BF16 peak is 2.25e15)."""
 
 
+def parse_flops(text: str) -> float:
+    """FLOP/s written as text: ``989 TFLOP/s``, ``989TFLOP/s`` or ``989e12`` (YAML reads that as
+    text); ``ValueError`` saying why for anything else.
+
+    >>> parse_flops("989TFLOP/s") == parse_flops("989e12")
+    True
+    """
+    number, unit = re.match(r"\s*([0-9.eE+-]*)\s*(.*?)\s*$", text).groups()
+    unit = unit or "FLOP/s"
+    if unit not in FLOP_UNITS:
+        raise ValueError(f"{text!r}: give FLOP/s as a number or with FLOP/s, GFLOP/s, TFLOP/s or PFLOP/s")
+    try:
+        return float(number) * FLOP_UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{text!r} is not a FLOP/s figure (e.g. '989 TFLOP/s')") from None
+
+
 def _gpu_flops(value: object) -> object:
     """A GPU's FLOP/s: a number (``989e12``) or text with its unit (``989 TFLOP/s``); a bare
     number below 1 GFLOP/s is taken for a figure whose unit was left out (``989``)."""
     if isinstance(value, str):
-        number, _, unit = value.strip().partition(" ")
-        unit = unit.strip() or "FLOP/s"  # YAML reads 989e12 as text: a number all the same
-        if unit not in FLOP_UNITS:
-            raise ValueError(f"{value!r}: give FLOP/s as a number or with FLOP/s, GFLOP/s, TFLOP/s or PFLOP/s")
-        try:
-            value = float(number) * FLOP_UNITS[unit]
-        except ValueError:
-            raise ValueError(f"{value!r} is not a FLOP/s figure (e.g. '989 TFLOP/s')") from None
+        value = parse_flops(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
             GPU_FLOPS_RANGE[0] <= value <= GPU_FLOPS_RANGE[1]):
         raise ValueError(f"{value!r} FLOP/s is outside 1 GFLOP/s to 1 EFLOP/s; with its unit, e.g. '989 TFLOP/s'")

@@ -22,7 +22,7 @@ from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
-from simnet.spec.workloads import FLOP_UNITS
+from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
@@ -184,14 +184,6 @@ def _values(value: Any) -> list[Any]:
 _RATIO = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
 
 
-def _flops(text: str) -> float:
-    """``989 TFLOP/s`` as FLOP/s (``ValueError`` for text that is no FLOP/s figure with its unit)."""
-    number, _, unit = text.strip().partition(" ")
-    if unit.strip() not in FLOP_UNITS:
-        raise ValueError(text)
-    return float(number) * FLOP_UNITS[unit.strip()]
-
-
 def _canonical(value: Any) -> Any:
     """What a value means, as far as the text says: a bandwidth, time or size in SI units, else itself."""
     if isinstance(value, bool):
@@ -204,7 +196,8 @@ def _canonical(value: Any) -> Any:
     if ratio and float(ratio.group(2)) > 0:  # 4:1 is the ratio 4 (an oversubscription), as the generators read it
         return ("number", float(f"{float(ratio.group(1)) / float(ratio.group(2)):.12g}"))
     for kind, parse in (("B/s", units.parse_bandwidth), ("s", units.parse_time), ("B", units.parse_size_approx),
-                        ("number", _flops)):  # 989 TFLOP/s is the number 989e12, as gpu_flops reads it
+                        ("share", units.parse_share),  # 50% and 50.0% alike
+                        ("number", parse_flops)):  # 989 TFLOP/s is the number 989e12, as gpu_flops reads it
         try:
             return (kind, float(f"{parse(value):.12g}"))  # 1 us and 1000 ns alike, to float rounding
         except ValueError:
