@@ -1375,3 +1375,28 @@ def test_a_share_and_a_time_are_one_sweep_point_however_written(tmp_path, cli):
     from simnet import units
 
     assert units.parse_time("1 ps") == 1e-12 and units.parse_time("1 h") == 3600.0 and units.parse_time("2min") == 120
+
+
+def test_set_topology_calibration_is_relative_to_the_topology_file(tmp_path, cli):
+    """Fuzz finding (31c): with the topology in a folder (``topology: sub/t.yaml``), no relative
+    ``--set topology.calibration=`` found its profile beside it (the value was taken relative to
+    the scenario, then to a folder named after the point's label); it now reads as the key
+    written in the topology file does, and a change to the profile changes the point."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "sub" / "a.cal.yaml").write_text("calibration: {base_latency: 5 us}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: sub/t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    out = tmp_path / "out"
+
+    def swept():
+        ran = cli("sweep", tmp_path / "s.yaml", "--set", "topology.calibration=a.cal.yaml", "--out", out,
+                  "--workers", "1")
+        assert ran.exit_code == 0, ran.stderr
+        return _records(out)[-1]["sizes"][0]["time_s"]
+
+    before = swept()
+    (tmp_path / "sub" / "a.cal.yaml").write_text("calibration: {base_latency: 50 us}\n")
+    assert swept() == pytest.approx(before + 45e-6, rel=1e-9)
+    missing = cli("sweep", tmp_path / "s.yaml", "--set", "topology.calibration=sub/a.cal.yaml", "--out",
+                  tmp_path / "o2", "--workers", "1")
+    assert missing.exit_code == 2 and f"no calibration profile '{tmp_path}/sub/sub/a.cal.yaml'" in missing.stderr

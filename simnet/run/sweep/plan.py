@@ -51,6 +51,10 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
     document = copy.deepcopy(document)
     for dotted, value in overrides.items():
         parts = dotted.split(".")
+        if dotted == "topology.calibration" and isinstance(value, str):
+            # relative to the topology's file, as the key written there is (or to the scenario's, inline)
+            written = document.get("topology")
+            value = str((((base / written).parent if isinstance(written, str) else base) / value).resolve())
         if parts[0] == "topology" and len(parts) > 1:
             document = _inline_topology(document, base)
         target = document
