@@ -37,6 +37,8 @@ from simnet.topology.schema import TopologySpec
 LEAF = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1}
 FABRIC = {"name": "t", "generate": LEAF}
 BASE = {"name": "s", "topology": FABRIC, "sizes": ["1 MiB"]}
+TWO = [{"name": "v"}, {"name": "u", "set": {"options.channels": 4}}]
+"""Two variants, the first the file as written: compare ranks two or more."""
 NODES = {"name": "n", "nodes": [{"id": "g0", "kind": "gpu", "host": "h0"}, {"id": "g1", "kind": "gpu", "host": "h0"},
                                 {"id": "sw", "kind": "switch", "host": "h0"}],
          "links": [{"a": "g0", "b": "sw", "bandwidth": "100 GB/s", "latency": "1 us"},
@@ -119,15 +121,16 @@ CASES: list[Case] = [
     case("ScenarioSpec", "workload", BASE, {"compute_time": "1 ms", "gradient_size": "1 MiB"}),
     case("ScenarioSpec", "training", BASE, TRAINING),
     case("ScenarioSpec", "sweep", BASE, {"gpus": [2, 4]}),
-    case("ScenarioSpec", "variants", BASE, [{"name": "v", "set": {"model": "ideal"}}]),
+    case("ScenarioSpec", "variants", BASE, [{"name": "v", "set": {"model": "ideal"}}, {"name": "w"}]),
     case("ScenarioSpec", "faults", BASE, [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "1%"}]),
     case("ScenarioSpec", "stragglers", BASE, {"r0h0-gpu0": "1 ms"}),
     case("ScenarioSpec", "jobs", BASE, sizes=DELETE, jobs=JOBS),
     case("ScenarioSpec", "placement", edit(BASE, sizes=DELETE, jobs=JOBS), "spread"),
-    case("ScenarioSpec", "cost", edit(BASE, variants=[{"name": "v", "set": {"model": "ideal"}}]), 1000),
-    case("Variant", "name", edit(BASE, variants=[{"name": "v"}]), variants__0__name="w"),
-    case("Variant", "set", edit(BASE, variants=[{"name": "v"}]), variants__0__set={"model": "ideal"}),
-    case("Variant", "cost", edit(BASE, variants=[{"name": "v"}]), variants__0__cost=1000),
+    case("ScenarioSpec", "cost", edit(BASE, variants=[{"name": "v", "set": {"model": "ideal"}}, {"name": "w"}]),
+         1000),
+    case("Variant", "name", edit(BASE, variants=TWO), variants__0__name="w"),
+    case("Variant", "set", edit(BASE, variants=TWO), variants__0__set={"model": "ideal"}),
+    case("Variant", "cost", edit(BASE, variants=TWO), variants__0__cost=1000),
     *[case("Options", key, edit(BASE, algorithms=[algorithm], **extra), **{f"options__{key}": value})
       for key, algorithm, value, extra in [
           ("chunk_size", "ring", "64 KiB", {"model": "ideal"}),

@@ -269,7 +269,7 @@ def test_nvls_on_a_switch_under_gpus_without_it_is_refused_as_the_generator_refu
 @pytest.mark.parametrize("topology, variants, command", [
     ("time_vs_size.png", "", ["run", "s.yaml", "--plot", "."]),
     ("o/results.csv", "", ["sweep", "s.yaml", "--out", "o", "--workers", "1"]),
-    ("x.png", "variants: [{name: a}]\n", ["compare", "s.yaml", "-o", "x.png"]),
+    ("x.png", "variants: [{name: a}, {name: b, set: {model: ideal}}]\n", ["compare", "s.yaml", "-o", "x.png"]),
     ("box.yaml", "variants: [{name: a, set: {topology: t2.png}}, {name: b}]\n", ["compare", "s.yaml", "-o", "t2.png"])])
 def test_no_output_overwrites_a_file_the_command_reads(tmp_path, cli, monkeypatch, topology, variants, command):
     """A topology where a plot, a sweep's table or a comparison's picture would land was
@@ -545,6 +545,9 @@ LEAF2 = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_
      "every job here has one or names its GPUs"),  # fuzz 31c: the job's own placement won without a word
     ({"sizes": ["1 MiB"], "variants": [{"name": "v", "set": {"name": "w"}}]}, "name: a variant sets what its runs read"),
     ({"sizes": ["1 MiB"], "variants": [{"name": "v"}, {"name": "v"}]}, "the name 'v' is taken by variants[0]"),
+    ({"sizes": ["1 MiB"], "variants": [{"name": "v"}]}, "one variant is one option"),  # fuzz 31c: ranked alone
+    ({"sizes": ["1 MiB"], "variants": [{"name": "v", "set": {}}, {"name": "w", "set": {}}]},
+     "variants[1]: the same set and cost as variants[0]"),
     ({"sizes": ["1 MiB"], "faults": [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"},
                                      {"at": "0 s", "node": "spine0", "bandwidth": "25%"}]},
      "faults[0] changes the same link at the same time"),

@@ -144,6 +144,14 @@ class ScenarioSpec(Strict):
             if name in names[:i]:
                 raise ValueError(f"variants[{i}]: the name {name!r} is taken by variants[{names.index(name)}]; "
                                  "give each option its own name")
+        if len(value) == 1:
+            raise ValueError("variants: one variant is one option, and compare ranks two or more: add another (a "
+                             "variant without set: is the file as written)")
+        seen = [(v.set, v.cost) for v in value]
+        for i, option in enumerate(seen):
+            if option in seen[:i]:
+                raise ValueError(f"variants[{i}]: the same set and cost as variants[{seen.index(option)}], so the "
+                                 "same option twice; change one, or leave it out")
         return value
 
     @field_validator("placement")
