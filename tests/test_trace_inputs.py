@@ -93,6 +93,9 @@ SPOILT = {
     "group name a number": (lambda t: _nccl(t).update({"Process Group Name": 0}), "Process Group Name"),
     "group size 10**9": (lambda t: (_nccl(t).pop("Process Group Ranks"), _nccl(t).update({
         "Group size": 10**9, "Global rank start": 0, "Global rank stride": 1})), "Group size"),
+    "group size true": (lambda t: _nccl(t).update({"Group size": True}), '"Group size" true is not a whole number'),
+    "group size beside fewer ranks": (lambda t: _nccl(t).update({"Group size": 4}),
+                                      '"Group size" 4 beside "Process Group Ranks" of 2 ranks'),  # fuzz 31c
     "distributedInfo a list": (lambda t: t.update(distributedInfo=[1]), "distributedInfo"),
     "rank a string": (lambda t: t["distributedInfo"].update(rank="0"), "\"rank\""),
     "rank false": (lambda t: t["distributedInfo"].update(rank=False), "\"rank\""),
@@ -130,7 +133,7 @@ def test_zero_length_kernels_at_one_time_on_two_streams_are_no_cycle():
     # other (a cycle no order runs); the step ends with the later of sgd and the memsets
     trace = _step_trace(0)
     trace["distributedInfo"] = {"rank": 0, "world_size": 1}
-    trace["traceEvents"][5]["args"]["Process Group Ranks"] = "[0]"
+    trace["traceEvents"][5]["args"].update({"Process Group Ranks": "[0]", "Group size": 1})
     trace["traceEvents"] += [_launch(20, 8), _launch(21, 9), _kernel("memset", 5_000, 0, 30, 8),
                              _kernel("memset", 5_000, 0, 31, 9)]
     rank = read_kineto_events(trace, "r0.json")
@@ -281,3 +284,18 @@ def test_a_gpu_speedup_that_would_overflow_the_step_is_refused(tmp_path, speedup
     paths, topo = _pair_files(tmp_path)
     with pytest.raises(InputError, match="gpu_speedup"):
         simulate_trace(read_traces(paths), _two_gpus(), gpu_speedup=speedup, model="ideal")
+
+
+def test_as_recorded_says_when_a_kernel_names_no_algorithm_it_reads(tmp_path):
+    """Fuzz finding (31c): ``--as-recorded`` with a kernel named ``..._FOO_LL`` ran NCCL's own
+    pick without a word; it now says so, as for an algorithm simnet does not simulate."""
+    paths = []
+    for rank in (0, 1):
+        trace = _step_trace(rank)
+        trace["traceEvents"][5]["name"] = "ncclDevKernel_AllReduce_Sum_f32_FOO_LL(x)"
+        paths.append(tmp_path / f"r{rank}.json")
+        paths[-1].write_text(json.dumps(trace))
+    replayed = simulate_trace(read_traces(paths), _two_gpus(), as_recorded=True)
+    assert [w.kind for w in replayed.warnings].count("recorded_algorithm") == 1
+    assert "names no algorithm and protocol simnet reads" in replayed.warnings[0].message or any(
+        "names no algorithm" in w.message for w in replayed.warnings)

@@ -239,6 +239,9 @@ class _Pricer:
     def key(self, inst: Instance) -> tuple:
         c = inst.comm
         algorithm, env = "auto", self.env
+        if self.as_recorded and not c.algorithm:
+            self._warn("recorded_algorithm", f"a {c.collective}'s recorded kernel names no algorithm and protocol "
+                       "simnet reads (NCCL's ..._RING_LL and the like); NCCL's pick ran instead")
         if self.as_recorded and c.algorithm:
             if c.algorithm in algorithms_for(c.collective):
                 algorithm = c.algorithm

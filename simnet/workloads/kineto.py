@@ -337,6 +337,9 @@ def _group(args: dict, world: int | None, where: str, source: str) -> tuple[int,
     """The group's global ranks: "Process Group Ranks", else start/stride/size, else the world."""
     given = ranks = args.get("Process Group Ranks")
     limit = world if world is not None else MAX_RANKS
+    for key in ("Group size", "Global rank start", "Global rank stride"):
+        if args.get(key) is not None and not _is_whole(args[key]):
+            raise InputError(f"{where}: \"{key}\" {json.dumps(args[key])[:40]} is not a whole number", source)
     if ranks is not None:
         if isinstance(ranks, str):
             try:
@@ -348,6 +351,9 @@ def _group(args: dict, world: int | None, where: str, source: str) -> tuple[int,
                              f"(0..{limit - 1})", source)
         if len(set(ranks)) < len(ranks):
             raise InputError(f"{where}: \"Process Group Ranks\" {ranks} names a rank twice", source)
+        if args.get("Group size") is not None and args["Group size"] != len(ranks):
+            raise InputError(f"{where}: \"Group size\" {args['Group size']} beside \"Process Group Ranks\" of "
+                             f"{len(ranks)} ranks: the record contradicts itself", source)
         return tuple(ranks)
     size = _whole(args.get("Group size"), None)
     start, stride = _whole(args.get("Global rank start"), None), _whole(args.get("Global rank stride"), None)
