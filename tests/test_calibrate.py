@@ -484,3 +484,11 @@ def test_a_log_of_another_machine_is_refused(tmp_path, device, hosts, message):
     log.write_text(text.replace("NVIDIA H100 80GB HBM3", device))
     with pytest.raises(InputError, match=re.escape(message)):
         points_of([parse_log(log.read_text(), str(log))], topology_from_dict(FOUR))
+
+
+def test_a_row_whose_size_is_not_its_count_of_values_is_refused():
+    """Fuzz finding (31c): ``1048576  1  float`` (1 MiB of one 4-byte value) was fitted; an
+    all_reduce_perf row's size is its count times the type's bytes (nccl-tests common.cu)."""
+    text = write_log({1048576: 60.0}, 4).replace(f"{1048576:12d}  {1048576 // 4:12d}", f"{1048576:12d}  {1:12d}")
+    with pytest.raises(InputError, match=r"x.log:\d+: count: 1 float values are 4 B, not the row's size 1048576 B"):
+        parse_log(text, "x.log")

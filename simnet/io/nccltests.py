@@ -134,6 +134,11 @@ def _listed(ranks: dict[int, tuple], lines: dict[int, int], path: str) -> None:
                          "listed once); fit the log as nccl-tests printed it", path, lines[after])
 
 
+_TYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
+               "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
+"""Bytes per value of each type nccl-tests prints (its common.cu test_typenames)."""
+
+
 def parse_log(text: str, path: str = "<log>") -> Log:
     """Every data row of an nccl-tests log; ``InputError`` naming the line for a row that
     starts like data but cannot be read, or for a log without any."""
@@ -190,6 +195,11 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         if size > 0 and not 0 <= busbw <= 2 * MAX_RATE_GBPS:  # an AllReduce's busbw is at most twice its algbw
             raise InputError(f"busbw: {busbw:g} GB/s is not a bandwidth any machine reaches (0 to "
                              f"{2 * MAX_RATE_GBPS:.0f} GB/s); this row was not measured", path, number)
+        allreduce = log.test is None or Path(log.test[0]).name.startswith("all_reduce")  # (others count otherwise)
+        written = _TYPE_BYTES.get(fields[2]) if allreduce and len(fields) > 2 and fields[1].isdigit() else None
+        if written is not None and size != int(fields[1]) * written:
+            raise InputError(f"count: {fields[1]} {fields[2]} values are {int(fields[1]) * written} B, not the "
+                             f"row's size {size} B: the row is garbled", path, number)
         if size > 0 and (errors := _wrong(fields)):
             raise InputError(f"#wrong: {errors} wrong results: nccl-tests found the collective's data wrong, so "
                              "its time measures a broken run; fit a log whose #wrong is 0", path, number)
