@@ -1403,3 +1403,15 @@ def test_set_topology_calibration_is_relative_to_the_topology_file(tmp_path, cli
     missing = cli("sweep", tmp_path / "s.yaml", "--set", "topology.calibration=sub/a.cal.yaml", "--out",
                   tmp_path / "o2", "--workers", "1")
     assert missing.exit_code == 2 and f"no calibration profile '{tmp_path}/sub/sub/a.cal.yaml'" in missing.stderr
+
+
+def test_a_compute_slowdown_of_a_gpu_the_run_leaves_out_is_warned():
+    """Fuzz finding (31c): ``compute_slowdown: {r1h0-gpu1: 2}`` beside ``gpus: 2`` (the first two
+    GPUs, both on r0h0) changed nothing without a word; warned, not refused, since a sweep over
+    the GPU count takes it in at its larger points."""
+    doc = {"name": "s", "topology": LEAF2, "sizes": ["1 MiB"],
+           "workload": {"compute_time": "1 ms", "gradient_size": "1 MiB", "compute_slowdown": {"r1h0-gpu1": 2}}}
+    left_out = scenario_from_dict({**doc, "gpus": 2})
+    assert [w.kind for w in left_out.warnings] == ["key_unread"]
+    assert "r1h0-gpu1 is not among the run's 2 GPUs (gpus:)" in left_out.warnings[0].message
+    assert scenario_from_dict(doc).warnings == []

@@ -354,7 +354,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
     _check_options(spec, source, collective)
-    warnings = _moot_keys(spec, source) + _calibration_replaced(topology, calibration, source)
+    warnings = _moot_keys(spec, topology, source) + _calibration_replaced(topology, calibration, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -371,11 +371,12 @@ def _where(source: Source, loc: tuple) -> str:
     return f"{source.file}:{line}" if line is not None else source.file
 
 
-def _moot_keys(spec: ScenarioSpec, source: Source) -> list[Finding]:
+def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[Finding]:
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
     beside a distribution that has its mean alone, a seed of all_to_all background traffic
-    (nothing is drawn), a job's period when it runs once. Warned, not refused: a sweep over
-    the distribution, the pattern or repeat makes them moot at some of its points only."""
+    (nothing is drawn), a job's period when it runs once, a compute slowdown of a GPU the
+    run leaves out (``gpus:``). Warned, not refused: a sweep over the distribution, the
+    pattern, repeat or the GPU count makes them moot at some of its points only."""
     said = []
 
     def moot(loc: tuple, message: str) -> None:
@@ -393,6 +394,11 @@ def _moot_keys(spec: ScenarioSpec, source: Source) -> list[Finding]:
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
+    running = set(topology.gpus)
+    for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
+        if gpu not in running:
+            moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
+                                                        "(gpus:), so its slowdown changed nothing here")
     return said
 
 
