@@ -1415,3 +1415,14 @@ def test_a_compute_slowdown_of_a_gpu_the_run_leaves_out_is_warned():
     assert [w.kind for w in left_out.warnings] == ["key_unread"]
     assert "r1h0-gpu1 is not among the run's 2 GPUs (gpus:)" in left_out.warnings[0].message
     assert scenario_from_dict(doc).warnings == []
+
+
+def test_a_sweep_resumes_under_an_nccl_variable_written_another_way(tmp_path, cli):
+    """Fuzz finding (31c): a sweep under NCCL_ALGO=ring, resumed under NCCL_ALGO=Ring (one value
+    to NCCL, which reads names in any case), was refused as another sweep."""
+    path, out = _box_sweep(tmp_path)
+    assert cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1", env={"NCCL_ALGO": "ring"}).exit_code == 0
+    again = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1", env={"NCCL_ALGO": "Ring"})
+    assert again.exit_code == 0 and "2 points already done, 0 computed now" in again.stdout, again.stderr
+    other = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1", env={"NCCL_ALGO": "tree"})
+    assert other.exit_code == 2 and "holds a sweep of" in other.stderr

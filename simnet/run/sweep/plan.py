@@ -20,7 +20,7 @@ from typing import Any
 from simnet import units
 from simnet.errors import InputError
 from simnet.io.yamlsource import Source, load_yaml
-from simnet.run.nccl_env import nccl_env
+from simnet.run.nccl_env import nccl_env, nccl_integer
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
 from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
@@ -116,9 +116,21 @@ class SweepPlan:
         variables and simnet's version. A resumed sweep refuses to mix results of others."""
         base = Path(self.base)
         document = _inline_topology({k: v for k, v in self.document.items() if k != "sweep"}, base)
-        inputs = {"scenario": document, "env": self.env, "simnet": __version__,
+        inputs = {"scenario": document, "env": {k: _as_nccl_reads(k, v) for k, v in self.env.items()},
+                  "simnet": __version__,
                   "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
         return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _as_nccl_reads(name: str, value: str) -> str:
+    """An NCCL variable's value as NCCL reads it: a list of names in any case and spacing
+    (``Ring, tree`` is ``ring,tree``), an integer in any base (``0x10`` is ``16``)."""
+    if name in ("NCCL_ALGO", "NCCL_PROTO"):
+        return ",".join(part.strip() for part in value.lower().split(","))
+    try:
+        return str(nccl_integer(value, name))
+    except ValueError:
+        return value
 
 
 def _calibration_files(document: dict, base: Path) -> list[Path]:
