@@ -147,7 +147,7 @@ REFUSED = [  # (what the user wrote, where, the message it gets)
     ({"size": ""}, "s.yaml:3", "sizes: an empty list: give at least one size"),
     ({"extra": "workload: {compute_time: 0 s, gradient_size: 1 MiB}\n"}, "s.yaml:6", "compute_time must be positive"),
     ({"extra": "variants: [{name: a, set: {model: ideal}, cost: -1 M$}]\n"}, "s.yaml:6",
-     "variants[0].cost: '-1 M$': a cost must be zero or more"),
+     "variants[0].cost: '-1 M$': a cost is a finite amount, zero or more"),
 ]
 
 

@@ -41,6 +41,9 @@ EXPECTED = {
     "faults_a_mapping.yaml": (5, "faults: {{'at': '1 ms', 'node': 'gpu0', 'bandwidth': '50%'}} is a mapping; expected "
                                  "a list (e.g. [a, b], or one '- item' per line)"),
     "gpu_names_as_numbers.yaml": (4, "gpus[0]: 0 is a number; expected text"),
+    "empty_name.yaml": (1, "name: is empty; give it a value (or leave the key out where it may be)"),
+    "infinite_flops.yaml": (5, "workload.model_flops: inf is not a finite number"),
+    "number_as_key.yaml": (5, "options[1]: the key 1 is not a name; write keys as text"),
     "options_a_list.yaml": (5, "options: [{{'channels': 4}}] is a list; expected a mapping with keys such as chunk_size, "
                                "channels, inner, group_by"),
 }

@@ -117,6 +117,12 @@ class Source:
             message = f"unknown key {loc[-1]!r}" + _suggestion(str(loc[-1]), _known_keys(model, first["loc"][:-1]))
         elif first["type"] == "missing":
             message = "is required but missing"
+        elif first["type"] == "string_too_short":
+            message = "is empty; give it a value (or leave the key out where it may be)"
+        elif first["type"] == "finite_number":
+            message = f"{_shown(first.get('input'))} is not a finite number"
+        elif first["type"] == "invalid_key":
+            message = f"the key {_shown(loc[-1])} is not a name; write keys as text"
         elif first["type"] in _BOUNDS:
             word, key = _BOUNDS[first["type"]]
             message = f"{first.get('input')!r} must be {word} {first['ctx'][key]}"
@@ -179,7 +185,8 @@ def _expected(error: dict, keys: list[str]) -> str:
         return "one of " + error["msg"].removeprefix("Input should be ")
     if error["type"] in ("model_type", "model_attributes_type") and keys:
         return f"a mapping with keys such as {', '.join(keys[:4])}"
-    if error["type"] == "list_type" and isinstance(error.get("input"), str | int | float):
+    if error["type"] == "list_type" and isinstance(error.get("input"), str | int | float) and \
+            not isinstance(error.get("input"), bool):
         return f"a list (e.g. [{error['input']}])"
     return _EXPECTED[error["type"]]
 
@@ -196,7 +203,7 @@ def _kind(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     """A value as an error line quotes it, at most 60 characters."""
-    text = repr(value)
+    text = ("true" if value else "false") if isinstance(value, bool) else repr(value)  # as YAML writes it
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -94,5 +94,5 @@ def parse_cost(text: object) -> float:
             raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
         value = float(match.group(1)) * _MULTIPLIER[match.group(2)]
     if not 0 <= value < math.inf:
-        raise ValueError(f"{text!r}: a cost must be zero or more")
+        raise ValueError(f"{text!r}: a cost is a finite amount, zero or more")
     return value
