@@ -1426,3 +1426,14 @@ def test_a_sweep_resumes_under_an_nccl_variable_written_another_way(tmp_path, cl
     assert again.exit_code == 0 and "2 points already done, 0 computed now" in again.stdout, again.stderr
     other = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1", env={"NCCL_ALGO": "tree"})
     assert other.exit_code == 2 and "holds a sweep of" in other.stderr
+
+
+def test_a_variant_that_sets_an_option_no_algorithm_reads_is_refused():
+    """Fuzz finding (31c): ``set: {options.inner: ring}`` beside ``algorithms: [ring]`` ranked
+    two identical options without a word (``simnet run`` warns option_unread for the same)."""
+    from simnet.run.compare import compare_scenarios
+
+    spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": ["ring"],
+                               "variants": [{"name": "a", "set": {"options.inner": "ring"}}, {"name": "b"}]})
+    with pytest.raises(ValueError, match=re.escape("variants[0] (a): options.inner is read by none of ring")):
+        compare_scenarios([spec])

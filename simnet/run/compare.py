@@ -12,6 +12,7 @@ the other's column.
 from __future__ import annotations
 
 from simnet.run.point import SAME_TIME
+from simnet.run.scenario import unread_options
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep
 from simnet.spec.scenario import Scenario
@@ -51,6 +52,14 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     for scenario in scenarios:
         plan = plan_sweep(scenario)
         variants = scenario.variants
+        for i, variant in enumerate(variants):
+            given = {key.removeprefix("options."): value for key, value in variant.set.items()
+                     if key.startswith("options.")}
+            unread = unread_options(given, list(scenario.algorithms), scenario.collective) if given else []
+            if unread:
+                raise ValueError(f"variants[{i}] ({variant.name}): options.{unread[0]} is read by none of "
+                                 f"{', '.join(scenario.algorithms)} (see simnet algorithms), so it changes nothing "
+                                 "in this comparison; leave it out, or name an algorithm that reads it")
         # a variant's cost overrides the scenario's, as its set overrides the scenario's keys
         for name, cost, overrides in ([(v.name, scenario.cost if v.cost is None else v.cost, tuple(v.set.items()))
                                        for v in variants] or
