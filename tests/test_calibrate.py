@@ -492,3 +492,16 @@ def test_a_row_whose_size_is_not_its_count_of_values_is_refused():
     text = write_log({1048576: 60.0}, 4).replace(f"{1048576:12d}  {1048576 // 4:12d}", f"{1048576:12d}  {1:12d}")
     with pytest.raises(InputError, match=r"x.log:\d+: count: 1 float values are 4 B, not the row's size 1048576 B"):
         parse_log(text, "x.log")
+
+
+def test_a_log_no_correction_brings_near_is_refused_and_no_profile_written(tmp_path, cli):
+    """Fuzz finding (31c): a log 100x slower than the topology was fitted with every bandwidth
+    factor at its floor (0.1) and 124 % error left, and the profile written; a fit that leaves
+    over 50 % error with a parameter at its bound is refused in one line, nothing written."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(FOUR))
+    times = {65536: 3000.0, 1048576: 12000.0, 16777216: 100000.0, 268435456: 1500000.0}
+    (tmp_path / "a.log").write_text(write_log(times, 4))
+    result = cli("calibrate", tmp_path / "a.log", "-t", tmp_path / "c.yaml", "-o", tmp_path / "p.cal.yaml")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "at the edge of their range: these logs are not of the machine" in result.stderr
+    assert not (tmp_path / "p.cal.yaml").exists() and result.stdout == ""

@@ -10,6 +10,11 @@ from simnet.cli.console import stdout_console
 from simnet.cli.shell import friendly
 from simnet.errors import InputError
 
+MISFIT = 0.5
+"""Error (geometric mean) a fit may leave with a parameter at its bound before it is refused: the
+parameters span 10x in bandwidth and a millisecond of latency each way, so a log they cannot
+bring within 50 % of its rows is another machine's."""
+
 
 @click.command()
 @click.argument("logs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -72,6 +77,11 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
         result = _calibrate_with_progress(fit, topology, points, env)
     except ValueError as exc:  # the NCCL variables leave NCCL nothing to run for a row
         raise InputError(str(exc)) from None
+    left = result.geomean(result.errors_after)
+    if result.at_bound and left > MISFIT:
+        raise InputError(f"the fit leaves {left:.0%} error with {', '.join(result.at_bound)} at the edge of "
+                         "their range: these logs are not of the machine the topology describes (or not a healthy "
+                         "run of it); no profile written", logs[0])
     console = stdout_console()
     console.print(calibration_table(result))
     if result.warning:
