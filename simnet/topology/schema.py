@@ -7,6 +7,7 @@ here: bandwidth in bytes/s per direction, latency in seconds one way.
 from __future__ import annotations
 
 import functools
+import typing
 import unicodedata
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -167,6 +168,24 @@ def _text_as_number(annotation: Any, value: Any) -> Any:
     return None
 
 
+_QUANTITIES = {units.parse_time: "a time; give one with its unit (e.g. '1.5 us')",
+               units.parse_bandwidth: "a bandwidth; give one with its unit (e.g. '400 Gb/s')",
+               units.parse_size: "a size; give one with its unit (e.g. '64 MiB')"}
+
+
+def _wanted(annotation: Any) -> str:
+    """What a number field takes, in words: a time, bandwidth or size with its unit where a
+    unit's parser reads it (inside ``Annotated``, ``X | None``), else a number."""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, BeforeValidator) and meta.func in _QUANTITIES:
+            return _QUANTITIES[meta.func]
+    for arg in typing.get_args(annotation):
+        found = _wanted(arg)
+        if found != "a number; give a number":
+            return found
+    return "a number; give a number"
+
+
 @functools.cache
 def _reads_text_itself(model: type, name: str) -> bool:
     """Whether a field parses its own text: a unit's ``BeforeValidator`` on it, or a
@@ -198,7 +217,7 @@ class Strict(BaseModel):
     def _no_yes_no_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, (bool, dict, list)) and _number_field(cls, info.field_name) and \
                 _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
-            raise ValueError("a yes/no (true, false) is not a number; give a number")
+            raise ValueError(f"a yes/no (true, false) is not {_wanted(cls.model_fields[info.field_name].annotation)}")
         plain = _plain_field(cls, info.field_name) if value is not None else None
         if plain is int and not isinstance(value, int):
             if isinstance(value, str):
