@@ -1437,3 +1437,13 @@ def test_a_variant_that_sets_an_option_no_algorithm_reads_is_refused():
                                "variants": [{"name": "a", "set": {"options.inner": "ring"}}, {"name": "b"}]})
     with pytest.raises(ValueError, match=re.escape("variants[0] (a): options.inner is read by none of ring")):
         compare_scenarios([spec])
+
+
+@pytest.mark.parametrize("setting", ["sizes=[1 MiB]", "topology={name: x}"])
+def test_a_set_value_written_as_a_list_or_mapping_says_what_set_takes(tmp_path, cli, setting):
+    """Fuzz finding (31c): ``--set 'sizes=[1 MiB]'`` said "'[1 MiB]' is not a size" and a mapping
+    was cut at its commas; --set takes one scalar per point, and says so."""
+    path, out = _box_sweep(tmp_path)
+    result = cli("sweep", path, "--set", setting, "--out", out, "--workers", "1")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "each value after = is one point's value, a single number or text" in result.stderr
