@@ -46,6 +46,8 @@ EXPECTED = {
     "number_as_key.yaml": (5, "options[1]: the key 1 is not a name; write keys as text"),
     "yes_no_as_a_time.yaml": (4, "workload.compute_time: a yes/no (true, false) is not a time; give one with its "
                                  "unit (e.g. '1.5 us')"),
+    "yes_no_as_a_fault_time.yaml": (4, "faults[0].at: a yes/no (true, false) is not a time; give one with its unit "
+                                       "(e.g. '1.5 us')"),
     "options_a_list.yaml": (5, "options: [{{'channels': 4}}] is a list; expected a mapping with keys such as chunk_size, "
                                "channels, inner, group_by"),
 }

@@ -173,10 +173,10 @@ _QUANTITIES = {units.parse_time: "a time; give one with its unit (e.g. '1.5 us')
                units.parse_size: "a size; give one with its unit (e.g. '64 MiB')"}
 
 
-def _wanted(annotation: Any) -> str:
+def _wanted(annotation: Any, metadata: tuple | list = ()) -> str:
     """What a number field takes, in words: a time, bandwidth or size with its unit where a
-    unit's parser reads it (inside ``Annotated``, ``X | None``), else a number."""
-    for meta in getattr(annotation, "__metadata__", ()):
+    unit's parser reads it (in ``metadata``, or inside ``Annotated``, ``X | None``), else a number."""
+    for meta in (*metadata, *getattr(annotation, "__metadata__", ())):
         if isinstance(meta, BeforeValidator) and meta.func in _QUANTITIES:
             return _QUANTITIES[meta.func]
     for arg in typing.get_args(annotation):
@@ -217,7 +217,8 @@ class Strict(BaseModel):
     def _no_yes_no_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, (bool, dict, list)) and _number_field(cls, info.field_name) and \
                 _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
-            raise ValueError(f"a yes/no (true, false) is not {_wanted(cls.model_fields[info.field_name].annotation)}")
+            field = cls.model_fields[info.field_name]  # (pydantic keeps a bare Annotated's validators in metadata)
+            raise ValueError(f"a yes/no (true, false) is not {_wanted(field.annotation, field.metadata)}")
         plain = _plain_field(cls, info.field_name) if value is not None else None
         if plain is int and not isinstance(value, int):
             if isinstance(value, str):
