@@ -110,16 +110,25 @@ class SweepPlan:
     every_algorithm: bool = False  # `all`: a point whose topology cannot run its algorithm is skipped
 
     @property
-    def fingerprint(self) -> str:
-        """Hash of every input that changes a result: the scenario as simulated (topology
-        file inlined, sweep axes excluded), the calibration profiles it uses, the NCCL
-        variables and simnet's version. A resumed sweep refuses to mix results of others."""
+    def identity(self) -> dict:
+        """Every input that changes a result, as ``sweep.json`` keeps them: a hash of the
+        scenario as simulated (topology file inlined, sweep axes excluded), the hashes of the
+        calibration profiles it uses, the NCCL variables as NCCL reads them and simnet's
+        version."""
         base = Path(self.base)
         document = _inline_topology({k: v for k, v in self.document.items() if k != "sweep"}, base)
-        inputs = {"scenario": document, "env": {k: _as_nccl_reads(k, v) for k, v in self.env.items()},
-                  "simnet": __version__,
-                  "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
-        return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return {"scenario": _hash(document), "env": {k: _as_nccl_reads(k, v) for k, v in self.env.items()},
+                "simnet": __version__,
+                "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of ``identity``: a resumed sweep refuses to mix results of other inputs."""
+        return _hash(self.identity)
+
+
+def _hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _as_nccl_reads(name: str, value: str) -> str:

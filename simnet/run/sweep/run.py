@@ -49,7 +49,7 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
 
 def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: list[str] | None
                   ) -> tuple[list[dict], int]:
-    check_meta(out, plan.fingerprint, plan.source)
+    check_meta(out, plan.fingerprint, plan.source, plan.identity)
     results_path = out / RESULTS
     # a point skipped by an earlier `all` sweep is tried again when this one names it
     known = {r["key"]: r for r in load_records(results_path, recomputed)

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simnet.errors import InputError
-from simnet.run.nccl_env import NCCL_VARIABLES
 from simnet.version import __version__
 
 __all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "locked"]
@@ -91,8 +90,9 @@ def load_records(path: Path, recomputed: list[str] | None = None) -> list[dict]:
     return records
 
 
-def check_meta(out: Path, fingerprint: str, source: str) -> None:
-    """Record which scenario ``out`` holds, or refuse if it holds another one."""
+def check_meta(out: Path, fingerprint: str, source: str, identity: dict | None = None) -> None:
+    """Record which scenario ``out`` holds (``fingerprint``, and the ``identity`` it hashes),
+    or refuse if it holds another one, saying which input changed."""
     meta = out / META
     if meta.exists():
         try:
@@ -102,14 +102,32 @@ def check_meta(out: Path, fingerprint: str, source: str) -> None:
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{meta} is damaged ({exc}); delete {out} or use another --out", source) from None
         if known.get("scenario") != fingerprint:
-            raise InputError(f"{out} holds a sweep of a different scenario or simnet version, or other "
-                             f"{' / '.join(NCCL_VARIABLES)} (fingerprint {known.get('scenario')}, now "
-                             f"{fingerprint}); use another --out or delete it", source)
+            raise InputError(f"{out} holds a sweep of other inputs: {_changed(known.get('inputs'), identity)}; use "
+                             "another --out or delete it", source)
     elif (out / RESULTS).exists() and (out / RESULTS).stat().st_size:
         raise InputError(f"{out / RESULTS} holds results but {meta} is gone, which said what they are results of; "
                          f"delete {out} or use another --out", source)
     else:
-        meta.write_text(json.dumps({"scenario": fingerprint, "simnet": __version__, "source": source}) + "\n")
+        meta.write_text(json.dumps({"scenario": fingerprint, "simnet": __version__, "source": source,
+                                    "inputs": identity}) + "\n")
+
+
+def _changed(before: dict | None, now: dict | None) -> str:
+    """Which of a sweep's inputs differ (``SweepPlan.identity`` then and now), in words."""
+    if not isinstance(before, dict) or now is None:
+        return "a different scenario or topology, calibration profile, NCCL variable or simnet version"
+    said = []
+    if before.get("scenario") != now["scenario"]:
+        said.append("the scenario or its topology changed")
+    if before.get("calibrations") != now["calibrations"]:
+        said.append("a calibration profile it reads changed")
+    env_then = before.get("env") if isinstance(before.get("env"), dict) else {}
+    for name in sorted(set(env_then) | set(now["env"])):
+        if env_then.get(name) != now["env"].get(name):
+            said.append(f"{name} was {env_then.get(name, 'unset')}, now {now['env'].get(name, 'unset')}")
+    if before.get("simnet") != now["simnet"]:
+        said.append(f"simnet {before.get('simnet')} wrote it, this is {now['simnet']}")
+    return ", ".join(said) or "a different sweep"
 
 
 @contextmanager
