@@ -95,7 +95,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if why:
             raise InputError(f"--set: {key} {why}; leave it out", scenario)
     for key, values in axes.items():
-        if any(isinstance(v, str) and (v[:1] in "[{" or v[-1:] in "]}") for v in values):
+        if any(isinstance(v, str) and (v.startswith(("[", "{")) or v.endswith(("]", "}"))) for v in values):
             raise InputError(f"--set: {key}: each value after = is one point's value, a single number or text "
                              "(commas part the points); set a list's items by index (jobs.0.size=...), or sweep "
                              "sizes as an axis of their own (sizes=1MiB,4MiB)", scenario)

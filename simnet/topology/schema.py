@@ -173,17 +173,13 @@ _QUANTITIES = {units.parse_time: "a time; give one with its unit (e.g. '1.5 us')
                units.parse_size: "a size; give one with its unit (e.g. '64 MiB')"}
 
 
-def _wanted(annotation: Any, metadata: tuple | list = ()) -> str:
-    """What a number field takes, in words: a time, bandwidth or size with its unit where a
-    unit's parser reads it (in ``metadata``, or inside ``Annotated``, ``X | None``), else a number."""
+def _quantity(annotation: Any, metadata: tuple | list = ()) -> str | None:
+    """A time, bandwidth or size with its unit, in words, where a unit's parser reads the
+    field (in ``metadata``, or inside ``Annotated``, ``X | None``); None for a plain number."""
     for meta in (*metadata, *getattr(annotation, "__metadata__", ())):
         if isinstance(meta, BeforeValidator) and meta.func in _QUANTITIES:
             return _QUANTITIES[meta.func]
-    for arg in typing.get_args(annotation):
-        found = _wanted(arg)
-        if found != "a number; give a number":
-            return found
-    return "a number; give a number"
+    return next(filter(None, map(_quantity, typing.get_args(annotation))), None)
 
 
 @functools.cache
@@ -218,7 +214,8 @@ class Strict(BaseModel):
         if isinstance(value, (bool, dict, list)) and _number_field(cls, info.field_name) and \
                 _yes_no_as_number(cls.model_fields[info.field_name].annotation, value):
             field = cls.model_fields[info.field_name]  # (pydantic keeps a bare Annotated's validators in metadata)
-            raise ValueError(f"a yes/no (true, false) is not {_wanted(field.annotation, field.metadata)}")
+            wanted = _quantity(field.annotation, field.metadata) or "a number; give a number"
+            raise ValueError(f"a yes/no (true, false) is not {wanted}")
         plain = _plain_field(cls, info.field_name) if value is not None else None
         if plain is int and not isinstance(value, int):
             if isinstance(value, str):

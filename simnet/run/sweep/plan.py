@@ -26,7 +26,7 @@ from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
-__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides"]
+__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -121,10 +121,10 @@ class SweepPlan:
                 "simnet": __version__,
                 "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
 
-    @property
-    def fingerprint(self) -> str:
-        """Hash of ``identity``: a resumed sweep refuses to mix results of other inputs."""
-        return _hash(self.identity)
+
+def fingerprint(identity: dict) -> str:
+    """Hash of a plan's ``identity``: a resumed sweep refuses to mix results of other inputs."""
+    return _hash(identity)
 
 
 def _hash(value: Any) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.executors import LocalExecutor
-from simnet.run.sweep.plan import SweepPlan, scenario_at
+from simnet.run.sweep.plan import SweepPlan, fingerprint, scenario_at
 from simnet.run.sweep.store import LOCK, META, RESULTS, append_record, check_meta, load_records, locked
 
 __all__ = ["run_sweep"]
@@ -49,7 +49,8 @@ def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
 
 def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: list[str] | None
                   ) -> tuple[list[dict], int]:
-    check_meta(out, plan.fingerprint, plan.source, plan.identity)
+    identity = plan.identity  # inlines the topology and hashes the profiles: once
+    check_meta(out, fingerprint(identity), plan.source, identity)
     results_path = out / RESULTS
     # a point skipped by an earlier `all` sweep is tried again when this one names it
     known = {r["key"]: r for r in load_records(results_path, recomputed)
