@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import small_fabrics
 
 from simnet import simulate, units
 from simnet.engine.faults import Fault
@@ -224,15 +225,8 @@ def _no_slack():
 def _contended_runs(draw):
     """A small network, connections of queued pieces with random caps, and maybe a fault
     that slows some links down mid-run."""
-    gpus, switches = draw(st.integers(2, 5)), draw(st.integers(1, 3))
-    nodes = [{"id": f"g{i}", "kind": "gpu"} for i in range(gpus)] + [{"id": f"s{i}", "kind": "switch"}
-                                                                       for i in range(switches)]
-    links = [{"a": f"g{i}", "b": f"s{draw(st.integers(0, switches - 1))}",
-              "bandwidth": f"{draw(st.integers(2, 20))} GB/s", "latency": f"{draw(st.integers(0, 3))} us"}
-             for i in range(gpus)]
-    links += [{"a": f"s{i}", "b": f"s{i + 1}", "bandwidth": f"{draw(st.integers(2, 40))} GB/s", "latency": "1 us"}
-              for i in range(switches - 1)]
-    topo = {"name": "random", "nodes": nodes, "links": links}  # built in the test: a Topology does not print
+    topo = draw(small_fabrics())  # built in the test: a Topology does not print
+    gpus = sum(node["kind"] == "gpu" for node in topo["nodes"])
     routes = topology_from_dict(topo)
     from simnet.schedule.transfers import COPY, ScheduleBuilder
 

@@ -110,6 +110,23 @@ class LinkStats:
         self.in_force[links] = capacity
         self._changes.append((now, links, np.array(self.in_force[links])))
 
+    def adopt(self, totals: dict[str, np.ndarray], changes: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """Take the statistics of a run kept as each link changed (``simnet.engine.compiled``:
+        the integrals ``commit`` and ``set_capacity`` give, by the names of its ``Links``;
+        ``timeline`` too when kept) and the capacity changes of its faults, ``(ps, links, B/s
+        from then on)`` in the order they were made."""
+        self._log, self._logged = [], 0
+        self._bytes[: len(self.bytes)] = totals["bytes"]
+        for mine, theirs in (("load", "load"), ("_flows", "flows"), ("in_force", "in_force"), ("_peak", "peak"),
+                             ("_saturated_ps", "saturated_ps"), ("_busy_ps", "busy_ps"),
+                             ("_either_saturated_ps", "either_ps"), ("_max_flows", "max_flows"), ("_since", "since"),
+                             ("_saturated", "saturated"), ("_busy", "busy"), ("_pair_since", "pair_since"),
+                             ("_pair_saturated", "pair_saturated")):
+            getattr(self, mine)[:] = totals[theirs]
+        self._changes = [(at, np.asarray(links), np.asarray(capacity)) for at, links, capacity in changes]
+        if self.timeline is not None:
+            self.timeline = totals["timeline"]
+
     def mean_capacity(self, duration: int) -> np.ndarray:
         """Each link's capacity in force averaged over the first ``duration`` ps (> 0), B/s:
         ``capacity`` where nothing changed it."""

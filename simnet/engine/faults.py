@@ -9,7 +9,7 @@ import numpy as np
 from simnet.engine.fluid import FluidNetwork
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["Fault", "schedule_faults", "no_link_down", "capacity_regimes"]
+__all__ = ["Fault", "schedule_faults", "no_link_down", "capacity_regimes", "capacity_changes"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,18 @@ def capacity_regimes(capacity: np.ndarray, faults: list[Fault]) -> tuple[np.ndar
             instants.append(at)
             rows.append(base * factor)
     return np.array(instants, dtype=np.int64), np.vstack(rows)
+
+
+def capacity_changes(capacity: np.ndarray, faults: list[Fault]) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(ps, links, B/s)`` of each fault that takes no link down (``no_link_down``), in
+    their list's order: from its time on (rounded to the ps, as ``schedule_faults`` sets
+    it), directed ``links`` run at its factors of ``capacity`` (the run's own).
+
+    >>> from simnet.engine.faults import Fault
+    >>> [(at, links.tolist(), rates.tolist()) for at, links, rates in capacity_changes(
+    ...     np.array([10.0, 20.0]), [Fault(2e-6, np.array([1]), np.array([0.5]), "a")])]
+    [(2000000, [1], [10.0])]
+    """
+    base = np.asarray(capacity, dtype=float)
+    return [(round(fault.at * PS_PER_SECOND), np.asarray(fault.links, dtype=np.int64),
+             base[fault.links] * fault.factors) for fault in faults]

@@ -328,6 +328,12 @@ class FluidNetwork:
             paths = self._tight[slots] = np.where(self._slack[paths], self._pad, paths)
         self._has_tight[slots] = (paths != self._pad).any(axis=1)
 
+    @property
+    def routes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(links of every route row ``resolve`` gave, padded with ``len(capacity)``; each
+        row's summed link latency, ps)."""
+        return self._paths, self._path_latency
+
     def paths_of(self, rows: np.ndarray) -> np.ndarray:
         """The links (padded with ``len(capacity)``) of route ``rows`` (from ``resolve``)."""
         return self._paths[self._moved[rows]]

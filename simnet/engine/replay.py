@@ -19,13 +19,15 @@ import numpy as np
 import simpy
 
 from simnet.engine.accounting import SATURATED, LinkStats
-from simnet.engine.faults import Fault, schedule_faults
+from simnet.engine.clock import check_horizon
+from simnet.engine.faults import Fault, capacity_changes, no_link_down, schedule_faults
 from simnet.engine.fluid import FluidNetwork
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["Replay", "replay", "JobRun", "replay_jobs", "replay_apart", "join_gates", "never_full"]
+__all__ = ["Replay", "replay", "COMPILED_FROM", "compiled_available",
+           "JobRun", "replay_jobs", "replay_apart", "join_gates", "never_full"]
 
 
 @dataclass
@@ -83,7 +85,14 @@ def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarra
 
 
 class _Runner:
-    """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids."""
+    """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids.
+
+    Its per-transfer integers are rows of two arrays the compiled network takes whole:
+    ``state`` (``STATE``: the route row, the software latency ps, what holds it back, a
+    scratch stamp, a link to the next transfer of a calendar event) and ``times`` (when it
+    started, sent its last byte and was delivered, ps; -1 until then)."""
+
+    STATE = ("row", "delay", "holds", "stamp", "next")
 
     def __init__(self, schedule: Schedule, net: FluidNetwork, reduce_bandwidth: float | None, timing: Timing,
                  start_delay: dict[str, float] | None = None, on_done: Callable[[int], None] | None = None):
@@ -93,20 +102,22 @@ class _Runner:
         self.net = net
         self.env = net.env
         n = len(schedule)
-        self.rows = _routes(net, schedule)
+        self.state = np.zeros((len(self.STATE), n), dtype=np.int64)
+        self.rows, delays, self.holds, self.stamp, _ = self.state
+        self.rows[:] = _routes(net, schedule)
         self.nbytes = schedule.nbytes.astype(float)
         self.wire = self.nbytes * timing.wire_factor
         self.caps = timing.rate_cap
         self.delays = timing.delay_ps
+        if self.delays is not None:
+            delays[:] = self.delays
         self.local = schedule.src == schedule.dst
         queued = schedule.after_sent >= 0
         # what holds each transfer back: one per dependency not delivered yet, one while the transfer it
         # queues behind has not sent, one for good once it started; it starts when nothing does
-        self.holds = np.diff(schedule.dep_ptr).astype(np.int32) + queued
-        self.stamp = np.zeros(n, dtype=np.int64)
-        self.start_ps = np.full(n, -1, dtype=np.int64)
-        self.sent_ps = np.full(n, -1, dtype=np.int64)
-        self.done_ps = np.full(n, -1, dtype=np.int64)
+        self.holds[:] = np.diff(schedule.dep_ptr) + queued
+        self.times = np.full((3, n), -1, dtype=np.int64)
+        self.start_ps, self.sent_ps, self.done_ps = self.times
         # reverse edges: who waits for my delivery, who queues behind my send
         self.dependents_ptr, self.dependents = _reverse(schedule.dep_idx, np.diff(schedule.dep_ptr), n)
         self.followers_ptr, self.followers = _reverse(schedule.after_sent[queued], queued.astype(np.int64), n)
@@ -188,7 +199,8 @@ class _Runner:
 
 def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = None,
            reduce_bandwidth: float | None = None, message_overhead: float = 0.0, timeline: bool = False,
-           faults: list[Fault] | None = None, start_delay: dict[str, float] | None = None) -> Replay:
+           faults: list[Fault] | None = None, start_delay: dict[str, float] | None = None,
+           compiled: bool | None = None) -> Replay:
     """Run ``schedule`` on a fresh fluid network over ``topology`` and time every transfer.
 
     ``timing`` is the performance model's say (default: line rate, no software costs);
@@ -197,19 +209,37 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     change link capacities at their times (links down: flows take the surviving routes);
     ``start_delay`` (s per GPU) makes ranks join late: a transfer starts once both its
     ends have joined (a receiver posts its buffers when its kernel starts).
+
+    The fluid network runs compiled (``simnet.engine.compiled``: the same times and
+    statistics to the bit, its cost following the changes rather than the flows) where
+    numba is installed, no fault takes a link down and the schedule has at least
+    ``COMPILED_FROM`` transfers (below, loading the compiled code costs more than it
+    saves); ``compiled`` True or False asks for one engine.
     """
     timing = timing or Timing()
+    faults = faults or []
     env = simpy.Environment()
     net = FluidNetwork(env, topology, message_overhead=message_overhead, timeline=timeline,
                        capacity=timing.capacity)
     runner = _Runner(schedule, net, reduce_bandwidth, timing, start_delay)
-    net.set_slack(never_full(net, *_network_flows(net, schedule, timing, runner.rows), faults or []))
-    schedule_faults(net, topology, faults or [])
+    queues = _queues(schedule.after_sent)
+    slack = never_full(net, *_network_flows(net, schedule, timing, runner.rows, queues), faults)
+    net.set_slack(slack)
+    if _runs_compiled(compiled, len(schedule), faults):
+        return _replay_compiled(schedule, topology, net, runner, timing, faults, slack, queues[~runner.local],
+                                timeline)
+    schedule_faults(net, topology, faults)
     if timing.start_ps:
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
     else:
         runner.begin()
     env.run()
+    return _finished(schedule, topology, net, runner)
+
+
+def _finished(schedule: Schedule, topology: Topology, net: FluidNetwork, runner: _Runner) -> Replay:
+    """The ``Replay`` of a run the network has finished (every transfer, unless their
+    dependencies form a cycle)."""
     if len(schedule) and (runner.done_ps < 0).any():
         stuck = int(np.flatnonzero(runner.done_ps < 0)[0])
         raise RuntimeError(f"{schedule.algorithm}: transfer {stuck} never ran: its dependencies form a cycle")
@@ -228,13 +258,69 @@ def _routes(net: FluidNetwork, schedule: Schedule) -> np.ndarray:
     return net.resolve_indices(nodes[schedule.src], nodes[schedule.dst], schedule.channel.astype(np.int64))
 
 
-def _network_flows(net: FluidNetwork, schedule: Schedule, timing: Timing, rows: np.ndarray | None = None):
+def _network_flows(net: FluidNetwork, schedule: Schedule, timing: Timing, rows: np.ndarray | None = None,
+                   queues: np.ndarray | None = None):
     """(route rows, rate caps or None, ``_queues``) of ``schedule``'s transfers that carry
-    bytes across ``net`` under ``timing``; ``rows``: their routes if resolved already."""
+    bytes across ``net`` under ``timing``; ``rows`` and ``queues``: theirs for every
+    transfer, if known already."""
     rows = _routes(net, schedule) if rows is None else rows
+    queues = _queues(schedule.after_sent) if queues is None else queues
     moving = (schedule.src != schedule.dst) & (schedule.nbytes > 0)
     caps = None if timing.rate_cap is None else np.asarray(timing.rate_cap, dtype=float)[moving]
-    return rows[moving], caps, _queues(schedule.after_sent)[moving]
+    return rows[moving], caps, queues[moving]
+
+
+COMPILED_FROM = 20_000
+"""Transfers from which ``replay`` runs the compiled fluid network by default: below, the
+SimPy network finishes before numba's compiled code is loaded (~0.3 s)."""
+
+
+def _runs_compiled(asked: bool | None, transfers: int, faults: list[Fault]) -> bool:
+    """Whether ``replay`` takes the compiled network (``asked``: the caller's choice)."""
+    possible = no_link_down(faults) and compiled_available()
+    if asked and not possible:
+        raise ValueError("the compiled fluid network needs numba and no fault that takes a link down")
+    return possible and (transfers >= COMPILED_FROM if asked is None else asked)
+
+
+def compiled_available() -> bool:
+    """Whether numba, which the compiled fluid network needs, can be imported."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, runner: _Runner, timing: Timing,
+                     faults: list[Fault], slack: np.ndarray, queues: np.ndarray, timeline: bool) -> Replay:
+    """``replay`` on the compiled fluid network (no fault takes a link down), from the
+    runner's and the network's state before anything starts."""
+    from simnet.engine import compiled
+
+    if _Runner.STATE != compiled.STATE:
+        raise RuntimeError("the replay's transfer state and the compiled network's differ")
+    n = len(schedule)
+    empty = np.zeros(0, dtype=np.int64)
+    paths, latency = net.routes
+    changes = capacity_changes(net.capacity, faults)
+    code, totals = compiled.run(
+        runner.state, runner.times, wire=runner.wire, cap=np.full(n, np.inf) if runner.caps is None else runner.caps,
+        local=runner.local, gate=empty if runner.gate_ps is None else runner.gate_ps,
+        reduce=empty if runner.reduce_ps is None else runner.reduce_ps,
+        dependents=(runner.dependents_ptr, runner.dependents), followers=(runner.followers_ptr, runner.followers),
+        paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
+        overhead_ps=net.overhead_ps, start_ps=int(timing.start_ps), faults=changes,
+        slots=compiled.slot_bound(queues), timeline=timeline)
+    if code == compiled.BEYOND_HORIZON:
+        check_horizon(math.inf)
+    in_force = net.capacity.copy()
+    made = []
+    for at, links, capacity in sorted(changes, key=lambda change: change[0]):  # stable: as they were applied
+        in_force[links] = capacity
+        made.append((at, links, in_force[links].copy()))
+    net.stats.adopt(totals, made)
+    return _finished(schedule, topology, net, runner)
 
 
 def _queues(after_sent: np.ndarray) -> np.ndarray:

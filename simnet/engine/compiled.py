@@ -1,0 +1,1020 @@
+"""The fluid replay of one schedule, compiled with numba: the network of
+``simnet.engine.fluid`` and the replay of ``simnet.engine.replay``, the same rules and the
+same arithmetic, on an integer-time calendar instead of SimPy events.
+
+Why: the SimPy network spends ~150 us of Python per simulated instant (about a hundred
+numpy calls on arrays of a few elements each), so a contended run of millions of
+transfers takes minutes. Here an instant costs what its changes cost: a heap of finish
+times instead of a scan of every flow, a list of the flows on each link for the search of
+the flows a change affects, max-min filling over that component only, link statistics
+integrated as each link changes.
+
+Exactly the SimPy engine's answer, to the picosecond and the bit: flows take the same slots
+(the free list is the SimPy network's), events at one instant run in the order SimPy runs
+them (the calendar orders by time, then by creation), the replay's nested calls run depth
+first from a work list, and every float is computed by the same operations in the same
+order (``tests/test_compiled.py`` compares the two engines transfer by transfer and link by
+link). Faults that take a link down move routes, which only the SimPy network does;
+``simnet.engine.replay.replay`` sends those runs there.
+
+Only plain arrays, so numba compiles it quickly: numba compiles these functions on first
+use and caches the machine code beside this file. Buffers whose size depends on the run
+(the calendar, the work list, a timeline) start at a guess; a run that outgrows one stops,
+and ``run`` starts it again with that buffer doubled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+__all__ = ["run", "slot_bound", "STATE", "OK", "BEYOND_HORIZON"]
+
+# the constants of the engines this one equals (checked against them in tests/test_compiled.py)
+PS = 10**12  # simnet.topology.graph.PS_PER_SECOND
+SLACK = 1e-3  # simnet.engine.clock.WHOLE_PS_SLACK
+TIE = 1e-9  # simnet.engine.maxmin.TIE
+SATURATED = 0.999  # simnet.engine.accounting.SATURATED
+HORIZON = 10**18  # simnet.engine.clock.HORIZON_PS
+
+OK, BEYOND_HORIZON, FULL = 0, 1, 2
+"""What the compiled run returns: finished; a flow would end past the horizon; a buffer is
+full (``iv[_FULL]`` says which: ``run`` doubles it and starts again)."""
+
+STATE = ("row", "delay", "holds", "stamp", "next")
+"""The rows of the replay's per-transfer ``state`` (``simnet.engine.replay``): route row,
+software latency ps, what holds it back, scratch, the next transfer of a calendar event."""
+_ROW, _DELAY, _HOLDS, _STAMP, _NEXT = range(5)
+_START, _SENT, _DONE = range(3)  # rows of ``times``
+_WIRE, _CAP = range(2)  # rows of the transfers' floats
+_LOCAL, _DEFERRED = range(2)  # rows of their flags
+
+# the flows, by slot: integers, floats, flags; and per slot and hop, the lists of flows on each link
+_F_ROW, _F_SINCE, _F_TAG, _F_DELAY, _F_HEAP, _F_POS, _F_FREE = range(7)
+_F_LEFT, _F_SIZE, _F_RATE, _F_FINISH, _F_CAPPED = range(5)
+_F_NEW, _F_MEMBER = range(2)
+_E_NEXT, _E_PREV = range(2)
+# the links (the padding link last): integers, floats, flags
+(_L_HEAD, _L_USERS, _L_FLOWS, _L_SATURATED_PS, _L_BUSY_PS, _L_EITHER_PS, _L_MAX_FLOWS, _L_SINCE, _L_PAIR_SINCE,
+ _L_LOCAL, _L_COUNT, _L_REVERSE) = range(12)
+_L_CAPACITY, _L_BYTES, _L_DELTA, _L_LOAD, _L_IN_FORCE, _L_PEAK, _L_REMAINING, _L_TAKEN = range(8)
+_L_SLACK, _L_TOUCHED, _L_SATURATED, _L_BUSY, _L_PAIR_SATURATED, _L_MARKED, _L_GONE, _L_HIT = range(8)
+# lists: per slot (flows to rate anew, members of a component, growing and frozen in a filling), per link
+# (freed, changed, marked in a search, used in a filling)
+_B_NEW, _B_MEMBERS, _B_GROWING, _B_FROZEN = range(4)
+_B_GONE, _B_TOUCHED, _B_MARKED, _B_USED = range(4)
+
+# calendar events: rows (time ps, creation sequence, kind, payload)
+_DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN = range(5)
+# the replay's calls, run depth first from the work list: rows (kind, first, count) of the pool
+_W_LAUNCH, _W_SENT, _W_DELIVERED, _W_USABLE, _W_REDUCE_LATER = range(5)
+# scalars, in one int64 array every function shares
+(_NOW, _SEQ, _WAKE, _LOGICAL, _FREE_N, _ACTIVE, _EVENTS, _NEW, _GONE, _TOUCHED, _HEAP, _POOL, _WORK, _LOADS,
+ _COMMITS, _FULL) = range(16)
+# buffers that may fill (``iv[_FULL]``)
+_FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS = range(1, 7)
+
+FIRST_SIZES = {_FULL_EVENTS: 1024, _FULL_WORK: 1024, _FULL_POOL: 1 << 16, _FULL_COMMITS: 1024, _FULL_LOADS: 1 << 14}
+"""Entries the buffers that may fill start with: calendar events, calls on the work list,
+transfer ids in its pool, timeline changes and link loads."""
+
+_JIT = {"cache": True, "error_model": "numpy", "no_cpython_wrapper": True}
+
+Transfers = namedtuple("Transfers", "state times floats flags gate reduce dep_ptr dep_idx fol_ptr fol_idx")
+"""The replay's transfers: ``state`` (``STATE``), ``times``, floats (bytes on the wire,
+rate cap B/s), flags (a join, deferred to its gate), each one's gate and reduction delay
+(ps; empty when no rank joins late and reductions are free), who waits for its delivery
+and who queues behind it (CSR)."""
+
+Network = namedtuple("Network", "paths tight latency li lf lb overhead")
+"""Routes (padded link matrices, full and without the slack links; summed latency ps per
+row); the links' integers, floats and flags; ps added to every delivery."""
+
+Flows = namedtuple("Flows", "fi ff fb fe")
+"""The network's flows by slot (``FluidNetwork``'s slots): integers (with the free list
+and the heap of finish times), floats, flags, and per slot and hop the lists of flows on
+each link."""
+
+Buffers = namedtuple("Buffers", "events work pool per_slot per_link mm_local tl tl_link tl_load")
+"""The calendar (rows of 4), the work list (rows of 3) and its pool of transfer ids, lists
+per slot and per link, the filling's local paths, the timeline (per change: ps, count;
+per link: index and load)."""
+
+
+@njit(**_JIT)
+def _sorted(values):
+    out = values.copy()
+    out.sort()
+    return out
+
+
+@njit(**_JIT)
+def _distinct(values):
+    """The distinct ``values``, ascending."""
+    ordered = _sorted(values)
+    count = 0
+    for i in range(len(ordered)):
+        if i == 0 or ordered[i] != ordered[i - 1]:
+            ordered[count] = ordered[i]
+            count += 1
+    return ordered[:count]
+
+
+@njit(**_JIT)
+def _where(values, value, ids):
+    """Those of ``ids`` whose entry of ``values`` (same order) is ``value``, in order."""
+    out = np.empty(len(ids), dtype=np.int64)
+    count = 0
+    for i in range(len(ids)):
+        if values[i] == value:
+            out[count] = ids[i]
+            count += 1
+    return out[:count]
+
+
+@njit(**_JIT)
+def _linked(ids, state):
+    """Chain transfer ``ids`` (in order) through ``state[_NEXT]``: the first (-1: none)."""
+    for i in range(len(ids) - 1):
+        state[_NEXT, ids[i]] = ids[i + 1]
+    if len(ids) == 0:
+        return -1
+    state[_NEXT, ids[-1]] = -1
+    return ids[0]
+
+
+@njit(**_JIT)
+def _unlinked(head, state):
+    """The transfers chained from ``head`` by ``_linked``, in order."""
+    count = 0
+    t = head
+    while t >= 0:
+        count += 1
+        t = state[_NEXT, t]
+    out = np.empty(count, dtype=np.int64)
+    t = head
+    for i in range(count):
+        out[i] = t
+        t = state[_NEXT, t]
+    return out
+
+
+@njit(**_JIT)
+def _csr_rows(ptr, idx, items):
+    """``simnet.schedule.transfers.csr_rows``: rows ``items`` of a CSR list, concatenated."""
+    total = 0
+    for t in items:
+        total += ptr[t + 1] - ptr[t]
+    out = np.empty(total, dtype=np.int64)
+    k = 0
+    for t in items:
+        for j in range(ptr[t], ptr[t + 1]):
+            out[k] = idx[j]
+            k += 1
+    return out
+
+
+# ------------------------------------------------------------------ the calendar
+@njit(**_JIT)
+def _before(events, i, j):
+    return events[i, 0] < events[j, 0] or (events[i, 0] == events[j, 0] and events[i, 1] < events[j, 1])
+
+
+@njit(**_JIT)
+def _swap(events, i, j):
+    for c in range(4):
+        events[i, c], events[j, c] = events[j, c], events[i, c]
+
+
+@njit(**_JIT)
+def _schedule(b, iv, when, kind, payload):
+    """Put an event on the calendar at ``when`` (ps), after those made before it; False
+    when the calendar is full."""
+    events = b.events
+    n = iv[_EVENTS]
+    if n == len(events):
+        iv[_FULL] = _FULL_EVENTS
+        return False
+    events[n, 0], events[n, 1], events[n, 2], events[n, 3] = when, iv[_SEQ], kind, payload
+    iv[_SEQ] += 1
+    iv[_EVENTS] = n + 1
+    while n > 0 and _before(events, n, (n - 1) // 2):
+        _swap(events, n, (n - 1) // 2)
+        n = (n - 1) // 2
+    return True
+
+
+@njit(**_JIT)
+def _next_event(b, iv):
+    """Take the calendar's first event: (kind, payload)."""
+    events = b.events
+    kind, payload = events[0, 2], events[0, 3]
+    n = iv[_EVENTS] - 1
+    iv[_EVENTS] = n
+    _swap(events, 0, n)
+    i = 0
+    while True:
+        first = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < n and _before(events, child, first):
+                first = child
+        if first == i:
+            return kind, payload
+        _swap(events, i, first)
+        i = first
+
+
+# ------------------------------------------------------ flows' finish times by heap
+@njit(**_JIT)
+def _heap_move(fi, finish, i, n):
+    """Restore the heap of slots by finish time around position ``i`` (of ``n``)."""
+    heap, pos = fi[_F_HEAP], fi[_F_POS]
+    while i > 0 and finish[heap[i]] < finish[heap[(i - 1) // 2]]:
+        parent = (i - 1) // 2
+        heap[i], heap[parent] = heap[parent], heap[i]
+        pos[heap[i]], pos[heap[parent]] = i, parent
+        i = parent
+    while True:
+        first = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < n and finish[heap[child]] < finish[heap[first]]:
+                first = child
+        if first == i:
+            return
+        heap[i], heap[first] = heap[first], heap[i]
+        pos[heap[i]], pos[heap[first]] = i, first
+        i = first
+
+
+@njit(**_JIT)
+def _untimed(fl, iv, s):
+    """Take slot ``s`` out of the heap of finish times."""
+    fi = fl.fi
+    i = fi[_F_POS, s]
+    n = iv[_HEAP] - 1
+    iv[_HEAP] = n
+    fi[_F_POS, s] = -1
+    if i != n:
+        last = fi[_F_HEAP, n]
+        fi[_F_HEAP, i] = last
+        fi[_F_POS, last] = i
+        _heap_move(fi, fl.ff[_F_FINISH], i, n)
+
+
+@njit(**_JIT)
+def _timed(fl, iv, s):
+    """Slot ``s``'s finish time changed: keep it in the heap while it is finite."""
+    fi = fl.fi
+    i = fi[_F_POS, s]
+    if fl.ff[_F_FINISH, s] < np.inf:
+        if i < 0:
+            i = iv[_HEAP]
+            iv[_HEAP] = i + 1
+            fi[_F_HEAP, i] = s
+            fi[_F_POS, s] = i
+        _heap_move(fi, fl.ff[_F_FINISH], i, iv[_HEAP])
+    elif i >= 0:
+        _untimed(fl, iv, s)
+
+
+@njit(**_JIT)
+def _earliest(fl, iv):
+    """The earliest finish of a flow (ps, float; inf: none)."""
+    return fl.ff[_F_FINISH, fl.fi[_F_HEAP, 0]] if iv[_HEAP] else np.inf
+
+
+# ------------------------------------------------------------------ the network
+@njit(**_JIT)
+def _listed(flags, row, items, iv, count_at, item):
+    """Add ``item`` to the list ``items`` (its length at ``iv[count_at]``) unless
+    ``flags[row, item]`` says it is there."""
+    if not flags[row, item]:
+        flags[row, item] = True
+        items[iv[count_at]] = item
+        iv[count_at] += 1
+
+
+@njit(**_JIT)
+def _start(ids, tr, net, fl, b, iv):
+    """``FluidNetwork.start``: flows for transfers ``ids`` (each crosses links) from now,
+    in the slots the SimPy network would give them; False when the slots run out."""
+    count = len(ids)
+    if count == 0:
+        return True
+    fi, ff, fe = fl.fi, fl.ff, fl.fe
+    free_n = iv[_FREE_N]
+    if free_n < count:  # FluidNetwork._allocate: grow as it grows, so every flow gets the same slot
+        old = iv[_LOGICAL]
+        grow = max(count - free_n, old, 64)
+        if old + grow > fi.shape[1]:
+            iv[_FULL] = _FULL_SLOTS
+            return False
+        for slot in range(old + grow - 1, old - 1, -1):
+            fi[_F_FREE, free_n] = slot
+            free_n += 1
+        iv[_LOGICAL] = old + grow
+    first = free_n - count
+    iv[_FREE_N] = first
+    now = iv[_NOW]
+    hops = net.paths.shape[1]
+    users, head = net.li[_L_USERS], net.li[_L_HEAD]
+    pad = len(users) - 1
+    for i in range(count):
+        t = ids[i]
+        s = fi[_F_FREE, first + i]
+        r = tr.state[_ROW, t]
+        wire = tr.floats[_WIRE, t]
+        fi[_F_ROW, s] = r
+        ff[_F_LEFT, s] = wire
+        ff[_F_SIZE, s] = wire
+        fi[_F_SINCE, s] = now
+        ff[_F_RATE, s] = 0.0
+        ff[_F_FINISH, s] = np.inf if wire > 0 else now  # nothing to send: it finishes now
+        _timed(fl, iv, s)
+        fi[_F_TAG, s] = t
+        ff[_F_CAPPED, s] = tr.floats[_CAP, t]
+        fi[_F_DELAY, s] = tr.state[_DELAY, t]
+        for h in range(hops):
+            link = net.paths[r, h]
+            if link != pad:
+                users[link] += 1
+            link = net.tight[r, h]
+            if link != pad:  # on the link's list of flows, as entry s * hops + h
+                e = s * hops + h
+                after = head[link]
+                fe[_E_NEXT, e] = after
+                fe[_E_PREV, e] = -1
+                if after >= 0:
+                    fe[_E_PREV, after] = e
+                head[link] = e
+        _listed(fl.fb, _F_NEW, b.per_slot[_B_NEW], iv, _NEW, s)
+    iv[_ACTIVE] += count
+    return True
+
+
+@njit(**_JIT)
+def _max_min(members, net, row, caps, capped, rates, b):
+    """``simnet.engine.maxmin.max_min_rates`` of the flows in slots ``members`` over their
+    tight paths, into ``rates`` (same order): the same float operations in the same order.
+    The padding link (capacity infinite) never binds, so it is left out."""
+    tight = net.tight
+    local_of, count, hit = net.li[_L_LOCAL], net.li[_L_COUNT], net.lb[_L_HIT]
+    remaining, taken, capacity = net.lf[_L_REMAINING], net.lf[_L_TAKEN], net.lf[_L_CAPACITY]
+    pad = len(local_of) - 1
+    hops = tight.shape[1]
+    flows = len(members)
+    used = 0
+    listed = b.per_link[_B_USED]
+    for f in range(flows):
+        r = row[members[f]]
+        for h in range(hops):
+            link = tight[r, h]
+            if link != pad and local_of[link] < 0:
+                local_of[link] = 0
+                listed[used] = link
+                used += 1
+    links = _sorted(listed[:used])  # local numbers in link order, as the numpy filling's
+    for k in range(used):
+        local_of[links[k]] = k
+        count[k] = 0
+        remaining[k] = capacity[links[k]]
+    local = b.mm_local
+    for f in range(flows):
+        r = row[members[f]]
+        for h in range(hops):
+            link = tight[r, h]
+            k = -1 if link == pad else local_of[link]
+            local[f * hops + h] = k
+            if k >= 0:
+                count[k] += 1
+    rates[:] = np.inf
+    growing, frozen = b.per_slot[_B_GROWING], b.per_slot[_B_FROZEN]
+    for f in range(flows):
+        growing[f] = f
+    n_growing = flows
+    share = np.empty(used)
+    while n_growing:
+        level = np.inf
+        for k in range(used):
+            share[k] = remaining[k] / count[k] if count[k] > 0 else np.inf
+            level = min(level, share[k])
+        if capped:
+            for g in range(n_growing):
+                level = min(level, caps[growing[g]])
+        if not level < np.inf:
+            break  # the remaining flows cross no finite link and have no cap
+        reach = level * (1 + TIE) + 1e-300
+        n_frozen = 0
+        kept = 0
+        for g in range(n_growing):  # a flow freezes at its cap or when a link it crosses is full
+            f = growing[g]
+            stop = capped and caps[f] <= reach
+            h = 0
+            while not stop and h < hops:
+                k = local[f * hops + h]
+                stop = k >= 0 and share[k] <= reach
+                h += 1
+            if stop:
+                frozen[n_frozen] = f
+                n_frozen += 1
+            else:
+                growing[kept] = f
+                kept += 1
+        n_growing = kept
+        floor = max(level, 0.0)
+        for i in range(n_frozen):  # per link, the frozen flows' rates summed in flow order, then taken off
+            f = frozen[i]
+            rate = min(floor, caps[f]) if capped else floor
+            rates[f] = rate
+            for h in range(hops):
+                k = local[f * hops + h]
+                if k >= 0:
+                    taken[k] += rate
+                    count[k] -= 1
+                    hit[k] = True
+        for k in range(used):
+            if hit[k]:
+                remaining[k] -= taken[k]
+                taken[k] = 0.0
+                hit[k] = False
+    for k in range(used):
+        local_of[links[k]] = -1
+
+
+@njit(**_JIT)
+def _mark_route(net, r, marked, n_marked):
+    """Mark the links route row ``r`` crosses where sharing is decided and list those not
+    marked before after the first ``n_marked`` of ``marked``; returns the new count."""
+    pad = net.lb.shape[1] - 1
+    for h in range(net.tight.shape[1]):
+        link = net.tight[r, h]
+        if link != pad and not net.lb[_L_MARKED, link]:
+            net.lb[_L_MARKED, link] = True
+            marked[n_marked] = link
+            n_marked += 1
+    return n_marked
+
+
+@njit(**_JIT)
+def _affected(net, fl, b, iv):
+    """``FluidNetwork._affected``: (flows started or to rate anew that share no link that
+    can bind with anyone, the slots of every flow connected to a change through links
+    that can bind), both ascending."""
+    hops = net.tight.shape[1]
+    users, head = net.li[_L_USERS], net.li[_L_HEAD]
+    marked_at, slack, gone_at = net.lb[_L_MARKED], net.lb[_L_SLACK], net.lb[_L_GONE]
+    fi, member = fl.fi, fl.fb[_F_MEMBER]
+    pad = len(users) - 1
+    new = _sorted(b.per_slot[_B_NEW, :iv[_NEW]])
+    iv[_NEW] = 0
+    count = 0
+    for s in new:
+        fl.fb[_F_NEW, s] = False
+        if fi[_F_ROW, s] >= 0:  # not finished already (nothing to send)
+            new[count] = s
+            count += 1
+    new = new[:count]
+    marked = b.per_link[_B_MARKED]
+    n_marked = 0
+    for i in range(iv[_GONE]):  # links freed: capacity someone else can use
+        link = b.per_link[_B_GONE, i]
+        gone_at[link] = False
+        if users[link] > 0 and not slack[link] and not marked_at[link]:
+            marked_at[link] = True
+            marked[n_marked] = link
+            n_marked += 1
+    iv[_GONE] = 0
+    alone = np.ones(count, dtype=np.bool_)
+    for i in range(count):
+        r = fi[_F_ROW, new[i]]
+        for h in range(hops):
+            link = net.tight[r, h]
+            if link != pad and users[link] != 1:
+                alone[i] = False
+        if not alone[i]:
+            n_marked = _mark_route(net, r, marked, n_marked)
+    members = 0
+    k = 0
+    while k < n_marked:  # the flows and links connected to a marked link
+        e = head[marked[k]]
+        k += 1
+        while e >= 0:
+            s = e // hops
+            if not member[s]:
+                member[s] = True
+                b.per_slot[_B_MEMBERS, members] = s
+                members += 1
+                n_marked = _mark_route(net, fi[_F_ROW, s], marked, n_marked)
+            e = fl.fe[_E_NEXT, e]
+    for i in range(n_marked):
+        marked_at[marked[i]] = False
+    shared = _sorted(b.per_slot[_B_MEMBERS, :members])
+    kept = 0
+    for i in range(count):
+        if alone[i] and not member[new[i]]:
+            new[kept] = new[i]
+            kept += 1
+    for s in shared:
+        member[s] = False
+    return new[:kept], shared
+
+
+@njit(**_JIT)
+def _pair_until(net, link, now):
+    """Count the time ``link``'s port (it or its reverse) was saturated up to ``now``."""
+    li = net.li
+    li[_L_EITHER_PS, link] += (now - li[_L_PAIR_SINCE, link]) * net.lb[_L_PAIR_SATURATED, link]
+    li[_L_PAIR_SINCE, link] = now
+
+
+@njit(**_JIT)
+def _commit(net, b, iv, timeline):
+    """``LinkStats.commit``: the changed links take their new loads from now (in link
+    order), each link's integrals taken up to now in its old state; False when the
+    timeline is full."""
+    count = iv[_TOUCHED]
+    if count == 0:
+        return True
+    now = iv[_NOW]
+    iv[_TOUCHED] = 0
+    li, lf, lb = net.li, net.lf, net.lb
+    if timeline:
+        if iv[_COMMITS] == b.tl.shape[1]:
+            iv[_FULL] = _FULL_COMMITS
+            return False
+        if iv[_LOADS] + count > len(b.tl_link):
+            iv[_FULL] = _FULL_LOADS
+            return False
+        b.tl[0, iv[_COMMITS]] = now
+        b.tl[1, iv[_COMMITS]] = count
+        iv[_COMMITS] += 1
+    for link in _sorted(b.per_link[_B_TOUCHED, :count]):
+        lb[_L_TOUCHED, link] = False
+        flows = li[_L_USERS, link]
+        load = lf[_L_LOAD, link] + lf[_L_DELTA, link]
+        lf[_L_DELTA, link] = 0.0
+        if flows == 0:
+            load = 0.0  # no rounding residue on idle links
+        lf[_L_LOAD, link] = load
+        elapsed = now - li[_L_SINCE, link]
+        li[_L_SATURATED_PS, link] += elapsed * lb[_L_SATURATED, link]
+        li[_L_BUSY_PS, link] += elapsed * lb[_L_BUSY, link]
+        li[_L_SINCE, link] = now
+        in_force = lf[_L_IN_FORCE, link]
+        lb[_L_SATURATED, link] = load > 0 and load >= SATURATED * in_force
+        lb[_L_BUSY, link] = load > 0
+        lf[_L_PEAK, link] = max(lf[_L_PEAK, link], load / in_force if in_force > 0 else 0.0)
+        li[_L_MAX_FLOWS, link] = max(li[_L_MAX_FLOWS, link], flows)
+        li[_L_FLOWS, link] = flows
+        back = li[_L_REVERSE, link]
+        _pair_until(net, link, now)
+        lb[_L_PAIR_SATURATED, link] = lb[_L_SATURATED, link] or (back >= 0 and lb[_L_SATURATED, back])
+        if back >= 0:
+            _pair_until(net, back, now)
+            lb[_L_PAIR_SATURATED, back] = lb[_L_SATURATED, back] or lb[_L_SATURATED, link]
+        if timeline:
+            b.tl_link[iv[_LOADS]] = link
+            b.tl_load[iv[_LOADS]] = load
+            iv[_LOADS] += 1
+    return True
+
+
+@njit(**_JIT)
+def _reallocate(net, fl, b, iv, timeline):
+    """``FluidNetwork._reallocate``: rates of the affected flows, their finish times, the
+    links' loads, the next wake-up."""
+    now = iv[_NOW]
+    hops = net.paths.shape[1]
+    capacity, slack = net.lf[_L_CAPACITY], net.lb[_L_SLACK]
+    fi, ff = fl.fi, fl.ff
+    pad = len(capacity) - 1
+    alone, shared = _affected(net, fl, b, iv)
+    slots = np.concatenate((alone, shared))
+    rates = np.empty(len(slots))
+    for i in range(len(alone)):  # alone on every link that can bind: the narrowest link or the cap
+        r = fi[_F_ROW, alone[i]]
+        bottleneck = np.inf
+        for h in range(hops):
+            bottleneck = min(bottleneck, capacity[net.paths[r, h]])
+        rates[i] = min(bottleneck, ff[_F_CAPPED, alone[i]])
+    if len(shared):
+        caps = np.empty(len(shared))
+        capped = False
+        for i in range(len(shared)):  # the slack links still bound each flow's own rate
+            caps[i] = ff[_F_CAPPED, shared[i]]
+            r = fi[_F_ROW, shared[i]]
+            for h in range(hops):
+                link = net.paths[r, h]
+                if slack[link]:
+                    caps[i] = min(caps[i], capacity[link])
+            capped = capped or caps[i] < np.inf
+        _max_min(shared, net, fi[_F_ROW], caps, capped, rates[len(alone):], b)
+    latest = -np.inf
+    for i in range(len(slots)):
+        s = slots[i]
+        old = ff[_F_RATE, s]
+        rate = rates[i]
+        if rate == old:
+            continue
+        ff[_F_LEFT, s] -= old * ((now - fi[_F_SINCE, s]) / PS)
+        fi[_F_SINCE, s] = now
+        ff[_F_RATE, s] = rate
+        ff[_F_FINISH, s] = now + ff[_F_LEFT, s] / rate * PS
+        latest = max(latest, ff[_F_FINISH, s])
+        _timed(fl, iv, s)
+        r = fi[_F_ROW, s]
+        for h in range(hops):
+            link = net.paths[r, h]
+            if link != pad:
+                net.lf[_L_DELTA, link] += rate - old
+                _listed(net.lb, _L_TOUCHED, b.per_link[_B_TOUCHED], iv, _TOUCHED, link)
+    if latest > HORIZON:
+        return BEYOND_HORIZON
+    if not _commit(net, b, iv, timeline):
+        return FULL
+    if iv[_ACTIVE]:
+        due = _earliest(fl, iv)
+        if not due < np.inf:
+            return BEYOND_HORIZON  # flows that never finish (no rate at all)
+        iv[_WAKE] = now + max(1, math.ceil(due - now - SLACK))
+    return OK
+
+
+# ------------------------------------------------------------------ the replay
+@njit(**_JIT)
+def _work(b, iv, kind, first, count):
+    """Push the call ``kind`` on pool entries ``[first, first + count)``; False when full."""
+    n = iv[_WORK]
+    if n == len(b.work):
+        iv[_FULL] = _FULL_WORK
+        return False
+    b.work[n, 0], b.work[n, 1], b.work[n, 2] = kind, first, count
+    iv[_WORK] = n + 1
+    return True
+
+
+@njit(**_JIT)
+def _pooled(b, iv, ids):
+    """Copy ``ids`` to the pool: their first entry (-1: the pool is full)."""
+    first = iv[_POOL]
+    if first + len(ids) > len(b.pool):
+        iv[_FULL] = _FULL_POOL
+        return -1
+    for i in range(len(ids)):
+        b.pool[first + i] = ids[i]
+    iv[_POOL] = first + len(ids)
+    return first
+
+
+@njit(**_JIT)
+def _call(b, iv, kind, ids):
+    """Push the call ``kind`` on transfers ``ids``; False when full."""
+    first = _pooled(b, iv, ids)
+    return first >= 0 and _work(b, iv, kind, first, len(ids))
+
+
+@njit(**_JIT)
+def _launch(candidates, tr, net, fl, b, iv):
+    """The replay's ``_launch``: start those of ``candidates`` nothing holds back (each
+    once, at its last place) and whose ranks have joined (the others at their gates, on the
+    calendar); joins (local transfers) are sent and usable at once: pushed as calls."""
+    now = iv[_NOW]
+    state, flags = tr.state, tr.flags
+    ready = np.empty(len(candidates), dtype=np.int64)
+    count = 0
+    for t in candidates:
+        if state[_HOLDS, t] == 0:
+            ready[count] = t
+            count += 1
+    for i in range(count):  # each once, at its last place
+        state[_STAMP, ready[i]] = i
+    kept = 0
+    for i in range(count):
+        if state[_STAMP, ready[i]] == i:
+            ready[kept] = ready[i]
+            kept += 1
+    ready = ready[:kept]
+    if len(tr.gate) and kept:
+        late = np.empty(kept, dtype=np.int64)
+        n_late = 0
+        kept = 0
+        for t in ready:
+            if tr.gate[t] > now:  # early: at its gate, once
+                if not flags[_DEFERRED, t]:
+                    flags[_DEFERRED, t] = True
+                    late[n_late] = t
+                    n_late += 1
+            else:
+                ready[kept] = t
+                kept += 1
+        ready = ready[:kept]
+        gates = tr.gate[late[:n_late]]
+        for when in _distinct(gates):
+            if not _schedule(b, iv, when, _LAUNCH, _linked(_where(gates, when, late[:n_late]), state)):
+                return False
+    remote = np.empty(kept, dtype=np.int64)
+    joins = np.empty(kept, dtype=np.int64)
+    n_remote = n_joins = 0
+    for t in ready:
+        state[_HOLDS, t] = 1
+        tr.times[_START, t] = now
+        if flags[_LOCAL, t]:
+            joins[n_joins] = t
+            n_joins += 1
+        else:
+            remote[n_remote] = t
+            n_remote += 1
+    if not _start(remote[:n_remote], tr, net, fl, b, iv):
+        return False
+    if n_joins == 0:
+        return True
+    first = _pooled(b, iv, joins[:n_joins])  # sent, then usable: the later call first on the list
+    return first >= 0 and _work(b, iv, _W_USABLE, first, n_joins) and _work(b, iv, _W_SENT, first, n_joins)
+
+
+@njit(**_JIT)
+def _release(ids, at, now, ptr, idx, state, b, iv):
+    """Time transfers ``ids`` ``now`` in ``at`` and take one hold off each of those waiting
+    for them (CSR ``ptr``, ``idx``: the queued behind them, or their dependents), then push
+    their launch; False when full."""
+    for t in ids:
+        at[t] = now
+    waiting = _csr_rows(ptr, idx, ids)
+    for t in waiting:
+        state[_HOLDS, t] -= 1
+    return len(waiting) == 0 or _call(b, iv, _W_LAUNCH, waiting)
+
+
+@njit(**_JIT)
+def _drain(tr, net, fl, b, iv):
+    """Run the calls on the work list, and the calls they push, depth first as the
+    replay's nested calls run; False when a buffer is full."""
+    now = iv[_NOW]
+    state = tr.state
+    while iv[_WORK]:
+        iv[_WORK] -= 1
+        kind, first, count = b.work[iv[_WORK], 0], b.work[iv[_WORK], 1], b.work[iv[_WORK], 2]
+        ids = b.pool[first:first + count]
+        ok = True
+        if kind == _W_LAUNCH:
+            ok = _launch(ids, tr, net, fl, b, iv)
+        elif kind == _W_SENT:  # the transfer queued behind each may go
+            ok = _release(ids, tr.times[_SENT], now, tr.fol_ptr, tr.fol_idx, state, b, iv)
+        elif kind == _W_DELIVERED:
+            if len(tr.reduce):  # a reduction delays the data: usable now if it is free, else later
+                ok = _work(b, iv, _W_REDUCE_LATER, first, count) and _call(
+                    b, iv, _W_USABLE, _where(tr.reduce[ids], 0, ids))
+            else:
+                ok = _work(b, iv, _W_USABLE, first, count)
+        elif kind == _W_USABLE:  # the transfers waiting for their data may go
+            ok = _release(ids, tr.times[_DONE], now, tr.dep_ptr, tr.dep_idx, state, b, iv)
+        else:  # _W_REDUCE_LATER
+            delays = tr.reduce[ids]
+            for delay in _distinct(delays):
+                if delay > 0:
+                    ok = ok and _schedule(b, iv, now + delay, _USABLE, _linked(_where(delays, delay, ids), state))
+        if not ok:
+            return False
+    iv[_POOL] = 0
+    return True
+
+
+@njit(**_JIT)
+def _complete(due, tr, net, fl, b, iv):
+    """``FluidNetwork._complete``: the flows in slots ``due`` (ascending) sent their last
+    byte now; report them sent, then delivered now or at their arrival (the calendar)."""
+    now = iv[_NOW]
+    hops = net.paths.shape[1]
+    li, lf, lb = net.li, net.lf, net.lb
+    fi, ff, fe = fl.fi, fl.ff, fl.fe
+    pad = lf.shape[1] - 1
+    count = len(due)
+    tags = np.empty(count, dtype=np.int64)
+    arrive = np.empty(count, dtype=np.int64)
+    for i in range(count):
+        s = due[i]
+        r = fi[_F_ROW, s]
+        rate = ff[_F_RATE, s]
+        for h in range(hops):
+            link = net.paths[r, h]
+            if link != pad:
+                lf[_L_BYTES, link] += ff[_F_SIZE, s]
+                li[_L_USERS, link] -= 1
+                if rate > 0:
+                    _listed(lb, _L_GONE, b.per_link[_B_GONE], iv, _GONE, link)
+                lf[_L_DELTA, link] += -rate
+                _listed(lb, _L_TOUCHED, b.per_link[_B_TOUCHED], iv, _TOUCHED, link)
+            link = net.tight[r, h]
+            if link != pad:  # off the link's list
+                e = s * hops + h
+                before, after = fe[_E_PREV, e], fe[_E_NEXT, e]
+                if before >= 0:
+                    fe[_E_NEXT, before] = after
+                else:
+                    li[_L_HEAD, link] = after
+                if after >= 0:
+                    fe[_E_PREV, after] = before
+        tags[i] = fi[_F_TAG, s]
+        arrive[i] = now + net.latency[r] + net.overhead + fi[_F_DELAY, s]
+        fi[_F_ROW, s] = -1
+        ff[_F_RATE, s] = 0.0
+        ff[_F_LEFT, s] = 0.0
+        ff[_F_FINISH, s] = np.inf
+        fi[_F_FREE, iv[_FREE_N] + i] = s
+    iv[_FREE_N] += count
+    iv[_ACTIVE] -= count
+    if not (_call(b, iv, _W_SENT, tags) and _drain(tr, net, fl, b, iv)):
+        return False
+    times = _distinct(arrive)
+    for when in times:
+        batch = tags if len(times) == 1 else _where(arrive, when, tags)
+        if when == now:
+            if not (_call(b, iv, _W_DELIVERED, batch) and _drain(tr, net, fl, b, iv)):
+                return False
+        elif not _schedule(b, iv, when, _DELIVER, _linked(batch, tr.state)):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def _settle(tr, net, fl, b, iv, timeline):
+    """``FluidNetwork._settle``: finish the flows done by now (and those the reports
+    start that are done now too), then rate what changed, once."""
+    now = iv[_NOW]
+    while _earliest(fl, iv) <= now + SLACK:
+        due = np.empty(iv[_HEAP], dtype=np.int64)
+        count = 0
+        while _earliest(fl, iv) <= now + SLACK:
+            due[count] = fl.fi[_F_HEAP, 0]
+            _untimed(fl, iv, due[count])
+            count += 1
+        if not _complete(_sorted(due[:count]), tr, net, fl, b, iv):
+            return FULL
+    return _reallocate(net, fl, b, iv, timeline)
+
+
+@njit(**_JIT)
+def _set_capacity(links, capacity, net, fl, b, iv):
+    """``FluidNetwork.set_capacity`` of links that stay up (a fault that slows them): the
+    statistics so far against the old capacity, rates recomputed at this instant."""
+    now = iv[_NOW]
+    li, lf, lb = net.li, net.lf, net.lb
+    eased = False
+    for link in links:  # LinkStats.set_capacity: up to now in the old state
+        elapsed = now - li[_L_SINCE, link]
+        li[_L_SATURATED_PS, link] += elapsed * lb[_L_SATURATED, link]
+        li[_L_BUSY_PS, link] += elapsed * lb[_L_BUSY, link]
+        li[_L_SINCE, link] = now
+        _pair_until(net, link, now)
+        if li[_L_REVERSE, link] >= 0:
+            _pair_until(net, li[_L_REVERSE, link], now)
+    for i in range(len(links)):
+        link = links[i]
+        lf[_L_CAPACITY, link] = capacity[i]
+        lf[_L_IN_FORCE, link] = capacity[i]
+    for link in links:
+        load = lf[_L_LOAD, link]
+        lb[_L_SATURATED, link] = load > 0 and load >= SATURATED * lf[_L_IN_FORCE, link]
+        _listed(lb, _L_TOUCHED, b.per_link[_B_TOUCHED], iv, _TOUCHED, link)
+        _listed(lb, _L_GONE, b.per_link[_B_GONE], iv, _GONE, link)
+        if lb[_L_SLACK, link]:
+            lb[_L_MARKED, link] = True
+            eased = True
+    if eased:  # a slack link bounds the rates of the flows crossing it: rate them anew
+        hops = net.paths.shape[1]
+        for s in range(iv[_LOGICAL]):
+            r = fl.fi[_F_ROW, s]
+            if r >= 0:
+                for h in range(hops):
+                    if lb[_L_MARKED, net.paths[r, h]]:
+                        _listed(fl.fb, _F_NEW, b.per_slot[_B_NEW], iv, _NEW, s)
+                        break
+        for link in links:
+            lb[_L_MARKED, link] = False
+
+
+@njit(cache=True, error_model="numpy")
+def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_capacity, timeline):
+    """Replay to the end: ``OK``, ``BEYOND_HORIZON`` or ``FULL``."""
+    for f in range(len(fault_at)):  # as schedule_faults: those at 0 now, the others on the calendar
+        if fault_at[f] == 0:
+            _set_capacity(fault_links[fault_ptr[f]:fault_ptr[f + 1]], fault_capacity[fault_ptr[f]:fault_ptr[f + 1]],
+                          net, fl, b, iv)
+        elif not _schedule(b, iv, fault_at[f], _FAULT, f):
+            return FULL
+    if start_ps == 0:
+        if not (_call(b, iv, _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)) and _drain(tr, net, fl, b, iv)):
+            return FULL
+    elif not _schedule(b, iv, start_ps, _BEGIN, 0):
+        return FULL
+    while True:
+        now = iv[_NOW]
+        while iv[_EVENTS] and b.events[0, 0] == now:  # this instant's events, in the order they were made
+            kind, payload = _next_event(b, iv)
+            if kind == _FAULT:
+                _set_capacity(fault_links[fault_ptr[payload]:fault_ptr[payload + 1]],
+                              fault_capacity[fault_ptr[payload]:fault_ptr[payload + 1]], net, fl, b, iv)
+                continue
+            if kind == _BEGIN:
+                call, ids = _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)
+            else:
+                call = _W_DELIVERED if kind == _DELIVER else _W_USABLE if kind == _USABLE else _W_LAUNCH
+                ids = _unlinked(payload, tr.state)
+            if not (_call(b, iv, call, ids) and _drain(tr, net, fl, b, iv)):
+                return FULL
+        code = _settle(tr, net, fl, b, iv, timeline)
+        if code != OK:
+            return code
+        following = b.events[0, 0] if iv[_EVENTS] else -1
+        if iv[_ACTIVE] and (following < 0 or iv[_WAKE] < following):
+            following = iv[_WAKE]
+        if following < 0:
+            return OK
+        iv[_NOW] = following
+
+
+def run(state: np.ndarray, times: np.ndarray, *, wire: np.ndarray, cap: np.ndarray, local: np.ndarray,
+        gate: np.ndarray, reduce: np.ndarray, dependents: tuple[np.ndarray, np.ndarray],
+        followers: tuple[np.ndarray, np.ndarray], paths: np.ndarray, latency: np.ndarray, capacity: np.ndarray,
+        slack: np.ndarray, reverse: np.ndarray, overhead_ps: int, start_ps: int,
+        faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool) -> tuple[int, dict]:
+    """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``) and
+    ``times`` (start, sent, delivered ps; filled in): ``wire`` bytes, rate ``cap`` (B/s,
+    inf: none), ``local`` (joins), ``gate`` and ``reduce`` ps (empty: none), who waits for
+    each one's delivery and who queues behind it (CSR ptr, idx); the network's ``paths``
+    (routes x hops, padded with ``len(capacity)``), ``latency`` (ps per route), ``capacity``
+    (B/s per directed link), ``slack`` (links no allocation can fill), ``reverse``, as the
+    SimPy network has them; ``faults``: (ps, links, B/s from then on) in the order
+    ``schedule_faults`` applies them; ``slots``: ``slot_bound`` of the flows.
+
+    Returns (``OK`` or ``BEYOND_HORIZON``; the links' statistics by ``LinkStats.adopt``'s
+    names, with ``timeline``, ``(ps, links, loads)`` per change, when asked)."""
+    links = len(capacity)
+    n = state.shape[1]
+    hops = paths.shape[1]
+    pad_slack = np.append(np.asarray(slack, dtype=bool), False)
+    paths = np.ascontiguousarray(paths, dtype=np.int64)
+    tight = np.where(pad_slack[paths], links, paths)
+    at = np.array([when for when, _, _ in faults], dtype=np.int64)
+    ptr = np.cumsum([0] + [len(changed) for _, changed, _ in faults]).astype(np.int64)
+    fault_links = np.concatenate([np.asarray(f, dtype=np.int64) for _, f, _ in faults] + [np.zeros(0, np.int64)])
+    fault_capacity = np.concatenate([np.asarray(c, dtype=float) for _, _, c in faults] + [np.zeros(0)])
+    floats = np.stack([np.asarray(wire, dtype=float), np.asarray(cap, dtype=float)])
+    holds = state[_HOLDS].copy()
+    sizes = dict(FIRST_SIZES)
+    while True:
+        state[_HOLDS] = holds
+        times[:] = -1
+        tr = Transfers(state, times, floats, np.stack([np.asarray(local, dtype=bool), np.zeros(n, dtype=bool)]),
+                       np.asarray(gate, dtype=np.int64), np.asarray(reduce, dtype=np.int64),
+                       *dependents, *followers)
+        li = np.zeros((12, links + 1), dtype=np.int64)
+        li[[_L_HEAD, _L_LOCAL]] = -1
+        li[_L_REVERSE, :links] = reverse
+        li[_L_REVERSE, links] = -1
+        lf = np.zeros((8, links + 1))
+        lf[_L_CAPACITY] = lf[_L_IN_FORCE] = np.append(np.asarray(capacity, dtype=float), np.inf)
+        lb = np.zeros((8, links + 1), dtype=np.bool_)
+        lb[_L_SLACK] = pad_slack
+        net = Network(paths, tight, np.asarray(latency, dtype=np.int64), li, lf, lb, np.int64(overhead_ps))
+        fi = np.zeros((7, slots), dtype=np.int64)
+        fi[[_F_ROW, _F_POS]] = -1
+        ff = np.zeros((5, slots))
+        ff[_F_FINISH] = np.inf
+        fl = Flows(fi, ff, np.zeros((2, slots), dtype=np.bool_), np.full((2, slots * hops), -1, dtype=np.int64))
+        kept = sizes[_FULL_COMMITS] if timeline else 0
+        b = Buffers(np.zeros((sizes[_FULL_EVENTS], 4), dtype=np.int64), np.zeros((sizes[_FULL_WORK], 3), np.int64),
+                    np.zeros(sizes[_FULL_POOL], dtype=np.int64), np.zeros((4, slots), dtype=np.int64),
+                    np.zeros((4, links + 1), dtype=np.int64), np.zeros(slots * hops, dtype=np.int64),
+                    np.zeros((2, kept), dtype=np.int64), np.zeros(sizes[_FULL_LOADS] if timeline else 0, np.int64),
+                    np.zeros(sizes[_FULL_LOADS] if timeline else 0))
+        iv = np.zeros(16, dtype=np.int64)
+        iv[_WAKE] = -1
+        code = _run(tr, net, fl, b, iv, np.int64(start_ps), at, ptr, fault_links, fault_capacity, timeline)
+        if code != FULL:
+            break
+        if iv[_FULL] == _FULL_SLOTS:
+            raise RuntimeError("the compiled fluid network ran out of flow slots: slot_bound was too low")
+        sizes[int(iv[_FULL])] *= 2  # start again with the full buffer doubled
+    stats = {"bytes": lf[_L_BYTES, :links], "load": lf[_L_LOAD, :links], "in_force": lf[_L_IN_FORCE, :links],
+             "peak": lf[_L_PEAK, :links], "flows": li[_L_FLOWS, :links], "saturated_ps": li[_L_SATURATED_PS, :links],
+             "busy_ps": li[_L_BUSY_PS, :links], "either_ps": li[_L_EITHER_PS, :links],
+             "max_flows": li[_L_MAX_FLOWS, :links], "since": li[_L_SINCE, :links],
+             "pair_since": li[_L_PAIR_SINCE, :links], "saturated": lb[_L_SATURATED, :links],
+             "busy": lb[_L_BUSY, :links], "pair_saturated": lb[_L_PAIR_SATURATED, :links]}
+    if timeline:
+        counts = b.tl[1, :iv[_COMMITS]]
+        ends = np.cumsum(counts)
+        stats["timeline"] = [(int(when), b.tl_link[end - k:end].copy(), b.tl_load[end - k:end].copy())
+                             for when, k, end in zip(b.tl[0, :iv[_COMMITS]].tolist(), counts.tolist(), ends.tolist())]
+    return int(code), stats
+
+
+def slot_bound(queues: np.ndarray) -> int:
+    """Slots enough for ``FluidNetwork``'s numbering of the flows when at most one flow of
+    each of ``queues`` (``simnet.engine.replay``'s queues of the transfers that cross links)
+    runs at once: the network grows its slots to at most twice the flows at once, or by 64."""
+    return 2 * len(np.unique(queues)) + 64

@@ -1,0 +1,172 @@
+"""The compiled fluid network (simnet.engine.compiled) is the SimPy one: every start, send
+and delivery to the picosecond and every link statistic to the bit, on random networks and
+schedules (queues, dependencies, joins, caps, software latencies, launch offsets,
+reductions, late ranks, faults that slow links, timelines) and on real schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import small_fabrics
+
+from simnet import topology_from_dict
+from simnet.engine import accounting, clock, compiled, maxmin
+from simnet.engine import replay as replay_module
+from simnet.engine.faults import Fault
+from simnet.engine.replay import replay
+from simnet.model.timing import Timing
+from simnet.run.nccl_env import nccl_env
+from simnet.run.point import Setup
+from simnet.schedule.transfers import COPY, REDUCE, ScheduleBuilder
+from simnet.topology.graph import PS_PER_SECOND
+
+STATISTICS = ("bytes", "peak", "saturated_ps", "busy_ps", "either_saturated_ps", "max_flows", "flows", "load",
+              "in_force")
+
+
+def test_the_compiled_network_keeps_the_simpy_network_s_constants():
+    assert (compiled.PS, compiled.SLACK, compiled.TIE, compiled.SATURATED, compiled.HORIZON) == (
+        PS_PER_SECOND, clock.WHOLE_PS_SLACK, maxmin.TIE, accounting.SATURATED, clock.HORIZON_PS)
+    assert compiled.STATE == replay_module._Runner.STATE
+
+
+def _both(schedule, topo, **kwargs):
+    """The replay on the SimPy network and on the compiled one."""
+    return replay(schedule, topo, compiled=False, **kwargs), replay(schedule, topo, compiled=True, **kwargs)
+
+
+def _assert_identical(simpy_run, compiled_run):
+    for name in ("start_ps", "sent_ps", "delivered_ps"):
+        assert np.array_equal(getattr(simpy_run, name), getattr(compiled_run, name)), name
+    assert simpy_run.duration_ps == compiled_run.duration_ps
+    one, other = simpy_run.stats, compiled_run.stats
+    for name in STATISTICS:
+        assert np.array_equal(getattr(one, name), getattr(other, name)), name
+    duration = max(simpy_run.duration_ps, 1)
+    assert np.array_equal(one.mean_capacity(duration), other.mean_capacity(duration))
+    if one.timeline is not None:
+        assert len(one.timeline) == len(other.timeline)
+        for (when, links, loads), (when2, links2, loads2) in zip(one.timeline, other.timeline):
+            assert when == when2 and np.array_equal(links, links2) and np.array_equal(loads, loads2)
+
+
+@st.composite
+def _runs(draw):
+    """A small network of GPUs on switches; connections of queued pieces (some waiting for
+    pieces of other connections, some joins on one GPU, some of no bytes) with random
+    caps, software latencies and reductions; and the replay's options: a launch offset,
+    late ranks, a per-message overhead, a reduction rate, faults that slow links, a
+    timeline."""
+    written = draw(small_fabrics())
+    gpus, links = sum(node["kind"] == "gpu" for node in written["nodes"]), written["links"]
+    b = ScheduleBuilder("random", [f"g{i}" for i in range(gpus)], 10**7)
+    caps, delays, made = [], [], []
+    for channel in range(draw(st.integers(1, 6))):
+        src, dst = draw(st.integers(0, gpus - 1)), draw(st.integers(0, gpus - 1))
+        cap = draw(st.sampled_from([np.inf, 1e9, 3e9, 7e9, 15e9]))
+        ahead = -1
+        for _ in range(draw(st.integers(1, 4))):
+            nbytes = draw(st.sampled_from([0, 1, 4096, 10**5, 10**6, 10**7]))
+            deps = draw(st.lists(st.sampled_from(made), max_size=2, unique=True)) if made else []
+            (ahead,) = b.add([src], [dst], 0, nbytes, draw(st.sampled_from([COPY, REDUCE])), deps=deps,
+                             after_sent=[ahead], channel=[channel])
+            made.append(ahead)
+            caps.append(cap)
+            delays.append(draw(st.sampled_from([0, 0, 500_000, 3_000_000])))
+    timing = Timing(rate_cap=np.array(caps) if draw(st.booleans()) else None,
+                    delay_ps=np.array(delays, dtype=np.int64) if draw(st.booleans()) else None,
+                    start_ps=draw(st.sampled_from([0, 0, 2_000_000])),
+                    wire_factor=draw(st.sampled_from([1.0, 1.0, 2.0, 120 / 128])))
+    options = {"timing": timing, "timeline": draw(st.booleans()),
+               "message_overhead": draw(st.sampled_from([0.0, 0.0, 1e-6])),
+               "reduce_bandwidth": draw(st.sampled_from([None, None, 5e9])),
+               "start_delay": {f"g{i}": draw(st.sampled_from([0.0, 1e-6, 5e-5])) for i in range(gpus)}
+               if draw(st.booleans()) else None}
+    faults = []
+    for index in range(draw(st.integers(0, 2))):
+        chosen = draw(st.lists(st.integers(0, len(links) * 2 - 1), min_size=1, max_size=3, unique=True))
+        share = draw(st.sampled_from([0.2, 0.5, 0.9, 1.0]))
+        faults.append(Fault(draw(st.sampled_from([0.0, 1e-5, 1e-4, 1e-3])), np.array(chosen),
+                            np.full(len(chosen), share), "slower", index))
+    options["faults"] = faults
+    return written, b.build(), options
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_runs())
+def test_the_compiled_network_is_the_simpy_network_to_the_bit(case):
+    written, schedule, options = case
+    _assert_identical(*_both(schedule, topology_from_dict(written), **options))
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree", "hierarchical", "halving_doubling", "ps",
+                                       "direct", "pat"])
+def test_real_schedules_under_nccl_s_model_run_the_same_compiled(algorithm):
+    """NCCL's timing of real schedules (caps, per-step latencies, LL's wire bytes) on an
+    oversubscribed two-rack fabric, one leaf's uplinks slowed mid-run and ranks joining
+    late: the same on both networks."""
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2, "gpu": "h100",
+        "oversubscription": 2}})
+    collective = "all_gather" if algorithm == "pat" else "allreduce"
+    point = Setup(topo, collective, "nccl", nccl_env({}), None)
+    _, schedule, timing = point.prepare(algorithm, 2**22, {})
+    uplinks = np.array([topo.link_index[("tor0", "spine0")], topo.link_index[("tor0", "spine1")]])
+    faults = [Fault(2e-5, uplinks, np.full(len(uplinks), 0.4), "leaf uplinks at 40 %")]
+    late = {gpu: 1e-5 * (i % 3) for i, gpu in enumerate(topo.gpus)}
+    _assert_identical(*_both(schedule, topo, timing=timing, faults=faults, start_delay=late, timeline=True))
+
+
+def test_a_run_that_outgrows_its_buffers_starts_again_with_them_doubled(monkeypatch):
+    """Buffers of one entry each: every one fills, the run starts again with it doubled
+    until it fits, and the answer is the same."""
+    monkeypatch.setattr(compiled, "FIRST_SIZES", dict.fromkeys(compiled.FIRST_SIZES, 1))
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2, "spines": 1}})
+    point = Setup(topo, "allreduce", "nccl", nccl_env({}), None)
+    _, schedule, timing = point.prepare("ring", 2**20, {})
+    _assert_identical(*_both(schedule, topo, timing=timing, timeline=True, reduce_bandwidth=1e10))
+
+
+def test_a_flow_past_the_horizon_stops_both_networks_with_the_same_line():
+    topo = topology_from_dict({"name": "slow", "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}],
+                               "links": [{"a": "a", "b": "b", "bandwidth": "1 Kb/s", "latency": "1 us"}]})
+    b = ScheduleBuilder("slow", ["a", "b"], 10**12)
+    b.add([0], [1], 0, 10**12, COPY)  # 8e9 s at 125 B/s
+    schedule = b.build()
+    messages = []
+    for engine in (False, True):
+        with pytest.raises(clock.BeyondHorizon) as refused:
+            replay(schedule, topo, compiled=engine)
+        messages.append(str(refused.value))
+    assert messages[0] == messages[1]
+
+
+def test_large_schedules_take_the_compiled_network_and_links_down_the_simpy_one(monkeypatch):
+    """From ``COMPILED_FROM`` transfers the compiled network runs; a fault that takes a link
+    down moves routes, which only the SimPy network does."""
+    topo = topology_from_dict({"name": "two ways", "nodes": [
+        {"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "s0", "kind": "switch"},
+        {"id": "s1", "kind": "switch"}], "links": [
+        {"a": g, "b": s, "bandwidth": "1 GB/s", "latency": "1 us"} for g in ("g0", "g1") for s in ("s0", "s1")]})
+    b = ScheduleBuilder("one", ["g0", "g1"], 10**6)
+    b.add([0], [1], 0, 10**6, COPY)
+    schedule = b.build()
+
+    class Taken(Exception):
+        pass
+
+    def taken(*args, **kwargs):
+        raise Taken
+
+    monkeypatch.setattr(compiled, "run", taken)
+    monkeypatch.setattr(replay_module, "COMPILED_FROM", 1)
+    with pytest.raises(Taken):
+        replay(schedule, topo)
+    down = [Fault(0.0, np.array([topo.link_index[("g0", "s0")], topo.link_index[("g0", "s1")]][:1]), np.zeros(1),
+                  "down")]
+    assert replay(schedule, topo, faults=down).time > 0  # routed around, on the SimPy network
+    with pytest.raises(ValueError, match="no fault that takes a link down"):
+        replay(schedule, topo, faults=down, compiled=True)
