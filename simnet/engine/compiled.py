@@ -44,38 +44,48 @@ OK, BEYOND_HORIZON, FULL = 0, 1, 2
 """What the compiled run returns: finished; a flow would end past the horizon; a buffer is
 full (``iv[_FULL]`` says which: ``run`` doubles it and starts again)."""
 
+
+
+def _ints(count: int) -> tuple:
+    """0, 1, ... as numpy int64s: numba compiles a function once for an int64 argument, but
+    once per value for a plain int constant passed to it (a literal)."""
+    return tuple(np.int64(i) for i in range(count))
+
+
 STATE = ("row", "delay", "holds", "stamp", "next")
 """The rows of the replay's per-transfer ``state`` (``simnet.engine.replay``): route row,
 software latency ps, what holds it back, scratch, the next transfer of a calendar event."""
-_ROW, _DELAY, _HOLDS, _STAMP, _NEXT = range(5)
-_START, _SENT, _DONE = range(3)  # rows of ``times``
-_WIRE, _CAP = range(2)  # rows of the transfers' floats
-_LOCAL, _DEFERRED = range(2)  # rows of their flags
+_ROW, _DELAY, _HOLDS, _STAMP, _NEXT = _ints(5)
+_START, _SENT, _DONE = _ints(3)  # rows of ``times``
+_WIRE, _CAP = _ints(2)  # rows of the transfers' floats
+_LOCAL, _DEFERRED = _ints(2)  # rows of their flags
 
 # the flows, by slot: integers, floats, flags; and per slot and hop, the lists of flows on each link
-_F_ROW, _F_SINCE, _F_TAG, _F_DELAY, _F_HEAP, _F_POS, _F_FREE = range(7)
-_F_LEFT, _F_SIZE, _F_RATE, _F_FINISH, _F_CAPPED = range(5)
-_F_NEW, _F_MEMBER = range(2)
-_E_NEXT, _E_PREV = range(2)
+_F_ROW, _F_SINCE, _F_TAG, _F_DELAY, _F_HEAP, _F_POS, _F_FREE = _ints(7)
+_F_LEFT, _F_SIZE, _F_RATE, _F_FINISH, _F_CAPPED = _ints(5)
+_F_NEW, _F_MEMBER = _ints(2)
+_E_NEXT, _E_PREV = _ints(2)
 # the links (the padding link last): integers, floats, flags
 (_L_HEAD, _L_USERS, _L_FLOWS, _L_SATURATED_PS, _L_BUSY_PS, _L_EITHER_PS, _L_MAX_FLOWS, _L_SINCE, _L_PAIR_SINCE,
- _L_LOCAL, _L_COUNT, _L_REVERSE) = range(12)
-_L_CAPACITY, _L_BYTES, _L_DELTA, _L_LOAD, _L_IN_FORCE, _L_PEAK, _L_REMAINING, _L_TAKEN = range(8)
-_L_SLACK, _L_TOUCHED, _L_SATURATED, _L_BUSY, _L_PAIR_SATURATED, _L_MARKED, _L_GONE, _L_HIT = range(8)
+ _L_LOCAL, _L_COUNT, _L_REVERSE) = _ints(12)
+_L_CAPACITY, _L_BYTES, _L_DELTA, _L_LOAD, _L_IN_FORCE, _L_PEAK, _L_REMAINING, _L_TAKEN = _ints(8)
+_L_SLACK, _L_TOUCHED, _L_SATURATED, _L_BUSY, _L_PAIR_SATURATED, _L_MARKED, _L_GONE, _L_HIT = _ints(8)
 # lists: per slot (flows to rate anew, members of a component, growing and frozen in a filling), per link
 # (freed, changed, marked in a search, used in a filling)
-_B_NEW, _B_MEMBERS, _B_GROWING, _B_FROZEN = range(4)
-_B_GONE, _B_TOUCHED, _B_MARKED, _B_USED = range(4)
+_B_NEW, _B_MEMBERS, _B_GROWING, _B_FROZEN = _ints(4)
+_B_GONE, _B_TOUCHED, _B_MARKED, _B_USED = _ints(4)
+
+_ZERO = np.int64(0)
 
 # calendar events: rows (time ps, creation sequence, kind, payload)
-_DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN = range(5)
+_DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN = _ints(5)
 # the replay's calls, run depth first from the work list: rows (kind, first, count) of the pool
-_W_LAUNCH, _W_SENT, _W_DELIVERED, _W_USABLE, _W_REDUCE_LATER = range(5)
+_W_LAUNCH, _W_SENT, _W_DELIVERED, _W_USABLE, _W_REDUCE_LATER = _ints(5)
 # scalars, in one int64 array every function shares
 (_NOW, _SEQ, _WAKE, _LOGICAL, _FREE_N, _ACTIVE, _EVENTS, _NEW, _GONE, _TOUCHED, _HEAP, _POOL, _WORK, _LOADS,
- _COMMITS, _FULL) = range(16)
+ _COMMITS, _FULL) = _ints(16)
 # buffers that may fill (``iv[_FULL]``)
-_FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS = range(1, 7)
+_FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS = _ints(7)[1:]
 
 FIRST_SIZES = {_FULL_EVENTS: 1024, _FULL_WORK: 1024, _FULL_POOL: 1 << 16, _FULL_COMMITS: 1024, _FULL_LOADS: 1 << 14}
 """Entries the buffers that may fill start with: calendar events, calls on the work list,
@@ -214,7 +224,7 @@ def _next_event(b, iv):
     kind, payload = events[0, 2], events[0, 3]
     n = iv[_EVENTS] - 1
     iv[_EVENTS] = n
-    _swap(events, 0, n)
+    _swap(events, _ZERO, n)
     i = 0
     while True:
         first = i
@@ -478,7 +488,7 @@ def _affected(net, fl, b, iv):
             count += 1
     new = new[:count]
     marked = b.per_link[_B_MARKED]
-    n_marked = 0
+    n_marked = _ZERO
     for i in range(iv[_GONE]):  # links freed: capacity someone else can use
         link = b.per_link[_B_GONE, i]
         gone_at[link] = False
@@ -602,7 +612,6 @@ def _reallocate(net, fl, b, iv, timeline):
         rates[i] = min(bottleneck, ff[_F_CAPPED, alone[i]])
     if len(shared):
         caps = np.empty(len(shared))
-        capped = False
         for i in range(len(shared)):  # the slack links still bound each flow's own rate
             caps[i] = ff[_F_CAPPED, shared[i]]
             r = fi[_F_ROW, shared[i]]
@@ -610,8 +619,7 @@ def _reallocate(net, fl, b, iv, timeline):
                 link = net.paths[r, h]
                 if slack[link]:
                     caps[i] = min(caps[i], capacity[link])
-            capped = capped or caps[i] < np.inf
-        _max_min(shared, net, fi[_F_ROW], caps, capped, rates[len(alone):], b)
+        _max_min(shared, net, fi[_F_ROW], caps, bool(np.any(caps < np.inf)), rates[len(alone):], b)
     latest = -np.inf
     for i in range(len(slots)):
         s = slots[i]
@@ -766,7 +774,7 @@ def _drain(tr, net, fl, b, iv):
         elif kind == _W_DELIVERED:
             if len(tr.reduce):  # a reduction delays the data: usable now if it is free, else later
                 ok = _work(b, iv, _W_REDUCE_LATER, first, count) and _call(
-                    b, iv, _W_USABLE, _where(tr.reduce[ids], 0, ids))
+                    b, iv, _W_USABLE, _where(tr.reduce[ids], _ZERO, ids))
             else:
                 ok = _work(b, iv, _W_USABLE, first, count)
         elif kind == _W_USABLE:  # the transfers waiting for their data may go
@@ -908,7 +916,7 @@ def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_c
     if start_ps == 0:
         if not (_call(b, iv, _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)) and _drain(tr, net, fl, b, iv)):
             return FULL
-    elif not _schedule(b, iv, start_ps, _BEGIN, 0):
+    elif not _schedule(b, iv, start_ps, _BEGIN, _ZERO):
         return FULL
     while True:
         now = iv[_NOW]
