@@ -944,14 +944,14 @@ def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_c
         iv[_NOW] = following
 
 
-def run(state: np.ndarray, times: np.ndarray, *, wire: np.ndarray, cap: np.ndarray, local: np.ndarray,
+def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.ndarray,
         gate: np.ndarray, reduce: np.ndarray, dependents: tuple[np.ndarray, np.ndarray],
         followers: tuple[np.ndarray, np.ndarray], paths: np.ndarray, latency: np.ndarray, capacity: np.ndarray,
         slack: np.ndarray, reverse: np.ndarray, overhead_ps: int, start_ps: int,
         faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool) -> tuple[int, dict]:
-    """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``) and
-    ``times`` (start, sent, delivered ps; filled in): ``wire`` bytes, rate ``cap`` (B/s,
-    inf: none), ``local`` (joins), ``gate`` and ``reduce`` ps (empty: none), who waits for
+    """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``),
+    ``times`` (start, sent, delivered ps; filled in) and ``floats`` (wire bytes, rate cap
+    B/s, inf: none): ``local`` (joins), ``gate`` and ``reduce`` ps (empty: none), who waits for
     each one's delivery and who queues behind it (CSR ptr, idx); the network's ``paths``
     (routes x hops, padded with ``len(capacity)``), ``latency`` (ps per route), ``capacity``
     (B/s per directed link), ``slack`` (links no allocation can fill), ``reverse``, as the
@@ -970,7 +970,6 @@ def run(state: np.ndarray, times: np.ndarray, *, wire: np.ndarray, cap: np.ndarr
     ptr = np.cumsum([0] + [len(changed) for _, changed, _ in faults]).astype(np.int64)
     fault_links = np.concatenate([np.asarray(f, dtype=np.int64) for _, f, _ in faults] + [np.zeros(0, np.int64)])
     fault_capacity = np.concatenate([np.asarray(c, dtype=float) for _, _, c in faults] + [np.zeros(0)])
-    floats = np.stack([np.asarray(wire, dtype=float), np.asarray(cap, dtype=float)])
     holds = state[_HOLDS].copy()
     sizes = dict(FIRST_SIZES)
     while True:

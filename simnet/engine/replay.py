@@ -87,10 +87,11 @@ def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarra
 class _Runner:
     """Drives one schedule: the network calls ``sent``/``delivered`` with transfer ids.
 
-    Its per-transfer integers are rows of two arrays the compiled network takes whole:
+    Its per-transfer numbers are rows of three arrays the compiled network takes whole:
     ``state`` (``STATE``: the route row, the software latency ps, what holds it back, a
-    scratch stamp, a link to the next transfer of a calendar event) and ``times`` (when it
-    started, sent its last byte and was delivered, ps; -1 until then)."""
+    scratch stamp, a link to the next transfer of a calendar event), ``times`` (when it
+    started, sent its last byte and was delivered, ps; -1 until then) and ``floats`` (bytes
+    on the wire, rate cap B/s: inf for none)."""
 
     STATE = ("row", "delay", "holds", "stamp", "next")
 
@@ -105,8 +106,11 @@ class _Runner:
         self.state = np.zeros((len(self.STATE), n), dtype=np.int64)
         self.rows, delays, self.holds, self.stamp, _ = self.state
         self.rows[:] = _routes(net, schedule)
-        self.nbytes = schedule.nbytes.astype(float)
-        self.wire = self.nbytes * timing.wire_factor
+        nbytes = schedule.nbytes.astype(float)
+        self.floats = np.empty((2, n))
+        self.wire, caps = self.floats
+        np.multiply(nbytes, timing.wire_factor, out=self.wire)
+        caps[:] = np.inf if timing.rate_cap is None else timing.rate_cap
         self.caps = timing.rate_cap
         self.delays = timing.delay_ps
         if self.delays is not None:
@@ -127,7 +131,7 @@ class _Runner:
             self.deferred = np.zeros(n, dtype=bool)
         self.reduce_ps = None  # ps a reduction delays each transfer's data, when reductions cost time
         if reduce_bandwidth:
-            seconds = np.where(schedule.op == REDUCE, self.nbytes / reduce_bandwidth, 0.0)
+            seconds = np.where(schedule.op == REDUCE, nbytes / reduce_bandwidth, 0.0)
             self.reduce_ps = np.ceil(seconds * PS_PER_SECOND).astype(np.int64)
 
     def begin(self) -> None:
@@ -300,13 +304,12 @@ def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, 
 
     if _Runner.STATE != compiled.STATE:
         raise RuntimeError("the replay's transfer state and the compiled network's differ")
-    n = len(schedule)
     empty = np.zeros(0, dtype=np.int64)
     paths, latency = net.routes
     changes = capacity_changes(net.capacity, faults)
     code, totals = compiled.run(
-        runner.state, runner.times, wire=runner.wire, cap=np.full(n, np.inf) if runner.caps is None else runner.caps,
-        local=runner.local, gate=empty if runner.gate_ps is None else runner.gate_ps,
+        runner.state, runner.times, runner.floats, local=runner.local,
+        gate=empty if runner.gate_ps is None else runner.gate_ps,
         reduce=empty if runner.reduce_ps is None else runner.reduce_ps,
         dependents=(runner.dependents_ptr, runner.dependents), followers=(runner.followers_ptr, runner.followers),
         paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
@@ -356,17 +359,26 @@ def never_full(net: FluidNetwork, rows: np.ndarray, caps: np.ndarray | None, que
     least = capacity.copy()
     for fault in faults:  # factors are shares of the run's own capacity, at most 1
         least[fault.links] = np.minimum(least[fault.links], capacity[fault.links] * fault.factors)
-    paths = net.paths_of(rows)
-    bound = np.append(capacity, np.inf)[paths].min(axis=1)
+    routes = net.paths_of(np.arange(int(rows.max()) + 1))  # per route row: few, where transfers are many
+    bound = np.append(capacity, np.inf)[routes].min(axis=1)[rows]
     if caps is not None:
         bound = np.minimum(bound, caps)
-    key = queues * (int(rows.max()) + 1) + rows  # a queue's flows on one route: one at a time
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    first = np.flatnonzero(np.append(True, key[1:] != key[:-1]))
-    largest = np.maximum.reduceat(bound[order], first)
-    routes = paths[order[first]]
-    demand = np.bincount(routes.ravel(), weights=np.repeat(largest, routes.shape[1]),
+    # a queue's flows on one route ask one at a time: the largest bound of each (queue, route), in that order
+    row_of = np.full(int(queues.max()) + 1, -1, dtype=np.int64)
+    row_of[queues] = rows
+    if (row_of[queues] == rows).all():  # the usual case, a route per queue: no sort of the transfers
+        largest = np.full(len(row_of), -np.inf)
+        np.maximum.at(largest, queues, bound)
+        heads = np.flatnonzero(row_of >= 0)
+        largest, used = largest[heads], routes[row_of[heads]]
+    else:
+        key = queues * len(routes) + rows
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.append(True, key[1:] != key[:-1]))
+        largest = np.maximum.reduceat(bound[order], first)
+        used = routes[rows[order[first]]]
+    demand = np.bincount(used.ravel(), weights=np.repeat(largest, used.shape[1]),
                          minlength=len(capacity) + 1)[:len(capacity)]
     return demand < SATURATED * least
 
