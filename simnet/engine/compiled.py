@@ -25,9 +25,13 @@ and ``run`` starts it again with that buffer doubled.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import tempfile
 from collections import namedtuple
+from pathlib import Path
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -1000,7 +1004,9 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
                     np.zeros(sizes[_FULL_LOADS] if timeline else 0))
         iv = np.zeros(16, dtype=np.int64)
         iv[_WAKE] = -1
-        code = _run(tr, net, fl, b, iv, np.int64(start_ps), at, ptr, fault_links, fault_capacity, timeline)
+        args = (tr, net, fl, b, iv, np.int64(start_ps), at, ptr, fault_links, fault_capacity, timeline)
+        _compiled_for(args)
+        code = _run(*args)
         if code != FULL:
             break
         if iv[_FULL] == _FULL_SLOTS:
@@ -1018,6 +1024,27 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         stats["timeline"] = [(int(when), b.tl_link[end - k:end].copy(), b.tl_load[end - k:end].copy())
                              for when, k, end in zip(b.tl[0, :iv[_COMMITS]].tolist(), counts.tolist(), ends.tolist())]
     return int(code), stats
+
+
+def _compiled_for(args: tuple) -> None:
+    """Compile ``_run`` for these arguments' types, or load it from numba's cache, one
+    process of this install at a time: processes started together on a fresh install (sweep
+    workers, test workers) compile it once and the others load what it cached, instead of
+    each compiling it (~20 s of CPU each)."""
+    signature = tuple(numba.typeof(arg) for arg in args)
+    if signature in _run.overloads:
+        return
+    lock = Path(tempfile.gettempdir()) / f"simnet-compiled-{hashlib.sha1(__file__.encode()).hexdigest()[:12]}.lock"
+    try:
+        import fcntl
+
+        handle = open(lock, "a")
+    except (ImportError, OSError):  # no POSIX locks or no temporary folder: each process on its own
+        _run.compile(signature)
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _run.compile(signature)
 
 
 def slot_bound(queues: np.ndarray) -> int:
