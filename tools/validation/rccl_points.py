@@ -131,6 +131,11 @@ def _mean_ratio(rows: list[validate.Row]) -> float:
     return math.exp(sum(math.log(r.predicted_us / r.point.time_us) for r in rows) / len(rows))
 
 
+def _signed(row: validate.Row) -> str:
+    """A row's error with its direction: '6% slow' (simnet above the measured time) or '2% fast'."""
+    return f"{row.error:.0%} {'slow' if row.predicted_us > row.point.time_us else 'fast'}"
+
+
 def _ring_latency(point: validate.Point) -> float:
     """RCCL's Ring/Simple latency (us) for the point's system, as simnet takes it from RCCL."""
     topology = topology_of(point.system, point.hardware, point.nodes)
@@ -177,13 +182,12 @@ def _misses(rows: list[validate.Row]) -> list[str]:
         lines.append(
             f"* **Rings across nodes, {units.format_size(min(r.point.size_bytes for r in rings))} to "
             f"{units.format_size(max(r.point.size_bytes for r in rings))}** ({len(rings)} rows): simnet takes "
-            f"{_ratio(_mean_ratio(rings))} the measured time ({', '.join(f'{r.error:.0%}' for r in rings)} slow). "
-            "RCCL's tuning model gives every network step of a Simple ring 320 us of latency "
+            f"{_ratio(_mean_ratio(rings))} the measured time ({', '.join(_signed(r) for r in rings)}). "
+            "RCCL's tuning model weighs every network step of a Simple ring at 320 us "
             "(`hwLat[NET][Ring][Simple]`, tuning.cc:231 in 2.21.5; the same in 2.30.3), over 2n steps on n nodes in "
-            "RCCL 2.21.5 (gfx942) and 2(n-1) in 2.30.3 (gfx950): a Ring/Simple latency of " + steps + ". simnet "
-            "simulates that latency as RCCL states it (and its copy of RCCL's pick moves to the ring at these sizes); "
-            "the "
-            "measured times show the real network step costs far less. The constant is RCCL's and is not refitted.")
+            "RCCL 2.21.5 (gfx942) and 2(n-1) in 2.30.3 (gfx950): a Ring/Simple latency of " + steps + " in its pick. "
+            "That figure only weighs the pick (RCCL reads its latencies nowhere else); simnet picks with it and "
+            "simulates the step at Tree's Simple network figure, 25 us (docs/model.md).")
     odd = _group(rows, "mi300x", 2, lambda size: size <= SMALL)
     pollara = _group(rows, "mi355x", 2, lambda size: size <= SMALL)
     if odd:
