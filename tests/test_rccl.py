@@ -71,6 +71,19 @@ def test_across_nodes_every_directed_xgmi_link_of_every_host_carries_a_channel()
     assert len(nics) == 16  # every NIC sends one ring's channels
 
 
+@pytest.mark.parametrize("hosts,tree_channels", [(1, 56), (2, 64)])
+def test_rccl_runs_its_trees_on_the_communicators_channels(hosts, tree_channels):
+    # connectTrees (A connect.cc:284-365): over 32 channels (gfx94 channelLimit 2 x CHANNEL_LIMIT 16,
+    # device.h:66) the search's channels are split, half on each tree; at most 32 they are duplicated,
+    # c on the first tree and c + C on the second. Either way the trees run on comm->nChannels: 56 on one
+    # host (28 rings doubled), 64 across nodes (rome_model_81's 64, not doubled past 64, :628-660)
+    from simnet.schedule.algorithms.tree import tree_program
+
+    topo = _mesh() if hosts == 1 else _hosts(hosts)
+    assert comm_channels(system_of(topo)) == tree_channels
+    assert sum(tree_program(topo, topo.gpus, 2**27, chunk_size=65536).info["channel_weights"]) == tree_channels
+
+
 @pytest.mark.parametrize("hosts", [1, 2])
 def test_the_mesh_rings_compute_an_allreduce(hosts):
     topo = _mesh() if hosts == 1 else _hosts(hosts)
