@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simnet.tuning.search import graph, mesh_rings, net_devices, system_of
+from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
 
-__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
+__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,19 @@ def _stripe(groups: list[ChannelGroup], nics: int) -> list[ChannelGroup]:
 def default_channels(topology, ranks: list[str]) -> int:
     """The channels NCCL's topology search would open for a ring here (its search graph)."""
     return graph(system_of(topology, ranks), "Ring").channels
+
+
+def tree_channels(topology, ranks: list[str]) -> int:
+    """The C whose 2C channels run the trees here, half on each tree of the double binary
+    tree: NCCL's search channels, which it duplicates (connect.cc ncclTopoPostset). RCCL runs
+    its trees on its communicator's channels however many the search found (A connect.cc:284-365:
+    over its gfx94 channel limit of 32 the search's channels are split between the two trees,
+    else duplicated), and does not duplicate past its cap (:628-660): half of them, 32 across
+    nodes of 8 MI300X (64 channels, not 128)."""
+    system = system_of(topology, ranks)
+    if system.library == "rccl":
+        return max(1, comm_channels(system) // 2)
+    return graph(system, "Ring").channels
 
 
 def _order(members: np.ndarray, enter: int, leave: int) -> np.ndarray:
