@@ -221,3 +221,23 @@ def test_two_nvswitch_servers_cabled_to_a_leaf_are_a_leaf_spine_rack(server):
         expected, got = simnet.simulate(rack, algorithm, size), simnet.simulate(by_hand, algorithm, size)
         assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), (algorithm, size)
         assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), (algorithm, size)
+
+
+@pytest.mark.parametrize("written", [None, "128 GB/s"])
+def test_a_pcie_gen6_nic_link_is_what_nccl_reads(written):
+    """A B300's GPU-to-NIC link is PCIe 6.0 x16, which NCCL reads as 16 x 480 / 80 = 96 GB/s
+    (NVIDIA/nccl v2.30.7 src/graph/topo.cc:545-557 kvDictPciGen "64.0 GT/s PCIe", :657), the
+    0.79 of its 121 GB/s line rate that Gen6's FLIT encoding leaves (Gen3-5's 128b/130b: 0.76).
+    Under an 800G NIC (100 GB/s) NCCL's ring search across hosts then starts at 96 GB/s and
+    needs 8 channels (8 x 96 >= the GPU's 721.8 GB/s NVLink: search.cc:1198), whether the
+    generator writes the line rate or a user the usual "128 GB/s". Before, the generator's link
+    was 0.76 x 121 = 92 GB/s, below 96, and the search found 16 x 45.1 (a 1 GiB tree 0.58x of
+    the hand-written one's time)."""
+    from simnet.tuning.search import graph, system_of
+
+    params = {"kind": "leaf_spine", "server": "hgx-b300", "racks": 1, "hosts_per_rack": 2}
+    if written:
+        params["pcie_bandwidth"] = written
+    system = system_of(topology_from_dict({"name": "b300", "generate": params}))
+    assert min(system.nic_bw, 96.0) == pytest.approx(96.0)
+    assert (graph(system, "Ring").channels, graph(system, "Ring").bw_inter) == (8, 96)
