@@ -241,3 +241,31 @@ def test_a_pcie_gen6_nic_link_is_what_nccl_reads(written):
     system = system_of(topology_from_dict({"name": "b300", "generate": params}))
     assert min(system.nic_bw, 96.0) == pytest.approx(96.0)
     assert (graph(system, "Ring").channels, graph(system, "Ring").bw_inter) == (8, 96)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "by_destination"])
+def test_a_nic_on_two_planes_is_one_nic_of_their_speed(routing):
+    """``planes: 2`` splits every NIC's 800 Gb/s over two independent fabrics of 400 Gb/s
+    ports. NCCL merges the ports of one NIC into one device of their summed speed
+    (NCCL_NET_MERGE_LEVEL defaults to PORT, src/graph/topo.cc:1744, net_ib/init.cc:216-225,
+    v2.30.7) and cuts every send into equal parts over them (net_ib/p2p.cc:110-116, one QP per
+    port, connect.cc:658): NCCL's view, its pick and every NCCL algorithm's time are those of
+    one plane of 800 Gb/s. Before, NCCL's view took one port's 400 Gb/s and each connection
+    took one plane, so two connections of a NIC often shared one: a 1 GiB ring on two HGX
+    B300 took 1.87x as long."""
+    from simnet.tuning.search import system_of
+
+    def fabric(planes):
+        return topology_from_dict({"name": f"p{planes}", "routing": routing, "generate": {
+            "kind": "rail_optimized", "gpu": "b300", "units": 1, "nodes_per_unit": 2, "gpus_per_node": 4,
+            "nic_bandwidth": "800 Gb/s", "planes": planes, "transport": "roce"}})
+
+    one, two = fabric(1), fabric(2)
+    assert system_of(two) == system_of(one)
+    for algorithm in ALGORITHMS:
+        for size in (2**20, 2**28):
+            expected, got = simnet.simulate(one, algorithm, size), simnet.simulate(two, algorithm, size)
+            assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), (algorithm, size)
+            assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), (algorithm, size)
+    ring = simnet.simulate(two, "ring", 2**28)
+    assert {link.dst for link in ring.links if link.src == "su0h0-nic0"} >= {"su0-leaf0-p0", "su0-leaf0-p1"}

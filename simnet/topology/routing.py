@@ -10,7 +10,8 @@ place in leaf order, like a LID) choosing the way down, D-mod-k: every connectio
 destination takes the same path, and destinations under one leaf spread over the spines.
 Either way the connections of one pair leaving or entering a GPU with several NICs take
 consecutive NICs (connection ``flow`` the ``flow``-th after the pair's own first, by hash),
-as NCCL binds each channel to one NIC of its GPU.
+as NCCL binds each channel to one NIC of its GPU, and those entering a NIC with several
+ports (planes) consecutive ports, as NCCL splits each send over a NIC's ports.
 Only the topology's ``forwarding`` nodes (switches, NICs, host bridges) forward traffic;
 GPUs and parameter servers are endpoints (a path never goes *through* a GPU).
 
@@ -293,7 +294,16 @@ class Router:
             choices = preds[node]
             if len(choices) > 1:
                 choices = sorted(choices)  # by name: the same whatever order the file lists them in
-                if by_destination and all(topology.kind(c) == "switch" for c in choices):
+                ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
+                if ports and all(c in ports for c in choices):
+                    # the ports of the receiving NIC (its planes): NCCL splits every send of a NIC over
+                    # its ports (Topology.ports), so the P stripes of one connection (consecutive
+                    # flows, schedule.channels) take consecutive ports, from a start of the pair's
+                    # own (under by_destination, the destination's digit, as for a switch)
+                    start = place if by_destination else zlib.crc32(f"{src}\0{dst}\0port".encode())
+                    node = choices[(start + flow) % len(choices)]
+                    place //= len(choices)
+                elif by_destination and all(topology.kind(c) == "switch" for c in choices):
                     # between switches: the destination's number, digit by digit from its end
                     # (D-mod-k); a host's choice of NIC stays the sender's, spread by connection
                     node = choices[place % len(choices)]
@@ -303,8 +313,10 @@ class Router:
                     # of its NICs (Topology.nic_binding), so consecutive connections of one pair
                     # take consecutive NICs of that GPU (and pairs start at a NIC of their own, as
                     # a hash would spread them)
+                    # (the stripes of one connection over a NIC's ports, ports_per_nic flows in a row,
+                    # share its NIC)
                     own = [nic for end in (src, dst) for nic in topology.nic_binding(end) if nic in choices] or choices
-                    node = own[(zlib.crc32(f"{src}\0{dst}".encode()) + flow) % len(own)]
+                    node = own[(zlib.crc32(f"{src}\0{dst}".encode()) + flow // topology.ports_per_nic) % len(own)]
                 else:
                     digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
                     node = choices[digest % len(choices)]
