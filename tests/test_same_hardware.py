@@ -269,3 +269,26 @@ def test_a_nic_on_two_planes_is_one_nic_of_their_speed(routing):
             assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), (algorithm, size)
     ring = simnet.simulate(two, "ring", 2**28)
     assert {link.dst for link in ring.links if link.src == "su0h0-nic0"} >= {"su0-leaf0-p0", "su0-leaf0-p1"}
+
+
+def test_a_hand_written_nvswitch_of_hopper_gpus_has_nvls_unless_told():
+    """An NVSwitch written node by node without ``nvls`` joins H100s, which have NVLink SHARP:
+    NCCL runs NVLS there (nvls.cc:248-276, v2.30.7: the driver's multicast support), and the
+    generators build such a switch with it. So the hand-written host is the generated one
+    (auto picks NVLS on one host of 8 H100 at 1 GiB); ``nvls: false`` still says it has none,
+    and an A100's switch gets none (no NVLink SHARP before Hopper). Before, the hand-written
+    switch had no NVLS and auto ran the ring, 1.2-1.35x slower on two such hosts."""
+    def host(gpu, nvls=None):
+        nodes = [{"id": f"g{i}", "kind": "gpu", "host": "h", "gpu": gpu} for i in range(8)]
+        nodes.append({"id": "sw", "kind": "switch", "host": "h", **({} if nvls is None else {"nvls": nvls})})
+        links = [{"a": f"g{i}", "b": "sw", "bandwidth": "450 GB/s", "latency": "0.25 us"} for i in range(8)]
+        return topology_from_dict({"name": "h", "nodes": nodes, "links": links})
+
+    generated = topology_from_dict({"name": "g", "generate": {"kind": "nvswitch", "gpu": "h100"}})
+    expected = simnet.simulate(generated, "auto", 2**30)
+    got = simnet.simulate(host("h100"), "auto", 2**30)
+    assert (got.algorithm, got.protocol, got.time_s) == (expected.algorithm, expected.protocol, expected.time_s)
+    assert got.algorithm == "nvls"
+    assert host("h100", nvls=False).graph.nodes["sw"]["nvls"] is False
+    assert simnet.simulate(host("h100", nvls=False), "auto", 2**30).algorithm == "ring"
+    assert "nvls" not in host("a100").graph.nodes["sw"]
