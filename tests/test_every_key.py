@@ -235,7 +235,8 @@ CASES: list[Case] = [
     *generator_cases("NVSwitchParams", {"kind": "nvswitch", "gpus": 4},
                      {"server": "dgx-a100", "gpus": 2, "gpu": "a100", "gpu_bandwidth": "100 GB/s",
                       "latency": "5 us", "nvls": False, "gpus_per_tray": 2, "nic_bandwidth": "100 Gb/s",
-                      "pcie_bandwidth": "4 GB/s", "transport": "roce", "host": "box", "prefix": "x-"}),
+                      "pcie_bandwidth": "4 GB/s", "pcie_latency": "20 us", "transport": "roce",
+                      "net_latency": "50 us", "host": "box", "prefix": "x-"}),
     *generator_cases("PCIeParams", {"kind": "pcie", "gpus": 4},
                      {"gpus": 2, "gpu": "l40s", "gpus_per_switch": 4, "pcie_bandwidth": "4 GB/s",
                       "uplink_bandwidth": "2 GB/s", "latency": "5 us", "host": "box", "prefix": "x-"}),
@@ -265,7 +266,9 @@ NOT_ANSWERS = {
 REFUSED = {"ParallelismSpec.dp": "dp: 2 x tp 1 x pp 1 is not the 4 GPUs",
            "RailOptimizedParams.spine_oversubscription": "no core tier sits above the spines",
            "NVSwitchParams.pcie_bandwidth": "without nic_bandwidth this server has none",
-           "NVSwitchParams.transport": "without nic_bandwidth this server has none"}
+           "NVSwitchParams.pcie_latency": "without nic_bandwidth this server has none",
+           "NVSwitchParams.transport": "without nic_bandwidth this server has none",
+           "NVSwitchParams.net_latency": "without nic_bandwidth this server has none"}
 
 
 def _models() -> dict[str, type[BaseModel]]:

@@ -144,14 +144,14 @@ def test_a_ring_of_512_gpus_takes_its_closed_form():
 
 
 def test_plots_and_trace_of_a_run_too_large_to_keep_its_transfers(cli, root, tmp_path, figures):
-    """With too little memory for the ring's 129,024 transfers, ``run --plot --trace`` still
-    answers (by lanes): the plots that need no timeline, a note for the heatmap, a trace
-    that says it skipped the run."""
+    """With too little memory for the ring's 63,488 transfers (one rack: no uplink that ECMP could
+    ask for more than it carries), ``run --plot --trace`` still answers (by lanes): the plots
+    that need no timeline, a note for the heatmap, a trace that says it skipped the run."""
     import json
 
     trace = tmp_path / "t.json"
-    result = cli("run", root / "scenarios/cross_rack.yaml", "-a", "ring", "-s", "1 GiB", "--plot", tmp_path / "plots",
-                 "--trace", trace, env={"SIMNET_MEMORY": "30 MB"})
+    result = cli("run", root / "scenarios/cross_rack.yaml", "-a", "ring", "-s", "1 GiB", "-g", "32", "--plot",
+                 tmp_path / "plots", "--trace", trace, env={"SIMNET_MEMORY": "15 MB"})
     assert result.exit_code == 0, result.output
     assert "no link_heatmap.png: ring at 1 GiB was replayed connection by connection" in result.output
     assert {"time_vs_size.png", "busbw_vs_size.png", "link_utilization.png"} <= set(figures)

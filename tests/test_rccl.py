@@ -71,6 +71,19 @@ def test_across_nodes_every_directed_xgmi_link_of_every_host_carries_a_channel()
     assert len(nics) == 16  # every NIC sends one ring's channels
 
 
+@pytest.mark.parametrize("hosts,tree_channels", [(1, 56), (2, 64)])
+def test_rccl_runs_its_trees_on_the_communicators_channels(hosts, tree_channels):
+    # connectTrees (A connect.cc:284-365): over 32 channels (gfx94 channelLimit 2 x CHANNEL_LIMIT 16,
+    # device.h:66) the search's channels are split, half on each tree; at most 32 they are duplicated,
+    # c on the first tree and c + C on the second. Either way the trees run on comm->nChannels: 56 on one
+    # host (28 rings doubled), 64 across nodes (rome_model_81's 64, not doubled past 64, :628-660)
+    from simnet.schedule.algorithms.tree import tree_program
+
+    topo = _mesh() if hosts == 1 else _hosts(hosts)
+    assert comm_channels(system_of(topo)) == tree_channels
+    assert sum(tree_program(topo, topo.gpus, 2**27, chunk_size=65536).info["channel_weights"]) == tree_channels
+
+
 @pytest.mark.parametrize("hosts", [1, 2])
 def test_the_mesh_rings_compute_an_allreduce(hosts):
     topo = _mesh() if hosts == 1 else _hosts(hosts)
@@ -96,6 +109,36 @@ def test_rccl_ring_latency_counts_every_node_twice_in_2_21_5():
     # nInterSteps = 2 x nNodes = 8 of 2 x 31 steps; intra max(hwLat 2.1, net overhead 2 x 3 on an EPYC host)
     expected = 17 + (62 - 8) * max(2.1, 6.0) + 8 * 320.0
     assert predict.latency(system, "Ring", "Simple") == pytest.approx(expected)
+
+
+def test_rccl_times_a_simple_rings_network_step_at_trees_figure_not_at_its_pick_weight():
+    # RCCL reads comm->latencies only in ncclTopoGetAlgoTime, whose times only pick the cheapest pair
+    # (A tuning.cc:632-670, enqueue.cc:1574-1625); the 320 us of hwLat[NET][Ring][Simple] (tuning.cc:231,
+    # raised from 19.8 by a25ca9bb "new tuning table for very large number of nodes") weighs that pick.
+    # A Simple step into the network is the same proxy send for either algorithm, and RCCL itself times
+    # a ring's Simple step at Tree's figure where it models chunks (:441): 25 us (tuning.cc:231).
+    from simnet.model.calibration import Calibration
+    from simnet.model.nccl import NcclPlan, step_latencies
+    from simnet.topology.hardware import NET, NVLINK
+
+    system = system_of(_hosts(2))
+    assert predict.latency(system, "Ring", "Simple") == pytest.approx(17 + (30 - 4) * 6.0 + 4 * 320.0)  # the pick
+    steps = step_latencies(NcclPlan("Simple", {}, "Ring", True, system, Calibration()))
+    # RoCE adds no latency of its own (IB verbs); xGMI max(hwLat 2.1, net overhead 2 x 3 on EPYC)
+    assert (steps[NET], steps[NVLINK]) == (pytest.approx(25.0), pytest.approx(6.0))
+    gfx950 = system_of(_hosts(2, "mi355x", nvlink_bandwidth="448 GB/s"))  # tuning_model_6: the same rows (B)
+    assert step_latencies(NcclPlan("Simple", {}, "Ring", True, gfx950, Calibration()))[NET] == pytest.approx(25.0)
+    # LL keeps Ring's own 9.5 us: only the Simple entry is a weight
+    assert step_latencies(NcclPlan("LL", {}, "Ring", True, system, Calibration()))[NET] == pytest.approx(9.5)
+
+
+def test_two_mi300x_nodes_1gib_ring_within_10_percent_of_public_time():
+    # validation/rccl_tests_public.yaml mi300x-2n-aac10-1GiB: 5908.3 us out-of-place, 16 MI300X over
+    # RoCE (RCCL 2.22.3), https://github.com/hisohara/ai-scripts/blob/9acb273b1d0e7072f064d158a1d38102d407123c/
+    # training/01_rccl-smoketest/README.md; 400 Gb/s NICs as that file assumes
+    topo = _hosts(2, nic_bandwidth="400 Gb/s")
+    assert predict.pick(system_of(topo), GiB).algorithm == "Ring"
+    assert simnet.simulate(topo, "ring", GiB).time_s == pytest.approx(5908.3e-6, rel=0.10)
 
 
 def test_one_mi300x_node_1gib_ring_within_10_percent_of_public_busbw():

@@ -150,7 +150,7 @@ def test_readme_headline_numbers_are_what_simnet_prints(root, ran_readme):
     assert min(hierarchical["variants"]["inner"].values()) == hierarchical["time_s"]
     assert f"here the ring, {hierarchical['time_s'] * 1e3:.3f} ms at 256 MiB" in text
     congested = {w["link"] for w in hierarchical["warnings"] if w["kind"] == "link_congestion"}
-    assert "tor0->spine1" in congested and "`link_congestion` on\n  `tor0->spine1`" in text
+    assert "tor1->spine1" in congested and "`link_congestion` on\n  `tor1->spine1`" in text
     ps = plain(256 * mib, "ps")
     assert f"needs {ps['time_s'] * 1e3:.1f} ms for 256 MiB" in text
     assert any(w["kind"] == "nic_overload" for w in ps["warnings"])

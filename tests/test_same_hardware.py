@@ -1,8 +1,10 @@
 """Same hardware, same answer: a generated topology written out node by node
-(``simnet topo export --format yaml``), its switches, NICs and links in any order and links
-either way round, is the same network, and simnet predicts the same for it: the same
-algorithm, protocol and time for NCCL's pick and for ring and tree. So is a rail fabric
-written with its GPUs cabled straight to their leaves, without NIC nodes."""
+(``simnet topo export --format yaml``), its nodes renamed, its switches, NICs and links in any
+order and links either way round, is the same network, and simnet predicts the same for it:
+the same algorithm, protocol and time for NCCL's pick and for ring and tree. So are the
+writings the docs call equivalent: a NIC's bandwidth split over ports on two planes, EFA NICs
+written out per GPU, a rail fabric written with its GPUs cabled straight to their leaves
+(without NIC nodes), two ``nvswitch`` servers cabled to a leaf, a hand-written NVSwitch."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ GENERATED = st.one_of(
         "kind": "leaf_spine", "racks": racks, "hosts_per_rack": hosts, "gpus_per_host": gpus, "nic_per": per,
         "oversubscription": over, "transport": transport},
         st.integers(1, 2), st.integers(1, 2), st.sampled_from([2, 4]), st.sampled_from(["gpu", "host"]),
-        st.sampled_from([1, 2]), st.sampled_from(["ib", "roce"])),
+        st.sampled_from([1, 2]), st.sampled_from(["ib", "roce", "efa"])),
     st.builds(lambda units, nodes, rails: {"kind": "rail_optimized", "units": units, "nodes_per_unit": nodes,
                                            "gpus_per_node": 4, "rails": rails, "switch_radix": 16},
               st.integers(1, 2), st.sampled_from([2, 4]), st.sampled_from([2, 4])),
@@ -32,10 +34,34 @@ GENERATED = st.one_of(
 )
 
 
-def _rewritten(generated: dict, draw) -> dict:
+def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
+    """Writings of the same hardware the docs say answer alike, with how closely: the same
+    parameters (the same graph: 1e-9); a rail fabric of one unit whose NICs each take a port
+    on two planes of half the bandwidth (NCCL merges a NIC's ports: docs/topologies.md
+    ``planes``; to rounding: NCCL's channels never leave their rail's leaves there); EFA NICs
+    written out two per GPU at half the rate (aws-ofi-nccl groups them into one device:
+    docs/model.md, "Several NICs per GPU"; within 2 %)."""
+    forms = [(generated, 1e-9)]
+    if generated["kind"] == "rail_optimized" and generated["units"] == 1:
+        forms.append(({**generated, "planes": 2}, 1e-6))  # halves of bytes round apart
+    if generated["kind"] == "leaf_spine" and generated["transport"] == "efa" and generated["nic_per"] == "gpu":
+        written_out = {k: v for k, v in generated.items() if k != "nic_per"}
+        forms.append(({**written_out, "nics_per_host": 2 * generated["gpus_per_host"], "nic_bandwidth": "200 Gb/s"},
+                      0.02))
+    return forms
+
+
+def _rewritten(generated: dict, draw, rename: bool = False) -> dict:
     """The generated topology node by node, its switches, NICs and links shuffled (the GPUs
-    keep their order: it is their rank order) and some links written b -> a."""
+    keep their order: it is their rank order) and some links written b -> a; with ``rename``
+    every node renamed (GPUs too), in an order of names unrelated to the old one."""
     written = topology_as_dict(topology_from_dict({"name": "t", "generate": generated}))
+    if rename:
+        prefix = draw(st.sampled_from(["n", "Sw-", "z_"]))
+        names = dict(zip((node["id"] for node in written["nodes"]),
+                         (f"{prefix}{k}" for k in draw(st.permutations(range(len(written["nodes"])))))))
+        written["nodes"] = [{**node, "id": names[node["id"]]} for node in written["nodes"]]
+        written["links"] = [{**link, "a": names[link["a"]], "b": names[link["b"]]} for link in written["links"]]
     gpus = [node for node in written["nodes"] if node["kind"] == "gpu"]
     written["nodes"] = gpus + draw(st.permutations([node for node in written["nodes"] if node["kind"] != "gpu"]))
     links = draw(st.permutations(written["links"]))
@@ -49,12 +75,36 @@ def _rewritten(generated: dict, draw) -> dict:
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(generated=GENERATED, size=st.sampled_from([64 * 1024, 16 * 2**20]), data=st.data())
 def test_a_generated_topology_written_node_by_node_gives_the_same_answer(generated, size, data):
+    """Rewritten node by node, renamed or not, nodes and links in any order, and in any form
+    ``_equivalent_forms`` holds alike: the same algorithm, protocol and time (to 1e-9 for
+    the same graph, 2 % for EFA NICs written out)."""
+    draw = data.draw
     generated_topology = topology_from_dict({"name": "t", "generate": generated})
-    written = topology_from_dict(_rewritten(generated, data.draw))
-    assert written.gpus == generated_topology.gpus
+    form, rel = draw(st.sampled_from(_equivalent_forms(generated)))
+    written = topology_from_dict(_rewritten(form, draw, rename=draw(st.booleans())))
+    assert len(written.gpus) == len(generated_topology.gpus)
     for algorithm in ("auto", "ring", "tree"):
         expected = simnet.simulate(generated_topology, algorithm, size)
         got = simnet.simulate(written, algorithm, size)
+        assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), algorithm
+        assert got.time_s == pytest.approx(expected.time_s, rel=rel), algorithm
+
+
+def test_renaming_every_node_changes_no_route():
+    """ECMP hashes a connection by its ends' places in the rank order, not by names: two racks
+    of one host each (a NIC per host, two spines), every node renamed so that names sort in
+    another order, give the same routes and times. Before, the hash read the ids: renamed,
+    auto's NVLSTree at 16 MiB took 1.65x as long."""
+    generated = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "nic_per": "host",
+                 "oversubscription": 1}
+    original = topology_from_dict({"name": "t", "generate": generated})
+    written = topology_as_dict(original)
+    names = {node["id"]: f"node-{len(written['nodes']) - k}" for k, node in enumerate(written["nodes"])}
+    written["nodes"] = [{**node, "id": names[node["id"]]} for node in written["nodes"]]
+    written["links"] = [{**link, "a": names[link["a"]], "b": names[link["b"]]} for link in written["links"]]
+    renamed = topology_from_dict(written)
+    for algorithm in ("auto", "ring", "tree"):
+        expected, got = simnet.simulate(original, algorithm, 16 * 2**20), simnet.simulate(renamed, algorithm, 16 * 2**20)
         assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), algorithm
         assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), algorithm
 
@@ -200,3 +250,95 @@ def test_one_server_is_the_same_whichever_generator_writes_it(gpu, gpus, size, a
     answers = [simnet.simulate(topology_from_dict({"name": "one", "generate": g}), algorithm, size) for g in writings]
     assert {(r.algorithm, r.protocol, r.time_s) for r in answers} == {(answers[0].algorithm, answers[0].protocol,
                                                                       answers[0].time_s)}
+
+
+@pytest.mark.parametrize("server", ["dgx-h100", "p5.48xlarge"])
+def test_two_nvswitch_servers_cabled_to_a_leaf_are_a_leaf_spine_rack(server):
+    """Two ``nvswitch`` servers (``server:``, prefixed) whose NICs a user cables to one leaf are
+    a one-rack ``leaf_spine`` of two hosts of that server: the same GPU-to-NIC PCIe hop (1 us,
+    not the 0.25 us NVSwitch hop) and the same NICs (p5's EFA with the 75 us its plugin reports,
+    which ``nvswitch`` dropped): the same algorithm, protocol and time. Before, a ring at 8 B
+    took 0.89 of the rack's time (p5: 0.36)."""
+    by_hand = topology_from_dict({
+        "name": "pair", "generate": [{"kind": "nvswitch", "server": server, "prefix": f"h{h}-", "host": f"h{h}"}
+                                     for h in range(2)],
+        "nodes": [{"id": "leaf", "kind": "switch"}],
+        "links": [{"a": f"h{h}-nic{g}", "b": "leaf", "bandwidth": "400 Gb/s", "latency": "1 us"}
+                  for h in range(2) for g in range(8)]})
+    rack = topology_from_dict({"name": "rack", "generate": {"kind": "leaf_spine", "server": server, "racks": 1,
+                                                            "hosts_per_rack": 2}})
+    for algorithm, size in (("ring", 8), ("auto", 8), ("auto", 2**20)):
+        expected, got = simnet.simulate(rack, algorithm, size), simnet.simulate(by_hand, algorithm, size)
+        assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), (algorithm, size)
+        assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), (algorithm, size)
+
+
+@pytest.mark.parametrize("written", [None, "128 GB/s"])
+def test_a_pcie_gen6_nic_link_is_what_nccl_reads(written):
+    """A B300's GPU-to-NIC link is PCIe 6.0 x16, which NCCL reads as 16 x 480 / 80 = 96 GB/s
+    (NVIDIA/nccl v2.30.7 src/graph/topo.cc:545-557 kvDictPciGen "64.0 GT/s PCIe", :657), the
+    0.79 of its 121 GB/s line rate that Gen6's FLIT encoding leaves (Gen3-5's 128b/130b: 0.76).
+    Under an 800G NIC (100 GB/s) NCCL's ring search across hosts then starts at 96 GB/s and
+    needs 8 channels (8 x 96 >= the GPU's 721.8 GB/s NVLink: search.cc:1198), whether the
+    generator writes the line rate or a user the usual "128 GB/s". Before, the generator's link
+    was 0.76 x 121 = 92 GB/s, below 96, and the search found 16 x 45.1 (a 1 GiB tree 0.58x of
+    the hand-written one's time)."""
+    from simnet.tuning.search import graph, system_of
+
+    params = {"kind": "leaf_spine", "server": "hgx-b300", "racks": 1, "hosts_per_rack": 2}
+    if written:
+        params["pcie_bandwidth"] = written
+    system = system_of(topology_from_dict({"name": "b300", "generate": params}))
+    assert min(system.nic_bw, 96.0) == pytest.approx(96.0)
+    assert (graph(system, "Ring").channels, graph(system, "Ring").bw_inter) == (8, 96)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "by_destination"])
+def test_a_nic_on_two_planes_is_one_nic_of_their_speed(routing):
+    """``planes: 2`` splits every NIC's 800 Gb/s over two independent fabrics of 400 Gb/s
+    ports. NCCL merges the ports of one NIC into one device of their summed speed
+    (NCCL_NET_MERGE_LEVEL defaults to PORT, src/graph/topo.cc:1744, net_ib/init.cc:216-225,
+    v2.30.7) and cuts every send into equal parts over them (net_ib/p2p.cc:110-116, one QP per
+    port, connect.cc:658): NCCL's view, its pick and every NCCL algorithm's time are those of
+    one plane of 800 Gb/s. Before, NCCL's view took one port's 400 Gb/s and each connection
+    took one plane, so two connections of a NIC often shared one: a 1 GiB ring on two HGX
+    B300 took 1.87x as long."""
+    from simnet.tuning.search import system_of
+
+    def fabric(planes):
+        return topology_from_dict({"name": f"p{planes}", "routing": routing, "generate": {
+            "kind": "rail_optimized", "gpu": "b300", "units": 1, "nodes_per_unit": 2, "gpus_per_node": 4,
+            "nic_bandwidth": "800 Gb/s", "planes": planes, "transport": "roce"}})
+
+    one, two = fabric(1), fabric(2)
+    assert system_of(two) == system_of(one)
+    for algorithm in ALGORITHMS:
+        for size in (2**20, 2**28):
+            expected, got = simnet.simulate(one, algorithm, size), simnet.simulate(two, algorithm, size)
+            assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), (algorithm, size)
+            assert got.time_s == pytest.approx(expected.time_s, rel=1e-9), (algorithm, size)
+    ring = simnet.simulate(two, "ring", 2**28)
+    assert {link.dst for link in ring.links if link.src == "su0h0-nic0"} >= {"su0-leaf0-p0", "su0-leaf0-p1"}
+
+
+def test_a_hand_written_nvswitch_of_hopper_gpus_has_nvls_unless_told():
+    """An NVSwitch written node by node without ``nvls`` joins H100s, which have NVLink SHARP:
+    NCCL runs NVLS there (nvls.cc:248-276, v2.30.7: the driver's multicast support), and the
+    generators build such a switch with it. So the hand-written host is the generated one
+    (auto picks NVLS on one host of 8 H100 at 1 GiB); ``nvls: false`` still says it has none,
+    and an A100's switch gets none (no NVLink SHARP before Hopper). Before, the hand-written
+    switch had no NVLS and auto ran the ring, 1.2-1.35x slower on two such hosts."""
+    def host(gpu, nvls=None):
+        nodes = [{"id": f"g{i}", "kind": "gpu", "host": "h", "gpu": gpu} for i in range(8)]
+        nodes.append({"id": "sw", "kind": "switch", "host": "h", **({} if nvls is None else {"nvls": nvls})})
+        links = [{"a": f"g{i}", "b": "sw", "bandwidth": "450 GB/s", "latency": "0.25 us"} for i in range(8)]
+        return topology_from_dict({"name": "h", "nodes": nodes, "links": links})
+
+    generated = topology_from_dict({"name": "g", "generate": {"kind": "nvswitch", "gpu": "h100"}})
+    expected = simnet.simulate(generated, "auto", 2**30)
+    got = simnet.simulate(host("h100"), "auto", 2**30)
+    assert (got.algorithm, got.protocol, got.time_s) == (expected.algorithm, expected.protocol, expected.time_s)
+    assert got.algorithm == "nvls"
+    assert host("h100", nvls=False).graph.nodes["sw"]["nvls"] is False
+    assert simnet.simulate(host("h100", nvls=False), "auto", 2**30).algorithm == "ring"
+    assert "nvls" not in host("a100").graph.nodes["sw"]

@@ -297,10 +297,11 @@ def step_latencies(decided: NcclPlan) -> dict[int, float]:
     """NCCL's latency per step (us) of a connection over each link class (NVLINK, PCIE,
     NET) for this plan, its calibration's step latencies added: the row's and protocol's
     ``hwLat`` (the network's with the transport's real latency for the plugin's knob, and
-    a multi-node ring's per-step host overhead). NVLINK is the NVLink figure even on a host
+    a multi-node ring's per-step host overhead; RCCL's without the figures that only weigh its
+    pick, ``rccl.Tuning.step_latency``). NVLINK is the NVLink figure even on a host
     whose GPUs talk over PCIe (``connection_timing`` takes PCIe's there)."""
     system, protocol, row, fit = decided.system, decided.protocol, decided.row, decided.calibration
-    intra, inter = predict.step_latencies(system, row, protocol)
+    intra, inter = predict.step_latencies(system, row, protocol, replay=True)
     physical, simple_extra = TRANSPORT_LATENCY[system.transport]
     if system.nic_latency is not None:  # the topology states its NICs' latency: that, once per step
         physical, simple_extra = system.nic_latency, 0.0
@@ -308,7 +309,7 @@ def step_latencies(decided: NcclPlan) -> dict[int, float]:
         simple_extra if protocol == "Simple" else 0.0)  # the transport's real latency, not the plugin's knob
     if row == "Ring" and system.nodes > 1 and decided.function not in ("Broadcast", "Reduce"):
         intra = max(intra, tables.NET_OVERHEAD[system.cpu] * (3 if protocol == "Simple" else 1))
-    pci = predict.hw_latency(system)[PCIE][row][tables.PROTOCOLS.index(protocol)]
+    pci = predict.hw_latency(system, replay=True)[PCIE][row][tables.PROTOCOLS.index(protocol)]
     intra += fit.intra_step_latency * 1e6
     pci += fit.intra_step_latency * 1e6
     inter += fit.network_step_latency * 1e6

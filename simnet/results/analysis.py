@@ -7,7 +7,7 @@ the results table, the warnings and the plots all use. ``find_warnings`` flags:
 * ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
   parameter server) busy most of the run with many flows crowding it (incast);
 * ``link_congestion``: a switch-to-switch link saturated most of the run by several flows;
-* ``nic_idle``: NICs of GPUs with several NICs that carried nothing while others did;
+* ``nic_idle``: NICs of GPUs with several NICs that carried nothing while others were busy;
 * ``idle_servers``: parameter servers in the topology that the run left unused.
 """
 
@@ -20,13 +20,18 @@ from simnet.results.result import Finding, LinkReport
 from simnet.schedule.catalog import algorithms_for
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
-__all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "ENDPOINT_KINDS"]
+__all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "IDLE_NICS_MATTER",
+           "ENDPOINT_KINDS"]
 
 OVERLOAD_SATURATION = 0.5
 """A link (or port) saturated for at least this share of the run is worth a warning..."""
 OVERLOAD_FLOWS = 8
 """...when at least this many flows crowded a machine's port at once (incast), or 2 a fabric link.
 Algorithms that keep a few flows per port (a double binary tree has 4) are not incast."""
+IDLE_NICS_MATTER = 0.25
+"""``nic_idle`` only when some NIC that carried data was busy at least this share of the run on
+average: below it bandwidth is not what sets the time (an 8-byte AllReduce runs on one channel
+and leaves most NICs idle, as NCCL does), so idle NICs change nothing."""
 ENDPOINT_KINDS = frozenset({"nic", "host", "ps", "gpu"})
 """A link touching one of these is a machine's network attachment (nic_overload), else a fabric link."""
 ROUNDING = 1e-9
@@ -73,6 +78,10 @@ def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
     idle = [nic for nic in nics if nic not in used]
     if not idle or len(idle) == len(nics):
         return []
+    busy = set(nics) - set(idle)
+    if max((link.mean_utilization for link in links if link.src in busy or link.dst in busy), default=0.0) \
+            < IDLE_NICS_MATTER:
+        return []  # latency-bound: NCCL runs a small collective on fewer channels than NICs, and the others idle
     return [Finding("nic_idle", idle[0], (
         f"{len(idle)} of the {len(nics)} NICs of the run's GPUs with several NICs carried nothing "
         f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. "

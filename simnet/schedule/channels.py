@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simnet.tuning.search import graph, mesh_rings, net_devices, system_of
+from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
 
-__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "ring_layout"]
+__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout"]
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,32 @@ def _stripe(groups: list[ChannelGroup], nics: int) -> list[ChannelGroup]:
     return [ChannelGroup(group.weight, group.hosts, nics) for group in groups for _ in range(nics)]
 
 
+def _over_ports(groups: list[ChannelGroup], ports: int) -> list[ChannelGroup]:
+    """Each group's channels split over the ``ports`` ports (planes) of its NICs, as NCCL
+    splits every send of a NIC over its ports (``Topology.ports``: net_ib/p2p.cc:110-116,
+    connect.cc:658, v2.30.7): group ``g`` becomes ``ports`` groups in a row, each carrying
+    1/``ports`` of its data, which routing sends through consecutive ports of the NIC."""
+    if ports == 1:
+        return groups
+    return [ChannelGroup(group.weight, group.hosts, group.stripes * ports) for group in groups for _ in range(ports)]
+
+
 def default_channels(topology, ranks: list[str]) -> int:
     """The channels NCCL's topology search would open for a ring here (its search graph)."""
     return graph(system_of(topology, ranks), "Ring").channels
+
+
+def tree_channels(topology, ranks: list[str]) -> int:
+    """The C whose 2C channels run the trees here, half on each tree of the double binary
+    tree: NCCL's search channels, which it duplicates (connect.cc ncclTopoPostset). RCCL runs
+    its trees on its communicator's channels however many the search found (A connect.cc:284-365:
+    over its gfx94 channel limit of 32 the search's channels are split between the two trees,
+    else duplicated), and does not duplicate past its cap (:628-660): half of them, 32 across
+    nodes of 8 MI300X (64 channels, not 128)."""
+    system = system_of(topology, ranks)
+    if system.library == "rccl":
+        return max(1, comm_channels(system) // 2)
+    return graph(system, "Ring").channels
 
 
 def _order(members: np.ndarray, enter: int, leave: int) -> np.ndarray:
@@ -137,7 +160,8 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
     channel, each head GPU sending through one network device: NCCL's NVLS graph gives each
     head the one NIC it was found with, src/graph/search.cc:754-770 and getNvlsNetDev
     search.cc:1372-1394, v2.30.7); see the module docstring. The weights sum to
-    ``channels`` (times ``stripes`` where the plugin stripes over several NICs)."""
+    ``channels`` (times ``stripes`` where the plugin stripes over several NICs, or a NIC's
+    sends are split over its ports)."""
     if channels < 1:
         raise ValueError("channels must be at least 1")
     hosts = host_positions(topology, ranks)
@@ -154,11 +178,9 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
         layouts[key] = layouts.get(key, 0) + 1
     groups = [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
               for key, weight in layouts.items()]
-    if nics == 1:
-        return groups
-    if striped:
-        return _stripe(groups, nics)
-    return groups if kind == "nvls" else _spread_over_nics(groups, nics)
+    if nics > 1:
+        groups = _stripe(groups, nics) if striped else groups if kind == "nvls" else _spread_over_nics(groups, nics)
+    return _over_ports(groups, topology.ports_per_nic)
 
 
 def _mesh_groups(hosts: list[np.ndarray], rings: list[tuple[int, ...]], channels: int, kind: str) -> list[ChannelGroup]:

@@ -146,7 +146,9 @@ class NVSwitchParams(_NvSwitchHosts):
     gpus_per_tray: Count | None = None  # GPUs per compute tray (its own host) of a multi-node NVLink domain
     nic_bandwidth: Bandwidth | None = None  # one NIC per GPU when given (e.g. 400 Gb/s CX-7)
     pcie_bandwidth: Bandwidth | None = None  # GPU <-> NIC; default: the GPU's PCIe generation, x16
+    pcie_latency: Latency = 1e-6  # GPU -> NIC, as leaf_spine's and rail_optimized's (not the NVSwitch hop's)
     transport: Transport = "ib"
+    net_latency: Latency | None = None  # what the NICs' transport adds per network step; default: the transport's
     host: Label = "node0"
     prefix: Label = ""
 
@@ -171,7 +173,8 @@ class NVSwitchParams(_NvSwitchHosts):
 
     @model_validator(mode="after")
     def _nic_keys_need_nics(self) -> NVSwitchParams:
-        given = [key for key in ("pcie_bandwidth", "transport") if key in self.model_fields_set]
+        given = [key for key in ("pcie_bandwidth", "pcie_latency", "transport", "net_latency")
+                 if key in self.model_fields_set]
         if given and self.nic_bandwidth is None:
             raise ValueError(f"{given[0]}: describes the GPUs' NICs, and without nic_bandwidth this server has "
                              "none; give nic_bandwidth too (one NIC per GPU), or leave it out")
@@ -512,9 +515,10 @@ def nvswitch(p: NVSwitchParams) -> tuple[Nodes, Links]:
     if p.nic_bandwidth is not None:
         for i in range(p.gpus):
             nic = f"{p.prefix}nic{i}"
-            nodes.append(_node(nic, "nic", host=host_of(i), rack=rack, transport=p.transport))
+            nodes.append(_node(nic, "nic", host=host_of(i), rack=rack, transport=p.transport,
+                               net_latency=p.net_latency))
             links.append(_link(f"{p.prefix}gpu{i}", nic, p.pcie_bandwidth or pcie_bandwidth(gpu.pcie_generation),
-                               p.latency, "pcie"))
+                               p.pcie_latency, "pcie"))
     return nodes, links
 
 

@@ -189,6 +189,24 @@ class Topology:
                 rails.append((nic, bound))
         return rails
 
+    def ports(self, nic: str) -> list[str]:
+        """The network switches ``nic`` (a NIC, or a GPU that is its own NIC) is cabled to, in
+        node order: its ports (a NIC cabled back to back to another NIC: that NIC). Several are
+        one NIC on several planes (``rail_optimized``'s ``planes``) or a dual-port NIC: NCCL
+        merges the ports of one NIC into one network device of their summed speed
+        (NCCL_NET_MERGE_LEVEL defaults to PORT, NVIDIA/nccl v2.30.7 src/graph/topo.cc:1744,
+        ncclTopoAutoMerge :1374-1420; net_ib/init.cc:216-225 sums the speeds) and splits every
+        send over them (net_ib/p2p.cc:110-116: a request is cut into equal parts, one per QP;
+        connect.cc:658: QP q on port q mod ports)."""
+        return self.derived("nic_ports", _nic_ports).get(nic, [])
+
+    @property
+    def ports_per_nic(self) -> int:
+        """The number of network ports of every NIC that has any (``ports``), when they all have
+        the same; else 1. NCCL's channels are split over that many ports (``schedule.channels``),
+        and routing sends consecutive connections of one pair through consecutive ports."""
+        return self.derived("ports_per_nic", _ports_per_nic)
+
     def nic_binding(self, gpu: str) -> list[str]:
         """The NICs NCCL binds ``gpu``'s channels to when every GPU of its host takes part:
         channel c to entry ``c mod len`` (empty: no NIC of its own). See ``_bind_nics``."""
@@ -433,6 +451,25 @@ def _gpu_devices(topology: Topology) -> dict[str, int]:
 def _nic_bindings(topology: Topology) -> dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]]:
     """``Topology._bind_nics`` of every host's GPUs, all of them taking part, by host label."""
     return {host: topology._bind_nics(gpus) for host, gpus in topology.derived("gpus_by_host", _gpus_by_host).items()}
+
+
+def _nic_ports(topology: Topology) -> dict[str, list[str]]:
+    """``Topology.ports`` of every NIC and GPU with a network link to a switch (or a NIC
+    cabled back to back to another)."""
+    ports: dict[str, list[str]] = {}
+    for i in np.flatnonzero(topology.link_type == NET).tolist():
+        u, v = topology.links[i]
+        if topology.kind(u) in ("nic", "gpu") and topology.kind(v) in FORWARDING_KINDS:
+            ports.setdefault(u, []).append(v)
+    return {nic: sorted(found, key=topology.node_index.__getitem__) for nic, found in ports.items()}
+
+
+def _ports_per_nic(topology: Topology) -> int:
+    """``Topology.ports_per_nic``: the one port count of the NICs the hosts' GPUs use, else 1."""
+    counts = {len(topology.ports(nic)) for _, sharing in topology.derived("nic_bindings", _nic_bindings).values()
+              for nic in sharing}
+    counts.discard(0)  # a NIC cabled to no network (a host written alone) has no say
+    return counts.pop() if len(counts) == 1 else 1
 
 
 def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["GPU", "GPUS", "GPU_NAMES", "LINK_TYPES", "NVLINK", "PCIE", "NET", "TRANSPORTS", "pcie_bandwidth",
-           "pcie_effective", "nvlink_efficiency", "PCIE_EFFICIENCY", "NCCL_FALLBACK_NVLINK_EFFICIENCY",
+           "pcie_effective", "pcie_efficiency", "pcie_generation_of", "nvlink_efficiency", "PCIE_EFFICIENCY",
+           "NCCL_FALLBACK_NVLINK_EFFICIENCY",
            "UNNAMED_GPU_CC", "AMD_GPUS"]
 
 NVLINK, PCIE, NET = 0, 1, 2
@@ -184,5 +185,31 @@ def pcie_effective(generation: int, lanes: int = 16) -> float:
     return lanes * {3: 60, 4: 120, 5: 240, 6: 480}[generation] / 80 * 1e9
 
 
-PCIE_EFFICIENCY = pcie_effective(5) / pcie_bandwidth(5)
-"""NCCL's PCIe figure over the line rate (0.76 for every generation Gen3-5)."""
+def pcie_efficiency(generation: int) -> float:
+    """NCCL's figure for a PCIe link over its line rate: NCCL takes 0.75 of the signalling rate
+    (GT/s x lanes / 8) whatever the generation, while the line rate carries the generation's
+    encoding, 128b/130b for Gen3-5 (0.76) and PCIe 6.0's FLIT mode 242/256 (0.79: x16 is 96 of
+    121 GB/s).
+
+    >>> round(pcie_efficiency(5), 4), round(pcie_efficiency(6), 4)
+    (0.7617, 0.7934)
+    """
+    return pcie_effective(generation) / pcie_bandwidth(generation)
+
+
+PCIE_EFFICIENCY = pcie_efficiency(5)
+"""NCCL's PCIe figure over the line rate for Gen3-5 (0.76, the same for each)."""
+
+
+def pcie_generation_of(bandwidth: float, gpu: str | None = None) -> int:
+    """The PCIe generation of a link of ``bandwidth`` B/s (per direction): the generation of
+    ``gpu`` (a GPU at one end, of a named generation) when given, else 6 above Gen5 x16's
+    signalling rate (64 GB/s, which no Gen5 link reaches), else 5 (Gen3-5 share one encoding,
+    so which of them does not change NCCL's figure).
+
+    >>> pcie_generation_of(121e9), pcie_generation_of(64e9), pcie_generation_of(60.5e9, "b300")
+    (6, 5, 6)
+    """
+    if gpu in GPUS and GPUS[gpu].pcie_generation:
+        return GPUS[gpu].pcie_generation
+    return 6 if bandwidth > _PCIE_GT[5] * 1e9 * 16 / 8 else 5

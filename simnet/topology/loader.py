@@ -97,10 +97,37 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                         routing=spec.routing, make_router=Router)
+    marked = _nvls_unsaid(topology)
+    if marked:  # rare (a hand-written NVSwitch): the graph is frozen, so build it again with the fact
+        graph = nx.DiGraph(topology.graph)
+        for switch in marked:
+            graph.nodes[switch]["nvls"] = True
+        topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
+                            routing=spec.routing, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     return topology
+
+
+def _nvls_unsaid(topology: Topology) -> list[str]:
+    """Switches that say nothing of ``nvls`` and join GPUs over NVLink only, every one of a
+    generation with NVLink SHARP (Hopper on): an NVSwitch of such GPUs has it, as the
+    generators build one unless told ``nvls: false``. NCCL runs NVLS wherever the driver
+    reports multicast (NVIDIA/nccl v2.30.7 src/transport/nvls.cc:248-276 ncclNvlsInit, with
+    NCCL_NVLS_ENABLE's default 2), as an NVSwitch of Hopper or later GPUs does;
+    ``NCCL_NVLS_ENABLE=0`` takes it away in simnet as in NCCL."""
+    found = []
+    for node, data in topology.graph.nodes(data=True):
+        if data["kind"] != "switch" or "nvls" in data:
+            continue
+        ends = [(topology.kind(v), topology.link_type[topology.link_index[(node, v)]])
+                for v in topology.graph.successors(node)]
+        gpus = [v for v in topology.graph.successors(node) if topology.kind(v) == "gpu"]
+        if len(gpus) > 1 and all(kind == NVLINK for _, kind in ends) and \
+                all(topology.gpu_model(g) in GPUS and GPUS[topology.gpu_model(g)].nvls for g in gpus):
+            found.append(node)
+    return found
 
 
 def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]) -> None:

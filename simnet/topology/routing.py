@@ -10,7 +10,8 @@ place in leaf order, like a LID) choosing the way down, D-mod-k: every connectio
 destination takes the same path, and destinations under one leaf spread over the spines.
 Either way the connections of one pair leaving or entering a GPU with several NICs take
 consecutive NICs (connection ``flow`` the ``flow``-th after the pair's own first, by hash),
-as NCCL binds each channel to one NIC of its GPU.
+as NCCL binds each channel to one NIC of its GPU, and those entering a NIC with several
+ports (planes) consecutive ports, as NCCL splits each send over a NIC's ports.
 Only the topology's ``forwarding`` nodes (switches, NICs, host bridges) forward traffic;
 GPUs and parameter servers are endpoints (a path never goes *through* a GPU).
 
@@ -293,7 +294,16 @@ class Router:
             choices = preds[node]
             if len(choices) > 1:
                 choices = sorted(choices)  # by name: the same whatever order the file lists them in
-                if by_destination and all(topology.kind(c) == "switch" for c in choices):
+                ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
+                if ports and all(c in ports for c in choices):
+                    # the ports of the receiving NIC (its planes): NCCL splits every send of a NIC over
+                    # its ports (Topology.ports), so the P stripes of one connection (consecutive
+                    # flows, schedule.channels) take consecutive ports, from a start of the pair's
+                    # own (under by_destination, the destination's digit, as for a switch)
+                    start = place if by_destination else zlib.crc32(f"{self._pair(src, dst)}\0port".encode())
+                    node = choices[(start + flow) % len(choices)]
+                    place //= len(choices)
+                elif by_destination and all(topology.kind(c) == "switch" for c in choices):
                     # between switches: the destination's number, digit by digit from its end
                     # (D-mod-k); a host's choice of NIC stays the sender's, spread by connection
                     node = choices[place % len(choices)]
@@ -303,10 +313,12 @@ class Router:
                     # of its NICs (Topology.nic_binding), so consecutive connections of one pair
                     # take consecutive NICs of that GPU (and pairs start at a NIC of their own, as
                     # a hash would spread them)
+                    # (the stripes of one connection over a NIC's ports, ports_per_nic flows in a row,
+                    # share its NIC)
                     own = [nic for end in (src, dst) for nic in topology.nic_binding(end) if nic in choices] or choices
-                    node = own[(zlib.crc32(f"{src}\0{dst}".encode()) + flow) % len(own)]
-                else:
-                    digest = zlib.crc32(f"{src}\0{dst}\0{flow}\0{node}".encode())
+                    node = own[(zlib.crc32(self._pair(src, dst).encode()) + flow // topology.ports_per_nic) % len(own)]
+                else:  # ECMP: a hash of the connection and the hop (how far from the destination), not of names
+                    digest = zlib.crc32(f"{self._pair(src, dst)}\0{flow}\0{len(path)}".encode())
                     node = choices[digest % len(choices)]
             else:
                 node = choices[0]
@@ -315,6 +327,15 @@ class Router:
         route = tuple(topology.link_index[(u, v)] for u, v in zip(path, path[1:]))
         routes[key] = route
         return route
+
+    def _pair(self, src: str, dst: str) -> str:
+        """What a connection's hash reads of its ends: a GPU's place among the network's GPUs
+        (their rank order, which every writing of the network keeps), another node's id. So the
+        routes, and the answers, do not change when the nodes are renamed, as a switch's hash of
+        a flow's addresses does not care what its operator calls the hosts."""
+        keys = self._fact("hash_keys", lambda: {
+            gpu: f"#{i}" for i, gpu in enumerate(n for n in self.topology.nodes if self.topology.kind(n) == "gpu")})
+        return f"{keys.get(src, src)}\0{keys.get(dst, dst)}"
 
     def _destination_number(self, dst: str) -> int:
         """``dst``'s place among the endpoints ordered by the first core switch they hang off

@@ -51,9 +51,14 @@ __all__ = ["Choice", "bus_bandwidth", "algorithm_bandwidth", "sized_bandwidth", 
            "hw_latency", "base_latency", "rccl_protocol"]
 
 
-def hw_latency(system: System) -> dict:
-    """Per-step latencies by link class, algorithm and protocol (us): NCCL's, or RCCL's tuning model."""
-    return rccl.tuning(system.arch).hw_latency if system.library == "rccl" else HW_LATENCY
+def hw_latency(system: System, replay: bool = False) -> dict:
+    """Per-step latencies by link class, algorithm and protocol (us): NCCL's, or RCCL's tuning
+    model; with ``replay``, the ones a simulated step takes (RCCL: ``rccl.Tuning.step_latency``,
+    its pick weights left out; NCCL's are the same either way)."""
+    if system.library != "rccl":
+        return HW_LATENCY
+    tune = rccl.tuning(system.arch)
+    return tune.step_latency if replay else tune.hw_latency
 
 
 def base_latency(system: System) -> dict:
@@ -175,13 +180,13 @@ def algorithm_bandwidth(system: System, algorithm: str, protocol: str, function:
 
 
 # ---------------------------------------------------------------- latency
-def step_latencies(system: System, algorithm: str, protocol: str) -> tuple[float, float]:
+def step_latencies(system: System, algorithm: str, protocol: str, replay: bool = False) -> tuple[float, float]:
     """(intra-node, inter-node) latency of one step, us (tuning.cc:383-392): the hardware
     latency of the link class, plus the plugin's reported latency on the network (twice
     for Simple); with one GPU per node the network step uses Tree's figure (RCCL 2.21.5:
-    the algorithm's own, tuning.cc:431)."""
+    the algorithm's own, tuning.cc:431). ``replay``: see ``hw_latency``."""
     p = PROTOCOLS.index(protocol)
-    table = hw_latency(system)
+    table = hw_latency(system, replay)
     intra = table[system.intra_hw][algorithm][p]
     tree_row = system.library != "rccl" or rccl.tuning(system.arch).one_gpu_nodes_tree_latency
     net_row = "Tree" if system.ppn == 1 and tree_row else algorithm

@@ -5,14 +5,15 @@ NVLink runs at NCCL's per-link figure over the datasheet's (``topo.h`` SMxx_NVLI
 link at RCCL's (``topo.h`` GFX94X/GFX95X_XGMI_WIDTH: 48 GB/s; 48 of 64 on MI300X; where the
 line rate is not public, at most 48 GB/s of what the link is written at), PCIe at NCCL's
 ``width x speed / 80`` over the line rate (0.76: x16 Gen5 is 48 of 63 GB/s, ``topo.cc``
-kvDictPciGen), the network at line rate (``net.bw = Mb/s / 8000``, ``topo.cc``).
+kvDictPciGen, v2.30.7 :545-557, :657; Gen6 0.79, 96 of 121 GB/s: its FLIT encoding is not
+Gen3-5's), the network at line rate (``net.bw = Mb/s / 8000``, ``topo.cc``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from simnet.topology.hardware import GPUS, NVLINK, PCIE, PCIE_EFFICIENCY, nvlink_efficiency
+from simnet.topology.hardware import GPUS, NVLINK, PCIE, nvlink_efficiency, pcie_efficiency, pcie_generation_of
 
 __all__ = ["effective_capacity", "efficiency"]
 
@@ -34,8 +35,9 @@ def _efficiency(topology) -> np.ndarray:
                 factor[i] = min(1.0, GPUS[model].nccl_link_rate / topology.capacity[i])
             else:
                 factor[i] = nvlink_efficiency(model)
-        elif kind == PCIE:
-            factor[i] = PCIE_EFFICIENCY
+        elif kind == PCIE:  # the generation's own figure: Gen6's FLIT encoding is not Gen3-5's
+            gpu = next((topology.gpu_model(end) for end in (u, v) if topology.kind(end) == "gpu"), None)
+            factor[i] = pcie_efficiency(pcie_generation_of(topology.capacity[i], gpu))
     factor.flags.writeable = False  # shared by every view of the network
     return factor
 

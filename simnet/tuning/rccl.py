@@ -64,6 +64,26 @@ class Tuning:
     protocol_ranges: dict | None = None
     single_node_ll: dict | None = None
 
+    @property
+    def step_latency(self) -> dict:
+        """The per-step latencies a replay charges (us, ``hw_latency``'s layout): the table's,
+        but a Simple ring's network step at Tree's Simple figure. RCCL reads its latencies only
+        to pick (``comm->latencies`` in ``ncclTopoGetAlgoTime``, whose times choose the cheapest
+        pair: A tuning.cc:632-670, enqueue.cc:1574-1625; the same in B); no kernel or proxy
+        waits on them. Ring's Simple network figure, 320 us in models 5 and 6 (A tuning.cc:231;
+        B tuning_model_6), is such a weight: ROCm/rccl a25ca9bb (#1288, 2024-08-09, "adding
+        new tunning table for very large number of nodes") raised it from 19.8 us together
+        with Ring/Simple's size corrections cut to 0.1 below 512 MiB, steering the pick to
+        Tree at scale, while the step itself (a Simple chunk the proxy posts to the NIC,
+        src/transport/net.cc, the same for both algorithms) did not change. RCCL times that
+        step at Tree's Simple figure where it models a ring's chunks (A tuning.cc:441, "Add
+        some chunk latency"), and B at Tree's network figure for any ring with one GPU per
+        node: here 25 us (A tuning.cc:231; B tuning_model_6)."""
+        table = {hw: dict(rows) for hw, rows in self.hw_latency.items()}
+        ring, tree = table[NET]["Ring"], table[NET]["Tree"]
+        table[NET]["Ring"] = (ring[0], ring[1], tree[2])
+        return table
+
 
 _MODEL_5_A = Tuning(
     VERSION_A, "tuning_model_5 (src/graph/tuning.cc:224-252)",

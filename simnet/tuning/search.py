@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simnet.topology.hardware import GPUS, NET, NVLINK, PCIE, UNNAMED_GPU_CC, pcie_effective
+from simnet.topology.hardware import GPUS, NVLINK, PCIE, UNNAMED_GPU_CC, pcie_effective
 from simnet.tuning import rccl
 from simnet.tuning.rates import effective_capacity
 from simnet.tuning.tables import (
@@ -45,7 +45,7 @@ class System:
 
     ``nvlink_bw``: NVLink bandwidth per GPU as NCCL models it (links x per-link, or 0 with
     no NVLink); ``pci_bw``: a GPU's PCIe bandwidth; ``nic_bw``: a GPU's path to one NIC
-    (min of PCIe and the NIC, an EFA group's NICs together); ``nics``: network devices per node
+    (min of PCIe and the NIC, a NIC's ports together, an EFA group's NICs together); ``nics``: network devices per node
     (NICs; one per GPU for EFA's grouped NICs, ``net_devices``); ``cpu``: the hosts' CPU as NCCL's
     model classes it (intel, amd, arm); ``nvls``: the NVSwitch can reduce;
     ``collnet``: the network can reduce (SHARP) and NCCL_COLLNET_ENABLE would be set.
@@ -123,8 +123,8 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
         nic, near = devices[0][0]
         # no route: the GPU is its own NIC (cabled straight to the network)
         to_nic = min((rate[i] for i in topology.route_indices(near, nic)), default=float("inf"))
-        wire = sum(min(rate[i] for i in (topology.link_index[(n, m)] for m in topology.graph.successors(n))
-                       if topology.link_type[i] == NET) for n, _ in devices[0])
+        # a NIC's ports (planes) are one device of their summed speed (Topology.ports), an EFA group's NICs one too
+        wire = sum(rate[topology.link_index[(n, port)]] for n, _ in devices[0] for port in topology.ports(n))
         nic_bw = float(min(to_nic, wire))
     marked = topology.derived("switch_features", _switch_features)
     nvls = cc >= 90 and len(first) > 1 and "nvls" in marked

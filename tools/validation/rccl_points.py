@@ -131,10 +131,27 @@ def _mean_ratio(rows: list[validate.Row]) -> float:
     return math.exp(sum(math.log(r.predicted_us / r.point.time_us) for r in rows) / len(rows))
 
 
+def _signed(row: validate.Row) -> str:
+    """A row's error with its direction: '6% slow' (simnet above the measured time) or '2% fast'."""
+    return f"{row.error:.0%} {'slow' if row.predicted_us > row.point.time_us else 'fast'}"
+
+
 def _ring_latency(point: validate.Point) -> float:
     """RCCL's Ring/Simple latency (us) for the point's system, as simnet takes it from RCCL."""
     topology = topology_of(point.system, point.hardware, point.nodes)
     return predict.latency(nccl_system(topology, {}), "Ring", "Simple")
+
+
+def _busbw(point: validate.Point) -> float:
+    """The point's measured AllReduce bus bandwidth, GB/s: 2(n-1)/n x size / time."""
+    return 2 * (point.ranks - 1) / point.ranks * point.size_bytes / (point.time_us * 1e3)
+
+
+def _ring_ceiling(point: validate.Point) -> float:
+    """RCCL's Ring/Simple bus bandwidth (GB/s) for the point's system without its pick
+    weights: the rate simnet holds RCCL's ring channels to."""
+    topology = topology_of(point.system, point.hardware, point.nodes)
+    return predict.bus_bandwidth(nccl_system(topology, {}), "Ring", "Simple", ceiling=True)
 
 
 def _misses(rows: list[validate.Row]) -> list[str]:
@@ -177,13 +194,33 @@ def _misses(rows: list[validate.Row]) -> list[str]:
         lines.append(
             f"* **Rings across nodes, {units.format_size(min(r.point.size_bytes for r in rings))} to "
             f"{units.format_size(max(r.point.size_bytes for r in rings))}** ({len(rings)} rows): simnet takes "
-            f"{_ratio(_mean_ratio(rings))} the measured time ({', '.join(f'{r.error:.0%}' for r in rings)} slow). "
-            "RCCL's tuning model gives every network step of a Simple ring 320 us of latency "
+            f"{_ratio(_mean_ratio(rings))} the measured time ({', '.join(_signed(r) for r in rings)}). "
+            "RCCL's tuning model weighs every network step of a Simple ring at 320 us "
             "(`hwLat[NET][Ring][Simple]`, tuning.cc:231 in 2.21.5; the same in 2.30.3), over 2n steps on n nodes in "
-            "RCCL 2.21.5 (gfx942) and 2(n-1) in 2.30.3 (gfx950): a Ring/Simple latency of " + steps + ". simnet "
-            "simulates that latency as RCCL states it (and its copy of RCCL's pick moves to the ring at these sizes); "
-            "the "
-            "measured times show the real network step costs far less. The constant is RCCL's and is not refitted.")
+            "RCCL 2.21.5 (gfx942) and 2(n-1) in 2.30.3 (gfx950): a Ring/Simple latency of " + steps + " in its pick. "
+            "That figure only weighs the pick (RCCL reads its latencies nowhere else); simnet picks with it and "
+            "simulates the step at Tree's Simple network figure, 25 us (docs/model.md).")
+    trees = [r for r in counted if r.point.nodes > 1 and r.algorithm == "tree" and r.point.size_bytes > SMALL]
+    if trees:
+        sizes = ", ".join(units.format_size(b) for b in sorted({r.point.size_bytes for r in trees}))
+        lines.append(
+            f"* **Trees across nodes, {sizes}** "
+            f"({len(trees)} rows): simnet takes {_ratio(_mean_ratio(trees))} the measured time "
+            f"({', '.join(_signed(r) for r in trees)}). It holds a tree's channels to RCCL's bus bandwidth "
+            "`channels x totalBw / channels` halved (tuning.cc's busBw to algBw), without the `bwRatio` that only "
+            "weighs RCCL's pick (0.11 for Tree/Simple on two nodes), and pipelines each channel in RCCL's own "
+            "chunks; the measured trees do not reach that rate. Nothing is refitted.")
+    over = [r for r in counted if r.point.nodes > 1 and r.point.size_bytes >= 2**32
+            and _busbw(r.point) > _ring_ceiling(r.point)]
+    if over:
+        lines.append(
+            f"* **The largest rings across nodes** ({len(over)} rows) measure {min(_busbw(r.point) for r in over):.0f}"
+            f"-{max(_busbw(r.point) for r in over):.0f} GB/s of busbw, above RCCL's own bus bandwidth for them, "
+            f"{_ring_ceiling(over[0].point):.0f} GB/s (its Rome model's channels x `totalBw / nChannels`, "
+            "rome_models.cc:1229 in 2.21.5: 7 xGMI links x 48 GB/s), the rate simnet holds RCCL's channels to. "
+            "On the wire a GPU sends 7/8 of its ring traffic over xGMI and 1/8 through its NIC (it ends one of "
+            "rome_model_81's 8 rings), which RCCL's figure does not count; MI355X's xGMI rate is not in a source "
+            "simnet cites.")
     odd = _group(rows, "mi300x", 2, lambda size: size <= SMALL)
     pollara = _group(rows, "mi355x", 2, lambda size: size <= SMALL)
     if odd:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.schedule.channels import ChannelGroup, channel_groups, default_channels
+from simnet.schedule.channels import ChannelGroup, channel_groups, tree_channels
 from simnet.schedule.lanes import ChunkLanes, LaneProgram
 from simnet.schedule.registry import chunk_count, register
 from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
@@ -228,7 +228,7 @@ def tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
                  channels: int | None = None) -> LaneProgram:
     """NCCL's Tree (see ``tree``) as a ``LaneProgram``: per channel, ``tree_lanes`` over its
     members, carrying the channel's k chunks in order."""
-    channels = channels or default_channels(topology, ranks)
+    channels = channels or tree_channels(topology, ranks)
     groups = channel_groups(topology, ranks, channels, "tree")
     trees = 2 if len(groups[0].hosts) > 1 else 1
     weights = np.array([g.weight for t in range(trees) for g in groups]) * (2 // trees)
