@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import re
 
+from simnet.errors import kind_of, shown
+
 __all__ = [
     "UnitError",
     "BANDWIDTH_RANGE",
@@ -76,7 +78,7 @@ _EXAMPLES = {
 def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, float]:
     """Split ``text`` into (number, unit multiplier) or raise UnitError."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise UnitError(f"{text!r} is not a {what} ({_EXAMPLES[what]})")
+        raise UnitError(f"{shown(text)} is {kind_of(text)}, not a {what} ({_EXAMPLES[what]})")
     match = _QUANTITY.match(str(text))
     if not match or match.group(2) not in table:
         if isinstance(text, (int, float)):

@@ -350,7 +350,7 @@ def test_any_gpus_option_is_counts_or_one_line(text):
     ({"size": "-1 MiB"}, "s.yaml:3", "sizes: '-1 MiB': a size cannot be negative"),
     ({"extra": "workload: {compute_time: 1 s, gradient_size: 1 GiB, bucket_size: 1 B}\n"}, "s.yaml:6",
      "bucket_size 1 B cuts the gradient into 1,073,741,824 buckets, over the 100,000"),
-    ({"extra": "workload: {compute_time: 1 s, parameters: 1e30}\n"}, "s.yaml:6", "is over 1 PiB"),
+    ({"extra": "workload: {compute_time: 1 s, parameters: 1e30}\n"}, "s.yaml:6", "a gradient of 4e+30 B, over 1 PiB"),
     ({"extra": "gpus: true\n"}, "s.yaml:6", "gpus"),
     ({"algorithms": "tree", "options": "chunk_size: 1 B", "size": "1 GiB", "extra": "model: ideal\n"}, "s.yaml",
      "tree: chunk_size 1 B cuts 1 GiB into 1,073,741,824 pieces"),

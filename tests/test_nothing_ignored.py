@@ -491,7 +491,7 @@ def test_counts_and_yes_nos_are_taken_as_written(generate, options, says):
 
 @pytest.mark.parametrize("extra, says", [
     ({"algorithms": ["ps"], "options": {"ps_server": "gpu0", "ps_servers": 2}},
-     "options: ps_servers: ps_server names the servers")])
+     "options.ps_servers: ps_server names the servers")])
 def test_a_key_another_makes_moot_is_refused(extra, says):
     """Fuzz finding: a server count beside the named servers was accepted and changed nothing."""
     with pytest.raises(InputError, match=re.escape(says)):

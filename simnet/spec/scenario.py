@@ -22,6 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
+from simnet.errors import kind_of, shown
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
@@ -274,8 +275,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     what the collective that runs does not read)."""
     source = source or Source("<scenario>")
     if not isinstance(data, dict):
-        got = type(data).__name__ if data is not None else "nothing"
-        raise source.error((), f"expected a mapping with name, topology and sizes, got a {got}")
+        raise source.error((), f"{shown(data)} is {kind_of(data)}; expected a mapping with name, topology and sizes")
     if "topology" not in data and {"nodes", "links", "generate"} & set(data):
         raise source.error((), "this is a topology file, not a scenario; a scenario names it (topology: "
                                "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it")

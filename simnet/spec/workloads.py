@@ -105,8 +105,10 @@ class Workload(Strict):
                              "the backward pass ends, so where the backward pass starts changes nothing; give "
                              "bucket_size (PyTorch DDP's default is 25 MiB)")
         gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
-        if gradient > units.SIZE_MAX:
-            raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")
+        if gradient > units.SIZE_MAX:  # (a gradient_size is a size: parsed within 1 PiB already)
+            raise ValueError(f"parameters: {self.parameters:.4g} parameters of {DTYPE_BYTES[self.dtype]} B "
+                             f"({self.dtype}) make a gradient of {gradient:.4g} B, over 1 PiB, the largest size simnet "
+                             "accepts; give the model's parameter count (e.g. 1.3e9)")
         if self.bucket_size and gradient / self.bucket_size > MAX_BUCKETS:
             raise ValueError(f"bucket_size {units.format_size(self.bucket_size)} cuts the gradient into "
                              f"{math.ceil(gradient / self.bucket_size):,} buckets, over the {MAX_BUCKETS:,} simnet "

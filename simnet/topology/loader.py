@@ -9,7 +9,7 @@ import networkx as nx
 import numpy as np
 from pydantic import ValidationError
 
-from simnet.errors import InputError
+from simnet.errors import InputError, kind_of, shown
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate
 from simnet.topology.graph import FORWARDING_KINDS, Topology
@@ -30,8 +30,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     """Build a ``Topology`` from parsed YAML; ``prefix`` locates it inside a larger file."""
     source = source or Source("<topology>")
     if not isinstance(data, dict):
-        got = type(data).__name__ if data is not None else "nothing"
-        raise source.error(prefix, f"expected a mapping with name, nodes and links, got a {got}")
+        raise source.error(prefix, f"{shown(data)} is {kind_of(data)}; expected a mapping with name, nodes and links")
     if "topology" in data and not {"nodes", "links", "generate"} & set(data):
         raise source.error(prefix, "this is a scenario file (it has 'topology:'), not a topology; give its "
                                    f"topology ({data['topology'] if isinstance(data['topology'], str) else 'inline'}) "

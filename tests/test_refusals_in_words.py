@@ -1,0 +1,77 @@
+"""Refusals in the words of the file a user wrote: values quoted as YAML writes them (not
+Python's dict repr), YAML syntax errors said without PyYAML's tokens, a check of a whole
+mapping on the line of the key it names."""
+
+from __future__ import annotations
+
+import pytest
+
+from simnet.errors import InputError
+from simnet.spec.scenario import load_scenario
+
+TOPOLOGY = "topology: {name: t, generate: {kind: nvswitch, gpus: 2, gpu_bandwidth: 100 GB/s}}\n"
+
+
+def _refusal(tmp_path, text: str) -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_scenario(path)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}:")
+    return message.removeprefix(f"{path}:")
+
+
+@pytest.mark.parametrize("line, says", [
+    ("faults: {at: 1 ms, node: gpu0, bandwidth: 50%}", "faults: {at: 1 ms, node: gpu0, bandwidth: 50%} is a mapping"),
+    ("sizes: {a: 1 MiB, b: [1, 2]}", "sizes: {a: 1 MiB, b: [1, 2]} is a mapping, not a size"),
+    ("options: {channels: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, j: 10, k: 11}}",
+     "options.channels: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, j:... is a mapping")])
+def test_a_list_or_mapping_is_quoted_as_yaml_writes_it(tmp_path, line, says):
+    """Fuzz finding: long messages quoted Python's dict repr ({'at': '1 ms', ...}), whole."""
+    message = _refusal(tmp_path, f"name: s\n{TOPOLOGY}{line}\n" + ("sizes: [1 MiB]\n" * ("sizes" not in line)))
+    assert says in message and "'at'" not in message and "{'" not in message
+
+
+@pytest.mark.parametrize("text, says", [("hello\n", "1: 'hello' is text; expected a mapping"),
+                                        ("42\n", "1: 42 is a number; expected a mapping"),
+                                        ("- a\n", "1: [a] is a list; expected a mapping")])
+def test_a_document_that_is_no_mapping_says_what_it_is_in_yaml_words(tmp_path, text, says):
+    """It said 'got a str', 'got a int': Python's type names."""
+    assert _refusal(tmp_path, text).startswith(says)
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("name: s\nsizes:\n\t- 1 MiB\n", 3, "a tab where YAML wants spaces"),
+    ("name: s\n\tsizes: [1 MiB]\n", 2, "a tab where YAML wants spaces"),
+    ("name: s\n---\nname: t\n", 2, "a second YAML document (after '---' or '...') follows the first"),
+    ("name: s\n...\nname: t\n", 3, "a second YAML document"),
+    ("name: [a, b\n", 2, "a list opened with '[' is not closed with ']'"),
+    ("name: &x s\ndescription: *y\n", 2, "an alias (*name) that no anchor (&name) before it defines"),
+    ("name: a: b\n", 1, "a ': ' where no key can start"),
+    ("name: s\n- x\n", 2, "this line is indented unlike the lines around it"),
+    ("name: @s\n", 1, "'@' cannot start a value: put the value in quotes"),
+    ("%YAML 1.3\n---\nname: s\n", 1, "a %YAML or %TAG line simnet does not read"),
+    ("name: s\ndescription: a\x00b\n", 2, "a control character (U+0000)")])
+def test_yaml_syntax_errors_are_said_without_pyyaml_s_tokens(tmp_path, text, line, says):
+    """It said 'found character that cannot start any token' for a tab, 'but found another
+    document', 'did not find expected <document start>', and no line for a NUL."""
+    message = _refusal(tmp_path, text)
+    assert message.startswith(f"{line}: YAML syntax error: {says}"), message
+    assert "<" not in message and "found" not in message
+
+
+def test_a_gradient_too_large_from_parameters_names_parameters(tmp_path):
+    """Fuzz finding: `parameters: 1e18` was refused on the workload's line as 'a gradient of
+    4e+18 B', a key the file does not have."""
+    message = _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nworkload:\n  compute_time: 1 ms\n"
+                                 "  parameters: 1e18\n")
+    assert message.startswith("6: workload.parameters: 1e+18 parameters of 4 B (fp32) make a gradient of 4e+18 B")
+
+
+def test_a_check_of_a_whole_mapping_is_put_on_the_key_it_names(tmp_path):
+    """A model's own check that names one of its keys ('backward_fraction: without
+    bucket_size ...') is reported on that key's line, as a field's own check is."""
+    message = _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nworkload:\n  compute_time: 1 ms\n"
+                                 "  gradient_size: 1 MiB\n  backward_fraction: 0.5\n")
+    assert message.startswith("7: workload.backward_fraction: without bucket_size")
