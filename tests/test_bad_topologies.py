@@ -29,6 +29,9 @@ EXPECTED = {
     "unknown_generator_parameter.yaml": (5, "generate.gpus_per_node: unknown key 'gpus_per_node'; did you mean 'gpus_per_host'?"),
     "unreachable.yaml": (4, "nodes[1]: GPU 'gpu0' cannot reach GPU 'gpu1': no path through switches or NICs"),
     "unlinked_gpu.yaml": (5, "nodes[2]: GPU 'g0' cannot reach GPU 'g2': it has no links"),
+    # the one-way link, not the GPU it leaves unreachable (fuzz finding: blamed on the node)
+    "one_way_link.yaml": (8, "links[1]: a one-way link (directed: true) gpu1 -> sw, and no route leads into 'gpu1' the "
+                             "other way, so GPU 'gpu0' cannot reach GPU 'gpu1'; give the way back too"),
     "typo_key.yaml": (7, "links[0].bandwith: unknown key 'bandwith'; did you mean 'bandwidth'?"),
     "scenario_not_topology.yaml": (1, "this is a scenario file (it has 'topology:'), not a topology; give its "
                                       "topology (box.yaml) or use simnet run"),
