@@ -406,6 +406,22 @@ def test_a_refused_sweep_leaves_no_folder_behind(cli, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command, name", [("sweep", "results.jsonl"), ("sweep", "results.csv"),
+                                           ("sweep", "sweep.json"), ("sweep", ".lock"), ("run", "busbw_vs_size.png")])
+def test_a_folder_where_an_output_file_goes_is_refused_before_the_work(cli, tmp_path, name, command):
+    """Fuzz finding: OUT/results.jsonl as a folder was said to be results whose sweep.json
+    is gone; results.csv or sweep.json as a folder exited 70 after every point had run."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    result = cli(command, path, "--out" if command == "sweep" else "--plot", out)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{out / name} is a folder, where simnet writes its {name}" in result.stderr
+    assert [p.name for p in out.iterdir()] == [name]
+
+
 def test_simnet_alone_shows_its_help(cli):
     result = cli()
     assert "Usage: simnet [OPTIONS] COMMAND" in result.output and "run" in result.output
