@@ -268,11 +268,12 @@ def load_scenario(path: str | Path, collective: str | None = None) -> Scenario:
 
 
 def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None,
-                       collective: str | None = None) -> Scenario:
+                       collective: str | None = None, network: Topology | None = None) -> Scenario:
     """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``.
     ``collective``: one run instead of the file's (``-c``): an option its algorithms take is
     not refused for the file's collective's lacking it (the run warns ``option_unread`` for
-    what the collective that runs does not read)."""
+    what the collective that runs does not read). ``network``: the topology the document
+    names, loaded already, so it is not read again (``gpus:`` picks among its network's GPUs)."""
     source = source or Source("<scenario>")
     if not isinstance(data, dict):
         raise source.error((), f"{shown(data)} is {kind_of(data)}; expected a mapping with name, topology and sizes")
@@ -288,7 +289,9 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     _refuse_what_is_not_read(spec, source)
     if spec.size is None and spec.sizes is None and not spec.jobs and spec.training is None:
         raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
-    if isinstance(spec.topology, str):
+    if network is not None:
+        topology = network
+    elif isinstance(spec.topology, str):
         path = (base or Path(".")) / spec.topology
         if not path.exists():
             raise source.error(("topology",), f"no topology file {str(path)!r}")
