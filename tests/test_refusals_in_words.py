@@ -75,3 +75,25 @@ def test_a_check_of_a_whole_mapping_is_put_on_the_key_it_names(tmp_path):
     message = _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nworkload:\n  compute_time: 1 ms\n"
                                  "  gradient_size: 1 MiB\n  backward_fraction: 0.5\n")
     assert message.startswith("7: workload.backward_fraction: without bucket_size")
+
+
+@pytest.mark.parametrize("value, says", [
+    ("{gpu1: 0.5}", "workload.compute_slowdown.gpu1: 0.5 is not a slowdown; give how many times longer this GPU "
+                    "computes than the others, a number from 1 (as fast) to 1,000: 1.2 for 20% slower"),
+    ("{gpu1: '20%'}", "workload.compute_slowdown.gpu1: '20%' is not a slowdown"),
+    ("1.2", "workload.compute_slowdown: 1.2 is a number; give each slow GPU how many times longer it computes than "
+            "the others, e.g. {gpu3: 1.2} for 20% slower")])
+def test_a_compute_slowdown_refused_says_what_the_number_means(tmp_path, value, says):
+    """Fuzz finding: '0.5 must be at least 1.0' and ''20%' is text' said nothing of what a
+    slowdown is (a factor on the GPU's compute time)."""
+    message = _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nworkload: {{compute_time: 1 ms, "
+                                 f"gradient_size: 1 MiB, compute_slowdown: {value}}}\n")
+    assert message.startswith(f"4: {says}"), message
+
+
+def test_a_compute_slowdown_of_one_is_warned_as_changing_nothing(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nworkload: {{compute_time: 1 ms, gradient_size: 1 MiB, "
+                    "compute_slowdown: {gpu1: 1}}\n")
+    (warning,) = load_scenario(path).warnings
+    assert warning.kind == "key_unread" and "a slowdown of 1 computes as fast as the other GPUs" in warning.message

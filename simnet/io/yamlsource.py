@@ -115,7 +115,7 @@ class Source:
         message = first["msg"].removeprefix("Value error, ")
         named, _, rest = message.partition(": ")
         if first["type"] == "value_error" and rest and isinstance(first.get("input"), dict) and \
-                named in first["input"] and named in _known_keys(model, first["loc"]):
+                named in first["input"]:
             loc, message = loc + (named,), rest  # a check of a whole mapping that names one key: that key's line
         if first["type"] == "extra_forbidden":
             message = f"unknown key {loc[-1]!r}" + _suggestion(str(loc[-1]), _known_keys(model, first["loc"][:-1]))

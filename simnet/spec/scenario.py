@@ -378,8 +378,8 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
     beside a distribution that has its mean alone, a seed of all_to_all background traffic
     (nothing is drawn), a job's period when it runs once, a compute slowdown of a GPU the
-    run leaves out (``gpus:``). Warned, not refused: a sweep over the distribution, the
-    pattern, repeat or the GPU count makes them moot at some of its points only."""
+    run leaves out (``gpus:``) or of 1. Warned, not refused: a sweep over the distribution, the
+    pattern, repeat, the GPU count or the slowdown makes them moot at some of its points only."""
     said = []
 
     def moot(loc: tuple, message: str) -> None:
@@ -398,10 +398,13 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
     running = set(topology.gpus)
-    for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
+    for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
                                                         "(gpus:), so its slowdown changed nothing here")
+        elif factor == 1:
+            moot(("workload", "compute_slowdown", gpu), "a slowdown of 1 computes as fast as the other GPUs, so it "
+                                                        "changed nothing here")
     return said
 
 
