@@ -967,7 +967,7 @@ def test_a_sweep_axis_with_no_values_is_refused_not_an_internal_error():
     """Fuzz finding (31b): ``sweep: {options.channels: []}`` made a sweep of no points, which
     ended in an IndexError (exit 70) after it had run nothing."""
     message = _refusal(sizes=["1 MiB"], sweep={"options.channels": []})
-    assert message.split(": ")[1:3] == ["sweep", "options.channels"] and "an empty list" in message
+    assert message.split(": ")[1] == "sweep.options.channels" and "an empty list" in message
 
 
 def test_a_sweep_axis_of_lists_runs_each_list(tmp_path, cli):
@@ -981,13 +981,14 @@ def test_a_sweep_axis_of_lists_runs_each_list(tmp_path, cli):
 
 
 @pytest.mark.parametrize("doc, where", [
-    ({"variants": [{"name": "v", "set": {"options.channels": 2, "options": {"channels": 3}}}]}, "variants[0].set"),
-    ({"sweep": {"options": [{"channels": 1}], "options.channels": [2]}}, "sweep")])
+    ({"variants": [{"name": "v", "set": {"options.channels": 2, "options": {"channels": 3}}}]},
+     "variants[0].set.options.channels"),
+    ({"sweep": {"options": [{"channels": 1}], "options.channels": [2]}}, "sweep.options.channels")])
 def test_a_key_set_with_one_of_its_parts_is_refused(doc, where):
     """Fuzz finding (31b): a variant setting ``options.channels: 2`` and ``options: {channels:
     3}`` ran 3 channels; the 2 was replaced, by the order the keys were written, without a word."""
     message = _refusal(sizes=["1 MiB"], algorithms=["ring"], **doc)
-    assert message.split(": ")[1] == where and "options.channels: options is set too" in message
+    assert message.split(": ")[1] == where and ": options is set too" in message
 
 
 def test_set_beside_the_file_s_sweep_refuses_a_part_of_an_axis(tmp_path, cli):
@@ -1435,8 +1436,9 @@ def test_a_variant_that_sets_an_option_no_algorithm_reads_is_refused():
 
     spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": ["ring"],
                                "variants": [{"name": "a", "set": {"options.inner": "ring"}}, {"name": "b"}]})
-    with pytest.raises(ValueError, match=re.escape("variants[0] (a): options.inner is read by none of ring")):
+    with pytest.raises(ValueError, match=re.escape("read by none of ring")) as caught:
         compare_scenarios([spec])
+    assert caught.value.loc == ("variants", 0, "set", "options.inner")
 
 
 @pytest.mark.parametrize("setting", ["sizes=[1 MiB]", "topology={name: x}"])

@@ -86,6 +86,8 @@ class Workload(Strict):
             raise ValueError(f"{shown(value)} is {kind_of(value)}; give each slow GPU how many times longer it "
                              "computes than the others, e.g. {gpu3: 1.2} for 20% slower")
         for gpu, factor in value.items():
+            if isinstance(factor, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*", factor):  # as Strict says it
+                raise ValueError(f"{gpu}: {factor!r} is text; write the number without quotes")
             if isinstance(factor, str) or (isinstance(factor, (int, float)) and not isinstance(factor, bool)
                                            and not 1 <= factor <= MAX_SLOWDOWN):
                 raise ValueError(f"{gpu}: {shown(factor)} is not a slowdown; give how many times longer this GPU "
