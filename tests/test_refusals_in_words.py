@@ -97,3 +97,32 @@ def test_a_compute_slowdown_of_one_is_warned_as_changing_nothing(tmp_path):
                     "compute_slowdown: {gpu1: 1}}\n")
     (warning,) = load_scenario(path).warnings
     assert warning.kind == "key_unread" and "a slowdown of 1 computes as fast as the other GPUs" in warning.message
+
+
+FABRIC = "topology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, spines: 1}}\n"
+
+
+@pytest.mark.parametrize("files, args, says", [
+    ({"a.yaml": "sizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: a}\n  - name: b\n"
+                "    set: {topology.generate.racks: 0}\n"}, ["a.yaml"],
+     "a.yaml:9: variants[1].set.topology.generate.racks: 0 must be at least 1"),
+    ({"a.yaml": "sizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: a}\n  - name: b\n"
+                "    set: {options.pxn: true}\n"}, ["a.yaml"], "a.yaml:9: variants[1].set.options.pxn: read by none"),
+    ({"a.yaml": "sizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: a}\n  - name: b\n"
+                "    set: {sizes: [2 MiB]}\n"}, ["a.yaml"], "a.yaml:9: variants[1].set.sizes: option b runs none of"),
+    ({"a.yaml": "sizes: [1 MiB]\nalgorithms: [nvls]\nvariants:\n  - {name: a}\n  - {name: b, cost: 1 M$}\n"},
+     ["a.yaml"], "a.yaml:5: algorithms: the point at 4 GPUs: nvls across hosts"),
+    ({"a.yaml": "sizes: [1 MiB]\n"}, ["a.yaml"], "a.yaml:1: variants: compare needs variants"),
+    ({"a.yaml": "sizes: [1 MiB]\n", "b.yaml": "sizes: [2 MiB]\n"}, ["a.yaml", "b.yaml"],
+     "b.yaml:4: sizes: option b runs none of the sizes of the options before it"),
+    ({"a.yaml": "sizes: [1 MiB]\n", "b.yaml": "sizes: [1 MiB]\ncollective: all_gather\n"}, ["a.yaml", "b.yaml"],
+     "b.yaml:5: collective: option b runs all_gather, the options before it allreduce")])
+def test_compare_refusals_name_the_line_of_the_option_refused(cli, tmp_path, files, args, says):
+    """Fuzz finding: compare's refusals named the first file, not the line (nor the file) of
+    the option refused."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(f"name: {name[0]}\n{FABRIC}model: ideal\n{text}")
+    result = cli("compare", *[tmp_path / a for a in args], "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path}/{says}"), result.stderr
+    assert not (tmp_path / "c.png").exists()
