@@ -126,3 +126,29 @@ def test_compare_refusals_name_the_line_of_the_option_refused(cli, tmp_path, fil
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{tmp_path}/{says}"), result.stderr
     assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("text, says", [
+    (f"name: s\n{FABRIC}sizes: [1 MiB]\nfaults: [{{at: 0 s, link: [tor0, spine0, tor1], down: true}}]\n",
+     "4: faults[0].link: [tor0, spine0, tor1] has 3 items; give at most 2"),
+    ("name: s\ntopology: {name: t, generate: []}\nsizes: [1 MiB]\n", "2: topology.generate: [] has 0 items; give at least 1"),
+    ("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 2, host: ''}}\nsizes: [1 MiB]\n",
+     "2: topology.generate.host: is empty"),
+    (f"name: s\n{FABRIC}sizes: [1 MiB]\nstragglers: {{r0h0-gpu0: true}}\n",
+     "4: stragglers.r0h0-gpu0: true is a yes/no, not a time")])
+def test_lengths_labels_and_yes_no_are_refused_in_the_file_s_words(tmp_path, text, says):
+    """Fuzz findings (31d): "List should have at most 2 items after validation, not 3"
+    (pydantic's words), an empty generator list said to have no GPUs, a generator's empty
+    host label making every GPU a host of its own, a straggler of `true` said as "True has no unit"."""
+    assert _refusal(tmp_path, text).startswith(says)
+
+
+@pytest.mark.parametrize("setting, says", [
+    ("options.channels=true", "with options.channels=true: options.channels: a yes/no"),
+    ("faults.0.at=1 us", "faults.0.at: the scenario has no list faults for 0 to index")])
+def test_a_set_value_is_named_as_typed(cli, tmp_path, setting, says):
+    """Fuzz findings (31d): a --set yes/no was named `True` (Python's), and an index into a
+    list the file lacks made a mapping {'0': ...} refused as 'faults: ... is a mapping'."""
+    (tmp_path / "s.yaml").write_text(f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", setting, "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr

@@ -110,7 +110,7 @@ class Source:
         loc = tuple(prefix) + field_loc
         # the members of a union that refused the same value: a bound broken says most, else all they expect
         rivals = [e for e in errors if _without_union_tags(e["loc"]) == field_loc and e["type"] in _EXPECTED]
-        bounds = [e for e in rivals if e["type"] in _BOUNDS]
+        bounds = [e for e in errors if _without_union_tags(e["loc"]) == field_loc and e["type"] in _BOUNDS]
         first = bounds[0] if bounds and first["type"] in _EXPECTED else first
         message = first["msg"].removeprefix("Value error, ")
         named, _, rest = message.partition(": ")
@@ -123,6 +123,11 @@ class Source:
             message = "is required but missing"
         elif first["type"] == "string_too_short":
             message = "is empty; give it a value (or leave the key out where it may be)"
+        elif first["type"] in ("too_short", "too_long"):  # a list of a bounded length
+            value, bound = first.get("input"), first["ctx"].get("min_length" if first["type"] == "too_short" else
+                                                                 "max_length")
+            message = (f"{shown(value)} has {len(value)} item{'s' * (len(value) != 1)}; give "
+                       f"{'at least' if first['type'] == 'too_short' else 'at most'} {bound}")
         elif first["type"] == "finite_number":
             message = f"{shown(first.get('input'))} is not a finite number"
         elif first["type"] == "invalid_key":
@@ -199,7 +204,9 @@ _UNION_TAG = re.compile(r"^(constrained-\w+|function-\w+\[.*\]|\w+\[.*\]|str|int
 """Labels pydantic puts in an error's location for the member of a union that failed."""
 
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
-           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+           "too_short": ("", "min_length"), "too_long": ("", "max_length")}
+"""A bound the value broke (the member of a union that read it as its kind: it says most)."""
 
 
 def format_loc(loc: Loc) -> str:
