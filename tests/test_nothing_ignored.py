@@ -663,6 +663,30 @@ def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, 
     assert scenario_from_dict({"name": "s", "topology": LEAF2, **quiet}).warnings == []
 
 
+@pytest.mark.parametrize("stragglers, gpus, key, says", [
+    ({"r1h0-gpu1": "1 ms"}, 2, "stragglers.r1h0-gpu1", "r1h0-gpu1 is not among the run's 2 GPUs"),
+    ({"r0h0-gpu1": "0 s"}, "all", "stragglers.r0h0-gpu1", "a delay of 0 joins on time"),
+    ({"distribution": "exponential", "mean": "0 s"}, "all", "stragglers.mean", "a mean of 0 draws no delay")])
+def test_a_straggler_that_delays_nothing_is_warned(stragglers, gpus, key, says):
+    """Fuzz finding (31d): a straggler of a GPU the run leaves out (gpus:, -g), a delay of 0
+    and a distribution of mean 0 changed nothing without a word (a compute slowdown of a
+    GPU left out warned already). Warned, not refused: a sweep over the GPU count or the
+    delay makes them moot at some points only."""
+    spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"], "gpus": gpus,
+                               "stragglers": stragglers})
+    assert [(w.kind, w.link) for w in spec.warnings] == [("key_unread", key)] and says in spec.warnings[0].message
+
+
+@pytest.mark.parametrize("job, says", [
+    ({"name": "a", "gpus": 2, "size": "1 MiB", "repeat": 2, "period": "0 s"}, "0 s runs the job back to back"),
+    ({"name": "n", "background": {"pattern": "uniform", "load": "50%"}, "period": "0 s"}, "0 s gives it no time")])
+def test_a_period_of_zero_is_refused_on_its_line(job, says):
+    """Fuzz finding (31d): a background job's period of 0 s made it offer 1 B a period
+    (max(1, ...)), a plausible answer of nothing; a job's period of 0 s is no period."""
+    message = _refusal(jobs=[{"name": "x", "gpus": 2, "size": "1 MiB"}, job])
+    assert "jobs[1].period: " in message and says in message
+
+
 def test_a_sweep_over_the_distribution_warns_at_the_points_sigma_is_moot(tmp_path, cli):
     import json
 
@@ -1058,12 +1082,13 @@ def test_a_number_in_quotes_is_text_as_a_count_in_quotes_is(keys, field):
     assert message.split(": ")[1].startswith(field) and "is text; write the number without quotes" in message
 
 
-@pytest.mark.parametrize("bandwidth", ['"0.9"', '{1 MiB: "0.9"}'])
-def test_a_profile_factor_in_quotes_is_text(tmp_path, bandwidth):
+@pytest.mark.parametrize("bandwidth, field", [('"0.9"', "bandwidth"), ('{1 MiB: "0.9"}', "bandwidth.1 MiB")])
+def test_a_profile_factor_in_quotes_is_text(tmp_path, bandwidth, field):
+    """A factor by size is named by its size (fuzz 31d: the refusal named the whole mapping)."""
     from simnet.model.calibration import load_calibration
 
     (tmp_path / "q.cal.yaml").write_text(f"calibration:\n  bandwidth: {bandwidth}\n")
-    with pytest.raises(InputError, match=r"q.cal.yaml:2: calibration.bandwidth: '0.9' is text; write the factor"):
+    with pytest.raises(InputError, match=rf"q.cal.yaml:2: calibration.{field}: '0.9' is text; write the factor"):
         load_calibration(tmp_path / "q.cal.yaml")
     (tmp_path / "q.cal.yaml").write_text("calibration:\n  network_bandwidth: '0.9'\n")
     with pytest.raises(InputError, match=r"calibration.network_bandwidth: '0.9' is text"):

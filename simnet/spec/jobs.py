@@ -93,6 +93,10 @@ class JobSpec(Strict):
 
     @model_validator(mode="after")
     def _where(self) -> JobSpec:
+        if self.period == 0:
+            raise ValueError("period: a background job offers its load once a period, and 0 s gives it no time "
+                             "(the default is 1 ms)" if self.background is not None else
+                             "period: 0 s runs the job back to back, as no period does; leave it out")
         if self.background is not None:
             if self.size is not None or self.algorithm != "auto" or "repeat" in self.model_fields_set:
                 raise ValueError("a background job makes its own traffic: no size, algorithm or repeat")

@@ -376,9 +376,10 @@ def _where(source: Source, loc: tuple) -> str:
 
 def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[Finding]:
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
-    beside a distribution that has its mean alone, a seed of all_to_all background traffic
-    (nothing is drawn), a job's period when it runs once, a compute slowdown of a GPU the
-    run leaves out (``gpus:``) or of 1. Warned, not refused: a sweep over the distribution, the
+    beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
+    of a GPU the run leaves out, a seed of all_to_all background traffic (nothing is drawn),
+    a job's period when it runs once, a compute slowdown of a GPU the run leaves out
+    (``gpus:``) or of 1. Warned, not refused: a sweep over the distribution, the
     pattern, repeat, the GPU count or the slowdown makes them moot at some of its points only."""
     said = []
 
@@ -386,9 +387,18 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         said.append(Finding("key_unread", format_loc(loc), f"{format_loc(loc)} ({_where(source, loc)}): {message}"))
 
     raw = spec.stragglers
+    running = set(topology.gpus)
     if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):
         moot(("stragglers", "sigma"), f"shapes the lognormal distribution only; {raw['distribution']} has its "
                                       "mean alone, so sigma changed nothing here")
+    if isinstance(raw, dict) and "distribution" in raw and units.parse_time(raw["mean"]) == 0:
+        moot(("stragglers", "mean"), "a mean of 0 draws no delay, so stragglers changed nothing here")
+    for gpu, delay in raw.items() if isinstance(raw, dict) and "distribution" not in raw else ():
+        if gpu not in running:
+            moot(("stragglers", gpu), f"{gpu} is not among the run's {len(running)} GPUs (gpus:, -g), so its "
+                                      "delay changed nothing here")
+        elif delay == 0 or units.parse_time(delay) == 0:
+            moot(("stragglers", gpu), "a delay of 0 joins on time, so it changed nothing here")
     for i, job in enumerate(spec.jobs):
         if job.background is not None and job.background.pattern == "all_to_all" \
                 and "seed" in job.background.model_fields_set:
@@ -397,7 +407,6 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
-    running = set(topology.gpus)
     for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
@@ -536,6 +545,9 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple
         raise source.error(("faults", *exc.loc), exc.message) from None
     raw = spec.stragglers
     for gpu, delay in (raw or {}).items() if raw and "distribution" not in raw else ():
+        if isinstance(delay, (bool, dict, list)):
+            raise source.error(("stragglers", gpu), f"{shown(delay)} is {kind_of(delay)}, not a time: write the "
+                                                    "delay with its unit, e.g. '500 us'")
         if not isinstance(delay, str) and delay != 0:  # a file writes times with their unit (0 needs none)
             raise source.error(("stragglers", gpu), f"{delay!r} has no unit: write the delay as a time, e.g. '500 us'")
     if raw is not None and "distribution" in raw:
