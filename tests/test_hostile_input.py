@@ -288,7 +288,7 @@ def test_the_python_api_refuses_a_negative_size_by_name(root):
 
 
 @pytest.mark.parametrize("size, message", [("-1 MiB", "'-1 MiB': a size cannot be negative"),
-                                           ("0", "'0' is not a size")])
+                                           ("0", "'0' has no unit; a size needs one")])
 def test_a_negative_or_unitless_size_option_says_so(cli, root, size, message):
     result = cli("run", root / "scenarios/single_node.yaml", "-s", size)
     assert result.exit_code == 2 and result.stderr.strip().endswith(f"--size: {message} (e.g. '64 MiB', '1 GB')"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from simnet import units
-from simnet.errors import InputError
+from simnet.errors import InputError, shown
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env, nccl_integer
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
@@ -62,6 +62,9 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
             if isinstance(target, list):
                 part = _index(target, part, dotted, ".".join(parts[:k]))
             elif k < len(parts) - 1 and not isinstance(target.get(part), (dict, list)):
+                if parts[k + 1].isascii() and parts[k + 1].isdigit():  # an index into a list the file lacks
+                    raise ValueError(f"{dotted}: the scenario has no list {'.'.join(parts[:k + 1])} for "
+                                     f"{parts[k + 1]} to index; write the list in the file")
                 target[part] = {}
             if k == len(parts) - 1:
                 target[part] = value
@@ -292,5 +295,6 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
     if gpus is not None:
         document = _grow(document, gpus, Path(plan.base))
         document["gpus"] = gpus
-    label = plan.source + (f" with {', '.join(f'{k}={v}' for k, v in overrides)}" if overrides else "")
+    label = plan.source + (f" with {', '.join(f'{k}={v if isinstance(v, str) else shown(v)}' for k, v in overrides)}"
+                           if overrides else "")  # each value as typed (true, not Python's True)
     return scenario_from_dict(document, Source(label), base=Path(plan.base))
