@@ -197,11 +197,16 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     from simnet.report.export import write_text
     from simnet.report.tables import interference_table, jobs_table
     from simnet.run.jobs import run_jobs
+    from simnet.spec.jobs import JobError
 
     try:
         result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
     except InputError:
         raise  # names its own file and line (a calibration profile's)
+    except JobError as exc:  # a job's algorithm its GPUs cannot run: on the job's line
+        from simnet.io.yamlsource import load_yaml
+
+        raise load_yaml(scenario)[1].error(("jobs", *exc.loc), exc.message) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
     warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]
