@@ -152,3 +152,16 @@ def test_a_set_value_is_named_as_typed(cli, tmp_path, setting, says):
     (tmp_path / "s.yaml").write_text(f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nalgorithms: [ring]\n")
     result = cli("sweep", tmp_path / "s.yaml", "--set", setting, "--out", tmp_path / "o", "--workers", "1")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("axis, says", [
+    ("topology.generate.gpus: [2, 0]", "6: sweep.topology.generate.gpus: the point topology.generate.gpus=0: "
+                                       "topology.generate.gpus: 0 must be at least 1"),
+    ("bogus.key: [1, 2]", "6: sweep.bogus.key: the point bogus.key=1: bogus: unknown key 'bogus'")])
+def test_a_value_of_the_file_s_sweep_axis_is_refused_on_the_axis_line(cli, tmp_path, axis, says):
+    """Fuzz finding (31d): a value the file's own sweep: lists was refused as 'FILE with
+    KEY=VALUE: ...', naming no line, as if typed with --set."""
+    (tmp_path / "s.yaml").write_text(f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nalgorithms: [ring]\nsweep:\n  {axis}\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{says}") and not (tmp_path / "o").exists()

@@ -15,7 +15,7 @@ from simnet.errors import InputError, SpecError, Unsupported
 from simnet.run.point import SAME_TIME
 from simnet.run.scenario import unread_options
 from simnet.run.sweep.evaluate import evaluate_point
-from simnet.run.sweep.plan import Point, plan_sweep
+from simnet.run.sweep.plan import Point, plan_sweep, setting_named
 from simnet.spec.scenario import Scenario
 
 __all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE", "CompareError"]
@@ -113,7 +113,7 @@ def _evaluate(plan, point: Point, where: tuple) -> dict:
         if exc.line is not None:  # named in its own file already (a topology's, a profile's)
             raise
         variant = where[1:]
-        setting = next((k for k in (variant[-1] if variant else {}) if exc.message.startswith(f"{k}: ")), None)
+        setting = setting_named(exc.message, list(variant[-1] if variant else {}))
         if setting is not None:
             raise CompareError(where[0], variant[:-1] + ("set", setting),
                                exc.message.removeprefix(f"{setting}: ")) from None

@@ -26,7 +26,7 @@ from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
-__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint"]
+__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -297,4 +297,21 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
         document["gpus"] = gpus
     label = plan.source + (f" with {', '.join(f'{k}={v if isinstance(v, str) else shown(v)}' for k, v in overrides)}"
                            if overrides else "")  # each value as typed (true, not Python's True)
-    return scenario_from_dict(document, Source(label), base=Path(plan.base))
+    try:
+        return scenario_from_dict(document, Source(label), base=Path(plan.base))
+    except InputError as exc:  # a value of the file's own sweep: axes is refused on the axis's line
+        axes = plan.document.get("sweep") if isinstance(plan.document.get("sweep"), dict) else {}
+        key = setting_named(exc.message, [k for k, v in overrides if v in axes.get(k, [])])
+        if exc.line is not None or key is None or not Path(plan.source).is_file():
+            raise
+        value = dict(overrides)[key]
+        raise load_yaml(plan.source)[1].error(("sweep", key), (
+            f"the point {key}={value if isinstance(value, str) else shown(value)}: {exc.message}")) from None
+
+
+def setting_named(message: str, keys: list[str]) -> str | None:
+    """The key of ``keys`` (dotted, as overrides set them) that a point's refusal names
+    first: ``topology.generate.racks: 0 must be...`` names ``topology.generate.racks``,
+    ``bogus: unknown key`` names ``bogus.key``; None if none."""
+    field = message.partition(": ")[0]
+    return next((k for k in keys if field == k or k.startswith(field + ".") or field.startswith(k + ".")), None)
