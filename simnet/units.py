@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 import re
 
-from simnet.errors import kind_of, shown
-
 __all__ = [
     "UnitError",
     "BANDWIDTH_RANGE",
@@ -81,6 +79,8 @@ _EXAMPLES = {
 def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, float]:
     """Split ``text`` into (number, unit multiplier) or raise UnitError."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        from simnet.errors import kind_of, shown  # only on this path: importing units loads nothing else
+
         raise UnitError(f"{shown(text)} is {kind_of(text)}, not a {what} ({_EXAMPLES[what]})")
     match = _QUANTITY.match(str(text))
     if not match or match.group(2) not in table:
