@@ -247,6 +247,10 @@ def test_one_gpu_alone_is_checked_and_drawn(cli, tmp_path):
     (["topo", "show", "x.yaml", "--limit", "-1"], "simnet topo show: Invalid value for '--limit'"),
     (["sweep", "x.yaml", "--workers", "-1"], "simnet sweep: Invalid value for '--workers'"),
     (["bogus"], "simnet: No such command 'bogus'"),
+    # fuzz 31d: click's "'2.0' is not a valid integer." said in a user's words
+    (["run", "x.yaml", "-g", "2.0"], "simnet run: Invalid value for '-g' / '--gpus': '2.0' is not a whole number"),
+    (["replay-trace", "x.json", "-t", "t.yaml", "--gpu-speedup", "fast"],
+     "simnet replay-trace: Invalid value for '--gpu-speedup': 'fast' is not a number"),
 ])
 def test_usage_errors_are_one_line(cli, args, message):
     result = cli(*args)
