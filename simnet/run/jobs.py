@@ -29,6 +29,11 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 __all__ = ["run_jobs", "JobsResult"]
 
 
+class JobUnsupported(JobError, Unsupported):
+    """A job's algorithm its GPUs cannot run: ``Unsupported`` as for one collective, with
+    the job's place (``loc``) for the line that names it."""
+
+
 @dataclass
 class JobsResult:
     """Per job: its placement, algorithm and AllReduce times alone and together (s); the
@@ -78,7 +83,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
             point.refuse_what_env_turns_off(algorithm)
             decided, schedule, timing = point.prepare(algorithm, spec.size, {})
         except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line
-            raise JobError((i, "algorithm"), str(exc)) from None
+            raise JobUnsupported((i, "algorithm"), str(exc)) from None
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))
