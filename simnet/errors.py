@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
-__all__ = ["InputError", "CannotSimulate", "SpecError"]
+__all__ = ["InputError", "CannotSimulate", "SpecError", "shown", "kind_of"]
+
+SHOWN = 60
+"""Most characters of a value an error line quotes."""
 
 
 class InputError(ValueError):
@@ -54,3 +59,68 @@ class SpecError(ValueError):
 class Unsupported(ValueError):
     """The topology lacks what an algorithm needs (an NVLS switch, SHARP switches, a second
     host): the algorithm does not apply here, whatever its options."""
+
+
+def shown(value: Any) -> str:
+    """A value as an error line quotes it: as YAML writes it (``true``, ``'40 Gbq'``, a list
+    or mapping in flow style, ``{at: 1 ms, node: sw0}``), never Python's repr of a dict, at
+    most ``SHOWN`` characters.
+
+    >>> shown({"at": "1 ms", "link": ["a", "b"]}), shown(True), shown("40 Gbq")
+    ('{at: 1 ms, link: [a, b]}', 'true', "'40 Gbq'")
+    """
+    text = _flow(value) if isinstance(value, (dict, list, tuple)) else _scalar(value, quoted=True)
+    return text if len(text) <= SHOWN else text[:SHOWN - 3] + "..."
+
+
+_PLAIN_TEXT = re.compile(r"^[A-Za-z0-9_./%$+-]+(?: [A-Za-z0-9_./%$+-]+)*$")
+"""Text YAML's flow style writes without quotes, as a user would (``1 ms``, ``400 Gb/s``, ``50%``)."""
+
+
+def _scalar(value: Any, quoted: bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str) and not quoted and _PLAIN_TEXT.match(value) and not _PLAIN_NUMBER.match(value):
+        return value
+    return repr(value)
+
+
+_PLAIN_NUMBER = re.compile(r"^[-+.0-9][-+.0-9eE_]*$|^(true|false|yes|no|null|~)$", re.IGNORECASE)
+"""Text that would read as a number or a yes/no unquoted: quoted inside a list or mapping too."""
+
+
+def _flow(value: Any, budget: int = 4 * SHOWN) -> str:
+    """``value`` in YAML flow style, cut short once past ``budget`` characters (a huge list
+    is not rendered whole to show its first 60)."""
+    parts: list[str] = []
+    used = 0
+    items = value.items() if isinstance(value, dict) else value
+    for item in items:
+        if used > budget:
+            parts.append("...")
+            break
+        if isinstance(value, dict):
+            key, inner = item
+            text = f"{_scalar(key, quoted=False)}: {_inner(inner, budget - used)}"
+        else:
+            text = _inner(item, budget - used)
+        parts.append(text)
+        used += len(text) + 2
+    body = ", ".join(parts)
+    return f"{{{body}}}" if isinstance(value, dict) else f"[{body}]"
+
+
+def _inner(value: Any, budget: int) -> str:
+    return _flow(value, budget) if isinstance(value, (dict, list, tuple)) else _scalar(value, quoted=False)
+
+
+def kind_of(value: Any) -> str:
+    """The kind of a YAML value in a reader's words: text, a number, a list, a mapping, a yes/no."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "a yes/no"
+    return ("a number" if isinstance(value, int | float) else "text" if isinstance(value, str) else
+            "a list" if isinstance(value, list | tuple) else "a mapping" if isinstance(value, dict) else "a value")

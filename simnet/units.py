@@ -66,6 +66,9 @@ _SIZE = {
 # digits 0-9 only: \d would take any script's (e.g. Arabic-Indic), which float() reads as 0-9 too
 _QUANTITY = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([^\s0-9.+-][^\s]*)\s*$")
 
+_BARE = re.compile(r"^\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*$")
+"""A number alone, as text (``'64'`` typed on the command line): a quantity whose unit was left out."""
+
 _EXAMPLES = {
     "bandwidth": "e.g. '400 Gb/s', '50 GB/s'",
     "time": "e.g. '1.5 us', '20 ms'",
@@ -76,10 +79,12 @@ _EXAMPLES = {
 def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, float]:
     """Split ``text`` into (number, unit multiplier) or raise UnitError."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise UnitError(f"{text!r} is not a {what} ({_EXAMPLES[what]})")
+        from simnet.errors import kind_of, shown  # only on this path: importing units loads nothing else
+
+        raise UnitError(f"{shown(text)} is {kind_of(text)}, not a {what} ({_EXAMPLES[what]})")
     match = _QUANTITY.match(str(text))
     if not match or match.group(2) not in table:
-        if isinstance(text, (int, float)):
+        if isinstance(text, (int, float)) or _BARE.match(str(text)):
             raise UnitError(f"{text!r} has no unit; a {what} needs one ({_EXAMPLES[what]})")
         raise UnitError(f"{str(text)!r} is not a {what} ({_EXAMPLES[what]})")
     return float(match.group(1)), table[match.group(2)]

@@ -482,8 +482,10 @@ def test_a_log_of_another_machine_is_refused(tmp_path, device, hosts, message):
                             f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{host}")
     log = tmp_path / "a.log"
     log.write_text(text.replace("NVIDIA H100 80GB HBM3", device))
-    with pytest.raises(InputError, match=re.escape(message)):
+    with pytest.raises(InputError, match=re.escape(message)) as refused:
         points_of([parse_log(log.read_text(), str(log))], topology_from_dict(FOUR))
+    # on the line of rank 0's device line (fuzz 31d: the log was named, not the line)
+    assert refused.value.line == next(k for k, line in enumerate(text.splitlines(), 1) if "Rank  0" in line)
 
 
 def test_a_row_whose_size_is_not_its_count_of_values_is_refused():

@@ -247,6 +247,10 @@ def test_one_gpu_alone_is_checked_and_drawn(cli, tmp_path):
     (["topo", "show", "x.yaml", "--limit", "-1"], "simnet topo show: Invalid value for '--limit'"),
     (["sweep", "x.yaml", "--workers", "-1"], "simnet sweep: Invalid value for '--workers'"),
     (["bogus"], "simnet: No such command 'bogus'"),
+    # fuzz 31d: click's "'2.0' is not a valid integer." said in a user's words
+    (["run", "x.yaml", "-g", "2.0"], "simnet run: Invalid value for '-g' / '--gpus': '2.0' is not a whole number"),
+    (["replay-trace", "x.json", "-t", "t.yaml", "--gpu-speedup", "fast"],
+     "simnet replay-trace: Invalid value for '--gpu-speedup': 'fast' is not a number"),
 ])
 def test_usage_errors_are_one_line(cli, args, message):
     result = cli(*args)
@@ -288,7 +292,7 @@ def test_the_python_api_refuses_a_negative_size_by_name(root):
 
 
 @pytest.mark.parametrize("size, message", [("-1 MiB", "'-1 MiB': a size cannot be negative"),
-                                           ("0", "'0' is not a size")])
+                                           ("0", "'0' has no unit; a size needs one")])
 def test_a_negative_or_unitless_size_option_says_so(cli, root, size, message):
     result = cli("run", root / "scenarios/single_node.yaml", "-s", size)
     assert result.exit_code == 2 and result.stderr.strip().endswith(f"--size: {message} (e.g. '64 MiB', '1 GB')"
@@ -350,7 +354,7 @@ def test_any_gpus_option_is_counts_or_one_line(text):
     ({"size": "-1 MiB"}, "s.yaml:3", "sizes: '-1 MiB': a size cannot be negative"),
     ({"extra": "workload: {compute_time: 1 s, gradient_size: 1 GiB, bucket_size: 1 B}\n"}, "s.yaml:6",
      "bucket_size 1 B cuts the gradient into 1,073,741,824 buckets, over the 100,000"),
-    ({"extra": "workload: {compute_time: 1 s, parameters: 1e30}\n"}, "s.yaml:6", "is over 1 PiB"),
+    ({"extra": "workload: {compute_time: 1 s, parameters: 1e30}\n"}, "s.yaml:6", "a gradient of 4e+30 B, over 1 PiB"),
     ({"extra": "gpus: true\n"}, "s.yaml:6", "gpus"),
     ({"algorithms": "tree", "options": "chunk_size: 1 B", "size": "1 GiB", "extra": "model: ideal\n"}, "s.yaml",
      "tree: chunk_size 1 B cuts 1 GiB into 1,073,741,824 pieces"),
@@ -404,6 +408,22 @@ def test_a_refused_sweep_leaves_no_folder_behind(cli, tmp_path):
     result = cli("sweep", path, "--out", out, env={"SIMNET_MEMORY": "60 KB"})  # the topology fits, the schedule not
     assert result.exit_code == 2 and "the point at 2 GPUs" in result.stderr, result.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command, name", [("sweep", "results.jsonl"), ("sweep", "results.csv"),
+                                           ("sweep", "sweep.json"), ("sweep", ".lock"), ("run", "busbw_vs_size.png")])
+def test_a_folder_where_an_output_file_goes_is_refused_before_the_work(cli, tmp_path, name, command):
+    """Fuzz finding: OUT/results.jsonl as a folder was said to be results whose sweep.json
+    is gone; results.csv or sweep.json as a folder exited 70 after every point had run."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    out = tmp_path / "out"
+    (out / name).mkdir(parents=True)
+    result = cli(command, path, "--out" if command == "sweep" else "--plot", out)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{out / name} is a folder, where simnet writes its {name}" in result.stderr
+    assert [p.name for p in out.iterdir()] == [name]
 
 
 def test_simnet_alone_shows_its_help(cli):

@@ -114,11 +114,32 @@ def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures)
     ("[{name: a, gpus: 2, size: 1 MiB}, {name: a, gpus: 2, size: 1 MiB}]", "jobs[1].name", "'a' names two jobs"),
     ("[{name: a, hosts: [r0h0], size: 1 MiB}]", "jobs[0]", "a job needs at least 2 GPUs"),
     ("[{name: a, gpus: 2, size: 1 MiB, algorithm: rings}]", "jobs[0].algorithm", "unknown algorithm 'rings'"),
+    # fuzz 31d: an algorithm its GPUs cannot run named the file alone
+    ("[{name: a, gpus: 2, size: 1 MiB, algorithm: nvls}]", "jobs[0].algorithm", "nvls across hosts"),
 ])
 def test_a_bad_job_is_one_line_naming_file_line_and_field(cli, tmp_path, jobs, where, message):
     path = tmp_path / "jobs.yaml"
     path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + f"\njobs: {jobs}\n")
     result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{path}:5: {where}: ") and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("jobs, args, where, message", [
+    ("[{name: a, gpus: 2, size: 1 MiB}]", ["-g", "1"], "jobs[0].gpus", "2 GPUs asked, 1 of 1 are free (with --gpus 1)"),
+    ("[{name: a, gpus: [r0h0-gpu0, r1h1-gpu0], size: 1 MiB}]", ["-g", "2"], "jobs[0].gpus",
+     "'r1h1-gpu0' is not among the run's 2 GPUs"),
+    ("[{name: a, gpus: [r0h0-gpu0, r1h1-gpu0], size: 1 MiB}]\ngpus: 3", [], "jobs[0].gpus",
+     "'r1h1-gpu0' is not among the run's 3 GPUs"),
+    ("[{name: a, gpus: [r0h0-gpu0, r0h0-gpu0, r0h1-gpu0], size: 1 MiB}]", [], "jobs[0].gpus",
+     "'r0h0-gpu0' is listed twice"),
+    ("[{name: a, hosts: [r0h0, r1h0, r0h0], size: 1 MiB}]", [], "jobs[0].hosts", "'r0h0' is listed twice")])
+def test_jobs_run_on_the_run_s_gpus_or_are_refused_on_their_line(cli, tmp_path, jobs, args, where, message):
+    """Fuzz findings: `run -g 1` with a 2-GPU job named no line; a job naming a GPU outside
+    gpus: or -g ran on it; a GPU named twice in a job ran once."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + f"\njobs: {jobs}\n")
+    result = cli("run", path, *args)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{path}:5: {where}: ") and message in result.stderr, result.stderr
 

@@ -124,19 +124,19 @@ def test_an_ideal_ring_uses_the_spine_only_between_units():
         assert spine == pytest.approx(crossings * 2 * 2 * (n - 1) / n * size, rel=1e-9)
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"nodes_per_unit": 64}, "a leaf needs 64 ports down and 64 up, more than switch_radix 64"),
-    ({"gpus_per_node": 4, "rails": 8}, "rails: 8 is more than the 4 NICs of a server"),
-    ({"units": 5, "nodes_per_unit": 2, "gpus_per_node": 2, "switch_radix": 4},
+@pytest.mark.parametrize("params, line, message", [
+    ({"nodes_per_unit": 64}, 3, "a leaf needs 64 ports down and 64 up, more than switch_radix 64"),
+    ({"gpus_per_node": 4, "rails": 8}, 5, "generate.rails: 8 is more than the 4 NICs of a server"),  # on its line
+    ({"units": 5, "nodes_per_unit": 2, "gpus_per_node": 2, "switch_radix": 4}, 3,
      "5 pods need a fourth switch tier"),
 ])
-def test_impossible_wiring_is_one_line_naming_the_file(cli, tmp_path, params, message):
+def test_impossible_wiring_is_one_line_naming_the_file(cli, tmp_path, params, line, message):
     path = tmp_path / "fabric.yaml"
     lines = "".join(f"  {key}: {value}\n" for key, value in params.items())
     path.write_text(f"name: f\ngenerate:\n  kind: rail_optimized\n{lines}")
     result = cli("topo", "check", path)
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"{path}:3:")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"{path}:{line}:")
     assert message in result.stderr
 
 

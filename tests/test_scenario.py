@@ -38,7 +38,7 @@ EXPECTED = {
     # a value of the wrong kind says what it is and what the key wants, in a YAML writer's words
     "algorithms_not_a_list.yaml": (4, "algorithms: 'ring' is text; expected a list (e.g. [ring]) or one of 'all' or "
                                       "'auto'"),
-    "faults_a_mapping.yaml": (5, "faults: {{'at': '1 ms', 'node': 'gpu0', 'bandwidth': '50%'}} is a mapping; expected "
+    "faults_a_mapping.yaml": (5, "faults: {{at: 1 ms, node: gpu0, bandwidth: 50%}} is a mapping; expected "
                                  "a list (e.g. [a, b], or one '- item' per line)"),
     "gpu_names_as_numbers.yaml": (4, "gpus[0]: 0 is a number; expected text"),
     "empty_name.yaml": (1, "name: is empty; give it a value (or leave the key out where it may be)"),
@@ -48,7 +48,7 @@ EXPECTED = {
                                  "unit (e.g. '1.5 us')"),
     "yes_no_as_a_fault_time.yaml": (4, "faults[0].at: a yes/no (true, false) is not a time; give one with its unit "
                                        "(e.g. '1.5 us')"),
-    "options_a_list.yaml": (5, "options: [{{'channels': 4}}] is a list; expected a mapping with keys such as chunk_size, "
+    "options_a_list.yaml": (5, "options: [{{channels: 4}}] is a list; expected a mapping with keys such as chunk_size, "
                                "channels, inner, group_by"),
 }
 

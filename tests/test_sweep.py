@@ -249,7 +249,7 @@ def test_options_that_time_different_sizes_are_ranked_at_a_size_they_share(tmp_p
     column = header.index("AllReduce 1 MiB")
     assert [row[0] for row in rows] == ["one", "four"] and rows[0][column] == rows[1][column]
     apart = cli("compare", tmp_path / "one.yaml", tmp_path / "only4.yaml", "-o", tmp_path / "d.png")
-    assert apart.exit_code == 2 and "the options share no size to rank them by" in apart.stderr
+    assert apart.exit_code == 2 and "runs none of the sizes of the options before it" in apart.stderr
     assert not (tmp_path / "d.png").exists()
     out = tmp_path / "sweep"
     swept = cli("sweep", tmp_path / "one.yaml", "--gpus", "2", "--set", "sizes=1 MiB,4 MiB", "--out", out,

@@ -130,3 +130,11 @@ def test_any_quantity_is_in_range_or_refused(quantity, number, pick):
     except units.UnitError:
         return
     assert in_range(value), value
+
+
+@pytest.mark.parametrize("text", ["64", " 1.5 ", "1e3"])
+def test_a_number_typed_as_text_is_said_to_lack_its_unit(text):
+    """Fuzz finding (31d): `run -s 64` said "'64' is not a size", where `sizes: [64]` in a
+    file says the unit is missing: a number typed on the command line is text."""
+    with pytest.raises(ValueError, match="has no unit; a size needs one"):
+        units.parse_size(text)

@@ -31,7 +31,7 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     """
     from simnet.report.paths import IMAGE_SUFFIXES, output_file
     from simnet.report.sweep_report import compare_table, plot_compare
-    from simnet.run.compare import compare_scenarios
+    from simnet.run.compare import CompareError, compare_scenarios
     from simnet.run.sweep.plan import files_read
     from simnet.spec.scenario import load_scenario
 
@@ -61,6 +61,10 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
         rows = compare_scenarios(specs)
     except InputError:
         raise  # names its own file and line (a calibration profile's)
+    except CompareError as exc:  # where in which file the refused option is written
+        from simnet.io.yamlsource import load_yaml
+
+        raise load_yaml(scenarios[exc.scenario])[1].error(exc.loc, exc.message) from None
     except ValueError as exc:
         raise InputError(str(exc), scenarios[0]) from None
     console = stdout_console()

@@ -55,6 +55,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     from simnet.spec.values import MAX_SIZES, parse_sizes
 
     spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
+    if gpus is not None:
+        spec = _first_gpus(spec, gpus, scenario, collective)
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
         if path is not None and str(path) == "-":
             raise InputError(f"{option}: '-' (standard output) is for --json only; name a file")
@@ -88,14 +90,6 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         if len(changes["sizes"]) > MAX_SIZES:
             raise InputError(f"--size: {len(changes['sizes']):,} sizes, over the {MAX_SIZES} simnet runs in one "
                              "scenario", scenario)
-    if gpus is not None:
-        picked = spec.data.get("gpus", "all") if isinstance(spec.data, dict) else "all"
-        if picked != "all" and not 1 <= gpus <= len(spec.topology.gpus):
-            total = sum(1 for node in spec.topology.nodes if spec.topology.kind(node) == "gpu")
-            raise InputError(f"--gpus: {gpus} is out of range; the scenario's gpus: picks {len(spec.topology.gpus)} "
-                             f"of the topology's {total} GPUs and -g takes the first N of those: give 1 to "
-                             f"{len(spec.topology.gpus)}, or write gpus: all in the file", scenario)
-        changes["topology"] = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
     if model is not None:
         from simnet.model.interface import resolve_model
 
@@ -161,6 +155,28 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         console.print(f"wrote {written}" + "".join(f"\n  trace: {note}" for note in notes))
 
 
+def _first_gpus(spec, gpus: int, scenario: Path, collective: str | None):
+    """The scenario on the first ``gpus`` of its GPUs (``-g``), checked again as its file with
+    those GPUs would be: jobs that no longer fit, faults and slowdowns of GPUs left out are
+    said on their own lines, as for ``gpus:`` in the file."""
+    from simnet.io.yamlsource import load_yaml
+    from simnet.spec.scenario import scenario_from_dict
+
+    picked = spec.data.get("gpus", "all") if isinstance(spec.data, dict) else "all"
+    if picked != "all" and not 1 <= gpus <= len(spec.topology.gpus):
+        total = sum(1 for node in spec.topology.nodes if spec.topology.kind(node) == "gpu")
+        raise InputError(f"--gpus: {gpus} is out of range; the scenario's gpus: picks {len(spec.topology.gpus)} "
+                         f"of the topology's {total} GPUs and -g takes the first N of those: give 1 to "
+                         f"{len(spec.topology.gpus)}, or write gpus: all in the file", scenario)
+    topology = _parse_option(spec.topology.subset, gpus, "--gpus", scenario)
+    data, source = load_yaml(scenario)
+    try:
+        return scenario_from_dict({**data, "gpus": list(topology.gpus)}, source, base=scenario.parent,
+                                  collective=collective, network=spec.topology)
+    except InputError as exc:
+        raise InputError(f"{exc.message} (with --gpus {gpus})", exc.file, exc.line) from None
+
+
 def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
     """``InputError`` when a file option names the ``--plot`` folder or a plot written into it."""
     from simnet.report.paths import PLOT_FILES
@@ -181,11 +197,16 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     from simnet.report.export import write_text
     from simnet.report.tables import interference_table, jobs_table
     from simnet.run.jobs import run_jobs
+    from simnet.spec.jobs import JobError
 
     try:
         result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
     except InputError:
         raise  # names its own file and line (a calibration profile's)
+    except JobError as exc:  # a job's algorithm its GPUs cannot run: on the job's line
+        from simnet.io.yamlsource import load_yaml
+
+        raise load_yaml(scenario)[1].error(("jobs", *exc.loc), exc.message) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
     warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]

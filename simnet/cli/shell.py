@@ -135,9 +135,16 @@ def _given_twice(group: click.Group, info_name: str, args: list[str]) -> tuple[c
     return None
 
 
+_CLICK_WORDS = ((" is not a valid integer.", " is not a whole number"), (" is not a valid float.", " is not a number"))
+"""click's words for a number it could not read, and a user's (``'2.0' is not a whole number``)."""
+
+
 def one_line(exc: click.UsageError) -> click.UsageError:
     if isinstance(exc, (UsageError, click.exceptions.NoArgsIsHelpError)):  # `simnet` alone: its help
         return exc
-    return UsageError(exc.format_message(), exc.ctx)
+    message = exc.format_message()
+    for theirs, ours in _CLICK_WORDS:
+        message = message.replace(theirs, ours)
+    return UsageError(message, exc.ctx)
 
 

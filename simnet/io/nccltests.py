@@ -68,6 +68,8 @@ class Log:
     other: tuple[int, str] | None = None
     hosts: list[str] = field(default_factory=list)  # per rank, as the device lines name them (rank order)
     devices: list[str] = field(default_factory=list)  # per rank: the GPU the device line names
+    device_lines: list[int] = field(default_factory=list)  # per rank with a device: its device line's number
+    rank_lines: list[int] = field(default_factory=list)  # per rank: the line listing it (``#  Rank  3 ...``)
 
     def refuse_unless_allreduce(self) -> None:
         """``InputError`` naming the line when the log is not an AllReduce's."""
@@ -220,6 +222,8 @@ def parse_log(text: str, path: str = "<log>") -> Log:
     log.ranks = len(ranks) or None
     log.hosts = [host for _, (host, _) in sorted(ranks.items()) if host] if ranks else []
     log.devices = [device for _, (_, device) in sorted(ranks.items()) if device] if ranks else []
+    log.device_lines = [lines[rank] for rank, (_, device) in sorted(ranks.items()) if device] if ranks else []
+    log.rank_lines = [lines[rank] for rank in sorted(ranks)]
     return log
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from simnet.errors import InputError
+from simnet.errors import InputError, kind_of, shown
 from simnet.io.budget import memory_budget
 from simnet.io.files import read_text
 
@@ -110,19 +110,28 @@ class Source:
         loc = tuple(prefix) + field_loc
         # the members of a union that refused the same value: a bound broken says most, else all they expect
         rivals = [e for e in errors if _without_union_tags(e["loc"]) == field_loc and e["type"] in _EXPECTED]
-        bounds = [e for e in rivals if e["type"] in _BOUNDS]
+        bounds = [e for e in errors if _without_union_tags(e["loc"]) == field_loc and e["type"] in _BOUNDS]
         first = bounds[0] if bounds and first["type"] in _EXPECTED else first
         message = first["msg"].removeprefix("Value error, ")
+        named, _, rest = message.partition(": ")
+        if first["type"] == "value_error" and rest and isinstance(first.get("input"), dict) and \
+                named in first["input"]:
+            loc, message = loc + (named,), rest  # a check of a whole mapping that names one key: that key's line
         if first["type"] == "extra_forbidden":
             message = f"unknown key {loc[-1]!r}" + _suggestion(str(loc[-1]), _known_keys(model, first["loc"][:-1]))
         elif first["type"] == "missing":
             message = "is required but missing"
         elif first["type"] == "string_too_short":
             message = "is empty; give it a value (or leave the key out where it may be)"
+        elif first["type"] in ("too_short", "too_long"):  # a list of a bounded length
+            value, bound = first.get("input"), first["ctx"].get("min_length" if first["type"] == "too_short" else
+                                                                 "max_length")
+            message = (f"{shown(value)} has {len(value)} item{'s' * (len(value) != 1)}; give "
+                       f"{'at least' if first['type'] == 'too_short' else 'at most'} {bound}")
         elif first["type"] == "finite_number":
-            message = f"{_shown(first.get('input'))} is not a finite number"
+            message = f"{shown(first.get('input'))} is not a finite number"
         elif first["type"] == "invalid_key":
-            message = f"the key {_shown(loc[-1])} is not a name; write keys as text"
+            message = f"the key {shown(loc[-1])} is not a name; write keys as text"
         elif first["type"] in _BOUNDS:
             word, key = _BOUNDS[first["type"]]
             message = f"{first.get('input')!r} must be {word} {first['ctx'][key]}"
@@ -130,9 +139,9 @@ class Source:
             wanted = dict.fromkeys(_expected(e, _known_keys(model, first["loc"])) for e in rivals)
             value = first.get("input")
             if isinstance(value, str) and [e["type"] for e in rivals] == ["literal_error"]:
-                message = f"{_shown(value)} is not {next(iter(wanted))}"  # text, but none of the names
+                message = f"{shown(value)} is not {next(iter(wanted))}"  # text, but none of the names
             else:
-                message = f"{_shown(value)} is {_kind(value)}; expected {' or '.join(wanted)}"
+                message = f"{shown(value)} is {kind_of(value)}; expected {' or '.join(wanted)}"
         return self.error(loc, message)
 
 
@@ -191,27 +200,13 @@ def _expected(error: dict, keys: list[str]) -> str:
     return _EXPECTED[error["type"]]
 
 
-def _kind(value: Any) -> str:
-    """The kind of a YAML value in a reader's words: text, a number, a list..."""
-    if value is None:
-        return "empty"
-    if isinstance(value, bool):
-        return "a yes/no"
-    return ("a number" if isinstance(value, int | float) else "text" if isinstance(value, str) else
-            "a list" if isinstance(value, list | tuple) else "a mapping" if isinstance(value, dict) else "a value")
-
-
-def _shown(value: Any) -> str:
-    """A value as an error line quotes it, at most 60 characters."""
-    text = ("true" if value else "false") if isinstance(value, bool) else repr(value)  # as YAML writes it
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 _UNION_TAG = re.compile(r"^(constrained-\w+|function-\w+\[.*\]|\w+\[.*\]|str|int|float|bool|none)$")
 """Labels pydantic puts in an error's location for the member of a union that failed."""
 
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
-           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
+           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+           "too_short": ("", "min_length"), "too_long": ("", "max_length")}
+"""A bound the value broke (the member of a union that read it as its kind: it says most)."""
 
 
 def format_loc(loc: Loc) -> str:
@@ -288,6 +283,49 @@ _PLAIN = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool"
 """The scalar tags a simnet file may hold (a null is refused where it stands: a key emptied by mistake)."""
 
 
+_IN_WORDS = (
+    ("tab character", "a tab where YAML wants spaces: indent with spaces only"),
+    ("another document|single document|<document start>|document separator|document indicator",
+     "a second YAML document (after '---' or '...') follows the first; a simnet file holds one document"),
+    ("undefined alias", "an alias (*name) that no anchor (&name) before it defines"),
+    ("duplicate anchor|second occurrence", "an anchor name (&name) given twice; give each anchor its own name"),
+    ("incompatible YAML document|directive", "a %YAML or %TAG line simnet does not read; remove it"),
+    ("mapping values are not allowed", "a ': ' where no key can start: quote a value that holds ': ', or check this "
+                                       "line's indentation"),
+    ("sequence entries are not allowed", "a '- item' where none can start: check this line's indentation"),
+    ("expected key|<block end>", "this line is indented unlike the lines around it, or holds no 'key: value': check "
+                                 "its indentation"),
+    ("expected ',' or ']'", "a list opened with '[' is not closed with ']' (or an item lacks its comma)"),
+    ("expected ',' or '}'", "a mapping opened with '{' is not closed with '}' (or an item lacks its comma)"),
+    ("expected ':'", "a line that is neither 'key: value' nor '- item' (a key without its ':'?)"),
+    ("unexpected end of stream", "the file ends inside a quoted value: close its quote"),
+    ("unknown escape|escape sequence", "an unknown escape (a backslash) in a double-quoted value: use single quotes, "
+                                       "or write \\\\ for a backslash"),
+    ("tag handle|non-specific tag", "a !tag simnet does not read (it reads text, numbers and true/false); remove it"),
+    ("indentation indicator|chomping", "a block value's | or > with an indicator simnet cannot read: write | or >"),
+    ("alphabetic or numeric character", "an anchor or alias (& or *) without its name"),
+    ("node content", "a value is missing here (two commas in a row?)"),
+)
+"""PyYAML's and libyaml's words for a syntax error (a pattern of them) and what they mean to a
+reader of the file, who knows no ``<block end>`` token."""
+
+
+def _in_words(exc: yaml.MarkedYAMLError, text: str) -> str:
+    """What a YAML syntax error means, in the file's words: a tab, a second document, an
+    unclosed bracket... (``_IN_WORDS``); a character no value starts with is named."""
+    said = f"{exc.problem or ''} {exc.context or ''}"
+    mark = exc.problem_mark or exc.context_mark
+    lines = text.splitlines()
+    at = lines[mark.line][mark.column:mark.column + 1] if mark and mark.line < len(lines) else ""
+    if "cannot start any token" in said:
+        return _IN_WORDS[0][1] if at == "\t" else \
+            f"{at!r} cannot start a value: put the value in quotes" if at else "a value cannot start here"
+    for pattern, words in _IN_WORDS:
+        if re.search(pattern, said):
+            return words
+    return (exc.problem or exc.context or "").replace("<", "").replace(">", "")
+
+
 def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
     """Parse one YAML document into plain data and its ``Source`` (line map)."""
     path = Path(path)
@@ -311,8 +349,11 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise InputError(f"YAML syntax error: {exc.problem or exc.context}", path, line) from None
-    except yaml.YAMLError as exc:  # e.g. a control character: no line mark, a multi-line text
+        raise InputError(f"YAML syntax error: {_in_words(exc, text)}", path, line) from None
+    except yaml.reader.ReaderError as exc:  # a control character: no line mark, a position
+        raise InputError(f"YAML syntax error: a control character (U+{exc.character:04X}); a YAML file holds "
+                         "printable text", path, text.count("\n", 0, exc.position) + 1) from None
+    except yaml.YAMLError as exc:  # no line mark, a multi-line text
         raise InputError(f"YAML syntax error: {' '.join(str(exc).split())}", path) from None
     finally:
         loader.dispose()

@@ -51,9 +51,11 @@ class _CalibrationSpec(Strict):
     def _some_factor(cls, value):
         if isinstance(value, dict) and not value:
             raise ValueError("an empty mapping; give one factor (0.9) or factors by size ({64 KiB: 0.8, 4 GiB: 0.95})")
-        text = next((v for v in (value.values() if isinstance(value, dict) else [value]) if isinstance(v, str)), None)
+        key, text = next(((k, v) for k, v in (value.items() if isinstance(value, dict) else [(None, value)])
+                          if isinstance(v, str)), (None, None))
         if text is not None:  # pydantic read "0.9" as 0.9, where every other factor is written bare
-            raise ValueError(f"{text!r} is text; write the factor without quotes (e.g. 0.9)")
+            raise ValueError(f"{'' if key is None else f'{key}: '}{text!r} is text; write the factor without quotes "
+                             "(e.g. 0.9)")
         for key in value if isinstance(value, dict) else ():
             try:
                 size = units.parse_size(key)

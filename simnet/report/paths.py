@@ -74,6 +74,10 @@ def output_dir(path: str | Path, option: str, inputs: Iterable[str | Path] = (),
                              "write elsewhere")
     if path.exists() and not path.is_dir():
         raise InputError(f"{where}: it is a file, not a folder")
+    for name in writes:  # a folder or device where a file goes would fail the write after the work
+        if (path / name).exists() and not (path / name).is_file():
+            raise InputError(f"{where}: {path / name} is a {'folder' if (path / name).is_dir() else 'device or pipe'}"
+                             f", where simnet writes its {name}; remove it or use another {option}")
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
         raise InputError(f"{where}: {existing} is a file, not a folder")

@@ -26,8 +26,8 @@ __all__ = ["series_label", "sweep_table", "write_sweep_csv", "plot_sweep", "comp
            "SWEEP_FILES"]
 
 
-SWEEP_FILES = ("results.csv", "results.jsonl", "sweep.json", "busbw.png", "speedup.png", "iteration_time.png",
-               "training.png", "step.png")
+SWEEP_FILES = ("results.csv", "results.jsonl", "sweep.json", ".lock", "busbw.png", "speedup.png",
+               "iteration_time.png", "training.png", "step.png")
 """What ``simnet sweep`` writes into its ``--out`` folder (none of them may be an input)."""
 
 

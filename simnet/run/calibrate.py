@@ -205,6 +205,7 @@ def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
     machine than the one it is fitted to."""
     gpus = topology.gpus[:ranks]
     model = topology.gpu_model(gpus[0])
+    first = dict(reversed(list(zip(log.devices, log.device_lines))))  # each device, the first line naming it
     for device in dict.fromkeys(log.devices if model is not None else []):  # a GPU the topology names
         named = [name for name in GPUS if re.search(rf"(?<![A-Za-z0-9]){name}(?![0-9])", device, re.IGNORECASE)]
         amd = re.search(r"\bAMD\b|Instinct|\bMI\d{3}", device, re.IGNORECASE)
@@ -214,12 +215,12 @@ def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
         if (named and model not in named) or (amd and not named) or (not named and other) or card:
             raise InputError(f"the log's device lines name {device!r}, the topology's GPUs are {model}"
                              f"{' on NVLink' if card else ''}: fit a log of the machine the topology describes",
-                             log.path)
+                             log.path, first[device])
     hosts = len(dict.fromkeys(log.hosts))
     if len(log.hosts) == ranks and hosts != len(topology.groups("host", gpus)):
         raise InputError(f"the log's device lines place its {ranks} ranks on {hosts} host{'s' if hosts > 1 else ''}, "
                          f"the topology's first {ranks} GPUs are on {len(topology.groups('host', gpus))}: fit a log "
-                         "of the machine the topology describes", log.path)
+                         "of the machine the topology describes", log.path, log.rank_lines[0])
     if len(log.hosts) == ranks:  # as many hosts: the same ranks must share each
         logged = _partition(log.hosts)
         placed = _partition([topology.graph.nodes[gpu].get("host") for gpu in gpus])
@@ -227,7 +228,8 @@ def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
             apart = min(sorted(group) for group in logged - placed)
             raise InputError(f"the log's device lines put ranks {', '.join(map(str, apart))} on host "
                              f"{log.hosts[apart[0]]}, the topology's first {ranks} GPUs share hosts otherwise: fit a "
-                             "log of the machine the topology describes (its ranks in the topology's order)", log.path)
+                             "log of the machine the topology describes (its ranks in the topology's order)", log.path,
+                             log.rank_lines[apart[0]])
 
 
 def _partition(hosts: list) -> set[frozenset[int]]:

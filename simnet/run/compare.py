@@ -11,13 +11,31 @@ the other's column.
 
 from __future__ import annotations
 
+from simnet.errors import InputError, SpecError, Unsupported
 from simnet.run.point import SAME_TIME
 from simnet.run.scenario import unread_options
 from simnet.run.sweep.evaluate import evaluate_point
-from simnet.run.sweep.plan import Point, plan_sweep
+from simnet.run.sweep.plan import Point, plan_sweep, setting_named
 from simnet.spec.scenario import Scenario
 
-__all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE"]
+__all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE", "CompareError"]
+
+
+class CompareError(SpecError):
+    """A comparison refused for one of its options: ``scenario`` is the index of the file
+    it comes from, ``loc`` where in that file (a variant's ``set`` key, ``sizes``...)."""
+
+    def __init__(self, scenario: int, loc: tuple, message: str):
+        super().__init__(loc, message)
+        self.scenario = scenario
+
+
+def _key(where: tuple, key: str) -> tuple:
+    """Where an option states ``key``: a variant's ``set`` entry for it (or the variant),
+    a file's own key (``where``: the scenario's index and the variant's place, if any)."""
+    index, variant = where[0], where[1:]
+    setting = next((k for k in variant[-1] if k == key or k.startswith(key + ".")), None) if variant else None
+    return index, variant[:-1] + ("set", setting) if setting else (key,)
 
 
 def _at(record: dict, size: int | None) -> dict:
@@ -27,15 +45,24 @@ def _at(record: dict, size: int | None) -> dict:
     return next(s for s in record["sizes"] if s["size_bytes"] == size)
 
 
-def _common_size(records: list[dict]) -> int | None:
-    """The largest size every record ran; ``ValueError`` when they share none."""
-    sizes = [{s["size_bytes"] for s in record["sizes"]} for record in records if record["sizes"]]
-    if not sizes:
-        return None
-    common = set.intersection(*sizes)
-    if not common:
-        raise ValueError("compare: the options share no size to rank them by; give them one size in common")
-    return max(common)
+def _common_size(options: list[tuple]) -> int | None:
+    """The largest size every option's records ran; ``ValueError`` (``CompareError`` at the
+    first option that shares none with those before it, where known) when they share none."""
+    common: set[int] | None = None
+    for name, _, records, *where in options:
+        for record in records:
+            if not record["sizes"]:
+                continue
+            sizes = {s["size_bytes"] for s in record["sizes"]}
+            if common is not None and not common & sizes:
+                message = "compare: the options share no size to rank them by; give them one size in common"
+                if len(where) > 1:
+                    raise CompareError(*_key(where[1], "sizes"), f"option {name} runs none of the sizes of the "
+                                                                  "options before it, so none ranks them all; give "
+                                                                  "them one size in common")
+                raise ValueError(message)
+            common = sizes if common is None else common & sizes
+    return max(common) if common else None
 
 
 def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
@@ -43,13 +70,14 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     An option's algorithms of ``all`` that its topology cannot run are left out, each row
     saying which and why (``skipped``); ``ValueError`` when none is left."""
     if len(scenarios) == 1 and not scenarios[0].variants:
-        raise ValueError("compare needs variants: in the file, or two or more scenario files")
+        raise CompareError(0, ("variants",), "compare needs variants: in the file, or two or more scenario files")
     if len(scenarios) > 1 and any(s.variants for s in scenarios):
-        named = next(s for s in scenarios if s.variants)
-        raise ValueError(f"variants: compare of {len(scenarios)} scenarios ranks each as one option, so the "
-                         f"{len(named.variants)} variants of {named.name} would not run; compare it alone")
+        index, named = next((k, s) for k, s in enumerate(scenarios) if s.variants)
+        raise CompareError(index, ("variants",), f"compare of {len(scenarios)} scenarios ranks each as one option, "
+                                                 f"so the {len(named.variants)} variants of {named.name} would not "
+                                                 "run; compare it alone")
     options = []
-    for scenario in scenarios:
+    for index, scenario in enumerate(scenarios):
         plan = plan_sweep(scenario)
         variants = scenario.variants
         for i, variant in enumerate(variants):
@@ -57,33 +85,64 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
                      if key.startswith("options.")}
             unread = unread_options(given, list(scenario.algorithms), scenario.collective) if given else []
             if unread:
-                raise ValueError(f"variants[{i}] ({variant.name}): options.{unread[0]} is read by none of "
-                                 f"{', '.join(scenario.algorithms)} (see simnet algorithms), so it changes nothing "
-                                 "in this comparison; leave it out, or name an algorithm that reads it")
+                raise CompareError(index, ("variants", i, "set", f"options.{unread[0]}"), (
+                    f"read by none of {', '.join(scenario.algorithms)} (see simnet algorithms), so it changes "
+                    f"nothing in this comparison of {variant.name}; leave it out, or name an algorithm that reads it"))
         # a variant's cost overrides the scenario's, as its set overrides the scenario's keys
-        for name, cost, overrides in ([(v.name, scenario.cost if v.cost is None else v.cost, tuple(v.set.items()))
-                                       for v in variants] or
-                                      [(scenario.name, scenario.cost, ())]):
-            records = [evaluate_point(plan, Point(overrides, None, algorithm)) for algorithm in scenario.algorithms]
+        for name, cost, overrides, where in ([(v.name, scenario.cost if v.cost is None else v.cost,
+                                               tuple(v.set.items()), (index, "variants", i, v.set))
+                                              for i, v in enumerate(variants)] or
+                                             [(scenario.name, scenario.cost, (), (index,))]):
+            records = [_evaluate(plan, Point(overrides, None, algorithm), where) for algorithm in scenario.algorithms]
             ran = [r for r in records if "skipped" not in r]
             if not ran:
-                raise ValueError(f"option {name}: none of its algorithms runs here ({records[0]['skipped']})")
-            options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}))
+                raise CompareError(*_key(where, "algorithms"), f"option {name}: none of its algorithms runs here "
+                                                               f"({records[0]['skipped']})")
+            options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r},
+                            where))
     return compare_rows(options)
+
+
+def _evaluate(plan, point: Point, where: tuple) -> dict:
+    """``evaluate_point``, its refusal put where the option states what is refused: a
+    variant's ``set`` key the message names (or the variant), an algorithm a file's
+    topology cannot run on its ``algorithms``."""
+    try:
+        return evaluate_point(plan, point)
+    except InputError as exc:
+        if exc.line is not None:  # named in its own file already (a topology's, a profile's)
+            raise
+        variant = where[1:]
+        setting = setting_named(exc.message, list(variant[-1] if variant else {}))
+        if setting is not None:
+            raise CompareError(where[0], variant[:-1] + ("set", setting),
+                               exc.message.removeprefix(f"{setting}: ")) from None
+        if isinstance(exc.__cause__, Unsupported):
+            raise CompareError(*_key(where, "algorithms"), exc.message) from None
+        raise CompareError(where[0], variant[:-1], exc.message) from None
 
 
 def compare_rows(options: list[tuple]) -> list[dict]:
     """One row per hardware option (name, cost, its points' records[, the algorithms it
-    skipped: why]): its fastest algorithm and what it buys. ``merit_s`` is the time the
-    comparison ranks by (module docstring)."""
+    skipped: why[, where it is written: its file's index and variant]]): its fastest
+    algorithm and what it buys. ``merit_s`` is the time the comparison ranks by (module
+    docstring)."""
     every = [record for _, _, records, *_ in options for record in records]
     kinds = {record.get("collective", "allreduce") for record in every}
     if len(kinds) > 1 and not all("step_s" in record for record in every):
-        raise ValueError(f"compare: the options run different collectives ({', '.join(sorted(kinds))}); compare "
-                         "scenarios of one collective")
+        first = every[0].get("collective", "allreduce")
+        name, _, records, *where = next(o for o in options if any(r.get("collective", "allreduce") != first
+                                                                  for r in o[2]))
+        message = (f"compare: the options run different collectives ({', '.join(sorted(kinds))}); compare "
+                   "scenarios of one collective")
+        if len(where) > 1:
+            raise CompareError(*_key(where[1], "collective"), f"option {name} runs "
+                               f"{records[0].get('collective', 'allreduce')}, the options before it {first}; compare "
+                               "options of one collective")
+        raise ValueError(message)
     training = all("step_s" in record for record in every)
     workload = not training and all("iteration_time_s" in record for record in every)
-    size = None if training or workload else _common_size(every)
+    size = None if training or workload else _common_size(options)
     rows = []
     for name, cost, records, *skipped in options:
         def merit(record: dict) -> float:

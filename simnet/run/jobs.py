@@ -17,15 +17,21 @@ from typing import Any
 import numpy as np
 
 from simnet.engine.replay import JobRun, replay_jobs
+from simnet.errors import Unsupported
 from simnet.model.timing import Timing
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder
-from simnet.spec.jobs import BackgroundSpec, JobSpec, place_jobs
+from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["run_jobs", "JobsResult"]
+
+
+class JobUnsupported(JobError, Unsupported):
+    """A job's algorithm its GPUs cannot run: ``Unsupported`` as for one collective, with
+    the job's place (``loc``) for the line that names it."""
 
 
 @dataclass
@@ -59,7 +65,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
     runs, described, capacity = [], [], None
-    for spec, gpus in zip(specs, placements):
+    for i, (spec, gpus) in enumerate(zip(specs, placements)):
         sub = topology.subset(gpus)
         if spec.background is not None:
             period = spec.period if spec.period is not None else BACKGROUND_PERIOD
@@ -72,9 +78,12 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                               "size_bytes": int(schedule.nbytes.sum()), "runs": None})
             continue
         point = Setup(sub, ALLREDUCE, model, env, calibration)
-        algorithm = point.nccl_pick(spec.size) if spec.algorithm == "auto" else spec.algorithm
-        point.refuse_what_env_turns_off(algorithm)
-        decided, schedule, timing = point.prepare(algorithm, spec.size, {})
+        try:
+            algorithm = point.nccl_pick(spec.size) if spec.algorithm == "auto" else spec.algorithm
+            point.refuse_what_env_turns_off(algorithm)
+            decided, schedule, timing = point.prepare(algorithm, spec.size, {})
+        except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line
+            raise JobUnsupported((i, "algorithm"), str(exc)) from None
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))

@@ -74,6 +74,16 @@ class JobSpec(Strict):
     def _size(cls, value: Any) -> int:
         return parse_size(value)
 
+    @field_validator("gpus", "hosts")
+    @classmethod
+    def _each_once(cls, value):
+        """A GPU or host named twice would run once: refused, as a scenario's gpus: refuses it."""
+        names = value if isinstance(value, list) else []
+        twice = next((name for k, name in enumerate(names) if name in names[:k]), None)
+        if twice is not None:
+            raise ValueError(f"{twice!r} is listed twice; name each once")
+        return value
+
     @field_validator("algorithm")
     @classmethod
     def _known(cls, value: str) -> str:
@@ -83,6 +93,10 @@ class JobSpec(Strict):
 
     @model_validator(mode="after")
     def _where(self) -> JobSpec:
+        if self.period == 0:
+            raise ValueError("period: a background job offers its load once a period, and 0 s gives it no time "
+                             "(the default is 1 ms)" if self.background is not None else
+                             "period: 0 s runs the job back to back, as no period does; leave it out")
         if self.background is not None:
             if self.size is not None or self.algorithm != "auto" or "repeat" in self.model_fields_set:
                 raise ValueError("a background job makes its own traffic: no size, algorithm or repeat")
@@ -136,6 +150,7 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
     specs = [raw if isinstance(raw, JobSpec) else JobSpec.model_validate(raw) for raw in specs]
     taken: dict[str, str] = {}
     placed: dict[int, list[str]] = {}
+    running = set(topology.gpus)
     leftover = [i for i, spec in enumerate(specs) if spec.background and spec.gpus is None and spec.hosts is None]
     for i in [i for i in range(len(specs)) if i not in leftover] + leftover:
         spec = specs[i]
@@ -148,14 +163,22 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
             gpus = choose_gpus(topology, free, spec.gpus, spec.placement)
         elif spec.hosts is not None:
             hosts = topology.groups("host")
+            every = topology.groups("host", [n for n in topology.nodes if topology.kind(n) == "gpu"])
             for host in spec.hosts:
-                if host not in hosts:
+                if host not in every:
                     raise JobError((i, "hosts"), f"no host {host!r} with GPUs in {topology.name}")
+                if len(hosts.get(host, [])) < len(every[host]):  # the run's GPUs (gpus:, -g) leave some out
+                    raise JobError((i, "hosts"), f"host {host!r} has {len(every[host])} GPUs, "
+                                                 f"{len(hosts.get(host, []))} of them among the run's "
+                                                 f"{len(topology.gpus)}; name its GPUs, or run on more GPUs")
             gpus = [g for host in spec.hosts for g in hosts[host]]
         else:
             for gpu in spec.gpus:
                 if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
                     raise JobError((i, "gpus"), f"{gpu!r} is not a GPU of {topology.name}")
+                if gpu not in running:
+                    raise JobError((i, "gpus"), f"{gpu!r} is not among the run's {len(topology.gpus)} GPUs "
+                                                "(gpus:, -g); name one of them, or run on more GPUs")
             gpus = list(spec.gpus)
         for gpu in gpus:
             if gpu in taken:

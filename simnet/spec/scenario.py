@@ -22,6 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
+from simnet.errors import kind_of, shown
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
@@ -267,15 +268,15 @@ def load_scenario(path: str | Path, collective: str | None = None) -> Scenario:
 
 
 def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None,
-                       collective: str | None = None) -> Scenario:
+                       collective: str | None = None, network: Topology | None = None) -> Scenario:
     """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``.
     ``collective``: one run instead of the file's (``-c``): an option its algorithms take is
     not refused for the file's collective's lacking it (the run warns ``option_unread`` for
-    what the collective that runs does not read)."""
+    what the collective that runs does not read). ``network``: the topology the document
+    names, loaded already, so it is not read again (``gpus:`` picks among its network's GPUs)."""
     source = source or Source("<scenario>")
     if not isinstance(data, dict):
-        got = type(data).__name__ if data is not None else "nothing"
-        raise source.error((), f"expected a mapping with name, topology and sizes, got a {got}")
+        raise source.error((), f"{shown(data)} is {kind_of(data)}; expected a mapping with name, topology and sizes")
     if "topology" not in data and {"nodes", "links", "generate"} & set(data):
         raise source.error((), "this is a topology file, not a scenario; a scenario names it (topology: "
                                "path/to/it.yaml) with sizes and algorithms (see scenarios/); simnet topo checks it")
@@ -288,7 +289,9 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     _refuse_what_is_not_read(spec, source)
     if spec.size is None and spec.sizes is None and not spec.jobs and spec.training is None:
         raise source.error((), "no sizes: give size (e.g. '1 GiB') or sizes (a list, or '8 B .. 8 GiB x2')")
-    if isinstance(spec.topology, str):
+    if network is not None:
+        topology = network
+    elif isinstance(spec.topology, str):
         path = (base or Path(".")) / spec.topology
         if not path.exists():
             raise source.error(("topology",), f"no topology file {str(path)!r}")
@@ -373,19 +376,29 @@ def _where(source: Source, loc: tuple) -> str:
 
 def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[Finding]:
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
-    beside a distribution that has its mean alone, a seed of all_to_all background traffic
-    (nothing is drawn), a job's period when it runs once, a compute slowdown of a GPU the
-    run leaves out (``gpus:``). Warned, not refused: a sweep over the distribution, the
-    pattern, repeat or the GPU count makes them moot at some of its points only."""
+    beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
+    of a GPU the run leaves out, a seed of all_to_all background traffic (nothing is drawn),
+    a job's period when it runs once, a compute slowdown of a GPU the run leaves out
+    (``gpus:``) or of 1. Warned, not refused: a sweep over the distribution, the
+    pattern, repeat, the GPU count or the slowdown makes them moot at some of its points only."""
     said = []
 
     def moot(loc: tuple, message: str) -> None:
         said.append(Finding("key_unread", format_loc(loc), f"{format_loc(loc)} ({_where(source, loc)}): {message}"))
 
     raw = spec.stragglers
+    running = set(topology.gpus)
     if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):
         moot(("stragglers", "sigma"), f"shapes the lognormal distribution only; {raw['distribution']} has its "
                                       "mean alone, so sigma changed nothing here")
+    if isinstance(raw, dict) and "distribution" in raw and units.parse_time(raw["mean"]) == 0:
+        moot(("stragglers", "mean"), "a mean of 0 draws no delay, so stragglers changed nothing here")
+    for gpu, delay in raw.items() if isinstance(raw, dict) and "distribution" not in raw else ():
+        if gpu not in running:
+            moot(("stragglers", gpu), f"{gpu} is not among the run's {len(running)} GPUs (gpus:, -g), so its "
+                                      "delay changed nothing here")
+        elif delay == 0 or units.parse_time(delay) == 0:
+            moot(("stragglers", gpu), "a delay of 0 joins on time, so it changed nothing here")
     for i, job in enumerate(spec.jobs):
         if job.background is not None and job.background.pattern == "all_to_all" \
                 and "seed" in job.background.model_fields_set:
@@ -394,11 +407,13 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
-    running = set(topology.gpus)
-    for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
+    for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
                                                         "(gpus:), so its slowdown changed nothing here")
+        elif factor == 1:
+            moot(("workload", "compute_slowdown", gpu), "a slowdown of 1 computes as fast as the other GPUs, so it "
+                                                        "changed nothing here")
     return said
 
 
@@ -530,6 +545,9 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple
         raise source.error(("faults", *exc.loc), exc.message) from None
     raw = spec.stragglers
     for gpu, delay in (raw or {}).items() if raw and "distribution" not in raw else ():
+        if isinstance(delay, (bool, dict, list)):
+            raise source.error(("stragglers", gpu), f"{shown(delay)} is {kind_of(delay)}, not a time: write the "
+                                                    "delay with its unit, e.g. '500 us'")
         if not isinstance(delay, str) and delay != 0:  # a file writes times with their unit (0 needs none)
             raise source.error(("stragglers", gpu), f"{delay!r} has no unit: write the delay as a time, e.g. '500 us'")
     if raw is not None and "distribution" in raw:

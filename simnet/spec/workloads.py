@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, create_model, field_validator, model_validator
 
 from simnet import units
+from simnet.errors import kind_of, shown
 from simnet.spec.values import PositiveSize, Size
 from simnet.topology.schema import Count, Latency, Strict
 from simnet.units import DTYPE_BYTES
@@ -56,6 +57,10 @@ def _gpu_flops(value: object) -> object:
     return value
 
 
+MAX_SLOWDOWN = 1000
+"""Most times longer one GPU may compute than the others (``compute_slowdown``)."""
+
+
 GpuFlops = Annotated[float, BeforeValidator(_gpu_flops), Field(allow_inf_nan=False)]
 """A GPU's dense peak, FLOP/s (see ``_gpu_flops``)."""
 
@@ -71,7 +76,24 @@ class Workload(Strict):
     dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
     bucket_size: PositiveSize | None = None
     backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
-    compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=1000, allow_inf_nan=False)]] | None = None
+    compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=MAX_SLOWDOWN, allow_inf_nan=False)]] | None = None
+
+    @field_validator("compute_slowdown", mode="before")
+    @classmethod
+    def _factors(cls, value):
+        """A slowdown is a factor per GPU: how many times longer it computes than the others."""
+        if not isinstance(value, dict):
+            raise ValueError(f"{shown(value)} is {kind_of(value)}; give each slow GPU how many times longer it "
+                             "computes than the others, e.g. {gpu3: 1.2} for 20% slower")
+        for gpu, factor in value.items():
+            if isinstance(factor, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*", factor):  # as Strict says it
+                raise ValueError(f"{gpu}: {factor!r} is text; write the number without quotes")
+            if isinstance(factor, str) or (isinstance(factor, (int, float)) and not isinstance(factor, bool)
+                                           and not 1 <= factor <= MAX_SLOWDOWN):
+                raise ValueError(f"{gpu}: {shown(factor)} is not a slowdown; give how many times longer this GPU "
+                                 f"computes than the others, a number from 1 (as fast) to {MAX_SLOWDOWN:,}: 1.2 for "
+                                 "20% slower")
+        return value
 
     @field_validator("parameters", mode="before")
     @classmethod
@@ -105,8 +127,10 @@ class Workload(Strict):
                              "the backward pass ends, so where the backward pass starts changes nothing; give "
                              "bucket_size (PyTorch DDP's default is 25 MiB)")
         gradient = self.gradient_size if self.gradient_size is not None else self.parameters * DTYPE_BYTES[self.dtype]
-        if gradient > units.SIZE_MAX:
-            raise ValueError(f"a gradient of {gradient:.4g} B is over 1 PiB, the largest size simnet accepts")
+        if gradient > units.SIZE_MAX:  # (a gradient_size is a size: parsed within 1 PiB already)
+            raise ValueError(f"parameters: {self.parameters:.4g} parameters of {DTYPE_BYTES[self.dtype]} B "
+                             f"({self.dtype}) make a gradient of {gradient:.4g} B, over 1 PiB, the largest size simnet "
+                             "accepts; give the model's parameter count (e.g. 1.3e9)")
         if self.bucket_size and gradient / self.bucket_size > MAX_BUCKETS:
             raise ValueError(f"bucket_size {units.format_size(self.bucket_size)} cuts the gradient into "
                              f"{math.ceil(gradient / self.bucket_size):,} buckets, over the {MAX_BUCKETS:,} simnet "

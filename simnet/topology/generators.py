@@ -23,7 +23,18 @@ from pydantic import BeforeValidator, Field, model_validator
 from simnet.errors import SpecError
 from simnet.io.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
-from simnet.topology.schema import Bandwidth, Count, GpuName, Label, Latency, LinkSpec, NodeSpec, Strict, Transport
+from simnet.topology.schema import (
+    Bandwidth,
+    Count,
+    GpuName,
+    Label,
+    Latency,
+    LinkSpec,
+    Name,
+    NodeSpec,
+    Strict,
+    Transport,
+)
 from simnet.topology.servers import SERVER_NAMES, SERVERS, Server
 
 __all__ = ["GENERATORS", "GROWTH", "generate", "grown", "GeneratorError", "ELEMENT_BYTES"]
@@ -149,7 +160,7 @@ class NVSwitchParams(_NvSwitchHosts):
     pcie_latency: Latency = 1e-6  # GPU -> NIC, as leaf_spine's and rail_optimized's (not the NVSwitch hop's)
     transport: Transport = "ib"
     net_latency: Latency | None = None  # what the NICs' transport adds per network step; default: the transport's
-    host: Label = "node0"
+    host: Name = "node0"  # an empty label would make each GPU a host of its own
     prefix: Label = ""
 
     @classmethod
@@ -199,7 +210,7 @@ class PCIeParams(Strict):
     pcie_bandwidth: Bandwidth | None = None  # GPU -> PCIe switch; default x16 of the GPU's generation (Gen4: 31.5 GB/s)
     uplink_bandwidth: Bandwidth | None = None  # PCIe switch -> root complex; default as pcie_bandwidth
     latency: Latency = 1e-6
-    host: Label = "node0"
+    host: Name = "node0"  # an empty label would make each GPU a host of its own
     prefix: Label = ""
 
     def footprint(self) -> tuple[int, int]:
@@ -456,7 +467,7 @@ class FullMeshParams(Strict):
     gpu: GpuName | None = None  # the GPU generation (NCCL's model takes an unnamed one as an A100)
     bandwidth: Bandwidth | None = None  # per link each way; default: an AMD GPU's xGMI link rate, else 64 GB/s
     latency: Latency = GPU_LINK_LATENCY  # per link of the mesh
-    host: Label = "node0"
+    host: Name = "node0"  # an empty label would make each GPU a host of its own
     prefix: Label = ""
 
     @model_validator(mode="after")

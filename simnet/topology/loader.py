@@ -9,7 +9,7 @@ import networkx as nx
 import numpy as np
 from pydantic import ValidationError
 
-from simnet.errors import InputError
+from simnet.errors import InputError, kind_of, shown
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate
 from simnet.topology.graph import FORWARDING_KINDS, Topology
@@ -30,8 +30,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     """Build a ``Topology`` from parsed YAML; ``prefix`` locates it inside a larger file."""
     source = source or Source("<topology>")
     if not isinstance(data, dict):
-        got = type(data).__name__ if data is not None else "nothing"
-        raise source.error(prefix, f"expected a mapping with name, nodes and links, got a {got}")
+        raise source.error(prefix, f"{shown(data)} is {kind_of(data)}; expected a mapping with name, nodes and links")
     if "topology" in data and not {"nodes", "links", "generate"} & set(data):
         raise source.error(prefix, "this is a scenario file (it has 'topology:'), not a topology; give its "
                                    f"topology ({data['topology'] if isinstance(data['topology'], str) else 'inline'}) "
@@ -59,6 +58,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
 
     graph = nx.DiGraph(name=spec.name)
     where: dict[str, tuple] = {}
+    link_at: dict[tuple[str, str], tuple] = {}  # each direction of a link -> where it is written
     for node, loc in nodes:
         if node.id in where:
             first = source.line(where[node.id])
@@ -82,13 +82,14 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                 raise source.error(loc, f"a link {u} -> {v} already exists (line {graph.edges[u, v]['line']})")
             graph.add_edge(u, v, bandwidth=link.bandwidth, latency=link.latency, line=source.line(loc),
                            **({"type": link.type} if link.type else {}))
+            link_at[u, v] = loc
 
     gpus = _rank_order(nodes, source)
     if not gpus:
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
     _check_one_place_per_host(nodes, source)
     servers = [n for n, kind in graph.nodes(data="kind") if kind == "ps"]
-    _check_reachable(graph, gpus + servers, where, source)
+    _check_reachable(graph, gpus + servers, where, source, link_at)
     calibration = None
     if spec.calibration is not None:
         calibration = Path(source.file).parent / spec.calibration
@@ -201,9 +202,11 @@ def _check_one_place_per_host(nodes: list[tuple[NodeSpec, tuple]], source: Sourc
                                                    f"{first[1]!r}); a host sits in one {level}")
 
 
-def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: Source) -> None:
+def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: Source,
+                     link_at: dict[tuple[str, str], tuple]) -> None:
     """Every GPU (and parameter server) in ``gpus`` must reach every other through
-    forwarding nodes (or a direct link)."""
+    forwarding nodes (or a direct link). The one left out is blamed on its node, or on a
+    one-way link of its (``directed: true``) when it has one: the likelier mistake."""
     fabric = graph.subgraph(n for n, kind in graph.nodes(data="kind") if kind in FORWARDING_KINDS)
     component = {}
     condensed = nx.condensation(fabric)
@@ -232,4 +235,13 @@ def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: So
                         unlinked = graph.degree(culprit) == 0
                         why = "it has no links" if unlinked else "no path through switches or NICs"
                         kinds = {n: "parameter server" if graph.nodes[n]["kind"] == "ps" else "GPU" for n in (a, b)}
+                        # its links that run one way only, away from where the route is missing
+                        one_way = [e for e in (graph.out_edges(culprit) if culprit == b else
+                                               graph.in_edges(culprit)) if not graph.has_edge(e[1], e[0])]
+                        if one_way:
+                            u, v = min(one_way, key=lambda e: graph.edges[e]["line"] or 0)
+                            raise source.error(link_at[u, v], (
+                                f"a one-way link (directed: true) {u} -> {v}, and no route leads "
+                                f"{'into' if culprit == b else 'out of'} {culprit!r} the other way, so "
+                                f"{kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}; give the way back too"))
                         raise source.error(where[culprit], f"{kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}: {why}")

@@ -289,7 +289,7 @@ class TopologySpec(Strict):
 
     name: Name
     description: str = ""
-    generate: dict[str, Any] | list[dict[str, Any]] | None = None
+    generate: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
     nodes: list[NodeSpec] = []
     links: list[LinkSpec] = []
     calibration: str | None = None  # a profile from simnet calibrate, relative to this file

@@ -28,8 +28,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     except InputError:
         raise
     except Unsupported as exc:
-        if not plan.every_algorithm:
-            raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+        if not plan.every_algorithm:  # (the cause kept: compare puts it on the algorithms)
+            raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from exc
         return {**_header(point, scenario), "skipped": str(exc)}
     except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from simnet import units
-from simnet.errors import InputError
+from simnet.errors import InputError, shown
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env, nccl_integer
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
@@ -26,7 +26,7 @@ from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
-__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint"]
+__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -62,6 +62,9 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
             if isinstance(target, list):
                 part = _index(target, part, dotted, ".".join(parts[:k]))
             elif k < len(parts) - 1 and not isinstance(target.get(part), (dict, list)):
+                if parts[k + 1].isascii() and parts[k + 1].isdigit():  # an index into a list the file lacks
+                    raise ValueError(f"{dotted}: the scenario has no list {'.'.join(parts[:k + 1])} for "
+                                     f"{parts[k + 1]} to index; write the list in the file")
                 target[part] = {}
             if k == len(parts) - 1:
                 target[part] = value
@@ -292,5 +295,23 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
     if gpus is not None:
         document = _grow(document, gpus, Path(plan.base))
         document["gpus"] = gpus
-    label = plan.source + (f" with {', '.join(f'{k}={v}' for k, v in overrides)}" if overrides else "")
-    return scenario_from_dict(document, Source(label), base=Path(plan.base))
+    label = plan.source + (f" with {', '.join(f'{k}={v if isinstance(v, str) else shown(v)}' for k, v in overrides)}"
+                           if overrides else "")  # each value as typed (true, not Python's True)
+    try:
+        return scenario_from_dict(document, Source(label), base=Path(plan.base))
+    except InputError as exc:  # a value of the file's own sweep: axes is refused on the axis's line
+        axes = plan.document.get("sweep") if isinstance(plan.document.get("sweep"), dict) else {}
+        key = setting_named(exc.message, [k for k, v in overrides if v in axes.get(k, [])])
+        if exc.line is not None or key is None or not Path(plan.source).is_file():
+            raise
+        value = dict(overrides)[key]
+        raise load_yaml(plan.source)[1].error(("sweep", key), (
+            f"the point {key}={value if isinstance(value, str) else shown(value)}: {exc.message}")) from None
+
+
+def setting_named(message: str, keys: list[str]) -> str | None:
+    """The key of ``keys`` (dotted, as overrides set them) that a point's refusal names
+    first: ``topology.generate.racks: 0 must be...`` names ``topology.generate.racks``,
+    ``bogus: unknown key`` names ``bogus.key``; None if none."""
+    field = message.partition(": ")[0]
+    return next((k for k in keys if field == k or k.startswith(field + ".") or field.startswith(k + ".")), None)
