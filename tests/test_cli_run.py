@@ -520,3 +520,15 @@ def test_a_size_listed_twice_is_run_and_shown_once(scenario):
     results = run_scenario(spec, progress=lambda done, total: seen.append((done, total)))
     assert [(r.size_bytes, r.algorithm) for r in results.runs] == [(2**20, a) for a in ("ring", "tree", "ps")]
     assert seen[-1] == (3, 3)
+
+
+def test_progress_in_a_log_says_how_far_a_long_run_is_before_the_first_is_done(monkeypatch, capsys):
+    from simnet.cli import console
+
+    monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
+    with console.progress("simulating") as update:
+        update(0, 1)
+        update(0, 1, "this run 40%, about 30 s left")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("simulating: 0/1 done, this run 40%, about 30 s left; ")
+    assert lines[0].endswith(" s elapsed")

@@ -170,3 +170,22 @@ def test_large_schedules_take_the_compiled_network_and_links_down_the_simpy_one(
     assert replay(schedule, topo, faults=down).time > 0  # routed around, on the SimPy network
     with pytest.raises(ValueError, match="no fault that takes a link down"):
         replay(schedule, topo, faults=down, compiled=True)
+
+
+@pytest.mark.parametrize("compiled_network", [False, True])
+def test_a_listener_hears_how_far_a_replay_is(compiled_network, monkeypatch):
+    """With a listener in force, a replay reports the share of its transfers delivered,
+    rising to 1, with the time it expects to take still; without one, nothing."""
+    from simnet.engine import progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    monkeypatch.setattr(compiled, "PAUSE_INSTANTS", 4)
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2, "spines": 1}})
+    _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**20, {})
+    heard = []
+    with progress.listening(lambda share, left_s: heard.append((share, left_s))):
+        replay(schedule, topo, timing=timing, compiled=compiled_network)
+    shares = [share for share, _ in heard]
+    assert len(shares) > 3 and shares == sorted(shares) and 0 < shares[0] and shares[-1] <= 1
+    assert all(left_s >= 0 for _, left_s in heard)

@@ -222,3 +222,23 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     for name in ("saturated_ps", "busy_ps", "either_saturated_ps", "peak", "max_flows"):
         assert (getattr(fast.together, name) == getattr(slow.together, name)).all(), name
     assert fast.together.bytes == pytest.approx(slow.together.bytes, rel=1e-12)
+
+
+def test_jobs_whose_schedules_do_not_fit_together_are_refused_before_any_replay(monkeypatch):
+    """Each job's schedule fits the memory simnet may use, both together do not: one line
+    naming the jobs, before anything is replayed."""
+    from simnet.errors import CannotSimulate
+    from simnet.schedule.transfers import TRANSFER_BYTES
+
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}]
+    seen = []
+    run_jobs(_fabric(), jobs[:1], model="ideal", progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 2), (1, 2), (2, 2)]  # alone, then together
+    fabric, one = _fabric(), 4 * TRANSFER_BYTES  # a 2-GPU ring under ideal: 2 steps each way, 4 transfers
+    monkeypatch.setenv("SIMNET_MEMORY", f"{int(1.5 * one)} B")
+    replays = []
+    monkeypatch.setattr("simnet.run.jobs.replay_jobs", lambda *args, **kwargs: replays.append(1))
+    with pytest.raises(CannotSimulate, match="the schedules of jobs a, b held together"):
+        run_jobs(fabric, jobs, model="ideal")
+    assert not replays

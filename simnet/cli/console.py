@@ -41,8 +41,9 @@ def stderr_console() -> Console:
 def progress(label: str) -> Iterator[Callable[..., None]]:
     """Yield ``update(done, total, status="")``. On a terminal: a transient bar with the
     elapsed and remaining time. Otherwise one plain line on stderr every ``PLAIN_EVERY_S``
-    seconds (``label: 3/12 done, 2 running; 40 s elapsed, about 120 s left``), so logs show
-    progress and short runs print nothing."""
+    seconds (``label: 3/12 done, 2 running; 40 s elapsed, about 120 s left``; before the
+    first is done, only when there is a status to say), so logs show progress and short
+    runs print nothing."""
     if sys.stderr.isatty():
         from rich.progress import (
             BarColumn,
@@ -64,11 +65,11 @@ def progress(label: str) -> Iterator[Callable[..., None]]:
     def update(done: int, total: int, status: str = "") -> None:
         nonlocal last
         now = time.monotonic()
-        if now - last < PLAIN_EVERY_S or not done:
+        if now - last < PLAIN_EVERY_S or not (done or status):
             return
         last = now
-        left = (now - start) / done * (total - done)
-        print(f"{label}: {done}/{total} done{', ' + status if status else ''}; {now - start:.0f} s elapsed, "
-              f"about {left:.0f} s left", file=sys.stderr, flush=True)
+        left = f", about {(now - start) / done * (total - done):.0f} s left" if done else ""
+        print(f"{label}: {done}/{total} done{', ' + status if status else ''}; {now - start:.0f} s elapsed{left}",
+              file=sys.stderr, flush=True)
 
     yield update

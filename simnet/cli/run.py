@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -200,7 +201,9 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     from simnet.spec.jobs import JobError
 
     try:
-        result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration)
+        with _progress_told("simulating jobs") as told:
+            result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration,
+                              progress=told)
     except InputError:
         raise  # names its own file and line (a calibration profile's)
     except JobError as exc:  # a job's algorithm its GPUs cannot run: on the job's line
@@ -268,14 +271,13 @@ def _parse_option(parse, value, option: str, scenario: Path):
 def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = False):
     """Run the scenario, its progress on stderr (``simnet.cli.console.progress``); an algorithm
     that cannot run here is named where it was asked for (``-a``, else the file's line)."""
-    from simnet.cli.console import progress
     from simnet.errors import Unsupported
     from simnet.io.yamlsource import load_yaml
     from simnet.run.scenario import run_scenario
 
-    with progress("simulating") as update:
+    with _progress_told("simulating") as told:
         try:
-            return run_scenario(spec, progress=update, timeline=timeline)
+            return run_scenario(spec, progress=told, timeline=timeline)
         except InputError:
             raise  # names its own file and line (a calibration profile's)
         except Unsupported as exc:
@@ -284,6 +286,27 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
             raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
+
+
+@contextmanager
+def _progress_told(label: str):
+    """``simnet.cli.console.progress`` as ``told(done, total)`` for the runs of a command,
+    and, while a long replay inside one runs, its share and time left as the status."""
+    from simnet.cli.console import progress
+    from simnet.engine.progress import listening
+
+    with progress(label) as update:
+        runs = [0, 0]  # done, total
+
+        def told(done: int, total: int) -> None:
+            runs[:] = done, total
+            update(done, total)
+
+        def within(share: float, left_s: float) -> None:
+            update(*runs, status=f"this run {share:.0%}, about {left_s:.0f} s left")
+
+        with listening(within):
+            yield told
 
 
 def _print_notes(console, results) -> None:

@@ -29,6 +29,7 @@ import hashlib
 import math
 import tempfile
 from collections import namedtuple
+from collections.abc import Callable
 from pathlib import Path
 
 import numba
@@ -44,9 +45,13 @@ TIE = 1e-9  # simnet.engine.maxmin.TIE
 SATURATED = 0.999  # simnet.engine.accounting.SATURATED
 HORIZON = 10**18  # simnet.engine.clock.HORIZON_PS
 
-OK, BEYOND_HORIZON, FULL = 0, 1, 2
+OK, BEYOND_HORIZON, FULL, PAUSED = 0, 1, 2, 3
 """What the compiled run returns: finished; a flow would end past the horizon; a buffer is
-full (``iv[_FULL]`` says which: ``run`` doubles it and starts again)."""
+full (``iv[_FULL]`` says which: ``run`` doubles it and starts again); paused after the
+instants asked, to say how far it is (``run`` calls it again, and it goes on)."""
+
+PAUSE_INSTANTS = 2048
+"""Simulated instants between two reports of progress, when someone listens."""
 
 
 
@@ -87,7 +92,7 @@ _DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN = _ints(5)
 _W_LAUNCH, _W_SENT, _W_DELIVERED, _W_USABLE, _W_REDUCE_LATER = _ints(5)
 # scalars, in one int64 array every function shares
 (_NOW, _SEQ, _WAKE, _LOGICAL, _FREE_N, _ACTIVE, _EVENTS, _NEW, _GONE, _TOUCHED, _HEAP, _POOL, _WORK, _LOADS,
- _COMMITS, _FULL) = _ints(16)
+ _COMMITS, _FULL, _STARTED, _DELIVERED) = _ints(18)
 # buffers that may fill (``iv[_FULL]``)
 _FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS = _ints(7)[1:]
 
@@ -782,6 +787,7 @@ def _drain(tr, net, fl, b, iv):
             else:
                 ok = _work(b, iv, _W_USABLE, first, count)
         elif kind == _W_USABLE:  # the transfers waiting for their data may go
+            iv[_DELIVERED] += count
             ok = _release(ids, tr.times[_DONE], now, tr.dep_ptr, tr.dep_idx, state, b, iv)
         else:  # _W_REDUCE_LATER
             delays = tr.reduce[ids]
@@ -909,20 +915,23 @@ def _set_capacity(links, capacity, net, fl, b, iv):
 
 
 @njit(cache=True, error_model="numpy")
-def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_capacity, timeline):
-    """Replay to the end: ``OK``, ``BEYOND_HORIZON`` or ``FULL``."""
-    for f in range(len(fault_at)):  # as schedule_faults: those at 0 now, the others on the calendar
-        if fault_at[f] == 0:
-            _set_capacity(fault_links[fault_ptr[f]:fault_ptr[f + 1]], fault_capacity[fault_ptr[f]:fault_ptr[f + 1]],
-                          net, fl, b, iv)
-        elif not _schedule(b, iv, fault_at[f], _FAULT, f):
+def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_capacity, timeline, pause):
+    """Replay to the end (``OK``, ``BEYOND_HORIZON`` or ``FULL``), or for ``pause``
+    instants (``PAUSED``; called again, it goes on where it stopped)."""
+    if not iv[_STARTED]:
+        iv[_STARTED] = 1
+        for f in range(len(fault_at)):  # as schedule_faults: those at 0 now, the others on the calendar
+            if fault_at[f] == 0:
+                _set_capacity(fault_links[fault_ptr[f]:fault_ptr[f + 1]],
+                              fault_capacity[fault_ptr[f]:fault_ptr[f + 1]], net, fl, b, iv)
+            elif not _schedule(b, iv, fault_at[f], _FAULT, f):
+                return FULL
+        if start_ps == 0:
+            if not (_call(b, iv, _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)) and _drain(tr, net, fl, b, iv)):
+                return FULL
+        elif not _schedule(b, iv, start_ps, _BEGIN, _ZERO):
             return FULL
-    if start_ps == 0:
-        if not (_call(b, iv, _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)) and _drain(tr, net, fl, b, iv)):
-            return FULL
-    elif not _schedule(b, iv, start_ps, _BEGIN, _ZERO):
-        return FULL
-    while True:
+    for _ in range(pause):
         now = iv[_NOW]
         while iv[_EVENTS] and b.events[0, 0] == now:  # this instant's events, in the order they were made
             kind, payload = _next_event(b, iv)
@@ -946,13 +955,15 @@ def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_c
         if following < 0:
             return OK
         iv[_NOW] = following
+    return PAUSED
 
 
 def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.ndarray,
         gate: np.ndarray, reduce: np.ndarray, dependents: tuple[np.ndarray, np.ndarray],
         followers: tuple[np.ndarray, np.ndarray], paths: np.ndarray, latency: np.ndarray, capacity: np.ndarray,
         slack: np.ndarray, reverse: np.ndarray, overhead_ps: int, start_ps: int,
-        faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool) -> tuple[int, dict]:
+        faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool,
+        report: Callable[[int], None] | None = None) -> tuple[int, dict]:
     """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``),
     ``times`` (start, sent, delivered ps; filled in) and ``floats`` (wire bytes, rate cap
     B/s, inf: none): ``local`` (joins), ``gate`` and ``reduce`` ps (empty: none), who waits for
@@ -960,7 +971,9 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     (routes x hops, padded with ``len(capacity)``), ``latency`` (ps per route), ``capacity``
     (B/s per directed link), ``slack`` (links no allocation can fill), ``reverse``, as the
     SimPy network has them; ``faults``: (ps, links, B/s from then on) in the order
-    ``schedule_faults`` applies them; ``slots``: ``slot_bound`` of the flows.
+    ``schedule_faults`` applies them; ``slots``: ``slot_bound`` of the flows; ``report``
+    (``simnet.engine.progress.Reporter``): told the transfers delivered every
+    ``PAUSE_INSTANTS`` instants, if it has a listener.
 
     Returns (``OK`` or ``BEYOND_HORIZON``; the links' statistics by ``LinkStats.adopt``'s
     names, with ``timeline``, ``(ps, links, loads)`` per change, when asked)."""
@@ -1002,11 +1015,16 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
                     np.zeros((4, links + 1), dtype=np.int64), np.zeros(slots * hops, dtype=np.int64),
                     np.zeros((2, kept), dtype=np.int64), np.zeros(sizes[_FULL_LOADS] if timeline else 0, np.int64),
                     np.zeros(sizes[_FULL_LOADS] if timeline else 0))
-        iv = np.zeros(16, dtype=np.int64)
+        iv = np.zeros(18, dtype=np.int64)
         iv[_WAKE] = -1
-        args = (tr, net, fl, b, iv, np.int64(start_ps), at, ptr, fault_links, fault_capacity, timeline)
+        listened = report is not None and report.listened
+        args = (tr, net, fl, b, iv, np.int64(start_ps), at, ptr, fault_links, fault_capacity, timeline,
+                np.int64(PAUSE_INSTANTS if listened else 2**62))
         _compiled_for(args)
         code = _run(*args)
+        while code == PAUSED:
+            report(int(iv[_DELIVERED]))
+            code = _run(*args)
         if code != FULL:
             break
         if iv[_FULL] == _FULL_SLOTS:
@@ -1040,10 +1058,22 @@ def _compiled_for(args: tuple) -> None:
 
         handle = open(lock, "a")
     except (ImportError, OSError):  # no POSIX locks or no temporary folder: each process on its own
-        _run.compile(signature)
+        _compile(signature)
         return
     with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        _compile(signature)
+
+
+def _compile(signature: tuple) -> None:
+    """``_run.compile``; a cache numba cannot read (written by another version of this
+    module, whose types it no longer has) is dropped and the functions compiled anew."""
+    try:
+        _run.compile(signature)
+    except Exception:  # noqa: BLE001 - whatever the stale cache raises, compiling afresh is the cure
+        for function in globals().values():
+            if isinstance(function, numba.core.registry.CPUDispatcher) and function._cache is not None:
+                function._cache.flush()
         _run.compile(signature)
 
 

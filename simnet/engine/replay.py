@@ -22,6 +22,7 @@ from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.clock import check_horizon
 from simnet.engine.faults import Fault, capacity_changes, no_link_down, schedule_faults
 from simnet.engine.fluid import FluidNetwork
+from simnet.engine.progress import Reporter
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
@@ -100,6 +101,7 @@ class _Runner:
         self.s = schedule
         self.on_done = on_done  # called with the time (ps) the last transfer's data is usable
         self.remaining = len(schedule)
+        self.report = Reporter(len(schedule))
         self.net = net
         self.env = net.env
         n = len(schedule)
@@ -193,6 +195,7 @@ class _Runner:
             return
         self.done_ps[tags] = self.env.now
         self.remaining -= len(tags)
+        self.report(len(self.done_ps) - self.remaining)
         if self.remaining == 0 and self.on_done is not None:
             self.on_done(self.env.now)
         waiting = csr_rows(self.dependents_ptr, self.dependents, tags)
@@ -314,7 +317,7 @@ def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, 
         dependents=(runner.dependents_ptr, runner.dependents), followers=(runner.followers_ptr, runner.followers),
         paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
         overhead_ps=net.overhead_ps, start_ps=int(timing.start_ps), faults=changes,
-        slots=compiled.slot_bound(queues), timeline=timeline)
+        slots=compiled.slot_bound(queues), timeline=timeline, report=runner.report)
     if code == compiled.BEYOND_HORIZON:
         check_horizon(math.inf)
     in_force = net.capacity.copy()
@@ -431,6 +434,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
                                             + [_EMPTY]), []))
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
+    report = Reporter(sum(job.repeat for job in jobs))  # foreground runs done, of all
     planned: list[tuple[int, int] | None] = [None] * len(jobs)  # each idle job's next run: (index, time ps)
     version = [0] * len(jobs)  # a plan superseded (by a skip over repeated cycles) does not fire
 
@@ -454,6 +458,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     def finished(j: int, k: int, issued: int, now: int) -> None:
         runs[j].append((issued, now))
         job = jobs[j]
+        report(sum(len(r) for r, other in zip(runs, jobs) if other.repeat))
         if job.repeat and k + 1 == job.repeat:
             running[0] -= 1
         if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):

@@ -10,7 +10,7 @@ interference matrix: entry [a][b] is a's mean AllReduce time next to b over its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +18,12 @@ import numpy as np
 
 from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
+from simnet.io.budget import check_fits, memory_budget
 from simnet.model.timing import Timing
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
 from simnet.schedule.kinds import ALLREDUCE
-from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder
+from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
 from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
@@ -53,18 +54,22 @@ def _mean_time(runs: list[tuple[int, int]]) -> float:
 
 
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
-             env: Mapping[str, str] | None = None, calibration=None) -> JobsResult:
+             env: Mapping[str, str] | None = None, calibration=None,
+             progress: Callable[[int, int], None] | None = None) -> JobsResult:
     """Replay every job alone, every pair together and all together on ``topology``.
 
     ``model``, ``env`` (NCCL_ALGO / NCCL_PROTO) and ``calibration`` (a profile or its path;
     default: the topology's) as for ``simulate``. With a calibration whose bandwidth
-    depends on size, the fabric runs at the first job's rates.
+    depends on size, the fabric runs at the first job's rates. Every job's schedule is held
+    through the replays: their memory together is checked before the first replay, and
+    refused in one line when it would not fit. ``progress(done, total)`` hears of each
+    replay (alone, together, each pair that shares a link).
     """
     env = nccl_env(env)
     calibration = calibration_of(calibration if calibration is not None else topology.calibration)
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
-    runs, described, capacity = [], [], None
+    runs, described, capacity, held, budget = [], [], None, 0.0, memory_budget()
     for i, (spec, gpus) in enumerate(zip(specs, placements)):
         sub = topology.subset(gpus)
         if spec.background is not None:
@@ -84,6 +89,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
             decided, schedule, timing = point.prepare(algorithm, spec.size, {})
         except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line
             raise JobUnsupported((i, "algorithm"), str(exc)) from None
+        held += len(schedule) * transfer_bytes(algorithm)
+        check_fits(held, f"the schedules of jobs {', '.join(s.name for s in specs[:len(runs) + 1])} held together "
+                   f"({sum(len(r.schedule) for r in runs) + len(schedule):,} transfers)",
+                   "give the jobs fewer GPUs or smaller sizes, or run fewer of them at once", budget)
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))
@@ -92,19 +101,30 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                           "racks": len({topology.label(g, "rack") for g in gpus}),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat})
-    alone, used = [], []
+    alone, used, replays = [], [], [0, len(runs) + 1]
+
+    def replayed(jobs: list[JobRun]):
+        answer = replay_jobs(jobs, topology, capacity=capacity)
+        replays[0] += 1
+        if progress:
+            progress(*replays)
+        return answer
+
+    if progress:
+        progress(*replays)
     for run in runs:
-        times, stats = replay_jobs([run], topology, capacity=capacity)
+        times, stats = replayed([run])
         alone.append(_mean_time(times[0]))
         used.append(set(np.flatnonzero(stats.bytes > 0).tolist()))
-    together_times, together = replay_jobs(runs, topology, capacity=capacity)
+    replays[1] += sum(bool(used[i] & used[j]) for i in range(len(runs)) for j in range(i + 1, len(runs)))
+    together_times, together = replayed(runs)
     names = [s.name for s in specs]
     matrix = {a: {b: 1.0 for b in names} for a in names}
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
             if not used[i] & used[j]:
                 continue  # no link in common: neither can slow the other
-            times, _ = replay_jobs([runs[i], runs[j]], topology, capacity=capacity)
+            times, _ = replayed([runs[i], runs[j]])
             matrix[names[i]][names[j]] = _mean_time(times[0]) / alone[i]
             matrix[names[j]][names[i]] = _mean_time(times[1]) / alone[j]
     for job, solo, times in zip(described, alone, together_times):

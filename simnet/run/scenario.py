@@ -36,6 +36,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)
     largest = max(scenario.sizes, default=0)
     done = 0
+    if progress:
+        progress(done, total)
 
     skipped: dict[str, str] = {}
 
