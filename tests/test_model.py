@@ -362,11 +362,39 @@ def test_nvls_on_one_node_pipelines_loops_of_one_chunk_per_gpu(size, chunk):
     # and its three warp groups (scatter, reduce, gather) are three stages: k = S / (16 x 8
     # chunk) steps fill them in (3 + k - 1) / k of the streaming time, on top of NCCL's 25 us
     assert enqueue.pipeline_stages(DGX_H100, "NVLS") == 3
-    assert enqueue.pipeline_stages(H100_2N, "NVLSTree") is None
+    assert enqueue.pipeline_stages(H100_2N, "Tree") is None
     result = simulate(box(), "nvls", size)
     k = size / (16 * 8 * chunk)
     stream = size / (predict.algorithm_bandwidth(DGX_H100, "NVLS", "Simple") * 1e9)
     assert result.time_s == pytest.approx(25e-6 + stream * (3 + k - 1) / k, rel=0.03)
+
+
+def test_nvls_tree_stages_are_its_warp_groups():
+    # all_reduce.h:527-634 (v2.30.7): each of NVLSTree's 16 channels (8 per tree, connect.cc:310-317)
+    # passes loops of 8 chunks, one per head; scatter and gather move a loop per step, the heads'
+    # reduce / root / broadcast warps and each network send one chunk (1/8 of a loop). Two nodes
+    # (a tree 1 deep: up, down): 2 + (reduce, send, root, send, broadcast) / 8 = 2.625 loops;
+    # eight nodes (3 deep, 6 sends): 2 + 13/8
+    assert enqueue.nvls_heads(H100_2N) == 8
+    assert enqueue.pipeline_stages(H100_2N, "NVLSTree", network_hops=2) == 2 + 5 / 8
+    assert enqueue.pipeline_stages(replace(H100_2N, ranks=64, nodes=8), "NVLSTree", network_hops=6) == 2 + 13 / 8
+    assert enqueue.lane_channels(H100_2N, "NVLSTree", 16) == 8 and enqueue.lane_channels(H100_2N, "Tree", 16) == 1
+
+
+@pytest.mark.parametrize("size, chunk", [(2**24, 64 * 1024), (2**27, 128 * 1024)])
+def test_nvls_tree_fills_its_loops_not_single_chunks(size, chunk):
+    # two nodes of 8 H100 with 8 x 400G: NCCL's NVLSTree runs 16 channels of 8 heads in chunks of
+    # 64 KiB (16 MiB: 1 MiB per channel < 4 x 8 x 128 KiB, enqueue.cc:2276-2285) or 128 KiB, so
+    # k = S / (16 x 8 x chunk) = 2 and 8 loops per channel through 2.625 stages of a loop each
+    # (above), at NCCL's 8 x 57.7 GB/s of bus bandwidth (perChMaxNVLSTreeBw, Hopper, 2 nodes),
+    # after its latency 25 + 2 x 20.9 us (NVLS intraLat, two network steps): 16 MiB 190 us,
+    # 128 MiB 723 us (the replay, pipelining single chunks, filled 8x too fast: 152 and 646 us)
+    topo = two_nodes(gpu="h100", nvls=True)
+    assert enqueue.chunk_size(H100_2N, "NVLSTree", "Simple", size) == chunk
+    k = size / (16 * 8 * chunk)
+    stream = size / (8 * 57.7e9 * 16 / 30)
+    expected = (25 + 2 * 20.9) * 1e-6 + stream * (2 + 5 / 8 + k - 1) / k
+    assert simulate(topo, "nvls_tree", size).time_s == pytest.approx(expected, rel=0.04)
 
 
 def test_channels_given_scale_nccls_bandwidth_and_finer_chunks_are_nccls():

@@ -34,6 +34,7 @@ the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -181,26 +182,31 @@ def connections(channel: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[
 
 
 def _pipeline_fill(channel: np.ndarray, info: dict, protocol: str, coarsening: float,
-                   stages: int | None = None, network_wait: float = 1.0) -> np.ndarray | float:
+                   stages: Callable[[int], float | None] | None = None, network_wait: float = 1.0,
+                   lane_channels: float = 1.0) -> np.ndarray | float:
     """Per connection (its ``channel``), how much faster NCCL fills a tree's pipeline than
     the replay does: the replay forwards its chunks whole, so a channel of k chunks over D
     hops takes (D + k - 1) / k of the streaming time. NCCL forwards whole steps of its own,
     finer chunks (k times ``coarsening``) where a stage waits for them: with Simple at every
-    hop (or its own ``stages``, where they are not the replay's hops); with LL and LL128 only
+    hop (or its own ``stages`` of a lane that crosses the network so many times, where
+    they are not the replay's hops: ``enqueue.pipeline_stages``); with LL and LL128 only
     where the proxy sends a step into the network, which it does once the GPU has written
     all of it (src/transport/net.cc sendProxyProgress: one isend per step, after the step's
     tail or, for LL, every line's flag), while over NVLink and PCIe every line streams on as
-    soon as its flag arrives. The bandwidth ceiling is scaled by the ratio so the two agree
-    when it binds (rings keep every connection busy and need none)."""
+    soon as its flag arrives. A lane that stands for ``lane_channels`` NCCL channels passing
+    their chunks side by side (NVLSTree's) takes one NCCL step per that many of its chunks.
+    The bandwidth ceiling is scaled by the ratio so the two agree when it binds (rings keep
+    every connection busy and need none)."""
     pipeline = info.get("pipeline")
-    if not pipeline or (protocol == "Simple" and coarsening <= 1.0 and stages is None):
+    staged = stages is not None and stages(0) is not None
+    if not pipeline or (protocol == "Simple" and coarsening <= 1.0 and not staged):
         return 1.0
     factor = np.ones(int(channel.max(initial=0)) + 1)
     for ch, (hops, chunks, between_hosts) in pipeline.items():
         hops = max(hops, 1)
-        own = chunks * coarsening
+        own = max(1.0, chunks * coarsening / lane_channels)
         if protocol == "Simple":
-            nccl = ((stages or hops) + own - 1) / own
+            nccl = ((stages(between_hosts) if staged else hops) + own - 1) / own
         else:
             nccl = (own + between_hosts * network_wait) / own
         factor[ch] = (hops + chunks - 1) / chunks / nccl
@@ -279,10 +285,11 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
                          ceiling=True) * 1e9
         caps = np.asarray(carried, dtype=float) / size * bandwidth * wire
         caps[caps <= 0] = np.inf
-        stages = enqueue.pipeline_stages(system, row, decided.function)
+        stages = partial(enqueue.pipeline_stages, system, row, decided.function)
         wait = 1.0 if protocol == "Simple" else enqueue.network_wait(system, row, protocol, size, decided.function)
-        caps *= _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait) * fit.bandwidth_at(size) * (
-            fit.network_bandwidth if system.nodes > 1 else 1.0)
+        lanes = enqueue.lane_channels(system, row, decided.running_channels or 1)
+        fill = _pipeline_fill(channel, info, protocol, decided.coarsening, stages, wait, lanes)
+        caps *= fill * fit.bandwidth_at(size) * (fit.network_bandwidth if system.nodes > 1 else 1.0)
     launch = launch_latency(decided)
     start_ps = round((launch + fit.base_latency * 1e6) * 1e-6 * PS_PER_SECOND)
     if start_ps < 0:  # it was clamped at 0 without a word: the profile's base_latency cannot hold here

@@ -21,8 +21,8 @@ from simnet.tuning.tables import (
     THREAD_THRESHOLD,
 )
 
-__all__ = ["nvls_channels", "pipeline_step", "pipeline_stages", "collective_channels", "network_wait", "chunk_size",
-           "opened_channels"]
+__all__ = ["nvls_channels", "nvls_heads", "pipeline_step", "pipeline_stages", "lane_channels", "collective_channels",
+           "network_wait", "chunk_size", "opened_channels"]
 
 
 def opened_channels(system: System) -> int | None:
@@ -87,14 +87,47 @@ def pipeline_step(system: System, algorithm: str, protocol: str, nbytes: int, fu
     return chunk * graph(system, "NVLS").channels if _nvls_one_node(system, algorithm, function) else chunk
 
 
-def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce") -> int | None:
-    """Stages of NCCL's Simple pipeline a step passes through, where they are not the
-    replay's hops (None): NVLS AllReduce on one node runs three warp groups at once, each a
-    stage fed by the one before through NCCL's step FIFO: scatter (send buffer into the
-    NVLS buffers), reduce (multimem load-reduce and multicast store) and gather (into the
-    receive buffer) (src/device/all_reduce.h:418-457), where the replay has two hops, GPU to
-    NVSwitch and back. Each stage is taken to run at the channel's rate."""
-    return 3 if _nvls_one_node(system, algorithm, function) else None
+def nvls_heads(system: System) -> int:
+    """NCCL's NVLS heads (``nvls.nHeads``): one GPU per channel of its NVLS graph, no more than
+    the NICs it found them with across nodes (search.cc:754-770, connect.cc:248-266, v2.30.7)."""
+    heads = graph(system, "NVLS").channels
+    return heads if system.nodes == 1 else min(heads, max(system.nics, 1))
+
+
+def pipeline_stages(system: System, algorithm: str, function: str = "AllReduce",
+                    network_hops: int = 0) -> float | None:
+    """Stages of NCCL's Simple pipeline a step passes through, in steps of the replay's lane,
+    where they are not the replay's hops (None). Each warp group is taken to run at the
+    channel's rate.
+
+    NVLS AllReduce on one node runs three warp groups at once, each a stage fed by the one
+    before through NCCL's step FIFO: scatter (send buffer into the NVLS buffers), reduce
+    (multimem load-reduce and multicast store) and gather (into the receive buffer)
+    (src/device/all_reduce.h:418-457), where the replay has two hops, GPU to NVSwitch and back.
+
+    NVLSTree (all_reduce.h:527-634, v2.30.7) passes each channel's data in loops of nHeads
+    chunks (:535 ``loopCount = nHeads * chunkCount``): its scatter and gather warps move a
+    whole loop per step (:562-579, ``nelem = loopCount``), two stages of a loop each; its
+    reduce warps (a head's NVLS load-reduce, sent on up the tree), the root's reduce-and-
+    broadcast and the broadcast warps (received from the tree, multicast) move one chunk,
+    the head's (:589-632, ``nelem = chunkCount``), and so does each network send (the
+    proxy's, one step a chunk): a path ``network_hops`` sends long (2 x the tree's depth over
+    nodes, up and down) passes ``network_hops + 1`` such warp groups, each a chunk, 1/nHeads
+    of a loop. In loops: 2 + (2 x network_hops + 1) / nHeads (2.625 on two nodes of 8 H100)."""
+    if _nvls_one_node(system, algorithm, function):
+        return 3
+    if algorithm == "NVLSTree":
+        return 2 + (2 * network_hops + 1) / nvls_heads(system)
+    return None
+
+
+def lane_channels(system: System, algorithm: str, channels: int) -> float:
+    """NCCL channels one of the replay's lanes stands for that each pass a chunk of it per
+    step, side by side, when the collective runs on ``channels``: NVLSTree's lanes are a
+    head of one of the two trees, and the channels alternate trees (connect.cc:310-317,
+    ``treeUp[c % 2]``, v2.30.7), each passing that head one chunk per loop: half the
+    channels. One elsewhere (a lane is a channel, or its pieces are NCCL's whole steps)."""
+    return channels / 2 if algorithm == "NVLSTree" else 1.0
 
 
 def collective_channels(system: System, algorithm: str, protocol: str, nbytes: int, function: str = "AllReduce",
@@ -204,8 +237,7 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
     if algorithm in ("NVLS", "NVLSTree"):
         # concurrentOps = channels x the NVLS heads (enqueue.cc:2280, v2.30.7): one per GPU of the NVLS
         # graph, no more than the NICs it found them with (search.cc:754-770), not one per NIC
-        heads = min(graph(system, "NVLS").channels, max(system.nics, 1))
-        ops = channels * (ppn if system.nodes == 1 else heads)
+        ops = channels * (ppn if system.nodes == 1 else nvls_heads(system))
         if algorithm == "NVLS":
             chunk = 32 * 1024 if system.nodes > 1 and algorithm_bandwidth(system, "NVLS", "Simple") < 150 \
                 else _nvls_tuning(system)[1]
