@@ -23,12 +23,14 @@ CASES = {
                                "size": 2**28},
     "tree-leaf-at-50%": {"topology": "topologies/superpod_h100_1su.yaml", "algorithm": "tree", "size": 2**30,
                          "faults": [{"at": "1 ms", "node": "su0-leaf0", "bandwidth": "50%"}]},
+    "tree-healthy": {"topology": "topologies/superpod_h100_1su.yaml", "algorithm": "tree", "size": 2**30},
     "ideal-ring-rail-1024": {"rail": 4, "algorithm": "ring", "size": 2**30, "model": "ideal"},
     "nvls-tree-20-racks": {"topology": "topologies/gb200_nvl72_20racks.yaml", "algorithm": "nvls_tree",
                            "size": 2**30},
 }
 """Runs the lanes cannot prove and the fluid network times: contended uplinks, a fault
-mid-run, NVLink ports shared by seven channels, NVLSTree heads asked beyond capacity."""
+mid-run (its healthy run for scale: by lanes, no fluid network), NVLink ports shared by
+seven channels, NVLSTree heads asked beyond capacity."""
 
 _RUN = """
 import json, resource, sys, time
