@@ -17,10 +17,11 @@ order (``tests/test_compiled.py`` compares the two engines transfer by transfer 
 link). Faults that take a link down move routes, which only the SimPy network does;
 ``simnet.engine.replay.replay`` sends those runs there.
 
-Only plain arrays, so numba compiles it quickly: numba compiles these functions on first
-use and caches the machine code beside this file. Buffers whose size depends on the run
-(the calendar, the work list, a timeline) start at a guess; a run that outgrows one stops,
-and ``run`` starts it again with that buffer doubled.
+numba compiles these functions the first time they run after an install (~20 s of CPU,
+once: plain arrays in a few packed matrices, as typed containers and many arguments
+cost numba far more to compile) and caches the machine code beside this file. Buffers
+whose size depends on the run (the calendar, the work list, a timeline) start at a guess;
+a run that outgrows one stops, and ``run`` starts it again with that buffer doubled.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ instants asked, to say how far it is (``run`` calls it again, and it goes on).""
 
 PAUSE_INSTANTS = 2048
 """Simulated instants between two reports of progress, when someone listens."""
-
 
 
 def _ints(count: int) -> tuple:
