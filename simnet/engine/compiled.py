@@ -37,7 +37,7 @@ import numba
 import numpy as np
 from numba import njit
 
-__all__ = ["run", "slot_bound", "STATE", "OK", "BEYOND_HORIZON"]
+__all__ = ["run", "slot_bound", "loaded", "STATE", "OK", "BEYOND_HORIZON"]
 
 # the constants of the engines this one equals (checked against them in tests/test_compiled.py)
 PS = 10**12  # simnet.topology.graph.PS_PER_SECOND
@@ -1042,6 +1042,12 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         stats["timeline"] = [(int(when), b.tl_link[end - k:end].copy(), b.tl_load[end - k:end].copy())
                              for when, k, end in zip(b.tl[0, :iv[_COMMITS]].tolist(), counts.tolist(), ends.tolist())]
     return int(code), stats
+
+
+def loaded() -> bool:
+    """Whether this process has compiled or loaded the replay already (using it again costs
+    nothing more)."""
+    return bool(_run.overloads)
 
 
 def _compiled_for(args: tuple) -> None:

@@ -12,6 +12,8 @@ its own rate cap and its software latency, and when the collective starts.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -219,9 +221,8 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
 
     The fluid network runs compiled (``simnet.engine.compiled``: the same times and
     statistics to the bit, its cost following the changes rather than the flows) where
-    numba is installed, no fault takes a link down and the schedule has at least
-    ``COMPILED_FROM`` transfers (below, loading the compiled code costs more than it
-    saves); ``compiled`` True or False asks for one engine.
+    numba is installed, no fault takes a link down and the run is worth loading it
+    (``COMPILED_FROM``); ``compiled`` True or False asks for one engine.
     """
     timing = timing or Timing()
     faults = faults or []
@@ -240,7 +241,9 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
     else:
         runner.begin()
+    began = time.monotonic()
     env.run()
+    _spent_on_simpy[0] += time.monotonic() - began
     return _finished(schedule, topology, net, runner)
 
 
@@ -279,7 +282,14 @@ def _network_flows(net: FluidNetwork, schedule: Schedule, timing: Timing, rows: 
 
 COMPILED_FROM = 20_000
 """Transfers from which ``replay`` runs the compiled fluid network by default: below, the
-SimPy network finishes before numba's compiled code is loaded (~0.3 s)."""
+SimPy network usually finishes before numba's compiled code is loaded (0.5-1 s in a
+process). Once a process has loaded it, or spent ``SIMPY_SECONDS`` replaying on SimPy
+(many small contended runs: a scenario's sizes and algorithms), every replay takes it."""
+
+SIMPY_SECONDS = 1.0
+"""Wall seconds of SimPy replays in a process after which loading the compiled network pays."""
+
+_spent_on_simpy = [0.0]  # wall seconds this process replayed on the SimPy network
 
 
 def _runs_compiled(asked: bool | None, transfers: int, faults: list[Fault]) -> bool:
@@ -287,7 +297,11 @@ def _runs_compiled(asked: bool | None, transfers: int, faults: list[Fault]) -> b
     possible = no_link_down(faults) and compiled_available()
     if asked and not possible:
         raise ValueError("the compiled fluid network needs numba and no fault that takes a link down")
-    return possible and (transfers >= COMPILED_FROM if asked is None else asked)
+    if asked is not None:
+        return possible and asked
+    loaded = sys.modules.get("simnet.engine.compiled")
+    return possible and (transfers >= COMPILED_FROM or _spent_on_simpy[0] >= SIMPY_SECONDS
+                         or (loaded is not None and loaded.loaded()))
 
 
 def compiled_available() -> bool:
