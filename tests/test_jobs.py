@@ -242,3 +242,16 @@ def test_jobs_whose_schedules_do_not_fit_together_are_refused_before_any_replay(
     with pytest.raises(CannotSimulate, match="the schedules of jobs a, b held together"):
         run_jobs(fabric, jobs, model="ideal")
     assert not replays
+
+
+def test_servers_without_rack_labels_are_a_rack_each():
+    """Two servers of two GPUs, no rack labels: a spread job of two GPUs takes one GPU of
+    each server, and a job on one server spans one host and one rack (it said a rack per GPU)."""
+    topo = topology_from_dict({"name": "two servers", "nodes": [
+        {"id": f"g{i}", "kind": "gpu", "host": f"h{i // 2}"} for i in range(4)] + [{"id": "s", "kind": "switch"}],
+        "links": [{"a": f"g{i}", "b": "s", "bandwidth": "100 Gb/s", "latency": "1 us"} for i in range(4)]})
+    (spread,) = place_jobs(topo, [{"name": "a", "gpus": 2, "placement": "spread", "size": "1 MiB"}])
+    assert sorted(topo.label(g, "host") for g in spread) == ["h0", "h1"]
+    result = run_jobs(topo, [{"name": "a", "gpus": ["g0", "g1"], "algorithm": "ring", "size": "1 MiB"}],
+                      model="ideal")
+    assert (result.jobs[0]["hosts"], result.jobs[0]["racks"]) == (1, 1)

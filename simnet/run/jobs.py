@@ -24,7 +24,7 @@ from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
-from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs
+from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["run_jobs", "JobsResult"]
@@ -47,6 +47,12 @@ class JobsResult:
 
     def to_dict(self) -> dict:
         return {"jobs": self.jobs, "interference": self.interference, "shared_links": self.shared_links}
+
+
+def _placed(topology: Topology, name: str, gpus: list[str]) -> dict:
+    """Where a job runs: its name, GPU count, first GPU, and the hosts and racks it spans."""
+    return {"name": name, "gpus": len(gpus), "first_gpu": gpus[0],
+            "hosts": len({topology.label(g, "host") for g in gpus}), "racks": len({rack_of(topology, g) for g in gpus})}
 
 
 def _mean_time(runs: list[tuple[int, int]]) -> float:
@@ -76,9 +82,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
             period = spec.period if spec.period is not None else BACKGROUND_PERIOD
             schedule = background_schedule(sub, spec.background, period)
             runs.append(JobRun(schedule, Timing(), round(spec.start * PS_PER_SECOND), 0, round(period * PS_PER_SECOND)))
-            described.append({"name": spec.name, "gpus": len(gpus), "first_gpu": gpus[0],
-                              "hosts": len({topology.label(g, "host") for g in gpus}),
-                              "racks": len({topology.label(g, "rack") for g in gpus}),
+            described.append({**_placed(topology, spec.name, gpus),
                               "algorithm": f"background {spec.background.pattern}", "protocol": None,
                               "size_bytes": int(schedule.nbytes.sum()), "runs": None})
             continue
@@ -96,9 +100,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))
-        described.append({"name": spec.name, "gpus": len(gpus), "first_gpu": gpus[0],
-                          "hosts": len({topology.label(g, "host") for g in gpus}),
-                          "racks": len({topology.label(g, "rack") for g in gpus}),
+        described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat})
     alone, used, replays = [], [], [0, len(runs) + 1]

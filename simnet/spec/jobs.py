@@ -117,11 +117,17 @@ class JobSpec(Strict):
         return self
 
 
+def rack_of(topology: Topology, gpu: str) -> str:
+    """The GPU's rack: its label, or its host when it has none (a host sits in one rack, so
+    the GPUs of one unlabelled server are one rack, not a rack each)."""
+    return topology.graph.nodes[gpu].get("rack") or topology.label(gpu, "host")
+
+
 def _spread_order(topology: Topology, free: list[str]) -> list[str]:
     """Free GPUs taking turns across racks, then across the hosts of a rack."""
     racks: dict[str, dict[str, list[str]]] = {}
     for gpu in free:
-        racks.setdefault(topology.label(gpu, "rack"), {}).setdefault(topology.label(gpu, "host"), []).append(gpu)
+        racks.setdefault(rack_of(topology, gpu), {}).setdefault(topology.label(gpu, "host"), []).append(gpu)
     return _interleave([_interleave(list(hosts.values())) for hosts in racks.values()])
 
 
