@@ -41,10 +41,11 @@ def listening(listener: Callable[[float, float], None]) -> Iterator[None]:
 
 class Reporter:
     """Reports ``done`` of ``total`` transfers to the listener in force, if any, at most
-    every ``every_s`` wall seconds; the time left extrapolates from the pace so far."""
+    every ``every_s`` wall seconds; the time left extrapolates from the pace so far. A
+    ``total`` of 0 reports nothing (a part of a replay that reports on its own)."""
 
     def __init__(self, total: int, every_s: float | None = None):
-        self.listener = _LISTENER.get()
+        self.listener = _LISTENER.get() if total else None
         self.total = max(total, 1)
         self.every_s = EVERY_S if every_s is None else every_s
         self.started = time.monotonic()

@@ -103,7 +103,8 @@ class _Runner:
         self.s = schedule
         self.on_done = on_done  # called with the time (ps) the last transfer's data is usable
         self.remaining = len(schedule)
-        self.report = Reporter(len(schedule))
+        # how far it is, to a listener (simnet.engine.progress); a job's run is not the whole replay
+        self.report = Reporter(len(schedule) if on_done is None else 0)
         self.net = net
         self.env = net.env
         n = len(schedule)
