@@ -194,6 +194,29 @@ def test_efa_nics_written_out_per_gpu_are_the_plugins_one_device(per_gpu):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("per_gpu", [2, 4])
+@pytest.mark.parametrize("collective", ["all_to_all", "send_recv"])
+def test_efa_nics_written_out_per_gpu_carry_point_to_point_sends_alike(per_gpu, collective):
+    """The plugin stripes NCCL's send/recv too: every send of a grouped device, whatever
+    collective issued it, is cut over the group's NICs (aws-ofi-nccl 2daf7d30
+    src/nccl_ofi_scheduler.cpp:77-120). So AllToAll and SendRecv across two hosts take the same
+    time on a p5-like host written as 8 x 400G EFA or with its NICs written out 2 or 4 per GPU
+    (docs/topologies.md, Rails: "32 x 100 Gb/s EFA gives the answers 8 x 400 Gb/s do"), to 2 %,
+    and every NIC carries data. Before, each send left through one NIC of its GPU's group:
+    a 1 GiB AllToAll took about 2x (2 per GPU) and 4x (4 per GPU) the fused time. (200 Gb/s a
+    GPU: at 400 the fused host's GPU -> NIC PCIe link, NCCL's 48 GB/s, binds below its NIC,
+    where the written-out host has a link per NIC; send/recv has no NCCL ceiling to hide it.)"""
+    fused, written = _nics("efa", 1, 200), _nics("efa", per_gpu, 200)
+    for size in (2**20, 2**27, 2**30):
+        expected = simnet.simulate(fused, "auto", size, collective=collective)
+        got = simnet.simulate(written, "auto", size, collective=collective)
+        assert got.time_s == pytest.approx(expected.time_s, rel=0.02), size
+    sent = {link.src for link in got.links if "nic" in link.src and "tor" in link.dst and link.bytes}
+    crossing = 8 if collective == "all_to_all" else 1  # GPUs of a host sending out (sendrecv: the last)
+    assert len(sent) == 2 * crossing * per_gpu  # every NIC of their groups sends
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("transport", ["ib", "roce"])
 @pytest.mark.parametrize("per_gpu", [2, 4])
 def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):

@@ -9,7 +9,11 @@ block (i, j) of ``all_to_all`` is what rank i sends rank j; rank i's buffer in
   the peer's local index, src/graph/search.cc ``ncclTopoGetNetDev``): the data first
   crosses NVLink to the local GPU with the peer's local index and leaves through that GPU's
   NIC, so on a rail-optimized fabric it stays on the peer's rail. ``pxn: false`` sends it
-  through the sender's own NIC instead.
+  through the sender's own NIC instead. Where a network plugin groups several NICs of a GPU
+  into one device (EFA, ``search.net_devices``) it stripes every send over them, NCCL's
+  send/recv too (aws-ofi-nccl 2daf7d30 src/nccl_ofi_scheduler.cpp:77-120), so a send that
+  leaves its host through such a GPU is cut into one stripe per NIC of the group, each its
+  own connection, which routing takes through consecutive NICs (``simnet.topology.routing``).
 * ``pairwise`` (all_to_all, textbook): N-1 rounds; in round k rank i sends block (i, i+k)
   to rank i+k and starts round k+1 once its round-k send and receive are done.
 """
@@ -21,6 +25,7 @@ import numpy as np
 from simnet.schedule.registry import register
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, split_range
 from simnet.topology.graph import Topology
+from simnet.tuning.search import net_devices
 
 __all__ = ["pxn_relays", "direct_all_to_all", "pairwise_all_to_all", "direct_send_recv"]
 
@@ -45,16 +50,44 @@ def pxn_relays(topology: Topology, ranks: list[str], src: np.ndarray, dst: np.nd
     return np.where((host_of[src] != host_of[dst]) & (relay != src), relay, -1)
 
 
-def _send(b: ScheduleBuilder, src: np.ndarray, dst: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-          relay: np.ndarray, deps: list[np.ndarray] = (), step=0) -> np.ndarray:
+def _striping(topology: Topology, ranks: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank position: its host (an index), and how many NICs the network plugin stripes
+    its sends over (the NICs of its device, ``search.net_devices``: more than one only where
+    EFA's plugin groups a GPU's NICs; else 1)."""
+    hosts = {}
+    host_of = np.array([hosts.setdefault(topology.label(gpu, "node"), len(hosts)) for gpu in ranks], dtype=np.int64)
+    position = {gpu: i for i, gpu in enumerate(ranks)}
+    stripes = np.ones(len(ranks), dtype=np.int64)
+    for host, gpus in topology.groups("node").items():
+        if host in hosts:
+            for device in net_devices(topology, topology.rails(gpus)):
+                for _, gpu in device:
+                    if gpu in position:
+                        stripes[position[gpu]] = len(device)
+    return host_of, stripes
+
+
+def _send(b: ScheduleBuilder, topology: Topology, ranks: list[str], src: np.ndarray, dst: np.ndarray,
+          lo: np.ndarray, hi: np.ndarray, relay: np.ndarray) -> None:
     """Sends ``src -> dst`` of ``[lo, hi)``, through ``relay`` where it is not -1 (a copy over
-    to it first); returns the ids whose delivery completes each send."""
+    to it first). The hop that leaves the host (from the relay, or from the sender) is cut
+    into one stripe per NIC its GPU's plugin device stripes over (``_striping``), stripe j on
+    connection j, so consecutive stripes leave through consecutive NICs of the group."""
     hop = relay >= 0
-    first = b.add(src, np.where(hop, relay, dst), lo, hi, COPY, deps=list(deps), step=step)
-    done = first.copy()
     if hop.any():
-        done[hop] = b.add(relay[hop], dst[hop], lo[hop], hi[hop], COPY, deps=[first[hop]], step=step)
-    return done
+        first = b.add(src[hop], relay[hop], lo[hop], hi[hop], COPY)
+    sender = np.where(hop, relay, src)
+    host_of, stripes = _striping(topology, ranks)
+    parts = np.where(host_of[sender] != host_of[dst], stripes[sender], 1)
+    parts = np.maximum(1, np.minimum(parts, hi - lo))  # no empty stripes
+    send = np.repeat(np.arange(len(src)), parts)
+    j = np.arange(len(send)) - np.repeat(np.cumsum(parts) - parts, parts)
+    span, cut = (hi - lo)[send], parts[send]
+    after = np.full(len(src), -1, dtype=np.int64)
+    if hop.any():
+        after[hop] = first
+    b.add(sender[send], dst[send], lo[send] + span * j // cut, lo[send] + span * (j + 1) // cut, COPY,
+          deps=[after[send]], channel=j)
 
 
 @register("direct", "every rank sends block j of its buffer to rank j at once (PXN across hosts, as NCCL)",
@@ -69,7 +102,7 @@ def direct_all_to_all(topology: Topology, ranks: list[str], size: int, pxn: bool
     blocks = split_range(0, n * size, n * n)
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
     relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(len(src), -1)
-    _send(b, src, dst, blocks[src * n + dst], blocks[src * n + dst + 1], relay)
+    _send(b, topology, ranks, src, dst, blocks[src * n + dst], blocks[src * n + dst + 1], relay)
     return b.build()
 
 
@@ -101,5 +134,5 @@ def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool 
         src = np.arange(n)
         dst = (src + 1) % n
         relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(n, -1)
-        _send(b, src, dst, src * size, (src + 1) * size, relay)
+        _send(b, topology, ranks, src, dst, src * size, (src + 1) * size, relay)
     return b.build()
