@@ -43,7 +43,8 @@ def servers_command(name: str | None, as_json: bool) -> None:
         gpus = f"{server.gpus} {server.gpu}" + (f" ({server.gpus // server.gpus_per_tray} trays of "
                                                  f"{server.gpus_per_tray})" if server.gpus_per_tray else "")
         table.add_row(server.name, server.vendor, gpus, f"{server.nics} x {server.nic_bandwidth}", server.transport,
-                      server.plugin or "-", server.net_latency or "0 (NCCL's own)", server.hardware)
+                      server.plugin or "-", server.plugin_latency or server.net_latency or "0 (NCCL's own)",
+                      server.hardware)
     console = stdout_console()
     console.print(table)
     for server in chosen if name else []:

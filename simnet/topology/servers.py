@@ -37,7 +37,12 @@ class Server:
     the network plugin reports (``net_latency``, none for NCCL's own IB transport, which
     reports 0); ``hardware`` says what is physically there; ``sources`` cite each fact;
     ``plugin`` is the network plugin the collective library loads for those NICs, as its
-    vendor names it (None: the library's own IB verbs transport)."""
+    vendor names it (None: the library's own IB verbs transport); ``plugin_latency`` the
+    latency that plugin reports to NCCL (a tuning input, shown by ``simnet servers``).
+    ``net_latency`` is what the generator writes on the NICs (a network step's latency, for
+    NCCL's pick and the replay alike) only where the reported figure is also what a step
+    takes; elsewhere the transport's own figures stand (``transport: efa``: 75 us reported,
+    20 us a step, AWS's model of P5)."""
 
     name: str
     vendor: str
@@ -52,12 +57,18 @@ class Server:
     net_latency: str | None = None
     gpus_per_tray: int | None = None
     plugin: str | None = None
+    plugin_latency: str | None = None
 
 
-def _aws(name, product, gpu, nics, bandwidth, hardware, latency, fusion):
+def _aws(name, product, gpu, nics, bandwidth, hardware, latency, fusion, per_step=False):
+    """An AWS instance; ``per_step``: the plugin's reported ``latency`` is also what a network
+    step takes there (first-generation EFA, p4d/p4de: their public small-message times match
+    it, docs/validation.md); on later EFA a step takes the transport's 20 us, AWS's own
+    model (aws-ofi-nccl src/tuner/nccl_ofi_model.cpp), whatever the plugin reports."""
     return Server(name, "AWS", product, gpu, 8, nics, bandwidth, "efa", hardware, (
         f"KIT ### `{name}`: GPU name, count and EFA bandwidth", fusion,
-        f"PLAT ({name} entry): .latency = {latency.split()[0]}"), net_latency=latency)
+        f"PLAT ({name} entry): .latency = {latency.split()[0]}"), net_latency=latency if per_step else None,
+        plugin="aws-ofi-nccl", plugin_latency=latency)
 
 
 _GROUPED = ("PLAT: the RDMA protocol groups the EFA NICs nearest each GPU into one NCCL device whose speed is "
@@ -99,10 +110,11 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
     _aws("p4d.24xlarge", "Amazon EC2 P4d", "a100", 4, "100 Gb/s",
          "4 x 100 Gb/s EFA (first generation); a PCIe switch holds 2 GPUs and 1 EFA", "75 us",
          "PLAT: SENDRECV protocol, one NCCL device per EFA; aws-ofi-nccl@0bac2382 topology/p4d-24xl-topo.xml: "
-         "2 GPUs and 1 NIC per PCIe switch"),
+         "2 GPUs and 1 NIC per PCIe switch", per_step=True),
     _aws("p4de.24xlarge", "Amazon EC2 P4de", "a100", 4, "100 Gb/s",
          "4 x 100 Gb/s EFA; a PCIe switch holds 2 GPUs and 1 EFA", "75 us",
-         "PLAT: SENDRECV protocol, one NCCL device per EFA; aws-ofi-nccl@0bac2382 topology/p4de-24xl-topo.xml"),
+         "PLAT: SENDRECV protocol, one NCCL device per EFA; aws-ofi-nccl@0bac2382 topology/p4de-24xl-topo.xml",
+         per_step=True),
     _aws("p5.48xlarge", "Amazon EC2 P5", "h100", 8, "400 Gb/s",
          "32 x 100 Gb/s EFA, 4 behind each GPU's PCIe switch, presented as 8 devices of 400 Gb/s", "75 us", _GROUPED),
     _aws("p5e.48xlarge", "Amazon EC2 P5e", "h200", 8, "400 Gb/s",
