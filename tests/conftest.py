@@ -8,20 +8,33 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-FIRST = ("tests/test_readme.py", "tests/test_notebooks.py")
-"""Files of few tests that take long (every README command in one fixture, about a minute;
-six notebooks in their kernels, half a minute): started first, so that under ``-n auto
---dist loadfile`` no worker is still running one of them while the others have finished."""
+FIRST = ("tests/test_readme.py", "tests/test_cli_topo.py", "tests/test_topology.py", "tests/test_notebooks.py")
+"""Files started first, one worker each as it frees up. The README's commands (one fixture,
+the longest file: ~45 s of CPU on 2 cores): on a fresh install the first of them compiles the
+fluid network (~20 s), and every other process that needs it (a worker past a second of
+SimPy replays, a notebook's kernel) waits on its lock meanwhile. So the other worker starts
+on files that replay nothing, the 16,384-GPU preset loaded, routed and checked (~20 s),
+then the notebooks (half a minute in their kernels)."""
+
+LONGEST = ("tests/test_collectives_correctness.py", "tests/test_sweep.py", "tests/test_budget.py",
+           "tests/test_nothing_ignored.py", "tests/test_same_hardware.py", "tests/test_training.py",
+           "tests/test_contended.py", "tests/test_calibrate.py", "tests/test_hostile_input.py",
+           "tests/test_regression_snapshots.py", "tests/test_model.py", "tests/test_scenario.py",
+           "tests/test_rail_optimized.py", "tests/test_trace_inputs.py", "tests/test_cli_run.py",
+           "tests/test_every_key.py")
+"""The other files of over ~4 s of CPU, longest first (``--durations=0`` summed per file,
+2 cores): started next, so that the files left at the end are short and no worker finishes
+a long one alone while the other has nothing left. A file not named here comes after them."""
 
 
 def pytest_collection_modifyitems(config, items):
     """Order the files for xdist's file-by-file scheduling, which takes them in this order
-    (``--no-loadscope-reorder``): ``FIRST``, then the others by their number of tests,
-    most first (what xdist does by default); each file's tests keep their order."""
+    (``--no-loadscope-reorder``): ``FIRST``, ``LONGEST``, then the others by their number of
+    tests, most first (what xdist does by default); each file's tests keep their order."""
     files: dict[str, list] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    first = [name for name in FIRST if name in files]
+    first = [name for name in FIRST + LONGEST if name in files]
     rest = sorted((name for name in files if name not in first), key=lambda name: -len(files[name]))
     items[:] = [item for name in first + rest for item in files[name]]
 

@@ -8,6 +8,8 @@ written out per GPU, a rail fabric written with its GPUs cabled straight to thei
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
@@ -161,12 +163,22 @@ SIZES = (2**20, 2**24, 2**27, 2**30)
 ALGORITHMS = ("auto", "ring", "tree", "nvls_tree")
 
 
+@functools.cache
 def _nics(transport: str, per_gpu: int, rate_gbit: int = 400):
     """Two hosts of 8 H100s under one leaf, ``per_gpu`` NICs of ``rate_gbit`` / ``per_gpu``
-    Gb/s on every GPU (the generator's PCIe link GPU -> NIC for each)."""
+    Gb/s on every GPU (the generator's PCIe link GPU -> NIC for each). Built once per
+    description: the tests below only read it."""
     return topology_from_dict({"name": f"{transport}-{per_gpu}", "generate": {
         "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "spines": 1, "gpu": "h100",
         "transport": transport, "nic_bandwidth": f"{rate_gbit // per_gpu} Gb/s", "nics_per_host": 8 * per_gpu}})
+
+
+@functools.cache
+def _simulated(topology, algorithm: str, size: int):
+    """``simnet.simulate`` of a ``_nics`` description, once per module: the fused descriptions'
+    answers are the same for every ``per_gpu`` the tests compare them with, and a written-out
+    description's nvls_tree is both compared and counted. (The tests only read the results.)"""
+    return simnet.simulate(topology, algorithm, size)
 
 
 @pytest.mark.timeout(300)
@@ -185,10 +197,10 @@ def test_efa_nics_written_out_per_gpu_are_the_plugins_one_device(per_gpu):
     assert system_of(written) == system_of(fused)
     for size in SIZES:
         for algorithm in ALGORITHMS:
-            expected, got = simnet.simulate(fused, algorithm, size), simnet.simulate(written, algorithm, size)
+            expected, got = _simulated(fused, algorithm, size), _simulated(written, algorithm, size)
             assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), (size, algorithm)
             assert got.time_s == pytest.approx(expected.time_s, rel=0.02), (size, algorithm)
-        sent = {link.src for link in simnet.simulate(written, "nvls_tree", size).links
+        sent = {link.src for link in _simulated(written, "nvls_tree", size).links
                 if "nic" in link.src and "tor" in link.dst and link.bytes}
         assert len(sent) == 2 * 8 * per_gpu  # the striping uses every NIC of the group
 
@@ -240,15 +252,15 @@ def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):
     assert graph(system_of(written), "NVLSTree") == graph(system_of(one), "NVLSTree")
     assert graph(system_of(written), "NVLSTree").bw_inter < graph(system_of(fused), "NVLSTree").bw_inter
     for size in SIZES:
-        got, expected = simnet.simulate(written, "nvls_tree", size), simnet.simulate(one, "nvls_tree", size)
+        got, expected = _simulated(written, "nvls_tree", size), _simulated(one, "nvls_tree", size)
         assert got.time_s == pytest.approx(expected.time_s, rel=0.02), size
         sent = {link.src for link in got.links if "nic" in link.src and "tor" in link.dst and link.bytes}
         assert len(sent) == 2 * 8  # one NIC per head GPU, the others idle
         for topology in (fused, written):
             choice = predict.pick(system_of(topology), size)
-            assert simnet.simulate(topology, "auto", size).algorithm == tables.SIMNET_NAMES[choice.algorithm], size
-    ring = simnet.simulate(written, "ring", 2**30).time_s
-    assert ring == pytest.approx(simnet.simulate(fused, "ring", 2**30).time_s, rel=0.02)
+            assert _simulated(topology, "auto", size).algorithm == tables.SIMNET_NAMES[choice.algorithm], size
+    ring = _simulated(written, "ring", 2**30).time_s
+    assert ring == pytest.approx(_simulated(fused, "ring", 2**30).time_s, rel=0.02)
 
 
 @pytest.mark.timeout(300)

@@ -192,15 +192,21 @@ def test_a_topology_prints_in_hypothesis_and_ipython():
     assert pretty({"case": topo}) == "{'case': <Topology 'pair': 2 GPUs, 2 nodes, 2 directed links>}"
 
 
-def _equal_cost_links(topo, src: str, dst: str) -> set[tuple[str, str]]:
-    """The links on every shortest (latency, hops) path from ``src`` to ``dst`` through
-    switches and NICs only, by networkx's own search (the reference)."""
+def _paths_from(topo, src: str) -> nx.DiGraph:
+    """The links a route from ``src`` may take (out of ``src``, then through switches and NICs
+    only), weighted by (latency, hops): built once per source, not once per pair."""
     from simnet.topology.routing import HOP_BITS
 
     graph = nx.DiGraph()
     for (u, v), i in topo.link_index.items():
         if (u == src or u in topo.forwarding) and topo.graph.has_edge(u, v):
             graph.add_edge(u, v, cost=(int(topo.latency_ps[i]) << HOP_BITS) + 1)
+    return graph
+
+
+def _equal_cost_links(graph: nx.DiGraph, src: str, dst: str) -> set[tuple[str, str]]:
+    """The links on every shortest (latency, hops) path from ``src`` to ``dst`` in ``graph``
+    (``_paths_from(topo, src)``), by networkx's own search (the reference)."""
     return {edge for path in nx.all_shortest_paths(graph, src, dst, weight="cost") for edge in zip(path, path[1:])}
 
 
@@ -227,7 +233,8 @@ def test_every_route_graph_is_the_one_networkx_finds(generate):
     topo = topology_from_dict({"name": "t", "generate": generate})
     ends = topo.gpus + topo.parameter_servers
     for src in ends:
+        graph = _paths_from(topo, src)
         for dst in ends:
             if src != dst:
                 dag = _ancestors(topo.router._shortest_dag(src, dst), dst)
-                assert {(u, v) for v, us in dag.items() for u in us} == _equal_cost_links(topo, src, dst), (src, dst)
+                assert {(u, v) for v, us in dag.items() for u in us} == _equal_cost_links(graph, src, dst), (src, dst)
