@@ -553,3 +553,16 @@ def test_sweep_workers_share_the_memory_budget(monkeypatch):
     shares = {executor.submit(os.getenv, "SIMNET_MEMORY").result() for _ in range(4)}
     executor.close()
     assert shares == {f"{2**30 // 4} B"}
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_name_its_terminal_cannot_encode_is_printed_escaped(tmp_path, encoding):
+    """A scenario named in any script, printed to an ASCII or Latin-1 terminal or log
+    (PYTHONIOENCODING, an old locale): escaped, never an internal error."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: 'Größe ☃'\ntopology: {name: box, generate: {kind: nvswitch, gpus: 2}}\nsizes: [1 KiB]\n"
+                    "algorithms: [ring]\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "simnet", "run", str(path)], capture_output=True, timeout=60,
+                            env={**os.environ, "PYTHONIOENCODING": encoding})
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert b"\\u2603" in result.stdout and b"Traceback" not in result.stderr
