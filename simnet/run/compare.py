@@ -51,8 +51,12 @@ def _common_size(options: list[tuple]) -> int | None:
     common: set[int] | None = None
     for name, _, records, *where in options:
         for record in records:
-            if not record["sizes"]:
-                continue
+            if not record["sizes"]:  # a training step alone: no collective to rank it by beside the others
+                message = (f"option {name} is a training step without sizes, and not every option has one, so "
+                           "they are ranked by a collective's time; give it sizes, or compare training steps alone")
+                if len(where) > 1:
+                    raise CompareError(*_key(where[1], "training"), message)
+                raise ValueError(f"compare: {message}")
             sizes = {s["size_bytes"] for s in record["sizes"]}
             if common is not None and not common & sizes:
                 message = "compare: the options share no size to rank them by; give them one size in common"
