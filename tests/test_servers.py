@@ -64,6 +64,14 @@ def test_a_rail_fabric_refuses_a_server_without_a_nic_per_gpu():
         _pair(server="p5")
 
 
+@pytest.mark.parametrize("name", sorted(n for n in SERVERS if GPUS[SERVERS[n].gpu].amd))
+def test_an_nvswitch_of_an_amd_server_is_refused_as_of_its_gpu(name):
+    """Fuzz finding: ``kind: nvswitch, server: amd-mi300x-platform`` built an NVSwitch of
+    MI300X GPUs, where ``gpu: mi300x`` is refused (their GPUs are an xGMI mesh)."""
+    with pytest.raises(InputError, match=f"generate.server: {name} has mi3..x GPUs, which are a fully connected xGMI"):
+        topology_from_dict({"name": "x", "generate": {"kind": "nvswitch", "server": name}})
+
+
 @pytest.mark.parametrize("name", sorted(SERVERS))
 def test_every_server_cites_its_sources_and_builds(name):
     server = SERVERS[name]

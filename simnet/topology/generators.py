@@ -177,8 +177,12 @@ class NVSwitchParams(_NvSwitchHosts):
     @classmethod
     def _no_switch_for_a_mesh(cls, data):
         gpu = data.get("gpu") if isinstance(data, dict) else None
+        server = data.get("server") if isinstance(data, dict) and gpu is None else None
+        if isinstance(server, str) and server in SERVERS:  # the server's GPUs, when no gpu: is written
+            gpu = SERVERS[server].gpu
         if isinstance(gpu, str) and gpu in GPUS and GPUS[gpu].amd:
-            raise ValueError(f"gpu: {gpu} GPUs are a fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh "
+            named = f"server: {server} has {gpu} GPUs, which" if server else f"gpu: {gpu} GPUs"
+            raise ValueError(f"{named} are a fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh "
                              "(one host) or leaf_spine / rail_optimized (hosts of a mesh each)")
         return data
 
