@@ -168,3 +168,11 @@ def test_a_value_of_the_file_s_sweep_axis_is_refused_on_the_axis_line(cli, tmp_p
     result = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--workers", "1")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{says}") and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("value, says", [("!mine [1 MiB]", "a YAML tag (!mine) on a list"),
+                                         ("!!set {1 MiB}", "a YAML tag (!!set) on a mapping")])
+def test_a_tag_on_a_list_or_mapping_is_refused_where_it_stands(tmp_path, value, says):
+    """Fuzz finding (31e): a tag on a scalar was refused, one on a list or mapping dropped
+    without a word (``sizes: !mine [1 MiB]`` ran as ``[1 MiB]``)."""
+    assert _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: {value}\n").startswith(f"3: sizes: {says}")

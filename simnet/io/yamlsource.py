@@ -249,6 +249,11 @@ class _Builder:
 
     def build(self, node: yaml.Node, loc: Loc) -> Any:
         self.source.lines[loc] = node.start_mark.line + 1
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _COLLECTIONS:  # !mine [1 MiB]: read as a list
+            kind = "list" if isinstance(node, yaml.SequenceNode) else "mapping"
+            raise InputError(f"{format_loc(loc) or 'the document'}: a YAML tag ({_tag(node.tag)}) on a {kind}; simnet "
+                             "reads plain lists and mappings, so the tag would change nothing: remove it",
+                             self.source.file, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             self.loader.flatten_mapping(node)
             result: dict[Any, Any] = {}
@@ -279,6 +284,12 @@ class _Builder:
 
 
 _NULL = "tag:yaml.org,2002:null"
+_COLLECTIONS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
+def _tag(tag: str) -> str:
+    """A tag as the file wrote it: ``!mine``, or ``!!omap`` for YAML's own."""
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
 _PLAIN = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool")}
 """The scalar tags a simnet file may hold (a null is refused where it stands: a key emptied by mistake)."""
 
