@@ -532,6 +532,23 @@ def test_unicode_digits_are_not_gpu_counts(cli, tmp_path):
     assert result.exit_code == 2 and "is not a GPU count" in result.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["run", "{s}", "-g", "\u0662"], "'-g' / '--gpus': '\u0662' is not a number written in digits 0-9"),
+    (["sweep", "{s}", "--workers", "\uff12"], "'--workers': '\uff12' is not a number written in digits 0-9"),
+    (["run", "{s}", "-s", "1 KiB .. 8 KiB x\u0662"], "--size: '1 KiB .. 8 KiB x\u0662'"),
+    (["run", "{c}"], "cost: '\u0661 M$' is not a cost")])
+def test_numbers_in_another_script_are_not_read_as_digits(cli, tmp_path, args, says):
+    """Fuzz finding (31e): click's int and float, and the cost, range-factor and random(seed)
+    patterns (``\\d``) read Arabic-Indic and full-width digits: ``-g \u0662`` ran 2 GPUs,
+    ``cost: \u0661 M$`` cost 1 M$."""
+    s = _files(tmp_path)
+    c = tmp_path / "c.yaml"
+    c.write_text(s.read_text() + "cost: '\u0661 M$'\n")
+    result = cli(*[a.format(s=s, c=c) for a in args], "--out" if args[0] == "sweep" else "--json",
+                 tmp_path / "o" if args[0] == "sweep" else "-")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+
+
 def test_yaml_aliases_are_bounded_by_the_memory_budget_too(cli, tmp_path):
     """Five levels of ten aliases: 100,000-odd values, fine by the count, refused in 1 MB."""
     text = "name: x\na: &a [1,1,1,1,1,1,1,1,1,1]\n" + "".join(

@@ -66,6 +66,28 @@ def friendly(command):
     return wrapper
 
 
+class _DigitsAsWritten:
+    """A number option read as written: digits 0-9 only (``int`` and ``float`` would read
+    Arabic-Indic or full-width digits, ``-g ٢``, as 2)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.isascii():
+            self.fail(f"{value!r} is not a number written in digits 0-9", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Whole(_DigitsAsWritten, click.types.IntParamType):
+    """``type=int``, digits 0-9 only."""
+
+
+class WholeRange(_DigitsAsWritten, click.IntRange):
+    """``click.IntRange``, digits 0-9 only."""
+
+
+class Real(_DigitsAsWritten, click.types.FloatParamType):
+    """``type=float``, digits 0-9 only."""
+
+
 class UsageError(click.UsageError):
     """A usage error shown as one line, ``simnet run: No such option: --jsn (see 'simnet run --help')``."""
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import friendly
+from simnet.cli.shell import WholeRange, friendly
 
 
 @click.group()
@@ -73,7 +73,7 @@ def topo_check(topology: Path) -> None:
 
 @topo.command("show")
 @_TOPOLOGY
-@click.option("--limit", type=click.IntRange(min=1), default=64, show_default=True, help="Most GPU rows to list.")
+@click.option("--limit", type=WholeRange(min=1), default=64, show_default=True, help="Most GPU rows to list.")
 @friendly
 def topo_show(topology: Path, limit: int) -> None:
     """Print TOPOLOGY's GPUs (rank, host, rack, region) and its links by class.

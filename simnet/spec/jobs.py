@@ -26,7 +26,7 @@ MAX_JOBS = 16
 """Most jobs in one scenario: the interference matrix runs every pair (n(n-1)/2 replays)."""
 
 
-_RANDOM = re.compile(r"^random\((\d+)\)$")
+_RANDOM = re.compile(r"^random\(([0-9]+)\)$")  # digits 0-9: \d takes any script's (random(٣) as 3)
 
 
 class JobError(SpecError):
