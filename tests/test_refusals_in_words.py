@@ -176,3 +176,14 @@ def test_a_tag_on_a_list_or_mapping_is_refused_where_it_stands(tmp_path, value, 
     """Fuzz finding (31e): a tag on a scalar was refused, one on a list or mapping dropped
     without a word (``sizes: !mine [1 MiB]`` ran as ``[1 MiB]``)."""
     assert _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: {value}\n").startswith(f"3: sizes: {says}")
+
+
+@pytest.mark.parametrize("text, says", [
+    (f"name: '   '\n{TOPOLOGY}sizes: [1 MiB]\n", "1: name: '   ' is only spaces"),
+    ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}}\n"
+     "jobs:\n  - {name: a, gpus: 2, size: 1 MiB}\n  - {name: 'a ', gpus: 2, size: 1 MiB}\n",
+     "5: jobs[1].name: 'a ' has a space at its start or end")])
+def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
+    """Fuzz finding (31e): a scenario named '   ', and jobs 'a' and 'a ' (two jobs every table
+    shows alike), were accepted."""
+    assert _refusal(tmp_path, text).startswith(says)

@@ -50,7 +50,17 @@ def _printable(value: str) -> str:
     return value
 
 
-Name = Annotated[str, Field(min_length=1), AfterValidator(_printable)]
+def _trimmed(value: str) -> str:
+    """A name with no space at either end: names are compared as written, so 'a ' beside 'a'
+    would be two jobs (or nodes, variants) that every table shows alike; '   ' names nothing."""
+    if value.strip() != value:
+        raise ValueError(f"{value!r} " + ("is only spaces; give it a name" if not value.strip() else
+                                          "has a space at its start or end; names are compared as written: "
+                                          "remove it"))
+    return value
+
+
+Name = Annotated[str, Field(min_length=1), AfterValidator(_printable), AfterValidator(_trimmed)]
 Label = Annotated[str, AfterValidator(_printable)]
 
 
