@@ -46,7 +46,12 @@ def topo_check(topology: Path) -> None:
     from simnet.topology.loader import load_topology
     from simnet.topology.summary import SAMPLED_SOURCES, summarize
 
-    s = summarize(load_topology(topology))
+    loaded = load_topology(topology)
+    if loaded.calibration is not None:  # a profile the topology names is part of it: checked as a run reads it
+        from simnet.model.calibration import load_calibration
+
+        load_calibration(loaded.calibration)
+    s = summarize(loaded)
     others = ", ".join(f"{count} {_plural(_KIND_NAMES.get(kind, kind), count)}"
                        for kind, count in sorted(s.kinds.items()) if kind != "gpu")
     groups = ", ".join(f"{count} {_plural(level, count)}" for level, count in
@@ -58,6 +63,8 @@ def topo_check(topology: Path) -> None:
     click.echo(f"  GPUs:      {s.gpus} in {groups}")
     click.echo(f"  other:     {others or 'none'}")
     click.echo(f"  links:     {s.links} ({s.directed_links} directed)")
+    if loaded.calibration is not None:
+        click.echo(f"  calibration: {loaded.calibration}")
     if s.min_bandwidth is None:
         click.echo("  bandwidth: no links")
     else:
