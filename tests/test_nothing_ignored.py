@@ -1474,3 +1474,26 @@ def test_a_set_value_written_as_a_list_or_mapping_says_what_set_takes(tmp_path, 
     result = cli("sweep", path, "--set", setting, "--out", out, "--workers", "1")
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "each value after = is one point's value, a single number or text" in result.stderr
+
+
+def test_a_gradient_of_nothing_is_refused_as_parameters_0_is():
+    """Fuzz finding (31e): gradient_size: 0 B ran a step of nothing to exchange, where
+    parameters: 0 is refused."""
+    message = _refusal(sizes=["1 MiB"], workload={"compute_time": "1 ms", "gradient_size": "0 B"})
+    assert "workload.gradient_size: '0 B' must be more than 0" in message
+
+
+@pytest.mark.parametrize("background, period, says", [
+    ("{pattern: uniform, load: 1e-9%}", "", "1e-09% of a route's bandwidth offers 36 b/s, under 1 Kb/s"),
+    ("{pattern: all_to_all, load: 10%}", ", period: 1 ps",
+     "10% of a route's bandwidth offers 360 Gb/s, under a byte a period of 0.001 ns")])
+def test_a_background_load_too_small_to_send_is_refused(tmp_path, cli, background, period, says):
+    """Fuzz finding (31e): every background transfer was at least a byte (max(1, ...)), so
+    a load of 1e-9% offered 8 Kb/s, and 10% every 1 ps offered 1 TB/s a route, without a word."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {{name: t, generate: {{kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+                    f"gpus_per_host: 2, spines: 1}}}}\njobs:\n  - {{name: a, gpus: 2, size: 1 MiB}}\n"
+                    f"  - {{name: n, background: {background}{period}}}\n")
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.startswith(f"{path}:5: jobs[1].background.load: {says}"), \
+        result.stderr
