@@ -309,7 +309,7 @@ def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
 
 
 def _log(ranks: int, hosts: int, device: str = "NVIDIA H100 80GB HBM3", rows: str | None = None) -> str:
-    lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % 8} [0x1a] {device}"
+    lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % (ranks // hosts)} [0x1a] {device}"
              for r in range(ranks)]
     factor = 2 * (ranks - 1) / ranks  # nccl-tests' busbw of an AllReduce: algbw x 2(n-1)/n
     row = (f"     1048576        262144     float     sum      -1    93.25   11.24   {11.24 * factor:.2f}      0    82.98"
