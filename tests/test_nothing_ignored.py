@@ -215,6 +215,17 @@ def test_spellings_of_one_quantity_are_one_sweep_point(tmp_path, cli):
     assert [r["set"]["topology.generate.nic_bandwidth"] for r in _records(out)] == ["400Gb/s", "100 Gb/s"]
 
 
+def test_a_value_spelt_otherwise_in_a_rerun_resumes_its_point(tmp_path, cli):
+    """Fuzz finding (31e): ``--set workload.compute_time=10ms``, then ``=0.01 s``: one value in
+    one run, but the rerun computed the point again (the resume key held the spelling)."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 2}}\nsize: 1 KiB\n"
+                                     "algorithms: [ring]\nworkload: {compute_time: 10 ms, gradient_size: 1 KiB}\n")
+    args = ("--out", tmp_path / "out", "--workers", "1")
+    assert cli("sweep", tmp_path / "s.yaml", "--set", "workload.compute_time=10ms", *args).exit_code == 0
+    again = cli("sweep", tmp_path / "s.yaml", "--set", "workload.compute_time=0.01 s", *args)
+    assert again.exit_code == 0 and len(_records(tmp_path / "out")) == 1, again.stdout
+
+
 def test_gpu_counts_given_twice_are_refused(tmp_path, cli):
     (tmp_path / "s.yaml").write_text("name: g\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
                                      "size: 1 MiB\nalgorithms: [ring]\n")

@@ -92,8 +92,10 @@ class Point:
 
     @property
     def key(self) -> str:
-        """A stable identity for resume: the same point, reading the same files, always has the same key."""
-        identity = {"set": dict(self.overrides), "gpus": self.gpus, "algorithm": self.algorithm}
+        """A stable identity for resume: the same point, reading the same files, always has the same key,
+        however its values are spelt (``10ms`` in one run, ``0.01 s`` in the next: one point)."""
+        identity = {"set": {k: _canonical(v) for k, v in self.overrides}, "gpus": self.gpus,
+                    "algorithm": self.algorithm}
         if self.reads:
             identity["reads"] = self.reads
         return json.dumps(identity, sort_keys=True, default=str)
