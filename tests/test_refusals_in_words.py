@@ -187,3 +187,18 @@ def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
     """Fuzz finding (31e): a scenario named '   ', and jobs 'a' and 'a ' (two jobs every table
     shows alike), were accepted."""
     assert _refusal(tmp_path, text).startswith(says)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("name: s\ntopology: ''\nsizes: [1 MiB]\n", "2: topology: is empty"),
+    ("name: s\ntopology: sub\nsizes: [1 MiB]\n", "2: topology: '{dir}/sub' is a folder; name the topology file in it"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\ncalibration: ' '\n", "4: calibration: ' ' is only spaces"),
+    ("name: s\ntopology: {name: t, generate: {gpus: 2}}\nsizes: [1 MiB]\n",
+     "2: topology.generate.kind: is required but missing: name the generator, one of nvswitch"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nyes: 1\n", "4: the document: the key 'yes' reads as a yes/no (true), not a name")])
+def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(tmp_path, text, says):
+    """Fuzz findings (31e): ``topology: ''`` was read as this folder ('.: not a regular file',
+    no line), a generator without kind was an 'unknown generator None', and the key ``yes``
+    was 'the key 1'."""
+    (tmp_path / "sub").mkdir()
+    assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))

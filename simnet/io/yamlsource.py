@@ -262,6 +262,10 @@ class _Builder:
                     raise InputError(f"{format_loc(loc) or 'the document'}: a key must be a plain value, not a "
                                      "list or mapping", self.source.file, key_node.start_mark.line + 1)
                 key = self.loader.construct_object(key_node, deep=True)
+                if isinstance(key, bool):  # `yes:` or `on:` as a key: YAML reads a yes/no, never a name
+                    raise InputError(f"{format_loc(loc) or 'the document'}: the key {key_node.value!r} reads as a "
+                                     f"yes/no ({'true' if key else 'false'}), not a name; quote it if it is one",
+                                     self.source.file, key_node.start_mark.line + 1)
                 if key in result:
                     raise InputError(f"{format_loc(loc + (key,))}: duplicate key {key!r}",
                                      self.source.file, key_node.start_mark.line + 1)

@@ -117,10 +117,10 @@ class Variant(Strict):
 class ScenarioSpec(Strict):
     name: Name
     description: str = ""
-    topology: str | dict[str, Any]
+    topology: Name | dict[str, Any]  # a file (relative to this one: never empty, which is this folder) or inline
     collective: Literal[tuple(COLLECTIVES)] = "allreduce"  # type: ignore[valid-type]
     model: Literal["nccl", "rccl", "ideal"] | None = None  # default: the GPUs' library (rccl on AMD GPUs)
-    calibration: str | None = None  # a profile from simnet calibrate, relative to this file
+    calibration: Name | None = None  # a profile from simnet calibrate, relative to this file
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     algorithms: list[str] | Literal["all", "auto"] = ["auto"]
@@ -295,6 +295,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         path = (base or Path(".")) / spec.topology
         if not path.exists():
             raise source.error(("topology",), f"no topology file {str(path)!r}")
+        if path.is_dir():
+            raise source.error(("topology",), f"{str(path)!r} is a folder; name the topology file in it")
         topology = load_topology(path)
     else:
         topology = topology_from_dict(spec.topology, source, ("topology",))

@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from simnet.errors import SpecError
+from simnet.errors import SpecError, shown
 from simnet.io.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
 from simnet.topology.schema import (
@@ -800,8 +800,10 @@ def generate(params: dict) -> tuple[Nodes, Links]:
     if not isinstance(params, dict):
         raise GeneratorError((), "expected a mapping with a 'kind'")
     kind = params.get("kind")
-    if kind not in GENERATORS:
-        raise GeneratorError(("kind",), f"unknown generator {kind!r}; expected one of {', '.join(GENERATORS)}")
+    if "kind" not in params:
+        raise GeneratorError(("kind",), f"is required but missing: name the generator, one of {', '.join(GENERATORS)}")
+    if not isinstance(kind, str) or kind not in GENERATORS:
+        raise GeneratorError(("kind",), f"unknown generator {shown(kind)}; expected one of {', '.join(GENERATORS)}")
     generator = GENERATORS[kind]
     model = generator.params.model_validate(params)
     gpus, elements = model.footprint()

@@ -302,5 +302,5 @@ class TopologySpec(Strict):
     generate: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
     nodes: list[NodeSpec] = []
     links: list[LinkSpec] = []
-    calibration: str | None = None  # a profile from simnet calibrate, relative to this file
+    calibration: Name | None = None  # a profile from simnet calibrate, relative to this file
     routing: Literal["ecmp", "by_destination"] = "ecmp"  # how equal-cost paths are chosen (simnet.topology.routing)
