@@ -1125,10 +1125,13 @@ def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root,
     (["run", "s.yaml", "--json", ""], "--json: an empty value"),
     (["run", "s.yaml", "--json="], "--json: an empty value"),
     (["sweep", "s.yaml", "--out", "", "--workers", "1"], "--out: an empty value"),
-    (["run", ""], "an empty argument")])
+    (["run", ""], "an empty argument"),
+    (["run", "s.yaml", "-s", ""], "-s: an empty value; give one (a size, e.g. '64 MiB')"),
+    (["servers", ""], "an empty argument; give a name (see")])
 def test_an_empty_argument_is_refused(tmp_path, cli, monkeypatch, args, says):
     """Fuzz findings (31b): ``--json ''`` wrote nothing without a word (an empty path is no
-    path), and ``--out ''`` wrote the sweep into the current folder (click reads '' as '.')."""
+    path), and ``--out ''`` wrote the sweep into the current folder (click reads '' as '.').
+    (31e: ``-s ''`` and ``servers ''`` were told to give a name, or - for standard output.)"""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
                                      "sizes: [1 MiB]\nalgorithms: [ring]\n")
