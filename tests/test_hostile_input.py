@@ -559,6 +559,15 @@ def test_yaml_aliases_are_bounded_by_the_memory_budget_too(cli, tmp_path):
     assert result.exit_code == 2 and "values once aliases are expanded, over the 5,000 simnet reads here" in result.stderr
 
 
+def test_a_memory_budget_too_small_for_a_file_without_aliases_says_so(cli, tmp_path):
+    """Fuzz finding (31e): SIMNET_MEMORY='1 KiB' refused a plain scenario as '21 values once
+    aliases are expanded', a file that has none."""
+    path = _files(tmp_path)
+    result = cli("run", path, env={"SIMNET_MEMORY": "1 KiB"})
+    assert result.exit_code == 2 and "aliases" not in result.stderr, result.stderr
+    assert "the memory budget holds at ~200 B each (1 KiB: SIMNET_MEMORY" in result.stderr
+
+
 def test_sweep_workers_share_the_memory_budget(monkeypatch):
     from concurrent.futures import ProcessPoolExecutor
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from simnet import units
 from simnet.errors import InputError, kind_of, shown
 from simnet.io.budget import memory_budget
 from simnet.io.files import read_text
@@ -341,6 +342,11 @@ def _in_words(exc: yaml.MarkedYAMLError, text: str) -> str:
     return (exc.problem or exc.context or "").replace("<", "").replace(">", "")
 
 
+def _has_alias(text: str) -> bool:
+    """Whether the document may use an alias (``*name``): a rough look, enough to say why it is large."""
+    return re.search(r"(^|[\s\[{,:-])\*[^\s,\]}]", text) is not None
+
+
 def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
     """Parse one YAML document into plain data and its ``Source`` (line map)."""
     path = Path(path)
@@ -353,7 +359,12 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
         if node is None:
             raise InputError("the file is empty; expected a mapping", path, 1)
         values = _expanded_size(node, path)
-        limit = min(MAX_VALUES, memory_budget() // VALUE_BYTES)
+        budget = memory_budget()
+        limit = min(MAX_VALUES, budget // VALUE_BYTES)
+        if values > limit and not _has_alias(text):  # no alias: the budget itself is too small for the file
+            raise InputError(f"{values:,} values, over the {limit:,} the memory budget holds at ~{VALUE_BYTES} B each "
+                             f"({units.format_size(budget)}: SIMNET_MEMORY, default 80% of the free memory); give "
+                             "simnet more memory", path, node.start_mark.line + 1)
         if values > limit:
             raise InputError(f"{values:,} values once aliases are expanded, over the {limit:,} simnet reads here "
                              f"(at most {MAX_VALUES:,}, and ~{VALUE_BYTES} B each within the memory budget)",
