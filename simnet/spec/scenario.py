@@ -514,15 +514,16 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     """The scenario's algorithms (``all`` expanded), each one its collective has, or one
     line naming the entry that is not."""
     table = algorithms_for(spec.collective)
+    every = [AUTO, *table]  # all: NCCL's own pick too, beside every algorithm the collective has
     if spec.algorithms == "all":
-        return list(table)
+        return every
     names = [spec.algorithms] if isinstance(spec.algorithms, str) else list(spec.algorithms)
     for i, name in enumerate(names):
         if name not in table and name not in ("all", AUTO):
             raise source.error(("algorithms", i) if isinstance(spec.algorithms, list) else ("algorithms",),
                                f"unknown algorithm {name!r} for {spec.collective}; expected "
                                f"{', '.join([*table, AUTO])} or all")
-    return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
+    return list(dict.fromkeys(n for a in names for n in (every if a == "all" else [a])))
 
 
 def _check_options(spec: ScenarioSpec, source: Source, collective: str | None = None) -> None:
