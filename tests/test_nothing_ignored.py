@@ -1511,3 +1511,16 @@ def test_a_background_load_too_small_to_send_is_refused(tmp_path, cli, backgroun
     result = cli("run", path)
     assert result.exit_code == 2 and result.stderr.startswith(f"{path}:5: jobs[1].background.load: {says}"), \
         result.stderr
+
+
+@pytest.mark.parametrize("parallelism, warned", [({}, True), ({"tp": 2}, False)])
+def test_a_training_dtype_no_exchange_reads_is_warned_even_without_runs(parallelism, warned):
+    """Fuzz finding (31e): dtype: fp8 on a pure data-parallel step changed nothing (only the
+    gradient crosses a link, in grad_dtype), without a word; and a training step without
+    sizes dropped every scenario warning, as they rode on the runs it has none of."""
+    from simnet.run.scenario import run_scenario
+
+    training = {**TRAINING, "dtype": "fp8", "parallelism": parallelism}
+    results = run_scenario(scenario_from_dict({"name": "s", "topology": FABRIC, "training": training}))
+    said = [w for w in results.to_dict().get("warnings", []) if w["link"] == "training.dtype"]
+    assert bool(said) == warned and (not said or "so dtype changed nothing here" in said[0]["message"])

@@ -332,6 +332,10 @@ def _print_notes(console, results) -> None:
         row = f"auto -> {run.algorithm}" if run.auto else run.algorithm
         for kind in dict.fromkeys(w.kind for w in run.warnings):
             groups.setdefault((row, kind), []).append(run)
+    from rich.markup import escape
+
+    for warning in results.warnings:  # the scenario's own, no run to carry them (a training step alone)
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
         alike = [w for w in largest.warnings if w.kind == kind]

@@ -381,8 +381,10 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
     of a GPU the run leaves out, a seed of all_to_all background traffic (nothing is drawn),
     a job's period when it runs once, a compute slowdown of a GPU the run leaves out
-    (``gpus:``) or of 1. Warned, not refused: a sweep over the distribution, the
-    pattern, repeat, the GPU count or the slowdown makes them moot at some of its points only."""
+    (``gpus:``) or of 1, a training step's ``dtype`` where no activation crosses a link (tp,
+    pp 1, no FSDP or EP). Warned, not refused: a sweep over the distribution, the pattern,
+    repeat, the GPU count, the slowdown or the parallelism makes them moot at some of its
+    points only."""
     said = []
 
     def moot(loc: tuple, message: str) -> None:
@@ -409,6 +411,14 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
+    training = spec.training
+    if training is not None and "dtype" in training.model_fields_set:
+        par = training.parallelism
+        moe = training.transformer().moe
+        if par.tp == 1 and par.pp == 1 and not par.fsdp and not (moe and par.ep > 1):
+            moot(("training", "dtype"), "the step's activations and parameters cross no link here (tp 1, pp 1, no "
+                                        "FSDP or expert parallelism: only the gradient, in grad_dtype), so dtype "
+                                        "changed nothing here")
     for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
