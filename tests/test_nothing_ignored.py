@@ -1524,3 +1524,16 @@ def test_a_training_dtype_no_exchange_reads_is_warned_even_without_runs(parallel
     results = run_scenario(scenario_from_dict({"name": "s", "topology": FABRIC, "training": training}))
     said = [w for w in results.to_dict().get("warnings", []) if w["link"] == "training.dtype"]
     assert bool(said) == warned and (not said or "so dtype changed nothing here" in said[0]["message"])
+
+
+def test_one_delay_spelt_two_ways_is_one_answer_and_nothing_absorbed_is_0():
+    """Fuzz finding (31e): a straggler 1000 ns late and one 1 us late gave other JSON (the
+    delay 1.0000000000000002e-06 s), and a ring that absorbed nothing said 2.96e-21 s
+    absorbed: differences of floats below the engine's 1 ps."""
+    from simnet.run.scenario import run_scenario
+
+    box = {"name": "b", "generate": {"kind": "nvswitch", "gpus": 4, "gpu_bandwidth": "100 GB/s"}}
+    answers = [run_scenario(scenario_from_dict({"name": "s", "topology": box, "sizes": ["1 MiB"],
+                                                "algorithms": ["ring"], "stragglers": {"gpu1": delay}}))
+               .runs[0].to_dict()["conditions"] for delay in ("1000 ns", "1 us")]
+    assert answers[0] == answers[1] and answers[0]["absorbed_s"] == 0.0 and answers[0]["max_delay_s"] == 1e-6
