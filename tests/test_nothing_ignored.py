@@ -459,6 +459,15 @@ def test_set_gpus_refuses_what_is_no_gpu_count(tmp_path, cli, count):
     assert result.exit_code == 2 and "is not a GPU count" in result.stderr
 
 
+def test_set_gpus_takes_all_as_gpus_all_does(tmp_path, cli):
+    """Fuzz finding (31e): ``--set gpus=all,2`` was refused ('all' is not a GPU count),
+    where ``gpus: all`` is a scenario's own value."""
+    path, out = _box_sweep(tmp_path)
+    result = cli("sweep", path, "--set", "gpus=all,1", "--out", out, "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert len(_records(out)) == 2
+
+
 @pytest.mark.parametrize("keys", [{"algorithms": ["auto"]}, {"training": None}, {"workload": None},
                                   {"options": {"chunk_size": None}}])
 def test_jobs_accept_keys_at_their_default(keys):

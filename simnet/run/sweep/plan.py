@@ -251,9 +251,9 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
-    counts = [None] if counts is None else [int(c) for c in counts]
+        if count != "all" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more, or all)")
+    counts = [None] if counts is None else [None if c == "all" else int(c) for c in counts]  # all: as gpus: all
     names = list(axes)
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
