@@ -199,6 +199,12 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert "network_step_latency 0 us (held)" in " ".join(result.stdout.split())
     assert load_calibration(out).base_latency != 0
     assert (tmp_path / "fit.png").stat().st_size > 10_000
+    # a topology naming a profile: the fit says it starts from NCCL's model without it (fuzz 31e: unsaid)
+    (tmp_path / "old.cal.yaml").write_text("calibration:\n  base_latency: 5 us\n")
+    topo_file.write_text(topo_file.read_text() + "calibration: old.cal.yaml\n")
+    again = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "again.cal.yaml")
+    assert again.exit_code == 0 and f"names the profile {tmp_path / 'old.cal.yaml'}; the fit starts from NCCL's own " \
+        "model, without it" in " ".join(again.stdout.split()), again.stdout
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
     assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr
     same = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "x.png", "--plot", tmp_path / "x.png")

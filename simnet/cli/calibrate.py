@@ -84,6 +84,9 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
                          "run of it); no profile written", logs[0])
     console = stdout_console()
     console.print(calibration_table(result))
+    if topology.calibration is not None:  # read as a run would, it would correct the model the fit corrects
+        console.print(f"note: {topology_path} names the profile {topology.calibration}; the fit starts from NCCL's "
+                      "own model, without it (a profile corrects the model, not another profile)")
     if result.warning:
         console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
