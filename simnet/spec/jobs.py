@@ -60,7 +60,7 @@ class JobSpec(Strict):
 
     name: Name
     gpus: Annotated[int, Field(ge=2, strict=True)] | list[str] | None = None
-    hosts: list[str] | None = None
+    hosts: Annotated[list[str], Field(min_length=1)] | None = None
     placement: str = "packed"  # for a GPU count: packed, spread or random(seed)
     algorithm: str = "auto"
     size: Annotated[int, Field(ge=1)] | None = None
