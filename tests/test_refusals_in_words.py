@@ -52,7 +52,9 @@ def test_a_document_that_is_no_mapping_says_what_it_is_in_yaml_words(tmp_path, t
     ("name: s\n- x\n", 2, "this line is indented unlike the lines around it"),
     ("name: @s\n", 1, "'@' cannot start a value: put the value in quotes"),
     ("%YAML 1.3\n---\nname: s\n", 1, "a %YAML or %TAG line simnet does not read"),
-    ("name: s\ndescription: a\x00b\n", 2, "a control character (U+0000)")])
+    ("name: s\ndescription: a\x00b\n", 2, "a control character (U+0000)"),
+    ("name: s\noptions: {channels: 2}}\n", 2, "a '}' that closes no '{': check the brackets on this line"),  # 31e
+    ("name: s\nsizes: [1 MiB]]\n", 2, "a ']' that closes no '['")])
 def test_yaml_syntax_errors_are_said_without_pyyaml_s_tokens(tmp_path, text, line, says):
     """It said 'found character that cannot start any token' for a tab, 'but found another
     document', 'did not find expected <document start>', and no line for a NUL."""

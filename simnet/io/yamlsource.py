@@ -333,6 +333,9 @@ def _in_words(exc: yaml.MarkedYAMLError, text: str) -> str:
     mark = exc.problem_mark or exc.context_mark
     lines = text.splitlines()
     at = lines[mark.line][mark.column:mark.column + 1] if mark and mark.line < len(lines) else ""
+    if at in ("}", "]") and re.search(r"expected key|<block end>|expected ',' or|did not find expected", said):
+        opener = "{" if at == "}" else "["
+        return f"a '{at}' that closes no '{opener}': check the brackets on this line (one too many?)"
     if "cannot start any token" in said:
         return _IN_WORDS[0][1] if at == "\t" else \
             f"{at!r} cannot start a value: put the value in quotes" if at else "a value cannot start here"

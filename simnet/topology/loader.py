@@ -89,7 +89,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
     _check_one_place_per_host(nodes, source)
     for node, loc in nodes[len(nodes) - len(spec.nodes):]:  # written node by node (a generator builds none such)
-        if node.kind != "gpu" and graph.degree(node.id) == 0:  # (a lone GPU is a topology of one; see reachable)
+        if node.kind not in ("gpu", "ps") and graph.degree(node.id) == 0:  # (GPUs and servers: must be reachable)
             raise source.error(loc + ("id",), f"the {node.kind} {node.id!r} is joined to nothing: no link names it, so "
                                               "it changes nothing; link it, or leave it out")
     servers = [n for n, kind in graph.nodes(data="kind") if kind == "ps"]
