@@ -1546,3 +1546,22 @@ def test_one_delay_spelt_two_ways_is_one_answer_and_nothing_absorbed_is_0():
                                                 "algorithms": ["ring"], "stragglers": {"gpu1": delay}}))
                .runs[0].to_dict()["conditions"] for delay in ("1000 ns", "1 us")]
     assert answers[0] == answers[1] and answers[0]["absorbed_s"] == 0.0 and answers[0]["max_delay_s"] == 1e-6
+
+
+def test_a_one_rack_fabric_s_uplink_keys_are_said_to_build_nothing():
+    """Fuzz finding (31e): a one-rack leaf_spine's oversubscription, uplink_bandwidth and
+    spines built nothing (its ToR is the top) without a word. Warned, not refused: a sweep
+    over GPU counts grows the racks, where they count (a 2-rack fabric says nothing)."""
+    from simnet.topology.loader import topology_from_dict
+
+    def fabric(racks):
+        return {"name": "t", "generate": {"kind": "leaf_spine", "racks": racks, "hosts_per_rack": 1,
+                                          "gpus_per_host": 2, "spines": 1, "oversubscription": 4}}
+
+    assert [said.split(" (")[0] for said in topology_from_dict(fabric(1)).unread] == [
+        "generate.spines", "generate.oversubscription"]
+    assert topology_from_dict(fabric(2)).unread == ()
+    spec = scenario_from_dict({"name": "s", "topology": fabric(1), "sizes": ["1 MiB"]})
+    assert [w.link for w in spec.warnings if w.kind == "key_unread"] == [
+        "topology.generate.spines", "topology.generate.oversubscription"]
+    assert "one rack's ToR is the top of its fabric" in spec.warnings[0].message

@@ -76,6 +76,8 @@ def topo_check(topology: Path) -> None:
     else:
         click.echo(f"  worst GPU-to-GPU path: {units.format_time(s.worst_latency, short=True)} over {s.worst_hops} hops"
                    f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
+    for said in loaded.unread:  # a generator parameter that built nothing
+        click.echo(f"warning key_unread: {said}")
 
 
 @topo.command("show")

@@ -381,7 +381,8 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
     of a GPU the run leaves out, a seed of all_to_all background traffic (nothing is drawn),
     a job's period when it runs once, a compute slowdown of a GPU the run leaves out
-    (``gpus:``) or of 1, a training step's ``dtype`` where no activation crosses a link (tp,
+    (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
+    one-rack fabric's spines), a training step's ``dtype`` where no activation crosses a link (tp,
     pp 1, no FSDP or EP). Warned, not refused: a sweep over the distribution, the pattern,
     repeat, the GPU count, the slowdown or the parallelism makes them moot at some of its
     points only."""
@@ -411,6 +412,9 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
+    for said_by_topology in topology.unread:  # a generator's parameter that built nothing (a one-rack fabric's spines)
+        key, _, rest = said_by_topology.partition(" (")
+        said.append(Finding("key_unread", key, said_by_topology))
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism

@@ -795,6 +795,19 @@ def grown(params: dict, gpus: int) -> dict:
     return {**params, name: max(getattr(model, name), needed)}
 
 
+def unread_keys(params: dict) -> list[tuple[str, str]]:
+    """(key, why) per parameter of a valid generator call that builds nothing here: a one-rack
+    leaf_spine's (or cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``,
+    since that rack's ToR is the top of its fabric. Said, not refused: a sweep over GPU counts
+    grows the racks, and there they are read."""
+    model = GENERATORS[params["kind"]].params.model_validate(params)
+    if isinstance(model, LeafSpineParams) and model.racks == 1:
+        return [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
+                      "nothing here; it counts from racks: 2")
+                for key in ("spines", "oversubscription", "uplink_bandwidth") if key in model.model_fields_set]
+    return []
+
+
 def generate(params: dict) -> tuple[Nodes, Links]:
     """Run the generator named by ``params["kind"]``; raise GeneratorError or ValidationError."""
     if not isinstance(params, dict):
