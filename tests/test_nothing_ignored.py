@@ -1565,3 +1565,15 @@ def test_a_one_rack_fabric_s_uplink_keys_are_said_to_build_nothing():
     assert [w.link for w in spec.warnings if w.kind == "key_unread"] == [
         "topology.generate.spines", "topology.generate.oversubscription"]
     assert "one rack's ToR is the top of its fabric" in spec.warnings[0].message
+
+
+def test_an_option_that_replaces_the_file_s_sweep_axis_says_so(tmp_path, cli):
+    """Fuzz finding (31e, left open by 31c): --set K (or --gpus) beside the file's own
+    ``sweep: {K: [...]}`` ran the option's values and none of the file's, without a word."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\nsize: 1 KiB\n"
+                    "algorithms: [ring]\nsweep: {options.channels: [1, 2], gpus: [4]}\n")
+    result = cli("sweep", path, "--set", "options.channels=4", "--gpus", "2", "--out", tmp_path / "o", "--workers", "1")
+    said = " ".join(result.stdout.split())
+    assert result.exit_code == 0 and f"--set options.channels replaces the file's sweep: axis of options.channels " \
+        f"({path}:5)" in said and f"--gpus replaces the file's sweep: axis of gpus ({path}:5)" in said, result.stdout

@@ -119,6 +119,13 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     console = stdout_console()
     for line in recomputed:
         console.print(line)
+    given = [*axes, *(["gpus"] if counts is not None else [])]  # options that replace the file's own axis
+    for key in [k for k in given if k in (spec.sweep or {})]:
+        from simnet.io.yamlsource import load_yaml
+
+        line = load_yaml(scenario)[1].line(("sweep", key))
+        console.print(f"note: {'--gpus' if key == 'gpus' and counts is not None else '--set ' + key} replaces the "
+                      f"file's sweep: axis of {key} ({scenario}:{line}), whose values ran at no point")
     if computed < len(records):
         console.print(f"resumed from {out / 'results.jsonl'}: {_points(len(records) - computed)} already done, "
                       f"{computed} computed now")
