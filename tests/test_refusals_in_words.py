@@ -121,7 +121,10 @@ FABRIC = "topology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_r
      "b.yaml:5: collective: option b runs all_gather, the options before it allreduce"),
     ({"a.yaml": "training: {model: {layers: 1, hidden: 8, heads: 1, ffn: 8, sequence: 4, vocabulary: 8}, "
                 "efficiency: 0.5}\n", "b.yaml": "sizes: [1 MiB]\n"}, ["a.yaml", "b.yaml"],  # was StopIteration, exit 70
-     "a.yaml:4: training: option a is a training step without sizes, and not every option has one")])
+     "a.yaml:4: training: option a is a training step without sizes, and not every option has one"),
+    ({"a.yaml": "jobs:\n  - {name: x, gpus: 2, size: 1 MiB}\nvariants:\n  - {name: a}\n"
+                "  - {name: b, set: {jobs.0.size: 2 MiB}}\n"}, ["a.yaml"],  # 31e: said as line 1's 'sizes'
+     "a.yaml:8: variants[1].set.jobs.0.size: option b runs none of the sizes")])
 def test_compare_refusals_name_the_line_of_the_option_refused(cli, tmp_path, files, args, says):
     """Fuzz finding: compare's refusals named the first file, not the line (nor the file) of
     the option refused."""
