@@ -46,6 +46,9 @@ EXPECTED = {
     "duplicate_key.yaml": (2, "name: duplicate key 'name'"),
     "duplicate_link.yaml": (9, "links[2]: a link sw -> gpu0 already exists (line 7)"),
     "no_gpus.yaml": (3, "nodes: no GPUs: at least one node needs kind: gpu"),
+    # a switch no link names changed nothing and was kept without a word (fuzz finding, 31e)
+    "lonely_switch.yaml": (6, "nodes[3].id: the switch 'spare' is joined to nothing: no link names it, so it changes "
+                              "nothing; link it, or leave it out"),
 }
 
 

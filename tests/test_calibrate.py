@@ -199,6 +199,12 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert "network_step_latency 0 us (held)" in " ".join(result.stdout.split())
     assert load_calibration(out).base_latency != 0
     assert (tmp_path / "fit.png").stat().st_size > 10_000
+    # a topology naming a profile: the fit says it starts from NCCL's model without it (fuzz 31e: unsaid)
+    (tmp_path / "old.cal.yaml").write_text("calibration:\n  base_latency: 5 us\n")
+    topo_file.write_text(topo_file.read_text() + "calibration: old.cal.yaml\n")
+    again = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "again.cal.yaml")
+    assert again.exit_code == 0 and f"names the profile {tmp_path / 'old.cal.yaml'}; the fit starts from NCCL's own " \
+        "model, without it" in " ".join(again.stdout.split()), again.stdout
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
     assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr
     same = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "x.png", "--plot", tmp_path / "x.png")
@@ -477,15 +483,34 @@ def test_a_log_of_another_machine_is_refused(tmp_path, device, hosts, message):
     """Ranks 0 and 2 on one host where the topology puts 0 and 1 together (the same host
     count), a Grace Hopper or a PCIe card where the topology has SXM GPUs on NVLink."""
     text = write_log({1048576: 60.0}, 4)
-    for rank, host in enumerate(hosts):
-        text = text.replace(f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{rank // 2}",
-                            f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{host}")
+    for rank, host in enumerate(hosts):  # (each rank its own device of its host, as NCCL requires)
+        text = text.replace(f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{rank // 2} device {rank % 2:2d}",
+                            f"Rank {rank:2d} Group  0 Pid {100 + rank:6d} on node{host} device "
+                            f"{hosts[:rank].count(host):2d}")
     log = tmp_path / "a.log"
     log.write_text(text.replace("NVIDIA H100 80GB HBM3", device))
     with pytest.raises(InputError, match=re.escape(message)) as refused:
         points_of([parse_log(log.read_text(), str(log))], topology_from_dict(FOUR))
     # on the line of rank 0's device line (fuzz 31d: the log was named, not the line)
     assert refused.value.line == next(k for k, line in enumerate(text.splitlines(), 1) if "Rank  0" in line)
+
+
+def test_a_garbled_row_or_device_list_is_refused_naming_its_line(tmp_path):
+    """Fuzz findings (31e): a row whose busbw contradicts its own time (the rank count was
+    checked on the largest row only), a #wrong of -1 (only digits were read), and two
+    ranks on one host's device 0 (NCCL runs one rank per GPU) were fitted."""
+    good = write_log({1048576: 60.0, 16777216: 400.0}, 4)
+    row = next(line for line in good.splitlines() if line.lstrip().startswith("1048576"))
+    number = good.splitlines().index(row) + 1
+    busbw = row.split()[7]
+    for garbled, says in [(row.replace(f" {busbw} ", " 40.00 ", 1), "busbw: 40 GB/s is 2.289 x this row's algbw"),
+                          (row.rstrip()[:-1] + "-1", "#wrong: '-1' is no count of wrong results")]:
+        with pytest.raises(InputError, match=re.escape(f"x.log:{number}: {says}")):
+            points_of([parse_log(good.replace(row, garbled), "x.log")], topology_from_dict(FOUR))
+    twice = good.replace("on node0 device  1", "on node0 device  0")
+    with pytest.raises(InputError, match=re.escape("#  Rank 1: on node0 device 0, as rank 0 is (line 6): NCCL runs "
+                                                   "one rank per GPU")):
+        parse_log(twice, "x.log")
 
 
 def test_a_row_whose_size_is_not_its_count_of_values_is_refused():

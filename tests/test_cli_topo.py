@@ -28,6 +28,18 @@ def test_check_reports_counts_and_worst_path(cli, root):
     assert "6 us over 6 hops (r0h0-gpu0 -> r1h" in out  # 1 us PCIe + 4 x 1 us fabric + 1 us PCIe
 
 
+def test_check_reads_the_calibration_profile_the_topology_names(cli, tmp_path):
+    """Fuzz finding (31e): topo check said ok of a topology whose profile every run refuses
+    (a unit-less latency, or the topology itself named as its profile)."""
+    (tmp_path / "p.cal.yaml").write_text("calibration:\n  base_latency: 5\n")
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 2}\ncalibration: p.cal.yaml\n")
+    result = cli("topo", "check", tmp_path / "t.yaml")
+    assert result.exit_code == 2 and result.stderr == f"{tmp_path / 'p.cal.yaml'}:2: calibration.base_latency: 5 has " \
+                                                      "no unit; a time needs one (e.g. '1.5 us', '20 ms')\n"
+    (tmp_path / "p.cal.yaml").write_text("calibration:\n  base_latency: 5 us\n")
+    assert f"calibration: {tmp_path / 'p.cal.yaml'}" in cli("topo", "check", tmp_path / "t.yaml").stdout
+
+
 def test_show_lists_ranks_and_link_classes(cli, root):
     out = cli("topo", "show", root / "topologies/dgx_h100.yaml").stdout
     assert "gpu7" in out and "dgx0" in out

@@ -532,6 +532,23 @@ def test_unicode_digits_are_not_gpu_counts(cli, tmp_path):
     assert result.exit_code == 2 and "is not a GPU count" in result.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["run", "{s}", "-g", "\u0662"], "'-g' / '--gpus': '\u0662' is not a number written in digits 0-9"),
+    (["sweep", "{s}", "--workers", "\uff12"], "'--workers': '\uff12' is not a number written in digits 0-9"),
+    (["run", "{s}", "-s", "1 KiB .. 8 KiB x\u0662"], "--size: '1 KiB .. 8 KiB x\u0662'"),
+    (["run", "{c}"], "cost: '\u0661 M$' is not a cost")])
+def test_numbers_in_another_script_are_not_read_as_digits(cli, tmp_path, args, says):
+    """Fuzz finding (31e): click's int and float, and the cost, range-factor and random(seed)
+    patterns (``\\d``) read Arabic-Indic and full-width digits: ``-g \u0662`` ran 2 GPUs,
+    ``cost: \u0661 M$`` cost 1 M$."""
+    s = _files(tmp_path)
+    c = tmp_path / "c.yaml"
+    c.write_text(s.read_text() + "cost: '\u0661 M$'\n")
+    result = cli(*[a.format(s=s, c=c) for a in args], "--out" if args[0] == "sweep" else "--json",
+                 tmp_path / "o" if args[0] == "sweep" else "-")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+
+
 def test_yaml_aliases_are_bounded_by_the_memory_budget_too(cli, tmp_path):
     """Five levels of ten aliases: 100,000-odd values, fine by the count, refused in 1 MB."""
     text = "name: x\na: &a [1,1,1,1,1,1,1,1,1,1]\n" + "".join(
@@ -540,6 +557,15 @@ def test_yaml_aliases_are_bounded_by_the_memory_budget_too(cli, tmp_path):
     path.write_text(text)
     result = cli("topo", "check", path, env={"SIMNET_MEMORY": "1 MB"})
     assert result.exit_code == 2 and "values once aliases are expanded, over the 5,000 simnet reads here" in result.stderr
+
+
+def test_a_memory_budget_too_small_for_a_file_without_aliases_says_so(cli, tmp_path):
+    """Fuzz finding (31e): SIMNET_MEMORY='1 KiB' refused a plain scenario as '21 values once
+    aliases are expanded', a file that has none."""
+    path = _files(tmp_path)
+    result = cli("run", path, env={"SIMNET_MEMORY": "1 KiB"})
+    assert result.exit_code == 2 and "aliases" not in result.stderr, result.stderr
+    assert "the memory budget holds at ~200 B each (1 KiB: SIMNET_MEMORY" in result.stderr
 
 
 def test_sweep_workers_share_the_memory_budget(monkeypatch):
@@ -553,3 +579,16 @@ def test_sweep_workers_share_the_memory_budget(monkeypatch):
     shares = {executor.submit(os.getenv, "SIMNET_MEMORY").result() for _ in range(4)}
     executor.close()
     assert shares == {f"{2**30 // 4} B"}
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_name_its_terminal_cannot_encode_is_printed_escaped(tmp_path, encoding):
+    """A scenario named in any script, printed to an ASCII or Latin-1 terminal or log
+    (PYTHONIOENCODING, an old locale): escaped, never an internal error."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: 'Größe ☃'\ntopology: {name: box, generate: {kind: nvswitch, gpus: 2}}\nsizes: [1 KiB]\n"
+                    "algorithms: [ring]\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "simnet", "run", str(path)], capture_output=True, timeout=60,
+                            env={**os.environ, "PYTHONIOENCODING": encoding})
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert b"\\u2603" in result.stdout and b"Traceback" not in result.stderr

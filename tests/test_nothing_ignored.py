@@ -215,6 +215,17 @@ def test_spellings_of_one_quantity_are_one_sweep_point(tmp_path, cli):
     assert [r["set"]["topology.generate.nic_bandwidth"] for r in _records(out)] == ["400Gb/s", "100 Gb/s"]
 
 
+def test_a_value_spelt_otherwise_in_a_rerun_resumes_its_point(tmp_path, cli):
+    """Fuzz finding (31e): ``--set workload.compute_time=10ms``, then ``=0.01 s``: one value in
+    one run, but the rerun computed the point again (the resume key held the spelling)."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 2}}\nsize: 1 KiB\n"
+                                     "algorithms: [ring]\nworkload: {compute_time: 10 ms, gradient_size: 1 KiB}\n")
+    args = ("--out", tmp_path / "out", "--workers", "1")
+    assert cli("sweep", tmp_path / "s.yaml", "--set", "workload.compute_time=10ms", *args).exit_code == 0
+    again = cli("sweep", tmp_path / "s.yaml", "--set", "workload.compute_time=0.01 s", *args)
+    assert again.exit_code == 0 and len(_records(tmp_path / "out")) == 1, again.stdout
+
+
 def test_gpu_counts_given_twice_are_refused(tmp_path, cli):
     (tmp_path / "s.yaml").write_text("name: g\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8}}\n"
                                      "size: 1 MiB\nalgorithms: [ring]\n")
@@ -309,7 +320,7 @@ def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
 
 
 def _log(ranks: int, hosts: int, device: str = "NVIDIA H100 80GB HBM3", rows: str | None = None) -> str:
-    lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % 8} [0x1a] {device}"
+    lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % (ranks // hosts)} [0x1a] {device}"
              for r in range(ranks)]
     factor = 2 * (ranks - 1) / ranks  # nccl-tests' busbw of an AllReduce: algbw x 2(n-1)/n
     row = (f"     1048576        262144     float     sum      -1    93.25   11.24   {11.24 * factor:.2f}      0    82.98"
@@ -446,6 +457,15 @@ def test_set_gpus_refuses_what_is_no_gpu_count(tmp_path, cli, count):
     path, out = _box_sweep(tmp_path)
     result = cli("sweep", path, "--set", f"gpus={count}", "--out", out)
     assert result.exit_code == 2 and "is not a GPU count" in result.stderr
+
+
+def test_set_gpus_takes_all_as_gpus_all_does(tmp_path, cli):
+    """Fuzz finding (31e): ``--set gpus=all,2`` was refused ('all' is not a GPU count),
+    where ``gpus: all`` is a scenario's own value."""
+    path, out = _box_sweep(tmp_path)
+    result = cli("sweep", path, "--set", "gpus=all,1", "--out", out, "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert len(_records(out)) == 2
 
 
 @pytest.mark.parametrize("keys", [{"algorithms": ["auto"]}, {"training": None}, {"workload": None},
@@ -1114,10 +1134,13 @@ def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root,
     (["run", "s.yaml", "--json", ""], "--json: an empty value"),
     (["run", "s.yaml", "--json="], "--json: an empty value"),
     (["sweep", "s.yaml", "--out", "", "--workers", "1"], "--out: an empty value"),
-    (["run", ""], "an empty argument")])
+    (["run", ""], "an empty argument"),
+    (["run", "s.yaml", "-s", ""], "-s: an empty value; give one (a size, e.g. '64 MiB')"),
+    (["servers", ""], "an empty argument; give a name (see")])
 def test_an_empty_argument_is_refused(tmp_path, cli, monkeypatch, args, says):
     """Fuzz findings (31b): ``--json ''`` wrote nothing without a word (an empty path is no
-    path), and ``--out ''`` wrote the sweep into the current folder (click reads '' as '.')."""
+    path), and ``--out ''`` wrote the sweep into the current folder (click reads '' as '.').
+    (31e: ``-s ''`` and ``servers ''`` were told to give a name, or - for standard output.)"""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
                                      "sizes: [1 MiB]\nalgorithms: [ring]\n")
@@ -1474,3 +1497,83 @@ def test_a_set_value_written_as_a_list_or_mapping_says_what_set_takes(tmp_path, 
     result = cli("sweep", path, "--set", setting, "--out", out, "--workers", "1")
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "each value after = is one point's value, a single number or text" in result.stderr
+
+
+def test_a_gradient_of_nothing_is_refused_as_parameters_0_is():
+    """Fuzz finding (31e): gradient_size: 0 B ran a step of nothing to exchange, where
+    parameters: 0 is refused."""
+    message = _refusal(sizes=["1 MiB"], workload={"compute_time": "1 ms", "gradient_size": "0 B"})
+    assert "workload.gradient_size: '0 B' must be more than 0" in message
+
+
+@pytest.mark.parametrize("background, period, says", [
+    ("{pattern: uniform, load: 1e-9%}", "", "1e-09% of a route's bandwidth offers 36 b/s, under 1 Kb/s"),
+    ("{pattern: all_to_all, load: 10%}", ", period: 1 ps",
+     "10% of a route's bandwidth offers 360 Gb/s, under a byte a period of 0.001 ns")])
+def test_a_background_load_too_small_to_send_is_refused(tmp_path, cli, background, period, says):
+    """Fuzz finding (31e): every background transfer was at least a byte (max(1, ...)), so
+    a load of 1e-9% offered 8 Kb/s, and 10% every 1 ps offered 1 TB/s a route, without a word."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {{name: t, generate: {{kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+                    f"gpus_per_host: 2, spines: 1}}}}\njobs:\n  - {{name: a, gpus: 2, size: 1 MiB}}\n"
+                    f"  - {{name: n, background: {background}{period}}}\n")
+    result = cli("run", path)
+    assert result.exit_code == 2 and result.stderr.startswith(f"{path}:5: jobs[1].background.load: {says}"), \
+        result.stderr
+
+
+@pytest.mark.parametrize("parallelism, warned", [({}, True), ({"tp": 2}, False)])
+def test_a_training_dtype_no_exchange_reads_is_warned_even_without_runs(parallelism, warned):
+    """Fuzz finding (31e): dtype: fp8 on a pure data-parallel step changed nothing (only the
+    gradient crosses a link, in grad_dtype), without a word; and a training step without
+    sizes dropped every scenario warning, as they rode on the runs it has none of."""
+    from simnet.run.scenario import run_scenario
+
+    training = {**TRAINING, "dtype": "fp8", "parallelism": parallelism}
+    results = run_scenario(scenario_from_dict({"name": "s", "topology": FABRIC, "training": training}))
+    said = [w for w in results.to_dict().get("warnings", []) if w["link"] == "training.dtype"]
+    assert bool(said) == warned and (not said or "so dtype changed nothing here" in said[0]["message"])
+
+
+def test_one_delay_spelt_two_ways_is_one_answer_and_nothing_absorbed_is_0():
+    """Fuzz finding (31e): a straggler 1000 ns late and one 1 us late gave other JSON (the
+    delay 1.0000000000000002e-06 s), and a ring that absorbed nothing said 2.96e-21 s
+    absorbed: differences of floats below the engine's 1 ps."""
+    from simnet.run.scenario import run_scenario
+
+    box = {"name": "b", "generate": {"kind": "nvswitch", "gpus": 4, "gpu_bandwidth": "100 GB/s"}}
+    answers = [run_scenario(scenario_from_dict({"name": "s", "topology": box, "sizes": ["1 MiB"],
+                                                "algorithms": ["ring"], "stragglers": {"gpu1": delay}}))
+               .runs[0].to_dict()["conditions"] for delay in ("1000 ns", "1 us")]
+    assert answers[0] == answers[1] and answers[0]["absorbed_s"] == 0.0 and answers[0]["max_delay_s"] == 1e-6
+
+
+def test_a_one_rack_fabric_s_uplink_keys_are_said_to_build_nothing():
+    """Fuzz finding (31e): a one-rack leaf_spine's oversubscription, uplink_bandwidth and
+    spines built nothing (its ToR is the top) without a word. Warned, not refused: a sweep
+    over GPU counts grows the racks, where they count (a 2-rack fabric says nothing)."""
+    from simnet.topology.loader import topology_from_dict
+
+    def fabric(racks):
+        return {"name": "t", "generate": {"kind": "leaf_spine", "racks": racks, "hosts_per_rack": 1,
+                                          "gpus_per_host": 2, "spines": 1, "oversubscription": 4}}
+
+    assert [said.split(" (")[0] for said in topology_from_dict(fabric(1)).unread] == [
+        "generate.spines", "generate.oversubscription"]
+    assert topology_from_dict(fabric(2)).unread == ()
+    spec = scenario_from_dict({"name": "s", "topology": fabric(1), "sizes": ["1 MiB"]})
+    assert [w.link for w in spec.warnings if w.kind == "key_unread"] == [
+        "topology.generate.spines", "topology.generate.oversubscription"]
+    assert "one rack's ToR is the top of its fabric" in spec.warnings[0].message
+
+
+def test_an_option_that_replaces_the_file_s_sweep_axis_says_so(tmp_path, cli):
+    """Fuzz finding (31e, left open by 31c): --set K (or --gpus) beside the file's own
+    ``sweep: {K: [...]}`` ran the option's values and none of the file's, without a word."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\nsize: 1 KiB\n"
+                    "algorithms: [ring]\nsweep: {options.channels: [1, 2], gpus: [4]}\n")
+    result = cli("sweep", path, "--set", "options.channels=4", "--gpus", "2", "--out", tmp_path / "o", "--workers", "1")
+    said = " ".join(result.stdout.split())
+    assert result.exit_code == 0 and f"--set options.channels replaces the file's sweep: axis of options.channels " \
+        f"({path}:5)" in said and f"--gpus replaces the file's sweep: axis of gpus ({path}:5)" in said, result.stdout

@@ -52,7 +52,9 @@ def test_a_document_that_is_no_mapping_says_what_it_is_in_yaml_words(tmp_path, t
     ("name: s\n- x\n", 2, "this line is indented unlike the lines around it"),
     ("name: @s\n", 1, "'@' cannot start a value: put the value in quotes"),
     ("%YAML 1.3\n---\nname: s\n", 1, "a %YAML or %TAG line simnet does not read"),
-    ("name: s\ndescription: a\x00b\n", 2, "a control character (U+0000)")])
+    ("name: s\ndescription: a\x00b\n", 2, "a control character (U+0000)"),
+    ("name: s\noptions: {channels: 2}}\n", 2, "a '}' that closes no '{': check the brackets on this line"),  # 31e
+    ("name: s\nsizes: [1 MiB]]\n", 2, "a ']' that closes no '['")])
 def test_yaml_syntax_errors_are_said_without_pyyaml_s_tokens(tmp_path, text, line, says):
     """It said 'found character that cannot start any token' for a tab, 'but found another
     document', 'did not find expected <document start>', and no line for a NUL."""
@@ -116,7 +118,13 @@ FABRIC = "topology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_r
     ({"a.yaml": "sizes: [1 MiB]\n", "b.yaml": "sizes: [2 MiB]\n"}, ["a.yaml", "b.yaml"],
      "b.yaml:4: sizes: option b runs none of the sizes of the options before it"),
     ({"a.yaml": "sizes: [1 MiB]\n", "b.yaml": "sizes: [1 MiB]\ncollective: all_gather\n"}, ["a.yaml", "b.yaml"],
-     "b.yaml:5: collective: option b runs all_gather, the options before it allreduce")])
+     "b.yaml:5: collective: option b runs all_gather, the options before it allreduce"),
+    ({"a.yaml": "training: {model: {layers: 1, hidden: 8, heads: 1, ffn: 8, sequence: 4, vocabulary: 8}, "
+                "efficiency: 0.5}\n", "b.yaml": "sizes: [1 MiB]\n"}, ["a.yaml", "b.yaml"],  # was StopIteration, exit 70
+     "a.yaml:4: training: option a is a training step without sizes, and not every option has one"),
+    ({"a.yaml": "jobs:\n  - {name: x, gpus: 2, size: 1 MiB}\nvariants:\n  - {name: a}\n"
+                "  - {name: b, set: {jobs.0.size: 2 MiB}}\n"}, ["a.yaml"],  # 31e: said as line 1's 'sizes'
+     "a.yaml:8: variants[1].set.jobs.0.size: option b runs none of the sizes")])
 def test_compare_refusals_name_the_line_of_the_option_refused(cli, tmp_path, files, args, says):
     """Fuzz finding: compare's refusals named the first file, not the line (nor the file) of
     the option refused."""
@@ -165,3 +173,38 @@ def test_a_value_of_the_file_s_sweep_axis_is_refused_on_the_axis_line(cli, tmp_p
     result = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--workers", "1")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{says}") and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("value, says", [("!mine [1 MiB]", "a YAML tag (!mine) on a list"),
+                                         ("!!set {1 MiB}", "a YAML tag (!!set) on a mapping")])
+def test_a_tag_on_a_list_or_mapping_is_refused_where_it_stands(tmp_path, value, says):
+    """Fuzz finding (31e): a tag on a scalar was refused, one on a list or mapping dropped
+    without a word (``sizes: !mine [1 MiB]`` ran as ``[1 MiB]``)."""
+    assert _refusal(tmp_path, f"name: s\n{TOPOLOGY}sizes: {value}\n").startswith(f"3: sizes: {says}")
+
+
+@pytest.mark.parametrize("text, says", [
+    (f"name: '   '\n{TOPOLOGY}sizes: [1 MiB]\n", "1: name: '   ' is only spaces"),
+    ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}}\n"
+     "jobs:\n  - {name: a, gpus: 2, size: 1 MiB}\n  - {name: 'a ', gpus: 2, size: 1 MiB}\n",
+     "5: jobs[1].name: 'a ' has a space at its start or end")])
+def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
+    """Fuzz finding (31e): a scenario named '   ', and jobs 'a' and 'a ' (two jobs every table
+    shows alike), were accepted."""
+    assert _refusal(tmp_path, text).startswith(says)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("name: s\ntopology: ''\nsizes: [1 MiB]\n", "2: topology: is empty"),
+    ("name: s\ntopology: sub\nsizes: [1 MiB]\n", "2: topology: '{dir}/sub' is a folder; name the topology file in it"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\ncalibration: ' '\n", "4: calibration: ' ' is only spaces"),
+    ("name: s\ntopology: {name: t, generate: {gpus: 2}}\nsizes: [1 MiB]\n",
+     "2: topology.generate.kind: is required but missing: name the generator, one of nvswitch"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nyes: 1\n", "4: the document: the key 'yes' reads as a yes/no (true), not a name"),
+    (f"name: s\n{TOPOLOGY}jobs:\n  - {{name: a, hosts: [], size: 1 MiB}}\n", "4: jobs[0].hosts: [] has 0 items")])
+def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(tmp_path, text, says):
+    """Fuzz findings (31e): ``topology: ''`` was read as this folder ('.: not a regular file',
+    no line), a generator without kind was an 'unknown generator None', the key ``yes``
+    was 'the key 1', and a job's ``hosts: []`` was said as a job of under 2 GPUs."""
+    (tmp_path / "sub").mkdir()
+    assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))

@@ -105,6 +105,10 @@ def test_inline_topology_gpus_and_all_algorithms():
     assert len(scenario.topology.gpus) == 4
     assert "ps" in scenario.algorithms and "hierarchical" in scenario.algorithms
     assert scenario.options == {"chunk_size": 262144}
+    # NCCL's own pick is one of all (issue 31: `algorithms: all` left out auto), in the file and with -a
+    from simnet.cli.choices import algorithm_option
+
+    assert scenario.algorithms[0] == "auto" and algorithm_option(("all",), "s.yaml")[0] == "auto"
 
 
 def test_gpu_ids_select_ranks():

@@ -77,6 +77,14 @@ def test_a_rail_fabric_refuses_a_server_without_a_nic_per_gpu():
         _pair(server="p5")
 
 
+@pytest.mark.parametrize("name", sorted(n for n in SERVERS if GPUS[SERVERS[n].gpu].amd))
+def test_an_nvswitch_of_an_amd_server_is_refused_as_of_its_gpu(name):
+    """Fuzz finding: ``kind: nvswitch, server: amd-mi300x-platform`` built an NVSwitch of
+    MI300X GPUs, where ``gpu: mi300x`` is refused (their GPUs are an xGMI mesh)."""
+    with pytest.raises(InputError, match=f"generate.server: {name} has mi3..x GPUs, which are a fully connected xGMI"):
+        topology_from_dict({"name": "x", "generate": {"kind": "nvswitch", "server": name}})
+
+
 @pytest.mark.parametrize("name", sorted(SERVERS))
 def test_every_server_cites_its_sources_and_builds(name):
     server = SERVERS[name]
@@ -100,6 +108,8 @@ def test_simnet_servers_lists_every_product_and_explains_one():
     one = _servers("p5.48xlarge")
     assert "PLAT (p5.48xlarge entry): .latency = 75" in one.stdout
     assert [s["name"] for s in json.loads(_servers("--json").stdout)] == list(SERVERS)
-    unknown = _servers("p5")
+    unknown = _servers("p5")  # the products it begins (fuzz 31e: no suggestion, where `server:` lists them)
     assert unknown.returncode == 2 and unknown.stderr.strip() == (
-        "no server 'p5' in the catalogue; `simnet servers` lists them")
+        "no server 'p5' in the catalogue; did you mean p5.48xlarge, p5e.48xlarge, p5en.48xlarge? (`simnet servers` "
+        "lists them)")
+    assert "did you mean dgx-h100?" in _servers("DGX-H100").stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import friendly
+from simnet.cli.shell import WholeRange, friendly
 from simnet.errors import InputError
 
 MISFIT = 0.5
@@ -22,7 +22,7 @@ bring within 50 % of its rows is another machine's."""
               help="The topology the logs were measured on.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("calibration.yaml"), show_default=True,
               help="Where to write the profile (topologies and scenarios name it with calibration:).")
-@click.option("--gpus", type=click.IntRange(min=2), multiple=True,
+@click.option("--gpus", type=WholeRange(min=2), multiple=True,
               help="Ranks of logs that do not list their devices: once for all, or once per log in order.")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
               help="Draw busbw against size, measured and predicted (a .png).")
@@ -84,6 +84,9 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
                          "run of it); no profile written", logs[0])
     console = stdout_console()
     console.print(calibration_table(result))
+    if topology.calibration is not None:  # read as a run would, it would correct the model the fit corrects
+        console.print(f"note: {topology_path} names the profile {topology.calibration}; the fit starts from NCCL's "
+                      "own model, without it (a profile corrects the model, not another profile)")
     if result.warning:
         console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
     fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),

@@ -16,7 +16,8 @@ def algorithm_option(algorithms: tuple[str, ...], scenario: Path, collective: st
     if unknown:
         raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r} for {collective}; expected one of "
                          f"{', '.join(table)}, auto or all", scenario)
-    return list(dict.fromkeys(n for a in algorithms for n in (table if a == "all" else [a])))
+    every = ["auto", *table]  # all: NCCL's own pick too, beside every algorithm the collective has
+    return list(dict.fromkeys(n for a in algorithms for n in (every if a == "all" else [a])))
 
 
 def refuse_algorithms_no_size_reads(spec, algorithms: tuple[str, ...], sizes: tuple[str, ...], scenario: Path) -> None:

@@ -5,6 +5,8 @@ Bad input ends with one line on stderr naming file, line and field, and exit cod
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from simnet.cli.algorithms import algorithms_command
@@ -32,6 +34,17 @@ def main(debug: bool) -> None:
       simnet topo check topologies/two_racks.yaml
     """
     DEBUG["traceback"] = debug
+    _tolerant_streams()
+
+
+def _tolerant_streams() -> None:
+    """Standard output and error that print what their encoding cannot hold escaped
+    (``Gr\\xf6\\xdfe``), not as an internal error: a name in any script on a terminal or
+    log that is ASCII or Latin-1 (``PYTHONIOENCODING=ascii``, an old locale)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding not in ("utf8", "utf8sig") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 for command in (run, sweep, compare, calibrate, replay_trace, algorithms_command, servers_command, topo):

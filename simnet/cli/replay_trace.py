@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import friendly
+from simnet.cli.shell import Real, WholeRange, friendly
 from simnet.errors import InputError
 
 
@@ -15,13 +15,13 @@ from simnet.errors import InputError
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-t", "--topology", "topology_path", required=True, type=click.Path(path_type=Path),
               help="The topology to replay the step on.")
-@click.option("--ranks-per-trace", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--ranks-per-trace", type=WholeRange(min=1), default=1, show_default=True,
               help="Each trace stands for this many ranks, its own and the next (a job whose ranks run alike).")
 @click.option("--groups", "groups_path", type=click.Path(path_type=Path), default=None,
               help="Chakra traces: a YAML or JSON file of process group name -> its ranks (default: every rank).")
 @click.option("--placement", default="packed", show_default=True,
               help="Where ranks go: packed, spread (across racks, then hosts) or random(seed), as for jobs.")
-@click.option("--gpu-speedup", type=float, default=1.0, show_default=True,
+@click.option("--gpu-speedup", type=Real(), default=1.0, show_default=True,
               help="Divide every kernel's recorded time by this (another GPU's FLOP/s over the recorded one's).")
 @click.option("--as-recorded", is_flag=True,
               help="Run each collective with the algorithm and protocol its recorded kernel ran, not NCCL's pick.")

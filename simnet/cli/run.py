@@ -9,7 +9,7 @@ import click
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import friendly
+from simnet.cli.shell import Whole, friendly
 from simnet.errors import InputError
 from simnet.schedule.kinds import COLLECTIVES
 
@@ -22,7 +22,7 @@ from simnet.schedule.kinds import COLLECTIVES
               help="Collective instead of the file's (sizes in nccl-tests' convention).")
 @click.option("-s", "--size", "sizes", multiple=True,
               help="Size instead of the file's, e.g. '64 MiB' or '8 B .. 1 GiB x2' (repeatable).")
-@click.option("-g", "--gpus", type=int, default=None, help="Use the first N GPUs of the topology.")
+@click.option("-g", "--gpus", type=Whole(), default=None, help="Use the first N GPUs of the topology.")
 @click.option("--model", type=click.Choice(["nccl", "rccl", "ideal"]), default=None,
               help="Performance model instead of the file's: nccl (what nccl-tests measures), rccl (on AMD GPUs: "
                    "what rccl-tests measures) or ideal (line rate).")
@@ -332,6 +332,10 @@ def _print_notes(console, results) -> None:
         row = f"auto -> {run.algorithm}" if run.auto else run.algorithm
         for kind in dict.fromkeys(w.kind for w in run.warnings):
             groups.setdefault((row, kind), []).append(run)
+    from rich.markup import escape
+
+    for warning in results.warnings:  # the scenario's own, no run to carry them (a training step alone)
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
         alike = [w for w in largest.warnings if w.kind == kind]

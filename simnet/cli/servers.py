@@ -30,7 +30,12 @@ def servers_command(name: str | None, as_json: bool) -> None:
     from simnet.topology.servers import SERVERS
 
     if name is not None and name not in SERVERS:
-        raise InputError(f"no server {name!r} in the catalogue; `simnet servers` lists them")
+        import difflib
+
+        close = [n for n in SERVERS if n.lower() == name.lower() or n.lower().startswith(name.lower())] or \
+            difflib.get_close_matches(name, list(SERVERS), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close[:4])}{', ...' if len(close) > 4 else ''}?" if close else ""
+        raise InputError(f"no server {name!r} in the catalogue{hint} (`simnet servers` lists them)")
     chosen = [SERVERS[name]] if name else list(SERVERS.values())
     if as_json:
         click.echo(json.dumps([asdict(server) for server in chosen], indent=2))

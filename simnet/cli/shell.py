@@ -66,6 +66,28 @@ def friendly(command):
     return wrapper
 
 
+class _DigitsAsWritten:
+    """A number option read as written: digits 0-9 only (``int`` and ``float`` would read
+    Arabic-Indic or full-width digits, ``-g ٢``, as 2)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.isascii():
+            self.fail(f"{value!r} is not a number written in digits 0-9", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class Whole(_DigitsAsWritten, click.types.IntParamType):
+    """``type=int``, digits 0-9 only."""
+
+
+class WholeRange(_DigitsAsWritten, click.IntRange):
+    """``click.IntRange``, digits 0-9 only."""
+
+
+class Real(_DigitsAsWritten, click.types.FloatParamType):
+    """``type=float``, digits 0-9 only."""
+
+
 class UsageError(click.UsageError):
     """A usage error shown as one line, ``simnet run: No such option: --jsn (see 'simnet run --help')``."""
 
@@ -83,8 +105,8 @@ class OneLineUsage(click.Group):
             option = arg[:-1] if arg.startswith("--") and arg.endswith("=") else \
                 args[i - 1] if arg == "" and i and args[i - 1].startswith("-") else None
             if arg == "" or option:
-                raise UsageError(f"{option + ': an empty value' if option else 'an empty argument'}; give a "
-                                 "name (or - for standard output, where the option takes it)")
+                raise UsageError(f"{option}: an empty value; give one" + _EMPTY_HINT.get(option, "") if option else
+                                 "an empty argument; give a name")
         twice = _given_twice(self, info_name, args)
         if twice:  # click keeps the last of an option given twice, without a word
             where, option = twice
@@ -99,6 +121,12 @@ class OneLineUsage(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise one_line(exc) from None
+
+
+_EMPTY_HINT = {"--json": " (a file, or - for standard output)", "-o": " (a file)", "--output": " (a file)",
+               "--csv": " (a file)", "--trace": " (a file)", "--plot": " (a folder)", "--out": " (a folder)",
+               "-s": " (a size, e.g. '64 MiB')", "--size": " (a size, e.g. '64 MiB')"}
+"""What an option's empty value should have been (``-s ''``: a size, not a file name)."""
 
 
 def _given_twice(group: click.Group, info_name: str, args: list[str]) -> tuple[click.Context, str] | None:

@@ -11,7 +11,7 @@ import yaml
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import friendly
+from simnet.cli.shell import WholeRange, friendly
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
@@ -53,7 +53,7 @@ def _set_value(text: str) -> object:
               help="Collective instead of the file's.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Directory for results.jsonl, results.csv and plots (default: sweep-<scenario name>).")
-@click.option("--workers", type=click.IntRange(min=1, max=1024), default=None,
+@click.option("--workers", type=WholeRange(min=1, max=1024), default=None,
               help="Worker processes (default: the core count; never more than the points).")
 @click.option("--scheduler", default=None, help="Dask scheduler address, or 'local' for a LocalCluster.")
 @friendly
@@ -119,6 +119,13 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     console = stdout_console()
     for line in recomputed:
         console.print(line)
+    given = [*axes, *(["gpus"] if counts is not None else [])]  # options that replace the file's own axis
+    for key in [k for k in given if k in (spec.sweep or {})]:
+        from simnet.io.yamlsource import load_yaml
+
+        line = load_yaml(scenario)[1].line(("sweep", key))
+        console.print(f"note: {'--gpus' if key == 'gpus' and counts is not None else '--set ' + key} replaces the "
+                      f"file's sweep: axis of {key} ({scenario}:{line}), whose values ran at no point")
     if computed < len(records):
         console.print(f"resumed from {out / 'results.jsonl'}: {_points(len(records) - computed)} already done, "
                       f"{computed} computed now")

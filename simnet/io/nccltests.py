@@ -34,7 +34,7 @@ __all__ = ["Row", "Log", "parse_log", "read_log", "MIN_TIME_US", "MAX_TIME_US", 
 _PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # kubectl logs --timestamps
                      r"(\w{3} \w{3} +\d+ [\d:]+ \d{4})?"  # mpirun --timestamp-output
                      r"(\[\d+,\d+\]<std(out|err)>:|<std(out|err)>:|\d+:|\[\d+\])?\s*")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\b(?:.*?\bon\s+(\S+)\s+device\s+\S+\s+\[[^\]]*\]\s*(.*))?")
+_RANK = re.compile(r"^#\s*Rank\s+(\d+)\b(?:.*?\bon\s+(\S+)\s+device\s+(\S+)\s+\[[^\]]*\]\s*(.*))?")
 _TEST = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
@@ -100,10 +100,15 @@ def _float(text: str) -> float | None:
 
 
 def _wrong(fields: list[str]) -> int:
-    """The larger of a row's two ``#wrong`` counts (0 for ``N/A`` or the old layout's error column)."""
+    """The larger of a row's two ``#wrong`` counts (0 for ``N/A`` or the old layout's error column);
+    ``ValueError`` for one that is neither a count nor ``N/A`` (``-1``: no nccl-tests prints it)."""
     body = fields[5:] if len(fields) == 13 else fields[4:]
     counts = [body[i] for i in (3, 7) if i < len(body) and len(fields) == 13]
-    return max((int(c) for c in counts if c.isdigit()), default=0)
+    odd = next((c for c in counts if not (c.isascii() and c.isdigit()) and c != "N/A"), None)
+    if odd is not None:
+        raise ValueError(f"#wrong: {odd!r} is no count of wrong results (nccl-tests prints a whole number, or N/A); "
+                         "the row is garbled")
+    return max((int(c) for c in counts if c != "N/A"), default=0)
 
 
 def _not_allreduce(fields: list[str]) -> str | None:
@@ -148,6 +153,7 @@ def parse_log(text: str, path: str = "<log>") -> Log:
     ranks: dict[int, tuple[str | None, str | None]] = {}
     runs: list[int] = []  # rank counts of the runs whose device lists the log holds
     lines: dict[int, int] = {}  # the line of each rank's device line, in the current list
+    places: dict[int, tuple] = {}  # each rank's (host, device index), in the current list
     rows_before = 0  # rows read when the current device list began
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _PREFIX.sub("", raw).strip()
@@ -160,11 +166,18 @@ def parse_log(text: str, path: str = "<log>") -> Log:
                 if rank in ranks and len(log.rows) > rows_before:  # a second run's list, after the first's rows
                     _listed(ranks, lines, path)
                     runs.append(len(ranks))
-                    ranks, lines, rows_before = {}, {}, len(log.rows)
+                    ranks, lines, places, rows_before = {}, {}, {}, len(log.rows)
                 elif rank in ranks:
                     raise InputError(f"#  Rank {rank}: listed twice, also at line {lines[rank]} (a run lists each "
                                      "rank once); fit the log as nccl-tests printed it", path, number)
-                ranks[rank] = (match.group(2), (match.group(3) or "").strip() or None)
+                host, device = match.group(2), match.group(3)
+                twin = next((r for r, place in places.items() if place == (host, device) and r in ranks), None)
+                if host is not None and twin is not None:  # NCCL refuses two ranks on one GPU ("Duplicate GPU")
+                    raise InputError(f"#  Rank {rank}: on {host} device {device}, as rank {twin} is (line "
+                                     f"{lines[twin]}): NCCL runs one rank per GPU, so this is no run's list; fit the "
+                                     "log as nccl-tests printed it", path, number)
+                places[rank] = (host, device)
+                ranks[rank] = (host, (match.group(4) or "").strip() or None)
                 lines[rank] = number
             test = _TEST.match(line)
             if test and log.test is None:
@@ -202,7 +215,11 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         if written is not None and size != int(fields[1]) * written:
             raise InputError(f"count: {fields[1]} {fields[2]} values are {int(fields[1]) * written} B, not the "
                              f"row's size {size} B: the row is garbled", path, number)
-        if size > 0 and (errors := _wrong(fields)):
+        try:
+            errors = _wrong(fields)
+        except ValueError as exc:
+            raise InputError(str(exc), path, number) from None
+        if size > 0 and errors:
             raise InputError(f"#wrong: {errors} wrong results: nccl-tests found the collective's data wrong, so "
                              "its time measures a broken run; fit a log whose #wrong is 0", path, number)
         if size > 0:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from simnet import units
 from simnet.errors import InputError, kind_of, shown
 from simnet.io.budget import memory_budget
 from simnet.io.files import read_text
@@ -249,6 +250,11 @@ class _Builder:
 
     def build(self, node: yaml.Node, loc: Loc) -> Any:
         self.source.lines[loc] = node.start_mark.line + 1
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _COLLECTIONS:  # !mine [1 MiB]: read as a list
+            kind = "list" if isinstance(node, yaml.SequenceNode) else "mapping"
+            raise InputError(f"{format_loc(loc) or 'the document'}: a YAML tag ({_tag(node.tag)}) on a {kind}; simnet "
+                             "reads plain lists and mappings, so the tag would change nothing: remove it",
+                             self.source.file, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             self.loader.flatten_mapping(node)
             result: dict[Any, Any] = {}
@@ -257,6 +263,10 @@ class _Builder:
                     raise InputError(f"{format_loc(loc) or 'the document'}: a key must be a plain value, not a "
                                      "list or mapping", self.source.file, key_node.start_mark.line + 1)
                 key = self.loader.construct_object(key_node, deep=True)
+                if isinstance(key, bool):  # `yes:` or `on:` as a key: YAML reads a yes/no, never a name
+                    raise InputError(f"{format_loc(loc) or 'the document'}: the key {key_node.value!r} reads as a "
+                                     f"yes/no ({'true' if key else 'false'}), not a name; quote it if it is one",
+                                     self.source.file, key_node.start_mark.line + 1)
                 if key in result:
                     raise InputError(f"{format_loc(loc + (key,))}: duplicate key {key!r}",
                                      self.source.file, key_node.start_mark.line + 1)
@@ -279,6 +289,12 @@ class _Builder:
 
 
 _NULL = "tag:yaml.org,2002:null"
+_COLLECTIONS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
+def _tag(tag: str) -> str:
+    """A tag as the file wrote it: ``!mine``, or ``!!omap`` for YAML's own."""
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
 _PLAIN = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool")}
 """The scalar tags a simnet file may hold (a null is refused where it stands: a key emptied by mistake)."""
 
@@ -317,6 +333,9 @@ def _in_words(exc: yaml.MarkedYAMLError, text: str) -> str:
     mark = exc.problem_mark or exc.context_mark
     lines = text.splitlines()
     at = lines[mark.line][mark.column:mark.column + 1] if mark and mark.line < len(lines) else ""
+    if at in ("}", "]") and re.search(r"expected key|<block end>|expected ',' or|did not find expected", said):
+        opener = "{" if at == "}" else "["
+        return f"a '{at}' that closes no '{opener}': check the brackets on this line (one too many?)"
     if "cannot start any token" in said:
         return _IN_WORDS[0][1] if at == "\t" else \
             f"{at!r} cannot start a value: put the value in quotes" if at else "a value cannot start here"
@@ -324,6 +343,11 @@ def _in_words(exc: yaml.MarkedYAMLError, text: str) -> str:
         if re.search(pattern, said):
             return words
     return (exc.problem or exc.context or "").replace("<", "").replace(">", "")
+
+
+def _has_alias(text: str) -> bool:
+    """Whether the document may use an alias (``*name``): a rough look, enough to say why it is large."""
+    return re.search(r"(^|[\s\[{,:-])\*[^\s,\]}]", text) is not None
 
 
 def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
@@ -338,7 +362,12 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
         if node is None:
             raise InputError("the file is empty; expected a mapping", path, 1)
         values = _expanded_size(node, path)
-        limit = min(MAX_VALUES, memory_budget() // VALUE_BYTES)
+        budget = memory_budget()
+        limit = min(MAX_VALUES, budget // VALUE_BYTES)
+        if values > limit and not _has_alias(text):  # no alias: the budget itself is too small for the file
+            raise InputError(f"{values:,} values, over the {limit:,} the memory budget holds at ~{VALUE_BYTES} B each "
+                             f"({units.format_size(budget)}: SIMNET_MEMORY, default 80% of the free memory); give "
+                             "simnet more memory", path, node.start_mark.line + 1)
         if values > limit:
             raise InputError(f"{values:,} values once aliases are expanded, over the {limit:,} simnet reads here "
                              f"(at most {MAX_VALUES:,}, and ~{VALUE_BYTES} B each within the memory budget)",

@@ -148,6 +148,7 @@ class Results:
     steps: list[dict] = field(default_factory=list)
     training: dict | None = None  # a transformer's training step (simnet.run.training.TrainingStep as a dict)
     skipped: dict[str, str] = field(default_factory=dict)  # algorithms of `all` the topology cannot run: why
+    warnings: list[Finding] = field(default_factory=list)  # the scenario's, where no run carries them
 
     def winners(self) -> dict[int, Result]:
         """The fastest run per size, where there was a choice and data moved."""
@@ -167,6 +168,8 @@ class Results:
             data["training"] = self.training
         if self.skipped:
             data["skipped"] = self.skipped
+        if self.warnings:
+            data["warnings"] = [asdict(w) for w in self.warnings]
         return data
 
     FLAT_COLUMNS = ("scenario", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",

@@ -155,17 +155,26 @@ def _refuse_ranks_the_rows_contradict(log: Log, ranks: int, said: str) -> None:
     rows = [row for row in log.rows if row.size_bytes > 0 and row.time_us > 0 and row.busbw_GBps >= 1.0]
     if not rows:
         return
+    expected = 2 * (ranks - 1) / ranks
+
+    def ratio(row) -> float:  # busbw over the algbw nccl-tests computes (size / time, GB/s)
+        return row.busbw_GBps / (row.size_bytes / (row.time_us * 1e3))
+
+    def agrees(row) -> bool:  # to two printed decimals of busbw, and the time's digits
+        return abs(ratio(row) / expected - 1) <= 0.0051 / row.busbw_GBps + 0.0051 / row.time_us + 5e-4
+
     row = max(rows, key=lambda r: r.busbw_GBps)
-    algbw = row.size_bytes / (row.time_us * 1e3)  # GB/s, as nccl-tests computes it
-    ratio, expected = row.busbw_GBps / algbw, 2 * (ranks - 1) / ranks
-    slack = 0.0051 / row.busbw_GBps + 0.0051 / row.time_us + 5e-4  # two printed decimals, and the time's digits
-    if abs(ratio / expected - 1) <= slack:
-        return
-    told = f" ({2 / (2 - ratio):.0f} ranks)" if ratio < 2 else ""
-    raise InputError(f"{said} {ranks} ranks, but the log's rows were measured on another count: at "
-                     f"{units.format_size(row.size_bytes)} busbw {row.busbw_GBps:g} GB/s is {ratio:.4g} x the algbw "
-                     f"(size / time), which nccl-tests makes 2(n-1)/n{told}; {ranks} ranks make it {expected:.4g}",
-                     f"{log.path}:{row.line}")
+    if not agrees(row):
+        told = f" ({2 / (2 - ratio(row)):.0f} ranks)" if ratio(row) < 2 else ""
+        raise InputError(f"{said} {ranks} ranks, but the log's rows were measured on another count: at "
+                         f"{units.format_size(row.size_bytes)} busbw {row.busbw_GBps:g} GB/s is {ratio(row):.4g} x the "
+                         f"algbw (size / time), which nccl-tests makes 2(n-1)/n{told}; {ranks} ranks make it "
+                         f"{expected:.4g}", f"{log.path}:{row.line}")
+    odd = next((r for r in rows if not agrees(r)), None)  # the others, beside the one that told the count
+    if odd is not None:
+        raise InputError(f"busbw: {odd.busbw_GBps:g} GB/s is {ratio(odd):.4g} x this row's algbw (size / time), where "
+                         f"nccl-tests prints 2(n-1)/n = {expected:.4g} for the log's {ranks} ranks (as its other rows "
+                         "do): the row is garbled", f"{log.path}:{odd.line}")
 
 
 def _refuse_rows_faster_than_the_links(log: Log, topology, ranks: int) -> None:

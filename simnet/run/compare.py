@@ -30,11 +30,14 @@ class CompareError(SpecError):
         self.scenario = scenario
 
 
-def _key(where: tuple, key: str) -> tuple:
-    """Where an option states ``key``: a variant's ``set`` entry for it (or the variant),
-    a file's own key (``where``: the scenario's index and the variant's place, if any)."""
+def _key(where: tuple, key: str, *also: str) -> tuple:
+    """Where an option states ``key`` (or one of ``also``, which set it too: a job's size sets
+    what a jobs scenario runs): a variant's ``set`` entry for it (or the variant), a file's own
+    key (``where``: the scenario's index and the variant's place, if any)."""
     index, variant = where[0], where[1:]
-    setting = next((k for k in variant[-1] if k == key or k.startswith(key + ".")), None) if variant else None
+    keys = (key, *also)
+    setting = next((k for k in variant[-1] if any(k == n or k.startswith(n + ".") for n in keys)), None) \
+        if variant else None
     return index, variant[:-1] + ("set", setting) if setting else (key,)
 
 
@@ -51,13 +54,18 @@ def _common_size(options: list[tuple]) -> int | None:
     common: set[int] | None = None
     for name, _, records, *where in options:
         for record in records:
-            if not record["sizes"]:
-                continue
+            if not record["sizes"]:  # a training step alone: no collective to rank it by beside the others
+                message = (f"option {name} is a training step without sizes, and not every option has one, so "
+                           "they are ranked by a collective's time; give it sizes, or compare training steps alone")
+                if len(where) > 1:
+                    raise CompareError(*_key(where[1], "training"), message)
+                raise ValueError(f"compare: {message}")
             sizes = {s["size_bytes"] for s in record["sizes"]}
             if common is not None and not common & sizes:
                 message = "compare: the options share no size to rank them by; give them one size in common"
                 if len(where) > 1:
-                    raise CompareError(*_key(where[1], "sizes"), f"option {name} runs none of the sizes of the "
+                    raise CompareError(*_key(where[1], "sizes", "size", "jobs"), f"option {name} runs none of the "
+                                                                                  "sizes of the "
                                                                   "options before it, so none ranks them all; give "
                                                                   "them one size in common")
                 raise ValueError(message)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from simnet import units
 from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import check_fits, memory_budget
@@ -80,7 +81,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         sub = topology.subset(gpus)
         if spec.background is not None:
             period = spec.period if spec.period is not None else BACKGROUND_PERIOD
-            schedule = background_schedule(sub, spec.background, period)
+            schedule = background_schedule(sub, spec.background, period, i)
             runs.append(JobRun(schedule, Timing(), round(spec.start * PS_PER_SECOND), 0, round(period * PS_PER_SECOND)))
             described.append({**_placed(topology, spec.name, gpus),
                               "algorithm": f"background {spec.background.pattern}", "protocol": None,
@@ -148,10 +149,12 @@ BACKGROUND_PERIOD = 1e-3
 """How often a background job offers its load when the scenario does not say, s."""
 
 
-def background_schedule(topology: Topology, spec: BackgroundSpec, period: float) -> Schedule:
+def background_schedule(topology: Topology, spec: BackgroundSpec, period: float, index: int = 0) -> Schedule:
     """One period of background traffic over ``topology``'s ranks: independent transfers,
     each ``load`` x its route's bottleneck bandwidth x ``period`` bytes (split over the
-    destinations of all_to_all and incast, so a GPU or the incast target offers ``load``)."""
+    destinations of all_to_all and incast, so a GPU or the incast target offers ``load``).
+    A load offering under 1 Kb/s on a route, or under a byte a period, is refused (a
+    ``JobError`` at job ``index``): it would be sent as a byte, not as what was asked."""
     gpus = topology.gpus
     n = len(gpus)
     rng = np.random.default_rng(spec.seed)
@@ -165,8 +168,16 @@ def background_schedule(topology: Topology, spec: BackgroundSpec, period: float)
         pairs, share = [(i, target) for i in range(n) if i != target], 1.0 / (n - 1)
     src = np.array([i for i, _ in pairs])
     dst = np.array([j for _, j in pairs])
-    nbytes = np.array([max(1, round(spec.load * share * topology.path_bandwidth(gpus[i], gpus[j]) * period))
-                       for i, j in pairs])
+    rates = np.array([spec.load * share * topology.path_bandwidth(gpus[i], gpus[j]) for i, j in pairs])
+    if rates.min() < units.BANDWIDTH_RANGE[0] or rates.min() * period < 1:
+        slowest = float(rates.min())
+        over = "" if share == 1 else f" over {n - 1} destinations"
+        short = ("under 1 Kb/s, the least bandwidth simnet accepts" if slowest < units.BANDWIDTH_RANGE[0] else
+                 f"under a byte a period of {units.format_time(period, short=True)}")
+        raise JobError((index, "background", "load"), (
+            f"{spec.load * 100:.4g}% of a route's bandwidth{over} offers {units.format_bandwidth(slowest)}, {short}; "
+            "give a larger load (or a longer period)"))
+    nbytes = np.array([round(rate * period) for rate in rates.tolist()])
     builder = ScheduleBuilder("background", gpus, int(nbytes.max()))
     builder.add(src, dst, 0, nbytes, COPY)
     return builder.build()

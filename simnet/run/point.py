@@ -144,7 +144,7 @@ class Conditions:
         """What the conditions cost: time against the healthy run, what moved, delays absorbed."""
         run = result.replay
         worst = max(self.delays.values(), default=0.0)
-        slower = result.time_s - healthy_s
+        slower = round((result.time_s - healthy_s) * PS_PER_SECOND) / PS_PER_SECOND  # to the engine's 1 ps
         return {
             "healthy_s": healthy_s, "slowdown_s": slower, "slowdown": result.time_s / healthy_s if healthy_s else None,
             "faults": [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in self.faults],
@@ -152,7 +152,8 @@ class Conditions:
             "rerouted_bytes": run.rerouted_bytes if run is not None else 0.0,
             "stragglers": len(self.delays), "max_delay_s": worst,
             "mean_delay_s": sum(self.delays.values()) / result.gpus if self.delays else 0.0,
-            "absorbed_s": max(worst - slower, 0.0) if self.delays and not self.faults else None,
+            "absorbed_s": max(round((worst - slower) * PS_PER_SECOND) / PS_PER_SECOND, 0.0)  # 3e-21 s is 0
+            if self.delays and not self.faults else None,
         }
 
 

@@ -76,7 +76,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
-    return Results(scenario.name, runs, steps, training_step(scenario), skipped)
+    return Results(scenario.name, runs, steps, training_step(scenario), skipped, [] if runs else said)
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:

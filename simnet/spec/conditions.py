@@ -28,7 +28,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from simnet import units
 from simnet.engine.faults import Fault
 from simnet.errors import SpecError
-from simnet.topology.graph import Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.schema import Latency, Strict
 
 __all__ = ["FaultSpec", "StragglerDistribution", "resolve_faults", "straggler_delays", "check_reachable", "FaultError",
@@ -230,7 +230,7 @@ def straggler_delays(topology: Topology, spec: dict | StragglerDistribution | No
                 raise FaultError((gpu,), str(exc)) from None
             if not 0 <= delay <= units.TIME_RANGE[1]:
                 raise FaultError((gpu,), "a start delay is 0 or more (and at most a day)")
-            delays[gpu] = delay
+            delays[gpu] = round(delay * PS_PER_SECOND) / PS_PER_SECOND  # as the engine keeps it: 1000 ns is 1 us
         return {gpu: delays[gpu] for gpu in topology.gpus if gpu in delays}  # GPUs outside this run: no say
     dist = spec if isinstance(spec, StragglerDistribution) else StragglerDistribution.model_validate(spec)
     rng = np.random.default_rng(dist.seed)

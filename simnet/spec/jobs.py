@@ -26,7 +26,7 @@ MAX_JOBS = 16
 """Most jobs in one scenario: the interference matrix runs every pair (n(n-1)/2 replays)."""
 
 
-_RANDOM = re.compile(r"^random\((\d+)\)$")
+_RANDOM = re.compile(r"^random\(([0-9]+)\)$")  # digits 0-9: \d takes any script's (random(٣) as 3)
 
 
 class JobError(SpecError):
@@ -60,7 +60,7 @@ class JobSpec(Strict):
 
     name: Name
     gpus: Annotated[int, Field(ge=2, strict=True)] | list[str] | None = None
-    hosts: list[str] | None = None
+    hosts: Annotated[list[str], Field(min_length=1)] | None = None
     placement: str = "packed"  # for a GPU count: packed, spread or random(seed)
     algorithm: str = "auto"
     size: Annotated[int, Field(ge=1)] | None = None

@@ -117,10 +117,10 @@ class Variant(Strict):
 class ScenarioSpec(Strict):
     name: Name
     description: str = ""
-    topology: str | dict[str, Any]
+    topology: Name | dict[str, Any]  # a file (relative to this one: never empty, which is this folder) or inline
     collective: Literal[tuple(COLLECTIVES)] = "allreduce"  # type: ignore[valid-type]
     model: Literal["nccl", "rccl", "ideal"] | None = None  # default: the GPUs' library (rccl on AMD GPUs)
-    calibration: str | None = None  # a profile from simnet calibrate, relative to this file
+    calibration: Name | None = None  # a profile from simnet calibrate, relative to this file
     size: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     sizes: Annotated[list[int], BeforeValidator(parse_sizes)] | None = None
     algorithms: list[str] | Literal["all", "auto"] = ["auto"]
@@ -295,6 +295,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         path = (base or Path(".")) / spec.topology
         if not path.exists():
             raise source.error(("topology",), f"no topology file {str(path)!r}")
+        if path.is_dir():
+            raise source.error(("topology",), f"{str(path)!r} is a folder; name the topology file in it")
         topology = load_topology(path)
     else:
         topology = topology_from_dict(spec.topology, source, ("topology",))
@@ -379,8 +381,11 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
     of a GPU the run leaves out, a seed of all_to_all background traffic (nothing is drawn),
     a job's period when it runs once, a compute slowdown of a GPU the run leaves out
-    (``gpus:``) or of 1. Warned, not refused: a sweep over the distribution, the
-    pattern, repeat, the GPU count or the slowdown makes them moot at some of its points only."""
+    (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
+    one-rack fabric's spines), a training step's ``dtype`` where no activation crosses a link (tp,
+    pp 1, no FSDP or EP). Warned, not refused: a sweep over the distribution, the pattern,
+    repeat, the GPU count, the slowdown or the parallelism makes them moot at some of its
+    points only."""
     said = []
 
     def moot(loc: tuple, message: str) -> None:
@@ -407,6 +412,17 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
+    for said_by_topology in topology.unread:  # a generator's parameter that built nothing (a one-rack fabric's spines)
+        key, _, rest = said_by_topology.partition(" (")
+        said.append(Finding("key_unread", key, said_by_topology))
+    training = spec.training
+    if training is not None and "dtype" in training.model_fields_set:
+        par = training.parallelism
+        moe = training.transformer().moe
+        if par.tp == 1 and par.pp == 1 and not par.fsdp and not (moe and par.ep > 1):
+            moot(("training", "dtype"), "the step's activations and parameters cross no link here (tp 1, pp 1, no "
+                                        "FSDP or expert parallelism: only the gradient, in grad_dtype), so dtype "
+                                        "changed nothing here")
     for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
@@ -512,15 +528,16 @@ def _algorithms(spec: ScenarioSpec, source: Source) -> list[str]:
     """The scenario's algorithms (``all`` expanded), each one its collective has, or one
     line naming the entry that is not."""
     table = algorithms_for(spec.collective)
+    every = [AUTO, *table]  # all: NCCL's own pick too, beside every algorithm the collective has
     if spec.algorithms == "all":
-        return list(table)
+        return every
     names = [spec.algorithms] if isinstance(spec.algorithms, str) else list(spec.algorithms)
     for i, name in enumerate(names):
         if name not in table and name not in ("all", AUTO):
             raise source.error(("algorithms", i) if isinstance(spec.algorithms, list) else ("algorithms",),
                                f"unknown algorithm {name!r} for {spec.collective}; expected "
                                f"{', '.join([*table, AUTO])} or all")
-    return list(dict.fromkeys(n for a in names for n in (table if a == "all" else [a])))
+    return list(dict.fromkeys(n for a in names for n in (every if a == "all" else [a])))
 
 
 def _check_options(spec: ScenarioSpec, source: Source, collective: str | None = None) -> None:

@@ -20,7 +20,7 @@ Size = Annotated[int, BeforeValidator(units.parse_size), Field(ge=0)]
 PositiveSize = Annotated[int, BeforeValidator(units.parse_size), Field(gt=0)]
 
 
-_RANGE = re.compile(r"^\s*(.+?)\s*\.\.\s*(.+?)\s*x\s*(\d+(?:\.\d+)?)\s*$")
+_RANGE = re.compile(r"^\s*(.+?)\s*\.\.\s*(.+?)\s*x\s*([0-9]+(?:\.[0-9]+)?)\s*$")  # digits 0-9: \d takes any script's
 
 
 MAX_SIZES = 200
@@ -74,7 +74,7 @@ def parse_sizes(text: object) -> list[int]:
     return sizes
 
 
-_COST = re.compile(r"^\s*\$?\s*([-+]?\d+(?:\.\d+)?)\s*([kKMG]?)\s*\$?\s*$")
+_COST = re.compile(r"^\s*\$?\s*([-+]?[0-9]+(?:\.[0-9]+)?)\s*([kKMG]?)\s*\$?\s*$")
 
 
 _MULTIPLIER = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}

@@ -15,7 +15,7 @@ from pydantic import BeforeValidator, Field, create_model, field_validator, mode
 
 from simnet import units
 from simnet.errors import kind_of, shown
-from simnet.spec.values import PositiveSize, Size
+from simnet.spec.values import PositiveSize
 from simnet.topology.schema import Count, Latency, Strict
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.ddp import MAX_BUCKETS
@@ -71,7 +71,7 @@ class Workload(Strict):
     compute_time: Latency | None = None
     model_flops: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     gpu_flops: GpuFlops | None = None
-    gradient_size: Size | None = None
+    gradient_size: PositiveSize | None = None  # a step of no gradient has nothing to exchange (as parameters: 0)
     parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
     bucket_size: PositiveSize | None = None

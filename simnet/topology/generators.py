@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from simnet.errors import SpecError
+from simnet.errors import SpecError, shown
 from simnet.io.budget import TooLarge, check_fits
 from simnet.topology.hardware import GPUS, pcie_bandwidth
 from simnet.topology.schema import (
@@ -177,8 +177,12 @@ class NVSwitchParams(_NvSwitchHosts):
     @classmethod
     def _no_switch_for_a_mesh(cls, data):
         gpu = data.get("gpu") if isinstance(data, dict) else None
+        server = data.get("server") if isinstance(data, dict) and gpu is None else None
+        if isinstance(server, str) and server in SERVERS:  # the server's GPUs, when no gpu: is written
+            gpu = SERVERS[server].gpu
         if isinstance(gpu, str) and gpu in GPUS and GPUS[gpu].amd:
-            raise ValueError(f"gpu: {gpu} GPUs are a fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh "
+            named = f"server: {server} has {gpu} GPUs, which" if server else f"gpu: {gpu} GPUs"
+            raise ValueError(f"{named} are a fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh "
                              "(one host) or leaf_spine / rail_optimized (hosts of a mesh each)")
         return data
 
@@ -791,13 +795,28 @@ def grown(params: dict, gpus: int) -> dict:
     return {**params, name: max(getattr(model, name), needed)}
 
 
+def unread_keys(params: dict) -> list[tuple[str, str]]:
+    """(key, why) per parameter of a valid generator call that builds nothing here: a one-rack
+    leaf_spine's (or cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``,
+    since that rack's ToR is the top of its fabric. Said, not refused: a sweep over GPU counts
+    grows the racks, and there they are read."""
+    model = GENERATORS[params["kind"]].params.model_validate(params)
+    if isinstance(model, LeafSpineParams) and model.racks == 1:
+        return [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
+                      "nothing here; it counts from racks: 2")
+                for key in ("spines", "oversubscription", "uplink_bandwidth") if key in model.model_fields_set]
+    return []
+
+
 def generate(params: dict) -> tuple[Nodes, Links]:
     """Run the generator named by ``params["kind"]``; raise GeneratorError or ValidationError."""
     if not isinstance(params, dict):
         raise GeneratorError((), "expected a mapping with a 'kind'")
     kind = params.get("kind")
-    if kind not in GENERATORS:
-        raise GeneratorError(("kind",), f"unknown generator {kind!r}; expected one of {', '.join(GENERATORS)}")
+    if "kind" not in params:
+        raise GeneratorError(("kind",), f"is required but missing: name the generator, one of {', '.join(GENERATORS)}")
+    if not isinstance(kind, str) or kind not in GENERATORS:
+        raise GeneratorError(("kind",), f"unknown generator {shown(kind)}; expected one of {', '.join(GENERATORS)}")
     generator = GENERATORS[kind]
     model = generator.params.model_validate(params)
     gpus, elements = model.footprint()

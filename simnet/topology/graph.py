@@ -76,6 +76,7 @@ class Topology:
     source: str | None = None
     calibration: str | None = None  # path of the calibration profile the topology names
     routing: str = "ecmp"  # how a route picks among equal-cost next hops (``simnet.topology.routing``)
+    unread: tuple[str, ...] = ()  # parameters of its file that built nothing, each "key (file:line): why"
     make_router: InitVar[Callable[[Topology], Routes]] = field(kw_only=True)
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:

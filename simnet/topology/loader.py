@@ -10,8 +10,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from simnet.errors import InputError, kind_of, shown
-from simnet.io.yamlsource import Source, load_yaml
-from simnet.topology.generators import GENERATORS, GeneratorError, generate
+from simnet.io.yamlsource import Source, format_loc, load_yaml
+from simnet.topology.generators import GENERATORS, GeneratorError, generate, unread_keys
 from simnet.topology.graph import FORWARDING_KINDS, Topology
 from simnet.topology.hardware import GPUS, NVLINK
 from simnet.topology.routing import Router
@@ -43,6 +43,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     nodes: list[tuple[NodeSpec, tuple]] = []
     links: list[tuple[LinkSpec, tuple]] = []
     generators = spec.generate if isinstance(spec.generate, list) else [spec.generate] if spec.generate else []
+    unread: list[str] = []  # parameters that build nothing here (simnet.topology.generators.unread_keys)
     for i, params in enumerate(generators):
         loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
         try:
@@ -53,6 +54,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.from_validation(exc, loc, GENERATORS[params["kind"]].params) from None
         nodes += [(n, loc) for n in made_nodes]
         links += [(link, loc) for link in made_links]
+        unread += [f"{format_loc(loc + (key,))} ({source.file}:{source.line(loc + (key,))}): {why}"
+                   for key, why in unread_keys(params)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
@@ -88,6 +91,10 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     if not gpus:
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
     _check_one_place_per_host(nodes, source)
+    for node, loc in nodes[len(nodes) - len(spec.nodes):]:  # written node by node (a generator builds none such)
+        if node.kind not in ("gpu", "ps") and graph.degree(node.id) == 0:  # (GPUs and servers: must be reachable)
+            raise source.error(loc + ("id",), f"the {node.kind} {node.id!r} is joined to nothing: no link names it, so "
+                                              "it changes nothing; link it, or leave it out")
     servers = [n for n, kind in graph.nodes(data="kind") if kind == "ps"]
     _check_reachable(graph, gpus + servers, where, source, link_at)
     calibration = None
@@ -97,14 +104,14 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.error(prefix + ("calibration",), f"no calibration profile {str(calibration)!r}")
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                        routing=spec.routing, make_router=Router)
+                        routing=spec.routing, unread=tuple(unread), make_router=Router)
     marked = _nvls_unsaid(topology)
     if marked:  # rare (a hand-written NVSwitch): the graph is frozen, so build it again with the fact
         graph = nx.DiGraph(topology.graph)
         for switch in marked:
             graph.nodes[switch]["nvls"] = True
         topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                            routing=spec.routing, make_router=Router)
+                            routing=spec.routing, unread=topology.unread, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)

@@ -50,7 +50,17 @@ def _printable(value: str) -> str:
     return value
 
 
-Name = Annotated[str, Field(min_length=1), AfterValidator(_printable)]
+def _trimmed(value: str) -> str:
+    """A name with no space at either end: names are compared as written, so 'a ' beside 'a'
+    would be two jobs (or nodes, variants) that every table shows alike; '   ' names nothing."""
+    if value.strip() != value:
+        raise ValueError(f"{value!r} " + ("is only spaces; give it a name" if not value.strip() else
+                                          "has a space at its start or end; names are compared as written: "
+                                          "remove it"))
+    return value
+
+
+Name = Annotated[str, Field(min_length=1), AfterValidator(_printable), AfterValidator(_trimmed)]
 Label = Annotated[str, AfterValidator(_printable)]
 
 
@@ -292,5 +302,5 @@ class TopologySpec(Strict):
     generate: dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
     nodes: list[NodeSpec] = []
     links: list[LinkSpec] = []
-    calibration: str | None = None  # a profile from simnet calibrate, relative to this file
+    calibration: Name | None = None  # a profile from simnet calibrate, relative to this file
     routing: Literal["ecmp", "by_destination"] = "ecmp"  # how equal-cost paths are chosen (simnet.topology.routing)

@@ -92,8 +92,10 @@ class Point:
 
     @property
     def key(self) -> str:
-        """A stable identity for resume: the same point, reading the same files, always has the same key."""
-        identity = {"set": dict(self.overrides), "gpus": self.gpus, "algorithm": self.algorithm}
+        """A stable identity for resume: the same point, reading the same files, always has the same key,
+        however its values are spelt (``10ms`` in one run, ``0.01 s`` in the next: one point)."""
+        identity = {"set": {k: _canonical(v) for k, v in self.overrides}, "gpus": self.gpus,
+                    "algorithm": self.algorithm}
         if self.reads:
             identity["reads"] = self.reads
         return json.dumps(identity, sort_keys=True, default=str)
@@ -249,9 +251,9 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
-    counts = [None] if counts is None else [int(c) for c in counts]
+        if count != "all" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more, or all)")
+    counts = [None] if counts is None else [None if c == "all" else int(c) for c in counts]  # all: as gpus: all
     names = list(axes)
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
