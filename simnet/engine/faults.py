@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from simnet.engine.fluid import FluidNetwork
 from simnet.topology.graph import PS_PER_SECOND, Topology
+
+if TYPE_CHECKING:  # a fault is applied to a fluid network, but lanes read faults without one
+    from simnet.engine.fluid import FluidNetwork
 
 __all__ = ["Fault", "schedule_faults", "no_link_down", "capacity_regimes", "capacity_changes"]
 

@@ -16,18 +16,20 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import simpy
 
 from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.clock import check_horizon
 from simnet.engine.faults import Fault, capacity_changes, no_link_down, schedule_faults
-from simnet.engine.fluid import FluidNetwork
 from simnet.engine.progress import Reporter
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
 from simnet.topology.graph import PS_PER_SECOND, Topology
+
+if TYPE_CHECKING:  # the fluid network and SimPy load when a replay runs on them, not for the lanes
+    from simnet.engine.fluid import FluidNetwork
 
 __all__ = ["Replay", "replay", "COMPILED_FROM", "compiled_available",
            "JobRun", "replay_jobs", "replay_apart", "join_gates", "never_full"]
@@ -225,6 +227,10 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     numba is installed, no fault takes a link down and the run is worth loading it
     (``COMPILED_FROM``); ``compiled`` True or False asks for one engine.
     """
+    import simpy
+
+    from simnet.engine.fluid import FluidNetwork
+
     timing = timing or Timing()
     faults = faults or []
     env = simpy.Environment()
@@ -437,6 +443,10 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     cycles up to the last few are taken from it, shifted by ``H``, instead of replayed.
     Without a timeline only: a timeline lists every instant.
     """
+    import simpy
+
+    from simnet.engine.fluid import FluidNetwork
+
     env = simpy.Environment()
     net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
     # a job's runs follow each other, so its queues stay queues across them; jobs' queues are apart
