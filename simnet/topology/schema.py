@@ -216,7 +216,7 @@ class Strict(BaseModel):
     not ``4.0``) and a yes/no is ``true`` or ``false`` (not ``"no"``, not 1), where pydantic
     would convert them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     @field_validator("*", mode="before")
     @classmethod
