@@ -9,7 +9,7 @@ import click
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import Whole, friendly
+from simnet.cli.shell import Whole, friendly, loading
 from simnet.errors import InputError
 from simnet.schedule.kinds import COLLECTIVES
 
@@ -48,12 +48,13 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
       simnet run scenarios/cross_rack.yaml -a ring -a hierarchical -s '256 MiB' --json out.json
       simnet run scenarios/cross_rack.yaml -c all_gather
     """
-    from simnet.report.export import results_csv, results_json, write_text
-    from simnet.report.paths import PLOT_FILES, output_dir, output_file
-    from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
-    from simnet.run.sweep.plan import files_read
-    from simnet.spec.scenario import load_scenario
-    from simnet.spec.values import MAX_SIZES, parse_sizes
+    with loading():
+        from simnet.report.export import results_csv, results_json, write_text
+        from simnet.report.paths import PLOT_FILES, output_dir, output_file
+        from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
+        from simnet.run.sweep.plan import files_read
+        from simnet.spec.scenario import load_scenario
+        from simnet.spec.values import MAX_SIZES, parse_sizes
 
     spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
     if gpus is not None:
@@ -273,7 +274,9 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
     that cannot run here is named where it was asked for (``-a``, else the file's line)."""
     from simnet.errors import Unsupported
     from simnet.io.yamlsource import load_yaml
-    from simnet.run.scenario import run_scenario
+
+    with loading():  # the engines
+        from simnet.run.scenario import run_scenario
 
     with _progress_told("simulating") as told:
         try:
