@@ -7,7 +7,6 @@ validation errors into an ``InputError`` naming file, line and field.
 
 from __future__ import annotations
 
-import difflib
 import re
 import typing
 from dataclasses import dataclass, field
@@ -171,6 +170,8 @@ def _model_in(annotation) -> type | None:
 
 def _suggestion(word: str, known: list[str]) -> str:
     """``; did you mean 'bandwidth'?`` when a known key is close to ``word``."""
+    import difflib  # for a mistake only: every run reads its files through this module
+
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else (f"; expected one of {', '.join(known)}" if known else "")
 

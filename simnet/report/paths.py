@@ -5,7 +5,6 @@ traceback after a long simulation."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -53,6 +52,8 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
 def _can_create_in(folder: Path, where: str) -> None:
     """Create and remove a scratch file in ``folder``: the one sure test that simnet may
     write there (permissions, read-only and pseudo file systems such as /proc, a full disk)."""
+    import tempfile  # with an output file only: every run imports this module
+
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".simnet-", suffix=".check"):
             pass
