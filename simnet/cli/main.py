@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import sys
 
-import click
+from simnet.cli.shell import loading
 
-from simnet.cli.algorithms import algorithms_command
-from simnet.cli.calibrate import calibrate
-from simnet.cli.compare import compare
-from simnet.cli.replay_trace import replay_trace
-from simnet.cli.run import run
-from simnet.cli.servers import servers_command
-from simnet.cli.shell import DEBUG, OneLineUsage
-from simnet.cli.sweep import sweep
-from simnet.cli.topo import topo
+with loading():  # click, rich, pydantic's errors: the garbage collector skips them (shell.loading)
+    import click
+
+    from simnet.cli.algorithms import algorithms_command
+    from simnet.cli.calibrate import calibrate
+    from simnet.cli.compare import compare
+    from simnet.cli.replay_trace import replay_trace
+    from simnet.cli.run import run
+    from simnet.cli.servers import servers_command
+    from simnet.cli.shell import DEBUG, OneLineUsage
+    from simnet.cli.sweep import sweep
+    from simnet.cli.topo import topo
 
 __all__ = ["main"]
 
