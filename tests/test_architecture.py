@@ -145,3 +145,18 @@ def test_a_run_by_lanes_without_plots_loads_no_plotting_nor_the_fluid_engine(tmp
                           cwd=PACKAGE.parent)
     assert done.returncode == 0 and "ring" in done.stdout, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_small_run_on_the_fluid_engine_loads_no_numba(tmp_path):
+    """The compiled fluid network pays for numba's import (0.5-1 s) from
+    ``replay.COMPILED_FROM`` transfers on: a smaller run on the fluid engine (a parameter
+    server and 4 workers) runs on SimPy and does not import numba."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\ntopology: {name: star, generate: {kind: ps_star, workers: 4, servers: 1, "
+                        "worker_bandwidth: 1 Gb/s, ps_bandwidth: 1 Gb/s, latency: 50 us}}\nsizes: [1 MiB]\n"
+                        "algorithms: [ps]\n")
+    probe = ("import sys\nfrom simnet.cli.main import main\ntry:\n    main(sys.argv[1:], standalone_mode=False)\n"
+             "finally:\n    print('simnet.engine.fluid' in sys.modules, 'numba' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, "run", str(scenario)], capture_output=True, text=True,
+                          cwd=PACKAGE.parent)
+    assert done.stderr.strip().splitlines()[-1] == "True False", done.stderr

@@ -300,15 +300,20 @@ _spent_on_simpy = [0.0]  # wall seconds this process replayed on the SimPy netwo
 
 
 def _runs_compiled(asked: bool | None, transfers: int, faults: list[Fault]) -> bool:
-    """Whether ``replay`` takes the compiled network (``asked``: the caller's choice)."""
+    """Whether ``replay`` takes the compiled network (``asked``: the caller's choice). numba
+    is imported only where the compiled network would run: importing it costs the 0.5-1 s
+    that ``COMPILED_FROM`` saves small runs."""
+    if asked is False:
+        return False
+    if asked is None:
+        loaded = sys.modules.get("simnet.engine.compiled")
+        if not (transfers >= COMPILED_FROM or _spent_on_simpy[0] >= SIMPY_SECONDS
+                or (loaded is not None and loaded.loaded())):
+            return False
     possible = no_link_down(faults) and compiled_available()
     if asked and not possible:
         raise ValueError("the compiled fluid network needs numba and no fault that takes a link down")
-    if asked is not None:
-        return possible and asked
-    loaded = sys.modules.get("simnet.engine.compiled")
-    return possible and (transfers >= COMPILED_FROM or _spent_on_simpy[0] >= SIMPY_SECONDS
-                         or (loaded is not None and loaded.loaded()))
+    return possible
 
 
 def compiled_available() -> bool:
