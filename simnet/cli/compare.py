@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import friendly
+from simnet.cli.shell import friendly, loading
 from simnet.errors import InputError
 
 
@@ -29,11 +29,12 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
       simnet compare scenarios/capacity_planning.yaml
       simnet compare scenarios/cross_rack.yaml scenarios/single_node.yaml
     """
-    from simnet.report.paths import IMAGE_SUFFIXES, output_file
-    from simnet.report.sweep_report import compare_table, plot_compare
-    from simnet.run.compare import CompareError, compare_scenarios
-    from simnet.run.sweep.plan import files_read
-    from simnet.spec.scenario import load_scenario
+    with loading():  # the garbage collector skips them (shell.loading)
+        from simnet.report.paths import IMAGE_SUFFIXES, output_file
+        from simnet.report.sweep_report import compare_table, plot_compare
+        from simnet.run.compare import CompareError, compare_scenarios
+        from simnet.run.sweep.plan import files_read
+        from simnet.spec.scenario import load_scenario
 
     seen = [Path(path).resolve() for path in scenarios]
     for i, path in enumerate(seen):

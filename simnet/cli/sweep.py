@@ -11,7 +11,7 @@ import yaml
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import stdout_console
-from simnet.cli.shell import WholeRange, friendly
+from simnet.cli.shell import WholeRange, friendly, loading
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
@@ -69,11 +69,12 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
       simnet sweep scenarios/cross_rack.yaml --gpus 8,16,32,64
       simnet sweep scenarios/cross_rack.yaml --set topology.generate.oversubscription=1,4 --scheduler local
     """
-    from simnet.report.paths import output_dir
-    from simnet.report.sweep_report import SWEEP_FILES, plot_sweep, sweep_table, write_sweep_csv
-    from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
-    from simnet.run.sweep.plan import files_read, plan_sweep
-    from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
+    with loading():  # the garbage collector skips them (shell.loading)
+        from simnet.report.paths import output_dir
+        from simnet.report.sweep_report import SWEEP_FILES, plot_sweep, sweep_table, write_sweep_csv
+        from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
+        from simnet.run.sweep.plan import files_read, plan_sweep
+        from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
 
     spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
     counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
