@@ -5,6 +5,7 @@ Bad input ends with one line on stderr naming file, line and field, and exit cod
 
 from __future__ import annotations
 
+import os
 import sys
 
 from simnet.cli.shell import loading
@@ -23,6 +24,11 @@ with loading():  # click, rich, pydantic's errors: the garbage collector skips t
     from simnet.cli.topo import topo
 
 __all__ = ["main"]
+
+# numpy's OpenBLAS starts a thread per core as it loads (40 ms of CPU in a 256-GPU ring's run
+# on 2 cores, more with more cores) for matrix products simnet does not make (calibrate's
+# are a dozen parameters wide): a command asks for one thread, unless the user says otherwise
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @click.group(cls=OneLineUsage, context_settings={"help_option_names": ["-h", "--help"]})
