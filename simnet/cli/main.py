@@ -10,7 +10,7 @@ import sys
 
 from simnet.cli.shell import loading
 
-with loading():  # click, rich, pydantic's errors: the garbage collector skips them (shell.loading)
+with loading():  # the subcommands' rich, yaml and pydantic: the garbage collector skips them (shell.loading)
     import click
 
     from simnet.cli.algorithms import algorithms_command
@@ -28,6 +28,7 @@ __all__ = ["main"]
 # numpy's OpenBLAS starts a thread per core as it loads (40 ms of CPU in a 256-GPU ring's run
 # on 2 cores, more with more cores) for matrix products simnet does not make (calibrate's
 # are a dozen parameters wide): a command asks for one thread, unless the user says otherwise
+# (read when numpy loads, which nothing above does: tests/test_architecture.py)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
