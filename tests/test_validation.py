@@ -80,7 +80,7 @@ def _by_name_tables() -> tuple[list[list[str]], list[list[str]]]:
             rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
         return rows
 
-    return table("| system | `server:` | rows |"), table("| system | ranks | size | measured | hand-written |")
+    return table("| system | `server:` | counted rows |"), table("| system | ranks | size | measured | hand-written |")
 
 
 def _seconds(cell: str) -> float:

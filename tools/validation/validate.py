@@ -259,7 +259,7 @@ def _by_name(rows: list[Row]) -> list[str]:
         "geometric-mean error over the counted rows and the largest spread between the two writings' times "
         "(`server:` over",
         "hand-written, minus one). Issue target: within 10 %; aim 2 %.", "",
-        "| system | `server:` | rows | error hand-written | error as `server:` | largest spread |",
+        "| system | `server:` | counted rows | error hand-written | error as `server:` | largest spread |",
         "|---|---|---|---|---|---|",
     ]
     for system in systems + [None]:
