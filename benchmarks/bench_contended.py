@@ -39,13 +39,22 @@ def _leaf_spine(gpus: int, oversubscription: int) -> dict:
                          "spines": 8, "oversubscription": oversubscription}}
 
 
+def _first_spine(gpus: int) -> str:
+    """The first spine of the rail fabric of ``gpus`` GPUs (``spine0``, or ``pod0-spine0``
+    where a core tier joins pods of units)."""
+    from simnet.topology.loader import topology_from_dict
+
+    nodes = topology_from_dict(_rail(gpus)).graph.nodes
+    return next(name for name in ("spine0", "pod0-spine0") if name in nodes)
+
+
 CASES = {
     "ecmp ring": lambda n: {"topology": _rail(n, routing="ecmp"), "sizes": [SIZE], "algorithms": ["ring"]},
     "ecmp tree": lambda n: {"topology": _rail(n, routing="ecmp"), "sizes": [SIZE], "algorithms": ["tree"]},
     "2:1 leaf-spine ring": lambda n: {"topology": _leaf_spine(n, 2), "sizes": [SIZE], "algorithms": ["ring"]},
     "4:1 leaf-spine ring": lambda n: {"topology": _leaf_spine(n, 4), "sizes": [SIZE], "algorithms": ["ring"]},
     "spine down at 1 ms, ring": lambda n: {"topology": _rail(n), "sizes": [SIZE], "algorithms": ["ring"],
-                                           "faults": [{"at": "1 ms", "node": "spine0", "down": True}]},
+                                           "faults": [{"at": "1 ms", "node": _first_spine(n), "down": True}]},
     "two jobs on 2:1 uplinks": lambda n: {"topology": _leaf_spine(n, 2), "jobs": [
         {"name": name, "gpus": n // 2, "placement": "spread", "size": "256 MiB"} for name in ("a", "b")]},
     "AllToAll 64 MiB": lambda n: {"topology": _rail(n), "sizes": ["64 MiB"], "algorithms": ["auto"],
