@@ -1,7 +1,8 @@
 """The compiled fluid network (simnet.engine.compiled) is the SimPy one: every start, send
 and delivery to the picosecond and every link statistic to the bit, on random networks and
 schedules (queues, dependencies, joins, caps, software latencies, launch offsets,
-reductions, late ranks, faults that slow links, timelines) and on real schedules."""
+reductions, late ranks, faults that slow links or take them down, timelines) and on real
+schedules."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from simnet import topology_from_dict
 from simnet.engine import accounting, clock, compiled, maxmin
 from simnet.engine import replay as replay_module
 from simnet.engine.faults import Fault
+from simnet.engine.fluid import Cut
 from simnet.engine.replay import replay
 from simnet.model.timing import Timing
 from simnet.run.nccl_env import nccl_env
@@ -37,10 +39,26 @@ def _both(schedule, topo, **kwargs):
     return replay(schedule, topo, compiled=False, **kwargs), replay(schedule, topo, compiled=True, **kwargs)
 
 
+def _both_or_cut(schedule, topo, **kwargs):
+    """``_both``, or (None, None) when both engines stop with the same ``Cut`` (links down
+    that leave a route none)."""
+    messages = []
+    for engine in (False, True):
+        try:
+            replay(schedule, topo, compiled=engine, **kwargs)
+        except Cut as exc:
+            messages.append(str(exc))
+    if messages:
+        assert len(messages) == 2 and messages[0] == messages[1]
+        return None, None
+    return _both(schedule, topo, **kwargs)
+
+
 def _assert_identical(simpy_run, compiled_run):
     for name in ("start_ps", "sent_ps", "delivered_ps"):
         assert np.array_equal(getattr(simpy_run, name), getattr(compiled_run, name)), name
     assert simpy_run.duration_ps == compiled_run.duration_ps
+    assert (simpy_run.rerouted, simpy_run.rerouted_bytes) == (compiled_run.rerouted, compiled_run.rerouted_bytes)
     one, other = simpy_run.stats, compiled_run.stats
     for name in STATISTICS:
         assert np.array_equal(getattr(one, name), getattr(other, name)), name
@@ -53,13 +71,27 @@ def _assert_identical(simpy_run, compiled_run):
 
 
 @st.composite
+def _two_way_fabrics(draw) -> dict:
+    """2-5 GPUs, each cabled to one of two leaves, both leaves to each of 2-3 spines: every
+    route between leaves has a spine to spare when one goes down."""
+    gpus, spines = draw(st.integers(2, 5)), draw(st.integers(2, 3))
+    nodes = [{"id": f"g{i}", "kind": "gpu"} for i in range(gpus)] + [
+        {"id": name, "kind": "switch"} for name in ["l0", "l1", *(f"s{i}" for i in range(spines))]]
+    links = [{"a": f"g{i}", "b": f"l{draw(st.integers(0, 1))}", "bandwidth": f"{draw(st.integers(2, 20))} GB/s",
+              "latency": f"{draw(st.integers(0, 3))} us"} for i in range(gpus)]
+    links += [{"a": leaf, "b": f"s{i}", "bandwidth": f"{draw(st.integers(2, 40))} GB/s", "latency": "1 us"}
+              for leaf in ("l0", "l1") for i in range(spines)]
+    return {"name": "two ways", "nodes": nodes, "links": links}
+
+
+@st.composite
 def _runs(draw):
-    """A small network of GPUs on switches; connections of queued pieces (some waiting for
-    pieces of other connections, some joins on one GPU, some of no bytes) with random
-    caps, software latencies and reductions; and the replay's options: a launch offset,
-    late ranks, a per-message overhead, a reduction rate, faults that slow links, a
-    timeline."""
-    written = draw(small_fabrics())
+    """A small network of GPUs on switches (a chain, or leaves with spines to spare);
+    connections of queued pieces (some waiting for pieces of other connections, some joins
+    on one GPU, some of no bytes) with random caps, software latencies and reductions; and
+    the replay's options: a launch offset, late ranks, a per-message overhead, a reduction
+    rate, faults that slow links or take them down, a timeline."""
+    written = draw(st.one_of(small_fabrics(), _two_way_fabrics()))
     gpus, links = sum(node["kind"] == "gpu" for node in written["nodes"]), written["links"]
     b = ScheduleBuilder("random", [f"g{i}" for i in range(gpus)], 10**7)
     caps, delays, made = [], [], []
@@ -87,9 +119,15 @@ def _runs(draw):
     faults = []
     for index in range(draw(st.integers(0, 2))):
         chosen = draw(st.lists(st.integers(0, len(links) * 2 - 1), min_size=1, max_size=3, unique=True))
-        share = draw(st.sampled_from([0.2, 0.5, 0.9, 1.0]))
+        share = draw(st.sampled_from([0.0, 0.2, 0.5, 0.9, 1.0]))
         faults.append(Fault(draw(st.sampled_from([0.0, 1e-5, 1e-4, 1e-3])), np.array(chosen),
                             np.full(len(chosen), share), "slower", index))
+    if written["name"] == "two ways" and draw(st.booleans()):  # a spine down while flows cross it
+        topo = topology_from_dict(written)
+        spine = draw(st.sampled_from([node["id"] for node in written["nodes"] if node["id"].startswith("s")]))
+        links = np.array([i for i, (a, b) in enumerate(topo.links) if spine in (a, b)])
+        at = draw(st.sampled_from([0.0, 1e-6, 5e-6, 2e-5, 1e-4]))
+        faults.insert(draw(st.integers(0, len(faults))), Fault(at, links, np.zeros(len(links)), "spine down"))
     options["faults"] = faults
     return written, b.build(), options
 
@@ -98,7 +136,9 @@ def _runs(draw):
 @given(case=_runs())
 def test_the_compiled_network_is_the_simpy_network_to_the_bit(case):
     written, schedule, options = case
-    _assert_identical(*_both(schedule, topology_from_dict(written), **options))
+    runs = _both_or_cut(schedule, topology_from_dict(written), **options)
+    if runs[0] is not None:
+        _assert_identical(*runs)
 
 
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree", "hierarchical", "halving_doubling", "ps",
@@ -117,6 +157,41 @@ def test_real_schedules_under_nccl_s_model_run_the_same_compiled(algorithm):
     faults = [Fault(2e-5, uplinks, np.full(len(uplinks), 0.4), "leaf uplinks at 40 %")]
     late = {gpu: 1e-5 * (i % 3) for i, gpu in enumerate(topo.gpus)}
     _assert_identical(*_both(schedule, topo, timing=timing, faults=faults, start_delay=late, timeline=True))
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "hierarchical", "direct"])
+def test_a_spine_down_mid_run_moves_the_same_flows_on_both_networks(algorithm):
+    """One spine goes down while NCCL's schedule runs and a leaf's uplink to another slows
+    later: the flows crossing it move to the surviving spine with the bytes they had left,
+    the same flows on both networks (the same count and bytes moved), every time and link
+    statistic the same; the spine's links carry nothing after it went down."""
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2, "gpu": "h100"}})
+    _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare(algorithm, 2**22, {})
+    healthy = replay(schedule, topo, timing=timing, compiled=False, timeline=True)
+    spine, other = sorted(("spine0", "spine1"), key=lambda name: -healthy.stats.bytes[topo.link_index[("tor0", name)]])
+    up = topo.link_index[("tor0", spine)]
+    busy = next(when for when, links, loads in healthy.stats.timeline  # while flows cross it
+                if when >= healthy.duration_ps / 4 and (loads[links == up] > 0).any())
+    spine = np.array([topo.link_index[pair] for pair in ((f"tor{r}", spine) for r in (0, 1))] +
+                     [topo.link_index[(spine, f"tor{r}")] for r in (0, 1)])
+    faults = [Fault((busy + 1000) / 1e12, spine, np.zeros(len(spine)), "the busier spine down"),
+              Fault(healthy.time / 2, np.array([topo.link_index[("tor1", other)]]), np.array([0.5]), "slower", 1)]
+    simpy_run, compiled_run = _both(schedule, topo, timing=timing, faults=faults, timeline=True)
+    _assert_identical(simpy_run, compiled_run)
+    assert compiled_run.rerouted > 0 and compiled_run.rerouted_bytes > 0
+    after = [loads[np.isin(links, spine)] for when, links, loads in compiled_run.stats.timeline
+             if when > busy]
+    assert after and all((load == 0).all() for load in after)
+
+
+def test_a_fault_that_cuts_a_route_stops_both_networks_with_the_same_line():
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1}})
+    _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**22, {})
+    uplink = np.array([topo.link_index[("tor0", "spine0")]])
+    schedule_runs = _both_or_cut(schedule, topo, timing=timing, faults=[Fault(1e-5, uplink, np.zeros(1), "down")])
+    assert schedule_runs == (None, None)
 
 
 def test_a_run_that_outgrows_its_buffers_starts_again_with_them_doubled(monkeypatch):
@@ -144,9 +219,9 @@ def test_a_flow_past_the_horizon_stops_both_networks_with_the_same_line():
     assert messages[0] == messages[1]
 
 
-def test_large_schedules_take_the_compiled_network_and_links_down_the_simpy_one(monkeypatch):
-    """From ``COMPILED_FROM`` transfers the compiled network runs; a fault that takes a link
-    down moves routes, which only the SimPy network does."""
+def test_large_schedules_take_the_compiled_network_links_down_or_not(monkeypatch):
+    """From ``COMPILED_FROM`` transfers the compiled network runs, faults that take links
+    down included (routes move on it as on the SimPy network)."""
     topo = topology_from_dict({"name": "two ways", "nodes": [
         {"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "s0", "kind": "switch"},
         {"id": "s1", "kind": "switch"}], "links": [
@@ -167,9 +242,8 @@ def test_large_schedules_take_the_compiled_network_and_links_down_the_simpy_one(
         replay(schedule, topo)
     down = [Fault(0.0, np.array([topo.link_index[("g0", "s0")], topo.link_index[("g0", "s1")]][:1]), np.zeros(1),
                   "down")]
-    assert replay(schedule, topo, faults=down).time > 0  # routed around, on the SimPy network
-    with pytest.raises(ValueError, match="no fault that takes a link down"):
-        replay(schedule, topo, faults=down, compiled=True)
+    with pytest.raises(Taken):
+        replay(schedule, topo, faults=down)
 
 
 @pytest.mark.parametrize("compiled_network", [False, True])

@@ -67,6 +67,20 @@ def test_a_sample_of_rows_is_what_simnet_predicts_today(point):
     assert predicted.split(" | ")[:7] == stored.split(" | ")[:7]
 
 
+BY_NAME = [p for p in QUICK if p.server is not None][::6]
+"""Every sixth quick point of a catalogue product (docs/validation.md's ``server:`` section)."""
+
+
+@pytest.mark.parametrize("point", BY_NAME, ids=lambda p: p.id)
+def test_a_sample_of_by_name_rows_is_what_simnet_predicts_today(point):
+    from tools.validation.validate import _by_name
+
+    predicted = _by_name([predict(point, by_name=True)])[-1]
+    stored = _table(DOC, "| system | ranks | size | measured | hand-written |")
+    named = [p for p in POINTS if p.server is not None]
+    assert predicted == stored[named.index(point)]
+
+
 # ------------------------------------------------------------------ docs/validation_collectives.md
 COLLECTIVE_POINTS = load_points(COLLECTIVES_DATA)
 

@@ -233,9 +233,11 @@ def test_efa_nics_written_out_per_gpu_carry_point_to_point_sends_alike(per_gpu, 
 @pytest.mark.parametrize("per_gpu", [2, 4])
 def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):
     """NCCL 2.30.7 fuses only the ports of one NIC (NCCL_NET_MERGE_LEVEL defaults to PORT,
-    src/graph/topo.cc:1744), so 2 or 4 NICs per GPU (OCI's BM.GPU.H100.8: 16 x 200G) are 16 or
-    32 devices to it, not 8 of twice or four times the rate: NCCL's own answer differs from
-    the fused description's, and simnet states NCCL's.
+    src/graph/topo.cc:1744), so 2 or 4 separate single-port NICs per GPU are 16 or 32 devices to
+    it, not 8 of twice or four times the rate: NCCL's own answer differs from the fused
+    description's, and simnet states NCCL's. (Not OCI's BM.GPU.H100.8, whose 16 x 200G are the
+    two ports of one ConnectX-7 per GPU, one device each to NCCL:
+    ``test_a_dual_port_nic_per_gpu_is_one_nccl_device``.)
 
     * Its NVLS graph takes each GPU once as a head, through the NIC it was found with
       (search.cc:754-770, getNvlsNetDev :1372-1394): NVLSTree crosses hosts through one NIC
@@ -261,6 +263,58 @@ def test_ib_nics_written_out_per_gpu_are_what_nccl_sees(transport, per_gpu):
             assert _simulated(topology, "auto", size).algorithm == tables.SIMNET_NAMES[choice.algorithm], size
     ring = _simulated(written, "ring", 2**30).time_s
     assert ring == pytest.approx(_simulated(fused, "ring", 2**30).time_s, rel=0.02)
+
+
+OCI_H100 = {"gpu": "h100", "gpus_per_host": 8, "transport": "roce"}
+"""OCI BM.GPU.H100.8 but its NICs: one dual-port ConnectX-7 (2 x 200 Gb/s) beside each GPU
+(oracle-quickstart/oci-hpc@7f6f2740 samples/gpu/H100-topology.xml: mlx5_0/mlx5_1, ... as port
+1 and 2 of one NIC under one guid)."""
+
+
+@pytest.mark.timeout(300)
+def test_a_dual_port_nic_per_gpu_is_one_nccl_device():
+    """NCCL merges the ports of one NIC into one device of their summed speed, in the version
+    OCI's public run used and in the one simnet models: v2.21.5 src/transport/net_ib.cc:313
+    (NCCL_IB_MERGE_NICS defaults to 1), :322-325 and :371-386 (the ports of one card share its
+    PCI path and sys_image_guid), :478-501 (speeds summed); v2.30.7 src/graph/topo.cc:1160-1208
+    (two ports of one card are at PATH_PORT) and :1738-1744 (NCCL_NET_MERGE_LEVEL defaults to
+    PORT). So ``server: BM.GPU.H100.8`` is NCCL's 8 devices of 400 Gb/s, and the same NICs
+    written with their ports on two planes of 200 Gb/s (``rail_optimized``'s ``planes``) answer
+    alike to 2 %: auto, ring and nvls_tree at 1 GiB on two hosts."""
+    from simnet.tuning.search import system_of
+
+    def pair(**keys):
+        return topology_from_dict({"name": "oci", "generate": {"kind": "rail_optimized", "units": 1,
+                                                               "nodes_per_unit": 2, **keys}})
+
+    by_name = pair(server="BM.GPU.H100.8")
+    ports = pair(gpus_per_node=8, gpu="h100", transport="roce", nic_bandwidth="400 Gb/s", planes=2)
+    assert system_of(by_name).nics == 8 and system_of(by_name) == system_of(ports)
+    for algorithm in ("auto", "ring", "nvls_tree"):
+        expected, got = simnet.simulate(by_name, algorithm, 2**30), simnet.simulate(ports, algorithm, 2**30)
+        assert (got.algorithm, got.protocol) == (expected.algorithm, expected.protocol), algorithm
+        assert got.time_s == pytest.approx(expected.time_s, rel=0.02), algorithm
+
+
+@pytest.mark.timeout(300)
+def test_two_oci_h100_hosts_by_name_reach_the_public_nvls_tree_bandwidth():
+    """OCI's public run (oracle-japan/ocitutorials@876e820 content/hpc/benchmark/
+    run-nccltests-h100/index.md: NCCL 2.21.5, 2 x BM.GPU.H100.8, all 16 ports in NCCL_IB_HCA)
+    measured 4.511 ms at 1 GiB and 69.34 ms at 16 GiB (busbw 446 and 465 GB/s). On paper a ring
+    moves 2(n-1)/n of the buffer through each host's 16 x 200 Gb/s = 400 GB/s: busbw <= 400 GB/s,
+    >= 80.5 ms at 16 GiB; NVLSTree through one port per GPU (8 x 200 Gb/s, what 16 separate NICs
+    would give it) moves the buffer at <= 200 GB/s a host: >= 85.9 ms. Only NVLSTree over all
+    16 ports, i.e. one merged 400 Gb/s device per GPU, fits the measurement. (NVLS needs no
+    cuMem there: NCCL_CUMEM_ENABLE=0 in that run, but v2.21.5 src/transport/nvls.cc:235-260
+    enables NVLS on the GPUs' multicast support alone; cuMem=0 only rules out MNNVL, init.cc:838.)
+    By name, simnet picks nvls_tree and lands within 10 % of both points."""
+    hosts = topology_from_dict({"name": "oci", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                            "server": "BM.GPU.H100.8"}})
+    for size, measured in ((2**30, 4.5112e-3), (2**34, 69.338e-3)):
+        got = simnet.simulate(hosts, "auto", size)
+        assert got.algorithm == "nvls_tree", size
+        assert got.time_s == pytest.approx(measured, rel=0.10), size
+    assert got.time_s < 2**34 * 2 * 15 / 16 / 400e9  # faster than any ring over 3,200 Gb/s a host
 
 
 @pytest.mark.timeout(300)

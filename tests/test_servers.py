@@ -31,8 +31,11 @@ WRITTEN_OUT = {
     # 8 A100, 4 x 100 Gb/s EFA, one NCCL device per EFA, 75 us
     "p4d.24xlarge": dict(gpu="a100", gpus_per_host=8, nics_per_host=4, nic_bandwidth="100 Gb/s", transport="efa",
                          net_latency="75 us"),
-    # OCI: 8 H100, '8 x 2 x 200 Gbps' RoCE
-    "BM.GPU.H100.8": dict(gpu="h100", gpus_per_host=8, nics_per_host=16, nic_bandwidth="200 Gb/s", transport="roce"),
+    # OCI: 8 H100, '8 x 2 x 200 Gbps' RoCE: a dual-port ConnectX-7 per GPU (OCI's topology file), whose ports NCCL
+    # merges into one 400 Gb/s device (v2.21.5 net_ib.cc:313/371-386/478-501; v2.30.7 topo.cc:1160-1208, :1744)
+    "BM.GPU.H100.8": dict(gpu="h100", gpus_per_host=8, nics_per_host=8, nic_bandwidth="400 Gb/s", transport="roce"),
+    # OCI: 8 A100, 16 x 100 Gb/s RoCE on 8 dual-port NICs: 8 devices of 200 Gb/s to NCCL
+    "BM.GPU4.8": dict(gpu="a100", gpus_per_host=8, nics_per_host=8, nic_bandwidth="200 Gb/s", transport="roce"),
 }
 
 

@@ -67,6 +67,64 @@ def test_the_summary_is_the_geometric_mean_of_the_counted_rows():
         assert abs(float(quoted.group(1)) - 100 * mean) <= 1.0, (name, mean)
 
 
+def _by_name_tables() -> tuple[list[list[str]], list[list[str]]]:
+    """The two tables of the page's ``server:`` section: per system, and per point."""
+    lines = DOC.read_text().splitlines()
+
+    def table(header: str) -> list[list[str]]:
+        start = next(i for i, line in enumerate(lines) if line.startswith(header))
+        rows = []
+        for line in lines[start + 2:]:
+            if not line.startswith("|"):
+                break
+            rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+        return rows
+
+    return table("| system | `server:` | counted rows |"), table("| system | ranks | size | measured | hand-written |")
+
+
+def _seconds(cell: str) -> float:
+    """The time at the start of a cell ("4.474 ms nvls_tree/Simple")."""
+    value, unit = cell.split()[:2]
+    return float(value) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[unit]
+
+
+def test_the_by_name_tables_list_every_product_point_and_sum_it_up():
+    """Every point of a system that names a catalogue ``server`` is in the per-point table once, in
+    data order, with its measured time and the main table's hand-written prediction; each system's
+    line (and the last, over all of them) quotes the geometric-mean error of its counted rows
+    under either writing and the largest spread between the two writings' times."""
+    systems, points = _by_name_tables()
+    named = [(point, row) for point, row in zip(POINTS, _page_rows()) if point.server is not None]
+    assert {p.system for p, _ in named} >= {"oci-h100-2n-roce", "oci-a100-roce", "p5-2n-efa", "p4d-efa"}
+    assert len(points) == len(named)
+    measured, hand, by_name = [], [], []
+    for cells, (point, main) in zip(points, named):
+        assert cells[0] == point.system + (" (not counted)" if point.not_counted else "") and cells[1] == str(point.ranks)
+        assert cells[2] == units.format_size(point.size_bytes) and cells[3] == main[3]
+        assert cells[4].split()[:2] == main[4].split() and cells[4].split()[2] == main[6]
+        measured.append(point.time_us * 1e-6)
+        hand.append(_seconds(cells[4]))
+        by_name.append(_seconds(cells[5]))
+        assert abs(float(cells[6].rstrip("%")) - 100 * (by_name[-1] / hand[-1] - 1)) <= 0.1, cells
+
+    def mean_error(times, chosen):
+        errors = [max(times[i] / measured[i], measured[i] / times[i]) - 1 for i in chosen]
+        return math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1 if errors else None
+
+    order = list(dict.fromkeys(p.system for p, _ in named))
+    assert [line[0] for line in systems] == order + ["all of them"]
+    for line, system in zip(systems, order + [None]):
+        mine = [i for i, (p, _) in enumerate(named) if system in (None, p.system)]
+        counted = [i for i in mine if named[i][0].not_counted is None]
+        assert line[1] == ("-" if system is None else named[mine[0]][0].server) and line[2] == str(len(counted))
+        for cell, times in ((line[3], hand), (line[4], by_name)):
+            expected = mean_error(times, counted)
+            assert cell == "-" if expected is None else abs(float(cell.rstrip("%")) - 100 * expected) <= 0.1, line
+        spread = max((by_name[i] / hand[i] - 1 for i in mine), key=abs)
+        assert abs(float(line[5].rstrip("%")) - 100 * spread) <= 0.1, line
+
+
 COLLECTIVE_POINTS = load_points(COLLECTIVES_DATA)
 
 

@@ -14,8 +14,10 @@ Exactly the SimPy engine's answer, to the picosecond and the bit: flows take the
 them (the calendar orders by time, then by creation), the replay's nested calls run depth
 first from a work list, and every float is computed by the same operations in the same
 order (``tests/test_compiled.py`` compares the two engines transfer by transfer and link by
-link). Faults that take a link down move routes, which only the SimPy network does;
-``simnet.engine.replay.replay`` sends those runs there.
+link). Faults that take a link down move routes: the replay routes around them before the
+run as the SimPy network would at their instants (``FluidNetwork.detour``, the same rows in
+the same order), and at each such fault the flows crossing them move to their detours with
+the bytes they have left, as ``FluidNetwork.set_capacity`` moves them.
 
 numba compiles these functions the first time they run after an install (~20 s of CPU,
 once: plain arrays in a few packed matrices, as typed containers and many arguments
@@ -37,7 +39,7 @@ import numba
 import numpy as np
 from numba import njit
 
-__all__ = ["run", "slot_bound", "loaded", "STATE", "OK", "BEYOND_HORIZON"]
+__all__ = ["run", "slot_bound", "loaded", "STATE", "OK", "BEYOND_HORIZON", "CUT"]
 
 # the constants of the engines this one equals (checked against them in tests/test_compiled.py)
 PS = 10**12  # simnet.topology.graph.PS_PER_SECOND
@@ -46,10 +48,11 @@ TIE = 1e-9  # simnet.engine.maxmin.TIE
 SATURATED = 0.999  # simnet.engine.accounting.SATURATED
 HORIZON = 10**18  # simnet.engine.clock.HORIZON_PS
 
-OK, BEYOND_HORIZON, FULL, PAUSED = 0, 1, 2, 3
+OK, BEYOND_HORIZON, FULL, PAUSED, CUT = 0, 1, 2, 3, 4
 """What the compiled run returns: finished; a flow would end past the horizon; a buffer is
 full (``iv[_FULL]`` says which: ``run`` doubles it and starts again); paused after the
-instants asked, to say how far it is (``run`` calls it again, and it goes on)."""
+instants asked, to say how far it is (``run`` calls it again, and it goes on); a fault
+took down links that leave some route with no detour (``run`` raises ``Cut``)."""
 
 PAUSE_INSTANTS = 2048
 """Simulated instants between two reports of progress, when someone listens."""
@@ -92,7 +95,7 @@ _DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN = _ints(5)
 _W_LAUNCH, _W_SENT, _W_DELIVERED, _W_USABLE, _W_REDUCE_LATER = _ints(5)
 # scalars, in one int64 array every function shares
 (_NOW, _SEQ, _WAKE, _LOGICAL, _FREE_N, _ACTIVE, _EVENTS, _NEW, _GONE, _TOUCHED, _HEAP, _POOL, _WORK, _LOADS,
- _COMMITS, _FULL, _STARTED, _DELIVERED) = _ints(18)
+ _COMMITS, _FULL, _STARTED, _DELIVERED, _REROUTED, _LOGGED) = _ints(20)
 # buffers that may fill (``iv[_FULL]``)
 _FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS = _ints(7)[1:]
 
@@ -108,9 +111,16 @@ rate cap B/s), flags (a join, deferred to its gate), each one's gate and reducti
 (ps; empty when no rank joins late and reductions are free), who waits for its delivery
 and who queues behind it (CSR)."""
 
-Network = namedtuple("Network", "paths tight latency li lf lb overhead")
+Network = namedtuple("Network", "paths tight latency moved li lf lb overhead")
 """Routes (padded link matrices, full and without the slack links; summed latency ps per
-row); the links' integers, floats and flags; ps added to every delivery."""
+row; the row each row's transfers take now: its detour once links went down); the links'
+integers, floats and flags; ps added to every delivery."""
+
+Detours = namedtuple("Detours", "ptr rows to cut scratch lefts log")
+"""Per fault (CSR ``ptr``) the route rows that cross the links it takes down and their
+detours' rows; whether it leaves a route none (``CUT``); a row -> detour scratch (-1);
+the bytes each moved flow had left, and per fault that moved flows (fault, count), in the
+order they were moved."""
 
 Flows = namedtuple("Flows", "fi ff fb fe")
 """The network's flows by slot (``FluidNetwork``'s slots): integers (with the free list
@@ -323,7 +333,7 @@ def _start(ids, tr, net, fl, b, iv):
     count = len(ids)
     if count == 0:
         return True
-    fi, ff, fe = fl.fi, fl.ff, fl.fe
+    fi, ff = fl.fi, fl.ff
     free_n = iv[_FREE_N]
     if free_n < count:  # FluidNetwork._allocate: grow as it grows, so every flow gets the same slot
         old = iv[_LOGICAL]
@@ -338,13 +348,10 @@ def _start(ids, tr, net, fl, b, iv):
     first = free_n - count
     iv[_FREE_N] = first
     now = iv[_NOW]
-    hops = net.paths.shape[1]
-    users, head = net.li[_L_USERS], net.li[_L_HEAD]
-    pad = len(users) - 1
     for i in range(count):
         t = ids[i]
         s = fi[_F_FREE, first + i]
-        r = tr.state[_ROW, t]
+        r = net.moved[tr.state[_ROW, t]]  # routes resolved before a link went down take their detour
         wire = tr.floats[_WIRE, t]
         fi[_F_ROW, s] = r
         ff[_F_LEFT, s] = wire
@@ -356,22 +363,51 @@ def _start(ids, tr, net, fl, b, iv):
         fi[_F_TAG, s] = t
         ff[_F_CAPPED, s] = tr.floats[_CAP, t]
         fi[_F_DELAY, s] = tr.state[_DELAY, t]
-        for h in range(hops):
-            link = net.paths[r, h]
-            if link != pad:
-                users[link] += 1
-            link = net.tight[r, h]
-            if link != pad:  # on the link's list of flows, as entry s * hops + h
-                e = s * hops + h
-                after = head[link]
-                fe[_E_NEXT, e] = after
-                fe[_E_PREV, e] = -1
-                if after >= 0:
-                    fe[_E_PREV, after] = e
-                head[link] = e
+        _on_route(s, r, net, fl)
         _listed(fl.fb, _F_NEW, b.per_slot[_B_NEW], iv, _NEW, s)
     iv[_ACTIVE] += count
     return True
+
+
+@njit(**_JIT)
+def _on_route(s, r, net, fl):
+    """Slot ``s``'s flow takes route row ``r``: a user of its links, on the list of flows of
+    each link where sharing is decided (as entry ``s * hops + h``)."""
+    hops = net.paths.shape[1]
+    users, head, fe = net.li[_L_USERS], net.li[_L_HEAD], fl.fe
+    pad = len(users) - 1
+    for h in range(hops):
+        link = net.paths[r, h]
+        if link != pad:
+            users[link] += 1
+        link = net.tight[r, h]
+        if link != pad:
+            e = s * hops + h
+            after = head[link]
+            fe[_E_NEXT, e] = after
+            fe[_E_PREV, e] = -1
+            if after >= 0:
+                fe[_E_PREV, after] = e
+            head[link] = e
+
+
+@njit(**_JIT)
+def _off_lists(s, r, net, fl):
+    """Slot ``s``'s flow (on route row ``r``) leaves the lists of flows of its links."""
+    hops = net.paths.shape[1]
+    head, fe = net.li[_L_HEAD], fl.fe
+    pad = len(head) - 1
+    for h in range(hops):
+        link = net.tight[r, h]
+        if link != pad:
+            e = s * hops + h
+            before, after = fe[_E_PREV, e], fe[_E_NEXT, e]
+            if before >= 0:
+                fe[_E_NEXT, before] = after
+            else:
+                head[link] = after
+            if after >= 0:
+                fe[_E_PREV, after] = before
 
 
 @njit(**_JIT)
@@ -807,7 +843,7 @@ def _complete(due, tr, net, fl, b, iv):
     now = iv[_NOW]
     hops = net.paths.shape[1]
     li, lf, lb = net.li, net.lf, net.lb
-    fi, ff, fe = fl.fi, fl.ff, fl.fe
+    fi, ff = fl.fi, fl.ff
     pad = lf.shape[1] - 1
     count = len(due)
     tags = np.empty(count, dtype=np.int64)
@@ -825,16 +861,7 @@ def _complete(due, tr, net, fl, b, iv):
                     _listed(lb, _L_GONE, b.per_link[_B_GONE], iv, _GONE, link)
                 lf[_L_DELTA, link] += -rate
                 _listed(lb, _L_TOUCHED, b.per_link[_B_TOUCHED], iv, _TOUCHED, link)
-            link = net.tight[r, h]
-            if link != pad:  # off the link's list
-                e = s * hops + h
-                before, after = fe[_E_PREV, e], fe[_E_NEXT, e]
-                if before >= 0:
-                    fe[_E_NEXT, before] = after
-                else:
-                    li[_L_HEAD, link] = after
-                if after >= 0:
-                    fe[_E_PREV, after] = before
+        _off_lists(s, r, net, fl)
         tags[i] = fi[_F_TAG, s]
         arrive[i] = now + net.latency[r] + net.overhead + fi[_F_DELAY, s]
         fi[_F_ROW, s] = -1
@@ -914,8 +941,65 @@ def _set_capacity(links, capacity, net, fl, b, iv):
             lb[_L_MARKED, link] = False
 
 
+@njit(**_JIT)
+def _reroute(f, dt, net, fl, b, iv):
+    """``FluidNetwork._reroute`` for fault ``f``: every route row crossing the links it took
+    down takes its detour (``dt``), and so does every flow on one, with the bytes it has
+    left: those it sent counted on the old route, its rate off the old links, on the new
+    ones from nothing, to be rated anew at this instant."""
+    lo, hi = dt.ptr[f], dt.ptr[f + 1]
+    if lo == hi:
+        return
+    detour_of, moved = dt.scratch, net.moved
+    for k in range(lo, hi):
+        detour_of[dt.rows[k]] = dt.to[k]
+    for x in range(len(moved)):  # remap[moved]
+        if detour_of[moved[x]] >= 0:
+            moved[x] = detour_of[moved[x]]
+    now = iv[_NOW]
+    hops = net.paths.shape[1]
+    li, lf, lb = net.li, net.lf, net.lb
+    fi, ff = fl.fi, fl.ff
+    pad = lf.shape[1] - 1
+    count = 0
+    for s in range(iv[_LOGICAL]):  # ascending, as the SimPy network's slots
+        r = fi[_F_ROW, s]
+        if r < 0 or detour_of[r] < 0:
+            continue
+        rate = ff[_F_RATE, s]
+        left = ff[_F_LEFT, s] - rate * ((now - fi[_F_SINCE, s]) / PS)
+        for h in range(hops):
+            link = net.paths[r, h]
+            if link != pad:
+                lf[_L_BYTES, link] += ff[_F_SIZE, s] - left  # what crossed the old route stays counted there
+                lf[_L_DELTA, link] += -rate
+                _listed(lb, _L_TOUCHED, b.per_link[_B_TOUCHED], iv, _TOUCHED, link)
+                li[_L_USERS, link] -= 1
+                if rate > 0:
+                    _listed(lb, _L_GONE, b.per_link[_B_GONE], iv, _GONE, link)
+        _off_lists(s, r, net, fl)
+        fi[_F_ROW, s] = moved[r]
+        _on_route(s, moved[r], net, fl)
+        ff[_F_SIZE, s] = left
+        ff[_F_LEFT, s] = left
+        fi[_F_SINCE, s] = now
+        ff[_F_RATE, s] = 0.0
+        ff[_F_FINISH, s] = np.inf
+        _timed(fl, iv, s)
+        _listed(fl.fb, _F_NEW, b.per_slot[_B_NEW], iv, _NEW, s)
+        dt.lefts[iv[_REROUTED] + count] = left
+        count += 1
+    for k in range(lo, hi):
+        detour_of[dt.rows[k]] = -1
+    if count:
+        dt.log[iv[_LOGGED], 0] = f
+        dt.log[iv[_LOGGED], 1] = count
+        iv[_LOGGED] += 1
+        iv[_REROUTED] += count
+
+
 @njit(cache=True, error_model="numpy")
-def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_capacity, timeline, pause):
+def _run(tr, net, fl, b, iv, dt, start_ps, fault_at, fault_ptr, fault_links, fault_capacity, timeline, pause):
     """Replay to the end (``OK``, ``BEYOND_HORIZON`` or ``FULL``), or for ``pause``
     instants (``PAUSED``; called again, it goes on where it stopped)."""
     if not iv[_STARTED]:
@@ -924,6 +1008,9 @@ def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_c
             if fault_at[f] == 0:
                 _set_capacity(fault_links[fault_ptr[f]:fault_ptr[f + 1]],
                               fault_capacity[fault_ptr[f]:fault_ptr[f + 1]], net, fl, b, iv)
+                if dt.cut[f]:
+                    return CUT
+                _reroute(np.int64(f), dt, net, fl, b, iv)
             elif not _schedule(b, iv, fault_at[f], _FAULT, f):
                 return FULL
         if start_ps == 0:
@@ -938,6 +1025,9 @@ def _run(tr, net, fl, b, iv, start_ps, fault_at, fault_ptr, fault_links, fault_c
             if kind == _FAULT:
                 _set_capacity(fault_links[fault_ptr[payload]:fault_ptr[payload + 1]],
                               fault_capacity[fault_ptr[payload]:fault_ptr[payload + 1]], net, fl, b, iv)
+                if dt.cut[payload]:
+                    return CUT
+                _reroute(payload, dt, net, fl, b, iv)
                 continue
             if kind == _BEGIN:
                 call, ids = _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)
@@ -963,6 +1053,7 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         followers: tuple[np.ndarray, np.ndarray], paths: np.ndarray, latency: np.ndarray, capacity: np.ndarray,
         slack: np.ndarray, reverse: np.ndarray, overhead_ps: int, start_ps: int,
         faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool,
+        detours: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
         report: Callable[[int], None] | None = None) -> tuple[int, dict]:
     """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``),
     ``times`` (start, sent, delivered ps; filled in) and ``floats`` (wire bytes, rate cap
@@ -971,12 +1062,16 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     (routes x hops, padded with ``len(capacity)``), ``latency`` (ps per route), ``capacity``
     (B/s per directed link), ``slack`` (links no allocation can fill), ``reverse``, as the
     SimPy network has them; ``faults``: (ps, links, B/s from then on) in the order
-    ``schedule_faults`` applies them; ``slots``: ``slot_bound`` of the flows; ``report``
+    ``schedule_faults`` applies them; ``slots``: ``slot_bound`` of the flows; ``detours``:
+    for faults that take links down, per fault (CSR ptr) the route rows crossing them and
+    their detours' rows (``FluidNetwork.detour``: ``paths`` and ``latency`` hold them), and
+    whether the fault leaves a route none (then the run stops there with ``CUT``); ``report``
     (``simnet.engine.progress.Reporter``): told the transfers delivered every
     ``PAUSE_INSTANTS`` instants, if it has a listener.
 
-    Returns (``OK`` or ``BEYOND_HORIZON``; the links' statistics by ``LinkStats.adopt``'s
-    names, with ``timeline``, ``(ps, links, loads)`` per change, when asked)."""
+    Returns (``OK``, ``BEYOND_HORIZON`` or ``CUT``; the links' statistics by
+    ``LinkStats.adopt``'s names, with ``timeline``, ``(ps, links, loads)`` per change, when
+    asked, and ``rerouted``/``rerouted_bytes`` as the SimPy network counts them)."""
     links = len(capacity)
     n = state.shape[1]
     hops = paths.shape[1]
@@ -984,10 +1079,14 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     paths = np.ascontiguousarray(paths, dtype=np.int64)
     tight = np.where(pad_slack[paths], links, paths)
     at = np.array([when for when, _, _ in faults], dtype=np.int64)
-    ptr = np.cumsum([0] + [len(changed) for _, changed, _ in faults]).astype(np.int64)
+    fault_ptr = np.cumsum([0] + [len(changed) for _, changed, _ in faults]).astype(np.int64)
     fault_links = np.concatenate([np.asarray(f, dtype=np.int64) for _, f, _ in faults] + [np.zeros(0, np.int64)])
     fault_capacity = np.concatenate([np.asarray(c, dtype=float) for _, _, c in faults] + [np.zeros(0)])
     holds = state[_HOLDS].copy()
+    ptr, crossing, to, cut = detours if detours is not None else (
+        np.zeros(len(faults) + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+        np.zeros(len(faults), dtype=np.int64))
+    moving = len(crossing) > 0
     sizes = dict(FIRST_SIZES)
     while True:
         state[_HOLDS] = holds
@@ -1003,7 +1102,12 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         lf[_L_CAPACITY] = lf[_L_IN_FORCE] = np.append(np.asarray(capacity, dtype=float), np.inf)
         lb = np.zeros((8, links + 1), dtype=np.bool_)
         lb[_L_SLACK] = pad_slack
-        net = Network(paths, tight, np.asarray(latency, dtype=np.int64), li, lf, lb, np.int64(overhead_ps))
+        net = Network(paths, tight, np.asarray(latency, dtype=np.int64), np.arange(len(paths), dtype=np.int64), li, lf,
+                      lb, np.int64(overhead_ps))
+        dt = Detours(np.asarray(ptr, dtype=np.int64), np.asarray(crossing, dtype=np.int64),
+                     np.asarray(to, dtype=np.int64), np.asarray(cut, dtype=np.int64),
+                     np.full(len(paths) if moving else 0, -1, dtype=np.int64),
+                     np.zeros(len(faults) * slots if moving else 0), np.zeros((len(faults), 2), dtype=np.int64))
         fi = np.zeros((7, slots), dtype=np.int64)
         fi[[_F_ROW, _F_POS]] = -1
         ff = np.zeros((5, slots))
@@ -1015,10 +1119,10 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
                     np.zeros((4, links + 1), dtype=np.int64), np.zeros(slots * hops, dtype=np.int64),
                     np.zeros((2, kept), dtype=np.int64), np.zeros(sizes[_FULL_LOADS] if timeline else 0, np.int64),
                     np.zeros(sizes[_FULL_LOADS] if timeline else 0))
-        iv = np.zeros(18, dtype=np.int64)
+        iv = np.zeros(20, dtype=np.int64)
         iv[_WAKE] = -1
         listened = report is not None and report.listened
-        args = (tr, net, fl, b, iv, np.int64(start_ps), at, ptr, fault_links, fault_capacity, timeline,
+        args = (tr, net, fl, b, iv, dt, np.int64(start_ps), at, fault_ptr, fault_links, fault_capacity, timeline,
                 np.int64(PAUSE_INSTANTS if listened else 2**62))
         _compiled_for(args)
         code = _run(*args)
@@ -1035,7 +1139,12 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
              "busy_ps": li[_L_BUSY_PS, :links], "either_ps": li[_L_EITHER_PS, :links],
              "max_flows": li[_L_MAX_FLOWS, :links], "since": li[_L_SINCE, :links],
              "pair_since": li[_L_PAIR_SINCE, :links], "saturated": lb[_L_SATURATED, :links],
-             "busy": lb[_L_BUSY, :links], "pair_saturated": lb[_L_PAIR_SATURATED, :links]}
+             "busy": lb[_L_BUSY, :links], "pair_saturated": lb[_L_PAIR_SATURATED, :links],
+             "rerouted": int(iv[_REROUTED]), "rerouted_bytes": 0.0}
+    first = 0
+    for count in dt.log[:iv[_LOGGED], 1].tolist():  # as FluidNetwork._reroute adds them, a fault at a time
+        stats["rerouted_bytes"] += float(dt.lefts[first:first + count].sum())
+        first += count
     if timeline:
         counts = b.tl[1, :iv[_COMMITS]]
         ends = np.cumsum(counts)

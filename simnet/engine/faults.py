@@ -86,15 +86,23 @@ def capacity_regimes(capacity: np.ndarray, faults: list[Fault]) -> tuple[np.ndar
 
 
 def capacity_changes(capacity: np.ndarray, faults: list[Fault]) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """``(ps, links, B/s)`` of each fault that takes no link down (``no_link_down``), in
-    their list's order: from its time on (rounded to the ps, as ``schedule_faults`` sets
-    it), directed ``links`` run at its factors of ``capacity`` (the run's own).
+    """``(ps, links, B/s)`` of each fault, in their list's order, as ``schedule_faults``
+    sets them: from its time on (rounded to the ps), directed ``links`` run at its factors
+    of ``capacity`` (the run's own), except that a link down stays down (0) once a fault
+    applied earlier in time took it down.
 
     >>> from simnet.engine.faults import Fault
     >>> [(at, links.tolist(), rates.tolist()) for at, links, rates in capacity_changes(
-    ...     np.array([10.0, 20.0]), [Fault(2e-6, np.array([1]), np.array([0.5]), "a")])]
-    [(2000000, [1], [10.0])]
+    ...     np.array([10.0, 20.0]), [Fault(2e-6, np.array([1]), np.array([0.5]), "a"),
+    ...                              Fault(1e-6, np.array([1]), np.array([0.0]), "b")])]
+    [(2000000, [1], [0.0]), (1000000, [1], [0.0])]
     """
     base = np.asarray(capacity, dtype=float)
-    return [(round(fault.at * PS_PER_SECOND), np.asarray(fault.links, dtype=np.int64),
-             base[fault.links] * fault.factors) for fault in faults]
+    factor = np.ones(len(base))
+    changes: list = [None] * len(faults)
+    at = [round(fault.at * PS_PER_SECOND) for fault in faults]
+    for i in sorted(range(len(faults)), key=at.__getitem__):  # stable: as their instants apply them
+        links = np.asarray(faults[i].links, dtype=np.int64)
+        factor[links] = np.where(factor[links] == 0, 0.0, faults[i].factors)
+        changes[i] = (at[i], links, base[links] * factor[links])
+    return changes

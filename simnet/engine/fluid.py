@@ -359,7 +359,11 @@ class FluidNetwork:
             self._reroute(dead, topology if topology is not None else self.topology.without(set(dead.tolist())))
         self._request_settle()
 
-    def _reroute(self, dead: np.ndarray, topology: Topology) -> None:
+    def detour(self, dead: np.ndarray, topology: Topology, now_ps: int) -> tuple[np.ndarray, np.ndarray]:
+        """Route around links ``dead`` at ``now_ps`` from now on, over ``topology``: (the
+        route rows that cross them, the rows of their detours), ``Cut`` when one has none.
+        Every row resolved so far takes its detour; flows keep their rows (``set_capacity``
+        moves them)."""
         self.topology = topology
         crossing = np.flatnonzero(np.isin(self._paths, dead).any(axis=1))
         moving = set(crossing.tolist())
@@ -368,10 +372,14 @@ class FluidNetwork:
         try:
             detours = self.resolve_indices(keys[:, 0], keys[:, 1], keys[:, 2])
         except nx.NetworkXNoPath as exc:
-            raise Cut(f"links down at {now_s(self.env.now)} leave no route: {exc}; take fewer links down") from None
+            raise Cut(f"links down at {now_s(now_ps)} leave no route: {exc}; take fewer links down") from None
         remap = np.arange(len(self._moved))
         remap[crossing] = detours
         self._moved = remap[self._moved]
+        return crossing, np.asarray(detours, dtype=np.int64)
+
+    def _reroute(self, dead: np.ndarray, topology: Topology) -> None:
+        crossing, _ = self.detour(dead, topology, self.env.now)
         slots = np.flatnonzero(self._row >= 0)
         slots = slots[np.isin(self._row[slots], crossing)]
         if not len(slots):

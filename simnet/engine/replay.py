@@ -22,7 +22,7 @@ import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.clock import check_horizon
-from simnet.engine.faults import Fault, capacity_changes, no_link_down, schedule_faults
+from simnet.engine.faults import Fault, capacity_changes, schedule_faults
 from simnet.engine.progress import Reporter
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
@@ -224,8 +224,8 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
 
     The fluid network runs compiled (``simnet.engine.compiled``: the same times and
     statistics to the bit, its cost following the changes rather than the flows) where
-    numba is installed, no fault takes a link down and the run is worth loading it
-    (``COMPILED_FROM``); ``compiled`` True or False asks for one engine.
+    numba is installed and the run is worth loading it (``COMPILED_FROM``); ``compiled``
+    True or False asks for one engine.
     """
     import simpy
 
@@ -240,7 +240,7 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
     queues = _queues(schedule.after_sent)
     slack = never_full(net, *_network_flows(net, schedule, timing, runner.rows, queues), faults)
     net.set_slack(slack)
-    if _runs_compiled(compiled, len(schedule), faults):
+    if _runs_compiled(compiled, len(schedule)):
         return _replay_compiled(schedule, topology, net, runner, timing, faults, slack, queues[~runner.local],
                                 timeline)
     schedule_faults(net, topology, faults)
@@ -299,7 +299,7 @@ SIMPY_SECONDS = 1.0
 _spent_on_simpy = [0.0]  # wall seconds this process replayed on the SimPy network
 
 
-def _runs_compiled(asked: bool | None, transfers: int, faults: list[Fault]) -> bool:
+def _runs_compiled(asked: bool | None, transfers: int) -> bool:
     """Whether ``replay`` takes the compiled network (``asked``: the caller's choice). numba
     is imported only where the compiled network would run: importing it costs the 0.5-1 s
     that ``COMPILED_FROM`` saves small runs."""
@@ -310,9 +310,9 @@ def _runs_compiled(asked: bool | None, transfers: int, faults: list[Fault]) -> b
         if not (transfers >= COMPILED_FROM or _spent_on_simpy[0] >= SIMPY_SECONDS
                 or (loaded is not None and loaded.loaded())):
             return False
-    possible = no_link_down(faults) and compiled_available()
+    possible = compiled_available()
     if asked and not possible:
-        raise ValueError("the compiled fluid network needs numba and no fault that takes a link down")
+        raise ValueError("the compiled fluid network needs numba")
     return possible
 
 
@@ -327,15 +327,16 @@ def compiled_available() -> bool:
 
 def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, runner: _Runner, timing: Timing,
                      faults: list[Fault], slack: np.ndarray, queues: np.ndarray, timeline: bool) -> Replay:
-    """``replay`` on the compiled fluid network (no fault takes a link down), from the
-    runner's and the network's state before anything starts."""
+    """``replay`` on the compiled fluid network, from the runner's and the network's state
+    before anything starts."""
     from simnet.engine import compiled
 
     if _Runner.STATE != compiled.STATE:
         raise RuntimeError("the replay's transfer state and the compiled network's differ")
     empty = np.zeros(0, dtype=np.int64)
-    paths, latency = net.routes
     changes = capacity_changes(net.capacity, faults)
+    detours, cut = _detours(net, topology, changes)
+    paths, latency = net.routes  # with the detours' rows
     code, totals = compiled.run(
         runner.state, runner.times, runner.floats, local=runner.local,
         gate=empty if runner.gate_ps is None else runner.gate_ps,
@@ -343,9 +344,12 @@ def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, 
         dependents=(runner.dependents_ptr, runner.dependents), followers=(runner.followers_ptr, runner.followers),
         paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
         overhead_ps=net.overhead_ps, start_ps=int(timing.start_ps), faults=changes,
-        slots=compiled.slot_bound(queues), timeline=timeline, report=runner.report)
+        slots=compiled.slot_bound(queues), timeline=timeline, detours=detours, report=runner.report)
     if code == compiled.BEYOND_HORIZON:
         check_horizon(math.inf)
+    if code == compiled.CUT:
+        raise cut
+    net.rerouted, net.rerouted_bytes = totals.pop("rerouted"), totals.pop("rerouted_bytes")
     in_force = net.capacity.copy()
     made = []
     for at, links, capacity in sorted(changes, key=lambda change: change[0]):  # stable: as they were applied
@@ -353,6 +357,35 @@ def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, 
         made.append((at, links, in_force[links].copy()))
     net.stats.adopt(totals, made)
     return _finished(schedule, topology, net, runner)
+
+
+def _detours(net: FluidNetwork, topology: Topology, changes: list[tuple[int, np.ndarray, np.ndarray]]):
+    """((ptr, rows, detour rows, cut) per fault of ``changes`` as ``compiled.run`` takes
+    them, the ``Cut`` of the fault that leaves a route none, or None): ``net`` routes around
+    the links each fault takes down, in the order their instants apply them, over
+    ``topology`` without every link down so far, as ``schedule_faults`` has the SimPy
+    network do at those instants (the same route rows, numbered alike)."""
+    from simnet.engine.fluid import Cut
+
+    crossing = [np.zeros(0, dtype=np.int64)] * len(changes)
+    detours = [np.zeros(0, dtype=np.int64)] * len(changes)
+    cut = np.zeros(len(changes), dtype=np.int64)
+    down = np.zeros(len(net.capacity), dtype=bool)
+    failure = None
+    for i in sorted(range(len(changes)), key=lambda i: changes[i][0]):
+        at, links, capacity = changes[i]
+        dead = links[capacity == 0]
+        if not len(dead):
+            continue
+        down[dead] = True
+        try:
+            crossing[i], detours[i] = net.detour(dead, topology.without(set(np.flatnonzero(down).tolist())), at)
+        except Cut as exc:
+            cut[i], failure = 1, exc
+            break
+    ptr = np.cumsum([0] + [len(rows) for rows in crossing]).astype(np.int64)
+    none = [np.zeros(0, dtype=np.int64)]
+    return (ptr, np.concatenate(crossing + none), np.concatenate(detours + none), cut), failure
 
 
 def _queues(after_sent: np.ndarray) -> np.ndarray:

@@ -86,7 +86,9 @@ def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
         f"{len(idle)} of the {len(nics)} NICs of the run's GPUs with several NICs carried nothing "
         f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. "
         "Remedy: NCCL's ring or tree deal their channels over every NIC of a GPU (compare -a ring); fewer "
-        "channels (options.channels) use fewer"))]
+        "channels (options.channels) use fewer. If a GPU's NICs are the ports of one card (a dual-port "
+        "ConnectX, as on OCI's BM.GPU.H100.8), NCCL merges them into one device: write one NIC at their summed "
+        "rate, or the product's server: (docs/topologies.md)"))]
 
 
 def _capacity(link: LinkReport) -> str:

@@ -16,7 +16,9 @@ OCI's HPC stack writes per shape). AMD Instinct servers: ROCM-ARCH =
 ROCm/ROCm@e396b489:docs/conceptual/gpu-arch/mi300.md; AMD-NICS =
 rocm.docs.amd.com/projects/ai-ecosystem/en/latest/inference/distributed/sglang-mori-recipe.html
 (AMD's cluster recipe); OCI-AMD = oracle-quickstart/oci-gpu-quickstarts@6a0abdc:amd/;
-OCI-RCCL = oracle-quickstart/oci-hpc-oke@61d210a:docs/recommended-nccl-rccl-parameters-by-shape.md.
+OCI-RCCL = oracle-quickstart/oci-hpc-oke@61d210a:docs/recommended-nccl-rccl-parameters-by-shape.md;
+OCI-TOPO-H100 = oracle-quickstart/oci-hpc@7f6f2740:samples/gpu/H100-topology.xml and OCI-TOPO-B4 =
+oracle-quickstart/oci-hpc@99d57096:samples/gpu/topo-flattened-b4.xml (OCI's NCCL topology files).
 
 >>> SERVERS["p5.48xlarge"].nics, SERVERS["p5.48xlarge"].nic_bandwidth
 (8, '400 Gb/s')
@@ -74,6 +76,11 @@ def _aws(name, product, gpu, nics, bandwidth, hardware, latency, fusion, per_ste
 _GROUPED = ("PLAT: the RDMA protocol groups the EFA NICs nearest each GPU into one NCCL device whose speed is "
             "one NIC's times the group (aws-ofi-nccl@fa8d6886 src/nccl_ofi_rdma.cpp:410-413)")
 _OWN_IB = "NCCL's IB transport reports no latency (NVIDIA/nccl src/transport/net_ib/init.cc: props->latency = 0)"
+_PORTS = ("NCCL merges the ports of one NIC into one device of their summed speed: NVIDIA/nccl v2.21.5 "
+          "src/transport/net_ib.cc:313 (NCCL_IB_MERGE_NICS defaults to 1), :322-325 (a card's PCI functions share "
+          "one path), :371-386 (same path, sys_image_guid and link layer), :478-501 (speeds summed); v2.30.7 "
+          "src/graph/topo.cc:1160-1208 (ports of one card are at PATH_PORT), :1738-1744 (NCCL_NET_MERGE_LEVEL "
+          "defaults to PORT)")
 _RCCL_IB = ("RCCL's IB verbs transport is NCCL's and reports no latency (ROCm/rccl@0cbce2a "
             "src/transport/net_ib.cc:695: props->latency = 0)")
 
@@ -144,13 +151,20 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
            "8 x ConnectX-7, 3,200 Gb/s together, GPUDirect RDMA over RoCE, each NIC aligned with a GPU", (
                "cloud.google.com/compute/docs/gpus/gpu-network-bandwidth: A4, 8 CX-7, 3,200 Gbps",)),
     # ------------------------------------------------------------------ OCI
-    Server("BM.GPU4.8", "OCI", "OCI BM.GPU4.8", "a100", 8, 16, "100 Gb/s", "roce",
-           "1,600 Gb/s of RDMA (RoCE v2) as 16 ports, two per GPU", (
+    Server("BM.GPU4.8", "OCI", "OCI BM.GPU4.8", "a100", 8, 8, "200 Gb/s", "roce",
+           "1,600 Gb/s of RDMA (RoCE v2) as 16 x 100 Gb/s ports on 8 dual-port NICs, two NICs and two GPUs "
+           "under each of 4 PCIe switches; NCCL merges a NIC's two ports into one 200 Gb/s device", (
                "OCI-SHAPES: BM.GPU4.8, 8 A100, RDMA cluster network", "OCI-NCCL bm.gpu4.8: 16 RDMA HCAs in "
-               "NCCL_IB_HCA", _OWN_IB)),
-    Server("BM.GPU.H100.8", "OCI", "OCI BM.GPU.H100.8", "h100", 8, 16, "200 Gb/s", "roce",
-           "8 x 2 x 200 Gb/s RDMA (RoCE v2): two ports per GPU", (
-               "OCI-SHAPES: BM.GPU.H100.8, '8 x 2 x 200 Gbps' RDMA", "OCI-NCCL h100: 16 HCAs in NCCL_IB_HCA")),
+               "NCCL_IB_HCA, listed as the first ports (mlx5_0,2,6,...,16) then the second (mlx5_1,3,7,...,17)",
+               "OCI-TOPO-B4 (the same 16-port A100 host, BM.GPU.B4.8): 8 NIC PCI devices (class 0x020000), two "
+               "beside two GPUs under each of 4 PCIe switches, for its 16 HCAs: two ports per NIC (inferred for "
+               "BM.GPU4.8 from the shared layout)", _PORTS, _OWN_IB)),
+    Server("BM.GPU.H100.8", "OCI", "OCI BM.GPU.H100.8", "h100", 8, 8, "400 Gb/s", "roce",
+           "8 x 2 x 200 Gb/s RDMA (RoCE v2): one dual-port ConnectX-7 beside each GPU, whose two 200 Gb/s ports "
+           "NCCL merges into one 400 Gb/s device", (
+               "OCI-SHAPES: BM.GPU.H100.8, '8 x 2 x 200 Gbps' RDMA", "OCI-NCCL h100: 16 HCAs in NCCL_IB_HCA",
+               "OCI-TOPO-H100: each GPU's PCIe switch holds one ConnectX-7 (PCI 15b3:1021) whose two nets are "
+               "mlx5_0/mlx5_1, mlx5_3/mlx5_4, ... as its port 1 and port 2 under one guid", _PORTS, _OWN_IB)),
     Server("BM.GPU.H200.8", "OCI", "OCI BM.GPU.H200.8", "h200", 8, 8, "400 Gb/s", "roce",
            "8 x 400 Gb/s RDMA (RoCE v2)", ("OCI-SHAPES: BM.GPU.H200.8, '8 x 400 Gbps' RDMA",
                                             "OCI-NCCL h200: 8 HCAs in NCCL_IB_HCA")),

@@ -16,6 +16,10 @@ sweep is often inflated by warm-up in one of them); the summaries are geometric 
 
     python -m tools.validation.validate            # print the pages
     python -m tools.validation.validate --write    # refit the calibration checks, rewrite the pages
+    python -m tools.validation.validate --write --page validation   # docs/validation.md alone
+
+A system that is a catalogue product (``server`` in the yaml) is also built by that name
+(``server_topology``) and docs/validation.md compares the two writings.
 
 The held-out calibration checks (docs/validation_calibrated.md) are ``tools.validation.heldout``'s.
 """
@@ -35,8 +39,8 @@ from simnet.run.calibrate import error_factor
 
 __all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "TRAINING_DATA", "TRAINING_DOC", "Point", "Row",
            "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "growth_prose",
-           "topology_for", "cluster_topology", "predict", "predict_all", "summarize", "summary_table", "markdown",
-           "collectives_markdown", "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS"]
+           "topology_for", "cluster_topology", "server_topology", "predict", "predict_all", "summarize",
+           "summary_table", "markdown", "collectives_markdown", "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS", "PAGES"]
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "validation" / "nccl_tests_public.yaml"
@@ -68,6 +72,7 @@ class Point:
     not_counted: str | None = None  # why the point is shown but left out of the summary
     collective: str = "allreduce"  # see simnet.schedule.kinds
     racks: int = 1  # NVL72 racks the trays (nodes) span
+    server: str | None = None  # the catalogue product the system is (``simnet.topology.servers``), if it is one
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,12 @@ class Row:
     algorithm: str
     protocol: str | None
     predicted_us: float
+    by_name: tuple[str, str | None, float] | None = None  # (algorithm, protocol, us) built by ``server:``
+
+    @property
+    def spread(self) -> float | None:
+        """The ``server:`` writing's time over the hand-written one's, minus one (None: no product)."""
+        return None if self.by_name is None else self.by_name[2] / self.predicted_us - 1
 
     @property
     def error(self) -> float:
@@ -93,7 +104,8 @@ def load_points(path: Path = DATA) -> list[Point]:
     return [Point(p["id"], p["system"], systems[p["system"]]["description"], systems[p["system"]]["hardware"],
                   p["nodes"], p["ranks"], p["size_bytes"], min(p["time_us"], p.get("inplace_time_us", math.inf)),
                   p.get("env", {}), p["source"], p.get("url"),
-                  skip.get(p["id"]), p.get("collective", "allreduce"), p.get("racks", 1))
+                  skip.get(p["id"]), p.get("collective", "allreduce"), p.get("racks", 1),
+                  systems[p["system"]].get("server"))
             for p in data["points"]]
 
 
@@ -127,12 +139,41 @@ def topology_for(point: Point):
     return cluster_topology(point.system, point.hardware, point.nodes, point.ranks // point.nodes, point.racks)
 
 
-def predict(point: Point) -> Row:
-    """simnet's prediction for one point: ``auto`` under the nccl model with the point's env."""
+def server_topology(point: Point):
+    """The system a point ran on written as docs/topologies.md recommends, by product name: its
+    hosts as ``server: <point.server>`` and nothing else (the catalogue's GPU, NVLink, NICs,
+    transport and latencies), one ``nvswitch`` server alone, else a one-rack ``leaf_spine`` of
+    them; an NVL72 product's trays as racks of that product (``point.racks`` of them)."""
+    from simnet.topology.loader import topology_from_dict
+    from simnet.topology.servers import SERVERS
+
+    servers, per_host = point.nodes, point.ranks // point.nodes
+    if SERVERS[point.server].gpus_per_tray is not None:
+        servers, per_host = point.racks, point.ranks // point.racks
+    if servers == 1:
+        generate = {"kind": "nvswitch", "server": point.server, "gpus": per_host}
+    else:
+        generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": servers, "server": point.server,
+                    "gpus_per_host": per_host}
+    return topology_from_dict({"name": f"{point.system}-by-name", "generate": generate})
+
+
+def predict(point: Point, by_name: bool = False) -> Row:
+    """simnet's prediction for one point: ``auto`` under the nccl model with the point's env;
+    with ``by_name`` also on the system built by its ``server:`` (``server_topology``), where
+    the system is a catalogue product."""
     from simnet.run.simulate import simulate
 
     result = simulate(topology_for(point), "auto", point.size_bytes, env=point.env, collective=point.collective)
-    return Row(point, result.algorithm, result.protocol, result.time_s * 1e6)
+    named = None
+    if by_name and point.server is not None:
+        other = simulate(server_topology(point), "auto", point.size_bytes, env=point.env, collective=point.collective)
+        named = (other.algorithm, other.protocol, other.time_s * 1e6)
+    return Row(point, result.algorithm, result.protocol, result.time_s * 1e6, named)
+
+
+def _predict_both(point: Point) -> Row:
+    return predict(point, by_name=True)
 
 
 def _geomean_error(rows: list) -> float | None:
@@ -196,7 +237,64 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         *summary_table(rows), "",
         *_point_table(rows, collective=False),
     ]
-    return "\n".join(lines + _left_out(rows, excluded)) + "\n"
+    return "\n".join(lines + _left_out(rows, excluded) + _by_name(rows)) + "\n"
+
+
+def _by_name(rows: list[Row]) -> list[str]:
+    """The section comparing each catalogue product's two writings: per system, then per point."""
+    named = [r for r in rows if r.by_name is not None]
+    if not named:
+        return []
+    systems = list(dict.fromkeys(r.point.system for r in named))
+    lines = [
+        "", "## The same systems by product name (`server:`)", "",
+        "docs/topologies.md recommends describing a catalogue product by its name. Each system above that is one "
+        "is also",
+        "built that way: its hosts as `server: <product>` and nothing else (`nvswitch` for one server, a one-rack "
+        "`leaf_spine`",
+        "of them otherwise; NVL72 trays as racks of the product), and every point predicted on it as above. The main "
+        "table",
+        "keeps the hand-written systems (what each source states, including hardware it assumes); here are both, "
+        "with the",
+        "geometric-mean error over the counted rows and the largest spread between the two writings' times "
+        "(`server:` over",
+        "hand-written, minus one). Issue target: within 10 %; aim 2 %.", "",
+        "| system | `server:` | counted rows | error hand-written | error as `server:` | largest spread |",
+        "|---|---|---|---|---|---|",
+    ]
+    for system in systems + [None]:
+        chosen = [r for r in named if system is None or r.point.system == system]
+        counted = [r for r in chosen if r.point.not_counted is None]
+        server = "-" if system is None else chosen[0].point.server
+        spread = max(chosen, key=lambda r: abs(r.spread)).spread
+        lines.append(f"| {'all of them' if system is None else system} | {server} | {len(counted)} | "
+                     f"{_pct1(_geomean_error(counted))} | {_pct1(_geomean_error([_Named(r) for r in counted]))} | "
+                     f"{spread:+.1%} |")
+    lines += ["", "| system | ranks | size | measured | hand-written | as `server:` | spread |",
+              "|---|---|---|---|---|---|---|"]
+    for r in named:
+        p, (algorithm, protocol, us) = r.point, r.by_name
+        mark = " (not counted)" if p.not_counted else ""
+        lines.append(f"| {p.system}{mark} | {p.ranks} | {units.format_size(p.size_bytes)} | "
+                     f"{units.format_time(p.time_us * 1e-6)} | {units.format_time(r.predicted_us * 1e-6)} "
+                     f"{r.algorithm}/{r.protocol} | {units.format_time(us * 1e-6)} {algorithm}/{protocol} | "
+                     f"{r.spread:+.1%} |")
+    return lines
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A row's ``server:`` prediction, with its error as ``Row.error`` has it."""
+
+    row: Row
+
+    @property
+    def error(self) -> float:
+        return error_factor(self.row.by_name[2], self.row.point.time_us)
+
+
+def _pct1(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 def _point_table(rows: list[Row], collective: bool) -> list[str]:
@@ -445,25 +543,37 @@ def predict_all(points: list[Point], workers: int | None = None) -> list[Row]:
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(predict, points))
+        return list(pool.map(_predict_both, points))
+
+
+PAGES = ("validation", "collectives", "amd", "training", "calibrated")
+"""The pages ``main`` renders, by the names ``--page`` takes."""
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true",
                         help="refit the calibration checks' profiles and rewrite the pages under docs/")
+    parser.add_argument("--page", choices=PAGES, action="append",
+                        help="only this page (repeatable): validation (docs/validation.md), collectives, amd, "
+                             "training, calibrated; default all")
     args = parser.parse_args(argv)
+    wanted = set(args.page or PAGES)
     from tools.validation import heldout
 
     pages = [(doc, render(predict_all(load_points(data)), yaml.safe_load(data.read_text()).get("excluded_systems", {})))
-             for data, doc, render in ((DATA, DOC, markdown),
-                                       (COLLECTIVES_DATA, COLLECTIVES_DOC, collectives_markdown))]
+             for name, data, doc, render in (("validation", DATA, DOC, markdown),
+                                             ("collectives", COLLECTIVES_DATA, COLLECTIVES_DOC, collectives_markdown))
+             if name in wanted]
     from tools.validation import rccl_points
 
-    pages.append((rccl_points.DOC, rccl_points.markdown(*rccl_points.predict_all())))
-    common, series = load_series()
-    pages.append((TRAINING_DOC, training_markdown([row for s in series for row in predict_series(s)], common)))
-    pages.append((heldout.DOC, _calibrated_page(refit=args.write)))
+    if "amd" in wanted:
+        pages.append((rccl_points.DOC, rccl_points.markdown(*rccl_points.predict_all())))
+    if "training" in wanted:
+        common, series = load_series()
+        pages.append((TRAINING_DOC, training_markdown([row for s in series for row in predict_series(s)], common)))
+    if "calibrated" in wanted:
+        pages.append((heldout.DOC, _calibrated_page(refit=args.write)))
     for doc, text in pages:
         if args.write:
             doc.write_text(text)
