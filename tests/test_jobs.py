@@ -203,11 +203,22 @@ def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     # runs longer than their period: each starts when the one before ends, a cycle of one run each
     ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB", "repeat": 8, "period": "1 ms"},
       {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB", "repeat": 8, "period": "1 ms"}],
-     True)])
+     True),
+    # never idle while both run: runs outlast their 7 and 11 us periods, back to back on the shared uplinks,
+    # their phases never repeating; once b is done, a's runs alone repeat
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 KiB", "repeat": 60, "period": "7 us"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "1 MiB", "repeat": 12, "period": "11 us"}],
+     True),
+    # a runs late beside b (180 us a run against a 120 us period), then alone (96 us) catches up a run at a time:
+    # its idle states repeat run after run, but only until it is back on its period (skipping all the runs whose
+    # state repeats, ignoring that bound, ends a 0.1 ms early)
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 200, "period": "120 us"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], True)])
 def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, monkeypatch):
-    """Jobs on fixed periods settle into a cycle of the periods' least common multiple; the
-    cycles skipped give every run the time to the picosecond, and the links the statistics,
-    that replaying them all gives (byte counts to float rounding)."""
+    """Repeated runs settle into cycles (the periods' least common multiple, back-to-back
+    runs, a job left alone); the cycles skipped give every run the time to the picosecond,
+    and the links the statistics, that replaying them all gives (byte counts to float
+    rounding)."""
     from simnet.engine.accounting import LinkStats
 
     skipped = []

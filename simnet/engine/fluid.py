@@ -581,9 +581,8 @@ class FluidNetwork:
                 version = self._timer
                 timer = self.env.timeout(wake - now)
                 timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
-        else:
+        else:  # idle links accrue no time: the statistics need no closing here (they integrate when read)
             self._due = np.inf
-            self.stats.close(now)
 
     def _change_load(self, paths: np.ndarray, delta: np.ndarray) -> None:
         """Add ``delta`` (B/s) to every link of each padded path (effective at this instant)."""
