@@ -467,10 +467,12 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     planned: list[tuple[int, int] | None] = [None] * len(jobs)  # each idle job's next run: (index, time ps)
     version = [0] * len(jobs)  # a plan superseded (by a skip over repeated cycles) does not fire
     runners: list[_Runner | None] = [None] * len(jobs)  # a job's runs follow each other: one runner each
-    watch = _RepeatedCycles(env, net, jobs, runs, planned) if _may_skip(jobs) and not timeline else None
+    made = [0] * len(jobs)  # when each job's plan was made, in plans made: plans due at once fire in that order
+    watch = _RepeatedCycles(env, net, jobs, runs, planned, made) if _may_skip(jobs) and not timeline else None
 
     def plan(j: int, k: int, at: int) -> None:
         planned[j] = (k, at)
+        made[j] = sum(version) + 1
         version[j] += 1
         mine = version[j]
         env.timeout(at - env.now).callbacks.append(lambda event: mine == version[j] and issue(j, k))
@@ -497,19 +499,22 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
         report(sum(len(r) for r, other in zip(runs, jobs) if other.repeat))
         if job.repeat and k + 1 == job.repeat:
             running[0] -= 1
+        if watch is not None and running[0]:  # once this instant's network has settled, before the next run
+            env.timeout(0).callbacks.append(look)
         if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):
             due = job.start_ps + (k + 1) * job.period_ps
             plan(j, k + 1, max(due, now))
             if watch is not None:
                 watch.decided(j, due - now)
-        if watch is not None and running[0]:
-            skip = watch.idle()
-            if skip:
-                cycle, times, per_cycle = skip
-                for i, count in enumerate(per_cycle):
-                    if count:
-                        k, at = planned[i]
-                        plan(i, k + times * count, at + times * cycle)
+
+    def look(event) -> None:
+        skip = watch.idle()
+        if skip:
+            cycle, times, per_cycle = skip
+            for i in sorted(range(len(jobs)), key=made.__getitem__):  # planned anew in the order they were
+                if per_cycle[i]:
+                    k, at = planned[i]
+                    plan(i, k + times * per_cycle[i], at + times * cycle)
 
     for j, job in enumerate(jobs):
         plan(j, 0, job.start_ps)
@@ -525,9 +530,11 @@ def _may_skip(jobs: list[JobRun]) -> bool:
 class _RepeatedCycles:
     """Finds a stretch of a ``replay_jobs`` run that repeats, and how often it does.
 
-    At each instant a run ends and leaves the network idle (``FluidNetwork.idle_state``)
-    with every unfinished job's next run planned, the state is each job's next run's
-    distance ahead (or done) and the network's idle state: all the future depends on, but
+    At each instant a run ends and leaves the network idle (``FluidNetwork.idle_state``,
+    looked at once the instant's network has settled, before any next run is issued) with
+    every unfinished job's next run planned, the state is each job's next run's distance
+    ahead (or done), the order those plans were made in (plans due at once fire in it) and
+    the network's idle state: all the future depends on, but
     for the runs' indices, which enter through one rule only: run k + 1 of a job of period
     P is issued at ``max(start + (k + 1) P, end of run k)``. The replay is deterministic and
     reads times through their differences, so two idle instants t1 < t2 of equal state
@@ -543,8 +550,8 @@ class _RepeatedCycles:
 
     MEMORY = 1 << 16  # idle states remembered at most (by hash; forgotten all at once beyond)
 
-    def __init__(self, env, net: FluidNetwork, jobs: list[JobRun], runs: list, planned: list):
-        self.env, self.net, self.jobs, self.runs, self.planned = env, net, jobs, runs, planned
+    def __init__(self, env, net: FluidNetwork, jobs: list[JobRun], runs: list, planned: list, made: list):
+        self.env, self.net, self.jobs, self.runs, self.planned, self.made = env, net, jobs, runs, planned, made
         self.margins: list[tuple[int, int]] = []  # per issue decided: (job, due - end of the run before)
         self.seen: dict[int, tuple[int, tuple[int, ...], int]] = {}  # hash of state -> (time, runs, margins)
         self.candidate: tuple | None = None  # (state, time, stretch, runs, margins, link totals) to confirm
@@ -554,15 +561,17 @@ class _RepeatedCycles:
         self.margins.append((j, margin))
 
     def idle(self) -> tuple[int, int, list[int]] | None:
-        """A run has just ended: (stretch ps, how many stretches to skip, runs per stretch of
-        each job) when the stretch ending now repeats that often, else None."""
+        """A run has just ended (the network settled, the next runs not issued yet): (stretch
+        ps, how many stretches to skip, runs per stretch of each job) when the stretch ending
+        now repeats that often, else None."""
         now, net = self.env.now, self.net
         if any(p is None and self._unfinished(j) for j, p in enumerate(self.planned)):
             return None  # a run under way
         network = net.idle_state()
         if network is None:
             return None
-        state = (tuple(None if p is None else p[1] - now for p in self.planned), network)
+        order = tuple(sorted((j for j, p in enumerate(self.planned) if p is not None), key=self.made.__getitem__))
+        state = (tuple(None if p is None else p[1] - now for p in self.planned), order, network)
         counts = tuple(len(r) for r in self.runs)
         candidate, self.candidate = self.candidate, None
         if candidate is not None and candidate[1] + candidate[2] == now and candidate[0] == state:
