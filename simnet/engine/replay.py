@@ -544,9 +544,13 @@ class _RepeatedCycles:
     end of the one before (``due`` - end <= 0) and stays so, the period falling behind
     (c P < D) or catching up, for as many stretches as its tightest such margin allows
     (c P > D). The stretch is checked on one replayed repetition (t2 to t3 = t2 + D, equal
-    states compared in full) before copies are taken: its runs, shifted, and its link
-    statistics (``LinkStats.repeat_since``), for as many stretches as every job has runs
-    left for, less one replayed (the last, where jobs finish)."""
+    states compared in full, its runs those of t1 to t2 shifted by D) before copies are
+    taken: its runs, shifted, and its link statistics (``LinkStats.repeat_since``), for as
+    many stretches as every job has runs left for, less one replayed (the last, where jobs
+    finish). One reading of absolute time remains: the network keeps finish times as float
+    ps from time 0, so a flow whose last byte falls within the float's rounding at that time
+    (3e-5 ps at 0.2 s of simulated time) of its whole-ps boundary may end a ps apart at
+    another time; the copies carry the replayed stretch's rounding."""
 
     MEMORY = 1 << 16  # idle states remembered at most (by hash; forgotten all at once beyond)
 
@@ -554,7 +558,8 @@ class _RepeatedCycles:
         self.env, self.net, self.jobs, self.runs, self.planned, self.made = env, net, jobs, runs, planned, made
         self.margins: list[tuple[int, int]] = []  # per issue decided: (job, due - end of the run before)
         self.seen: dict[int, tuple[int, tuple[int, ...], int]] = {}  # hash of state -> (time, runs, margins)
-        self.candidate: tuple | None = None  # (state, time, stretch, runs, margins, link totals) to confirm
+        # to confirm: (state, time, stretch, runs, margins, link totals, runs at the stretch's start)
+        self.candidate: tuple | None = None
 
     def decided(self, j: int, margin: int) -> None:
         """Job ``j``'s next run was planned with its due time ``margin`` ps after now."""
@@ -587,7 +592,8 @@ class _RepeatedCycles:
         if candidate is not None and candidate[1] + candidate[2] > now:
             self.candidate = candidate  # its end is still ahead
         elif before is not None and before[0] < now:  # the stretch since then may repeat: watch the next one
-            self.candidate = (state, now, now - before[0], counts, len(self.margins), net.stats.totals())
+            self.candidate = (state, now, now - before[0], counts, len(self.margins), net.stats.totals(),
+                              before[1])
         return None
 
     def _unfinished(self, j: int) -> bool:
@@ -595,8 +601,11 @@ class _RepeatedCycles:
         return job.repeat == 0 or len(self.runs[j]) < job.repeat
 
     def _skip(self, candidate: tuple, counts: tuple[int, ...]) -> tuple[int, int, list[int]] | None:
-        _, then, cycle, before, first, totals = candidate
+        _, then, cycle, before, first, totals, earlier = candidate
         per_cycle = [n - b for n, b in zip(counts, before)]
+        for r, a, b, n in zip(self.runs, earlier, before, counts):  # the stretch before ran the same, D earlier
+            if [(s + cycle, e + cycle) for s, e in r[a:b]] != r[b:n]:
+                return None
         times = None  # stretches to skip: bounded by the runs left, less the last stretch (replayed)
         for j, job in enumerate(self.jobs):
             if job.repeat and per_cycle[j]:
