@@ -200,28 +200,52 @@ def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 40, "period": "1 ms"},
       {"name": "noise", "hosts": ["r0h1", "r1h1"], "background": {"pattern": "uniform", "load": "50%"},
        "period": "0.5 ms"}], True),
-    # runs longer than their period: each starts when the one before ends, no cycle to repeat
+    # runs longer than their period: each starts when the one before ends, a cycle of one run each
     ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB", "repeat": 8, "period": "1 ms"},
       {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB", "repeat": 8, "period": "1 ms"}],
-     False)])
-def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, monkeypatch):
-    """Jobs on fixed periods settle into a cycle of the periods' least common multiple; the
-    cycles skipped give every run the time to the picosecond, and the links the statistics,
-    that replaying them all gives (byte counts to float rounding)."""
+     True),
+    # never idle while both run: runs outlast their 7 and 11 us periods, back to back on the shared uplinks,
+    # their phases never repeating; once b is done, a's runs alone repeat
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 KiB", "repeat": 60, "period": "7 us"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "1 MiB", "repeat": 12, "period": "11 us"}],
+     True),
+    # a runs late beside b (180 us a run against a 120 us period), then alone (96 us) catches up a run at a time:
+    # its idle states repeat run after run, but only until it is back on its period (skipping all the runs whose
+    # state repeats, ignoring that bound, ends a 0.1 ms early)
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 200, "period": "120 us"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], True)])
+def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, monkeypatch, fabric=None):
+    """Repeated runs settle into cycles (the periods' least common multiple, back-to-back
+    runs, a job left alone); the cycles skipped give every run the time to the picosecond,
+    and the links the statistics, that replaying them all gives (byte counts to float
+    rounding)."""
     from simnet.engine.accounting import LinkStats
 
     skipped = []
     repeat = LinkStats.repeat_since
     monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
                         repeat(self, before, times))
-    fast = run_jobs(_fabric(), jobs, model="ideal")
+    fabric = fabric or _fabric()
+    fast = run_jobs(fabric, jobs, model="ideal")
     assert bool(skipped) == skips
-    monkeypatch.setattr("simnet.engine.replay._common_period", lambda runs: None)  # replay every cycle
-    slow = run_jobs(_fabric(), jobs, model="ideal")
+    monkeypatch.setattr("simnet.engine.replay._may_skip", lambda runs: False)  # replay every cycle
+    slow = run_jobs(fabric, jobs, model="ideal")
     assert json.dumps(fast.to_dict(), sort_keys=True) == json.dumps(slow.to_dict(), sort_keys=True)
     for name in ("saturated_ps", "busy_ps", "either_saturated_ps", "peak", "max_flows"):
         assert (getattr(fast.together, name) == getattr(slow.together, name)).all(), name
     assert fast.together.bytes == pytest.approx(slow.together.bytes, rel=1e-12)
+
+
+def test_repeated_cycles_without_latency_are_found_and_exact(monkeypatch):
+    """Links of no latency deliver a run's last data inside the network's settling of that
+    instant: the cycles are looked for once it has settled (not from inside it, where the
+    network is never idle), and found."""
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 50,
+             "period": "120 us"},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "4 MiB", "repeat": 30,
+             "period": "100 us"}]
+    test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, True, monkeypatch,
+                                                                   _fabric(link_latency="0 s"))
 
 
 def test_jobs_whose_schedules_do_not_fit_together_are_refused_before_any_replay(monkeypatch):

@@ -186,6 +186,7 @@ class LinkStats:
         clock of each link's current state may jump ahead with the run."""
         if (self.load != 0).any():
             raise ValueError("repeat_since: the links must be idle")
+        self._integrate()
         for total, start in zip((self._bytes, self._saturated_ps, self._busy_ps, self._either_saturated_ps),
                                 before):
             total += (total - start) * times

@@ -190,7 +190,7 @@ class FluidNetwork:
         self._finish = _EMPTY_F  # ps (float) at which the last byte leaves at the current rate
         self._size = _EMPTY_F
         self._tag = _EMPTY_I
-        self._owner = _EMPTY_I  # index into self._listeners
+        self._owner = _EMPTY_I  # key of self._listeners
         self._cap = _EMPTY_F  # B/s bound on the flow's own rate (inf: none)
         self._delay = _EMPTY_I  # ps added to the flow's delivery
         self._on = np.full((0, 1), self._pad, dtype=np.int64)  # each slot's padded path (all padding when free)
@@ -201,7 +201,11 @@ class FluidNetwork:
         self._tight = self._on
         self._has_tight = np.zeros(0, dtype=bool)  # the slot crosses a link that is not slack
         self._free: list[int] = []
-        self._listeners: list[FlowListener] = []
+        # the listeners with flows, by a number that grows in the order they first started one (the order an
+        # instant's finished flows are reported in); ``forget`` drops one, so a run's listener is not kept for good
+        self._listeners: dict[int, FlowListener] = {}
+        self._owners: dict[int, int] = {}  # id(listener) -> its key
+        self._next_owner = 0
         self._new = np.zeros(0, dtype=bool)  # the slot started (or must be rated anew) at this instant
         self._gone: list[np.ndarray] = []  # paths of flows finished at this instant
         self._settle_pending = False
@@ -275,11 +279,11 @@ class FluidNetwork:
         """
         if len(rows) == 0:
             return
-        try:
-            owner = self._listeners.index(listener)
-        except ValueError:
-            owner = len(self._listeners)
-            self._listeners.append(listener)
+        owner = self._owners.get(id(listener))
+        if owner is None:
+            owner = self._owners[id(listener)] = self._next_owner
+            self._next_owner += 1
+            self._listeners[owner] = listener
         rows = self._moved[rows]  # routes resolved before a link went down take their detour
         slots = self._allocate(len(rows))
         nbytes = np.asarray(nbytes, dtype=float)
@@ -302,6 +306,13 @@ class FluidNetwork:
         np.add.at(self._users, paths.ravel(), 1)
         self._new[slots] = True
         self._request_settle()
+
+    def forget(self, listener: FlowListener) -> None:
+        """Drop ``listener``, whose flows have all finished; if it starts flows again, it
+        comes after every listener known by then, as a new one would."""
+        owner = self._owners.pop(id(listener), None)
+        if owner is not None:
+            del self._listeners[owner]
 
     def set_slack(self, slack: np.ndarray) -> None:
         """Declare the directed links (a bool per link) that no max-min allocation can fill:
@@ -429,6 +440,16 @@ class FluidNetwork:
         """Number of flows currently sending."""
         return self._slots - len(self._free)
 
+    def idle_state(self) -> tuple | None:
+        """None while a flow sends or this instant is not settled yet; else what of the
+        network's own state the rest of a run can depend on, its times counted from now:
+        the order slots are handed out in (it orders the flows in every sum) and when the
+        newest completion timer fires (-1: before now). Two idle instants with equal
+        states and equal plans ahead behave alike from there on."""
+        if self.active or self._settle_pending or self._settling:
+            return None
+        return tuple(self._free), max(self._wake_at - self.env.now, -1)
+
     # ------------------------------------------------------------ the engine
     def _request_settle(self) -> None:
         if self._settle_pending or self._settling:
@@ -470,7 +491,7 @@ class FluidNetwork:
         self._free.extend(slots.tolist())
         arrive = now + self._path_latency[rows] + self.overhead_ps + delays
         one = len(self._listeners) == 1
-        for owner in [0] if one else np.unique(owners).tolist():
+        for owner in [int(owners[0])] if one else np.unique(owners).tolist():
             mine = slice(None) if one else owners == owner
             self._report(self._listeners[owner], tags[mine], arrive[mine], now)
 
@@ -568,9 +589,8 @@ class FluidNetwork:
                 version = self._timer
                 timer = self.env.timeout(wake - now)
                 timer.callbacks.append(lambda event: version == self._timer and self._request_settle())
-        else:
+        else:  # idle links accrue no time: the statistics need no closing here (they integrate when read)
             self._due = np.inf
-            self.stats.close(now)
 
     def _change_load(self, paths: np.ndarray, delta: np.ndarray) -> None:
         """Add ``delta`` (B/s) to every link of each padded path (effective at this instant)."""

@@ -144,6 +144,18 @@ class _Runner:
     def begin(self) -> None:
         self._launch(np.flatnonzero(self.holds == 0))
 
+    def again(self, on_done: Callable[[int], None]) -> None:
+        """Ready to run the schedule once more, after every transfer of the last run was
+        delivered: as a new runner would be (the routes, sizes and reverse edges kept), the
+        network's last listener to have started flows once it starts some."""
+        self.net.forget(self)
+        self.on_done = on_done
+        self.remaining = len(self.s)
+        self.holds[:] = np.diff(self.s.dep_ptr) + (self.s.after_sent >= 0)
+        self.times.fill(-1)
+        if self.gate_ps is not None:
+            self.deferred[:] = False
+
     def _launch(self, candidates: np.ndarray) -> None:
         ready = candidates[self.holds[candidates] == 0]
         if len(ready) == 0:
@@ -474,12 +486,14 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     launch latency included in its time) and the shared links' statistics. ``capacity``:
     B/s per directed link (default: the topology's).
 
-    Jobs that all repeat on fixed periods settle into a cycle of their common period (the
-    least common multiple, ``H``): once two cycles in a row began on an idle network with
-    every job's next run the same time ahead, every later cycle is the same again (the
-    replay is deterministic and depends on times only through their differences), so the
-    cycles up to the last few are taken from it, shifted by ``H``, instead of replayed.
-    Without a timeline only: a timeline lists every instant.
+    Repeated runs settle into cycles: jobs on fixed periods into one of their common period,
+    jobs whose runs outlast their period into back-to-back runs, a job left alone once the
+    others are done into its own runs. ``_RepeatedCycles`` finds two idle instants of the
+    network whose states are equal (``FluidNetwork.idle_state`` and every job's next run
+    equally far ahead) and proves that each run started between them would be issued just
+    as far after its predecessor again; the cycles up to the last one are then taken from
+    it, shifted in time, instead of replayed. Without a timeline only: a timeline lists
+    every instant.
     """
     import simpy
 
@@ -500,9 +514,13 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     report = Reporter(sum(job.repeat for job in jobs))  # foreground runs done, of all
     planned: list[tuple[int, int] | None] = [None] * len(jobs)  # each idle job's next run: (index, time ps)
     version = [0] * len(jobs)  # a plan superseded (by a skip over repeated cycles) does not fire
+    runners: list[_Runner | None] = [None] * len(jobs)  # a job's runs follow each other: one runner each
+    made = [0] * len(jobs)  # when each job's plan was made, in plans made: plans due at once fire in that order
+    watch = _RepeatedCycles(env, net, jobs, runs, planned, made) if _may_skip(jobs) and not timeline else None
 
     def plan(j: int, k: int, at: int) -> None:
         planned[j] = (k, at)
+        made[j] = sum(version) + 1
         version[j] += 1
         mine = version[j]
         env.timeout(at - env.now).callbacks.append(lambda event: mine == version[j] and issue(j, k))
@@ -512,7 +530,12 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
         job, issued = jobs[j], env.now
         if not len(job.schedule):
             return finished(j, k, issued, issued)
-        runner = _Runner(job.schedule, net, None, job.timing, on_done=lambda now: finished(j, k, issued, now))
+        runner = runners[j]
+        if runner is None:
+            runner = runners[j] = _Runner(job.schedule, net, None, job.timing,
+                                          on_done=lambda now: finished(j, k, issued, now))
+        else:
+            runner.again(lambda now: finished(j, k, issued, now))
         if job.timing.start_ps:
             env.timeout(job.timing.start_ps).callbacks.append(lambda event: runner.begin())
         else:
@@ -524,79 +547,136 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
         report(sum(len(r) for r, other in zip(runs, jobs) if other.repeat))
         if job.repeat and k + 1 == job.repeat:
             running[0] -= 1
+        if watch is not None and running[0]:  # once this instant's network has settled, before the next run
+            env.timeout(0).callbacks.append(look)
         if (k + 1 < job.repeat) or (job.repeat == 0 and running[0] > 0):
-            plan(j, k + 1, max(job.start_ps + (k + 1) * job.period_ps, now))
-        for wake in on_finished:
-            wake()
+            due = job.start_ps + (k + 1) * job.period_ps
+            plan(j, k + 1, max(due, now))
+            if watch is not None:
+                watch.decided(j, due - now)
 
-    on_finished: list[Callable[[], None]] = []
+    def look(event) -> None:
+        skip = watch.idle()
+        if skip:
+            cycle, times, per_cycle = skip
+            for i in sorted(range(len(jobs)), key=made.__getitem__):  # planned anew in the order they were
+                if per_cycle[i]:
+                    k, at = planned[i]
+                    plan(i, k + times * per_cycle[i], at + times * cycle)
+
     for j, job in enumerate(jobs):
         plan(j, 0, job.start_ps)
-    cycle = _common_period(jobs)
-    if cycle and not timeline:
-        on_finished.append(_skip_repeated_cycles(env, net, jobs, cycle, runs, planned, plan, running))
     env.run()
     return runs, net.stats
 
 
-def _common_period(jobs: list[JobRun]) -> int | None:
-    """The least common multiple of the jobs' periods (ps), if every job repeats on one."""
-    if not jobs or any(job.period_ps <= 0 or job.repeat == 1 for job in jobs):
+def _may_skip(jobs: list[JobRun]) -> bool:
+    """Whether ``replay_jobs`` looks for repeated cycles: some job runs more than once."""
+    return any(job.repeat != 1 for job in jobs)
+
+
+class _RepeatedCycles:
+    """Finds a stretch of a ``replay_jobs`` run that repeats, and how often it does.
+
+    At each instant a run ends and leaves the network idle (``FluidNetwork.idle_state``,
+    looked at once the instant's network has settled, before any next run is issued) with
+    every unfinished job's next run planned, the state is each job's next run's distance
+    ahead (or done), the order those plans were made in (plans due at once fire in it) and
+    the network's idle state: all the future depends on, but
+    for the runs' indices, which enter through one rule only: run k + 1 of a job of period
+    P is issued at ``max(start + (k + 1) P, end of run k)``. The replay is deterministic and
+    reads times through their differences, so two idle instants t1 < t2 of equal state
+    begin equal stretches of D = t2 - t1 as long as every issue decides alike, shifted by
+    D: a job that ran c runs in the stretch issues its shifted runs D later exactly when c P
+    = D (the period rule shifts with the stretch) or when each of its runs was issued at the
+    end of the one before (``due`` - end <= 0) and stays so, the period falling behind
+    (c P < D) or catching up, for as many stretches as its tightest such margin allows
+    (c P > D). The stretch is checked on one replayed repetition (t2 to t3 = t2 + D, equal
+    states compared in full, its runs those of t1 to t2 shifted by D) before copies are
+    taken: its runs, shifted, and its link statistics (``LinkStats.repeat_since``), for as
+    many stretches as every job has runs left for, less one replayed (the last, where jobs
+    finish). One reading of absolute time remains: the network keeps finish times as float
+    ps from time 0, so a flow whose last byte falls within the float's rounding at that time
+    (3e-5 ps at 0.2 s of simulated time) of its whole-ps boundary may end a ps apart at
+    another time; the copies carry the replayed stretch's rounding."""
+
+    MEMORY = 1 << 16  # idle states remembered at most (by hash; forgotten all at once beyond)
+
+    def __init__(self, env, net: FluidNetwork, jobs: list[JobRun], runs: list, planned: list, made: list):
+        self.env, self.net, self.jobs, self.runs, self.planned, self.made = env, net, jobs, runs, planned, made
+        self.margins: list[tuple[int, int]] = []  # per issue decided: (job, due - end of the run before)
+        self.seen: dict[int, tuple[int, tuple[int, ...], int]] = {}  # hash of state -> (time, runs, margins)
+        # to confirm: (state, time, stretch, runs, margins, link totals, runs at the stretch's start)
+        self.candidate: tuple | None = None
+
+    def decided(self, j: int, margin: int) -> None:
+        """Job ``j``'s next run was planned with its due time ``margin`` ps after now."""
+        self.margins.append((j, margin))
+
+    def idle(self) -> tuple[int, int, list[int]] | None:
+        """A run has just ended (the network settled, the next runs not issued yet): (stretch
+        ps, how many stretches to skip, runs per stretch of each job) when the stretch ending
+        now repeats that often, else None."""
+        now, net = self.env.now, self.net
+        if any(p is None and self._unfinished(j) for j, p in enumerate(self.planned)):
+            return None  # a run under way
+        network = net.idle_state()
+        if network is None:
+            return None
+        order = tuple(sorted((j for j, p in enumerate(self.planned) if p is not None), key=self.made.__getitem__))
+        state = (tuple(None if p is None else p[1] - now for p in self.planned), order, network)
+        counts = tuple(len(r) for r in self.runs)
+        candidate, self.candidate = self.candidate, None
+        if candidate is not None and candidate[1] + candidate[2] == now and candidate[0] == state:
+            skip = self._skip(candidate, counts)
+            if skip:
+                self.seen.clear()
+                return skip
+        key = hash(state)
+        before = self.seen.get(key)
+        if len(self.seen) >= self.MEMORY:
+            self.seen.clear()
+        self.seen[key] = (now, counts, len(self.margins))
+        if candidate is not None and candidate[1] + candidate[2] > now:
+            self.candidate = candidate  # its end is still ahead
+        elif before is not None and before[0] < now:  # the stretch since then may repeat: watch the next one
+            self.candidate = (state, now, now - before[0], counts, len(self.margins), net.stats.totals(),
+                              before[1])
         return None
-    return math.lcm(*(job.period_ps for job in jobs))
 
+    def _unfinished(self, j: int) -> bool:
+        job = self.jobs[j]
+        return job.repeat == 0 or len(self.runs[j]) < job.repeat
 
-def _skip_repeated_cycles(env, net: FluidNetwork, jobs: list[JobRun], cycle: int, runs: list, planned: list,
-                          plan: Callable[[int, int, int], None], running: list[int]) -> Callable[[], None]:
-    """Watch the network every ``cycle`` ps from the last job's start; when two checks in a
-    row found it idle with every job's next run equally far ahead, the cycle between them
-    repeats: add its runs and link statistics for as many cycles as every job has runs
-    left for (less one, replayed), and move every job's next run that far on.
-
-    A check that finds a run under way stops the watch until a run ends (the returned
-    function, to call then): a network busy for days is not polled every period."""
-    seen: list = [None]  # the last check: (offsets, runs so far per job, link totals)
-    first = max(job.start_ps for job in jobs) + cycle  # checks fall on first + m * cycle
-    asleep = [False]
-
-    def check(event) -> None:
-        if running[0] == 0:
-            return
-        now = env.now
-        state = None
-        if not net.active and all(p is not None for p in planned):
-            # how far ahead each next run is, and how late against its own period (a late job catches up)
-            state = tuple((at - now, at - jobs[j].start_ps - k * jobs[j].period_ps)
-                          for j, (k, at) in enumerate(planned))
-        last, seen[0] = seen[0], (state, [len(r) for r in runs], net.stats.totals() if state else None)
-        if state is None:  # busy: nothing to compare until a run ends
-            asleep[0] = True
-            return
-        skip = 0
-        if state is not None and last is not None and last[0] == state:
-            per_cycle = [len(r) - n for r, n in zip(runs, last[1])]
-            left = [(job.repeat - planned[j][0]) // per_cycle[j] for j, job in enumerate(jobs)
-                    if job.repeat and per_cycle[j]]
-            skip = min(left, default=0) - 1  # the last cycle of the job with the fewest left is replayed
-        if skip > 0:
-            net.stats.repeat_since(last[2], skip)
-            for j, (r, n) in enumerate(zip(runs, last[1])):
-                once = r[n:]
-                r.extend((a + t * cycle, b + t * cycle) for t in range(1, skip + 1) for a, b in once)
-                k, at = planned[j]
-                plan(j, k + skip * len(once), at + skip * cycle)
-            seen[0] = None
-            now += skip * cycle
-        env.timeout(now + cycle - env.now).callbacks.append(check)
-
-    def wake() -> None:
-        if asleep[0] and running[0]:
-            asleep[0] = False  # the next check point after now, as the watch would have met it
-            env.timeout((env.now - first) // cycle * cycle + cycle + first - env.now).callbacks.append(check)
-
-    env.timeout(first).callbacks.append(check)
-    return wake
-
+    def _skip(self, candidate: tuple, counts: tuple[int, ...]) -> tuple[int, int, list[int]] | None:
+        _, then, cycle, before, first, totals, earlier = candidate
+        per_cycle = [n - b for n, b in zip(counts, before)]
+        for r, a, b, n in zip(self.runs, earlier, before, counts):  # the stretch before ran the same, D earlier
+            if [(s + cycle, e + cycle) for s, e in r[a:b]] != r[b:n]:
+                return None
+        times = None  # stretches to skip: bounded by the runs left, less the last stretch (replayed)
+        for j, job in enumerate(self.jobs):
+            if job.repeat and per_cycle[j]:
+                left = (job.repeat - self.planned[j][0]) // per_cycle[j] - 1
+                times = left if times is None else min(times, left)
+        if times is None:
+            return None
+        for j, margin in self.margins[first:]:
+            drift = per_cycle[j] * self.jobs[j].period_ps - cycle  # how much later its due comes each stretch
+            if drift == 0:
+                continue  # the period rule moves with the stretch
+            if margin > 0:
+                return None  # issued on its period, which does not move with the stretch
+            if drift > 0:  # the period catches up: the run before ends last while margin + m drift <= 0
+                times = min(times, -margin // drift)
+        if times <= 0:
+            return None
+        self.margins.clear()
+        self.net.stats.repeat_since(totals, times)
+        for j, r in enumerate(self.runs):
+            once = r[before[j]:]
+            r.extend((a + t * cycle, b + t * cycle) for t in range(1, times + 1) for a, b in once)
+        return cycle, times, per_cycle
 
 def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None) -> list[int]:
     """When each job, all started at once and run once, completes (ps): ``replay_jobs``

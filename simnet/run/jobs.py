@@ -119,17 +119,16 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         times, stats = replayed([run])
         alone.append(_mean_time(times[0]))
         used.append(set(np.flatnonzero(stats.bytes > 0).tolist()))
-    replays[1] += sum(bool(used[i] & used[j]) for i in range(len(runs)) for j in range(i + 1, len(runs)))
+    # two jobs together are the pair: its replay is the same call, not made twice
+    pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs)) if used[i] & used[j]]
+    replays[1] += len(pairs) if len(runs) > 2 else 0
     together_times, together = replayed(runs)
     names = [s.name for s in specs]
     matrix = {a: {b: 1.0 for b in names} for a in names}
-    for i in range(len(runs)):
-        for j in range(i + 1, len(runs)):
-            if not used[i] & used[j]:
-                continue  # no link in common: neither can slow the other
-            times, _ = replayed([runs[i], runs[j]])
-            matrix[names[i]][names[j]] = _mean_time(times[0]) / alone[i]
-            matrix[names[j]][names[i]] = _mean_time(times[1]) / alone[j]
+    for i, j in pairs:  # only jobs with a link in common: else neither can slow the other
+        times = together_times if len(runs) == 2 else replayed([runs[i], runs[j]])[0]
+        matrix[names[i]][names[j]] = _mean_time(times[0]) / alone[i]
+        matrix[names[j]][names[i]] = _mean_time(times[1]) / alone[j]
     for job, solo, times in zip(described, alone, together_times):
         job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)
