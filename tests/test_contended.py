@@ -394,6 +394,80 @@ def test_any_slowdown_by_lanes_is_the_fluid_network_s_time(algorithm, size, faul
     np.testing.assert_allclose(lanes.replay.stats.bytes, fluid.replay.stats.bytes, rtol=1e-12, atol=1e-3)
 
 
+TWO_SPINES = {"name": "ls", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 8,
+                                        "spines": 2, "gpu": "h100"}}
+
+
+@settings(max_examples=25, deadline=None)
+@given(algorithm=st.sampled_from(["ring", "tree", "nvls_tree"]), size=st.sampled_from([2**16, 2**20, 2**23, 2**25]),
+       share=st.integers(0, 120), spine=st.sampled_from(["spine0", "spine1"]),
+       slowed=st.none() | st.integers(0, 120))
+def test_a_spine_down_by_lanes_is_the_fluid_network_s_time(algorithm, size, share, spine, slowed):
+    """A spine going down at any instant of the run (a per-cent of the healthy run's time),
+    with or without a leaf slowed at another: the lanes crossing it move to the other spine
+    from that instant, and where the lanes answer their time is the fluid network's to the
+    picosecond (which moves the same flows with the bytes they have left); the bytes on
+    every link agree but for how a moved lane's bytes split between its routes (by rate and
+    time held, to 1e-6)."""
+    topo = topology_from_dict(TWO_SPINES)
+    healthy = simulate(topo, algorithm, size).time_s
+    faults = [{"at": f"{share / 100 * healthy * 1e9:.0f} ns", "node": spine, "down": True}]
+    if slowed is not None and slowed != share:
+        faults.append({"at": f"{slowed / 100 * healthy * 1e9:.0f} ns", "node": "tor1", "bandwidth": "60%"})
+    lanes = simulate(topo, algorithm, size, faults=faults)
+    fluid = simulate(topo, algorithm, size, faults=faults, timeline=True)
+    assert fluid.replay.engine == "fluid"
+    if lanes.replay.engine == "fluid":
+        return  # links shared beyond their capacity: nothing to compare
+    assert lanes.time_s == fluid.time_s
+    np.testing.assert_allclose(lanes.replay.stats.bytes, fluid.replay.stats.bytes, rtol=1e-6, atol=1e-3)
+
+
+def test_a_spine_down_while_a_ring_crosses_it_moves_its_lanes_by_lanes():
+    """NCCL's ring over two racks with the spine its connections cross going down mid-run:
+    the lanes answer (no transfer each), the fluid network moved flows off it, the times
+    agree, and the spine carried nothing from then on."""
+    topo = topology_from_dict(TWO_SPINES)
+    healthy = simulate(topo, "ring", 2**25, timeline=True)
+    used = max(("spine0", "spine1"), key=lambda spine: next(
+        link.bytes for link in healthy.links if (link.src, link.dst) == ("tor0", spine)))
+    up = topo.link_index[("tor0", used)]
+    busy = next(when for when, links, loads in healthy.replay.stats.timeline  # while flows cross it
+                if when >= healthy.replay.duration_ps / 3 and (loads[links == up] > 0).any())
+    faults = [{"at": f"{busy + 1000} ps", "node": used, "down": True}]
+    lanes = simulate(topo, "ring", 2**25, faults=faults)
+    fluid = simulate(topo, "ring", 2**25, faults=faults, timeline=True)
+    assert lanes.replay.engine == "lanes" and fluid.replay.rerouted > 0
+    assert lanes.time_s == fluid.time_s >= healthy.time_s  # the other spine has room: no later here
+    assert all((loads[np.isin(links, [up])] == 0).all() for when, links, loads in fluid.replay.stats.timeline
+               if when > busy + 1000)
+
+
+def test_a_transfer_due_when_its_route_goes_down_ends_a_picosecond_later_on_the_detour():
+    """1 MB from A to B at 1 GB/s over sw1 (1 ns links; sw2's are 5 ns): its last byte leaves
+    at 1 ms, delivered 2 ns later. sw1's link down at that very instant moves it, as the
+    fluid network does (the fault comes first at an instant): it ends a picosecond later and
+    is delivered over sw2's 10 ns. Down a picosecond after it ended, nothing changes."""
+    topo = topology_from_dict({"name": "two ways", "nodes": [
+        {"id": "A", "kind": "gpu"}, {"id": "B", "kind": "gpu"}, {"id": "sw1", "kind": "switch"},
+        {"id": "sw2", "kind": "switch"}], "links": [
+        {"a": g, "b": sw, "bandwidth": "1 GB/s", "latency": latency}
+        for sw, latency in (("sw1", "1 ns"), ("sw2", "5 ns")) for g in ("A", "B")]})
+    assert topo.route("A", "B") == [("A", "sw1"), ("sw1", "B")]
+    size = 10**6
+    program = LaneProgram("one", ["A", "B"], ["A", "B"], size, src=np.array([0]), dst=np.array([1]),
+                          channel=np.zeros(1, dtype=np.int64), flows=np.array([1]), after=np.array([-1]),
+                          lag=np.array([1]), per_step=np.ones(1, dtype=np.int64),
+                          pieces=lambda q: (np.zeros(1, dtype=np.int64), np.full(1, size, dtype=np.int64),
+                                            np.zeros(1, dtype=np.int8)))
+    up = np.array([topo.link_index[("A", "sw1")]])
+    for at_ps, expected in ((10**9, 10**9 + 1 + 10_000), (10**9 + 1, 10**9 + 2_000), (5 * 10**8, 10**9 + 10_000)):
+        faults = [Fault(at_ps / 1e12, up, np.zeros(1), "A->sw1 down")]
+        lanes = replay_lanes(program, topo, faults=faults)
+        assert lanes.engine == "lanes" and lanes.duration_ps == expected, at_ps
+        assert replay(program.to_schedule(), topo, faults=faults).duration_ps == expected
+
+
 def test_a_ring_paced_by_a_nic_slowed_from_the_start_is_slower_by_lanes():
     """40 % of one NIC's 400 Gb/s from the start is below what the ring asks of it: the
     lanes' time is later than the healthy run's."""

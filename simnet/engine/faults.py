@@ -12,7 +12,7 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 if TYPE_CHECKING:  # a fault is applied to a fluid network, but lanes read faults without one
     from simnet.engine.fluid import FluidNetwork
 
-__all__ = ["Fault", "schedule_faults", "no_link_down", "capacity_regimes", "capacity_changes"]
+__all__ = ["Fault", "schedule_faults", "capacity_regimes", "capacity_changes"]
 
 
 @dataclass(frozen=True)
@@ -50,20 +50,13 @@ def schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) 
             net.env.timeout(at).callbacks.append(lambda event, fault=fault: apply(fault))
 
 
-def no_link_down(faults: list[Fault]) -> bool:
-    """Whether no fault takes a link down: no route then moves during the run, only
-    capacities change at the faults' times, which replays as a network whose capacities
-    are piecewise constant in time (``capacity_regimes``)."""
-    return all(not (fault.factors == 0).any() for fault in faults)
-
-
 def capacity_regimes(capacity: np.ndarray, faults: list[Fault]) -> tuple[np.ndarray, np.ndarray]:
-    """(instants, capacities) under ``faults`` that take no link down (``no_link_down``):
-    from each of the increasing ``instants`` (int64 ps, the first 0) every directed link
-    runs at that row of ``capacities`` (B/s, regimes x links): each fault's factor of
-    ``capacity`` (the run's own) from its time on, a later fault of a link replacing an
-    earlier one, faults at one instant applied in their list's order, as ``schedule_faults``
-    sets them.
+    """(instants, capacities) under ``faults``: from each of the increasing ``instants``
+    (int64 ps, the first 0) every directed link runs at that row of ``capacities`` (B/s,
+    regimes x links): each fault's factor of ``capacity`` (the run's own) from its time on,
+    a later fault of a link replacing an earlier one unless that one took it down (down
+    stays down), faults at one instant applied in their list's order, as
+    ``schedule_faults`` sets them.
 
     >>> from simnet.engine.faults import Fault
     >>> at, rows = capacity_regimes(np.array([10.0, 20.0]), [
@@ -76,7 +69,7 @@ def capacity_regimes(capacity: np.ndarray, faults: list[Fault]) -> tuple[np.ndar
     instants, rows = [0], [base.copy()]
     for fault in sorted(faults, key=lambda fault: round(fault.at * PS_PER_SECOND)):
         at = round(fault.at * PS_PER_SECOND)
-        factor[fault.links] = fault.factors
+        factor[fault.links] = np.where(factor[fault.links] == 0, 0.0, fault.factors)
         if at == instants[-1]:
             rows[-1] = base * factor
         else:

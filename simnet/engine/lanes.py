@@ -39,7 +39,7 @@ import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.clock import HORIZON_PS, WHOLE_PS_SLACK, check_horizon
-from simnet.engine.faults import Fault, capacity_regimes, no_link_down
+from simnet.engine.faults import Fault, capacity_changes, capacity_regimes
 from simnet.engine.maxmin import TIE
 from simnet.engine.replay import Replay
 from simnet.io.budget import fits
@@ -94,12 +94,17 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     ``timing`` is indexed by lane (``rate_cap``, ``delay_ps``; ``wire_factor`` and
     ``start_ps`` one for every lane or, for programs merged from groups timed apart, an
     array of one per lane); ``reduce_bandwidth`` and ``message_overhead`` as for ``replay``.
-    ``faults`` that take no link down (``simnet.engine.faults.no_link_down``; else
-    ValueError) set the capacities in force from their times on (``capacity_regimes``): each
+    ``faults`` set the capacities in force from their times on (``capacity_regimes``): each
     lane's rate is then piecewise constant, and a transfer running when its rate changes
     sends what it has left at the new rate from that instant, as the fluid network moves a
-    flow to its new rate. Everything below holds regime by regime: the checks against the
-    capacities in force, the bounds at every instant.
+    flow to its new rate. A fault that takes links down moves the lanes crossing them to
+    their detours from its instant on (``_regime_routes``: the routes the fluid network
+    moves them to): their transfers running then send what they have left on the detour,
+    at its rate (one due at that very instant a picosecond later, as the fluid network
+    moves it too), and are delivered after the detour's latency. Everything below holds
+    regime by regime: the checks against the capacities and routes in force, the bounds at
+    every instant. None where links down leave some lane no route (the fluid network says
+    so in its words).
 
     Engine ``lanes``: every lane at its own rate (its ceiling or narrowest link), and no link
     several lanes could fill was asked for more than its capacity at any instant (checked
@@ -134,29 +139,28 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     if not worth_replaying(program):
         return None
     faults = faults or []
-    if not no_link_down(faults):
-        raise ValueError("replay_lanes: a fault takes a link down (routes move): replay it on the fluid network")
     links = len(topology.links)
     healthy = np.asarray(topology.capacity if timing.capacity is None else timing.capacity, dtype=float)
     at, capacity = capacity_regimes(healthy, faults)  # (regimes,), (regimes, links)
-    names = program.nodes
-    paths, latency = topology.route_matrix([names[i] for i in program.src.tolist()],
-                                           [names[i] for i in program.dst.tolist()], program.channel)
+    routed = _regime_routes(program, topology, at, capacity_changes(healthy, faults))
+    if routed is None:
+        return None
+    paths, latency, rerouted = routed  # (regimes, lanes, hops), (regimes, lanes), (regimes, lanes)
     padded = np.hstack([capacity, np.full((len(at), 1), np.inf)])
-    rate = padded[:, paths].min(axis=2)  # (regimes, lanes): each lane's own rate in each regime
+    rate = np.stack([padded[k][paths[k]].min(axis=1) for k in range(len(at))])  # each lane's own rate
     if timing.rate_cap is not None:
         rate = np.minimum(rate, timing.rate_cap)
     carried = program.carried()
     moving = carried > 0
     if not moving.any() or not np.isfinite(rate[:, moving]).all() or (rate[:, moving] <= 0).any():
         return None  # nothing to move; lanes with no link and no ceiling, or a link down
-    width = paths.shape[1]
-    crossing = np.bincount(paths[moving].ravel(), minlength=links + 1)[:links]
+    width = paths.shape[2]
+    crossings = np.array([np.bincount(regime[moving].ravel(), minlength=links + 1)[:links] for regime in paths])
 
     def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple]:
         """(completion ps, link statistics, each lane's last delivery ps, the ``watch`` lanes'
         transfer intervals) of every lane at ``rates`` (regimes x lanes)."""
-        finished, busy, wire, intervals = _longest_path(program, carried, at, rates, latency, timing,
+        finished, busy, wire, intervals = _longest_path(program, carried, at, rates, latency, rerouted, timing,
                                                         reduce_bandwidth, message_overhead, watch)
         duration = int(finished.max(initial=0))
         stats = _lane_stats(paths, healthy, at, capacity, topology.reverse, rates, moving, busy, wire, duration)
@@ -170,12 +174,13 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
                       shared_link=shared_link)
 
     def equal_split() -> Replay:
-        share = np.hstack([capacity / np.maximum(crossing, 1), np.full((len(at), 1), np.inf)])
-        split = np.where(moving, np.minimum(rate, share[:, paths].min(axis=2)), rate)
+        share = np.hstack([capacity / np.maximum(crossings, 1), np.full((len(at), 1), np.inf)])
+        least = np.stack([share[k][paths[k]].min(axis=1) for k in range(len(at))])
+        split = np.where(moving, np.minimum(rate, least), rate)
         slowed = moving & (split < rate).any(axis=0)
         shared_link = None
         if slowed.any():
-            used = np.unique(paths[slowed])
+            used = np.unique(paths[:, slowed])
             used = used[used < links]
             shared_link = int(used[np.argmin(share[:, used].min(axis=0))])
         duration, stats, finished, _ = replayed(split, np.zeros(0, dtype=np.int64))
@@ -183,18 +188,18 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
 
     if steady:
         return equal_split()
-    demand = np.array([np.bincount(paths[moving].ravel(), weights=np.repeat(regime[moving], width),
-                                   minlength=links + 1)[:links] for regime in rate])
+    demand = np.array([np.bincount(route[moving].ravel(), weights=np.repeat(regime[moving], width),
+                                   minlength=links + 1)[:links] for route, regime in zip(paths, rate)])
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
-    watched = (crossing > 1) & (demand >= SATURATED * capacity).any(axis=0)
-    watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=1))
+    watched = ((crossings > 1) & (demand >= SATURATED * capacity)).any(axis=0)
+    watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=(0, 2)))
     watched_transfers = len(watch) * int(program.flows.max())
     checkable = watched_transfers <= MAX_WATCHED and fits(watched_transfers * WATCHED_BYTES)
     if not checkable and accept == "lanes":
         return None
     duration, stats, finished, intervals = replayed(rate, watch if checkable else np.zeros(0, dtype=np.int64))
-    if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[watch], at, capacity,
+    if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[:, watch], at, capacity,
                                                rate[:, watch], *intervals)):
         return answer(duration, stats, finished, "lanes")
     if accept == "lanes":
@@ -205,22 +210,78 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     return upper if accept == "bound" else None
 
 
+def _regime_routes(program: LaneProgram, topology: Topology, at: np.ndarray,
+                   changes: list[tuple[int, np.ndarray, np.ndarray]]):
+    """(paths, latency ps, rerouted) of every lane in each capacity regime from ``at``
+    (regimes x lanes x hops padded with ``len(links)``, regimes x lanes, regimes x lanes: its
+    route moved at that regime's instant), or None where links down leave a lane no route.
+
+    As ``schedule_faults`` has the fluid network do (``FluidNetwork.detour``): faults in the
+    order their instants apply them (``changes``, ``capacity_changes``), each moving the
+    lanes whose route crosses the links it takes down to the route over the topology
+    without every link down so far; the others keep theirs."""
+    import networkx as nx
+
+    names = program.nodes
+    src, dst = [names[i] for i in program.src.tolist()], [names[i] for i in program.dst.tolist()]
+    paths, latency = topology.route_matrix(src, dst, program.channel)
+    routes, latencies = [paths], [latency]
+    rerouted = [np.zeros(program.lanes, dtype=bool)]
+    down: set[int] = set()
+    order = sorted(range(len(changes)), key=lambda i: changes[i][0])
+    for k, instant in enumerate(at.tolist()):
+        moved = np.zeros(program.lanes, dtype=bool)
+        for i in [i for i in order if changes[i][0] == instant]:
+            dead = changes[i][1][changes[i][2] == 0]
+            if not len(dead):
+                continue
+            down |= set(dead.tolist())
+            crossing = np.flatnonzero(np.isin(paths, dead).any(axis=1))
+            if not len(crossing):
+                continue
+            view = topology.without(down)
+            try:
+                detours, detour_latency = view.route_matrix([src[j] for j in crossing], [dst[j] for j in crossing],
+                                                            program.channel[crossing])
+            except nx.NetworkXNoPath:
+                return None
+            wider = detours.shape[1] - paths.shape[1]
+            paths = np.hstack([paths, np.full((len(paths), max(wider, 0)), len(topology.links))])  # a copy
+            latency = latency.copy()
+            paths[crossing] = len(topology.links)
+            paths[crossing, :detours.shape[1]] = detours
+            latency[crossing] = detour_latency
+            moved[crossing] = k > 0  # at 0 nothing runs yet: the route is the lane's from the start
+        if k:
+            routes.append(paths)
+            latencies.append(latency)
+            rerouted.append(moved)
+        else:
+            routes[0], latencies[0], rerouted[0] = paths, latency, moved
+    width = max(route.shape[1] for route in routes)
+    padded = [np.hstack([r, np.full((len(r), width - r.shape[1]), len(topology.links))]) for r in routes]
+    return np.stack(padded), np.stack(latencies), np.stack(rerouted)
+
+
 def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rate: np.ndarray, latency: np.ndarray,
-                  timing: Timing, reduce_bandwidth: float | None, message_overhead: float, watch: np.ndarray):
+                  rerouted: np.ndarray, timing: Timing, reduce_bandwidth: float | None, message_overhead: float,
+                  watch: np.ndarray):
     """(when each lane's last transfer was delivered (ps), busy ps per regime and lane, wire
     bytes per lane, (starts, ends)): every transfer at its lane's rate in force (``rate[k]``
     from ``at[k]`` ps on, regimes x lanes, B/s on the wire), started once its FIFO
     predecessor is sent and its dependencies delivered, its last byte leaving at the first
-    whole picosecond the fluid engine would see it gone; ``starts``/``ends`` (transfers x
-    watched lanes, -1 where a lane has no such transfer) are when the ``watch`` lanes'
-    transfers held their links. ``carried`` is ``program.carried()``.
+    whole picosecond the fluid engine would see it gone, delivered after the ``latency`` (ps,
+    regimes x lanes) of the route in force then (``rerouted``: regimes x lanes whose route
+    moved at the regime's instant); ``starts``/``ends`` (transfers x watched lanes, -1 where
+    a lane has no such transfer) are when the ``watch`` lanes' transfers held their links.
+    ``carried`` is ``program.carried()``.
 
     Times are int64 picoseconds, exact over the whole horizon: a transfer's duration is
     computed in float64 (``ceil(bytes * ps per byte - WHOLE_PS_SLACK)``, as the fluid engine
     rounds a flow's end), the sums of durations in integers (float64 would hold them exactly
     only below 2^53 ps, 2.5 hours)."""
     lanes = program.lanes
-    fixed = latency + round(message_overhead * PS_PER_SECOND)
+    fixed = latency + round(message_overhead * PS_PER_SECOND)  # regimes x lanes
     if timing.delay_ps is not None:
         fixed = fixed + np.asarray(timing.delay_ps).astype(np.int64)  # whole picoseconds
     moving = np.isfinite(rate) & (rate > 0)
@@ -235,7 +296,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
     guarded = _may_overflow(program, carried, ps_per_byte.max(axis=0), fixed, sent, reduce_bandwidth)
     busy = np.zeros(rate.shape, dtype=np.int64)
     last = np.zeros(lanes, dtype=np.int64)
-    regimes = _Regimes(at, rate, ps_per_byte, wire_factor, at_least_one, guarded)
+    regimes = _Regimes(at, rate, ps_per_byte, wire_factor, at_least_one, guarded, rerouted, fixed)
     after, lag = program.after, program.lag
     ring_like = (after.shape[1] == 1 and (after >= 0).all() and lag[0, 0] >= 1 and (lag == lag[0, 0]).all()
                  and (program.flows == program.flows[0]).all() and not reduce_bandwidth) if lanes else False
@@ -267,7 +328,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
             sent[live] = start + took
             if guarded:  # before the next wave starts from these
                 check_horizon(sent[live].max(initial=0))
-            done = sent[live] + fixed[live]
+            done = sent[live] + regimes.fixed_at(sent[live], live)
             if reduce_bandwidth:
                 done += _whole_ps(np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0),
                                   guarded, reduction=True)
@@ -326,6 +387,7 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes
     dep = np.empty(program.lanes, dtype=np.int64)
     every = np.arange(program.lanes)
     one_regime, ps_per_byte = len(regimes.at) == 1, regimes.ps_per_byte[0]
+    one_route = not regimes.rerouted.any()
     for q in range(int(program.flows[0])):
         nbytes, _ = program.nbytes(q)
         if q >= lag:
@@ -352,15 +414,16 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes
             check_horizon(sent.max(initial=0))
         if len(watch):
             ends[q] = sent[watch]
-        np.add(sent, fixed, out=delivered[q % depth])
+        np.add(sent, fixed[0] if one_route else regimes.fixed_at(sent, every), out=delivered[q % depth])
 
 
 @dataclass(frozen=True)
 class _Regimes:
     """Each lane's rate in each capacity regime, and how a transfer's time follows from it:
     from ``at[k]`` (ps, increasing, the first 0) lane i sends at ``rate[k, i]`` (B/s on the
-    wire), ``ps_per_byte[k, i]`` ps per data byte (its ``wire_factor[i]`` over that rate);
-    ``at_least_one`` and ``guarded`` as in ``_longest_path``."""
+    wire), ``ps_per_byte[k, i]`` ps per data byte (its ``wire_factor[i]`` over that rate),
+    on a route that moved at ``at[k]`` where ``rerouted[k, i]``, delivering ``fixed[k, i]``
+    ps after its last byte left; ``at_least_one`` and ``guarded`` as in ``_longest_path``."""
 
     at: np.ndarray
     rate: np.ndarray
@@ -368,6 +431,15 @@ class _Regimes:
     wire_factor: np.ndarray
     at_least_one: bool
     guarded: bool
+    rerouted: np.ndarray
+    fixed: np.ndarray
+
+    def fixed_at(self, sent: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """ps from each last byte's departure (``sent``, ps) on ``lanes`` to its delivery:
+        the latency of the route in force then."""
+        if len(self.at) == 1 or not self.rerouted.any():
+            return self.fixed[0, lanes]
+        return self.fixed[np.searchsorted(self.at, sent, side="right") - 1, lanes]
 
     def took(self, size: np.ndarray, start: np.ndarray, lanes: np.ndarray) -> np.ndarray:
         """Whole ps from each transfer's ``start`` (ps) to its last byte's departure, ``size``
@@ -386,8 +458,11 @@ class _Regimes:
         since, left = None, None  # where a rate moved: when, and the wire bytes left then
         for k in range(1, len(self.at)):
             boundary = self.at[k]
+            rerouted = self.rerouted[k, lanes]
+            # a transfer due at the instant its route moves is moved too, on the fluid network, and ends later
+            end[rerouted & (start < boundary) & (end == boundary)] = boundary + 1
             moved = np.flatnonzero((start < boundary) & (end > boundary)
-                                   & (self.rate[k, lanes] != self.rate[k - 1, lanes]))
+                                   & ((self.rate[k, lanes] != self.rate[k - 1, lanes]) | rerouted))
             if not len(moved):
                 continue
             if since is None:
@@ -417,17 +492,18 @@ def _lane_stats(paths: np.ndarray, healthy: np.ndarray, at: np.ndarray, capacity
                 rate: np.ndarray, moving: np.ndarray, busy: np.ndarray, wire: np.ndarray, duration: int) -> LinkStats:
     """Per-link statistics from per-lane totals (exact where one lane crosses a link), against
     the ``healthy`` capacities (B/s) with ``capacity[k]`` in force from ``at[k]`` ps on;
-    ``rate`` and ``busy`` per regime and lane."""
+    ``paths``, ``rate`` and ``busy`` per regime and lane. A lane whose route moved counts its
+    bytes on each route in proportion to what it sent in each regime (rate x time held)."""
     links = len(healthy)
-    width = paths.shape[1]
-    flat = paths[moving].ravel()
+    width = paths.shape[2]
 
-    def per_link(values: np.ndarray) -> np.ndarray:
-        return np.bincount(flat, weights=np.repeat(values[moving], width), minlength=links + 1)[:links]
+    def per_link(values: np.ndarray, k: int = 0) -> np.ndarray:
+        return np.bincount(paths[k][moving].ravel(), weights=np.repeat(values[moving], width),
+                           minlength=links + 1)[:links]
 
-    def busy_per_link(values: np.ndarray) -> np.ndarray:
+    def busy_per_link(values: np.ndarray, k: int = 0) -> np.ndarray:
         summed = np.zeros(links + 1, dtype=np.int64)  # summed in integers: exact whatever the total
-        np.add.at(summed, flat, np.repeat(values[moving], width))
+        np.add.at(summed, paths[k][moving].ravel(), np.repeat(values[moving], width))
         return summed[:links]
 
     stats = LinkStats(healthy.copy(), reverse)
@@ -437,13 +513,23 @@ def _lane_stats(paths: np.ndarray, healthy: np.ndarray, at: np.ndarray, capacity
         if len(changed):
             stats.capacity_from(when, changed, in_force[changed])
         before = in_force
-    stats.bytes[:] = per_link(wire)
-    crossing = np.bincount(flat, minlength=links + 1)[:links]
+    same = (paths == paths[0]).all(axis=(0, 2))  # lanes whose route never moved
+    sent = rate * busy  # per regime and lane: what each sent, to split the bytes of lanes that moved
+    share = np.divide(sent, sent.sum(axis=0), out=np.zeros_like(sent), where=sent.sum(axis=0) > 0)
+    stats.bytes[:] = sum(per_link(np.where(same, wire if k == 0 else 0.0, wire * share[k]), k)
+                         for k in range(len(paths)))
+    crossing = np.bincount(paths[0][moving].ravel(), minlength=links + 1)[:links]  # lanes that ever cross a link
+    for lane in np.flatnonzero(moving & ~same):  # a moved lane also crosses the links of its detours
+        seen = set(paths[0, lane].tolist())
+        for k in range(1, len(paths)):
+            for link in set(paths[k, lane].tolist()) - seen - {links}:
+                crossing[link] += 1
+            seen |= set(paths[k, lane].tolist())
     stats.max_flows[:] = crossing
-    stats.busy_ps[:] = np.minimum(busy_per_link(busy.sum(axis=0)), duration)
+    stats.busy_ps[:] = np.minimum(sum(busy_per_link(busy[k], k) for k in range(len(paths))), duration)
     peak, saturated_ps = np.zeros(links), np.zeros(links, dtype=np.int64)
-    for in_force, regime_rate, regime_busy in zip(capacity, rate, busy):
-        demand, held = per_link(regime_rate), busy_per_link(regime_busy)
+    for k, (in_force, regime_rate, regime_busy) in enumerate(zip(capacity, rate, busy)):
+        demand, held = per_link(regime_rate, k), busy_per_link(regime_busy, k)
         peak = np.maximum(peak, np.where((held > 0) & (in_force > 0),
                                          demand / np.where(in_force > 0, in_force, 1.0), 0.0))
         saturated = (crossing == 1) & (demand >= SATURATED * in_force)
@@ -461,8 +547,8 @@ little to find there, and the prefixes add at most a fifteenth to a check that p
 
 def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, at: np.ndarray, capacity: np.ndarray,
            rate: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
-    """Replay the ``watched`` links' loads from their lanes' transfer intervals (``paths``,
-    ``rate`` per regime and watched lane, ``starts``/``ends`` of the watched lanes,
+    """Replay the ``watched`` links' loads from their lanes' transfer intervals (``paths``
+    and ``rate`` per regime and watched lane, ``starts``/``ends`` of the watched lanes,
     transfers x lanes, ps, -1 for none), regime by regime (``capacity[k]`` in force from
     ``at[k]`` ps on; a transfer's time split at the regimes' bounds): False if any of them
     carried more than its capacity in force at some instant (the lane times do not hold),
@@ -470,14 +556,13 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, at: np.ndar
     Transfers of growing prefixes first (``PREFIX_GROWTH``): every lane's transfers follow
     each other, so the first q of every lane hold all the load before the earliest start of
     a transfer q."""
-    on = np.isin(paths, watched)  # (watched lanes, hops): the watched links each lane crosses
-    lane, hop = np.nonzero(on)
-    link = paths[lane, hop]
     bounds = np.append(at, HORIZON_PS + 2)
     links = capacity.shape[1]
     peak, max_flows = np.zeros(links), np.zeros(links, dtype=np.int64)
     busy_ps, saturated_ps = np.zeros(links, dtype=np.int64), np.zeros(links, dtype=np.int64)
     for k, (in_force, regime_rate) in enumerate(zip(capacity, rate)):
+        lane, hop = np.nonzero(np.isin(paths[k], watched))  # the watched links each lane crosses in this regime
+        link = paths[k][lane, hop]
         if len(at) == 1:
             begin, finish = starts, ends
         else:  # the pieces in this regime (none: finish <= begin)

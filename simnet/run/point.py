@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
-from simnet.engine.faults import Fault, no_link_down
+from simnet.engine.faults import Fault
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import join_gates, replay
 from simnet.errors import Unsupported
@@ -295,9 +295,10 @@ class Setup:
     def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: Conditions,
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
-        (``simnet.engine.lanes``) when the algorithm is a lane program, no fault takes a link
-        down (faults that slow links set the capacities in force from their times on;
-        stragglers hold back each lane until both its ends have joined) and either no link
+        (``simnet.engine.lanes``) when the algorithm is a lane program (faults set the
+        capacities in force from their times on, links down moving the lanes that cross them
+        to their detours; stragglers hold back each lane until both its ends have joined) and
+        either no link
         can be shared beyond its capacity (engine ``lanes``) or the lanes' lower and upper
         bounds on the completion time meet (``lanes-bounds-meet``, exact); under ``model:
         nccl``, a ring of more than ``MAX_EXACT`` transfers that neither proves as steady
@@ -306,10 +307,8 @@ class Setup:
         memory or it is such a ring. ``model: ideal`` (the exact reference),
         ``options["exact"]`` and ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
-        program = None
-        faults = list(conditions.faults)
-        if no_link_down(faults):  # stragglers only delay each lane's first transfer
-            program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        faults = list(conditions.faults)  # stragglers only delay each lane's first transfer
+        program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and worth_replaying(program):
             big_ring = (program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
                         and not options.get("exact"))
