@@ -379,22 +379,23 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes
                       sent: np.ndarray, busy: np.ndarray, watch: np.ndarray, starts: np.ndarray,
                       ends: np.ndarray) -> None:
     """``_longest_path`` for programs whose every lane waits on one lane at one lag (rings):
-    each transfer index is a few in-place numpy passes over all lanes."""
+    each transfer index is a few in-place numpy passes over all lanes (regime by regime only
+    while some transfer may start before the last regime's instant)."""
     depth = len(delivered)
     after = program.after[:, 0]
     took = np.empty(program.lanes)
     took_ps = np.empty(program.lanes, dtype=np.int64)
     dep = np.empty(program.lanes, dtype=np.int64)
     every = np.arange(program.lanes)
-    one_regime, ps_per_byte = len(regimes.at) == 1, regimes.ps_per_byte[0]
-    one_route = not regimes.rerouted.any()
+    last = len(regimes.at) - 1
     for q in range(int(program.flows[0])):
         nbytes, _ = program.nbytes(q)
         if q >= lag:
             np.take(delivered[(q - lag) % depth], after, out=dep)
             np.maximum(sent, dep, out=sent)  # now the start
+        one_regime = last == 0 or sent.min() >= regimes.at[last]  # every transfer in the last regime
         if one_regime:
-            np.multiply(nbytes, ps_per_byte, out=took)
+            np.multiply(nbytes, regimes.ps_per_byte[last], out=took)
             took -= WHOLE_PS_SLACK
             if regimes.guarded:  # a last byte past the horizon stops the run below: count it as just past
                 np.minimum(took, HORIZON_PS + 1, out=took)
@@ -406,7 +407,7 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes
         if len(watch):
             starts[q] = sent[watch]
         if one_regime:
-            busy[0] += took_ps
+            busy[last] += took_ps
         else:
             regimes.count_busy(busy, every, sent, took_ps)
         sent += took_ps  # now the last byte's departure
@@ -414,7 +415,7 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes
             check_horizon(sent.max(initial=0))
         if len(watch):
             ends[q] = sent[watch]
-        np.add(sent, fixed[0] if one_route else regimes.fixed_at(sent, every), out=delivered[q % depth])
+        np.add(sent, fixed[last] if one_regime else regimes.fixed_at(sent, every), out=delivered[q % depth])
 
 
 @dataclass(frozen=True)
