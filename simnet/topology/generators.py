@@ -100,8 +100,9 @@ class _NvSwitchHosts(Strict):
     server: ServerName | None = None
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
-        """The parameters ``server`` sets, as a user would write them."""
+    def _from_server(cls, server: Server, written: dict) -> dict:
+        """The parameters ``server`` sets, as a user would write them, beside the keys
+        ``written`` in the generator (which win)."""
         return {"gpu": server.gpu, "gpus_per_tray": server.gpus_per_tray, "transport": server.transport,
                 "nic_bandwidth": server.nic_bandwidth, "net_latency": server.net_latency}
 
@@ -109,7 +110,7 @@ class _NvSwitchHosts(Strict):
     @classmethod
     def _server_defaults(cls, data):
         if isinstance(data, dict) and isinstance(data.get("server"), str) and data["server"] in SERVERS:
-            known = {k: v for k, v in cls._from_server(SERVERS[data["server"]]).items()
+            known = {k: v for k, v in cls._from_server(SERVERS[data["server"]], data).items()
                      if v is not None and k in cls.model_fields}
             data = {**known, **data}
         return data
@@ -164,9 +165,9 @@ class NVSwitchParams(_NvSwitchHosts):
     prefix: Label = ""
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
+    def _from_server(cls, server: Server, written: dict) -> dict:
         """The server's GPUs; its NICs only when it has one per GPU (this generator's only layout)."""
-        keys = {**super()._from_server(server), "gpus": server.gpus}
+        keys = {**super()._from_server(server, written), "gpus": server.gpus}
         return keys if server.nics == server.gpus else {k: keys[k] for k in ("gpu", "gpus", "gpus_per_tray")}
 
     def mesh_bandwidth_given(self) -> bool:
@@ -255,8 +256,23 @@ class LeafSpineParams(_NvSwitchHosts):
     prefix: Label = ""
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
-        return {**super()._from_server(server), "gpus_per_host": server.gpus, "nics_per_host": server.nics}
+    def _from_server(cls, server: Server, written: dict) -> dict:
+        """The server's GPUs and its NICs per GPU: with ``gpus_per_host`` written, as many NICs
+        for each GPU as the server has (a DGX H100's one each, OCI's H100 shape's two, a p4d's
+        one per two GPUs), not the whole server's beside fewer or more GPUs (an 8-GPU host of
+        an NVL72 rack's 72 NICs); none with ``nic_per`` or ``nics_per_host`` written."""
+        keys = {**super()._from_server(server, written), "gpus_per_host": server.gpus}
+        if "nic_per" in written or "nics_per_host" in written:
+            return keys
+        per_host = written.get("gpus_per_host", server.gpus)
+        if isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1:
+            return keys  # refused as gpus_per_host is
+        nics = server.nics * per_host / server.gpus
+        if not nics.is_integer():
+            raise ValueError(f"gpus_per_host: {server.name} has {server.nics} NICs for its {server.gpus} GPUs, so "
+                             f"{per_host} GPUs would have {nics:g}: give nics_per_host too (the NICs of a host "
+                             f"of {per_host})")
+        return {**keys, "nics_per_host": int(nics)}
 
     @model_validator(mode="after")
     def _one_uplink_rule(self) -> LeafSpineParams:
@@ -334,8 +350,8 @@ class RailOptimizedParams(_NvSwitchHosts):
     prefix: Label = ""
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
-        return {**super()._from_server(server), "gpus_per_node": server.gpus}
+    def _from_server(cls, server: Server, written: dict) -> dict:
+        return {**super()._from_server(server, written), "gpus_per_node": server.gpus}
 
     @model_validator(mode="after")
     def _ports_fit(self) -> RailOptimizedParams:
