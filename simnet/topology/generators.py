@@ -126,6 +126,9 @@ class _NvSwitchHosts(Strict):
             if getattr(self, "gpus_per_tray", None) is not None:
                 raise ValueError(f"gpus_per_tray: the GPUs of a {self.gpu} server are one xGMI mesh, not trays of an "
                                  "NVLink domain; leave it out")
+            if "nvls" in self.model_fields_set:  # nvls: false as much as true: no switch to say it of
+                raise ValueError(f"nvls: the GPUs of a {self.gpu} server are one xGMI mesh, with no NVSwitch to have "
+                                 "NVLink SHARP or not; leave it out")
         if getattr(self, "nvls", None) and not GPUS[self.gpu].nvls:
             raise ValueError(f"nvls: {self.gpu} has no NVLink SHARP (NCCL runs NVLS from H100 on)")
         tray = getattr(self, "gpus_per_tray", None)
