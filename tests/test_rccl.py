@@ -177,6 +177,19 @@ def test_rccl_variables_it_does_not_follow_are_refused():
         simnet.simulate(_mesh("mi355x", bandwidth="64 GB/s"), "ring", 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
 
 
+@pytest.mark.parametrize("name, value", [("RCCL_LL128_FORCE_ENABLE", "1"), ("RCCL_MSCCL_ENABLE", "0"),
+                                         ("RCCL_OVERRIDE_ALGO", "Ring")])
+def test_rccl_variables_on_gpus_that_run_nccl_are_refused(name, value):
+    """Fuzz 31f: RCCL_LL128_FORCE_ENABLE=1 (or any RCCL_ variable) on H100s ran without a
+    word and changed nothing: NCCL reads none of them. Under model: ideal no library's
+    variable is read, and none is refused."""
+    h100 = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}})
+    with pytest.raises(ValueError, match=f"{name}={value} is RCCL's \\(AMD Instinct GPUs\\), and these GPUs run NCCL, "
+                                         "which does not read it"):
+        simnet.simulate(h100, "auto", 2**20, env={name: value})
+    assert simnet.simulate(h100, "ring", 2**20, env={name: value}, model="ideal").time_s > 0
+
+
 # ------------------------------------------------------------------ MSCCL on one MI300X host (RCCL 2.21.5)
 # tools/msccl-algorithms/allreduce-allpairs-8n-*-op.xml @0cbce2a, line 1 of each (rccl.MSCCL_ALLREDUCE):
 # LL, 4 channels, 256 chunks per loop, 0-65536 B; LL, 8 channels, 512 chunks, 65537-524287 B; Simple, 8
