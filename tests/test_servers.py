@@ -140,3 +140,12 @@ def test_nic_keys_written_beside_a_server_win_or_are_asked_for():
                                          r"would have 1.5: give nics_per_host too"):
         _pair(server="p4d.24xlarge", gpus_per_host=3)
     assert system_of(_pair(server="p4d.24xlarge", gpus_per_host=3, nics_per_host=2)).nics == 2
+
+
+@pytest.mark.parametrize("kind", ["pcie", "ps_star", "full_mesh"])
+def test_a_server_on_a_generator_that_builds_none_is_refused_in_words(kind):
+    """Fuzz 31f: ``kind: ps_star, server: dgx-h100`` was refused as an unknown key with
+    "did you mean 'servers'?" (ps_star's count of parameter servers)."""
+    with pytest.raises(InputError, match=f"generate.server: kind: {kind} builds no server of the catalogue; nvswitch, "
+                                         "leaf_spine, rail_optimized and cross_region do"):
+        topology_from_dict({"name": "x", "generate": {"kind": kind, "server": "dgx-h100"}})

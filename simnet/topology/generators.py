@@ -205,7 +205,20 @@ class NVSwitchParams(_NvSwitchHosts):
         return self.gpus, (self.gpus + 1 + nics) + (self.gpus + nics)
 
 
-class PCIeParams(Strict):
+class _NoServer(Strict):
+    """A generator that builds no product of the catalogue: ``server:`` on it is refused in
+    words, not as an unknown key that might be ps_star's ``servers``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_server(cls, data):
+        if isinstance(data, dict) and "server" in data:
+            raise ValueError(f"server: kind: {data.get('kind')} builds no server of the catalogue; nvswitch, "
+                             "leaf_spine, rail_optimized and cross_region do (or write its gpu: and other keys here)")
+        return data
+
+
+class PCIeParams(_NoServer):
     """One server whose GPUs talk over PCIe: GPUs behind PCIe switches under one host bridge.
 
     ``gpu`` names the generation (e.g. ``l40s``); the PCIe rates default to its PCIe
@@ -462,7 +475,7 @@ class CrossRegionParams(LeafSpineParams):
         return self.regions * gpus, self.regions * (elements + 1 + tops) + self.regions**2
 
 
-class PSStarParams(Strict):
+class PSStarParams(_NoServer):
     """Workers and parameter servers on one Ethernet switch."""
 
     kind: Literal["ps_star"]
@@ -480,7 +493,7 @@ class PSStarParams(Strict):
         return self.workers, 2 * (self.workers + self.servers) + 1
 
 
-class FullMeshParams(Strict):
+class FullMeshParams(_NoServer):
     """GPUs with a direct link between every pair: an AMD Instinct host's xGMI (Infinity
     Fabric) mesh, e.g. 8 MI300X, each with one link to each of the other 7; the links
     count as the GPU fabric (link type nvlink: NVLink or xGMI)."""
