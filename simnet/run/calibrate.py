@@ -30,8 +30,8 @@ import numpy as np
 from simnet import units
 from simnet.errors import InputError
 from simnet.io.nccltests import Log
-from simnet.model.interface import library_model
 from simnet.model.calibration import KNOTS, Calibration
+from simnet.model.interface import library_model
 from simnet.run.simulate import simulate
 from simnet.topology.hardware import GPUS, NVLINK
 
