@@ -254,3 +254,25 @@ def test_msccl_time_on_paper():
         17e-6 + 2 * (2.1e-6 + simple / 8 / link), rel=1e-3)
     assert simnet.simulate(_mesh(), "auto", ll).time_s == pytest.approx(
         12e-6 + 2 * (0.8e-6 + 2 * ll / 8 / link), rel=1e-3)
+
+
+def test_sharp_switches_under_amd_gpus_are_refused_and_collnet_is_no_rccl_algorithm():
+    """Fuzz 31f: ``algorithms: [collnet_direct]`` on a ``sharp: true`` fabric of MI300X exited
+    70 (KeyError 'CollNetDirect' in RCCL's tables): RCCL runs Ring and Tree only, and a
+    switch that reduces changes nothing when every GPU runs RCCL."""
+    from simnet.errors import InputError, Unsupported
+
+    with pytest.raises(InputError, match="generate.sharp: 'tor0' reduces in the network, and the GPUs are AMD "
+                                         "Instinct \\(mi300x\\), whose RCCL runs no CollNet"):
+        topology_from_dict({"name": "f", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                      "gpus_per_host": 2, "gpu": "mi300x", "sharp": True}})
+    # a fabric of both vendors keeps its SHARP switch; a run on its AMD GPUs has no CollNet
+    nodes = [{"id": "g0", "kind": "gpu", "host": "h0", "gpu": "mi300x"},
+             {"id": "g1", "kind": "gpu", "host": "h1", "gpu": "mi300x"},
+             {"id": "g2", "kind": "gpu", "host": "h2", "gpu": "h100"}, {"id": "sw", "kind": "switch", "sharp": True}]
+    mixed = topology_from_dict({"name": "m", "nodes": nodes, "links": [
+        {"a": g, "b": "sw", "bandwidth": "400 Gb/s", "latency": "1 us"} for g in ("g0", "g1", "g2")]})
+    for algorithm in ("collnet_direct", "collnet_chain"):
+        with pytest.raises(Unsupported, match="RCCL runs Ring and Tree only, no CollNet"):
+            simnet.simulate(mixed, algorithm, 2**20, gpus=["g0", "g1"])
+        assert simnet.simulate(mixed, algorithm, 2**20, gpus=["g0", "g1"], model="ideal").time_s > 0
