@@ -117,7 +117,8 @@ def test_simnet_servers_lists_every_product_and_explains_one():
 
 @pytest.mark.parametrize("name, per_host, written", [
     ("dgx-h100", 2, dict(gpu="h100", nics_per_host=2, nic_bandwidth="400 Gb/s", transport="ib")),
-    ("BM.GPU.H100.8", 2, dict(gpu="h100", nics_per_host=4, nic_bandwidth="200 Gb/s", transport="roce")),
+    ("p4d.24xlarge", 4, dict(gpu="a100", nics_per_host=2, nic_bandwidth="100 Gb/s", transport="efa",
+                             net_latency="75 us")),
     ("gb200-nvl72", 8, dict(gpu="gb200", gpus_per_tray=4, nics_per_host=8, nic_bandwidth="400 Gb/s", transport="ib")),
 ])
 def test_a_host_of_fewer_gpus_than_the_server_keeps_its_nics_per_gpu(name, per_host, written):
