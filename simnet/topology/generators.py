@@ -298,6 +298,18 @@ class LeafSpineParams(_NvSwitchHosts):
             raise ValueError("give nic_per or nics_per_host, not both (nics_per_host would win)")
         return self
 
+    @model_validator(mode="after")
+    def _nics_of_each_tray(self) -> LeafSpineParams:
+        """With trays (``gpus_per_tray``) each tray is a host of its own, with its own NICs: a
+        GPU reaches no other tray's NIC over PCIe, so the trays share the NICs evenly."""
+        tray, per_host = self.gpus_per_tray, self.gpus_per_host
+        if tray is not None and tray < per_host and per_host % tray == 0 and self.host_nics() % (per_host // tray):
+            key = "nics_per_host" if self.nics_per_host is not None else "nic_per"
+            raise ValueError(f"{key}: {self.host_nics()} NIC{'s' * (self.host_nics() != 1)} for the {per_host // tray} "
+                             f"trays of a server, and each tray is a host of its own whose GPUs reach no other tray's "
+                             f"NIC: give a multiple of {per_host // tray} NICs per server (nics_per_host)")
+        return self
+
     def host_nics(self) -> int:
         """NICs per host: ``nics_per_host``, else one per GPU or one per host (``nic_per``)."""
         if self.nics_per_host is not None:
