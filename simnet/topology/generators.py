@@ -286,8 +286,8 @@ class LeafSpineParams(_NvSwitchHosts):
         nics = server.nics * per_host / server.gpus
         if not nics.is_integer():
             raise ValueError(f"gpus_per_host: {server.name} has {server.nics} NICs for its {server.gpus} GPUs, so "
-                             f"{per_host} GPUs would have {nics:g}: give nics_per_host too (the NICs of a host "
-                             f"of {per_host})")
+                             f"{per_host} GPU{'s' * (per_host != 1)} would have {nics:g}: give nics_per_host too "
+                             f"(the NICs of a host of {per_host})")
         return {**keys, "nics_per_host": int(nics)}
 
     @model_validator(mode="after")
