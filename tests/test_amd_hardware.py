@@ -62,6 +62,11 @@ def test_rail_fabric_of_oci_mi300x_servers():
     (dict(kind="leaf_spine", gpu="mi325x"), "give nvlink_bandwidth"),
     (dict(kind="leaf_spine", gpu="mi300x", gpus_per_tray=4), "gpus_per_tray: the GPUs of a mi300x server are one "
                                                               "xGMI mesh"),
+    # fuzz 31f: nvls: false was accepted (and changed nothing), where nvls: true was refused
+    (dict(kind="leaf_spine", gpu="mi300x", nvls=False), "nvls: the GPUs of a mi300x server are one xGMI mesh, with "
+                                                        "no NVSwitch"),
+    (dict(kind="rail_optimized", server="BM.GPU.MI300X.8", nodes_per_unit=2, nvls=False), "nvls: the GPUs of a "
+                                                                                         "mi300x server"),
 ])
 def test_what_a_mesh_cannot_be_is_refused_in_one_line(generate, message):
     with pytest.raises(InputError, match=message):

@@ -495,6 +495,25 @@ def test_a_log_of_another_machine_is_refused(tmp_path, device, hosts, message):
     assert refused.value.line == next(k for k, line in enumerate(text.splitlines(), 1) if "Rank  0" in line)
 
 
+def test_a_log_of_the_other_vendor_s_library_is_refused_on_its_version_line():
+    """Fuzz 31f: an rccl-tests log whose device lines name no GPU (rccl-tests prints them
+    empty on some systems) was fitted on an H100 box, and an nccl-tests log on an MI300X
+    mesh: the program's version line says which library ran."""
+    unnamed = write_log({1048576: 60.0, 16777216: 400.0}, 4, gpus_per_host=4).replace("NVIDIA H100 80GB HBM3", "")
+    rccl = unnamed.replace("# nccl-tests version 2.17.6 nccl-headers=22501 nccl-library=22501",
+                           "rccl-tests: Version develop:5272cd1")
+    mesh = topology_from_dict({"name": "m", "generate": {"kind": "full_mesh", "gpu": "mi300x", "gpus": 4}})
+    h100 = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpu": "h100", "gpus": 4}})
+    with pytest.raises(InputError, match=re.escape("r.log:1: the log is rccl-tests' output, the topology's GPUs are "
+                                                   "h100: NVIDIA GPUs, which run NCCL")):
+        points_of([parse_log(rccl, "r.log")], h100)
+    with pytest.raises(InputError, match=re.escape("n.log:1: the log is nccl-tests' output, the topology's GPUs are "
+                                                   "mi300x: AMD Instinct GPUs, which run RCCL")):
+        points_of([parse_log(unnamed, "n.log")], mesh)
+    assert len(points_of([parse_log(rccl, "r.log")], mesh)) == 2  # each on its own machine: fitted
+    assert len(points_of([parse_log(unnamed, "n.log")], h100)) == 2
+
+
 def test_a_garbled_row_or_device_list_is_refused_naming_its_line(tmp_path):
     """Fuzz findings (31e): a row whose busbw contradicts its own time (the rank count was
     checked on the largest row only), a #wrong of -1 (only digits were read), and two

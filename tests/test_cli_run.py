@@ -299,6 +299,20 @@ def test_under_ideal_auto_gives_no_nccl_algo_advice(cli, root):
     assert "auto -> ring (nvls" in line and "faster at line rate)" in line and "NCCL_ALGO=" not in line
 
 
+def test_nccl_algo_beside_named_algorithms_only_is_said_to_change_nothing(cli, tmp_path):
+    """Fuzz 31f: NCCL_ALGO=Tree beside ``algorithms: [ring]`` ran ring without a word: NCCL_ALGO
+    restricts auto's pick, and no auto ran. With auto among the algorithms it is read."""
+    path = tmp_path / "a.yaml"
+    path.write_text("name: a\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsize: 1 MiB\n"
+                    "algorithms: [ring]\n")
+    named = cli("run", path, "--json", "-", env={"NCCL_ALGO": "Tree"})
+    said = [w["message"] for w in json.loads(named.stdout)["runs"][0]["warnings"] if w["kind"] == "key_unread"]
+    assert said == ["NCCL_ALGO=Tree restricts what auto picks, and this run names ring, no auto, so it changed "
+                    "nothing here (add auto to the algorithms to see NCCL's pick under it)"]
+    with_auto = cli("run", path, "-a", "ring", "-a", "auto", "--json", "-", env={"NCCL_ALGO": "Tree"})
+    assert not any(w["kind"] == "key_unread" for r in json.loads(with_auto.stdout)["runs"] for w in r["warnings"])
+
+
 def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch):
     path = tmp_path / "a.yaml"
     path.write_text(f"name: a\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 64 MiB\nalgorithms: [auto]\n")

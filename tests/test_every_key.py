@@ -102,7 +102,7 @@ def generator_cases(model: str, base: dict, changes: dict, **scenario) -> list[C
 
 
 # ------------------------------------------------------------------ the cases
-HOSTS = {"server": "dgx-h100", "gpu": "a100", "nvlink_bandwidth": "100 GB/s", "nvlink_latency": "5 us",
+HOSTS = {"server": "dgx-a100", "gpu": "a100", "nvlink_bandwidth": "100 GB/s", "nvlink_latency": "5 us",
          "nvls": False, "gpus_per_tray": 1, "nic_per": "host", "nics_per_host": 1, "nic_bandwidth": "100 Gb/s",
          "transport": "tcp", "net_latency": "50 us", "pcie_bandwidth": "4 GB/s", "pcie_latency": "20 us",
          "link_latency": "30 us", "spines": 2, "uplink_bandwidth": "10 Gb/s", "oversubscription": 4,

@@ -102,6 +102,16 @@ def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures)
     assert image[0, 1] == pytest.approx(document["interference"]["a"]["b"])
     again = cli("run", path, "--json", "-").stdout
     assert json.loads(again) == document  # deterministic
+    # fuzz 31f: with --json - the plot was skipped without a word, and with one job --plot drew nothing
+    figures.clear()
+    piped = cli("run", path, "--json", "-", "--plot", tmp_path / "piped")
+    assert json.loads(piped.stdout) == document and "interference.png" in figures
+    path.write_text(path.read_text().split("  - {name: b")[0])
+    one = cli("run", path, "--plot", tmp_path / "one")
+    assert one.exit_code == 2 and one.stderr.strip() == (
+        f"{path}: --plot draws how jobs slow each other, and this scenario has one job: add another (or a background "
+        "job), or leave --plot out")
+    assert not (tmp_path / "one").exists()
 
 
 @pytest.mark.parametrize("jobs, where, message", [

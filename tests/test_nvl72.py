@@ -113,6 +113,26 @@ def test_trays_must_divide_the_server():
                                                       "gpus_per_tray": 5}})
 
 
+@pytest.mark.parametrize("nics, refused", [({"nics_per_host": 1}, "nics_per_host: 1 NIC for the 2 trays"),
+                                           ({"nics_per_host": 3}, "nics_per_host: 3 NICs for the 2 trays"),
+                                           ({"nic_per": "host"}, "nic_per: 1 NIC for the 2 trays"),
+                                           ({"nics_per_host": 2}, None), ({"nics_per_host": 6}, None)])
+def test_each_tray_has_nics_of_its_own(nics, refused):
+    """Fuzz 31f: ``gpus_per_tray: 4`` of 8 with ``nics_per_host: 1`` (or ``nic_per: host``)
+    cabled the second tray's GPUs over PCIe to the first tray's NIC, a host each: no
+    hardware is built so. The trays share a server's NICs evenly, each its own."""
+    params = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpu": "gb200", "gpus_per_host": 8,
+              "gpus_per_tray": 4, **nics}
+    if refused:
+        with pytest.raises(InputError, match=refused):
+            topology_from_dict({"name": "x", "generate": params})
+        return
+    topo = topology_from_dict({"name": "x", "generate": params})
+    for gpu in topo.gpus:  # every GPU's NICs are on its own tray
+        host = topo.graph.nodes[gpu]["host"]
+        assert all(topo.graph.nodes[nic]["host"] == host for nic, _ in topo.rails([gpu]))
+
+
 def test_nccls_arm_hosts_skip_the_x86_nvlstree_correction():
     """tuning.cc applies treeCorrectionFactor to NVLSTree below 1 GiB only on x86 hosts: the
     same two racks of Blackwell GPUs predict NVLSTree faster on Grace than on an x86 host."""

@@ -177,6 +177,19 @@ def test_rccl_variables_it_does_not_follow_are_refused():
         simnet.simulate(_mesh("mi355x", bandwidth="64 GB/s"), "ring", 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
 
 
+@pytest.mark.parametrize("name, value", [("RCCL_LL128_FORCE_ENABLE", "1"), ("RCCL_MSCCL_ENABLE", "0"),
+                                         ("RCCL_OVERRIDE_ALGO", "Ring")])
+def test_rccl_variables_on_gpus_that_run_nccl_are_refused(name, value):
+    """Fuzz 31f: RCCL_LL128_FORCE_ENABLE=1 (or any RCCL_ variable) on H100s ran without a
+    word and changed nothing: NCCL reads none of them. Under model: ideal no library's
+    variable is read, and none is refused."""
+    h100 = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}})
+    with pytest.raises(ValueError, match=f"{name}={value} is RCCL's \\(AMD Instinct GPUs\\), and these GPUs run NCCL, "
+                                         "which does not read it"):
+        simnet.simulate(h100, "auto", 2**20, env={name: value})
+    assert simnet.simulate(h100, "ring", 2**20, env={name: value}, model="ideal").time_s > 0
+
+
 # ------------------------------------------------------------------ MSCCL on one MI300X host (RCCL 2.21.5)
 # tools/msccl-algorithms/allreduce-allpairs-8n-*-op.xml @0cbce2a, line 1 of each (rccl.MSCCL_ALLREDUCE):
 # LL, 4 channels, 256 chunks per loop, 0-65536 B; LL, 8 channels, 512 chunks, 65537-524287 B; Simple, 8
@@ -241,3 +254,25 @@ def test_msccl_time_on_paper():
         17e-6 + 2 * (2.1e-6 + simple / 8 / link), rel=1e-3)
     assert simnet.simulate(_mesh(), "auto", ll).time_s == pytest.approx(
         12e-6 + 2 * (0.8e-6 + 2 * ll / 8 / link), rel=1e-3)
+
+
+def test_sharp_switches_under_amd_gpus_are_refused_and_collnet_is_no_rccl_algorithm():
+    """Fuzz 31f: ``algorithms: [collnet_direct]`` on a ``sharp: true`` fabric of MI300X exited
+    70 (KeyError 'CollNetDirect' in RCCL's tables): RCCL runs Ring and Tree only, and a
+    switch that reduces changes nothing when every GPU runs RCCL."""
+    from simnet.errors import InputError, Unsupported
+
+    with pytest.raises(InputError, match="generate.sharp: 'tor0' reduces in the network, and the GPUs are AMD "
+                                         "Instinct \\(mi300x\\), whose RCCL runs no CollNet"):
+        topology_from_dict({"name": "f", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                      "gpus_per_host": 2, "gpu": "mi300x", "sharp": True}})
+    # a fabric of both vendors keeps its SHARP switch; a run on its AMD GPUs has no CollNet
+    nodes = [{"id": "g0", "kind": "gpu", "host": "h0", "gpu": "mi300x"},
+             {"id": "g1", "kind": "gpu", "host": "h1", "gpu": "mi300x"},
+             {"id": "g2", "kind": "gpu", "host": "h2", "gpu": "h100"}, {"id": "sw", "kind": "switch", "sharp": True}]
+    mixed = topology_from_dict({"name": "m", "nodes": nodes, "links": [
+        {"a": g, "b": "sw", "bandwidth": "400 Gb/s", "latency": "1 us"} for g in ("g0", "g1", "g2")]})
+    for algorithm in ("collnet_direct", "collnet_chain"):
+        with pytest.raises(Unsupported, match="RCCL runs Ring and Tree only, no CollNet"):
+            simnet.simulate(mixed, algorithm, 2**20, gpus=["g0", "g1"])
+        assert simnet.simulate(mixed, algorithm, 2**20, gpus=["g0", "g1"], model="ideal").time_s > 0

@@ -208,3 +208,14 @@ def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(
     was 'the key 1', and a job's ``hosts: []`` was said as a job of under 2 GPUs."""
     (tmp_path / "sub").mkdir()
     assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))
+
+
+@pytest.mark.parametrize("value, says", [
+    ("0o1", "2: topology.generate.gpus: '0o1' is not a whole number; write one in the digits 0-9"),
+    ("８", "2: topology.generate.gpus: '８' is not a whole number; write one in the digits 0-9"),
+    ("'8'", "2: topology.generate.gpus: '8' is text; write the whole number without quotes")])
+def test_a_count_that_is_no_number_is_not_said_to_be_quoted(tmp_path, value, says):
+    """Fuzz 31f: ``spines: 0o1`` and ``gpus: ８`` (a full-width digit), written without quotes,
+    were refused as "is text; write the whole number without quotes"."""
+    assert _refusal(tmp_path, f"name: s\ntopology: {{name: t, generate: {{kind: nvswitch, gpus: {value}}}}}\n"
+                              "sizes: [1 MiB]\n").startswith(says)

@@ -116,3 +116,40 @@ def test_simnet_servers_lists_every_product_and_explains_one():
         "no server 'p5' in the catalogue; did you mean p5.48xlarge, p5e.48xlarge, p5en.48xlarge? (`simnet servers` "
         "lists them)")
     assert "did you mean dgx-h100?" in _servers("DGX-H100").stderr
+
+
+@pytest.mark.parametrize("name, per_host, written", [
+    ("dgx-h100", 2, dict(gpu="h100", nics_per_host=2, nic_bandwidth="400 Gb/s", transport="ib")),
+    ("p4d.24xlarge", 4, dict(gpu="a100", nics_per_host=2, nic_bandwidth="100 Gb/s", transport="efa",
+                             net_latency="75 us")),
+    ("gb200-nvl72", 8, dict(gpu="gb200", gpus_per_tray=4, nics_per_host=8, nic_bandwidth="400 Gb/s", transport="ib")),
+])
+def test_a_host_of_fewer_gpus_than_the_server_keeps_its_nics_per_gpu(name, per_host, written):
+    """Fuzz 31f: ``server: dgx-h100, gpus_per_host: 2`` kept the server's 8 NICs for 2 GPUs
+    (1,600 Gb/s each), and an 8-GPU host of ``gb200-nvl72`` had the rack's 72."""
+    by_name = _pair(server=name, gpus_per_host=per_host)
+    assert system_of(by_name).nics == system_of(_pair(gpus_per_host=per_host, **written)).nics == \
+        written["nics_per_host"]  # per host
+    assert simnet.simulate(by_name, "ring", 2**20).time_s == \
+        simnet.simulate(_pair(gpus_per_host=per_host, **written), "ring", 2**20).time_s
+
+
+def test_nic_keys_written_beside_a_server_win_or_are_asked_for():
+    """``nic_per: host`` beside a server was refused as if nics_per_host had been written
+    too (the catalogue's); NICs a server's share of GPUs cannot have are asked for."""
+    one_each = _pair(server="dgx-h100", nic_per="host")
+    assert system_of(one_each) == system_of(_pair(gpu="h100", gpus_per_host=8, nic_per="host", nic_bandwidth="400 Gb/s",
+                                                  transport="ib"))
+    with pytest.raises(InputError, match=r"generate.gpus_per_host: p4d.24xlarge has 4 NICs for its 8 GPUs, so 3 GPUs "
+                                         r"would have 1.5: give nics_per_host too"):
+        _pair(server="p4d.24xlarge", gpus_per_host=3)
+    assert system_of(_pair(server="p4d.24xlarge", gpus_per_host=3, nics_per_host=2)).nics == 2
+
+
+@pytest.mark.parametrize("kind", ["pcie", "ps_star", "full_mesh"])
+def test_a_server_on_a_generator_that_builds_none_is_refused_in_words(kind):
+    """Fuzz 31f: ``kind: ps_star, server: dgx-h100`` was refused as an unknown key with
+    "did you mean 'servers'?" (ps_star's count of parameter servers)."""
+    with pytest.raises(InputError, match=f"generate.server: kind: {kind} builds no server of the catalogue; nvswitch, "
+                                         "leaf_spine, rail_optimized and cross_region do"):
+        topology_from_dict({"name": "x", "generate": {"kind": kind, "server": "dgx-h100"}})

@@ -4,6 +4,7 @@ time follows on paper, the replay rules as properties, the public HTA trace, the
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -269,6 +270,23 @@ def test_missing_ranks_and_mismatched_calls_are_refused_in_one_line(tmp_path):
         simulate_trace(read_traces([r0, r1]), _two_gpus())
     with pytest.raises(InputError, match="rank 0 is given twice"):
         read_traces([r0, r0])
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"NCCL_IB_DISABLE": "1"}, "NCCL_IB_DISABLE=1 changes the transports"),
+    ({"NCCL_ALGO": "Butterfly"}, "NCCL_ALGO='Butterfly': unknown name"),
+    ({"RCCL_LL128_FORCE_ENABLE": "1"}, "RCCL_LL128_FORCE_ENABLE=1 is RCCL's"),
+])
+@pytest.mark.parametrize("model", [None, "ideal"])
+def test_an_environment_simnet_does_not_follow_is_refused_before_any_pricing(tmp_path, env, message, model):
+    """Fuzz 31f: NCCL_IB_DISABLE=1 (and an RCCL_ variable on NVIDIA GPUs) ended a replay as
+    an internal error (exit 70), raised while the first call was priced. (Under model: ideal
+    the calls still take NCCL's pick, which reads the environment.)"""
+    if model == "ideal" and "NCCL_IB_DISABLE" in env:
+        pytest.skip("model: ideal follows no NCCL transport, and refuses no such variable")
+    traces = read_traces([_write(tmp_path, "r0.json", _step_trace(0, 1_000))], ranks_per_trace=2)
+    with pytest.raises(InputError, match=re.escape(message)):
+        simulate_trace(traces, _two_gpus(), env=env, **({"model": model} if model else {}))
 
 
 @pytest.mark.parametrize("text, message", [

@@ -102,6 +102,9 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         if csv_path or trace_path or algorithms or sizes:
             raise InputError(f"{scenario}: with jobs, each job has its own algorithm and size; "
                              "--algorithm, --size, --csv and --trace do not apply (--json and --plot do)")
+        if plot_dir and len(spec.jobs) == 1:  # it drew nothing, without a word
+            raise InputError(f"{scenario}: --plot draws how jobs slow each other, and this scenario has one job: "
+                             "add another (or a background job), or leave --plot out")
         return _run_jobs(spec, scenario, json_path, plot_dir)
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path), from_option=bool(algorithms))
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
@@ -216,11 +219,12 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]
     document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict(),
                            **({"warnings": warnings} if warnings else {})}, indent=1, allow_nan=False)
-    if json_path == "-":
+    if json_path == "-":  # stdout is the JSON; the rest goes to stderr
         from simnet.cli.console import stderr_console
 
         click.echo(document)
         _print_scenario_warnings(stderr_console(), spec)
+        _plot_jobs(stderr_console(), result, plot_dir)
         return
     console = stdout_console()
     console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
@@ -230,7 +234,13 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     _print_scenario_warnings(console, spec)
     if json_path:
         console.print(f"wrote {write_text(json_path, document)}")
-    if plot_dir and len(spec.jobs) > 1:
+    _plot_jobs(console, result, plot_dir)
+
+
+def _plot_jobs(console, result, plot_dir: Path | None) -> None:
+    """The interference plot of two or more jobs into ``plot_dir`` (with ``--json -`` too,
+    where it was skipped without a word)."""
+    if plot_dir:
         from simnet.report.plots import plot_interference
 
         Path(plot_dir).mkdir(parents=True, exist_ok=True)

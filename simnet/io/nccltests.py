@@ -36,6 +36,10 @@ _PREFIX = re.compile(r"^\s*(\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?\s+)?"  # 
                      r"(\[\d+,\d+\]<std(out|err)>:|<std(out|err)>:|\d+:|\[\d+\])?\s*")
 _RANK = re.compile(r"^#\s*Rank\s+(\d+)\b(?:.*?\bon\s+(\S+)\s+device\s+(\S+)\s+\[[^\]]*\]\s*(.*))?")
 _TEST = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_VERSION = re.compile(r"^#?\s*(nccl|rccl)-tests:?\s+version\b", re.IGNORECASE)
+"""The line naming the program's library: ``# nccl-tests version 2.18.3 nccl-headers=...``
+(NVIDIA/nccl-tests src/common.cu, from 2.14) or ``rccl-tests: Version develop:5272cd1``
+(ROCm/rccl-tests, printed before the device list)."""
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -70,6 +74,7 @@ class Log:
     devices: list[str] = field(default_factory=list)  # per rank: the GPU the device line names
     device_lines: list[int] = field(default_factory=list)  # per rank with a device: its device line's number
     rank_lines: list[int] = field(default_factory=list)  # per rank: the line listing it (``#  Rank  3 ...``)
+    library: tuple[str, int] | None = None  # nccl or rccl, as its version line names it, and that line
 
     def refuse_unless_allreduce(self) -> None:
         """``InputError`` naming the line when the log is not an AllReduce's."""
@@ -159,6 +164,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         line = _PREFIX.sub("", raw).strip()
         if not line or "NCCL INFO" in line or "NCCL WARN" in line:
             continue
+        version = _VERSION.match(line)
+        if version and log.library is None:
+            log.library = (version.group(1).lower(), number)
         if line.startswith("#"):
             match = _RANK.match(line)
             if match:

@@ -125,6 +125,8 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     allowed = predict.parse_nccl_list(nccl_proto, tables.PROTOCOLS, "NCCL_PROTO", function)
     name = tables.native(function, algorithm)
     options = dict(options)
+    if system.library == "rccl" and name is not None and name not in ("Ring", "Tree"):
+        raise Unsupported(predict.unavailable(system, name, function))  # (RCCL's tables have no row for it)
     if name is not None:
         every = {p: predict.predict(system, name, p, size, function) for p in tables.PROTOCOLS}
         times = {p: t for p, t in every.items() if t is not None and p in allowed}

@@ -31,6 +31,7 @@ from simnet import units
 from simnet.errors import InputError
 from simnet.io.nccltests import Log
 from simnet.model.calibration import KNOTS, Calibration
+from simnet.model.interface import library_model
 from simnet.run.simulate import simulate
 from simnet.topology.hardware import GPUS, NVLINK
 
@@ -136,7 +137,7 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
             raise InputError("the log ran on one rank: an AllReduce over one GPU moves nothing to fit", log.path)
         if ranks > len(topology.gpus):
             raise InputError(f"the log ran on {ranks} ranks but the topology has {len(topology.gpus)} GPUs",
-                             log.path)
+                             log.path, log.rank_lines[-1] if log.rank_lines else None)
         _refuse_another_machine(log, topology, ranks)
         _refuse_ranks_the_rows_contradict(log, ranks, "the log's device lines list" if log.ranks else "--gpus says")
         _refuse_rows_faster_than_the_links(log, topology, ranks)
@@ -214,6 +215,13 @@ def _refuse_another_machine(log: Log, topology, ranks: int) -> None:
     machine than the one it is fitted to."""
     gpus = topology.gpus[:ranks]
     model = topology.gpu_model(gpus[0])
+    if log.library is not None:  # the program's own word: nccl-tests runs NCCL, rccl-tests RCCL (AMD GPUs)
+        library = library_model(topology.subset(gpus))
+        if log.library[0] != library:
+            runs = "AMD Instinct GPUs, which run RCCL" if library == "rccl" else "NVIDIA GPUs, which run NCCL"
+            raise InputError(f"the log is {log.library[0]}-tests' output, the topology's GPUs are "
+                             f"{model or 'unnamed (taken as A100s)'}: {runs}; fit a log of the machine the topology "
+                             "describes", log.path, log.library[1])
     first = dict(reversed(list(zip(log.devices, log.device_lines))))  # each device, the first line naming it
     for device in dict.fromkeys(log.devices if model is not None else []):  # a GPU the topology names
         named = [name for name in GPUS if re.search(rf"(?<![A-Za-z0-9]){name}(?![0-9])", device, re.IGNORECASE)]

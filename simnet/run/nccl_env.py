@@ -71,10 +71,15 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
     ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` bound the channels opened, and
     ``RCCL_LL128_FORCE_ENABLE=1`` turns RCCL's LL128 on where its default keeps it off;
     ``RCCL_MSCCL_ENABLE=0`` turns MSCCL off, ``RCCL_MSCCL_FORCE_ENABLE=1`` on beyond the
-    topologies RCCL enables it for (``rccl.msccl``).
+    topologies RCCL enables it for (``rccl.msccl``); an ``RCCL_`` variable on GPUs that run
+    NCCL is refused (ValueError): NCCL does not read it.
     Unset, SHARP switches (``sharp: true``) are taken to be in use, as with
     NCCL_COLLNET_ENABLE=1 and NCCL's SHARP plugin (NCCL's own default is 0)."""
     system = search.system_of(topology)
+    foreign = next((name for name in env if name.startswith("RCCL_") and env[name].strip()), None)
+    if foreign and system.library == "nccl":  # NCCL reads no RCCL_ variable: it would change nothing
+        raise ValueError(f"{foreign}={env[foreign]} is RCCL's (AMD Instinct GPUs), and these GPUs run NCCL, which "
+                         "does not read it: unset it (or describe AMD GPUs: gpu: mi300x)")
     if system.nvls and turned_off(env, "NCCL_NVLS_ENABLE"):
         system = replace(system, nvls=False)
     if system.collnet and turned_off(env, "NCCL_COLLNET_ENABLE"):

@@ -33,7 +33,7 @@ from simnet.errors import InputError
 from simnet.model.interface import DEFAULT_MODEL, resolve_model
 from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
-from simnet.run.nccl_env import nccl_env
+from simnet.run.nccl_env import nccl_env, nccl_system
 from simnet.run.point import Setup, calibration_of
 from simnet.run.simulate import simulate
 from simnet.schedule.catalog import algorithms_for
@@ -199,10 +199,17 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
         resolve_model(model, topo.subset(gpus) if len(gpus) > 1 else topo)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    env = nccl_env(env)
     calibration = calibration_of(calibration if calibration is not None else topo.calibration)
     instances = instances_of(traces)
-    pricer = _Pricer(topo, gpus, model, env, calibration, as_recorded)
+    try:  # the environment against the ranks' GPUs (a name NCCL does not know, a variable simnet does not
+        # follow, RCCL's on NVIDIA GPUs): refused in one line before any pricing, not midway as an internal error
+        env = nccl_env(env)
+        pricer = _Pricer(topo, gpus, model, env, calibration, as_recorded)
+        nccl_system(topo.subset(gpus) if len(gpus) > 1 else topo, env)  # NCCL's pick, under every model
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     index = {id(inst): j for j, inst in enumerate(instances)}
     times = np.array([pricer.alone(inst) for inst in instances])
     timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
+from simnet.run.nccl_env import nccl_env
 from simnet.run.simulate import simulate
 from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
@@ -69,6 +70,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
     said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
+    nccl_algo = nccl_env().get("NCCL_ALGO")
+    if nccl_algo and ran and "auto" not in ran:  # it restricts auto's pick only: named algorithms run as named
+        said.append(Finding("key_unread", "NCCL_ALGO", (
+            f"NCCL_ALGO={nccl_algo} restricts what auto picks, and this run names {', '.join(ran)}, no auto, so it "
+            "changed nothing here (add auto to the algorithms to see NCCL's pick under it)")))
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread:
         said.append(Finding("option_unread", "", (

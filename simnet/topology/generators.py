@@ -100,8 +100,9 @@ class _NvSwitchHosts(Strict):
     server: ServerName | None = None
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
-        """The parameters ``server`` sets, as a user would write them."""
+    def _from_server(cls, server: Server, written: dict) -> dict:
+        """The parameters ``server`` sets, as a user would write them, beside the keys
+        ``written`` in the generator (which win)."""
         return {"gpu": server.gpu, "gpus_per_tray": server.gpus_per_tray, "transport": server.transport,
                 "nic_bandwidth": server.nic_bandwidth, "net_latency": server.net_latency}
 
@@ -109,7 +110,7 @@ class _NvSwitchHosts(Strict):
     @classmethod
     def _server_defaults(cls, data):
         if isinstance(data, dict) and isinstance(data.get("server"), str) and data["server"] in SERVERS:
-            known = {k: v for k, v in cls._from_server(SERVERS[data["server"]]).items()
+            known = {k: v for k, v in cls._from_server(SERVERS[data["server"]], data).items()
                      if v is not None and k in cls.model_fields}
             data = {**known, **data}
         return data
@@ -125,6 +126,9 @@ class _NvSwitchHosts(Strict):
             if getattr(self, "gpus_per_tray", None) is not None:
                 raise ValueError(f"gpus_per_tray: the GPUs of a {self.gpu} server are one xGMI mesh, not trays of an "
                                  "NVLink domain; leave it out")
+            if "nvls" in self.model_fields_set:  # nvls: false as much as true: no switch to say it of
+                raise ValueError(f"nvls: the GPUs of a {self.gpu} server are one xGMI mesh, with no NVSwitch to have "
+                                 "NVLink SHARP or not; leave it out")
         if getattr(self, "nvls", None) and not GPUS[self.gpu].nvls:
             raise ValueError(f"nvls: {self.gpu} has no NVLink SHARP (NCCL runs NVLS from H100 on)")
         tray = getattr(self, "gpus_per_tray", None)
@@ -164,9 +168,9 @@ class NVSwitchParams(_NvSwitchHosts):
     prefix: Label = ""
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
+    def _from_server(cls, server: Server, written: dict) -> dict:
         """The server's GPUs; its NICs only when it has one per GPU (this generator's only layout)."""
-        keys = {**super()._from_server(server), "gpus": server.gpus}
+        keys = {**super()._from_server(server, written), "gpus": server.gpus}
         return keys if server.nics == server.gpus else {k: keys[k] for k in ("gpu", "gpus", "gpus_per_tray")}
 
     def mesh_bandwidth_given(self) -> bool:
@@ -201,7 +205,20 @@ class NVSwitchParams(_NvSwitchHosts):
         return self.gpus, (self.gpus + 1 + nics) + (self.gpus + nics)
 
 
-class PCIeParams(Strict):
+class _NoServer(Strict):
+    """A generator that builds no product of the catalogue: ``server:`` on it is refused in
+    words, not as an unknown key that might be ps_star's ``servers``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_server(cls, data):
+        if isinstance(data, dict) and "server" in data:
+            raise ValueError(f"server: kind: {data.get('kind')} builds no server of the catalogue; nvswitch, "
+                             "leaf_spine, rail_optimized and cross_region do (or write its gpu: and other keys here)")
+        return data
+
+
+class PCIeParams(_NoServer):
     """One server whose GPUs talk over PCIe: GPUs behind PCIe switches under one host bridge.
 
     ``gpu`` names the generation (e.g. ``l40s``); the PCIe rates default to its PCIe
@@ -255,8 +272,23 @@ class LeafSpineParams(_NvSwitchHosts):
     prefix: Label = ""
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
-        return {**super()._from_server(server), "gpus_per_host": server.gpus, "nics_per_host": server.nics}
+    def _from_server(cls, server: Server, written: dict) -> dict:
+        """The server's GPUs and its NICs per GPU: with ``gpus_per_host`` written, as many NICs
+        for each GPU as the server has (a DGX H100's one each, OCI's H100 shape's two, a p4d's
+        one per two GPUs), not the whole server's beside fewer or more GPUs (an 8-GPU host of
+        an NVL72 rack's 72 NICs); none with ``nic_per`` or ``nics_per_host`` written."""
+        keys = {**super()._from_server(server, written), "gpus_per_host": server.gpus}
+        if "nic_per" in written or "nics_per_host" in written:
+            return keys
+        per_host = written.get("gpus_per_host", server.gpus)
+        if isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1:
+            return keys  # refused as gpus_per_host is
+        nics = server.nics * per_host / server.gpus
+        if not nics.is_integer():
+            raise ValueError(f"gpus_per_host: {server.name} has {server.nics} NICs for its {server.gpus} GPUs, so "
+                             f"{per_host} GPU{'s' * (per_host != 1)} would have {nics:g}: give nics_per_host too "
+                             f"(the NICs of a host of {per_host})")
+        return {**keys, "nics_per_host": int(nics)}
 
     @model_validator(mode="after")
     def _one_uplink_rule(self) -> LeafSpineParams:
@@ -264,6 +296,18 @@ class LeafSpineParams(_NvSwitchHosts):
             raise ValueError("give uplink_bandwidth or oversubscription, not both")
         if self.nics_per_host is not None and "nic_per" in self.model_fields_set:
             raise ValueError("give nic_per or nics_per_host, not both (nics_per_host would win)")
+        return self
+
+    @model_validator(mode="after")
+    def _nics_of_each_tray(self) -> LeafSpineParams:
+        """With trays (``gpus_per_tray``) each tray is a host of its own, with its own NICs: a
+        GPU reaches no other tray's NIC over PCIe, so the trays share the NICs evenly."""
+        tray, per_host = self.gpus_per_tray, self.gpus_per_host
+        if tray is not None and tray < per_host and per_host % tray == 0 and self.host_nics() % (per_host // tray):
+            key = "nics_per_host" if self.nics_per_host is not None else "nic_per"
+            raise ValueError(f"{key}: {self.host_nics()} NIC{'s' * (self.host_nics() != 1)} for the {per_host // tray} "
+                             f"trays of a server, and each tray is a host of its own whose GPUs reach no other tray's "
+                             f"NIC: give a multiple of {per_host // tray} NICs per server (nics_per_host)")
         return self
 
     def host_nics(self) -> int:
@@ -334,8 +378,8 @@ class RailOptimizedParams(_NvSwitchHosts):
     prefix: Label = ""
 
     @classmethod
-    def _from_server(cls, server: Server) -> dict:
-        return {**super()._from_server(server), "gpus_per_node": server.gpus}
+    def _from_server(cls, server: Server, written: dict) -> dict:
+        return {**super()._from_server(server, written), "gpus_per_node": server.gpus}
 
     @model_validator(mode="after")
     def _ports_fit(self) -> RailOptimizedParams:
@@ -443,7 +487,7 @@ class CrossRegionParams(LeafSpineParams):
         return self.regions * gpus, self.regions * (elements + 1 + tops) + self.regions**2
 
 
-class PSStarParams(Strict):
+class PSStarParams(_NoServer):
     """Workers and parameter servers on one Ethernet switch."""
 
     kind: Literal["ps_star"]
@@ -461,7 +505,7 @@ class PSStarParams(Strict):
         return self.workers, 2 * (self.workers + self.servers) + 1
 
 
-class FullMeshParams(Strict):
+class FullMeshParams(_NoServer):
     """GPUs with a direct link between every pair: an AMD Instinct host's xGMI (Infinity
     Fabric) mesh, e.g. 8 MI300X, each with one link to each of the other 7; the links
     count as the GPU fabric (link type nvlink: NVLink or xGMI)."""

@@ -115,6 +115,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
+    _check_sharp_gpus(topology, source, where)
     return topology
 
 
@@ -149,6 +150,17 @@ def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]
         if lacking:
             raise source.error(where[node] + ("nvls",), f"{node!r} sits under {lacking[0]} GPUs, which have no "
                                                        "NVLink SHARP (NVLS needs Hopper or later): leave nvls out")
+
+
+def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
+    """A switch says ``sharp: true`` only where some GPU's library can use it: RCCL (every
+    GPU an AMD Instinct) runs no CollNet (NCCL's SHARP plugin), so there it changes nothing."""
+    sharp = next((node for node, data in topology.graph.nodes(data=True) if data.get("sharp")), None)
+    models = {topology.gpu_model(g) for g in topology.gpus}
+    if sharp is not None and all(m in GPUS and GPUS[m].amd for m in models):
+        raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the GPUs are AMD "
+                                                      f"Instinct ({', '.join(sorted(models))}), whose RCCL runs no "
+                                                      "CollNet (NCCL's SHARP plugin): leave sharp out")
 
 
 def _check_gpu_transports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:

@@ -7,6 +7,7 @@ here: bandwidth in bytes/s per direction, latency in seconds one way.
 from __future__ import annotations
 
 import functools
+import re
 import typing
 import unicodedata
 from types import UnionType
@@ -178,6 +179,14 @@ def _text_as_number(annotation: Any, value: Any) -> Any:
     return None
 
 
+def _looks_like(text: str, kind: type) -> bool:
+    """Whether ``text`` is a number of ``kind`` written in ASCII (``"4"``, ``"0.5"``), that is
+    one in quotes; not ``0o1``, ``0x10`` or ``８`` (another script's digit), which are no number
+    as the file writes numbers, quoted or not."""
+    pattern = r"[+-]?[0-9]+" if kind is int else r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+    return re.fullmatch(pattern, text.strip()) is not None
+
+
 _QUANTITIES = {units.parse_time: "a time; give one with its unit (e.g. '1.5 us')",
                units.parse_bandwidth: "a bandwidth; give one with its unit (e.g. '400 Gb/s')",
                units.parse_size: "a size; give one with its unit (e.g. '64 MiB')"}
@@ -229,7 +238,8 @@ class Strict(BaseModel):
         plain = _plain_field(cls, info.field_name) if value is not None else None
         if plain is int and not isinstance(value, int):
             if isinstance(value, str):
-                raise ValueError(f"{value!r} is text; write the whole number without quotes")
+                raise ValueError(f"{value!r} is text; write the whole number without quotes" if _looks_like(value, int)
+                                 else f"{value!r} is not a whole number; write one in the digits 0-9 (e.g. 8)")
             if isinstance(value, float):
                 raise ValueError(f"{value!r} is not a whole number as written; write {int(value)}"
                                  if value.is_integer() else f"{value!r} is not a whole number")
@@ -239,7 +249,8 @@ class Strict(BaseModel):
                 not _reads_text_itself(cls, info.field_name):
             text = _text_as_number(cls.model_fields[info.field_name].annotation, value)
             if text is not None:  # pydantic read "0.5" as 0.5, where every other number is written bare
-                raise ValueError(f"{text!r} is text; write the number without quotes")
+                raise ValueError(f"{text!r} is text; write the number without quotes" if _looks_like(text, float)
+                                 else f"{text!r} is not a number; write one in the digits 0-9 (e.g. 0.5)")
         return value
 
 

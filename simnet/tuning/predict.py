@@ -341,6 +341,9 @@ def unavailable(system: System, algorithm: str, function: str = "AllReduce") -> 
         return None
     if algorithm not in FUNCTION_ALGORITHMS[function]:
         return f"NCCL has no {algorithm} {function} (its tuner times {', '.join(FUNCTION_ALGORITHMS[function])})"
+    if system.library == "rccl" and algorithm not in ("Tree", "Ring"):
+        return (f"RCCL runs Ring and Tree only, no {algorithm} (no NVLS without an NVSwitch, no CollNet without "
+                "NCCL's SHARP plugin, PAT off)")
     if algorithm == "PAT":
         return "PAT runs with one GPU per node only (ncclPatEnable)"
     if function in ("ReduceScatter", "AllGather") and system.nodes > 1 and algorithm in ("NVLS", "CollNetDirect"):
