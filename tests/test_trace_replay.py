@@ -282,9 +282,10 @@ def test_an_environment_simnet_does_not_follow_is_refused_before_any_pricing(tmp
     """Fuzz 31f: NCCL_IB_DISABLE=1 (and an RCCL_ variable on NVIDIA GPUs) ended a replay as
     an internal error (exit 70), raised while the first call was priced. (Under model: ideal
     the calls still take NCCL's pick, which reads the environment.)"""
-    if model == "ideal" and "NCCL_IB_DISABLE" in env:
-        pytest.skip("model: ideal follows no NCCL transport, and refuses no such variable")
     traces = read_traces([_write(tmp_path, "r0.json", _step_trace(0, 1_000))], ranks_per_trace=2)
+    if model == "ideal" and "NCCL_IB_DISABLE" in env:  # ideal follows no NCCL transport: nothing to refuse
+        assert simulate_trace(traces, _two_gpus(), env=env, model=model).steps
+        return
     with pytest.raises(InputError, match=re.escape(message)):
         simulate_trace(traces, _two_gpus(), env=env, **({"model": model} if model else {}))
 
