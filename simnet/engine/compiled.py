@@ -944,9 +944,9 @@ def _set_capacity(links, capacity, net, fl, b, iv):
 @njit(**_JIT)
 def _reroute(f, dt, net, fl, b, iv):
     """``FluidNetwork._reroute`` for fault ``f``: every route row crossing the links it took
-    down takes its detour (``dt``), and so does every flow on one, with the bytes it has
-    left: those it sent counted on the old route, its rate off the old links, on the new
-    ones from nothing, to be rated anew at this instant."""
+    down takes its detour (``dt``), and so does every flow on one not due now, with the
+    bytes it has left: those it sent counted on the old route, its rate off the old links,
+    on the new ones from nothing, to be rated anew at this instant."""
     lo, hi = dt.ptr[f], dt.ptr[f + 1]
     if lo == hi:
         return
@@ -964,7 +964,7 @@ def _reroute(f, dt, net, fl, b, iv):
     count = 0
     for s in range(iv[_LOGICAL]):  # ascending, as the SimPy network's slots
         r = fi[_F_ROW, s]
-        if r < 0 or detour_of[r] < 0:
+        if r < 0 or detour_of[r] < 0 or ff[_F_FINISH, s] <= now + SLACK:  # due now: it ends on its route
             continue
         rate = ff[_F_RATE, s]
         left = ff[_F_LEFT, s] - rate * ((now - fi[_F_SINCE, s]) / PS)

@@ -354,7 +354,9 @@ class FluidNetwork:
         measure utilisation and saturation against it from now on). Links at 0 are down:
         ``topology`` (``Topology.without`` them) routes from now on, and every flow crossing
         them, sending or yet to start, moves to its new route with the bytes it has left
-        (``Cut`` when there is none). Rates are recomputed at this instant."""
+        (``Cut`` when there is none), but one due now (its last byte gone, to
+        ``WHOLE_PS_SLACK``), which ends on its route at this instant. Rates are recomputed at
+        this instant."""
         links = np.asarray(links, dtype=np.int64)
         capacity = np.asarray(capacity, dtype=float)
         self.capacity[links] = capacity
@@ -392,10 +394,10 @@ class FluidNetwork:
     def _reroute(self, dead: np.ndarray, topology: Topology) -> None:
         crossing, _ = self.detour(dead, topology, self.env.now)
         slots = np.flatnonzero(self._row >= 0)
-        slots = slots[np.isin(self._row[slots], crossing)]
+        now = self.env.now  # a flow due now sent its last byte: it ends on its route at this instant
+        slots = slots[np.isin(self._row[slots], crossing) & (self._finish[slots] > now + WHOLE_PS_SLACK)]
         if not len(slots):
             return
-        now = self.env.now
         rates = self._rate[slots]
         left = self._left[slots] - rates * ((now - self._since[slots]) / PS_PER_SECOND)
         old = self._on[slots]

@@ -33,7 +33,7 @@ exact unless both directions saturate (then a capped sum). ``Replay.engine`` say
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -100,8 +100,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     flow to its new rate. A fault that takes links down moves the lanes crossing them to
     their detours from its instant on (``_regime_routes``: the routes the fluid network
     moves them to): their transfers running then send what they have left on the detour,
-    at its rate (one due at that very instant a picosecond later, as the fluid network
-    moves it too), and are delivered after the detour's latency. Everything below holds
+    at its rate (one due at that very instant ends on its route), and are delivered after
+    the detour's latency. Everything below holds
     regime by regime: the checks against the capacities and routes in force, the bounds at
     every instant. None where links down leave some lane no route (the fluid network says
     so in its words).
@@ -157,24 +157,25 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     width = paths.shape[2]
     crossings = np.array([np.bincount(regime[moving].ravel(), minlength=links + 1)[:links] for regime in paths])
 
-    def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple]:
+    def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple, list]:
         """(completion ps, link statistics, each lane's last delivery ps, the ``watch`` lanes'
-        transfer intervals) of every lane at ``rates`` (regimes x lanes)."""
-        finished, busy, wire, intervals = _longest_path(program, carried, at, rates, latency, rerouted, timing,
-                                                        reduce_bandwidth, message_overhead, watch)
+        transfer intervals, the moves to detours) of every lane at ``rates`` (regimes x lanes)."""
+        finished, busy, wire, intervals, moves = _longest_path(program, carried, at, rates, latency, rerouted,
+                                                               timing, reduce_bandwidth, message_overhead, watch)
         duration = int(finished.max(initial=0))
         stats = _lane_stats(paths, healthy, at, capacity, topology.reverse, rates, moving, busy, wire, duration)
-        return duration, stats, finished, intervals
+        return duration, stats, finished, intervals, moves
 
-    def answer(duration: int, stats: LinkStats, finished: np.ndarray, engine: str,
+    def answer(duration: int, stats: LinkStats, finished: np.ndarray, moves: list, engine: str,
                shared_link: int | None = None) -> Replay:
         _port_saturation(stats, duration)
         empty = np.zeros(0, dtype=np.int64)
-        return Replay(None, topology, empty, empty, empty, stats, duration, engine=engine, lanes_done_ps=finished,
-                      shared_link=shared_link)
+        return Replay(None, topology, empty, empty, empty, stats, duration, sum(count for count, _ in moves),
+                      sum(left for _, left in moves), engine=engine, lanes_done_ps=finished, shared_link=shared_link)
 
     def equal_split() -> Replay:
-        share = np.hstack([capacity / np.maximum(crossings, 1), np.full((len(at), 1), np.inf)])
+        share = np.hstack([np.where(capacity > 0, capacity / np.maximum(crossings, 1), np.inf),  # down: no share
+                           np.full((len(at), 1), np.inf)])
         least = np.stack([share[k][paths[k]].min(axis=1) for k in range(len(at))])
         split = np.where(moving, np.minimum(rate, least), rate)
         slowed = moving & (split < rate).any(axis=0)
@@ -183,8 +184,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
             used = np.unique(paths[:, slowed])
             used = used[used < links]
             shared_link = int(used[np.argmin(share[:, used].min(axis=0))])
-        duration, stats, finished, _ = replayed(split, np.zeros(0, dtype=np.int64))
-        return answer(duration, stats, finished, "lanes-steady", shared_link)
+        duration, stats, finished, _, moves = replayed(split, np.zeros(0, dtype=np.int64))
+        return answer(duration, stats, finished, moves, "lanes-steady", shared_link)
 
     if steady:
         return equal_split()
@@ -198,10 +199,10 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     checkable = watched_transfers <= MAX_WATCHED and fits(watched_transfers * WATCHED_BYTES)
     if not checkable and accept == "lanes":
         return None
-    duration, stats, finished, intervals = replayed(rate, watch if checkable else np.zeros(0, dtype=np.int64))
+    duration, stats, finished, intervals, moves = replayed(rate, watch if checkable else np.zeros(0, dtype=np.int64))
     if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[:, watch], at, capacity,
                                                rate[:, watch], *intervals)):
-        return answer(duration, stats, finished, "lanes")
+        return answer(duration, stats, finished, moves, "lanes")
     if accept == "lanes":
         return None
     upper = equal_split()  # duration: a lower bound on the fluid run's completion, upper.duration_ps an upper
@@ -267,7 +268,8 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
                   rerouted: np.ndarray, timing: Timing, reduce_bandwidth: float | None, message_overhead: float,
                   watch: np.ndarray):
     """(when each lane's last transfer was delivered (ps), busy ps per regime and lane, wire
-    bytes per lane, (starts, ends)): every transfer at its lane's rate in force (``rate[k]``
+    bytes per lane, (starts, ends), the transfers moved to detours as (count, bytes left) per
+    fault instant): every transfer at its lane's rate in force (``rate[k]``
     from ``at[k]`` ps on, regimes x lanes, B/s on the wire), started once its FIFO
     predecessor is sent and its dependencies delivered, its last byte leaving at the first
     whole picosecond the fluid engine would see it gone, delivered after the ``latency`` (ps,
@@ -305,7 +307,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
     if ring_like:  # one dependency each, one lag, as many transfers each: whole-array passes in place
         _ring_like_passes(program, int(lag[0, 0]), fixed, regimes, delivered, sent, busy, watch, starts, ends)
         check_horizon(sent.max(initial=0))  # as the fluid engine: no last byte may leave past the horizon
-        return delivered[(flows - 1) % depth], busy, carried * timing.wire_factor, (starts, ends)
+        return delivered[(flows - 1) % depth], busy, carried * timing.wire_factor, (starts, ends), regimes.moves
     waves = []  # per wave: its lanes, their dependencies in a row (lanes, lags), which of its lanes wait, from where
     for wave in program.waves():
         rows, columns = np.nonzero(after[wave] >= 0)
@@ -328,7 +330,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
             sent[live] = start + took
             if guarded:  # before the next wave starts from these
                 check_horizon(sent[live].max(initial=0))
-            done = sent[live] + regimes.fixed_at(sent[live], live)
+            done = sent[live] + regimes.fixed_at(start, sent[live], live)
             if reduce_bandwidth:
                 done += _whole_ps(np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0),
                                   guarded, reduction=True)
@@ -340,7 +342,7 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
             starts[q] = np.where(here, began[watch], -1)
             ends[q] = np.where(here, sent[watch], -1)
     check_horizon(sent.max(initial=0))
-    return last, busy, carried * timing.wire_factor, (starts, ends)
+    return last, busy, carried * timing.wire_factor, (starts, ends), regimes.moves
 
 
 INT64_SAFE = 2**62
@@ -415,7 +417,8 @@ def _ring_like_passes(program: LaneProgram, lag: int, fixed: np.ndarray, regimes
             check_horizon(sent.max(initial=0))
         if len(watch):
             ends[q] = sent[watch]
-        np.add(sent, fixed[last] if one_regime else regimes.fixed_at(sent, every), out=delivered[q % depth])
+        np.add(sent, fixed[last] if one_regime else regimes.fixed_at(sent - took_ps, sent, every),
+               out=delivered[q % depth])
 
 
 @dataclass(frozen=True)
@@ -424,7 +427,8 @@ class _Regimes:
     from ``at[k]`` (ps, increasing, the first 0) lane i sends at ``rate[k, i]`` (B/s on the
     wire), ``ps_per_byte[k, i]`` ps per data byte (its ``wire_factor[i]`` over that rate),
     on a route that moved at ``at[k]`` where ``rerouted[k, i]``, delivering ``fixed[k, i]``
-    ps after its last byte left; ``at_least_one`` and ``guarded`` as in ``_longest_path``."""
+    ps after its last byte left; ``at_least_one`` and ``guarded`` as in ``_longest_path``;
+    ``moves`` collects what ``took`` moved to detours."""
 
     at: np.ndarray
     rate: np.ndarray
@@ -434,13 +438,15 @@ class _Regimes:
     guarded: bool
     rerouted: np.ndarray
     fixed: np.ndarray
+    moves: list = field(default_factory=list)  # per boundary that moved transfers to detours: (count, bytes left)
 
-    def fixed_at(self, sent: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-        """ps from each last byte's departure (``sent``, ps) on ``lanes`` to its delivery:
-        the latency of the route in force then."""
+    def fixed_at(self, start: np.ndarray, sent: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """ps from each last byte's departure (``sent``, ps; started at ``start``) on ``lanes``
+        to its delivery: the latency of the route it ended on, its lane's in the regime of its
+        last picosecond on the wire (one that ends at a fault's instant ends on its route)."""
         if len(self.at) == 1 or not self.rerouted.any():
             return self.fixed[0, lanes]
-        return self.fixed[np.searchsorted(self.at, sent, side="right") - 1, lanes]
+        return self.fixed[np.searchsorted(self.at, np.maximum(start, sent - 1), side="right") - 1, lanes]
 
     def took(self, size: np.ndarray, start: np.ndarray, lanes: np.ndarray) -> np.ndarray:
         """Whole ps from each transfer's ``start`` (ps) to its last byte's departure, ``size``
@@ -460,8 +466,6 @@ class _Regimes:
         for k in range(1, len(self.at)):
             boundary = self.at[k]
             rerouted = self.rerouted[k, lanes]
-            # a transfer due at the instant its route moves is moved too, on the fluid network, and ends later
-            end[rerouted & (start < boundary) & (end == boundary)] = boundary + 1
             moved = np.flatnonzero((start < boundary) & (end > boundary)
                                    & ((self.rate[k, lanes] != self.rate[k - 1, lanes]) | rerouted))
             if not len(moved):
@@ -470,6 +474,9 @@ class _Regimes:
                 since, left = start.astype(np.int64), size * self.wire_factor[lanes]
             lane = lanes[moved]
             left[moved] -= self.rate[k - 1, lane] * ((boundary - since[moved]) / PS_PER_SECOND)
+            detoured = rerouted[moved]
+            if detoured.any():  # as the fluid network counts the flows it moves and the bytes they had left
+                self.moves.append((int(detoured.sum()), float(left[moved][detoured].sum())))
             since[moved] = boundary
             finish = np.ceil(boundary + left[moved] / self.rate[k, lane] * PS_PER_SECOND - WHOLE_PS_SLACK)
             if self.guarded:
@@ -520,12 +527,13 @@ def _lane_stats(paths: np.ndarray, healthy: np.ndarray, at: np.ndarray, capacity
     stats.bytes[:] = sum(per_link(np.where(same, wire if k == 0 else 0.0, wire * share[k]), k)
                          for k in range(len(paths)))
     crossing = np.bincount(paths[0][moving].ravel(), minlength=links + 1)[:links]  # lanes that ever cross a link
-    for lane in np.flatnonzero(moving & ~same):  # a moved lane also crosses the links of its detours
+    for lane in np.flatnonzero(moving & ~same):  # a moved lane also crosses its detours' links, if it sent on them
         seen = set(paths[0, lane].tolist())
         for k in range(1, len(paths)):
-            for link in set(paths[k, lane].tolist()) - seen - {links}:
-                crossing[link] += 1
-            seen |= set(paths[k, lane].tolist())
+            if busy[k, lane] > 0:
+                for link in set(paths[k, lane].tolist()) - seen - {links}:
+                    crossing[link] += 1
+                seen |= set(paths[k, lane].tolist())
     stats.max_flows[:] = crossing
     stats.busy_ps[:] = np.minimum(sum(busy_per_link(busy[k], k) for k in range(len(paths))), duration)
     peak, saturated_ps = np.zeros(links), np.zeros(links, dtype=np.int64)
