@@ -438,6 +438,8 @@ def test_a_spine_down_while_a_ring_crosses_it_moves_its_lanes_by_lanes():
     lanes = simulate(topo, "ring", 2**25, faults=faults)
     fluid = simulate(topo, "ring", 2**25, faults=faults, timeline=True)
     assert lanes.replay.engine == "lanes" and fluid.replay.rerouted > 0
+    assert (lanes.replay.rerouted, lanes.replay.rerouted_bytes) == pytest.approx(
+        (fluid.replay.rerouted, fluid.replay.rerouted_bytes), rel=1e-9)
     assert lanes.time_s == fluid.time_s >= healthy.time_s  # the other spine has room: no later here
     assert all((loads[np.isin(links, [up])] == 0).all() for when, links, loads in fluid.replay.stats.timeline
                if when > busy + 1000)
@@ -472,6 +474,8 @@ def test_a_transfer_moves_to_its_detour_only_if_its_last_byte_has_not_left(compi
         fluid = replay(program.to_schedule(), topo, faults=faults, compiled=compiled)
         assert fluid.duration_ps == expected and fluid.rerouted == lanes.rerouted == moved, at_ps
         assert fluid.rerouted_bytes == pytest.approx(lanes.rerouted_bytes) == pytest.approx(moved * size / 2)
+        detour = [topo.link_index[pair] for pair in (("A", "sw2"), ("sw2", "B"))]  # crossed only if moved
+        assert lanes.stats.max_flows[detour].tolist() == fluid.stats.max_flows[detour].tolist() == [moved] * 2
 
 
 def test_a_ring_paced_by_a_nic_slowed_from_the_start_is_slower_by_lanes():
