@@ -245,7 +245,8 @@ CASES: list[Case] = [
     *generator_cases("PSStarParams", {"kind": "ps_star", "workers": 3},
                      {"workers": 4, "servers": 2, "worker_bandwidth": "1 GB/s", "ps_bandwidth": "1 GB/s",
                       "latency": "5 us", "prefix": "x-", "gpu": "a100", "transport": "ib"}, algorithms=["ps"]),
-    *generator_cases("FullMeshParams", {"kind": "full_mesh", "gpus": 4}, {"gpu": "h100"}),
+    *generator_cases("FullMeshParams", {"kind": "full_mesh", "gpus": 4}, {"gpu": "h100",
+                                                                          "server": "amd-mi300x-platform"}),
 ]
 CASES += [Case("_CalibrationSpec", key, edit(BASE, topology__calibration="profile.cal.yaml"),
                edit(BASE, topology__calibration="profile.cal.yaml"), profile=edit(PROFILE, **{f"calibration__{key}":

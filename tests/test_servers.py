@@ -146,10 +146,31 @@ def test_nic_keys_written_beside_a_server_win_or_are_asked_for():
     assert system_of(_pair(server="p4d.24xlarge", gpus_per_host=3, nics_per_host=2)).nics == 2
 
 
-@pytest.mark.parametrize("kind", ["pcie", "ps_star", "full_mesh"])
+@pytest.mark.parametrize("kind", ["pcie", "ps_star"])
 def test_a_server_on_a_generator_that_builds_none_is_refused_in_words(kind):
     """Fuzz 31f: ``kind: ps_star, server: dgx-h100`` was refused as an unknown key with
     "did you mean 'servers'?" (ps_star's count of parameter servers)."""
     with pytest.raises(InputError, match=f"generate.server: kind: {kind} builds no server of the catalogue; nvswitch, "
-                                         "leaf_spine, rail_optimized and cross_region do"):
+                                         "leaf_spine, rail_optimized and cross_region do, and full_mesh an AMD one"):
         topology_from_dict({"name": "x", "generate": {"kind": kind, "server": "dgx-h100"}})
+
+
+def test_one_amd_server_by_name_is_its_xgmi_mesh():
+    """``nvswitch`` refuses an AMD server and points to ``full_mesh`` for one host, which then
+    took no ``server:`` at all (a dead end). Now it builds the product's mesh: the same GPUs and
+    links as ``gpu:`` and ``gpus:`` written out, the same answer at every size as the one host
+    of ``leaf_spine`` by name; an NVIDIA server on it is pointed to nvswitch."""
+    from simnet.run.simulate import simulate
+
+    with pytest.raises(InputError, match="use kind: full_mesh"):
+        topology_from_dict({"name": "x", "generate": {"kind": "nvswitch", "server": "amd-mi300x-platform"}})
+    by_name = topology_from_dict({"name": "x", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}})
+    written = topology_from_dict({"name": "x", "generate": {"kind": "full_mesh", "gpu": "mi300x", "gpus": 8}})
+    assert by_name.links == written.links and (by_name.capacity == written.capacity).all()
+    host = topology_from_dict({"name": "x", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1,
+                                                         "server": "amd-mi300x-platform"}})
+    for size in (8, 2**20, 2**30):
+        assert simulate(by_name, "auto", size).time_s == simulate(host, "auto", size).time_s
+    with pytest.raises(InputError, match="server: dgx-h100 has h100 GPUs on an NVSwitch, no xGMI mesh: use kind: "
+                                         "nvswitch"):
+        topology_from_dict({"name": "x", "generate": {"kind": "full_mesh", "server": "dgx-h100"}})

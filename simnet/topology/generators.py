@@ -214,7 +214,8 @@ class _NoServer(Strict):
     def _no_server(cls, data):
         if isinstance(data, dict) and "server" in data:
             raise ValueError(f"server: kind: {data.get('kind')} builds no server of the catalogue; nvswitch, "
-                             "leaf_spine, rail_optimized and cross_region do (or write its gpu: and other keys here)")
+                             "leaf_spine, rail_optimized and cross_region do, and full_mesh an AMD one (or write its "
+                             "gpu: and other keys here)")
         return data
 
 
@@ -505,18 +506,32 @@ class PSStarParams(_NoServer):
         return self.workers, 2 * (self.workers + self.servers) + 1
 
 
-class FullMeshParams(_NoServer):
+class FullMeshParams(Strict):
     """GPUs with a direct link between every pair: an AMD Instinct host's xGMI (Infinity
     Fabric) mesh, e.g. 8 MI300X, each with one link to each of the other 7; the links
-    count as the GPU fabric (link type nvlink: NVLink or xGMI)."""
+    count as the GPU fabric (link type nvlink: NVLink or xGMI). ``server:`` an AMD product
+    of the catalogue sets its GPU and count (keys written win); one host has no network, so
+    its NICs take no part."""
 
     kind: Literal["full_mesh"]
+    server: ServerName | None = None
     gpus: Count = 8
     gpu: GpuName | None = None  # the GPU generation (NCCL's model takes an unnamed one as an A100)
     bandwidth: Bandwidth | None = None  # per link each way; default: an AMD GPU's xGMI link rate, else 64 GB/s
     latency: Latency = GPU_LINK_LATENCY  # per link of the mesh
     host: Name = "node0"  # an empty label would make each GPU a host of its own
     prefix: Label = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _server_gpus(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("server"), str) and data["server"] in SERVERS:
+            server = SERVERS[data["server"]]
+            if not GPUS[server.gpu].amd:
+                raise ValueError(f"server: {server.name} has {server.gpu} GPUs on an NVSwitch, no xGMI mesh: use kind: "
+                                 "nvswitch (one host) or leaf_spine / rail_optimized (hosts)")
+            data = {"gpu": server.gpu, "gpus": server.gpus, **data}
+        return data
 
     @model_validator(mode="after")
     def _links_of_the_gpu(self) -> FullMeshParams:
