@@ -60,7 +60,9 @@ priority: after every URGENT (0) and NORMAL (1) event of the same instant, so al
 one instant are handled together (``EndOfInstant``)."""
 
 class Cut(CannotSimulate):
-    """Links went down and a transfer the run still needs has no route left."""
+    """Links went down and a route the run resolved (for a transfer sent or still to send)
+    has no detour left: raised at the fault's instant, even after the last transfer if the
+    fault comes later (``simnet.run`` refuses such faults before any replay)."""
 
 
 def now_s(ps: int) -> str:
