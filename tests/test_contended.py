@@ -337,6 +337,15 @@ def test_links_slowed_replay_by_lanes_with_the_fluid_network_s_answer(algorithm,
     assert slowed.mean_capacity_Bps == pytest.approx((1 - after * (1 - share)) * slowed.capacity_Bps, rel=1e-9)
 
 
+def _one_transfer(size: int) -> LaneProgram:
+    """One lane: ``size`` bytes from A to B in one transfer."""
+    return LaneProgram("one", ["A", "B"], ["A", "B"], size, src=np.array([0]), dst=np.array([1]),
+                       channel=np.zeros(1, dtype=np.int64), flows=np.array([1]), after=np.array([-1]),
+                       lag=np.array([1]), per_step=np.ones(1, dtype=np.int64),
+                       pieces=lambda q: (np.zeros(1, dtype=np.int64), np.full(1, size, dtype=np.int64),
+                                         np.zeros(1, dtype=np.int8)))
+
+
 def test_a_transfer_running_when_its_link_slows_sends_the_rest_at_the_new_rate():
     """One 1 MB transfer over two 1 GB/s, 1 ns links. Its first link at 50 % from 0.25 ms
     and back at 100 % from 0.75 ms: 0.25 MB by 0.25 ms, 0.25 MB more by 0.75 ms, the last
@@ -347,11 +356,7 @@ def test_a_transfer_running_when_its_link_slows_sends_the_rest_at_the_new_rate()
                                "links": [{"a": g, "b": "sw", "bandwidth": "1 GB/s", "latency": "1 ns"}
                                          for g in ("A", "B")]})
     size = 10**6
-    program = LaneProgram("one", ["A", "B"], ["A", "B"], size, src=np.array([0]), dst=np.array([1]),
-                          channel=np.zeros(1, dtype=np.int64), flows=np.array([1]), after=np.array([-1]),
-                          lag=np.array([1]), per_step=np.ones(1, dtype=np.int64),
-                          pieces=lambda q: (np.zeros(1, dtype=np.int64), np.full(1, size, dtype=np.int64),
-                                            np.zeros(1, dtype=np.int8)))
+    program = _one_transfer(size)
     up = np.array([topo.links.index(("A", "sw"))])
 
     def fault(at, factor):
@@ -460,11 +465,7 @@ def test_a_transfer_moves_to_its_detour_only_if_its_last_byte_has_not_left(compi
         for sw, latency in (("sw1", "1 ns"), ("sw2", "5 ns")) for g in ("A", "B")]})
     assert topo.route("A", "B") == [("A", "sw1"), ("sw1", "B")]
     size = 10**6
-    program = LaneProgram("one", ["A", "B"], ["A", "B"], size, src=np.array([0]), dst=np.array([1]),
-                          channel=np.zeros(1, dtype=np.int64), flows=np.array([1]), after=np.array([-1]),
-                          lag=np.array([1]), per_step=np.ones(1, dtype=np.int64),
-                          pieces=lambda q: (np.zeros(1, dtype=np.int64), np.full(1, size, dtype=np.int64),
-                                            np.zeros(1, dtype=np.int8)))
+    program = _one_transfer(size)
     up = np.array([topo.link_index[("A", "sw1")]])
     for at_ps, expected, moved in ((10**9, 10**9 + 2_000, 0), (10**9 + 1, 10**9 + 2_000, 0),
                                    (5 * 10**8, 10**9 + 10_000, 1)):

@@ -20,15 +20,20 @@ from tools.validation.validate import COLLECTIVES_DATA, COLLECTIVES_DOC, DATA, D
 POINTS = load_points()
 
 
-def _page_rows() -> list[list[str]]:
+def _table(header: str) -> list[list[str]]:
+    """The cells of the page's first table whose header line starts with ``header``."""
     lines = DOC.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| system |"))
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
             break
         rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
     return rows
+
+
+def _page_rows() -> list[list[str]]:
+    return _table("| system |")
 
 
 def test_the_page_lists_every_point_once_in_data_order():
@@ -69,18 +74,7 @@ def test_the_summary_is_the_geometric_mean_of_the_counted_rows():
 
 def _by_name_tables() -> tuple[list[list[str]], list[list[str]]]:
     """The two tables of the page's ``server:`` section: per system, and per point."""
-    lines = DOC.read_text().splitlines()
-
-    def table(header: str) -> list[list[str]]:
-        start = next(i for i, line in enumerate(lines) if line.startswith(header))
-        rows = []
-        for line in lines[start + 2:]:
-            if not line.startswith("|"):
-                break
-            rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
-        return rows
-
-    return table("| system | `server:` | counted rows |"), table("| system | ranks | size | measured | hand-written |")
+    return _table("| system | `server:` | counted rows |"), _table("| system | ranks | size | measured | hand-written |")
 
 
 def _seconds(cell: str) -> float:
