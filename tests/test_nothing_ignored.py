@@ -1577,3 +1577,30 @@ def test_an_option_that_replaces_the_file_s_sweep_axis_says_so(tmp_path, cli):
     said = " ".join(result.stdout.split())
     assert result.exit_code == 0 and f"--set options.channels replaces the file's sweep: axis of options.channels " \
         f"({path}:5)" in said and f"--gpus replaces the file's sweep: axis of gpus ({path}:5)" in said, result.stdout
+
+
+@pytest.mark.parametrize("block, line, named", [
+    ("sweep:\n  topology.generate.server: [dgx-h100, bogus]\n", 7, "sweep.topology.generate.server: the point "),
+    ("sweep:\n  bogus.key: [1, 2]\n", 7, "sweep.bogus.key: the point bogus.key=1: bogus: unknown key"),
+    ("variants:\n  - name: fast\n    set: {topology.generate.nic_bandwidth: 400 Gb/s}\n"
+     "  - name: typo\n    set: {topology.generate.nic_bandwith: 400 Gb/s}\n", 10,
+     "variants[1].set.topology.generate.nic_bandwith: unknown key 'nic_bandwith'"),
+])
+def test_run_checks_the_axes_and_variants_that_sweep_and_compare_read(tmp_path, cli, block, line, named):
+    """Fuzz findings #082/#268: ``simnet run`` of a file whose sweep axis or variant named a
+    key or value ``simnet sweep``/``compare`` refuse ran without a word, leaving the typo to be
+    found later. Now the whole file is checked, the refusal on the line that states it."""
+    fabric = "{name: pair, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2, spines: 1}}"
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {fabric}\nsize: 1 MiB\nalgorithms: [ring]\n\n{block}")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{line}: {named}"), result.stderr
+
+
+def test_run_of_a_file_with_good_axes_and_variants_runs_the_file_as_written(tmp_path, cli):
+    fabric = "{name: pair, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2, spines: 1}}"
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {fabric}\nsize: 1 MiB\nalgorithms: [ring]\n"
+                                     "sweep:\n  topology.generate.nic_bandwidth: [100 Gb/s, 400 Gb/s]\n"
+                                     "variants:\n  - name: fast\n    set: {topology.generate.nic_bandwidth: 800 Gb/s}\n"
+                                     "  - name: as written\n")
+    assert cli("run", tmp_path / "s.yaml").exit_code == 0

@@ -52,11 +52,17 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         from simnet.report.export import results_csv, results_json, write_text
         from simnet.report.paths import PLOT_FILES, output_dir, output_file
         from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
-        from simnet.run.sweep.plan import files_read
+        from simnet.run.sweep.plan import check_points, files_read
         from simnet.spec.scenario import load_scenario
         from simnet.spec.values import MAX_SIZES, parse_sizes
 
     spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
+    try:  # the file whole: its sweep: and variants: too, which simnet sweep and compare read
+        check_points(spec)
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise InputError(str(exc), scenario) from None
     if gpus is not None:
         spec = _first_gpus(spec, gpus, scenario, collective)
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):

@@ -26,7 +26,8 @@ from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
-__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named"]
+__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named",
+           "check_points"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -309,6 +310,26 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
         value = dict(overrides)[key]
         raise load_yaml(plan.source)[1].error(("sweep", key), (
             f"the point {key}={value if isinstance(value, str) else shown(value)}: {exc.message}")) from None
+
+
+def check_points(scenario: Scenario) -> None:
+    """Refuse (``InputError`` on the line that states it) a ``sweep:`` axis value or a
+    variant's ``set`` that ``simnet sweep`` or ``simnet compare`` would refuse, so a file
+    run with ``simnet run`` is checked whole, not only in the parts that run reads.
+    GPU counts are checked as numbers, not grown into topologies (a sweep's business)."""
+    plan = plan_sweep(scenario)
+    for overrides in dict.fromkeys(p.overrides for p in plan.points if p.overrides):
+        scenario_at(plan, overrides, None)
+    for index, variant in enumerate(scenario.variants):
+        try:
+            scenario_at(plan, tuple(variant.set.items()), None)
+        except InputError as exc:
+            setting = setting_named(exc.message, list(variant.set))
+            if exc.line is not None or not Path(plan.source).is_file():
+                raise
+            where = ("variants", index) + (("set", setting) if setting else ())
+            message = exc.message.removeprefix(f"{setting}: ") if setting else exc.message
+            raise load_yaml(plan.source)[1].error(where, message) from None
 
 
 def setting_named(message: str, keys: list[str]) -> str | None:
