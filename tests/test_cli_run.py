@@ -449,8 +449,24 @@ def test_progress_in_a_log_is_plain_periodic_lines(monkeypatch, capsys):
         update(4, 4)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("sweep: 1/4 done, 2 running; ") and lines[0].endswith(" s left")
+    assert lines[0].startswith("sweep: 1/4 done, 2 running; ") and lines[0].endswith(" s elapsed")
     assert lines[1].startswith("sweep: 4/4 done; ") and lines[1].endswith("about 0 s left")
+
+
+def test_time_left_follows_the_pace_after_the_first_point(monkeypatch, capsys):
+    """Fuzz finding (31f): calibrate said "1/288 done; 11 s elapsed, about 3182 s left" on a
+    fit that then took seconds: its first point carried numba's compile. With a first point of
+    10 s and then 1 s each, 2 of 10 done 11 s in leaves 8 points at 1 s: about 8 s."""
+    from simnet.cli import console
+
+    clock = iter([0.0, 10.0, 11.0])
+    monkeypatch.setattr(console.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
+    with console.progress("calibrate") as update:
+        update(1, 10)
+        update(2, 10)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["calibrate: 1/10 done; 10 s elapsed", "calibrate: 2/10 done; 11 s elapsed, about 8 s left"]
 
 
 @pytest.mark.parametrize("command", ["run-jobs", "sweep", "calibrate"])

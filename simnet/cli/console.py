@@ -43,7 +43,8 @@ def progress(label: str) -> Iterator[Callable[..., None]]:
     elapsed and remaining time. Otherwise one plain line on stderr every ``PLAIN_EVERY_S``
     seconds (``label: 3/12 done, 2 running; 40 s elapsed, about 120 s left``; before the
     first is done, only when there is a status to say), so logs show progress and short
-    runs print nothing."""
+    runs print nothing. The time left follows the pace since the first was done, which
+    carries one-time costs (compiling, imports): no estimate until a second is done."""
     if sys.stderr.isatty():
         from rich.progress import (
             BarColumn,
@@ -61,14 +62,20 @@ def progress(label: str) -> Iterator[Callable[..., None]]:
             yield lambda done, total, status="": bar.update(task, completed=done, total=total, status=status)
         return
     start = last = time.monotonic()
+    first: tuple[float, int] | None = None  # when the first were done, and how many
 
     def update(done: int, total: int, status: str = "") -> None:
-        nonlocal last
+        nonlocal last, first
         now = time.monotonic()
+        if done and first is None:
+            first = (now, done)
         if now - last < PLAIN_EVERY_S or not (done or status):
             return
         last = now
-        left = f", about {(now - start) / done * (total - done):.0f} s left" if done else ""
+        # the pace since the first finished: the first carries one-time costs (numba's compile, imports)
+        paced = first is not None and done > first[1]
+        left = f", about {(now - first[0]) / (done - first[1]) * (total - done):.0f} s left" if paced else \
+            ", about 0 s left" if done == total else ""
         print(f"{label}: {done}/{total} done{', ' + status if status else ''}; {now - start:.0f} s elapsed{left}",
               file=sys.stderr, flush=True)
 
