@@ -209,7 +209,8 @@ def _misses(rows: list[validate.Row]) -> list[str]:
             f"({', '.join(_signed(r) for r in trees)}). It holds a tree's channels to RCCL's bus bandwidth "
             "`channels x totalBw / channels` halved (tuning.cc's busBw to algBw), without the `bwRatio` that only "
             "weighs RCCL's pick (0.11 for Tree/Simple on two nodes), and pipelines each channel in RCCL's own "
-            "chunks; the measured trees do not reach that rate. Nothing is refitted.")
+            f"chunks; {sum(r.predicted_us < r.point.time_us for r in trees)} of the {len(trees)} measured trees do "
+            "not reach that rate. Nothing is refitted.")
     over = [r for r in counted if r.point.nodes > 1 and r.point.size_bytes >= 2**32
             and _busbw(r.point) > _ring_ceiling(r.point)]
     if over:
@@ -230,9 +231,10 @@ def _misses(rows: list[validate.Row]) -> list[str]:
                 f"where simnet predicts {min(r.predicted_us for r in odd):.0f}-{max(r.predicted_us for r in odd):.0f} "
                 "us (Tree/LL).")
         if pollara:
-            text += (f" The two-node MI355X log on Pollara 400 measures {min(r.point.time_us for r in pollara):.0f}-"
-                     f"{max(r.point.time_us for r in pollara):.0f} us over the same sizes, and simnet is within "
-                     f"{_pct(max(r.error for r in pollara))} of it.")
+            logs = len({r.point.source for r in pollara})
+            text += (f" The two-node MI355X rows on Pollara 400 ({logs} log{'s' if logs > 1 else ''}) measure "
+                     f"{min(r.point.time_us for r in pollara):.0f}-{max(r.point.time_us for r in pollara):.0f} us "
+                     f"over the same sizes, and simnet is within {_pct(max(r.error for r in pollara))} of them.")
         lines.append(text + " The source does not say why AAC10's small messages cost that much; its rows stay "
                      "counted.")
     large = [r for r in counted if r.point.nodes > 1 and r.point.size_bytes >= 2**32]
@@ -245,8 +247,9 @@ def _misses(rows: list[validate.Row]) -> list[str]:
             "assumed (400 Gb/s; the yaml's notes say why).")
     gpus = {r.point.hardware["gpu"] for r in counted if r.point.nodes == 1}
     if "mi355x" not in gpus:
-        lines.append("* **MI355X, one node**: no public single-node rccl-tests log was found, so simnet's gfx950 "
-                     "single-node figures (RCCL 2.30.3's 112 channels, LL128) are not checked here.")
+        lines.append("* **MI355X, one node**: no public single-node rccl-tests log that runs one process per GPU "
+                     "was found (the systems left out below say why the others are), so simnet's gfx950 single-node "
+                     "figures (RCCL 2.30.3's 112 channels, LL128) are not checked here.")
     return lines + [""]
 
 
@@ -265,7 +268,8 @@ def markdown(rows: list[validate.Row], excluded: dict[str, str]) -> str:
         "`python -m tools.validation.validate --write`; `tests/test_validation_amd.py` keeps this page true.", "",
         "No constant was fitted to these rows: RCCL's are read from its source (`simnet/tuning/rccl.py` names file",
         "and version: RCCL 2.21.5 for gfx942, MI300X and MI325X; 2.30.3 for gfx950, MI355X), while the logs ran",
-        "RCCL 2.22.3 (MI300X), an unprinted ROCm 6.4.1 build (MI325X) and 2.26.6 (MI355X).", "",
+        "RCCL 2.22.3 (MI300X), an unprinted ROCm 6.4.1 build (MI325X) and 2.26.6 and 2.27.7 (MI355X; OCI's guide",
+        "prints none, its images carry 2.26.6).", "",
         *validate.summary_table(rows), "",
         "Per GPU generation:", "",
         "| GPU | points | all sizes | small (<= 1 MiB) | large (>= 128 MiB) |", "|---|---|---|---|---|",
