@@ -7,10 +7,11 @@ large >= 128 MiB).
 Each system is built from what its source states (the yaml's ``hardware``): one host of 8
 GPUs is ``full_mesh``; several are ``leaf_spine`` hosts on one switch with one NIC per GPU at
 the rate and transport the yaml gives. MI325X and MI355X have no public xGMI line rate:
-their links are written at 64 GB/s (MI300X's); under ``model: rccl`` any rate of 48 GB/s or
-more gives the same answer (RCCL's 48 GB/s per link is the effective rate). Each point runs
-what RCCL would pick (``auto``'s pick, simulated alone), under the NCCL/RCCL variables of
-its point that simnet follows.
+their links are written at MI300X's (``validate.xgmi_rate``). Each point runs what RCCL would
+pick (``auto``'s pick, simulated alone), under the NCCL/RCCL variables of its point that
+simnet follows. A system that is a catalogue product (``server`` in the yaml) is also built
+by that name (``validate.server_topology``) and the page compares the two writings, as
+docs/validation.md does.
 
     python -m tools.validation.rccl_points [PATH] [--rows]   # print the summary per GPU
     python -m tools.validation.validate --write              # rewrite every page, this one too
@@ -28,7 +29,6 @@ import yaml
 import simnet
 from simnet import units
 from simnet.run.nccl_env import NCCL_VARIABLES, nccl_system
-from simnet.topology.hardware import GPUS
 from simnet.topology.loader import topology_from_dict
 from simnet.tuning import predict, rccl, tables
 from tools.validation import validate
@@ -48,13 +48,11 @@ over all sizes and <= 10 % at >= 128 MiB; none for small or mid-size messages.""
 def topology_of(name: str, hardware: dict, nodes: int):
     """The topology of ``nodes`` hosts of a system's ``hardware`` (8 GPUs each)."""
     gpu = hardware["gpu"]
-    rate = {} if GPUS[gpu].nvlink_link_rate else {"bandwidth": "64 GB/s"}
+    rate = validate.xgmi_rate(gpu, nodes)
     if nodes == 1:
         return topology_from_dict({"name": name, "generate": {"kind": "full_mesh", "gpu": gpu, **rate}})
     fabric = {"kind": "leaf_spine", "gpu": gpu, "racks": 1, "hosts_per_rack": nodes, "spines": 1,
-              "nic_bandwidth": hardware["nic_bandwidth"], "transport": hardware["transport"]}
-    if rate:
-        fabric["nvlink_bandwidth"] = "448 GB/s"  # 7 links x 64 GB/s
+              "nic_bandwidth": hardware["nic_bandwidth"], "transport": hardware["transport"], **rate}
     return topology_from_dict({"name": name, "generate": fabric})
 
 
@@ -71,10 +69,12 @@ def predict_point(topology, size: int, env: dict) -> tuple[str, str, float]:
 
 
 def predict_row(point: validate.Point) -> validate.Row:
-    """simnet's prediction for one public point, as a validate.Row."""
+    """simnet's prediction for one public point, as a validate.Row; on a catalogue product
+    (``point.server``) also on the system written by that name (``Row.by_name``)."""
     env = {k: str(v) for k, v in point.env.items() if k in NCCL_VARIABLES}
     topology = topology_of(point.system, point.hardware, point.nodes)
-    return validate.Row(point, *predict_point(topology, point.size_bytes, env))
+    by_name = None if point.server is None else predict_point(validate.server_topology(point), point.size_bytes, env)
+    return validate.Row(point, *predict_point(topology, point.size_bytes, env), by_name)
 
 
 def predict_all(path: Path = DATA) -> tuple[list[validate.Row], dict]:
@@ -258,7 +258,8 @@ def _misses(rows: list[validate.Row]) -> list[str]:
 
 
 def markdown(rows: list[validate.Row], excluded: dict[str, str]) -> str:
-    """docs/validation_amd.md: summary, per GPU and node count, misses, one row per point."""
+    """docs/validation_amd.md: summary, per GPU and node count, misses, one row per point, the
+    systems left out, and the catalogue products' two writings (``validate._by_name``)."""
     lines = [
         "# Validation: simnet's RCCL model against public rccl-tests results", "",
         "Every row below is a public rccl-tests `all_reduce_perf` measurement on AMD Instinct GPUs (the faster of its",
@@ -292,7 +293,7 @@ def markdown(rows: list[validate.Row], excluded: dict[str, str]) -> str:
     left_out = validate._left_out(rows, excluded)
     if not any(r.point.not_counted for r in rows):  # no empty list of reasons
         left_out = ["", "Every row above is counted.", *left_out[left_out.index("Systems left out, and why:") - 1:]]
-    return "\n".join(lines + left_out) + "\n"
+    return "\n".join(lines + left_out + validate._by_name(rows)) + "\n"
 
 
 def main() -> None:
