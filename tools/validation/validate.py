@@ -39,7 +39,7 @@ from simnet.run.calibrate import error_factor
 
 __all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "TRAINING_DATA", "TRAINING_DOC", "Point", "Row",
            "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "growth_prose",
-           "topology_for", "cluster_topology", "server_topology", "predict", "predict_all", "summarize",
+           "topology_for", "cluster_topology", "server_topology", "xgmi_rate", "predict", "predict_all", "summarize",
            "summary_table", "markdown", "collectives_markdown", "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS", "PAGES"]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,22 +139,53 @@ def topology_for(point: Point):
     return cluster_topology(point.system, point.hardware, point.nodes, point.ranks // point.nodes, point.racks)
 
 
+def xgmi_rate(gpu: str, hosts: int) -> dict[str, str]:
+    """The generator key simnet asks for where AMD's xGMI line rate of ``gpu`` is in no source
+    it cites (MI325X, MI355X): MI300X's public rate a link, written per link on one host
+    (``full_mesh``'s ``bandwidth``) or for all of a GPU's links on ``hosts`` > 1 (``leaf_spine``'s
+    ``nvlink_bandwidth``). Under ``model: rccl`` any rate of RCCL's 48 GB/s a link or more gives
+    the same answer (RCCL's figure is the effective rate). Empty where the rate is public or
+    the GPU is no AMD mesh."""
+    from simnet.topology.hardware import GPUS
+
+    spec = GPUS[gpu]
+    if not spec.amd or spec.nvlink_link_rate:
+        return {}
+    link = GPUS["mi300x"].nvlink_link_rate / 1e9  # GB/s each way
+    if hosts == 1:
+        return {"bandwidth": f"{link:g} GB/s"}
+    return {"nvlink_bandwidth": f"{spec.nvlink_links * link:g} GB/s"}
+
+
+def _one_server_kind(server: str) -> str:
+    """The generator of one host of catalogue product ``server``: an AMD product's GPUs are a
+    fully connected xGMI mesh (``full_mesh``), an NVIDIA product's sit on NVSwitch."""
+    from simnet.topology.hardware import GPUS
+    from simnet.topology.servers import SERVERS
+
+    return "full_mesh" if GPUS[SERVERS[server].gpu].amd else "nvswitch"
+
+
 def server_topology(point: Point):
     """The system a point ran on written as docs/topologies.md recommends, by product name: its
-    hosts as ``server: <point.server>`` and nothing else (the catalogue's GPU, NVLink, NICs,
-    transport and latencies), one ``nvswitch`` server alone, else a one-rack ``leaf_spine`` of
-    them; an NVL72 product's trays as racks of that product (``point.racks`` of them)."""
+    hosts as ``server: <point.server>`` and nothing else (the catalogue's GPU, NVLink or xGMI,
+    NICs, transport and latencies), one server alone (``_one_server_kind``), else a one-rack
+    ``leaf_spine`` of them; an NVL72 product's trays as racks of that product (``point.racks``
+    of them). An AMD product whose GPUs' xGMI rate no source gives also takes ``xgmi_rate``:
+    simnet refuses it without one."""
     from simnet.topology.loader import topology_from_dict
     from simnet.topology.servers import SERVERS
 
+    product = SERVERS[point.server]
     servers, per_host = point.nodes, point.ranks // point.nodes
-    if SERVERS[point.server].gpus_per_tray is not None:
+    if product.gpus_per_tray is not None:
         servers, per_host = point.racks, point.ranks // point.racks
     if servers == 1:
-        generate = {"kind": "nvswitch", "server": point.server, "gpus": per_host}
+        generate = {"kind": _one_server_kind(point.server), "server": point.server, "gpus": per_host}
     else:
         generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": servers, "server": point.server,
                     "gpus_per_host": per_host}
+    generate.update(xgmi_rate(product.gpu, servers))
     return topology_from_dict({"name": f"{point.system}-by-name", "generate": generate})
 
 
@@ -201,11 +232,12 @@ def summarize(rows: list[Row]) -> dict[str, tuple[int, float | None]]:
             for chosen in [[r for r in rows if test(r.point.size_bytes)]]}
 
 
-def summary_table(rows: list[Row]) -> list[str]:
-    """The summary as markdown table lines (what docs and the README quote)."""
+def summary_table(rows: list[Row], targets: dict[str, float] = TARGETS) -> list[str]:
+    """The summary as markdown table lines (what docs and the README quote), each size class
+    beside its target in ``targets`` (a geometric-mean error, as a fraction; '-': none)."""
     lines = ["| sizes | points | error | target |", "|---|---|---|---|"]
     for name, (count, error) in summarize(rows).items():
-        target = f"<= {TARGETS[name]:.0%}" if name in TARGETS else "-"
+        target = f"<= {targets[name]:.0%}" if name in targets else "-"
         quoted = "-" if error is None else f"{error:.1%}"  # one decimal: 15.3 % is not within 15 %
         lines.append(f"| {name} | {count} | {quoted} | {target} |")
     return lines
@@ -250,10 +282,9 @@ def _by_name(rows: list[Row]) -> list[str]:
         "", "## The same systems by product name (`server:`)", "",
         "docs/topologies.md recommends describing a catalogue product by its name. Each system above that is one "
         "is also",
-        "built that way: its hosts as `server: <product>` and nothing else (`nvswitch` for one server, a one-rack "
-        "`leaf_spine`",
-        "of them otherwise; NVL72 trays as racks of the product), and every point predicted on it as above. The main "
-        "table",
+        "built that way: its hosts as `server: <product>` and nothing else (" + _by_name_writing(named),
+        "of them otherwise" + "".join(f"; {extra}" for extra in _by_name_extras(named)) + "), and every point "
+        "predicted on it as above. The main table",
         "keeps the hand-written systems (what each source states, including hardware it assumes); here are both, "
         "with the",
         "geometric-mean error over the counted rows and the largest spread between the two writings' times "
@@ -280,6 +311,27 @@ def _by_name(rows: list[Row]) -> list[str]:
                      f"{r.algorithm}/{r.protocol} | {units.format_time(us * 1e-6)} {algorithm}/{protocol} | "
                      f"{r.spread:+.1%} |")
     return lines
+
+
+def _by_name_writing(named: list[Row]) -> str:
+    """How one server of the named rows' products is written, as the page says it: the
+    generators (``_one_server_kind``), then a one-rack ``leaf_spine`` of several."""
+    kinds = " or ".join(f"`{kind}`" for kind in sorted({_one_server_kind(r.point.server) for r in named}))
+    return f"{kinds} for one server, a one-rack `leaf_spine`"
+
+
+def _by_name_extras(named: list[Row]) -> list[str]:
+    """What the by-name writing of the named rows' products adds to the name, as the page says
+    it: NVL72 trays as racks; the xGMI rate simnet asks for where no source gives AMD's."""
+    from simnet.topology.servers import SERVERS
+
+    products = [SERVERS[s] for s in dict.fromkeys(r.point.server for r in named)]
+    extras = ["NVL72 trays as racks of the product"] if any(p.gpus_per_tray is not None for p in products) else []
+    rates = sorted({xgmi_rate(p.gpu, 1)["bandwidth"] for p in products if xgmi_rate(p.gpu, 1)})
+    if rates:
+        extras.append(f"a product whose GPUs' xGMI rate no source simnet cites also gives {' or '.join(rates)} a "
+                      "link, as the hand-written systems do: simnet refuses it without one")
+    return extras
 
 
 @dataclass(frozen=True)
