@@ -33,7 +33,7 @@ def _table(header: str) -> list[list[str]]:
 
 
 def _page_rows() -> list[list[str]]:
-    return _table("| system |")
+    return _table("| system | ranks | size |")
 
 
 def test_the_page_lists_every_point_once_in_data_order():
@@ -70,6 +70,47 @@ def test_the_summary_is_the_geometric_mean_of_the_counted_rows():
         quoted = re.search(rf"\| {re.escape(name)} \| {len(errors)} \| ([\d.]+)% \|", page)
         assert quoted, name
         assert abs(float(quoted.group(1)) - 100 * mean) <= 1.0, (name, mean)
+
+
+def test_the_per_system_table_sums_up_each_system_s_rows_largest_error_first():
+    """Each system's line: its counted rows in the main table, their geometric-mean error (to the
+    main table's whole-percent rounding) and the median of predicted / measured from the main
+    table's time cells; lines in falling error."""
+    systems = _table("| system | ranks | points |")
+    rows = [(row, point) for row, point in zip(_page_rows(), POINTS) if point.not_counted is None]
+    assert sum(int(line[2]) for line in systems) == len(rows)
+    errors = [float(line[3].rstrip("%")) for line in systems]
+    assert errors == sorted(errors, reverse=True)
+    for line in systems:
+        mine = [row for row, point in rows if point.description == line[0]]
+        assert len(mine) == int(line[2]), line[0]
+        mean = math.exp(sum(math.log1p(float(row[5].rstrip("%")) / 100) for row in mine) / len(mine)) - 1
+        assert abs(float(line[3].rstrip("%")) - 100 * mean) <= 1.0, line[0]
+        ratios = sorted(_seconds(row[4]) / _seconds(row[3]) for row in mine)
+        middle = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+        assert float(line[6].split("x")[0]) == pytest.approx(middle, abs=0.01), line[0]
+
+
+def test_a_tuner_entry_said_to_match_a_system_matches_its_measured_times():
+    """A bullet under the per-system table says NCCL's model time of one (algorithm, protocol)
+    is within X % of a system's measured times: recomputed here from NCCL's cost model
+    (simnet.tuning.predict.predict) on the system the page builds, row by row, it is, X is within
+    the all-sizes target, and simnet's own error on those rows (the per-system table's) is above it."""
+    from simnet.run.nccl_env import nccl_system
+    from simnet.tuning.predict import predict
+    from tools.validation.validate import TARGETS, topology_for
+
+    page = DOC.read_text()
+    said = re.findall(r"^\* \*\*(.+?)\*\* \((\d+) rows, simnet ([\d.]+)% off running [^)]*\): NCCL's model time for "
+                      r"(\w+)/(\w+) is within ([\d.]+)% of the measured times", page, re.M)
+    assert said  # the multi-rack NVL72 systems, today
+    for description, count, off, algorithm, protocol, within in said:
+        points = [p for p in POINTS if p.description == description and p.not_counted is None]
+        assert len(points) == int(count) and float(off) > 100 * TARGETS["all sizes"] >= float(within)
+        system = nccl_system(topology_for(points[0]), points[0].env)
+        errors = [max(t, p.time_us) / min(t, p.time_us) for p in points
+                  for t in [predict(system, algorithm, protocol, p.size_bytes) * 1e6]]
+        assert 100 * (math.exp(sum(map(math.log, errors)) / len(errors)) - 1) == pytest.approx(float(within), abs=0.05)
 
 
 def _by_name_tables() -> tuple[list[list[str]], list[list[str]]]:

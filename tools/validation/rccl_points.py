@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 from pathlib import Path
 
 import yaml
@@ -90,18 +89,8 @@ def _geomean(errors: list[float]) -> float | None:
 def by_system(rows: list[validate.Row]) -> list[tuple]:
     """Per (GPU, nodes), counted points only: (gpu, nodes, points, error all, small, large,
     median of predicted / measured, its smallest and largest)."""
-    groups: dict[tuple[str, int], list[validate.Row]] = {}
-    for r in rows:
-        if r.point.not_counted is None:
-            groups.setdefault((r.point.hardware["gpu"], r.point.nodes), []).append(r)
-    table = []
-    for (gpu, nodes), chosen in sorted(groups.items()):
-        ratios = [r.predicted_us / r.point.time_us for r in chosen]
-        table.append((gpu, nodes, len(chosen), _geomean([r.error for r in chosen]),
-                      _geomean([r.error for r in chosen if r.point.size_bytes <= SMALL]),
-                      _geomean([r.error for r in chosen if r.point.size_bytes >= LARGE]),
-                      statistics.median(ratios), min(ratios), max(ratios)))
-    return table
+    return sorted((*key, *rest) for key, *rest in validate.per_group(rows, lambda r: (r.point.hardware["gpu"],
+                                                                                       r.point.nodes)))
 
 
 def summary(rows: list[validate.Row]) -> list[tuple]:

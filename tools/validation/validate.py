@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import math
 import operator
+import statistics
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +42,8 @@ from simnet.run.calibrate import error_factor
 __all__ = ["DATA", "DOC", "COLLECTIVES_DATA", "COLLECTIVES_DOC", "TRAINING_DATA", "TRAINING_DOC", "Point", "Row",
            "Series", "StepRow", "load_points", "load_series", "predict_series", "training_markdown", "growth_prose",
            "topology_for", "cluster_topology", "server_topology", "xgmi_rate", "predict", "predict_all", "summarize",
-           "summary_table", "markdown", "collectives_markdown", "LARGE", "SMALL", "SIZE_CLASSES", "TARGETS", "PAGES"]
+           "summary_table", "per_group", "markdown", "collectives_markdown", "LARGE", "SMALL", "SIZE_CLASSES",
+           "TARGETS", "PAGES"]
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "validation" / "nccl_tests_public.yaml"
@@ -243,6 +246,24 @@ def summary_table(rows: list[Row], targets: dict[str, float] = TARGETS) -> list[
     return lines
 
 
+def per_group(rows: list[Row], key: Callable[[Row], Hashable]) -> list[tuple]:
+    """The counted rows grouped by ``key`` (in order of first appearance): (key, points,
+    geometric-mean error over all sizes, small, large (None: no such row), median of
+    predicted / measured, its smallest and largest)."""
+    groups: dict[Hashable, list[Row]] = {}
+    for r in rows:
+        if r.point.not_counted is None:
+            groups.setdefault(key(r), []).append(r)
+    table = []
+    for name, chosen in groups.items():
+        ratios = [r.predicted_us / r.point.time_us for r in chosen]
+        table.append((name, len(chosen), _geomean_error(chosen),
+                      _geomean_error([r for r in chosen if r.point.size_bytes <= SMALL]),
+                      _geomean_error([r for r in chosen if r.point.size_bytes >= LARGE]),
+                      statistics.median(ratios), min(ratios), max(ratios)))
+    return table
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -267,9 +288,66 @@ def markdown(rows: list[Row], excluded: dict[str, str]) -> str:
         "AMD Instinct GPUs under `model: rccl` against public rccl-tests results: "
         "[validation_amd.md](validation_amd.md).", "",
         *summary_table(rows), "",
+        *_per_system(rows),
         *_point_table(rows, collective=False),
     ]
     return "\n".join(lines + _left_out(rows, excluded) + _by_name(rows)) + "\n"
+
+
+def _per_system(rows: list[Row]) -> list[str]:
+    """Per system, the largest error first: its counted rows' errors and predicted /
+    measured, what simnet runs; then the systems above the all-sizes target whose measured
+    times one of NCCL's own model times (the tuner table NCCL and simnet pick from) matches
+    (``_nearest_model_entry``)."""
+    table = sorted(per_group(rows, lambda r: r.point.system), key=lambda g: -g[2])
+    described = {r.point.system: r for r in rows}
+    lines = ["Per system, the largest error first (predicted / measured: above 1, simnet is slower than measured):", "",
+             "| system | ranks | points | all sizes | small | large | predicted / measured, median (range) | "
+             "simnet runs |", "|---|---|---|---|---|---|---|---|"]
+    for system, count, overall, small, large, median, low, high in table:
+        chosen = [r for r in rows if r.point.system == system and r.point.not_counted is None]
+        runs = ", ".join(dict.fromkeys(f"{r.algorithm}/{r.protocol}" for r in chosen))
+        ranks = ", ".join(str(n) for n in sorted({r.point.ranks for r in chosen}))
+        lines.append(f"| {described[system].point.description} | {ranks} | {count} | {_pct1(overall)} | "
+                     f"{_pct1(small)} | {_pct1(large)} | {median:.2f}x ({low:.2f}x - {high:.2f}x) | {runs} |")
+    notes = [_nearest_model_entry([r for r in rows if r.point.system == system and r.point.not_counted is None])
+             for system, _, overall, *_ in table if overall > TARGETS["all sizes"]]
+    notes = [note for note in notes if note]
+    if notes:
+        lines += ["", "Systems above the all-sizes target whose measured times one entry of NCCL's own tuner table "
+                  "(its model time of every algorithm and protocol it may run there, whose cheapest NCCL and simnet "
+                  "pick) matches within that target, though it is not what simnet picks:", "", *notes]
+    return lines + [""]
+
+
+def _nearest_model_entry(rows: list[Row]) -> str | None:
+    """A bullet naming the (algorithm, protocol) whose NCCL model time is nearest the measured
+    times of ``rows`` (one system's; geometric-mean error over the rows, an entry NCCL's table
+    has on every row), when it is within the all-sizes target and not what simnet runs on
+    every row; else None."""
+    from simnet.run.nccl_env import nccl_system
+    from simnet.tuning.predict import pick
+    from simnet.tuning.tables import SIMNET_NAMES
+
+    if not rows:
+        return None
+    system = nccl_system(topology_for(rows[0].point), rows[0].point.env)
+    env = rows[0].point.env
+    tables = [pick(system, r.point.size_bytes, env.get("NCCL_ALGO"), env.get("NCCL_PROTO")).table for r in rows]
+    common = set.intersection(*(set(t) for t in tables))
+    if not common:
+        return None
+    fits = {entry: math.exp(sum(math.log1p(error_factor(t[entry] * 1e6, r.point.time_us))
+                                for t, r in zip(tables, rows)) / len(rows)) - 1 for entry in common}
+    (algorithm, protocol), error = min(fits.items(), key=lambda item: (item[1], item[0]))
+    if error > TARGETS["all sizes"] or all((r.algorithm, r.protocol) == (SIMNET_NAMES[algorithm], protocol)
+                                           for r in rows):
+        return None
+    runs = ", ".join(dict.fromkeys(f"{r.algorithm}/{r.protocol}" for r in rows))
+    forced = " ".join(f"{k}={v}" for k, v in env.items() if k in ("NCCL_ALGO", "NCCL_PROTO"))
+    return (f"* **{rows[0].point.description}** ({len(rows)} rows, simnet {_pct1(_geomean_error(rows))} off running "
+            f"{runs}): NCCL's model time for {algorithm}/{protocol} is within {_pct1(error)} of the measured times. "
+            + (f"The rows set {forced}." if forced else "The rows set no NCCL_ALGO or NCCL_PROTO."))
 
 
 def _by_name(rows: list[Row]) -> list[str]:
