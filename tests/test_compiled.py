@@ -270,16 +270,21 @@ def test_large_schedules_take_the_compiled_network_links_down_or_not(monkeypatch
         replay(schedule, topo, faults=down)
 
 
-def test_jobs_take_the_compiled_network_unless_they_repeat_past_its_bound(monkeypatch):
+def test_jobs_take_the_compiled_network_unless_they_repeat_past_its_bounds(monkeypatch):
     """Jobs of ``COMPILED_FROM`` transfers in all runs take the compiled network; jobs that
-    repeat past ``JOBS_REPLAYED_UP_TO`` transfers in all stay on SimPy, whose skip over
-    repeated cycles may replay few of them."""
+    repeat past ``JOBS_REPLAYED_UP_TO`` transfers in all, or a job alone past
+    ``ALONE_REPLAYED_UP_TO`` runs, stay on SimPy, whose skip over repeated cycles may
+    replay few of them."""
     topo, schedule = _one_transfer()
     monkeypatch.setattr(compiled, "run", _taken)
     monkeypatch.setattr(replay_module, "COMPILED_FROM", 1)
     jobs = [JobRun(schedule, Timing()), JobRun(schedule, Timing(), repeat=2)]
-    with pytest.raises(_Taken):
-        replay_jobs(jobs, topo)
+    for taken in (jobs, jobs[1:]):
+        with pytest.raises(_Taken):
+            replay_jobs(taken, topo)
+    monkeypatch.setattr(replay_module, "ALONE_REPLAYED_UP_TO", 1)
+    runs, _ = replay_jobs(jobs[1:], topo)
+    assert [len(job) for job in runs] == [2]
     monkeypatch.setattr(replay_module, "JOBS_REPLAYED_UP_TO", 2)  # 3 transfers in all
     runs, _ = replay_jobs(jobs, topo)
     assert [len(job) for job in runs] == [1, 2]

@@ -580,16 +580,24 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
 
 JOBS_REPLAYED_UP_TO = 10_000_000
 """Transfers replayed in all (each job's transfers times its runs) up to which jobs that
-repeat take the compiled network by default, which replays every run: beyond, the SimPy
-network's skip over repeated cycles (``_RepeatedCycles``) may replay a few of them only."""
+repeat take the compiled network by default, which replays every run (~3 us of CPU a
+transfer of a small run, ~5x less than SimPy): beyond, the SimPy network's skip over
+repeated cycles (``_RepeatedCycles``) may replay a few of them only."""
+
+ALONE_REPLAYED_UP_TO = 20
+"""Runs of a job replayed alone up to which it takes the compiled network by default: alone,
+its runs repeat from the second on, so SimPy's skip replays about four of them, and the
+compiled network replays about five in the time SimPy replays one."""
 
 
 def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun]) -> bool:
     """Whether ``replay_jobs`` takes the compiled network (``asked``: the caller's choice):
-    as ``replay`` would for the transfers of every run, unless that many runs of jobs that
-    repeat may be worth skipping (``JOBS_REPLAYED_UP_TO``; a background job counts once)."""
+    as ``replay`` would for the transfers of every run, unless the runs of jobs that repeat
+    may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
+    job counts once)."""
     transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
-    if asked is None and _may_skip(jobs) and transfers > JOBS_REPLAYED_UP_TO:
+    if asked is None and _may_skip(jobs) and (transfers > JOBS_REPLAYED_UP_TO or (
+            len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)):
         return False
     return _runs_compiled(asked, transfers)
 
