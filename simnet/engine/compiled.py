@@ -1,5 +1,6 @@
-"""The fluid replay of one schedule, compiled with numba: the network of
-``simnet.engine.fluid`` and the replay of ``simnet.engine.replay``, the same rules and the
+"""The fluid replay of one schedule, or of jobs sharing the network, compiled with numba:
+the network of ``simnet.engine.fluid`` and the replays of ``simnet.engine.replay``
+(``replay``, ``replay_jobs`` without its skip over repeated cycles), the same rules and the
 same arithmetic, on an integer-time calendar instead of SimPy events.
 
 Why: the SimPy network spends ~150 us of Python per simulated instant (about a hundred
