@@ -222,6 +222,17 @@ def test_a_run_that_outgrows_its_buffers_starts_again_with_them_doubled(monkeypa
     _assert_same_jobs(*_jobs_on_both(jobs, topo))
 
 
+def test_jobs_of_many_flows_of_no_bytes_at_once_find_them_slots():
+    """Flows of no bytes take a slot for the instant they start in: 200 at once, each on a
+    connection of its own, besides a job that moves bytes, replay as on SimPy."""
+    topo, schedule = _one_transfer()
+    b = ScheduleBuilder("empty", ["g0", "g1"], 0)
+    for channel in range(200):
+        b.add([0], [1], 0, 0, COPY, channel=[channel])
+    jobs = [JobRun(b.build(), Timing(), repeat=2), JobRun(schedule, Timing(), repeat=2)]
+    _assert_same_jobs(*_jobs_on_both(jobs, topo))
+
+
 def test_a_flow_past_the_horizon_stops_both_networks_with_the_same_line():
     topo = topology_from_dict({"name": "slow", "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}],
                                "links": [{"a": "a", "b": "b", "bandwidth": "1 Kb/s", "latency": "1 us"}]})

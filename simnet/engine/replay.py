@@ -516,7 +516,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
                                        for rows, caps, _ in flows] + [np.zeros(0)]), queues, [])
     net.set_slack(slack)
     if _jobs_run_compiled(compiled, jobs):
-        return _replay_jobs_compiled(jobs, topology, net, slack, queues, timeline)
+        return _replay_jobs_compiled(jobs, topology, net, slack, timeline)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
     report = Reporter(sum(job.repeat for job in jobs))  # foreground runs done, of all
@@ -603,7 +603,7 @@ def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun]) -> bool:
 
 
 def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetwork, slack: np.ndarray,
-                          queues: np.ndarray, timeline: bool) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+                          timeline: bool) -> tuple[list[list[tuple[int, int]]], LinkStats]:
     """``replay_jobs`` on the compiled fluid network: each job's transfers once, one after
     the other in job order, as its runner holds them before its first run."""
     from simnet.engine import compiled
@@ -611,6 +611,9 @@ def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetw
     runners = [_Runner(job.schedule, net, None, job.timing, on_done=lambda now: None) for job in jobs]
     counts = [len(job.schedule) for job in jobs]
     offsets = np.cumsum([0] + counts)[:-1]
+    # the flows' slots: at most one flow of each queue of a job's transfers that cross links (of no bytes too)
+    queues = np.concatenate([_queues(r.s.after_sent)[~r.local] + offset for r, offset in zip(runners, offsets)]
+                            + [_EMPTY])
     paths, latency = net.routes
     code, totals = compiled.run(
         np.concatenate([runner.state for runner in runners], axis=1),
