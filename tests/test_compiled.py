@@ -302,9 +302,11 @@ def test_jobs_take_the_compiled_network_unless_they_repeat_past_its_bounds(monke
 
 
 @pytest.mark.parametrize("compiled_network", [False, True])
-def test_a_listener_hears_how_far_a_replay_is(compiled_network, monkeypatch):
-    """With a listener in force, a replay reports the share of its transfers delivered,
-    rising to 1, with the time it expects to take still; without one, nothing."""
+@pytest.mark.parametrize("as_a_job", [False, True])
+def test_a_listener_hears_how_far_a_replay_is(compiled_network, as_a_job, monkeypatch):
+    """With a listener in force, a replay reports the share of its transfers delivered (as
+    a job repeated: of its runs), rising to 1, with the time it expects to take still;
+    without one, nothing."""
     from simnet.engine import progress
 
     monkeypatch.setattr(progress, "EVERY_S", 0.0)
@@ -314,7 +316,10 @@ def test_a_listener_hears_how_far_a_replay_is(compiled_network, monkeypatch):
     _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**20, {})
     heard = []
     with progress.listening(lambda share, left_s: heard.append((share, left_s))):
-        replay(schedule, topo, timing=timing, compiled=compiled_network)
+        if as_a_job:
+            replay_jobs([JobRun(schedule, timing, repeat=8, period_ps=10**9)], topo, compiled=compiled_network)
+        else:
+            replay(schedule, topo, timing=timing, compiled=compiled_network)
     shares = [share for share, _ in heard]
     assert len(shares) > 3 and shares == sorted(shares) and 0 < shares[0] and shares[-1] <= 1
     assert all(left_s >= 0 for _, left_s in heard)
