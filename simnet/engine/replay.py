@@ -510,7 +510,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     # a job's runs follow each other, so its queues stay queues across them; jobs' queues are apart
     flows = [_network_flows(net, job.schedule, job.timing) for job in jobs]
     offsets = np.cumsum([0] + [len(job.schedule) for job in jobs])
-    queues = np.concatenate([queues + offset for (_, _, queues), offset in zip(flows, offsets)] + [_EMPTY])
+    queues = np.concatenate([own + offset for (_, _, own), offset in zip(flows, offsets)] + [_EMPTY])
     slack = never_full(net, np.concatenate([rows for rows, _, _ in flows] + [_EMPTY]),
                        np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
                                        for rows, caps, _ in flows] + [np.zeros(0)]), queues, [])
@@ -608,6 +608,7 @@ def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetw
     the other in job order, as its runner holds them before its first run."""
     from simnet.engine import compiled
 
+    # each job's transfers as its runner holds them; runners of jobs report no progress of their own
     runners = [_Runner(job.schedule, net, None, job.timing, on_done=lambda now: None) for job in jobs]
     counts = [len(job.schedule) for job in jobs]
     offsets = np.cumsum([0] + counts)[:-1]
