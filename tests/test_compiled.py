@@ -6,6 +6,8 @@ schedules."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +19,7 @@ from simnet.engine import accounting, clock, compiled, maxmin
 from simnet.engine import replay as replay_module
 from simnet.engine.faults import Fault
 from simnet.engine.fluid import Cut
-from simnet.engine.replay import replay
+from simnet.engine.replay import JobRun, replay, replay_jobs
 from simnet.model.timing import Timing
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup
@@ -59,10 +61,14 @@ def _assert_identical(simpy_run, compiled_run):
         assert np.array_equal(getattr(simpy_run, name), getattr(compiled_run, name)), name
     assert simpy_run.duration_ps == compiled_run.duration_ps
     assert (simpy_run.rerouted, simpy_run.rerouted_bytes) == (compiled_run.rerouted, compiled_run.rerouted_bytes)
-    one, other = simpy_run.stats, compiled_run.stats
+    _assert_same_statistics(simpy_run.stats, compiled_run.stats, max(simpy_run.duration_ps, 1))
+
+
+def _assert_same_statistics(one, other, duration):
+    """Every link statistic of two runs of ``duration`` ps (> 0) the same to the bit, and
+    their timelines, if kept."""
     for name in STATISTICS:
         assert np.array_equal(getattr(one, name), getattr(other, name)), name
-    duration = max(simpy_run.duration_ps, 1)
     assert np.array_equal(one.mean_capacity(duration), other.mean_capacity(duration))
     if one.timeline is not None:
         assert len(one.timeline) == len(other.timeline)
@@ -93,24 +99,7 @@ def _runs(draw):
     rate, faults that slow links or take them down, a timeline."""
     written = draw(st.one_of(small_fabrics(), _two_way_fabrics()))
     gpus, links = sum(node["kind"] == "gpu" for node in written["nodes"]), written["links"]
-    b = ScheduleBuilder("random", [f"g{i}" for i in range(gpus)], 10**7)
-    caps, delays, made = [], [], []
-    for channel in range(draw(st.integers(1, 6))):
-        src, dst = draw(st.integers(0, gpus - 1)), draw(st.integers(0, gpus - 1))
-        cap = draw(st.sampled_from([np.inf, 1e9, 3e9, 7e9, 15e9]))
-        ahead = -1
-        for _ in range(draw(st.integers(1, 4))):
-            nbytes = draw(st.sampled_from([0, 1, 4096, 10**5, 10**6, 10**7]))
-            deps = draw(st.lists(st.sampled_from(made), max_size=2, unique=True)) if made else []
-            (ahead,) = b.add([src], [dst], 0, nbytes, draw(st.sampled_from([COPY, REDUCE])), deps=deps,
-                             after_sent=[ahead], channel=[channel])
-            made.append(ahead)
-            caps.append(cap)
-            delays.append(draw(st.sampled_from([0, 0, 500_000, 3_000_000])))
-    timing = Timing(rate_cap=np.array(caps) if draw(st.booleans()) else None,
-                    delay_ps=np.array(delays, dtype=np.int64) if draw(st.booleans()) else None,
-                    start_ps=draw(st.sampled_from([0, 0, 2_000_000])),
-                    wire_factor=draw(st.sampled_from([1.0, 1.0, 2.0, 120 / 128])))
+    schedule, timing = draw(_timed_schedules(gpus))
     options = {"timing": timing, "timeline": draw(st.booleans()),
                "message_overhead": draw(st.sampled_from([0.0, 0.0, 1e-6])),
                "reduce_bandwidth": draw(st.sampled_from([None, None, 5e9])),
@@ -129,7 +118,33 @@ def _runs(draw):
         at = draw(st.sampled_from([0.0, 1e-6, 5e-6, 2e-5, 1e-4]))
         faults.insert(draw(st.integers(0, len(faults))), Fault(at, links, np.zeros(len(links)), "spine down"))
     options["faults"] = faults
-    return written, b.build(), options
+    return written, schedule, options
+
+
+@st.composite
+def _timed_schedules(draw, gpus: int):
+    """Connections of queued pieces between ``gpus`` GPUs (some waiting for pieces of other
+    connections, some joins on one GPU, some of no bytes, copies and reductions) and their
+    ``Timing``: random caps, software latencies, launch latency and wire factor."""
+    b = ScheduleBuilder("random", [f"g{i}" for i in range(gpus)], 10**7)
+    caps, delays, made = [], [], []
+    for channel in range(draw(st.integers(1, 6))):
+        src, dst = draw(st.integers(0, gpus - 1)), draw(st.integers(0, gpus - 1))
+        cap = draw(st.sampled_from([np.inf, 1e9, 3e9, 7e9, 15e9]))
+        ahead = -1
+        for _ in range(draw(st.integers(1, 4))):
+            nbytes = draw(st.sampled_from([0, 1, 4096, 10**5, 10**6, 10**7]))
+            deps = draw(st.lists(st.sampled_from(made), max_size=2, unique=True)) if made else []
+            (ahead,) = b.add([src], [dst], 0, nbytes, draw(st.sampled_from([COPY, REDUCE])), deps=deps,
+                             after_sent=[ahead], channel=[channel])
+            made.append(ahead)
+            caps.append(cap)
+            delays.append(draw(st.sampled_from([0, 0, 500_000, 3_000_000])))
+    timing = Timing(rate_cap=np.array(caps) if draw(st.booleans()) else None,
+                    delay_ps=np.array(delays, dtype=np.int64) if draw(st.booleans()) else None,
+                    start_ps=draw(st.sampled_from([0, 0, 2_000_000])),
+                    wire_factor=draw(st.sampled_from([1.0, 1.0, 2.0, 120 / 128])))
+    return b.build(), timing
 
 
 @settings(max_examples=60, deadline=None)
@@ -203,6 +218,19 @@ def test_a_run_that_outgrows_its_buffers_starts_again_with_them_doubled(monkeypa
     point = Setup(topo, "allreduce", "nccl", nccl_env({}), None)
     _, schedule, timing = point.prepare("ring", 2**20, {})
     _assert_identical(*_both(schedule, topo, timing=timing, timeline=True, reduce_bandwidth=1e10))
+    jobs = [JobRun(schedule, timing, repeat=3), JobRun(schedule, timing, start_ps=10**6, repeat=2)]
+    _assert_same_jobs(*_jobs_on_both(jobs, topo))
+
+
+def test_jobs_of_many_flows_of_no_bytes_at_once_find_them_slots():
+    """Flows of no bytes take a slot for the instant they start in: 200 at once, each on a
+    connection of its own, besides a job that moves bytes, replay as on SimPy."""
+    topo, schedule = _one_transfer()
+    b = ScheduleBuilder("empty", ["g0", "g1"], 0)
+    for channel in range(200):
+        b.add([0], [1], 0, 0, COPY, channel=[channel])
+    jobs = [JobRun(b.build(), Timing(), repeat=2), JobRun(schedule, Timing(), repeat=2)]
+    _assert_same_jobs(*_jobs_on_both(jobs, topo))
 
 
 def test_a_flow_past_the_horizon_stops_both_networks_with_the_same_line():
@@ -219,37 +247,66 @@ def test_a_flow_past_the_horizon_stops_both_networks_with_the_same_line():
     assert messages[0] == messages[1]
 
 
-def test_large_schedules_take_the_compiled_network_links_down_or_not(monkeypatch):
-    """From ``COMPILED_FROM`` transfers the compiled network runs, faults that take links
-    down included (routes move on it as on the SimPy network)."""
+class _Taken(Exception):
+    """Raised by ``_taken``."""
+
+
+def _taken(*args, **kwargs):
+    """Stands for ``compiled.run``: says the compiled network was taken."""
+    raise _Taken
+
+
+def _one_transfer():
+    """Two GPUs on two switches, 1 MB from one to the other: (topology, schedule)."""
     topo = topology_from_dict({"name": "two ways", "nodes": [
         {"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}, {"id": "s0", "kind": "switch"},
         {"id": "s1", "kind": "switch"}], "links": [
         {"a": g, "b": s, "bandwidth": "1 GB/s", "latency": "1 us"} for g in ("g0", "g1") for s in ("s0", "s1")]})
     b = ScheduleBuilder("one", ["g0", "g1"], 10**6)
     b.add([0], [1], 0, 10**6, COPY)
-    schedule = b.build()
+    return topo, b.build()
 
-    class Taken(Exception):
-        pass
 
-    def taken(*args, **kwargs):
-        raise Taken
-
-    monkeypatch.setattr(compiled, "run", taken)
+def test_large_schedules_take_the_compiled_network_links_down_or_not(monkeypatch):
+    """From ``COMPILED_FROM`` transfers the compiled network runs, faults that take links
+    down included (routes move on it as on the SimPy network)."""
+    topo, schedule = _one_transfer()
+    monkeypatch.setattr(compiled, "run", _taken)
     monkeypatch.setattr(replay_module, "COMPILED_FROM", 1)
-    with pytest.raises(Taken):
+    with pytest.raises(_Taken):
         replay(schedule, topo)
     down = [Fault(0.0, np.array([topo.link_index[("g0", "s0")], topo.link_index[("g0", "s1")]][:1]), np.zeros(1),
                   "down")]
-    with pytest.raises(Taken):
+    with pytest.raises(_Taken):
         replay(schedule, topo, faults=down)
 
 
+def test_jobs_take_the_compiled_network_unless_they_repeat_past_its_bounds(monkeypatch):
+    """Jobs of ``COMPILED_FROM`` transfers in all runs take the compiled network; jobs that
+    repeat past ``JOBS_REPLAYED_UP_TO`` transfers in all, or a job alone past
+    ``ALONE_REPLAYED_UP_TO`` runs, stay on SimPy, whose skip over repeated cycles may
+    replay few of them."""
+    topo, schedule = _one_transfer()
+    monkeypatch.setattr(compiled, "run", _taken)
+    monkeypatch.setattr(replay_module, "COMPILED_FROM", 1)
+    jobs = [JobRun(schedule, Timing()), JobRun(schedule, Timing(), repeat=2)]
+    for taken in (jobs, jobs[1:]):
+        with pytest.raises(_Taken):
+            replay_jobs(taken, topo)
+    monkeypatch.setattr(replay_module, "ALONE_REPLAYED_UP_TO", 1)
+    runs, _ = replay_jobs(jobs[1:], topo)
+    assert [len(job) for job in runs] == [2]
+    monkeypatch.setattr(replay_module, "JOBS_REPLAYED_UP_TO", 2)  # 3 transfers in all
+    runs, _ = replay_jobs(jobs, topo)
+    assert [len(job) for job in runs] == [1, 2]
+
+
 @pytest.mark.parametrize("compiled_network", [False, True])
-def test_a_listener_hears_how_far_a_replay_is(compiled_network, monkeypatch):
-    """With a listener in force, a replay reports the share of its transfers delivered,
-    rising to 1, with the time it expects to take still; without one, nothing."""
+@pytest.mark.parametrize("as_a_job", [False, True])
+def test_a_listener_hears_how_far_a_replay_is(compiled_network, as_a_job, monkeypatch):
+    """With a listener in force, a replay reports the share of its transfers delivered (as
+    a job repeated: of its runs), rising to 1, with the time it expects to take still;
+    without one, nothing."""
     from simnet.engine import progress
 
     monkeypatch.setattr(progress, "EVERY_S", 0.0)
@@ -259,7 +316,75 @@ def test_a_listener_hears_how_far_a_replay_is(compiled_network, monkeypatch):
     _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**20, {})
     heard = []
     with progress.listening(lambda share, left_s: heard.append((share, left_s))):
-        replay(schedule, topo, timing=timing, compiled=compiled_network)
+        if as_a_job:
+            replay_jobs([JobRun(schedule, timing, repeat=8, period_ps=10**9)], topo, compiled=compiled_network)
+        else:
+            replay(schedule, topo, timing=timing, compiled=compiled_network)
     shares = [share for share, _ in heard]
     assert len(shares) > 3 and shares == sorted(shares) and 0 < shares[0] and shares[-1] <= 1
     assert all(left_s >= 0 for _, left_s in heard)
+
+
+@st.composite
+def _jobs(draw):
+    """A small network (as ``_runs``) and 1-3 jobs on it, each a random schedule and timing
+    (``_timed_schedules``) first issued at 0 or later and run once to three times on a
+    period shorter or longer than its runs, or in the background on a period (its runs move
+    on in time while the others run); whether to keep a timeline."""
+    written = draw(st.one_of(small_fabrics(), _two_way_fabrics()))
+    gpus = sum(node["kind"] == "gpu" for node in written["nodes"])
+    jobs = []
+    for _ in range(draw(st.integers(1, 3))):
+        schedule, timing = draw(_timed_schedules(gpus))
+        repeat = draw(st.sampled_from([0, 1, 1, 2, 3]))
+        periods = [10**8, 10**9] if repeat == 0 else [0, 10**6, 5 * 10**6, 4 * 10**7]
+        jobs.append(JobRun(schedule, timing, start_ps=draw(st.sampled_from([0, 0, 10**6, 3 * 10**6])),
+                           repeat=repeat, period_ps=draw(st.sampled_from(periods))))
+    return written, jobs, draw(st.booleans())
+
+
+def _jobs_on_both(jobs, topo, **kwargs):
+    """``replay_jobs`` on the SimPy network replaying every run (no skip over repeated
+    cycles, as the compiled network) and on the compiled one: (runs, stats) each."""
+    with mock.patch.object(replay_module, "_may_skip", lambda jobs: False):
+        simpy_jobs = replay_jobs(jobs, topo, compiled=False, **kwargs)
+    return simpy_jobs, replay_jobs(jobs, topo, compiled=True, **kwargs)
+
+
+def _assert_same_jobs(simpy_jobs, compiled_jobs):
+    (simpy_runs, simpy_stats), (compiled_runs, compiled_stats) = simpy_jobs, compiled_jobs
+    assert compiled_runs == simpy_runs
+    _assert_same_statistics(simpy_stats, compiled_stats, max([end for runs in simpy_runs for _, end in runs] + [1]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(case=_jobs())
+def test_jobs_on_the_compiled_network_run_as_on_the_simpy_network_to_the_bit(case):
+    """Every run's issue and end to the picosecond and every link statistic to the bit:
+    queues kept across a job's runs, runs issued on their period or at the end of the run
+    before, launch latencies, background jobs repeating while the others run."""
+    written, jobs, timeline = case
+    _assert_same_jobs(*_jobs_on_both(jobs, topology_from_dict(written), timeline=timeline))
+
+
+def test_real_jobs_sharing_uplinks_run_the_same_compiled():
+    """NCCL's Ring and Tree of two jobs spread over both racks of an 8:1 oversubscribed
+    leaf-spine (their flows share the uplinks), repeated on a period shorter than their
+    runs, the Tree's first issued later, and a third job's Ring in the background: the same
+    on both networks."""
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2, "gpu": "h100",
+        "oversubscription": 8}})
+    gpus = topo.gpus
+    jobs = []
+    for group, algorithm, size, options in ((gpus[0::3], "ring", 2**22, {"repeat": 3, "period_ps": 10**7}),
+                                            (gpus[1::3], "tree", 2**21, {"repeat": 2, "start_ps": 3 * 10**6}),
+                                            (gpus[2::3], "ring", 2**20, {"repeat": 0, "period_ps": 10**8})):
+        _, schedule, timing = Setup(topo.subset(group), "allreduce", "nccl", nccl_env({}), None).prepare(
+            algorithm, size, {})
+        jobs.append(JobRun(schedule, timing, **options))
+    simpy_jobs, compiled_jobs = _jobs_on_both(jobs, topo, capacity=jobs[0].timing.capacity, timeline=True)
+    _assert_same_jobs(simpy_jobs, compiled_jobs)
+    runs = compiled_jobs[0]
+    assert [len(job) for job in runs[:2]] == [3, 2] and len(runs[2]) > 1
+    assert len({end - start for start, end in runs[2]}) > 1  # the background's runs take longer as others join it

@@ -1,5 +1,6 @@
-"""The fluid replay of one schedule, compiled with numba: the network of
-``simnet.engine.fluid`` and the replay of ``simnet.engine.replay``, the same rules and the
+"""The fluid replay of one schedule, or of jobs sharing the network, compiled with numba:
+the network of ``simnet.engine.fluid`` and the replays of ``simnet.engine.replay``
+(``replay``, ``replay_jobs`` without its skip over repeated cycles), the same rules and the
 same arithmetic, on an integer-time calendar instead of SimPy events.
 
 Why: the SimPy network spends ~150 us of Python per simulated instant (about a hundred
@@ -90,26 +91,34 @@ _B_GONE, _B_TOUCHED, _B_MARKED, _B_USED = _ints(4)
 _ZERO = np.int64(0)
 
 # calendar events: rows (time ps, creation sequence, kind, payload)
-_DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN = _ints(5)
+_DELIVER, _USABLE, _LAUNCH, _FAULT, _BEGIN, _ISSUE = _ints(6)
 # the replay's calls, run depth first from the work list: rows (kind, first, count) of the pool
 _W_LAUNCH, _W_SENT, _W_DELIVERED, _W_USABLE, _W_REDUCE_LATER = _ints(5)
 # scalars, in one int64 array every function shares
 (_NOW, _SEQ, _WAKE, _LOGICAL, _FREE_N, _ACTIVE, _EVENTS, _NEW, _GONE, _TOUCHED, _HEAP, _POOL, _WORK, _LOADS,
- _COMMITS, _FULL, _STARTED, _DELIVERED, _REROUTED, _LOGGED) = _ints(20)
+ _COMMITS, _FULL, _STARTED, _DELIVERED, _REROUTED, _LOGGED, _RUNS, _RUNNING, _OWNERS, _RUNS_DONE) = _ints(24)
 # buffers that may fill (``iv[_FULL]``)
-_FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS = _ints(7)[1:]
+_FULL_EVENTS, _FULL_WORK, _FULL_POOL, _FULL_COMMITS, _FULL_LOADS, _FULL_SLOTS, _FULL_RUNS = _ints(8)[1:]
+# the jobs' integers: their transfers (first, count), launch latency ps, first issue ps, runs (0: background),
+# period ps; the run under way or planned, when it was issued ps, its transfers not usable yet, its network
+# listener's number (-1 until it starts a flow)
+_J_FIRST, _J_COUNT, _J_LAUNCH, _J_START, _J_REPEAT, _J_PERIOD, _J_RUN, _J_ISSUED, _J_LEFT, _J_OWNER = _ints(10)
 
-FIRST_SIZES = {_FULL_EVENTS: 1024, _FULL_WORK: 1024, _FULL_POOL: 1 << 16, _FULL_COMMITS: 1024, _FULL_LOADS: 1 << 14}
+FIRST_SIZES = {_FULL_EVENTS: 1024, _FULL_WORK: 1024, _FULL_POOL: 1 << 16, _FULL_COMMITS: 1024, _FULL_LOADS: 1 << 14,
+               _FULL_RUNS: 1024}
 """Entries the buffers that may fill start with: calendar events, calls on the work list,
-transfer ids in its pool, timeline changes and link loads."""
+transfer ids in its pool, timeline changes and link loads, jobs' runs."""
 
 _JIT = {"cache": True, "error_model": "numpy", "no_cpython_wrapper": True}
 
-Transfers = namedtuple("Transfers", "state times floats flags gate reduce dep_ptr dep_idx fol_ptr fol_idx")
+Transfers = namedtuple("Transfers", "state times floats flags gate reduce dep_ptr dep_idx fol_ptr fol_idx "
+                                    "job ji holds runs")
 """The replay's transfers: ``state`` (``STATE``), ``times``, floats (bytes on the wire,
 rate cap B/s), flags (a join, deferred to its gate), each one's gate and reduction delay
 (ps; empty when no rank joins late and reductions are free), who waits for its delivery
-and who queues behind it (CSR)."""
+and who queues behind it (CSR); with jobs (``run``'s ``jobs``), each transfer's job (empty:
+one schedule), the jobs' integers (``_J_FIRST`` ...), each transfer's holds at the start of
+a run, and the runs finished (rows: job, issued ps, end ps)."""
 
 Network = namedtuple("Network", "paths tight latency moved li lf lb overhead")
 """Routes (padded link matrices, full and without the slack links; summed latency ps per
@@ -333,6 +342,9 @@ def _start(ids, tr, net, fl, b, iv):
     count = len(ids)
     if count == 0:
         return True
+    if len(tr.job) and tr.ji[_J_OWNER, tr.job[ids[0]]] < 0:  # a run's first flow: the network numbers its listener
+        tr.ji[_J_OWNER, tr.job[ids[0]]] = iv[_OWNERS]
+        iv[_OWNERS] += 1
     fi, ff = fl.fi, fl.ff
     free_n = iv[_FREE_N]
     if free_n < count:  # FluidNetwork._allocate: grow as it grows, so every flow gets the same slot
@@ -802,6 +814,54 @@ def _release(ids, at, now, ptr, idx, state, b, iv):
 
 
 @njit(**_JIT)
+def _run_ended(j, tr, b, iv):
+    """``replay_jobs``'s ``finished``: job ``j``'s run ended now (kept in ``tr.runs``); its
+    next run, if any, is issued at its due time or now, whichever is later. False when a
+    buffer is full."""
+    ji, now = tr.ji, iv[_NOW]
+    n = iv[_RUNS]
+    if n == len(tr.runs):
+        iv[_FULL] = _FULL_RUNS
+        return False
+    tr.runs[n, 0], tr.runs[n, 1], tr.runs[n, 2] = j, ji[_J_ISSUED, j], now
+    iv[_RUNS] = n + 1
+    k, repeat = ji[_J_RUN, j], ji[_J_REPEAT, j]
+    if repeat:
+        iv[_RUNS_DONE] += 1
+        if k + 1 == repeat:
+            iv[_RUNNING] -= 1  # foreground jobs still running
+    if k + 1 < repeat or (repeat == 0 and iv[_RUNNING] > 0):
+        ji[_J_RUN, j] = k + 1
+        return _schedule(b, iv, max(ji[_J_START, j] + (k + 1) * ji[_J_PERIOD, j], now), _ISSUE, j)
+    return True
+
+
+@njit(**_JIT)
+def _roots(j, tr):
+    """Job ``j``'s transfers nothing holds back, ascending."""
+    first = tr.ji[_J_FIRST, j]
+    return first + np.flatnonzero(tr.state[_HOLDS, first:first + tr.ji[_J_COUNT, j]] == 0)
+
+
+@njit(**_JIT)
+def _issue(j, tr, net, fl, b, iv):
+    """``replay_jobs``'s ``issue``: job ``j``'s next run is issued now, its transfers held
+    back as at the start; those nothing holds back launch after the job's launch latency
+    (the calendar) or now. False when a buffer is full."""
+    ji, now = tr.ji, iv[_NOW]
+    first, count = ji[_J_FIRST, j], ji[_J_COUNT, j]
+    ji[_J_ISSUED, j] = now
+    if count == 0:  # nothing to run: ended as issued
+        return _run_ended(j, tr, b, iv)
+    ji[_J_LEFT, j] = count
+    ji[_J_OWNER, j] = -1  # the network forgot the run before's listener
+    tr.state[_HOLDS, first:first + count] = tr.holds[first:first + count]
+    if ji[_J_LAUNCH, j]:
+        return _schedule(b, iv, now + ji[_J_LAUNCH, j], _BEGIN, j)
+    return _call(b, iv, _W_LAUNCH, _roots(j, tr)) and _drain(tr, net, fl, b, iv)
+
+
+@njit(**_JIT)
 def _drain(tr, net, fl, b, iv):
     """Run the calls on the work list, and the calls they push, depth first as the
     replay's nested calls run; False when a buffer is full."""
@@ -825,6 +885,10 @@ def _drain(tr, net, fl, b, iv):
         elif kind == _W_USABLE:  # the transfers waiting for their data may go
             iv[_DELIVERED] += count
             ok = _release(ids, tr.times[_DONE], now, tr.dep_ptr, tr.dep_idx, state, b, iv)
+            if len(tr.job) and count:  # a job's calls are its own transfers only
+                j = tr.job[ids[0]]
+                tr.ji[_J_LEFT, j] -= count
+                ok = ok and (tr.ji[_J_LEFT, j] > 0 or _run_ended(j, tr, b, iv))
         else:  # _W_REDUCE_LATER
             delays = tr.reduce[ids]
             for delay in _distinct(delays):
@@ -871,6 +935,20 @@ def _complete(due, tr, net, fl, b, iv):
         fi[_F_FREE, iv[_FREE_N] + i] = s
     iv[_FREE_N] += count
     iv[_ACTIVE] -= count
+    if not len(tr.job):
+        return _report(tags, arrive, tr, net, fl, b, iv)
+    owners = tr.ji[_J_OWNER][tr.job[tags]]  # each job's run is a listener: reported in the order they are numbered
+    for owner in _distinct(owners):
+        if not _report(_where(owners, owner, tags), _where(owners, owner, arrive), tr, net, fl, b, iv):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def _report(tags, arrive, tr, net, fl, b, iv):
+    """``FluidNetwork._report``: transfers ``tags`` (of one listener) sent their last byte
+    now; delivered now or at ``arrive`` (ps, the calendar)."""
+    now = iv[_NOW]
     if not (_call(b, iv, _W_SENT, tags) and _drain(tr, net, fl, b, iv)):
         return False
     times = _distinct(arrive)
@@ -1013,7 +1091,11 @@ def _run(tr, net, fl, b, iv, dt, start_ps, fault_at, fault_ptr, fault_links, fau
                 _reroute(np.int64(f), dt, net, fl, b, iv)
             elif not _schedule(b, iv, fault_at[f], _FAULT, f):
                 return FULL
-        if start_ps == 0:
+        if len(tr.job):  # each job's first run issued at its start, in job order
+            for j in range(tr.ji.shape[1]):
+                if not _schedule(b, iv, tr.ji[_J_START, j], _ISSUE, j):
+                    return FULL
+        elif start_ps == 0:
             if not (_call(b, iv, _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)) and _drain(tr, net, fl, b, iv)):
                 return FULL
         elif not _schedule(b, iv, start_ps, _BEGIN, _ZERO):
@@ -1029,8 +1111,12 @@ def _run(tr, net, fl, b, iv, dt, start_ps, fault_at, fault_ptr, fault_links, fau
                     return CUT
                 _reroute(payload, dt, net, fl, b, iv)
                 continue
+            if kind == _ISSUE:
+                if not _issue(payload, tr, net, fl, b, iv):
+                    return FULL
+                continue
             if kind == _BEGIN:
-                call, ids = _W_LAUNCH, np.flatnonzero(tr.state[_HOLDS] == 0)
+                call, ids = _W_LAUNCH, _roots(payload, tr) if len(tr.job) else np.flatnonzero(tr.state[_HOLDS] == 0)
             else:
                 call = _W_DELIVERED if kind == _DELIVER else _W_USABLE if kind == _USABLE else _W_LAUNCH
                 ids = _unlinked(payload, tr.state)
@@ -1054,7 +1140,7 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         slack: np.ndarray, reverse: np.ndarray, overhead_ps: int, start_ps: int,
         faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool,
         detours: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
-        report: Callable[[int], None] | None = None) -> tuple[int, dict]:
+        report: Callable[[int], None] | None = None, jobs: np.ndarray | None = None) -> tuple[int, dict]:
     """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``),
     ``times`` (start, sent, delivered ps; filled in) and ``floats`` (wire bytes, rate cap
     B/s, inf: none): ``local`` (joins), ``gate`` and ``reduce`` ps (empty: none), who waits for
@@ -1066,12 +1152,18 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     for faults that take links down, per fault (CSR ptr) the route rows crossing them and
     their detours' rows (``FluidNetwork.detour``: ``paths`` and ``latency`` hold them), and
     whether the fault leaves a route none (then the run stops there with ``CUT``); ``report``
-    (``simnet.engine.progress.Reporter``): told the transfers delivered every
-    ``PAUSE_INSTANTS`` instants, if it has a listener.
+    (``simnet.engine.progress.Reporter``): told the transfers delivered (with ``jobs``: the
+    foreground runs finished) every ``PAUSE_INSTANTS`` instants, if it has a listener.
+
+    ``jobs`` (a row per job: first transfer, transfers, launch latency ps, first issue ps,
+    runs or 0 for a background job, period ps) replays the transfers as the jobs of
+    ``simnet.engine.replay.replay_jobs``, each job's runs one after the other on its own
+    consecutive transfers, rather than as one schedule (``start_ps`` is then unused).
 
     Returns (``OK``, ``BEYOND_HORIZON`` or ``CUT``; the links' statistics by
     ``LinkStats.adopt``'s names, with ``timeline``, ``(ps, links, loads)`` per change, when
-    asked, and ``rerouted``/``rerouted_bytes`` as the SimPy network counts them)."""
+    asked, ``rerouted``/``rerouted_bytes`` as the SimPy network counts them, and with
+    ``jobs``, ``runs``: a row per run in the order they ended, (job, issued ps, end ps))."""
     links = len(capacity)
     n = state.shape[1]
     hops = paths.shape[1]
@@ -1087,13 +1179,17 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         np.zeros(len(faults) + 1, dtype=np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
         np.zeros(len(faults), dtype=np.int64))
     moving = len(crossing) > 0
+    job_rows = np.zeros((0, 6), dtype=np.int64) if jobs is None else np.asarray(jobs, dtype=np.int64)
+    job_of = np.repeat(np.arange(len(job_rows), dtype=np.int64), job_rows[:, 1])
     sizes = dict(FIRST_SIZES)
     while True:
         state[_HOLDS] = holds
         times[:] = -1
         tr = Transfers(state, times, floats, np.stack([np.asarray(local, dtype=bool), np.zeros(n, dtype=bool)]),
                        np.asarray(gate, dtype=np.int64), np.asarray(reduce, dtype=np.int64),
-                       *dependents, *followers)
+                       *dependents, *followers, job_of,
+                       np.vstack([job_rows.T, np.zeros((3, len(job_rows)), np.int64), np.full((1, len(job_rows)), -1)]),
+                       holds, np.zeros((sizes[_FULL_RUNS] if len(job_rows) else 0, 3), dtype=np.int64))
         li = np.zeros((12, links + 1), dtype=np.int64)
         li[[_L_HEAD, _L_LOCAL]] = -1
         li[_L_REVERSE, :links] = reverse
@@ -1119,15 +1215,16 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
                     np.zeros((4, links + 1), dtype=np.int64), np.zeros(slots * hops, dtype=np.int64),
                     np.zeros((2, kept), dtype=np.int64), np.zeros(sizes[_FULL_LOADS] if timeline else 0, np.int64),
                     np.zeros(sizes[_FULL_LOADS] if timeline else 0))
-        iv = np.zeros(20, dtype=np.int64)
+        iv = np.zeros(24, dtype=np.int64)
         iv[_WAKE] = -1
+        iv[_RUNNING] = np.count_nonzero(job_rows[:, 4])
         listened = report is not None and report.listened
         args = (tr, net, fl, b, iv, dt, np.int64(start_ps), at, fault_ptr, fault_links, fault_capacity, timeline,
                 np.int64(PAUSE_INSTANTS if listened else 2**62))
         _compiled_for(args)
         code = _run(*args)
         while code == PAUSED:
-            report(int(iv[_DELIVERED]))
+            report(int(iv[_RUNS_DONE] if len(job_rows) else iv[_DELIVERED]))
             code = _run(*args)
         if code != FULL:
             break
@@ -1141,6 +1238,8 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
              "pair_since": li[_L_PAIR_SINCE, :links], "saturated": lb[_L_SATURATED, :links],
              "busy": lb[_L_BUSY, :links], "pair_saturated": lb[_L_PAIR_SATURATED, :links],
              "rerouted": int(iv[_REROUTED]), "rerouted_bytes": 0.0}
+    if len(job_rows):
+        stats["runs"] = tr.runs[:iv[_RUNS]].copy()
     first = 0
     for count in dt.log[:iv[_LOGGED], 1].tolist():  # as FluidNetwork._reroute adds them, a fault at a time
         stats["rerouted_bytes"] += float(dt.lefts[first:first + count].sum())

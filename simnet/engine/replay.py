@@ -479,12 +479,18 @@ class JobRun:
 
 
 def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None,
-                timeline: bool = False) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+                timeline: bool = False, compiled: bool | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
     """Run several jobs on one fluid network (their flows share every link max-min fairly).
 
     Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
     launch latency included in its time) and the shared links' statistics. ``capacity``:
     B/s per directed link (default: the topology's).
+
+    The network runs compiled (``simnet.engine.compiled``: the same runs and statistics to
+    the bit as the SimPy network replaying every run, each job's runs on one copy of its
+    schedule) where numba is installed and it pays (``_jobs_run_compiled``); ``compiled``
+    True or False asks for one engine. The compiled network replays every run: it does not
+    look for repeated cycles.
 
     Repeated runs settle into cycles: jobs on fixed periods into one of their common period,
     jobs whose runs outlast their period into back-to-back runs, a job left alone once the
@@ -504,11 +510,13 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     # a job's runs follow each other, so its queues stay queues across them; jobs' queues are apart
     flows = [_network_flows(net, job.schedule, job.timing) for job in jobs]
     offsets = np.cumsum([0] + [len(job.schedule) for job in jobs])
-    net.set_slack(never_full(net, np.concatenate([rows for rows, _, _ in flows] + [_EMPTY]),
-                             np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
-                                             for rows, caps, _ in flows] + [np.zeros(0)]),
-                             np.concatenate([queues + offset for (_, _, queues), offset in zip(flows, offsets)]
-                                            + [_EMPTY]), []))
+    queues = np.concatenate([own + offset for (_, _, own), offset in zip(flows, offsets)] + [_EMPTY])
+    slack = never_full(net, np.concatenate([rows for rows, _, _ in flows] + [_EMPTY]),
+                       np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
+                                       for rows, caps, _ in flows] + [np.zeros(0)]), queues, [])
+    net.set_slack(slack)
+    if _jobs_run_compiled(compiled, jobs):
+        return _replay_jobs_compiled(jobs, topology, net, slack, timeline)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
     report = Reporter(sum(job.repeat for job in jobs))  # foreground runs done, of all
@@ -568,6 +576,74 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
         plan(j, 0, job.start_ps)
     env.run()
     return runs, net.stats
+
+
+JOBS_REPLAYED_UP_TO = 10_000_000
+"""Transfers replayed in all (each job's transfers times its runs) up to which jobs that
+repeat take the compiled network by default, which replays every run (~3 us of CPU a
+transfer of a small run, ~5x less than SimPy): beyond, the SimPy network's skip over
+repeated cycles (``_RepeatedCycles``) may replay a few of them only."""
+
+ALONE_REPLAYED_UP_TO = 20
+"""Runs of a job replayed alone up to which it takes the compiled network by default: alone,
+its runs repeat from the second on, so SimPy's skip replays about four of them, and the
+compiled network replays about five in the time SimPy replays one."""
+
+
+def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun]) -> bool:
+    """Whether ``replay_jobs`` takes the compiled network (``asked``: the caller's choice):
+    as ``replay`` would for the transfers of every run, unless the runs of jobs that repeat
+    may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
+    job counts once)."""
+    transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
+    if asked is None and _may_skip(jobs) and (transfers > JOBS_REPLAYED_UP_TO or (
+            len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)):
+        return False
+    return _runs_compiled(asked, transfers)
+
+
+def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetwork, slack: np.ndarray,
+                          timeline: bool) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+    """``replay_jobs`` on the compiled fluid network: each job's transfers once, one after
+    the other in job order, as its runner holds them before its first run."""
+    from simnet.engine import compiled
+
+    # each job's transfers as its runner holds them; runners of jobs report no progress of their own
+    runners = [_Runner(job.schedule, net, None, job.timing, on_done=lambda now: None) for job in jobs]
+    counts = [len(job.schedule) for job in jobs]
+    offsets = np.cumsum([0] + counts)[:-1]
+    # the flows' slots: at most one flow of each queue of a job's transfers that cross links (of no bytes too)
+    queues = np.concatenate([_queues(r.s.after_sent)[~r.local] + offset for r, offset in zip(runners, offsets)]
+                            + [_EMPTY])
+    paths, latency = net.routes
+    code, totals = compiled.run(
+        np.concatenate([runner.state for runner in runners], axis=1),
+        np.concatenate([runner.times for runner in runners], axis=1),
+        np.concatenate([runner.floats for runner in runners], axis=1),
+        local=np.concatenate([runner.local for runner in runners]), gate=_EMPTY, reduce=_EMPTY,
+        dependents=_merged_csr([(r.dependents_ptr, r.dependents) for r in runners], offsets),
+        followers=_merged_csr([(r.followers_ptr, r.followers) for r in runners], offsets),
+        paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
+        overhead_ps=net.overhead_ps, start_ps=0, faults=[], slots=compiled.slot_bound(queues), timeline=timeline,
+        report=Reporter(sum(job.repeat for job in jobs)),
+        jobs=[(offset, count, job.timing.start_ps, job.start_ps, job.repeat, job.period_ps)
+              for offset, count, job in zip(offsets.tolist(), counts, jobs)])
+    if code == compiled.BEYOND_HORIZON:
+        check_horizon(math.inf)
+    runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
+    for j, issued, end in totals.pop("runs").tolist():
+        runs[j].append((issued, end))
+    net.stats.adopt(totals, [])
+    return runs, net.stats
+
+
+def _merged_csr(lists: list[tuple[np.ndarray, np.ndarray]], offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One CSR list (ptr, idx) of several, each over its own transfers numbered from its
+    ``offsets`` entry on."""
+    starts = np.cumsum([0] + [len(idx) for _, idx in lists])
+    ptr = np.concatenate([p[:-1] + start for (p, _), start in zip(lists, starts)] + [starts[-1:]])
+    idx = np.concatenate([i + offset for (_, i), offset in zip(lists, offsets)] + [_EMPTY])
+    return ptr.astype(np.int64), idx.astype(np.int64)
 
 
 def _may_skip(jobs: list[JobRun]) -> bool:
