@@ -5,6 +5,7 @@ are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -1604,3 +1605,44 @@ def test_run_of_a_file_with_good_axes_and_variants_runs_the_file_as_written(tmp_
                                      "variants:\n  - name: fast\n    set: {topology.generate.nic_bandwidth: 800 Gb/s}\n"
                                      "  - name: as written\n")
     assert cli("run", tmp_path / "s.yaml").exit_code == 0
+
+
+@pytest.mark.parametrize("block, line, named", [
+    ("sweep:\n  sizes: [[1 MiB], [1 Mb]]\n", 7, "sweep.sizes: the point sizes=[1 Mb]: sizes: '1 Mb' is not a size"),
+    ("sweep:\n  topology.generate.kind: [leaf_spine, nvswitch]\n", 7,
+     "sweep.topology.generate.kind: the point topology.generate.kind=nvswitch: topology.generate.racks: unknown key"),
+    ("faults: [{at: 0 s, link: [tor0, spine0], bandwidth: 50%}]\nsweep:\n  faults.0.at: [1 us, 2 d]\n", 8,
+     "sweep.faults.0.at: the point faults.0.at=2 d: faults[0].at: '2 d' is not a time"),
+    ("sweep:\n  gpus: [2, true]\n", 7, "sweep.gpus: true is not a GPU count"),
+])
+def test_run_names_the_axis_line_of_list_values_and_values_refused_under_another_name(tmp_path, cli, block, line,
+                                                                                       named):
+    """Fuzz round g #186-#190: an axis whose values are lists (sizes, algorithms) ended in exit
+    70 (unhashable list), and a value refused under another name than its axis (faults[0].at
+    for faults.0.at; kind: nvswitch refused as racks) was said without a line; gpus: true was
+    shown as Python's True."""
+    fabric = "{name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, spines: 2}}"
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {fabric}\nsizes: [1 MiB]\nalgorithms: [ring]\n\n{block}")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{line}: {named}"), result.stderr
+
+
+def test_run_checks_each_axis_value_once_not_the_axes_product(tmp_path, cli, monkeypatch):
+    """Fuzz round g #193: three axes of 64, 40 and 8 values are 20,480 points, each checked by
+    run before it started (minutes). Each value is checked once beside the file as written,
+    and run runs the file with -a and -s as given, whatever the axes hold."""
+    from simnet.run.sweep import plan
+
+    checked = []
+    monkeypatch.setattr(plan, "scenario_at", lambda p, overrides, gpus: checked.append(overrides))
+    fabric = "{name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, spines: 2}}"
+    (tmp_path / "s.yaml").write_text(
+        f"name: s\ntopology: {fabric}\nsizes: [1 MiB]\nalgorithms: [ring]\nsweep:\n"
+        f"  options.channels: {list(range(1, 65))}\n  topology.generate.racks: {list(range(1, 41))}\n"
+        f"  algorithms: [[ring], [tree]]\n  sizes: [[1 MiB], [2 MiB]]\n")
+    result = cli("run", tmp_path / "s.yaml", "-a", "tree", "-s", "4 MiB", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert len(checked) == 64 + 40 + 2 + 2 and all(len(o) == 1 for o in checked)
+    runs = json.loads(result.stdout)["runs"]
+    assert [(r["algorithm"], r["size_bytes"]) for r in runs] == [("tree", 4 << 20)]

@@ -176,7 +176,7 @@ class ScenarioSpec(Strict):
                 raise ValueError(f"{key} {axis_changes_no_point(key)}; leave it out")
         for count in (value or {}).get("gpus", []):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
+                raise ValueError(f"gpus: {shown(count)} is not a GPU count (a whole number, 1 or more)")
         return value
 
     @field_validator("algorithms")

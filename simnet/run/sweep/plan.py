@@ -253,7 +253,7 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     axes.pop("gpus", None)
     for count in counts or []:
         if count != "all" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-            raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more, or all)")
+            raise ValueError(f"gpus: {shown(count)} is not a GPU count (a whole number, 1 or more, or all)")
     counts = [None] if counts is None else [None if c == "all" else int(c) for c in counts]  # all: as gpus: all
     names = list(axes)
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
@@ -304,7 +304,8 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
         return scenario_from_dict(document, Source(label), base=Path(plan.base))
     except InputError as exc:  # a value of the file's own sweep: axes is refused on the axis's line
         axes = plan.document.get("sweep") if isinstance(plan.document.get("sweep"), dict) else {}
-        key = setting_named(exc.message, [k for k, v in overrides if v in axes.get(k, [])])
+        own = [k for k, v in overrides if v in axes.get(k, [])]
+        key = setting_named(exc.message, own) or (own[0] if len(own) == 1 == len(overrides) else None)
         if exc.line is not None or key is None or not Path(plan.source).is_file():
             raise
         value = dict(overrides)[key]
@@ -316,10 +317,15 @@ def check_points(scenario: Scenario) -> None:
     """Refuse (``InputError`` on the line that states it) a ``sweep:`` axis value or a
     variant's ``set`` that ``simnet sweep`` or ``simnet compare`` would refuse, so a file
     run with ``simnet run`` is checked whole, not only in the parts that run reads.
-    GPU counts are checked as numbers, not grown into topologies (a sweep's business)."""
-    plan = plan_sweep(scenario)
-    for overrides in dict.fromkeys(p.overrides for p in plan.points if p.overrides):
-        scenario_at(plan, overrides, None)
+    GPU counts are checked as numbers, not grown into topologies (a sweep's business).
+    Each axis value is checked once, beside the file's other values as written, not every
+    point of the axes' product (thousands for a few axes: minutes before run would start);
+    a value refused only beside another axis's value is the sweep's to say."""
+    axes = {k: _values(v) for k, v in (scenario.sweep or {}).items() if k != "gpus"}
+    plan = plan_sweep(scenario, sets=dict.fromkeys(axes, []))  # GPU counts checked; no product built
+    for key, values in axes.items():
+        for value in values:
+            scenario_at(plan, ((key, value),), None)
     for index, variant in enumerate(scenario.variants):
         try:
             scenario_at(plan, tuple(variant.set.items()), None)
@@ -336,5 +342,5 @@ def setting_named(message: str, keys: list[str]) -> str | None:
     """The key of ``keys`` (dotted, as overrides set them) that a point's refusal names
     first: ``topology.generate.racks: 0 must be...`` names ``topology.generate.racks``,
     ``bogus: unknown key`` names ``bogus.key``; None if none."""
-    field = message.partition(": ")[0]
+    field = re.sub(r"\[(\d+)\]", r".\1", message.partition(": ")[0])  # faults[0].at is faults.0.at
     return next((k for k in keys if field == k or k.startswith(field + ".") or field.startswith(k + ".")), None)
