@@ -1646,3 +1646,21 @@ def test_run_checks_each_axis_value_once_not_the_axes_product(tmp_path, cli, mon
     assert len(checked) == 64 + 40 + 2 + 2 and all(len(o) == 1 for o in checked)
     runs = json.loads(result.stdout)["runs"]
     assert [(r["algorithm"], r["size_bytes"]) for r in runs] == [("tree", 4 << 20)]
+
+
+def test_a_key_written_beside_a_merge_overrides_the_merged_one(tmp_path):
+    """Fuzz round g #305: ``- {<<: *f, at: 5 us}`` (a fault like the one before, later) was
+    refused as a duplicate key 'at', though YAML's merge key exists for exactly that: a key
+    written in the mapping overrides the merged one. A key written twice by hand is still
+    refused."""
+    from simnet.errors import InputError
+    from simnet.io.yamlsource import load_yaml
+
+    path = tmp_path / "f.yaml"
+    path.write_text("faults:\n  - &f {at: 0 s, link: [tor0, spine0], bandwidth: 50%}\n"
+                    "  - {<<: *f, at: 5 us, bandwidth: 10%}\n")
+    document = load_yaml(path)[0]
+    assert document["faults"][1] == {"at": "5 us", "link": ["tor0", "spine0"], "bandwidth": "10%"}
+    path.write_text("f: &f {at: 0 s}\ng: {<<: *f, at: 5 us, at: 6 us}\n")
+    with pytest.raises(InputError, match="g.at: duplicate key 'at'"):
+        load_yaml(path)
