@@ -687,7 +687,9 @@ def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, 
 @pytest.mark.parametrize("stragglers, gpus, key, says", [
     ({"r1h0-gpu1": "1 ms"}, 2, "stragglers.r1h0-gpu1", "r1h0-gpu1 is not among the run's 2 GPUs"),
     ({"r0h0-gpu1": "0 s"}, "all", "stragglers.r0h0-gpu1", "a delay of 0 joins on time"),
-    ({"distribution": "exponential", "mean": "0 s"}, "all", "stragglers.mean", "a mean of 0 draws no delay")])
+    ({"distribution": "exponential", "mean": "0 s"}, "all", "stragglers.mean", "a mean of 0 draws no delay"),
+    ({"distribution": "lognormal", "mean": "1 h", "sigma": 10, "seed": 1}, "all", "stragglers.mean",
+     "every GPU's draw is under 1 ps")])
 def test_a_straggler_that_delays_nothing_is_warned(stragglers, gpus, key, says):
     """Fuzz finding (31d): a straggler of a GPU the run leaves out (gpus:, -g), a delay of 0
     and a distribution of mean 0 changed nothing without a word (a compute slowdown of a
@@ -1664,3 +1666,19 @@ def test_a_key_written_beside_a_merge_overrides_the_merged_one(tmp_path):
     path.write_text("f: &f {at: 0 s}\ng: {<<: *f, at: 5 us, at: 6 us}\n")
     with pytest.raises(InputError, match="g.at: duplicate key 'at'"):
         load_yaml(path)
+
+
+@pytest.mark.parametrize("stragglers", [{"distribution": "exponential", "mean": "20 h", "seed": 3},
+                                        {"distribution": "uniform", "mean": "23 h", "seed": 0}])
+def test_a_distribution_that_draws_a_delay_over_a_day_is_refused_on_its_mean(tmp_path, cli, stragglers):
+    """Fuzz round g #087: a draw over a day (the longest delay) was refused as "s.yaml: a start
+    delay is 0 or more" with no line and no field (the draws were checked again per run, out of
+    the file's reach). Now on the mean's line, with the draw and its GPU."""
+    fields = ", ".join(f"{k}: {v}" for k, v in stragglers.items())
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {json.dumps(LEAF2)}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                     f"stragglers: {{{fields}}}\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: stragglers.mean: {stragglers['distribution']} of "
+                                    f"mean "), result.stderr
+    assert "over a day" in result.stderr

@@ -242,4 +242,8 @@ def straggler_delays(topology: Topology, spec: dict | StragglerDistribution | No
         draws = rng.exponential(dist.mean, n)
     else:
         draws = rng.uniform(0, 2 * dist.mean, n)
+    if n and draws.max() > units.TIME_RANGE[1]:  # a draw the engine would refuse where no line can be named
+        raise FaultError(("mean",), f"{dist.distribution} of mean {units.format_time(dist.mean)} draws "
+                         f"{units.format_time(float(draws.max()))} for {topology.gpus[int(draws.argmax())]}, over a "
+                         "day, the longest start delay simnet accepts: give a smaller mean")
     return {gpu: float(d) for gpu, d in zip(topology.gpus, draws)}

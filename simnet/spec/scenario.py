@@ -43,7 +43,7 @@ from simnet.spec.jobs import JobError, JobSpec, check_jobs
 from simnet.spec.options import Options
 from simnet.spec.values import parse_cost, parse_sizes
 from simnet.spec.workloads import Training, Workload
-from simnet.topology.graph import Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Name, Strict
@@ -398,6 +398,10 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
                                       "mean alone, so sigma changed nothing here")
     if isinstance(raw, dict) and "distribution" in raw and units.parse_time(raw["mean"]) == 0:
         moot(("stragglers", "mean"), "a mean of 0 draws no delay, so stragglers changed nothing here")
+    elif isinstance(raw, dict) and "distribution" in raw and not any(
+            round(d * PS_PER_SECOND) for d in straggler_delays(topology, raw).values()):
+        moot(("stragglers", "mean"), "every GPU's draw is under 1 ps, the engine's resolution (a lognormal's large "
+                                     "sigma puts nearly all its mean in rare draws), so stragglers changed nothing")
     for gpu, delay in raw.items() if isinstance(raw, dict) and "distribution" not in raw else ():
         if gpu not in running:
             moot(("stragglers", gpu), f"{gpu} is not among the run's {len(running)} GPUs (gpus:, -g), so its "
