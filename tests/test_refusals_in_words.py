@@ -210,6 +210,17 @@ def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(
     assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))
 
 
+@pytest.mark.parametrize("text, says", [
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\n~: 5\n", "4: the document: the key '~' reads as null, not a name"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\noptions: {{null: 2}}\n", "4: options: the key 'null' reads as null"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nfaults: [{{at: 0 s, node: nvswitch, bandwidth: true}}]\n",
+     "4: faults[0].bandwidth: true is not a bandwidth")])
+def test_a_null_key_and_a_yes_no_bandwidth_are_said_as_written(tmp_path, text, says):
+    """Fuzz round g #033, #316: a key ``~`` was "None: the key 'None' is not a name" and a
+    fault's ``bandwidth: true`` "True is not a bandwidth": Python's words, not the file's."""
+    assert _refusal(tmp_path, text).startswith(says)
+
+
 @pytest.mark.parametrize("value, says", [
     ("0o1", "2: topology.generate.gpus: '0o1' is not a whole number; write one in the digits 0-9"),
     ("８", "2: topology.generate.gpus: '８' is not a whole number; write one in the digits 0-9"),

@@ -266,6 +266,10 @@ class _Builder:
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise InputError(f"{format_loc(loc) or 'the document'}: a key must be a plain value, not a "
                                      "list or mapping", self.source.file, key_node.start_mark.line + 1)
+                if key_node.tag == _NULL:  # `~:`, `null:` or `: 5`: YAML reads no name there
+                    raise InputError(f"{format_loc(loc) or 'the document'}: the key {key_node.value or '(none)'!r} "
+                                     "reads as null, not a name; quote it if it is one",
+                                     self.source.file, key_node.start_mark.line + 1)
                 key = self.loader.construct_object(key_node, deep=True)
                 if isinstance(key, bool):  # `yes:` or `on:` as a key: YAML reads a yes/no, never a name
                     raise InputError(f"{format_loc(loc) or 'the document'}: the key {key_node.value!r} reads as a "

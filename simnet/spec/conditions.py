@@ -27,7 +27,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.errors import SpecError
+from simnet.errors import SpecError, shown
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.schema import Latency, Strict
 
@@ -42,7 +42,7 @@ class FaultError(SpecError):
 def _bandwidth(value: Any) -> float | str:
     """``0``, ``'25%'`` or a bandwidth with its unit: a fraction as ``'25%'`` stays text."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a bandwidth: give 0 (down), a share like '25%', or e.g. '100 Gb/s'")
+        raise ValueError(f"{shown(value)} is not a bandwidth: give 0 (down), a share like '25%', or e.g. '100 Gb/s'")
     if value == 0 or value == "0":
         return 0.0
     if units.is_share(value):
