@@ -348,6 +348,12 @@ def test_nccl_algo_and_proto_beside_as_recorded_are_said_to_change_nothing():
     assert not [w for w in simulate_trace(traces, topology, env=env).warnings if w.kind == "key_unread"]
 
 
+def test_groups_beside_a_kineto_trace_name_the_option():
+    """Fuzz round g #214: the refusal of --groups beside a Kineto trace did not name --groups."""
+    with pytest.raises(InputError, match=r"^--groups: .*a Kineto trace names them itself.*leave --groups out"):
+        read_traces([HTA_TRACE], ranks_per_trace=2, groups={"a": [0, 1]})
+
+
 def test_cli_replays_and_writes_json_and_a_perfetto_trace(tmp_path):
     paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
     out = subprocess.run([sys.executable, "-m", "simnet", "replay-trace", *map(str, paths), "-t",

@@ -127,8 +127,8 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
     if chakra and len(chakra) < len(paths):
         raise InputError("give Kineto traces or Chakra execution traces, not both: their clocks are not one")
     if groups is not None and not chakra:
-        raise InputError("groups name the ranks of a Chakra trace's process groups; a Kineto trace names them "
-                         "itself (\"Process Group Ranks\")")
+        raise InputError("--groups: process groups name the ranks of a Chakra trace's; a Kineto trace names them "
+                         "itself (\"Process Group Ranks\"): leave --groups out")
     if chakra:
         for p in chakra:
             check(rank_of(p), None, p)
