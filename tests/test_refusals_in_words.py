@@ -221,6 +221,18 @@ def test_a_null_key_and_a_yes_no_bandwidth_are_said_as_written(tmp_path, text, s
     assert _refusal(tmp_path, text).startswith(says)
 
 
+@pytest.mark.parametrize("text, says", [
+    ("name: s\ntopology: /dev/null\nsizes: [1 MiB]\n", "2: topology: '/dev/null': not a regular file"),
+    ("name: s\ntopology: bin.yaml\nsizes: [1 MiB]\n", "2: topology: '{dir}/bin.yaml': not UTF-8 text"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\ncalibration: bin.yaml\n", "4: calibration: '{dir}/bin.yaml': not UTF-8")])
+def test_a_named_file_refused_whole_is_said_on_the_scenario_s_line(tmp_path, text, says):
+    """Fuzz round g #337-#339: a topology or profile that is a device or not text was refused
+    as "/dev/null: not a regular file", naming neither the scenario's line nor its key (a
+    folder was said on the line already)."""
+    (tmp_path / "bin.yaml").write_bytes(bytes(range(128, 256)))
+    assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))
+
+
 @pytest.mark.parametrize("value, says", [
     ("0o1", "2: topology.generate.gpus: '0o1' is not a whole number; write one in the digits 0-9"),
     ("８", "2: topology.generate.gpus: '８' is not a whole number; write one in the digits 0-9"),

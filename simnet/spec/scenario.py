@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.errors import kind_of, shown
+from simnet.errors import InputError, kind_of, shown
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
@@ -297,7 +297,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("topology",), f"no topology file {str(path)!r}")
         if path.is_dir():
             raise source.error(("topology",), f"{str(path)!r} is a folder; name the topology file in it")
-        topology = load_topology(path)
+        topology = _read_named(source, ("topology",), load_topology, path)
     else:
         topology = topology_from_dict(spec.topology, source, ("topology",))
     if spec.gpus != "all":
@@ -317,7 +317,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if not calibration.is_file():
             raise source.error(("calibration",), f"no calibration profile {str(calibration)!r}")
 
-        load_calibration(calibration)  # refuse a bad profile now, with its own file and line
+        _read_named(source, ("calibration",), load_calibration, calibration)  # refused now, on its own line
         calibration = str(calibration)
     try:
         model = resolve_model(spec.model, topology)
@@ -369,6 +369,17 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     workload=spec.workload, sweep=spec.sweep, variants=list(spec.variants), cost=spec.cost,
                     source=source.file,
                     data=data, faults=faults, stragglers=stragglers, jobs=jobs, warnings=warnings)
+
+
+def _read_named(source: Source, loc: tuple, read, path: Path):
+    """``read(path)`` of a file the scenario names at ``loc``: a refusal of the file whole (not
+    UTF-8, a device, unreadable: no line of its own to name) is said on the scenario's line."""
+    try:
+        return read(path)
+    except InputError as exc:
+        if exc.line is not None:
+            raise
+        raise source.error(loc, f"{str(path)!r}: {exc.message}") from None
 
 
 def _where(source: Source, loc: tuple) -> str:
