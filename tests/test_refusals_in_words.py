@@ -187,7 +187,11 @@ def test_a_tag_on_a_list_or_mapping_is_refused_where_it_stands(tmp_path, value, 
     (f"name: '   '\n{TOPOLOGY}sizes: [1 MiB]\n", "1: name: '   ' is only spaces"),
     ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}}\n"
      "jobs:\n  - {name: a, gpus: 2, size: 1 MiB}\n  - {name: 'a ', gpus: 2, size: 1 MiB}\n",
-     "5: jobs[1].name: 'a ' has a space at its start or end")])
+     "5: jobs[1].name: 'a ' has a space at its start or end"),
+    # fuzz 31g #143: a name of a zero-width space was accepted, a job every table shows as nothing
+    (f"name: s\n{TOPOLOGY}jobs:\n  - {{name: a, gpus: 2, size: 1 MiB}}\n  - {{name: \"\\u200b\", gpus: 2, "
+     "size: 1 MiB}\n", "5: jobs[1].name: '\\u200b' shows nothing (invisible characters only)"),
+    (f"name: \"s\\u2060\"\n{TOPOLOGY}sizes: [1 MiB]\n", "1: name: 's\\u2060' has an invisible character (U+2060)")])
 def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
     """Fuzz finding (31e): a scenario named '   ', and jobs 'a' and 'a ' (two jobs every table
     shows alike), were accepted."""
