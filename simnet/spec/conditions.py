@@ -80,7 +80,8 @@ class FaultSpec(Strict):
     def describe(self) -> str:
         """``link tor0-spine1 down`` / ``node spine1 at 25%``."""
         target = f"link {self.link[0]}-{self.link[1]}" if self.link else f"node {self.node}"
-        if self.down or self.bandwidth == 0:
+        share = units.parse_share(self.bandwidth) if isinstance(self.bandwidth, str) else None
+        if self.down or self.bandwidth == 0 or share == 0:  # 0% too: the run takes the link down
             return f"{target} down"
         if isinstance(self.bandwidth, str):
             return f"{target} at {self.bandwidth.strip()}"
