@@ -93,6 +93,22 @@ def test_export_opens_in_networkx(cli, root, tmp_path, fmt):
     assert float(graph.edges["tor0", "spine0"]["bandwidth"]) == pytest.approx(200e9)
 
 
+def test_export_writes_the_format_its_file_is_named_for(cli, root, tmp_path):
+    """Fuzz round g #235-#238: ``-o racks.yaml`` without --format wrote GraphML into a .yaml
+    file, and ``--format graphml -o x.json`` wrote XML under a JSON name, both without a word.
+    The suffix now picks the format, and one that contradicts --format is refused."""
+    from simnet import load_topology
+
+    source = root / "topologies/two_racks.yaml"
+    assert cli("topo", "export", source, "-o", tmp_path / "racks.yaml").exit_code == 0
+    assert sorted(load_topology(tmp_path / "racks.yaml").links) == sorted(load_topology(source).links)
+    assert cli("topo", "export", source, "-o", tmp_path / "racks.gexf").exit_code == 0
+    assert nx.read_gexf(tmp_path / "racks.gexf").number_of_edges() == 392
+    result = cli("topo", "export", source, "--format", "graphml", "-o", tmp_path / "racks.json")
+    assert result.exit_code == 2 and not (tmp_path / "racks.json").exists()
+    assert "--format graphml" in result.stderr and "json" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
 def test_export_as_yaml_is_a_topology_file_of_the_same_network(cli, root, tmp_path):
     """Node by node, as a user edits it: it loads, its GPUs are the ranks in order, every link
     is there once per direction at its rate, and the default name keeps the input intact."""

@@ -41,6 +41,14 @@ def test_an_absolute_bandwidth_is_the_same_as_its_share():
     assert share.time_s == rate.time_s == pytest.approx(2 * (L + S / 2 / (0.4 * B)), rel=1e-9)
 
 
+@pytest.mark.parametrize("bandwidth", ["0%", "0.0 %", "0 Gb/s", 0])
+def test_a_link_at_no_bandwidth_is_said_to_be_down_however_written(bandwidth):
+    """Fuzz round g: ``bandwidth: 0%`` took the link down, as 0 does, but the conditions
+    table and JSON said "link tor0-spine0 at 0%"."""
+    (fault,) = resolve_faults(_pair(2), [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": bandwidth}])
+    assert fault.what == "link tor0-spine0 down" and not fault.factors.any()
+
+
 def test_a_spine_dying_mid_step_moves_its_flows_to_the_other_with_the_bytes_they_had_left():
     """Two spines, each uplink 50 Gb/s (6.25 GB/s). Whichever spine the ring's flows hash
     to, at 1 ms spine0 dies and spine1 drops to half: every flow ends on spine1 at 3.125 GB/s.

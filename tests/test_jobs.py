@@ -120,7 +120,10 @@ def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures)
     ("[{name: a, hosts: [r9h9], size: 1 MiB}]", "jobs[0].hosts", "no host 'r9h9' with GPUs in fabric"),
     ("[{name: a, gpus: [r0h0-gpu0, gpu7], size: 1 MiB}]", "jobs[0].gpus", "'gpu7' is not a GPU of fabric"),
     ("[{name: a, gpus: 9, size: 1 MiB}]", "jobs[0].gpus", "9 GPUs asked, 4 of 4 are free"),
-    ("[{name: a, gpus: 2, placement: scattered, size: 1 MiB}]", "jobs[0]", "expected packed, spread or random(seed)"),
+    # fuzz 31g #123: a placement not spelt right was said of the job, not of its placement
+    ("[{name: a, gpus: 2, placement: scattered, size: 1 MiB}]", "jobs[0].placement",
+     "'scattered': expected packed, spread or random(seed)"),
+    ("[{name: a, gpus: 2, placement: 'random( 3)', size: 1 MiB}]", "jobs[0].placement", "'random( 3)': expected"),
     ("[{name: a, gpus: 2, size: 1 MiB}, {name: a, gpus: 2, size: 1 MiB}]", "jobs[1].name", "'a' names two jobs"),
     ("[{name: a, hosts: [r0h0], size: 1 MiB}]", "jobs[0]", "a job needs at least 2 GPUs"),
     ("[{name: a, gpus: 2, size: 1 MiB, algorithm: rings}]", "jobs[0].algorithm", "unknown algorithm 'rings'"),

@@ -5,6 +5,7 @@ are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -686,7 +687,9 @@ def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, 
 @pytest.mark.parametrize("stragglers, gpus, key, says", [
     ({"r1h0-gpu1": "1 ms"}, 2, "stragglers.r1h0-gpu1", "r1h0-gpu1 is not among the run's 2 GPUs"),
     ({"r0h0-gpu1": "0 s"}, "all", "stragglers.r0h0-gpu1", "a delay of 0 joins on time"),
-    ({"distribution": "exponential", "mean": "0 s"}, "all", "stragglers.mean", "a mean of 0 draws no delay")])
+    ({"distribution": "exponential", "mean": "0 s"}, "all", "stragglers.mean", "a mean of 0 draws no delay"),
+    ({"distribution": "lognormal", "mean": "1 h", "sigma": 10, "seed": 1}, "all", "stragglers.mean",
+     "every GPU's draw is under 1 ps")])
 def test_a_straggler_that_delays_nothing_is_warned(stragglers, gpus, key, says):
     """Fuzz finding (31d): a straggler of a GPU the run leaves out (gpus:, -g), a delay of 0
     and a distribution of mean 0 changed nothing without a word (a compute slowdown of a
@@ -1604,3 +1607,78 @@ def test_run_of_a_file_with_good_axes_and_variants_runs_the_file_as_written(tmp_
                                      "variants:\n  - name: fast\n    set: {topology.generate.nic_bandwidth: 800 Gb/s}\n"
                                      "  - name: as written\n")
     assert cli("run", tmp_path / "s.yaml").exit_code == 0
+
+
+@pytest.mark.parametrize("block, line, named", [
+    ("sweep:\n  sizes: [[1 MiB], [1 Mb]]\n", 7, "sweep.sizes: the point sizes=[1 Mb]: sizes: '1 Mb' is not a size"),
+    ("sweep:\n  topology.generate.kind: [leaf_spine, nvswitch]\n", 7,
+     "sweep.topology.generate.kind: the point topology.generate.kind=nvswitch: topology.generate.racks: unknown key"),
+    ("faults: [{at: 0 s, link: [tor0, spine0], bandwidth: 50%}]\nsweep:\n  faults.0.at: [1 us, 2 d]\n", 8,
+     "sweep.faults.0.at: the point faults.0.at=2 d: faults[0].at: '2 d' is not a time"),
+    ("sweep:\n  gpus: [2, true]\n", 7, "sweep.gpus: true is not a GPU count"),
+])
+def test_run_names_the_axis_line_of_list_values_and_values_refused_under_another_name(tmp_path, cli, block, line,
+                                                                                       named):
+    """Fuzz round g #186-#190: an axis whose values are lists (sizes, algorithms) ended in exit
+    70 (unhashable list), and a value refused under another name than its axis (faults[0].at
+    for faults.0.at; kind: nvswitch refused as racks) was said without a line; gpus: true was
+    shown as Python's True."""
+    fabric = "{name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, spines: 2}}"
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {fabric}\nsizes: [1 MiB]\nalgorithms: [ring]\n\n{block}")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{line}: {named}"), result.stderr
+
+
+def test_run_checks_each_axis_value_once_not_the_axes_product(tmp_path, cli, monkeypatch):
+    """Fuzz round g #193: three axes of 64, 40 and 8 values are 20,480 points, each checked by
+    run before it started (minutes). Each value is checked once beside the file as written,
+    and run runs the file with -a and -s as given, whatever the axes hold."""
+    from simnet.run.sweep import plan
+
+    checked = []
+    monkeypatch.setattr(plan, "scenario_at", lambda p, overrides, gpus: checked.append(overrides))
+    fabric = "{name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, spines: 2}}"
+    (tmp_path / "s.yaml").write_text(
+        f"name: s\ntopology: {fabric}\nsizes: [1 MiB]\nalgorithms: [ring]\nsweep:\n"
+        f"  options.channels: {list(range(1, 65))}\n  topology.generate.racks: {list(range(1, 41))}\n"
+        f"  algorithms: [[ring], [tree]]\n  sizes: [[1 MiB], [2 MiB]]\n")
+    result = cli("run", tmp_path / "s.yaml", "-a", "tree", "-s", "4 MiB", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert len(checked) == 64 + 40 + 2 + 2 and all(len(o) == 1 for o in checked)
+    runs = json.loads(result.stdout)["runs"]
+    assert [(r["algorithm"], r["size_bytes"]) for r in runs] == [("tree", 4 << 20)]
+
+
+def test_a_key_written_beside_a_merge_overrides_the_merged_one(tmp_path):
+    """Fuzz round g #305: ``- {<<: *f, at: 5 us}`` (a fault like the one before, later) was
+    refused as a duplicate key 'at', though YAML's merge key exists for exactly that: a key
+    written in the mapping overrides the merged one. A key written twice by hand is still
+    refused."""
+    from simnet.errors import InputError
+    from simnet.io.yamlsource import load_yaml
+
+    path = tmp_path / "f.yaml"
+    path.write_text("faults:\n  - &f {at: 0 s, link: [tor0, spine0], bandwidth: 50%}\n"
+                    "  - {<<: *f, at: 5 us, bandwidth: 10%}\n")
+    document = load_yaml(path)[0]
+    assert document["faults"][1] == {"at": "5 us", "link": ["tor0", "spine0"], "bandwidth": "10%"}
+    path.write_text("f: &f {at: 0 s}\ng: {<<: *f, at: 5 us, at: 6 us}\n")
+    with pytest.raises(InputError, match="g.at: duplicate key 'at'"):
+        load_yaml(path)
+
+
+@pytest.mark.parametrize("stragglers", [{"distribution": "exponential", "mean": "20 h", "seed": 3},
+                                        {"distribution": "uniform", "mean": "23 h", "seed": 0}])
+def test_a_distribution_that_draws_a_delay_over_a_day_is_refused_on_its_mean(tmp_path, cli, stragglers):
+    """Fuzz round g #087: a draw over a day (the longest delay) was refused as "s.yaml: a start
+    delay is 0 or more" with no line and no field (the draws were checked again per run, out of
+    the file's reach). Now on the mean's line, with the draw and its GPU."""
+    fields = ", ".join(f"{k}: {v}" for k, v in stragglers.items())
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {json.dumps(LEAF2)}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                     f"stragglers: {{{fields}}}\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: stragglers.mean: {stragglers['distribution']} of "
+                                    f"mean "), result.stderr
+    assert "over a day" in result.stderr

@@ -187,7 +187,11 @@ def test_a_tag_on_a_list_or_mapping_is_refused_where_it_stands(tmp_path, value, 
     (f"name: '   '\n{TOPOLOGY}sizes: [1 MiB]\n", "1: name: '   ' is only spaces"),
     ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2}}\n"
      "jobs:\n  - {name: a, gpus: 2, size: 1 MiB}\n  - {name: 'a ', gpus: 2, size: 1 MiB}\n",
-     "5: jobs[1].name: 'a ' has a space at its start or end")])
+     "5: jobs[1].name: 'a ' has a space at its start or end"),
+    # fuzz 31g #143: a name of a zero-width space was accepted, a job every table shows as nothing
+    (f"name: s\n{TOPOLOGY}jobs:\n  - {{name: a, gpus: 2, size: 1 MiB}}\n  - {{name: \"\\u200b\", gpus: 2, "
+     "size: 1 MiB}\n", "5: jobs[1].name: '\\u200b' shows nothing (invisible characters only)"),
+    (f"name: \"s\\u2060\"\n{TOPOLOGY}sizes: [1 MiB]\n", "1: name: 's\\u2060' has an invisible character (U+2060)")])
 def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
     """Fuzz finding (31e): a scenario named '   ', and jobs 'a' and 'a ' (two jobs every table
     shows alike), were accepted."""
@@ -207,6 +211,29 @@ def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(
     no line), a generator without kind was an 'unknown generator None', the key ``yes``
     was 'the key 1', and a job's ``hosts: []`` was said as a job of under 2 GPUs."""
     (tmp_path / "sub").mkdir()
+    assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))
+
+
+@pytest.mark.parametrize("text, says", [
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\n~: 5\n", "4: the document: the key '~' reads as null, not a name"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\noptions: {{null: 2}}\n", "4: options: the key 'null' reads as null"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nfaults: [{{at: 0 s, node: nvswitch, bandwidth: true}}]\n",
+     "4: faults[0].bandwidth: true is not a bandwidth")])
+def test_a_null_key_and_a_yes_no_bandwidth_are_said_as_written(tmp_path, text, says):
+    """Fuzz round g #033, #316: a key ``~`` was "None: the key 'None' is not a name" and a
+    fault's ``bandwidth: true`` "True is not a bandwidth": Python's words, not the file's."""
+    assert _refusal(tmp_path, text).startswith(says)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("name: s\ntopology: /dev/null\nsizes: [1 MiB]\n", "2: topology: '/dev/null': not a regular file"),
+    ("name: s\ntopology: bin.yaml\nsizes: [1 MiB]\n", "2: topology: '{dir}/bin.yaml': not UTF-8 text"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\ncalibration: bin.yaml\n", "4: calibration: '{dir}/bin.yaml': not UTF-8")])
+def test_a_named_file_refused_whole_is_said_on_the_scenario_s_line(tmp_path, text, says):
+    """Fuzz round g #337-#339: a topology or profile that is a device or not text was refused
+    as "/dev/null: not a regular file", naming neither the scenario's line nor its key (a
+    folder was said on the line already)."""
+    (tmp_path / "bin.yaml").write_bytes(bytes(range(128, 256)))
     assert _refusal(tmp_path, text).startswith(says.format(dir=tmp_path))
 
 

@@ -461,3 +461,35 @@ def test_training_and_jobs_points_apply_the_planned_nccl_variables(tmp_path, mon
 
     assert tp_algorithm({}) == job_algorithm({}) == "nvls"
     assert tp_algorithm({"NCCL_NVLS_ENABLE": "0"}) != "nvls" and job_algorithm({"NCCL_NVLS_ENABLE": "0"}) != "nvls"
+
+
+def test_a_sweep_whose_points_would_not_fit_the_memory_is_refused_before_it_is_planned(tmp_path, monkeypatch):
+    """Fuzz round g: ten axes of ten values planned 10^7 points for 52 s before ending in
+    "out of memory" (10^10 would have filled the machine). The product is counted first."""
+    from simnet.errors import CannotSimulate
+
+    monkeypatch.setenv("SIMNET_MEMORY", "1 MiB")
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+        f"sweep: {{options.channels: {list(range(1, 41))}, options.chunk_size: "
+        f"[{', '.join(f'{k} KiB' for k in range(64, 104))}]}}\n")
+    with pytest.raises(CannotSimulate, match=r"a sweep of 1,600 points .* sweep fewer values"):
+        plan_sweep(load_scenario(tmp_path / "s.yaml"))
+
+
+def test_a_bad_axis_value_is_said_before_the_axes_product_is_planned(tmp_path, cli, monkeypatch):
+    """Fuzz round g: a typo in one of several axes was said only after every point of their
+    product was planned (10^6 points: minutes). Each value is checked alone first."""
+    from simnet.run.sweep import plan
+
+    def no_point(*args, **kwargs):
+        raise AssertionError("a point was planned before the axis values were checked")
+
+    monkeypatch.setattr(plan, "Point", no_point)
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+        "sweep:\n  options.channels: [1, 2, 3, 4]\n  topology.generate.gpu_bandwith: [100 GB/s, 200 GB/s]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--set", "options.chunk_size=64KiB,128KiB")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:7: sweep.topology.generate.gpu_bandwith: "), result.stderr
+    assert not (tmp_path / "o").exists()

@@ -335,6 +335,25 @@ def test_the_public_hta_trace_replays_on_the_machine_it_was_recorded_on():
     assert calls == {"allreduce": 15, "broadcast": 6}
 
 
+def test_nccl_algo_and_proto_beside_as_recorded_are_said_to_change_nothing():
+    """Fuzz round g #233: ``NCCL_ALGO=Ring ... --as-recorded`` ran every call with the
+    algorithm and protocol its kernel recorded, so the variables restricted a pick no call
+    took, without a word. Without --as-recorded they decide the pick, and nothing is said."""
+    traces = read_traces([HTA_TRACE], ranks_per_trace=2)
+    topology = ROOT / "topologies" / "dgx_a100.yaml"
+    env = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}
+    unread = [w.link for w in simulate_trace(traces, topology, as_recorded=True, env=env).warnings
+              if w.kind == "key_unread"]
+    assert unread == ["NCCL_ALGO", "NCCL_PROTO"]
+    assert not [w for w in simulate_trace(traces, topology, env=env).warnings if w.kind == "key_unread"]
+
+
+def test_groups_beside_a_kineto_trace_name_the_option():
+    """Fuzz round g #214: the refusal of --groups beside a Kineto trace did not name --groups."""
+    with pytest.raises(InputError, match=r"^--groups: .*a Kineto trace names them itself.*leave --groups out"):
+        read_traces([HTA_TRACE], ranks_per_trace=2, groups={"a": [0, 1]})
+
+
 def test_cli_replays_and_writes_json_and_a_perfetto_trace(tmp_path):
     paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
     out = subprocess.run([sys.executable, "-m", "simnet", "replay-trace", *map(str, paths), "-t",

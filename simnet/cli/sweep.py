@@ -73,7 +73,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         from simnet.report.paths import output_dir
         from simnet.report.sweep_report import SWEEP_FILES, plot_sweep, sweep_table, write_sweep_csv
         from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
-        from simnet.run.sweep.plan import files_read, plan_sweep
+        from simnet.run.sweep.plan import check_values, files_read, plan_sweep
         from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
 
     spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
@@ -109,7 +109,10 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         spec = spec.replace(**changes)
     names = algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
     try:
+        check_values(spec, axes)  # a typo said at once, before a product of many axes is planned
         plan = plan_sweep(spec, counts, axes, names, every_algorithm="all" in algorithms if names else None)
+    except InputError:
+        raise
     except ValueError as exc:  # the NCCL variables
         raise InputError(str(exc), scenario) from None
     out = output_dir(out or Path(f"sweep-{spec.name}"), "--out", files_read(spec, axes), SWEEP_FILES)

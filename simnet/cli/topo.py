@@ -8,6 +8,7 @@ import click
 
 from simnet.cli.console import stdout_console
 from simnet.cli.shell import WholeRange, friendly
+from simnet.errors import InputError
 
 
 @click.group()
@@ -121,14 +122,18 @@ def topo_draw(topology: Path, output: Path) -> None:
     click.echo(f"wrote {draw_topology(topo_, output)}")
 
 
+_SUFFIX_FORMATS = {".yaml": "yaml", ".yml": "yaml", ".graphml": "graphml", ".gexf": "gexf", ".json": "json"}
+"""The format an export's file name asks for: ``-o racks.yaml`` writes YAML without --format."""
+
+
 @topo.command("export")
 @_TOPOLOGY
-@click.option("--format", "fmt", type=click.Choice(["yaml", "graphml", "gexf", "json"]), default="graphml",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(_SUFFIX_FORMATS.values())), default=None,
+              help="yaml, graphml, gexf or json (default: the one -o's suffix names, else graphml).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="File to write (default: TOPOLOGY with the format's suffix, .nodes.yaml for yaml); '-' for stdout.")
 @friendly
-def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
+def topo_export(topology: Path, fmt: str | None, output: Path | None) -> None:
     """Export TOPOLOGY node by node as simnet YAML (a generated fabric to edit), or as
     GraphML, GEXF (Gephi) or node-link JSON for networkx.
 
@@ -141,6 +146,11 @@ def topo_export(topology: Path, fmt: str, output: Path | None) -> None:
     from simnet.topology.export import export_text, export_topology
     from simnet.topology.loader import load_topology
 
+    named = _SUFFIX_FORMATS.get(output.suffix.lower()) if output is not None and str(output) != "-" else None
+    if fmt is not None and named is not None and named != fmt:  # x.json of GraphML: a file no reader expects
+        raise InputError(f"--format {fmt} writes {fmt}, but -o {output} names a {named} file: leave --format out, "
+                         f"or name the file .{fmt}", topology)
+    fmt = fmt or named or "graphml"
     if output is not None and str(output) == "-":  # standard output, as --json - is
         click.echo(export_text(load_topology(topology), fmt), nl=False)
         return

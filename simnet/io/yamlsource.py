@@ -257,23 +257,31 @@ class _Builder:
                              "reads plain lists and mappings, so the tag would change nothing: remove it",
                              self.source.file, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
-            self.loader.flatten_mapping(node)
+            own = sum(key.tag != _MERGE for key, _ in node.value)
+            self.loader.flatten_mapping(node)  # merged pairs first, so a key written here overrides them
+            merged = len(node.value) - own
             result: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
+            from_merge: set[Any] = set()
+            for i, (key_node, value_node) in enumerate(node.value):
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise InputError(f"{format_loc(loc) or 'the document'}: a key must be a plain value, not a "
                                      "list or mapping", self.source.file, key_node.start_mark.line + 1)
+                if key_node.tag == _NULL:  # `~:`, `null:` or `: 5`: YAML reads no name there
+                    raise InputError(f"{format_loc(loc) or 'the document'}: the key {key_node.value or '(none)'!r} "
+                                     "reads as null, not a name; quote it if it is one",
+                                     self.source.file, key_node.start_mark.line + 1)
                 key = self.loader.construct_object(key_node, deep=True)
                 if isinstance(key, bool):  # `yes:` or `on:` as a key: YAML reads a yes/no, never a name
                     raise InputError(f"{format_loc(loc) or 'the document'}: the key {key_node.value!r} reads as a "
                                      f"yes/no ({'true' if key else 'false'}), not a name; quote it if it is one",
                                      self.source.file, key_node.start_mark.line + 1)
-                if key in result:
+                if key in result and key not in from_merge:
                     raise InputError(f"{format_loc(loc + (key,))}: duplicate key {key!r}",
                                      self.source.file, key_node.start_mark.line + 1)
                 if value_node.tag == _NULL:
                     raise InputError(f"{format_loc(loc + (key,))}: has no value; give one or leave the key out",
                                      self.source.file, value_node.start_mark.line + 1)
+                (from_merge.add if i < merged else from_merge.discard)(key)
                 result[key] = self.build(value_node, loc + (key,))
             return result
         if isinstance(node, yaml.SequenceNode):
@@ -290,6 +298,7 @@ class _Builder:
 
 
 _NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
 _COLLECTIONS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 

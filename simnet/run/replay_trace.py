@@ -127,8 +127,8 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
     if chakra and len(chakra) < len(paths):
         raise InputError("give Kineto traces or Chakra execution traces, not both: their clocks are not one")
     if groups is not None and not chakra:
-        raise InputError("groups name the ranks of a Chakra trace's process groups; a Kineto trace names them "
-                         "itself (\"Process Group Ranks\")")
+        raise InputError("--groups: process groups name the ranks of a Chakra trace's; a Kineto trace names them "
+                         "itself (\"Process Group Ranks\"): leave --groups out")
     if chakra:
         for p in chakra:
             check(rank_of(p), None, p)
@@ -221,6 +221,7 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
     warnings = [*pricer.warnings, *_gpu_warning(traces[0].gpu, topo, gpus, gpu_speedup),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
+    warnings += pricer.unread(instances)
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (
@@ -257,6 +258,18 @@ class _Pricer:
                 self._warn("recorded_algorithm", f"{c.collective} ran {c.algorithm} in the recording, which "
                            f"simnet does not simulate for {c.collective}; NCCL's pick ran instead")
         return c.collective, c.size_bytes, tuple(self.gpus[r] for r in c.group), algorithm, tuple(sorted(env.items()))
+
+    def unread(self, instances: list[Instance]) -> list[Finding]:
+        """``key_unread`` for NCCL_ALGO (NCCL_PROTO) when --as-recorded ran every call with its
+        recorded algorithm (and protocol): it restricts NCCL's pick, which no call took."""
+        keys = [self.key(inst) for inst in instances]
+        picked = any(algorithm == "auto" for _, _, _, algorithm, _ in keys)
+        own_protocol = all(inst.comm.protocol for inst, key in zip(instances, keys) if key[3] != "auto")
+        return [Finding("key_unread", name, f"{name}={self.env[name]} restricts NCCL's pick, and --as-recorded ran "
+                        f"every collective with its recorded {what}, so {name} changed nothing here")
+                for name, what, moot in (("NCCL_ALGO", "algorithm", not picked),
+                                         ("NCCL_PROTO", "protocol", not picked and own_protocol))
+                if moot and name in self.env and instances]
 
     def result(self, inst: Instance):
         key = self.key(inst)

@@ -27,7 +27,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.errors import SpecError
+from simnet.errors import SpecError, shown
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.schema import Latency, Strict
 
@@ -42,7 +42,7 @@ class FaultError(SpecError):
 def _bandwidth(value: Any) -> float | str:
     """``0``, ``'25%'`` or a bandwidth with its unit: a fraction as ``'25%'`` stays text."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a bandwidth: give 0 (down), a share like '25%', or e.g. '100 Gb/s'")
+        raise ValueError(f"{shown(value)} is not a bandwidth: give 0 (down), a share like '25%', or e.g. '100 Gb/s'")
     if value == 0 or value == "0":
         return 0.0
     if units.is_share(value):
@@ -80,7 +80,8 @@ class FaultSpec(Strict):
     def describe(self) -> str:
         """``link tor0-spine1 down`` / ``node spine1 at 25%``."""
         target = f"link {self.link[0]}-{self.link[1]}" if self.link else f"node {self.node}"
-        if self.down or self.bandwidth == 0:
+        share = units.parse_share(self.bandwidth) if isinstance(self.bandwidth, str) else None
+        if self.down or self.bandwidth == 0 or share == 0:  # 0% too: the run takes the link down
             return f"{target} down"
         if isinstance(self.bandwidth, str):
             return f"{target} at {self.bandwidth.strip()}"
@@ -242,4 +243,8 @@ def straggler_delays(topology: Topology, spec: dict | StragglerDistribution | No
         draws = rng.exponential(dist.mean, n)
     else:
         draws = rng.uniform(0, 2 * dist.mean, n)
+    if n and draws.max() > units.TIME_RANGE[1]:  # a draw the engine would refuse where no line can be named
+        raise FaultError(("mean",), f"{dist.distribution} of mean {units.format_time(dist.mean)} draws "
+                         f"{units.format_time(float(draws.max()))} for {topology.gpus[int(draws.argmax())]}, over a "
+                         "day, the longest start delay simnet accepts: give a smaller mean")
     return {gpu: float(d) for gpu, d in zip(topology.gpus, draws)}

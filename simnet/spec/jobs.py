@@ -84,6 +84,13 @@ class JobSpec(Strict):
             raise ValueError(f"{twice!r} is listed twice; name each once")
         return value
 
+    @field_validator("placement")
+    @classmethod
+    def _placement(cls, value: str) -> str:
+        if value not in ("packed", "spread") and not _RANDOM.match(value):
+            raise ValueError(f"{value!r}: expected packed, spread or random(seed)")
+        return value
+
     @field_validator("algorithm")
     @classmethod
     def _known(cls, value: str) -> str:
@@ -110,8 +117,6 @@ class JobSpec(Strict):
             raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")
         if (self.gpus is None) == (self.hosts is None):
             raise ValueError("give gpus (a count or a list of GPU ids) or hosts (a list of host labels)")
-        if self.placement not in ("packed", "spread") and not _RANDOM.match(self.placement):
-            raise ValueError(f"placement {self.placement!r}: expected packed, spread or random(seed)")
         if self.placement != "packed" and not isinstance(self.gpus, int):
             raise ValueError("placement chooses GPUs for a count (gpus: 16); named GPUs and hosts are placed already")
         return self

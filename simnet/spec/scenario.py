@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.errors import kind_of, shown
+from simnet.errors import InputError, kind_of, shown
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
@@ -43,7 +43,7 @@ from simnet.spec.jobs import JobError, JobSpec, check_jobs
 from simnet.spec.options import Options
 from simnet.spec.values import parse_cost, parse_sizes
 from simnet.spec.workloads import Training, Workload
-from simnet.topology.graph import Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
 from simnet.topology.schema import Name, Strict
@@ -176,7 +176,7 @@ class ScenarioSpec(Strict):
                 raise ValueError(f"{key} {axis_changes_no_point(key)}; leave it out")
         for count in (value or {}).get("gpus", []):
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more)")
+                raise ValueError(f"gpus: {shown(count)} is not a GPU count (a whole number, 1 or more)")
         return value
 
     @field_validator("algorithms")
@@ -297,7 +297,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("topology",), f"no topology file {str(path)!r}")
         if path.is_dir():
             raise source.error(("topology",), f"{str(path)!r} is a folder; name the topology file in it")
-        topology = load_topology(path)
+        topology = _read_named(source, ("topology",), load_topology, path)
     else:
         topology = topology_from_dict(spec.topology, source, ("topology",))
     if spec.gpus != "all":
@@ -317,7 +317,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         if not calibration.is_file():
             raise source.error(("calibration",), f"no calibration profile {str(calibration)!r}")
 
-        load_calibration(calibration)  # refuse a bad profile now, with its own file and line
+        _read_named(source, ("calibration",), load_calibration, calibration)  # refused now, on its own line
         calibration = str(calibration)
     try:
         model = resolve_model(spec.model, topology)
@@ -371,6 +371,17 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                     data=data, faults=faults, stragglers=stragglers, jobs=jobs, warnings=warnings)
 
 
+def _read_named(source: Source, loc: tuple, read, path: Path):
+    """``read(path)`` of a file the scenario names at ``loc``: a refusal of the file whole (not
+    UTF-8, a device, unreadable: no line of its own to name) is said on the scenario's line."""
+    try:
+        return read(path)
+    except InputError as exc:
+        if exc.line is not None:
+            raise
+        raise source.error(loc, f"{str(path)!r}: {exc.message}") from None
+
+
 def _where(source: Source, loc: tuple) -> str:
     line = source.line(loc)
     return f"{source.file}:{line}" if line is not None else source.file
@@ -398,6 +409,10 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
                                       "mean alone, so sigma changed nothing here")
     if isinstance(raw, dict) and "distribution" in raw and units.parse_time(raw["mean"]) == 0:
         moot(("stragglers", "mean"), "a mean of 0 draws no delay, so stragglers changed nothing here")
+    elif isinstance(raw, dict) and "distribution" in raw and not any(
+            round(d * PS_PER_SECOND) for d in straggler_delays(topology, raw).values()):
+        moot(("stragglers", "mean"), "every GPU's draw is under 1 ps, the engine's resolution (a lognormal's large "
+                                     "sigma puts nearly all its mean in rare draws), so stragglers changed nothing")
     for gpu, delay in raw.items() if isinstance(raw, dict) and "distribution" not in raw else ():
         if gpu not in running:
             moot(("stragglers", gpu), f"{gpu} is not among the run's {len(running)} GPUs (gpus:, -g), so its "

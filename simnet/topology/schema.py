@@ -53,11 +53,19 @@ def _printable(value: str) -> str:
 
 def _trimmed(value: str) -> str:
     """A name with no space at either end: names are compared as written, so 'a ' beside 'a'
-    would be two jobs (or nodes, variants) that every table shows alike; '   ' names nothing."""
-    if value.strip() != value:
-        raise ValueError(f"{value!r} " + ("is only spaces; give it a name" if not value.strip() else
-                                          "has a space at its start or end; names are compared as written: "
-                                          "remove it"))
+    would be two jobs (or nodes, variants) that every table shows alike; '   ' names nothing.
+    An invisible character (a zero-width space, U+200B: Unicode's format characters) counts as
+    a space here."""
+    def blank(c: str) -> bool:
+        return c.isspace() or unicodedata.category(c) == "Cf"
+
+    if value and (blank(value[0]) or blank(value[-1])):
+        edge = value[0] if blank(value[0]) else value[-1]
+        raise ValueError(f"{value!r} " + (
+            ("is only spaces" if not value.strip() else "shows nothing (invisible characters only)") + "; give it "
+            "a name" if all(map(blank, value)) else
+            ("has a space" if edge.isspace() else f"has an invisible character (U+{ord(edge):04X})") +
+            " at its start or end; names are compared as written: remove it"))
     return value
 
 

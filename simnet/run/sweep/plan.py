@@ -11,6 +11,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 
 from simnet import units
 from simnet.errors import InputError, shown
+from simnet.io.budget import check_fits
 from simnet.io.yamlsource import Source, load_yaml
 from simnet.run.nccl_env import nccl_env, nccl_integer
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
@@ -27,7 +29,7 @@ from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__
 
 __all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named",
-           "check_points"]
+           "check_points", "check_values"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -236,6 +238,12 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+POINT_BYTES = 1024
+"""What a planned point holds until the sweep ends (its overrides, key and record: ~600 B
+measured for 20,480 points), so a sweep of ten axes of ten values (10^10 points) is refused
+in one line before it is planned, not after minutes of filling the memory."""
+
+
 def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
                algorithms: list[str] | None = None, env: Mapping[str, str] | None = None,
                every_algorithm: bool | None = None) -> SweepPlan:
@@ -253,9 +261,12 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     axes.pop("gpus", None)
     for count in counts or []:
         if count != "all" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-            raise ValueError(f"gpus: {count!r} is not a GPU count (a whole number, 1 or more, or all)")
+            raise ValueError(f"gpus: {shown(count)} is not a GPU count (a whole number, 1 or more, or all)")
     counts = [None] if counts is None else [None if c == "all" else int(c) for c in counts]  # all: as gpus: all
     names = list(axes)
+    size = math.prod(len(axes[n]) for n in names) * len(counts) * len(algorithms or scenario.algorithms)
+    check_fits(size * POINT_BYTES, f"a sweep of {size:,} points (the product of its axes)",
+               "sweep fewer values, or split the axes over several sweeps (one --out each)")
     base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
@@ -304,7 +315,8 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
         return scenario_from_dict(document, Source(label), base=Path(plan.base))
     except InputError as exc:  # a value of the file's own sweep: axes is refused on the axis's line
         axes = plan.document.get("sweep") if isinstance(plan.document.get("sweep"), dict) else {}
-        key = setting_named(exc.message, [k for k, v in overrides if v in axes.get(k, [])])
+        own = [k for k, v in overrides if v in axes.get(k, [])]
+        key = setting_named(exc.message, own) or (own[0] if len(own) == 1 == len(overrides) else None)
         if exc.line is not None or key is None or not Path(plan.source).is_file():
             raise
         value = dict(overrides)[key]
@@ -312,14 +324,27 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
             f"the point {key}={value if isinstance(value, str) else shown(value)}: {exc.message}")) from None
 
 
+def check_values(scenario: Scenario, sets: dict[str, list[Any]] | None = None) -> SweepPlan:
+    """Refuse (``InputError``, on the axis's line where the file states it) a value of the
+    file's ``sweep:`` axes or of ``sets`` (--set) that a point would refuse, each value once
+    beside the file's other values as written, not every point of the axes' product (a few
+    axes make thousands: minutes before a typo is said); a value refused only beside another
+    axis's value is said when the sweep's points are planned. GPU counts are checked as
+    numbers, not grown into topologies. Returns a plan of no points."""
+    axes = {k: _values(v) for k, v in {**(scenario.sweep or {}), **(sets or {})}.items() if k != "gpus"}
+    plan = plan_sweep(scenario, sets=dict.fromkeys(axes, []))  # GPU counts checked; no product built
+    for key, values in axes.items():
+        for value in values:
+            scenario_at(plan, ((key, value),), None)
+    return plan
+
+
 def check_points(scenario: Scenario) -> None:
     """Refuse (``InputError`` on the line that states it) a ``sweep:`` axis value or a
     variant's ``set`` that ``simnet sweep`` or ``simnet compare`` would refuse, so a file
-    run with ``simnet run`` is checked whole, not only in the parts that run reads.
-    GPU counts are checked as numbers, not grown into topologies (a sweep's business)."""
-    plan = plan_sweep(scenario)
-    for overrides in dict.fromkeys(p.overrides for p in plan.points if p.overrides):
-        scenario_at(plan, overrides, None)
+    run with ``simnet run`` is checked whole, not only in the parts that run reads
+    (``check_values``)."""
+    plan = check_values(scenario)
     for index, variant in enumerate(scenario.variants):
         try:
             scenario_at(plan, tuple(variant.set.items()), None)
@@ -336,5 +361,5 @@ def setting_named(message: str, keys: list[str]) -> str | None:
     """The key of ``keys`` (dotted, as overrides set them) that a point's refusal names
     first: ``topology.generate.racks: 0 must be...`` names ``topology.generate.racks``,
     ``bogus: unknown key`` names ``bogus.key``; None if none."""
-    field = message.partition(": ")[0]
+    field = re.sub(r"\[(\d+)\]", r".\1", message.partition(": ")[0])  # faults[0].at is faults.0.at
     return next((k for k in keys if field == k or k.startswith(field + ".") or field.startswith(k + ".")), None)
