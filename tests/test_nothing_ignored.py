@@ -1314,6 +1314,27 @@ def test_a_fault_after_the_run_s_end_is_named_in_a_warning():
     assert healthy.time_s < 1e-3 and not any(w.kind == "fault_after_end" for w in healthy.warnings)
 
 
+def test_faults_over_before_any_data_crosses_their_link_are_named_in_a_warning():
+    """Fuzz finding (31g): an uplink at 10 % from 0 to 1 us, restored then, is over before the
+    ring's first byte reaches the network (NCCL's launch and software latencies alone are
+    microseconds): the run is the healthy one to the picosecond and said nothing. Now a warning
+    names the faults; the same uplink at 10 % for good slows the run and draws none."""
+    from simnet import simulate, topology_from_dict
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 2, "spines": 1}})
+    slowed = {"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "10%"}
+    brief = simulate(topo, "ring", 2**20, faults=[slowed, {**slowed, "at": "1 us", "bandwidth": "100%"}])
+    assert brief.time_s == brief.conditions["healthy_s"]
+    (warning,) = [w for w in brief.warnings if w.kind == "fault_unfelt"]
+    assert "faults[0] link tor0-spine0 at 10%" in warning.message and "faults[1]" in warning.message
+    lasting = simulate(topo, "ring", 2**20, faults=[slowed])
+    assert lasting.time_s > lasting.conditions["healthy_s"]
+    assert not any(w.kind == "fault_unfelt" for w in lasting.warnings)
+    late = simulate(topo, "ring", 2**20, faults=[{**slowed, "at": "1 s"}])  # fault_after_end says it, once
+    assert [w.kind for w in late.warnings if w.kind.startswith("fault_")] == ["fault_after_end"]
+
+
 @pytest.mark.parametrize("profile, where", [
     ("calibration: {}\n", ":1: calibration: an empty calibration section changes nothing"),
     ("calibration: {base_latency: 1 us}\nfitted: 3\n", ":2: fitted: expected a mapping"),

@@ -78,6 +78,21 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if not conditions:
         return result
     healthy = point.simulate(result.algorithm, size, False, None, Conditions(), options)
+    after_end = all(fault.at >= result.time_s for fault in conditions.faults)  # fault_after_end said so
+    if not conditions.delays and not after_end and _traffic(result) == _traffic(healthy):
+        shown = "; ".join(f"faults[{f.index}] {f.what}" for f in conditions.faults[:3])
+        result = replace(result, warnings=result.warnings + [Finding("fault_unfelt", "", (
+            f"the faults changed nothing: the run's time and every link's traffic equal the healthy run's "
+            f"({shown}{'; ...' if len(conditions.faults) > 3 else ''}): no data crossed their links while they "
+            "lasted; move them to when traffic crosses (see the healthy run's --trace), or leave them out"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
+
+
+def _traffic(result: Result) -> tuple:
+    """What a run's traffic was: its time (s) and each link's bytes, peak utilisation,
+    saturated fraction and most flows at once (not its mean capacity, which a fault that
+    found its link idle still lowers)."""
+    return result.time_s, sorted((r.src, r.dst, r.bytes, r.peak_utilization, r.saturated_fraction, r.max_flows)
+                                 for r in result.links)
 
 
