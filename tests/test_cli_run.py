@@ -562,3 +562,21 @@ def test_progress_in_a_log_says_how_far_a_long_run_is_before_the_first_is_done(m
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("simulating: 0/1 done, this run 40%, about 30 s left; ")
     assert lines[0].endswith(" s elapsed")
+
+
+def test_a_sweep_in_a_log_says_it_is_checking_its_points_before_the_first_runs(monkeypatch, cli, tmp_path):
+    """Fuzz finding (31g): a sweep of 10^5 valid points checked every one (about 8 minutes)
+    before the first ran, printing nothing, as if hung. Now each checked scenario is a
+    progress status: with plain lines at every update, a line per scenario checked, two here
+    (2 and 4 GPUs)."""
+    from simnet.cli import console
+
+    monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4, gpu: h100}}\nsize: 1 MiB\n"
+                    "algorithms: [ring]\nsweep: {gpus: [2, 4], options.chunk_size: [64 KiB]}\n")
+    result = cli("sweep", path, "--out", tmp_path / "out", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    checked = [line for line in result.stderr.splitlines() if "scenarios" in line]
+    assert [line.split(", ")[1].split(";")[0] for line in checked] == ["checked 1 of 2 scenarios",
+                                                                       "checked 2 of 2 scenarios"]

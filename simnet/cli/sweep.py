@@ -158,11 +158,14 @@ def _sweep_with_progress(plan, out: Path, executor, recomputed: list[str]):
     from simnet.cli.console import progress
     from simnet.run.sweep.run import run_sweep
 
+    total = len(plan.points)
     with progress("sweep") as update:
-        update(0, len(plan.points), "starting")
+        update(0, total, "starting")
         return run_sweep(plan, out, executor,
                          progress=lambda done, running, total: update(done, total, f"{running} running"),
-                         recomputed=recomputed)
+                         recomputed=recomputed,
+                         checking=lambda checked, scenarios: update(0, total, f"checked {checked:,} of "
+                                                                              f"{scenarios:,} scenarios"))
 
 
 def _points(count: int) -> str:

@@ -17,17 +17,22 @@ __all__ = ["run_sweep"]
 
 def run_sweep(plan: SweepPlan, out: str | Path, executor=None,
               progress: Callable[[int, int, int], None] | None = None,
-              recomputed: list[str] | None = None) -> tuple[list[dict], int]:
+              recomputed: list[str] | None = None,
+              checking: Callable[[int, int], None] | None = None) -> tuple[list[dict], int]:
     """Run every point of ``plan`` not already in ``out/results.jsonl``.
 
-    Returns (all records in plan order, how many were computed now). ``progress(done,
-    running, total)`` is called as points finish. Each record is appended and fsynced as
-    it completes, so a killed sweep loses nothing it finished. Records on disk that cannot
-    be read back whole are computed again, each named in ``recomputed``.
+    Returns (all records in plan order, how many were computed now). Before any point runs,
+    each distinct scenario of the plan is checked (bad input fails before any write),
+    ``checking(checked, scenarios)`` called after each; then ``progress(done, running,
+    total)`` is called as points finish. Each record is appended and fsynced as it
+    completes, so a killed sweep loses nothing it finished. Records on disk that cannot be
+    read back whole are computed again, each named in ``recomputed``.
     """
     scenes = {json.dumps([dict(p.overrides), p.gpus], sort_keys=True, default=str): p for p in plan.points}
-    for point in scenes.values():  # bad input fails before any write (each scenario once, whatever its algorithms)
+    for checked, point in enumerate(scenes.values(), 1):  # each scenario once, whatever its algorithms
         scenario_at(plan, point.overrides, point.gpus)
+        if checking is not None:
+            checking(checked, len(scenes))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
