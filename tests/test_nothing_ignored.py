@@ -1703,3 +1703,28 @@ def test_a_distribution_that_draws_a_delay_over_a_day_is_refused_on_its_mean(tmp
     assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: stragglers.mean: {stragglers['distribution']} of "
                                     f"mean "), result.stderr
     assert "over a day" in result.stderr
+
+
+def test_a_profile_s_latency_out_of_range_is_said_in_time_units(tmp_path, cli):
+    """Fuzz finding (31h #206): 'base_latency: -1 h' was refused as 'must be at least -0.001',
+    a bound with no unit."""
+    (tmp_path / "p.cal.yaml").write_text("calibration:\n  base_latency: -1 h\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 2}, "
+                                     "calibration: p.cal.yaml}\nsize: 1 MiB\nalgorithms: [ring]\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "p.cal.yaml:2: calibration.base_latency: -3600 s is outside -1 ms .. 100 ms" in result.stderr
+
+
+@pytest.mark.parametrize("name, folder", [("a/../../escaped", "sweep-a_.._.._escaped"), ("n" * 300, "sweep-" + "n" * 100)])
+def test_a_sweep_s_default_folder_stays_here_whatever_the_scenario_s_name(tmp_path, cli, monkeypatch, name, folder):
+    """Fuzz findings (31h #281, #230): the default --out is sweep-<name>: a name with ../ wrote
+    the sweep outside the working folder, one of 300 characters made a file name the system
+    refuses (exit 70). The name is a label; the folder is made of its safe characters."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(f"name: '{name}'\ntopology: {{name: t, generate: {{kind: nvswitch, gpus: 2}}}}\n"
+                                     "size: 1 MiB\nalgorithms: [ring]\n")
+    result = cli("sweep", "s.yaml", "--gpus", "2", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [folder]
+    assert (tmp_path / folder / "results.jsonl").is_file()

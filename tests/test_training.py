@@ -201,13 +201,17 @@ def test_training_scenario_runs_and_plots(tmp_path, cli, figures):
       "efficiency": 0.5}, "training.model", "5 heads do not divide hidden 64"),
     ({"model": "llama3_8b", "parallelism": {"tp": 3}, "efficiency": 0.5}, "training.parallelism.tp",
      "tp x pp = 3 does not divide the 8 GPUs"),
+    ({"model": "llama3_8b", "parallelism": {"pp": 16}, "efficiency": 0.5}, "training.parallelism.pp",
+     "tp x pp = 16 does not divide the 8 GPUs"),  # fuzz 31h #115: it named tp, which the user never wrote
+    ({"model": "llama3_8b", "efficiency": 0.5}, "workload", "training and workload both describe"),
     ({"model": "llama4", "efficiency": 0.5}, "training.model", "unknown model 'llama4'"),
     ({"model": "llama3_8b"}, "training.efficiency", "is required but missing"),
 ])
 def test_bad_training_is_one_line(tmp_path, cli, training, line, message):
     path = tmp_path / "bad.yaml"
+    both = {"workload": {"compute_time": "10 ms", "gradient_size": "1 MiB"}} if line == "workload" else {}
     path.write_text(json.dumps({"name": "bad", "topology": {"name": "box", "generate": {"kind": "nvswitch"}},
-                                "training": training}))
+                                "training": training, **both}))
     result = cli("run", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert line in result.stderr and message in result.stderr

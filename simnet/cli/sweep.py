@@ -115,7 +115,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         raise
     except ValueError as exc:  # the NCCL variables
         raise InputError(str(exc), scenario) from None
-    out = output_dir(out or Path(f"sweep-{spec.name}"), "--out", files_read(spec, axes), SWEEP_FILES)
+    out = output_dir(out or default_out(spec.name), "--out", files_read(spec, axes), SWEEP_FILES)
     workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
     recomputed: list[str] = []
@@ -166,6 +166,18 @@ def _sweep_with_progress(plan, out: Path, executor, recomputed: list[str]):
                          recomputed=recomputed,
                          checking=lambda checked, scenarios: update(0, total, f"checked {checked:,} of "
                                                                               f"{scenarios:,} scenarios"))
+
+
+def default_out(name: str) -> Path:
+    """The folder a sweep of scenario ``name`` writes to without ``--out``: ``sweep-<name>``
+    in this folder, the name's characters other than letters, digits, ``.``, ``_`` and ``-``
+    as ``_`` (a name is a label: ``a/../../x`` wrote outside the working folder), at most
+    100 of them (a 250-character name made a file name the system refuses: exit 70).
+
+    >>> default_out("llm 70B/TP8"), default_out("../x")
+    (PosixPath('sweep-llm_70B_TP8'), PosixPath('sweep-.._x'))
+    """
+    return Path("sweep-" + re.sub(r"[^A-Za-z0-9._-]", "_", name)[:100])
 
 
 def _points(count: int) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.io.yamlsource import load_yaml
@@ -31,7 +31,14 @@ from simnet.topology.schema import Strict
 
 __all__ = ["Calibration", "load_calibration", "calibration_document", "hardware_of", "other_hardware", "KNOTS"]
 
-SignedTime = Annotated[float, BeforeValidator(units.parse_time), Field(ge=-1e-3, le=1e-1)]
+def _signed_time(value: float) -> float:
+    """A profile's latency correction (s) within -1 ms .. 100 ms, said in time units when not."""
+    if not -1e-3 <= value <= 1e-1:
+        raise ValueError(f"{units.format_time(value)} is outside -1 ms .. 100 ms, the corrections a profile may make")
+    return value
+
+
+SignedTime = Annotated[float, BeforeValidator(units.parse_time), AfterValidator(_signed_time)]
 Factor = Annotated[float, Field(gt=0.05, le=2.0)]
 
 

@@ -334,6 +334,9 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     except JobError as exc:
         raise source.error(("jobs", *exc.loc), exc.message) from None
     algorithms = _algorithms(spec, source)
+    if spec.training is not None and spec.workload is not None:  # two steps that disagree, side by side
+        raise source.error(("workload",), "training and workload both describe the training step (a transformer's "
+                                          "parallel step, and a data-parallel AllReduce of a gradient): give one")
     if spec.training is not None:
         try:
             spec.training.layout().resolved(len(topology.gpus), spec.training.transformer())

@@ -103,7 +103,8 @@ class Parallelism:
         """This layout on ``gpus`` GPUs with ``dp`` filled in; ``ValueError`` ("field: why")
         when it does not fit the GPUs or the model."""
         if gpus % (self.tp * self.pp):
-            raise ValueError(f"tp: tp x pp = {self.tp * self.pp} does not divide the {gpus} GPUs")
+            field = "tp" if gpus % self.tp else "pp"  # the one that breaks it: pp: 64 on 16 GPUs is pp's
+            raise ValueError(f"{field}: tp x pp = {self.tp * self.pp} does not divide the {gpus} GPUs")
         dp = gpus // (self.tp * self.pp)
         if self.dp is not None and self.dp != dp:
             raise ValueError(f"dp: {self.dp} x tp {self.tp} x pp {self.pp} is not the {gpus} GPUs")
