@@ -127,10 +127,10 @@ CASES: list[Case] = [
     case("ScenarioSpec", "jobs", BASE, sizes=DELETE, jobs=JOBS),
     case("ScenarioSpec", "placement", edit(BASE, sizes=DELETE, jobs=JOBS), "spread"),
     case("ScenarioSpec", "cost", edit(BASE, variants=[{"name": "v", "set": {"model": "ideal"}}, {"name": "w"}]),
-         1000),
+         "1000 $"),
     case("Variant", "name", edit(BASE, variants=TWO), variants__0__name="w"),
     case("Variant", "set", edit(BASE, variants=TWO), variants__0__set={"model": "ideal"}),
-    case("Variant", "cost", edit(BASE, variants=TWO), variants__0__cost=1000),
+    case("Variant", "cost", edit(BASE, variants=TWO), variants__0__cost="1000 $"),
     *[case("Options", key, edit(BASE, algorithms=[algorithm], **extra), **{f"options__{key}": value})
       for key, algorithm, value, extra in [
           ("chunk_size", "ring", "64 KiB", {"model": "ideal"}),

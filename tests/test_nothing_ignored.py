@@ -896,8 +896,8 @@ def test_compare_of_several_files_refuses_the_variants_it_would_not_run(tmp_path
     import yaml
 
     one = {"name": "a", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": ["ring"],
-           "variants": [{"name": "slow", "set": {"topology.generate.nic_bandwidth": "10 Gb/s"}, "cost": 1},
-                        {"name": "fast", "cost": 2}]}
+           "variants": [{"name": "slow", "set": {"topology.generate.nic_bandwidth": "10 Gb/s"}, "cost": "1 $"},
+                        {"name": "fast", "cost": "2 $"}]}
     (tmp_path / "a.yaml").write_text(yaml.safe_dump(one, sort_keys=False))
     (tmp_path / "b.yaml").write_text(yaml.safe_dump({**{k: v for k, v in one.items() if k != "variants"},
                                                      "name": "b"}, sort_keys=False))

@@ -74,25 +74,28 @@ def parse_sizes(text: object) -> list[int]:
     return sizes
 
 
-_COST = re.compile(r"^\s*\$?\s*([-+]?[0-9]+(?:\.[0-9]+)?)\s*([kKMG]?)\s*\$?\s*$")
+_COST = re.compile(r"^\s*(\$?)\s*([-+]?[0-9]+(?:\.[0-9]+)?)\s*([kKMG]?)\s*(\$?)\s*$")
 
 
 _MULTIPLIER = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
 def parse_cost(text: object) -> float:
-    """A cost in currency units: ``1.2 M$``, ``$800k``, ``250000``.
+    """A cost in currency units, written with its ``$``: ``1.2 M$``, ``$800k``, ``250000 $``
+    (a bare number is a quantity without its unit, refused like one).
 
-    >>> parse_cost("1.2 M$"), parse_cost("$800k"), parse_cost(5)
+    >>> parse_cost("1.2 M$"), parse_cost("$800k"), parse_cost("5 $")
     (1200000.0, 800000.0, 5.0)
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        match = _COST.match(text) if isinstance(text, str) else None
-        if not match:
-            raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', 250000)")
-        value = float(match.group(1)) * _MULTIPLIER[match.group(2)]
+        raise ValueError(f"{text} has no currency: write '{text} $', or with k$ or M$ ('1.2 M$')")
+    match = _COST.match(text) if isinstance(text, str) else None
+    if not match:
+        raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', '250000 $')")
+    leading, number, multiplier, trailing = match.groups()
+    if not (leading or trailing) or (leading and trailing):
+        raise ValueError(f"{text!r}: write the cost with one $ ('1.2 M$', '$800k', '250000 $')")
+    value = float(number) * _MULTIPLIER[multiplier]
     if not 0 <= value < math.inf:
         raise ValueError(f"{text!r}: a cost is a finite amount, zero or more")
     return value
