@@ -325,6 +325,39 @@ def test_a_listener_hears_how_far_a_replay_is(compiled_network, as_a_job, monkey
     assert all(left_s >= 0 for _, left_s in heard)
 
 
+def test_jobs_of_no_transfers_run_on_any_engine_as_their_issue_times():
+    """Review finding: jobs that carry no transfer got no runs on the compiled network (it
+    told jobs from one schedule by its per-transfer job index, empty here), and no jobs at all
+    raised. Each run of such a job ends as it is issued: 3 runs 10 ps apart, and 0 and 5 ps."""
+    topo = topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}],
+                               "links": [{"a": "g0", "b": "g1", "bandwidth": "10 GB/s", "latency": "1 us"}]})
+    empty = ScheduleBuilder("x", ["g0", "g1"], 10).build()
+    for engine in (None, True, False):
+        assert replay_jobs([JobRun(empty, Timing(), repeat=3, period_ps=10)], topo, compiled=engine)[0] == [
+            [(0, 0), (10, 10), (20, 20)]]
+        assert replay_jobs([JobRun(empty, Timing()), JobRun(empty, Timing(), start_ps=5)], topo,
+                           compiled=engine)[0] == [[(0, 0)], [(5, 5)]]
+        assert replay_jobs([], topo, compiled=engine)[0] == []
+
+
+def test_a_job_of_thousands_of_runs_is_heard_rising_on_the_compiled_network(monkeypatch):
+    """Review finding: the compiled replay kept its runs in a buffer of 1,024 and, when full,
+    started over with it doubled, so a listener heard a job of 3,000 runs fall back (0.68 to
+    0.34) and its first runs were replayed again. The buffer now holds the runs asked."""
+    from simnet.engine import progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    monkeypatch.setattr(compiled, "PAUSE_INSTANTS", 64)
+    topo = topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}],
+                               "links": [{"a": "g0", "b": "g1", "bandwidth": "10 GB/s", "latency": "1 us"}]})
+    b = ScheduleBuilder("x", ["g0", "g1"], 1000)
+    b.add(np.array([0]), np.array([1]), np.array([0]), np.array([1000]), np.array([COPY]))
+    heard = []
+    with progress.listening(lambda share, left_s: heard.append(share)):
+        runs, _ = replay_jobs([JobRun(b.build(), Timing(), repeat=3000, period_ps=10**6)], topo, compiled=True)
+    assert len(runs[0]) == 3000 and len(heard) > 2 and heard == sorted(heard)
+
+
 @st.composite
 def _jobs(draw):
     """A small network (as ``_runs``) and 1-3 jobs on it, each a random schedule and timing

@@ -1182,6 +1182,9 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     job_rows = np.zeros((0, 6), dtype=np.int64) if jobs is None else np.asarray(jobs, dtype=np.int64)
     job_of = np.repeat(np.arange(len(job_rows), dtype=np.int64), job_rows[:, 1])
     sizes = dict(FIRST_SIZES)
+    # the foreground runs asked, and as many of the background's (more: the buffer doubles and
+    # the run starts over, as a full buffer of any kind does)
+    sizes[_FULL_RUNS] = max(sizes[_FULL_RUNS], 2 * int(job_rows[:, 4].sum()) + 64)
     while True:
         state[_HOLDS] = holds
         times[:] = -1
