@@ -340,6 +340,26 @@ def test_jobs_of_no_transfers_run_on_any_engine_as_their_issue_times():
         assert replay_jobs([], topo, compiled=engine)[0] == []
 
 
+@pytest.mark.parametrize("engine", [False, True])
+def test_a_background_run_due_after_every_foreground_job_ended_is_not_issued(engine):
+    """Review finding: a background job repeats "for as long as some other job is still
+    running", but its run planned while the foreground ran and due after it ended was still
+    issued (both engines), its bytes in the link statistics. The foreground here runs three
+    1 MB copies back to back over 10 GB/s (about 100 us each, ends near 305 us); the background
+    (10 kB every 250 us) runs at 0 and 250 us, and not at 500 us."""
+    topo = topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}],
+                               "links": [{"a": "g0", "b": "g1", "bandwidth": "10 GB/s", "latency": "1 us"}]})
+    big, small = ScheduleBuilder("x", ["g0", "g1"], 10**6), ScheduleBuilder("y", ["g0", "g1"], 10**4)
+    big.add([0], [1], 0, 10**6, COPY)
+    small.add([0], [1], 0, 10**4, COPY)
+    jobs = [JobRun(big.build(), Timing(), repeat=3), JobRun(small.build(), Timing(), repeat=0, period_ps=25 * 10**7)]
+    with mock.patch.object(replay_module, "_may_skip", lambda jobs: False):
+        runs, stats = replay_jobs(jobs, topo, compiled=engine)
+    assert 25 * 10**7 < runs[0][-1][1] < 50 * 10**7  # the foreground ends between the 2nd and 3rd due
+    assert [start for start, _ in runs[1]] == [0, 25 * 10**7]
+    assert stats.bytes[topo.link_index[("g0", "g1")]] == 3 * 10**6 + 2 * 10**4
+
+
 def test_a_job_of_thousands_of_runs_is_heard_rising_on_the_compiled_network(monkeypatch):
     """Review finding: the compiled replay kept its runs in a buffer of 1,024 and, when full,
     started over with it doubled, so a listener heard a job of 3,000 runs fall back (0.68 to

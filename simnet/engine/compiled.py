@@ -847,8 +847,11 @@ def _roots(j, tr):
 def _issue(j, tr, net, fl, b, iv):
     """``replay_jobs``'s ``issue``: job ``j``'s next run is issued now, its transfers held
     back as at the start; those nothing holds back launch after the job's launch latency
-    (the calendar) or now. False when a buffer is full."""
+    (the calendar) or now; a background job's run due once every foreground job has ended is
+    not. False when a buffer is full."""
     ji, now = tr.ji, iv[_NOW]
+    if ji[_J_REPEAT, j] == 0 and iv[_RUNNING] == 0 and np.any(ji[_J_REPEAT] > 0):
+        return True  # a background run due once every foreground job has ended: there is nothing to disturb
     first, count = ji[_J_FIRST, j], ji[_J_COUNT, j]
     ji[_J_ISSUED, j] = now
     if count == 0:  # nothing to run: ended as issued

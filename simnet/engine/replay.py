@@ -519,6 +519,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
         return _replay_jobs_compiled(jobs, topology, net, slack, timeline)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
+    foreground = running[0] > 0
     report = Reporter(sum(job.repeat for job in jobs))  # foreground runs done, of all
     planned: list[tuple[int, int] | None] = [None] * len(jobs)  # each idle job's next run: (index, time ps)
     version = [0] * len(jobs)  # a plan superseded (by a skip over repeated cycles) does not fire
@@ -536,6 +537,8 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     def issue(j: int, k: int) -> None:
         planned[j] = None
         job, issued = jobs[j], env.now
+        if job.repeat == 0 and not running[0] and foreground:
+            return  # a background run due once every foreground job has ended: there is nothing to disturb
         if not len(job.schedule):
             return finished(j, k, issued, issued)
         runner = runners[j]
