@@ -360,6 +360,20 @@ def test_a_background_run_due_after_every_foreground_job_ended_is_not_issued(eng
     assert stats.bytes[topo.link_index[("g0", "g1")]] == 3 * 10**6 + 2 * 10**4
 
 
+def test_jobs_replayed_on_simpy_count_toward_loading_the_compiled_network(monkeypatch):
+    """Review finding: a process's SimPy replays of one schedule count toward SIMPY_SECONDS,
+    after which every replay takes the compiled network; its SimPy jobs replays did not, so
+    many small run_jobs calls never switched."""
+    spent = [0.0]
+    monkeypatch.setattr(replay_module, "_spent_on_simpy", spent)
+    topo = topology_from_dict({"name": "t", "nodes": [{"id": "g0", "kind": "gpu"}, {"id": "g1", "kind": "gpu"}],
+                               "links": [{"a": "g0", "b": "g1", "bandwidth": "10 GB/s", "latency": "1 us"}]})
+    b = ScheduleBuilder("x", ["g0", "g1"], 1000)
+    b.add(np.array([0]), np.array([1]), np.array([0]), np.array([1000]), np.array([COPY]))
+    replay_jobs([JobRun(b.build(), Timing(), repeat=2)], topo, compiled=False)
+    assert spent[0] > 0
+
+
 def test_a_job_of_thousands_of_runs_is_heard_rising_on_the_compiled_network(monkeypatch):
     """Review finding: the compiled replay kept its runs in a buffer of 1,024 and, when full,
     started over with it doubled, so a listener heard a job of 3,000 runs fall back (0.68 to
