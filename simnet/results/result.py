@@ -59,8 +59,8 @@ class Finding:
     or uniform distribution, a seed of all_to_all traffic, a period with repeat 1),
     ``calibration_replaced`` (the scenario's profile replaces the topology's) or
     ``fault_after_end`` (a fault at or after the run's end, which changed nothing),
-    ``fault_unfelt`` (faults whose links carried no data while they lasted: the run's time
-    and traffic are the healthy run's);
+    ``fault_unfelt`` (faults that changed nothing: the run's time and every link's bytes,
+    peak and saturation are the healthy run's);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 
     kind: str

@@ -82,9 +82,10 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if not conditions.delays and not after_end and _traffic(result) == _traffic(healthy):
         shown = "; ".join(f"faults[{f.index}] {f.what}" for f in conditions.faults[:3])
         result = replace(result, warnings=result.warnings + [Finding("fault_unfelt", "", (
-            f"the faults changed nothing: the run's time and every link's traffic equal the healthy run's "
-            f"({shown}{'; ...' if len(conditions.faults) > 3 else ''}): no data crossed their links while they "
-            "lasted; move them to when traffic crosses (see the healthy run's --trace), or leave them out"))])
+            f"the faults changed nothing: the run's time and every link's bytes, peak and saturation equal the "
+            f"healthy run's ({shown}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
+            "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
+            "--trace), or leave them out"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
 
 
