@@ -112,7 +112,7 @@ transfer ids in its pool, timeline changes and link loads, jobs' runs."""
 _JIT = {"cache": True, "error_model": "numpy", "no_cpython_wrapper": True}
 
 Transfers = namedtuple("Transfers", "state times floats flags gate reduce dep_ptr dep_idx fol_ptr fol_idx "
-                                    "job ji holds runs")
+                                    "job ji holds runs")  # jobs mode when ji has columns (its jobs), whatever they hold
 """The replay's transfers: ``state`` (``STATE``), ``times``, floats (bytes on the wire,
 rate cap B/s), flags (a join, deferred to its gate), each one's gate and reduction delay
 (ps; empty when no rank joins late and reductions are free), who waits for its delivery
@@ -342,7 +342,7 @@ def _start(ids, tr, net, fl, b, iv):
     count = len(ids)
     if count == 0:
         return True
-    if len(tr.job) and tr.ji[_J_OWNER, tr.job[ids[0]]] < 0:  # a run's first flow: the network numbers its listener
+    if tr.ji.shape[1] and tr.ji[_J_OWNER, tr.job[ids[0]]] < 0:  # a run's first flow: the network numbers its listener
         tr.ji[_J_OWNER, tr.job[ids[0]]] = iv[_OWNERS]
         iv[_OWNERS] += 1
     fi, ff = fl.fi, fl.ff
@@ -888,7 +888,7 @@ def _drain(tr, net, fl, b, iv):
         elif kind == _W_USABLE:  # the transfers waiting for their data may go
             iv[_DELIVERED] += count
             ok = _release(ids, tr.times[_DONE], now, tr.dep_ptr, tr.dep_idx, state, b, iv)
-            if len(tr.job) and count:  # a job's calls are its own transfers only
+            if tr.ji.shape[1] and count:  # a job's calls are its own transfers only
                 j = tr.job[ids[0]]
                 tr.ji[_J_LEFT, j] -= count
                 ok = ok and (tr.ji[_J_LEFT, j] > 0 or _run_ended(j, tr, b, iv))
@@ -938,7 +938,7 @@ def _complete(due, tr, net, fl, b, iv):
         fi[_F_FREE, iv[_FREE_N] + i] = s
     iv[_FREE_N] += count
     iv[_ACTIVE] -= count
-    if not len(tr.job):
+    if not tr.ji.shape[1]:
         return _report(tags, arrive, tr, net, fl, b, iv)
     owners = tr.ji[_J_OWNER][tr.job[tags]]  # each job's run is a listener: reported in the order they are numbered
     for owner in _distinct(owners):
@@ -1094,7 +1094,7 @@ def _run(tr, net, fl, b, iv, dt, start_ps, fault_at, fault_ptr, fault_links, fau
                 _reroute(np.int64(f), dt, net, fl, b, iv)
             elif not _schedule(b, iv, fault_at[f], _FAULT, f):
                 return FULL
-        if len(tr.job):  # each job's first run issued at its start, in job order
+        if tr.ji.shape[1]:  # each job's first run issued at its start, in job order
             for j in range(tr.ji.shape[1]):
                 if not _schedule(b, iv, tr.ji[_J_START, j], _ISSUE, j):
                     return FULL
@@ -1119,7 +1119,7 @@ def _run(tr, net, fl, b, iv, dt, start_ps, fault_at, fault_ptr, fault_links, fau
                     return FULL
                 continue
             if kind == _BEGIN:
-                call, ids = _W_LAUNCH, _roots(payload, tr) if len(tr.job) else np.flatnonzero(tr.state[_HOLDS] == 0)
+                call, ids = _W_LAUNCH, _roots(payload, tr) if tr.ji.shape[1] else np.flatnonzero(tr.state[_HOLDS] == 0)
             else:
                 call = _W_DELIVERED if kind == _DELIVER else _W_USABLE if kind == _USABLE else _W_LAUNCH
                 ids = _unlinked(payload, tr.state)

@@ -600,11 +600,10 @@ def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun]) -> bool:
     """Whether ``replay_jobs`` takes the compiled network (``asked``: the caller's choice):
     as ``replay`` would for the transfers of every run, unless the runs of jobs that repeat
     may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
-    job counts once). Jobs of no transfers at all run no network (each run ends as it is
-    issued): SimPy's calendar times them, whatever is asked."""
-    transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
-    if not transfers:
+    job counts once); no jobs at all, SimPy (nothing to run)."""
+    if not jobs:
         return False
+    transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
     if asked is None and _may_skip(jobs) and (transfers > JOBS_REPLAYED_UP_TO or (
             len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)):
         return False
