@@ -413,7 +413,7 @@ def test_a_spine_down_by_lanes_is_the_fluid_network_s_time(algorithm, size, shar
     from that instant, and where the lanes answer their time is the fluid network's to the
     picosecond (which moves the same flows with the bytes they have left); the bytes on
     every link agree but for how a moved lane's bytes split between its routes (by rate and
-    time held, to 1e-6)."""
+    time held, to 1e-6 or a few picoseconds of the fastest link's rate)."""
     topo = topology_from_dict(TWO_SPINES)
     healthy = simulate(topo, algorithm, size).time_s
     faults = [{"at": f"{share / 100 * healthy * 1e9:.0f} ns", "node": spine, "down": True}]
@@ -425,7 +425,10 @@ def test_a_spine_down_by_lanes_is_the_fluid_network_s_time(algorithm, size, shar
     if lanes.replay.engine == "fluid":
         return  # links shared beyond their capacity: nothing to compare
     assert lanes.time_s == fluid.time_s
-    np.testing.assert_allclose(lanes.replay.stats.bytes, fluid.replay.stats.bytes, rtol=1e-6, atol=1e-3)
+    # a moved lane's bytes split at instants both engines round to the picosecond: a few ps of
+    # the fastest link's rate apart at most (ring, 8 MiB, spine0 down at 7 %: 0.14 B of 131,063)
+    np.testing.assert_allclose(lanes.replay.stats.bytes, fluid.replay.stats.bytes, rtol=1e-6,
+                               atol=4e-12 * float(np.max(topo.capacity)))
 
 
 def test_a_spine_down_while_a_ring_crosses_it_moves_its_lanes_by_lanes():
