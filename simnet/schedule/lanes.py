@@ -136,7 +136,7 @@ class LaneProgram:
     def emit(self, b: ScheduleBuilder, first: np.ndarray | None = None,
              extra: Callable[[int], list[np.ndarray]] | None = None) -> None:
         """Add the program's transfers to ``b`` (whose node indices ``src`` and ``dst`` are):
-        transfer q of every live lane in one batch per q and wave, so a program whose lanes
+        transfer q of every live lane in one batch per q, wave after wave, so a program whose lanes
         all carry as many transfers, in one wave, numbers transfer q of lane l
         ``q * lanes + l`` from ``b``'s next id on. ``first`` (per lane; -1: none) is the
         transfer each lane's first one queues behind (``after_sent``), ``extra(q)`` more
@@ -145,32 +145,31 @@ class LaneProgram:
         depth = int(self.lag.max(initial=0)) + 1
         ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
         last = np.full(self.lanes, -1, dtype=np.int64) if first is None else np.array(first, dtype=np.int64)
-        first_step = np.broadcast_to(self.first_step, (self.lanes,))
-        # per wave, its lanes' fixed columns (indexed again only at transfers some of them lack), of
-        # dependencies only those some lane of the wave has
-        waves = []
-        for lanes in self.waves():
-            used = np.flatnonzero((self.after[lanes] >= 0).any(axis=0))
-            waves.append((lanes, self.flows[lanes], [self.src[lanes], self.dst[lanes], self.channel[lanes],
-                                                     self.after[lanes][:, used], self.lag[lanes][:, used],
-                                                     self.per_step[lanes], first_step[lanes]]))
+        order = np.concatenate(self.waves() or [np.zeros(0, dtype=np.int64)])  # lanes wave after wave
+        # the lanes' fixed columns in that order (indexed again only at transfers some of them lack)
+        used = np.flatnonzero((self.after >= 0).any(axis=0))
+        flows = self.flows[order]
+        columns = [self.src[order], self.dst[order], self.channel[order], self.after[order][:, used],
+                   self.lag[order][:, used], self.per_step[order],
+                   np.broadcast_to(self.first_step, (self.lanes,))[order]]
         for q in range(int(self.flows.max(initial=0))):
             lo, hi, op = self.pieces(q)
             more = [] if extra is None else extra(q)
+            here = flows > q
+            if here.all():
+                live, (src, dst, channel, after, lag, per_step, step0) = order, columns
+            else:
+                live = order[here]
+                src, dst, channel, after, lag, per_step, step0 = (column[here] for column in columns)
+            # one batch a transfer index, wave after wave: a same-index dependency (lag 0) is on a
+            # lane of an earlier wave, so on an id earlier in the batch
             ids[q % depth] = -1
-            for lanes, flows, columns in waves:  # a batch per wave: same-index dependencies point at earlier batches
-                here = flows > q
-                if here.all():
-                    live, (src, dst, channel, after, lag, per_step, step0) = lanes, columns
-                else:
-                    live = lanes[here]
-                    src, dst, channel, after, lag, per_step, step0 = (column[here] for column in columns)
-                waits = (after >= 0) & (q >= lag)
-                deps = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
-                new = b.add(src, dst, lo[live], hi[live], op[live], deps=list(deps.T) + [d[live] for d in more],
-                            after_sent=last[live], step=step0 + q // per_step, chunk=q % per_step, channel=channel)
-                ids[q % depth, live] = new
-                last[live] = new
+            ids[q % depth, live] = new = b.next_ids((len(live),))
+            waits = (after >= 0) & (q >= lag)
+            deps = np.where(waits, ids[(q - lag) % depth, np.maximum(after, 0)], -1)
+            b.add(src, dst, lo[live], hi[live], op[live], deps=list(deps.T) + [d[live] for d in more],
+                  after_sent=last[live], step=step0 + q // per_step, chunk=q % per_step, channel=channel)
+            last[live] = new
 
 
 class ChunkLanes:
