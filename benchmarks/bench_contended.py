@@ -1,7 +1,9 @@
 """Contended fabrics as a user runs them: ``simnet run S.yaml`` in a fresh process, start-up
 included, for the cases where links are shared (issue 34, item 4): a rail fabric routed by
 ECMP hashing (ring and tree), 2:1 and 4:1 oversubscribed leaf-spine fabrics, a spine down
-mid-run, two jobs sharing the uplinks, and an AllToAll of 64 MiB.
+mid-run, two jobs sharing the uplinks, an AllToAll of 64 MiB, and a ring and a tree healthy,
+with a leaf at 50 % from 1 ms and with lognormal stragglers (the fault's cost against the
+healthy run's).
 
 Each run reports wall seconds, the child's peak resident memory (``os.wait4``), and the
 answer: the simulated time and engine, the one-line refusal, or that no answer came within
@@ -27,6 +29,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = "1 GiB"
+
+
+LEAF_AT_HALF = {"at": "1 ms", "node": "su0-leaf0", "bandwidth": "50%"}
+STRAGGLERS = {"distribution": "lognormal", "mean": "20 us", "sigma": 1.0, "seed": 1}
 
 
 def _rail(gpus: int, **keys) -> dict:
@@ -59,6 +65,12 @@ CASES = {
         {"name": name, "gpus": n // 2, "placement": "spread", "size": "256 MiB"} for name in ("a", "b")]},
     "AllToAll 64 MiB": lambda n: {"topology": _rail(n), "sizes": ["64 MiB"], "algorithms": ["auto"],
                                   "collective": "all_to_all"},
+    # issue 34's "a fault mid-run or lognormal stragglers: at most 2x the healthy run"
+    **{f"{what}, {algorithm}": (lambda n, algorithm=algorithm, keys=keys: {
+        "topology": _rail(n), "sizes": [SIZE], "algorithms": [algorithm], **keys})
+       for algorithm in ("ring", "tree")
+       for what, keys in (("healthy", {}), ("leaf at 50 % at 1 ms", {"faults": [LEAF_AT_HALF]}),
+                          ("lognormal stragglers", {"stragglers": STRAGGLERS}))},
 }
 """Case name -> the scenario (a mapping, as a user writes it) at a GPU count."""
 
@@ -82,7 +94,8 @@ def run(case: str, gpus: int, timeout: float) -> dict:
             _, status, usage = os.wait4(child.pid, 0)
         child.returncode = -1  # reaped: keep Popen from waiting for it again
         wall = time.time() - start
-        out = {"case": case, "gpus": gpus, "wall_s": wall, "peak_mb": usage.ru_maxrss / 1024}
+        out = {"case": case, "gpus": gpus, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+               "peak_mb": usage.ru_maxrss / 1024}
         if os.WIFSIGNALED(status):
             return {**out, "answer": f"no answer in {timeout:.0f} s"}
         if not answer.exists():
@@ -108,14 +121,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is killed")
     args = parser.parse_args(argv)
-    print("| case | GPUs | answer | wall s (median; runs) | peak MB (median) |")
-    print("|---|---|---|---|---|")
+    print("| case | GPUs | answer | wall s (median; runs) | CPU s (median) | peak MB (median) |")
+    print("|---|---|---|---|---|---|")
     for gpus in args.gpus:
         for case in args.case:
             runs = [run(case, gpus, args.timeout) for _ in range(args.repeat)]
-            walls = ", ".join(f"{r['wall_s']:.1f}" for r in runs)
-            print(f"| {case} | {gpus:,} | {runs[0]['answer']} | {statistics.median(r['wall_s'] for r in runs):.1f} "
-                  f"({walls}) | {statistics.median(r['peak_mb'] for r in runs):,.0f} |", flush=True)
+            walls = ", ".join(f"{r['wall_s']:.2f}" for r in runs)
+            print(f"| {case} | {gpus:,} | {runs[0]['answer']} | {statistics.median(r['wall_s'] for r in runs):.2f} "
+                  f"({walls}) | {statistics.median(r['cpu_s'] for r in runs):.2f} "
+                  f"| {statistics.median(r['peak_mb'] for r in runs):,.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -489,3 +489,108 @@ def test_a_ring_paced_by_a_nic_slowed_from_the_start_is_slower_by_lanes():
                                                            "gpus_per_host": 8, "gpu": "h100"}})
     slowed = simulate(topo, "ring", 2**24, faults=[{"at": "0 s", "node": "r0h0-nic3", "bandwidth": "40%"}])
     assert slowed.replay.engine.startswith("lanes") and slowed.time_s > simulate(topo, "ring", 2**24).time_s
+
+
+def test_lanes_that_meet_on_a_full_link_replay_on_the_fluid_network_and_the_others_by_lanes():
+    """A: P -> R, 1 MB, and B: Q -> R, 0.5 MB, every port 1 GB/s and 1 ns: they share R's port,
+    0.5 GB/s each until B has sent its 0.5 MB at 1 ms, then A sends its last 0.5 MB alone in
+    0.5 ms: B delivered at 1 ms + 2 ns, A at 1.5 ms + 2 ns. C: X -> Y, 1 MB, shares nothing:
+    1 ms + 2 ns. The bounds do not meet (A alone: 1 ms; A at half of R's port: 2 ms), so A and
+    B go to the fluid network and C replays by lanes: 1.5 ms + 2 ns, every lane's delivery
+    as on paper, R's port carrying 1.5 MB."""
+    gpus = ["P", "Q", "R", "X", "Y"]
+    topo = topology_from_dict({"name": "star", "nodes": [{"id": g, "kind": "gpu"} for g in gpus]
+                               + [{"id": "sw", "kind": "switch"}],
+                               "links": [{"a": g, "b": "sw", "bandwidth": "1 GB/s", "latency": "1 ns"} for g in gpus]})
+    sizes = np.array([10**6, 5 * 10**5, 10**6])
+    program = LaneProgram("collide", gpus, gpus, 10**6, src=np.array([0, 1, 3]), dst=np.array([2, 2, 4]),
+                          channel=np.zeros(3, dtype=np.int64), flows=np.array([1, 1, 1]), after=np.array([-1, -1, -1]),
+                          lag=np.array([1, 1, 1]), per_step=np.ones(3, dtype=np.int64),
+                          pieces=lambda q: (np.zeros(3, dtype=np.int64), sizes, np.zeros(3, dtype=np.int8)))
+    asked = []
+
+    def fluid(part, lanes):
+        asked.append(lanes.tolist())
+        return replay(part.to_schedule(), topo)
+
+    assert replay_lanes(program, topo, accept="makespan") is None  # 1 ms + 2 ns and 2 ms + 2 ns apart
+    run = replay_lanes(program, topo, accept="makespan", fluid=fluid)
+    assert asked == [[0, 1]] and run.engine == "lanes-fluid"
+    assert run.duration_ps == 1_500_002_000
+    assert run.lanes_done_ps.tolist() == [1_500_002_000, 1_000_002_000, 1_000_002_000]
+    into_r = topo.links.index(("sw", "R"))
+    assert run.stats.bytes[into_r] == 1.5e6 and run.stats.bytes[topo.links.index(("sw", "Y"))] == 1e6
+    assert run.stats.saturated_ps[into_r] == 1_500_000_000  # full from A and B's first byte to A's last
+    whole = replay(program.to_schedule(), topo)
+    assert whole.duration_ps == run.duration_ps
+    np.testing.assert_array_equal(whole.stats.bytes, run.stats.bytes)
+
+
+def test_a_part_of_a_program_is_its_lanes_transfers_and_waits_for_none_outside_it():
+    """``part`` keeps the lanes it is given, their transfers as the whole program's
+    ``to_schedule`` numbers them (``transfer_lanes``), and refuses lanes that wait outside it."""
+    topo = topology_from_dict(RAIL)
+    program = build_program("tree", topo, 2**20)
+    whole = program.to_schedule()
+    lanes = program.transfer_lanes()
+    assert np.array_equal(program.src[lanes], whole.src) and np.array_equal(program.channel[lanes], whole.channel)
+    keep = program.channel == 0  # NCCL's tree channels wait for nothing of each other
+    part = program.part(keep)
+    schedule = part.to_schedule()
+    assert len(schedule) == int(program.flows[keep].sum())
+    assert np.array_equal(schedule.lo, whole.lo[program.channel[lanes] == 0])
+    assert np.array_equal(np.flatnonzero(keep)[part.transfer_lanes()], lanes[program.channel[lanes] == 0])
+    waiting = np.flatnonzero((program.after >= 0).any(axis=1))[0]
+    with pytest.raises(ValueError, match="outside"):
+        program.part(np.arange(program.lanes) == waiting)
+
+
+RAIL = {"name": "rail", "generate": {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 8, "gpus_per_node": 8}}
+
+
+@settings(max_examples=12, deadline=None)
+@given(algorithm=st.sampled_from(["tree", "nvls_tree"]), size=st.sampled_from([2**22, 2**24]),
+       share=st.integers(0, 90), leaf=st.integers(0, 7), percent=st.integers(20, 80), late=st.booleans())
+def test_a_slowed_leaf_under_a_tree_is_the_fluid_network_s_time_replayed_in_parts(algorithm, size, share, leaf,
+                                                                                  percent, late):
+    """A rail leaf slowed at any instant of a tree on a 64-GPU rail fabric (with late ranks or
+    not): the channels on that rail share its ports beyond their capacity and replay on the
+    fluid network, the others by lanes; the time is the fluid network's of the whole run to the
+    picosecond, the bytes on every link the same, no link saturated longer, and no peak,
+    most flows at once or busy time below the fluid run's (sums where both parts cross)."""
+    topo = topology_from_dict(RAIL)
+    healthy = simulate(topo, algorithm, size).time_s
+    faults = [{"at": f"{share / 100 * healthy * 1e9:.0f} ns", "node": f"su0-leaf{leaf}", "bandwidth": f"{percent}%"}]
+    stragglers = {"su0h3-gpu1": "3 us", "su0h6-gpu4": "1 us"} if late else None
+    parts = simulate(topo, algorithm, size, faults=faults, stragglers=stragglers)
+    fluid = simulate(topo, algorithm, size, faults=faults, stragglers=stragglers, timeline=True)
+    assert fluid.replay.engine == "fluid" and parts.replay.engine in ("lanes", "lanes-fluid", "fluid")
+    assert parts.time_s == fluid.time_s
+    ours, theirs = parts.replay.stats, fluid.replay.stats
+    np.testing.assert_allclose(ours.bytes, theirs.bytes, rtol=1e-9, atol=1e-3)
+    np.testing.assert_array_equal(ours.saturated_ps, theirs.saturated_ps)
+    assert (ours.peak >= theirs.peak - 1e-9).all() and (ours.max_flows >= theirs.max_flows).all()
+    assert (ours.busy_ps >= theirs.busy_ps).all()
+
+
+def test_a_tree_with_a_slowed_rail_replays_that_rail_s_channels_on_the_fluid_network_alone():
+    """The example the parts were made for (BENCHMARKS.md: a leaf at 50 % under a 256-GPU
+    tree): on the 64-GPU rail fabric with leaf 0 at 50 % from the start, only the lanes of the
+    channels through rail 0 reach the fluid network: NCCL's 16 tree channels are its search's 8
+    (one per NIC, channel c on NIC c) twice over, so channels 0 and 8."""
+    topo = topology_from_dict(RAIL)
+    faults = [{"at": "0 s", "node": "su0-leaf0", "bandwidth": "50%"}]
+    asked = []
+    real = replay_lanes
+
+    def spy(*args, **kwargs):
+        fluid = kwargs.get("fluid")
+        if fluid is not None:
+            kwargs["fluid"] = lambda part, lanes: asked.append(np.unique(part.channel).tolist()) or fluid(part, lanes)
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("simnet.run.point.replay_lanes", spy)
+        result = simulate(topo, "tree", 2**24, faults=faults)
+    assert result.replay.engine == "lanes-fluid" and result.nccl_channels == 16
+    assert asked == [[0, 8]]

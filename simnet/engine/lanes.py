@@ -15,7 +15,9 @@ A program has two replays, equal to each other by construction:
   last byte, ``simnet.engine.clock``) and the same bytes on every link. Otherwise the lanes
   at their own rates are a lower bound on every time and the lanes at an equal split of
   every shared link an upper bound: where their completion times meet, that is the exact
-  completion time (``accept="makespan"``); else it returns None (or the upper bound,
+  completion time (``accept="makespan"``). Else, given the fluid engine (``fluid``), the
+  parts of the program whose links were asked for more than they carry go to it and the
+  others replay by lanes (exact); else it returns None (or the upper bound,
   ``accept="bound"``) and the caller expands the program for the fluid engine.
 
 Lane times are int64 picoseconds, exact over the whole horizon (each transfer's duration
@@ -33,6 +35,7 @@ exact unless both directions saturate (then a capped sum). ``Replay.engine`` say
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -86,7 +89,8 @@ steady upper bound where they do not (engine ``lanes-steady``)."""
 
 def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None = None,
                  reduce_bandwidth: float | None = None, message_overhead: float = 0.0,
-                 steady: bool = False, accept: str = "lanes", faults: list[Fault] | None = None) -> Replay | None:
+                 steady: bool = False, accept: str = "lanes", faults: list[Fault] | None = None,
+                 fluid: Callable[[LaneProgram, np.ndarray], Replay] | None = None) -> Replay | None:
     """Replay ``program`` lane by lane (see the module docstring), or None when no answer
     ``accept`` allows (``ACCEPT``) is proven, or a lane carries more than ``MAX_SERIAL``
     transfers.
@@ -131,7 +135,17 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     so the per-lane times are upper bounds, their maximum exact). ``accept="bound"``
     returns the steady pass also when they differ.
 
-    Link statistics as for the exact lanes (module docstring), of the pass returned.
+    ``fluid`` (given a part of the program and its lanes' indices, that part's ``Replay`` on
+    the fluid network) replays in parts where the check fails and the bounds do not meet
+    (engine ``lanes-fluid``, exact): lanes that wait for each other or may fill a link
+    together form one part; the parts whose links were asked for more than their capacity
+    go to the fluid network together, the others replay by lanes. No link two parts cross
+    can ever be full (the lanes crossing it all at their own rates fit in it), so max-min
+    sharing couples no two parts and each part's times are those of the whole run.
+
+    Link statistics as for the exact lanes (module docstring), of the pass returned; with
+    ``fluid``, exact on links one part crosses, on the others the two parts' peaks, most
+    flows at once and busy times summed (upper bounds).
     """
     if accept not in ACCEPT:
         raise ValueError(f"accept: {accept!r}; expected one of {', '.join(ACCEPT)}")
@@ -199,16 +213,111 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     checkable = watched_transfers <= MAX_WATCHED and fits(watched_transfers * WATCHED_BYTES)
     if not checkable and accept == "lanes":
         return None
-    duration, stats, finished, intervals, moves = replayed(rate, watch if checkable else np.zeros(0, dtype=np.int64))
-    if not len(watch) or (checkable and _sweep(stats, np.flatnonzero(watched), paths[:, watch], at, capacity,
-                                               rate[:, watch], *intervals)):
+    none = np.zeros(0, dtype=np.int64)
+    duration, stats, finished, intervals, moves = replayed(rate, watch if checkable else none)
+    over = _sweep(stats, np.flatnonzero(watched), paths[:, watch], at, capacity, rate[:, watch], *intervals) \
+        if len(watch) and checkable else none
+    if not len(watch) or (checkable and not len(over)):
         return answer(duration, stats, finished, moves, "lanes")
-    if accept == "lanes":
-        return None
-    upper = equal_split()  # duration: a lower bound on the fluid run's completion, upper.duration_ps an upper
-    if upper.duration_ps == duration:
-        return replace(upper, engine="lanes-bounds-meet", shared_link=None)
+    def in_parts() -> Replay | None:
+        free = replay_lanes(program.part(~contended), topology, timing.select(np.flatnonzero(~contended)),
+                            reduce_bandwidth, message_overhead, faults=faults)
+        return None if free is None else _with_fluid(program, contended, free, fluid)  # it is not: checked above
+
+    contended, fluid_share = np.ones(program.lanes, dtype=bool), 1.0
+    if fluid is not None and checkable:
+        contended = _contended(program, paths, moving, watched, watch, intervals, at, capacity, rate, over, stats)
+        fluid_share = program.flows[contended].sum() / len(program) if (moving & ~contended).any() else 1.0
+    if fluid_share <= 0.5:  # the fluid network replays half the program at most: cheaper than the bounds would be
+        return in_parts()
+    upper = None
+    if accept != "lanes":
+        upper = equal_split()  # duration: a lower bound on the fluid run's completion, upper.duration_ps an upper
+        if upper.duration_ps == duration:
+            return replace(upper, engine="lanes-bounds-meet", shared_link=None)
+    if fluid_share < 1 and (accept != "bound" or int(program.flows[contended].sum()) <= MAX_EXACT):
+        return in_parts()
     return upper if accept == "bound" else None
+
+
+def _contended(program: LaneProgram, paths: np.ndarray, moving: np.ndarray, watched: np.ndarray, watch: np.ndarray,
+               intervals: tuple[np.ndarray, np.ndarray], at: np.ndarray, capacity: np.ndarray, rate: np.ndarray,
+               over: np.ndarray, stats: LinkStats) -> np.ndarray:
+    """Mask of the lanes in the parts of ``program`` whose links were asked for more than
+    their capacity: lanes are in one part when one waits for the other or both cross a
+    ``watched`` link (one several lanes could fill); ``over`` are links ``_sweep`` found
+    overloaded, and the parts left are swept again (``watch``'s lanes' ``intervals``)
+    until none is. ``paths`` and ``rate`` per regime and lane, as for ``_sweep``."""
+    links = capacity.shape[1]
+    lane, column = np.nonzero(program.after >= 0)
+    tied = [(lane, program.after[lane, column])]
+    on_watched = np.append(watched, False)
+    for route in paths:  # lanes crossing one watched link: tied to the first of them
+        crossing, hop = np.nonzero(on_watched[route] & moving[:, None])
+        link = route[crossing, hop]
+        order = np.argsort(link, kind="stable")
+        crossing, link = crossing[order], link[order]
+        first = np.searchsorted(link, link)
+        tied.append((crossing, crossing[first]))
+    part = _parts(program.lanes, np.concatenate([a for a, _ in tied]), np.concatenate([b for _, b in tied]))
+    contended = np.zeros(program.lanes, dtype=bool)
+    starts, ends = intervals
+    while len(over):
+        hit = moving & np.isin(paths, over).any(axis=(0, 2))
+        contended |= np.isin(part, part[hit])
+        left = ~contended[watch]
+        crossed = np.zeros(links + 1, dtype=bool)
+        crossed[paths[:, contended & moving].ravel()] = True
+        unchecked = np.flatnonzero(watched & ~crossed[:links])
+        if not len(unchecked):
+            break
+        over = _sweep(stats, unchecked, paths[:, watch[left]], at, capacity, rate[:, watch[left]],
+                      starts[:, left], ends[:, left])
+    return contended
+
+
+def _parts(count: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per node of a graph of ``count`` nodes and edges ``a[i]`` - ``b[i]``, the smallest
+    node of its connected component (labels propagated along the edges, then shortcut)."""
+    label = np.arange(count)
+    while True:
+        least = np.minimum(label[a], label[b])
+        joined = label.copy()
+        np.minimum.at(joined, a, least)
+        np.minimum.at(joined, b, least)
+        while True:  # pointer jumping: each node to its label's label
+            further = joined[joined]
+            if (further == joined).all():
+                break
+            joined = further
+        if (joined == label).all():
+            return label
+        label = joined
+
+
+def _with_fluid(program: LaneProgram, contended: np.ndarray, free: Replay,
+                fluid: Callable[[LaneProgram, np.ndarray], Replay]) -> Replay:
+    """The replay of ``program`` from ``free``'s (its lanes outside ``contended``, replayed by
+    lanes) and the fluid network's of the ``contended`` lanes (``fluid``): the later
+    completion; bytes and saturated times added (a link the two parts cross is never full),
+    peaks, most flows at once and busy times summed (upper bounds where both cross a link)."""
+    lanes = np.flatnonzero(contended)
+    part = program.part(contended)
+    run = fluid(part, lanes)
+    duration = max(free.duration_ps, run.duration_ps)
+    stats, theirs = free.stats, run.stats
+    stats.bytes[:] += theirs.bytes
+    stats.saturated_ps[:] += theirs.saturated_ps
+    stats.peak[:] += theirs.peak
+    stats.max_flows[:] += theirs.max_flows
+    stats.busy_ps[:] = np.minimum(stats.busy_ps + theirs.busy_ps, duration)
+    stats.either_saturated_ps[:] = np.minimum(stats.either_saturated_ps + theirs.either_saturated_ps, duration)
+    done = np.zeros(program.lanes, dtype=np.int64)
+    done[~contended] = free.lanes_done_ps
+    np.maximum.at(done, lanes[part.transfer_lanes()], run.delivered_ps)
+    empty = np.zeros(0, dtype=np.int64)
+    return Replay(None, free.topology, empty, empty, empty, stats, duration, free.rerouted + run.rerouted,
+                  free.rerouted_bytes + run.rerouted_bytes, engine="lanes-fluid", lanes_done_ps=done)
 
 
 def _regime_routes(program: LaneProgram, topology: Topology, at: np.ndarray,
@@ -555,13 +664,14 @@ little to find there, and the prefixes add at most a fifteenth to a check that p
 
 
 def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, at: np.ndarray, capacity: np.ndarray,
-           rate: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+           rate: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Replay the ``watched`` links' loads from their lanes' transfer intervals (``paths``
     and ``rate`` per regime and watched lane, ``starts``/``ends`` of the watched lanes,
     transfers x lanes, ps, -1 for none), regime by regime (``capacity[k]`` in force from
-    ``at[k]`` ps on; a transfer's time split at the regimes' bounds): False if any of them
-    carried more than its capacity in force at some instant (the lane times do not hold),
-    else set their peak, most flows at once, busy and saturated time exactly in ``stats``.
+    ``at[k]`` ps on; a transfer's time split at the regimes' bounds): the links that carried
+    more than their capacity in force at some instant (some of them, at least one: the lane
+    times do not hold), else none, their peak, most flows at once, busy and saturated time
+    set exactly in ``stats``.
     Transfers of growing prefixes first (``PREFIX_GROWTH``): every lane's transfers follow
     each other, so the first q of every lane hold all the load before the earliest start of
     a transfer q."""
@@ -581,12 +691,12 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, at: np.ndar
             later = starts[q][starts[q] >= 0]
             loads = _loads(in_force, link, lane, regime_rate, begin[:q], finish[:q],
                            until=later.min(initial=HORIZON_PS + 1))
-            if loads is None:
-                return False
+            if isinstance(loads, np.ndarray):
+                return loads
             q *= PREFIX_GROWTH
         loads = _loads(in_force, link, lane, regime_rate, begin, finish, until=HORIZON_PS + 1)
-        if loads is None:
-            return False
+        if isinstance(loads, np.ndarray):
+            return loads
         where, load, flows, span, first = loads
         lasting = span > 0
         np.maximum.at(peak, where, np.where(lasting, load / in_force[where], 0.0))
@@ -597,15 +707,15 @@ def _sweep(stats: LinkStats, watched: np.ndarray, paths: np.ndarray, at: np.ndar
     for name, values in (("peak", peak), ("max_flows", max_flows), ("busy_ps", busy_ps),
                          ("saturated_ps", saturated_ps)):
         getattr(stats, name)[watched] = values[watched]
-    return True
+    return np.zeros(0, dtype=np.int64)
 
 
 def _loads(capacity: np.ndarray, link: np.ndarray, lane: np.ndarray, rate: np.ndarray, starts: np.ndarray,
            ends: np.ndarray, until: int):
     """Each watched link's load over time from the transfers in ``starts``/``ends`` of the
     (``lane``, ``link``) pairs, as (link, load B/s, flows, span ps, first event of each link)
-    per event sorted by link then time; None if some link carried more than its capacity
-    at an instant before ``until`` (ps)."""
+    per event sorted by link then time; or, where some links carried more than their
+    capacity at an instant before ``until`` (ps), those links (an array)."""
     held = (starts[:, lane] >= 0) & (ends[:, lane] > starts[:, lane])  # transfers x (lane, link) pairs
     pair = np.broadcast_to(np.arange(len(lane)), held.shape)[held]
     begin, finish = starts[:, lane][held], ends[:, lane][held]
@@ -621,8 +731,9 @@ def _loads(capacity: np.ndarray, link: np.ndarray, lane: np.ndarray, rate: np.nd
     load -= np.repeat(np.append(0.0, load[first[1:] - 1]), lengths)  # per link, free of the others' rounding
     span = np.append(np.diff(when), 0)
     span[np.append(where[1:] != where[:-1], True)] = 0  # the last event of a link closes it
-    if ((span > 0) & (when < until) & (load > capacity[where] * (1 + TIE))).any():
-        return None
+    over = (span > 0) & (when < until) & (load > capacity[where] * (1 + TIE))
+    if over.any():
+        return np.unique(where[over])
     return where, load, np.cumsum(count), span, first
 
 

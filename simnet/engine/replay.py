@@ -44,8 +44,10 @@ class Replay:
     (``simnet.engine.lanes``: no schedule and no per-transfer times, only the
     completion time and the link statistics), ``lanes-bounds-meet`` (the same, the
     completion time exact because the lanes' lower and upper bounds on it meet; the
-    per-lane times upper bounds) or ``lanes-steady`` (the same, every lane at an equal
-    split of every link it shares: times are upper bounds)."""
+    per-lane times upper bounds), ``lanes-fluid`` (the same, exact: the lanes that meet on
+    links beyond their capacity timed on the fluid network, the others by lanes) or
+    ``lanes-steady`` (the same, every lane at an equal split of every link it shares: times
+    are upper bounds)."""
 
     schedule: Schedule | None
     topology: Topology

@@ -29,3 +29,13 @@ class Timing:
     rate_cap: np.ndarray | None = None
     delay_ps: np.ndarray | None = None
     start_ps: int | np.ndarray = 0
+
+    def select(self, index: np.ndarray) -> Timing:
+        """This timing, indexed like lanes (or transfers), for the lanes ``index`` names, in
+        its order: the timing of a part of a lane program, or with one lane index per
+        transfer, of the transfers its ``to_schedule`` holds. ``capacity`` is per link: kept."""
+        def pick(values):
+            return values if values is None or np.ndim(values) == 0 else np.asarray(values)[index]
+
+        return Timing(capacity=self.capacity, wire_factor=pick(self.wire_factor), rate_cap=pick(self.rate_cap),
+                      delay_ps=pick(self.delay_ps), start_ps=pick(self.start_ps))

@@ -300,7 +300,9 @@ class Setup:
         to their detours; stragglers hold back each lane until both its ends have joined) and
         either no link
         can be shared beyond its capacity (engine ``lanes``) or the lanes' lower and upper
-        bounds on the completion time meet (``lanes-bounds-meet``, exact); under ``model:
+        bounds on the completion time meet (``lanes-bounds-meet``, exact), or with the parts
+        whose lanes share links beyond their capacity on the fluid network and the others by
+        lanes (``lanes-fluid``, exact); under ``model:
         nccl``, a ring of more than ``MAX_EXACT`` transfers that neither proves as steady
         lanes (an upper bound: the fluid network would not finish); else on the fluid
         network. A timeline asks for the fluid network unless its schedule would not fit in
@@ -314,9 +316,15 @@ class Setup:
                         and not options.get("exact"))
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
-                timing = _joined(lane_timing(decided, program, self.topo), program, conditions.delays)
-                run = replay_lanes(program, self.topo, timing, accept="bound" if big_ring else "makespan",
-                                   faults=faults, **engine)
+                lane_times = lane_timing(decided, program, self.topo)
+
+                def on_fluid(part, lanes):  # the parts lanes cannot time, transfer by transfer
+                    schedule = part.to_schedule()
+                    return replay(schedule, self.topo, timing=lane_times.select(lanes[part.transfer_lanes()]),
+                                  faults=faults, start_delay=dict(conditions.delays), **engine)
+
+                run = replay_lanes(program, self.topo, _joined(lane_times, program, conditions.delays),
+                                   accept="bound" if big_ring else "makespan", faults=faults, fluid=on_fluid, **engine)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:

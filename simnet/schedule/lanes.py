@@ -123,6 +123,32 @@ class LaneProgram:
         lo, hi, op = self.pieces(q)
         return hi - lo, op
 
+    def part(self, keep: np.ndarray) -> LaneProgram:
+        """The program of the lanes ``keep`` (a mask over lanes) alone, in their order: they
+        must wait for no lane outside them (a part closed under its dependencies)."""
+        index = np.flatnonzero(keep)
+        renumber = np.full(self.lanes, -1, dtype=np.int64)
+        renumber[index] = np.arange(len(index))
+        after = self.after[index]
+        if (renumber[after[after >= 0]] < 0).any():
+            raise ValueError("a part's lanes wait for lanes outside it")
+        sizes = self.sizes
+        return LaneProgram(
+            self.algorithm, self.nodes, self.ranks, self.size, src=self.src[index], dst=self.dst[index],
+            channel=self.channel[index], flows=self.flows[index], after=np.where(after >= 0, renumber[after], -1),
+            lag=self.lag[index], per_step=self.per_step[index],
+            pieces=lambda q: tuple(values[index] for values in self.pieces(q)),
+            carried_bytes=None if self.carried_bytes is None else self.carried_bytes[index],
+            sizes=None if sizes is None else (lambda q: tuple(values[index] for values in sizes(q))),
+            first_step=np.broadcast_to(self.first_step, (self.lanes,))[index], info=self.info)
+
+    def transfer_lanes(self) -> np.ndarray:
+        """The lane of each transfer ``to_schedule`` holds, in its order (``emit``'s: transfer
+        q of every live lane, wave by wave)."""
+        waves = self.waves()
+        return np.concatenate([lanes[self.flows[lanes] > q] for q in range(int(self.flows.max(initial=0)))
+                               for lanes in waves] or [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+
     def to_schedule(self) -> Schedule:
         """The explicit ``Schedule``: transfer q of every live lane in one batch per q."""
         b = ScheduleBuilder(self.algorithm, self.ranks, self.size)
