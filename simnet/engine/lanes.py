@@ -227,7 +227,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     contended, fluid_share = np.ones(program.lanes, dtype=bool), 1.0
     if fluid is not None and checkable:
         contended = _contended(program, paths, moving, watched, watch, intervals, at, capacity, rate, over, stats)
-        fluid_share = program.flows[contended].sum() / len(program) if (moving & ~contended).any() else 1.0
+        if (moving & ~contended).any() and (accept != "bound" or int(program.flows[contended].sum()) <= MAX_EXACT):
+            fluid_share = program.flows[contended].sum() / len(program)  # else no parts: all or too many transfers
     if fluid_share <= 0.5:  # the fluid network replays half the program at most: cheaper than the bounds would be
         return in_parts()
     upper = None
@@ -235,7 +236,7 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
         upper = equal_split()  # duration: a lower bound on the fluid run's completion, upper.duration_ps an upper
         if upper.duration_ps == duration:
             return replace(upper, engine="lanes-bounds-meet", shared_link=None)
-    if fluid_share < 1 and (accept != "bound" or int(program.flows[contended].sum()) <= MAX_EXACT):
+    if fluid_share < 1:
         return in_parts()
     return upper if accept == "bound" else None
 
