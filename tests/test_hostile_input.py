@@ -426,13 +426,33 @@ def test_a_folder_where_an_output_file_goes_is_refused_before_the_work(cli, tmp_
     assert [p.name for p in out.iterdir()] == [name]
 
 
+LONG = "x" * 300  # past the 255 bytes a file name may have on Linux file systems
+
+
+@pytest.mark.parametrize("command, option, name", [
+    ("run", "--csv", LONG + ".csv"), ("run", "--json", LONG + ".json"), ("run", "--plot", LONG),
+    ("run", "--trace", LONG + ".json"), ("run", "--plot", "/".join(["d" * 200] * 25)), ("sweep", "--out", LONG)])
+def test_an_output_name_longer_than_the_file_system_takes_is_refused_in_one_line(cli, tmp_path, command, option, name):
+    """Fuzz round i: every output option with a 300-character name (or a 5,000-character path)
+    exited 70 with 'File name too long' before anything was simulated."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    if command == "sweep":
+        path.write_text(SWEEP)
+    result = cli(command, path, option, tmp_path / name)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{option}: cannot write") and "File name too long" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml", "t.yaml"]
+
+
 def test_simnet_alone_shows_its_help(cli):
     result = cli()
     assert "Usage: simnet [OPTIONS] COMMAND" in result.output and "run" in result.output
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(["", "new", "x.json", "dir", "file", "fifo", ".", "a b"]), min_size=1, max_size=4),
+@given(st.lists(st.sampled_from(["", "new", "x.json", "dir", "file", "fifo", ".", "a b", "y" * 300]), min_size=1,
+                max_size=4),
        st.sampled_from(["", ".json", ".png", ".xyz"]))
 def test_any_output_path_is_writable_or_one_line(tmp_path, parts, suffix):
     """Paths inside a sandbox (no '..', nothing absolute: the check itself creates a scratch

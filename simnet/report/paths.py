@@ -5,7 +5,8 @@ traceback after a long simulation."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from simnet.errors import InputError
@@ -34,6 +35,22 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
     where = f"{option}: cannot write {path}"
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise InputError(f"{where}: unknown file type {path.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    with _refused_as(where):
+        return _writable_file(path, where, inputs)
+
+
+@contextmanager
+def _refused_as(where: str) -> Iterator[None]:
+    """What the file system says of a path (a name longer than it takes, a loop of links)
+    as the one-line refusal ``where`` begins."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"{where}: {exc.strerror or exc}") from None
+
+
+def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path:
+    """``output_file``'s checks of the place itself."""
     if path.is_dir():
         raise InputError(f"{where}: it is a folder; give a file name")
     if path.exists() and not path.is_file():  # results replace a file whole: never a device such as /dev/null
@@ -68,6 +85,12 @@ def output_dir(path: str | Path, option: str, inputs: Iterable[str | Path] = (),
     where = f"{option}: cannot write into {path}"
     if str(path) == "-":  # a folder of plots (or a sweep's files) has no standard output
         raise InputError(f"{option}: '-' (standard output) is for --json only; name a folder")
+    with _refused_as(where):
+        return _writable_dir(path, option, where, inputs, writes)
+
+
+def _writable_dir(path: Path, option: str, where: str, inputs: Iterable[str | Path], writes: Iterable[str]) -> Path:
+    """``output_dir``'s checks of the place itself."""
     read = {Path(p).resolve() for p in inputs}
     for name in writes:
         if (path / name).resolve() in read:
