@@ -29,7 +29,9 @@ does not have for a collective (halving-doubling, recursive doubling, direct, na
 hierarchical, the textbook trees, every AllToAll and SendRecv) run on NCCL-style
 point-to-point sends: Ring's (or, for
 the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
-``NCCL_P2P_LL_THRESHOLD`` default), no ceiling beyond the links.
+``NCCL_P2P_LL_THRESHOLD`` default), no ceiling beyond the links; AllToAll's and SendRecv's
+``direct`` cut each send over the channels NCCL gives it (``enqueue.send_channels``), LL up
+to 16 KiB per channel.
 """
 
 from __future__ import annotations
