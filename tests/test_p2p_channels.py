@@ -124,6 +124,19 @@ def test_nccl_min_p2p_nchannels_changes_all_to_all_where_it_opens_channels():
     assert capped - run() == pytest.approx(size / 2 / 96e9, rel=1e-6) and raised == run()
 
 
+def test_more_channels_per_send_can_make_a_send_ll():
+    """NCCL picks LL while a send is at most 16 KiB per channel (enqueue.cc:929-930). Two L40S
+    on PCIe, 2 communicator channels: a PCIe peer takes 2, a send at least 2 halved while
+    2 x 2 ranks > 2 channels, 1; a 20 KiB send on 1 channel is Simple. NCCL_MIN_P2P_NCHANNELS=4
+    opens 4: 2 per send (2 x 2 is not over 4), parts of at least 128 KiB / 8 = 16 KiB: 2, and
+    20 KiB <= 2 x 16 KiB is LL."""
+    pcie = topology_from_dict({"name": "p", "generate": {"kind": "pcie", "gpus": 2, "gpu": "l40s"}})
+    assert search.comm_channels(search.system_of(pcie)) == 2
+    runs = [simulate(pcie, "direct", 20 << 10, collective="send_recv", env=env)
+            for env in ({}, {"NCCL_MIN_P2P_NCHANNELS": "4"})]
+    assert [r.protocol for r in runs] == ["Simple", "LL"]
+
+
 def test_a_value_that_changes_nothing_says_why_in_one_warning():
     """Where the variable leaves NCCL's count alone, where the channels of a send all take one
     route (one NVSwitch: the time is the default's to the ps, simnet's point-to-point sends
@@ -142,6 +155,9 @@ def test_a_value_that_changes_nothing_says_why_in_one_warning():
     assert said[2] == ["NCCL_NCHANNELS_PER_NET_PEER=2 changed nothing here: only NCCL's send/recv reads it "
                        "(all_to_all's and send_recv's direct), and allreduce's ring is not it"]
     assert one_route.time_s == simulate(box, "direct", 64 * MiB, collective="all_to_all").time_s
+    alone = simulate(box, "auto", MiB, gpus=1, collective="send_recv", env={"NCCL_MAX_P2P_NCHANNELS": "1"})
+    assert [w.message for w in alone.warnings] == ["NCCL_MAX_P2P_NCHANNELS=1 changed nothing here: one GPU sends "
+                                                   "nothing"]
 
 
 @pytest.mark.parametrize("variable, value, says", [

@@ -104,7 +104,9 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
     sends have no per-channel rate), or the algorithm is not NCCL's send/recv."""
     said = ", ".join(f"{name}={point.env[name]}" for name in names)
     algorithm, table = result.algorithm, algorithms_for(point.collective)
-    if algorithm not in table or "send_channels" not in table[algorithm].options:
+    if result.gpus < 2:
+        why = "one GPU sends nothing"
+    elif "send_channels" not in table[algorithm].options:
         why = (f"only NCCL's send/recv reads {'it' if len(names) == 1 else 'them'} (all_to_all's and send_recv's "
                f"direct), and {point.collective}'s {algorithm} is not it")
     else:
