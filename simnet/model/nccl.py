@@ -123,8 +123,9 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     point-to-point algorithm picks LL or Simple by ``message``, the bytes of one send
     (default ``size``), as NCCL decides per send; NCCL's own send/recv (an algorithm that
     accepts ``send_channels``, under NCCL) is split over the channels NCCL gives that send
-    (``enqueue.send_channels``), LL up to the threshold per channel. ``system``: what NCCL sees of ``topology``
-    under its environment (``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``), default its own."""
+    (``enqueue.send_channels``), LL up to the threshold per channel. ``system``: what NCCL
+    sees of ``topology`` under its environment (``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``),
+    default its own."""
     system = system or search.system_of(topology)
     allowed = predict.parse_nccl_list(nccl_proto, tables.PROTOCOLS, "NCCL_PROTO", function)
     name = tables.native(function, algorithm)

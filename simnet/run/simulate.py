@@ -103,23 +103,23 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
     either way, or the channels of a send all take its one route (simnet's point-to-point
     sends have no per-channel rate), or the algorithm is not NCCL's send/recv."""
     said = ", ".join(f"{name}={point.env[name]}" for name in names)
+    it = "it" if len(names) == 1 else "them"
     algorithm, table = result.algorithm, algorithms_for(point.collective)
     if result.gpus < 2:
         why = "one GPU sends nothing"
     elif "send_channels" not in table[algorithm].options:
-        why = (f"only NCCL's send/recv reads {'it' if len(names) == 1 else 'them'} (all_to_all's and send_recv's "
-               f"direct), and {point.collective}'s {algorithm} is not it")
+        why = (f"only NCCL's send/recv reads {it} (all_to_all's and send_recv's direct), and "
+               f"{point.collective}'s {algorithm} is not it")
     else:
         plain = Setup(point.topo, point.collective, point.model, {k: v for k, v in point.env.items() if k not in names},
                       point.calibration)
         if _traffic(plain.simulate(algorithm, size, False, None, conditions, options)) != _traffic(result):
             return result
-        per_send = [setup.plan(algorithm, size, options).options.get("send_channels", 1) for setup in (point, plain)]
-        why = (f"NCCL splits each send over {per_send[0]} channel(s) with {'it' if len(names) == 1 else 'them'} as "
-               f"without" if per_send[0] == per_send[1] else
-               f"NCCL splits each send over {per_send[0]} channel(s) with {'it' if len(names) == 1 else 'them'} and "
-               f"{per_send[1]} without, and here every channel of a send takes its one route (simnet's "
-               f"point-to-point sends have no per-channel rate)")
+        with_, without = (setup.plan(algorithm, size, options).options["send_channels"] for setup in (point, plain))
+        why = f"NCCL splits each send over {with_} channel(s) with {it} " + (
+            "as without" if with_ == without else
+            f"and {without} without, and here every channel of a send takes its one route (simnet's point-to-point "
+            "sends have no per-channel rate)")
     return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0], (
         f"{said} changed nothing here: {why}"))])
 
