@@ -111,7 +111,7 @@ def test_nccl_min_p2p_nchannels_changes_all_to_all_where_it_opens_channels():
     """Two hosts of one H100, two NICs each (8 communicator channels). NCCL_MAX_P2P_NCHANNELS=1
     leaves one p2p channel, so one channel per peer and per send: one NIC, S/2 / 96 GB/s
     later than the default's both. NCCL_MIN_P2P_NCHANNELS=4 beside it raises the p2p channels
-    to 4 (paths.cc:983): 4 per peer (4 x ceil(2 / 8) is not over 4), per send 4 halved while
+    to 4 (paths.cc:985): 4 per peer (4 x ceil(2 / 8) is not over 4), per send 4 halved while
     4 x 2 ranks > 4, 2, and doubled while a part is over 128 KiB, up to 4: both NICs again,
     the default's time."""
     size = 64 * MiB
@@ -125,7 +125,7 @@ def test_nccl_min_p2p_nchannels_changes_all_to_all_where_it_opens_channels():
 
 
 def test_more_channels_per_send_can_make_a_send_ll():
-    """NCCL picks LL while a send is at most 16 KiB per channel (enqueue.cc:929-930). Two L40S
+    """NCCL picks LL while a send is at most 16 KiB per channel (enqueue.cc:931-932). Two L40S
     on PCIe, 2 communicator channels: a PCIe peer takes 2, a send at least 2 halved while
     2 x 2 ranks > 2 channels, 1; a 20 KiB send on 1 channel is Simple. NCCL_MIN_P2P_NCHANNELS=4
     opens 4: 2 per send (2 x 2 is not over 4), parts of at least 128 KiB / 8 = 16 KiB: 2, and

@@ -148,7 +148,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         parts = 1
         if "send_channels" in accepts and system.library == "nccl":  # NCCL's own send/recv: its channels per send
             parts = options["send_channels"] = enqueue.send_channels(system, send)
-        # LL while the send is at most the threshold per channel (enqueue.cc:929-930, v2.30.7)
+        # LL while the send is at most the threshold per channel (enqueue.cc:931-932, v2.30.7)
         p2p = ["LL"] if send <= parts * P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"

@@ -181,7 +181,7 @@ NCCL's (RCCL reads them too). ``options: {pxn: false}`` is simnet's PXN off."""
 P2P_CHANNEL_VARIABLES = ("NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_NCHANNELS_PER_NET_PEER")
 """The variables that set the channels NCCL's send/recv runs on (``enqueue.p2p_channels``):
 NCCL_PARAM(MinP2pNChannels, "MIN_P2P_NCHANNELS", 1), (MaxP2pNChannels, "MAX_P2P_NCHANNELS",
-MAXCHANNELS) (src/graph/paths.cc:959-960, v2.30.7) and NCCL_NCHANNELS_PER_NET_PEER
+MAXCHANNELS) (src/graph/paths.cc:957-958, v2.30.7) and NCCL_NCHANNELS_PER_NET_PEER
 (src/init.cc:1729 and :2038-2050, v2.30.7: the channels per peer across the network)."""
 
 
