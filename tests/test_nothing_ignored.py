@@ -1260,9 +1260,9 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
                                              ("NCCL_P2P_DISABLE", "1"), ("NCCL_NET_GDR_LEVEL", "0"),
                                              ("NCCL_LL128_ENABLE", "0"), ("NCCL_MAX_CTAS", "1"),
                                              ("NCCL_NVLS_NCHANNELS", "1"), ("NCCL_P2P_LL_THRESHOLD", "0"),
-                                             # fuzz 31h #251-#255: one NIC of eight, p2p channels
-                                             ("NCCL_IB_HCA", "mlx5_0"), ("NCCL_NCHANNELS_PER_NET_PEER", "1"),
-                                             ("NCCL_MIN_P2P_NCHANNELS", "32"), ("NCCL_MAX_P2P_NCHANNELS", "1")])
+                                             # fuzz 31h #251: one NIC of eight (the p2p channel variables
+                                             # of #252-#255 are followed now: tests/test_p2p_channels.py)
+                                             ("NCCL_IB_HCA", "mlx5_0")])
 def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
     """Fuzz findings (31b, 31c): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand),
     NCCL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_LL128_ENABLE, NCCL_MAX_CTAS,

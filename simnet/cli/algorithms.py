@@ -25,7 +25,7 @@ def algorithms_command(collective: str) -> None:
 
     from simnet.schedule.catalog import algorithms_for
     from simnet.schedule.kinds import collective as lookup
-    from simnet.schedule.registry import COMMON_OPTIONS
+    from simnet.schedule.registry import COMMON_OPTIONS, MODEL_OPTIONS
 
     kind = lookup(collective)
     table = Table(title=f"{kind.title} algorithms (S bytes, N ranks, path latency L, bandwidth B "
@@ -33,8 +33,8 @@ def algorithms_command(collective: str) -> None:
     for column in ("name", "what it does", "options", "closed form (contention-free)"):
         table.add_column(column, overflow="fold")
     for algorithm in algorithms_for(collective).values():
-        table.add_row(algorithm.name, algorithm.description, ", ".join(algorithm.options) or "-",
-                      algorithm.closed_form)
+        given = [option for option in algorithm.options if option not in MODEL_OPTIONS]
+        table.add_row(algorithm.name, algorithm.description, ", ".join(given) or "-", algorithm.closed_form)
     table.add_row("auto", "what NCCL would run: its cost model's pick (NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, "
                   "NCCL_COLLNET_ENABLE honoured), simulated beside every other algorithm NCCL could run here; the "
                   "table names any that was faster", "-",

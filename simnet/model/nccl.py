@@ -29,7 +29,9 @@ does not have for a collective (halving-doubling, recursive doubling, direct, na
 hierarchical, the textbook trees, every AllToAll and SendRecv) run on NCCL-style
 point-to-point sends: Ring's (or, for
 the textbook trees, Tree's) latencies, LL up to 16 KiB and Simple above (NCCL's
-``NCCL_P2P_LL_THRESHOLD`` default), no ceiling beyond the links.
+``NCCL_P2P_LL_THRESHOLD`` default), no ceiling beyond the links; AllToAll's and SendRecv's
+``direct`` cut each send over the channels NCCL gives it (``enqueue.send_channels``), LL up
+to 16 KiB per channel.
 """
 
 from __future__ import annotations
@@ -119,8 +121,11 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
     ``nccl_proto``, an NCCL_PROTO value) and the schedule options (NCCL's chunk size for it
     unless ``chunk_size`` was given; ``accepts``: the options the algorithm takes). A
     point-to-point algorithm picks LL or Simple by ``message``, the bytes of one send
-    (default ``size``), as NCCL decides per send. ``system``: what NCCL sees of ``topology``
-    under its environment (``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``), default its own."""
+    (default ``size``), as NCCL decides per send; NCCL's own send/recv (an algorithm that
+    accepts ``send_channels``, under NCCL) is split over the channels NCCL gives that send
+    (``enqueue.send_channels``), LL up to the threshold per channel. ``system``: what NCCL
+    sees of ``topology`` under its environment (``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``),
+    default its own."""
     system = system or search.system_of(topology)
     allowed = predict.parse_nccl_list(nccl_proto, tables.PROTOCOLS, "NCCL_PROTO", function)
     name = tables.native(function, algorithm)
@@ -139,7 +144,12 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
             protocol = predict.rccl_protocol(system, name, protocol, size, function)
         row = name
     else:
-        p2p = ["LL"] if (size if message is None else message) <= P2P_LL_THRESHOLD else ["Simple"]
+        send = size if message is None else message
+        parts = 1
+        if "send_channels" in accepts and system.library == "nccl":  # NCCL's own send/recv: its channels per send
+            parts = options["send_channels"] = enqueue.send_channels(system, send)
+        # LL while the send is at most the threshold per channel (enqueue.cc:931-932, v2.30.7)
+        p2p = ["LL"] if send <= parts * P2P_LL_THRESHOLD else ["Simple"]
         protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
     channel_share, running = 1.0, None

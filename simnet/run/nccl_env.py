@@ -1,5 +1,6 @@
 """The NCCL environment variables simnet honours (``NCCL_ALGO``, ``NCCL_PROTO``,
-``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``, ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``)
+``NCCL_NVLS_ENABLE``, ``NCCL_COLLNET_ENABLE``, ``NCCL_MIN_NCHANNELS``, ``NCCL_MAX_NCHANNELS``,
+``NCCL_MIN_P2P_NCHANNELS``, ``NCCL_MAX_P2P_NCHANNELS``, ``NCCL_NCHANNELS_PER_NET_PEER``)
 and RCCL's (``RCCL_LL128_FORCE_ENABLE``, ``RCCL_MSCCL_ENABLE``, ``RCCL_MSCCL_FORCE_ENABLE``,
 ``RCCL_MSCCL_ENABLE_SINGLE_PROCESS``; the others that change RCCL's algorithm, protocol or
 channels are read to be refused under ``model: rccl``), read as NCCL reads them, and the
@@ -16,11 +17,13 @@ from simnet.topology.graph import Topology
 from simnet.tuning import predict, rccl, search, tables
 
 _INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
-             "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
+             *tables.P2P_CHANNEL_VARIABLES, "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
 NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", *_INTEGERS, *rccl.UNMODELLED, *tables.UNMODELLED)
 """The environment variables that change what simnet simulates, as they change what NCCL
 (RCCL) runs; RCCL's ``rccl.UNMODELLED`` and NCCL's ``tables.UNMODELLED`` are read only to
 refuse a run they would change."""
+
+_P2P_FIELDS = ("min_p2p_channels", "max_p2p_channels", "net_peer_channels")  # search.System's, as P2P_CHANNEL_VARIABLES
 
 __all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "turned_off", "nccl_system"]
 
@@ -37,6 +40,9 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
             value = nccl_integer(env[name], name)
             if name.endswith("_NCHANNELS") and value < 1:
                 raise ValueError(f"{name}={env[name]!r}: a channel count is 1 or more")
+            if name == "NCCL_NCHANNELS_PER_NET_PEER" and value < 1:  # src/init.cc:2040-2042, v2.30.7
+                raise ValueError(f"{name}={env[name]!r}: NCCL ignores a value below 1 ('too low', keeping its "
+                                 "own count); give 1 or more, or unset it")
     return env
 
 
@@ -68,7 +74,9 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
     """The system NCCL's tuner sees on ``topology``: ``NCCL_NVLS_ENABLE=0`` turns NVLink
     SHARP off (NCCL's nvlsSupport), so neither NVLS nor NVLSTree can be picked;
     ``NCCL_COLLNET_ENABLE=0`` turns network SHARP off (no CollNet, no NVLS across hosts);
-    ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` bound the channels opened, and
+    ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` bound the channels opened,
+    ``NCCL_MIN_P2P_NCHANNELS``/``NCCL_MAX_P2P_NCHANNELS``/``NCCL_NCHANNELS_PER_NET_PEER``
+    the channels of its send/recv (``enqueue.p2p_channels``), and
     ``RCCL_LL128_FORCE_ENABLE=1`` turns RCCL's LL128 on where its default keeps it off;
     ``RCCL_MSCCL_ENABLE=0`` turns MSCCL off, ``RCCL_MSCCL_FORCE_ENABLE=1`` on beyond the
     topologies RCCL enables it for (``rccl.msccl``); an ``RCCL_`` variable on GPUs that run
@@ -85,7 +93,8 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
     if system.collnet and turned_off(env, "NCCL_COLLNET_ENABLE"):
         system = replace(system, collnet=False)
     bounds = {key: nccl_integer(env[name], name) for key, name in (("min_channels", "NCCL_MIN_NCHANNELS"),
-                                                                    ("max_channels", "NCCL_MAX_NCHANNELS"))
+                                                                    ("max_channels", "NCCL_MAX_NCHANNELS"),
+                                                                    *zip(_P2P_FIELDS, tables.P2P_CHANNEL_VARIABLES))
               if env.get(name, "").strip()}
     if bounds:
         system = replace(system, **bounds)

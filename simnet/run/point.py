@@ -183,10 +183,12 @@ class Setup:
         if unmodelled and self.model in ("nccl", "rccl"):  # they were read by nothing, without a word
             raise ValueError(f"{unmodelled}={self.env[unmodelled]} changes the transports, paths, buffers, protocols "
                              "or CTAs NCCL runs with, which simnet does not model: unset it (or run model: ideal); "
-                             "simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE and "
-                             "NCCL_MIN/MAX_NCHANNELS")
+                             "simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, "
+                             "NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER")
         if self.model == "rccl":
-            refused = next((name for name in rccl.UNMODELLED if self.env.get(name, "").strip()), None)
+            # RCCL's send/recv channels are not NCCL 2.30.7's (enqueue.p2p_channels), which simnet follows
+            refused = next((name for name in (*rccl.UNMODELLED, *tables.P2P_CHANNEL_VARIABLES)
+                            if self.env.get(name, "").strip()), None)
             where = ""
             msccl = next((name for name in rccl.MSCCL_VARIABLES if self.env.get(name, "").strip()), None)
             if refused is None and msccl is not None:

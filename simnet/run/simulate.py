@@ -21,10 +21,12 @@ from simnet.model.interface import DEFAULT_MODEL
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
+from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.topology.graph import Topology
 from simnet.topology.loader import load_topology
+from simnet.tuning import tables
 
 __all__ = ["simulate"]
 
@@ -65,10 +67,14 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     counted = next((name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env), None)
     if counted and options.get("channels"):
         raise ValueError(f"options.channels and {counted}={env[counted]} both set the channels; give one")
-    if counted and point.model == "ideal":
-        raise ValueError(f"{counted}={env[counted]} sets NCCL's channels, and model: ideal runs no NCCL: give "
-                         "options.channels instead")
+    p2p = [name for name in tables.P2P_CHANNEL_VARIABLES if name in env]
+    channelled = counted or next(iter(p2p), None)
+    if channelled and point.model == "ideal":
+        raise ValueError(f"{channelled}={env[channelled]} sets NCCL's channels, and model: ideal runs no NCCL: "
+                         f"{'give options.channels instead' if counted else 'unset it (or run model: nccl)'}")
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
+    if p2p and point.model == "nccl":
+        result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -87,6 +93,35 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
+
+
+def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
+                         names: list[str]) -> Result:
+    """``result`` with a ``key_unread`` warning when the send/recv channel variables ``names``
+    changed nothing: the same run without them moves the same (``_traffic``), or nothing
+    here runs on NCCL's send/recv. Says why: NCCL splits each send over as many channels
+    either way, or the channels of a send all take its one route (simnet's point-to-point
+    sends have no per-channel rate), or the algorithm is not NCCL's send/recv."""
+    said = ", ".join(f"{name}={point.env[name]}" for name in names)
+    it = "it" if len(names) == 1 else "them"
+    algorithm, table = result.algorithm, algorithms_for(point.collective)
+    if result.gpus < 2:
+        why = "one GPU sends nothing"
+    elif "send_channels" not in table[algorithm].options:
+        why = (f"only NCCL's send/recv reads {it} (all_to_all's and send_recv's direct), and "
+               f"{point.collective}'s {algorithm} is not it")
+    else:
+        plain = Setup(point.topo, point.collective, point.model, {k: v for k, v in point.env.items() if k not in names},
+                      point.calibration)
+        if _traffic(plain.simulate(algorithm, size, False, None, conditions, options)) != _traffic(result):
+            return result
+        with_, without = (setup.plan(algorithm, size, options).options["send_channels"] for setup in (point, plain))
+        why = f"NCCL splits each send over {with_} channel(s) with {it} " + (
+            "as without" if with_ == without else
+            f"and {without} without, and here every channel of a send takes its one route (simnet's point-to-point "
+            "sends have no per-channel rate)")
+    return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0], (
+        f"{said} changed nothing here: {why}"))])
 
 
 def _traffic(result: Result) -> tuple:

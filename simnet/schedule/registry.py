@@ -17,7 +17,7 @@ from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.transfers import Schedule
 
 __all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "chunk_count", "COMMON_OPTIONS",
-           "ENGINE_OPTIONS", "order_algorithms"]
+           "ENGINE_OPTIONS", "MODEL_OPTIONS", "order_algorithms"]
 
 
 ENGINE_OPTIONS = ("reduce_bandwidth", "message_overhead")
@@ -26,6 +26,9 @@ COMMON_OPTIONS = (*ENGINE_OPTIONS, "exact")
 """Options every algorithm accepts: the engine's, and ``exact`` (never bound a run from
 above: replay a ring too large to replay exactly on the fluid network however long it
 takes; see ``simnet.engine.lanes.MAX_EXACT``)."""
+MODEL_OPTIONS = ("send_channels",)
+"""Options the performance model fills and no scenario gives: ``send_channels``, the channels
+NCCL splits each of its send/recv's sends over (``simnet.tuning.enqueue.send_channels``)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """NCCL's decisions when it enqueues one collective (``src/enqueue.cc``, ``src/transport/nvls.cc``,
 ``src/transport/net.cc``): the channels it runs on, its chunk size, the pipeline steps NVLS
-hands on, and how long a step of LL/LL128 waits whole at the network.
+hands on, and how long a step of LL/LL128 waits whole at the network; and the channels
+its send/recv splits a send over (``src/graph/paths.cc``, ``src/enqueue.cc``).
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ from simnet.tuning.search import System, comm_channels, graph
 from simnet.tuning.tables import (
     COLLNET_THREAD_THRESHOLD,
     MAX_CHANNELS,
+    MAX_P2P_PER_BATCH,
     MAX_THREADS,
     MAX_THREADS_ANY,
     MIN_TRAFFIC_PER_CHANNEL,
+    P2P_CHUNK,
+    P2P_PER_CHANNEL_NET_BW,
     PCI_BW,
     THREAD_THRESHOLD,
+    nvlink_bw_per_link,
 )
 
 __all__ = ["nvls_channels", "nvls_heads", "pipeline_step", "pipeline_stages", "lane_channels", "collective_channels",
-           "network_wait", "chunk_size", "opened_channels"]
+           "network_wait", "chunk_size", "opened_channels", "p2p_channels", "send_channels"]
 
 
 def opened_channels(system: System) -> int | None:
@@ -273,3 +278,79 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
                 chunk //= 2
         return chunk
     return 1024 * 1024 if algorithm == "Ring" else 512 * 1024
+
+
+def _pow2_up(n: int) -> int:
+    """The least power of 2 at or above ``n`` (>= 1): NCCL's pow2Up."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _net_peer_channels(system: System) -> int:
+    """Channels per peer across the network when NCCL_NCHANNELS_PER_NET_PEER is unset
+    (ncclTopoGetNchannels, src/graph/paths.cc:943-951, v2.30.7): one per NIC the GPU counts
+    (ncclTopoGetLocalNetCountByBw, src/graph/topo.cc:1974-2000: its nearest NICs, added
+    until their rate reaches the GPU's own PCIe path), and more to drive those NICs at
+    ``P2P_PER_CHANNEL_NET_BW`` a channel; 2 with no NIC."""
+    if system.nics < 1:
+        return 2
+    local = max(1, system.nics // max(1, round(system.ppn)))  # the NICs nearest the GPU
+    count = next((k for k in range(1, local + 1) if k * system.nic_bw >= system.pci_bw), local)
+    return max(count, -(-int(count * system.nic_bw) // P2P_PER_CHANNEL_NET_BW))
+
+
+def p2p_channels(system: System) -> tuple[int, int]:
+    """(channels NCCL's send/recv runs on, most channels of one peer): NCCL's p2pnChannels
+    and p2pnChannelsPerPeer (src/graph/paths.cc, v2.30.7).
+
+    p2pnChannels (ncclTopoComputeP2pChannels :977-991): the communicator's channels
+    (``opened_channels``, else ``comm_channels``) at most NCCL_MAX_P2P_NCHANNELS, at least
+    NCCL_MIN_P2P_NCHANNELS, rounded up to a power of 2, at most MAXCHANNELS. Per peer
+    (ncclTopoComputeP2pChannelsPerPeer :962-975, ncclTopoGetNchannels :920-955): the fewest
+    any peer takes; an NVLink peer 2 per NVLink, a PCIe peer 2, a peer across the network
+    NCCL_NCHANNELS_PER_NET_PEER, else ``_net_peer_channels``; rounded up to a power of 2
+    (:989). Across nodes with NCCL_NCHANNELS_PER_NET_PEER unset it is halved while one
+    round of every peer (``MAX_P2P_PER_BATCH`` a batch) would need more than p2pnChannels;
+    otherwise it is at most p2pnChannels (:993-1003)."""
+    channels = min(opened_channels(system) or comm_channels(system), system.max_p2p_channels or MAX_CHANNELS)
+    channels = min(MAX_CHANNELS, _pow2_up(max(channels, system.min_p2p_channels or 1)))
+    peers = []
+    if system.ranks > system.nodes:  # peers on the same node
+        links = int(system.nvlink_bw / nvlink_bw_per_link(system.cc))
+        peers.append(2 * max(1, links) if system.nvlink_bw > 0 else 2)
+    if system.nodes > 1:
+        peers.append(system.net_peer_channels or _net_peer_channels(system))
+    per_peer = _pow2_up(min(peers, default=MAX_CHANNELS))
+    if system.nodes > 1 and not system.net_peer_channels:
+        while per_peer * -(-system.ranks // MAX_P2P_PER_BATCH) > channels and per_peer > 1:
+            per_peer //= 2
+    return channels, min(channels, per_peer)
+
+
+def p2p_step(system: System) -> int:
+    """NCCL's point-to-point step (p2pChunkSize), bytes: ``P2P_CHUNK`` by what the ranks
+    reach each other over, twice the network's on Arm hosts of SM100+ GPUs
+    (src/init.cc:829-838 computeBuffSizes, v2.30.7)."""
+    if system.nodes > 1:
+        return P2P_CHUNK["net"] * (2 if system.cpu == "arm" and system.cc >= 100 else 1)
+    return P2P_CHUNK["nvlink" if system.nvlink_bw > 0 else "pci"]
+
+
+def send_channels(system: System, nbytes: int) -> int:
+    """Channels NCCL splits one send of ``nbytes`` over (v2.30.7). scheduleP2pTasksToPlan
+    (src/enqueue.cc:1143-1146) gives every send at most p2pnChannelsPerPeer and aims at
+    one round of all peers: at least that halved while channels x ranks exceed
+    p2pnChannels. addP2pToPlan (:913-926) then takes no more of the latter than parts of
+    half a step across nodes (an eighth on one node) need, and doubles them, up to the
+    former, while a part is over a step (32 steps on one node)."""
+    channels, most = p2p_channels(system)
+    fewest = most
+    while fewest * system.ranks > channels and fewest > 1:
+        fewest //= 2
+    if nbytes <= 0:
+        return 1
+    step = p2p_step(system)
+    least, largest = (step // 2, step) if system.nodes > 1 else (step // 8, step * 32)
+    parts = min(fewest, -(-nbytes // least))
+    while max(least, -(-nbytes // parts)) > largest and parts <= most // 2:
+        parts *= 2
+    return parts

@@ -54,6 +54,8 @@ class System:
     (RCCL's RCCL_TOPO_XGMI_ALL; ``nvlink_bw`` is then the sum of a GPU's links to the
     others, RCCL's totalBw); ``ll128_forced``: RCCL_LL128_FORCE_ENABLE=1;
     ``min_channels``/``max_channels``: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS (0: unset);
+    ``min_p2p_channels``/``max_p2p_channels``/``net_peer_channels``: NCCL_MIN_P2P_NCHANNELS,
+    NCCL_MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER (0: unset; ``enqueue.p2p_channels``);
     ``msccl``: RCCL_MSCCL_ENABLE (default 1), ``msccl_forced``: RCCL_MSCCL_FORCE_ENABLE=1
     (``rccl.msccl``).
     """
@@ -76,6 +78,9 @@ class System:
     ll128_forced: bool = False
     min_channels: int = 0
     max_channels: int = 0
+    min_p2p_channels: int = 0
+    max_p2p_channels: int = 0
+    net_peer_channels: int = 0
     msccl: bool = True
     msccl_forced: bool = False
 

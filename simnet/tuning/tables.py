@@ -165,15 +165,40 @@ UNMODELLED = {"NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": None, "NCCL_SHM_DISABLE
               "NCCL_NET": None, "NCCL_NET_GDR_LEVEL": None, "NCCL_CROSS_NIC": "2", "NCCL_PXN_DISABLE": "0",
               "NCCL_BUFFSIZE": "4194304", "NCCL_NTHREADS": None, "NCCL_LL128_ENABLE": None,
               "NCCL_MIN_CTAS": None, "NCCL_MAX_CTAS": None, "NCCL_NVLS_NCHANNELS": None,
-              "NCCL_P2P_LL_THRESHOLD": "16384", "NCCL_IB_HCA": None, "NCCL_NCHANNELS_PER_NET_PEER": None,
-              "NCCL_MIN_P2P_NCHANNELS": "1", "NCCL_MAX_P2P_NCHANNELS": None}
+              "NCCL_P2P_LL_THRESHOLD": "16384", "NCCL_IB_HCA": None}
 """NCCL variables that change the transports, paths, buffers, threads, protocols or CTAs NCCL
 runs with (NCCL's environment-variable guide,
 docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html), which simnet does not follow,
 each with the value that is NCCL's default (None: NCCL picks per system;
 NCCL_P2P_LL_THRESHOLD's is enqueue.cc's ``P2pLLThreshold``, simnet.model.nccl's
-``P2P_LL_THRESHOLD``; NCCL_MIN_P2P_NCHANNELS's is paths.cc's ``MinP2pNChannels``, v2.28.3;
-NCCL_IB_HCA chooses the NICs, which a topology writes as it has them): a run under
+``P2P_LL_THRESHOLD``; NCCL_IB_HCA chooses the NICs, which a topology writes as it has them;
+the point-to-point channels are ``P2P_CHANNEL_VARIABLES``): a run under
 ``model: nccl`` or ``rccl`` with one set otherwise (an
 integer read as NCCL reads it: ``0x400000`` is 4194304) is refused, as its answer would not be
 NCCL's (RCCL reads them too). ``options: {pxn: false}`` is simnet's PXN off."""
+
+
+P2P_CHANNEL_VARIABLES = ("NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS", "NCCL_NCHANNELS_PER_NET_PEER")
+"""The variables that set the channels NCCL's send/recv runs on (``enqueue.p2p_channels``):
+NCCL_PARAM(MinP2pNChannels, "MIN_P2P_NCHANNELS", 1), (MaxP2pNChannels, "MAX_P2P_NCHANNELS",
+MAXCHANNELS) (src/graph/paths.cc:957-958, v2.30.7) and NCCL_NCHANNELS_PER_NET_PEER
+(src/init.cc:1729 and :2038-2050, v2.30.7: the channels per peer across the network)."""
+
+
+P2P_PER_CHANNEL_NET_BW = 14  # GB/s one p2p channel drives, NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc:918, v2.30.7)
+
+
+MAX_P2P_PER_BATCH = 8  # NCCL_MAX_DEV_WORK_P2P_PER_BATCH, p2p ops a channel runs at once (device.h:391, v2.30.7)
+
+
+P2P_CHUNK = {"net": 128 * 1024, "nvlink": 512 * 1024, "pci": 128 * 1024}
+"""NCCL's point-to-point step, bytes: NCCL_P2P_NET_CHUNKSIZE across nodes (twice that on Arm
+hosts of SM100+ GPUs), NCCL_P2P_NVL_CHUNKSIZE on one node all NVLink, else
+NCCL_P2P_PCI_CHUNKSIZE (src/init.cc:818-838 computeBuffSizes, v2.30.7)."""
+
+
+def nvlink_bw_per_link(cc: int) -> float:
+    """GB/s of one NVLink in NCCL's topology for compute capability ``cc`` (ncclTopoNVLinkBw,
+    src/graph/topo.h:274-282, SMxx_NVLINK_BW :19-24, v2.30.7)."""
+    return 40.1 if cc >= 100 else 20.6 if cc >= 90 else 12.0 if cc == 86 else 20.0 if cc >= 70 else \
+        18.0 if cc >= 60 else 20.0

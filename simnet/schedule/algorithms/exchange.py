@@ -14,6 +14,14 @@ block (i, j) of ``all_to_all`` is what rank i sends rank j; rank i's buffer in
   send/recv too (aws-ofi-nccl 2daf7d30 src/nccl_ofi_scheduler.cpp:77-120), so a send that
   leaves its host through such a GPU is cut into one stripe per NIC of the group, each its
   own connection, which routing takes through consecutive NICs (``simnet.topology.routing``).
+  Under ``model: nccl`` each send is first cut into the parts NCCL runs it on, one per
+  channel (``send_channels``, from ``simnet.tuning.enqueue.send_channels``; NCCL's
+  ncclP2pPartBounds, src/include/device.h:260-270, v2.30.7: parts of ceil(bytes / parts)
+  rounded up to 4 KiB, the last one shorter), each its own connection (channel), so ECMP
+  hashes them apart and a GPU with several NICs sends them through consecutive NICs. Where
+  every part of every send would take its send's one route, the parts are one connection:
+  the fluid network shares a link among connections alike, so k equal parts of every send
+  on one path move as one does.
 * ``pairwise`` (all_to_all, textbook): N-1 rounds; in round k rank i sends block (i, i+k)
   to rank i+k and starts round k+1 once its round-k send and receive are done.
 """
@@ -67,42 +75,80 @@ def _striping(topology: Topology, ranks: list[str]) -> tuple[np.ndarray, np.ndar
     return host_of, stripes
 
 
+def _parts(lo: np.ndarray, hi: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the send each part cuts, its part index, its byte range ``[lo, hi)`` as rows): every
+    send ``[lo, hi)`` cut into ``parts`` parts as NCCL cuts a send over its channels
+    (ncclP2pPartBounds, src/include/device.h:260-270, v2.30.7: ceil(bytes / parts) rounded up
+    to 4 KiB each, the last shorter); an empty part is no transfer, an empty send one."""
+    span = hi - lo
+    size = (-(-span // parts) + 4095) // 4096 * 4096
+    send = np.repeat(np.arange(len(lo)), parts)
+    part = np.tile(np.arange(parts), len(lo))
+    begin, end = np.minimum(part * size[send], span[send]), np.minimum((part + 1) * size[send], span[send])
+    keep = (end > begin) | ((part == 0) & (span[send] == 0))
+    return send[keep], part[keep], np.stack([lo[send] + begin, lo[send] + end])[:, keep]
+
+
+def _parts_part_ways(topology: Topology, ranks: list[str], hops: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                     parts: int, stride: int) -> bool:
+    """Whether any part but the first of a send would take another route than the first
+    (``hops``: (from, to, flow) rank positions and connection of every hop of a first part;
+    part j's flow is j x ``stride`` more)."""
+    route = topology.route_indices
+    for u, v, flow in hops:
+        for a, b, f in set(zip(u.tolist(), v.tolist(), flow.tolist())):
+            first = route(ranks[a], ranks[b], f)
+            if any(route(ranks[a], ranks[b], f + j * stride) != first for j in range(1, parts)):
+                return True
+    return False
+
+
 def _send(b: ScheduleBuilder, topology: Topology, ranks: list[str], src: np.ndarray, dst: np.ndarray,
-          lo: np.ndarray, hi: np.ndarray, relay: np.ndarray) -> None:
+          lo: np.ndarray, hi: np.ndarray, relay: np.ndarray, parts: int = 1) -> None:
     """Sends ``src -> dst`` of ``[lo, hi)``, through ``relay`` where it is not -1 (a copy over
-    to it first). The hop that leaves the host (from the relay, or from the sender) is cut
-    into one stripe per NIC its GPU's plugin device stripes over (``_striping``), stripe j on
-    connection j, so consecutive stripes leave through consecutive NICs of the group."""
+    to it first), each cut into ``parts`` parts on channels of their own (``_parts``), unless
+    every part would take its send's one route (``_parts_part_ways``). The hop that leaves
+    the host (from the relay, or from the sender) is cut into one stripe per NIC its GPU's
+    plugin device stripes over (``_striping``), stripe j of part p on connection p x the
+    most stripes + j, so consecutive stripes leave through consecutive NICs of the group."""
+    sender = np.where(relay >= 0, relay, src)
+    host_of, stripes = _striping(topology, ranks)
+    striped = np.where(host_of[sender] != host_of[dst], stripes[sender], 1)
+    stride = int(striped.max(initial=1))
+    if parts > 1:
+        first = [(src[relay >= 0], relay[relay >= 0], np.zeros(int((relay >= 0).sum()), dtype=np.int64))]
+        first += [(sender[striped > s], dst[striped > s], np.full(int((striped > s).sum()), s)) for s in range(stride)]
+        parts = parts if _parts_part_ways(topology, ranks, first, parts, stride) else 1
+    send, part, (lo, hi) = _parts(lo, hi, parts)
+    src, dst, relay, sender, channel = src[send], dst[send], relay[send], sender[send], part * stride
     hop = relay >= 0
     if hop.any():
-        first = b.add(src[hop], relay[hop], lo[hop], hi[hop], COPY)
-    sender = np.where(hop, relay, src)
-    host_of, stripes = _striping(topology, ranks)
-    parts = np.where(host_of[sender] != host_of[dst], stripes[sender], 1)
-    parts = np.maximum(1, np.minimum(parts, hi - lo))  # no empty stripes
-    send = np.repeat(np.arange(len(src)), parts)
-    j = np.arange(len(send)) - np.repeat(np.cumsum(parts) - parts, parts)
-    span, cut = (hi - lo)[send], parts[send]
+        copied = b.add(src[hop], relay[hop], lo[hop], hi[hop], COPY, channel=channel[hop])
+    cut = np.maximum(1, np.minimum(striped[send], hi - lo))  # no empty stripes
+    piece = np.repeat(np.arange(len(src)), cut)
+    j = np.arange(len(piece)) - np.repeat(np.cumsum(cut) - cut, cut)
+    span, count = (hi - lo)[piece], cut[piece]
     after = np.full(len(src), -1, dtype=np.int64)
     if hop.any():
-        after[hop] = first
-    b.add(sender[send], dst[send], lo[send] + span * j // cut, lo[send] + span * (j + 1) // cut, COPY,
-          deps=[after[send]], channel=j)
+        after[hop] = copied
+    b.add(sender[piece], dst[piece], lo[piece] + span * j // count, lo[piece] + span * (j + 1) // count, COPY,
+          deps=[after[piece]], channel=channel[piece] + j)
 
 
 @register("direct", "every rank sends block j of its buffer to rank j at once (PXN across hosts, as NCCL)",
           "L + (N-1)/N * S/B through one switch (each port carries (N-1)/N of S each way)",
-          options=("pxn",), collective="all_to_all")
-def direct_all_to_all(topology: Topology, ranks: list[str], size: int, pxn: bool = True) -> Schedule:
-    """NCCL's AllToAll: N-1 sends of S/N per rank, all at once. Through one switch, path
-    latency L, bandwidth B: ``L + (N-1)/N * S/B``."""
+          options=("pxn", "send_channels"), collective="all_to_all")
+def direct_all_to_all(topology: Topology, ranks: list[str], size: int, pxn: bool = True,
+                      send_channels: int = 1) -> Schedule:
+    """NCCL's AllToAll: N-1 sends of S/N per rank, all at once, each over ``send_channels``
+    channels (``_send``). Through one switch, path latency L, bandwidth B: ``L + (N-1)/N * S/B``."""
     n = len(ranks)
     b = ScheduleBuilder("direct", ranks, n * size, size)
     b.expect(n * (n - 1))  # one send per pair at least (PXN adds a hop to some): refused before it is built
     blocks = split_range(0, n * size, n * n)
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
     relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(len(src), -1)
-    _send(b, topology, ranks, src, dst, blocks[src * n + dst], blocks[src * n + dst + 1], relay)
+    _send(b, topology, ranks, src, dst, blocks[src * n + dst], blocks[src * n + dst + 1], relay, send_channels)
     return b.build()
 
 
@@ -124,15 +170,17 @@ def pairwise_all_to_all(topology: Topology, ranks: list[str], size: int) -> Sche
 
 
 @register("direct", "rank i sends its buffer to rank i+1, all at once (nccl-tests' sendrecv; PXN across hosts)",
-          "L + S/B", options=("pxn",), collective="send_recv")
-def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool = True) -> Schedule:
+          "L + S/B", options=("pxn", "send_channels"), collective="send_recv")
+def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool = True,
+                     send_channels: int = 1) -> Schedule:
     """nccl-tests' SendRecv: every rank sends ``size`` bytes to the next and receives as
-    many from the previous. Contention-free: ``L + S/B``."""
+    many from the previous, each send over ``send_channels`` channels (``_send``).
+    Contention-free: ``L + S/B``."""
     n = len(ranks)
     b = ScheduleBuilder("direct", ranks, n * size, size)
     if n > 1:
         src = np.arange(n)
         dst = (src + 1) % n
         relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(n, -1)
-        _send(b, topology, ranks, src, dst, src * size, (src + 1) * size, relay)
+        _send(b, topology, ranks, src, dst, src * size, (src + 1) * size, relay, send_channels)
     return b.build()
