@@ -4,6 +4,7 @@ send_recv is cut into, as NCCL 2.30.7 cuts it (src/graph/paths.cc ncclTopoComput
 ncclTopoGetNchannels; src/enqueue.cc scheduleP2pTasksToPlan, addP2pToPlan). Expected values
 follow NCCL's rule and the closed form by hand."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -182,3 +183,51 @@ def test_ideal_and_rccl_refuse_them(model, says):
         {"name": "mi", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}})
     with pytest.raises(ValueError, match=says):
         simulate(topology, "direct", MiB, collective="send_recv", model=model, env={"NCCL_MAX_P2P_NCHANNELS": "1"})
+
+
+def test_send_recv_across_hosts_runs_simple_and_nccl_proto_does_not_reach_it():
+    """A network peer's send/recv connection has no LL buffers unless
+    NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (src/transport/net.cc:915-930, init.cc:859, v2.30.7: NCCL's
+    env guide says the same), so an 8-byte send across hosts is Simple; on one NVSwitch it is LL
+    (at most 16 KiB a channel). NCCL_PROTO restricts the collectives' tuning only
+    (graph/tuning.cc:419-422): the same send under NCCL_PROTO=LL or LL128 runs as without it,
+    and warns key_unread; NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 is refused as the variables simnet
+    does not follow are."""
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})
+    assert simulate(box, "direct", 8, collective="send_recv").protocol == "LL"
+    apart = simulate(TWO_NICS, "direct", 8, collective="send_recv")
+    assert apart.protocol == "Simple"
+    for proto in ("LL", "LL128"):
+        run = simulate(TWO_NICS, "direct", 64 * MiB, collective="all_to_all", env={"NCCL_PROTO": proto})
+        assert run.protocol == "Simple"
+        assert run.time_s == simulate(TWO_NICS, "direct", 64 * MiB, collective="all_to_all").time_s
+    with pytest.raises(ValueError, match="NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 changes"):
+        simulate(TWO_NICS, "direct", 8, collective="send_recv", env={"NCCL_ALLOC_P2P_NET_LL_BUFFERS": "1"})
+
+
+def test_nccl_proto_beside_send_recv_algorithms_alone_warns_that_it_changed_nothing(tmp_path, cli):
+    """A scenario whose algorithms all run on NCCL's send/recv (all_to_all's auto is direct;
+    halving_doubling of an AllReduce is simnet's on point-to-point sends) reads no NCCL_PROTO:
+    key_unread says so; beside a ring it is read, and nothing is said."""
+    scenario = tmp_path / "s.yaml"
+    for collective, algorithms, unread in (("all_to_all", "[auto]", True), ("allreduce", "[halving_doubling]", True),
+                                           ("allreduce", "[ring, halving_doubling]", False)):
+        scenario.write_text(f"name: s\ntopology: {{name: box, generate: {{kind: nvswitch, gpus: 4}}}}\n"
+                            f"size: 1 MiB\ncollective: {collective}\nalgorithms: {algorithms}\n")
+        result = cli("run", scenario, "--json", "-", env={"NCCL_PROTO": "Simple"})
+        assert result.exit_code == 0, result.stderr
+        said = [w["message"] for run in json.loads(result.stdout)["runs"] for w in run["warnings"]
+                if w["kind"] == "key_unread"]
+        assert bool(said) == unread and all("NCCL_PROTO=Simple restricts the protocols" in m for m in said)
+
+
+@pytest.mark.parametrize("variable", ["NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_P2P_NCHANNELS",
+                                      "NCCL_MAX_P2P_NCHANNELS", "NCCL_NCHANNELS_PER_NET_PEER"])
+def test_a_channel_count_over_nccl_s_64_is_refused_not_limited_in_silence(tmp_path, cli, variable):
+    """NCCL runs at most MAXCHANNELS = 64 channels and limits a larger ask to it
+    (src/graph/connect.cc:339, paths.cc:982-991, v2.30.7): simnet says so in one line."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: box, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "size: 1 MiB\ncollective: send_recv\nalgorithms: [direct]\n")
+    result = cli("run", tmp_path / "s.yaml", env={variable: "65"})
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert f"{variable}=65: NCCL runs at most 64 channels (MAXCHANNELS) and limits it to 64" in result.stderr

@@ -148,9 +148,13 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         parts = 1
         if "send_channels" in accepts and system.library == "nccl":  # NCCL's own send/recv: its channels per send
             parts = options["send_channels"] = enqueue.send_channels(system, send)
-        # LL while the send is at most the threshold per channel (enqueue.cc:931-932, v2.30.7)
-        p2p = ["LL"] if send <= parts * P2P_LL_THRESHOLD else ["Simple"]
-        protocol = next((p for p in p2p + ["Simple", "LL", "LL128"] if p in allowed), "Simple")
+        # LL while the send is at most the threshold per channel (enqueue.cc:931-932, v2.30.7), over
+        # connections with LL buffers: a network peer's send/recv connection has none unless
+        # NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (transport/net.cc:915-930, init.cc:859, default 0), so
+        # across hosts NCCL's sends run Simple. NCCL_PROTO is not consulted: it restricts the
+        # collectives' tuning (graph/tuning.cc:419-422), not addP2pToPlan (enqueue.cc)
+        network = system.nodes > 1 and system.library == "nccl"
+        protocol = "LL" if send <= parts * P2P_LL_THRESHOLD and not network else "Simple"
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
     channel_share, running = 1.0, None
     schedule = rccl.msccl(system, function, int(size)) if algorithm == "direct" else None

@@ -185,6 +185,12 @@ class Setup:
                              "or CTAs NCCL runs with, which simnet does not model: unset it (or run model: ideal); "
                              "simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, "
                              "NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER")
+        most = rccl.MAX_CHANNELS if self.model == "rccl" else tables.MAX_CHANNELS
+        for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", *tables.P2P_CHANNEL_VARIABLES):
+            if name in self.env and self.model != "ideal" and nccl_integer(self.env[name], name) > most:
+                # NCCL limits it (src/graph/connect.cc:339, paths.cc:982-991, v2.30.7): say so, never in silence
+                raise ValueError(f"{name}={self.env[name]}: {self.model.upper()} runs at most {most} channels "
+                                 f"(MAXCHANNELS) and limits it to {most}; give at most {most}")
         if self.model == "rccl":
             # RCCL's send/recv channels are not NCCL 2.30.7's (enqueue.p2p_channels), which simnet follows
             refused = next((name for name in (*rccl.UNMODELLED, *tables.P2P_CHANNEL_VARIABLES)

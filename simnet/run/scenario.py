@@ -13,7 +13,7 @@ from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
-from simnet.tuning.tables import SIMNET_NAMES
+from simnet.tuning.tables import SIMNET_NAMES, native
 from simnet.workloads.ddp import StepModel
 
 __all__ = ["run_scenario", "unread_options"]
@@ -75,6 +75,12 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         said.append(Finding("key_unread", "NCCL_ALGO", (
             f"NCCL_ALGO={nccl_algo} restricts what auto picks, and this run names {', '.join(ran)}, no auto, so it "
             "changed nothing here (add auto to the algorithms to see NCCL's pick under it)")))
+    nccl_proto = nccl_env().get("NCCL_PROTO")
+    if nccl_proto and ran and not any(reads_nccl_proto(a, scenario.collective) for a in ran):
+        said.append(Finding("key_unread", "NCCL_PROTO", (
+            f"NCCL_PROTO={nccl_proto} restricts the protocols of NCCL's collective algorithms, and {', '.join(ran)} "
+            f"{'runs' if len(ran) == 1 else 'run'} on NCCL's send/recv, which picks LL or Simple by size and "
+            "connection whatever NCCL_PROTO says (src/enqueue.cc, addP2pToPlan), so it changed nothing here")))
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread:
         said.append(Finding("option_unread", "", (
@@ -83,6 +89,15 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training_step(scenario), skipped, [] if runs else said)
+
+
+def reads_nccl_proto(algorithm: str, collective: str) -> bool:
+    """Whether NCCL_PROTO can change how ``algorithm`` runs: one of NCCL's collective
+    algorithms (``auto`` on a collective NCCL tunes), not its send/recv."""
+    kind = lookup_collective(collective)
+    if algorithm == "auto":
+        return not kind.point_to_point
+    return native(kind.nccl, algorithm) is not None
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
