@@ -268,6 +268,38 @@ def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
                                                           + ", ".join(tables.ALGORITHMS))
 
 
+def test_a_log_of_a_max_on_floats_is_fitted_without_nvls():
+    """NVLink SHARP sums floats but takes no max of them (src/include/device.h:587-599
+    ncclNvlsSupported, v2.30.7: float and double sum only; 32/64-bit integers, half and bfloat16
+    also min and max), so NCCL leaves NVLS out of such an AllReduce's pick (enqueue.cc:426).
+    The DGX H100 log of the test above, its 64 MiB row a sum of floats: NCCL ran NVLS; the same
+    row a max of floats, or a sum of int8: not NVLS; a max of bfloat16: NVLS again."""
+    assert [tables.nvls_reduces(*case) for case in (("float", "sum"), ("float", "max"), ("double", "prod"),
+                                                    ("bfloat16", "max"), ("int32", "min"), ("int8", "sum"),
+                                                    ("half", "avg"))] == [True, False, False, True, True, False, False]
+    topology = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    text = write_log({2**26: 400.0}, 8, gpus_per_host=8)
+    runs = {}
+    for dtype, op in (("float", "sum"), ("float", "max"), ("int8", "sum"), ("bfloat16", "max")):
+        values = 2**26 // {"float": 4, "int8": 1, "bfloat16": 2}[dtype]  # the count the size holds
+        log = parse_log(text.replace(f"{2**26 // 4:12d}     float     sum", f"{values:12d}  {dtype:>8}  {op:>6}"),
+                        "box.log")
+        assert (log.rows[0].dtype, log.rows[0].op) == (dtype, op)
+        runs[dtype, op] = fit(topology, points_of([log], topology, None), iterations=1).runs[0][0]
+    assert runs[("float", "sum")] == runs[("bfloat16", "max")] == "nvls"
+    assert runs[("float", "max")] in ("ring", "tree") and runs[("int8", "sum")] in ("ring", "tree")
+
+
+def test_a_log_of_two_tests_is_refused_at_the_second():
+    """nccl-tests runs one test a binary; two tables in one file (all_reduce_perf, then
+    all_gather_perf) were read as the first alone, the second dropped without a word."""
+    two = write_log({2**20: 30.0}, 2) + write_log({2**20: 30.0}, 2).replace("all_reduce_perf", "all_gather_perf")
+    second = two.splitlines().index("# Collective test starting: all_gather_perf") + 1
+    with pytest.raises(InputError, match=rf"x.log:{second}: a second test, all_gather_perf, after all_reduce_perf "
+                                         r"\(line 2\): give each test its own log"):
+        parse_log(two, "x.log")
+
+
 def test_only_allreduce_logs_are_fitted():
     # an all_gather_perf log looks like an AllReduce table: its header names the test, and its
     # rows say redop none; a reduce_perf row names a root. Fitting either as an AllReduce would

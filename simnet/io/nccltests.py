@@ -52,6 +52,8 @@ class Row:
     inplace_time_us: float | None
     busbw_GBps: float
     line: int
+    dtype: str = "float"  # nccl-tests' type column (float, half, bfloat16, int32, ...)
+    op: str = "sum"  # its redop column (sum, prod, min, max, avg)
 
     @property
     def best_us(self) -> float:
@@ -190,6 +192,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
             test = _TEST.match(line)
             if test and log.test is None:
                 log.test = (test.group(1), number)
+            elif test and test.group(1) != log.test[0]:
+                raise InputError(f"a second test, {test.group(1)}, after {log.test[0]} (line {log.test[1]}): give "
+                                 "each test its own log", path, number)
             continue
         fields = line.split()
         if not fields[0][0].isdigit():
@@ -231,7 +236,7 @@ def parse_log(text: str, path: str = "<log>") -> Log:
             raise InputError(f"#wrong: {errors} wrong results: nccl-tests found the collective's data wrong, so "
                              "its time measures a broken run; fit a log whose #wrong is 0", path, number)
         if size > 0:
-            log.rows.append(Row(size, time, inplace, busbw, number))
+            log.rows.append(Row(size, time, inplace, busbw, number, fields[2], fields[3]))
             why = _not_allreduce(fields)
             if why and log.other is None:
                 log.other = (number, why)

@@ -34,6 +34,7 @@ from simnet.model.calibration import KNOTS, Calibration
 from simnet.model.interface import library_model
 from simnet.run.simulate import simulate
 from simnet.topology.hardware import GPUS, NVLINK
+from simnet.tuning.tables import nvls_reduces
 
 __all__ = ["CalibrationPoint", "Fit", "points_of", "fit", "PARAMETERS", "error_factor"]
 
@@ -68,6 +69,7 @@ class CalibrationPoint:
     size_bytes: int
     measured_us: float
     line: int
+    nvls: bool = True  # NVLink SHARP could reduce the row's type and redop (``tables.nvls_reduces``)
 
     @property
     def label(self) -> str:
@@ -144,7 +146,8 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
         repeats: dict[int, list] = {}  # a size measured more than once: its median time, one point
         for row in log.rows:
             repeats.setdefault(row.size_bytes, []).append(row)
-        points += [CalibrationPoint(log.path, ranks, size, float(np.median([r.best_us for r in rows])), rows[0].line)
+        points += [CalibrationPoint(log.path, ranks, size, float(np.median([r.best_us for r in rows])), rows[0].line,
+                                    all(nvls_reduces(r.dtype, r.op) for r in rows))
                    for size, rows in repeats.items()]
     return points
 
@@ -347,7 +350,8 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     simulations finish. ``env``: the NCCL variables the logged runs had (``NCCL_ALGO``,
     ``NCCL_NVLS_ENABLE``, ...; default none), which decide what NCCL ran for each row."""
     base = Calibration()
-    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, env=dict(env or {}), calibration=base)
+    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, calibration=base,
+                       env={**(env or {}), **({} if p.nvls else {"NCCL_NVLS_ENABLE": "0"})})  # NCCL's pick for its op
               for p in points]
     runs = [(r.algorithm, r.protocol) for r in chosen]
     bounds = _bounds(topology, points, env)

@@ -108,6 +108,17 @@ COLLNET_ARITY_LATENCY = 0.4  # CollNetDirect arity serialization latency, us (:4
 NVLS_HEAD_ARITY = 32  # NCCL_MAX_NVLS_ARITY
 
 
+def nvls_reduces(dtype: str, op: str) -> bool:
+    """Whether NVLink SHARP reduces values of nccl-tests' type name ``dtype`` with its redop
+    ``op`` (src/include/device.h:587-599 ncclNvlsSupported, v2.30.7: sums, mins and maxes of
+    32- and 64-bit integers, half and bfloat16; sums alone of float and double; nothing else).
+    Where it does not, NCCL leaves NVLS and NVLSTree out of an AllReduce's pick
+    (enqueue.cc:426)."""
+    if dtype in ("int32", "uint32", "int64", "uint64", "half", "bfloat16"):
+        return op in ("sum", "min", "max")
+    return dtype in ("float", "double") and op == "sum"
+
+
 # speed candidates of the topology search, GB/s per channel (search.cc:1051-1067)
 SPEED_INTRA = {80: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
                90: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
