@@ -978,7 +978,11 @@ def test_a_flops_figure_and_its_number_are_one_sweep_point(tmp_path, cli):
     ("topology.name=a,b", "--set: topology.name labels the topology and changes no point"),
     ("topology.description=a,b", "--set: topology.description labels the topology and changes no point"),
     ("variants=[]", "--set: variants are simnet compare's options; a sweep runs none of them"),
-    ("sweep.gpus=2", "--set: sweep.gpus holds the file's axes")])
+    ("sweep.gpus=2", "--set: sweep.gpus holds the file's axes"),
+    # fuzz round i #303/#482: an option none of the algorithms reads gave equal points without a word
+    ("options.inner=ring,tree", "options.inner: read by none of ring (see simnet algorithms), so every value of it "
+                                "gives the same point"),
+    ("options.ps_server=gpu0,gpu1", "options.ps_server: read by none of ring")])
 def test_set_refuses_what_changes_no_point_of_a_sweep(tmp_path, cli, setting, says):
     """Fuzz findings (31b): ``--set cost=1,2`` and ``--set topology.description=a,b`` ran one
     point twice with equal results; ``variants=[]`` and ``sweep.gpus=2`` were refused as

@@ -244,6 +244,17 @@ measured for 20,480 points), so a sweep of ten axes of ten values (10^10 points)
 in one line before it is planned, not after minutes of filling the memory."""
 
 
+def _unread_axis(axes: Mapping[str, list], algorithms: list[str], collective: str) -> str | None:
+    """The first ``options.NAME`` axis none of ``algorithms`` reads (as ``simnet run`` warns
+    ``option_unread`` and compare refuses a variant's), or None."""
+    from simnet.run.scenario import unread_options
+
+    given = {key.removeprefix("options."): values for key, values in axes.items()
+             if key.startswith("options.") and key.count(".") == 1}
+    unread = unread_options(given, list(algorithms), collective) if given else []
+    return f"options.{unread[0]}" if unread else None
+
+
 def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str, list[Any]] | None = None,
                algorithms: list[str] | None = None, env: Mapping[str, str] | None = None,
                every_algorithm: bool | None = None) -> SweepPlan:
@@ -257,6 +268,11 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     axes.update({k: _values(v) for k, v in (sets or {}).items()})
     if nested_twice(axes):  # the file's sweep: and --set together
         raise ValueError(f"sweep: {nested_twice(axes)}")
+    moot = _unread_axis(axes, algorithms or scenario.algorithms, scenario.collective)
+    if moot:
+        raise ValueError(f"{moot}: read by none of {', '.join(algorithms or scenario.algorithms)} (see simnet "
+                         "algorithms), so every value of it gives the same point; leave it out, or name an "
+                         "algorithm that reads it")
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
