@@ -56,7 +56,7 @@ def test_rail_fabric_of_oci_mi300x_servers():
 
 @pytest.mark.parametrize("generate, message", [
     (dict(kind="nvswitch", gpu="mi300x"), "fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh"),
-    (dict(kind="full_mesh", gpu="mi300x", gpus=9), "at most 8 GPUs per host, not 9"),
+    (dict(kind="full_mesh", gpu="mi300x", gpus=9), "gpus: 9: a mi300x has 7 xGMI links, one to each other GPU of its host: at most 8 GPUs per host"),
     (dict(kind="full_mesh", gpu="mi355x"), "mi355x: its xGMI link rate is in no public source simnet cites; give "
                                             "bandwidth"),
     (dict(kind="leaf_spine", gpu="mi325x"), "give nvlink_bandwidth"),

@@ -85,6 +85,13 @@ def test_an_unreadable_row_is_one_line_naming_it():
         text = write_log({1024: 30.0}, 2).replace("-1    30.00", f"-1    {bad}")
         with pytest.raises(InputError, match=r"x.log:\d+: time: -?0?\S* us is not a time a collective takes"):
             parse_log(text, "x.log")
+    # a column gone from a current row (12 fields, its root -1 where the old layout has a time):
+    # it was read as the old layout and refused as 'time: -1 us' (fuzz round i #248)
+    short = write_log({1024: 30.0}, 2)
+    row = next(line for line in short.splitlines() if line.strip().startswith("1024"))
+    cut = " ".join(row.split()[:7] + row.split()[8:])  # the out-of-place busbw gone
+    with pytest.raises(InputError, match=r"x.log:\d+: a column is missing: the row has the current layout's root"):
+        parse_log(short.replace(row, cut), "x.log")
 
 
 def _pairs():

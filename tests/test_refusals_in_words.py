@@ -246,3 +246,25 @@ def test_a_count_that_is_no_number_is_not_said_to_be_quoted(tmp_path, value, say
     were refused as "is text; write the whole number without quotes"."""
     assert _refusal(tmp_path, f"name: s\ntopology: {{name: t, generate: {{kind: nvswitch, gpus: {value}}}}}\n"
                               "sizes: [1 MiB]\n").startswith(says)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("---\n", "1: the file is empty; expected a mapping"),  # it said 'a YAML null value ('')'
+    (f"name: s\n{TOPOLOGY}jobs: []\n", "3: jobs: an empty list: give the jobs that share the fabric"),  # 'no sizes'
+    (f"name: s\n{TOPOLOGY}jobs: [{{name: a, gpus: 2, size: 0 B}}]\n",
+     "3: jobs[0].size: '0 B': a job's collective moves at least 1 B"),  # '0 must be at least 1'
+    ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 9, "
+     "gpu: mi300x}}\nsizes: [1 MiB]\n", "2: topology.generate.gpus_per_host: 9: a mi300x has 7 xGMI links")])
+def test_fuzz_round_i_s_weak_refusals_name_what_the_user_wrote(tmp_path, text, says):
+    """Fuzz round i: one line and exit 2 each, but naming a key or value the user never wrote."""
+    assert says in _refusal(tmp_path, text)
+
+
+def test_rccl_on_gpus_of_no_generation_says_so_not_none():
+    """Fuzz round i #66: 'these are None'."""
+    from simnet import simulate, topology_from_dict
+
+    topology = topology_from_dict({"name": "t", "nodes": [{"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}],
+                                   "links": [{"a": "a", "b": "b", "bandwidth": "100 GB/s", "latency": "1 us"}]})
+    with pytest.raises(ValueError, match="these are GPUs without a gpu: generation: take the nccl model"):
+        simulate(topology, "ring", 2**20, model="rccl")

@@ -60,7 +60,8 @@ def _two_gpus():
 # each: how rank 0's trace is spoilt, and what the one-line refusal must say
 SPOILT = {
     "ts a string": (lambda t: _gemm(t).update(ts="100"), "traceEvents[4] ('gemm'): \"ts\""),
-    "ts true": (lambda t: _gemm(t).update(ts=True), "traceEvents[4] ('gemm'): \"ts\""),
+    "ts true": (lambda t: _gemm(t).update(ts=True), "traceEvents[4] ('gemm'): \"ts\" must be a number of "
+                                                    "microseconds within 1e+17 us, not true"),  # JSON's, not True
     "ts missing": (lambda t: _gemm(t).pop("ts"), "\"ts\" must be a number"),
     "ts NaN": (lambda t: _gemm(t).update(ts=float("nan")), "\"ts\" must be a number"),
     "ts 1e300": (lambda t: _gemm(t).update(ts=1e300), "\"ts\" must be a number"),
@@ -81,7 +82,7 @@ SPOILT = {
     "correlation a string": (lambda t: _gemm(t)["args"].update(correlation="1"), "\"correlation\""),
     "correlation true": (lambda t: _gemm(t)["args"].update(correlation=True), "\"correlation\""),
     "kernel name a number": (lambda t: t["traceEvents"][5].update(name=12), "\"name\" must be a string"),
-    "dtype a list": (lambda t: _nccl(t).update(dtype=["Float"]), "dtype ['Float']"),
+    "dtype a list": (lambda t: _nccl(t).update(dtype=["Float"]), 'dtype ["Float"]'),
     "collective name a list": (lambda t: _nccl(t).update({"Collective name": ["allreduce"]}), "collective ["),
     "nelems true": (lambda t: _nccl(t).update({"In msg nelems": True}), "nelems"),
     "nelems over 1 PiB": (lambda t: _nccl(t).update({"In msg nelems": 10**30}), "over 1 PiB"),
@@ -106,6 +107,19 @@ SPOILT = {
     "deviceProperties an object": (lambda t: t.update(deviceProperties={"name": "A100"}), "deviceProperties"),
     "device name a list": (lambda t: t.update(deviceProperties=[{"name": ["A100"]}]), "deviceProperties"),
 }
+
+
+def test_two_traces_without_distributed_info_are_both_rank_0_and_the_line_says_why(tmp_path):
+    """Fuzz round i #340: 'rank 0 is given twice' of two files neither of which names a rank."""
+    paths = []
+    for rank in (0, 1):
+        trace = _step_trace(rank)
+        trace.pop("distributedInfo")
+        paths.append(tmp_path / f"r{rank}.json")
+        paths[-1].write_text(json.dumps(trace))
+    with pytest.raises(InputError, match=r"rank 0 is given twice: by \S+r0.json and by \S+r1.json \(a Kineto trace "
+                                         r"without distributedInfo is rank 0\)"):
+        read_traces(paths)
 
 
 @pytest.mark.parametrize("spoil, message", SPOILT.values(), ids=SPOILT.keys())

@@ -301,7 +301,7 @@ def test_an_environment_simnet_does_not_follow_is_refused_before_any_pricing(tmp
      "a send needs its peer's rank in 'Dst Rank'"),
     (json.dumps({"traceEvents": [_kernel("ncclKernel_Gather", 0, 5, 20, **{
         "Collective name": "gather", "In msg nelems": 1, "Out msg nelems": 1, "dtype": "Float"})]}),
-     "'gather' is not one simnet replays"),
+     '"gather" is not one simnet replays'),
     (json.dumps({"traceEvents": [_allreduce(0, 5, nelems=True)]}), "must be whole numbers"),
 ])
 def test_what_is_not_a_trace_is_refused_in_one_line(tmp_path, text, message):

@@ -199,6 +199,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         fields = line.split()
         if not fields[0][0].isdigit():
             continue  # prose, a header without '#', a command line
+        if len(fields) == 12 and fields[4] == "-1":  # the old layout has no root: a time stands there
+            raise InputError("a column is missing: the row has the current layout's root column (-1), and that "
+                             "layout prints 13 columns, this row 12", path, number)
         parsed = _row(fields)
         if parsed is None:
             raise InputError(f"not an nccl-tests row (size count type redop [root] time algbw busbw ...): "

@@ -369,7 +369,8 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, Source]:
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
-        if node is None:
+        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+                            and not node.value):  # no document, or a document marker alone ('---')
             raise InputError("the file is empty; expected a mapping", path, 1)
         values = _expanded_size(node, path)
         budget = memory_budget()

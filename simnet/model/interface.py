@@ -73,7 +73,8 @@ def resolve_model(model: str | None, topology: Topology) -> str:
     library = library_model(topology)
     if model is None or model in ("ideal", library):
         return model or library
-    gpus = sorted({str(topology.gpu_model(g)) for g in topology.gpus})
+    gpus = sorted({str(topology.gpu_model(g)) if topology.gpu_model(g) else "GPUs without a gpu: generation"
+                   for g in topology.gpus})
     if model == "nccl":
         raise ValueError(f"model: nccl: the GPUs are AMD Instinct ({', '.join(gpus)}), which run RCCL, not NCCL: "
                          "take the rccl model, or leave the model out (the GPUs' library is the default)")

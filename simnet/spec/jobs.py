@@ -72,7 +72,10 @@ class JobSpec(Strict):
     @field_validator("size", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int:
-        return parse_size(value)
+        size = parse_size(value)
+        if size < 1:
+            raise ValueError(f"{value!r}: a job's collective moves at least 1 B")
+        return size
 
     @field_validator("gpus", "hosts")
     @classmethod

@@ -473,6 +473,8 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
     themselves or do not apply, conditions a training step does not apply (and algorithms
     or options, without sizes of the scenario's own), a placement with no job to place."""
     given = {key for key in spec.model_fields_set if getattr(spec, key) != ScenarioSpec.model_fields[key].default}
+    if "jobs" in spec.model_fields_set and not spec.jobs:
+        raise source.error(("jobs",), "an empty list: give the jobs that share the fabric, or leave jobs out")
     if spec.jobs:
         for key, what in _JOBS_SET_THEIR_OWN.items():
             if key in given:

@@ -117,12 +117,13 @@ class _NvSwitchHosts(Strict):
 
     @model_validator(mode="after")
     def _nvls_needs_the_gpu(self):
-        per_host = next(getattr(self, key) for key in ("gpus", "gpus_per_host", "gpus_per_node") if hasattr(self, key))
+        count_key = next(key for key in ("gpus", "gpus_per_host", "gpus_per_node") if hasattr(self, key))
+        per_host = getattr(self, count_key)
         if per_host > 1 and not GPUS[self.gpu].nvlink_links:
             raise ValueError(f"gpu: {self.gpu} has no NVLink, so no NVSwitch joins its GPUs; describe its "
                              "servers with kind: pcie")
         if GPUS[self.gpu].amd:
-            _check_mesh(self.gpu, per_host, self.mesh_bandwidth_given(), "nvlink_bandwidth")
+            _check_mesh(self.gpu, per_host, self.mesh_bandwidth_given(), "nvlink_bandwidth", count_key)
             if getattr(self, "gpus_per_tray", None) is not None:
                 raise ValueError(f"gpus_per_tray: the GPUs of a {self.gpu} server are one xGMI mesh, not trays of an "
                                  "NVLink domain; leave it out")
@@ -536,7 +537,7 @@ class FullMeshParams(Strict):
     @model_validator(mode="after")
     def _links_of_the_gpu(self) -> FullMeshParams:
         if self.gpu is not None and GPUS[self.gpu].amd:
-            _check_mesh(self.gpu, self.gpus, self.bandwidth is not None, "bandwidth")
+            _check_mesh(self.gpu, self.gpus, self.bandwidth is not None, "bandwidth", "gpus")
         return self
 
     def link_bandwidth(self) -> float:
@@ -551,13 +552,14 @@ class FullMeshParams(Strict):
         return self.gpus, self.gpus + self.gpus * (self.gpus - 1) // 2
 
 
-def _check_mesh(gpu: str, per_host: int, bandwidth_given: bool, key: str) -> None:
-    """An xGMI mesh host of ``per_host`` GPUs of generation ``gpu``: one link per pair, so
-    at most links + 1 GPUs; ``key`` must give the bandwidth where AMD's line rate is not public."""
+def _check_mesh(gpu: str, per_host: int, bandwidth_given: bool, key: str, count_key: str) -> None:
+    """An xGMI mesh host of ``per_host`` GPUs (the key ``count_key``) of generation ``gpu``: one
+    link per pair, so at most links + 1 GPUs; ``key`` must give the bandwidth where AMD's line
+    rate is not public."""
     links = GPUS[gpu].nvlink_links
     if per_host > links + 1:
-        raise ValueError(f"a {gpu} has {links} xGMI links, one to each other GPU of its host: at most {links + 1} "
-                         f"GPUs per host, not {per_host}")
+        raise ValueError(f"{count_key}: {per_host}: a {gpu} has {links} xGMI links, one to each other GPU of its "
+                         f"host: at most {links + 1} GPUs per host")
     if per_host > 1 and not GPUS[gpu].nvlink_link_rate and not bandwidth_given:
         raise ValueError(f"gpu: {gpu}: its xGMI link rate is in no public source simnet cites; give {key} "
                          f"(RCCL takes {GPUS[gpu].nccl_link_rate / 1e9:g} GB/s per link)")

@@ -115,11 +115,11 @@ def read_kineto_events(data: object, source: str) -> RankTrace:
         if args is None:
             args = {}
         elif not isinstance(args, dict):
-            raise InputError(f"{where}: \"args\" must be an object, not {args!r:.40}", source)
+            raise InputError(f"{where}: \"args\" must be an object, not {_shown(args)}", source)
         ts = _time_field(e, "ts", where, source)
         corr = args.get("correlation")
         if corr is not None and not _is_whole(corr):
-            raise InputError(f"{where}: \"correlation\" must be a whole number, not {corr!r:.40}", source)
+            raise InputError(f"{where}: \"correlation\" must be a whole number, not {_shown(corr)}", source)
         if cat == "cuda_runtime" or cat == "cuda_driver":
             if corr is not None:
                 launches[corr] = ts
@@ -128,7 +128,7 @@ def read_kineto_events(data: object, source: str) -> RankTrace:
         elif cat in _GPU_CATEGORIES:
             if not _is_whole(args.get("stream")):
                 raise InputError(f"{where}: a GPU operation needs its stream, a whole number, in args \"stream\" "
-                                 f"(not {args.get('stream')!r:.40})", source)
+                                 f"(not {_shown(args.get('stream'))})", source)
             if not isinstance(e.get("name"), str):
                 raise InputError(f"{where}: \"name\" must be a string (the kernel's name)", source)
             _time_field(e, "dur", where, source)
@@ -176,19 +176,28 @@ def read_kineto_events(data: object, source: str) -> RankTrace:
     return RankTrace(rank, tuple(ops), source, world, _device_name(data.get("deviceProperties"), source), names)
 
 
+def _shown(value: object) -> str:
+    """A value of the trace as its JSON says it (``true``, ``null``, ``"text"``), at most 40 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _rank_and_world(info: object, source: str) -> tuple[int, int | None]:
     """The trace's rank (0 if it names none) and world size (None if it names none), from
     ``distributedInfo``; refused in one line if mistyped or out of range."""
     if info is None:
         return 0, None
     if not isinstance(info, dict):
-        raise InputError(f"\"distributedInfo\" must be an object (rank, world_size), not {info!r:.40}", source)
+        raise InputError(f"\"distributedInfo\" must be an object (rank, world_size), not {_shown(info)}", source)
     rank, world = info.get("rank", 0), info.get("world_size")
     if not _is_whole(rank) or rank < 0:
-        raise InputError(f"distributedInfo: \"rank\" must be a whole number >= 0, not {rank!r:.40}", source)
+        raise InputError(f"distributedInfo: \"rank\" must be a whole number >= 0, not {_shown(rank)}", source)
     if world is not None and (not _is_whole(world) or not 1 <= world <= MAX_RANKS):
         raise InputError(f"distributedInfo: \"world_size\" must be a whole number 1..{MAX_RANKS:,}, not "
-                         f"{world!r:.40}", source)
+                         f"{_shown(world)}", source)
     if world is not None and rank >= world:
         raise InputError(f"distributedInfo: rank {rank} lies beyond the job's world_size {world}", source)
     return rank, world
@@ -199,10 +208,10 @@ def _device_name(devices: object, source: str) -> str | None:
     if devices is None or devices == []:
         return None
     if not isinstance(devices, list) or not isinstance(devices[0], dict):
-        raise InputError(f"\"deviceProperties\" must be a list of objects (one per GPU), not {devices!r:.40}", source)
+        raise InputError(f"\"deviceProperties\" must be a list of objects (one per GPU), not {_shown(devices)}", source)
     name = devices[0].get("name")
     if name is not None and not isinstance(name, str):
-        raise InputError(f"deviceProperties[0]: \"name\" must be a string, not {name!r:.40}", source)
+        raise InputError(f"deviceProperties[0]: \"name\" must be a string, not {_shown(name)}", source)
     return name
 
 
@@ -213,7 +222,7 @@ def _time_field(e: dict, key: str, where: str, source: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not (0 <= value <= MAX_DURATION_US if key == "dur" else abs(value) <= MAX_TIMESTAMP_US):  # NaN fails too
         bound = f"from 0 to {MAX_DURATION_US:.4g} us (a day)" if key == "dur" else f"within {MAX_TIMESTAMP_US:.0e} us"
-        raise InputError(f"{where}: \"{key}\" must be a number of microseconds {bound}, not {value!r:.40}", source)
+        raise InputError(f"{where}: \"{key}\" must be a number of microseconds {bound}, not {_shown(value)}", source)
     value = float(value)
     e[key] = value
     return value
@@ -281,11 +290,11 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
     collective = None if not isinstance(name, str) else "send_recv" if name in ("send", "recv") else \
         COLLECTIVE_NAMES.get(name)
     if collective is None:
-        raise InputError(f"{where}: collective {name!r:.40} is not one simnet replays (it replays "
+        raise InputError(f"{where}: collective {_shown(name)} is not one simnet replays (it replays "
                          f"{', '.join(sorted({*COLLECTIVE_NAMES, 'send', 'recv'}))})", source)
     dtype = args.get("dtype")
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        raise InputError(f"{where}: dtype {dtype!r:.40} is not one of {', '.join(DTYPE_BYTES)}", source)
+        raise InputError(f"{where}: dtype {_shown(dtype)} is not one of {', '.join(DTYPE_BYTES)}", source)
     n_in, n_out = args.get("In msg nelems"), args.get("Out msg nelems")
     if not _is_whole(n_in) or not _is_whole(n_out) or n_in < 0 or n_out < 0:
         raise InputError(f"{where}: \"In msg nelems\"/\"Out msg nelems\" must be whole numbers >= 0, not "
@@ -310,7 +319,7 @@ def _comm(e: dict, rank: int, world: int | None, source: str) -> Comm:
                          "simulates", source)
     group_name = args.get("Process Group Name", "default")
     if not isinstance(group_name, str):
-        raise InputError(f"{where}: \"Process Group Name\" must be a string, not {group_name!r:.40}", source)
+        raise InputError(f"{where}: \"Process Group Name\" must be a string, not {_shown(group_name)}", source)
     return Comm(collective, nbytes, group, group_name, *kernel_algorithm(str(e.get("name", ""))))
 
 
