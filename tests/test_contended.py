@@ -594,3 +594,23 @@ def test_a_tree_with_a_slowed_rail_replays_that_rail_s_channels_on_the_fluid_net
         result = simulate(topo, "tree", 2**24, faults=faults)
     assert result.replay.engine == "lanes-fluid" and result.nccl_channels == 16
     assert asked == [[0, 8]]
+
+
+def test_a_timeline_of_a_ring_too_large_to_replay_keeps_its_steady_bound(monkeypatch):
+    """A ring past MAX_EXACT whose lanes share a slowed uplink: with a timeline asked, an exact
+    answer is left to the fluid network's whole run, which such a ring would not finish; so no
+    part of it is replayed there first and the steady lanes answer, as before parts existed
+    (fresh-eyes review: the part was replayed, discarded, then the whole ring too)."""
+    import simnet.run.point as point
+
+    topo = topology_from_dict({"name": "ls", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8, "oversubscription": 2, "spines": 4}})
+    faults = [{"at": "106570 ns", "node": "tor1", "bandwidth": "62%"}]
+    monkeypatch.setattr(point, "MAX_EXACT", 12_000)  # this 15,872-transfer ring counts as too large
+    fluid_runs = []
+    real = point.replay
+    monkeypatch.setattr(point, "replay", lambda schedule, *a, **k: fluid_runs.append(len(schedule)) or
+                        real(schedule, *a, **k))
+    result = simulate(topo, "ring", 2**24, faults=faults, timeline=True)
+    # (the healthy run the fault's cost is told against, without a timeline, takes its parts: 11,904)
+    assert result.replay.engine == "lanes-steady" and 15_872 not in fluid_runs

@@ -190,7 +190,7 @@ def test_send_recv_across_hosts_runs_simple_and_nccl_proto_does_not_reach_it():
     NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (src/transport/net.cc:915-930, init.cc:859, v2.30.7: NCCL's
     env guide says the same), so an 8-byte send across hosts is Simple; on one NVSwitch it is LL
     (at most 16 KiB a channel). NCCL_PROTO restricts the collectives' tuning only
-    (graph/tuning.cc:419-422): the same send under NCCL_PROTO=LL or LL128 runs as without it,
+    (graph/tuning.cc:453-456): the same send under NCCL_PROTO=LL or LL128 runs as without it,
     and warns key_unread; NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 is refused as the variables simnet
     does not follow are."""
     box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8}})

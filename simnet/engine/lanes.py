@@ -144,8 +144,9 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     sharing couples no two parts and each part's times are those of the whole run.
 
     Link statistics as for the exact lanes (module docstring), of the pass returned; with
-    ``fluid``, exact on links one part crosses, on the others the two parts' peaks, most
-    flows at once and busy times summed (upper bounds).
+    ``fluid``, the lanes' of the free parts and the fluid network's of the others, added
+    link by link (bytes and saturated times exact: a link both cross is never full; peaks,
+    most flows at once and busy times summed, upper bounds where both cross).
     """
     if accept not in ACCEPT:
         raise ValueError(f"accept: {accept!r}; expected one of {', '.join(ACCEPT)}")
@@ -222,7 +223,7 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     def in_parts() -> Replay | None:
         free = replay_lanes(program.part(~contended), topology, timing.select(np.flatnonzero(~contended)),
                             reduce_bandwidth, message_overhead, faults=faults)
-        return None if free is None else _with_fluid(program, contended, free, fluid)  # it is not: checked above
+        return None if free is None else _with_fluid(program, contended, free, fluid)
 
     contended, fluid_share = np.ones(program.lanes, dtype=bool), 1.0
     if fluid is not None and checkable:
@@ -230,14 +231,18 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
         if (moving & ~contended).any() and (accept != "bound" or int(program.flows[contended].sum()) <= MAX_EXACT):
             fluid_share = program.flows[contended].sum() / len(program)  # else no parts: all or too many transfers
     if fluid_share <= 0.5:  # the fluid network replays half the program at most: cheaper than the bounds would be
-        return in_parts()
+        parts = in_parts()
+        if parts is not None:
+            return parts
+        fluid_share = 1.0  # (the free part's own check did not fit the memory left: as without parts)
     upper = None
     if accept != "lanes":
         upper = equal_split()  # duration: a lower bound on the fluid run's completion, upper.duration_ps an upper
         if upper.duration_ps == duration:
             return replace(upper, engine="lanes-bounds-meet", shared_link=None)
-    if fluid_share < 1:
-        return in_parts()
+    parts = in_parts() if fluid_share < 1 else None
+    if parts is not None:
+        return parts
     return upper if accept == "bound" else None
 
 

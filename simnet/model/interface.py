@@ -27,7 +27,7 @@ from simnet.model.timing import Timing
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import Topology
 from simnet.topology.hardware import AMD_GPUS, GPUS
-from simnet.tuning import search, tables
+from simnet.tuning import enqueue, search, tables
 
 __all__ = ["MODELS", "DEFAULT_MODEL", "ModelPlan", "plan", "timing", "lane_timing", "library_model", "resolve_model"]
 
@@ -106,6 +106,12 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
             system = system or search.system_of(topology)
             options["chunk_size"] = min(nccl.pipeline_chunk(system, name, protocol, size, function)
                                         for protocol in tables.PROTOCOLS)
+        if "send_channels" in accepts and options.get("send_channels") is None:
+            # NCCL's send/recv cuts each send over its channels (nccl.plan): the same connections at
+            # line rate, so ideal stays a lower bound of nccl where they leave through several NICs
+            system = system or search.system_of(topology)
+            if system.library == "nccl":
+                options["send_channels"] = enqueue.send_channels(system, size if message is None else message)
         return ModelPlan("ideal", None, options)
     decided = nccl.plan(topology, algorithm, size, options, accepts, nccl_proto, calibration, function, message,
                         system)

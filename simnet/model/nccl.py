@@ -152,7 +152,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         # connections with LL buffers: a network peer's send/recv connection has none unless
         # NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (transport/net.cc:915-930, init.cc:859, default 0), so
         # across hosts NCCL's sends run Simple. NCCL_PROTO is not consulted: it restricts the
-        # collectives' tuning (graph/tuning.cc:419-422), not addP2pToPlan (enqueue.cc)
+        # collectives' tuning (graph/tuning.cc:453-456), not addP2pToPlan (enqueue.cc)
         network = system.nodes > 1 and system.library == "nccl"
         protocol = "LL" if send <= parts * P2P_LL_THRESHOLD and not network else "Simple"
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"

@@ -331,8 +331,10 @@ class Setup:
                     return replay(schedule, self.topo, timing=lane_times.select(lanes[part.transfer_lanes()]),
                                   faults=faults, start_delay=dict(conditions.delays), **engine)
 
+                # with a timeline wanted, an exact answer is left for the fluid network's whole run below
                 run = replay_lanes(program, self.topo, _joined(lane_times, program, conditions.delays),
-                                   accept="bound" if big_ring else "makespan", faults=faults, fluid=on_fluid, **engine)
+                                   accept="bound" if big_ring else "makespan", faults=faults,
+                                   fluid=None if wants_fluid else on_fluid, **engine)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:

@@ -146,7 +146,8 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
             rank = t.rank + k
             if rank in ranks:
                 raise InputError(f"rank {rank} is given twice: by {ranks[rank]} and by {t.source}"
-                                 + (" (a Kineto trace without distributedInfo is rank 0)" if rank == 0 else "")
+                                 + (" (a Kineto trace without distributedInfo is rank 0)"
+                                    if not chakra and t.world is None and rank == 0 else "")
                                  + (f" (--ranks-per-trace {ranks_per_trace} makes each trace stand for "
                                     f"{ranks_per_trace} ranks)" if ranks_per_trace > 1 else ""), t.source)
             ranks[rank] = t.source
