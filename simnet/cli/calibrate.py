@@ -43,9 +43,9 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
     """
     import yaml
 
+    from simnet.io.files import write_text
     from simnet.io.nccltests import read_log
     from simnet.model.calibration import calibration_document
-    from simnet.report.export import write_text
     from simnet.report.paths import output_file
     from simnet.report.tables import calibration_table
     from simnet.run.calibrate import fit, points_of

@@ -49,7 +49,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
     """
     import json
 
-    from simnet.report.export import write_text
+    from simnet.io.files import write_text
     from simnet.report.paths import output_file
     from simnet.report.tables import trace_tables
     from simnet.run.replay_trace import read_traces, simulate_trace

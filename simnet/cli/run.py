@@ -49,7 +49,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
       simnet run scenarios/cross_rack.yaml -c all_gather
     """
     with loading():
-        from simnet.report.export import results_csv, results_json, write_text
+        from simnet.io.files import write_text
+        from simnet.report.export import results_csv, results_json
         from simnet.report.paths import PLOT_FILES, output_dir, output_file
         from simnet.report.tables import conditions_table, results_table, steps_table, training_tables
         from simnet.run.sweep.plan import check_points, files_read
@@ -205,7 +206,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     import json
 
     from simnet import __version__
-    from simnet.report.export import write_text
+    from simnet.io.files import write_text
     from simnet.report.tables import interference_table, jobs_table
     from simnet.run.jobs import run_jobs
     from simnet.spec.jobs import JobError

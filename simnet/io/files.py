@@ -12,7 +12,7 @@ from pathlib import Path
 
 from simnet.errors import InputError
 
-__all__ = ["read_text", "read_bytes", "MAX_FILE_BYTES"]
+__all__ = ["read_text", "read_bytes", "write_text", "MAX_FILE_BYTES"]
 
 MAX_FILE_BYTES = 512 * 2**20
 """Largest input file simnet reads (a 300,000-GPU topology written out link by link is ~40 MB)."""
@@ -52,3 +52,23 @@ def _gunzipped(path: Path) -> bytes:
     if len(data) > MAX_FILE_BYTES:
         raise InputError(f"decompressed, the file is over the {MAX_FILE_BYTES / 1e6:,.0f} MB simnet reads", path)
     return data
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8, ending in a newline) to ``path`` whole: into a temporary file
+    beside it, then renamed, so a reader never sees half a file and a failed write leaves the
+    old one in place. The temporary name is short (``.simnet-XXXX.partial``): any name the
+    file system takes for ``path`` works."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".simnet-",
+                                     suffix=".partial", delete=False) as partial:
+        partial.write(text if text.endswith("\n") else text + "\n")
+    try:
+        os.replace(partial.name, path)
+    except BaseException:
+        os.unlink(partial.name)
+        raise
+    return path

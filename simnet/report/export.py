@@ -9,11 +9,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 from simnet.results.result import Results
 
-__all__ = ["results_json", "results_csv", "results_dataframe", "write_text"]
+__all__ = ["results_json", "results_csv", "results_dataframe"]
 
 
 def results_json(results: Results) -> str:
@@ -36,12 +35,3 @@ def results_dataframe(results: Results):
 
     return pd.DataFrame(results.rows(), columns=list(Results.FLAT_COLUMNS))
 
-
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` whole: into a temporary file beside it, then renamed, so a
-    reader never sees half a file and a failed write leaves the old one in place."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text if text.endswith("\n") else text + "\n")
-    partial.replace(path)
-    return path

@@ -105,5 +105,10 @@ def _writable_dir(path: Path, option: str, where: str, inputs: Iterable[str | Pa
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
         raise InputError(f"{where}: {existing} is a file, not a folder")
+    longest = os.pathconf(existing, "PC_NAME_MAX")  # the folders to create: names the file system takes
+    for name in path.relative_to(existing).parts:
+        if len(os.fsencode(name)) > longest:
+            raise InputError(f"{where}: a folder name of {len(os.fsencode(name))} bytes, over the {longest} a name "
+                             "may have here")
     _can_create_in(existing, where)
     return path

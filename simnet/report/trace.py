@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
-from simnet.report.export import write_text
+from simnet.io.files import write_text
 from simnet.results.result import Result
 from simnet.run.training import one_f_one_b
 from simnet.schedule.transfers import REDUCE

@@ -10,6 +10,7 @@ from pathlib import Path
 import networkx as nx
 import yaml
 
+from simnet.io.files import write_text
 from simnet.topology.graph import Topology
 from simnet.topology.hardware import LINK_TYPES as LINK_NAMES
 
@@ -98,9 +99,4 @@ def export_text(topo: Topology, fmt: str) -> str:
 def export_topology(topo: Topology, path: str | Path, fmt: str) -> Path:
     """Write ``topo`` to ``path`` as ``export_text`` gives it, whole: into a file beside it,
     then renamed, so a failed export leaves no half a file."""
-    path = Path(path)
-    text = export_text(topo, fmt)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
-    return path
+    return write_text(path, export_text(topo, fmt))
