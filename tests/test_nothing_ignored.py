@@ -994,6 +994,23 @@ def test_set_refuses_what_changes_no_point_of_a_sweep(tmp_path, cli, setting, sa
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("args", [["-a", "hierarchical", "--set", "options.inner=ring,tree"],
+                                  ["-a", "ring", "-a", "hierarchical", "--set", "options.inner=ring,tree"],
+                                  ["-c", "all_to_all", "-a", "direct", "--set", "options.pxn=true,false"],
+                                  ["-c", "all_to_all", "-a", "direct"]])
+def test_a_sweep_s_algorithms_given_with_a_replace_the_file_s(tmp_path, cli, args):
+    """Fuzz round j #273-#284, #407, #408: -a replaces the file's algorithms (sweep --help),
+    but the check of an options. axis read the file's [ring], and -c all_to_all -a direct
+    refused the file's ring as no algorithm of all_to_all."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, "
+                                     "hosts_per_rack: 1, gpus_per_host: 2, gpu: h100}}\nsizes: [1 MiB]\n"
+                                     "algorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", *args, "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    records = _records(tmp_path / "o")
+    assert {r["algorithm"] for r in records} == {a for a in args[1::2] if a in ("ring", "hierarchical", "direct")}
+
+
 def test_a_file_s_sweep_axis_that_changes_no_point_is_refused_and_so_is_a_variant_s_label():
     message = _refusal(sizes=["1 MiB"], sweep={"cost": [1, 2]})
     assert message.split(": ")[1] == "sweep" and "cost is what simnet compare weighs" in message

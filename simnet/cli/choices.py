@@ -31,15 +31,19 @@ def refuse_algorithms_no_size_reads(spec, algorithms: tuple[str, ...], sizes: tu
 
 def collective_option(spec, collective: str | None, algorithms: tuple[str, ...], scenario: Path) -> dict:
     """The scenario changes ``-c`` asks for: the collective, no workload (a data-parallel
-    step is AllReduces) and, unless ``-a`` names them, the file's algorithms that this
-    collective has (``auto`` when none)."""
+    step is AllReduces) and the algorithms: ``-a``'s where it names them (they replace the
+    file's, which this collective may not have), else the file's that this collective has
+    (``auto`` when none)."""
     if collective is None or collective == spec.collective:
         return {}
     if spec.jobs or spec.training is not None:
         what = "jobs, which run AllReduces" if spec.jobs else "training, which picks the collectives of its step"
         raise InputError(f"--collective: the scenario has {what}; remove it to run another collective", scenario)
     changes = {"collective": collective, **({"workload": None} if spec.workload is not None else {})}
-    if not algorithms:
+    if algorithms:
+        changes["algorithms"] = algorithm_option(algorithms, scenario, collective)
+        changes["every_algorithm"] = "all" in algorithms
+    else:
         from simnet.schedule.catalog import algorithms_for
 
         table = algorithms_for(collective)
@@ -48,12 +52,13 @@ def collective_option(spec, collective: str | None, algorithms: tuple[str, ...],
     return changes
 
 
-def collective_notes(spec, changes: dict) -> list[str]:
-    """What ``-c`` left out of the file, one line each."""
+def collective_notes(spec, changes: dict, algorithms: tuple[str, ...] = ()) -> list[str]:
+    """What ``-c`` left out of the file, one line each (``algorithms``: ``-a``'s, which replace
+    the file's whatever the collective)."""
     if "collective" not in changes:
         return []
     notes = []
-    dropped = [a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
+    dropped = [] if algorithms else [a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
     if dropped:
         notes.append(f"not run for {changes['collective']} (it has no such algorithm): {', '.join(dropped)}")
     if "workload" in changes:

@@ -82,7 +82,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         _refuse_plot_collisions(plot_dir, files)
     refuse_algorithms_no_size_reads(spec, algorithms, sizes, scenario)
     changes = collective_option(spec, collective, algorithms, scenario)
-    notes = collective_notes(spec, changes)  # before -a joins the changes
+    notes = collective_notes(spec, changes, algorithms)  # before -a joins the changes
     twice = next((a for i, a in enumerate(algorithms) if a in algorithms[:i]), None)
     if twice is not None:  # as the file's algorithms: and -s refuse one given twice (a sweep's are one point each)
         raise InputError(f"--algorithm: {twice} is given twice; give each algorithm once", scenario)

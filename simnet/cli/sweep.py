@@ -104,12 +104,12 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         raise InputError("--set collective=... and -c/--collective both name the collective; give one", scenario)
     refuse_algorithms_no_size_reads(spec, algorithms, (), scenario)
     changes = collective_option(spec, collective, algorithms, scenario)
-    notes = collective_notes(spec, changes)
+    notes = collective_notes(spec, changes, algorithms)
     if changes:
         spec = spec.replace(**changes)
     names = algorithm_option(algorithms, scenario, spec.collective) if algorithms else None
     try:
-        check_values(spec, axes)  # a typo said at once, before a product of many axes is planned
+        check_values(spec, axes, names)  # a typo said at once, before a product of many axes is planned
         plan = plan_sweep(spec, counts, axes, names, every_algorithm="all" in algorithms if names else None)
     except InputError:
         raise

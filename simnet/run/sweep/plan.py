@@ -340,15 +340,17 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
             f"the point {key}={value if isinstance(value, str) else shown(value)}: {exc.message}")) from None
 
 
-def check_values(scenario: Scenario, sets: dict[str, list[Any]] | None = None) -> SweepPlan:
+def check_values(scenario: Scenario, sets: dict[str, list[Any]] | None = None,
+                 algorithms: list[str] | None = None) -> SweepPlan:
     """Refuse (``InputError``, on the axis's line where the file states it) a value of the
     file's ``sweep:`` axes or of ``sets`` (--set) that a point would refuse, each value once
     beside the file's other values as written, not every point of the axes' product (a few
     axes make thousands: minutes before a typo is said); a value refused only beside another
     axis's value is said when the sweep's points are planned. GPU counts are checked as
-    numbers, not grown into topologies. Returns a plan of no points."""
+    numbers, not grown into topologies; ``algorithms`` replace the scenario's (``-a``).
+    Returns a plan of no points."""
     axes = {k: _values(v) for k, v in {**(scenario.sweep or {}), **(sets or {})}.items() if k != "gpus"}
-    plan = plan_sweep(scenario, sets=dict.fromkeys(axes, []))  # GPU counts checked; no product built
+    plan = plan_sweep(scenario, sets=dict.fromkeys(axes, []), algorithms=algorithms)  # no product built
     for key, values in axes.items():
         for value in values:
             scenario_at(plan, ((key, value),), None)
