@@ -231,3 +231,23 @@ def test_a_channel_count_over_nccl_s_64_is_refused_not_limited_in_silence(tmp_pa
     result = cli("run", tmp_path / "s.yaml", env={variable: "65"})
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
     assert f"{variable}=65: NCCL runs at most 64 channels (MAXCHANNELS) and limits it to 64" in result.stderr
+
+
+def test_a_training_step_s_sends_that_move_the_same_say_the_variable_changed_nothing(tmp_path, cli):
+    """Fuzz round j #470-#480: in a training step the three variables left the answer as it
+    was without a word (a run of its own says key_unread). Mixtral's expert AllToAll inside
+    8-GPU hosts (ep 8) takes one NVSwitch: its channels have one route, nothing moves
+    otherwise, and the step says so."""
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, gpus_per_host: 8, "
+        "gpu: h100}}\ntraining:\n  model: mixtral_8x22b\n  parallelism: {tp: 1, pp: 1, ep: 8, fsdp: false, "
+        "micro_batches: 1, micro_batch_size: 1}\n  efficiency: 0.5\n")
+    plain = cli("run", tmp_path / "s.yaml", "--json", "-")
+    varied = cli("run", tmp_path / "s.yaml", "--json", "-", env={"NCCL_MAX_P2P_NCHANNELS": "1"})
+    assert plain.exit_code == varied.exit_code == 0, varied.stderr
+    step, said = json.loads(varied.stdout), json.loads(plain.stdout)
+    assert step["training"] == said["training"]
+    assert [w["message"] for w in step["warnings"] if w["kind"] == "key_unread"] == [
+        "NCCL_MAX_P2P_NCHANNELS=1 changed nothing in the training step: its NCCL send/recv (expert AllToAlls, "
+        "pipeline sends), if it has any, moves the same without it (each send's channels take one route, or NCCL "
+        "splits it alike)"]

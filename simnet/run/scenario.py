@@ -13,7 +13,7 @@ from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
-from simnet.tuning.tables import SIMNET_NAMES, native
+from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES, native
 from simnet.workloads.ddp import StepModel
 
 __all__ = ["run_scenario", "unread_options"]
@@ -86,9 +86,29 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         said.append(Finding("option_unread", "", (
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
+    training = training_step(scenario)
+    said += _p2p_channels_unfelt_in_step(scenario, training)
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
-    return Results(scenario.name, runs, steps, training_step(scenario), skipped, [] if runs else said)
+    return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def _p2p_channels_unfelt_in_step(scenario, training: dict | None) -> list[Finding]:
+    """``key_unread`` when NCCL's send/recv channel variables changed nothing in the training
+    step (its expert AllToAlls and pipeline sends, if it has them, move the same without
+    them), as ``simulate`` says of a run of its own."""
+    env = nccl_env()
+    names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
+    if training is None or not names:
+        return []
+    plain = training_step(scenario, env={k: v for k, v in env.items() if k not in names})
+    if plain != training:
+        return []
+    said = ", ".join(f"{name}={env[name]}" for name in names)
+    return [Finding("key_unread", names[0], (
+        f"{said} changed nothing in the training step: its NCCL send/recv (expert AllToAlls, pipeline sends), if it "
+        f"has any, moves the same without {'it' if len(names) == 1 else 'them'} (each send's channels take one "
+        "route, or NCCL splits it alike)"))]
 
 
 def reads_nccl_proto(algorithm: str, collective: str) -> bool:
