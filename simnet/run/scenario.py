@@ -75,6 +75,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         said.append(Finding("key_unread", "NCCL_ALGO", (
             f"NCCL_ALGO={nccl_algo} restricts what auto picks, and this run names {', '.join(ran)}, no auto, so it "
             "changed nothing here (add auto to the algorithms to see NCCL's pick under it)")))
+    elif nccl_algo and ran and lookup_collective(scenario.collective).point_to_point:
+        said.append(Finding("key_unread", "NCCL_ALGO", (
+            f"NCCL_ALGO={nccl_algo} restricts NCCL's pick among its collective algorithms, and "
+            f"{scenario.collective} runs on NCCL's send/recv, which has one way (auto is direct), so it changed "
+            "nothing here")))
     nccl_proto = nccl_env().get("NCCL_PROTO")
     if nccl_proto and ran and not any(reads_nccl_proto(a, scenario.collective) for a in ran):
         said.append(Finding("key_unread", "NCCL_PROTO", (
