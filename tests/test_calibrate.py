@@ -92,6 +92,11 @@ def test_an_unreadable_row_is_one_line_naming_it():
     cut = " ".join(row.split()[:7] + row.split()[8:])  # the out-of-place busbw gone
     with pytest.raises(InputError, match=r"x.log:\d+: a column is missing: the row has the current layout's root"):
         parse_log(short.replace(row, cut), "x.log")
+    # a type or reduction nccl-tests has not (common.cu test_typenames, test_opnames) was fitted (round j #265/#266)
+    for was, now, says in (("float     sum", "float     xor", "redop: 'xor' is no reduction nccl-tests prints"),
+                           ("float     sum", "float128  sum", "type: 'float128' is no type nccl-tests prints")):
+        with pytest.raises(InputError, match=rf"x.log:\d+: {says}"):
+            parse_log(short.replace(was, now), "x.log")
 
 
 def _pairs():

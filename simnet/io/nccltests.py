@@ -151,6 +151,8 @@ def _listed(ranks: dict[int, tuple], lines: dict[int, int], path: str) -> None:
 _TYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
                "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
 """Bytes per value of each type nccl-tests prints (its common.cu test_typenames)."""
+_OPS = ("sum", "prod", "max", "min", "avg", "mulsum", "none")
+"""The redop column's words (common.cu test_opnames; ``none`` for a collective that does not reduce)."""
 
 
 def parse_log(text: str, path: str = "<log>") -> Log:
@@ -226,6 +228,12 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         if size > 0 and not 0 <= busbw <= 2 * MAX_RATE_GBPS:  # an AllReduce's busbw is at most twice its algbw
             raise InputError(f"busbw: {busbw:g} GB/s is not a bandwidth any machine reaches (0 to "
                              f"{2 * MAX_RATE_GBPS:.0f} GB/s); this row was not measured", path, number)
+        if fields[2] not in _TYPE_BYTES:
+            raise InputError(f"type: {fields[2]!r} is no type nccl-tests prints ({', '.join(_TYPE_BYTES)}): the row "
+                             "is garbled", path, number)
+        if fields[3] not in _OPS:
+            raise InputError(f"redop: {fields[3]!r} is no reduction nccl-tests prints ({', '.join(_OPS)}): the row "
+                             "is garbled", path, number)
         allreduce = log.test is None or Path(log.test[0]).name.startswith("all_reduce")  # (others count otherwise)
         written = _TYPE_BYTES.get(fields[2]) if allreduce and len(fields) > 2 and fields[1].isdigit() else None
         if written is not None and size != int(fields[1]) * written:
