@@ -1184,6 +1184,10 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     moving = len(crossing) > 0
     job_rows = np.zeros((0, 6), dtype=np.int64) if jobs is None else np.asarray(jobs, dtype=np.int64)
     job_of = np.repeat(np.arange(len(job_rows), dtype=np.int64), job_rows[:, 1])
+    # one type for the dependency lists whoever built them (a schedule's are int32, jobs' int64):
+    # numba compiles ``_run`` once per signature, ~20 s of CPU on a fresh install
+    dependents, followers = ((np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int32))
+                             for ptr, idx in (dependents, followers))
     sizes = dict(FIRST_SIZES)
     # the foreground runs asked, and as many of the background's (more: the buffer doubles and
     # the run starts over, as a full buffer of any kind does)
