@@ -276,3 +276,25 @@ def test_sharp_switches_under_amd_gpus_are_refused_and_collnet_is_no_rccl_algori
         with pytest.raises(Unsupported, match="RCCL runs Ring and Tree only, no CollNet"):
             simnet.simulate(mixed, algorithm, 2**20, gpus=["g0", "g1"])
         assert simnet.simulate(mixed, algorithm, 2**20, gpus=["g0", "g1"], model="ideal").time_s > 0
+
+
+def test_an_msccl_variable_that_changes_nothing_says_why():
+    """Fuzz round j #355: RCCL_MSCCL_FORCE_ENABLE=1 on two MI300X hosts (16 ranks: RCCL 2.21.5's
+    MSCCL files are for 8 ranks of one host) changed nothing without a word; on one host at
+    1 MiB, where RCCL runs MSCCL anyway, it changes nothing either, and RCCL_MSCCL_ENABLE=0 does
+    change the pick (no warning)."""
+    from simnet import simulate, topology_from_dict
+
+    one = topology_from_dict({"name": "one", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}})
+    two = topology_from_dict({"name": "two", "generate": {"kind": "leaf_spine", "server": "amd-mi300x-platform",
+                                                          "racks": 1, "hosts_per_rack": 2}})
+
+    def unread(topology, env):
+        return [w.message for w in simulate(topology, "auto", 2**20, env=env).warnings if w.kind == "key_unread"]
+
+    assert unread(two, {"RCCL_MSCCL_FORCE_ENABLE": "1"}) == [
+        "RCCL_MSCCL_FORCE_ENABLE=1 changed nothing here: no MSCCL file of RCCL's fits this run with it or without "
+        "(RCCL 2.21.5's are AllReduces over 8 MI300X of one host, of sizes in whole chunks)"]
+    assert unread(one, {"RCCL_MSCCL_FORCE_ENABLE": "1"}) == [
+        "RCCL_MSCCL_FORCE_ENABLE=1 changed nothing here: RCCL runs the same MSCCL file with it as without"]
+    assert unread(one, {"RCCL_MSCCL_ENABLE": "0"}) == []

@@ -26,7 +26,7 @@ from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.topology.graph import Topology
 from simnet.topology.loader import load_topology
-from simnet.tuning import tables
+from simnet.tuning import rccl, tables
 
 __all__ = ["simulate"]
 
@@ -75,6 +75,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
+    msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
+    if msccl and point.model == "rccl":
+        result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -120,6 +123,25 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
             "as without" if with_ == without else
             f"and {without} without, and here every channel of a send takes its one route (simnet's point-to-point "
             "sends have no per-channel rate)")
+    return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0], (
+        f"{said} changed nothing here: {why}"))])
+
+
+def _msccl_unfelt(point: Setup, algorithm: str, result: Result, size: int, conditions: Conditions, options: dict,
+                  names: list[str]) -> Result:
+    """``result`` (of ``algorithm``, ``auto`` included) with a ``key_unread`` warning when
+    RCCL's MSCCL variables ``names`` changed nothing: the same run without them picks the
+    same and takes the same time and traffic (no MSCCL file fits this run with them or
+    without: RCCL 2.21.5's are for 8 MI300X of one host)."""
+    plain = Setup(point.topo, point.collective, point.model, {k: v for k, v in point.env.items() if k not in names},
+                  point.calibration)
+    other = plain.simulate(algorithm, size, False, None, conditions, options)
+    if other.algorithm != result.algorithm or _traffic(other) != _traffic(result):
+        return result
+    said, it = ", ".join(f"{name}={point.env[name]}" for name in names), "it" if len(names) == 1 else "them"
+    why = (f"RCCL runs the same MSCCL file with {it} as without" if point.msccl(size) is not None else
+           f"no MSCCL file of RCCL's fits this run with {it} or without (RCCL 2.21.5's are AllReduces over 8 MI300X "
+           "of one host, of sizes in whole chunks)")
     return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0], (
         f"{said} changed nothing here: {why}"))])
 
