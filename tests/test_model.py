@@ -546,10 +546,13 @@ def test_ideal_cuts_sends_as_nccl_does_and_stays_its_lower_bound_on_gpus_of_two_
     (docs/model.md, send/recv channels): ideal ran each send whole through one NIC and took
     1.9x nccl's time (send_recv 256 MiB: 5.37 against 2.82 ms; fresh-eyes review). It runs the
     same parts now, at line rate: the bytes crossing (all of a SendRecv's, half of a 2-rank
-    AllToAll's) over both 400 Gb/s NICs, 100 GB/s, plus a few microseconds of link latency."""
+    AllToAll's) over both 400 Gb/s NICs, through the GPU's own x16 Gen5 link to their PCIe
+    switch (32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s, below the NICs' 100), plus a few
+    microseconds of link latency."""
     two_nics = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
                                                              "gpus_per_host": 1, "nics_per_host": 2}})
     nccl = simulate(two_nics, "direct", size, collective=collective)
     ideal = simulate(two_nics, "direct", size, collective=collective, model="ideal")
-    assert crossing / 100e9 <= ideal.time_s <= crossing / 100e9 + 10e-6
+    x16 = 32e9 * 16 * 128 / 130 / 8
+    assert crossing / x16 <= ideal.time_s <= crossing / x16 + 10e-6
     assert ideal.time_s <= nccl.time_s

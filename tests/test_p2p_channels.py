@@ -18,9 +18,11 @@ from simnet.schedule.catalog import build_schedule
 from simnet.tuning import enqueue, search
 
 MiB = 1 << 20
-# two hosts of one H100, each GPU with two 400 Gb/s NICs (own x16 Gen5 PCIe link each) on one switch
+# two hosts of one H100, each GPU with two 100 Gb/s NICs behind a PCIe switch (the GPU's x16 Gen5 link
+# shared, 63.0 GB/s, 48 in NCCL's model: both NICs together, 25 GB/s, stay below it) on one switch
 TWO_NICS = topology_from_dict({"name": "two-nics", "generate": {
-    "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 1, "nics_per_host": 2}})
+    "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 1, "nics_per_host": 2,
+    "nic_bandwidth": "100 Gb/s"}})
 # what NCCL sees of two nodes of 8 H100 with a 400G NIC per GPU behind x16 Gen5 (48 GB/s both)
 H100_2 = search.System(ranks=16, nodes=2, cc=90, nvlink_bw=370.8, pci_bw=48.0, nic_bw=48.0, nics=8)
 
@@ -65,14 +67,15 @@ def test_a_send_is_cut_as_nccl_cuts_it_over_its_channels():
 def test_parts_through_both_nics_of_a_gpu_halve_the_time_at_line_rate():
     """model: ideal's closed form: a send of S over k channels from a GPU with two NICs takes
     consecutive NICs (simnet.topology.routing, as NCCL binds channels to NICs), so from 2
-    channels on it leaves through both. Each path GPU -> NIC -> switch -> NIC -> GPU is 4
-    links of 1 us at 50 GB/s (the NIC): 4 us + S / 50 GB/s on one channel, 4 us + S / 100 GB/s
-    on 2 or 4."""
+    channels on it leaves through both. Each path GPU -> PCIe switch -> NIC -> switch -> NIC ->
+    PCIe switch -> GPU: the two PCIe hops 0.5 us each, the cables 1 us, 4 us in all, at 12.5
+    GB/s (the NIC): 4 us + S / 12.5 GB/s on one channel, 4 us + S / 25 GB/s on 2 or 4 (the
+    GPU's shared x16 link, 63 GB/s, carries both)."""
     size = 64 * MiB
     times = {k: replay(build_schedule("direct", TWO_NICS, size, collective="send_recv", send_channels=k),
                        TWO_NICS).time for k in (1, 2, 4)}
-    assert times[1] == pytest.approx(4e-6 + size / 50e9, rel=1e-9)
-    assert times[2] == pytest.approx(4e-6 + size / 100e9, rel=1e-9) and times[4] == pytest.approx(times[2], rel=1e-9)
+    assert times[1] == pytest.approx(4e-6 + size / 12.5e9, rel=1e-9)
+    assert times[2] == pytest.approx(4e-6 + size / 25e9, rel=1e-9) and times[4] == pytest.approx(times[2], rel=1e-9)
 
 
 def test_parts_that_take_one_route_stay_one_connection():
@@ -86,43 +89,43 @@ def test_parts_that_take_one_route_stay_one_connection():
 
 
 def test_each_variable_changes_send_recv_where_nccl_s_channels_change():
-    """Two hosts of one H100 with two NICs each (x16 Gen5 PCIe to each, 48 GB/s in NCCL's
-    model, below the NIC's 50). NCCL's default: no local peer; a network peer one channel
-    per NIC counted (one: 48 reaches the GPU's 48) and ceil(48 / 14) = 4, so 4 per peer, and
-    4 x 2 ranks fit the p2p channels: a 64 MiB send runs on 4, through both NICs. One channel
+    """Two hosts of one H100 with two 100 Gb/s NICs each (12.5 GB/s, behind the GPU's x16 Gen5,
+    48 GB/s in NCCL's model). NCCL's default on its 4 communicator channels: no local peer; a
+    network peer one channel per NIC counted (both: 25 GB/s stays below the GPU's 48) and
+    ceil(25 / 14) = 2, so 2 per peer; per send 2 (2 x 2 ranks is not over 4), and parts of
+    at least 64 KiB take both: a 64 MiB send runs on 2, through both NICs. One channel
     (NCCL_NCHANNELS_PER_NET_PEER=1, or NCCL_MAX_P2P_NCHANNELS=1) leaves through one NIC: the
-    same start and latency plus S / 48 GB/s instead of S / 96 GB/s, S / 96 GB/s later."""
+    same start and latency plus S / 12.5 GB/s instead of S / 25 GB/s, S / 25 GB/s later."""
     size = 64 * MiB
 
     def run(**env):
         return simulate(TWO_NICS, "direct", size, collective="send_recv", env=env)
 
-    default, two = run(), run(NCCL_NCHANNELS_PER_NET_PEER="2")
-    assert two.time_s == default.time_s and not two.warnings
+    default, two = run(), run(NCCL_NCHANNELS_PER_NET_PEER="2")  # NCCL's own count: it changes nothing, and says so
+    assert two.time_s == default.time_s and [w.kind for w in two.warnings] == ["key_unread"]
     for env in ({"NCCL_NCHANNELS_PER_NET_PEER": "1"}, {"NCCL_MAX_P2P_NCHANNELS": "1"}):
         one = run(**env)
-        assert one.time_s - default.time_s == pytest.approx(size / 96e9, rel=1e-6) and not one.warnings
+        assert one.time_s - default.time_s == pytest.approx(size / 25e9, rel=1e-6) and not one.warnings
     # an all_to_all of two ranks is one send of S/2 each way: the same
     halves = [simulate(TWO_NICS, "direct", size, collective="all_to_all", env=env).time_s
               for env in ({}, {"NCCL_NCHANNELS_PER_NET_PEER": "1"})]
-    assert halves[1] - halves[0] == pytest.approx(size / 2 / 96e9, rel=1e-6)
+    assert halves[1] - halves[0] == pytest.approx(size / 2 / 25e9, rel=1e-6)
 
 
 def test_nccl_min_p2p_nchannels_changes_all_to_all_where_it_opens_channels():
-    """Two hosts of one H100, two NICs each (8 communicator channels). NCCL_MAX_P2P_NCHANNELS=1
-    leaves one p2p channel, so one channel per peer and per send: one NIC, S/2 / 96 GB/s
-    later than the default's both. NCCL_MIN_P2P_NCHANNELS=4 beside it raises the p2p channels
-    to 4 (paths.cc:985): 4 per peer (4 x ceil(2 / 8) is not over 4), per send 4 halved while
-    4 x 2 ranks > 4, 2, and doubled while a part is over 128 KiB, up to 4: both NICs again,
-    the default's time."""
+    """Two hosts of one H100, two 100 Gb/s NICs each (4 communicator channels).
+    NCCL_MAX_P2P_NCHANNELS=1 leaves one p2p channel, so one channel per peer and per send:
+    one NIC, S/2 / 25 GB/s later than the default's both. NCCL_MIN_P2P_NCHANNELS=4 beside it
+    raises the p2p channels to 4 (paths.cc:985): 2 per peer (the NICs' count), per send 2
+    (2 x 2 ranks is not over 4): both NICs again, the default's time."""
     size = 64 * MiB
-    assert search.comm_channels(search.system_of(TWO_NICS)) == 8
+    assert search.comm_channels(search.system_of(TWO_NICS)) == 4
 
     def run(**env):
         return simulate(TWO_NICS, "direct", size, collective="all_to_all", env=env).time_s
 
     capped, raised = run(NCCL_MAX_P2P_NCHANNELS="1"), run(NCCL_MAX_P2P_NCHANNELS="1", NCCL_MIN_P2P_NCHANNELS="4")
-    assert capped - run() == pytest.approx(size / 2 / 96e9, rel=1e-6) and raised == run()
+    assert capped - run() == pytest.approx(size / 2 / 25e9, rel=1e-6) and raised == run()
 
 
 def test_more_channels_per_send_can_make_a_send_ll():
@@ -148,7 +151,7 @@ def test_a_value_that_changes_nothing_says_why_in_one_warning():
     one_route = simulate(box, "direct", 64 * MiB, collective="all_to_all", env={"NCCL_MAX_P2P_NCHANNELS": "1"})
     ring = simulate(box, "ring", 64 * MiB, env={"NCCL_NCHANNELS_PER_NET_PEER": "2"})
     said = [[w.message for w in r.warnings if w.kind == "key_unread"] for r in (same, one_route, ring)]
-    assert said[0] == ["NCCL_MIN_P2P_NCHANNELS=2 changed nothing here: NCCL splits each send over 4 channel(s) "
+    assert said[0] == ["NCCL_MIN_P2P_NCHANNELS=2 changed nothing here: NCCL splits each send over 2 channel(s) "
                        "with it as without"]
     assert len(said[1]) == 1 and said[1][0].startswith("NCCL_MAX_P2P_NCHANNELS=1 changed nothing here: NCCL "
                                                        "splits each send over 1 channel(s) with it and ")

@@ -166,7 +166,7 @@ ALGORITHMS = ("auto", "ring", "tree", "nvls_tree")
 @functools.cache
 def _nics(transport: str, per_gpu: int, rate_gbit: int = 400):
     """Two hosts of 8 H100s under one leaf, ``per_gpu`` NICs of ``rate_gbit`` / ``per_gpu``
-    Gb/s on every GPU (the generator's PCIe link GPU -> NIC for each). Built once per
+    Gb/s on every GPU (the generator's PCIe link GPU -> NIC, or to their PCIe switch). Built once per
     description: the tests below only read it."""
     return topology_from_dict({"name": f"{transport}-{per_gpu}", "generate": {
         "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "spines": 1, "gpu": "h100",
@@ -179,6 +179,19 @@ def _simulated(topology, algorithm: str, size: int):
     answers are the same for every ``per_gpu`` the tests compare them with, and a written-out
     description's nvls_tree is both compared and counted. (The tests only read the results.)"""
     return simnet.simulate(topology, algorithm, size)
+
+
+@pytest.mark.parametrize("per_gpu", [2, 4])
+def test_a_gpu_s_nics_written_out_share_its_pcie_link_as_the_fused_one_does(per_gpu):
+    """Fuzz round j #387/#388: an AllToAll of 64 MiB on 32 x 100G EFA written out came out 3 %
+    faster than on 8 x 400G (or the p5 by name): each written NIC had a PCIe link of its own
+    from the GPU, so the host sent 4 x 48 GB/s where the GPU's x16 link carries 48 (NCCL's
+    reading, below the NICs' 50). Behind their PCIe switch (generated, as on the p5) the GPU's
+    link carries them all: the same time to the picosecond."""
+    fused, written = _nics("efa", 1), _nics("efa", per_gpu)
+    times = [simnet.simulate(t, "direct", 64 * 2**20, collective="all_to_all").time_s for t in (fused, written)]
+    assert times[0] == times[1]
+    assert "r0h0-pcisw0" in written.graph and "r0h0-pcisw0" not in fused.graph
 
 
 @pytest.mark.timeout(300)

@@ -330,7 +330,8 @@ class LeafSpineParams(_NvSwitchHosts):
         """(GPUs, nodes + links) this generator will make, at most."""
         hosts = self.racks * self.hosts_per_rack
         nics, gpus = self.host_nics(), self.gpus_per_host
-        per_host = (1 + nics + gpus) + (nics + self.fabric_links(gpus) + max(nics, gpus))  # nodes; NIC, GPU, PCIe links
+        switches = gpus if nics > gpus else 0  # a PCIe switch for each GPU of several NICs (and its link)
+        per_host = (1 + nics + gpus + switches) + (nics + self.fabric_links(gpus) + max(nics, gpus) + switches)
         spines = self.spines if self.racks > 1 else 0  # one rack: its ToR is the top, no spines
         return hosts * gpus, hosts * per_host + self.racks * (1 + spines) + spines
 
@@ -658,7 +659,16 @@ class _Server:
             if self.mesh:
                 links += [_link(f"{host}-gpu{peer}", gpu, self.nvlink, self.nvlink_latency, "nvlink")
                           for peer in range(g)]
-            for j in self.nics_of(g):
+            own = self.nics_of(g)
+            if len(own) > 1 and all(sum(j in self.nics_of(h) for h in range(self.gpus)) == 1 for j in own):
+                # several NICs of one GPU share its x16 link through a PCIe switch (a p5's 4 EFA, OCI's two
+                # cards): the link's rate is the GPU's, whatever the NICs add up to; the microsecond split
+                switch = f"{host}-pcisw{g}"
+                infra.append(_node(switch, "switch", host=host_of(g), **labels))
+                links.append(_link(gpu, switch, self.pcie, self.pcie_latency / 2, "pcie"))
+                links += [_link(switch, nics[j], self.pcie, self.pcie_latency / 2, "pcie") for j in own]
+                continue
+            for j in own:
                 links.append(_link(gpu, nics[j], self.pcie, self.pcie_latency, "pcie"))
         return gpus, infra, links
 
