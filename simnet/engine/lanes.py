@@ -220,7 +220,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
         if len(watch) and checkable else none
     if not len(watch) or (checkable and not len(over)):
         return answer(duration, stats, finished, moves, "lanes")
-    def in_parts() -> Replay | None:
+
+    def in_parts() -> Replay | None:  # the contended lanes on the fluid network, the others by lanes
         free = replay_lanes(program.part(~contended), topology, timing.select(np.flatnonzero(~contended)),
                             reduce_bandwidth, message_overhead, faults=faults)
         return None if free is None else _with_fluid(program, contended, free, fluid)
