@@ -1752,3 +1752,17 @@ def test_a_sweep_s_default_folder_stays_here_whatever_the_scenario_s_name(tmp_pa
     assert result.exit_code == 0, result.stderr
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [folder]
     assert (tmp_path / folder / "results.jsonl").is_file()
+
+
+def test_a_variable_simnet_does_not_follow_set_to_nccl_s_default_is_as_unset(tmp_path, cli):
+    """Fuzz round j #295: a sweep run with NCCL_ALLOC_P2P_NET_LL_BUFFERS=0 (NCCL's default, the
+    run the same) and resumed without it was refused as the sweep of another input."""
+    from simnet.run.nccl_env import nccl_env
+
+    assert nccl_env({"NCCL_ALLOC_P2P_NET_LL_BUFFERS": "0", "NCCL_BUFFSIZE": "0x400000"}) == {}
+    assert nccl_env({"NCCL_BUFFSIZE": "8388608"}) == {"NCCL_BUFFSIZE": "8388608"}  # refused later, as it should
+    scenario, out = _box_sweep(tmp_path)
+    first = cli("sweep", scenario, "--gpus", "2", "--out", out, "--workers", "1",
+                env={"NCCL_ALLOC_P2P_NET_LL_BUFFERS": "0"})
+    again = cli("sweep", scenario, "--gpus", "2,4", "--out", out, "--workers", "1")
+    assert first.exit_code == again.exit_code == 0, again.stderr

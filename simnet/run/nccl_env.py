@@ -25,14 +25,15 @@ refuse a run they would change."""
 
 _P2P_FIELDS = ("min_p2p_channels", "max_p2p_channels", "net_peer_channels")  # search.System's, as P2P_CHANNEL_VARIABLES
 
-__all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "turned_off", "nccl_system"]
+__all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "nccl_default", "turned_off", "nccl_system"]
 
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The NCCL variables simnet honours (``NCCL_VARIABLES``) from ``environ`` (default:
     the process environment); ``ValueError`` for a name or value NCCL would not take."""
     environ = os.environ if environ is None else environ
-    env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()}
+    env = {k: environ[k].strip() for k in NCCL_VARIABLES if environ.get(k, "").strip()
+           and not (k in tables.UNMODELLED and nccl_default(environ[k].strip(), tables.UNMODELLED[k], k))}
     predict.parse_nccl_list(env.get("NCCL_ALGO"), tables.ALGORITHMS, "NCCL_ALGO")
     predict.parse_nccl_list(env.get("NCCL_PROTO"), tables.PROTOCOLS, "NCCL_PROTO")
     for name in _INTEGERS:
@@ -44,6 +45,17 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
                 raise ValueError(f"{name}={env[name]!r}: NCCL ignores a value below 1 ('too low', keeping its "
                                  "own count); give 1 or more, or unset it")
     return env
+
+
+def nccl_default(value: str, default: str | None, name: str) -> bool:
+    """Whether ``value`` of NCCL variable ``name`` is NCCL's ``default`` (None: NCCL picks per
+    system, so only unset is), read as NCCL reads an integer (``0x400000`` is 4194304)."""
+    if not value or value == default:
+        return True
+    try:
+        return default is not None and nccl_integer(value, name) == int(default)
+    except ValueError:
+        return False
 
 
 _C_INTEGER = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")

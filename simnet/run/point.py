@@ -30,7 +30,7 @@ from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
 from simnet.results.analysis import find_warnings, link_reports
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import nccl_integer, nccl_system, turned_off
+from simnet.run.nccl_env import nccl_default, nccl_integer, nccl_system, turned_off
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import ENGINE_OPTIONS
@@ -111,16 +111,6 @@ def checked_options(options: dict) -> dict:
     return {**options, **checked}
 
 
-def _is_default(value: str, default: str | None, name: str) -> bool:
-    """An NCCL variable left unset or set to NCCL's default, read as NCCL reads it."""
-    if not value or value == default:
-        return True
-    try:
-        return default is not None and nccl_integer(value, name) == int(default)
-    except ValueError:
-        return False
-
-
 @dataclass(frozen=True)
 class Conditions:
     """Faults and straggler delays resolved against one topology."""
@@ -179,7 +169,7 @@ class Setup:
     def __post_init__(self):
         object.__setattr__(self, "model", resolve_model(self.model, self.topo))
         unmodelled = next((name for name, default in tables.UNMODELLED.items()
-                           if not _is_default(self.env.get(name, "").strip(), default, name)), None)
+                           if not nccl_default(self.env.get(name, "").strip(), default, name)), None)
         if unmodelled and self.model in ("nccl", "rccl"):  # they were read by nothing, without a word
             raise ValueError(f"{unmodelled}={self.env[unmodelled]} changes the transports, paths, buffers, protocols "
                              "or CTAs NCCL runs with, which simnet does not model: unset it (or run model: ideal); "
