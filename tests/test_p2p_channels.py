@@ -208,18 +208,24 @@ def test_send_recv_across_hosts_runs_simple_and_nccl_proto_does_not_reach_it():
         simulate(TWO_NICS, "direct", 8, collective="send_recv", env={"NCCL_ALLOC_P2P_NET_LL_BUFFERS": "1"})
 
 
+def _unread_on_a_box(tmp_path, cli, collective: str, algorithms: str, env: dict) -> list[str]:
+    """The key_unread messages of `simnet run` of ``algorithms`` (as YAML writes them) for
+    ``collective`` on 4 GPUs of one NVSwitch under ``env``."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"name: s\ntopology: {{name: box, generate: {{kind: nvswitch, gpus: 4}}}}\n"
+                        f"size: 1 MiB\ncollective: {collective}\nalgorithms: {algorithms}\n")
+    result = cli("run", scenario, "--json", "-", env=env)
+    assert result.exit_code == 0, result.stderr
+    return [w["message"] for run in json.loads(result.stdout)["runs"] for w in run["warnings"]
+            if w["kind"] == "key_unread"]
+
+
 @pytest.mark.parametrize("collective", ["all_to_all", "send_recv"])
 def test_nccl_algo_beside_auto_of_a_point_to_point_collective_warns_that_it_changed_nothing(tmp_path, cli,
                                                                                             collective):
     """Fuzz round j #384, #417: auto of AllToAll and SendRecv is direct (NCCL's send/recv has one
     way), so NCCL_ALGO restricts nothing there; it said nothing."""
-    scenario = tmp_path / "s.yaml"
-    scenario.write_text(f"name: s\ntopology: {{name: box, generate: {{kind: nvswitch, gpus: 4}}}}\n"
-                        f"size: 1 MiB\ncollective: {collective}\nalgorithms: [auto]\n")
-    result = cli("run", scenario, "--json", "-", env={"NCCL_ALGO": "Ring"})
-    assert result.exit_code == 0, result.stderr
-    said = [w["message"] for run in json.loads(result.stdout)["runs"] for w in run["warnings"]
-            if w["kind"] == "key_unread"]
+    said = _unread_on_a_box(tmp_path, cli, collective, "[auto]", {"NCCL_ALGO": "Ring"})
     assert said == [f"NCCL_ALGO=Ring restricts NCCL's pick among its collective algorithms, and {collective} runs "
                     "on NCCL's send/recv, which has one way (auto is direct), so it changed nothing here"]
 
@@ -228,15 +234,9 @@ def test_nccl_proto_beside_send_recv_algorithms_alone_warns_that_it_changed_noth
     """A scenario whose algorithms all run on NCCL's send/recv (all_to_all's auto is direct;
     halving_doubling of an AllReduce is simnet's on point-to-point sends) reads no NCCL_PROTO:
     key_unread says so; beside a ring it is read, and nothing is said."""
-    scenario = tmp_path / "s.yaml"
     for collective, algorithms, unread in (("all_to_all", "[auto]", True), ("allreduce", "[halving_doubling]", True),
                                            ("allreduce", "[ring, halving_doubling]", False)):
-        scenario.write_text(f"name: s\ntopology: {{name: box, generate: {{kind: nvswitch, gpus: 4}}}}\n"
-                            f"size: 1 MiB\ncollective: {collective}\nalgorithms: {algorithms}\n")
-        result = cli("run", scenario, "--json", "-", env={"NCCL_PROTO": "Simple"})
-        assert result.exit_code == 0, result.stderr
-        said = [w["message"] for run in json.loads(result.stdout)["runs"] for w in run["warnings"]
-                if w["kind"] == "key_unread"]
+        said = _unread_on_a_box(tmp_path, cli, collective, algorithms, {"NCCL_PROTO": "Simple"})
         assert bool(said) == unread and all("NCCL_PROTO=Simple restricts the protocols" in m for m in said)
 
 

@@ -105,7 +105,6 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
     here runs on NCCL's send/recv. Says why: NCCL splits each send over as many channels
     either way, or the channels of a send all take its one route (simnet's point-to-point
     sends have no per-channel rate), or the algorithm is not NCCL's send/recv."""
-    said = ", ".join(f"{name}={point.env[name]}" for name in names)
     it = "it" if len(names) == 1 else "them"
     algorithm, table = result.algorithm, algorithms_for(point.collective)
     if result.gpus < 2:
@@ -114,8 +113,7 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
         why = (f"only NCCL's send/recv reads {it} (all_to_all's and send_recv's direct), and "
                f"{point.collective}'s {algorithm} is not it")
     else:
-        plain = Setup(point.topo, point.collective, point.model, {k: v for k, v in point.env.items() if k not in names},
-                      point.calibration)
+        plain = _without(point, names)
         if _traffic(plain.simulate(algorithm, size, False, None, conditions, options)) != _traffic(result):
             return result
         with_, without = (setup.plan(algorithm, size, options).options["send_channels"] for setup in (point, plain))
@@ -123,8 +121,7 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
             "as without" if with_ == without else
             f"and {without} without, and here every channel of a send takes its one route (simnet's point-to-point "
             "sends have no per-channel rate)")
-    return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0], (
-        f"{said} changed nothing here: {why}"))])
+    return _said_unread(point, result, names, why)
 
 
 def _msccl_unfelt(point: Setup, algorithm: str, result: Result, size: int, conditions: Conditions, options: dict,
@@ -133,17 +130,27 @@ def _msccl_unfelt(point: Setup, algorithm: str, result: Result, size: int, condi
     RCCL's MSCCL variables ``names`` changed nothing: the same run without them picks the
     same and takes the same time and traffic (no MSCCL file fits this run with them or
     without: RCCL 2.21.5's are for 8 MI300X of one host)."""
-    plain = Setup(point.topo, point.collective, point.model, {k: v for k, v in point.env.items() if k not in names},
-                  point.calibration)
-    other = plain.simulate(algorithm, size, False, None, conditions, options)
+    other = _without(point, names).simulate(algorithm, size, False, None, conditions, options)
     if other.algorithm != result.algorithm or _traffic(other) != _traffic(result):
         return result
-    said, it = ", ".join(f"{name}={point.env[name]}" for name in names), "it" if len(names) == 1 else "them"
-    why = (f"RCCL runs the same MSCCL file with {it} as without" if point.msccl(size) is not None else
-           f"no MSCCL file of RCCL's fits this run with {it} or without (RCCL 2.21.5's are AllReduces over 8 MI300X "
-           "of one host, of sizes in whole chunks)")
-    return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0], (
-        f"{said} changed nothing here: {why}"))])
+    it = "it" if len(names) == 1 else "them"
+    return _said_unread(point, result, names, (
+        f"RCCL runs the same MSCCL file with {it} as without" if point.msccl(size) is not None else
+        f"no MSCCL file of RCCL's fits this run with {it} or without (RCCL 2.21.5's are AllReduces over 8 MI300X "
+        "of one host, of sizes in whole chunks)"))
+
+
+def _without(point: Setup, names: list[str]) -> Setup:
+    """``point`` with the environment variables ``names`` unset."""
+    return Setup(point.topo, point.collective, point.model, {k: v for k, v in point.env.items() if k not in names},
+                 point.calibration)
+
+
+def _said_unread(point: Setup, result: Result, names: list[str], why: str) -> Result:
+    """``result`` with a ``key_unread`` warning: the variables ``names`` changed nothing, ``why``."""
+    said = ", ".join(f"{name}={point.env[name]}" for name in names)
+    return replace(result, warnings=[*result.warnings, Finding("key_unread", names[0],
+                                                               f"{said} changed nothing here: {why}")])
 
 
 def _traffic(result: Result) -> tuple:
