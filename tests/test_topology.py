@@ -238,3 +238,25 @@ def test_every_route_graph_is_the_one_networkx_finds(generate):
             if src != dst:
                 dag = _ancestors(topo.router._shortest_dag(src, dst), dst)
                 assert {(u, v) for v, us in dag.items() for u in us} == _equal_cost_links(graph, src, dst), (src, dst)
+
+
+@settings(max_examples=60, deadline=None)
+@given(edges=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), max_size=30), both_ways=st.booleans(),
+       kinds=st.lists(st.sampled_from(["switch", "nic", "gpu"]), min_size=12, max_size=12))
+def test_the_fabric_s_reach_is_its_strongly_connected_components_and_what_they_reach(edges, both_ways, kinds):
+    """The loader's search for what each forwarding node reaches (a plain search where every
+    link runs both ways) agrees with networkx's condensation of the forwarding nodes."""
+    from simnet.topology.loader import _fabric_reach
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from((i, {"kind": kind}) for i, kind in enumerate(kinds))
+    graph.add_edges_from((u, v) for u, v in edges if u != v)
+    if both_ways:
+        graph.add_edges_from([(v, u) for u, v in graph.edges])
+    component, reach = _fabric_reach(graph)
+    fabric = graph.subgraph(n for n, kind in graph.nodes(data="kind") if kind != "gpu")
+    assert set(component) == set(fabric)
+    for u in fabric:
+        for v in fabric:
+            reached = component[v] in reach[component[u]]
+            assert reached == nx.has_path(fabric, u, v), (u, v)

@@ -137,6 +137,16 @@ def csr_rows(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
     return idx[offsets + np.arange(total)]
 
 
+def _flat(values: np.ndarray, shape: tuple[int, ...], n: int) -> np.ndarray:
+    """``values`` broadcast to ``shape`` (``n`` elements), flattened; a view where it has that shape
+    already (``np.broadcast_to`` costs microseconds a call, and a schedule makes tens of thousands)."""
+    if values.shape == shape:
+        return values.reshape(-1)
+    if values.size == 1:
+        return np.full(n, values.reshape(-1)[0], dtype=values.dtype)
+    return np.broadcast_to(values, shape).reshape(-1)
+
+
 class ScheduleBuilder:
     """Collects transfers batch by batch (all arguments broadcast), then ``build()``s.
 
@@ -186,8 +196,8 @@ class ScheduleBuilder:
             return np.zeros(0, dtype=np.int64)
         if (self._count + n) * self._per_transfer > self._budget:
             self._check(f"needs over {self._count + n:,} transfers", self._count + n)
-        columns = [np.broadcast_to(v, shape).reshape(-1) for v in values]
-        matrix = (np.stack([np.broadcast_to(d, shape).reshape(-1) for d in dep_values], axis=1) if dep_values
+        columns = [_flat(v, shape, n) for v in values]
+        matrix = (np.stack([_flat(d, shape, n) for d in dep_values], axis=1) if dep_values
                   else np.full((n, 0), -1, dtype=np.int64))
         own = np.arange(self._count, self._count + n)
         if (matrix >= own[:, None]).any() or (columns[5] >= own).any():
