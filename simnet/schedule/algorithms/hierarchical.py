@@ -59,20 +59,33 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
            rs_last: list, ag_last: list) -> None:
     """One piece ``[lo, hi)`` through the three phases; ``rs_last``/``ag_last`` hold each
     group's last reduce-scatter / all-gather transfer per connection, so the pieces queue
-    in order on the rings inside the groups while earlier pieces are already across."""
+    in order on the rings inside the groups while earlier pieces are already across.
+    Groups of one size run their rings side by side, in one batch per transfer index."""
     segments = split_range(lo, hi, max(len(g) for g in groups))
     count = len(segments) - 1
+    alike: dict[int, list[int]] = {}  # groups by size: their rings are cut alike
+    for i, members in enumerate(groups):
+        alike.setdefault(len(members), []).append(i)
 
     # 1. ring reduce-scatter inside each group; part p ends with member (p - 1) mod g
-    plans = []
-    for i, members in enumerate(groups):
-        g = len(members)
+    plans: list = [None] * len(groups)
+    for g, which in alike.items():
         cuts = (np.arange(g + 1) * count) // g  # segment index where each part starts
         bounds = segments[cuts]
-        owned, rs_last[i] = reduce_scatter(b, members, bounds, np.full(g, -1), 1, channel=0, last=rs_last[i])
         owner_of_part = (np.arange(g) - 1) % g
-        ready = _join_rows(b, members, [row[row >= 0] for row in owned])
-        plans.append((members, cuts, bounds, owner_of_part, ready))
+        members = np.stack([groups[i] for i in which])
+        if g == 1:
+            ready = [np.full(1, -1, dtype=np.int64)] * len(which)
+        else:
+            last = np.concatenate([np.full(g, -1) if rs_last[i] is None else rs_last[i] for i in which])
+            ids = reduce_scatter(b, members, bounds, last)
+            # member i of a group received part (i + 1) mod g last: its row rolled onto the owner
+            ready = _join_rows(b, members.reshape(-1), list(np.roll(ids[-1], 1, axis=1).reshape(-1, 1))).reshape(
+                len(which), g)
+            for position, i in enumerate(which):
+                rs_last[i] = ids[-1, position]
+        for position, i in enumerate(which):
+            plans[i] = (groups[i], cuts, bounds, owner_of_part, ready[position])
 
     # 2. across groups: one inner AllReduce per run of segments with the same owners
     owner = np.stack([plan[3][np.searchsorted(plan[1], np.arange(count), side="right") - 1] for plan in plans])
@@ -95,10 +108,17 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
         start = end
 
     # 3. ring all-gather inside each group from the owners' final parts
-    for i, ((members, _, bounds, _, ready), done) in enumerate(zip(plans, finished)):
+    for g, which in alike.items():
+        if g == 1:
+            continue
+        members = np.stack([groups[i] for i in which])
+        rows = [np.array(finished[i][j] or [plans[i][4][j]]) for i in which for j in range(g)]
+        final = _join_rows(b, members.reshape(-1), rows)
+        last = np.concatenate([np.full(g, -1) if ag_last[i] is None else ag_last[i] for i in which])
         # all_gather starts member i from part (i + 1) mod g: the part it owns since step 1
-        final = _join_rows(b, members, [np.array(done[j] or [ready[j]]) for j in range(len(members))])
-        _, ag_last[i] = all_gather(b, members, bounds, final, 1, channel=0, step0=len(members) - 1, last=ag_last[i])
+        ids = all_gather(b, members, plans[which[0]][2], final, g - 1, last)
+        for position, i in enumerate(which):
+            ag_last[i] = ids[-1, position]
 
 
 @register("hierarchical",

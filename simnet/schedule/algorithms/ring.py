@@ -14,9 +14,9 @@ or one NIC per host, it is the single textbook ring.
 
 Every ring here is one implementation, ``ring_lanes``: rings as a ``LaneProgram``. NCCL's
 Ring is that program (``ring_program``), replayed lane by lane or expanded. The pieces
-``reduce_scatter``, ``all_gather`` and ``ring_allreduce`` add one such ring over any subset
+``reduce_scatter``, ``all_gather`` and ``ring_allreduce`` add such rings over any subsets
 of nodes and byte range to a larger schedule (``LaneProgram.emit``), which is how
-``hierarchical`` runs rings inside each host; NCCL's Ring ReduceScatter and AllGather are
+``hierarchical`` runs rings inside every host side by side; NCCL's Ring ReduceScatter and AllGather are
 the halves alone (``ring_reduce_scatter``, ``ring_all_gather``): every channel carries its
 slice of each rank's part, and rank r ends owning (reduce-scatter) or starts from
 (all-gather) its own part r.
@@ -111,56 +111,39 @@ def ring_lanes(nodes: list[str], ranks: list[str], size: int, orders: np.ndarray
 
 def _ring_in(b: ScheduleBuilder, members: np.ndarray, parts, chunks: int, channel: int, phases: list[tuple[int, int]],
              step0: int, last: np.ndarray, extra) -> np.ndarray:
-    """One ring over ``members`` (``b``'s node indices) added to ``b`` (``ring_lanes``, one
-    group), its first pieces queued behind ``last``: the (transfers per member, members)
-    ids of every member's transfers in order."""
-    lo, hi = _part_ranges(parts)
-    program = ring_lanes(b.nodes, b.ranks, b.size, members[None, :], np.asarray(lo)[None, :], np.asarray(hi)[None, :],
-                         [chunks], phases, np.array([channel]), step0)
-    ids = b.next_ids((int(program.flows[0]), len(members)))  # transfer q of member i: one batch per q
+    """One ring over ``members`` (``b``'s node indices) added to ``b`` (``ring_lanes``), its
+    first pieces queued behind ``last``: the (transfers per member, members) ids of every
+    member's transfers in order. ``members`` of shape (G, g) are G rings side by side, cut
+    alike, in one batch per transfer index (``last`` and ``extra``'s arrays over the G x g
+    members, ring after ring); their ids come as (transfers per member, G, g)."""
+    rings = np.atleast_2d(members)
+    lo, hi = (np.broadcast_to(np.asarray(edge), rings.shape) for edge in _part_ranges(parts))
+    program = ring_lanes(b.nodes, b.ranks, b.size, rings, lo, hi, [chunks] * len(rings), phases,
+                         np.full(len(rings), channel), step0)
+    ids = b.next_ids((int(program.flows[0]), *rings.shape))  # transfer q of member i: one batch per q
     program.emit(b, first=last, extra=extra)
-    return ids
+    return ids.reshape(-1, members.shape[-1]) if members.ndim == 1 else ids
 
 
-def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, parts, ready: np.ndarray,
-                   chunks: int = 1, channel: int = 0, step0: int = 0,
-                   last: np.ndarray | None = None, shift: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Ring reduce-scatter over ``members`` (N node indices) of N parts: ``parts`` is N+1
-    byte offsets, or a (lo, hi) pair of arrays when the parts are not contiguous.
-
-    ``ready[i]`` is a transfer id (or -1) after whose delivery member i's data is final.
-    Member i ends owning part (i + shift) mod N. Returns ``(owned, last)``: the (N, chunks)
-    ids whose delivery completes each member's owned part (-1 where nothing was received),
-    and each member's last transfer on its outgoing connection.
-    """
-    m = len(members)
-    last = np.full(m, -1, dtype=np.int64) if last is None else last
-    if m == 1:
-        return np.full((1, chunks), -1, dtype=np.int64), last
-    ready = np.asarray(ready, dtype=np.int64)
-    ids = _ring_in(b, members, parts, chunks, channel, [(REDUCE, shift - 1)], step0, last, lambda q: [ready])
-    return np.roll(ids[-chunks:].T, 1, axis=0), ids[-1]
+def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, parts, last: np.ndarray) -> np.ndarray:
+    """Ring reduce-scatter, in one piece, over each row of ``members`` (G rings of g node
+    indices, side by side) of g parts cut alike (``parts``: g+1 byte offsets, or a (lo, hi)
+    pair of arrays), every member's data final from the start. Member i ends owning part
+    (i + 1) mod g, completed by the delivery of its last incoming transfer. The first
+    transfers queue behind ``last`` (one id per member, ring after ring; -1: none). Returns the
+    (g - 1, G, g) ids of every member's transfers in order: ``[-1]`` is each member's last."""
+    return _ring_in(b, members, parts, 1, 0, [(REDUCE, 0)], 0, last, None)
 
 
-def all_gather(b: ScheduleBuilder, members: np.ndarray, parts, owned: np.ndarray,
-               chunks: int = 1, channel: int = 0, step0: int = 0,
-               last: np.ndarray | None = None, shift: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Ring all-gather: member i starts with part (i + shift) mod N final once ``owned[i]``
-    ((N, chunks) or (N,) ids, -1 = already final) is delivered (``parts`` as for
-    ``reduce_scatter``). Returns the (N, D) ids whose delivery gives each member every part
-    (-1 padded), and each member's last transfer on its outgoing connection."""
-    m = len(members)
+def all_gather(b: ScheduleBuilder, members: np.ndarray, parts, owned: np.ndarray, step0: int,
+               last: np.ndarray) -> np.ndarray:
+    """Ring all-gather, in one piece, over each row of ``members`` (as for ``reduce_scatter``):
+    member i starts from part (i + 1) mod g, final once ``owned`` (one id per member, ring after
+    ring; -1: already) is delivered; its steps count from ``step0``. Returns the (g - 1, G, g)
+    ids of every member's transfers in order; member i's transfer t delivers part (i - t) mod g
+    to member i + 1."""
     owned = np.asarray(owned, dtype=np.int64)
-    last = np.full(m, -1, dtype=np.int64) if last is None else last
-    if m == 1:
-        return owned.reshape(1, -1), last
-    first = owned if owned.ndim == 2 else owned[:, None]  # what piece j of the first step waits for
-
-    def extra(q: int) -> list[np.ndarray]:
-        return [first[:, min(q, first.shape[1] - 1)]] if q < chunks else []
-
-    ids = _ring_in(b, members, parts, chunks, channel, [(COPY, shift)], step0, last, extra)
-    return np.concatenate([owned.reshape(m, -1), np.roll(ids.T, 1, axis=0)], axis=1), ids[-1]
+    return _ring_in(b, members, parts, 1, 0, [(COPY, 1)], step0, last, lambda q: [owned] if q == 0 else [])
 
 
 def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
