@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["GPU", "GPUS", "GPU_NAMES", "LINK_TYPES", "NVLINK", "PCIE", "NET", "TRANSPORTS", "pcie_bandwidth",
-           "pcie_effective", "pcie_efficiency", "pcie_generation_of", "nvlink_efficiency", "PCIE_EFFICIENCY",
+           "pcie_effective", "pcie_efficiency", "pcie_generation_of", "pcie_lanes_of", "nvlink_efficiency",
+           "PCIE_EFFICIENCY",
            "NCCL_FALLBACK_NVLINK_EFFICIENCY",
            "UNNAMED_GPU_CC", "AMD_GPUS"]
 
@@ -199,6 +200,21 @@ def pcie_efficiency(generation: int) -> float:
 
 PCIE_EFFICIENCY = pcie_efficiency(5)
 """NCCL's PCIe figure over the line rate for Gen3-5 (0.76, the same for each)."""
+
+
+def pcie_lanes_of(bandwidth: float, generation: int) -> int | None:
+    """The width (lanes) of the ``generation`` PCIe link that a link written at ``bandwidth``
+    B/s per direction is: one whose line rate it is, as a datasheet rounds it (to 1 %: Gen4 x16's
+    31.5077 GB/s written 31.5), or whose signalling rate (GT/s x lanes / 8: 32 GB/s) it is;
+    None for any other rate.
+
+    >>> pcie_lanes_of(31.5e9, 4), pcie_lanes_of(32e9, 4), pcie_lanes_of(63e9, 5), pcie_lanes_of(28e9, 4)
+    (16, 16, 16, None)
+    """
+    for lanes in (1, 2, 4, 8, 16):
+        if 0.99 * pcie_bandwidth(generation, lanes) <= bandwidth <= 1.01 * _PCIE_GT[generation] * 1e9 * lanes / 8:
+            return lanes
+    return None
 
 
 def pcie_generation_of(bandwidth: float, gpu: str | None = None) -> int:

@@ -13,9 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.topology.hardware import GPUS, NVLINK, PCIE, nvlink_efficiency, pcie_efficiency, pcie_generation_of
+from simnet.topology.hardware import (
+    GPUS,
+    NVLINK,
+    PCIE,
+    nvlink_efficiency,
+    pcie_effective,
+    pcie_efficiency,
+    pcie_generation_of,
+    pcie_lanes_of,
+)
 
-__all__ = ["effective_capacity", "efficiency"]
+__all__ = ["effective_capacity", "efficiency", "nccl_reading"]
 
 
 def efficiency(topology) -> np.ndarray:
@@ -40,6 +49,30 @@ def _efficiency(topology) -> np.ndarray:
             factor[i] = pcie_efficiency(pcie_generation_of(topology.capacity[i], gpu))
     factor.flags.writeable = False  # shared by every view of the network
     return factor
+
+
+def nccl_reading(topology) -> np.ndarray:
+    """B/s per directed link as NCCL's topology detection reads it, for its search and model
+    (``simnet.tuning.search.system_of``): ``effective_capacity``, but a PCIe link written at a
+    standard link's rate (``pcie_lanes_of``: 31.5 or 32 GB/s for Gen4 x16) at that link's
+    figure exactly. NCCL reads a PCIe link's negotiated speed and width, never its throughput
+    (v2.30.7 topo.cc kvDictPciGen, :545-557), so every way of writing one link's rate gives
+    NCCL one figure: 31.5 GB/s read as 23.994 GB/s fell below the search's 24 GB/s step and
+    opened other rings than 31.5077 does. The replay keeps ``effective_capacity``."""
+    return topology.derived("nccl_reading", _nccl_reading)
+
+
+def _nccl_reading(topology) -> np.ndarray:
+    reading = effective_capacity(topology).copy()
+    for i in np.flatnonzero(topology.link_type == PCIE):
+        u, v = topology.links[i]
+        gpu = next((topology.gpu_model(end) for end in (u, v) if topology.kind(end) == "gpu"), None)
+        generation = pcie_generation_of(topology.capacity[i], gpu)
+        lanes = pcie_lanes_of(topology.capacity[i], generation)
+        if lanes is not None:
+            reading[i] = pcie_effective(generation, lanes)
+    reading.flags.writeable = False
+    return reading
 
 
 def effective_capacity(topology) -> np.ndarray:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from simnet.topology.hardware import GPUS, NVLINK, PCIE, UNNAMED_GPU_CC, pcie_effective
 from simnet.tuning import rccl
-from simnet.tuning.rates import effective_capacity
+from simnet.tuning.rates import nccl_reading
 from simnet.tuning.tables import (
     CHANNEL_DUPLICATION,
     MAX_CHANNELS,
@@ -108,7 +108,7 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     models = {topology.gpu_model(g) for g in gpus}
     cc = min((GPUS[m].compute_capability if m in GPUS else UNNAMED_GPU_CC) for m in models)
     cpu = next((GPUS[m].host_cpu for m in sorted(models, key=str) if m in GPUS), "intel")
-    rate = effective_capacity(topology) / 1e9
+    rate = nccl_reading(topology) / 1e9
     first = next(iter(hosts.values()))
     probe = first[0]
     out = [topology.link_index[(probe, nxt)] for nxt in topology.graph.successors(probe)]
