@@ -167,7 +167,9 @@ def test_set_values_are_read_by_the_fields_type(tmp_path, cli):
 
 def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
     """``010`` is ten (YAML 1.1 read eight, an octal) and ``1e3`` a thousand (YAML 1.1 read the
-    text), in a file and in ``--set``: ``--set ...=1e1,10,010,4`` are two points, 10 and 4."""
+    text), in a file and in ``--set``: ``--set ...=10,1e1,010,4`` are two points, 10 and 4 (each
+    point as first spelt). A decimal such as ``1e1`` or ``2.0`` for a whole number is refused in
+    ``--set`` as in the file (fuzz k #176, #482-#486: ``--set`` read it as the whole number)."""
     from simnet import topology_from_dict
     from simnet.io.yamlsource import load_value
 
@@ -178,10 +180,18 @@ def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
     assert len(topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 10}}).gpus) == 10
     (tmp_path / "s.yaml").write_text("name: s\ntopology: box.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
     out = tmp_path / "out"
-    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=1e1,10,010,4", "--out", out,
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=10,1e1,010,4", "--out", out,
                  "--workers", "1")
     assert result.exit_code == 0, result.stderr
     assert [r["set"] for r in _records(out)] == [{"topology.generate.gpus": 10}, {"topology.generate.gpus": 4}]
+    (tmp_path / "box.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 2.0}\n")
+    in_file = cli("run", tmp_path / "s.yaml")
+    (tmp_path / "box.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 2}\n")
+    in_set = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=2.0,4", "--out", tmp_path / "o2",
+                 "--workers", "1")
+    for refused in (in_file, in_set):
+        assert refused.exit_code == 2 and "gpus: 2.0 is not a whole number as written; write 2" in refused.stderr
+    assert not (tmp_path / "o2" / "results.jsonl").exists()
 
 
 def test_a_sweep_does_not_resume_results_it_cannot_vouch_for(tmp_path, cli):

@@ -32,14 +32,13 @@ def _split_values(text: str) -> list[str]:
 
 def _set_value(text: str) -> object:
     """A ``--set`` value as the scenario file would read it: ``64``, ``2.0`` and ``1e3`` are
-    numbers (one point however written: ``2``, ``02``, ``2.0``; ``010`` is ten), ``true`` a
-    yes/no, anything else (``400 Gb/s``, ``4:1``, ``ecmp``) text for the field to parse."""
+    numbers (``010`` is ten; ``2.0`` stays a decimal, which a whole-number field refuses as the
+    file does; ``2``, ``02`` and ``2.0`` of a decimal field are one point, ``plan._canonical``),
+    ``true`` a yes/no, anything else (``400 Gb/s``, ``4:1``, ``ecmp``) text for the field to parse."""
     try:
         value = load_value(text)
     except yaml.YAMLError:
         return text
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
     return value if isinstance(value, (bool, int, float)) else text
 
 
