@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simnet.errors import InputError
 from simnet.spec.scenario import scenario_from_dict
@@ -1776,3 +1777,25 @@ def test_a_variable_simnet_does_not_follow_set_to_nccl_s_default_is_as_unset(tmp
                 env={"NCCL_ALLOC_P2P_NET_LL_BUFFERS": "0"})
     again = cli("sweep", scenario, "--gpus", "2,4", "--out", out, "--workers", "1")
     assert first.exit_code == again.exit_code == 0, again.stderr
+
+
+@pytest.mark.parametrize("variable, value, algorithms, unread", [
+    ("NCCL_ALGO", "Tree", ["ring", "ring"], True),  # named algorithms run as named (fuzz k #065, #493)
+    ("NCCL_ALGO", "Tree", ["ring", "auto"], False),  # b's pick is restricted: read
+    ("NCCL_MAX_P2P_NCHANNELS", "1", ["ring", "auto"], True),  # send/recv only; jobs run AllReduces (#067)
+    ("NCCL_NCHANNELS_PER_NET_PEER", "1", ["tree", "tree"], True),  # (#494)
+    ("NCCL_PROTO", "Simple", ["ring", "ring"], False),  # NCCL's Ring takes its protocol from it: read
+])
+def test_jobs_say_which_nccl_variables_no_job_read(tmp_path, cli, variable, value, algorithms, unread):
+    """A variable no job's AllReduce reads leaves the answer as it was and is named in one
+    ``key_unread`` warning, as a scenario's runs say it; one that a job reads is not."""
+    jobs = [{**job, "algorithm": algorithm} for job, algorithm in zip(JOBS, algorithms)]
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": FABRIC, "jobs": jobs}))
+    plain = json.loads(cli("run", tmp_path / "s.yaml", "--json", "-").stdout)
+    result = cli("run", tmp_path / "s.yaml", "--json", "-", env={variable: value})
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    said = [w for w in document.get("warnings", []) if w["kind"] == "key_unread" and variable in w["message"]]
+    assert len(said) == (1 if unread else 0), document.get("warnings")
+    if unread:
+        assert document["jobs"] == plain["jobs"] and f"warning key_unread: {variable}={value}" in result.stderr

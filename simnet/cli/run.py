@@ -223,14 +223,15 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         raise load_yaml(scenario)[1].error(("jobs", *exc.loc), exc.message) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
-    warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in spec.warnings]
+    said = [*spec.warnings, *result.warnings]
+    warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in said]
     document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict(),
                            **({"warnings": warnings} if warnings else {})}, indent=1, allow_nan=False)
     if json_path == "-":  # stdout is the JSON; the rest goes to stderr
         from simnet.cli.console import stderr_console
 
         click.echo(document)
-        _print_scenario_warnings(stderr_console(), spec)
+        _print_warnings(stderr_console(), said)
         _plot_jobs(stderr_console(), result, plot_dir)
         return
     console = stdout_console()
@@ -238,7 +239,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
                                      f"{_model_label(spec)}"))
     if len(spec.jobs) > 1:
         console.print(interference_table(result))
-    _print_scenario_warnings(console, spec)
+    _print_warnings(console, said)
     if json_path:
         console.print(f"wrote {write_text(json_path, document)}")
     _plot_jobs(console, result, plot_dir)
@@ -254,11 +255,11 @@ def _plot_jobs(console, result, plot_dir: Path | None) -> None:
         console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
 
 
-def _print_scenario_warnings(console, spec) -> None:
-    """The keys the scenario makes moot (``Scenario.warnings``), one line each."""
+def _print_warnings(console, warnings) -> None:
+    """Keys the scenario makes moot (``Scenario.warnings``) and variables no job read, one line each."""
     from rich.markup import escape
 
-    for warning in spec.warnings:
+    for warning in warnings:
         console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
 
 

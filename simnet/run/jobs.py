@@ -21,12 +21,15 @@ from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import check_fits, memory_budget
 from simnet.model.timing import Timing
+from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
+from simnet.run.scenario import nccl_choice_unread
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
 from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 
 __all__ = ["run_jobs", "JobsResult"]
 
@@ -45,6 +48,7 @@ class JobsResult:
     interference: dict[str, dict[str, float]]
     shared_links: list[dict]
     together: Any = field(default=None, repr=False)  # the shared run's LinkStats
+    warnings: list[Finding] = field(default_factory=list)  # NCCL variables no job read (key_unread)
 
     def to_dict(self) -> dict:
         return {"jobs": self.jobs, "interference": self.interference, "shared_links": self.shared_links}
@@ -141,7 +145,22 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         shared.append({"link": topology.link_name(link), "jobs": holders,
                        "saturated_fraction": int(together.saturated_ps[link]) / end if end else 0.0,
                        "bytes": float(together.bytes[link])})
-    return JobsResult(described, matrix, shared, together)
+    return JobsResult(described, matrix, shared, together, _env_unread(env, [s.algorithm for s in specs
+                                                                           if s.background is None]))
+
+
+def _env_unread(env: dict[str, str], algorithms: list[str]) -> list[Finding]:
+    """``key_unread`` for the NCCL variables no job's AllReduce reads: NCCL_ALGO beside named
+    algorithms, NCCL_PROTO where none runs NCCL's collective algorithms, and the send/recv
+    channel variables, which only NCCL's send/recv reads (jobs run AllReduces)."""
+    said = nccl_choice_unread(env, algorithms, ALLREDUCE, "every job")
+    names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
+    if names and algorithms:
+        it = "it" if len(names) == 1 else "them"
+        said.append(Finding("key_unread", names[0], (
+            f"{', '.join(f'{name}={env[name]}' for name in names)} changed nothing here: only NCCL's send/recv "
+            f"reads {it} (all_to_all's and send_recv's direct), and jobs run AllReduces")))
+    return said
 
 
 BACKGROUND_PERIOD = 1e-3

@@ -16,7 +16,7 @@ from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES, native
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "unread_options"]
+__all__ = ["run_scenario", "unread_options", "nccl_choice_unread"]
 
 NCCL_RUNS = tuple(SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -70,22 +70,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
     said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
-    nccl_algo = nccl_env().get("NCCL_ALGO")
-    if nccl_algo and ran and "auto" not in ran:  # it restricts auto's pick only: named algorithms run as named
-        said.append(Finding("key_unread", "NCCL_ALGO", (
-            f"NCCL_ALGO={nccl_algo} restricts what auto picks, and this run names {', '.join(ran)}, no auto, so it "
-            "changed nothing here (add auto to the algorithms to see NCCL's pick under it)")))
-    elif nccl_algo and ran and lookup_collective(scenario.collective).point_to_point:
-        said.append(Finding("key_unread", "NCCL_ALGO", (
-            f"NCCL_ALGO={nccl_algo} restricts NCCL's pick among its collective algorithms, and "
-            f"{scenario.collective} runs on NCCL's send/recv, which has one way (auto is direct), so it changed "
-            "nothing here")))
-    nccl_proto = nccl_env().get("NCCL_PROTO")
-    if nccl_proto and ran and not any(reads_nccl_proto(a, scenario.collective) for a in ran):
-        said.append(Finding("key_unread", "NCCL_PROTO", (
-            f"NCCL_PROTO={nccl_proto} restricts the protocols of NCCL's collective algorithms, and {', '.join(ran)} "
-            f"{'runs' if len(ran) == 1 else 'run'} on NCCL's send/recv, which picks LL or Simple by size and "
-            "connection whatever NCCL_PROTO says (src/enqueue.cc, addP2pToPlan), so it changed nothing here")))
+    said += nccl_choice_unread(nccl_env(), ran, scenario.collective)
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread:
         said.append(Finding("option_unread", "", (
@@ -96,6 +81,32 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def nccl_choice_unread(env: dict[str, str], ran: list[str], collective: str, what: str = "this run") -> list[Finding]:
+    """``key_unread`` for NCCL_ALGO and NCCL_PROTO (in ``env``) where none of the algorithms
+    ``ran`` (of ``collective``; ``what`` names who chose them) reads them: NCCL_ALGO restricts
+    ``auto``'s pick among NCCL's collective algorithms only, NCCL_PROTO the protocols of those
+    algorithms, not its send/recv."""
+    said = []
+    nccl_algo = env.get("NCCL_ALGO")
+    if nccl_algo and ran and "auto" not in ran:  # it restricts auto's pick only: named algorithms run as named
+        said.append(Finding("key_unread", "NCCL_ALGO", (
+            f"NCCL_ALGO={nccl_algo} restricts what auto picks, and {what} names {', '.join(dict.fromkeys(ran))}, "
+            "no auto, so it changed nothing here (add auto to the algorithms to see NCCL's pick under it)")))
+    elif nccl_algo and ran and lookup_collective(collective).point_to_point:
+        said.append(Finding("key_unread", "NCCL_ALGO", (
+            f"NCCL_ALGO={nccl_algo} restricts NCCL's pick among its collective algorithms, and "
+            f"{collective} runs on NCCL's send/recv, which has one way (auto is direct), so it changed "
+            "nothing here")))
+    nccl_proto = env.get("NCCL_PROTO")
+    if nccl_proto and ran and not any(reads_nccl_proto(a, collective) for a in ran):
+        names = list(dict.fromkeys(ran))
+        said.append(Finding("key_unread", "NCCL_PROTO", (
+            f"NCCL_PROTO={nccl_proto} restricts the protocols of NCCL's collective algorithms, and {', '.join(names)} "
+            f"{'runs' if len(names) == 1 else 'run'} on NCCL's send/recv, which picks LL or Simple by size and "
+            "connection whatever NCCL_PROTO says (src/enqueue.cc, addP2pToPlan), so it changed nothing here")))
+    return said
 
 
 def _p2p_channels_unfelt_in_step(scenario, training: dict | None) -> list[Finding]:

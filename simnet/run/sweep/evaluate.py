@@ -87,5 +87,5 @@ def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     record["sizes"].append({"size_bytes": slowest["size_bytes"], "ran": name,
                             "time_s": slowest["together_s"], "algbw_GBps": None, "busbw_GBps": None,
                             "bottleneck": result.shared_links[0]["link"] if result.shared_links else None,
-                            "warnings": sorted({w.kind for w in scenario.warnings})})
+                            "warnings": sorted({w.kind for w in [*scenario.warnings, *result.warnings]})})
     return record
