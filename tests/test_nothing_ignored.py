@@ -1799,3 +1799,20 @@ def test_jobs_say_which_nccl_variables_no_job_read(tmp_path, cli, variable, valu
     assert len(said) == (1 if unread else 0), document.get("warnings")
     if unread:
         assert document["jobs"] == plain["jobs"] and f"warning key_unread: {variable}={value}" in result.stderr
+
+
+@pytest.mark.parametrize("parallelism, warned", [({"tp": 2, "pp": 2}, True), ({"tp": 2}, False)])
+def test_a_training_grad_dtype_no_gradient_carries_is_warned(parallelism, warned):
+    """Fuzz finding (k #131, #499): grad_dtype on a step without data parallelism (tp x pp is
+    every GPU: dp 1) changed nothing, no gradient being reduced across GPUs, without a word,
+    where dtype in the like case is warned. With dp 2 it sizes the gradient AllReduce."""
+    from simnet.run.scenario import run_scenario
+
+    def step(grad_dtype: str):
+        training = {**TRAINING, "grad_dtype": grad_dtype, "parallelism": parallelism}
+        return run_scenario(scenario_from_dict({"name": "s", "topology": FABRIC, "training": training})).to_dict()
+
+    fp32, bf16 = step("fp32"), step("bf16")
+    said = [w for w in bf16.get("warnings", []) if w["link"] == "training.grad_dtype"]
+    assert bool(said) == warned and (not said or "grad_dtype changed nothing here" in said[0]["message"])
+    assert (fp32["training"] == bf16["training"]) == warned

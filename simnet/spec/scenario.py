@@ -397,7 +397,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     a job's period when it runs once, a compute slowdown of a GPU the run leaves out
     (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
     one-rack fabric's spines), a training step's ``dtype`` where no activation crosses a link (tp,
-    pp 1, no FSDP or EP). Warned, not refused: a sweep over the distribution, the pattern,
+    pp 1, no FSDP or EP) and its ``grad_dtype`` where no gradient does (dp 1). Warned, not refused: a sweep over the distribution, the pattern,
     repeat, the GPU count, the slowdown or the parallelism makes them moot at some of its
     points only."""
     said = []
@@ -441,6 +441,12 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
             moot(("training", "dtype"), "the step's activations and parameters cross no link here (tp 1, pp 1, no "
                                         "FSDP or expert parallelism: only the gradient, in grad_dtype), so dtype "
                                         "changed nothing here")
+    if training is not None and "grad_dtype" in training.model_fields_set:
+        par = training.parallelism
+        if len(running) == par.tp * par.pp:
+            moot(("training", "grad_dtype"), f"the step has no data parallelism here (tp {par.tp} x pp {par.pp} is "
+                                             f"all {len(running)} GPUs: dp 1), so no gradient is reduced across GPUs "
+                                             "and grad_dtype changed nothing here")
     for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
