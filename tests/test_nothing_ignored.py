@@ -1816,3 +1816,28 @@ def test_a_training_grad_dtype_no_gradient_carries_is_warned(parallelism, warned
     said = [w for w in bf16.get("warnings", []) if w["link"] == "training.grad_dtype"]
     assert bool(said) == warned and (not said or "grad_dtype changed nothing here" in said[0]["message"])
     assert (fp32["training"] == bf16["training"]) == warned
+
+
+@pytest.mark.parametrize("where", ["scenario", "topology"])
+def test_a_calibration_profile_that_is_a_folder_or_a_pipe_is_refused_for_what_it_is(tmp_path, cli, where):
+    """Fuzz finding (k #507): a profile named by a folder or a FIFO was refused as missing
+    ("no calibration profile"), which it is not; every other input says "not a regular file"."""
+    import os
+
+    fabric = "generate: {kind: nvswitch, gpus: 2}"
+    if where == "scenario":
+        (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {{name: t, {fabric}}}\nsize: 1 MiB\n"
+                                         "calibration: p.cal.yaml\n")
+    else:
+        (tmp_path / "t.yaml").write_text(f"name: t\n{fabric}\ncalibration: p.cal.yaml\n")
+        (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsize: 1 MiB\n")
+    line = {"scenario": 4, "topology": 3}[where]
+    file = tmp_path / ("s.yaml" if where == "scenario" else "t.yaml")
+    for make in (os.mkdir, os.mkfifo):
+        make(tmp_path / "p.cal.yaml")
+        result = cli("run", tmp_path / "s.yaml")
+        assert result.exit_code == 2 and result.stderr == (
+            f"{file}:{line}: calibration: the calibration profile '{tmp_path / 'p.cal.yaml'}' is not a regular file "
+            "(a directory, device or pipe)\n"), result.stderr
+        (os.rmdir if make is os.mkdir else os.remove)(tmp_path / "p.cal.yaml")
+    assert f"no calibration profile '{tmp_path / 'p.cal.yaml'}'" in cli("run", tmp_path / "s.yaml").stderr

@@ -12,10 +12,21 @@ from pathlib import Path
 
 from simnet.errors import InputError
 
-__all__ = ["read_text", "read_bytes", "write_text", "MAX_FILE_BYTES"]
+__all__ = ["read_text", "read_bytes", "write_text", "missing_file", "MAX_FILE_BYTES"]
 
 MAX_FILE_BYTES = 512 * 2**20
 """Largest input file simnet reads (a 300,000-GPU topology written out link by link is ~40 MB)."""
+
+
+def missing_file(path: Path, expected: str) -> str | None:
+    """Why ``path`` is not a regular file to read as ``expected`` (one phrase naming it), or None."""
+    try:
+        status = path.stat()
+    except OSError:
+        return f"no {expected} {str(path)!r}"
+    if not stat.S_ISREG(status.st_mode):
+        return f"the {expected} {str(path)!r} is not a regular file (a directory, device or pipe)"
+    return None
 
 
 def read_text(path: Path, expected: str, errors: str = "strict") -> str:

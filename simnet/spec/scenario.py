@@ -23,6 +23,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 from simnet import units
 from simnet.engine.faults import Fault
 from simnet.errors import InputError, kind_of, shown
+from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
@@ -314,8 +315,9 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     calibration = None
     if spec.calibration is not None:
         calibration = (base or Path(".")) / spec.calibration
-        if not calibration.is_file():
-            raise source.error(("calibration",), f"no calibration profile {str(calibration)!r}")
+        why = missing_file(calibration, "calibration profile")
+        if why:
+            raise source.error(("calibration",), why)
 
         _read_named(source, ("calibration",), load_calibration, calibration)  # refused now, on its own line
         calibration = str(calibration)
@@ -397,9 +399,9 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     a job's period when it runs once, a compute slowdown of a GPU the run leaves out
     (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
     one-rack fabric's spines), a training step's ``dtype`` where no activation crosses a link (tp,
-    pp 1, no FSDP or EP) and its ``grad_dtype`` where no gradient does (dp 1). Warned, not refused: a sweep over the distribution, the pattern,
-    repeat, the GPU count, the slowdown or the parallelism makes them moot at some of its
-    points only."""
+    pp 1, no FSDP or EP) and its ``grad_dtype`` where no gradient does (dp 1). Warned, not
+    refused: a sweep over the distribution, the pattern, repeat, the GPU count, the slowdown or
+    the parallelism makes them moot at some of its points only."""
     said = []
 
     def moot(loc: tuple, message: str) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from simnet.errors import InputError, kind_of, shown
+from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate, unread_keys
 from simnet.topology.graph import FORWARDING_KINDS, Topology
@@ -100,8 +101,9 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     calibration = None
     if spec.calibration is not None:
         calibration = Path(source.file).parent / spec.calibration
-        if not calibration.is_file():
-            raise source.error(prefix + ("calibration",), f"no calibration profile {str(calibration)!r}")
+        why = missing_file(calibration, "calibration profile")
+        if why:
+            raise source.error(prefix + ("calibration",), why)
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                         routing=spec.routing, unread=tuple(unread), make_router=Router)
