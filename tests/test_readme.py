@@ -207,3 +207,17 @@ def test_readme_bad_input_example_is_what_simnet_says(root, tmp_path, cli):
                     "  - {id: sw, kind: switch}\nlinks:\n" + links + "\n\n\n  - {a: g3, b: sw, bandwidth: 40 Gbq, latency: 1 us}\n")
     result = cli("topo", "check", topo)
     assert result.stderr.strip() == line.replace("topologies/x.yaml", str(topo))
+
+
+def test_the_limits_the_readme_states_are_simnet_s(root):
+    """The README's **Limits** paragraph quotes simnet's own limits (fuzz k #377: the log row
+    limit calibrate refuses at was written nowhere)."""
+    from simnet.io.nccltests import MAX_ROWS
+    from simnet.spec.values import MAX_SIZES
+    from simnet.workloads.ddp import MAX_BUCKETS
+
+    limits = re.search(r"\*\*Limits\.\*\*(.*?)\n\n", _readme(root), re.S).group(1)
+    text = " ".join(limits.split())
+    assert f"a scenario at most {MAX_SIZES} sizes" in text
+    assert f"a step at most {MAX_BUCKETS:,} gradient buckets" in text
+    assert f"an nccl-tests log for `calibrate` at most {MAX_ROWS:,} rows" in text
