@@ -1294,7 +1294,11 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
                                              ("NCCL_NVLS_NCHANNELS", "1"), ("NCCL_P2P_LL_THRESHOLD", "0"),
                                              # fuzz 31h #251: one NIC of eight (the p2p channel variables
                                              # of #252-#255 are followed now: tests/test_p2p_channels.py)
-                                             ("NCCL_IB_HCA", "mlx5_0")])
+                                             ("NCCL_IB_HCA", "mlx5_0"),
+                                             # read by NCCL 2.30.7, silently ignored before: multi-node NVLink
+                                             # off, PAT off, NIC fusion off, QPs per connection
+                                             ("NCCL_MNNVL_ENABLE", "0"), ("NCCL_PAT_ENABLE", "0"),
+                                             ("NCCL_NET_MERGE_LEVEL", "LOC"), ("NCCL_IB_QPS_PER_CONNECTION", "4")])
 def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
     """Fuzz findings (31b, 31c): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand),
     NCCL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_LL128_ENABLE, NCCL_MAX_CTAS,
@@ -1308,8 +1312,8 @@ def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, varia
     assert f"{variable}={value} changes the transports, paths, buffers, protocols or CTAs NCCL runs with" in \
         result.stderr
     assert cli("run", path, "--model", "ideal", env={variable: value}).exit_code == 0
-    assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO", "NCCL_BUFFSIZE": "0x400000"}
-               ).exit_code == 0
+    assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO", "NCCL_BUFFSIZE": "0x400000",
+                                 "NCCL_MNNVL_ENABLE": "2", "NCCL_NET_MERGE_LEVEL": "PORT"}).exit_code == 0
 
 
 @pytest.mark.parametrize("written", ['"4"', '"٤:1"'])
