@@ -1845,3 +1845,22 @@ def test_a_calibration_profile_that_is_a_folder_or_a_pipe_is_refused_for_what_it
             "(a directory, device or pipe)\n"), result.stderr
         (os.rmdir if make is os.mkdir else os.remove)(tmp_path / "p.cal.yaml")
     assert f"no calibration profile '{tmp_path / 'p.cal.yaml'}'" in cli("run", tmp_path / "s.yaml").stderr
+
+
+@pytest.mark.parametrize("variable, meant", [("NCCL_PROTOCOL", "NCCL_PROTO"), ("NCCL_ALGORITHM", "NCCL_ALGO"),
+                                             ("NCCL_MAX_CHANNELS", "NCCL_MAX_NCHANNELS"),
+                                             ("NCCL_NVLS_ENABLED", "NCCL_NVLS_ENABLE"),
+                                             ("NCCL_FOO", None),  # like nothing simnet reads: NCCL ignores it
+                                             ("NCCL_IB_TC", None)])  # NCCL reads it (v2.30.7), near NCCL_IB_HCA
+def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, variable, meant):
+    """Fuzz round k (#290-#293, #309, debatable): NCCL_PROTOCOL=Simple ran as if unset without a
+    word, as NCCL would run it; whoever set it meant NCCL_PROTO. A variable NCCL 2.30.7 does not
+    read but spelt nearly as one simnet reads is warned, naming the one it resembles; the answer
+    stays NCCL's, the one without it. A real NCCL variable (NCCL_IB_TC) is not a misspelling."""
+    path, _ = _box_sweep(tmp_path)
+    plain = json.loads(cli("run", path, "--json", "-").stdout)
+    result = cli("run", path, "--json", "-", env={variable: "Simple"})
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
+    said = [line for line in result.stderr.splitlines() if line.startswith("warning env_misspelt")]
+    assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable NCCL reads (NCCL 2.30.7); did you "
+                     f"mean {meant}? NCCL ignores it, and so does this run"] if meant else [])

@@ -31,6 +31,7 @@ def friendly(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
+            _say_misspelt_variables()
             return command(*args, **kwargs)
         except InputError as exc:
             click.echo(str(exc), err=True)
@@ -67,6 +68,16 @@ def friendly(command):
             sys.exit(EXIT_BUG)
 
     return wrapper
+
+
+def _say_misspelt_variables() -> None:
+    """One warning line per NCCL variable of the environment spelt nearly as one simnet reads
+    but read by neither NCCL nor simnet (``simnet.run.nccl_env.misspelt``)."""
+    if any(name.startswith("NCCL_") for name in os.environ):
+        from simnet.run.nccl_env import misspelt
+
+        for line in misspelt():
+            click.echo(f"warning env_misspelt: {line}", err=True)
 
 
 @contextmanager

@@ -8,6 +8,7 @@ system NCCL's (RCCL's) tuner sees under them."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from dataclasses import replace
 
 from simnet.topology.graph import Topology
 from simnet.tuning import predict, rccl, search, tables
+from simnet.tuning.nccl_names import NCCL_READS
 
 _INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
              *tables.P2P_CHANNEL_VARIABLES, "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
@@ -25,7 +27,7 @@ refuse a run they would change."""
 
 _P2P_FIELDS = ("min_p2p_channels", "max_p2p_channels", "net_peer_channels")  # search.System's, as P2P_CHANNEL_VARIABLES
 
-__all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "nccl_default", "turned_off", "nccl_system"]
+__all__ = ["NCCL_VARIABLES", "nccl_env", "nccl_integer", "nccl_default", "turned_off", "nccl_system", "misspelt"]
 
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -45,6 +47,37 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
                 raise ValueError(f"{name}={env[name]!r}: NCCL ignores a value below 1 ('too low', keeping its "
                                  "own count); give 1 or more, or unset it")
     return env
+
+
+def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per ``NCCL_`` variable of ``environ`` (default: the process environment) that
+    NCCL does not read (``nccl_names.NCCL_READS``) but that is spelt nearly as one simnet
+    follows or refuses (``NCCL_PROTOCOL`` for ``NCCL_PROTO``): NCCL ignores it, and so does
+    simnet, so the run is the one without it, which whoever set it rarely means.
+
+    >>> misspelt({"NCCL_PROTOCOL": "Simple", "NCCL_FOO": "1", "NCCL_DEBUG": "INFO"})[0][:49]
+    'NCCL_PROTOCOL=Simple is not a variable NCCL reads'
+    """
+    environ = os.environ if environ is None else environ
+    said = []
+    for name in sorted(environ):
+        if not name.startswith("NCCL_") or name in NCCL_VARIABLES or name in NCCL_READS:
+            continue
+        near = _resembled(name.removeprefix("NCCL_"))
+        if near:
+            said.append(f"{name}={environ[name]} is not a variable NCCL reads (NCCL 2.30.7); did you mean {near}? "
+                        "NCCL ignores it, and so does this run")
+    return said
+
+
+def _resembled(rest: str) -> str | None:
+    """The variable simnet reads whose name after ``NCCL_`` begins ``rest`` or the other way
+    round (PROTOCOL, PROTO), or is nearly ``rest`` (difflib, 0.75: MAX_CHANNELS, MAX_NCHANNELS)."""
+    ours = {n.removeprefix("NCCL_"): n for n in NCCL_VARIABLES if n.startswith("NCCL_")}
+    begins = sorted((o for o in ours if min(len(o), len(rest)) >= 4 and (rest.startswith(o) or o.startswith(rest))),
+                    key=len, reverse=True)
+    near = begins or difflib.get_close_matches(rest, list(ours), n=1, cutoff=0.75)
+    return ours[near[0]] if near else None
 
 
 def nccl_default(value: str, default: str | None, name: str) -> bool:
