@@ -405,7 +405,11 @@ def test_nccl_list_syntax():
 
     assert parse_nccl_list("RING,tree", ALGORITHMS, "NCCL_ALGO") == {"Ring", "Tree"}
     assert parse_nccl_list("^Tree", ALGORITHMS, "NCCL_ALGO") == set(ALGORITHMS) - {"Tree"}
-    assert parse_nccl_list("nvls_tree,collnet_direct", ALGORITHMS, "NCCL_ALGO") == {"NVLSTree", "CollNetDirect"}
+    assert parse_nccl_list("nvlstree,COLLNETDIRECT", ALGORITHMS, "NCCL_ALGO") == {"NVLSTree", "CollNetDirect"}
+    # NCCL compares names without case (strcasecmp, tuning.cc parseList), nothing more: simnet's
+    # nvls_tree is no name of NCCL's, which would refuse the run (fuzz k #243: it ran as NVLSTree)
+    with pytest.raises(ValueError, match="unknown name 'nvls_tree' to NCCL, which calls it NVLSTree"):
+        parse_nccl_list("nvls_tree,collnet_direct", ALGORITHMS, "NCCL_ALGO")
     assert parse_nccl_list("", PROTOCOLS, "NCCL_PROTO") == set(PROTOCOLS)
     assert parse_nccl_list("^LL128;allreduce:LL", PROTOCOLS, "NCCL_PROTO") == {"LL"}  # AllReduce's own section
     assert parse_nccl_list("broadcast:LL", PROTOCOLS, "NCCL_PROTO") == set(PROTOCOLS)  # other functions only

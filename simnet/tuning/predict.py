@@ -300,16 +300,16 @@ def parse_nccl_list(value: str | None, names: tuple[str, ...], what: str, functi
         return set(names)
     lower = {n.lower(): n for n in names}
 
-    def key(token: str) -> str:  # simnet's names too: nvls_tree is NVLSTree
-        return token.lower().replace("_", "")
-
     def enabled_by(text: str) -> set[str]:
         exclude = text.strip().startswith("^")
         tokens = [t.strip() for t in text.strip().lstrip("^").split(",") if t.strip()]
-        unknown = [t for t in tokens if key(t) not in lower]
-        if unknown:
-            raise ValueError(f"{what}={value!r}: unknown name {unknown[0]!r}; expected {', '.join(names)}")
-        chosen = {lower[key(t)] for t in tokens}
+        unknown = [t for t in tokens if t.lower() not in lower]
+        if unknown:  # NCCL compares names without case only (strcasecmp): NVLS_TREE is no name of its
+            ours = lower.get(unknown[0].lower().replace("_", ""))
+            raise ValueError(f"{what}={value!r}: unknown name {unknown[0]!r}" + (
+                f" to NCCL, which calls it {ours} and would refuse the run" if ours else "") +
+                f"; expected {', '.join(names)}")
+        chosen = {lower[t.lower()] for t in tokens}
         return set(names) - chosen if exclude else chosen
 
     # as NCCL's parseList (tuning.cc:55-135): a section without a function applies to every
