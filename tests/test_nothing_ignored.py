@@ -1864,3 +1864,41 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
     said = [line for line in result.stderr.splitlines() if line.startswith("warning env_misspelt")]
     assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable NCCL reads (NCCL 2.30.7); did you "
                      f"mean {meant}? NCCL ignores it, and so does this run"] if meant else [])
+
+
+@pytest.mark.parametrize("variable, value, algorithm, size, unread", [
+    ("NCCL_NVLS_ENABLE", "0", "ring", 2**20, True),  # fuzz k #259: no NVLS named
+    ("NCCL_NVLS_ENABLE", "0", "auto", 2**30, False),  # an H100 box picks NVLS at 1 GiB: taken away
+    ("NCCL_MIN_NCHANNELS", "32", "ps", 2**20, True),  # #304: a parameter server opens no NCCL channels
+    ("NCCL_PROTO", "Simple", "ring", 2**30, True),  # NCCL's ring runs Simple at 1 GiB anyway
+    ("NCCL_PROTO", "Simple", "ring", 2**20, False),  # at 1 MiB it would run LL
+    ("NCCL_ALGO", "NVLS", "auto", 2**30, True),  # auto picks NVLS there anyway
+])
+def test_a_followed_nccl_variable_that_changes_nothing_in_a_run_says_so(variable, value, algorithm, size, unread):
+    """Fuzz round k (#258, #259, #303, #304, debatable): a variable simnet follows but that
+    changed nothing in a run was not said; the run without it is simulated and, when it picks the
+    same algorithm and protocol and moves the same, the run warns key_unread naming it."""
+    import simnet
+
+    box = simnet.topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    with_it, without = (simnet.simulate(box, algorithm, size, env=env) for env in ({variable: value}, {}))
+    said = [w for w in with_it.warnings if w.kind == "key_unread" and w.link == variable]
+    assert bool(said) == unread, (with_it.algorithm, with_it.protocol, without.algorithm, without.protocol)
+    if unread:
+        assert with_it.time_s == without.time_s and "changed nothing here" in said[0].message
+    else:
+        assert (with_it.algorithm, with_it.protocol, with_it.time_s) != (without.algorithm, without.protocol,
+                                                                         without.time_s)
+
+
+def test_a_followed_nccl_variable_that_changes_nothing_in_a_training_step_says_so(monkeypatch):
+    """Fuzz round k (#119, #120): NCCL_NVLS_ENABLE=0 on a step of A100s (no NVLS there) left the
+    step as it was without a word."""
+    from simnet.run.scenario import run_scenario
+
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    fabric = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 2,
+                                        "gpu": "a100"}}
+    results = run_scenario(scenario_from_dict({"name": "s", "topology": fabric, "training": TRAINING})).to_dict()
+    said = [w for w in results.get("warnings", []) if w["link"] == "NCCL_NVLS_ENABLE"]
+    assert len(said) == 1 and "changed nothing in the training step" in said[0]["message"]
