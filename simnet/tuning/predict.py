@@ -387,7 +387,9 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
                     table[(algorithm, protocol)] = time
     if not table:
         reasons = "; ".join(r for a in sorted(algos) if (r := unavailable(system, a, function)))
-        raise ValueError(f"NCCL_ALGO={nccl_algo or ''} NCCL_PROTO={nccl_proto or ''} leave nothing NCCL could run "
+        given = [f"{name}={value}" for name, value in (("NCCL_ALGO", nccl_algo), ("NCCL_PROTO", nccl_proto))
+                 if (value or "").strip()]
+        raise ValueError(f"{' '.join(given)} {'leaves' if len(given) == 1 else 'leave'} nothing NCCL could run "
                          f"here{': ' + reasons if reasons else ''}")
     (algorithm, protocol), time = min(table.items(), key=lambda item: item[1])
     if system.library == "rccl" and not (nccl_proto or "").strip():
