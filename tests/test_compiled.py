@@ -174,6 +174,26 @@ def test_real_schedules_under_nccl_s_model_run_the_same_compiled(algorithm):
     _assert_identical(*_both(schedule, topo, timing=timing, faults=faults, start_delay=late, timeline=True))
 
 
+def test_a_replay_over_its_simpy_budget_starts_over_compiled_and_answers_the_same(monkeypatch):
+    """A replay that chose SimPy by default and took ``SIMPY_BUDGET`` on it starts over on the
+    compiled network (SimPy costs 4-200 us a transfer: a 20,000-transfer hierarchical took 3.9 s
+    where loading numba and replaying compiled take about 0.7): the same replay to the bit, with
+    faults, late ranks and a timeline."""
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2, "gpu": "h100",
+        "oversubscription": 2}})
+    _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare("hierarchical", 2**26, {})
+    uplinks = np.array([topo.link_index[("tor0", "spine0")]])
+    kwargs = {"timing": timing, "faults": [Fault(2e-5, uplinks, np.full(1, 0.4), "an uplink at 40 %")],
+              "start_delay": {gpu: 1e-5 * (i % 3) for i, gpu in enumerate(topo.gpus)}, "timeline": True}
+    asked = []
+    monkeypatch.setattr(replay_module, "_runs_compiled", lambda engine, transfers: asked.append(engine) or bool(engine))
+    monkeypatch.setattr(replay_module, "SIMPY_BUDGET", 0.0)
+    started_over = replay(schedule, topo, **kwargs)
+    assert asked == [None, True]  # SimPy by default, over budget at once, then the compiled network
+    _assert_identical(replay(schedule, topo, compiled=False, **kwargs), started_over)
+
+
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "hierarchical", "direct"])
 def test_a_spine_down_mid_run_moves_the_same_flows_on_both_networks(algorithm):
     """One spine goes down while NCCL's schedule runs and a leaf's uplink to another slows

@@ -11,6 +11,7 @@ its own rate cap and its software latency, and when the collective starts.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 import time
@@ -238,8 +239,9 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
 
     The fluid network runs compiled (``simnet.engine.compiled``: the same times and
     statistics to the bit, its cost following the changes rather than the flows) where
-    numba is installed and the run is worth loading it (``COMPILED_FROM``); ``compiled``
-    True or False asks for one engine.
+    numba is installed and the run is worth loading it (``COMPILED_FROM``), or once a run on
+    SimPy has taken ``SIMPY_BUDGET`` (it starts over there); ``compiled`` True or False asks
+    for one engine.
     """
     import simpy
 
@@ -262,10 +264,41 @@ def replay(schedule: Schedule, topology: Topology, *, timing: Timing | None = No
         env.timeout(timing.start_ps).callbacks.append(lambda event: runner.begin())
     else:
         runner.begin()
-    began = time.monotonic()
-    env.run()
-    _spent_on_simpy[0] += time.monotonic() - began
+    budget = SIMPY_BUDGET if compiled is None and importlib.util.find_spec("numba") is not None else None
+    if not _run_simpy(env, budget):  # over its budget: the compiled network replays it, to the bit the same
+        return replay(schedule, topology, timing=timing, reduce_bandwidth=reduce_bandwidth,
+                      message_overhead=message_overhead, timeline=timeline, faults=faults, start_delay=start_delay,
+                      compiled=compiled_available())
     return _finished(schedule, topology, net, runner)
+
+
+SIMPY_BUDGET = 0.5
+"""Wall seconds a replay that chose the SimPy network by default (``COMPILED_FROM``) may take
+on it before it starts over on the compiled one, about what loading that costs: SimPy takes
+4 to 200 us a transfer (a 20,000-transfer hierarchical 3.9 s), so counting transfers alone
+cannot tell which runs pay for loading numba."""
+
+
+def _run_simpy(env, budget: float | None) -> bool:
+    """Run ``env`` until it has no events (True), or stop once it has taken ``budget`` wall
+    seconds (False; None: no limit). Its time counts towards ``SIMPY_SECONDS``."""
+    from simpy.core import EmptySchedule
+
+    began = time.monotonic()
+    try:
+        if budget is None:
+            env.run()
+            return True
+        step, check = env.step, began + budget
+        while True:
+            for _ in range(100):  # the clock read every hundred events: a step takes microseconds
+                step()
+            if time.monotonic() > check:
+                return False
+    except EmptySchedule:
+        return True
+    finally:
+        _spent_on_simpy[0] += time.monotonic() - began
 
 
 def _finished(schedule: Schedule, topology: Topology, net: FluidNetwork, runner: _Runner) -> Replay:
