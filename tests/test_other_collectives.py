@@ -262,6 +262,12 @@ def test_cli_collective_option_on_the_headline_scenario(cli, root):
     assert result.exit_code == 0, result.stderr
     assert "ReduceScatter on 64 GPUs" in result.stdout and "ring" in result.stdout
     assert "not shown for reduce_scatter" in result.stdout  # the DDP step needs AllReduces
+    # and in the JSON too (fuzz k #108: only the table said what -c left out)
+    as_json = json.loads(cli("run", root / "scenarios/cross_rack.yaml", "-c", "reduce_scatter", "-s", "1 MiB",
+                             "--json", "-").stdout)
+    assert [w["message"] for w in as_json["warnings"] if w["link"] == "--collective"] == [
+        "not run for reduce_scatter (it has no such algorithm): tree, hierarchical, ps",
+        "the scenario's training step is a data-parallel step of AllReduces: not shown for reduce_scatter"]
     listing = cli("algorithms", "-c", "all_to_all")
     assert listing.exit_code == 0 and "pairwise" in listing.stdout and "pxn" in listing.stdout
 

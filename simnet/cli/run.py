@@ -114,6 +114,13 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
                              "add another (or a background job), or leave --plot out")
         return _run_jobs(spec, scenario, json_path, plot_dir)
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path), from_option=bool(algorithms))
+    if notes:  # what -c left out of the file: said with the answer, in the JSON too
+        from dataclasses import replace
+
+        from simnet.results.result import Finding
+
+        results = replace(results, warnings=[*results.warnings, *(Finding("key_unread", "--collective", note)
+                                                                   for note in notes)])
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.cli.console import stderr_console
 
@@ -133,8 +140,6 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             console.print(costs)
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
-        for note in notes:
-            console.print(note)
         _print_notes(console, results)
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
@@ -355,7 +360,7 @@ def _print_notes(console, results) -> None:
             groups.setdefault((row, kind), []).append(run)
     from rich.markup import escape
 
-    for warning in results.warnings:  # the scenario's own, no run to carry them (a training step alone)
+    for warning in results.warnings:  # the scenario's own no run carries (a training step alone), -c's notes
         console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
