@@ -107,14 +107,15 @@ class Schedule:
 
 
 def in_order(ids: np.ndarray, first: np.ndarray | int = -1) -> np.ndarray:
-    """``after_sent`` for a FIFO connection per row of ``ids`` (rows x pieces): piece j waits
-    for piece j-1 of its row to leave; piece 0 waits for ``first`` (per row, -1 = nothing).
+    """``after_sent`` for a FIFO connection per row of ``ids`` (rows x pieces, rows of any
+    shape): piece j waits for piece j-1 of its row to leave; piece 0 waits for ``first`` (per
+    row, -1 = nothing).
 
     >>> in_order(np.array([[5, 6, 7]]), first=2).tolist()
     [[2, 5, 6]]
     """
-    first = np.broadcast_to(np.asarray(first, dtype=np.int64), (ids.shape[0],))
-    return np.concatenate([first[:, None], ids[:, :-1]], axis=1)
+    first = np.broadcast_to(np.asarray(first, dtype=np.int64), ids.shape[:-1])
+    return np.concatenate([first[..., None], ids[..., :-1]], axis=-1)
 
 
 def csr_rows(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:

@@ -30,6 +30,9 @@ HIERARCHICAL_MAX_PIECES = 16
 phases overlap to within (k + 2) / k of the slowest one: 12.5 % at 16, where the runtime of
 256 pieces (1 GiB) would be minutes."""
 
+SIDE_BY_SIDE = frozenset({"ring", "tree", "binary_tree", "double_binary_tree"})
+"""Inner algorithms that run several AllReduces side by side (rows of members) in one call."""
+
 INNER_ALGORITHMS = {
     "ring": ring_allreduce,
     "tree": double_binary_tree_part,  # NCCL's Tree between nodes: a double binary tree, one GPU each
@@ -90,22 +93,23 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
     # 2. across groups: one inner AllReduce per run of segments with the same owners
     owner = np.stack([plan[3][np.searchsorted(plan[1], np.arange(count), side="right") - 1] for plan in plans])
     finished: list[list[list[int]]] = [[[] for _ in plan[0]] for plan in plans]
-    start = 0
-    channel = 1
-    for end in range(1, count + 1):
-        if end < count and (owner[:, end] == owner[:, start]).all():
-            continue
-        who = owner[:, start]
-        # rotate the group order per run so tree roots and interior nodes spread over the groups
-        order = np.roll(np.arange(len(plans)), -(start % len(plans)))
-        nodes = np.array([plans[g][0][who[g]] for g in order])
-        ready = np.array([plans[g][4][who[g]] for g in order])
-        done = INNER_ALGORITHMS[inner](b, nodes, int(segments[start]), int(segments[end]), ready, chunk_size=None,
-                                       channel=channel)
+    starts = [0] + [end for end in range(1, count) if (owner[:, end] != owner[:, end - 1]).any()]
+    ends = starts[1:] + [count]
+    # rotate the group order per run so tree roots and interior nodes spread over the groups
+    orders = [np.roll(np.arange(len(plans)), -(start % len(plans))) for start in starts]
+    nodes = np.array([[plans[g][0][owner[g, start]] for g in order] for start, order in zip(starts, orders)])
+    ready = np.array([[plans[g][4][owner[g, start]] for g in order] for start, order in zip(starts, orders)])
+    channels = 1 + 2 * np.arange(len(starts))  # two each: a double binary tree's
+    if inner in SIDE_BY_SIDE:  # every run's AllReduce in one builder batch per step
+        done = INNER_ALGORITHMS[inner](b, nodes, segments[starts], segments[ends], ready, chunk_size=None,
+                                       channel=channels)
+    else:
+        done = [INNER_ALGORITHMS[inner](b, nodes[r], int(segments[starts[r]]), int(segments[ends[r]]), ready[r],
+                                        chunk_size=None, channel=int(channels[r])) for r in range(len(starts))]
+    for r, (start, order) in enumerate(zip(starts, orders)):
         for position, g in enumerate(order):
-            finished[g][who[g]].extend(done[position][done[position] >= 0].tolist())
-        channel += 2
-        start = end
+            ids = done[r][position]
+            finished[g][owner[g, start]].extend(ids[ids >= 0].tolist())
 
     # 3. ring all-gather inside each group from the owners' final parts
     for g, which in alike.items():

@@ -113,13 +113,14 @@ def _ring_in(b: ScheduleBuilder, members: np.ndarray, parts, chunks: int, channe
              step0: int, last: np.ndarray, extra) -> np.ndarray:
     """One ring over ``members`` (``b``'s node indices) added to ``b`` (``ring_lanes``), its
     first pieces queued behind ``last``: the (transfers per member, members) ids of every
-    member's transfers in order. ``members`` of shape (G, g) are G rings side by side, cut
-    alike, in one batch per transfer index (``last`` and ``extra``'s arrays over the G x g
-    members, ring after ring); their ids come as (transfers per member, G, g)."""
+    member's transfers in order. ``members`` of shape (G, g) are G rings side by side, in one
+    batch per transfer index (``parts`` alike or one row each, ``channel`` one or one each,
+    ``last`` and ``extra``'s arrays over the G x g members, ring after ring); their ids come as
+    (transfers per member, G, g)."""
     rings = np.atleast_2d(members)
     lo, hi = (np.broadcast_to(np.asarray(edge), rings.shape) for edge in _part_ranges(parts))
     program = ring_lanes(b.nodes, b.ranks, b.size, rings, lo, hi, [chunks] * len(rings), phases,
-                         np.full(len(rings), channel), step0)
+                         np.broadcast_to(np.asarray(channel), (len(rings),)), step0)
     ids = b.next_ids((int(program.flows[0]), *rings.shape))  # transfer q of member i: one batch per q
     program.emit(b, first=last, extra=extra)
     return ids.reshape(-1, members.shape[-1]) if members.ndim == 1 else ids
@@ -146,18 +147,30 @@ def all_gather(b: ScheduleBuilder, members: np.ndarray, parts, owned: np.ndarray
     return _ring_in(b, members, parts, 1, 0, [(COPY, 1)], step0, last, lambda q: [owned] if q == 0 else [])
 
 
-def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-                   chunk_size: int | None = None, channel: int = 0, step0: int = 0) -> np.ndarray:
-    """Ring AllReduce of ``[lo, hi)`` over ``members``; returns (N, D) ids that complete it."""
-    m = len(members)
-    bounds = split_range(lo, hi, m)
-    chunks = chunk_count((hi - lo) // max(m, 1), chunk_size)
+def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo, hi, ready: np.ndarray,
+                   chunk_size: int | None = None, channel=0, step0: int = 0) -> np.ndarray:
+    """Ring AllReduce of ``[lo, hi)`` over ``members``; returns (N, D) ids that complete it.
+    ``members`` of shape (R, N) are R rings side by side (``lo``, ``hi``, ``channel`` one per
+    ring, ``ready`` (R, N), one piece count for all), their ids as (R, N, D)."""
+    batched = np.ndim(members) == 2
+    rings = np.atleast_2d(members)
+    count, m = rings.shape
+    lo, hi = (np.broadcast_to(np.asarray(edge, dtype=np.int64), (count,)) for edge in (lo, hi))
+    chunks = {chunk_count(int(z - a) // max(m, 1), chunk_size) for a, z in zip(lo.tolist(), hi.tolist())}
+    if len(chunks) != 1:
+        raise ValueError(f"rings side by side take one piece count, not {sorted(chunks)}")
+    chunks = chunks.pop()
     if m == 1:
-        return np.full((1, chunks), -1, dtype=np.int64)
-    ready = np.asarray(ready, dtype=np.int64)
-    ids = _ring_in(b, members, bounds, chunks, channel, [(REDUCE, 0), (COPY, 1)], step0, np.full(m, -1),
+        done = np.full((count, 1, chunks), -1, dtype=np.int64)
+        return done if batched else done[0]
+    bounds = np.stack([split_range(int(a), int(z), m) for a, z in zip(lo.tolist(), hi.tolist())])
+    ready = np.asarray(ready, dtype=np.int64).reshape(-1)
+    ids = _ring_in(b, rings, (bounds[:, :-1], bounds[:, 1:]), chunks, channel, [(REDUCE, 0), (COPY, 1)], step0,
+                   np.full(count * m, -1),
                    lambda q: [ready] if q < (m - 1) * chunks else [])  # the reduce-scatter half waits for the data
-    return np.roll(ids[(m - 2) * chunks:].T, 1, axis=0)  # each member's last reduced part, then what it gathered
+    # each member's last reduced part, then what it gathered
+    done = np.roll(ids[(m - 2) * chunks:].transpose(1, 2, 0), 1, axis=1)
+    return done if batched else done[0]
 
 
 def ring_program(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,

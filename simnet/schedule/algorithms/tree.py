@@ -81,16 +81,22 @@ def _depths(parents: np.ndarray) -> np.ndarray:
     return depth
 
 
-def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray, lo: int, hi: int,
-                   ready: np.ndarray, chunks: int, channel: int = 0) -> np.ndarray:
+def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray, lo, hi, ready: np.ndarray,
+                   chunks: int, channel=0) -> np.ndarray:
     """Pipelined reduce + broadcast of ``[lo, hi)`` over ``members`` arranged by ``parents``
     (indices into ``members``, -1 for the root). ``ready[i]``: id after which member i's
     data is final (-1: from the start). Returns (m, D) ids completing each member (-1 padded).
+    ``members`` of shape (R, m) are R such trees side by side, alike in shape and ``chunks``
+    (``lo``, ``hi`` and ``channel`` one per tree, ``ready`` (R, m)), in one builder batch per
+    level: their ids come as (R, m, D).
     """
-    m = len(members)
-    ready = np.asarray(ready, dtype=np.int64)[:, None]
+    batched = np.ndim(members) == 2
+    members = np.atleast_2d(members)
+    trees, m = members.shape
+    ready = np.asarray(ready, dtype=np.int64).reshape(trees, m)[:, :, None]
     if m == 1:
-        return ready[:1]
+        return ready[:, :1] if batched else ready[0, :1]
+    lo, hi = (np.broadcast_to(np.asarray(edge, dtype=np.int64), (trees,)) for edge in (lo, hi))
     depth = _depths(parents)
     root = int(np.flatnonzero(parents < 0)[0])
     children = [np.flatnonzero(parents == v) for v in range(m)]
@@ -98,55 +104,68 @@ def tree_allreduce(b: ScheduleBuilder, members: np.ndarray, parents: np.ndarray,
     child_matrix = np.full((m, width), -1, dtype=np.int64)
     for v, kids in enumerate(children):
         child_matrix[v, : len(kids)] = kids
-    cuts = split_range(lo, hi, chunks)
-    piece = {"lo": cuts[None, :-1], "hi": cuts[None, 1:], "chunk": np.arange(chunks)[None, :], "channel": channel}
-    up = np.full((m, chunks), -1, dtype=np.int64)  # v -> parent(v), chunk j
-    down = np.full((m, chunks), -1, dtype=np.int64)  # parent(v) -> v, chunk j
+    cuts = np.stack([split_range(int(a), int(z), chunks) for a, z in zip(lo.tolist(), hi.tolist())])
+    piece = {"lo": cuts[:, None, :-1], "hi": cuts[:, None, 1:], "chunk": np.arange(chunks)[None, None, :],
+             "channel": np.broadcast_to(np.asarray(channel), (trees,))[:, None, None]}
+    up = np.full((trees, m, chunks), -1, dtype=np.int64)  # v -> parent(v), chunk j
+    down = np.full((trees, m, chunks), -1, dtype=np.int64)  # parent(v) -> v, chunk j
     levels = [np.flatnonzero((depth == d) & (parents >= 0)) for d in range(int(depth.max()), 0, -1)]
 
     for nodes in levels:  # reduce, deepest level first: a node sends chunk j once its children's arrived
-        ids = b.next_ids((len(nodes), chunks))
+        ids = b.next_ids((trees, len(nodes), chunks))
         kids = child_matrix[nodes]
-        from_kids = [np.where(kids[:, c, None] >= 0, up[np.maximum(kids[:, c], 0)], -1) for c in range(width)]
+        from_kids = [np.where(kids[None, :, c, None] >= 0, up[:, np.maximum(kids[:, c], 0)], -1) for c in range(width)]
         # the parent's own chunk must be in place before anything is added to it (it may be a copy landing)
-        b.add(members[nodes, None], members[parents[nodes], None], op=REDUCE,
-              deps=[*from_kids, ready[nodes], ready[parents[nodes]]], after_sent=in_order(ids), step=0, **piece)
-        up[nodes] = ids
-    root_done = [up[c] for c in child_matrix[root] if c >= 0]  # the root holds chunk j's sum
+        b.add(members[:, nodes, None], members[:, parents[nodes], None], op=REDUCE,
+              deps=[*from_kids, ready[:, nodes], ready[:, parents[nodes]]], after_sent=in_order(ids), step=0, **piece)
+        up[:, nodes] = ids
+    root_done = [up[:, c] for c in child_matrix[root] if c >= 0]  # the root holds chunk j's sum
     for nodes in reversed(levels):  # broadcast, from the root's children down
-        ids = b.next_ids((len(nodes), chunks))
+        ids = b.next_ids((trees, len(nodes), chunks))
         above = parents[nodes]
-        at_root = (above == root)[:, None]
-        deps = [np.where(at_root, done_j[None, :], down[above]) for done_j in root_done]
-        b.add(members[above, None], members[nodes, None], op=COPY,
-              deps=deps + [np.where(at_root, ready[root][None, :], -1)], after_sent=in_order(ids), step=1, **piece)
-        down[nodes] = ids
+        at_root = (above == root)[None, :, None]
+        deps = [np.where(at_root, done_j[:, None, :], down[:, above]) for done_j in root_done]
+        b.add(members[:, above, None], members[:, nodes, None], op=COPY,
+              deps=deps + [np.where(at_root, ready[:, root][:, None, :], -1)], after_sent=in_order(ids), step=1,
+              **piece)
+        down[:, nodes] = ids
     done = down.copy()
     root_kids = child_matrix[root][child_matrix[root] >= 0]
-    done[root] = -1
-    root_done = np.concatenate([up[root_kids].ravel(), ready[root]])
-    result = np.full((m, max(chunks, len(root_done))), -1, dtype=np.int64)
-    result[:, :chunks] = done
-    result[root, : len(root_done)] = root_done
-    return result
+    done[:, root] = -1
+    root_done = np.concatenate([up[:, root_kids].reshape(trees, -1), ready[:, root]], axis=1)
+    result = np.full((trees, m, max(chunks, root_done.shape[1])), -1, dtype=np.int64)
+    result[:, :, :chunks] = done
+    result[:, root, : root_done.shape[1]] = root_done
+    return result if batched else result[0]
 
 
-def tree_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-              chunk_size: int | None = PIPELINE_CHUNK, channel: int = 0) -> np.ndarray:
-    """Binary-tree AllReduce of ``[lo, hi)`` over ``members`` (NCCL's btree on their order)."""
-    return tree_allreduce(b, members, btree_parents(len(members)), lo, hi, ready,
-                          chunk_count(hi - lo, chunk_size), channel)
+def _chunks_alike(widths, chunk_size: int | None) -> int:
+    """The pipeline pieces of trees side by side of these byte ``widths``: one count for all."""
+    counts = {chunk_count(int(w), chunk_size) for w in np.atleast_1d(widths).tolist()}
+    if len(counts) != 1:
+        raise ValueError(f"trees side by side take one chunk count, not {sorted(counts)}")
+    return counts.pop()
 
 
-def double_binary_tree_part(b: ScheduleBuilder, members: np.ndarray, lo: int, hi: int, ready: np.ndarray,
-                            chunk_size: int | None = PIPELINE_CHUNK, channel: int = 0) -> np.ndarray:
-    """Two complementary trees, each on half of ``[lo, hi)``, on channels ``channel`` and ``channel + 1``."""
+def tree_part(b: ScheduleBuilder, members: np.ndarray, lo, hi, ready: np.ndarray,
+              chunk_size: int | None = PIPELINE_CHUNK, channel=0) -> np.ndarray:
+    """Binary-tree AllReduce of ``[lo, hi)`` over ``members`` (NCCL's btree on their order);
+    rows of ``members`` run side by side as ``tree_allreduce``'s do."""
+    return tree_allreduce(b, members, btree_parents(np.shape(members)[-1]), lo, hi, ready,
+                          _chunks_alike(np.subtract(hi, lo), chunk_size), channel)
+
+
+def double_binary_tree_part(b: ScheduleBuilder, members: np.ndarray, lo, hi, ready: np.ndarray,
+                            chunk_size: int | None = PIPELINE_CHUNK, channel=0) -> np.ndarray:
+    """Two complementary trees, each on half of ``[lo, hi)``, on channels ``channel`` and
+    ``channel + 1``; rows of ``members`` run side by side as ``tree_allreduce``'s do."""
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     middle = lo + (hi - lo) // 2
-    chunks = chunk_count(middle - lo, chunk_size)
-    done = [tree_allreduce(b, members, parents, part_lo, part_hi, ready, chunks, channel + t)
-            for t, (parents, part_lo, part_hi) in enumerate(zip(dtree_parents(len(members)), (lo, middle),
+    chunks = _chunks_alike(middle - lo, chunk_size)
+    done = [tree_allreduce(b, members, parents, part_lo, part_hi, ready, chunks, np.add(channel, t))
+            for t, (parents, part_lo, part_hi) in enumerate(zip(dtree_parents(np.shape(members)[-1]), (lo, middle),
                                                                     (middle, hi)))]
-    return np.concatenate(done, axis=1)
+    return np.concatenate(done, axis=-1)
 
 
 _TREE_FORM = ("2*D*(L + S/(k*B)) + (k-1)*S/(k*B), D = depth of NCCL's binary tree (ceil(lg N) for N > 1), "
