@@ -8,12 +8,12 @@ from dataclasses import replace
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import HONOURED, reads_nccl_proto, simulate
+from simnet.run.simulate import simulate
 from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
-from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
+from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES, native
 from simnet.workloads.ddp import StepModel
 
 __all__ = ["run_scenario", "unread_options", "nccl_choice_unread"]
@@ -77,7 +77,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
     training = training_step(scenario)
-    said += _env_unfelt_in_step(scenario, training)
+    said += _p2p_channels_unfelt_in_step(scenario, training)
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
@@ -109,13 +109,12 @@ def nccl_choice_unread(env: dict[str, str], ran: list[str], collective: str, wha
     return said
 
 
-def _env_unfelt_in_step(scenario, training: dict | None) -> list[Finding]:
-    """``key_unread`` when the NCCL variables simnet follows changed nothing in the training
-    step: it moves the same without them (NCCL_PROTO=Simple where its exchanges run Simple
-    anyway, NCCL_NVLS_ENABLE=0 where none runs NVLS, the send/recv channel variables where
-    its expert AllToAlls and pipeline sends take one route), as ``simulate`` says of a run."""
+def _p2p_channels_unfelt_in_step(scenario, training: dict | None) -> list[Finding]:
+    """``key_unread`` when NCCL's send/recv channel variables changed nothing in the training
+    step (its expert AllToAlls and pipeline sends, if it has them, move the same without
+    them), as ``simulate`` says of a run of its own."""
     env = nccl_env()
-    names = [name for name in (*HONOURED, *P2P_CHANNEL_VARIABLES) if name in env]
+    names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if training is None or not names:
         return []
     plain = training_step(scenario, env={k: v for k, v in env.items() if k not in names})
@@ -123,10 +122,18 @@ def _env_unfelt_in_step(scenario, training: dict | None) -> list[Finding]:
         return []
     said = ", ".join(f"{name}={env[name]}" for name in names)
     return [Finding("key_unread", names[0], (
-        f"{said} changed nothing in the training step: its exchanges (gradient AllReduces, expert AllToAlls, "
-        f"pipeline sends) run alike and move the same without {'it' if len(names) == 1 else 'them'}"))]
+        f"{said} changed nothing in the training step: its NCCL send/recv (expert AllToAlls, pipeline sends), if it "
+        f"has any, moves the same without {'it' if len(names) == 1 else 'them'} (each send's channels take one "
+        "route, or NCCL splits it alike)"))]
 
 
+def reads_nccl_proto(algorithm: str, collective: str) -> bool:
+    """Whether NCCL_PROTO can change how ``algorithm`` runs: one of NCCL's collective
+    algorithms (``auto`` on a collective NCCL tunes), not its send/recv."""
+    kind = lookup_collective(collective)
+    if algorithm == "auto":
+        return not kind.point_to_point
+    return native(kind.nccl, algorithm) is not None
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:

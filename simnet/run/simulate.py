@@ -78,9 +78,6 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
     if msccl and point.model == "rccl":
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
-    honoured = [name for name in HONOURED if name in env and _reads(name, algorithm, point.collective)]
-    if honoured:
-        result = _honoured_unfelt(point, algorithm, result, size, conditions, options, honoured)
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -99,46 +96,6 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
-
-
-HONOURED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS",
-            "NCCL_MAX_NCHANNELS", "RCCL_LL128_FORCE_ENABLE")
-"""The variables ``simulate`` follows beside send/recv's channel variables and RCCL's MSCCL
-ones (each checked on its own terms): one that changed nothing in a run is said so."""
-
-
-def _reads(name: str, algorithm: str, collective: str) -> bool:
-    """Whether ``name`` can steer a run of ``algorithm``: NCCL_ALGO ``auto``'s pick among NCCL's
-    collective algorithms only, NCCL_PROTO those algorithms' protocols only (``run_scenario``
-    says so of the others, once per scenario); the rest, any run."""
-    if name == "NCCL_ALGO":
-        return algorithm == "auto" and not lookup_collective(collective).point_to_point
-    if name == "NCCL_PROTO":
-        return reads_nccl_proto(algorithm, collective)
-    return True
-
-
-def reads_nccl_proto(algorithm: str, collective: str) -> bool:
-    """Whether NCCL_PROTO can change how ``algorithm`` runs: one of NCCL's collective
-    algorithms (``auto`` on a collective NCCL tunes), not its send/recv."""
-    kind = lookup_collective(collective)
-    if algorithm == "auto":
-        return not kind.point_to_point
-    return tables.native(kind.nccl, algorithm) is not None
-
-
-def _honoured_unfelt(point: Setup, algorithm: str, result: Result, size: int, conditions: Conditions,
-                     options: dict, names: list[str]) -> Result:
-    """``result`` with a ``key_unread`` warning when the variables ``names`` changed nothing:
-    the same run without them picks the same algorithm and protocol and moves the same
-    (``_traffic``): NCCL_NVLS_ENABLE=0 where no NVLS would run, NCCL_PROTO=Simple where
-    NCCL picks Simple anyway, NCCL_MIN_NCHANNELS beside ``ps``."""
-    other = _without(point, names).simulate(algorithm, size, False, None, conditions, options)
-    if (other.algorithm, other.protocol) != (result.algorithm, result.protocol) or _traffic(other) != _traffic(result):
-        return result
-    it = "it" if len(names) == 1 else "them"
-    return _said_unread(point, result, names, (
-        f"the same run without {it} runs {result.algorithm}/{result.protocol} alike and moves the same"))
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
