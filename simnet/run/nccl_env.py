@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from simnet.topology.graph import Topology
 from simnet.tuning import predict, rccl, search, tables
-from simnet.tuning.nccl_names import NCCL_READS
+from simnet.tuning.nccl_names import NCCL_READS, RCCL_READS
 
 _INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
              *tables.P2P_CHANNEL_VARIABLES, "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
@@ -50,34 +50,39 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
-    """One line per ``NCCL_`` variable of ``environ`` (default: the process environment) that
-    NCCL does not read (``nccl_names.NCCL_READS``) but that is spelt nearly as one simnet
-    follows or refuses (``NCCL_PROTOCOL`` for ``NCCL_PROTO``): NCCL ignores it, and so does
-    simnet, so the run is the one without it, which whoever set it rarely means.
+    """One line per ``NCCL_`` or ``RCCL_`` variable of ``environ`` (default: the process
+    environment) that neither NCCL 2.30.7 nor RCCL 2.21.5 reads (``nccl_names``) but that is
+    spelt nearly as one simnet follows or refuses (``NCCL_PROTOCOL`` for ``NCCL_PROTO``): the
+    library ignores it, and so does simnet, so the run is the one without it, which whoever set
+    it rarely means. (The command line says it; ``simulate(env=...)`` reads only the names it
+    follows.)
 
-    >>> misspelt({"NCCL_PROTOCOL": "Simple", "NCCL_FOO": "1", "NCCL_DEBUG": "INFO"})[0][:49]
-    'NCCL_PROTOCOL=Simple is not a variable NCCL reads'
+    >>> misspelt({"NCCL_PROTOCOL": "Simple", "NCCL_FOO": "1", "NCCL_DEBUG": "INFO"})[0].split(" (")[0]
+    'NCCL_PROTOCOL=Simple is not a variable NCCL or RCCL reads'
     """
     environ = os.environ if environ is None else environ
     said = []
     for name in sorted(environ):
-        if not name.startswith("NCCL_") or name in NCCL_VARIABLES or name in NCCL_READS:
+        if not name.startswith(("NCCL_", "RCCL_")) or name in NCCL_VARIABLES or name in NCCL_READS | RCCL_READS:
             continue
-        near = _resembled(name.removeprefix("NCCL_"))
+        near = _resembled(name[5:])
         if near:
-            said.append(f"{name}={environ[name]} is not a variable NCCL reads (NCCL 2.30.7); did you mean {near}? "
-                        "NCCL ignores it, and so does this run")
+            library = "NCCL or RCCL" if name.startswith("NCCL_") else "RCCL"
+            said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5); did "
+                        f"you mean {near}? {library} ignores it, and so does this run")
     return said
 
 
 def _resembled(rest: str) -> str | None:
-    """The variable simnet reads whose name after ``NCCL_`` begins ``rest`` or the other way
-    round (PROTOCOL, PROTO), or is nearly ``rest`` (difflib, 0.75: MAX_CHANNELS, MAX_NCHANNELS)."""
-    ours = {n.removeprefix("NCCL_"): n for n in NCCL_VARIABLES if n.startswith("NCCL_")}
-    begins = sorted((o for o in ours if min(len(o), len(rest)) >= 4 and (rest.startswith(o) or o.startswith(rest))),
-                    key=len, reverse=True)
-    near = begins or difflib.get_close_matches(rest, list(ours), n=1, cutoff=0.75)
-    return ours[near[0]] if near else None
+    """The variable simnet follows or refuses whose name after its prefix is most like
+    ``rest`` (difflib's ratio): among those that begin ``rest`` or the other way round
+    (PROTOCOL, PROTO) and those at least 0.75 alike (MAX_CHANNELS, MAX_NCHANNELS)."""
+    ours = {n[5:]: n for n in NCCL_VARIABLES}
+    candidates = {o for o in ours if min(len(o), len(rest)) >= 4 and (rest.startswith(o) or o.startswith(rest))}
+    candidates |= set(difflib.get_close_matches(rest, list(ours), n=3, cutoff=0.75))
+    if not candidates:
+        return None
+    return ours[max(sorted(candidates), key=lambda o: difflib.SequenceMatcher(None, rest, o).ratio())]
 
 
 def nccl_default(value: str, default: str | None, name: str) -> bool:
