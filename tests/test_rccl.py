@@ -172,6 +172,13 @@ def test_amd_gpus_take_rccl_and_refuse_nccl_in_one_line():
 def test_rccl_variables_it_does_not_follow_are_refused():
     with pytest.raises(ValueError, match="RCCL_OVERRIDE_ALGO=Ring changes what RCCL runs"):
         simnet.simulate(_mesh(), "ring", 2**20, env={"RCCL_OVERRIDE_ALGO": "Ring"})
+    # an NCCL_ name RCCL 2.21.5 reads and NCCL does not (graph/paths.cc:828): refused under RCCL, as in
+    # NCCL ignored on NVIDIA GPUs (the review: it ran both ways without a word)
+    with pytest.raises(ValueError, match="NCCL_NCHANNELS_PER_PEER=4 changes what RCCL runs"):
+        simnet.simulate(_mesh(), "direct", 2**20, env={"NCCL_NCHANNELS_PER_PEER": "4"}, collective="send_recv")
+    h100 = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}})
+    assert simnet.simulate(h100, "ring", 2**20, env={"NCCL_NCHANNELS_PER_PEER": "4"}).time_s == \
+        simnet.simulate(h100, "ring", 2**20).time_s
     # MSCCL is read from RCCL 2.21.5 (gfx942) only: on gfx950 its variables stay refused
     with pytest.raises(ValueError, match="RCCL_MSCCL_ENABLE=0 changes what RCCL runs .* on gfx950"):
         simnet.simulate(_mesh("mi355x", bandwidth="64 GB/s"), "ring", 2**20, env={"RCCL_MSCCL_ENABLE": "0"})

@@ -196,11 +196,13 @@ UNMODELLED = ("RCCL_MSCCLPP_ENABLE", "RCCL_MSCCLPP_THRESHOLD", "RCCL_PIVOT_ALLTO
               "RCCL_CLIQUE_ALLREDUCE_BYTE_LIMIT", "RCCL_CLIQUE_ALLREDUCE_NCHANNELS", "RCCL_OVERRIDE_ALGO",
               "RCCL_OVERRIDE_PROTO", "RCCL_CHANNEL_TUNING_ENABLE", "RCCL_DISABLE_RAIL_TREES", "RCCL_CE_ALLREDUCE",
               "RCCL_DIRECT_ALLGATHER_THRESHOLD", "RCCL_DIRECT_REDUCE_SCATTER_THRESHOLD", "RCCL_DDA_ENABLE",
-              "RCCL_UNROLL_FACTOR", "RCCL_THREADS_PER_BLOCK")
+              "RCCL_UNROLL_FACTOR", "RCCL_THREADS_PER_BLOCK", "NCCL_NCHANNELS_PER_PEER")
 """RCCL variables that change its algorithm, protocol or channels (A init.cc, enqueue.cc,
 msccl_lifecycle.cc; B rccl_wrap.cc, CHANGELOG) which simnet does not follow: a run under
 ``model: rccl`` with one of them set is refused, as its answer would not be RCCL's (and
-``MSCCL_VARIABLES`` on gfx950, whose MSCCL was not read)."""
+``MSCCL_VARIABLES`` on gfx950, whose MSCCL was not read). NCCL_NCHANNELS_PER_PEER is RCCL's
+only (A graph/paths.cc:828, :910: its send/recv channels per peer; NCCL 2.30.7 reads no such
+name, so under NCCL it changes nothing, as in NCCL)."""
 
 # ---------------------------------------------------------------- MSCCL (A only)
 MSCCL_VARIABLES = ("RCCL_MSCCL_ENABLE", "RCCL_MSCCL_FORCE_ENABLE", "RCCL_MSCCL_ENABLE_SINGLE_PROCESS")
