@@ -65,11 +65,11 @@ def test_cli_refuses_in_one_line_and_writes_nothing(cli, root, tmp_path):
 
 @pytest.mark.parametrize("algorithm", ["ring", "tree", "direct", "naive", "hierarchical", "halving_doubling"])
 def test_the_estimate_bounds_the_memory_a_run_really_takes(algorithm, tmp_path):
-    """Run in a fresh process: the peak resident memory the run adds (over the interpreter,
-    the loaded topology and the compiled network's code, fixed costs a run takes on the
-    compiled network wherever SimPy has taken a second of wall time, so by the machine's
-    load) stays below transfers x transfer_bytes(algorithm) + 64 MB of fixed tables, so the
-    guard refuses before the kernel would have to."""
+    """Run in a fresh process: the peak resident memory the run adds stays below transfers x
+    transfer_bytes(algorithm) + 64 MB of fixed tables, so the guard refuses before the kernel
+    would have to. Fixed costs are left out of what it adds: the interpreter, the loaded
+    topology and the compiled network's code (loaded first: whether a run takes the compiled
+    network depends on how long SimPy took, so on the machine's load)."""
     import subprocess
     import sys
 

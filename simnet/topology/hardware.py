@@ -204,9 +204,9 @@ PCIE_EFFICIENCY = pcie_efficiency(5)
 
 def pcie_lanes_of(bandwidth: float, generation: int) -> int | None:
     """The width (lanes) of the ``generation`` PCIe link that a link written at ``bandwidth``
-    B/s per direction is: one whose line rate it is, as a datasheet rounds it (to 1 %: Gen4 x16's
-    31.5077 GB/s written 31.5), or whose signalling rate (GT/s x lanes / 8: 32 GB/s) it is;
-    None for any other rate.
+    B/s per direction is: one written between 1 % below its line rate (as a datasheet rounds it:
+    Gen4 x16's 31.5077 GB/s written 31.5) and 1 % above its signalling rate (GT/s x lanes / 8:
+    32 GB/s); None for any other rate. (The widths' windows do not overlap.)
 
     >>> pcie_lanes_of(31.5e9, 4), pcie_lanes_of(32e9, 4), pcie_lanes_of(63e9, 5), pcie_lanes_of(28e9, 4)
     (16, 16, 16, None)
