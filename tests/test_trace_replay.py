@@ -499,3 +499,16 @@ def test_a_pipeline_stage_waits_for_the_send_of_the_one_before(tmp_path):
     assert (row["collective"], row["group"], row["calls"]) == ("send_recv", "p2p 0->1", 1)
     # rank 1's step: from its recv's start (rank 0's forward, 1 ms, then the send) to its forward's end
     assert replayed.step_s == pytest.approx(1e-3 + send + 20e-6 + 1e-3, rel=1e-6)
+
+
+def test_a_call_the_environment_leaves_nccl_nothing_to_run_is_refused_in_one_line(cli, root, tmp_path):
+    """Fuzz round l (#343): NCCL_ALGO=Tree on a trace with a Broadcast, which NCCL runs by Ring
+    only (its tuner has no Tree Broadcast: NCCL fails the call), ended as an internal error
+    (exit 70); it is refused in one line naming the call, and nothing is written."""
+    out = tmp_path / "r.json"
+    result = cli("replay-trace", root / "validation/traces/hta_nccl_data_rank0.json.gz", "--ranks-per-trace", "2",
+                 "-t", root / "topologies/dgx_a100.yaml", "--json", out, env={"NCCL_ALGO": "Tree"})
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("the trace's broadcast of ") and \
+        "NCCL_ALGO=Tree leaves nothing NCCL could run here: NCCL has no Tree Broadcast" in result.stderr
+    assert not out.exists()

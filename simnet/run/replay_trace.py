@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simnet.errors import InputError
+from simnet import units
+from simnet.errors import InputError, Unsupported
 from simnet.model.interface import DEFAULT_MODEL, resolve_model
 from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
@@ -213,7 +214,7 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     except ValueError as exc:
         raise InputError(str(exc)) from None
     index = {id(inst): j for j, inst in enumerate(instances)}
-    times = np.array([pricer.alone(inst) for inst in instances])
+    times = np.array([_priced(pricer, inst) for inst in instances])
     timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)
     shared = pricer.together(instances, timeline, times)
     if shared is not None:  # one more pass: sharing slowed calls, so the replay moves
@@ -233,6 +234,23 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
                        pricer.model_name, _steps(traces, recording, timeline),
                        _collectives(traces, instances, recording, timeline, pricer),
                        pricer.bottlenecks(instances, timeline), warnings, list(traces), timeline, recording)
+
+
+def _priced(pricer: _Pricer, inst: Instance) -> float:
+    """``pricer.alone(inst)``; a call the environment leaves NCCL nothing to run (NCCL_ALGO=Tree
+    on a Broadcast, which NCCL runs by Ring only) refused in one line naming the call, as NCCL
+    would fail it."""
+    try:
+        return pricer.alone(inst)
+    except Unsupported as exc:
+        raise InputError(_call_named(inst, str(exc))) from None
+
+
+def _call_named(inst: Instance, why: str) -> str:
+    comm = inst.comm
+    return (f"the trace's {comm.collective} of {units.format_size(comm.size_bytes)} in group {comm.group_name or '?'} "
+            f"(call {inst.k + 1} of the group, ranks {', '.join(map(str, comm.group[:8]))}"
+            f"{', ...' if len(comm.group) > 8 else ''}): {why}")
 
 
 class _Pricer:

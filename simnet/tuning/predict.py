@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from simnet.errors import Unsupported
 from simnet.topology.hardware import NET, NVLINK
 from simnet.tuning import rccl
 from simnet.tuning.search import System, comm_channels, graph
@@ -389,7 +390,7 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
         reasons = "; ".join(r for a in sorted(algos) if (r := unavailable(system, a, function)))
         given = [f"{name}={value}" for name, value in (("NCCL_ALGO", nccl_algo), ("NCCL_PROTO", nccl_proto))
                  if (value or "").strip()]
-        raise ValueError(f"{' '.join(given)} {'leaves' if len(given) == 1 else 'leave'} nothing NCCL could run "
+        raise Unsupported(f"{' '.join(given)} {'leaves' if len(given) == 1 else 'leave'} nothing NCCL could run "
                          f"here{': ' + reasons if reasons else ''}")
     (algorithm, protocol), time = min(table.items(), key=lambda item: item[1])
     if system.library == "rccl" and not (nccl_proto or "").strip():
