@@ -1870,3 +1870,19 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
     library = "NCCL or RCCL" if variable.startswith("NCCL_") else "RCCL"
     assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable {library} reads (NCCL 2.30.7, RCCL "
                      f"2.21.5); did you mean {meant}? {library} ignores it, and so does this run"] if meant else [])
+
+
+@pytest.mark.parametrize("algorithms, unread", [(["ring"], True), (["ring", "auto"], False)])
+def test_compare_says_nccl_algo_changed_nothing_where_every_option_names_its_algorithm(tmp_path, cli, algorithms,
+                                                                                        unread):
+    """Fuzz round l (#373): compare under NCCL_ALGO=Ring with named ring in every variant said
+    nothing, where simnet run warns key_unread."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 4}}, "sizes": ["1 MiB"],
+        "algorithms": algorithms, "variants": [{"name": "a", "set": {"topology.generate.gpus": 4}},
+                                               {"name": "b", "set": {"topology.generate.gpus": 2}}]}))
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png", env={"NCCL_ALGO": "Ring"})
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert ("warning key_unread: NCCL_ALGO=Ring restricts what auto picks, and every option names ring, no auto, "
+            "so it changed nothing here" in said) == unread

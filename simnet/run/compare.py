@@ -12,13 +12,16 @@ the other's column.
 from __future__ import annotations
 
 from simnet.errors import InputError, SpecError, Unsupported
+from simnet.results.result import Finding
+from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME
-from simnet.run.scenario import unread_options
+from simnet.run.scenario import nccl_choice_unread, unread_options
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, setting_named
 from simnet.spec.scenario import Scenario
 
-__all__ = ["compare_scenarios", "compare_rows", "pareto_front", "PARETO_TOLERANCE", "CompareError"]
+__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "pareto_front", "PARETO_TOLERANCE",
+           "CompareError"]
 
 
 class CompareError(SpecError):
@@ -109,6 +112,17 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
             options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r},
                             where))
     return compare_rows(options)
+
+
+def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
+    """What the options leave unread, once each (``key_unread``): NCCL_ALGO beside options
+    that each name their algorithms, NCCL_PROTO where none runs NCCL's collective
+    algorithms (``nccl_choice_unread``, as ``simnet run`` says them)."""
+    said: dict[str, Finding] = {}
+    for scenario in scenarios:
+        for finding in nccl_choice_unread(nccl_env(), list(scenario.algorithms), scenario.collective, "every option"):
+            said.setdefault(finding.message, finding)
+    return list(said.values())
 
 
 def _evaluate(plan, point: Point, where: tuple) -> dict:
