@@ -1886,3 +1886,31 @@ def test_compare_says_nccl_algo_changed_nothing_where_every_option_names_its_alg
     said = " ".join(result.stdout.split())
     assert ("warning key_unread: NCCL_ALGO=Ring restricts what auto picks, and every option names ring, no auto, "
             "so it changed nothing here" in said) == unread
+
+
+def test_sweep_says_nccl_algo_changed_nothing_beside_named_algorithms(tmp_path, cli):
+    """Fuzz round l (#169, #418, #420, #422): a sweep of named algorithms under NCCL_ALGO said
+    nothing, on the console or in its records, where simnet run warns key_unread."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 4}}, "sizes": ["1 MiB"],
+        "algorithms": ["ring", "tree"]}))
+    result = cli("sweep", tmp_path / "s.yaml", "--gpus", "2,4", "--out", tmp_path / "o", "--workers", "1",
+                 env={"NCCL_ALGO": "Ring"})
+    assert result.exit_code == 0, result.stderr
+    assert "warning key_unread: NCCL_ALGO=Ring restricts what auto picks, and every point names ring, tree, no auto" \
+        in " ".join(result.stdout.split())
+    assert all("key_unread" in size["warnings"] for record in _records(tmp_path / "o") for size in record["sizes"])
+
+
+def test_compare_says_what_the_file_makes_moot(tmp_path, cli):
+    """Fuzz round l (#427-#429): compare showed none of the key_unread warnings simnet run shows
+    (a one-rack leaf_spine's spines)."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "topology": {"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                            "gpus_per_host": 2, "spines": 4}},
+        "sizes": ["1 MiB"], "algorithms": ["ring"],
+        "variants": [{"name": "a", "set": {"topology.generate.gpus_per_host": 2}},
+                     {"name": "b", "set": {"topology.generate.gpus_per_host": 1}}]}))
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    assert "warning key_unread: topology.generate.spines" in result.stdout

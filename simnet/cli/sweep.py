@@ -145,6 +145,13 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     for note in notes + [f"skipped {name} at {'; '.join(dict.fromkeys(points))} (all): {why}"
                          for (name, why), points in where.items()]:
         console.print(note)
+    from rich.markup import escape
+
+    from simnet.run.scenario import nccl_choice_unread
+
+    ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
+    for warning in nccl_choice_unread(plan.env, ran, spec.collective, "every point"):
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")

@@ -115,12 +115,14 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
 
 
 def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
-    """What the options leave unread, once each (``key_unread``): NCCL_ALGO beside options
-    that each name their algorithms, NCCL_PROTO where none runs NCCL's collective
-    algorithms (``nccl_choice_unread``, as ``simnet run`` says them)."""
+    """What the options leave unread, once each (``key_unread``, as ``simnet run`` says them):
+    the keys each file makes moot (``Scenario.warnings``: a one-rack leaf_spine's spines),
+    NCCL_ALGO beside options that each name their algorithms, NCCL_PROTO where none runs
+    NCCL's collective algorithms (``nccl_choice_unread``)."""
     said: dict[str, Finding] = {}
     for scenario in scenarios:
-        for finding in nccl_choice_unread(nccl_env(), list(scenario.algorithms), scenario.collective, "every option"):
+        for finding in [*scenario.warnings, *nccl_choice_unread(nccl_env(), list(scenario.algorithms),
+                                                                scenario.collective, "every option")]:
             said.setdefault(finding.message, finding)
     return list(said.values())
 

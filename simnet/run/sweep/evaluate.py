@@ -9,6 +9,7 @@ from typing import Any
 
 from simnet.errors import InputError, Unsupported
 from simnet.run.jobs import run_jobs
+from simnet.run.scenario import nccl_choice_unread
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
@@ -53,13 +54,14 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
     if scenario.training is not None:
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
+    unread = nccl_choice_unread(plan.env, [point.algorithm], scenario.collective, "this point")
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
-            "warnings": sorted({w.kind for w in [*result.warnings, *scenario.warnings]})})
+            "warnings": sorted({w.kind for w in [*result.warnings, *scenario.warnings, *unread]})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
