@@ -512,3 +512,16 @@ def test_a_call_the_environment_leaves_nccl_nothing_to_run_is_refused_in_one_lin
     assert result.stderr.startswith("the trace's broadcast of ") and \
         "NCCL_ALGO=Tree leaves nothing NCCL could run here: NCCL has no Tree Broadcast" in result.stderr
     assert not out.exists()
+
+
+def test_a_send_recv_variable_no_call_of_the_trace_reads_is_said(cli, root):
+    """Fuzz round l (#460): NCCL_MAX_P2P_NCHANNELS=1 on a trace of collectives changed nothing
+    (only NCCL's send/recv reads it) and replay-trace said nothing, where a run says key_unread."""
+    args = ("replay-trace", root / "validation/traces/hta_nccl_data_rank0.json.gz", "--ranks-per-trace", "2", "-t",
+            root / "topologies/dgx_a100.yaml", "--json", "-")
+    plain, varied = cli(*args), cli(*args, env={"NCCL_MAX_P2P_NCHANNELS": "1"})
+    assert plain.exit_code == varied.exit_code == 0, varied.stderr
+    with_it, without = json.loads(varied.stdout), json.loads(plain.stdout)
+    said = [w for w in with_it["warnings"] if w["kind"] == "key_unread"]
+    assert [w["link"] for w in said] == ["NCCL_MAX_P2P_NCHANNELS"] and "changed nothing" in said[0]["message"]
+    assert with_it["step_s"] == without["step_s"] and not without["warnings"]

@@ -289,7 +289,19 @@ class _Pricer:
                         f"every collective with its recorded {what}, so {name} changed nothing here")
                 for name, what, moot in (("NCCL_ALGO", "algorithm", not picked),
                                          ("NCCL_PROTO", "protocol", not picked and own_protocol))
-                if moot and name in self.env and instances]
+                if moot and name in self.env and instances] + self._unread_by_every_call()
+
+    def _unread_by_every_call(self) -> list[Finding]:
+        """The ``key_unread`` findings every priced call's run carries (the send/recv channel
+        variables where no call runs NCCL's send/recv, or each moves the same), once."""
+        runs = [run for run in self.results.values() if run.gpus > 1]
+        if not runs:
+            return []
+        first = {w.link: w for w in runs[0].warnings if w.kind == "key_unread"}
+        return [Finding("key_unread", w.link, f"in every one of the trace's {len(runs)} distinct calls: {w.message}"
+                        if len(runs) > 1 else w.message)
+                for w in first.values() if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings)
+                                               for run in runs[1:])]
 
     def result(self, inst: Instance):
         key = self.key(inst)
