@@ -10,11 +10,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FIRST = ("tests/test_readme.py", "tests/test_cli_topo.py", "tests/test_topology.py", "tests/test_notebooks.py")
 """Files started first, one worker each as it frees up. The README's commands (one fixture,
-the longest file: ~45 s of CPU on 2 cores): on a fresh install the first of them compiles the
-fluid network (~20 s), and every other process that needs it (a worker past a second of
-SimPy replays, a notebook's kernel) waits on its lock meanwhile. So the other worker starts
-on files that replay nothing, the 16,384-GPU preset loaded, routed and checked (~20 s),
-then the notebooks (half a minute in their kernels)."""
+the longest file: ~45 s of CPU on 2 cores) need the compiled fluid network, which on a fresh
+install ``WARM_COMPILED`` is still compiling (~25 s), and every process that needs it waits on
+its lock meanwhile. So the other worker starts on files that replay nothing, the 16,384-GPU
+preset loaded, routed and checked (~20 s), then the notebooks (half a minute in their kernels)."""
 
 LONGEST = ("tests/test_collectives_correctness.py", "tests/test_sweep.py", "tests/test_budget.py",
            "tests/test_nothing_ignored.py", "tests/test_same_hardware.py", "tests/test_training.py",
@@ -25,6 +24,42 @@ LONGEST = ("tests/test_collectives_correctness.py", "tests/test_sweep.py", "test
 """The other files of over ~4 s of CPU, longest first (``--durations=0`` summed per file,
 2 cores): started next, so that the files left at the end are short and no worker finishes
 a long one alone while the other has nothing left. A file not named here comes after them."""
+
+
+WARM_COMPILED = """
+from simnet import topology_from_dict
+from simnet.engine.replay import compiled_available, replay
+from simnet.schedule.catalog import build_schedule
+topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2}})
+if compiled_available():
+    replay(build_schedule("ring", topo, 1024), topo, compiled=True)
+"""
+"""What ``pytest_configure`` runs beside the workers: the compiled fluid network compiled (or
+loaded from numba's cache, a second) before a test needs it. On a fresh install compiling
+takes ~25 s of CPU, which the first test to need it used to spend while the other worker
+(and every process after it, on the file lock) waited."""
+
+
+def pytest_configure(config):
+    """On the controller (or a run without workers), start ``WARM_COMPILED`` in a process of
+    its own; it takes the compile lock first (``simnet.engine.compiled._compiled_for``)."""
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        config.warm_compiled = subprocess.Popen([sys.executable, "-c", WARM_COMPILED], cwd=ROOT,
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def pytest_unconfigure(config):
+    """Wait for ``WARM_COMPILED`` (it ends once compiled; a run of a few tests may end sooner)."""
+    process = getattr(config, "warm_compiled", None)
+    if process is not None:
+        try:
+            process.wait(timeout=120)
+        except Exception:  # noqa: BLE001 - a stuck warm-up must not fail or hang the run
+            process.kill()
 
 
 def pytest_collection_modifyitems(config, items):
