@@ -1914,3 +1914,40 @@ def test_compare_says_what_the_file_makes_moot(tmp_path, cli):
     result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     assert result.exit_code == 0, result.stderr
     assert "warning key_unread: topology.generate.spines" in result.stdout
+
+
+@pytest.mark.parametrize("gpu, variable, value, algorithm, size, unread", [
+    ("a100", "NCCL_NVLS_ENABLE", "0", "ring", 2**20, True),  # fuzz k #258: no NVLS on A100s: NCCL sees the same
+    ("h100", "NCCL_PROTO", "Simple", "ring", 2**30, True),  # NCCL's ring runs Simple at 1 GiB anyway
+    ("h100", "NCCL_PROTO", "Simple", "ring", 2**20, False),  # at 1 MiB it would run LL: the plan changes
+    ("h100", "NCCL_MAX_NCHANNELS", "2", "ring", 2**30, False),  # fewer channels
+    ("h100", "NCCL_NVLS_ENABLE", "0", "ring", 2**20, False),  # the system NCCL sees differs: not said (may be alike)
+])
+def test_a_followed_variable_without_which_the_plan_is_the_same_says_so(gpu, variable, value, algorithm, size,
+                                                                         unread):
+    """Fuzz round k (#258, debatable): a variable simnet follows that left the run as it was said
+    nothing. Where the model's plan without it is the same (protocol, options, channels, the
+    system NCCL sees), the same schedule runs at the same timing: the run says key_unread; where
+    the plan differs nothing is said, though the run may be alike."""
+    import simnet
+
+    box = simnet.topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": gpu}})
+    with_it, without = (simnet.simulate(box, algorithm, size, env=env) for env in ({variable: value}, {}))
+    said = [w for w in with_it.warnings if w.kind == "key_unread" and w.link == variable]
+    assert bool(said) == unread
+    if unread:
+        assert (with_it.time_s, with_it.protocol) == (without.time_s, without.protocol)
+        assert "runs the same plan without it" in said[0].message
+
+
+def test_auto_does_not_take_over_a_named_run_s_changed_nothing(tmp_path, cli):
+    """The review of the first try: auto taking over a named ring's result took its key_unread
+    too, where the variable steered auto's pick. On A100s under NCCL_PROTO=Simple at 1 GiB the
+    named ring says it; auto, which NCCL_PROTO restricts, does not."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"}},
+        "sizes": ["1 GiB"], "algorithms": ["ring", "auto"]}))
+    runs = json.loads(cli("run", tmp_path / "s.yaml", "--json", "-", env={"NCCL_PROTO": "Simple"}).stdout)["runs"]
+    said = {("auto" if r.get("auto") else r["algorithm"]): [w["link"] for w in r["warnings"]
+                                                            if w["kind"] == "key_unread"] for r in runs}
+    assert said == {"ring": ["NCCL_PROTO"], "auto": []}

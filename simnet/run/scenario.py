@@ -8,12 +8,12 @@ from dataclasses import replace
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import simulate
+from simnet.run.simulate import reads_nccl_proto, simulate
 from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
-from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES, native
+from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
 from simnet.workloads.ddp import StepModel
 
 __all__ = ["run_scenario", "unread_options", "nccl_choice_unread"]
@@ -127,13 +127,6 @@ def _p2p_channels_unfelt_in_step(scenario, training: dict | None) -> list[Findin
         "route, or NCCL splits it alike)"))]
 
 
-def reads_nccl_proto(algorithm: str, collective: str) -> bool:
-    """Whether NCCL_PROTO can change how ``algorithm`` runs: one of NCCL's collective
-    algorithms (``auto`` on a collective NCCL tunes), not its send/recv."""
-    kind = lookup_collective(collective)
-    if algorithm == "auto":
-        return not kind.point_to_point
-    return native(kind.nccl, algorithm) is not None
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:

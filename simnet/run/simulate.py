@@ -19,7 +19,7 @@ from pathlib import Path
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import nccl_env
+from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import ALLREDUCE
@@ -78,6 +78,11 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
     if msccl and point.model == "rccl":
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
+    steering = [name for name in FOLLOWED_CHOICES if name in env  # (NCCL_PROTO unread: run_scenario says so)
+                and not (name == "NCCL_COLLNET_ENABLE" and env[name] == "1")  # simnet's own unset
+                and (name != "NCCL_PROTO" or reads_nccl_proto(algorithm, point.collective))]
+    if steering and algorithm != "auto" and point.model != "ideal" and result.gpus > 1 and result.links:
+        result = _plan_unchanged(point, algorithm, size, options, result, steering)
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -96,6 +101,35 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
+
+
+def reads_nccl_proto(algorithm: str, collective: str) -> bool:
+    """Whether NCCL_PROTO can change how ``algorithm`` runs: one of NCCL's collective
+    algorithms (``auto`` on a collective NCCL tunes), not its send/recv."""
+    kind = lookup_collective(collective)
+    if algorithm == "auto":
+        return not kind.point_to_point
+    return tables.native(kind.nccl, algorithm) is not None
+
+
+def _plan_unchanged(point: Setup, algorithm: str, size: int, options: dict, result: Result,
+                    names: list[str]) -> Result:
+    """``result`` with a ``key_unread`` warning per variable of ``names`` without which the
+    model's plan for ``algorithm`` is the same (protocol, options, channels, the system NCCL
+    sees): the same plan runs the same schedule at the same timing, so it changed nothing
+    (NCCL_NVLS_ENABLE=0 on A100s, NCCL_PROTO=Simple where NCCL runs Simple anyway). A plan
+    that differs says nothing, though the run may be alike (NVLS off beside a named ring on
+    H100s: the system differs): never said where it is not so."""
+    try:
+        own = point.plan(algorithm, size, dict(options))
+        unchanged = [name for name in names if _without(point, [name]).plan(algorithm, size, dict(options)) == own]
+    except ValueError:  # a plan the variable alone makes possible (or not): it matters
+        return result
+    for name in unchanged:
+        result = _said_unread(point, result, [name], (
+            f"{algorithm} runs the same plan without it ({result.protocol or 'its protocol'}, its channels, the "
+            "system NCCL sees), so the same schedule at the same timing"))
+    return result
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
