@@ -1852,7 +1852,8 @@ def test_a_calibration_profile_that_is_a_folder_or_a_pipe_is_refused_for_what_it
                                              ("NCCL_NVLS_ENABLED", "NCCL_NVLS_ENABLE"),
                                              ("NCCL_FOO", None),  # like nothing simnet reads: NCCL ignores it
                                              ("NCCL_IB_TC", None),  # NCCL reads it (v2.30.7), near NCCL_IB_HCA
-                                             # review: RCCL reads it (src/graph/paths.cc:828 at 0cbce2a7)
+                                             # review: RCCL reads it (src/graph/paths.cc:828 at 0cbce2a7),
+                                             # NCCL not: its own line (test below)
                                              ("NCCL_NCHANNELS_PER_PEER", None),
                                              ("NCCL_NVLS", "NCCL_NVLS_ENABLE"),  # the likest, not the longest
                                              ("NCCL_MSCCL_ENABLE", "RCCL_MSCCL_ENABLE"),
@@ -1866,7 +1867,8 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
     plain = json.loads(cli("run", path, "--json", "-").stdout)
     result = cli("run", path, "--json", "-", env={variable: "Simple"})
     assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
-    said = [line for line in result.stderr.splitlines() if line.startswith("warning env_misspelt")]
+    said = [line for line in result.stderr.splitlines() if line.startswith("warning env_misspelt")
+            and "read by RCCL 2.21.5 only" not in line]
     library = "NCCL or RCCL" if variable.startswith("NCCL_") else "RCCL"
     assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable {library} reads (NCCL 2.30.7, RCCL "
                      f"2.21.5); did you mean {meant}? {library} ignores it, and so does this run"] if meant else [])
@@ -1951,3 +1953,40 @@ def test_auto_does_not_take_over_a_named_run_s_changed_nothing(tmp_path, cli):
     said = {("auto" if r.get("auto") else r["algorithm"]): [w["link"] for w in r["warnings"]
                                                             if w["kind"] == "key_unread"] for r in runs}
     assert said == {"ring": ["NCCL_PROTO"], "auto": []}
+
+
+def test_an_nccl_name_only_rccl_reads_is_said_on_nvidia_gpus():
+    """The second review: NCCL_NCHANNELS_PER_PEER (RCCL 2.21.5's, graph/paths.cc:828; NCCL
+    2.30.7 reads no such name) on NVIDIA GPUs ran without a word once RCCL's names counted as
+    read; it is said, with the variable NCCL does read."""
+    from simnet.run.nccl_env import misspelt
+
+    assert misspelt({"NCCL_NCHANNELS_PER_PEER": "4"}) == [
+        "NCCL_NCHANNELS_PER_PEER=4 is read by RCCL 2.21.5 only, not by NCCL 2.30.7; did you mean "
+        "NCCL_NCHANNELS_PER_NET_PEER? On NVIDIA GPUs NCCL ignores it, and so does this run"]
+
+
+def test_compare_refuses_a_variant_s_algorithms_it_would_not_run(tmp_path, cli):
+    """The second review: a variant's set: {algorithms: [auto]} ran the file's ring instead,
+    without a word."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 4}}, "sizes": ["1 MiB"],
+        "algorithms": ["ring"], "variants": [{"name": "a", "set": {"algorithms": ["auto"]}},
+                                             {"name": "b", "set": {"topology.generate.gpus": 2}}]}))
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "variants[0].set.algorithms: compare runs every option with the file's algorithms (ring)" in result.stderr
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_no_nccl_choice_is_said_unread_beside_a_training_step(tmp_path, cli):
+    """The second review: a training step's exchanges run NCCL's pick, so NCCL_ALGO beside a
+    named ring changed the step (162.6 -> 168.8 ms on a DGX H100), and run said it changed nothing."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 4, "gpu": "h100"}},
+        "sizes": ["1 MiB"], "algorithms": ["ring"], "training": TRAINING}))
+    result = cli("run", tmp_path / "s.yaml", "--json", "-", env={"NCCL_ALGO": "Ring"})
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    warnings = [w for run in document["runs"] for w in run["warnings"]] + document.get("warnings", [])
+    assert not [w for w in warnings if w["link"] == "NCCL_ALGO"]

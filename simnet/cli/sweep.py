@@ -149,7 +149,8 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
 
     from simnet.run.scenario import nccl_choice_unread
 
-    ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
+    # (jobs say their own; a training step's exchanges run NCCL's pick, which the variables steer)
+    ran = [] if spec.jobs or spec.training is not None else list(dict.fromkeys(r["algorithm"] for r in records))
     for warning in nccl_choice_unread(plan.env, ran, spec.collective, "every point"):
         console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:

@@ -92,6 +92,11 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
         plan = plan_sweep(scenario)
         variants = scenario.variants
         for i, variant in enumerate(variants):
+            if "algorithms" in variant.set:  # every option runs the file's (it was dropped without a word)
+                raise CompareError(index, ("variants", i, "set", "algorithms"), (
+                    f"compare runs every option with the file's algorithms ({', '.join(scenario.algorithms)}) and "
+                    f"ranks it by its fastest, so {variant.name}'s would not run; give them in the file, or compare "
+                    "files"))
             given = {key.removeprefix("options."): value for key, value in variant.set.items()
                      if key.startswith("options.")}
             unread = unread_options(given, list(scenario.algorithms), scenario.collective) if given else []
@@ -120,9 +125,10 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     NCCL_ALGO beside options that each name their algorithms, NCCL_PROTO where none runs
     NCCL's collective algorithms (``nccl_choice_unread``)."""
     said: dict[str, Finding] = {}
-    for scenario in scenarios:
-        for finding in [*scenario.warnings, *nccl_choice_unread(nccl_env(), list(scenario.algorithms),
-                                                                scenario.collective, "every option")]:
+    for scenario in scenarios:  # (a training step's exchanges run NCCL's pick, which the variables steer)
+        steered = [] if scenario.training is not None else nccl_choice_unread(
+            nccl_env(), list(scenario.algorithms), scenario.collective, "every option")
+        for finding in [*scenario.warnings, *steered]:
             said.setdefault(finding.message, finding)
     return list(said.values())
 

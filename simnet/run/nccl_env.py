@@ -70,21 +70,26 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
     environ = os.environ if environ is None else environ
     said = []
     for name in sorted(environ):
-        if not name.startswith(("NCCL_", "RCCL_")) or name in NCCL_VARIABLES or name in NCCL_READS | RCCL_READS:
+        rccl_only = name.startswith("NCCL_") and name in RCCL_READS and name not in NCCL_READS
+        if not name.startswith(("NCCL_", "RCCL_")) or name in NCCL_READS or (name in NCCL_VARIABLES and not rccl_only) \
+                or (name.startswith("RCCL_") and name in RCCL_READS):
             continue
-        near = _resembled(name[5:])
-        if near:
+        near = _resembled(name[5:], name)
+        if near and rccl_only:  # NCCL ignores it on NVIDIA GPUs (under RCCL it is refused, rccl.UNMODELLED)
+            said.append(f"{name}={environ[name]} is read by RCCL 2.21.5 only, not by NCCL 2.30.7; did you mean "
+                        f"{near}? On NVIDIA GPUs NCCL ignores it, and so does this run")
+        elif near:
             library = "NCCL or RCCL" if name.startswith("NCCL_") else "RCCL"
             said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5); did "
                         f"you mean {near}? {library} ignores it, and so does this run")
     return said
 
 
-def _resembled(rest: str) -> str | None:
-    """The variable simnet follows or refuses whose name after its prefix is most like
-    ``rest`` (difflib's ratio): among those that begin ``rest`` or the other way round
-    (PROTOCOL, PROTO) and those at least 0.75 alike (MAX_CHANNELS, MAX_NCHANNELS)."""
-    ours = {n[5:]: n for n in NCCL_VARIABLES}
+def _resembled(rest: str, name: str) -> str | None:
+    """The variable simnet follows or refuses (other than ``name``) whose name after its prefix
+    is most like ``rest`` (difflib's ratio): among those that begin ``rest`` or the other way
+    round (PROTOCOL, PROTO) and those at least 0.75 alike (MAX_CHANNELS, MAX_NCHANNELS)."""
+    ours = {n[5:]: n for n in NCCL_VARIABLES if n != name}
     candidates = {o for o in ours if min(len(o), len(rest)) >= 4 and (rest.startswith(o) or o.startswith(rest))}
     candidates |= set(difflib.get_close_matches(rest, list(ours), n=3, cutoff=0.75))
     if not candidates:

@@ -34,7 +34,7 @@ from simnet.errors import InputError, Unsupported
 from simnet.model.interface import DEFAULT_MODEL, resolve_model
 from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
-from simnet.run.nccl_env import nccl_env, nccl_system
+from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env, nccl_system
 from simnet.run.point import Setup, calibration_of
 from simnet.run.simulate import simulate
 from simnet.schedule.catalog import algorithms_for
@@ -292,12 +292,15 @@ class _Pricer:
                 if moot and name in self.env and instances] + self._unread_by_every_call()
 
     def _unread_by_every_call(self) -> list[Finding]:
-        """The ``key_unread`` findings every priced call's run carries (the send/recv channel
-        variables where no call runs NCCL's send/recv, or each moves the same), once."""
+        """The ``key_unread`` findings every priced call's run carries for a variable of the
+        user's environment (the send/recv channel variables where no call runs NCCL's send/recv,
+        or each moves the same), once. Not those of ``FOLLOWED_CHOICES``: a call's algorithm is
+        NCCL's pick under them (or the recording's), which a run of it by name cannot judge."""
         runs = [run for run in self.results.values() if run.gpus > 1]
         if not runs:
             return []
-        first = {w.link: w for w in runs[0].warnings if w.kind == "key_unread"}
+        first = {w.link: w for w in runs[0].warnings if w.kind == "key_unread" and w.link in self.env
+                 and w.link not in FOLLOWED_CHOICES}
         return [Finding("key_unread", w.link, f"in every one of the trace's {len(runs)} distinct calls: {w.message}"
                         if len(runs) > 1 else w.message)
                 for w in first.values() if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings)

@@ -70,7 +70,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
     said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
-    said += nccl_choice_unread(nccl_env(), ran, scenario.collective)
+    if scenario.training is None:  # a training step's exchanges run NCCL's pick, which they steer
+        said += nccl_choice_unread(nccl_env(), ran, scenario.collective)
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread:
         said.append(Finding("option_unread", "", (

@@ -19,7 +19,7 @@ from pathlib import Path
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env
+from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env, turned_off
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import ALLREDUCE
@@ -79,7 +79,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if msccl and point.model == "rccl":
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
     steering = [name for name in FOLLOWED_CHOICES if name in env  # (NCCL_PROTO unread: run_scenario says so)
-                and not (name == "NCCL_COLLNET_ENABLE" and env[name] == "1")  # simnet's own unset
+                and not (name == "NCCL_COLLNET_ENABLE" and not turned_off(env, name))  # simnet's own unset
                 and (name != "NCCL_PROTO" or reads_nccl_proto(algorithm, point.collective))]
     if steering and algorithm != "auto" and point.model != "ideal" and result.gpus > 1 and result.links:
         result = _plan_unchanged(point, algorithm, size, options, result, steering)

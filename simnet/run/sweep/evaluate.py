@@ -54,7 +54,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
     if scenario.training is not None:
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
-    unread = nccl_choice_unread(plan.env, [point.algorithm], scenario.collective, "this point")
+    unread = [] if scenario.training is not None else nccl_choice_unread(  # (its step runs NCCL's pick)
+        plan.env, [point.algorithm], scenario.collective, "this point")
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
