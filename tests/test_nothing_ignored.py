@@ -1990,3 +1990,19 @@ def test_no_nccl_choice_is_said_unread_beside_a_training_step(tmp_path, cli):
     document = json.loads(result.stdout)
     warnings = [w for run in document["runs"] for w in run["warnings"]] + document.get("warnings", [])
     assert not [w for w in warnings if w["link"] == "NCCL_ALGO"]
+
+
+def test_a_sweep_refuses_a_variable_before_it_looks_at_out(tmp_path, cli):
+    """Fuzz round l (#404): a refused variable meeting a --out of an earlier sweep was told
+    "use another --out", not why the variable is refused."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 4}}, "sizes": ["1 MiB"],
+        "algorithms": ["ring"]}))
+    out = tmp_path / "o"
+    assert cli("sweep", tmp_path / "s.yaml", "--gpus", "2,4", "--out", out, "--workers", "1").exit_code == 0
+    before = (out / "results.jsonl").read_text()
+    result = cli("sweep", tmp_path / "s.yaml", "--gpus", "2,4", "--out", out, "--workers", "1",
+                 env={"NCCL_IB_QPS_PER_CONNECTION": "2"})
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "NCCL_IB_QPS_PER_CONNECTION=2 changes the transports" in result.stderr
+    assert (out / "results.jsonl").read_text() == before

@@ -114,6 +114,14 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         raise
     except ValueError as exc:  # the NCCL variables
         raise InputError(str(exc), scenario) from None
+    if not {"model", "topology"} & {key.split(".")[0] for key in axes}:  # every point's model is the file's:
+        from simnet.run.point import Setup  # a variable it refuses is said before --out is looked at
+        from simnet.schedule.kinds import collective as lookup_collective
+
+        try:
+            Setup(spec.topology, lookup_collective(spec.collective).name, spec.model, plan.env, None)
+        except ValueError as exc:
+            raise InputError(str(exc), scenario) from None
     out = output_dir(out or default_out(spec.name), "--out", files_read(spec, axes), SWEEP_FILES)
     workers = min(workers or os.cpu_count() or 1, len(plan.points))  # no idle workers, however many asked
     executor = DaskExecutor(scheduler, workers) if scheduler else LocalExecutor(workers)
