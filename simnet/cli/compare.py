@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.console import stdout_console
+from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import friendly, loading
 from simnet.errors import InputError
 
@@ -73,9 +73,6 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     for row in rows:
         for algorithm, why in row["skipped"].items():
             console.print(f"skipped {algorithm} for {row['option']} (all): {why}")
-    from rich.markup import escape
-
-    for warning in compare_warnings(specs):
-        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
+    print_warnings(console, compare_warnings(specs))
     title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
     console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: {title}', output)}")

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 
-__all__ = ["stdout_console", "stderr_console", "progress", "PLAIN_EVERY_S"]
+__all__ = ["stdout_console", "stderr_console", "print_warnings", "progress", "PLAIN_EVERY_S"]
 
 PLAIN_EVERY_S = 10.0
 """Seconds between progress lines when stderr is not a terminal (none for shorter runs)."""
@@ -35,6 +35,14 @@ def stdout_console() -> Console:
 
 def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
+
+
+def print_warnings(console: Console, warnings) -> None:
+    """One line per finding (``kind``, ``message``), its message as plain text (no rich markup)."""
+    from rich.markup import escape
+
+    for warning in warnings:
+        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
 
 
 @contextmanager

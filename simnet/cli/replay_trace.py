@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.console import stdout_console
+from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import Real, WholeRange, friendly
 from simnet.errors import InputError
 
@@ -92,8 +92,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
     console = stdout_console()
     for table in trace_tables(replayed):
         console.print(table)
-    for warning in replayed.warnings:
-        console.print(f"[yellow]warning[/yellow] {warning.kind}: {warning.message}")
+    print_warnings(console, replayed.warnings)
     if json_path:
         console.print(f"wrote {write_text(json_path, text)}")
     if trace_path:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
-from simnet.cli.console import stdout_console
+from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import Whole, friendly, loading
 from simnet.errors import InputError
 from simnet.schedule.kinds import COLLECTIVES
@@ -236,7 +236,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         from simnet.cli.console import stderr_console
 
         click.echo(document)
-        _print_warnings(stderr_console(), said)
+        print_warnings(stderr_console(), said)
         _plot_jobs(stderr_console(), result, plot_dir)
         return
     console = stdout_console()
@@ -244,7 +244,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
                                      f"{_model_label(spec)}"))
     if len(spec.jobs) > 1:
         console.print(interference_table(result))
-    _print_warnings(console, said)
+    print_warnings(console, said)
     if json_path:
         console.print(f"wrote {write_text(json_path, document)}")
     _plot_jobs(console, result, plot_dir)
@@ -258,14 +258,6 @@ def _plot_jobs(console, result, plot_dir: Path | None) -> None:
 
         Path(plot_dir).mkdir(parents=True, exist_ok=True)
         console.print(f"wrote {plot_interference(result, Path(plot_dir) / 'interference.png')}")
-
-
-def _print_warnings(console, warnings) -> None:
-    """Keys the scenario makes moot (``Scenario.warnings``) and variables no job read, one line each."""
-    from rich.markup import escape
-
-    for warning in warnings:
-        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
 
 
 def _workload_label(spec) -> str:
@@ -358,10 +350,7 @@ def _print_notes(console, results) -> None:
         row = f"auto -> {run.algorithm}" if run.auto else run.algorithm
         for kind in dict.fromkeys(w.kind for w in run.warnings):
             groups.setdefault((row, kind), []).append(run)
-    from rich.markup import escape
-
-    for warning in results.warnings:  # the scenario's own no run carries (a training step alone), -c's notes
-        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
+    print_warnings(console, results.warnings)  # the scenario's own no run carries (a training step alone), -c's
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
         alike = [w for w in largest.warnings if w.kind == kind]

@@ -10,7 +10,7 @@ import click
 import yaml
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
-from simnet.cli.console import stdout_console
+from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import WholeRange, friendly, loading
 from simnet.errors import InputError
 from simnet.io.yamlsource import load_value
@@ -153,14 +153,10 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     for note in notes + [f"skipped {name} at {'; '.join(dict.fromkeys(points))} (all): {why}"
                          for (name, why), points in where.items()]:
         console.print(note)
-    from rich.markup import escape
+    from simnet.run.scenario import scenario_choices_unread
 
-    from simnet.run.scenario import nccl_choice_unread
-
-    # (jobs say their own; a training step's exchanges run NCCL's pick, which the variables steer)
-    ran = [] if spec.jobs or spec.training is not None else list(dict.fromkeys(r["algorithm"] for r in records))
-    for warning in nccl_choice_unread(plan.env, ran, spec.collective, "every point"):
-        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
+    ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
+    print_warnings(console, scenario_choices_unread(spec, plan.env, ran, "every point"))
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
