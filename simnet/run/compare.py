@@ -15,7 +15,7 @@ from simnet.errors import InputError, SpecError, Unsupported
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME
-from simnet.run.scenario import nccl_choice_unread, unread_options
+from simnet.run.scenario import scenario_choices_unread, unread_options
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, setting_named
 from simnet.spec.scenario import Scenario
@@ -123,12 +123,11 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     """What the options leave unread, once each (``key_unread``, as ``simnet run`` says them):
     the keys each file makes moot (``Scenario.warnings``: a one-rack leaf_spine's spines),
     NCCL_ALGO beside options that each name their algorithms, NCCL_PROTO where none runs
-    NCCL's collective algorithms (``nccl_choice_unread``)."""
+    NCCL's collective algorithms (``scenario_choices_unread``)."""
     said: dict[str, Finding] = {}
-    for scenario in scenarios:  # (a training step's exchanges run NCCL's pick, which the variables steer)
-        steered = [] if scenario.training is not None else nccl_choice_unread(
-            nccl_env(), list(scenario.algorithms), scenario.collective, "every option")
-        for finding in [*scenario.warnings, *steered]:
+    for scenario in scenarios:
+        for finding in [*scenario.warnings, *scenario_choices_unread(scenario, nccl_env(), list(scenario.algorithms),
+                                                                     "every option")]:
             said.setdefault(finding.message, finding)
     return list(said.values())
 

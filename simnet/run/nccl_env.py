@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from simnet.topology.graph import Topology
 from simnet.tuning import predict, rccl, search, tables
-from simnet.tuning.nccl_names import NCCL_READS, RCCL_READS
+from simnet.tuning.nccl_names import NCCL_READS, RCCL_ONLY_READS
 
 _INTEGERS = ("NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
              *tables.P2P_CHANNEL_VARIABLES, "RCCL_LL128_FORCE_ENABLE", *rccl.MSCCL_VARIABLES)
@@ -70,16 +70,18 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
     environ = os.environ if environ is None else environ
     said = []
     for name in sorted(environ):
-        rccl_only = name.startswith("NCCL_") and name in RCCL_READS and name not in NCCL_READS
-        if not name.startswith(("NCCL_", "RCCL_")) or name in NCCL_READS or (name in NCCL_VARIABLES and not rccl_only) \
-                or (name.startswith("RCCL_") and name in RCCL_READS):
+        if not name.startswith(("NCCL_", "RCCL_")):
+            continue
+        nccl_name = name.startswith("NCCL_")
+        rccl_only = nccl_name and name in RCCL_ONLY_READS
+        if name in (NCCL_READS if nccl_name else RCCL_ONLY_READS) or (name in NCCL_VARIABLES and not rccl_only):
             continue
         near = _resembled(name[5:], name)
         if near and rccl_only:  # NCCL ignores it on NVIDIA GPUs (under RCCL it is refused, rccl.UNMODELLED)
             said.append(f"{name}={environ[name]} is read by RCCL 2.21.5 only, not by NCCL 2.30.7; did you mean "
                         f"{near}? On NVIDIA GPUs NCCL ignores it, and so does this run")
         elif near:
-            library = "NCCL or RCCL" if name.startswith("NCCL_") else "RCCL"
+            library = "NCCL or RCCL" if nccl_name else "RCCL"
             said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5); did "
                         f"you mean {near}? {library} ignores it, and so does this run")
     return said

@@ -16,7 +16,7 @@ from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "unread_options", "nccl_choice_unread"]
+__all__ = ["run_scenario", "unread_options", "nccl_choice_unread", "scenario_choices_unread"]
 
 NCCL_RUNS = tuple(SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -70,8 +70,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
     said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
-    if scenario.training is None:  # a training step's exchanges run NCCL's pick, which they steer
-        said += nccl_choice_unread(nccl_env(), ran, scenario.collective)
+    said += scenario_choices_unread(scenario, nccl_env(), ran)
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread:
         said.append(Finding("option_unread", "", (
@@ -82,6 +81,12 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def scenario_choices_unread(scenario, env: dict[str, str], ran: list[str], what: str = "this run") -> list[Finding]:
+    """``nccl_choice_unread`` for a scenario's runs of ``ran``: none where it has a training
+    step, whose exchanges run NCCL's pick, which NCCL_ALGO and NCCL_PROTO steer."""
+    return [] if scenario.training is not None else nccl_choice_unread(env, ran, scenario.collective, what)
 
 
 def nccl_choice_unread(env: dict[str, str], ran: list[str], collective: str, what: str = "this run") -> list[Finding]:

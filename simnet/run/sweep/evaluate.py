@@ -9,7 +9,7 @@ from typing import Any
 
 from simnet.errors import InputError, Unsupported
 from simnet.run.jobs import run_jobs
-from simnet.run.scenario import nccl_choice_unread
+from simnet.run.scenario import scenario_choices_unread
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
@@ -54,8 +54,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
     if scenario.training is not None:
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
-    unread = [] if scenario.training is not None else nccl_choice_unread(  # (its step runs NCCL's pick)
-        plan.env, [point.algorithm], scenario.collective, "this point")
+    unread = scenario_choices_unread(scenario, plan.env, [point.algorithm], "this point")
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
