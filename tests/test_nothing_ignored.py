@@ -2006,3 +2006,45 @@ def test_a_sweep_refuses_a_variable_before_it_looks_at_out(tmp_path, cli):
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "NCCL_IB_QPS_PER_CONNECTION=2 changes the transports" in result.stderr
     assert (out / "results.jsonl").read_text() == before
+
+
+@pytest.mark.parametrize("gpu, variable, value, unread", [
+    ("a100", "NCCL_NVLS_ENABLE", "0", True),  # no NVLink SHARP on A100s: NCCL sees the same system
+    ("a100", "NCCL_MAX_NCHANNELS", "1", False),  # one channel instead of NCCL's: slower
+    ("h100", "NCCL_NVLS_ENABLE", "0", False),  # job b's pick was NVLS
+])
+def test_jobs_say_a_followed_variable_no_job_s_plan_reads(tmp_path, cli, gpu, variable, value, unread):
+    """Jobs ran a variable that steers NCCL's plan (NVLS, channels) without a word where no
+    job's plan moved, where a scenario's run says so: now one ``key_unread`` exactly where
+    every job decides alike without it, and then every job's answer is the unset run's."""
+    box = {"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": gpu}}
+    jobs = [{"name": "a", "gpus": 2, "size": "64 MiB", "algorithm": "ring"},
+            {"name": "b", "gpus": 6, "size": "1 GiB"}]  # NCCL's pick on 6 H100: NVLS
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": box, "jobs": jobs}))
+    plain = json.loads(cli("run", tmp_path / "s.yaml", "--json", "-").stdout)
+    result = cli("run", tmp_path / "s.yaml", "--json", "-", env={variable: value})
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    said = [w for w in document.get("warnings", []) if w["kind"] == "key_unread" and w["link"] == variable]
+    assert len(said) == (1 if unread else 0), document.get("warnings")
+    assert (document["jobs"] == plain["jobs"]) == unread
+
+
+@pytest.mark.parametrize("variable, value", [("NCCL_ALGO", "Ring"), ("NCCL_ALGO", "Tree"), ("NCCL_NVLS_ENABLE", "0"),
+                                             ("NCCL_MAX_NCHANNELS", "1")])
+def test_a_training_step_says_an_nccl_variable_that_changed_none_of_its_exchanges(monkeypatch, variable, value):
+    """A training step ran NCCL_ALGO and the variables that steer NCCL's plan without a word
+    where no exchange moved (its exchanges run NCCL's pick). Now ``key_unread`` exactly where
+    the step without the variable is the same, exchange by exchange."""
+    from simnet.run.scenario import run_scenario
+
+    scenario = scenario_from_dict({"name": "s", "topology": FABRIC, "training": TRAINING})
+    plain = run_scenario(scenario).to_dict()
+    monkeypatch.setenv(variable, value)
+    steered = run_scenario(scenario).to_dict()
+    said = [w for w in steered.get("warnings", []) if w["kind"] == "key_unread" and w["link"] == variable]
+    unchanged = steered["training"] == plain["training"]
+    assert len(said) == (1 if unchanged else 0), steered.get("warnings")
+    assert not said or "changed nothing in the training step" in said[0]["message"]
+    if (variable, value) in (("NCCL_ALGO", "Ring"), ("NCCL_ALGO", "Tree")):  # on 2 x 2 GPUs NCCL picks Ring anyway
+        assert unchanged == (value == "Ring")

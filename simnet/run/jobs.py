@@ -25,6 +25,7 @@ from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
+from simnet.run.simulate import steering_variables, unchanged_without
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
 from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
@@ -81,6 +82,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
     runs, described, capacity, held, budget = [], [], None, 0.0, memory_budget()
+    decisions = []  # each foreground job's (setup, algorithm as asked, size), for the variables it reads
     for i, (spec, gpus) in enumerate(zip(specs, placements)):
         sub = topology.subset(gpus)
         if spec.background is not None:
@@ -98,6 +100,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
             decided, schedule, timing = point.prepare(algorithm, spec.size, {})
         except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line
             raise JobUnsupported((i, "algorithm"), str(exc)) from None
+        decisions.append((point, spec.algorithm, spec.size))
         held += len(schedule) * transfer_bytes(algorithm)
         check_fits(held, f"the schedules of jobs {', '.join(s.name for s in specs[:len(runs) + 1])} held together "
                    f"({sum(len(r.schedule) for r in runs) + len(schedule):,} transfers)",
@@ -145,15 +148,27 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         shared.append({"link": topology.link_name(link), "jobs": holders,
                        "saturated_fraction": int(together.saturated_ps[link]) / end if end else 0.0,
                        "bytes": float(together.bytes[link])})
-    return JobsResult(described, matrix, shared, together, _env_unread(env, [s.algorithm for s in specs
-                                                                           if s.background is None]))
+    return JobsResult(described, matrix, shared, together, _env_unread(env, decisions))
 
 
-def _env_unread(env: dict[str, str], algorithms: list[str]) -> list[Finding]:
+def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) -> list[Finding]:
     """``key_unread`` for the NCCL variables no job's AllReduce reads: NCCL_ALGO beside named
-    algorithms, NCCL_PROTO where none runs NCCL's collective algorithms, and the send/recv
-    channel variables, which only NCCL's send/recv reads (jobs run AllReduces)."""
+    algorithms, NCCL_PROTO where none runs NCCL's collective algorithms, the send/recv
+    channel variables, which only NCCL's send/recv reads (jobs run AllReduces), and a
+    variable that steers the plan (``simulate.steering_variables``) without which every
+    job (``decisions``: setup, algorithm as asked, size) decides alike
+    (``simulate.unchanged_without``)."""
+    algorithms = [algorithm for _, algorithm, _ in decisions]
     said = nccl_choice_unread(env, algorithms, ALLREDUCE, "every job")
+    steering = steering_variables(env, algorithms, ALLREDUCE)
+    if steering and decisions and decisions[0][0].model != "ideal":
+        unread = set(steering)
+        for point, algorithm, size in decisions:
+            unread &= set(unchanged_without(point, algorithm, size, {}, steering))
+        said += [Finding("key_unread", name, (
+            f"{name}={env[name]} changed nothing here: every job runs the same plan without it (its algorithm, "
+            "protocol and channels, the system NCCL sees), so the same schedules at the same timing"))
+            for name in steering if name in unread]
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if names and algorithms:
         it = "it" if len(names) == 1 else "them"

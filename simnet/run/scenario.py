@@ -8,9 +8,10 @@ from dataclasses import replace
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import reads_nccl_proto, simulate
+from simnet.run.simulate import reads_nccl_proto, simulate, steering_variables
 from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
+from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
@@ -77,7 +78,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
     training = training_step(scenario)
-    said += _p2p_channels_unfelt_in_step(scenario, training)
+    said += _env_unfelt_in_step(scenario, training, runs)
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
@@ -115,24 +116,33 @@ def nccl_choice_unread(env: dict[str, str], ran: list[str], collective: str, wha
     return said
 
 
-def _p2p_channels_unfelt_in_step(scenario, training: dict | None) -> list[Finding]:
-    """``key_unread`` when NCCL's send/recv channel variables changed nothing in the training
-    step (its expert AllToAlls and pipeline sends, if it has them, move the same without
-    them), as ``simulate`` says of a run of its own."""
+def _env_unfelt_in_step(scenario, training: dict | None, runs: list[Result]) -> list[Finding]:
+    """``key_unread`` for the NCCL variables that changed nothing in the training step: the
+    step without them is the same, exchange by exchange (each one's algorithm, protocol and
+    time). NCCL's send/recv channel variables together (its expert AllToAlls and pipeline
+    sends, if it has them, move the same without them), as ``simulate`` says of a run of its
+    own; in a scenario of the step alone (no runs of its own, which may read them), NCCL_ALGO
+    and each variable that steers NCCL's plan (``steering_variables``) one by one. Each costs
+    one more step, only where such a variable is set."""
     env = nccl_env()
+    if training is None:
+        return []
+    said = []
+    steering = [] if runs else (["NCCL_ALGO"] if "NCCL_ALGO" in env else []) + steering_variables(env, ["auto"],
+                                                                                                  ALLREDUCE)
+    for name in steering:
+        if training_step(scenario, env={k: v for k, v in env.items() if k != name}) == training:
+            said.append(Finding("key_unread", name, (
+                f"{name}={env[name]} changed nothing in the training step: each of its exchanges runs the same "
+                "algorithm and protocol in the same time without it")))
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
-    if training is None or not names:
-        return []
-    plain = training_step(scenario, env={k: v for k, v in env.items() if k not in names})
-    if plain != training:
-        return []
-    said = ", ".join(f"{name}={env[name]}" for name in names)
-    return [Finding("key_unread", names[0], (
-        f"{said} changed nothing in the training step: its NCCL send/recv (expert AllToAlls, pipeline sends), if it "
-        f"has any, moves the same without {'it' if len(names) == 1 else 'them'} (each send's channels take one "
-        "route, or NCCL splits it alike)"))]
-
-
+    if names and training_step(scenario, env={k: v for k, v in env.items() if k not in names}) == training:
+        both = ", ".join(f"{name}={env[name]}" for name in names)
+        said.append(Finding("key_unread", names[0], (
+            f"{both} changed nothing in the training step: its NCCL send/recv (expert AllToAlls, pipeline sends), "
+            f"if it has any, moves the same without {'it' if len(names) == 1 else 'them'} (each send's channels "
+            "take one route, or NCCL splits it alike)")))
+    return said
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:

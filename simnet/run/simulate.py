@@ -78,11 +78,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
     if msccl and point.model == "rccl":
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
-    steering = [name for name in FOLLOWED_CHOICES if name in env  # (NCCL_PROTO unread: run_scenario says so)
-                and not (name == "NCCL_COLLNET_ENABLE" and not turned_off(env, name))  # simnet's own unset
-                and (name != "NCCL_PROTO" or reads_nccl_proto(algorithm, point.collective))]
+    steering = steering_variables(env, [algorithm], point.collective)
     if steering and algorithm != "auto" and point.model != "ideal" and result.gpus > 1 and result.links:
-        result = _plan_unchanged(point, algorithm, size, options, result, steering)
+        for name in unchanged_without(point, algorithm, size, options, steering):
+            result = _said_unread(point, result, [name], (
+                f"{algorithm} runs the same plan without it ({result.protocol or 'its protocol'}, its channels, the "
+                "system NCCL sees), so the same schedule at the same timing"))
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -112,24 +113,34 @@ def reads_nccl_proto(algorithm: str, collective: str) -> bool:
     return tables.native(kind.nccl, algorithm) is not None
 
 
-def _plan_unchanged(point: Setup, algorithm: str, size: int, options: dict, result: Result,
-                    names: list[str]) -> Result:
-    """``result`` with a ``key_unread`` warning per variable of ``names`` without which the
-    model's plan for ``algorithm`` is the same (protocol, options, channels, the system NCCL
-    sees): the same plan runs the same schedule at the same timing, so it changed nothing
-    (NCCL_NVLS_ENABLE=0 on A100s, NCCL_PROTO=Simple where NCCL runs Simple anyway). A plan
-    that differs says nothing, though the run may be alike (NVLS off beside a named ring on
-    H100s: the system differs): never said where it is not so."""
+def steering_variables(env: Mapping[str, str], algorithms: list[str], collective: str) -> list[str]:
+    """The variables of ``FOLLOWED_CHOICES`` set in ``env`` that may steer a run of one of
+    ``algorithms``: NCCL_COLLNET_ENABLE only when it turns CollNet off (unset, simnet takes
+    SHARP to be in use), NCCL_PROTO only where an algorithm reads it (where none does,
+    ``nccl_choice_unread`` says so)."""
+    return [name for name in FOLLOWED_CHOICES if name in env
+            and not (name == "NCCL_COLLNET_ENABLE" and not turned_off(env, name))
+            and (name != "NCCL_PROTO" or any(reads_nccl_proto(a, collective) for a in algorithms))]
+
+
+def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, names: list[str]) -> list[str]:
+    """The variables of ``names`` without which ``point`` decides ``algorithm`` at ``size``
+    bytes alike: the same algorithm (NCCL's pick, for ``auto``) and the same model plan
+    (protocol, options, channels, the system NCCL sees). The same plan runs the same
+    schedule at the same timing, so such a variable changed nothing (NCCL_NVLS_ENABLE=0 on
+    A100s, NCCL_PROTO=Simple where NCCL runs Simple anyway). A plan that differs keeps its
+    variable, though the run may be alike (NVLS off beside a named ring on H100s: the
+    system differs): never listed where it is not so."""
+
+    def decided(setup: Setup) -> tuple:
+        pick = setup.nccl_pick(size) if algorithm == "auto" else algorithm
+        return pick, setup.plan(pick, size, dict(options))
+
     try:
-        own = point.plan(algorithm, size, dict(options))
-        unchanged = [name for name in names if _without(point, [name]).plan(algorithm, size, dict(options)) == own]
+        own = decided(point)
+        return [name for name in names if decided(_without(point, [name])) == own]
     except ValueError:  # a plan the variable alone makes possible (or not): it matters
-        return result
-    for name in unchanged:
-        result = _said_unread(point, result, [name], (
-            f"{algorithm} runs the same plan without it ({result.protocol or 'its protocol'}, its channels, the "
-            "system NCCL sees), so the same schedule at the same timing"))
-    return result
+        return []
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
