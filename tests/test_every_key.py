@@ -318,7 +318,7 @@ def _answer(document: dict, folder: Path) -> tuple[str, str]:
             seen["compare"] = compare_scenarios([scenario])
         if scenario.jobs:
             seen["jobs"] = run_jobs(scenario.topology, scenario.jobs, model=scenario.model,
-                                    calibration=scenario.calibration).to_dict()
+                                    calibration=scenario.calibration, faults=scenario.faults).to_dict()
         else:
             seen["run"] = run_scenario(scenario).to_dict()
             for run in seen["run"]["runs"]:

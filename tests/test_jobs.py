@@ -234,7 +234,7 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     rounding)."""
     from simnet.engine.accounting import LinkStats
 
-    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled", lambda asked, runs: False)  # the skip: SimPy's
+    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled", lambda asked, runs, faulted=False: False)  # the skip: SimPy's
     skipped = []
     repeat = LinkStats.repeat_since
     monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
@@ -242,7 +242,7 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     fabric = fabric or _fabric()
     fast = run_jobs(fabric, jobs, model="ideal")
     assert bool(skipped) == skips
-    monkeypatch.setattr("simnet.engine.replay._may_skip", lambda runs: False)  # replay every cycle
+    monkeypatch.setattr("simnet.engine.replay._may_skip", lambda runs, faulted=False: False)  # replay every cycle
     slow = run_jobs(fabric, jobs, model="ideal")
     assert json.dumps(fast.to_dict(), sort_keys=True) == json.dumps(slow.to_dict(), sort_keys=True)
     for name in ("saturated_ps", "busy_ps", "either_saturated_ps", "peak", "max_flows"):
@@ -293,3 +293,62 @@ def test_servers_without_rack_labels_are_a_rack_each():
     result = run_jobs(topo, [{"name": "a", "gpus": ["g0", "g1"], "algorithm": "ring", "size": "1 MiB"}],
                       model="ideal")
     assert (result.jobs[0]["hosts"], result.jobs[0]["racks"]) == (1, 1)
+
+
+def test_a_fault_slows_every_replay_of_the_jobs_and_the_healthy_run_says_its_cost():
+    """Faults apply to jobs as to a scenario's collectives (they were refused beside jobs).
+    The uplink tor0-spine0 at 50 % from the start carries B/2 each way, so either ring alone
+    runs at B/2, T = 2 (6 us + S/2 / (B/2)), and the two together at B/4 each; on the healthy
+    fabric together is the two rings' B/2 each (the module docstring's)."""
+    fault = [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "50%"}]
+    result = run_jobs(_fabric(), [
+        {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+        {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], model="ideal",
+        faults=fault)
+    for job in result.jobs:
+        assert job["alone_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
+        assert job["together_s"] == pytest.approx(2 * (L + S / 2 / (B / 4)), rel=1e-9)
+        assert job["healthy_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
+    assert result.to_dict()["faults"] == [{"at_s": 0.0, "what": "link tor0-spine0 at 50%", "links": 2}]
+    assert not any(w.kind == "fault_unfelt" for w in result.warnings)
+
+
+def test_a_job_alone_under_a_fault_answers_as_its_collective_run_as_a_scenario():
+    """Same hardware, same answer: a job's time alone under a fault mid-run (the uplink at
+    20 % from 30 us: part of the run at each rate) is the scenario's run of the same
+    AllReduce under that fault, to the picosecond."""
+    from simnet import simulate
+
+    topo = _fabric()
+    fault = [{"at": "30 us", "link": ["tor0", "spine0"], "bandwidth": "20%"}]
+    result = run_jobs(topo, [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB"}],
+                      model="ideal", faults=fault)
+    run = simulate(topo, "ring", 4 * 2**20, gpus=["r0h0-gpu0", "r1h0-gpu0"], model="ideal", faults=fault)
+    assert result.jobs[0]["alone_s"] == run.time_s
+    assert run.time_s > run.conditions["healthy_s"]
+
+
+def test_a_spine_down_moves_the_jobs_flows_to_the_other_spine():
+    """Two spines: healthy, routing sends both rings' flows rack 0 -> rack 1 over spine1 and
+    back over spine0, one 100 Gb/s uplink each way shared by the two (B/2 each). spine0
+    down from the start moves the way back onto spine1 too, whose link with tor0 runs at
+    50 %: each way B/4 per ring, T = 2 (6 us + S/2 / (B/4)); alone B/2."""
+    result = run_jobs(_fabric(spines=2), [
+        {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+        {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], model="ideal",
+        faults=[{"at": "0 s", "node": "spine0", "down": True},
+                {"at": "0 s", "link": ["tor0", "spine1"], "bandwidth": "50%"}])
+    for job in result.jobs:
+        assert job["alone_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
+        assert job["together_s"] == pytest.approx(2 * (L + S / 2 / (B / 4)), rel=1e-9)
+        assert job["healthy_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
+    assert {link["link"].split("->")[1] for link in result.shared_links} | {
+        link["link"].split("->")[0] for link in result.shared_links} >= {"spine1"}
+    assert not any("spine0" in link["link"] for link in result.shared_links)
+
+
+def test_a_fault_after_the_jobs_ended_is_said_to_change_nothing():
+    result = run_jobs(_fabric(), [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB"}],
+                      model="ideal", faults=[{"at": "1 s", "link": ["tor0", "spine0"], "bandwidth": "10%"}])
+    assert result.jobs[0]["together_s"] == result.jobs[0]["healthy_s"]
+    assert [w.kind for w in result.warnings] == ["fault_unfelt"]

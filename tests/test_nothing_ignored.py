@@ -34,12 +34,12 @@ def _refusal(**keys) -> str:
 
 
 @pytest.mark.parametrize("key, value", [("sizes", ["1 MiB"]), ("size", "1 MiB"), ("algorithms", ["ring"]),
-                                        ("faults", FAULT), ("stragglers", {"r0h0-gpu0": "1 ms"}),
+                                        ("stragglers", {"r0h0-gpu0": "1 ms"}),
                                         ("options", {"chunk_size": "64 KiB"}),
                                         ("workload", {"compute_time": "1 s", "gradient_size": "1 MiB"})])
 def test_jobs_refuse_what_each_job_states_itself_or_does_not_apply(key, value):
-    """Beside jobs, these keys were read by nothing: both uplinks at 1 % gave the jobs their
-    healthy times. Now the key is named and why it does not apply."""
+    """Beside jobs, these keys were read by nothing. Now the key is named and why it does not
+    apply (faults now apply: ``tests/test_jobs.py``)."""
     message = _refusal(jobs=JOBS, **{key: value})
     assert message.split(": ")[1].startswith(key) and "jobs" in message
 

@@ -219,7 +219,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     try:
         with _progress_told("simulating jobs") as told:
             result = run_jobs(spec.topology, spec.jobs, model=spec.model, calibration=spec.calibration,
-                              progress=told)
+                              faults=spec.faults, progress=told)
     except InputError:
         raise  # names its own file and line (a calibration profile's)
     except JobError as exc:  # a job's algorithm its GPUs cannot run: on the job's line

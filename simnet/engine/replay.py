@@ -398,13 +398,19 @@ def _replay_compiled(schedule: Schedule, topology: Topology, net: FluidNetwork, 
     if code == compiled.CUT:
         raise cut
     net.rerouted, net.rerouted_bytes = totals.pop("rerouted"), totals.pop("rerouted_bytes")
-    in_force = net.capacity.copy()
-    made = []
-    for at, links, capacity in sorted(changes, key=lambda change: change[0]):  # stable: as they were applied
-        in_force[links] = capacity
-        made.append((at, links, in_force[links].copy()))
-    net.stats.adopt(totals, made)
+    net.stats.adopt(totals, _in_force(net.capacity, changes))
     return _finished(schedule, topology, net, runner)
+
+
+def _in_force(capacity: np.ndarray, changes: list[tuple[int, np.ndarray, np.ndarray]]) -> list:
+    """``(ps, links, B/s)`` of each of ``changes`` in the order their instants applied them,
+    with what each left its links at (``LinkStats.adopt``'s capacity changes)."""
+    in_force = capacity.copy()
+    made = []
+    for at, links, rates in sorted(changes, key=lambda change: change[0]):  # stable: as they were applied
+        in_force[links] = rates
+        made.append((at, links, in_force[links].copy()))
+    return made
 
 
 def _detours(net: FluidNetwork, topology: Topology, changes: list[tuple[int, np.ndarray, np.ndarray]]):
@@ -515,12 +521,15 @@ class JobRun:
 
 
 def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None,
-                timeline: bool = False, compiled: bool | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+                timeline: bool = False, compiled: bool | None = None,
+                faults: list[Fault] | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
     """Run several jobs on one fluid network (their flows share every link max-min fairly).
 
     Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
     launch latency included in its time) and the shared links' statistics. ``capacity``:
-    B/s per directed link (default: the topology's).
+    B/s per directed link (default: the topology's). ``faults`` change link capacities at
+    their times (s from the jobs' common start; links down: flows take the surviving
+    routes), as for ``replay``.
 
     The network runs compiled (``simnet.engine.compiled``: the same runs and statistics to
     the bit as the SimPy network replaying every run, each job's runs on one copy of its
@@ -528,7 +537,8 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     True or False asks for one engine. The compiled network replays every run: it does not
     look for repeated cycles.
 
-    Repeated runs settle into cycles: jobs on fixed periods into one of their common period,
+    Repeated runs settle into cycles (on a fabric no fault changes during the replay): jobs on
+    fixed periods into one of their common period,
     jobs whose runs outlast their period into back-to-back runs, a job left alone once the
     others are done into its own runs. ``_RepeatedCycles`` finds two idle instants of the
     network whose states are equal (``FluidNetwork.idle_state`` and every job's next run
@@ -541,6 +551,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
 
     from simnet.engine.fluid import FluidNetwork
 
+    faults = faults or []
     env = simpy.Environment()
     net = FluidNetwork(env, topology, timeline=timeline, capacity=capacity)
     # a job's runs follow each other, so its queues stay queues across them; jobs' queues are apart
@@ -549,10 +560,11 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     queues = np.concatenate([own + offset for (_, _, own), offset in zip(flows, offsets)] + [_EMPTY])
     slack = never_full(net, np.concatenate([rows for rows, _, _ in flows] + [_EMPTY]),
                        np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
-                                       for rows, caps, _ in flows] + [np.zeros(0)]), queues, [])
+                                       for rows, caps, _ in flows] + [np.zeros(0)]), queues, faults)
     net.set_slack(slack)
-    if _jobs_run_compiled(compiled, jobs):
-        return _replay_jobs_compiled(jobs, topology, net, slack, timeline)
+    if _jobs_run_compiled(compiled, jobs, bool(faults)):
+        return _replay_jobs_compiled(jobs, topology, net, slack, timeline, faults)
+    schedule_faults(net, topology, faults)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     running = [sum(job.repeat > 0 for job in jobs)]  # foreground jobs not finished yet
     foreground = running[0] > 0
@@ -561,7 +573,8 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     version = [0] * len(jobs)  # a plan superseded (by a skip over repeated cycles) does not fire
     runners: list[_Runner | None] = [None] * len(jobs)  # a job's runs follow each other: one runner each
     made = [0] * len(jobs)  # when each job's plan was made, in plans made: plans due at once fire in that order
-    watch = _RepeatedCycles(env, net, jobs, runs, planned, made) if _may_skip(jobs) and not timeline else None
+    skipping = _may_skip(jobs, bool(faults)) and not timeline
+    watch = _RepeatedCycles(env, net, jobs, runs, planned, made) if skipping else None
 
     def plan(j: int, k: int, at: int) -> None:
         planned[j] = (k, at)
@@ -631,24 +644,25 @@ its runs repeat from the second on, so SimPy's skip replays about four of them, 
 compiled network replays about five in the time SimPy replays one."""
 
 
-def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun]) -> bool:
+def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = False) -> bool:
     """Whether ``replay_jobs`` takes the compiled network (``asked``: the caller's choice):
     as ``replay`` would for the transfers of every run, unless the runs of jobs that repeat
     may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
-    job counts once); no jobs at all, SimPy (nothing to run)."""
+    job counts once; never under faults, ``faulted``); no jobs at all, SimPy (nothing to run)."""
     if not jobs:
         return False
     transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
-    if asked is None and _may_skip(jobs) and (transfers > JOBS_REPLAYED_UP_TO or (
+    if asked is None and _may_skip(jobs, faulted) and (transfers > JOBS_REPLAYED_UP_TO or (
             len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)):
         return False
     return _runs_compiled(asked, transfers)
 
 
 def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetwork, slack: np.ndarray,
-                          timeline: bool) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+                          timeline: bool, faults: list[Fault]) -> tuple[list[list[tuple[int, int]]], LinkStats]:
     """``replay_jobs`` on the compiled fluid network: each job's transfers once, one after
-    the other in job order, as its runner holds them before its first run."""
+    the other in job order, as its runner holds them before its first run; ``faults`` as
+    ``replay``'s compiled run applies them."""
     from simnet.engine import compiled
 
     # each job's transfers as its runner holds them; runners of jobs report no progress of their own
@@ -658,7 +672,9 @@ def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetw
     # the flows' slots: at most one flow of each queue of a job's transfers that cross links (of no bytes too)
     queues = np.concatenate([_queues(r.s.after_sent)[~r.local] + offset for r, offset in zip(runners, offsets)]
                             + [_EMPTY])
-    paths, latency = net.routes
+    changes = capacity_changes(net.capacity, faults)
+    detours, cut = _detours(net, topology, changes)
+    paths, latency = net.routes  # with the detours' rows
     code, totals = compiled.run(
         np.concatenate([runner.state for runner in runners], axis=1),
         np.concatenate([runner.times for runner in runners], axis=1),
@@ -667,16 +683,19 @@ def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetw
         dependents=_merged_csr([(r.dependents_ptr, r.dependents) for r in runners], offsets),
         followers=_merged_csr([(r.followers_ptr, r.followers) for r in runners], offsets),
         paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
-        overhead_ps=net.overhead_ps, start_ps=0, faults=[], slots=compiled.slot_bound(queues), timeline=timeline,
-        report=Reporter(sum(job.repeat for job in jobs)),
+        overhead_ps=net.overhead_ps, start_ps=0, faults=changes, slots=compiled.slot_bound(queues),
+        timeline=timeline, detours=detours, report=Reporter(sum(job.repeat for job in jobs)),
         jobs=[(offset, count, job.timing.start_ps, job.start_ps, job.repeat, job.period_ps)
               for offset, count, job in zip(offsets.tolist(), counts, jobs)])
     if code == compiled.BEYOND_HORIZON:
         check_horizon(math.inf)
+    if code == compiled.CUT:
+        raise cut
+    net.rerouted, net.rerouted_bytes = totals.pop("rerouted"), totals.pop("rerouted_bytes")
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
     for j, issued, end in totals.pop("runs").tolist():
         runs[j].append((issued, end))
-    net.stats.adopt(totals, [])
+    net.stats.adopt(totals, _in_force(net.capacity, changes))
     return runs, net.stats
 
 
@@ -689,9 +708,10 @@ def _merged_csr(lists: list[tuple[np.ndarray, np.ndarray]], offsets: np.ndarray)
     return ptr.astype(np.int64), idx.astype(np.int64)
 
 
-def _may_skip(jobs: list[JobRun]) -> bool:
-    """Whether ``replay_jobs`` looks for repeated cycles: some job runs more than once."""
-    return any(job.repeat != 1 for job in jobs)
+def _may_skip(jobs: list[JobRun], faulted: bool = False) -> bool:
+    """Whether ``replay_jobs`` looks for repeated cycles: some job runs more than once, on a
+    fabric no fault changes (``faulted``: one may, and cycles before and after it differ)."""
+    return not faulted and any(job.repeat != 1 for job in jobs)
 
 
 class _RepeatedCycles:

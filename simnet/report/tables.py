@@ -132,20 +132,30 @@ def conditions_table(results) -> Table | None:
 
 
 def jobs_table(result, title: str) -> Table:
-    """Per job: where it runs, what it AllReduces, its mean time alone and with every job."""
+    """Per job: where it runs, what it AllReduces, its mean time alone and with every job
+    (under faults, also with every job on the healthy fabric)."""
     table = Table(title=title, title_justify="left")
+    faulted = bool(result.faults)
     for column in ("job", "GPUs", "hosts", "racks", "algorithm", "protocol", "size", "runs", "alone", "together",
-                   "slowdown"):
+                   "slowdown", *(("healthy",) if faulted else ())):
         table.add_column(column, justify="left" if column in ("job", "algorithm", "protocol") else "right")
     for job in result.jobs:
         table.add_row(job["name"], str(job["gpus"]), str(job["hosts"]), str(job["racks"]), job["algorithm"],
                       job["protocol"] or "-", units.format_size(job["size_bytes"]), str(job["runs"]),
                       units.format_time(job["alone_s"]), units.format_time(job["together_s"]),
-                      f"{job['slowdown']:.2f}x", style="bold red" if job["slowdown"] > 1.05 else None)
+                      f"{job['slowdown']:.2f}x", *((units.format_time(job["healthy_s"]),) if faulted else ()),
+                      style="bold red" if job["slowdown"] > 1.05 else None)
+    said = []
+    if faulted:
+        said.append("alone and together under " + "; ".join(
+            f"{f['what']} from {units.format_time(f['at_s']) if f['at_s'] else 'the start'}"
+            for f in result.faults[:3])
+                    + ("; ..." if len(result.faults) > 3 else "") + "; healthy: together without them")
     if result.shared_links:
         top = result.shared_links[0]
-        table.caption = (f"most fought-over link: {top['link']} ({', '.join(top['jobs'])}), saturated "
-                         f"{top['saturated_fraction']:.0%} of the shared run")
+        said.append(f"most fought-over link: {top['link']} ({', '.join(top['jobs'])}), saturated "
+                    f"{top['saturated_fraction']:.0%} of the shared run")
+    table.caption = "\n".join(said) or None
     return table
 
 

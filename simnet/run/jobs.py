@@ -6,6 +6,8 @@ A scenario's ``jobs:`` places each job on GPUs (named, by host, or a count place
 and ``run_jobs`` replays them on one fluid network, where their flows share every link
 max-min fairly. Each job is also run alone, and every pair together, for the
 interference matrix: entry [a][b] is a's mean AllReduce time next to b over its time alone.
+A scenario's ``faults`` apply to every one of those replays (their times count from the
+jobs' common start), and all jobs together run on the healthy fabric too, for their cost.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from simnet.io.budget import check_fits, memory_budget
 from simnet.model.timing import Timing
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import Setup, calibration_of
+from simnet.run.point import Conditions, Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
 from simnet.run.simulate import steering_variables, unchanged_without
 from simnet.schedule.kinds import ALLREDUCE
@@ -42,17 +44,20 @@ class JobUnsupported(JobError, Unsupported):
 
 @dataclass
 class JobsResult:
-    """Per job: its placement, algorithm and AllReduce times alone and together (s); the
-    interference matrix (job -> other job -> slowdown); the links jobs fought over."""
+    """Per job: its placement, algorithm and AllReduce times alone and together (s; under
+    faults, ``healthy_s`` together on the healthy fabric too); the interference matrix (job ->
+    other job -> slowdown); the links jobs fought over; the faults, if any."""
 
     jobs: list[dict]
     interference: dict[str, dict[str, float]]
     shared_links: list[dict]
     together: Any = field(default=None, repr=False)  # the shared run's LinkStats
-    warnings: list[Finding] = field(default_factory=list)  # NCCL variables no job read (key_unread)
+    warnings: list[Finding] = field(default_factory=list)  # NCCL variables no job read (key_unread), fault_unfelt
+    faults: list[dict] = field(default_factory=list)  # the faults every replay ran under: at_s, what, links
 
     def to_dict(self) -> dict:
-        return {"jobs": self.jobs, "interference": self.interference, "shared_links": self.shared_links}
+        return {"jobs": self.jobs, "interference": self.interference, "shared_links": self.shared_links,
+                **({"faults": self.faults} if self.faults else {})}
 
 
 def _placed(topology: Topology, name: str, gpus: list[str]) -> dict:
@@ -66,17 +71,21 @@ def _mean_time(runs: list[tuple[int, int]]) -> float:
 
 
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
-             env: Mapping[str, str] | None = None, calibration=None,
+             env: Mapping[str, str] | None = None, calibration=None, faults: list | None = None,
              progress: Callable[[int, int], None] | None = None) -> JobsResult:
     """Replay every job alone, every pair together and all together on ``topology``.
 
     ``model``, ``env`` (NCCL_ALGO / NCCL_PROTO) and ``calibration`` (a profile or its path;
     default: the topology's) as for ``simulate``. With a calibration whose bandwidth
-    depends on size, the fabric runs at the first job's rates. Every job's schedule is held
-    through the replays: their memory together is checked before the first replay, and
-    refused in one line when it would not fit. ``progress(done, total)`` hears of each
-    replay (alone, together, each pair that shares a link).
+    depends on size, the fabric runs at the first job's rates. ``faults`` (specs as a
+    scenario writes them, or ``Fault``; times from the jobs' common start) apply to every
+    replay, alone and together; all together is replayed on the healthy fabric too, for
+    what they cost (each job's ``healthy_s``, and the result's ``faults``). Every job's
+    schedule is held through the replays: their memory together is checked before the
+    first replay, and refused in one line when it would not fit. ``progress(done, total)``
+    hears of each replay (alone, together, each pair that shares a link, healthy).
     """
+    faults = list(Conditions.of(topology, faults, None).faults)
     env = nccl_env(env)
     calibration = calibration_of(calibration if calibration is not None else topology.calibration)
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
@@ -111,10 +120,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat})
-    alone, used, replays = [], [], [0, len(runs) + 1]
+    alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
 
-    def replayed(jobs: list[JobRun]):
-        answer = replay_jobs(jobs, topology, capacity=capacity)
+    def replayed(jobs: list[JobRun], healthy: bool = False):
+        answer = replay_jobs(jobs, topology, capacity=capacity, faults=None if healthy else faults)
         replays[0] += 1
         if progress:
             progress(*replays)
@@ -140,6 +149,17 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)
         job["runs"] = job["runs"] or len(times)
+    said = _env_unread(env, decisions)
+    if faults:
+        healthy_times, _ = replayed(runs, healthy=True)
+        for job, times in zip(described, healthy_times):
+            job["healthy_s"] = _mean_time(times)
+        if healthy_times == together_times:
+            shown = "; ".join(f"faults[{f.index}] {f.what}" for f in faults[:3])
+            said.append(Finding("fault_unfelt", "", (
+                f"the faults changed nothing: every job's runs took as long as on the healthy fabric ({shown}"
+                f"{'; ...' if len(faults) > 3 else ''}): their links carried nothing of the jobs' while they lasted, "
+                "or less than was left; move them to when the jobs' traffic crosses, or leave them out")))
     shared = []
     for link in sorted({link for i, a in enumerate(used) for b in used[i + 1:] for link in a & b},
                        key=lambda k: (-int(together.saturated_ps[k]), -float(together.bytes[k]), k))[:10]:
@@ -148,7 +168,8 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         shared.append({"link": topology.link_name(link), "jobs": holders,
                        "saturated_fraction": int(together.saturated_ps[link]) / end if end else 0.0,
                        "bytes": float(together.bytes[link])})
-    return JobsResult(described, matrix, shared, together, _env_unread(env, decisions))
+    return JobsResult(described, matrix, shared, together, said,
+                      [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in faults])
 
 
 def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) -> list[Finding]:

@@ -487,10 +487,9 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
         for key, what in _JOBS_SET_THEIR_OWN.items():
             if key in given:
                 raise source.error((key,), f"with jobs, each job states its own {what}: remove {key}, or jobs")
-        for key in ("faults", "stragglers"):
-            if getattr(spec, key):
-                raise source.error((key,), f"{key} apply to a scenario's collectives; jobs run on the healthy fabric: "
-                                           f"remove {key}, or jobs")
+        if spec.stragglers:
+            raise source.error(("stragglers",), "stragglers delay the ranks of a scenario's collectives; a job's "
+                                                "runs start when they are issued: remove stragglers, or jobs")
         if spec.options.model_dump(exclude_none=True):
             name = sorted(spec.options.model_dump(exclude_none=True))[0]
             raise source.error(("options", name), "with jobs, every job runs with NCCL's defaults: options do not "

@@ -81,7 +81,7 @@ def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     the point's one "size" the slowest job's mean AllReduce time with every job running
     (what ``simnet compare`` ranks placements by)."""
     result = run_jobs(scenario.topology, scenario.jobs, model=scenario.model, env=env,
-                      calibration=scenario.calibration)
+                      calibration=scenario.calibration, faults=scenario.faults)
     work = [job for job in result.jobs if not job["algorithm"].startswith("background")] or result.jobs
     slowest = max(work, key=lambda job: job["together_s"])
     name = f"jobs (slowest {slowest['name']})"
