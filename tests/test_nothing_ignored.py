@@ -1871,7 +1871,7 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
             and "read by RCCL 2.21.5 only" not in line]
     library = "NCCL or RCCL" if variable.startswith("NCCL_") else "RCCL"
     assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable {library} reads (NCCL 2.30.7, RCCL "
-                     f"2.21.5); did you mean {meant}? {library} ignores it, and so does this run"] if meant else [])
+                     f"2.21.5); did you mean {meant}? {library} ignores it, and so did this run"] if meant else [])
 
 
 @pytest.mark.parametrize("algorithms, unread", [(["ring"], True), (["ring", "auto"], False)])
@@ -1962,8 +1962,26 @@ def test_an_nccl_name_only_rccl_reads_is_said_on_nvidia_gpus():
     from simnet.run.nccl_env import misspelt
 
     assert misspelt({"NCCL_NCHANNELS_PER_PEER": "4"}) == [
-        "NCCL_NCHANNELS_PER_PEER=4 is read by RCCL 2.21.5 only, not by NCCL 2.30.7; did you mean "
-        "NCCL_NCHANNELS_PER_NET_PEER? On NVIDIA GPUs NCCL ignores it, and so does this run"]
+        "NCCL_NCHANNELS_PER_PEER=4 is read by RCCL 2.21.5 only (simnet refuses it where RCCL runs), not by NCCL "
+        "2.30.7; did you mean NCCL_NCHANNELS_PER_NET_PEER? NCCL ignores it, and so did this run"]
+
+
+@pytest.mark.parametrize("model, refused", [("rccl", True), ("ideal", False)])
+def test_a_refusal_is_its_one_line_and_a_misspelling_is_said_after_the_work(tmp_path, cli, model, refused):
+    """Fuzz round m (#168-#177, #027): on MI300X under RCCL, NCCL_NCHANNELS_PER_PEER (which RCCL
+    reads) was first warned "On NVIDIA GPUs NCCL ignores it", then refused: two lines, the first
+    false. The warnings of misspelt variables now follow the command's work, so a refusal is its
+    one line; where the run takes the variable (model ideal runs no library) it is said, true."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "topology": {"name": "t", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}},
+        "sizes": ["1 MiB"], "algorithms": ["ring"], "model": model}))
+    result = cli("run", tmp_path / "s.yaml", env={"NCCL_NCHANNELS_PER_PEER": "2"})
+    lines = result.stderr.strip().splitlines()
+    if refused:
+        assert result.exit_code == 2 and len(lines) == 1 and "NCCL_NCHANNELS_PER_PEER=2" in lines[0]
+    else:
+        assert result.exit_code == 0 and lines[-1].startswith("warning env_misspelt: NCCL_NCHANNELS_PER_PEER=2")
+        assert "so did this run" in lines[-1]
 
 
 def test_compare_refuses_a_variant_s_algorithms_it_would_not_run(tmp_path, cli):

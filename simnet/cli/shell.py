@@ -26,13 +26,15 @@ _WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG)
 def friendly(command):
     """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, a full or
     failing disk into one line and 74, and any other exception (a bug) into one line and exit
-    code 70; a traceback only with --debug."""
+    code 70; a traceback only with --debug. Once the command has done its work, one warning
+    per misspelt NCCL variable (``_say_misspelt_variables``): a refusal stays its one line."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
+            done = command(*args, **kwargs)
             _say_misspelt_variables()
-            return command(*args, **kwargs)
+            return done
         except InputError as exc:
             click.echo(str(exc), err=True)
             sys.exit(EXIT_BAD_INPUT)

@@ -77,13 +77,13 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
         if name in (NCCL_READS if nccl_name else RCCL_ONLY_READS) or (name in NCCL_VARIABLES and not rccl_only):
             continue
         near = _resembled(name[5:], name)
-        if near and rccl_only:  # NCCL ignores it on NVIDIA GPUs (under RCCL it is refused, rccl.UNMODELLED)
-            said.append(f"{name}={environ[name]} is read by RCCL 2.21.5 only, not by NCCL 2.30.7; did you mean "
-                        f"{near}? On NVIDIA GPUs NCCL ignores it, and so does this run")
+        if near and rccl_only:  # NCCL ignores it; a run under RCCL refuses it (rccl.UNMODELLED), saying so itself
+            said.append(f"{name}={environ[name]} is read by RCCL 2.21.5 only (simnet refuses it where RCCL runs), "
+                        f"not by NCCL 2.30.7; did you mean {near}? NCCL ignores it, and so did this run")
         elif near:
             library = "NCCL or RCCL" if nccl_name else "RCCL"
             said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5); did "
-                        f"you mean {near}? {library} ignores it, and so does this run")
+                        f"you mean {near}? {library} ignores it, and so did this run")
     return said
 
 
