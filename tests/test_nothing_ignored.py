@@ -1,5 +1,5 @@
 """Every key either changes the answer or is refused in one line: combinations a run would
-not read (jobs with sizes or faults, a training step with faults, a placement with no job,
+not read (jobs with sizes, a training step with faults, a placement with no job,
 two forms of one quantity, a misspelt NCCL function)
 are refused, naming the key, and NCCL_NVLS_ENABLE=0 stops a job that names nvls as NCCL would."""
 
@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from simnet import topology_from_dict
 from simnet.errors import InputError
 from simnet.spec.scenario import scenario_from_dict
 from simnet.tuning.predict import parse_nccl_list
@@ -1923,7 +1926,8 @@ def test_compare_says_what_the_file_makes_moot(tmp_path, cli):
     ("h100", "NCCL_PROTO", "Simple", "ring", 2**30, True),  # NCCL's ring runs Simple at 1 GiB anyway
     ("h100", "NCCL_PROTO", "Simple", "ring", 2**20, False),  # at 1 MiB it would run LL: the plan changes
     ("h100", "NCCL_MAX_NCHANNELS", "2", "ring", 2**30, False),  # fewer channels
-    ("h100", "NCCL_NVLS_ENABLE", "0", "ring", 2**20, False),  # the system NCCL sees differs: not said (may be alike)
+    ("h100", "NCCL_NVLS_ENABLE", "0", "ring", 2**20, True),  # a ring reads no NVLink SHARP (fuzz m #058)
+    ("h100", "NCCL_NVLS_ENABLE", "0", "nvls", 2**20, None),  # NVLS itself: refused, as NCCL would not run it
 ])
 def test_a_followed_variable_without_which_the_plan_is_the_same_says_so(gpu, variable, value, algorithm, size,
                                                                          unread):
@@ -1934,6 +1938,10 @@ def test_a_followed_variable_without_which_the_plan_is_the_same_says_so(gpu, var
     import simnet
 
     box = simnet.topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": gpu}})
+    if unread is None:
+        with pytest.raises(ValueError, match=variable):
+            simnet.simulate(box, algorithm, size, env={variable: value})
+        return
     with_it, without = (simnet.simulate(box, algorithm, size, env=env) for env in ({variable: value}, {}))
     said = [w for w in with_it.warnings if w.kind == "key_unread" and w.link == variable]
     assert bool(said) == unread
@@ -1942,17 +1950,22 @@ def test_a_followed_variable_without_which_the_plan_is_the_same_says_so(gpu, var
         assert "runs the same plan without it" in said[0].message
 
 
-def test_auto_does_not_take_over_a_named_run_s_changed_nothing(tmp_path, cli):
+@pytest.mark.parametrize("size, auto_said", [("1 GiB", True), ("1 MiB", False)])
+def test_auto_does_not_take_over_a_named_run_s_changed_nothing(tmp_path, cli, size, auto_said):
     """The review of the first try: auto taking over a named ring's result took its key_unread
-    too, where the variable steered auto's pick. On A100s under NCCL_PROTO=Simple at 1 GiB the
-    named ring says it; auto, which NCCL_PROTO restricts, does not."""
+    too, where the variable steered auto's pick. auto judges its own: on A100s under
+    NCCL_PROTO=Simple at 1 GiB NCCL picks the ring on Simple either way (said, and the same
+    answer as unset); at 1 MiB the ring is Simple only under it (not said, the answer moves)."""
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({
         "name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"}},
-        "sizes": ["1 GiB"], "algorithms": ["ring", "auto"]}))
-    runs = json.loads(cli("run", tmp_path / "s.yaml", "--json", "-", env={"NCCL_PROTO": "Simple"}).stdout)["runs"]
+        "sizes": [size], "algorithms": ["ring", "auto"]}))
+    steered, plain = (json.loads(cli("run", tmp_path / "s.yaml", "--json", "-", env=env).stdout)["runs"]
+                      for env in ({"NCCL_PROTO": "Simple"}, {}))
     said = {("auto" if r.get("auto") else r["algorithm"]): [w["link"] for w in r["warnings"]
-                                                            if w["kind"] == "key_unread"] for r in runs}
-    assert said == {"ring": ["NCCL_PROTO"], "auto": []}
+                                                            if w["kind"] == "key_unread"] for r in steered}
+    assert said == {"ring": ["NCCL_PROTO"] if auto_said else [], "auto": ["NCCL_PROTO"] if auto_said else []}
+    auto, unset = (next(r for r in runs if r.get("auto")) for runs in (steered, plain))
+    assert (auto["time_s"] == unset["time_s"]) == auto_said
 
 
 def test_an_nccl_name_only_rccl_reads_is_said_on_nvidia_gpus():
@@ -2066,3 +2079,54 @@ def test_a_training_step_says_an_nccl_variable_that_changed_none_of_its_exchange
     assert not said or "changed nothing in the training step" in said[0]["message"]
     if (variable, value) in (("NCCL_ALGO", "Ring"), ("NCCL_ALGO", "Tree")):  # on 2 x 2 GPUs NCCL picks Ring anyway
         assert unchanged == (value == "Ring")
+
+
+_STEERED = {"a100": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"},
+            "h100": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"},
+            "2x8 h100": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "h100"}}
+
+
+@settings(max_examples=30, deadline=None)
+@given(box=st.sampled_from(sorted(_STEERED)), algorithm=st.sampled_from(["ring", "tree", "auto"]),
+       size=st.sampled_from([64 * 1024, 3 * 2**20, 96 * 2**20]),
+       variable=st.sampled_from([("NCCL_MAX_NCHANNELS", "2"), ("NCCL_MAX_NCHANNELS", "24"),
+                                 ("NCCL_MAX_NCHANNELS", "64"), ("NCCL_MIN_NCHANNELS", "2"),
+                                 ("NCCL_MIN_NCHANNELS", "16"), ("NCCL_MIN_NCHANNELS", "32"),
+                                 ("NCCL_NVLS_ENABLE", "0"), ("NCCL_PROTO", "Simple"), ("NCCL_PROTO", "LL128")]))
+def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorithm, size, variable):
+    """Fuzz round m (#049-#080, #089, #105, #058): NCCL_MIN/MAX_NCHANNELS and NCCL_NVLS_ENABLE
+    that left a run as it was were not said where the plan held the system NCCL sees whole (its
+    channel bounds, its NVLink SHARP), and `auto` never. Now the plan is compared as the run
+    reads it; whenever a run says a variable changed nothing, the run without it is the same
+    (its algorithm, protocol, time and every link)."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": box, "generate": _STEERED[box]})
+    name, value = variable
+    try:
+        steered = simulate(topo, algorithm, size, env={name: value})
+    except ValueError:  # the variable leaves the named algorithm nothing to run (it is read)
+        return
+    plain = simulate(topo, algorithm, size, env={})
+    said = [w for w in steered.warnings if w.kind == "key_unread" and w.link == name]
+    if said:
+        assert (steered.algorithm, steered.protocol, steered.time_s) == (plain.algorithm, plain.protocol,
+                                                                         plain.time_s)
+        assert [(r.src, r.dst, r.bytes, r.peak_utilization) for r in steered.links] == [
+            (r.src, r.dst, r.bytes, r.peak_utilization) for r in plain.links]
+
+
+@pytest.mark.parametrize("box, algorithm, variable, said", [
+    ("2x8 h100", "ring", ("NCCL_MAX_NCHANNELS", "24"), True),  # NCCL opens 16 here: at most 24 changes nothing
+    ("2x8 h100", "ring", ("NCCL_MAX_NCHANNELS", "2"), False),
+    ("h100", "ring", ("NCCL_NVLS_ENABLE", "0"), True),  # a ring reads no NVLink SHARP
+    ("a100", "auto", ("NCCL_NVLS_ENABLE", "0"), True),  # no NVLS on A100s: NCCL picks the same
+    ("h100", "auto", ("NCCL_NVLS_ENABLE", "0"), False),  # NCCL's pick was NVLS
+])
+def test_said_where_a_followed_variable_changes_nothing(box, algorithm, variable, said):
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": box, "generate": _STEERED[box]})
+    name, value = variable
+    run = simulate(topo, algorithm, 96 * 2**20, env={name: value})
+    assert any(w.kind == "key_unread" and w.link == name for w in run.warnings) == said

@@ -525,3 +525,25 @@ def test_a_send_recv_variable_no_call_of_the_trace_reads_is_said(cli, root):
     said = [w for w in with_it["warnings"] if w["kind"] == "key_unread"]
     assert [w["link"] for w in said] == ["NCCL_MAX_P2P_NCHANNELS"] and "changed nothing" in said[0]["message"]
     assert with_it["step_s"] == without["step_s"] and not without["warnings"]
+
+
+@pytest.mark.parametrize("topology, variable, value, said", [
+    ("dgx_h100.yaml", "NCCL_NVLS_ENABLE", "0", True),  # NCCL picks the ring for every call anyway (fuzz m #137)
+    ("dgx_a100.yaml", "NCCL_MAX_NCHANNELS", "64", True),  # above the channels NCCL opens (#134, #140)
+    ("dgx_a100.yaml", "NCCL_MAX_NCHANNELS", "1", False),  # one channel: slower
+])
+def test_a_followed_variable_no_call_of_the_trace_reads_is_said(cli, root, topology, variable, value, said):
+    """Fuzz round m (#134-#144): a replay under NCCL_MAX_NCHANNELS, NCCL_MIN_NCHANNELS or
+    NCCL_NVLS_ENABLE that moved no call said nothing (replay-trace left the variables that
+    steer NCCL's plan out). Said now where every call's plan and NCCL's pick are the same
+    without it, and then the replay's answer is the one without it."""
+    args = ("replay-trace", root / "validation/traces/hta_nccl_data_rank0.json.gz", "--ranks-per-trace", "2", "-t",
+            root / "topologies" / topology, "--json", "-")
+    plain, varied = cli(*args), cli(*args, env={variable: value})
+    assert plain.exit_code == varied.exit_code == 0, varied.stderr
+    with_it, without = json.loads(varied.stdout), json.loads(plain.stdout)
+    warned = [w for w in with_it["warnings"] if w["kind"] == "key_unread" and w["link"] == variable]
+    same = with_it["step_s"] == without["step_s"] and with_it["collectives"] == without["collectives"]
+    assert bool(warned) == said and same == said
+    if warned:
+        assert "changed nothing" in warned[0]["message"]

@@ -30,7 +30,7 @@ from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
 from simnet.results.analysis import find_warnings, link_reports
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import nccl_default, nccl_integer, nccl_system, turned_off
+from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_default, nccl_integer, nccl_system, turned_off
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import ENGINE_OPTIONS
@@ -402,10 +402,10 @@ class Setup:
         if msccl is not None:  # RCCL runs MSCCL before its own tuner (NCCL_ALGO, NCCL_PROTO not consulted)
             return self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
         picked = results[choice.algorithm]
-        # a named run's "changed nothing" of NCCL_PROTO (simulate's) says nothing of auto, whose pick it
-        # steers; the others' say the system NCCL sees is the same, so NCCL's pick too
+        # a named run's "changed nothing" of a variable that steers NCCL's plan (simulate's) says nothing of
+        # auto, whose pick it may steer: simulate judges auto's own
         picked = replace(picked, warnings=[w for w in picked.warnings
-                                           if not (w.kind == "key_unread" and w.link == "NCCL_PROTO")])
+                                           if not (w.kind == "key_unread" and w.link in FOLLOWED_CHOICES)])
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
                    if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]

@@ -294,17 +294,35 @@ class _Pricer:
     def _unread_by_every_call(self) -> list[Finding]:
         """The ``key_unread`` findings every priced call's run carries for a variable of the
         user's environment (the send/recv channel variables where no call runs NCCL's send/recv,
-        or each moves the same), once. Not those of ``FOLLOWED_CHOICES``: a call's algorithm is
-        NCCL's pick under them (or the recording's), which a run of it by name cannot judge."""
-        runs = [run for run in self.results.values() if run.gpus > 1]
+        or each moves the same; a variable of ``FOLLOWED_CHOICES`` whose absence leaves a call's
+        plan as it is), once. A call NCCL's pick chose runs by name, so for a variable of
+        ``FOLLOWED_CHOICES`` its pick must be the same without it too (``_same_pick``).
+        NCCL_PROTO not: --as-recorded gives a call its recorded protocol (``unread`` says it)."""
+        runs = [(key, run) for key, run in self.results.items() if run.gpus > 1]
         if not runs:
             return []
-        first = {w.link: w for w in runs[0].warnings if w.kind == "key_unread" and w.link in self.env
-                 and w.link not in FOLLOWED_CHOICES}
+        first = {w.link: w for w in runs[0][1].warnings if w.kind == "key_unread" and w.link in self.env
+                 and w.link != "NCCL_PROTO"}
         return [Finding("key_unread", w.link, f"in every one of the trace's {len(runs)} distinct calls: {w.message}"
                         if len(runs) > 1 else w.message)
-                for w in first.values() if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings)
-                                               for run in runs[1:])]
+                for w in first.values()
+                if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings) for _, run in runs[1:])
+                and (w.link not in FOLLOWED_CHOICES or all(self._same_pick(key, w.link) for key, _ in runs))]
+
+    def _same_pick(self, key: tuple, name: str) -> bool:
+        """Whether the call of ``key`` runs the same algorithm without the variable ``name``:
+        its recorded one (--as-recorded), or NCCL's pick, the same either way."""
+        collective, size, gpus, algorithm, env = key
+        if algorithm != "auto":
+            return True
+        picks = []
+        for given in (dict(env), {k: v for k, v in env if k != name}):
+            try:
+                picks.append(Setup(self.topo.subset(list(gpus)), collective, self.model, given,
+                                   self.calibration).nccl_pick(size))
+            except ValueError:  # no pick without it (or with it): it decides
+                return False
+        return picks[0] == picks[1]
 
     def result(self, inst: Instance):
         key = self.key(inst)

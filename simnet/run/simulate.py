@@ -79,11 +79,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if msccl and point.model == "rccl":
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
     steering = steering_variables(env, [algorithm], point.collective)
-    if steering and algorithm != "auto" and point.model != "ideal" and result.gpus > 1 and result.links:
+    if steering and point.model != "ideal" and result.gpus > 1 and result.links:
+        ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
         for name in unchanged_without(point, algorithm, size, options, steering):
             result = _said_unread(point, result, [name], (
-                f"{algorithm} runs the same plan without it ({result.protocol or 'its protocol'}, its channels, the "
-                "system NCCL sees), so the same schedule at the same timing"))
+                f"{ran} the same plan without it ({result.protocol or 'its protocol'}, its channels, what it reads of "
+                "the system NCCL sees), so the same schedule at the same timing"))
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -126,21 +127,40 @@ def steering_variables(env: Mapping[str, str], algorithms: list[str], collective
 def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, names: list[str]) -> list[str]:
     """The variables of ``names`` without which ``point`` decides ``algorithm`` at ``size``
     bytes alike: the same algorithm (NCCL's pick, for ``auto``) and the same model plan
-    (protocol, options, channels, the system NCCL sees). The same plan runs the same
-    schedule at the same timing, so such a variable changed nothing (NCCL_NVLS_ENABLE=0 on
-    A100s, NCCL_PROTO=Simple where NCCL runs Simple anyway). A plan that differs keeps its
-    variable, though the run may be alike (NVLS off beside a named ring on H100s: the
-    system differs): never listed where it is not so."""
+    as the run reads it (``_as_run``: protocol, options, channels, the system NCCL sees).
+    The same plan runs the same schedule at the same timing, so such a variable changed
+    nothing (NCCL_NVLS_ENABLE=0 on A100s, or beside a ring; NCCL_MAX_NCHANNELS above the
+    channels NCCL opens). A plan that differs keeps its variable: never listed where it is
+    not so."""
 
     def decided(setup: Setup) -> tuple:
         pick = setup.nccl_pick(size) if algorithm == "auto" else algorithm
-        return pick, setup.plan(pick, size, dict(options))
+        return pick, _as_run(setup.plan(pick, size, dict(options)), pick)
 
     try:
         own = decided(point)
         return [name for name in names if decided(_without(point, [name])) == own]
     except ValueError:  # a plan the variable alone makes possible (or not): it matters
         return []
+
+
+def _as_run(plan, algorithm: str):
+    """``plan`` (of ``algorithm``) with the system NCCL sees reduced to what the run reads of
+    it: NCCL_NVLS_ENABLE's NVLink SHARP and NCCL_COLLNET_ENABLE's SHARP only decide whether
+    NVLS, NVLSTree and CollNet may run (``predict.enabled``: their own runs and NCCL's pick,
+    which ``unchanged_without`` compares apart), and NCCL_MIN/MAX_NCHANNELS only the channels
+    a collective opens (``enqueue.opened_channels``), which the plan holds (its running
+    channels, channel share and options). Under RCCL the bounds also choose an MSCCL file,
+    so they stay."""
+    detail = plan.detail
+    if detail is None:
+        return plan
+    system = detail.system
+    kept = replace(system, nvls=system.nvls if algorithm in ("nvls", "nvls_tree") else False,
+                   collnet=system.collnet if algorithm in ("nvls", "collnet_direct", "collnet_chain") else False)
+    if system.library == "nccl":
+        kept = replace(kept, min_channels=0, max_channels=0)
+    return replace(plan, detail=replace(detail, system=kept))
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
