@@ -1301,7 +1301,10 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
                                              # read by NCCL 2.30.7, silently ignored before: multi-node NVLink
                                              # off, PAT off, NIC fusion off, QPs per connection
                                              ("NCCL_MNNVL_ENABLE", "0"), ("NCCL_PAT_ENABLE", "0"),
-                                             ("NCCL_NET_MERGE_LEVEL", "LOC"), ("NCCL_IB_QPS_PER_CONNECTION", "4")])
+                                             ("NCCL_NET_MERGE_LEVEL", "LOC"), ("NCCL_IB_QPS_PER_CONNECTION", "4"),
+                                             # fuzz m #022: NVLS's chunk instead of NCCL's tuning (nvls.cc:206)
+                                             ("NCCL_NVLS_CHUNKSIZE", "131072"),
+                                             ("NCCL_NVLSTREE_MAX_CHUNKSIZE", "524288")])
 def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
     """Fuzz findings (31b, 31c): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand),
     NCCL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_LL128_ENABLE, NCCL_MAX_CTAS,
@@ -2130,3 +2133,14 @@ def test_said_where_a_followed_variable_changes_nothing(box, algorithm, variable
     name, value = variable
     run = simulate(topo, algorithm, 96 * 2**20, env={name: value})
     assert any(w.kind == "key_unread" and w.link == name for w in run.warnings) == said
+
+
+@pytest.mark.parametrize("variable", ["nccl_algo", "Nccl_Proto", "nccl_nvls_enable"])
+def test_an_nccl_variable_in_other_letters_case_is_said_to_be_ignored(tmp_path, cli, variable):
+    """Fuzz round m (#015, #016, debatable): nccl_algo=Ring ran as unset without a word; NCCL
+    reads its variables with getenv, which is case-sensitive, so it ignores them too."""
+    path, _ = _box_sweep(tmp_path)
+    plain = json.loads(cli("run", path, "--json", "-").stdout)
+    result = cli("run", path, "--json", "-", env={variable: "0"})
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
+    assert f"warning env_misspelt: {variable}=0 is not {variable.upper()}:" in result.stderr

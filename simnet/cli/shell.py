@@ -75,7 +75,7 @@ def friendly(command):
 def _say_misspelt_variables() -> None:
     """One warning line per NCCL or RCCL variable of the environment spelt nearly as one simnet
     reads but read by neither library nor simnet (``simnet.run.nccl_env.misspelt``)."""
-    if any(name.startswith(("NCCL_", "RCCL_")) for name in os.environ):
+    if any(name.upper().startswith(("NCCL_", "RCCL_")) for name in os.environ):
         from simnet.run.nccl_env import misspelt
 
         for line in misspelt():

@@ -59,18 +59,25 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
     """One line per ``NCCL_`` or ``RCCL_`` variable of ``environ`` (default: the process
     environment) that neither NCCL 2.30.7 nor RCCL 2.21.5 reads (``nccl_names``) but that is
-    spelt nearly as one simnet follows or refuses (``NCCL_PROTOCOL`` for ``NCCL_PROTO``): the
-    library ignores it, and so does simnet, so the run is the one without it, which whoever set
-    it rarely means. (The command line says it; ``simulate(env=...)`` reads only the names it
-    follows.)
+    spelt nearly as one simnet follows or refuses (``NCCL_PROTOCOL`` for ``NCCL_PROTO``), or one
+    of their names in other letters' case (``nccl_algo``): the library ignores it, and so does
+    simnet, so the run is the one without it, which whoever set it rarely means. (The command
+    line says it; ``simulate(env=...)`` reads only the names it follows.)
 
     >>> misspelt({"NCCL_PROTOCOL": "Simple", "NCCL_FOO": "1", "NCCL_DEBUG": "INFO"})[0].split(" (")[0]
     'NCCL_PROTOCOL=Simple is not a variable NCCL or RCCL reads'
+    >>> misspelt({"nccl_algo": "Ring"})[0].split(":")[0]
+    'nccl_algo=Ring is not NCCL_ALGO'
     """
     environ = os.environ if environ is None else environ
     said = []
     for name in sorted(environ):
         if not name.startswith(("NCCL_", "RCCL_")):
+            upper = name.upper()
+            if upper.startswith(("NCCL_", "RCCL_")) and (upper in NCCL_READS or upper in RCCL_ONLY_READS
+                                                         or upper in NCCL_VARIABLES):
+                said.append(f"{name}={environ[name]} is not {upper}: NCCL and RCCL read their variables by their "
+                            "names in capitals (getenv is case-sensitive); they ignore it, and so did this run")
             continue
         nccl_name = name.startswith("NCCL_")
         rccl_only = nccl_name and name in RCCL_ONLY_READS
