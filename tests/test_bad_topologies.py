@@ -44,7 +44,8 @@ EXPECTED = {
     "bad_ratio.yaml": (4, "generate.oversubscription: '4:0' is not a ratio (e.g. 4:1 or 4; both sides above 0)"),
     "missing_latency.yaml": (6, "links[0].latency: is required but missing"),
     "duplicate_key.yaml": (2, "name: duplicate key 'name'"),
-    "duplicate_link.yaml": (9, "links[2]: a link sw -> gpu0 already exists (line 7)"),
+    "duplicate_link.yaml": (9, "links[2]: a link sw -> gpu0 already exists (line 7); only two switches take parallel "
+                                 "cables (their bandwidths add): write one link"),
     "no_gpus.yaml": (3, "nodes: no GPUs: at least one node needs kind: gpu"),
     # a switch no link names changed nothing and was kept without a word (fuzz finding, 31e)
     "lonely_switch.yaml": (6, "nodes[3].id: the switch 'spare' is joined to nothing: no link names it, so it changes "

@@ -493,3 +493,37 @@ def test_a_shipped_server_preset_answers_as_the_server_by_name(preset, server):
             a, b = simnet.simulate(written, algorithm, size), simnet.simulate(named, algorithm, size)
             assert (a.algorithm, a.protocol) == (b.algorithm, b.protocol), (size, algorithm)
             assert a.time_s == pytest.approx(b.time_s, rel=1e-3), (size, algorithm)
+
+
+def test_parallel_cables_between_two_switches_are_one_link_of_their_sum():
+    """Fuzz round m (#313): a hand-written fabric with each ToR-spine uplink written as two
+    cables of half its bandwidth was refused ("a link tor0 -> spine0 already exists"), where
+    the generators join switches so and the docs call it one link of the summed bandwidth.
+    Now the same graph, the same answer; parallel cables of unlike latency, or between a NIC
+    and its switch, are refused in one line."""
+    from simnet.errors import InputError
+
+    generated = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "gpu": "h100",
+                 "spines": 1, "oversubscription": 2}
+    original = topology_from_dict({"name": "t", "generate": generated})
+    written = topology_as_dict(original)
+    kinds = {node["id"]: node["kind"] for node in written["nodes"]}
+    split = []
+    for link in written["links"]:
+        if kinds[link["a"]] == kinds[link["b"]] == "switch":
+            half = f"{simnet.units.parse_bandwidth(link['bandwidth']) / 2} B/s"
+            split += [{**link, "bandwidth": half}, {**link, "bandwidth": half}]
+        else:
+            split.append(link)
+    cabled = topology_from_dict({**written, "links": split})
+    assert sorted(cabled.capacity.tolist()) == sorted(original.capacity.tolist())
+    for algorithm in ("auto", "ring", "tree"):
+        expected, got = (simnet.simulate(t, algorithm, 6 * 2**20) for t in (original, cabled))
+        assert (got.algorithm, got.protocol, got.time_s) == (expected.algorithm, expected.protocol, expected.time_s)
+    uplink = next(i for i, link in enumerate(split) if kinds[link["a"]] == kinds[link["b"]] == "switch")
+    unlike = [*split[:uplink + 1], {**split[uplink + 1], "latency": "3 us"}, *split[uplink + 2:]]
+    with pytest.raises(InputError, match="another latency"):
+        topology_from_dict({**written, "links": unlike})
+    nic = next(link for link in written["links"] if kinds[link["a"]] == "nic" or kinds[link["b"]] == "nic")
+    with pytest.raises(InputError, match="only two switches take parallel cables"):
+        topology_from_dict({**written, "links": [*written["links"], nic]})

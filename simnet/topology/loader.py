@@ -83,7 +83,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         pairs = [(link.a, link.b)] if link.directed else [(link.a, link.b), (link.b, link.a)]
         for u, v in pairs:
             if graph.has_edge(u, v):
-                raise source.error(loc, f"a link {u} -> {v} already exists (line {graph.edges[u, v]['line']})")
+                _add_parallel(graph, u, v, link, loc, source)
+                continue
             graph.add_edge(u, v, bandwidth=link.bandwidth, latency=link.latency, line=source.line(loc),
                            **({"type": link.type} if link.type else {}))
             link_at[u, v] = loc
@@ -188,6 +189,21 @@ def _check_nvlink_exists(topology: Topology, source: Source) -> None:
             raise InputError(f"the link {u} -> {v} is an NVLink, but {gpu} is an {topology.gpu_model(gpu)}, which has "
                              "none: join its GPUs through PCIe switches (type: pcie)", source.file,
                              topology.graph.edges[u, v]["line"])
+
+
+def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -> None:
+    """A second link written from ``u`` to ``v``: between two switches, a parallel cable, which
+    adds its bandwidth to the link's (as the generators join switches: docs/topologies.md), when
+    its latency and type are the link's; anywhere else, or unlike, one line saying so."""
+    edge = graph.edges[u, v]
+    first = edge["line"]
+    if not (graph.nodes[u]["kind"] == graph.nodes[v]["kind"] == "switch"):
+        raise source.error(loc, f"a link {u} -> {v} already exists (line {first}); only two switches take parallel "
+                                "cables (their bandwidths add): write one link")
+    if link.latency != edge["latency"] or (link.type or None) != edge.get("type"):
+        raise source.error(loc, f"a parallel cable {u} -> {v} of another latency or type than the one on line {first}; "
+                                "parallel cables add their bandwidths and share one latency: write them alike")
+    edge["bandwidth"] += link.bandwidth
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:
