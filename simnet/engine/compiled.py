@@ -452,7 +452,7 @@ def _max_min(members, net, row, caps, capped, rates, b):
                 local_of[link] = 0
                 listed[used] = link
                 used += 1
-    links = _sorted(listed[:used])  # local numbers in link order, as the numpy filling's
+    links = listed[:used]  # local numbers in order of first use: no float result depends on them
     for k in range(used):
         local_of[links[k]] = k
         count[k] = 0
@@ -608,9 +608,9 @@ def _pair_until(net, link, now):
 
 @njit(**_JIT)
 def _commit(net, b, iv, timeline):
-    """``LinkStats.commit``: the changed links take their new loads from now (in link
-    order), each link's integrals taken up to now in its old state; False when the
-    timeline is full."""
+    """``LinkStats.commit``: the changed links take their new loads from now (in link order
+    where a timeline records them), each link's integrals taken up to now in its old state;
+    False when the timeline is full."""
     count = iv[_TOUCHED]
     if count == 0:
         return True
@@ -627,7 +627,9 @@ def _commit(net, b, iv, timeline):
         b.tl[0, iv[_COMMITS]] = now
         b.tl[1, iv[_COMMITS]] = count
         iv[_COMMITS] += 1
-    for link in _sorted(b.per_link[_B_TOUCHED, :count]):
+    # each link's statistics are its own: link order matters only to the timeline's records
+    touched = _sorted(b.per_link[_B_TOUCHED, :count]) if timeline else b.per_link[_B_TOUCHED, :count]
+    for link in touched:
         lb[_L_TOUCHED, link] = False
         flows = li[_L_USERS, link]
         load = lf[_L_LOAD, link] + lf[_L_DELTA, link]
