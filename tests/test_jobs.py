@@ -352,3 +352,34 @@ def test_a_fault_after_the_jobs_ended_is_said_to_change_nothing():
                       model="ideal", faults=[{"at": "1 s", "link": ["tor0", "spine0"], "bandwidth": "10%"}])
     assert result.jobs[0]["together_s"] == result.jobs[0]["healthy_s"]
     assert [w.kind for w in result.warnings] == ["fault_unfelt"]
+
+
+def test_a_fault_felt_alone_but_not_together_is_not_said_to_change_nothing():
+    """The review of round m's fixes: job A's own NIC at 75 % is its bottleneck alone
+    (T = 2 (6 us + S/2 / (0.75 B))), but together both rings share the 2:1 uplink at B/2 each,
+    the healthy together time; jobs said "the faults changed nothing" though A's time alone
+    and its slowdown moved. Said only where alone and together are both the healthy ones."""
+    result = run_jobs(_fabric(), [
+        {"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+        {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "64 MiB"}], model="ideal",
+        faults=[{"at": "0 s", "link": ["r0h0-nic0", "tor0"], "bandwidth": "75%"}])
+    a, b = result.jobs
+    assert a["alone_s"] == pytest.approx(2 * (L + S / 2 / (0.75 * B)), rel=1e-9)
+    assert b["alone_s"] == pytest.approx(2 * (L + S / 2 / B), rel=1e-9)
+    assert a["together_s"] == a["healthy_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
+    assert not [w for w in result.warnings if w.kind == "fault_unfelt"]
+
+
+def test_a_fault_that_cuts_off_gpus_no_job_holds_is_taken(cli, tmp_path):
+    """The review: a NIC down on a host no job uses was refused ("the run would hang") as if
+    the job needed it; only each job's GPUs need routes to each other. One that cuts a job's
+    GPUs off is one line on the fault's line, exit 2."""
+    for hosts, code in ((["r0h1", "r1h1"], 0), (["r0h0", "r1h0"], 2)):
+        (tmp_path / "s.yaml").write_text(json.dumps({
+            "name": "s", "topology": {"name": "fabric", "generate": FABRIC}, "model": "ideal",
+            "jobs": [{"name": "b", "hosts": hosts, "algorithm": "ring", "size": "1 MiB"}],
+            "faults": [{"at": "0 s", "link": ["r0h0-nic0", "tor0"], "down": True}]}))
+        result = cli("run", tmp_path / "s.yaml")
+        assert result.exit_code == code, result.stderr
+        if code:
+            assert result.stderr.count("\n") == 1 and "faults[0]" in result.stderr and "cuts" in result.stderr

@@ -2086,7 +2086,9 @@ def test_a_training_step_says_an_nccl_variable_that_changed_none_of_its_exchange
 
 _STEERED = {"a100": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"},
             "h100": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"},
-            "2x8 h100": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "h100"}}
+            "2x8 h100": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "h100"},
+            "2x8 h100 sharp": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8,
+                               "gpu": "h100", "sharp": True}}
 
 
 @settings(max_examples=30, deadline=None)
@@ -2095,7 +2097,8 @@ _STEERED = {"a100": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"},
        variable=st.sampled_from([("NCCL_MAX_NCHANNELS", "2"), ("NCCL_MAX_NCHANNELS", "24"),
                                  ("NCCL_MAX_NCHANNELS", "64"), ("NCCL_MIN_NCHANNELS", "2"),
                                  ("NCCL_MIN_NCHANNELS", "16"), ("NCCL_MIN_NCHANNELS", "32"),
-                                 ("NCCL_NVLS_ENABLE", "0"), ("NCCL_PROTO", "Simple"), ("NCCL_PROTO", "LL128")]))
+                                 ("NCCL_NVLS_ENABLE", "0"), ("NCCL_COLLNET_ENABLE", "0"), ("NCCL_PROTO", "Simple"),
+                                 ("NCCL_PROTO", "LL128")]))
 def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorithm, size, variable):
     """Fuzz round m (#049-#080, #089, #105, #058): NCCL_MIN/MAX_NCHANNELS and NCCL_NVLS_ENABLE
     that left a run as it was were not said where the plan held the system NCCL sees whole (its
@@ -2115,6 +2118,7 @@ def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorit
     if said:
         assert (steered.algorithm, steered.protocol, steered.time_s) == (plain.algorithm, plain.protocol,
                                                                          plain.time_s)
+        assert (steered.auto or {}).get("candidates") == (plain.auto or {}).get("candidates")
         assert [(r.src, r.dst, r.bytes, r.peak_utilization) for r in steered.links] == [
             (r.src, r.dst, r.bytes, r.peak_utilization) for r in plain.links]
 
@@ -2125,6 +2129,8 @@ def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorit
     ("h100", "ring", ("NCCL_NVLS_ENABLE", "0"), True),  # a ring reads no NVLink SHARP
     ("a100", "auto", ("NCCL_NVLS_ENABLE", "0"), True),  # no NVLS on A100s: NCCL picks the same
     ("h100", "auto", ("NCCL_NVLS_ENABLE", "0"), False),  # NCCL's pick was NVLS
+    # the review: NCCL picks nvls_tree either way, but CollNet leaves auto's candidates (its advice)
+    ("2x8 h100 sharp", "auto", ("NCCL_COLLNET_ENABLE", "0"), False),
 ])
 def test_said_where_a_followed_variable_changes_nothing(box, algorithm, variable, said):
     from simnet import simulate
@@ -2135,7 +2141,7 @@ def test_said_where_a_followed_variable_changes_nothing(box, algorithm, variable
     assert any(w.kind == "key_unread" and w.link == name for w in run.warnings) == said
 
 
-@pytest.mark.parametrize("variable", ["nccl_algo", "Nccl_Proto", "nccl_nvls_enable"])
+@pytest.mark.parametrize("variable", ["nccl_algo", "Nccl_Proto", "nccl_nvls_enable", "NCCL_algo", "NCCL_Nvls_Enable"])
 def test_an_nccl_variable_in_other_letters_case_is_said_to_be_ignored(tmp_path, cli, variable):
     """Fuzz round m (#015, #016, debatable): nccl_algo=Ring ran as unset without a word; NCCL
     reads its variables with getenv, which is case-sensitive, so it ignores them too."""
@@ -2144,3 +2150,24 @@ def test_an_nccl_variable_in_other_letters_case_is_said_to_be_ignored(tmp_path, 
     result = cli("run", path, "--json", "-", env={variable: "0"})
     assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
     assert f"warning env_misspelt: {variable}=0 is not {variable.upper()}:" in result.stderr
+
+
+@pytest.mark.parametrize("gpu, taken_back", [("h100", True), ("a100", False)])
+def test_a_run_beside_a_training_step_does_not_say_what_the_step_reads_changed_nothing(monkeypatch, gpu,
+                                                                                          taken_back):
+    """The review of round m's fixes: beside a training step (tp 8 on one DGX), a named ring
+    said NCCL_NVLS_ENABLE=0 changed nothing while the step's TP AllReduces, NCCL's pick, went
+    from NVLS to the ring and the step took 6 ms longer. A run's "changed nothing" of a
+    variable the step reads is taken back (on A100s the step does not read it: kept)."""
+    from simnet.run.scenario import run_scenario
+
+    scenario = scenario_from_dict({
+        "name": "s", "topology": {"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": gpu}},
+        "sizes": ["64 MiB"], "algorithms": ["ring"],
+        "training": {"model": "llama3_8b", "efficiency": 0.5, "parallelism": {"tp": 8, "micro_batches": 1}}})
+    plain = run_scenario(scenario).to_dict()
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    steered = run_scenario(scenario).to_dict()
+    said = [w for run in steered["runs"] for w in run["warnings"] if w["link"] == "NCCL_NVLS_ENABLE"]
+    assert (steered["training"] != plain["training"]) == taken_back
+    assert bool(said) != taken_back

@@ -214,6 +214,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     from simnet.io.files import write_text
     from simnet.report.tables import interference_table, jobs_table
     from simnet.run.jobs import run_jobs
+    from simnet.spec.conditions import FaultError
     from simnet.spec.jobs import JobError
 
     try:
@@ -226,6 +227,10 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         from simnet.io.yamlsource import load_yaml
 
         raise load_yaml(scenario)[1].error(("jobs", *exc.loc), exc.message) from None
+    except FaultError as exc:  # a fault that cuts a job's GPUs off from each other: on the fault's line
+        from simnet.io.yamlsource import load_yaml
+
+        raise load_yaml(scenario)[1].error(("faults", *exc.loc), exc.message) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
     said = [*spec.warnings, *result.warnings]

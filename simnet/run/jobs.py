@@ -19,17 +19,19 @@ from typing import Any
 import numpy as np
 
 from simnet import units
+from simnet.engine.faults import Fault
 from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import check_fits, memory_budget
 from simnet.model.timing import Timing
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import Conditions, Setup, calibration_of
+from simnet.run.point import Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
-from simnet.run.simulate import steering_variables, unchanged_without
+from simnet.run.simulate import SAME_PLAN, steering_variables, unchanged_without
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
+from simnet.spec.conditions import check_reachable, resolve_faults
 from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
@@ -85,11 +87,11 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     first replay, and refused in one line when it would not fit. ``progress(done, total)``
     hears of each replay (alone, together, each pair that shares a link, healthy).
     """
-    faults = list(Conditions.of(topology, faults, None).faults)
     env = nccl_env(env)
     calibration = calibration_of(calibration if calibration is not None else topology.calibration)
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
+    faults = _faults_on(topology, faults or [], placements)
     runs, described, capacity, held, budget = [], [], None, 0.0, memory_budget()
     decisions = []  # each foreground job's (setup, algorithm as asked, size), for the variables it reads
     for i, (spec, gpus) in enumerate(zip(specs, placements)):
@@ -131,8 +133,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
 
     if progress:
         progress(*replays)
+    alone_times = []
     for run in runs:
         times, stats = replayed([run])
+        alone_times.append(times[0])
         alone.append(_mean_time(times[0]))
         used.append(set(np.flatnonzero(stats.bytes > 0).tolist()))
     # two jobs together are the pair: its replay is the same call, not made twice
@@ -154,12 +158,15 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         healthy_times, _ = replayed(runs, healthy=True)
         for job, times in zip(described, healthy_times):
             job["healthy_s"] = _mean_time(times)
-        if healthy_times == together_times:
+        # unfelt together may still be felt alone (a job's own bottleneck, hidden by an uplink both share)
+        if healthy_times == together_times and all(replayed([run], healthy=True)[0][0] == times
+                                                   for run, times in zip(runs, alone_times)):
             shown = "; ".join(f"faults[{f.index}] {f.what}" for f in faults[:3])
             said.append(Finding("fault_unfelt", "", (
-                f"the faults changed nothing: every job's runs took as long as on the healthy fabric ({shown}"
-                f"{'; ...' if len(faults) > 3 else ''}): their links carried nothing of the jobs' while they lasted, "
-                "or less than was left; move them to when the jobs' traffic crosses, or leave them out")))
+                f"the faults changed nothing: every job's runs took as long as on the healthy fabric, alone and "
+                f"together ({shown}{'; ...' if len(faults) > 3 else ''}): their links carried nothing of the jobs' "
+                "while they lasted, or less than was left; move them to when the jobs' traffic crosses, or leave "
+                "them out")))
     shared = []
     for link in sorted({link for i, a in enumerate(used) for b in used[i + 1:] for link in a & b},
                        key=lambda k: (-int(together.saturated_ps[k]), -float(together.bytes[k]), k))[:10]:
@@ -170,6 +177,17 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                        "bytes": float(together.bytes[link])})
     return JobsResult(described, matrix, shared, together, said,
                       [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in faults])
+
+
+def _faults_on(topology: Topology, specs: list, placements: list[list[str]]) -> list[Fault]:
+    """The faults (specs as a scenario writes them, or ``Fault``) resolved on ``topology`` in
+    time order, checked to leave each job's GPUs (``placements``) a route to one another: GPUs
+    no job holds may be cut off."""
+    faults = sorted([*resolve_faults(topology, [f for f in specs if not isinstance(f, Fault)]),
+                     *(f for f in specs if isinstance(f, Fault))], key=lambda f: f.at)
+    for gpus in placements:
+        check_reachable(topology, faults, list(gpus))
+    return faults
 
 
 def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) -> list[Finding]:
@@ -187,9 +205,8 @@ def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) ->
         for point, algorithm, size in decisions:
             unread &= set(unchanged_without(point, algorithm, size, {}, steering))
         said += [Finding("key_unread", name, (
-            f"{name}={env[name]} changed nothing here: every job runs the same plan without it (its algorithm, "
-            "protocol and channels, the system NCCL sees), so the same schedules at the same timing"))
-            for name in steering if name in unread]
+            f"{name}={env[name]} changed nothing here: every job runs {SAME_PLAN}, so the same schedules at the "
+            "same timing")) for name in steering if name in unread]
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if names and algorithms:
         it = "it" if len(names) == 1 else "them"

@@ -72,12 +72,12 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
     environ = os.environ if environ is None else environ
     said = []
     for name in sorted(environ):
+        upper = name.upper()
+        if name != upper and (upper in NCCL_READS or upper in RCCL_ONLY_READS or upper in NCCL_VARIABLES):
+            said.append(f"{name}={environ[name]} is not {upper}: NCCL and RCCL read their variables by their "
+                        "names in capitals (getenv is case-sensitive); they ignore it, and so did this run")
+            continue
         if not name.startswith(("NCCL_", "RCCL_")):
-            upper = name.upper()
-            if upper.startswith(("NCCL_", "RCCL_")) and (upper in NCCL_READS or upper in RCCL_ONLY_READS
-                                                         or upper in NCCL_VARIABLES):
-                said.append(f"{name}={environ[name]} is not {upper}: NCCL and RCCL read their variables by their "
-                            "names in capitals (getenv is case-sensitive); they ignore it, and so did this run")
             continue
         nccl_name = name.startswith("NCCL_")
         rccl_only = nccl_name and name in RCCL_ONLY_READS

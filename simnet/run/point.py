@@ -353,6 +353,19 @@ class Setup:
         schedule = build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options)
         return decided, schedule, model_timing(decided, schedule, self.topo)
 
+    def _nccl_choice(self, size: int) -> predict.Choice:
+        """NCCL's tuner on the system it sees here, under NCCL_ALGO and NCCL_PROTO."""
+        return predict.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
+                            self.env.get("NCCL_PROTO"), function=self.function)
+
+    def auto_candidates(self, size: int) -> list[str]:
+        """The algorithms ``auto`` simulates beside NCCL's pick (simnet's names): every one
+        NCCL's tuner timed here (``direct`` alone for point-to-point collectives)."""
+        if lookup_collective(self.collective).point_to_point:
+            return ["direct"]
+        timed = {algorithm for algorithm, _ in self._nccl_choice(size).table}
+        return [tables.SIMNET_NAMES[a] for a in tables.ALGORITHMS if a in timed]
+
     def nccl_pick(self, size: int) -> str:
         """The algorithm NCCL would run here without simulating the others (``direct`` for
         point-to-point collectives)."""
@@ -392,9 +405,7 @@ class Setup:
                 "nccl_pick": {"algorithm": "SendRecv", "protocol": run.protocol, "predicted_s": None},
                 "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
                 "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
-        nccl_algo, nccl_proto = self.env.get("NCCL_ALGO"), self.env.get("NCCL_PROTO")
-        system = nccl_system(self.topo, self.env)
-        choice = predict.pick(system, max(int(size), 1), nccl_algo, nccl_proto, function=self.function)
+        choice = self._nccl_choice(size)
         candidates = [a for a in tables.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
         results = {a: known.get(tables.SIMNET_NAMES[a]) or self.simulate(
             tables.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
@@ -420,7 +431,7 @@ class Setup:
             "fastest": tables.SIMNET_NAMES[fastest],
             # advice for NCCL only from NCCL's model: at line rate (ideal) the ranking is not NCCL's
             "fastest_hint": f"NCCL_ALGO={fastest}" if self.model != "ideal" else "",
-            "nccl_algo": nccl_algo or None, "nccl_proto": nccl_proto or None,
+            "nccl_algo": self.env.get("NCCL_ALGO") or None, "nccl_proto": self.env.get("NCCL_PROTO") or None,
             "nccl_nvls_enable": self.env.get("NCCL_NVLS_ENABLE"),
             "nccl_collnet_enable": self.env.get("NCCL_COLLNET_ENABLE"),
         })

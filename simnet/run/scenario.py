@@ -17,7 +17,7 @@ from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "unread_options", "nccl_choice_unread", "scenario_choices_unread"]
+__all__ = ["run_scenario", "unread_options", "nccl_choice_unread", "scenario_choices_unread", "step_reads"]
 
 NCCL_RUNS = tuple(SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -78,7 +78,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
     training = training_step(scenario)
-    said += _env_unfelt_in_step(scenario, training, runs)
+    step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
+    said += step_said
+    if step_read:  # a run's "changed nothing" of a variable the training step beside it reads says too little
+        runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in step_read)])
+                for run in runs]
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
@@ -116,25 +120,27 @@ def nccl_choice_unread(env: dict[str, str], ran: list[str], collective: str, wha
     return said
 
 
-def _env_unfelt_in_step(scenario, training: dict | None, runs: list[Result]) -> list[Finding]:
-    """``key_unread`` for the NCCL variables that changed nothing in the training step: the
-    step without them is the same, exchange by exchange (each one's algorithm, protocol and
-    time). NCCL's send/recv channel variables together (its expert AllToAlls and pipeline
-    sends, if it has them, move the same without them), as ``simulate`` says of a run of its
-    own; in a scenario of the step alone (no runs of its own, which may read them), NCCL_ALGO
-    and each variable that steers NCCL's plan (``steering_variables``) one by one. Each costs
-    one more step, only where such a variable is set."""
+def _env_unfelt_in_step(scenario, training: dict | None, runs: list[Result]) -> tuple[list[Finding], set[str]]:
+    """(``key_unread`` for the NCCL variables that changed nothing in the training step, the
+    variables that steer NCCL's plan which the step reads): the step without a variable is
+    the same, exchange by exchange (each one's algorithm, protocol and time), or not.
+    NCCL's send/recv channel variables together (its expert AllToAlls and pipeline sends, if
+    it has them, move the same without them), as ``simulate`` says of a run of its own;
+    NCCL_ALGO (in a scenario of the step alone: the runs beside it may read it) and each
+    variable of ``steering_variables`` one by one. A run beside the step that said such a
+    variable changed nothing did not see the step: ``run_scenario`` takes its word back where
+    the step reads it. Each costs one more step, only where such a variable is set."""
     env = nccl_env()
     if training is None:
-        return []
+        return [], set()
     said = []
-    steering = [] if runs else (["NCCL_ALGO"] if "NCCL_ALGO" in env else []) + steering_variables(env, ["auto"],
-                                                                                                  ALLREDUCE)
-    for name in steering:
-        if training_step(scenario, env={k: v for k, v in env.items() if k != name}) == training:
-            said.append(Finding("key_unread", name, (
-                f"{name}={env[name]} changed nothing in the training step: each of its exchanges runs the same "
-                "algorithm and protocol in the same time without it")))
+    steering = steering_variables(env, ["auto"], ALLREDUCE)
+    asked = (["NCCL_ALGO"] if "NCCL_ALGO" in env and not runs else []) + steering
+    read = step_reads(scenario, training, env, asked)
+    if not runs:
+        said += [Finding("key_unread", name, (
+            f"{name}={env[name]} changed nothing in the training step: each of its exchanges runs the same "
+            "algorithm and protocol in the same time without it")) for name in asked if name not in read]
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if names and training_step(scenario, env={k: v for k, v in env.items() if k not in names}) == training:
         both = ", ".join(f"{name}={env[name]}" for name in names)
@@ -142,7 +148,14 @@ def _env_unfelt_in_step(scenario, training: dict | None, runs: list[Result]) -> 
             f"{both} changed nothing in the training step: its NCCL send/recv (expert AllToAlls, pipeline sends), "
             f"if it has any, moves the same without {'it' if len(names) == 1 else 'them'} (each send's channels "
             "take one route, or NCCL splits it alike)")))
-    return said
+    return said, read
+
+
+def step_reads(scenario, training: dict, env: dict[str, str], names: list[str]) -> set[str]:
+    """The variables of ``names`` (set in ``env``) without which the scenario's training step
+    (``training``, under ``env``) is not the same: one step more for each."""
+    return {name for name in names
+            if training_step(scenario, env={k: v for k, v in env.items() if k != name}) != training}
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:

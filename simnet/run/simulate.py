@@ -82,9 +82,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if steering and point.model != "ideal" and result.gpus > 1 and result.links:
         ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
         for name in unchanged_without(point, algorithm, size, options, steering):
-            result = _said_unread(point, result, [name], (
-                f"{ran} the same plan without it ({result.protocol or 'its protocol'}, its channels, what it reads of "
-                "the system NCCL sees), so the same schedule at the same timing"))
+            result = _said_unread(point, result, [name], f"{ran} {SAME_PLAN}, so the same schedule at the same timing")
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -114,6 +112,10 @@ def reads_nccl_proto(algorithm: str, collective: str) -> bool:
     return tables.native(kind.nccl, algorithm) is not None
 
 
+SAME_PLAN = "the same plan without it (its protocol and channels, what it reads of the system NCCL sees)"
+"""How a ``key_unread`` of a variable ``unchanged_without`` lists says why: simulate's and jobs'."""
+
+
 def steering_variables(env: Mapping[str, str], algorithms: list[str], collective: str) -> list[str]:
     """The variables of ``FOLLOWED_CHOICES`` set in ``env`` that may steer a run of one of
     ``algorithms``: NCCL_COLLNET_ENABLE only when it turns CollNet off (unset, simnet takes
@@ -126,16 +128,20 @@ def steering_variables(env: Mapping[str, str], algorithms: list[str], collective
 
 def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, names: list[str]) -> list[str]:
     """The variables of ``names`` without which ``point`` decides ``algorithm`` at ``size``
-    bytes alike: the same algorithm (NCCL's pick, for ``auto``) and the same model plan
-    as the run reads it (``_as_run``: protocol, options, channels, the system NCCL sees).
+    bytes alike: the same model plan as the run reads it (``_as_run``: protocol, options,
+    channels, the system NCCL sees); for ``auto``, NCCL's pick and the same candidates
+    beside it (which its advice compares), each planned alike.
     The same plan runs the same schedule at the same timing, so such a variable changed
     nothing (NCCL_NVLS_ENABLE=0 on A100s, or beside a ring; NCCL_MAX_NCHANNELS above the
     channels NCCL opens). A plan that differs keeps its variable: never listed where it is
     not so."""
 
     def decided(setup: Setup) -> tuple:
-        pick = setup.nccl_pick(size) if algorithm == "auto" else algorithm
-        return pick, _as_run(setup.plan(pick, size, dict(options)), pick)
+        if algorithm != "auto":
+            return _as_run(setup.plan(algorithm, size, dict(options)), algorithm)
+        # auto: NCCL's pick and every candidate it simulates beside it (its "faster" advice), each as it runs
+        return setup.nccl_pick(size), [(c, _as_run(setup.plan(c, size, dict(options)), c))
+                                       for c in setup.auto_candidates(size)]
 
     try:
         own = decided(point)

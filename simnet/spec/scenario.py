@@ -584,7 +584,8 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple
     straggler delays, or one line naming the entry that does not fit the topology."""
     try:
         faults = resolve_faults(topology, spec.faults)
-        check_reachable(topology, faults, topology.gpus + topology.parameter_servers)
+        if not spec.jobs:  # jobs: only each job's GPUs need each other (simnet.run.jobs, once they are placed)
+            check_reachable(topology, faults, topology.gpus + topology.parameter_servers)
     except FaultError as exc:
         raise source.error(("faults", *exc.loc), exc.message) from None
     raw = spec.stragglers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -200,10 +201,14 @@ def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -
     if not (graph.nodes[u]["kind"] == graph.nodes[v]["kind"] == "switch"):
         raise source.error(loc, f"a link {u} -> {v} already exists (line {first}); only two switches take parallel "
                                 "cables (their bandwidths add): write one link")
-    if link.latency != edge["latency"] or (link.type or None) != edge.get("type"):
+    written, typed = link.type or None, edge.get("type")
+    if not math.isclose(link.latency, edge["latency"], rel_tol=1e-9, abs_tol=1e-18) or (
+            written and typed and written != typed):
         raise source.error(loc, f"a parallel cable {u} -> {v} of another latency or type than the one on line {first}; "
                                 "parallel cables add their bandwidths and share one latency: write them alike")
     edge["bandwidth"] += link.bandwidth
+    if written and not typed:  # a type written on one cable is the link's
+        edge["type"] = written
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:

@@ -9,7 +9,8 @@ from typing import Any
 
 from simnet.errors import InputError, Unsupported
 from simnet.run.jobs import run_jobs
-from simnet.run.scenario import scenario_choices_unread
+from simnet.run.nccl_env import FOLLOWED_CHOICES
+from simnet.run.scenario import scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
@@ -51,6 +52,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
                                    **scenario.conditions(), **scenario.options)
         return cache[size]
 
+    step, read_by_step = None, {}  # a variable that steers NCCL's plan -> whether the training step reads it
     if scenario.training is not None:
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
@@ -58,10 +60,16 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
+        said = [*result.warnings, *scenario.warnings, *unread]
+        if step is not None:  # a run's "changed nothing" is taken back where the step beside it reads it
+            for name in {w.link for w in said if w.kind == "key_unread" and w.link in FOLLOWED_CHOICES}:
+                if name not in read_by_step:
+                    read_by_step[name] = bool(step_reads(scenario, step, plan.env, [name]))
+            said = [w for w in said if not (w.kind == "key_unread" and read_by_step.get(w.link))]
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
-            "warnings": sorted({w.kind for w in [*result.warnings, *scenario.warnings, *unread]})})
+            "warnings": sorted({w.kind for w in said})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
