@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import small_fabrics
+from strategies import faults_on, small_fabrics, two_way_fabrics
 
 from simnet import topology_from_dict
 from simnet.engine import accounting, clock, compiled, maxmin
@@ -77,27 +77,13 @@ def _assert_same_statistics(one, other, duration):
 
 
 @st.composite
-def _two_way_fabrics(draw) -> dict:
-    """2-5 GPUs, each cabled to one of two leaves, both leaves to each of 2-3 spines: every
-    route between leaves has a spine to spare when one goes down."""
-    gpus, spines = draw(st.integers(2, 5)), draw(st.integers(2, 3))
-    nodes = [{"id": f"g{i}", "kind": "gpu"} for i in range(gpus)] + [
-        {"id": name, "kind": "switch"} for name in ["l0", "l1", *(f"s{i}" for i in range(spines))]]
-    links = [{"a": f"g{i}", "b": f"l{draw(st.integers(0, 1))}", "bandwidth": f"{draw(st.integers(2, 20))} GB/s",
-              "latency": f"{draw(st.integers(0, 3))} us"} for i in range(gpus)]
-    links += [{"a": leaf, "b": f"s{i}", "bandwidth": f"{draw(st.integers(2, 40))} GB/s", "latency": "1 us"}
-              for leaf in ("l0", "l1") for i in range(spines)]
-    return {"name": "two ways", "nodes": nodes, "links": links}
-
-
-@st.composite
 def _runs(draw):
     """A small network of GPUs on switches (a chain, or leaves with spines to spare);
     connections of queued pieces (some waiting for pieces of other connections, some joins
     on one GPU, some of no bytes) with random caps, software latencies and reductions; and
     the replay's options: a launch offset, late ranks, a per-message overhead, a reduction
     rate, faults that slow links or take them down, a timeline."""
-    written = draw(st.one_of(small_fabrics(), _two_way_fabrics()))
+    written = draw(st.one_of(small_fabrics(), two_way_fabrics()))
     gpus = sum(node["kind"] == "gpu" for node in written["nodes"])
     schedule, timing = draw(_timed_schedules(gpus))
     options = {"timing": timing, "timeline": draw(st.booleans()),
@@ -105,28 +91,8 @@ def _runs(draw):
                "reduce_bandwidth": draw(st.sampled_from([None, None, 5e9])),
                "start_delay": {f"g{i}": draw(st.sampled_from([0.0, 1e-6, 5e-5])) for i in range(gpus)}
                if draw(st.booleans()) else None}
-    options["faults"] = draw(_faults(written))
+    options["faults"] = draw(faults_on(written))
     return written, schedule, options
-
-
-@st.composite
-def _faults(draw, written: dict) -> list[Fault]:
-    """0-2 faults that slow random links (or take them down) at 0 or later, and on fabrics
-    with spines to spare, sometimes a spine down while flows cross it."""
-    links = written["links"]
-    faults = []
-    for index in range(draw(st.integers(0, 2))):
-        chosen = draw(st.lists(st.integers(0, len(links) * 2 - 1), min_size=1, max_size=3, unique=True))
-        share = draw(st.sampled_from([0.0, 0.2, 0.5, 0.9, 1.0]))
-        faults.append(Fault(draw(st.sampled_from([0.0, 1e-5, 1e-4, 1e-3])), np.array(chosen),
-                            np.full(len(chosen), share), "slower", index))
-    if written["name"] == "two ways" and draw(st.booleans()):  # a spine down while flows cross it
-        topo = topology_from_dict(written)
-        spine = draw(st.sampled_from([node["id"] for node in written["nodes"] if node["id"].startswith("s")]))
-        down = np.array([i for i, (a, b) in enumerate(topo.links) if spine in (a, b)])
-        at = draw(st.sampled_from([0.0, 1e-6, 5e-6, 2e-5, 1e-4]))
-        faults.insert(draw(st.integers(0, len(faults))), Fault(at, down, np.zeros(len(down)), "spine down"))
-    return faults
 
 
 @st.composite
@@ -425,8 +391,8 @@ def _jobs(draw):
     """A small network (as ``_runs``) and 1-3 jobs on it, each a random schedule and timing
     (``_timed_schedules``) first issued at 0 or later and run once to three times on a
     period shorter or longer than its runs, or in the background on a period (its runs move
-    on in time while the others run); whether to keep a timeline; faults (``_faults``)."""
-    written = draw(st.one_of(small_fabrics(), _two_way_fabrics()))
+    on in time while the others run); whether to keep a timeline; faults (``strategies.faults_on``)."""
+    written = draw(st.one_of(small_fabrics(), two_way_fabrics()))
     gpus = sum(node["kind"] == "gpu" for node in written["nodes"])
     jobs = []
     for _ in range(draw(st.integers(1, 3))):
@@ -435,7 +401,7 @@ def _jobs(draw):
         periods = [10**8, 10**9] if repeat == 0 else [0, 10**6, 5 * 10**6, 4 * 10**7]
         jobs.append(JobRun(schedule, timing, start_ps=draw(st.sampled_from([0, 0, 10**6, 3 * 10**6])),
                            repeat=repeat, period_ps=draw(st.sampled_from(periods))))
-    return written, jobs, draw(st.booleans()), draw(_faults(written))
+    return written, jobs, draw(st.booleans()), draw(faults_on(written))
 
 
 def _jobs_on_both(jobs, topo, **kwargs):

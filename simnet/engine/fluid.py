@@ -347,6 +347,10 @@ class FluidNetwork:
         row's summed link latency, ps)."""
         return self._paths, self._path_latency
 
+    def keys_of(self, rows: np.ndarray) -> list[tuple[int, int, int]]:
+        """The (src, dst, flow) node indices route ``rows`` (from ``resolve``) were resolved for."""
+        return [self._keys[row] for row in np.asarray(rows).tolist()]
+
     def paths_of(self, rows: np.ndarray) -> np.ndarray:
         """The links (padded with ``len(capacity)``) of route ``rows`` (from ``resolve``)."""
         return self._paths[self._moved[rows]]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import networkx as nx
 import numpy as np
 
 from simnet.engine.accounting import SATURATED, LinkStats
@@ -467,16 +468,27 @@ def never_full(net: FluidNetwork, rows: np.ndarray, caps: np.ndarray | None, que
     ``queues`` (``_queues``: a queue's flows send one at a time), run on ``net`` under
     ``faults``: each queue on a link may ask for at most its flows' largest bound there
     (cap or the route's narrowest link), and all of them together stay below ``SATURATED``
-    of the link's least capacity during the run (``FluidNetwork.set_slack``). None where a
-    fault takes a link down: flows then move to routes not known here."""
+    of the link's least capacity during the run (``FluidNetwork.set_slack``). Where faults
+    take links down, a flow may also move to its detours (``_detour_links``): it is counted on
+    every link of each route it may take (none are left out where one leaves a flow no route:
+    the run stops there)."""
     capacity = net.capacity
-    if not len(rows) or any((fault.factors == 0).any() for fault in faults):
+    if not len(rows):
         return np.zeros(len(capacity), dtype=bool)
     least = capacity.copy()
     for fault in faults:  # factors are shares of the run's own capacity, at most 1
         least[fault.links] = np.minimum(least[fault.links], capacity[fault.links] * fault.factors)
-    routes = net.paths_of(np.arange(int(rows.max()) + 1))  # per route row: few, where transfers are many
-    bound = np.append(capacity, np.inf)[routes].min(axis=1)[rows]
+    count = int(rows.max()) + 1
+    routes = net.paths_of(np.arange(count))  # per route row: few, where transfers are many
+    widest = np.append(capacity, np.inf)[routes].min(axis=1)  # per row, the most a flow on it can take
+    if any((fault.factors == 0).any() for fault in faults):
+        moved = _detour_links(net, faults, count)
+        if moved is None:
+            return np.zeros(len(capacity), dtype=bool)
+        links, narrowest = moved
+        routes = np.hstack([routes, links])  # each row's own links, then those of the detours it may take
+        widest = np.maximum(widest, narrowest)
+    bound = widest[rows]
     if caps is not None:
         bound = np.minimum(bound, caps)
     # a queue's flows on one route ask one at a time: the largest bound of each (queue, route), in that order
@@ -497,6 +509,45 @@ def never_full(net: FluidNetwork, rows: np.ndarray, caps: np.ndarray | None, que
     demand = np.bincount(used.ravel(), weights=np.repeat(largest, used.shape[1]),
                          minlength=len(capacity) + 1)[:len(capacity)]
     return demand < SATURATED * least
+
+
+def _detour_links(net: FluidNetwork, faults: list[Fault], count: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """For each of ``net``'s first ``count`` route rows, the links of every detour a flow on
+    it may move to as ``faults`` take links down (padded with ``len(capacity)``), and the
+    widest of those detours' narrowest links (B/s; -inf: none), as ``FluidNetwork.detour``
+    will route them: each fault in the order applied, over the topology without every link
+    down so far, the routes then crossing a link down moved. None when one is left no route.
+    ``net`` is not changed."""
+    capacity = np.append(net.capacity, np.inf)
+    topology, pad = net.topology, len(net.capacity)
+    names = topology.nodes
+    keys = net.keys_of(np.arange(count))  # (src, dst, flow) node indices per row
+    current = [tuple(link for link in row if link != pad) for row in net.paths_of(np.arange(count)).tolist()]
+    extra: list[set[int]] = [set() for _ in range(count)]
+    narrowest = np.full(count, -np.inf)
+    down: set[int] = set()
+    for fault in sorted(faults, key=lambda fault: round(fault.at * PS_PER_SECOND)):  # stable: as applied
+        dead = set(fault.links[fault.factors == 0].tolist())
+        if not dead:
+            continue
+        down |= dead
+        view = topology.without(down)
+        for row in range(count):
+            if dead.isdisjoint(current[row]):
+                continue
+            s, d, f = keys[row]
+            try:
+                route = view.route_indices(names[s], names[d], f)
+            except nx.NetworkXNoPath:
+                return None
+            current[row] = route
+            extra[row] |= set(route)
+            narrowest[row] = max(narrowest[row], capacity[list(route)].min(initial=np.inf))
+    width = max((len(links) for links in extra), default=0)
+    links = np.full((count, width), pad, dtype=np.int64)
+    for row, taken in enumerate(extra):
+        links[row, :len(taken)] = sorted(taken)
+    return links, narrowest
 
 
 def join_gates(nodes: list[str], src: np.ndarray, dst: np.ndarray, delays: dict[str, float]) -> np.ndarray:
