@@ -2171,3 +2171,19 @@ def test_a_run_beside_a_training_step_does_not_say_what_the_step_reads_changed_n
     said = [w for run in steered["runs"] for w in run["warnings"] if w["link"] == "NCCL_NVLS_ENABLE"]
     assert (steered["training"] != plain["training"]) == taken_back
     assert bool(said) != taken_back
+
+
+@pytest.mark.parametrize("algorithm, chunk", [("ring", "1 MiB"), ("ring", "256 MiB"), ("tree", "1 MiB"),
+                                              ("tree", "256 MiB")])
+def test_a_chunk_size_that_cuts_no_other_pieces_is_said_to_change_nothing(algorithm, chunk):
+    """Fuzz round m (#209, #400): chunk_size 1 MiB, 2 MiB or 256 MiB on a ring gave the answer
+    of leaving it out (NCCL's ring keeps one piece per step) without a word. Said exactly
+    where the run without it is the same; a tree pipelines in chunk_size's pieces: it moves."""
+    from simnet import simulate, units
+
+    topo = topology_from_dict({"name": "t", "generate": _STEERED["2x8 h100"]})
+    given = simulate(topo, algorithm, 3 * 2**20, chunk_size=units.parse_size(chunk))
+    plain = simulate(topo, algorithm, 3 * 2**20)
+    said = [w for w in given.warnings if w.kind == "option_unread" and w.link == "options.chunk_size"]
+    assert bool(said) == (given.time_s == plain.time_s)
+    assert bool(said) == (algorithm == "ring")

@@ -13,15 +13,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
+import numpy as np
+
+from simnet import units
 from simnet.model.calibration import Calibration
-from simnet.model.interface import DEFAULT_MODEL
+from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env, turned_off
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
-from simnet.schedule.catalog import algorithms_for
+from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.topology.graph import Topology
@@ -83,6 +86,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
         for name in unchanged_without(point, algorithm, size, options, steering):
             result = _said_unread(point, result, [name], f"{ran} {SAME_PLAN}, so the same schedule at the same timing")
+    if options.get("chunk_size") is not None and algorithm != "auto" and result.gpus > 1 and not any(
+            w.kind == "chunk_size_raised" for w in result.warnings):
+        result = _chunk_unfelt(point, algorithm, size, options, result)
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -148,6 +154,55 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
         return [name for name in names if decided(_without(point, [name])) == own]
     except ValueError:  # a plan the variable alone makes possible (or not): it matters
         return []
+
+
+CHUNK_JUDGED_UP_TO = 2_000_000
+"""Transfers of a lane program up to which ``_chunk_unfelt`` compares it piece by piece."""
+
+
+def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result) -> Result:
+    """``result`` with an ``option_unread`` warning when ``options.chunk_size`` changed
+    nothing: without it the plan has the protocol it has, and ``algorithm`` cuts the same
+    pieces (its lane program, lane by lane and piece by piece) that the model times alike
+    (the program's timing): the same replay. Judged where the algorithm is a lane program of
+    at most ``CHUNK_JUDGED_UP_TO`` transfers; never said where it is not so."""
+    plain = {k: v for k, v in options.items() if k != "chunk_size"}
+    try:
+        plans = [point.plan(algorithm, size, dict(given)) for given in (options, plain)]
+        programs = [build_program(algorithm, point.topo, size, collective=point.collective, **p.options)
+                    for p in plans]
+    except ValueError:
+        return result
+    if any(p is None for p in programs) or len(programs[0]) > CHUNK_JUDGED_UP_TO or \
+            plans[0].protocol != plans[1].protocol or not _same_program(*programs):
+        return result
+    if not _same_fields(*(lane_timing(p, program, point.topo) for p, program in zip(plans, programs))):
+        return result
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.chunk_size", (
+        f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} cuts the "
+        "same pieces without it (each step's piece is no larger), timed alike"))])
+
+
+def _same_program(one, other) -> bool:
+    """Whether two lane programs are the same lanes carrying the same pieces, in order."""
+    if not _same_fields(one, other, ("src", "dst", "channel", "flows", "after", "lag", "per_step", "first_step")):
+        return False
+    return all(all(np.array_equal(a, b) for a, b in zip(one.nbytes(q), other.nbytes(q)))
+               for q in range(int(one.flows.max(initial=0))))
+
+
+def _same_fields(one, other, names: tuple[str, ...] | None = None) -> bool:
+    """Whether two dataclass objects hold equal values (arrays element by element) in fields
+    ``names`` (default: every field)."""
+    names = names or tuple(f.name for f in fields(one))
+    for name in names:
+        a, b = getattr(one, name), getattr(other, name)
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            if not np.array_equal(np.asarray(a), np.asarray(b)):
+                return False
+        elif a != b:
+            return False
+    return True
 
 
 def _as_run(plan, algorithm: str):
