@@ -2088,7 +2088,8 @@ _STEERED = {"a100": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"},
             "h100": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"},
             "2x8 h100": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "h100"},
             "2x8 h100 sharp": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8,
-                               "gpu": "h100", "sharp": True}}
+                               "gpu": "h100", "sharp": True},
+            "mi300x": {"kind": "full_mesh", "server": "amd-mi300x-platform"}}
 
 
 @settings(max_examples=30, deadline=None)
@@ -2097,8 +2098,9 @@ _STEERED = {"a100": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"},
        variable=st.sampled_from([("NCCL_MAX_NCHANNELS", "2"), ("NCCL_MAX_NCHANNELS", "24"),
                                  ("NCCL_MAX_NCHANNELS", "64"), ("NCCL_MIN_NCHANNELS", "2"),
                                  ("NCCL_MIN_NCHANNELS", "16"), ("NCCL_MIN_NCHANNELS", "32"),
-                                 ("NCCL_NVLS_ENABLE", "0"), ("NCCL_COLLNET_ENABLE", "0"), ("NCCL_PROTO", "Simple"),
-                                 ("NCCL_PROTO", "LL128")]))
+                                 ("NCCL_NVLS_ENABLE", "0"), ("NCCL_COLLNET_ENABLE", "0"), ("NCCL_COLLNET_ENABLE", "1"),
+                                 ("NCCL_PROTO", "Simple"), ("NCCL_PROTO", "LL128"), ("RCCL_LL128_FORCE_ENABLE", "1"),
+                                 ("RCCL_LL128_FORCE_ENABLE", "0")]))
 def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorithm, size, variable):
     """Fuzz round m (#049-#080, #089, #105, #058): NCCL_MIN/MAX_NCHANNELS and NCCL_NVLS_ENABLE
     that left a run as it was were not said where the plan held the system NCCL sees whole (its
@@ -2131,6 +2133,9 @@ def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorit
     ("h100", "auto", ("NCCL_NVLS_ENABLE", "0"), False),  # NCCL's pick was NVLS
     # the review: NCCL picks nvls_tree either way, but CollNet leaves auto's candidates (its advice)
     ("2x8 h100 sharp", "auto", ("NCCL_COLLNET_ENABLE", "0"), False),
+    # fuzz n: unset, simnet takes SHARP to be in use, as with 1 (#091-#150); RCCL's LL128 not chosen (#155)
+    ("2x8 h100 sharp", "auto", ("NCCL_COLLNET_ENABLE", "1"), True),
+    ("mi300x", "ring", ("RCCL_LL128_FORCE_ENABLE", "1"), True),
 ])
 def test_said_where_a_followed_variable_changes_nothing(box, algorithm, variable, said):
     from simnet import simulate

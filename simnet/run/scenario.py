@@ -8,7 +8,7 @@ from dataclasses import replace
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import reads_nccl_proto, simulate, steering_variables
+from simnet.run.simulate import proto_unread, reads_nccl_proto, simulate, steering_variables
 from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import ALLREDUCE
@@ -83,6 +83,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if step_read:  # a run's "changed nothing" of a variable the training step beside it reads says too little
         runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in step_read)])
                 for run in runs]
+    if any(w.kind == "key_unread" and w.link == "NCCL_PROTO" for w in said):  # said for every run: once
+        runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread"
+                                                                      and w.link == "NCCL_PROTO")]) for run in runs]
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
@@ -112,11 +115,7 @@ def nccl_choice_unread(env: dict[str, str], ran: list[str], collective: str, wha
             "nothing here")))
     nccl_proto = env.get("NCCL_PROTO")
     if nccl_proto and ran and not any(reads_nccl_proto(a, collective) for a in ran):
-        names = list(dict.fromkeys(ran))
-        said.append(Finding("key_unread", "NCCL_PROTO", (
-            f"NCCL_PROTO={nccl_proto} restricts the protocols of NCCL's collective algorithms, and {', '.join(names)} "
-            f"{'runs' if len(names) == 1 else 'run'} on NCCL's send/recv, which picks LL or Simple by size and "
-            "connection whatever NCCL_PROTO says (src/enqueue.cc, addP2pToPlan), so it changed nothing here")))
+        said.append(proto_unread(nccl_proto, list(dict.fromkeys(ran))))
     return said
 
 

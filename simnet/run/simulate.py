@@ -22,7 +22,7 @@ from simnet import units
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env, turned_off
+from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
@@ -81,6 +81,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
     if msccl and point.model == "rccl":
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
+    if "NCCL_PROTO" in env and result.gpus > 1 and not reads_nccl_proto(algorithm, point.collective):
+        result = replace(result, warnings=[*result.warnings, proto_unread(env["NCCL_PROTO"], [algorithm])])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and point.model != "ideal" and result.gpus > 1 and result.links:
         ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
@@ -122,13 +124,19 @@ SAME_PLAN = "the same plan without it (its protocol and channels, what it reads 
 """How a ``key_unread`` of a variable ``unchanged_without`` lists says why: simulate's and jobs'."""
 
 
+def proto_unread(value: str, algorithms: list[str]) -> Finding:
+    """The ``key_unread`` of NCCL_PROTO=``value`` beside ``algorithms``, none of which reads it."""
+    return Finding("key_unread", "NCCL_PROTO", (
+        f"NCCL_PROTO={value} restricts the protocols of NCCL's collective algorithms, and {', '.join(algorithms)} "
+        f"{'runs' if len(algorithms) == 1 else 'run'} on NCCL's send/recv, which picks LL or Simple by size and "
+        "connection whatever NCCL_PROTO says (src/enqueue.cc, addP2pToPlan), so it changed nothing here"))
+
+
 def steering_variables(env: Mapping[str, str], algorithms: list[str], collective: str) -> list[str]:
     """The variables of ``FOLLOWED_CHOICES`` set in ``env`` that may steer a run of one of
-    ``algorithms``: NCCL_COLLNET_ENABLE only when it turns CollNet off (unset, simnet takes
-    SHARP to be in use), NCCL_PROTO only where an algorithm reads it (where none does,
-    ``nccl_choice_unread`` says so)."""
+    ``algorithms``: NCCL_PROTO only where an algorithm reads it (``simulate`` says of each
+    run that does not, ``nccl_choice_unread`` where none does)."""
     return [name for name in FOLLOWED_CHOICES if name in env
-            and not (name == "NCCL_COLLNET_ENABLE" and not turned_off(env, name))
             and (name != "NCCL_PROTO" or any(reads_nccl_proto(a, collective) for a in algorithms))]
 
 
@@ -212,7 +220,8 @@ def _as_run(plan, algorithm: str):
     which ``unchanged_without`` compares apart), and NCCL_MIN/MAX_NCHANNELS only the channels
     a collective opens (``enqueue.opened_channels``), which the plan holds (its running
     channels, channel share and options). Under RCCL the bounds also choose an MSCCL file,
-    so they stay."""
+    so they stay. RCCL_LL128_FORCE_ENABLE only lets LL128 be chosen, which the plan's
+    protocol (and NCCL's pick) says."""
     detail = plan.detail
     if detail is None:
         return plan
@@ -221,7 +230,8 @@ def _as_run(plan, algorithm: str):
                    collnet=system.collnet if algorithm in ("nvls", "collnet_direct", "collnet_chain") else False)
     if system.library == "nccl":
         kept = replace(kept, min_channels=0, max_channels=0)
-    return replace(plan, detail=replace(detail, system=kept))
+    # RCCL_LL128_FORCE_ENABLE only lets LL128 be chosen (``predict.enabled``): the plan's protocol says what was
+    return replace(plan, detail=replace(detail, system=replace(kept, ll128_forced=False)))
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
