@@ -2192,3 +2192,18 @@ def test_a_chunk_size_that_cuts_no_other_pieces_is_said_to_change_nothing(algori
     said = [w for w in given.warnings if w.kind == "option_unread" and w.link == "options.chunk_size"]
     assert bool(said) == (given.time_s == plain.time_s)
     assert bool(said) == (algorithm == "ring")
+
+
+@pytest.mark.parametrize("value, said", [("64", True), ("1", False)])
+def test_compare_says_a_variable_of_nccl_s_plan_no_option_reads(tmp_path, cli, value, said):
+    """Fuzz round n (#205, #206): compare under NCCL_MAX_NCHANNELS=64 (above what NCCL opens in
+    every option) printed what it prints without it and said nothing, where run warns."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}},
+        "sizes": ["4 MiB"], "algorithms": ["ring", "tree"],
+        "variants": [{"name": "a", "set": {"topology.generate.gpus": 8}},
+                     {"name": "b", "set": {"topology.generate.gpus": 4}}]}))
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png", env={"NCCL_MAX_NCHANNELS": value})
+    assert result.exit_code == 0, result.stderr
+    assert (f"warning key_unread: NCCL_MAX_NCHANNELS={value} changed nothing here: every option" in
+            " ".join(result.stdout.split())) == said

@@ -529,6 +529,12 @@ def test_parallel_cables_between_two_switches_are_one_link_of_their_sum():
     unlike = [*split[:uplink + 1], {**split[uplink + 1], "latency": "3 us"}, *split[uplink + 2:]]
     with pytest.raises(InputError, match="another latency"):
         topology_from_dict({**written, "links": unlike})
+    typed = [*split[:uplink + 1], {**split[uplink + 1], "type": "pcie"}, *split[uplink + 2:]]
+    with pytest.raises(InputError, match="another latency or type"):  # (fuzz n #256) a switch pair's is net
+        topology_from_dict({**written, "links": typed})
+    huge = [*split[:uplink], *({**split[uplink], "bandwidth": "6000 Tb/s"} for _ in range(2)), *split[uplink + 2:]]
+    with pytest.raises(InputError, match="add up to 12000 Tb/s"):  # (fuzz n #267) past the most a link may carry
+        topology_from_dict({**written, "links": huge})
     nic = next(link for link in written["links"] if kinds[link["a"]] == "nic" or kinds[link["b"]] == "nic")
     with pytest.raises(InputError, match="only two switches take parallel cables"):
         topology_from_dict({**written, "links": [*written["links"], nic]})

@@ -14,10 +14,12 @@ from __future__ import annotations
 from simnet.errors import InputError, SpecError, Unsupported
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import SAME_TIME
+from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import scenario_choices_unread, unread_options
+from simnet.run.simulate import SAME_PLAN, steering_variables, unchanged_without
 from simnet.run.sweep.evaluate import evaluate_point
-from simnet.run.sweep.plan import Point, plan_sweep, setting_named
+from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
+from simnet.schedule.kinds import ALLREDUCE
 from simnet.spec.scenario import Scenario
 
 __all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "pareto_front", "PARETO_TOLERANCE",
@@ -123,13 +125,41 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     """What the options leave unread, once each (``key_unread``, as ``simnet run`` says them):
     the keys each file makes moot (``Scenario.warnings``: a one-rack leaf_spine's spines),
     NCCL_ALGO beside options that each name their algorithms, NCCL_PROTO where none runs
-    NCCL's collective algorithms (``scenario_choices_unread``)."""
+    NCCL's collective algorithms (``scenario_choices_unread``), a variable of NCCL's plan no
+    option reads (``_steering_unread``)."""
     said: dict[str, Finding] = {}
     for scenario in scenarios:
         for finding in [*scenario.warnings, *scenario_choices_unread(scenario, nccl_env(), list(scenario.algorithms),
                                                                      "every option")]:
             said.setdefault(finding.message, finding)
-    return list(said.values())
+    return list(said.values()) + _steering_unread(scenarios)
+
+
+def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
+    """``key_unread`` for each variable that steers NCCL's plan (``simulate.steering_variables``)
+    without which every option decides every algorithm at every size alike
+    (``simulate.unchanged_without``), as ``simnet run`` says of a run; none where an option has
+    jobs or a training step, or runs no NCCL (``model: ideal``)."""
+    env = nccl_env()
+    options = []
+    for scenario in scenarios:
+        plan = plan_sweep(scenario, env=env)
+        options += [scenario_at(plan, tuple(v.set.items()), None) for v in scenario.variants] or [scenario]
+    steering = set(steering_variables(env, [a for o in options for a in o.algorithms],
+                                      options[0].collective if options else ALLREDUCE))
+    for option in options:
+        if not steering:
+            break
+        if option.jobs or option.training is not None:
+            return []
+        point = Setup(option.topology, option.collective, option.model, env, option.calibration)
+        if point.model == "ideal":
+            return []
+        for algorithm in option.algorithms:
+            for size in option.sizes:
+                steering &= set(unchanged_without(point, algorithm, size, option.options, sorted(steering)))
+    return [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: every option runs {SAME_PLAN}, so "
+                                        "the same schedules at the same timing") for name in sorted(steering)]
 
 
 def _evaluate(plan, point: Point, where: tuple) -> dict:

@@ -205,12 +205,13 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
     return [placed[i] for i in range(len(specs))]
 
 
-def check_jobs(topology: Topology, specs: list[JobSpec]) -> None:
-    """Raise ``JobError`` for a job that cannot be placed, or too many jobs."""
+def check_jobs(topology: Topology, specs: list[JobSpec]) -> list[list[str]]:
+    """Each job's GPUs (``place_jobs``); ``JobError`` for a job that cannot be placed, or too
+    many jobs."""
     if len(specs) > MAX_JOBS:
         raise JobError((MAX_JOBS,), f"{len(specs)} jobs; simnet runs every pair of them, at most {MAX_JOBS} jobs")
     names = [s.name for s in specs]
     for i, name in enumerate(names):
         if name in names[:i]:
             raise JobError((i, "name"), f"{name!r} names two jobs")
-    place_jobs(topology, specs)
+    return place_jobs(topology, specs)

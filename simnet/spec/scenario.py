@@ -332,9 +332,14 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     jobs = [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
             and "placement" not in job.model_fields_set else job for job in spec.jobs]
     try:
-        check_jobs(topology, jobs)
+        placements = check_jobs(topology, jobs)
     except JobError as exc:
         raise source.error(("jobs", *exc.loc), exc.message) from None
+    try:  # faults beside jobs leave each job's GPUs a route to one another (GPUs no job holds may be cut off)
+        for gpus in placements if faults else []:
+            check_reachable(topology, faults, gpus)
+    except FaultError as exc:
+        raise source.error(("faults", *exc.loc), exc.message) from None
     algorithms = _algorithms(spec, source)
     if spec.training is not None and spec.workload is not None:  # two steps that disagree, side by side
         raise source.error(("workload",), "training and workload both describe the training step (a transformer's "

@@ -10,6 +10,7 @@ import networkx as nx
 import numpy as np
 from pydantic import ValidationError
 
+from simnet import units
 from simnet.errors import InputError, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
@@ -201,14 +202,20 @@ def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -
     if not (graph.nodes[u]["kind"] == graph.nodes[v]["kind"] == "switch"):
         raise source.error(loc, f"a link {u} -> {v} already exists (line {first}); only two switches take parallel "
                                 "cables (their bandwidths add): write one link")
-    written, typed = link.type or None, edge.get("type")
-    if not math.isclose(link.latency, edge["latency"], rel_tol=1e-9, abs_tol=1e-18) or (
-            written and typed and written != typed):
+    # an untyped cable between two switches is pcie inside one host, else net (docs/topologies.md, type)
+    hosts = {graph.nodes[u].get("host"), graph.nodes[v].get("host")}
+    inferred = "pcie" if len(hosts) == 1 and None not in hosts else "net"
+    written, typed = link.type or inferred, edge.get("type") or inferred
+    if not math.isclose(link.latency, edge["latency"], rel_tol=1e-9, abs_tol=1e-18) or written != typed:
         raise source.error(loc, f"a parallel cable {u} -> {v} of another latency or type than the one on line {first}; "
                                 "parallel cables add their bandwidths and share one latency: write them alike")
+    if edge["bandwidth"] + link.bandwidth > units.BANDWIDTH_RANGE[1]:
+        raise source.error(loc, f"parallel cables {u} -> {v} add up to "
+                                f"{units.format_bandwidth(edge['bandwidth'] + link.bandwidth)}, above "
+                                f"{units.format_bandwidth(units.BANDWIDTH_RANGE[1])}, the most a link may carry")
     edge["bandwidth"] += link.bandwidth
-    if written and not typed:  # a type written on one cable is the link's
-        edge["type"] = written
+    if link.type and not edge.get("type"):  # a type written on one cable is the link's
+        edge["type"] = link.type
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:
