@@ -2207,3 +2207,18 @@ def test_compare_says_a_variable_of_nccl_s_plan_no_option_reads(tmp_path, cli, v
     assert result.exit_code == 0, result.stderr
     assert (f"warning key_unread: NCCL_MAX_NCHANNELS={value} changed nothing here: every option" in
             " ".join(result.stdout.split())) == said
+
+
+@pytest.mark.parametrize("variable, value, algorithm, said", [
+    ("NCCL_PROTO", "LL", "ring", True), ("NCCL_PROTO", "LL", "auto", False),  # auto's pick is NCCL's: it moves
+    ("NCCL_BUFFSIZE", "8388608", "ring", True), ("NCCL_NVLS_ENABLE", "0", "ring", True)])
+def test_under_model_ideal_an_nccl_variable_no_run_reads_is_said(variable, value, algorithm, said):
+    """Fuzz round n (#238, debatable): under model: ideal NCCL_PROTO, NCCL_BUFFSIZE and
+    NCCL_NVLS_CHUNKSIZE were taken with the answer of leaving them out and no word (refused
+    under nccl, where they would change what NCCL runs). Said where the run is the same."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "h100", "generate": _STEERED["h100"]})
+    given, plain = (simulate(topo, algorithm, 2**24, model="ideal", env=env) for env in ({variable: value}, {}))
+    warned = [w for w in given.warnings if w.kind == "key_unread" and w.link == variable]
+    assert bool(warned) == said and (given.time_s == plain.time_s) >= said

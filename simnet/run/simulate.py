@@ -22,7 +22,7 @@ from simnet import units
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env
+from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_default, nccl_env
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
@@ -83,8 +83,13 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
     if "NCCL_PROTO" in env and result.gpus > 1 and not reads_nccl_proto(algorithm, point.collective):
         result = replace(result, warnings=[*result.warnings, proto_unread(env["NCCL_PROTO"], [algorithm])])
+    if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
+        result = replace(result, warnings=[*result.warnings, *(Finding("key_unread", name, (
+            f"{name}={env[name]} changed nothing here: it changes how NCCL runs, and model: ideal runs no NCCL"))
+            for name, default in tables.UNMODELLED.items() if not nccl_default(env.get(name, "").strip(), default,
+                                                                               name))])
     steering = steering_variables(env, [algorithm], point.collective)
-    if steering and point.model != "ideal" and result.gpus > 1 and result.links:
+    if steering and result.gpus > 1 and result.links:
         ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
         for name in unchanged_without(point, algorithm, size, options, steering):
             result = _said_unread(point, result, [name], f"{ran} {SAME_PLAN}, so the same schedule at the same timing")
