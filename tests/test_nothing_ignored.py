@@ -2222,3 +2222,36 @@ def test_under_model_ideal_an_nccl_variable_no_run_reads_is_said(variable, value
     given, plain = (simulate(topo, algorithm, 2**24, model="ideal", env=env) for env in ({variable: value}, {}))
     warned = [w for w in given.warnings if w.kind == "key_unread" and w.link == variable]
     assert bool(warned) == said and (given.time_s == plain.time_s) >= said
+
+
+def test_auto_under_ideal_says_nothing_of_a_variable_that_moved_nccl_s_pick():
+    """The review of round n's fixes: under model: ideal, auto said NCCL_PROTO=^LL changed
+    nothing where NCCL's pick (which it reports) went from Ring/LL to Ring/LL128: auto compares
+    NCCL's choice, its protocol and predicted time too."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "h100", "generate": _STEERED["h100"]})
+    steered, plain = (simulate(topo, "auto", 16384, model="ideal", collective="broadcast", env=env)
+                      for env in ({"NCCL_PROTO": "^LL"}, {}))
+    assert steered.auto["nccl_pick"] != plain.auto["nccl_pick"]
+    assert not [w for w in steered.warnings if w.kind == "key_unread" and w.link == "NCCL_PROTO"]
+
+
+@pytest.mark.parametrize("what", ["jobs", "compare"])
+def test_under_model_ideal_jobs_and_compare_say_what_no_run_reads(tmp_path, cli, what):
+    """The review: jobs and compare under model: ideal said nothing of NCCL_BUFFSIZE (NCCL's
+    own, read by no run here), where run warns it."""
+    box = {"name": "box", "generate": {"kind": "nvswitch", "gpus": 4, "gpu": "h100"}}
+    scenario = {"name": "s", "topology": box, "model": "ideal"}
+    if what == "jobs":
+        scenario["jobs"] = [{"name": "a", "gpus": 2, "size": "1 MiB"}, {"name": "b", "gpus": 2, "size": "1 MiB"}]
+        args = ("run", tmp_path / "s.yaml")
+    else:
+        scenario.update(sizes=["1 MiB"], algorithms=["ring"], variants=[
+            {"name": "a", "set": {"topology.generate.gpus": 4}}, {"name": "b", "set": {"topology.generate.gpus": 2}}])
+        args = ("compare", tmp_path / "s.yaml", "-o", tmp_path / "c.png")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    result = cli(*args, env={"NCCL_BUFFSIZE": "1048576"})
+    assert result.exit_code == 0, result.stderr
+    assert "warning key_unread: NCCL_BUFFSIZE=1048576 changed nothing here: it changes how NCCL runs" in \
+        " ".join((result.stdout + result.stderr).split())

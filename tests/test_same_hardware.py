@@ -521,11 +521,14 @@ def test_parallel_cables_between_two_switches_are_one_link_of_their_sum():
         expected, got = (simnet.simulate(t, algorithm, 6 * 2**20) for t in (original, cabled))
         assert (got.algorithm, got.protocol, got.time_s) == (expected.algorithm, expected.protocol, expected.time_s)
     uplink = next(i for i, link in enumerate(split) if kinds[link["a"]] == kinds[link["b"]] == "switch")
-    # the same latency in other units, one cable typed and one not (the review): alike
-    alike = [*split[:uplink + 1], {**{k: v for k, v in split[uplink + 1].items() if k != "type"}, "latency": "1000 ns"},
-             *split[uplink + 2:]]
+    # the same latency in other units (the review): alike; one cable typed and one not: written unlike
+    alike = [*split[:uplink + 1], {**split[uplink + 1], "latency": "1000 ns"}, *split[uplink + 2:]]
     assert sorted(topology_from_dict({**written, "links": alike}).capacity.tolist()) == sorted(
         original.capacity.tolist())
+    untyped = [*split[:uplink + 1], {k: v for k, v in split[uplink + 1].items() if k != "type"}, *split[uplink + 2:]]
+    if "type" in split[uplink]:
+        with pytest.raises(InputError, match="the same type on each, or none"):
+            topology_from_dict({**written, "links": untyped})
     unlike = [*split[:uplink + 1], {**split[uplink + 1], "latency": "3 us"}, *split[uplink + 2:]]
     with pytest.raises(InputError, match="another latency"):
         topology_from_dict({**written, "links": unlike})

@@ -16,10 +16,9 @@ from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import scenario_choices_unread, unread_options
-from simnet.run.simulate import SAME_PLAN, steering_variables, unchanged_without
+from simnet.run.simulate import unread_by_every
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
-from simnet.schedule.kinds import ALLREDUCE
 from simnet.spec.scenario import Scenario
 
 __all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "pareto_front", "PARETO_TOLERANCE",
@@ -136,30 +135,18 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
 
 
 def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
-    """``key_unread`` for each variable that steers NCCL's plan (``simulate.steering_variables``)
-    without which every option decides every algorithm at every size alike
-    (``simulate.unchanged_without``), as ``simnet run`` says of a run; none where an option has
-    jobs or a training step, or runs no NCCL (``model: ideal``)."""
+    """``simulate.unread_by_every`` over every option's every algorithm at every size, as
+    ``simnet run`` says of a run; none where an option has jobs or a training step."""
     env = nccl_env()
     options = []
     for scenario in scenarios:
         plan = plan_sweep(scenario, env=env)
         options += [scenario_at(plan, tuple(v.set.items()), None) for v in scenario.variants] or [scenario]
-    steering = set(steering_variables(env, [a for o in options for a in o.algorithms],
-                                      options[0].collective if options else ALLREDUCE))
-    for option in options:
-        if not steering:
-            break
-        if option.jobs or option.training is not None:
-            return []
-        point = Setup(option.topology, option.collective, option.model, env, option.calibration)
-        if point.model == "ideal":
-            return []
-        for algorithm in option.algorithms:
-            for size in option.sizes:
-                steering &= set(unchanged_without(point, algorithm, size, option.options, sorted(steering)))
-    return [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: every option runs {SAME_PLAN}, so "
-                                        "the same schedules at the same timing") for name in sorted(steering)]
+    if any(option.jobs or option.training is not None for option in options):
+        return []
+    return unread_by_every(env, [(Setup(o.topology, o.collective, o.model, env, o.calibration), algorithm, size,
+                                  o.options) for o in options for algorithm in o.algorithms for size in o.sizes],
+                           "every option")
 
 
 def _evaluate(plan, point: Point, where: tuple) -> dict:

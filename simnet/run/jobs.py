@@ -28,7 +28,7 @@ from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
-from simnet.run.simulate import SAME_PLAN, steering_variables, unchanged_without
+from simnet.run.simulate import unread_by_every
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults
@@ -197,20 +197,11 @@ def _faults_on(topology: Topology, specs: list, placements: list[list[str]]) -> 
 def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) -> list[Finding]:
     """``key_unread`` for the NCCL variables no job's AllReduce reads: NCCL_ALGO beside named
     algorithms, NCCL_PROTO where none runs NCCL's collective algorithms, the send/recv
-    channel variables, which only NCCL's send/recv reads (jobs run AllReduces), and a
-    variable that steers the plan (``simulate.steering_variables``) without which every
-    job (``decisions``: setup, algorithm as asked, size) decides alike
-    (``simulate.unchanged_without``)."""
+    channel variables, which only NCCL's send/recv reads (jobs run AllReduces), and those no
+    job (``decisions``: setup, algorithm as asked, size) reads (``simulate.unread_by_every``)."""
     algorithms = [algorithm for _, algorithm, _ in decisions]
     said = nccl_choice_unread(env, algorithms, ALLREDUCE, "every job")
-    steering = steering_variables(env, algorithms, ALLREDUCE)
-    if steering and decisions and decisions[0][0].model != "ideal":
-        unread = set(steering)
-        for point, algorithm, size in decisions:
-            unread &= set(unchanged_without(point, algorithm, size, {}, steering))
-        said += [Finding("key_unread", name, (
-            f"{name}={env[name]} changed nothing here: every job runs {SAME_PLAN}, so the same schedules at the "
-            "same timing")) for name in steering if name in unread]
+    said += unread_by_every(env, [(point, algorithm, size, {}) for point, algorithm, size in decisions], "every job")
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if names and algorithms:
         it = "it" if len(names) == 1 else "them"

@@ -353,7 +353,7 @@ class Setup:
         schedule = build_schedule(algorithm, self.topo, size, collective=self.collective, **decided.options)
         return decided, schedule, model_timing(decided, schedule, self.topo)
 
-    def _nccl_choice(self, size: int) -> predict.Choice:
+    def nccl_choice(self, size: int) -> predict.Choice:
         """NCCL's tuner on the system it sees here, under NCCL_ALGO and NCCL_PROTO."""
         return predict.pick(nccl_system(self.topo, self.env), max(int(size), 1), self.env.get("NCCL_ALGO"),
                             self.env.get("NCCL_PROTO"), function=self.function)
@@ -363,7 +363,7 @@ class Setup:
         NCCL's tuner timed here (``direct`` alone for point-to-point collectives)."""
         if lookup_collective(self.collective).point_to_point:
             return ["direct"]
-        timed = {algorithm for algorithm, _ in self._nccl_choice(size).table}
+        timed = {algorithm for algorithm, _ in self.nccl_choice(size).table}
         return [tables.SIMNET_NAMES[a] for a in tables.ALGORITHMS if a in timed]
 
     def nccl_pick(self, size: int) -> str:
@@ -405,7 +405,7 @@ class Setup:
                 "nccl_pick": {"algorithm": "SendRecv", "protocol": run.protocol, "predicted_s": None},
                 "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
                 "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
-        choice = self._nccl_choice(size)
+        choice = self.nccl_choice(size)
         candidates = [a for a in tables.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
         results = {a: known.get(tables.SIMNET_NAMES[a]) or self.simulate(
             tables.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}

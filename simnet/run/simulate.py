@@ -84,10 +84,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if "NCCL_PROTO" in env and result.gpus > 1 and not reads_nccl_proto(algorithm, point.collective):
         result = replace(result, warnings=[*result.warnings, proto_unread(env["NCCL_PROTO"], [algorithm])])
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
-        result = replace(result, warnings=[*result.warnings, *(Finding("key_unread", name, (
-            f"{name}={env[name]} changed nothing here: it changes how NCCL runs, and model: ideal runs no NCCL"))
-            for name, default in tables.UNMODELLED.items() if not nccl_default(env.get(name, "").strip(), default,
-                                                                               name))])
+        result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
@@ -158,9 +155,11 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
     def decided(setup: Setup) -> tuple:
         if algorithm != "auto":
             return _as_run(setup.plan(algorithm, size, dict(options)), algorithm)
-        # auto: NCCL's pick and every candidate it simulates beside it (its "faster" advice), each as it runs
-        return setup.nccl_pick(size), [(c, _as_run(setup.plan(c, size, dict(options)), c))
-                                       for c in setup.auto_candidates(size)]
+        # auto: NCCL's pick (what its tuner reports of it too: protocol, predicted time) and every candidate it
+        # simulates beside it (its "faster" advice), each as it runs
+        told = None if lookup_collective(setup.collective).point_to_point else setup.nccl_choice(size)
+        return setup.nccl_pick(size), told and (told.algorithm, told.protocol, told.time_s), [
+            (c, _as_run(setup.plan(c, size, dict(options)), c)) for c in setup.auto_candidates(size)]
 
     try:
         own = decided(point)
@@ -171,6 +170,34 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
 
 CHUNK_JUDGED_UP_TO = 2_000_000
 """Transfers of a lane program up to which ``_chunk_unfelt`` compares it piece by piece."""
+
+
+def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, dict]], who: str) -> list[Finding]:
+    """``key_unread`` for the variables no one of ``runs`` (setup, algorithm as asked, size,
+    options) reads, ``who`` naming them ("every job"): a variable of ``steering_variables``
+    without which each decides alike (``unchanged_without``), and, where every run is under
+    ``model: ideal`` (no NCCL), each of NCCL's own ``tables.UNMODELLED`` set."""
+    if not runs:
+        return []
+    unread = set(steering_variables(env, [algorithm for _, algorithm, _, _ in runs], runs[0][0].collective))
+    for point, algorithm, size, options in runs:
+        if not unread:
+            break
+        unread &= set(unchanged_without(point, algorithm, size, options, sorted(unread)))
+    said = [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: {who} runs {SAME_PLAN}, so the "
+                                        "same schedules at the same timing")
+            for name in FOLLOWED_CHOICES if name in unread]
+    return said + (_nccl_only_unread(env) if all(point.model == "ideal" for point, *_ in runs) else [])
+
+
+def _nccl_only_unread(env: Mapping[str, str]) -> list[Finding]:
+    """``key_unread`` for each of NCCL's own variables (``tables.UNMODELLED``, refused under
+    ``model: nccl`` and ``rccl``) set in ``env`` to other than NCCL's default, beside runs of
+    ``model: ideal``, which runs no NCCL."""
+    return [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: it changes how NCCL runs, and "
+                                        "model: ideal runs no NCCL")
+            for name, default in tables.UNMODELLED.items()
+            if not nccl_default(env.get(name, "").strip(), default, name)]
 
 
 def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result) -> Result:

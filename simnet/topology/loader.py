@@ -198,24 +198,20 @@ def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -
     adds its bandwidth to the link's (as the generators join switches: docs/topologies.md), when
     its latency and type are the link's; anywhere else, or unlike, one line saying so."""
     edge = graph.edges[u, v]
-    first = edge["line"]
+    first = f" (line {edge['line']})" if edge["line"] is not None else ""
     if not (graph.nodes[u]["kind"] == graph.nodes[v]["kind"] == "switch"):
-        raise source.error(loc, f"a link {u} -> {v} already exists (line {first}); only two switches take parallel "
-                                "cables (their bandwidths add): write one link")
-    # an untyped cable between two switches is pcie inside one host, else net (docs/topologies.md, type)
-    hosts = {graph.nodes[u].get("host"), graph.nodes[v].get("host")}
-    inferred = "pcie" if len(hosts) == 1 and None not in hosts else "net"
-    written, typed = link.type or inferred, edge.get("type") or inferred
-    if not math.isclose(link.latency, edge["latency"], rel_tol=1e-9, abs_tol=1e-18) or written != typed:
-        raise source.error(loc, f"a parallel cable {u} -> {v} of another latency or type than the one on line {first}; "
-                                "parallel cables add their bandwidths and share one latency: write them alike")
+        raise source.error(loc, f"a link {u} -> {v} already exists{first}; only two switches take parallel cables "
+                                "(their bandwidths add): write one link")
+    if not math.isclose(link.latency, edge["latency"], rel_tol=1e-9, abs_tol=1e-18) or \
+            (link.type or None) != edge.get("type"):
+        raise source.error(loc, f"a parallel cable {u} -> {v} of another latency or type than the one before{first}; "
+                                "parallel cables add their bandwidths and share one latency and type: write them "
+                                "alike (the same type on each, or none)")
     if edge["bandwidth"] + link.bandwidth > units.BANDWIDTH_RANGE[1]:
         raise source.error(loc, f"parallel cables {u} -> {v} add up to "
                                 f"{units.format_bandwidth(edge['bandwidth'] + link.bandwidth)}, above "
                                 f"{units.format_bandwidth(units.BANDWIDTH_RANGE[1])}, the most a link may carry")
     edge["bandwidth"] += link.bandwidth
-    if link.type and not edge.get("type"):  # a type written on one cable is the link's
-        edge["type"] = link.type
 
 
 def _rank_order(nodes: list[tuple[NodeSpec, tuple]], source: Source) -> list[str]:
