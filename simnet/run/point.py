@@ -147,6 +147,13 @@ class Conditions:
         }
 
 
+def _timed(choice: predict.Choice) -> list[str]:
+    """The algorithms NCCL's tuner timed for ``choice`` (NCCL's names, in its order): ``auto``'s
+    candidates."""
+    timed = {algorithm for algorithm, _ in choice.table}
+    return [a for a in tables.ALGORITHMS if a in timed]
+
+
 def _joined(timing, program, delays: Mapping[str, float]):
     """``timing`` with each lane held until both its ends have joined (``delays``: s per
     GPU), as the fluid engine holds each transfer (``simnet.engine.replay``)."""
@@ -363,8 +370,7 @@ class Setup:
         NCCL's tuner timed here (``direct`` alone for point-to-point collectives)."""
         if lookup_collective(self.collective).point_to_point:
             return ["direct"]
-        timed = {algorithm for algorithm, _ in self.nccl_choice(size).table}
-        return [tables.SIMNET_NAMES[a] for a in tables.ALGORITHMS if a in timed]
+        return [tables.SIMNET_NAMES[a] for a in _timed(self.nccl_choice(size))]
 
     def nccl_pick(self, size: int) -> str:
         """The algorithm NCCL would run here without simulating the others (``direct`` for
@@ -406,7 +412,7 @@ class Setup:
                 "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
                 "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
         choice = self.nccl_choice(size)
-        candidates = [a for a in tables.ALGORITHMS if any(algorithm == a for algorithm, _ in choice.table)]
+        candidates = _timed(choice)
         results = {a: known.get(tables.SIMNET_NAMES[a]) or self.simulate(
             tables.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
         msccl = self.msccl(size)

@@ -36,7 +36,7 @@ from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
 from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env, nccl_system
 from simnet.run.point import Setup, calibration_of
-from simnet.run.simulate import simulate
+from simnet.run.simulate import simulate, unread_by_every
 from simnet.schedule.catalog import algorithms_for
 from simnet.spec.jobs import choose_gpus
 from simnet.topology.graph import Topology
@@ -294,35 +294,23 @@ class _Pricer:
     def _unread_by_every_call(self) -> list[Finding]:
         """The ``key_unread`` findings every priced call's run carries for a variable of the
         user's environment (the send/recv channel variables where no call runs NCCL's send/recv,
-        or each moves the same; a variable of ``FOLLOWED_CHOICES`` whose absence leaves a call's
-        plan as it is), once. A call NCCL's pick chose runs by name, so for a variable of
-        ``FOLLOWED_CHOICES`` its pick must be the same without it too (``_same_pick``).
-        NCCL_PROTO not: --as-recorded gives a call its recorded protocol (``unread`` says it)."""
+        or each moves the same), once; and a variable of ``FOLLOWED_CHOICES`` no call reads,
+        judged on the calls as asked (``simulate.unread_by_every``: NCCL's pick for those that
+        run it, which alone is simulated, and the plan). NCCL_PROTO not: --as-recorded gives a
+        call its recorded protocol (``unread`` says it)."""
         runs = [(key, run) for key, run in self.results.items() if run.gpus > 1]
         if not runs:
             return []
+        calls = f"every one of the trace's {len(runs)} distinct calls" if len(runs) > 1 else "the trace's call"
         first = {w.link: w for w in runs[0][1].warnings if w.kind == "key_unread" and w.link in self.env
-                 and w.link != "NCCL_PROTO"}
-        return [Finding("key_unread", w.link, f"in every one of the trace's {len(runs)} distinct calls: {w.message}"
-                        if len(runs) > 1 else w.message)
+                 and w.link not in FOLLOWED_CHOICES}
+        said = [Finding("key_unread", w.link, f"in {calls}: {w.message}" if len(runs) > 1 else w.message)
                 for w in first.values()
-                if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings) for _, run in runs[1:])
-                and (w.link not in FOLLOWED_CHOICES or all(self._same_pick(key, w.link) for key, _ in runs))]
-
-    def _same_pick(self, key: tuple, name: str) -> bool:
-        """Whether the call of ``key`` runs the same algorithm without the variable ``name``:
-        its recorded one (--as-recorded), or NCCL's pick, the same either way."""
-        collective, size, gpus, algorithm, env = key
-        if algorithm != "auto":
-            return True
-        picks = []
-        for given in (dict(env), {k: v for k, v in env if k != name}):
-            try:
-                picks.append(Setup(self.topo.subset(list(gpus)), collective, self.model, given,
-                                   self.calibration).nccl_pick(size))
-            except ValueError:  # no pick without it (or with it): it decides
-                return False
-        return picks[0] == picks[1]
+                if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings) for _, run in runs[1:])]
+        followed = unread_by_every(self.env, [
+            (Setup(self.topo.subset(list(gpus)), collective, self.model, dict(env), self.calibration), algorithm, size,
+             {}) for (collective, size, gpus, algorithm, env), _ in runs], calls, candidates=False)
+        return said + [w for w in followed if w.link in FOLLOWED_CHOICES and w.link != "NCCL_PROTO"]
 
     def result(self, inst: Instance):
         key = self.key(inst)

@@ -142,11 +142,13 @@ def steering_variables(env: Mapping[str, str], algorithms: list[str], collective
             and (name != "NCCL_PROTO" or any(reads_nccl_proto(a, collective) for a in algorithms))]
 
 
-def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, names: list[str]) -> list[str]:
+def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, names: list[str],
+                      candidates: bool = True) -> list[str]:
     """The variables of ``names`` without which ``point`` decides ``algorithm`` at ``size``
     bytes alike: the same model plan as the run reads it (``_as_run``: protocol, options,
     channels, the system NCCL sees); for ``auto``, NCCL's pick and the same candidates
-    beside it (which its advice compares), each planned alike.
+    beside it (which its advice compares; ``candidates=False``: where none is simulated), each
+    planned alike.
     The same plan runs the same schedule at the same timing, so such a variable changed
     nothing (NCCL_NVLS_ENABLE=0 on A100s, or beside a ring; NCCL_MAX_NCHANNELS above the
     channels NCCL opens). A plan that differs keeps its variable: never listed where it is
@@ -158,8 +160,9 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
         # auto: NCCL's pick (what its tuner reports of it too: protocol, predicted time) and every candidate it
         # simulates beside it (its "faster" advice), each as it runs
         told = None if lookup_collective(setup.collective).point_to_point else setup.nccl_choice(size)
+        beside = setup.auto_candidates(size) if candidates else [setup.nccl_pick(size)]
         return setup.nccl_pick(size), told and (told.algorithm, told.protocol, told.time_s), [
-            (c, _as_run(setup.plan(c, size, dict(options)), c)) for c in setup.auto_candidates(size)]
+            (c, _as_run(setup.plan(c, size, dict(options)), c)) for c in beside]
 
     try:
         own = decided(point)
@@ -168,22 +171,25 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
         return []
 
 
-CHUNK_JUDGED_UP_TO = 2_000_000
-"""Transfers of a lane program up to which ``_chunk_unfelt`` compares it piece by piece."""
+CHUNK_JUDGED_UP_TO = 4096
+"""Pieces per lane up to which ``_chunk_unfelt`` compares two lane programs piece by piece
+(one numpy comparison over the lanes per piece)."""
 
 
-def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, dict]], who: str) -> list[Finding]:
+def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, dict]], who: str,
+                    candidates: bool = True) -> list[Finding]:
     """``key_unread`` for the variables no one of ``runs`` (setup, algorithm as asked, size,
     options) reads, ``who`` naming them ("every job"): a variable of ``steering_variables``
-    without which each decides alike (``unchanged_without``), and, where every run is under
-    ``model: ideal`` (no NCCL), each of NCCL's own ``tables.UNMODELLED`` set."""
+    without which each decides alike (``unchanged_without``, ``candidates`` as there), and,
+    where every run is under ``model: ideal`` (no NCCL), each of NCCL's own
+    ``tables.UNMODELLED`` set."""
     if not runs:
         return []
     unread = set(steering_variables(env, [algorithm for _, algorithm, _, _ in runs], runs[0][0].collective))
     for point, algorithm, size, options in runs:
         if not unread:
             break
-        unread &= set(unchanged_without(point, algorithm, size, options, sorted(unread)))
+        unread &= set(unchanged_without(point, algorithm, size, options, sorted(unread), candidates))
     said = [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: {who} runs {SAME_PLAN}, so the "
                                         "same schedules at the same timing")
             for name in FOLLOWED_CHOICES if name in unread]
@@ -205,7 +211,7 @@ def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result
     nothing: without it the plan has the protocol it has, and ``algorithm`` cuts the same
     pieces (its lane program, lane by lane and piece by piece) that the model times alike
     (the program's timing): the same replay. Judged where the algorithm is a lane program of
-    at most ``CHUNK_JUDGED_UP_TO`` transfers; never said where it is not so."""
+    at most ``CHUNK_JUDGED_UP_TO`` pieces a lane; never said where it is not so."""
     plain = {k: v for k, v in options.items() if k != "chunk_size"}
     try:
         plans = [point.plan(algorithm, size, dict(given)) for given in (options, plain)]
@@ -213,7 +219,7 @@ def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result
                     for p in plans]
     except ValueError:
         return result
-    if any(p is None for p in programs) or len(programs[0]) > CHUNK_JUDGED_UP_TO or \
+    if any(p is None for p in programs) or int(programs[0].flows.max(initial=0)) > CHUNK_JUDGED_UP_TO or \
             plans[0].protocol != plans[1].protocol or not _same_program(*programs):
         return result
     if not _same_fields(*(lane_timing(p, program, point.topo) for p, program in zip(plans, programs))):
