@@ -87,7 +87,7 @@ def _scalar(value: Any, quoted: bool) -> str:
     return repr(value)
 
 
-_PLAIN_NUMBER = re.compile(r"^[-+.0-9][-+.0-9eE_]*$|^(true|false|yes|no|null|~)$", re.IGNORECASE)
+_PLAIN_NUMBER = re.compile(r"^[-+.0-9][-+.0-9eE_]*$|^(true|false|null|~)$", re.IGNORECASE)
 """Text that would read as a number or a yes/no unquoted: quoted inside a list or mapping too."""
 
 

@@ -510,10 +510,35 @@ def test_calibrate_takes_a_log_on_a_topology_that_names_no_gpu():
     assert point.ranks == 4
 
 
+def test_a_yes_no_is_true_or_false_as_yaml_1_2_reads_it(tmp_path, cli):
+    """YAML 1.1 read ``yes``, ``no``, ``on`` and ``off`` as a yes/no (fuzz m: ``pxn: no`` taken as
+    false, ``directed: yes`` as true), and ``name: no`` was refused as "false is a yes/no": simnet
+    reads numbers as YAML 1.2 does (``010`` is ten), and now its yes/noes too, in files and ``--set``."""
+    from simnet.io.yamlsource import load_value
+
+    words = ("yes", "no", "on", "off", "Yes", "NO", "true", "True", "FALSE")
+    assert [load_value(w) for w in words] == ["yes", "no", "on", "off", "Yes", "NO", True, True, False]
+    (tmp_path / "s.yaml").write_text("name: no\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    named = cli("run", tmp_path / "s.yaml", "--json", "-")
+    assert named.exit_code == 0, named.stderr
+    assert json.loads(named.stdout)["scenario"] == "no"
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\noptions: {exact: off}\n")
+    refused = cli("run", tmp_path / "s.yaml")
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == (f"{tmp_path / 's.yaml'}:5: options.exact: 'off' is text, not a yes/no "
+                                      "(only true and false are); write true or false")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    swept = cli("sweep", tmp_path / "s.yaml", "--set", "options.exact=yes", "--out", tmp_path / "o", "--workers", "1")
+    assert swept.exit_code == 2 and "options.exact: 'yes' is text, not a yes/no" in swept.stderr
+
+
 @pytest.mark.parametrize("generate, options, says", [
     ({"gpus": "4"}, {}, "generate.gpus: '4' is text"),
     ({"gpus": 4.0}, {}, "generate.gpus: 4.0 is not a whole number as written; write 4"),
-    ({"gpus": 4, "nvls": "no"}, {}, "generate.nvls: 'no' is not a yes/no"),
+    ({"gpus": 4, "nvls": "no"}, {}, "generate.nvls: 'no' is text, not a yes/no"),
     ({"gpus": 4}, {"channels": "4"}, "options.channels: '4' is text"),
     ({"gpus": 4}, {"exact": 1}, "options.exact: 1 is not a yes/no")])
 def test_counts_and_yes_nos_are_taken_as_written(generate, options, says):
@@ -1304,7 +1329,9 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
                                              ("NCCL_NET_MERGE_LEVEL", "LOC"), ("NCCL_IB_QPS_PER_CONNECTION", "4"),
                                              # fuzz m #022: NVLS's chunk instead of NCCL's tuning (nvls.cc:206)
                                              ("NCCL_NVLS_CHUNKSIZE", "131072"),
-                                             ("NCCL_NVLSTREE_MAX_CHUNKSIZE", "524288")])
+                                             ("NCCL_NVLSTREE_MAX_CHUNKSIZE", "524288"),
+                                             # rings' and trees' channels from an XML (search.cc:1111)
+                                             ("NCCL_GRAPH_FILE", "/tmp/graph.xml")])
 def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
     """Fuzz findings (31b, 31c): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand),
     NCCL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_LL128_ENABLE, NCCL_MAX_CTAS,
@@ -1315,7 +1342,7 @@ def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, varia
     path, _ = _box_sweep(tmp_path)
     result = cli("run", path, env={variable: value})
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert f"{variable}={value} changes the transports, paths, buffers, protocols or CTAs NCCL runs with" in \
+    assert f"{variable}={value} changes the transports, paths, channels, buffers, protocols or CTAs NCCL runs with" in \
         result.stderr
     assert cli("run", path, "--model", "ideal", env={variable: value}).exit_code == 0
     assert cli("run", path, env={"NCCL_IB_DISABLE": "0", "NCCL_DEBUG": "INFO", "NCCL_BUFFSIZE": "0x400000",
@@ -1878,6 +1905,20 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
     library = "NCCL or RCCL" if variable.startswith("NCCL_") else "RCCL"
     assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable {library} reads (NCCL 2.30.7, RCCL "
                      f"2.21.5); did you mean {meant}? {library} ignores it, and so did this run"] if meant else [])
+
+
+def test_nccl_topo_file_is_said_to_be_read_from_the_topology_instead(tmp_path, cli):
+    """Fuzz round m (#020, debatable): NCCL_TOPO_FILE, the XML NCCL reads the machine from
+    (graph/topo.cc:1774, v2.30.7; Azure's images set it), was taken in silence: the answer is the
+    topology file's machine (the same JSON), and one line says the XML was not read."""
+    path, _ = _box_sweep(tmp_path)
+    plain = json.loads(cli("run", path, "--json", "-").stdout)
+    result = cli("run", path, "--json", "-", env={"NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml"})
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
+    assert result.stderr.splitlines() == [
+        "warning env_unread: NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml names the XML NCCL reads the machine from; "
+        "simnet reads the machine from its topology file and did not open this one (write there what the XML "
+        "describes)"]
 
 
 @pytest.mark.parametrize("algorithms, unread", [(["ring"], True), (["ring", "auto"], False)])

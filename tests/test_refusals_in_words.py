@@ -204,7 +204,8 @@ def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
     (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\ncalibration: ' '\n", "4: calibration: ' ' is only spaces"),
     ("name: s\ntopology: {name: t, generate: {gpus: 2}}\nsizes: [1 MiB]\n",
      "2: topology.generate.kind: is required but missing: name the generator, one of nvswitch"),
-    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nyes: 1\n", "4: the document: the key 'yes' reads as a yes/no (true), not a name"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nTrue: 1\n", "4: the document: the key 'True' reads as a yes/no (true), not a name"),
+    (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nyes: 1\n", "4: yes: unknown key 'yes'"),
     (f"name: s\n{TOPOLOGY}jobs:\n  - {{name: a, hosts: [], size: 1 MiB}}\n", "4: jobs[0].hosts: [] has 0 items")])
 def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(tmp_path, text, says):
     """Fuzz findings (31e): ``topology: ''`` was read as this folder ('.: not a regular file',

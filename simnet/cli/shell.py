@@ -27,13 +27,13 @@ def friendly(command):
     """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, a full or
     failing disk into one line and 74, and any other exception (a bug) into one line and exit
     code 70; a traceback only with --debug. Once the command has done its work, one warning
-    per misspelt NCCL variable (``_say_misspelt_variables``): a refusal stays its one line."""
+    per misspelt NCCL variable (``_say_environment_warnings``): a refusal stays its one line."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             done = command(*args, **kwargs)
-            _say_misspelt_variables()
+            _say_environment_warnings()
             return done
         except InputError as exc:
             click.echo(str(exc), err=True)
@@ -72,14 +72,17 @@ def friendly(command):
     return wrapper
 
 
-def _say_misspelt_variables() -> None:
+def _say_environment_warnings() -> None:
     """One warning line per NCCL or RCCL variable of the environment spelt nearly as one simnet
-    reads but read by neither library nor simnet (``simnet.run.nccl_env.misspelt``)."""
+    reads but read by neither library nor simnet (``simnet.run.nccl_env.misspelt``), and one per
+    variable naming a file NCCL reads the machine from (``read_elsewhere``)."""
     if any(name.upper().startswith(("NCCL_", "RCCL_")) for name in os.environ):
-        from simnet.run.nccl_env import misspelt
+        from simnet.run.nccl_env import misspelt, read_elsewhere
 
         for line in misspelt():
             click.echo(f"warning env_misspelt: {line}", err=True)
+        for line in read_elsewhere():
+            click.echo(f"warning env_unread: {line}", err=True)
 
 
 @contextmanager

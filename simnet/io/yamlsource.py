@@ -37,12 +37,13 @@ _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _LOADER(_BASE_LOADER):
     """libyaml's C parser when installed (~30x faster, same marks, nesting bounded), else
     PyYAML's; with YAML 1.1's base-60 numbers left out, so an unquoted ratio ``4:1`` stays the
-    text the field parses as 4, never the number 241; and numbers as YAML 1.2 and people read
-    them: ``010`` is ten, not octal eight, and ``1e3`` a thousand, not text."""
+    text the field parses as 4, never the number 241; and numbers and yes/noes as YAML 1.2 and
+    people read them: ``010`` is ten, not octal eight, ``1e3`` a thousand, not text, and only
+    ``true``/``false`` a yes/no (``no``, ``on``, ``off`` stay text: ``name: no`` is a name)."""
 
     yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if rx.match("4:1") is None
-                                       and rx.match("1:30.5") is None] for first, resolvers
-                               in _BASE_LOADER.yaml_implicit_resolvers.items()}
+                                       and rx.match("1:30.5") is None and rx.match("yes") is None]
+                               for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()}
 
 
 _INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?[0-9][0-9_]*|[-+]?0x[0-9a-fA-F_]+)$")
@@ -50,6 +51,8 @@ _FLOAT = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+
                     r"|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 _LOADER.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 _LOADER.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+_LOADER.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
 
 
 def _decimal_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:

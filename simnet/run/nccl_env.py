@@ -34,7 +34,7 @@ the same without it (``NCCL_ALGO`` steers ``auto`` only: ``run_scenario`` says i
 _P2P_FIELDS = ("min_p2p_channels", "max_p2p_channels", "net_peer_channels")  # search.System's, as P2P_CHANNEL_VARIABLES
 
 __all__ = ["NCCL_VARIABLES", "FOLLOWED_CHOICES", "nccl_env", "nccl_integer", "nccl_default", "turned_off",
-           "nccl_system", "misspelt"]
+           "nccl_system", "misspelt", "read_elsewhere", "DESCRIBED_BY_THE_TOPOLOGY"]
 
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -92,6 +92,24 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
             said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5); did "
                         f"you mean {near}? {library} ignores it, and so did this run")
     return said
+
+
+DESCRIBED_BY_THE_TOPOLOGY = ("NCCL_TOPO_FILE",)
+"""Variables naming a file NCCL (RCCL) reads the machine from (graph/topo.cc:1774-1777,
+v2.30.7), where simnet reads it from its topology: run as they are, said by ``read_elsewhere``."""
+
+
+def read_elsewhere(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per ``DESCRIBED_BY_THE_TOPOLOGY`` variable set in ``environ`` (default: the
+    process environment): simnet never opens the file it names.
+
+    >>> read_elsewhere({"NCCL_TOPO_FILE": "/opt/topo.xml"})[0].split(";")[0]
+    'NCCL_TOPO_FILE=/opt/topo.xml names the XML NCCL reads the machine from'
+    """
+    environ = os.environ if environ is None else environ
+    return [f"{name}={environ[name]} names the XML NCCL reads the machine from; simnet reads the machine from "
+            "its topology file and did not open this one (write there what the XML describes)"
+            for name in DESCRIBED_BY_THE_TOPOLOGY if environ.get(name, "").strip()]
 
 
 def _resembled(rest: str, name: str) -> str | None:

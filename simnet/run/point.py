@@ -178,8 +178,9 @@ class Setup:
         unmodelled = next((name for name, default in tables.UNMODELLED.items()
                            if not nccl_default(self.env.get(name, "").strip(), default, name)), None)
         if unmodelled and self.model in ("nccl", "rccl"):  # they were read by nothing, without a word
-            raise ValueError(f"{unmodelled}={self.env[unmodelled]} changes the transports, paths, buffers, protocols "
-                             "or CTAs NCCL runs with, which simnet does not model: unset it (or run model: ideal); "
+            raise ValueError(f"{unmodelled}={self.env[unmodelled]} changes the transports, paths, channels, buffers, "
+                             "protocols or CTAs NCCL runs with, which simnet does not model: unset it (or run model: "
+                             "ideal); "
                              "simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, "
                              "NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER")
         most = rccl.MAX_CHANNELS if self.model == "rccl" else tables.MAX_CHANNELS

@@ -227,6 +227,10 @@ def _plain_field(model: type, name: str) -> type | None:
     return None if any(isinstance(m, BeforeValidator) for m in field.metadata) else _plain(field.annotation)
 
 
+_YAML11_BOOLS = frozenset({"yes", "no", "on", "off", "y", "n"})
+"""Words YAML 1.1 read as a yes/no; simnet reads YAML 1.2, where they are text."""
+
+
 class Strict(BaseModel):
     """Unknown keys are mistakes, not extensions; a yes/no (``true``) is no number, where
     pydantic would read it as 1; a count is a whole number as written (not the text ``"4"``,
@@ -252,7 +256,9 @@ class Strict(BaseModel):
                 raise ValueError(f"{value!r} is not a whole number as written; write {int(value)}"
                                  if value.is_integer() else f"{value!r} is not a whole number")
         if plain is bool and not isinstance(value, bool):
-            raise ValueError(f"{value!r} is not a yes/no; write true or false")
+            raise ValueError(f"{value!r} is text, not a yes/no (only true and false are); write true or false"
+                             if isinstance(value, str) and value.lower() in _YAML11_BOOLS
+                             else f"{value!r} is not a yes/no; write true or false")
         if isinstance(value, (str, dict, list)) and _number_field(cls, info.field_name) and \
                 not _reads_text_itself(cls, info.field_name):
             text = _text_as_number(cls.model_fields[info.field_name].annotation, value)

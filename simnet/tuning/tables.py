@@ -179,8 +179,8 @@ UNMODELLED = {"NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": None, "NCCL_SHM_DISABLE
               "NCCL_P2P_LL_THRESHOLD": "16384", "NCCL_IB_HCA": None, "NCCL_ALLOC_P2P_NET_LL_BUFFERS": "0",
               "NCCL_MNNVL_ENABLE": "2", "NCCL_PAT_ENABLE": "2", "NCCL_NET_MERGE_LEVEL": "PORT",
               "NCCL_NET_FORCE_MERGE": None, "NCCL_IB_QPS_PER_CONNECTION": "1", "NCCL_NVLS_CHUNKSIZE": None,
-              "NCCL_NVLSTREE_MAX_CHUNKSIZE": "-2"}
-"""NCCL variables that change the transports, paths, buffers, threads, protocols or CTAs NCCL
+              "NCCL_NVLSTREE_MAX_CHUNKSIZE": "-2", "NCCL_GRAPH_FILE": None}
+"""NCCL variables that change the transports, paths, channels, buffers, threads, protocols or CTAs NCCL
 runs with (NCCL's environment-variable guide,
 docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html), which simnet does not follow,
 each with the value that is NCCL's default (None: NCCL picks per system;
@@ -193,7 +193,9 @@ fabric has it, as simnet's NVL72 racks), PatEnable 2 (graph/tuning.cc:215), NCCL
 PORT (graph/topo.cc:1740-1745: a NIC's ports fuse, as simnet fuses them), NCCL_NET_FORCE_MERGE
 unset, IbQpsPerConn 1 (transport/net_ib/connect.cc:60: simnet's flows are one per connection),
 NCCL_NVLS_CHUNKSIZE unset (transport/nvls.cc:206-207: set to any value, NCCL takes it as NVLS's
-chunk instead of its own tuning's), NvlsTreeMaxChunkSize -2 (nvls.cc:161, :228-233: NCCL's own);
+chunk instead of its own tuning's), NvlsTreeMaxChunkSize -2 (nvls.cc:161, :228-233: NCCL's own),
+NCCL_GRAPH_FILE unset (graph/search.cc:1111-1122: set, NCCL loads its rings' and trees' channels
+from that XML instead of searching);
 the point-to-point channels are ``P2P_CHANNEL_VARIABLES``): a run under
 ``model: nccl`` or ``rccl`` with one set otherwise (an
 integer read as NCCL reads it: ``0x400000`` is 4194304) is refused, as its answer would not be
