@@ -595,6 +595,43 @@ def test_a_tree_with_a_slowed_rail_replays_that_rail_s_channels_on_the_fluid_net
     assert asked == [[0, 8]]
 
 
+@pytest.mark.parametrize("fault_at, late", [("0 s", False), ("40 us", False), ("40 us", True)])
+def test_the_lanes_outside_the_fluid_parts_are_their_own_replay_by_lanes(fault_at, late):
+    """The lanes outside the parts that go to the fluid network are taken from the first pass
+    at the lanes' own rates instead of a second pass of their own (they wait for no other lane
+    and share no link either could fill): what ``replay_lanes`` gives them alone, to the
+    picosecond and the bit, statistic by statistic, without calling it."""
+    import copy
+
+    import simnet.engine.lanes as lanes_module
+
+    topo = topology_from_dict(RAIL)
+    faults = [{"at": fault_at, "node": "su0-leaf0", "bandwidth": "50%"}]
+    stragglers = {"su0h3-gpu1": "3 us", "su0h6-gpu4": "1 us"} if late else None
+    calls, again, joined = [], [], []
+    real_lanes, real_join = lanes_module.replay_lanes, lanes_module._with_fluid
+
+    def first(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real_lanes(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("simnet.run.point.replay_lanes", first)
+        patch.setattr(lanes_module, "replay_lanes", lambda *a, **k: again.append(a) or real_lanes(*a, **k))
+        patch.setattr(lanes_module, "_with_fluid", lambda *a: joined.append(copy.deepcopy(a[:3])) or real_join(*a))
+        result = simulate(topo, "tree", 2**24, faults=faults, stragglers=stragglers)
+    assert result.replay.engine == "lanes-fluid" and not again and len(joined) == 1  # no second pass
+    (program, topology, lane_times), kwargs = next(call for call in calls if call[1]["faults"])  # not the healthy run
+    _, contended, free = joined[0]  # copied before _with_fluid adds the fluid part's statistics to free's
+    keep = np.flatnonzero(~contended)
+    alone = real_lanes(program.part(~contended), topology, lane_times.select(keep), kwargs.get("reduce_bandwidth"),
+                       kwargs.get("message_overhead", 0.0), faults=kwargs["faults"])
+    assert (free.engine, free.duration_ps, free.rerouted) == (alone.engine, alone.duration_ps, alone.rerouted)
+    np.testing.assert_array_equal(free.lanes_done_ps, alone.lanes_done_ps)
+    for name in ("bytes", "saturated_ps", "peak", "max_flows", "busy_ps", "either_saturated_ps"):
+        np.testing.assert_array_equal(getattr(free.stats, name), getattr(alone.stats, name), err_msg=name)
+
+
 def test_a_timeline_of_a_ring_too_large_to_replay_keeps_its_steady_bound(monkeypatch):
     """A ring past MAX_EXACT whose lanes share a slowed uplink: with a timeline asked, an exact
     answer is left to the fluid network's whole run, which such a ring would not finish; so no

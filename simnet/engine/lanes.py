@@ -172,14 +172,15 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     width = paths.shape[2]
     crossings = np.array([np.bincount(regime[moving].ravel(), minlength=links + 1)[:links] for regime in paths])
 
-    def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple, list]:
+    def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple, list, tuple]:
         """(completion ps, link statistics, each lane's last delivery ps, the ``watch`` lanes'
-        transfer intervals, the moves to detours) of every lane at ``rates`` (regimes x lanes)."""
+        transfer intervals, the moves to detours, (busy ps per regime and lane, wire bytes per
+        lane)) of every lane at ``rates`` (regimes x lanes)."""
         finished, busy, wire, intervals, moves = _longest_path(program, carried, at, rates, latency, rerouted,
                                                                timing, reduce_bandwidth, message_overhead, watch)
         duration = int(finished.max(initial=0))
         stats = _lane_stats(paths, healthy, at, capacity, topology.reverse, rates, moving, busy, wire, duration)
-        return duration, stats, finished, intervals, moves
+        return duration, stats, finished, intervals, moves, (busy, wire)
 
     def answer(duration: int, stats: LinkStats, finished: np.ndarray, moves: list, engine: str,
                shared_link: int | None = None) -> Replay:
@@ -199,7 +200,7 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
             used = np.unique(paths[:, slowed])
             used = used[used < links]
             shared_link = int(used[np.argmin(share[:, used].min(axis=0))])
-        duration, stats, finished, _, moves = replayed(split, np.zeros(0, dtype=np.int64))
+        duration, stats, finished, _, moves, _ = replayed(split, np.zeros(0, dtype=np.int64))
         return answer(duration, stats, finished, moves, "lanes-steady", shared_link)
 
     if steady:
@@ -215,15 +216,43 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     if not checkable and accept == "lanes":
         return None
     none = np.zeros(0, dtype=np.int64)
-    duration, stats, finished, intervals, moves = replayed(rate, watch if checkable else none)
+    duration, stats, finished, intervals, moves, (busy, wire) = replayed(rate, watch if checkable else none)
     over = _sweep(stats, np.flatnonzero(watched), paths[:, watch], at, capacity, rate[:, watch], *intervals) \
         if len(watch) and checkable else none
     if not len(watch) or (checkable and not len(over)):
         return answer(duration, stats, finished, moves, "lanes")
 
+    def free_from_pass() -> Replay | None:
+        """``replay_lanes`` of the lanes outside ``contended`` alone, from the pass above: they
+        wait for no lane of the others and share no link with them that either could fill, so
+        their times there are theirs alone; their statistics and the check of the links they
+        could fill among themselves are theirs, as that call makes them. None where that call
+        would not answer by lanes, or the pass moved transfers to detours (not kept per lane)."""
+        own = moving & ~contended
+        flows = int(program.flows[~contended].max(initial=0))
+        if moves or not flows:
+            return None
+        own_demand = np.array([np.bincount(route[own].ravel(), weights=np.repeat(regime[own], width),
+                                           minlength=links + 1)[:links] for route, regime in zip(paths, rate)])
+        own_crossings = np.array([np.bincount(route[own].ravel(), minlength=links + 1)[:links] for route in paths])
+        own_watched = ((own_crossings > 1) & (own_demand >= SATURATED * capacity)).any(axis=0)
+        own_watch = np.flatnonzero(own & np.append(own_watched, False)[paths].any(axis=(0, 2)))
+        if len(own_watch) * flows > MAX_WATCHED or not fits(len(own_watch) * flows * WATCHED_BYTES):
+            return None
+        done = finished[~contended]
+        duration = int(done.max(initial=0))
+        own_stats = _lane_stats(paths, healthy, at, capacity, topology.reverse, rate, own, busy, wire, duration)
+        if len(own_watch):
+            column = np.searchsorted(watch, own_watch)  # every lane that crosses a link it watches, watch holds
+            if len(_sweep(own_stats, np.flatnonzero(own_watched), paths[:, own_watch], at, capacity, rate[:, own_watch],
+                          intervals[0][:flows, column], intervals[1][:flows, column])):
+                return None
+        return answer(duration, own_stats, done, [], "lanes")
+
     def in_parts() -> Replay | None:  # the contended lanes on the fluid network, the others by lanes
-        free = replay_lanes(program.part(~contended), topology, timing.select(np.flatnonzero(~contended)),
-                            reduce_bandwidth, message_overhead, faults=faults)
+        free = free_from_pass() or replay_lanes(program.part(~contended), topology,
+                                                timing.select(np.flatnonzero(~contended)), reduce_bandwidth,
+                                                message_overhead, faults=faults)
         return None if free is None else _with_fluid(program, contended, free, fluid)
 
     contended, fluid_share = np.ones(program.lanes, dtype=bool), 1.0
