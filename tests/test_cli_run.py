@@ -301,7 +301,7 @@ def test_under_ideal_auto_gives_no_nccl_algo_advice(cli, root):
 
 def test_nccl_algo_beside_named_algorithms_only_is_said_to_change_nothing(cli, tmp_path):
     """Fuzz 31f: NCCL_ALGO=Tree beside ``algorithms: [ring]`` ran ring without a word: NCCL_ALGO
-    restricts auto's pick, and no auto ran. With auto among the algorithms it is read."""
+    restricts auto's pick, and no auto ran. With auto among the algorithms auto reads it."""
     path = tmp_path / "a.yaml"
     path.write_text("name: a\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsize: 1 MiB\n"
                     "algorithms: [ring]\n")
@@ -310,7 +310,11 @@ def test_nccl_algo_beside_named_algorithms_only_is_said_to_change_nothing(cli, t
     assert said == ["NCCL_ALGO=Tree restricts what auto picks, and this run names ring, no auto, so it changed "
                     "nothing here (add auto to the algorithms to see NCCL's pick under it)"]
     with_auto = cli("run", path, "-a", "ring", "-a", "auto", "--json", "-", env={"NCCL_ALGO": "Tree"})
-    assert not any(w["kind"] == "key_unread" for r in json.loads(with_auto.stdout)["runs"] for w in r["warnings"])
+    ring, auto = json.loads(with_auto.stdout)["runs"]
+    # fuzz o (#255): the ring beside auto runs as named, so it says so; auto's pick moved (ring -> tree): not
+    assert [w["message"] for w in ring["warnings"] if w["kind"] == "key_unread"] == [
+        "NCCL_ALGO=Tree changed nothing here: it restricts what auto picks, and ring runs as named"]
+    assert auto["algorithm"] == "tree" and not [w for w in auto["warnings"] if w["kind"] == "key_unread"]
 
 
 def test_nccl_algo_and_proto_force_and_exclude(cli, tmp_path, root, monkeypatch):

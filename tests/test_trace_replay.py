@@ -338,14 +338,22 @@ def test_the_public_hta_trace_replays_on_the_machine_it_was_recorded_on():
 def test_nccl_algo_and_proto_beside_as_recorded_are_said_to_change_nothing():
     """Fuzz round g #233: ``NCCL_ALGO=Ring ... --as-recorded`` ran every call with the
     algorithm and protocol its kernel recorded, so the variables restricted a pick no call
-    took, without a word. Without --as-recorded they decide the pick, and nothing is said."""
+    took, without a word. Without --as-recorded they steer the pick: said where it is the same."""
     traces = read_traces([HTA_TRACE], ranks_per_trace=2)
     topology = ROOT / "topologies" / "dgx_a100.yaml"
     env = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}
     unread = [w.link for w in simulate_trace(traces, topology, as_recorded=True, env=env).warnings
               if w.kind == "key_unread"]
     assert unread == ["NCCL_ALGO", "NCCL_PROTO"]
-    assert not [w for w in simulate_trace(traces, topology, env=env).warnings if w.kind == "key_unread"]
+    # without --as-recorded they steer NCCL's pick: each is said only where the replay without it is the same
+    # (fuzz o: NCCL_ALGO=Ring on two A100s of one host, where NCCL picks Ring anyway, was never said)
+    steered = simulate_trace(traces, topology, env=env)
+    said = {w.link for w in steered.warnings if w.kind == "key_unread"}
+    for name in env:
+        plain = simulate_trace(traces, topology, env={k: v for k, v in env.items() if k != name})
+        same = (plain.steps, plain.collectives) == (steered.steps, steered.collectives)
+        assert (name in said) == same, name
+    assert said == {"NCCL_ALGO"}  # LL moves the pick's protocol
 
 
 def test_groups_beside_a_kineto_trace_name_the_option():

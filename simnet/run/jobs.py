@@ -201,7 +201,8 @@ def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) ->
     job (``decisions``: setup, algorithm as asked, size) reads (``simulate.unread_by_every``)."""
     algorithms = [algorithm for _, algorithm, _ in decisions]
     said = nccl_choice_unread(env, algorithms, ALLREDUCE, "every job")
-    said += unread_by_every(env, [(point, algorithm, size, {}) for point, algorithm, size in decisions], "every job")
+    said += unread_by_every(env, [(point, algorithm, size, {}) for point, algorithm, size in decisions], "every job",
+                            candidates=False)  # an auto job runs NCCL's pick alone
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if names and algorithms:
         it = "it" if len(names) == 1 else "them"

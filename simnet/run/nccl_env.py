@@ -25,15 +25,16 @@ NCCL_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", *_INTEGERS, *rccl.UNMODELLED, *tabl
 (RCCL) runs; RCCL's ``rccl.UNMODELLED`` and NCCL's ``tables.UNMODELLED`` are read only to
 refuse a run they would change."""
 
-FOLLOWED_CHOICES = ("NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS",
-                    "NCCL_MAX_NCHANNELS", "RCCL_LL128_FORCE_ENABLE")
-"""The variables that steer a named algorithm's run through the model's plan (its protocol,
-its channels, the system NCCL sees): ``simulate`` says one changed nothing where the plan is
-the same without it (``NCCL_ALGO`` steers ``auto`` only: ``run_scenario`` says it)."""
+JUDGED_CHOICES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_MIN_NCHANNELS",
+                  "NCCL_MAX_NCHANNELS", "RCCL_LL128_FORCE_ENABLE")
+"""The variables a run says it changed nothing of where it is so (``simulate.steering_variables``):
+NCCL_ALGO, which steers ``auto`` only (NCCL's pick and its candidates; a named algorithm runs
+as named), and those that steer a named algorithm's run through the model's plan (its
+protocol, its channels, the system NCCL sees), said where the plan is the same without them."""
 
 _P2P_FIELDS = ("min_p2p_channels", "max_p2p_channels", "net_peer_channels")  # search.System's, as P2P_CHANNEL_VARIABLES
 
-__all__ = ["NCCL_VARIABLES", "FOLLOWED_CHOICES", "nccl_env", "nccl_integer", "nccl_default", "turned_off",
+__all__ = ["NCCL_VARIABLES", "JUDGED_CHOICES", "nccl_env", "nccl_integer", "nccl_default", "turned_off",
            "nccl_system", "misspelt", "read_elsewhere", "DESCRIBED_BY_THE_TOPOLOGY"]
 
 

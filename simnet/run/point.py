@@ -30,7 +30,7 @@ from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
 from simnet.results.analysis import find_warnings, link_reports
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_default, nccl_integer, nccl_system, turned_off
+from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_integer, nccl_system, turned_off
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import ENGINE_OPTIONS
@@ -423,7 +423,7 @@ class Setup:
         # a named run's "changed nothing" of a variable that steers NCCL's plan (simulate's) says nothing of
         # auto, whose pick it may steer: simulate judges auto's own
         picked = replace(picked, warnings=[w for w in picked.warnings
-                                           if not (w.kind == "key_unread" and w.link in FOLLOWED_CHOICES)])
+                                           if not (w.kind == "key_unread" and w.link in JUDGED_CHOICES)])
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
                    if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]

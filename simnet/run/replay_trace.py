@@ -34,7 +34,7 @@ from simnet.errors import InputError, Unsupported
 from simnet.model.interface import DEFAULT_MODEL, resolve_model
 from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
-from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_env, nccl_system
+from simnet.run.nccl_env import JUDGED_CHOICES, nccl_env, nccl_system
 from simnet.run.point import Setup, calibration_of
 from simnet.run.simulate import simulate, unread_by_every
 from simnet.schedule.catalog import algorithms_for
@@ -294,7 +294,7 @@ class _Pricer:
     def _unread_by_every_call(self) -> list[Finding]:
         """The ``key_unread`` findings every priced call's run carries for a variable of the
         user's environment (the send/recv channel variables where no call runs NCCL's send/recv,
-        or each moves the same), once; and a variable of ``FOLLOWED_CHOICES`` no call reads,
+        or each moves the same), once; and a variable of ``JUDGED_CHOICES`` no call reads,
         judged on the calls as asked (``simulate.unread_by_every``: NCCL's pick for those that
         run it, which alone is simulated, and the plan). NCCL_PROTO not: --as-recorded gives a
         call its recorded protocol (``unread`` says it)."""
@@ -303,14 +303,14 @@ class _Pricer:
             return []
         calls = f"every one of the trace's {len(runs)} distinct calls" if len(runs) > 1 else "the trace's call"
         first = {w.link: w for w in runs[0][1].warnings if w.kind == "key_unread" and w.link in self.env
-                 and w.link not in FOLLOWED_CHOICES}
+                 and w.link not in JUDGED_CHOICES}
         said = [Finding("key_unread", w.link, f"in {calls}: {w.message}" if len(runs) > 1 else w.message)
                 for w in first.values()
                 if all(any(v.kind == "key_unread" and v.link == w.link for v in run.warnings) for _, run in runs[1:])]
         followed = unread_by_every(self.env, [
             (Setup(self.topo.subset(list(gpus)), collective, self.model, dict(env), self.calibration), algorithm, size,
              {}) for (collective, size, gpus, algorithm, env), _ in runs], calls, candidates=False)
-        return said + [w for w in followed if w.link in FOLLOWED_CHOICES and w.link != "NCCL_PROTO"]
+        return said + [w for w in followed if w.link in JUDGED_CHOICES and w.link != "NCCL_PROTO"]
 
     def result(self, inst: Instance):
         key = self.key(inst)

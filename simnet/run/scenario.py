@@ -83,9 +83,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if step_read:  # a run's "changed nothing" of a variable the training step beside it reads says too little
         runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in step_read)])
                 for run in runs]
-    if any(w.kind == "key_unread" and w.link == "NCCL_PROTO" for w in said):  # said for every run: once
-        runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread"
-                                                                      and w.link == "NCCL_PROTO")]) for run in runs]
+    once = {w.link for w in said if w.kind == "key_unread" and w.link in ("NCCL_ALGO", "NCCL_PROTO")}
+    if once:  # said of the scenario, so of every run: once
+        runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in once)])
+                for run in runs]
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
@@ -125,16 +126,15 @@ def _env_unfelt_in_step(scenario, training: dict | None, runs: list[Result]) -> 
     the same, exchange by exchange (each one's algorithm, protocol and time), or not.
     NCCL's send/recv channel variables together (its expert AllToAlls and pipeline sends, if
     it has them, move the same without them), as ``simulate`` says of a run of its own;
-    NCCL_ALGO (in a scenario of the step alone: the runs beside it may read it) and each
-    variable of ``steering_variables`` one by one. A run beside the step that said such a
-    variable changed nothing did not see the step: ``run_scenario`` takes its word back where
-    the step reads it. Each costs one more step, only where such a variable is set."""
+    and each variable of ``steering_variables`` (NCCL_ALGO among them) one by one. A run
+    beside the step that said such a variable changed nothing did not see the step:
+    ``run_scenario`` takes its word back where the step reads it. Each costs one more step,
+    only where such a variable is set."""
     env = nccl_env()
     if training is None:
         return [], set()
     said = []
-    steering = steering_variables(env, ["auto"], ALLREDUCE)
-    asked = (["NCCL_ALGO"] if "NCCL_ALGO" in env and not runs else []) + steering
+    asked = steering_variables(env, ["auto"], ALLREDUCE)  # its exchanges run NCCL's pick: NCCL_ALGO steers them
     read = step_reads(scenario, training, env, asked)
     if not runs:
         said += [Finding("key_unread", name, (

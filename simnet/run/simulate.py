@@ -22,7 +22,7 @@ from simnet import units
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import FOLLOWED_CHOICES, nccl_default, nccl_env
+from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
@@ -83,13 +83,18 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
     if "NCCL_PROTO" in env and result.gpus > 1 and not reads_nccl_proto(algorithm, point.collective):
         result = replace(result, warnings=[*result.warnings, proto_unread(env["NCCL_PROTO"], [algorithm])])
+    if "NCCL_ALGO" in env and result.gpus > 1 and algorithm != "auto":
+        result = _said_unread(point, result, ["NCCL_ALGO"], f"it restricts what auto picks, and {algorithm} runs as "
+                                                            "named")
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
         for name in unchanged_without(point, algorithm, size, options, steering):
-            result = _said_unread(point, result, [name], f"{ran} {SAME_PLAN}, so the same schedule at the same timing")
+            result = _said_unread(point, result, [name], (
+                f"NCCL picks {result.algorithm} without it too, its candidates beside it the same"
+                if name == "NCCL_ALGO" else f"{ran} {SAME_PLAN}, so the same schedule at the same timing"))
     if options.get("chunk_size") is not None and algorithm != "auto" and result.gpus > 1 and not any(
             w.kind == "chunk_size_raised" for w in result.warnings):
         result = _chunk_unfelt(point, algorithm, size, options, result)
@@ -135,10 +140,13 @@ def proto_unread(value: str, algorithms: list[str]) -> Finding:
 
 
 def steering_variables(env: Mapping[str, str], algorithms: list[str], collective: str) -> list[str]:
-    """The variables of ``FOLLOWED_CHOICES`` set in ``env`` that may steer a run of one of
-    ``algorithms``: NCCL_PROTO only where an algorithm reads it (``simulate`` says of each
-    run that does not, ``nccl_choice_unread`` where none does)."""
-    return [name for name in FOLLOWED_CHOICES if name in env
+    """The variables of ``JUDGED_CHOICES`` set in ``env`` that may steer a run of one of
+    ``algorithms``: NCCL_ALGO only where one is ``auto`` (a named algorithm runs as named:
+    ``simulate`` says so of each such run, ``nccl_choice_unread`` where none is auto),
+    NCCL_PROTO only where an algorithm reads it (``simulate`` says of each run that does
+    not, ``nccl_choice_unread`` where none does)."""
+    return [name for name in JUDGED_CHOICES if name in env
+            and (name != "NCCL_ALGO" or "auto" in algorithms)
             and (name != "NCCL_PROTO" or any(reads_nccl_proto(a, collective) for a in algorithms))]
 
 
@@ -146,9 +154,9 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
                       candidates: bool = True) -> list[str]:
     """The variables of ``names`` without which ``point`` decides ``algorithm`` at ``size``
     bytes alike: the same model plan as the run reads it (``_as_run``: protocol, options,
-    channels, the system NCCL sees); for ``auto``, NCCL's pick and the same candidates
-    beside it (which its advice compares; ``candidates=False``: where none is simulated), each
-    planned alike.
+    channels, the system NCCL sees); for ``auto``, NCCL's pick (RCCL's MSCCL file, if it runs
+    one) and the same candidates beside it (which its advice compares; ``candidates=False``:
+    where none is simulated), each planned alike.
     The same plan runs the same schedule at the same timing, so such a variable changed
     nothing (NCCL_NVLS_ENABLE=0 on A100s, or beside a ring; NCCL_MAX_NCHANNELS above the
     channels NCCL opens). A plan that differs keeps its variable: never listed where it is
@@ -161,7 +169,7 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
         # simulates beside it (its "faster" advice), each as it runs
         told = None if lookup_collective(setup.collective).point_to_point else setup.nccl_choice(size)
         beside = setup.auto_candidates(size) if candidates else [setup.nccl_pick(size)]
-        return setup.nccl_pick(size), told and (told.algorithm, told.protocol, told.time_s), [
+        return setup.nccl_pick(size), setup.msccl(size), told and (told.algorithm, told.protocol, told.time_s), [
             (c, _as_run(setup.plan(c, size, dict(options)), c)) for c in beside]
 
     try:
@@ -190,9 +198,10 @@ def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, di
         if not unread:
             break
         unread &= set(unchanged_without(point, algorithm, size, options, sorted(unread), candidates))
-    said = [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: {who} runs {SAME_PLAN}, so the "
-                                        "same schedules at the same timing")
-            for name in FOLLOWED_CHOICES if name in unread]
+    said = [Finding("key_unread", name, f"{name}={env[name]} changed nothing here: " + (
+        f"{who} runs the same without it (NCCL's pick where auto, named algorithms as named)" if name == "NCCL_ALGO"
+        else f"{who} runs {SAME_PLAN}, so the same schedules at the same timing"))
+        for name in JUDGED_CHOICES if name in unread]
     return said + (_nccl_only_unread(env) if all(point.model == "ideal" for point, *_ in runs) else [])
 
 
@@ -257,17 +266,16 @@ def _as_run(plan, algorithm: str):
     NVLS, NVLSTree and CollNet may run (``predict.enabled``: their own runs and NCCL's pick,
     which ``unchanged_without`` compares apart), and NCCL_MIN/MAX_NCHANNELS only the channels
     a collective opens (``enqueue.opened_channels``), which the plan holds (its running
-    channels, channel share and options). Under RCCL the bounds also choose an MSCCL file,
-    so they stay. RCCL_LL128_FORCE_ENABLE only lets LL128 be chosen, which the plan's
-    protocol (and NCCL's pick) says."""
+    channels, channel share and options), and under RCCL the MSCCL file ``auto`` runs
+    (``rccl.msccl``), which ``unchanged_without`` compares apart. RCCL_LL128_FORCE_ENABLE
+    only lets LL128 be chosen, which the plan's protocol (and NCCL's pick) says."""
     detail = plan.detail
     if detail is None:
         return plan
     system = detail.system
     kept = replace(system, nvls=system.nvls if algorithm in ("nvls", "nvls_tree") else False,
                    collnet=system.collnet if algorithm in ("nvls", "collnet_direct", "collnet_chain") else False)
-    if system.library == "nccl":
-        kept = replace(kept, min_channels=0, max_channels=0)
+    kept = replace(kept, min_channels=0, max_channels=0)
     # RCCL_LL128_FORCE_ENABLE only lets LL128 be chosen (``predict.enabled``): the plan's protocol says what was
     return replace(plan, detail=replace(detail, system=replace(kept, ll128_forced=False)))
 

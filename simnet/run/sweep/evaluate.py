@@ -9,7 +9,7 @@ from typing import Any
 
 from simnet.errors import InputError, Unsupported
 from simnet.run.jobs import run_jobs
-from simnet.run.nccl_env import FOLLOWED_CHOICES
+from simnet.run.nccl_env import JUDGED_CHOICES
 from simnet.run.scenario import scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
@@ -62,7 +62,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         neck = result.bottleneck
         said = [*result.warnings, *scenario.warnings, *unread]
         if step is not None:  # a run's "changed nothing" is taken back where the step beside it reads it
-            for name in {w.link for w in said if w.kind == "key_unread" and w.link in FOLLOWED_CHOICES}:
+            for name in {w.link for w in said if w.kind == "key_unread" and w.link in JUDGED_CHOICES}:
                 if name not in read_by_step:
                     read_by_step[name] = bool(step_reads(scenario, step, plan.env, [name]))
             said = [w for w in said if not (w.kind == "key_unread" and read_by_step.get(w.link))]
