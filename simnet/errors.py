@@ -56,6 +56,11 @@ class SpecError(ValueError):
         self.message = message
 
 
+class EnvironmentRefused(ValueError):
+    """An NCCL or RCCL variable of the environment that simnet cannot follow for this run:
+    the run, not a key of its files, is refused."""
+
+
 class Unsupported(ValueError):
     """The topology lacks what an algorithm needs (an NVLS switch, SHARP switches, a second
     host): the algorithm does not apply here, whatever its options."""

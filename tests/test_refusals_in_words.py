@@ -206,7 +206,10 @@ def test_a_name_with_a_space_at_an_end_is_refused(tmp_path, text, says):
      "2: topology.generate.kind: is required but missing: name the generator, one of nvswitch"),
     (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nTrue: 1\n", "4: the document: the key 'True' reads as a yes/no (true), not a name"),
     (f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nyes: 1\n", "4: yes: unknown key 'yes'"),
-    (f"name: s\n{TOPOLOGY}jobs:\n  - {{name: a, hosts: [], size: 1 MiB}}\n", "4: jobs[0].hosts: [] has 0 items")])
+    (f"name: s\n{TOPOLOGY}jobs:\n  - {{name: a, hosts: [], size: 1 MiB}}\n", "4: jobs[0].hosts: [] has 0 items"),
+    # fuzz o #064: the scenario's own placement was said as placement.placement
+    (f"name: s\n{TOPOLOGY}placement: 'off'\njobs:\n  - {{name: a, gpus: 2, size: 1 MiB}}\n",
+     "3: placement: 'off': expected packed, spread or random(seed)")])
 def test_an_empty_file_name_a_missing_kind_and_a_yes_no_key_are_said_as_written(tmp_path, text, says):
     """Fuzz findings (31e): ``topology: ''`` was read as this folder ('.: not a regular file',
     no line), a generator without kind was an 'unknown generator None', the key ``yes``
@@ -269,3 +272,19 @@ def test_rccl_on_gpus_of_no_generation_says_so_not_none():
                                    "links": [{"a": "a", "b": "b", "bandwidth": "100 GB/s", "latency": "1 us"}]})
     with pytest.raises(ValueError, match="these are GPUs without a gpu: generation: take the nccl model"):
         simulate(topology, "ring", 2**20, model="rccl")
+
+
+def test_an_output_under_a_file_and_an_environment_compare_cannot_follow_are_said_as_they_are(tmp_path, cli):
+    """Fuzz round o: ``--json f.txt/out.json`` with f.txt a file said "folder f.txt does not
+    exist" (#301); compare put an NCCL variable it refuses on its first variant's line, as if
+    the variant were wrong (#086): the environment is the whole comparison's."""
+    (tmp_path / "f.txt").write_text("")
+    (tmp_path / "s.yaml").write_text(f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nalgorithms: [ring]\n"
+                                     "variants:\n  - {name: a, set: {topology.generate.gpus: 2}}\n"
+                                     "  - {name: b, set: {topology.generate.gpus: 1}}\n")
+    under_a_file = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "f.txt" / "out.json")
+    assert under_a_file.exit_code == 2
+    assert under_a_file.stderr.strip().endswith(f"f.txt/out.json: {tmp_path / 'f.txt'} is a file, not a folder")
+    compared = cli("compare", tmp_path / "s.yaml", "-o", tmp_path / "c.png", env={"NCCL_GRAPH_FILE": "/tmp/g.xml"})
+    assert compared.exit_code == 2 and compared.stderr.count("\n") == 1
+    assert compared.stderr.startswith(f"{tmp_path / 's.yaml'}:1: NCCL_GRAPH_FILE=/tmp/g.xml changes the transports")

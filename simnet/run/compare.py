@@ -11,7 +11,7 @@ the other's column.
 
 from __future__ import annotations
 
-from simnet.errors import InputError, SpecError, Unsupported
+from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
@@ -165,6 +165,8 @@ def _evaluate(plan, point: Point, where: tuple) -> dict:
                                exc.message.removeprefix(f"{setting}: ")) from None
         if isinstance(exc.__cause__, Unsupported):
             raise CompareError(*_key(where, "algorithms"), exc.message) from None
+        if isinstance(exc.__cause__, EnvironmentRefused):  # the environment's, not the variant's
+            raise CompareError(where[0], (), exc.message) from None
         raise CompareError(where[0], variant[:-1], exc.message) from None
 
 

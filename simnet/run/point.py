@@ -21,7 +21,7 @@ from simnet import units
 from simnet.engine.faults import Fault
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import join_gates, replay
-from simnet.errors import Unsupported
+from simnet.errors import EnvironmentRefused, Unsupported
 from simnet.io.budget import fits
 from simnet.io.yamlsource import Source
 from simnet.model.calibration import Calibration, load_calibration, other_hardware
@@ -178,17 +178,17 @@ class Setup:
         unmodelled = next((name for name, default in tables.UNMODELLED.items()
                            if not nccl_default(self.env.get(name, "").strip(), default, name)), None)
         if unmodelled and self.model in ("nccl", "rccl"):  # they were read by nothing, without a word
-            raise ValueError(f"{unmodelled}={self.env[unmodelled]} changes the transports, paths, channels, buffers, "
-                             "protocols or CTAs NCCL runs with, which simnet does not model: unset it (or run model: "
-                             "ideal); "
-                             "simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, "
-                             "NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER")
+            raise EnvironmentRefused(
+                f"{unmodelled}={self.env[unmodelled]} changes the transports, paths, channels, buffers, protocols or "
+                "CTAs NCCL runs with, which simnet does not model: unset it (or run model: ideal); simnet follows "
+                "NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, NCCL_MIN/MAX_NCHANNELS and "
+                "NCCL_MIN/MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER")
         most = rccl.MAX_CHANNELS if self.model == "rccl" else tables.MAX_CHANNELS
         for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", *tables.P2P_CHANNEL_VARIABLES):
             if name in self.env and self.model != "ideal" and nccl_integer(self.env[name], name) > most:
                 # NCCL limits it (src/graph/connect.cc:339, paths.cc:982-991, v2.30.7): say so, never in silence
-                raise ValueError(f"{name}={self.env[name]}: {self.model.upper()} runs at most {most} channels "
-                                 f"(MAXCHANNELS) and limits it to {most}; give at most {most}")
+                raise EnvironmentRefused(f"{name}={self.env[name]}: {self.model.upper()} runs at most {most} "
+                                         f"channels (MAXCHANNELS) and limits it to {most}; give at most {most}")
         if self.model == "rccl":
             # RCCL's send/recv channels are not NCCL 2.30.7's (enqueue.p2p_channels), which simnet follows
             refused = next((name for name in (*rccl.UNMODELLED, *tables.P2P_CHANNEL_VARIABLES)
@@ -201,10 +201,10 @@ class Setup:
                 if arches != ["gfx942"]:  # MSCCL is read from RCCL 2.21.5 only (rccl.msccl)
                     refused, where = msccl, f" on {', '.join(arches)} (simnet follows MSCCL on gfx942 only)"
             if refused:
-                raise ValueError(f"{refused}={self.env[refused]} changes what RCCL runs in a way simnet does not "
-                                 f"model{where}: unset it (simnet follows NCCL_ALGO, NCCL_PROTO, "
-                                 f"NCCL_MIN/MAX_NCHANNELS, RCCL_LL128_FORCE_ENABLE and, on gfx942, "
-                                 f"RCCL_MSCCL_ENABLE, RCCL_MSCCL_FORCE_ENABLE)")
+                raise EnvironmentRefused(
+                    f"{refused}={self.env[refused]} changes what RCCL runs in a way simnet does not model{where}: "
+                    "unset it (simnet follows NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS, RCCL_LL128_FORCE_ENABLE "
+                    "and, on gfx942, RCCL_MSCCL_ENABLE, RCCL_MSCCL_FORCE_ENABLE)")
 
     @property
     def function(self) -> str:

@@ -90,9 +90,7 @@ class JobSpec(Strict):
     @field_validator("placement")
     @classmethod
     def _placement(cls, value: str) -> str:
-        if value not in ("packed", "spread") and not _RANDOM.match(value):
-            raise ValueError(f"{value!r}: expected packed, spread or random(seed)")
-        return value
+        return known_placement(value)
 
     @field_validator("algorithm")
     @classmethod
@@ -144,6 +142,13 @@ def _interleave(lists: list[list[str]]) -> list[str]:
     for i in range(max((len(x) for x in lists), default=0)):
         out += [x[i] for x in lists if i < len(x)]
     return out
+
+
+def known_placement(value: str) -> str:
+    """``value`` if it is a placement (packed, spread or random(seed)), else a ValueError."""
+    if value not in ("packed", "spread") and not _RANDOM.match(value):
+        raise ValueError(f"{value!r}: expected packed, spread or random(seed)")
+    return value
 
 
 def choose_gpus(topology: Topology, free: list[str], count: int, placement: str) -> list[str]:

@@ -40,7 +40,7 @@ from simnet.spec.conditions import (
     resolve_faults,
     straggler_delays,
 )
-from simnet.spec.jobs import JobError, JobSpec, check_jobs
+from simnet.spec.jobs import JobError, JobSpec, check_jobs, known_placement
 from simnet.spec.options import Options
 from simnet.spec.values import parse_cost, parse_sizes
 from simnet.spec.workloads import Training, Workload
@@ -159,9 +159,7 @@ class ScenarioSpec(Strict):
     @field_validator("placement")
     @classmethod
     def _placement(cls, value):
-        if value is not None:
-            JobSpec(name="-", gpus=2, size="1 B", placement=value)  # the rule every job follows
-        return value
+        return value if value is None else known_placement(value)  # the rule every job follows
 
     @field_validator("sweep")
     @classmethod

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simnet.errors import InputError, Unsupported
+from simnet.errors import EnvironmentRefused, InputError, Unsupported
 from simnet.run.jobs import run_jobs
 from simnet.run.nccl_env import JUDGED_CHOICES
 from simnet.run.scenario import scenario_choices_unread, step_reads
@@ -33,6 +33,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         if not plan.every_algorithm:  # (the cause kept: compare puts it on the algorithms)
             raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from exc
         return {**_header(point, scenario), "skipped": str(exc)}
+    except EnvironmentRefused as exc:  # the environment's, whatever the point (compare says it of no option)
+        raise InputError(str(exc), plan.source) from exc
     except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
 
