@@ -2215,6 +2215,33 @@ def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorit
         assert bool(said) == (answer(steered) == answer(plain)), (said, answer(steered)[:5], answer(plain)[:5])
 
 
+@pytest.mark.parametrize("algorithms, variable, value", [
+    (["direct", "auto"], "NCCL_MAX_NCHANNELS", "4"), (["direct", "auto"], "NCCL_MIN_NCHANNELS", "2"),
+    (["direct", "auto"], "NCCL_ALGO", "Ring,Tree"), (["ring", "auto"], "RCCL_MSCCL_ENABLE", "0"),
+    (["direct", "auto"], "NCCL_PROTO", "Simple")])
+def test_auto_beside_the_run_it_picks_judges_its_own_answer(algorithms, variable, value):
+    """The review of round o's fixes: auto took the named run it picks (MSCCL's direct on one
+    MI300X host) with that run's "changed nothing" warnings, which said nothing of auto's
+    candidates or pick: NCCL_MAX_NCHANNELS=4 was said to change nothing of auto though its
+    tree candidate moved, RCCL_MSCCL_ENABLE=0 though auto went from MSCCL to ring, and a
+    variable was said twice. Each run now says it exactly when its answer is the unset one's."""
+    from simnet.run.scenario import run_scenario
+
+    scenario = {"name": "s", "topology": {"name": "m", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}},
+                "sizes": ["64 KiB"], "algorithms": algorithms}
+    plain = run_scenario(scenario_from_dict(scenario)).to_dict()["runs"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(variable, value)
+        steered = run_scenario(scenario_from_dict(scenario)).to_dict()["runs"]
+    for before, after in zip(plain, steered, strict=True):
+        said = [w for w in after["warnings"] if w["kind"] == "key_unread" and w["link"] == variable]
+        answer = [{k: v for k, v in run.items() if k != "warnings"} for run in (before, after)]
+        for run in answer:
+            run["auto"] = {k: v for k, v in (run.get("auto") or {}).items() if not k.startswith("nccl_")
+                           or k == "nccl_pick"}
+        assert len(said) <= 1 and bool(said) == (answer[0] == answer[1]), (after["algorithm"], said)
+
+
 @pytest.mark.parametrize("box, algorithm, variable, said", [
     ("2x8 h100", "ring", ("NCCL_MAX_NCHANNELS", "24"), True),  # NCCL opens 16 here: at most 24 changes nothing
     ("2x8 h100", "ring", ("NCCL_MAX_NCHANNELS", "2"), False),

@@ -27,7 +27,8 @@ def friendly(command):
     """Turn ``InputError`` into one line on stderr and exit code 2, Ctrl-C into 130, a full or
     failing disk into one line and 74, and any other exception (a bug) into one line and exit
     code 70; a traceback only with --debug. Once the command has done its work, one warning
-    per misspelt NCCL variable (``_say_environment_warnings``): a refusal stays its one line."""
+    per misspelt NCCL variable and per variable naming a file NCCL reads the machine from
+    (``_say_environment_warnings``): a refusal stays its one line."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):

@@ -59,8 +59,10 @@ def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path
         raise InputError(f"{where}: it is an input of this command; write elsewhere")
     folder = path.parent
     if not folder.is_dir():
-        raise InputError(f"{where}: {folder} is a file, not a folder" if folder.exists() else
-                         f"{where}: folder {folder} does not exist")
+        above = next((p for p in folder.parents if p.exists()), None)  # a file in the way says more than "missing"
+        if folder.exists() or (above is not None and not above.is_dir()):
+            raise InputError(f"{where}: {folder if folder.exists() else above} is a file, not a folder")
+        raise InputError(f"{where}: folder {folder} does not exist")
     _can_create_in(folder, where)
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"{where}: permission denied")

@@ -165,8 +165,9 @@ def _evaluate(plan, point: Point, where: tuple) -> dict:
                                exc.message.removeprefix(f"{setting}: ")) from None
         if isinstance(exc.__cause__, Unsupported):
             raise CompareError(*_key(where, "algorithms"), exc.message) from None
-        if isinstance(exc.__cause__, EnvironmentRefused):  # the environment's, not the variant's
-            raise CompareError(where[0], (), exc.message) from None
+        if isinstance(exc.__cause__, EnvironmentRefused):  # the environment's, unless a variant sets the model
+            index, loc = _key(where, "model")
+            raise CompareError(index, loc if "set" in loc else (), exc.message) from None
         raise CompareError(where[0], variant[:-1], exc.message) from None
 
 

@@ -30,7 +30,7 @@ from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
 from simnet.results.analysis import find_warnings, link_reports
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_integer, nccl_system, turned_off
+from simnet.run.nccl_env import nccl_default, nccl_integer, nccl_system, turned_off
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import ENGINE_OPTIONS
@@ -145,6 +145,13 @@ class Conditions:
             "absorbed_s": max(round((worst - slower) * PS_PER_SECOND) / PS_PER_SECOND, 0.0)  # 3e-21 s is 0
             if self.delays and not self.faults else None,
         }
+
+
+def _judged_apart(result: Result) -> Result:
+    """A named run's result as ``auto``'s pick: without what it says changed nothing of
+    itself (``key_unread``, ``option_unread``), which says nothing of auto, whose pick and
+    candidates the same variable or option may move: ``simulate`` judges auto's own."""
+    return replace(result, warnings=[w for w in result.warnings if w.kind not in ("key_unread", "option_unread")])
 
 
 def _timed(choice: predict.Choice) -> list[str]:
@@ -407,7 +414,8 @@ class Setup:
         Point-to-point collectives (AllToAll, SendRecv) have one way in NCCL: ``direct``."""
         known = known or {}
         if lookup_collective(self.collective).point_to_point:
-            run = known.get("direct") or self.simulate("direct", size, timeline, None, conditions, options)
+            run = _judged_apart(known.get("direct") or self.simulate("direct", size, timeline, None, conditions,
+                                                                     options))
             return replace(run, auto={
                 "nccl_pick": {"algorithm": "SendRecv", "protocol": run.protocol, "predicted_s": None},
                 "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
@@ -419,11 +427,7 @@ class Setup:
         msccl = self.msccl(size)
         if msccl is not None:  # RCCL runs MSCCL before its own tuner (NCCL_ALGO, NCCL_PROTO not consulted)
             return self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
-        picked = results[choice.algorithm]
-        # a named run's "changed nothing" of a variable that steers NCCL's plan (simulate's) says nothing of
-        # auto, whose pick it may steer: simulate judges auto's own
-        picked = replace(picked, warnings=[w for w in picked.warnings
-                                           if not (w.kind == "key_unread" and w.link in JUDGED_CHOICES)])
+        picked = _judged_apart(results[choice.algorithm])
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
                    if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
@@ -449,7 +453,8 @@ class Setup:
         """``auto`` where RCCL runs an MSCCL schedule: ``direct`` (the all-pairs schedule) timed
         as MSCCL's file says, beside RCCL's own candidates (``results``, by NCCL name), which
         it would run with RCCL_MSCCL_ENABLE=0."""
-        picked = known.get("direct") or self.simulate("direct", size, timeline, None, conditions, options)
+        picked = _judged_apart(known.get("direct") or self.simulate("direct", size, timeline, None, conditions,
+                                                                    options))
         times = {"direct": picked.time_s, **{tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()}}
         fastest = fastest_of(times, "direct")
         why = (f"RCCL 2.21.5 runs MSCCL's {msccl.file} ({msccl.protocol}, {msccl.channels} channels, "

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
+from simnet.errors import EnvironmentRefused
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
@@ -73,8 +74,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     p2p = [name for name in tables.P2P_CHANNEL_VARIABLES if name in env]
     channelled = counted or next(iter(p2p), None)
     if channelled and point.model == "ideal":
-        raise ValueError(f"{channelled}={env[channelled]} sets NCCL's channels, and model: ideal runs no NCCL: "
-                         f"{'give options.channels instead' if counted else 'unset it (or run model: nccl)'}")
+        instead = "give options.channels instead" if counted else "unset it (or run model: nccl)"
+        raise EnvironmentRefused(f"{channelled}={env[channelled]} sets NCCL's channels, and model: ideal runs no "
+                                 f"NCCL: {instead}")
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
@@ -95,6 +97,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             result = _said_unread(point, result, [name], (
                 f"NCCL picks {result.algorithm} without it too, its candidates beside it the same"
                 if name == "NCCL_ALGO" else f"{ran} {SAME_PLAN}, so the same schedule at the same timing"))
+    sends = [name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env and not any(
+        w.kind == "key_unread" and w.link == name for w in result.warnings)]
+    if sends and point.model == "nccl" and result.gpus > 1 and \
+            "send_channels" in algorithms_for(point.collective)[result.algorithm].options:
+        # NCCL's send/recv takes its channels from them too (enqueue.p2p_channels): judged as the P2P variables are
+        result = _p2p_channels_unfelt(point, result, size, conditions, options, sends)
     if options.get("chunk_size") is not None and algorithm != "auto" and result.gpus > 1 and not any(
             w.kind == "chunk_size_raised" for w in result.warnings):
         result = _chunk_unfelt(point, algorithm, size, options, result)
