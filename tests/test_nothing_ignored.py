@@ -1331,7 +1331,8 @@ def test_a_fault_that_changes_nothing_is_refused(faults, index, says):
                                              ("NCCL_NVLS_CHUNKSIZE", "131072"),
                                              ("NCCL_NVLSTREE_MAX_CHUNKSIZE", "524288"),
                                              # rings' and trees' channels from an XML (search.cc:1111)
-                                             ("NCCL_GRAPH_FILE", "/tmp/graph.xml")])
+                                             ("NCCL_GRAPH_FILE", "/tmp/graph.xml"),
+                                             ("NCCL_COLLNET_NODE_THRESHOLD", "1")])  # CollNet on one node
 def test_an_nccl_variable_simnet_does_not_follow_is_refused(tmp_path, cli, variable, value):
     """Fuzz findings (31b, 31c): NCCL_IB_DISABLE=1 (sockets instead of InfiniBand),
     NCCL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, NCCL_LL128_ENABLE, NCCL_MAX_CTAS,
@@ -2170,7 +2171,9 @@ _STEERED = {"a100": {"kind": "nvswitch", "gpus": 8, "gpu": "a100"},
             "2x8 h100 sharp": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8,
                                "gpu": "h100", "sharp": True},
             "mi300x": {"kind": "full_mesh", "server": "amd-mi300x-platform"},
-            "2x8 mi300x": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "mi300x"}}
+            "2x8 mi300x": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 8, "gpu": "mi300x"},
+            "1x8 h100 sharp": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8,
+                               "gpu": "h100", "sharp": True}}
 
 
 @settings(max_examples=30, deadline=None)
@@ -2218,7 +2221,9 @@ def test_a_followed_variable_said_to_change_nothing_changed_nothing(box, algorit
 @pytest.mark.parametrize("algorithms, variable, value", [
     (["direct", "auto"], "NCCL_MAX_NCHANNELS", "4"), (["direct", "auto"], "NCCL_MIN_NCHANNELS", "2"),
     (["direct", "auto"], "NCCL_ALGO", "Ring,Tree"), (["ring", "auto"], "RCCL_MSCCL_ENABLE", "0"),
-    (["direct", "auto"], "NCCL_PROTO", "Simple")])
+    (["direct", "auto"], "NCCL_PROTO", "Simple"),
+    # fuzz p #361: at 6 MiB RCCL runs MSCCL's Simple file unset (8 channels), in the same time: not the same answer
+    (["direct"], "RCCL_MSCCL_ENABLE", "0")])
 def test_auto_beside_the_run_it_picks_judges_its_own_answer(algorithms, variable, value):
     """The review of round o's fixes: auto took the named run it picks (MSCCL's direct on one
     MI300X host) with that run's "changed nothing" warnings, which said nothing of auto's
@@ -2228,7 +2233,7 @@ def test_auto_beside_the_run_it_picks_judges_its_own_answer(algorithms, variable
     from simnet.run.scenario import run_scenario
 
     scenario = {"name": "s", "topology": {"name": "m", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}},
-                "sizes": ["64 KiB"], "algorithms": algorithms}
+                "sizes": ["64 KiB", "6 MiB"], "algorithms": algorithms}
     plain = run_scenario(scenario_from_dict(scenario)).to_dict()["runs"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(variable, value)
@@ -2260,6 +2265,9 @@ def test_auto_beside_the_run_it_picks_judges_its_own_answer(algorithms, variable
     ("2x8 h100", "auto", ("NCCL_ALGO", "Ring,Tree,NVLS,NVLSTree,CollNetDirect,CollNetChain,PAT"), True),
     ("2x8 h100", "auto", ("NCCL_ALGO", "Ring"), False),
     ("2x8 h100", "ring", ("NCCL_ALGO", "Tree"), True),
+    # fuzz p (#098-#354): NCCL has no CollNet on one host (init.cc:1468-1475), SHARP switches or not
+    ("1x8 h100 sharp", "auto", ("NCCL_COLLNET_ENABLE", "0"), True),
+    ("1x8 h100 sharp", "nvls", ("NCCL_COLLNET_ENABLE", "0"), True),
 ])
 def test_said_where_a_followed_variable_changes_nothing(box, algorithm, variable, said):
     from simnet import simulate

@@ -305,3 +305,11 @@ def test_an_msccl_variable_that_changes_nothing_says_why():
     assert unread(one, {"RCCL_MSCCL_FORCE_ENABLE": "1"}) == [
         "RCCL_MSCCL_FORCE_ENABLE=1 changed nothing here: RCCL runs the same MSCCL file with it as without"]
     assert unread(one, {"RCCL_MSCCL_ENABLE": "0"}) == []
+    # fuzz p #361: a named ring on the same host reads no MSCCL file; a named direct at 6 MiB runs one unset
+    ring = simulate(one, "ring", 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
+    assert [w.message for w in ring.warnings if w.kind == "key_unread"] == [
+        "RCCL_MSCCL_ENABLE=0 changed nothing here: RCCL runs an MSCCL file for auto and direct only, and ring runs "
+        "as named"]
+    direct = simulate(one, "direct", 6 * 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
+    assert direct.nccl_channels != simulate(one, "direct", 6 * 2**20, env={}).nccl_channels
+    assert not [w for w in direct.warnings if w.kind == "key_unread"]

@@ -150,7 +150,7 @@ def nccl_integer(text: str, name: str) -> int:
     """
     if not _C_INTEGER.fullmatch(text):
         raise ValueError(f"{name}={text!r}: not an integer (NCCL would read only its leading digits, 0 if none); "
-                         "write 0 or 1")
+                         f"write {'0 or 1' if name.endswith('_ENABLE') else 'a whole number, e.g. 8'}")
     octal = re.fullmatch(r"\s*[+-]?0[0-7]+", text)  # C's leading 0; Python's int(, 0) refuses it
     return int(text.strip(), 8 if octal else 0)
 

@@ -317,14 +317,20 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
 def _msccl_unfelt(point: Setup, algorithm: str, result: Result, size: int, conditions: Conditions, options: dict,
                   names: list[str]) -> Result:
     """``result`` (of ``algorithm``, ``auto`` included) with a ``key_unread`` warning when
-    RCCL's MSCCL variables ``names`` changed nothing: the same run without them picks the
-    same and takes the same time and traffic (no MSCCL file fits this run with them or
-    without: RCCL 2.21.5's are for 8 MI300X of one host)."""
-    other = _without(point, names).simulate(algorithm, size, False, None, conditions, options)
-    if other.algorithm != result.algorithm or _traffic(other) != _traffic(result):
+    RCCL's MSCCL variables ``names`` changed nothing: the same run without them runs the
+    same MSCCL file (or none) and picks the same, in the same time and traffic on the same
+    channels (no MSCCL file fits this run with them or without: RCCL 2.21.5's are for 8
+    MI300X of one host)."""
+    plain = _without(point, names)
+    other = plain.simulate(algorithm, size, False, None, conditions, options)
+    if (other.algorithm, other.nccl_channels, _traffic(other)) != (result.algorithm, result.nccl_channels,
+                                                                   _traffic(result)) \
+            or (algorithm in ("auto", "direct") and plain.msccl(size) != point.msccl(size)):  # MSCCL's readers
         return result
     it = "it" if len(names) == 1 else "them"
     return _said_unread(point, result, names, (
+        f"RCCL runs an MSCCL file for auto and direct only, and {algorithm} runs as named"
+        if algorithm not in ("auto", "direct") else
         f"RCCL runs the same MSCCL file with {it} as without" if point.msccl(size) is not None else
         f"no MSCCL file of RCCL's fits this run with {it} or without (RCCL 2.21.5's are AllReduces over 8 MI300X "
         "of one host, of sizes in whole chunks)"))

@@ -19,6 +19,7 @@ from simnet.tuning import rccl
 from simnet.tuning.rates import nccl_reading
 from simnet.tuning.tables import (
     CHANNEL_DUPLICATION,
+    COLLNET_NODE_THRESHOLD,
     MAX_CHANNELS,
     MAX_RING_CHANNELS,
     NET_LATENCY,
@@ -133,7 +134,8 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
         nic_bw = float(min(to_nic, wire))
     marked = topology.derived("switch_features", _switch_features)
     nvls = cc >= 90 and len(first) > 1 and "nvls" in marked
-    collnet = "sharp" in marked
+    # CollNet needs COLLNET_NODE_THRESHOLD (2) nodes at least: NCCL turns it off below (init.cc:1468-1475, v2.30.7)
+    collnet = "sharp" in marked and len(hosts) >= COLLNET_NODE_THRESHOLD
     transport = topology.transport(rails[0][0]) if rails else "ib"
     nic_latency = topology.graph.nodes[rails[0][0]].get("net_latency") if rails else None
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),

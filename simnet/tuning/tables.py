@@ -130,6 +130,11 @@ SPEED_INTER = {80: (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1
                100: (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12)}
 
 
+COLLNET_NODE_THRESHOLD = 2
+"""Nodes a communicator needs for NCCL to run CollNet (init.cc:857 ``CollNetNodeThreshold``,
+:1468-1475, v2.30.7): on fewer it turns CollNet off whatever NCCL_COLLNET_ENABLE says."""
+
+
 MAX_RING_CHANNELS = 32  # MAXCHANNELS / 2 (device.h: MAXCHANNELS 64 since v2.25)
 
 
@@ -179,7 +184,7 @@ UNMODELLED = {"NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": None, "NCCL_SHM_DISABLE
               "NCCL_P2P_LL_THRESHOLD": "16384", "NCCL_IB_HCA": None, "NCCL_ALLOC_P2P_NET_LL_BUFFERS": "0",
               "NCCL_MNNVL_ENABLE": "2", "NCCL_PAT_ENABLE": "2", "NCCL_NET_MERGE_LEVEL": "PORT",
               "NCCL_NET_FORCE_MERGE": None, "NCCL_IB_QPS_PER_CONNECTION": "1", "NCCL_NVLS_CHUNKSIZE": None,
-              "NCCL_NVLSTREE_MAX_CHUNKSIZE": "-2", "NCCL_GRAPH_FILE": None}
+              "NCCL_NVLSTREE_MAX_CHUNKSIZE": "-2", "NCCL_GRAPH_FILE": None, "NCCL_COLLNET_NODE_THRESHOLD": "2"}
 """NCCL variables that change the transports, paths, channels, buffers, threads, protocols or CTAs NCCL
 runs with (NCCL's environment-variable guide,
 docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html), which simnet does not follow,
@@ -195,7 +200,7 @@ unset, IbQpsPerConn 1 (transport/net_ib/connect.cc:60: simnet's flows are one pe
 NCCL_NVLS_CHUNKSIZE unset (transport/nvls.cc:206-207: set to any value, NCCL takes it as NVLS's
 chunk instead of its own tuning's), NvlsTreeMaxChunkSize -2 (nvls.cc:161, :228-233: NCCL's own),
 NCCL_GRAPH_FILE unset (graph/search.cc:1111-1122: set, NCCL loads its rings' and trees' channels
-from that XML instead of searching);
+from that XML instead of searching), CollNetNodeThreshold 2 (``COLLNET_NODE_THRESHOLD``);
 the point-to-point channels are ``P2P_CHANNEL_VARIABLES``): a run under
 ``model: nccl`` or ``rccl`` with one set otherwise (an
 integer read as NCCL reads it: ``0x400000`` is 4194304) is refused, as its answer would not be
