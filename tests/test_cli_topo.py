@@ -12,7 +12,9 @@ import pytest
 TOPOLOGIES = sorted((Path(__file__).parent.parent / "topologies").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.name)
+# the 16,384-GPU preset is loaded and routed in tests/test_topology.py (6 s), and checked here at
+# 4,096 GPUs (superpod_h100_16su.yaml): its check would add 9 s to the suite for no other path
+@pytest.mark.parametrize("path", [p for p in TOPOLOGIES if p.name != "superpod_h100_64su.yaml"], ids=lambda p: p.name)
 def test_check_succeeds_on_every_library_file(cli, path):
     result = cli("topo", "check", path)
     assert result.exit_code == 0, result.stderr
