@@ -178,6 +178,12 @@ def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
     from simnet.io.yamlsource import load_value
 
     assert [load_value(t) for t in ("010", "1e3", "-07", "0x10", "4:1")] == [10, 1000.0, -7, 16, "4:1"]
+    # fuzz q (#462-#472): YAML 1.1's binary and underscores are text in YAML 1.2, as here
+    assert [load_value(t) for t in ("0b100", "1_6", "0x_10", "1_000.5", "0o10")] == [
+        "0b100", "1_6", "0x_10", "1_000.5", "0o10"]
+    with pytest.raises(InputError, match=re.escape("options.channels: '1_6' is not a whole number")):
+        scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}},
+                            "sizes": ["1 MiB"], "algorithms": ["ring"], "options": {"channels": load_value("1_6")}})
     (tmp_path / "box.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 010}\n")
     from simnet import load_topology
     assert len(load_topology(tmp_path / "box.yaml").gpus) == 10
@@ -533,6 +539,22 @@ def test_a_yes_no_is_true_or_false_as_yaml_1_2_reads_it(tmp_path, cli):
                                      "sizes: [1 MiB]\nalgorithms: [ring]\n")
     swept = cli("sweep", tmp_path / "s.yaml", "--set", "options.exact=yes", "--out", tmp_path / "o", "--workers", "1")
     assert swept.exit_code == 2 and "options.exact: 'yes' is text, not a yes/no" in swept.stderr
+
+
+def test_all_beside_named_algorithms_is_refused_in_the_file_and_with_a(tmp_path, cli):
+    """Fuzz round q (#202, #448-#452): ``algorithms: [ring, all]`` and ``-a all -a ring`` ran
+    what ``all`` runs, the named one absorbed without a word, where ``[ring, ring]`` is refused."""
+    with pytest.raises(InputError, match=re.escape("algorithms: ring, tree beside all: all runs auto and every "
+                                                   "algorithm the collective has")):
+        scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}},
+                            "sizes": ["1 MiB"], "algorithms": ["ring", "all", "tree"]})
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    for command in (("run",), ("sweep", "--out", tmp_path / "o", "--workers", "1")):
+        result = cli(*command[:1], tmp_path / "s.yaml", "-a", "all", "-a", "ring", *command[1:])
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1
+        assert "--algorithm: all runs auto and every algorithm allreduce has, so ring beside it" in result.stderr
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("generate, options, says", [
@@ -1837,6 +1859,24 @@ def test_jobs_say_which_nccl_variables_no_job_read(tmp_path, cli, variable, valu
     assert len(said) == (1 if unread else 0), document.get("warnings")
     if unread:
         assert document["jobs"] == plain["jobs"] and f"warning key_unread: {variable}={value}" in result.stderr
+
+
+@pytest.mark.parametrize("jobs, said", [
+    ([{"name": "a", "gpus": 4, "size": "1 MiB", "algorithm": "ring"},
+      {"name": "b", "gpus": 4, "size": "1 MiB", "algorithm": "tree"}], True),  # RCCL runs MSCCL for auto and direct
+    ([{"name": "a", "gpus": 8, "size": "1 MiB"}], False)])  # auto on the 8 MI300X: MSCCL's file unset, ring without
+def test_jobs_say_an_msccl_variable_no_job_reads(tmp_path, cli, jobs, said):
+    """Fuzz round q (#455-#461): jobs never said RCCL_MSCCL_ENABLE changed nothing; now where
+    every auto or direct job runs the same MSCCL file (or none) without it, and then every
+    job's answer is the unset run's."""
+    box = {"name": "m", "generate": {"kind": "full_mesh", "server": "amd-mi300x-platform"}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"name": "s", "topology": box, "jobs": jobs}))
+    plain = json.loads(cli("run", tmp_path / "s.yaml", "--json", "-").stdout)
+    result = cli("run", tmp_path / "s.yaml", "--json", "-", env={"RCCL_MSCCL_ENABLE": "0"})
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    unread = [w for w in document.get("warnings", []) if w["kind"] == "key_unread" and w["link"] == "RCCL_MSCCL_ENABLE"]
+    assert len(unread) == int(said) and (document["jobs"] == plain["jobs"]) == said
 
 
 @pytest.mark.parametrize("parallelism, warned", [({"tp": 2, "pp": 2}, True), ({"tp": 2}, False)])

@@ -310,6 +310,9 @@ def test_an_msccl_variable_that_changes_nothing_says_why():
     assert [w.message for w in ring.warnings if w.kind == "key_unread"] == [
         "RCCL_MSCCL_ENABLE=0 changed nothing here: RCCL runs an MSCCL file for auto and direct only, and ring runs "
         "as named"]
+    # fuzz q (#453-#461): under model: ideal too (its auto and direct run RCCL's MSCCL schedule)
+    ideal = simulate(one, "ring", 640 * 1024, env={"RCCL_MSCCL_FORCE_ENABLE": "1"}, model="ideal")
+    assert [w.link for w in ideal.warnings if w.kind == "key_unread"] == ["RCCL_MSCCL_FORCE_ENABLE"]
     direct = simulate(one, "direct", 6 * 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
     assert direct.nccl_channels != simulate(one, "direct", 6 * 2**20, env={}).nccl_channels
     assert not [w for w in direct.warnings if w.kind == "key_unread"]

@@ -16,6 +16,10 @@ def algorithm_option(algorithms: tuple[str, ...], scenario: Path, collective: st
     if unknown:
         raise InputError(f"--algorithm: unknown algorithm {unknown[0]!r} for {collective}; expected one of "
                          f"{', '.join(table)}, auto or all", scenario)
+    if "all" in algorithms and len(set(algorithms)) > 1:
+        raise InputError(f"--algorithm: all runs auto and every algorithm {collective} has, so "
+                         f"{', '.join(a for a in dict.fromkeys(algorithms) if a != 'all')} beside it would run once "
+                         "anyway; give -a all alone, or name the algorithms", scenario)
     every = ["auto", *table]  # all: NCCL's own pick too, beside every algorithm the collective has
     return list(dict.fromkeys(n for a in algorithms for n in (every if a == "all" else [a])))
 

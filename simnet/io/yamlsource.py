@@ -38,17 +38,18 @@ class _LOADER(_BASE_LOADER):
     """libyaml's C parser when installed (~30x faster, same marks, nesting bounded), else
     PyYAML's; with YAML 1.1's base-60 numbers left out, so an unquoted ratio ``4:1`` stays the
     text the field parses as 4, never the number 241; and numbers and yes/noes as YAML 1.2 and
-    people read them: ``010`` is ten, not octal eight, ``1e3`` a thousand, not text, and only
-    ``true``/``false`` a yes/no (``no``, ``on``, ``off`` stay text: ``name: no`` is a name)."""
+    people read them: ``010`` is ten, not octal eight, ``1e3`` a thousand, not text, ``1_000``
+    and ``0b100`` text, not numbers, and only ``true``/``false`` a yes/no (``no``, ``on``,
+    ``off`` stay text: ``name: no`` is a name)."""
 
     yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if rx.match("4:1") is None
                                        and rx.match("1:30.5") is None and rx.match("yes") is None]
                                for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()}
 
 
-_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?[0-9][0-9_]*|[-+]?0x[0-9a-fA-F_]+)$")
-_FLOAT = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?"
-                    r"|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_INT = re.compile(r"^[-+]?(?:[0-9]+|0x[0-9a-fA-F]+)$")
+_FLOAT = re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
+                    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 _LOADER.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
 _LOADER.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 _LOADER.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
@@ -57,13 +58,12 @@ _LOADER.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|Tr
 
 def _decimal_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     """An integer as a person reads it: ``010`` is ten (YAML 1.1 would read eight, an octal),
-    ``0x10`` and ``0b10`` keep their bases."""
-    text = loader.construct_scalar(node).replace("_", "")
+    ``0x10`` sixteen (YAML 1.2's hexadecimal); YAML 1.1's ``0b100`` and ``1_000`` are text,
+    as in YAML 1.2 (``_INT``)."""
+    text = loader.construct_scalar(node)
     sign = -1 if text.startswith("-") else 1
     digits = text.lstrip("+-")
-    if digits[:2] in ("0x", "0b"):
-        return sign * int(digits[2:], 16 if digits[1] == "x" else 2)
-    return sign * int(digits, 10)
+    return sign * (int(digits[2:], 16) if digits[:2] == "0x" else int(digits, 10))
 
 
 _LOADER.add_constructor("tag:yaml.org,2002:int", _decimal_int)

@@ -28,12 +28,13 @@ from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
-from simnet.run.simulate import unread_by_every
+from simnet.run.simulate import msccl_read, unread_by_every
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults
 from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 
 __all__ = ["run_jobs", "JobsResult"]
@@ -203,6 +204,13 @@ def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) ->
     said = nccl_choice_unread(env, algorithms, ALLREDUCE, "every job")
     said += unread_by_every(env, [(point, algorithm, size, {}) for point, algorithm, size in decisions], "every job",
                             candidates=False)  # an auto job runs NCCL's pick alone
+    msccl = [name for name in MSCCL_VARIABLES if name in env]
+    if msccl and decisions and not any(msccl_read(point, algorithm, size, msccl)
+                                       for point, algorithm, size in decisions):
+        it = "it" if len(msccl) == 1 else "them"
+        said.append(Finding("key_unread", msccl[0], (
+            f"{', '.join(f'{name}={env[name]}' for name in msccl)} changed nothing here: RCCL runs an MSCCL file for "
+            f"auto and direct only, and every such job runs the same one (or none) without {it}")))
     names = [name for name in P2P_CHANNEL_VARIABLES if name in env]
     if names and algorithms:
         it = "it" if len(names) == 1 else "them"

@@ -81,7 +81,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
-    if msccl and point.model == "rccl":
+    if msccl and point.model in ("rccl", "ideal"):  # ideal's auto and direct run RCCL's MSCCL schedule too
         result = _msccl_unfelt(point, algorithm, result, size, conditions, options, msccl)
     if "NCCL_PROTO" in env and result.gpus > 1 and not reads_nccl_proto(algorithm, point.collective):
         result = replace(result, warnings=[*result.warnings, proto_unread(env["NCCL_PROTO"], [algorithm])])
@@ -314,6 +314,13 @@ def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Co
     return _said_unread(point, result, names, why)
 
 
+def msccl_read(point: Setup, algorithm: str, size: int, names: list[str]) -> bool:
+    """Whether RCCL's MSCCL variables ``names`` may change a run of ``algorithm`` at ``size``
+    bytes: RCCL runs an MSCCL file for ``auto`` (before its own tuner) and ``direct`` only,
+    and only where the file it runs (``Setup.msccl``, or none) differs without them."""
+    return algorithm in ("auto", "direct") and _without(point, names).msccl(size) != point.msccl(size)
+
+
 def _msccl_unfelt(point: Setup, algorithm: str, result: Result, size: int, conditions: Conditions, options: dict,
                   names: list[str]) -> Result:
     """``result`` (of ``algorithm``, ``auto`` included) with a ``key_unread`` warning when
@@ -321,11 +328,10 @@ def _msccl_unfelt(point: Setup, algorithm: str, result: Result, size: int, condi
     same MSCCL file (or none) and picks the same, in the same time and traffic on the same
     channels (no MSCCL file fits this run with them or without: RCCL 2.21.5's are for 8
     MI300X of one host)."""
-    plain = _without(point, names)
-    other = plain.simulate(algorithm, size, False, None, conditions, options)
+    other = _without(point, names).simulate(algorithm, size, False, None, conditions, options)
     if (other.algorithm, other.nccl_channels, _traffic(other)) != (result.algorithm, result.nccl_channels,
                                                                    _traffic(result)) \
-            or (algorithm in ("auto", "direct") and plain.msccl(size) != point.msccl(size)):  # MSCCL's readers
+            or msccl_read(point, algorithm, size, names):
         return result
     it = "it" if len(names) == 1 else "them"
     return _said_unread(point, result, names, (

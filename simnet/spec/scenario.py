@@ -188,6 +188,9 @@ class ScenarioSpec(Strict):
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise ValueError(f"{name!r} is listed twice")
+        if "all" in names and len(names) > 1:  # it runs them: listed beside it, they would run once without a word
+            raise ValueError(f"{', '.join(n for n in names if n != 'all')} beside all: all runs auto and every "
+                             "algorithm the collective has; write all alone, or list the algorithms without it")
         return value
 
 
