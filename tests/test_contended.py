@@ -650,3 +650,28 @@ def test_a_timeline_of_a_ring_too_large_to_replay_keeps_its_steady_bound(monkeyp
     result = simulate(topo, "ring", 2**24, faults=faults, timeline=True)
     # (the healthy run the fault's cost is told against, without a timeline, takes its parts: 11,904)
     assert result.replay.engine == "lanes-steady" and 15_872 not in fluid_runs
+
+
+def test_exact_is_said_to_change_nothing_exactly_where_no_bound_would_have_answered(monkeypatch):
+    """Fuzz round q (#275, debatable): ``exact: true`` on a run that replays exactly anyway was
+    taken without a word. Only a ring under NCCL's model is ever bounded: beside a tree, under
+    ``model: ideal`` or where the lanes prove the ring exact, it is warned ``option_unread``; on
+    the ring past MAX_EXACT that the bound would answer, it is read (an exact replay, not a bound)."""
+    import simnet.run.point as point
+
+    def unread(run):
+        return [w.link for w in run.warnings if w.kind == "option_unread"]
+
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 4}})
+    for algorithm, model in (("ring", None), ("tree", None), ("ring", "ideal")):
+        run = simulate(box, algorithm, 2**20, model=model, exact=True)
+        assert unread(run) == ["options.exact"]
+        assert run.time_s == simulate(box, algorithm, 2**20, model=model).time_s
+    topo = topology_from_dict({"name": "ls", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8, "oversubscription": 2, "spines": 4}})
+    faults = [{"at": "106570 ns", "node": "tor1", "bandwidth": "62%"}]
+    monkeypatch.setattr(point, "MAX_EXACT", 12_000)  # this 15,872-transfer ring counts as too large
+    bounded = simulate(topo, "ring", 2**24, faults=faults, timeline=True)  # (without one, its parts answer exactly)
+    exact = simulate(topo, "ring", 2**24, faults=faults, timeline=True, exact=True)
+    assert bounded.replay.engine == "lanes-steady" and exact.replay.engine != "lanes-steady" and not unread(exact)
+    assert exact.time_s <= bounded.time_s  # (an upper bound, here met: the answer says bound or not)
