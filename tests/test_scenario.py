@@ -175,6 +175,10 @@ def test_a_quoted_gpu_count_and_a_ratio_read_as_written():
     with pytest.raises(InputError, match="gpus: '8': give a GPU count \\(unquoted, e.g. 8\\)"):
         scenario_from_dict({"name": "q", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
                             "size": "1 MiB", "algorithms": ["ring"], "gpus": "8"})
+    # fuzz q: YAML 1.1's 0b110 is text now, and not a quoted count
+    with pytest.raises(InputError, match="gpus: '0b110': give a GPU count \\(in the digits 0-9, e.g. 8\\)"):
+        scenario_from_dict({"name": "q", "topology": {"name": "t", "generate": {"kind": "nvswitch"}},
+                            "size": "1 MiB", "algorithms": ["ring"], "gpus": "0b110"})
     spec = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "spines": 1}
     ratio = topology_from_dict({"name": "r", "generate": {**spec, "oversubscription": "4:1"}})
     number = topology_from_dict({"name": "n", "generate": {**spec, "oversubscription": 4}})

@@ -65,7 +65,8 @@ def _gpu_choice(value: object) -> object:
     if isinstance(value, int) and value < 1:
         raise ValueError(f"{value}: give a GPU count of at least 1, a list of GPU names, or all")
     if isinstance(value, str) and value != "all":
-        raise ValueError(f"{value!r}: give a GPU count (unquoted, e.g. 8), a list of GPU names, or all")
+        how = "unquoted" if value.strip().isdigit() else "in the digits 0-9"
+        raise ValueError(f"{value!r}: give a GPU count ({how}, e.g. 8), a list of GPU names, or all")
     return value
 
 
