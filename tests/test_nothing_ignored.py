@@ -179,8 +179,8 @@ def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
 
     assert [load_value(t) for t in ("010", "1e3", "-07", "0x10", "4:1")] == [10, 1000.0, -7, 16, "4:1"]
     # fuzz q (#462-#472): YAML 1.1's binary and underscores are text in YAML 1.2, as here
-    assert [load_value(t) for t in ("0b100", "1_6", "0x_10", "1_000.5", "0o10")] == [
-        "0b100", "1_6", "0x_10", "1_000.5", "0o10"]
+    assert [load_value(t) for t in ("0b100", "1_6", "0x_10", "1_000.5", "0o10", "+0x4", "0X4")] == [
+        "0b100", "1_6", "0x_10", "1_000.5", "0o10", "+0x4", "0X4"]  # (fuzz r: YAML 1.2's hexadecimal has no sign)
     with pytest.raises(InputError, match=re.escape("options.channels: '1_6' is not a whole number")):
         scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 4}},
                             "sizes": ["1 MiB"], "algorithms": ["ring"], "options": {"channels": load_value("1_6")}})

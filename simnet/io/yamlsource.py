@@ -47,7 +47,7 @@ class _LOADER(_BASE_LOADER):
                                for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()}
 
 
-_INT = re.compile(r"^[-+]?(?:[0-9]+|0x[0-9a-fA-F]+)$")
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+)$")  # YAML 1.2's core schema: hexadecimal has no sign
 _FLOAT = re.compile(r"^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
                     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 _LOADER.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
@@ -61,9 +61,7 @@ def _decimal_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     ``0x10`` sixteen (YAML 1.2's hexadecimal); YAML 1.1's ``0b100`` and ``1_000`` are text,
     as in YAML 1.2 (``_INT``)."""
     text = loader.construct_scalar(node)
-    sign = -1 if text.startswith("-") else 1
-    digits = text.lstrip("+-")
-    return sign * (int(digits[2:], 16) if digits[:2] == "0x" else int(digits, 10))
+    return int(text[2:], 16) if text.startswith("0x") else int(text, 10)
 
 
 _LOADER.add_constructor("tag:yaml.org,2002:int", _decimal_int)

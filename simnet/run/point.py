@@ -305,6 +305,16 @@ class Setup:
                       channels=info.get("channels"), replay=run, collective=self.collective,
                       nccl_channels=decided.detail.running_channels if decided.detail is not None else None)
 
+    def boundable(self, algorithm: str, size: int, options: dict) -> bool:
+        """Whether ``_replay`` could bound a run of ``algorithm`` at ``size`` bytes rather than
+        replay it, were ``options["exact"]`` not set: a ring of more than ``MAX_EXACT``
+        transfers under NCCL's or RCCL's model."""
+        if algorithm != "ring" or self.model == "ideal":
+            return False
+        decided = self.plan(algorithm, size, {k: v for k, v in options.items() if k != "exact"})
+        program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        return program is not None and len(program) > MAX_EXACT
+
     def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: Conditions,
                 engine: dict):
         """(the model's plan, the replay, the schedule's info): lane by lane
