@@ -42,11 +42,13 @@ def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
     on two planes of half the bandwidth (NCCL merges a NIC's ports: docs/topologies.md
     ``planes``; to rounding: NCCL's channels never leave their rail's leaves there); EFA NICs
     written out two per GPU at half the rate (aws-ofi-nccl groups them into one device:
-    docs/model.md, "Several NICs per GPU"; within 2 %)."""
+    docs/model.md, "Several NICs per GPU"; within 2 %) where no uplink is oversubscribed (there
+    the stripes of two NICs meet the spines otherwise than one NIC's flows: the docs say so)."""
     forms = [(generated, 1e-9)]
     if generated["kind"] == "rail_optimized" and generated["units"] == 1:
         forms.append(({**generated, "planes": 2}, 1e-6))  # halves of bytes round apart
-    if generated["kind"] == "leaf_spine" and generated["transport"] == "efa" and generated["nic_per"] == "gpu":
+    if generated["kind"] == "leaf_spine" and generated["transport"] == "efa" and generated["nic_per"] == "gpu" and \
+            generated["oversubscription"] == 1:
         written_out = {k: v for k, v in generated.items() if k != "nic_per"}
         forms.append(({**written_out, "nics_per_host": 2 * generated["gpus_per_host"], "nic_bandwidth": "200 Gb/s"},
                       0.02))
