@@ -287,7 +287,8 @@ def test_the_shipped_scale_scenario_runs_one_scalable_unit_as_a_user_types_it(tm
     test); one scalable unit runs here. Its tokens/s is the step's tokens over the step."""
     path = Path(__file__).parent.parent / "scenarios" / "llm_at_scale.yaml"
     # the sweep as the file states it: load_scenario would load the 16,384-GPU fabric once
-    # more just to read it (tests/test_scenario.py loads every shipped scenario)
+    # more just to read it (the run below loads the scenario whole, as every shipped one is
+    # loaded in tests/test_scenario.py)
     assert yaml.safe_load(path.read_text())["sweep"] == {"gpus": [256, 1024, 4096, 16384]}
     result = cli("run", path, "--gpus", "256", "--json", tmp_path / "out.json")
     assert result.exit_code == 0, result.stderr
