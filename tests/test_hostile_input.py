@@ -251,6 +251,10 @@ def test_one_gpu_alone_is_checked_and_drawn(cli, tmp_path):
     (["run", "x.yaml", "-g", "2.0"], "simnet run: Invalid value for '-g' / '--gpus': '2.0' is not a whole number"),
     (["replay-trace", "x.json", "-t", "t.yaml", "--gpu-speedup", "fast"],
      "simnet replay-trace: Invalid value for '--gpu-speedup': 'fast' is not a number"),
+    # fuzz r #206: click's "'0x2' is not a valid integer range." where -g says it in the user's words
+    (["replay-trace", "x.json", "-t", "t.yaml", "--ranks-per-trace", "0x2"],
+     "simnet replay-trace: Invalid value for '--ranks-per-trace': '0x2' is not a whole number; write one in the "
+     "digits 0-9"),
 ])
 def test_usage_errors_are_one_line(cli, args, message):
     result = cli(*args)

@@ -6,6 +6,7 @@ import errno
 import functools
 import gc
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,6 +114,9 @@ class _DigitsAsWritten:
     def convert(self, value, param, ctx):
         if isinstance(value, str) and not value.isascii():
             self.fail(f"{value!r} is not a number written in digits 0-9", param, ctx)
+        if isinstance(value, str) and isinstance(self, click.types.IntParamType) and \
+                not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):  # click would say "not a valid integer range"
+            self.fail(f"{value!r} is not a whole number; write one in the digits 0-9 (e.g. 8)", param, ctx)
         return super().convert(value, param, ctx)
 
 
