@@ -205,12 +205,18 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
 
     if steady:
         return equal_split()
-    demand = np.array([np.bincount(route[moving].ravel(), weights=np.repeat(regime[moving], width),
-                                   minlength=links + 1)[:links] for route, regime in zip(paths, rate)])
+    def watched_by(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the links several of ``lanes`` (a mask of moving lanes) could fill in some regime,
+        which of those lanes cross one of them): the links to watch and whose transfers."""
+        counts = np.array([np.bincount(route[lanes].ravel(), minlength=links + 1)[:links] for route in paths])
+        demand = np.array([np.bincount(route[lanes].ravel(), weights=np.repeat(regime[lanes], width),
+                                       minlength=links + 1)[:links] for route, regime in zip(paths, rate)])
+        links_filled = ((counts > 1) & (demand >= SATURATED * capacity)).any(axis=0)
+        return links_filled, np.flatnonzero(lanes & np.append(links_filled, False)[paths].any(axis=(0, 2)))
+
     # links several lanes could fill: watch their lanes' transfers and check afterwards, instant by
     # instant, that they never asked for more than the link carries (then max-min never bound)
-    watched = ((crossings > 1) & (demand >= SATURATED * capacity)).any(axis=0)
-    watch = np.flatnonzero(moving & np.append(watched, False)[paths].any(axis=(0, 2)))
+    watched, watch = watched_by(moving)
     watched_transfers = len(watch) * int(program.flows.max())
     checkable = watched_transfers <= MAX_WATCHED and fits(watched_transfers * WATCHED_BYTES)
     if not checkable and accept == "lanes":
@@ -232,11 +238,7 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
         flows = int(program.flows[~contended].max(initial=0))
         if moves or not flows:
             return None
-        own_demand = np.array([np.bincount(route[own].ravel(), weights=np.repeat(regime[own], width),
-                                           minlength=links + 1)[:links] for route, regime in zip(paths, rate)])
-        own_crossings = np.array([np.bincount(route[own].ravel(), minlength=links + 1)[:links] for route in paths])
-        own_watched = ((own_crossings > 1) & (own_demand >= SATURATED * capacity)).any(axis=0)
-        own_watch = np.flatnonzero(own & np.append(own_watched, False)[paths].any(axis=(0, 2)))
+        own_watched, own_watch = watched_by(own)
         if len(own_watch) * flows > MAX_WATCHED or not fits(len(own_watch) * flows * WATCHED_BYTES):
             return None
         done = finished[~contended]

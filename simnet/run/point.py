@@ -312,8 +312,15 @@ class Setup:
         if algorithm != "ring" or self.model == "ideal":
             return False
         decided = self.plan(algorithm, size, {k: v for k, v in options.items() if k != "exact"})
-        program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
-        return program is not None and len(program) > MAX_EXACT
+        return self._too_large_to_replay(build_program(algorithm, self.topo, size, collective=self.collective,
+                                                       **decided.options))
+
+    def _too_large_to_replay(self, program) -> bool:
+        """Whether ``program`` is a ring the fluid network would not finish (more than
+        ``MAX_EXACT`` transfers) under NCCL's or RCCL's model, which ``_replay`` bounds
+        unless ``options["exact"]``."""
+        return program is not None and program.algorithm == "ring" and len(program) > MAX_EXACT and \
+            self.model != "ideal"
 
     def _replay(self, algorithm: str, size: int, options: dict, timeline: bool, conditions: Conditions,
                 engine: dict):
@@ -335,8 +342,7 @@ class Setup:
         faults = list(conditions.faults)  # stragglers only delay each lane's first transfer
         program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and worth_replaying(program):
-            big_ring = (program.algorithm == "ring" and len(program) > MAX_EXACT and self.model != "ideal"
-                        and not options.get("exact"))
+            big_ring = self._too_large_to_replay(program) and not options.get("exact")
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
                 lane_times = lane_timing(decided, program, self.topo)
