@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from simnet import simulate
+from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, memory_budget
-from simnet.schedule.catalog import build_schedule
-from simnet.schedule.transfers import TRANSFER_BYTES, transfer_bytes
+from simnet.schedule.catalog import algorithms_for, build_schedule
+from simnet.schedule.kinds import COLLECTIVES
+from simnet.schedule.transfers import TRANSFER_BYTES, count_transfers, transfer_bytes
 from simnet.topology.loader import topology_from_dict
 
 
@@ -90,3 +93,69 @@ print(count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     count, extra = map(int, out.split())
     assert extra <= count * transfer_bytes(algorithm) + 64e6, (count, extra)
+
+
+@pytest.mark.parametrize("collective, algorithm", [(c, a) for c in COLLECTIVES for a in algorithms_for(c)])
+def test_a_count_without_building_is_the_built_schedule_s_length(collective, algorithm):
+    """``count_transfers`` (what a scenario checks before its first run) runs the algorithm's
+    own builder, keeping nothing: every schedule of every collective counts as long as it is."""
+    topo = _cluster(16)
+    try:
+        built = len(build_schedule(algorithm, topo, 2**24, collective=collective))
+    except Unsupported:
+        pytest.skip(f"{algorithm} does not run on this leaf-spine")
+    assert count_transfers(lambda: build_schedule(algorithm, topo, 2**24, collective=collective)) == built
+
+
+def test_hierarchical_answers_with_the_way_between_groups_that_fits(monkeypatch):
+    """A ring between groups too large for the memory leaves hierarchical the tree's run,
+    whose time it is (the same run as ``inner: tree``), said in a warning, not a refusal."""
+    topo = _cluster(32)
+    tree, ring = (len(build_schedule("hierarchical", topo, 2**26, inner=inner)) for inner in ("tree", "ring"))
+    assert tree < ring
+    monkeypatch.setenv("SIMNET_MEMORY", f"{tree * transfer_bytes('hierarchical')} B")
+    result = simulate(topo, "hierarchical", 2**26)
+    assert result.time_s == simulate(topo, "hierarchical", 2**26, inner="tree").time_s
+    assert result.variants == {"inner": {"tree": result.time_s}}
+    said = [w for w in result.warnings if w.kind == "variant_too_large"]
+    assert len(said) == 1 and "a ring between groups was not simulated" in said[0].message
+    monkeypatch.setenv("SIMNET_MEMORY", f"{min(tree, ring) * transfer_bytes('hierarchical') - 1} B")
+    with pytest.raises(TooLarge):  # neither fits: refused
+        simulate(topo, "hierarchical", 2**26)
+
+
+def test_auto_leaves_out_a_candidate_too_large_and_refuses_a_pick_too_large(monkeypatch):
+    """A ReduceScatter over eight one-GPU hosts: at 16 MiB NCCL picks the ring (a lane
+    program, no schedule built) and times PAT beside it, at 64 KiB it picks PAT, whose
+    schedule does not fit here: left out beside the ring, refused as the pick."""
+    topo = topology_from_dict({"name": "ls", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 4,
+                                                           "gpus_per_host": 1, "spines": 2}})
+    pat = min(len(build_schedule("pat", topo, size, collective="reduce_scatter")) for size in (2**16, 2**24))
+    monkeypatch.setenv("SIMNET_MEMORY", f"{(pat - 1) * transfer_bytes('pat')} B")
+    result = simulate(topo, "auto", 2**24, collective="reduce_scatter")
+    assert result.algorithm == "ring" and list(result.auto["candidates"]) == ["ring"]
+    assert result.time_s == simulate(topo, "ring", 2**24, collective="reduce_scatter").time_s
+    said = [w.message for w in result.warnings if w.kind == "candidate_too_large"]
+    assert len(said) == 1 and said[0].startswith("auto: pat was not simulated beside NCCL's pick")
+    with pytest.raises(TooLarge, match="^pat over 8 GPUs at 64 KiB"):
+        simulate(topo, "auto", 2**16, collective="reduce_scatter")
+
+
+def test_a_scenario_refuses_a_run_too_large_before_any_run(monkeypatch, tmp_path):
+    """hierarchical at 1 GiB does not fit (in either way between groups); the runs at 1 MiB
+    before it would: none is simulated (the scenario counts every run's schedule first), and
+    the refusal names the large one."""
+    import simnet.run.scenario as scenario_module
+    from simnet.spec.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: ls, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 4, "
+                    "gpus_per_host: 8, spines: 2}}\nsizes: [1 MiB, 1 GiB]\nalgorithms: [tree, hierarchical]\n")
+    scenario = load_scenario(path)
+    small = max(len(build_schedule("hierarchical", scenario.topology, 2**20, inner=inner)) for inner in ("tree", "ring"))
+    monkeypatch.setenv("SIMNET_MEMORY", f"{small * transfer_bytes('hierarchical')} B")
+    calls = []
+    monkeypatch.setattr(scenario_module, "simulate", lambda *a, **k: calls.append(a))
+    with pytest.raises(TooLarge, match="^hierarchical over 32 GPUs at 1 GiB"):
+        scenario_module.run_scenario(scenario)
+    assert calls == []

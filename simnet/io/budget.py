@@ -31,7 +31,12 @@ _FALLBACK = 4 * 2**30
 
 
 class TooLarge(CannotSimulate):
-    """A run that would need more memory than the budget; ``str()`` says how much and what to do."""
+    """A run that would need more memory than the budget; ``str()`` says how much and what to
+    do, ``needed`` and ``budget`` are the bytes, ``what`` what needs them."""
+
+    def __init__(self, message: str, needed: float = 0.0, budget: int = 0, what: str = ""):
+        super().__init__(message)
+        self.needed, self.budget, self.what = needed, budget, what
 
 
 def memory_budget() -> int:
@@ -67,8 +72,23 @@ def check_fits(needed: float, what: str, remedy: str, budget: int | None = None)
     the one line says ``what`` needs them, how much, the budget and the ``remedy``."""
     budget = memory_budget() if budget is None else budget
     if not fits(needed, budget):
-        raise TooLarge(f"{what} (~{needed / 1e9:,.3g} GB), more than the {budget / 1e9:.3g} GB simnet may use here "
-                       f"(SIMNET_MEMORY; default 80% of the free memory): {remedy}")
+        need, have = gigabytes(needed, budget)
+        raise TooLarge(f"{what} (~{need} GB), more than the {have} GB simnet may use here "
+                       f"(SIMNET_MEMORY; default 80% of the free memory): {remedy}", needed, budget, what)
+
+
+def gigabytes(needed: float, budget: float) -> tuple[str, str]:
+    """``needed`` and ``budget`` bytes in GB, to three significant digits or as many more as
+    tell them apart (``(~0.21 GB), more than the 0.21 GB`` would say nothing).
+
+    >>> gigabytes(2.1e8, 2.097e8)
+    ('0.21', '0.2097')
+    """
+    for digits in range(3, 10):
+        need, have = f"{needed / 1e9:,.{digits}g}", f"{budget / 1e9:,.{digits}g}"
+        if need != have:
+            return need, have
+    return need, have
 
 
 def fits(needed: float, budget: int | None = None) -> bool:

@@ -51,6 +51,9 @@ class Finding:
     """A warning: ``kind`` is ``nic_overload``, ``link_congestion``, ``idle_servers``,
     ``upper_bound`` (the run was too large to replay exactly: its time is an upper bound),
     ``candidate_upper_bound`` (``auto``: another algorithm's time is only an upper bound),
+    ``candidate_too_large`` (``auto``: another algorithm too large for the memory was not
+    simulated), ``variant_too_large`` (``hierarchical``: one way between groups too large
+    for the memory was not simulated),
     ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
     profile was fitted on another machine), ``gpu_unnamed`` (GPUs of no named generation,

@@ -22,7 +22,7 @@ from simnet.engine.faults import Fault
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import join_gates, replay
 from simnet.errors import EnvironmentRefused, Unsupported
-from simnet.io.budget import fits
+from simnet.io.budget import TooLarge, fits, gigabytes
 from simnet.io.yamlsource import Source
 from simnet.model.calibration import Calibration, load_calibration, other_hardware
 from simnet.model.interface import lane_timing, resolve_model
@@ -34,7 +34,7 @@ from simnet.run.nccl_env import nccl_default, nccl_integer, nccl_system, turned_
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import ENGINE_OPTIONS
-from simnet.schedule.transfers import transfer_bytes
+from simnet.schedule.transfers import count_transfers, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
 from simnet.topology.graph import PS_PER_SECOND, Topology
@@ -159,6 +159,12 @@ def _timed(choice: predict.Choice) -> list[str]:
     candidates."""
     timed = {algorithm for algorithm, _ in choice.table}
     return [a for a in tables.ALGORITHMS if a in timed]
+
+
+def _needs(exc: TooLarge) -> str:
+    """What a ``TooLarge`` says the run needs, against the budget, in a few words."""
+    need, have = gigabytes(exc.needed, exc.budget)
+    return f"at least ~{need} GB, more than the {have} GB simnet may use here (SIMNET_MEMORY)"
 
 
 def _joined(timing, program, delays: Mapping[str, float]):
@@ -305,6 +311,39 @@ class Setup:
                       channels=info.get("channels"), replay=run, collective=self.collective,
                       nccl_channels=decided.detail.running_channels if decided.detail is not None else None)
 
+    def check_fits(self, algorithm: str, size: int, options: dict) -> None:
+        """Refuse (``TooLarge``) now a run of ``algorithm`` (or ``auto``) at ``size`` bytes whose
+        schedule the memory would not hold, its transfers counted without building them, so
+        that no other run is simulated first in vain. Lane programs cost memory per lane and
+        pass (their replay bounds or refuses the fluid network's share itself); ``auto`` is
+        NCCL's pick (its other candidates too large are left out, said so); ``hierarchical``
+        without ``inner`` fails when neither way between groups fits. Whatever else the run
+        would refuse it refuses when it runs."""
+        if len(self.topo.gpus) < 2 or not size:
+            return
+        try:
+            if algorithm == "auto":
+                algorithm = self.nccl_pick(size)
+            if algorithm == "hierarchical" and options.get("inner") is None:
+                refused = []
+                for inner in HIERARCHICAL_VARIANTS:
+                    try:
+                        self.check_fits(algorithm, size, {**options, "inner": inner})
+                        return
+                    except TooLarge as exc:
+                        refused.append(exc)
+                raise refused[0]
+            if algorithms_for(self.collective)[algorithm].program is not None:
+                return
+            self.refuse_what_env_turns_off(algorithm)
+            decided = self.plan(algorithm, size, options)
+            count_transfers(lambda: build_schedule(algorithm, self.topo, size, collective=self.collective,
+                                                   **decided.options))
+        except TooLarge:
+            raise
+        except (ValueError, KeyError):  # Unsupported, an unknown algorithm, ...: said by the run, in its turn
+            return
+
     def boundable(self, algorithm: str, size: int, options: dict) -> bool:
         """Whether ``_replay`` could bound a run of ``algorithm`` at ``size`` bytes rather than
         replay it, were ``options["exact"]`` not set: a ring of more than ``MAX_EXACT``
@@ -417,10 +456,22 @@ class Setup:
     def _fastest_inner(self, size: int, timeline: bool, options: dict, conditions: Conditions) -> Result:
         """``hierarchical`` with each of ``HIERARCHICAL_VARIANTS`` between groups; the faster
         run, its ``options["inner"]`` saying which, ``variants`` every one's time."""
-        runs = {inner: self.simulate("hierarchical", size, timeline, None, conditions, {**options, "inner": inner})
-                for inner in HIERARCHICAL_VARIANTS}
+        runs, too_large = {}, {}
+        for inner in HIERARCHICAL_VARIANTS:
+            try:
+                runs[inner] = self.simulate("hierarchical", size, timeline, None, conditions,
+                                            {**options, "inner": inner})
+            except TooLarge as exc:  # the other variant may still fit: its answer, said to be one of two
+                too_large[inner] = exc
+        if not runs:
+            raise next(iter(too_large.values()))
         best = min(runs, key=lambda inner: runs[inner].time_s)
-        return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}})
+        said = [Finding("variant_too_large", "", (
+            f"hierarchical with a {inner} between groups was not simulated: it needs {_needs(exc)}, so this is "
+            f"the {best} variant's time and the {inner} might be faster (options.inner: {best} runs the {best} "
+            f"alone; a larger chunk_size fits both)")) for inner, exc in too_large.items()]
+        return replace(runs[best], variants={"inner": {inner: run.time_s for inner, run in runs.items()}},
+                       warnings=said + runs[best].warnings)
 
     def _auto(self, size: int, timeline: bool, options: dict, conditions: Conditions,
               known: Mapping[str, Result] | None = None) -> Result:
@@ -436,13 +487,24 @@ class Setup:
                 "nccl_pick": {"algorithm": "SendRecv", "protocol": run.protocol, "predicted_s": None},
                 "candidates": {"direct": run.time_s}, "fastest": "direct", "fastest_hint": "",
                 "nccl_algo": None, "nccl_proto": self.env.get("NCCL_PROTO") or None})
-        choice = self.nccl_choice(size)
-        candidates = _timed(choice)
-        results = {a: known.get(tables.SIMNET_NAMES[a]) or self.simulate(
-            tables.SIMNET_NAMES[a], size, timeline, None, conditions, options) for a in candidates}
-        msccl = self.msccl(size)
+        choice, msccl = self.nccl_choice(size), self.msccl(size)
+        pick = choice.algorithm if msccl is None else None  # (RCCL's MSCCL file is run by direct, below)
+        results, too_large = {}, {}
+        for a in sorted(_timed(choice), key=lambda a: a != pick):  # a pick too large is refused before the others
+            try:
+                results[a] = known.get(tables.SIMNET_NAMES[a]) or self.simulate(
+                    tables.SIMNET_NAMES[a], size, timeline, None, conditions, options)
+            except TooLarge as exc:
+                if a == pick:
+                    raise
+                too_large[tables.SIMNET_NAMES[a]] = exc
+        results = {a: results[a] for a in _timed(choice) if a in results}  # in NCCL's order
+        unsimulated = [Finding("candidate_too_large", "", (
+            f"auto: {name} was not simulated beside NCCL's pick: it needs {_needs(exc)}, so it may be faster than "
+            f"what auto says is fastest")) for name, exc in too_large.items()]
         if msccl is not None:  # RCCL runs MSCCL before its own tuner (NCCL_ALGO, NCCL_PROTO not consulted)
-            return self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
+            run = self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
+            return replace(run, warnings=unsimulated + run.warnings)
         picked = _judged_apart(results[choice.algorithm])
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
@@ -451,7 +513,7 @@ class Setup:
             picked = replace(picked, warnings=[Finding("candidate_upper_bound", "", (
                 f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
                 f"so it may be faster than its time says"))] + picked.warnings)
-        return replace(picked, auto={
+        return replace(picked, warnings=unsimulated + picked.warnings, auto={
             "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol,
                           "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
             "candidates": {tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},

@@ -8,7 +8,7 @@ from dataclasses import replace
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import proto_unread, reads_nccl_proto, simulate, steering_variables
+from simnet.run.simulate import check_fits, proto_unread, reads_nccl_proto, simulate, steering_variables
 from simnet.run.training import training_step
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import ALLREDUCE
@@ -42,6 +42,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         progress(done, total)
 
     skipped: dict[str, str] = {}
+    if total > 1:  # a run too large for the memory is refused before the others ran, not after
+        for size in dict.fromkeys([*scenario.sizes, *buckets]):
+            for algorithm in scenario.algorithms:
+                check_fits(scenario.topology, algorithm, size, model=scenario.model, calibration=scenario.calibration,
+                           collective=scenario.collective, **scenario.options)
 
     def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
         """Every algorithm of the scenario at ``size``; auto reuses the runs it would repeat."""

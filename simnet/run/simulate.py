@@ -32,7 +32,7 @@ from simnet.topology.graph import Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "check_fits"]
 
 
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
@@ -62,12 +62,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     """
     size = checked_size(size)
     options = checked_options(options)
-    topo = topology if isinstance(topology, Topology) else load_topology(topology)
-    topo = topo.subset(gpus)
-    env = nccl_env(env)
-    calibration = calibration_of(calibration if calibration is not None else topo.calibration)
+    point = _setup(topology, gpus, model, env, calibration, collective)
+    topo, env, calibration = point.topo, point.env, point.calibration
     conditions = Conditions.of(topo, faults, stragglers)
-    point = Setup(topo, lookup_collective(collective).name, model, env, calibration)
     counted = next((name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env), None)
     if counted and options.get("channels"):
         raise ValueError(f"options.channels and {counted}={env[counted]} both set the channels; give one")
@@ -126,6 +123,28 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
+
+
+def check_fits(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
+               model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
+               calibration: Calibration | str | Path | None = None, collective: str = ALLREDUCE,
+               **options) -> None:
+    """Refuse (``simnet.io.budget.TooLarge``) before anything runs a ``simulate`` call with
+    these arguments whose schedule the memory would not hold (``Setup.check_fits``): a
+    scenario checks every run so before its first, and is refused in one line instead of
+    after the runs before it. Other refusals are left to ``simulate``."""
+    point = _setup(topology, gpus, model, env, calibration, collective)
+    point.check_fits(algorithm, checked_size(size), checked_options(options))
+
+
+def _setup(topology: Topology | str | Path, gpus: int | list[str] | None, model: str | None,
+           env: Mapping[str, str] | None, calibration: Calibration | str | Path | None, collective: str) -> Setup:
+    """The ``Setup`` of a ``simulate`` call: the topology loaded and cut to ``gpus``, the
+    environment as NCCL reads it, the calibration profile (default: the topology's)."""
+    topo = topology if isinstance(topology, Topology) else load_topology(topology)
+    topo = topo.subset(gpus)
+    calibration = calibration_of(calibration if calibration is not None else topo.calibration)
+    return Setup(topo, lookup_collective(collective).name, model, nccl_env(env), calibration)
 
 
 def reads_nccl_proto(algorithm: str, collective: str) -> bool:

@@ -26,7 +26,8 @@ with their own input; other nodes (a parameter server) start with zeros.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,8 +35,8 @@ import numpy as np
 from simnet import units
 from simnet.io.budget import check_fits, memory_budget
 
-__all__ = ["Schedule", "ScheduleBuilder", "COPY", "REDUCE", "split_range", "in_order", "csr_rows", "TRANSFER_BYTES",
-           "transfer_bytes"]
+__all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "COPY", "REDUCE", "split_range", "in_order", "csr_rows",
+           "TRANSFER_BYTES", "transfer_bytes"]
 
 COPY = 0
 REDUCE = 1
@@ -138,6 +139,31 @@ def csr_rows(ptr: np.ndarray, idx: np.ndarray, items: np.ndarray) -> np.ndarray:
     return idx[offsets + np.arange(total)]
 
 
+_COUNTED: ContextVar[list[int] | None] = ContextVar("counted", default=None)
+"""Where builders made inside ``count_transfers`` put their counts (None: they build)."""
+
+
+def count_transfers(build: Callable[[], object]) -> int:
+    """The transfers the schedules ``build()`` makes would hold, counted without keeping any:
+    the builders it makes check the memory budget as they go (``TooLarge``), as when they
+    build, and return empty schedules.
+
+    >>> def two():
+    ...     b = ScheduleBuilder("demo", ranks=["a", "b"], size=8)
+    ...     b.add(src=[0, 1], dst=[1, 0], lo=0, hi=8, op=REDUCE)
+    ...     return b.build()
+    >>> count_transfers(two), len(two())
+    (2, 2)
+    """
+    counts: list[int] = []
+    token = _COUNTED.set(counts)
+    try:
+        build()
+    finally:
+        _COUNTED.reset(token)
+    return sum(counts)
+
+
 def _flat(values: np.ndarray, shape: tuple[int, ...], n: int) -> np.ndarray:
     """``values`` broadcast to ``shape`` (``n`` elements), flattened; a view where it has that shape
     already (``np.broadcast_to`` costs microseconds a call, and a schedule makes tens of thousands)."""
@@ -167,6 +193,7 @@ class ScheduleBuilder:
         self._count = 0
         self._budget = memory_budget()
         self._per_transfer = transfer_bytes(algorithm)
+        self._counted = _COUNTED.get()  # inside count_transfers: count, keep nothing
         self.info: dict = {}
 
     def expect(self, transfers: int) -> None:
@@ -197,6 +224,9 @@ class ScheduleBuilder:
             return np.zeros(0, dtype=np.int64)
         if (self._count + n) * self._per_transfer > self._budget:
             self._check(f"needs over {self._count + n:,} transfers", self._count + n)
+        if self._counted is not None:
+            self._count += n
+            return np.arange(self._count - n, self._count, dtype=np.int64).reshape(shape)
         columns = [_flat(v, shape, n) for v in values]
         matrix = (np.stack([_flat(d, shape, n) for d in dep_values], axis=1) if dep_values
                   else np.full((n, 0), -1, dtype=np.int64))
@@ -234,7 +264,9 @@ class ScheduleBuilder:
         return self.add(node, node, 0, 0, COPY, deps=columns, step=-1, chunk=-1)
 
     def build(self) -> Schedule:
-        """The finished ``Schedule``."""
+        """The finished ``Schedule`` (empty inside ``count_transfers``, which takes the count)."""
+        if self._counted is not None:
+            self._counted.append(self._count)
         def column(name: str) -> np.ndarray:
             if not self._batches:
                 return np.zeros(0, dtype=_DTYPES[name])
