@@ -9,9 +9,10 @@ from simnet import topology_from_dict
 from simnet.engine.replay import replay
 from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
 from simnet.schedule.algorithms.tree import btree_parents, dtree_parents, tree_depth
-from simnet.schedule.catalog import ALGORITHMS, build_schedule
+from simnet.schedule.catalog import ALGORITHMS, algorithms_for, build_schedule
+from simnet.schedule.kinds import COLLECTIVES
 from simnet.schedule.transfers import COPY, REDUCE, ScheduleBuilder
-from simnet.schedule.verify import AllReduceMismatch, check_allreduce
+from simnet.schedule.verify import AllReduceMismatch, check_allreduce, check_collective
 
 # 4 racks x 4 hosts x 8 GPUs = 128 ranks; hosts, racks, NVLS and SHARP switches, and a ps node
 CLUSTER = topology_from_dict({
@@ -175,3 +176,33 @@ def test_nccl_trees_are_trees_and_complementary(n):
     if n % 2 == 0 and n > 2:
         interior = [set(np.unique(p[p >= 0]).tolist()) for p in (first, second)]
         assert not (interior[0] & interior[1])  # no rank is interior in both trees
+
+
+# two hosts of 8 GPUs, each GPU's two 200 Gb/s EFA NICs grouped by the plugin into one device
+EFA = topology_from_dict({"name": "efa", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                       "gpus_per_host": 8, "gpu": "h100", "transport": "efa",
+                                                       "nics_per_host": 16, "nic_bandwidth": "200 Gb/s"}})
+
+
+@pytest.mark.parametrize("collective, name", [(c, a) for c in COLLECTIVES for a in algorithms_for(c)])
+def test_every_schedule_striped_over_efa_nics_computes_its_collective(collective, name):
+    """Sends across hosts cut into one stripe per NIC of the sender's EFA device (as the
+    plugin stripes them) still compute the collective, in dependency order and in the
+    replay's real order; and an algorithm that does not lay its sends over NICs itself is
+    striped: every GPU sending across hosts sends through both NICs of its device."""
+    try:
+        schedule = build_schedule(name, EFA, 4096 + 17, collective=collective, chunk_size=512, channels=3)
+    except ValueError as exc:  # nvls on two hosts, ...: refused as NCCL refuses it
+        pytest.skip(str(exc))
+    check_collective(schedule, collective, timed=replay(schedule, EFA))
+    if not algorithms_for(collective)[name].stripes:
+        nodes = np.array(schedule.nodes)
+        host = np.array([EFA.label(n, "node") for n in schedule.nodes])
+        across = host[schedule.src] != host[schedule.dst]
+        assert across.any()
+        used: dict[str, set[str]] = {}
+        for a, b, c in zip(nodes[schedule.src[across]], nodes[schedule.dst[across]], schedule.channel[across]):
+            used.setdefault(str(a), set()).update(v for _, v in EFA.route(str(a), str(b), int(c))
+                                                  if EFA.kind(v) == "nic" and EFA.label(v, "node") == host[
+                                                      schedule.nodes.index(str(a))])
+        assert all(len(nics) == 2 for nics in used.values()), used

@@ -239,6 +239,9 @@ def timing(schedule: Schedule, topology: Topology, decided: NcclPlan) -> Timing:
     # to a new peer every step, so there its sender's share over the whole collective counts
     if decided.row == "PAT":
         carried = np.bincount(schedule.src, weights=schedule.nbytes.astype(float), minlength=len(schedule.nodes))[src]
+        # the stripes of one pair (a plugin striping its sends over NICs) share that one send's ceiling
+        _, pair, stripes = np.unique(src * len(schedule.nodes) + dst, return_inverse=True, return_counts=True)
+        carried = carried / stripes[pair]
     else:
         carried = np.bincount(which, weights=schedule.nbytes.astype(float), minlength=len(unique))
     per = connection_timing(decided, topology, schedule.nodes, channel, src, dst, carried, schedule.info)

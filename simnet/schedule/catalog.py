@@ -9,6 +9,7 @@ from __future__ import annotations
 from simnet import units
 from simnet.io.budget import check_fits
 from simnet.schedule import algorithms  # noqa: F401  (each module registers its algorithms)
+from simnet.schedule.channels import stripe_sends
 from simnet.schedule.kinds import ALLREDUCE, collective
 from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.registry import ALGORITHMS, COMMON_OPTIONS, REGISTRY, Algorithm
@@ -26,13 +27,15 @@ def algorithms_for(name: str) -> dict[str, Algorithm]:
 def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | None = None,
                    collective: str = ALLREDUCE, **options) -> Schedule:
     """The schedule of ``collective``'s algorithm ``name`` for ``size`` bytes (in nccl-tests'
-    convention for the collective) over ``ranks`` (default: all GPUs).
+    convention for the collective) over ``ranks`` (default: all GPUs), its sends across hosts
+    striped over EFA's NIC groups as the network plugin stripes them (``stripe_sends``).
 
     Options an algorithm does not use are ignored, so one option set serves a list of
     algorithms; an option no algorithm knows is refused.
     """
     algorithm, mine = _resolve(name, size, collective, options)
-    return algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)
+    schedule = algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)
+    return schedule if algorithm.stripes else stripe_sends(schedule, topology)
 
 
 def build_program(name: str, topology: Topology, size: int, ranks: list[str] | None = None,

@@ -34,9 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simnet.io.budget import check_fits
+from simnet.schedule.transfers import Schedule, csr_rows, transfer_bytes
 from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
 
-__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout"]
+__all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout",
+           "plugin_stripes", "stripe_sends"]
 
 
 @dataclass(frozen=True)
@@ -202,3 +205,70 @@ def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, 
     channels = channels or default_channels(topology, ranks)
     groups = channel_groups(topology, ranks, channels, "ring")
     return channels, groups, np.array([g.weight for g in groups])
+
+
+def plugin_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per node of ``nodes``: its host (an index; a node that is no GPU is a host of its own),
+    and how many NICs the network plugin stripes its sends over (the NICs of its GPU's
+    device, ``search.net_devices``: more than one only where EFA's plugin groups a GPU's
+    NICs; else 1)."""
+    hosts: dict[str, int] = {}
+    host_of = np.array([hosts.setdefault(topology.label(node, "node") if topology.kind(node) == "gpu" else f"\0{node}",
+                                         len(hosts)) for node in nodes], dtype=np.int64)
+    position = {node: i for i, node in enumerate(nodes)}
+    stripes = np.ones(len(nodes), dtype=np.int64)
+    for host, gpus in topology.groups("node").items():
+        if host in hosts:
+            for device in net_devices(topology, topology.rails(gpus)):
+                for _, gpu in device:
+                    if gpu in position:
+                        stripes[position[gpu]] = len(device)
+    return host_of, stripes
+
+
+def stripe_sends(schedule: Schedule, topology) -> Schedule:
+    """``schedule`` with every transfer that leaves its sender's host from a GPU whose NICs a
+    network plugin groups into one device (EFA, ``plugin_stripes``) cut into one stripe per
+    NIC of the group, as aws-ofi-nccl stripes every send of such a device, NCCL's send/recv
+    too (2daf7d30 src/nccl_ofi_scheduler.cpp:77-120): stripe j of a transfer on connection c
+    is connection c x (the most stripes) + j, which routing sends through consecutive NICs of
+    the GPU; whatever waited for the transfer waits for all its stripes, and stripe j of the
+    next transfer of a FIFO connection for its stripe j. For the algorithms whose builders
+    do not lay their sends over NICs themselves (``Algorithm.stripes``); ``schedule`` itself
+    where no transfer is striped."""
+    host_of, stripes = plugin_stripes(topology, schedule.nodes)
+    nbytes = schedule.nbytes
+    cut = np.where(host_of[schedule.src] != host_of[schedule.dst], stripes[schedule.src], 1)
+    cut = np.maximum(1, np.minimum(cut, nbytes))  # no empty stripes
+    if (cut == 1).all():
+        return schedule
+    total = int(cut.sum())
+    check_fits(total * transfer_bytes(schedule.algorithm),
+               f"{schedule.algorithm} over {len(schedule.ranks):,} GPUs, its sends striped over the NICs of EFA's "
+               f"devices, needs {total:,} transfers to build and replay",
+               "use fewer GPUs, a larger chunk_size or another algorithm")
+    first = np.cumsum(cut) - cut  # the id of each transfer's stripe 0
+    piece = np.repeat(np.arange(len(schedule)), cut)  # the transfer each stripe cuts
+    j = np.arange(total) - first[piece]
+    count, lo = cut[piece], schedule.lo[piece]
+    span = nbytes[piece]
+    channel = schedule.channel[piece]
+    channel = np.where(count > 1, channel * int(cut.max()) + j, channel).astype(schedule.channel.dtype)
+    deps = schedule.dep_idx.astype(np.int64)  # each dependency on a transfer: on every stripe of it
+    width = cut[deps]
+    expanded = np.repeat(first[deps], width) + np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
+    owner = np.repeat(np.arange(len(schedule)), np.diff(schedule.dep_ptr))
+    lengths = np.bincount(owner, weights=width, minlength=len(schedule)).astype(np.int64)
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    after = schedule.after_sent[piece]
+    held = np.maximum(after, 0)
+    return Schedule(
+        algorithm=schedule.algorithm, nodes=list(schedule.nodes), ranks=list(schedule.ranks), size=schedule.size,
+        src=schedule.src[piece], dst=schedule.dst[piece], lo=lo + span * j // count,
+        hi=lo + span * (j + 1) // count, op=schedule.op[piece], step=schedule.step[piece],
+        chunk=schedule.chunk[piece], channel=channel,
+        dep_ptr=np.concatenate([[0], np.cumsum(lengths[piece])]).astype(schedule.dep_ptr.dtype),
+        dep_idx=csr_rows(ptr, expanded, piece).astype(schedule.dep_idx.dtype),
+        after_sent=np.where(after >= 0, first[held] + np.minimum(j, cut[held] - 1), -1).astype(
+            schedule.after_sent.dtype),
+        info=dict(schedule.info))

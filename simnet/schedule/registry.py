@@ -42,6 +42,14 @@ class Algorithm:
     options: tuple[str, ...]
     collective: str = ALLREDUCE
     program: Callable[..., LaneProgram] | None = None  # the same algorithm as a LaneProgram, when it is one
+    lays_out_nics: bool = False  # its builder lays its sends over NICs, a plugin's stripes too, itself
+
+    @property
+    def stripes(self) -> bool:
+        """Whether its schedules stripe sends over a network plugin's NIC groups already: a
+        lane program's channels (``channels.channel_groups``) or a builder that lays them out
+        (``lays_out_nics``); the others' are striped after building (``channels.stripe_sends``)."""
+        return self.program is not None or self.lays_out_nics
 
 
 REGISTRY: dict[str, dict[str, Algorithm]] = {name: {} for name in COLLECTIVES}
@@ -63,12 +71,15 @@ def order_algorithms() -> None:
 
 
 def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = (),
-             collective: str = ALLREDUCE, program: Callable[..., LaneProgram] | None = None):
+             collective: str = ALLREDUCE, program: Callable[..., LaneProgram] | None = None,
+             lays_out_nics: bool = False):
     """Decorator: publish ``fn`` under ``name`` for ``collective``; ``program`` builds the
-    same algorithm as a ``LaneProgram`` (same arguments), which ``fn`` expands."""
+    same algorithm as a ``LaneProgram`` (same arguments), which ``fn`` expands;
+    ``lays_out_nics``: ``fn`` lays its sends over NICs, a plugin's stripes too, itself."""
 
     def decorate(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
-        REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective, program)
+        REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective, program,
+                                               lays_out_nics)
         return fn
 
     return decorate

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from simnet.schedule.channels import plugin_stripes
 from simnet.schedule.registry import register
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, split_range
 from simnet.topology.graph import Topology
-from simnet.tuning.search import net_devices
 
 __all__ = ["pxn_relays", "direct_all_to_all", "pairwise_all_to_all", "direct_send_recv"]
 
@@ -56,23 +56,6 @@ def pxn_relays(topology: Topology, ranks: list[str], src: np.ndarray, dst: np.nd
                 near[h, index] = position[gpu]
     relay = near[host_of[src], rail_of[dst]]  # a rail index of -1 reads the last column: -1
     return np.where((host_of[src] != host_of[dst]) & (relay != src), relay, -1)
-
-
-def _striping(topology: Topology, ranks: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per rank position: its host (an index), and how many NICs the network plugin stripes
-    its sends over (the NICs of its device, ``search.net_devices``: more than one only where
-    EFA's plugin groups a GPU's NICs; else 1)."""
-    hosts = {}
-    host_of = np.array([hosts.setdefault(topology.label(gpu, "node"), len(hosts)) for gpu in ranks], dtype=np.int64)
-    position = {gpu: i for i, gpu in enumerate(ranks)}
-    stripes = np.ones(len(ranks), dtype=np.int64)
-    for host, gpus in topology.groups("node").items():
-        if host in hosts:
-            for device in net_devices(topology, topology.rails(gpus)):
-                for _, gpu in device:
-                    if gpu in position:
-                        stripes[position[gpu]] = len(device)
-    return host_of, stripes
 
 
 def _parts(lo: np.ndarray, hi: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,10 +92,10 @@ def _send(b: ScheduleBuilder, topology: Topology, ranks: list[str], src: np.ndar
     to it first), each cut into ``parts`` parts on channels of their own (``_parts``), unless
     every part would take its send's one route (``_parts_part_ways``). The hop that leaves
     the host (from the relay, or from the sender) is cut into one stripe per NIC its GPU's
-    plugin device stripes over (``_striping``), stripe j of part p on connection p x the
+    plugin device stripes over (``plugin_stripes``), stripe j of part p on connection p x the
     most stripes + j, so consecutive stripes leave through consecutive NICs of the group."""
     sender = np.where(relay >= 0, relay, src)
-    host_of, stripes = _striping(topology, ranks)
+    host_of, stripes = plugin_stripes(topology, ranks)
     striped = np.where(host_of[sender] != host_of[dst], stripes[sender], 1)
     stride = int(striped.max(initial=1))
     if parts > 1:
@@ -137,7 +120,7 @@ def _send(b: ScheduleBuilder, topology: Topology, ranks: list[str], src: np.ndar
 
 @register("direct", "every rank sends block j of its buffer to rank j at once (PXN across hosts, as NCCL)",
           "L + (N-1)/N * S/B through one switch (each port carries (N-1)/N of S each way)",
-          options=("pxn", "send_channels"), collective="all_to_all")
+          options=("pxn", "send_channels"), collective="all_to_all", lays_out_nics=True)
 def direct_all_to_all(topology: Topology, ranks: list[str], size: int, pxn: bool = True,
                       send_channels: int = 1) -> Schedule:
     """NCCL's AllToAll: N-1 sends of S/N per rank, all at once, each over ``send_channels``
@@ -170,7 +153,7 @@ def pairwise_all_to_all(topology: Topology, ranks: list[str], size: int) -> Sche
 
 
 @register("direct", "rank i sends its buffer to rank i+1, all at once (nccl-tests' sendrecv; PXN across hosts)",
-          "L + S/B", options=("pxn", "send_channels"), collective="send_recv")
+          "L + S/B", options=("pxn", "send_channels"), collective="send_recv", lays_out_nics=True)
 def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool = True,
                      send_channels: int = 1) -> Schedule:
     """nccl-tests' SendRecv: every rank sends ``size`` bytes to the next and receives as

@@ -60,7 +60,7 @@ _CHAIN_FORM = "(N-1)*(L + c/B) + (k-1)*c/B per channel of k pieces of c bytes (a
 
 
 @register("ring", "NCCL's Ring: per channel a pipelined chain from the root along the ring", _CHAIN_FORM,
-          options=("chunk_size", "channels"), collective="broadcast")
+          options=("chunk_size", "channels"), collective="broadcast", lays_out_nics=True)
 def ring_broadcast(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
                    channels: int | None = None) -> Schedule:
     """NCCL's Ring Broadcast from rank 0. One channel, contention-free, k pieces of c bytes:
@@ -69,7 +69,7 @@ def ring_broadcast(topology: Topology, ranks: list[str], size: int, chunk_size: 
 
 
 @register("ring", "NCCL's Ring: per channel a pipelined chain along the ring ending at the root, each rank adding",
-          _CHAIN_FORM, options=("chunk_size", "channels"), collective="reduce")
+          _CHAIN_FORM, options=("chunk_size", "channels"), collective="reduce", lays_out_nics=True)
 def ring_reduce(topology: Topology, ranks: list[str], size: int, chunk_size: int | None = None,
                 channels: int | None = None) -> Schedule:
     """NCCL's Ring Reduce to rank 0. One channel, contention-free, k pieces of c bytes:
