@@ -679,3 +679,39 @@ def test_exact_is_said_to_change_nothing_exactly_where_no_bound_would_have_answe
     fewer = simulate(topo, "ring", 2**24, faults=faults, timeline=True, exact=True)
     assert fewer.replay.engine == "fluid" and unread(fewer) == ["options.exact"]
     assert exact.time_s <= bounded.time_s  # (an upper bound, here met: the answer says bound or not)
+
+
+def test_exact_beside_auto_or_a_timeline_is_judged_by_whether_a_bound_would_have_answered(monkeypatch, cli,
+                                                                                          tmp_path):
+    """Fuzz round s: ``exact`` beside ``auto`` was never said to change nothing once a ring
+    auto weighs was past MAX_EXACT, though the lanes replayed it exactly (#001, #301); with a
+    timeline (``--trace``, ``--plot``) the fluid network replays such a ring whole with it or
+    without, unless the lanes would have bounded it (#016, #274); ``simnet compare`` never said
+    it of an option (#031, #277). Each is said where the answer is the same, and only there."""
+    import simnet.run.point as point
+
+    def unread(run):
+        return [w.link for w in run.warnings if w.kind == "option_unread"]
+
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 4}})
+    monkeypatch.setattr(point, "MAX_EXACT", 10)  # every ring here counts as too large: boundable
+    for algorithm, timeline in (("auto", False), ("auto", True), ("ring", True)):
+        run = simulate(box, algorithm, 2**20, exact=True, timeline=timeline, env={"NCCL_ALGO": "Ring"})
+        assert unread(run) == ["options.exact"], (algorithm, timeline)
+        assert run.time_s == simulate(box, algorithm, 2**20, timeline=timeline, env={"NCCL_ALGO": "Ring"}).time_s
+    topo = topology_from_dict({"name": "ls", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8, "oversubscription": 2, "spines": 4}})
+    faults = [{"at": "106570 ns", "node": "tor1", "bandwidth": "62%"}]
+    monkeypatch.setattr(point, "MAX_EXACT", 12_000)  # the 15,872-transfer ring the lanes would bound
+    env = {"NCCL_ALGO": "Ring"}
+    bounded = simulate(topo, "auto", 2**24, faults=faults, timeline=True, env=env)
+    exact = simulate(topo, "auto", 2**24, faults=faults, timeline=True, exact=True, env=env)
+    assert bounded.replay.engine == "lanes-steady" and exact.replay.engine == "fluid" and not unread(exact)
+    monkeypatch.undo()
+    path = tmp_path / "c.yaml"
+    path.write_text("name: c\ntopology: {name: box, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\n"
+                    "algorithms: [ring]\nvariants:\n  - {name: x, set: {options.exact: true}}\n  - {name: y, set: {}}\n")
+    out = cli("compare", path, "-o", tmp_path / "c.png")
+    assert out.exit_code == 0, out.stderr
+    said = [line for line in out.stdout.splitlines() if "options.exact changed nothing" in line]
+    assert len(said) == 1 and "option x" in said[0], out.stdout

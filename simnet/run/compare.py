@@ -21,8 +21,8 @@ from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario
 
-__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "pareto_front", "PARETO_TOLERANCE",
-           "CompareError"]
+__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "options_unread", "pareto_front",
+           "PARETO_TOLERANCE", "CompareError"]
 
 
 class CompareError(SpecError):
@@ -134,6 +134,15 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     return list(said.values()) + _steering_unread(scenarios)
 
 
+def options_unread(rows: list[dict]) -> list[Finding]:
+    """``option_unread`` for each option given to a hardware option that changed nothing in
+    any of its runs (``compare_rows``' ``unread``: ``options.exact`` where no run would have
+    been bounded, say), as ``simnet run`` says it of each run."""
+    return [Finding("option_unread", name, (
+        f"{name} changed nothing in any run of option {row['option']} (simnet run on it says why of each run); "
+        "leave it out")) for row in rows for name in row["unread"]]
+
+
 def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
     """``simulate.unread_by_every`` over every option's every algorithm at every size, as
     ``simnet run`` says of a run; none where an option has jobs or a training step."""
@@ -210,7 +219,10 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                "collective_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
-               "per_cost": None, "skipped": skipped[0] if skipped else {}}
+               "per_cost": None, "skipped": skipped[0] if skipped else {},
+               # options that changed nothing in any run of this option (each run said so)
+               "unread": sorted(set.intersection(*(set(at.get("unread", ())) for record in records
+                                                   for at in record["sizes"])) if records[0]["sizes"] else ())}
         if cost:
             # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
             value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]

@@ -378,23 +378,14 @@ class Setup:
         memory or it is such a ring. ``model: ideal`` (the exact reference),
         ``options["exact"]`` and ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
-        faults = list(conditions.faults)  # stragglers only delay each lane's first transfer
         program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and worth_replaying(program):
             big_ring = self._too_large_to_replay(program) and not options.get("exact")
             wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
             if not wants_fluid or big_ring:
-                lane_times = lane_timing(decided, program, self.topo)
-
-                def on_fluid(part, lanes):  # the parts lanes cannot time, transfer by transfer
-                    schedule = part.to_schedule()
-                    return replay(schedule, self.topo, timing=lane_times.select(lanes[part.transfer_lanes()]),
-                                  faults=faults, start_delay=dict(conditions.delays), **engine)
-
                 # with a timeline wanted, an exact answer is left for the fluid network's whole run below
-                run = replay_lanes(program, self.topo, _joined(lane_times, program, conditions.delays),
-                                   accept="bound" if big_ring else "makespan", faults=faults,
-                                   fluid=None if wants_fluid else on_fluid, **engine)
+                run = self._by_lanes(decided, program, conditions, engine, "bound" if big_ring else "makespan",
+                                     parts=not wants_fluid)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:
@@ -407,6 +398,49 @@ class Setup:
         run = replay(schedule, self.topo, timing=timing, timeline=timeline, faults=list(conditions.faults),
                      start_delay=dict(conditions.delays), **engine)
         return decided, run, schedule.info
+
+    def _by_lanes(self, decided, program, conditions: Conditions, engine: dict, accept: str, parts: bool):
+        """``replay_lanes`` of ``program`` under the plan ``decided`` and ``conditions``
+        (``accept`` as it takes it); ``parts``: the contended lanes may go to the fluid network
+        (``lanes-fluid``), else such a run is bounded or left (None)."""
+        lane_times = lane_timing(decided, program, self.topo)
+        faults = list(conditions.faults)  # stragglers only delay each lane's first transfer
+
+        def on_fluid(part, lanes):  # the parts lanes cannot time, transfer by transfer
+            schedule = part.to_schedule()
+            return replay(schedule, self.topo, timing=lane_times.select(lanes[part.transfer_lanes()]),
+                          faults=faults, start_delay=dict(conditions.delays), **engine)
+
+        return replay_lanes(program, self.topo, _joined(lane_times, program, conditions.delays), accept=accept,
+                            faults=faults, fluid=on_fluid if parts else None, **engine)
+
+    def exact_unfelt(self, algorithm: str, size: int, options: dict, run: Result, timeline: bool,
+                     conditions: Conditions) -> str | None:
+        """Why ``options["exact"]`` changed nothing in ``run`` (``algorithm`` at ``size`` bytes,
+        with a ``timeline`` or not), or None where it may have: only a ring of more than
+        ``MAX_EXACT`` transfers under NCCL's or RCCL's model is ever bounded instead of
+        replayed (``boundable``), and then only where the lanes do not prove it exact (engine
+        ``lanes`` or ``lanes-bounds-meet``) or, with a timeline, where they would have given
+        the steady bound (else the fluid network replays it whole either way). A run in parts
+        (``lanes-fluid``) may have been bounded without it: None."""
+        if not self.boundable(algorithm, size, options):
+            this = ("this run is under model: ideal" if self.model == "ideal" else
+                    "this ring has fewer" if algorithm == "ring" else f"this run is {algorithm}")
+            return (f"only a ring of more transfers than simnet replays under NCCL's or RCCL's model is ever "
+                    f"bounded instead of replayed, and {this}")
+        engine = run.replay.engine if run.replay is not None else None
+        if engine in ("lanes", "lanes-bounds-meet"):
+            return "the lanes replayed this ring exactly without it"
+        if timeline and engine == "fluid":
+            without = {k: v for k, v in options.items() if k != "exact"}
+            decided = self.plan(algorithm, size, without)
+            program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+            engines = {k: without[k] for k in ENGINE_OPTIONS if without.get(k) is not None}
+            lanes = self._by_lanes(decided, program, conditions, engines, "bound", parts=False)
+            if lanes is None or lanes.engine != "lanes-steady":
+                return ("with a timeline (--trace, --plot) the fluid network replays this ring whole either way: "
+                        "the lanes would not have bounded it")
+        return None
 
     def plan(self, algorithm: str, size: int, options: dict):
         """The model's plan for ``algorithm`` at ``size`` bytes (protocol, schedule options)."""
@@ -502,6 +536,13 @@ class Setup:
         unsimulated = [Finding("candidate_too_large", "", (
             f"auto: {name} was not simulated beside NCCL's pick: it needs {_needs(exc)}, so it may be faster than "
             f"what auto says is fastest")) for name, exc in too_large.items()]
+        if options.get("exact") and not too_large and all(
+                self.exact_unfelt(tables.SIMNET_NAMES[a], size, options, run, timeline, conditions)
+                for a, run in results.items()):
+            unsimulated.append(Finding("option_unread", "options.exact", (
+                "options.exact changed nothing here: auto weighs no run here that would have been bounded instead "
+                "of replayed without it (a ring past what simnet replays under NCCL's or RCCL's model, not proven "
+                "exact by the lanes)")))
         if msccl is not None:  # RCCL runs MSCCL before its own tuner (NCCL_ALGO, NCCL_PROTO not consulted)
             run = self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
             return replace(run, warnings=unsimulated + run.warnings)

@@ -100,8 +100,11 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             "send_channels" in algorithms_for(point.collective)[result.algorithm].options:
         # NCCL's send/recv takes its channels from them too (enqueue.p2p_channels): judged as the P2P variables are
         result = _p2p_channels_unfelt(point, result, size, conditions, options, sends)
-    if options.get("exact") and result.gpus > 1 and result.replay is not None:
-        result = _exact_unfelt(point, algorithm, size, options, result)
+    if options.get("exact") and algorithm != "auto" and result.gpus > 1 and result.replay is not None:
+        why = point.exact_unfelt(algorithm, size, options, result, timeline, conditions)  # (auto judges its own)
+        if why:
+            result = replace(result, warnings=[*result.warnings, Finding("option_unread", "options.exact", (
+                f"options.exact changed nothing here: {why}"))])
     if options.get("chunk_size") is not None and algorithm != "auto" and result.gpus > 1 and not any(
             w.kind == "chunk_size_raised" for w in result.warnings):
         result = _chunk_unfelt(point, algorithm, size, options, result)
@@ -265,29 +268,6 @@ def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result
     return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.chunk_size", (
         f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} cuts the "
         "same pieces without it (each step's piece is no larger), timed alike"))])
-
-
-def _exact_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result) -> Result:
-    """``result`` with an ``option_unread`` warning when ``options.exact`` changed nothing:
-    only a ring of more than ``MAX_EXACT`` transfers under NCCL's or RCCL's model is ever
-    bounded instead of replayed (``Setup.boundable``), and then only where the lanes do not prove
-    it exact (engine ``lanes`` or ``lanes-bounds-meet`` is the answer ``exact`` leaves). For
-    ``auto``, no candidate beside its pick may be such a ring (their engines are not kept)."""
-    if algorithm == "auto":
-        if any(point.boundable(candidate, size, options) for candidate in (result.auto or {}).get("candidates", {})):
-            return result
-        why = "none of the algorithms auto weighs here is a ring NCCL's model could bound instead of replaying"
-    elif point.boundable(algorithm, size, options):
-        if result.replay.engine not in ("lanes", "lanes-bounds-meet"):
-            return result
-        why = "the lanes replayed this ring exactly without it"
-    else:
-        this = ("this run is under model: ideal" if point.model == "ideal" else
-                "this ring has fewer" if algorithm == "ring" else f"this run is {algorithm}")
-        why = (f"only a ring of more transfers than simnet replays under NCCL's or RCCL's model is ever bounded "
-               f"instead of replayed, and {this}")
-    return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.exact", (
-        f"options.exact changed nothing here: {why}"))])
 
 
 def _same_program(one, other) -> bool:

@@ -71,7 +71,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
-            "warnings": sorted({w.kind for w in said})})
+            "warnings": sorted({w.kind for w in said}),
+            "unread": sorted({w.link for w in said if w.kind == "option_unread" and w.link.startswith("options.")})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
