@@ -10,7 +10,7 @@ from pathlib import Path
 from simnet.run.sweep.evaluate import evaluate_point
 from simnet.run.sweep.executors import LocalExecutor
 from simnet.run.sweep.plan import SweepPlan, fingerprint, scenario_at
-from simnet.run.sweep.store import LOCK, META, RESULTS, append_record, check_meta, load_records, locked
+from simnet.run.sweep.store import LOCK, META, RESULTS, append_record, check_meta, load_records, locked, rewrite_records
 
 __all__ = ["run_sweep"]
 
@@ -58,8 +58,9 @@ def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: li
     check_meta(out, fingerprint(identity), plan.source, identity)
     results_path = out / RESULTS
     # a point skipped by an earlier `all` sweep is tried again when this one names it
-    known = {r["key"]: r for r in load_records(results_path, recomputed)
-             if plan.every_algorithm or "skipped" not in r}
+    records = load_records(results_path, recomputed)
+    records = _superseded_dropped(plan, records, results_path, recomputed)
+    known = {r["key"]: r for r in records if plan.every_algorithm or "skipped" not in r}
     todo = [p for p in plan.points if p.key not in known]
     computed = 0
     executor = executor or LocalExecutor()
@@ -80,3 +81,38 @@ def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: li
         raise
     executor.close()
     return [known[p.key] for p in plan.points], computed
+
+
+def _superseded_dropped(plan: SweepPlan, records: list[dict], path: Path, recomputed: list[str] | None) -> list[dict]:
+    """``records`` without those a point of ``plan`` supersedes: the same point (overrides,
+    GPUs, algorithm) whose files read (a calibration profile, a topology named in ``--set``)
+    have changed since, which is computed again; the results file is rewritten without them,
+    so it keeps one record per point. Each is named in ``recomputed``."""
+    now = {_point_of(p.key): p.key for p in plan.points}
+    stale = [r for r in records if now.get(_point_of(r["key"]), r["key"]) != r["key"]]
+    if not stale:
+        return records
+    dropped = {id(r) for r in stale}
+    kept = [r for r in records if id(r) not in dropped]
+    rewrite_records(path, kept)
+    if recomputed is not None:
+        recomputed += [f"{path}: the point {_said(r)} read files that changed since its record; computed again, "
+                       "its old record dropped" for r in stale]
+    return kept
+
+
+def _point_of(key: str) -> str:
+    """A record's key without the digest of the files it read: which point it is."""
+    try:
+        identity = json.loads(key)
+    except ValueError:
+        return key
+    if isinstance(identity, dict):
+        identity.pop("reads", None)
+    return json.dumps(identity, sort_keys=True, default=str)
+
+
+def _said(record: dict) -> str:
+    """A point as a user set it: ``calibration=q.cal.yaml``, GPUs and algorithm."""
+    settings = ", ".join(f"{k}={v}" for k, v in (record.get("set") or {}).items())
+    return f"{settings + ' ' if settings else ''}({record.get('gpus')} GPUs, {record.get('algorithm')})"

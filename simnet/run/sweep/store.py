@@ -15,7 +15,8 @@ from pathlib import Path
 from simnet.errors import InputError
 from simnet.version import __version__
 
-__all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "locked"]
+__all__ = ["RESULTS", "META", "LOCK", "load_records", "check_meta", "append_record", "rewrite_records",
+           "locked"]
 
 RESULTS = "results.jsonl"
 META = "sweep.json"
@@ -158,3 +159,15 @@ def append_record(handle, record: dict) -> None:
     handle.write(json.dumps(record, allow_nan=False) + "\n")
     handle.flush()
     os.fsync(handle.fileno())
+
+
+def rewrite_records(path: Path, records: list[dict]) -> None:
+    """Replace the results file with ``records`` at once (a new file, made durable, renamed
+    over the old one): a sweep killed meanwhile leaves the old file or the new, whole."""
+    temporary = path.with_name(path.name + ".new")
+    with temporary.open("w") as handle:
+        for record in records:
+            handle.write(json.dumps(record, allow_nan=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
