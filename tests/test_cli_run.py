@@ -589,3 +589,21 @@ def test_a_sweep_in_a_log_says_it_is_checking_its_points_before_the_first_runs(m
     checked = [line for line in result.stderr.splitlines() if "scenarios" in line]
     assert [line.split(", ")[1].split(";")[0] for line in checked] == ["checked 1 of 2 scenarios",
                                                                        "checked 2 of 2 scenarios"]
+
+
+def test_a_run_of_several_replays_counts_them_and_never_seems_to_go_back(monkeypatch, capsys):
+    """A 4,096-GPU hierarchical with stragglers said "this run 57%" and then "this run 50%,
+    about 5 s left": the run's second replay (the healthy one its cost is told against). Each
+    replay of a run is counted as it starts, and the status says which."""
+    from simnet.cli import console
+    from simnet.cli.run import _progress_told
+    from simnet.engine.progress import Reporter
+
+    monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
+    with _progress_told("simulating") as told:
+        told(0, 1)
+        for total, done in ((100, 57), (100, 50), (10, 9)):
+            Reporter(total, every_s=0.0)(done)
+    statuses = [line.split(", about")[0] for line in capsys.readouterr().err.splitlines() if "%" in line]
+    assert statuses == ["simulating: 0/1 done, this run 57%", "simulating: 0/1 done, this run's replay 2 50%",
+                        "simulating: 0/1 done, this run's replay 3 90%"]

@@ -314,21 +314,29 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
 @contextmanager
 def _progress_told(label: str):
     """``simnet.cli.console.progress`` as ``told(done, total)`` for the runs of a command,
-    and, while a long replay inside one runs, its share and time left as the status."""
+    and, while a long replay inside one runs, its share and time left as the status. A run
+    may replay several times (faulted and healthy, hierarchical's two ways, auto's
+    candidates): from the second on the status says which, so it never seems to go back."""
     from simnet.cli.console import progress
     from simnet.engine.progress import listening
 
     with progress(label) as update:
         runs = [0, 0]  # done, total
+        replays = [0]  # of the run under way
 
         def told(done: int, total: int) -> None:
             runs[:] = done, total
+            replays[0] = 0
             update(done, total)
 
-        def within(share: float, left_s: float) -> None:
-            update(*runs, status=f"this run {share:.0%}, about {left_s:.0f} s left")
+        def started() -> None:
+            replays[0] += 1
 
-        with listening(within):
+        def within(share: float, left_s: float) -> None:
+            which = f"this run's replay {replays[0]}" if replays[0] > 1 else "this run"
+            update(*runs, status=f"{which} {share:.0%}, about {left_s:.0f} s left")
+
+        with listening(within, started):
             yield told
 
 

@@ -25,14 +25,16 @@ __all__ = ["listening", "Reporter", "EVERY_S"]
 EVERY_S = 0.5
 """Wall seconds between two reports of one replay."""
 
-_LISTENER: ContextVar[Callable[[float, float], None] | None] = ContextVar("simnet_progress", default=None)
+_LISTENER: ContextVar[tuple[Callable[[float, float], None], Callable[[], None] | None] | None] = \
+    ContextVar("simnet_progress", default=None)
 
 
 @contextmanager
-def listening(listener: Callable[[float, float], None]) -> Iterator[None]:
+def listening(listener: Callable[[float, float], None], started: Callable[[], None] | None = None) -> Iterator[None]:
     """While in force, every replay calls ``listener(share, left_s)``: the share of its
-    transfers delivered (0 to 1) and the wall seconds it expects to take still."""
-    token = _LISTENER.set(listener)
+    transfers delivered (0 to 1) and the wall seconds it expects to take still; and
+    ``started()``, if given, as it starts."""
+    token = _LISTENER.set((listener, started))
     try:
         yield
     finally:
@@ -45,7 +47,10 @@ class Reporter:
     ``total`` of 0 reports nothing (a part of a replay that reports on its own)."""
 
     def __init__(self, total: int, every_s: float | None = None):
-        self.listener = _LISTENER.get() if total else None
+        listener, started = _LISTENER.get() or (None, None)
+        self.listener = listener if total else None
+        if self.listener is not None and started is not None:
+            started()
         self.total = max(total, 1)
         self.every_s = EVERY_S if every_s is None else every_s
         self.started = time.monotonic()
