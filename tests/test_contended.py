@@ -708,6 +708,8 @@ def test_exact_beside_auto_or_a_timeline_is_judged_by_whether_a_bound_would_have
     exact = simulate(topo, "auto", 2**24, faults=faults, timeline=True, exact=True, env=env)
     assert bounded.replay.engine == "lanes-steady" and exact.replay.engine == "fluid" and not unread(exact)
     monkeypatch.undo()
+    for collective in ("send_recv", "all_to_all"):  # (review: auto is NCCL's send/recv there, judged as direct)
+        assert unread(simulate(box, "auto", 2**20, collective=collective, exact=True)) == ["options.exact"]
     path = tmp_path / "c.yaml"
     path.write_text("name: c\ntopology: {name: box, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\n"
                     "algorithms: [ring]\nvariants:\n  - {name: x, set: {options.exact: true}}\n  - {name: y, set: {}}\n")

@@ -100,8 +100,10 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             "send_channels" in algorithms_for(point.collective)[result.algorithm].options:
         # NCCL's send/recv takes its channels from them too (enqueue.p2p_channels): judged as the P2P variables are
         result = _p2p_channels_unfelt(point, result, size, conditions, options, sends)
-    if options.get("exact") and algorithm != "auto" and result.gpus > 1 and result.replay is not None:
-        why = point.exact_unfelt(algorithm, size, options, result, timeline, conditions)  # (auto judges its own)
+    one_way = lookup_collective(point.collective).point_to_point  # (where auto is direct, NCCL's send/recv)
+    if options.get("exact") and (algorithm != "auto" or one_way) and result.gpus > 1 and result.replay is not None:
+        why = point.exact_unfelt("direct" if algorithm == "auto" else algorithm, size, options, result, timeline,
+                                 conditions)  # (auto over its candidates judges its own)
         if why:
             result = replace(result, warnings=[*result.warnings, Finding("option_unread", "options.exact", (
                 f"options.exact changed nothing here: {why}"))])

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simnet.io.budget import check_fits
-from simnet.schedule.transfers import Schedule, csr_rows, transfer_bytes
+from simnet.schedule.transfers import Schedule, counted_more, csr_rows, transfer_bytes
 from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
 
 __all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout",
@@ -208,10 +208,10 @@ def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, 
 
 
 def plugin_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per node of ``nodes``: its host (an index; a node that is no GPU is a host of its own),
-    and how many NICs the network plugin stripes its sends over (the NICs of its GPU's
-    device, ``search.net_devices``: more than one only where EFA's plugin groups a GPU's
-    NICs; else 1)."""
+    """Per node of ``nodes``: its node as NCCL sees it (an index: a GPU's host or NVLink
+    domain; any other node one of its own), and how many NICs the network plugin stripes its
+    sends over (a GPU's: the NICs of its device, ``search.net_devices``, more than one only
+    where EFA's plugin groups a GPU's NICs; else 1)."""
     hosts: dict[str, int] = {}
     host_of = np.array([hosts.setdefault(topology.label(node, "node") if topology.kind(node) == "gpu" else f"\0{node}",
                                          len(hosts)) for node in nodes], dtype=np.int64)
@@ -226,6 +226,18 @@ def plugin_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return host_of, stripes
 
 
+def _stripes_of(schedule: Schedule, topology) -> np.ndarray:
+    """Per transfer of ``schedule``, the stripes the network plugin cuts it into: as many as
+    its sending GPU's device has NICs (``plugin_stripes``) where it goes over the network, to
+    a GPU of another node or to a parameter server (not to a switch: NVLS's NVSwitch is in
+    the host), and has a byte for each; else 1."""
+    host_of, stripes = plugin_stripes(topology, schedule.nodes)
+    kind = np.array([topology.kind(node) for node in schedule.nodes])
+    src, dst = schedule.src, schedule.dst
+    network = (kind[src] == "gpu") & np.isin(kind[dst], ("gpu", "ps")) & (host_of[src] != host_of[dst])
+    return np.maximum(1, np.minimum(np.where(network, stripes[src], 1), schedule.nbytes))
+
+
 def stripe_sends(schedule: Schedule, topology) -> Schedule:
     """``schedule`` with every transfer that leaves its sender's host from a GPU whose NICs a
     network plugin groups into one device (EFA, ``plugin_stripes``) cut into one stripe per
@@ -233,13 +245,12 @@ def stripe_sends(schedule: Schedule, topology) -> Schedule:
     too (2daf7d30 src/nccl_ofi_scheduler.cpp:77-120): stripe j of a transfer on connection c
     is connection c x (the most stripes) + j, which routing sends through consecutive NICs of
     the GPU; whatever waited for the transfer waits for all its stripes, and stripe j of the
-    next transfer of a FIFO connection for its stripe j. For the algorithms whose builders
+    next transfer of a FIFO connection for its stripe j (a transfer not striped itself, for
+    its first: equal stripes on equal NICs leave together, but one NIC slowed by a fault lets
+    it start before the slow stripe has left). For the algorithms whose builders
     do not lay their sends over NICs themselves (``Algorithm.stripes``); ``schedule`` itself
     where no transfer is striped."""
-    host_of, stripes = plugin_stripes(topology, schedule.nodes)
-    nbytes = schedule.nbytes
-    cut = np.where(host_of[schedule.src] != host_of[schedule.dst], stripes[schedule.src], 1)
-    cut = np.maximum(1, np.minimum(cut, nbytes))  # no empty stripes
+    cut = _stripes_of(schedule, topology)
     if (cut == 1).all():
         return schedule
     total = int(cut.sum())
@@ -247,6 +258,9 @@ def stripe_sends(schedule: Schedule, topology) -> Schedule:
                f"{schedule.algorithm} over {len(schedule.ranks):,} GPUs, its sends striped over the NICs of EFA's "
                f"devices, needs {total:,} transfers to build and replay",
                "use fewer GPUs, a larger chunk_size or another algorithm")
+    if counted_more(total - len(schedule)):  # a count (count_transfers): the stripes counted, nothing built
+        return schedule
+    nbytes = schedule.nbytes
     first = np.cumsum(cut) - cut  # the id of each transfer's stripe 0
     piece = np.repeat(np.arange(len(schedule)), cut)  # the transfer each stripe cuts
     j = np.arange(total) - first[piece]

@@ -35,8 +35,8 @@ import numpy as np
 from simnet import units
 from simnet.io.budget import check_fits, memory_budget
 
-__all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "COPY", "REDUCE", "split_range", "in_order", "csr_rows",
-           "TRANSFER_BYTES", "transfer_bytes"]
+__all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "counted_more", "COPY", "REDUCE", "split_range",
+           "in_order", "csr_rows", "TRANSFER_BYTES", "transfer_bytes"]
 
 COPY = 0
 REDUCE = 1
@@ -144,9 +144,10 @@ _COUNTED: ContextVar[list[int] | None] = ContextVar("counted", default=None)
 
 
 def count_transfers(build: Callable[[], object]) -> int:
-    """The transfers the schedules ``build()`` makes would hold, counted without keeping any:
+    """The transfers the schedules ``build()`` makes would hold, counted without building them:
     the builders it makes check the memory budget as they go (``TooLarge``), as when they
-    build, and return empty schedules.
+    build, and return counted schedules, which hold only each transfer's ends and byte range
+    (what ``counted_more`` callers read, such as striping over NICs after building).
 
     >>> def two():
     ...     b = ScheduleBuilder("demo", ranks=["a", "b"], size=8)
@@ -162,6 +163,15 @@ def count_transfers(build: Callable[[], object]) -> int:
     finally:
         _COUNTED.reset(token)
     return sum(counts)
+
+
+def counted_more(transfers: int) -> bool:
+    """Inside ``count_transfers``: count ``transfers`` more, what a counted schedule becomes
+    after building (each send striped over NICs, say), and say True; else False."""
+    counts = _COUNTED.get()
+    if counts is not None:
+        counts.append(transfers)
+    return counts is not None
 
 
 def _flat(values: np.ndarray, shape: tuple[int, ...], n: int) -> np.ndarray:
@@ -224,10 +234,12 @@ class ScheduleBuilder:
             return np.zeros(0, dtype=np.int64)
         if (self._count + n) * self._per_transfer > self._budget:
             self._check(f"needs over {self._count + n:,} transfers", self._count + n)
+        columns = [_flat(v, shape, n) for v in values[:4]]  # src, dst, lo, hi: what a count keeps
         if self._counted is not None:
+            self._batches.append({name: col.astype(_DTYPES[name]) for name, col in zip(_DTYPES, columns)})
             self._count += n
             return np.arange(self._count - n, self._count, dtype=np.int64).reshape(shape)
-        columns = [_flat(v, shape, n) for v in values]
+        columns += [_flat(v, shape, n) for v in values[4:]]
         matrix = (np.stack([_flat(d, shape, n) for d in dep_values], axis=1) if dep_values
                   else np.full((n, 0), -1, dtype=np.int64))
         own = np.arange(self._count, self._count + n)
@@ -264,18 +276,20 @@ class ScheduleBuilder:
         return self.add(node, node, 0, 0, COPY, deps=columns, step=-1, chunk=-1)
 
     def build(self) -> Schedule:
-        """The finished ``Schedule`` (empty inside ``count_transfers``, which takes the count)."""
-        if self._counted is not None:
-            self._counted.append(self._count)
+        """The finished ``Schedule`` (inside ``count_transfers``, counted: its ``src``, ``dst``,
+        ``lo`` and ``hi`` only, every other column empty)."""
         def column(name: str) -> np.ndarray:
-            if not self._batches:
+            if not self._batches or name not in self._batches[0]:
                 return np.zeros(0, dtype=_DTYPES[name])
             return np.concatenate([b[name] for b in self._batches])
+
+        if self._counted is not None:
+            self._counted.append(self._count)
 
         dep_ptr = [np.zeros(1, dtype=np.int64)]
         dep_idx = []
         offset = 0
-        for batch in self._batches:
+        for batch in self._batches if self._counted is None else ():
             matrix = batch["deps"]
             valid = matrix >= 0
             counts = valid.sum(axis=1)
