@@ -227,29 +227,33 @@ def plugin_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _stripes_of(schedule: Schedule, topology) -> np.ndarray:
-    """Per transfer of ``schedule``, the stripes the network plugin cuts it into: as many as
-    its sending GPU's device has NICs (``plugin_stripes``) where it goes over the network, to
-    a GPU of another node or to a parameter server (not to a switch: NVLS's NVSwitch is in
-    the host), and has a byte for each; else 1."""
+    """Per transfer of ``schedule``, the stripes it is cut into where it goes over the network,
+    to a GPU of another node or to a parameter server (not to a switch: NVLS's NVSwitch is in
+    the host): one per NIC of its sending GPU's device (``plugin_stripes``) and per port of
+    each NIC (NCCL splits every send of a NIC over its ports, net_ib/p2p.cc:110-116,
+    v2.30.7; ``Topology.ports_per_nic``), as long as each has a byte; else 1."""
     host_of, stripes = plugin_stripes(topology, schedule.nodes)
     kind = np.array([topology.kind(node) for node in schedule.nodes])
     src, dst = schedule.src, schedule.dst
     network = (kind[src] == "gpu") & np.isin(kind[dst], ("gpu", "ps")) & (host_of[src] != host_of[dst])
-    return np.maximum(1, np.minimum(np.where(network, stripes[src], 1), schedule.nbytes))
+    cut = np.where(network, stripes[src] * topology.ports_per_nic, 1)
+    return np.maximum(1, np.minimum(cut, schedule.nbytes))
 
 
 def stripe_sends(schedule: Schedule, topology) -> Schedule:
     """``schedule`` with every transfer that leaves its sender's host from a GPU whose NICs a
-    network plugin groups into one device (EFA, ``plugin_stripes``) cut into one stripe per
-    NIC of the group, as aws-ofi-nccl stripes every send of such a device, NCCL's send/recv
-    too (2daf7d30 src/nccl_ofi_scheduler.cpp:77-120): stripe j of a transfer on connection c
-    is connection c x (the most stripes) + j, which routing sends through consecutive NICs of
-    the GPU; whatever waited for the transfer waits for all its stripes, and stripe j of the
-    next transfer of a FIFO connection for its stripe j (a transfer not striped itself, for
-    its first: equal stripes on equal NICs leave together, but one NIC slowed by a fault lets
-    it start before the slow stripe has left). For the algorithms whose builders
-    do not lay their sends over NICs themselves (``Algorithm.stripes``); ``schedule`` itself
-    where no transfer is striped."""
+    network plugin groups into one device (EFA, ``plugin_stripes``) or whose NICs have
+    several ports (planes) cut into one stripe per NIC and port (``_stripes_of``), as
+    aws-ofi-nccl stripes every send of such a device (2daf7d30
+    src/nccl_ofi_scheduler.cpp:77-120) and NCCL every send of a NIC over its ports, NCCL's
+    send/recv too. Stripe j of a transfer on connection c is connection c x (the most
+    stripes) + j, which routing sends through consecutive NICs, and ports, of the GPU.
+    Whatever waited for the transfer waits for all its stripes, and stripe j of the next
+    transfer of a FIFO connection for its stripe j (a transfer not striped itself, for its
+    first: equal stripes on equal NICs leave together, but one NIC slowed by a fault lets it
+    start before the slow stripe has left). For the algorithms whose builders do not lay
+    their sends over NICs themselves (``Algorithm.stripes``); ``schedule`` itself where no
+    transfer is striped."""
     cut = _stripes_of(schedule, topology)
     if (cut == 1).all():
         return schedule
