@@ -533,19 +533,19 @@ class Setup:
                     raise
                 too_large[tables.SIMNET_NAMES[a]] = exc
         results = {a: results[a] for a in _timed(choice) if a in results}  # in NCCL's order
-        unsimulated = [Finding("candidate_too_large", "", (
+        said_of_auto = [Finding("candidate_too_large", "", (
             f"auto: {name} was not simulated beside NCCL's pick: it needs {_needs(exc)}, so it may be faster than "
             f"what auto says is fastest")) for name, exc in too_large.items()]
         if options.get("exact") and not too_large and all(
                 self.exact_unfelt(tables.SIMNET_NAMES[a], size, options, run, timeline, conditions)
                 for a, run in results.items()):
-            unsimulated.append(Finding("option_unread", "options.exact", (
+            said_of_auto.append(Finding("option_unread", "options.exact", (
                 "options.exact changed nothing here: auto weighs no run here that would have been bounded instead "
                 "of replayed without it (a ring past what simnet replays under NCCL's or RCCL's model, not proven "
                 "exact by the lanes)")))
         if msccl is not None:  # RCCL runs MSCCL before its own tuner (NCCL_ALGO, NCCL_PROTO not consulted)
             run = self._msccl_auto(msccl, size, timeline, options, conditions, known, results)
-            return replace(run, warnings=unsimulated + run.warnings)
+            return replace(run, warnings=said_of_auto + run.warnings)
         picked = _judged_apart(results[choice.algorithm])
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
         bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
@@ -554,7 +554,7 @@ class Setup:
             picked = replace(picked, warnings=[Finding("candidate_upper_bound", "", (
                 f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
                 f"so it may be faster than its time says"))] + picked.warnings)
-        return replace(picked, warnings=unsimulated + picked.warnings, auto={
+        return replace(picked, warnings=said_of_auto + picked.warnings, auto={
             "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol,
                           "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
             "candidates": {tables.SIMNET_NAMES[a]: r.time_s for a, r in results.items()},
