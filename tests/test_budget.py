@@ -163,3 +163,30 @@ def test_a_scenario_refuses_a_run_too_large_before_any_run(monkeypatch, tmp_path
     with pytest.raises(TooLarge, match="^hierarchical over 32 GPUs at 1 GiB"):
         scenario_module.run_scenario(scenario)
     assert calls == []
+
+
+def test_compare_refuses_an_option_too_large_before_simulating_any(monkeypatch, tmp_path):
+    """Fuzz round t #292: compare simulated its first variant, then refused the second as too
+    large for the memory. Every option's runs are counted first: nothing is simulated."""
+    import simnet.run.sweep.evaluate as evaluate
+    from simnet.run.compare import CompareError, compare_scenarios
+    from simnet.spec.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 6, "
+                    "gpus_per_host: 4, gpu: h200}}\nsizes: [4 MiB]\nalgorithms: [hierarchical]\n"
+                    "variants:\n  - {name: ok, set: {options.chunk_size: 256 KiB}}\n"
+                    "  - {name: fine, set: {options.chunk_size: 16 KiB}}\n")
+    scenario = load_scenario(path)
+
+    def transfers(chunk: int) -> int:
+        return max(len(build_schedule("hierarchical", scenario.topology, 4 * 2**20, inner=inner, chunk_size=chunk))
+                   for inner in ("tree", "ring"))
+
+    assert transfers(2**18) < transfers(2**14)
+    monkeypatch.setenv("SIMNET_MEMORY", f"{transfers(2**18) * transfer_bytes('hierarchical')} B")
+    simulated = []
+    monkeypatch.setattr(evaluate, "simulate", lambda *a, **k: simulated.append(a))
+    with pytest.raises(CompareError, match="the point at 24 GPUs: hierarchical over 24 GPUs at 4 MiB needs") as refused:
+        compare_scenarios([scenario])
+    assert refused.value.loc == ("variants", 1) and simulated == []

@@ -17,7 +17,7 @@ from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import scenario_choices_unread, unread_options
 from simnet.run.simulate import unread_by_every
-from simnet.run.sweep.evaluate import evaluate_point
+from simnet.run.sweep.evaluate import check_point_fits, evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario
 
@@ -88,11 +88,11 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
         raise CompareError(index, ("variants",), f"compare of {len(scenarios)} scenarios ranks each as one option, "
                                                  f"so the {len(named.variants)} variants of {named.name} would not "
                                                  "run; compare it alone")
-    options = []
+    plans = [plan_sweep(scenario) for scenario in scenarios]
+    every = [(index, name, cost, overrides, where) for index, scenario in enumerate(scenarios)
+             for name, cost, overrides, where in _options_of(index, scenario)]
     for index, scenario in enumerate(scenarios):
-        plan = plan_sweep(scenario)
-        variants = scenario.variants
-        for i, variant in enumerate(variants):
+        for i, variant in enumerate(scenario.variants):
             if "algorithms" in variant.set:  # every option runs the file's (it was dropped without a word)
                 raise CompareError(index, ("variants", i, "set", "algorithms"), (
                     f"compare runs every option with the file's algorithms ({', '.join(scenario.algorithms)}) and "
@@ -105,19 +105,27 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
                 raise CompareError(index, ("variants", i, "set", f"options.{unread[0]}"), (
                     f"read by none of {', '.join(scenario.algorithms)} (see simnet algorithms), so it changes "
                     f"nothing in this comparison of {variant.name}; leave it out, or name an algorithm that reads it"))
-        # a variant's cost overrides the scenario's, as its set overrides the scenario's keys
-        for name, cost, overrides, where in ([(v.name, scenario.cost if v.cost is None else v.cost,
-                                               tuple(v.set.items()), (index, "variants", i, v.set))
-                                              for i, v in enumerate(variants)] or
-                                             [(scenario.name, scenario.cost, (), (index,))]):
-            records = [_evaluate(plan, Point(overrides, None, algorithm), where) for algorithm in scenario.algorithms]
-            ran = [r for r in records if "skipped" not in r]
-            if not ran:
-                raise CompareError(*_key(where, "algorithms"), f"option {name}: none of its algorithms runs here "
-                                                               f"({records[0]['skipped']})")
-            options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r},
-                            where))
+    for index, _, _, overrides, where in every:  # a run too large for the memory: refused before any runs
+        for algorithm in scenarios[index].algorithms:
+            _evaluate(plans[index], Point(overrides, None, algorithm), where, check_point_fits)
+    options = []
+    for index, name, cost, overrides, where in every:
+        records = [_evaluate(plans[index], Point(overrides, None, algorithm), where)
+                   for algorithm in scenarios[index].algorithms]
+        ran = [r for r in records if "skipped" not in r]
+        if not ran:
+            raise CompareError(*_key(where, "algorithms"), f"option {name}: none of its algorithms runs here "
+                                                           f"({records[0]['skipped']})")
+        options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}, where))
     return compare_rows(options)
+
+
+def _options_of(index: int, scenario: Scenario) -> list[tuple]:
+    """The hardware options of the ``index``-th scenario: (name, cost, overrides, where it is
+    written) of each variant, a variant's cost overriding the scenario's as its ``set``
+    overrides the scenario's keys; the scenario itself where it has no variants."""
+    return ([(v.name, scenario.cost if v.cost is None else v.cost, tuple(v.set.items()), (index, "variants", i, v.set))
+             for i, v in enumerate(scenario.variants)] or [(scenario.name, scenario.cost, (), (index,))])
 
 
 def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
@@ -158,12 +166,12 @@ def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
                            "every option")
 
 
-def _evaluate(plan, point: Point, where: tuple) -> dict:
-    """``evaluate_point``, its refusal put where the option states what is refused: a
-    variant's ``set`` key the message names (or the variant), an algorithm a file's
-    topology cannot run on its ``algorithms``."""
+def _evaluate(plan, point: Point, where: tuple, evaluate=evaluate_point):
+    """``evaluate(plan, point)`` (default ``evaluate_point``), its refusal put where the option
+    states what is refused: a variant's ``set`` key the message names (or the variant), an
+    algorithm a file's topology cannot run on its ``algorithms``."""
     try:
-        return evaluate_point(plan, point)
+        return evaluate(plan, point)
     except InputError as exc:
         if exc.line is not None:  # named in its own file already (a topology's, a profile's)
             raise

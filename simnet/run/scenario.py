@@ -17,7 +17,8 @@ from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "unread_options", "nccl_choice_unread", "scenario_choices_unread", "step_reads"]
+__all__ = ["run_scenario", "check_runs_fit", "unread_options", "nccl_choice_unread", "scenario_choices_unread",
+           "step_reads"]
 
 NCCL_RUNS = tuple(SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -43,10 +44,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
 
     skipped: dict[str, str] = {}
     if total > 1:  # a run too large for the memory is refused before the others ran, not after
-        for size in dict.fromkeys([*scenario.sizes, *buckets]):
-            for algorithm in scenario.algorithms:
-                check_fits(scenario.topology, algorithm, size, model=scenario.model, calibration=scenario.calibration,
-                           collective=scenario.collective, **scenario.options)
+        check_runs_fit(scenario, [*scenario.sizes, *buckets])
 
     def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
         """Every algorithm of the scenario at ``size``; auto reuses the runs it would repeat."""
@@ -95,6 +93,17 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def check_runs_fit(scenario, sizes: list[int], algorithms: list[str] | None = None,
+                   env: dict[str, str] | None = None) -> None:
+    """Refuse (``TooLarge``) before anything runs a run of ``scenario`` at one of ``sizes``
+    bytes with one of ``algorithms`` (default: the scenario's) that the memory would not
+    hold (``simulate.check_fits``); ``env``: the NCCL variables (default: the process's)."""
+    for size in dict.fromkeys(sizes):
+        for algorithm in algorithms or scenario.algorithms:
+            check_fits(scenario.topology, algorithm, size, model=scenario.model, env=env,
+                       calibration=scenario.calibration, collective=scenario.collective, **scenario.options)
 
 
 def scenario_choices_unread(scenario, env: dict[str, str], ran: list[str], what: str = "this run") -> list[Finding]:

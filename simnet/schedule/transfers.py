@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simnet import units
-from simnet.io.budget import check_fits, memory_budget
+from simnet.io.budget import TooLarge, check_fits, memory_budget
 
 __all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "counted_more", "COPY", "REDUCE", "split_range",
            "in_order", "csr_rows", "TRANSFER_BYTES", "transfer_bytes"]
@@ -184,6 +184,9 @@ def _flat(values: np.ndarray, shape: tuple[int, ...], n: int) -> np.ndarray:
     return np.broadcast_to(values, shape).reshape(-1)
 
 
+_REMEDY = "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm"
+
+
 class ScheduleBuilder:
     """Collects transfers batch by batch (all arguments broadcast), then ``build()``s.
 
@@ -233,7 +236,7 @@ class ScheduleBuilder:
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         if (self._count + n) * self._per_transfer > self._budget:
-            self._check(f"needs over {self._count + n:,} transfers", self._count + n)
+            self._check_over(self._count + n)
         columns = [_flat(v, shape, n) for v in values[:4]]  # src, dst, lo, hi: what a count keeps
         if self._counted is not None:
             self._batches.append({name: col.astype(_DTYPES[name]) for name, col in zip(_DTYPES, columns)})
@@ -255,10 +258,20 @@ class ScheduleBuilder:
         return ids
 
     def _check(self, needs: str, transfers: int) -> None:
-        check_fits(transfers * self._per_transfer,
-                   f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.collective_size)} "
-                   f"{needs} to build and replay",
-                   "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm", self._budget)
+        check_fits(transfers * self._per_transfer, f"{self._what()} {needs} to build and replay", _REMEDY,
+                   self._budget)
+
+    def _check_over(self, transfers: int) -> None:
+        """Refuse a build stopped where its first ``transfers`` pass the budget: what it needs is
+        more, so its size in GB would only repeat the budget's."""
+        raise TooLarge(f"{self._what()} needs more than the {self._budget / 1e9:,.3g} GB simnet may use here: over "
+                       f"{transfers:,} transfers of ~{self._per_transfer:,} B to build and replay, where its build "
+                       f"was stopped (SIMNET_MEMORY; default 80% of the free memory): {_REMEDY}",
+                       transfers * self._per_transfer, self._budget, self._what())
+
+    def _what(self) -> str:
+        """The schedule in a few words, for its refusal."""
+        return f"{self.algorithm} over {len(self.ranks):,} GPUs at {units.format_size(self.collective_size)}"
 
     def next_ids(self, shape: tuple[int, ...]) -> np.ndarray:
         """The ids the next ``add`` of this broadcast shape will return."""

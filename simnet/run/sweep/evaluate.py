@@ -8,15 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from simnet.errors import EnvironmentRefused, InputError, Unsupported
+from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
 from simnet.run.nccl_env import JUDGED_CHOICES
-from simnet.run.scenario import scenario_choices_unread, step_reads
+from simnet.run.scenario import check_runs_fit, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["evaluate_point"]
+__all__ = ["evaluate_point", "check_point_fits"]
 
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
@@ -37,6 +38,25 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         raise InputError(str(exc), plan.source) from exc
     except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+
+
+def check_point_fits(plan: SweepPlan, point: Point) -> None:
+    """Refuse, as ``evaluate_point`` would, a point with a run the memory would not hold
+    (``scenario.check_runs_fit``), before any point runs: what ``simnet compare`` checks of
+    every option before simulating the first. A point of jobs checks its jobs itself; any
+    other refusal is ``evaluate_point``'s."""
+    scenario = scenario_at(plan, point.overrides, point.gpus)
+    if scenario.jobs:
+        return
+    try:
+        sizes = [*scenario.sizes]
+        if scenario.workload is not None:
+            sizes += StepModel.from_workload(scenario.workload, scenario.topology.gpus).buckets()
+        check_runs_fit(scenario, sizes, [point.algorithm], plan.env)
+    except TooLarge as exc:
+        raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+    except ValueError:  # (refused by evaluate_point in its turn, where it says it)
+        return
 
 
 def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
