@@ -42,13 +42,14 @@ def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
     on two planes of half the bandwidth (NCCL merges a NIC's ports: docs/topologies.md
     ``planes``; to rounding: NCCL's channels never leave their rail's leaves there); EFA NICs
     written out two per GPU at half the rate (aws-ofi-nccl groups them into one device:
-    docs/model.md, "Several NICs per GPU"; within 2 %) where no uplink is oversubscribed (there
-    the stripes of two NICs meet the spines otherwise than one NIC's flows: the docs say so)."""
+    docs/model.md, "Several NICs per GPU"; within 2 %) where no connection is hashed onto an
+    uplink: one rack (elsewhere the stripes of two NICs are other flows for the spines than one
+    NIC's, and hashed by ECMP or over oversubscribed uplinks they part: the docs say so)."""
     forms = [(generated, 1e-9)]
     if generated["kind"] == "rail_optimized" and generated["units"] == 1:
         forms.append(({**generated, "planes": 2}, 1e-6))  # halves of bytes round apart
     if generated["kind"] == "leaf_spine" and generated["transport"] == "efa" and generated["nic_per"] == "gpu" and \
-            generated["oversubscription"] == 1:
+            generated["racks"] == 1:
         written_out = {k: v for k, v in generated.items() if k != "nic_per"}
         forms.append(({**written_out, "nics_per_host": 2 * generated["gpus_per_host"], "nic_bandwidth": "200 Gb/s"},
                       0.02))
@@ -593,3 +594,23 @@ def test_parallel_cables_between_two_switches_are_one_link_of_their_sum():
     nic = next(link for link in written["links"] if kinds[link["a"]] == "nic" or kinds[link["b"]] == "nic")
     with pytest.raises(InputError, match="only two switches take parallel cables"):
         topology_from_dict({**written, "links": [*written["links"], nic]})
+
+
+def test_an_efa_fabric_hashed_by_ecmp_says_efa_sprays_its_flows():
+    """Fuzz round t #298: two p5.48xlarge in two racks at 1:1, a 420 MiB ring: hashed by ECMP
+    the fused device's channels collide on the spines (3.68 ms) where its NICs written out, a
+    flow per stripe, do not (2.21 ms). AWS's SRD sprays each flow's packets over every path
+    (IEEE Micro 40(6), 2020), which neither hash is: the congestion warning says so, and
+    routed by destination (no collisions) both writings and the preset agree."""
+    def fabric(routing: str, **server):
+        return topology_from_dict({"name": "t", "routing": routing, "generate": {
+            "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "oversubscription": 1, **server}})
+
+    by_name = {"server": "p5.48xlarge"}
+    written = {"gpus_per_host": 8, "gpu": "h100", "transport": "efa", "nics_per_host": 32, "nic_bandwidth": "100 Gb/s"}
+    hashed = simnet.simulate(fabric("ecmp", **by_name), "ring", 420 * 2**20)
+    said = [w.message for w in hashed.warnings if w.kind == "link_congestion"]
+    assert said and all("SRD transport sprays each flow's packets over every path" in m for m in said)
+    routed = [simnet.simulate(fabric("by_destination", **form), "ring", 420 * 2**20) for form in (by_name, written)]
+    assert routed[0].time_s == routed[1].time_s < hashed.time_s
+    assert not any(w.kind == "link_congestion" for run in routed for w in run.warnings)

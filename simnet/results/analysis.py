@@ -150,6 +150,12 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
     findings = []
     ports: dict[str, dict[frozenset, list[LinkReport]]] = {}
     run = units.format_time(time_s)
+    sprayed = ""
+    if topo.routing == "ecmp" and any(topo.transport(n) == "efa" for n, d in topo.graph.nodes(data=True)
+                                      if d["kind"] == "nic"):
+        # AWS's SRD sends each flow's packets over every path (up to 64), where ECMP hashes a flow onto one
+        sprayed = (" (on EFA, AWS's SRD transport sprays each flow's packets over every path rather than hashing "
+                   "it onto one, as routing: ecmp does here: compare routing: by_destination, which collides less)")
     for link in links:
         machine = _machine(topo, link)
         if machine is None:
@@ -158,7 +164,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                     f"{link.name}: {link.max_flows} flows shared {_capacity(link)}, saturated "
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
                     f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed. Remedy: "
-                    f"{_fabric_remedy(algorithm, collective)}")))
+                    f"{_fabric_remedy(algorithm, collective)}{sprayed}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
     for machine, cables in ports.items():  # one warning per machine, about its busiest cable
