@@ -190,3 +190,22 @@ def test_compare_refuses_an_option_too_large_before_simulating_any(monkeypatch, 
     with pytest.raises(CompareError, match="the point at 24 GPUs: hierarchical over 24 GPUs at 4 MiB needs") as refused:
         compare_scenarios([scenario])
     assert refused.value.loc == ("variants", 1) and simulated == []
+
+
+def test_compare_says_an_option_answered_by_one_way_between_groups(monkeypatch, tmp_path):
+    """Fuzz round t #251: where hierarchical's ring between groups did not fit the memory,
+    ``simnet run`` says so (``variant_too_large``) but compare's row looked whole."""
+    from simnet.run.compare import compare_scenarios, option_findings
+    from simnet.spec.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: ls, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 4, "
+                    "gpus_per_host: 8, spines: 2}}\nsizes: [64 MiB]\nalgorithms: [hierarchical]\n"
+                    "variants:\n  - {name: two, set: {}}\n  - {name: four, set: {topology.generate.spines: 4}}\n")
+    topo = _cluster(32)
+    tree, ring = (len(build_schedule("hierarchical", topo, 2**26, inner=inner)) for inner in ("tree", "ring"))
+    assert tree < ring
+    monkeypatch.setenv("SIMNET_MEMORY", f"{tree * transfer_bytes('hierarchical')} B")
+    said = option_findings(compare_scenarios([load_scenario(path)]))
+    assert [(f.kind, f.message.split(":")[0]) for f in said] == [("variant_too_large", "option two"),
+                                                                  ("variant_too_large", "option four")]

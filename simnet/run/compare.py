@@ -21,7 +21,7 @@ from simnet.run.sweep.evaluate import check_point_fits, evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario
 
-__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "options_unread", "pareto_front",
+__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "option_findings", "PARTIAL", "pareto_front",
            "PARETO_TOLERANCE", "CompareError"]
 
 
@@ -142,13 +142,22 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     return list(said.values()) + _steering_unread(scenarios)
 
 
-def options_unread(rows: list[dict]) -> list[Finding]:
-    """``option_unread`` for each option given to a hardware option that changed nothing in
-    any of its runs (``compare_rows``' ``unread``: ``options.exact`` where no run would have
-    been bounded, say), as ``simnet run`` says it of each run."""
+PARTIAL = {"upper_bound": "its time is an upper bound (too large to replay exactly)",
+           "variant_too_large": "hierarchical ran one way between groups only (the other too large for the memory)",
+           "candidate_too_large": "auto left out a candidate too large for the memory"}
+"""Warning kinds of a run whose answer is less than a whole one, and what compare says of them."""
+
+
+def option_findings(rows: list[dict]) -> list[Finding]:
+    """What ``simnet run`` says of an option's runs that its row would hide: an option given to
+    it that changed nothing in any of its runs (``option_unread``, from ``compare_rows``'
+    ``unread``: ``options.exact`` where no run would have been bounded, say), and a ranked
+    time that is less than a whole answer (``PARTIAL``, from ``partial``)."""
     return [Finding("option_unread", name, (
         f"{name} changed nothing in any run of option {row['option']} (simnet run on it says why of each run); "
-        "leave it out")) for row in rows for name in row["unread"]]
+        "leave it out")) for row in rows for name in row["unread"]] + [
+        Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
+        for row in rows for kind in row["partial"]]
 
 
 def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
@@ -228,6 +237,7 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
                "per_cost": None, "skipped": skipped[0] if skipped else {},
+               "partial": sorted(PARTIAL.keys() & set(largest.get("warnings", ()))),
                # options that changed nothing in any run of this option (each run said so)
                "unread": sorted(set.intersection(*(set(at.get("unread", ())) for record in records
                                                    for at in record["sizes"])) if records[0]["sizes"] else ())}
