@@ -607,3 +607,21 @@ def test_a_run_of_several_replays_counts_them_and_never_seems_to_go_back(monkeyp
     statuses = [line.split(", about")[0] for line in capsys.readouterr().err.splitlines() if "%" in line]
     assert statuses == ["simulating: 0/1 done, this run 57%", "simulating: 0/1 done, this run's replay 2 50%",
                         "simulating: 0/1 done, this run's replay 3 90%"]
+
+
+def test_a_training_step_is_a_step_of_the_progress_of_its_own(tmp_path):
+    """Review: the training step's replays were counted as replays of the scenario's last run
+    ("this run's replay 2" at 1/1 done, or at 0/0 for a training step alone). The step is
+    now a step of the progress: its replays are its own."""
+    from simnet.engine.progress import listening
+
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\ntopology: {name: box, generate: {kind: nvswitch}}\nsizes: [1 MiB]\n"
+                    "algorithms: [ps]\ntraining: {model: llama3_8b, parallelism: {tp: 8, micro_batches: 2}, "
+                    "efficiency: 0.5}\n")
+    spec = simnet.load_scenario(path)
+    told, started = [], []
+    with listening(lambda share, left_s: None, lambda: started.append(told[-1] if told else None)):
+        run_scenario(spec, progress=lambda done, total: told.append((done, total)))
+    assert told == [(0, 2), (1, 2), (2, 2)]
+    assert started and all(at in ((0, 2), (1, 2)) for at in started)  # each replay under a step not yet done

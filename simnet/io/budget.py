@@ -83,12 +83,20 @@ def gigabytes(needed: float, budget: float) -> tuple[str, str]:
 
     >>> gigabytes(2.1e8, 2.097e8)
     ('0.21', '0.2097')
+    >>> gigabytes(1.6e12, 1.2e12)  # no exponent
+    ('1,600', '1,200')
     """
     for digits in range(3, 10):
-        need, have = f"{needed / 1e9:,.{digits}g}", f"{budget / 1e9:,.{digits}g}"
+        need, have = _gb(needed, digits), _gb(budget, digits)
         if need != have:
             return need, have
     return need, have
+
+
+def _gb(nbytes: float, digits: int) -> str:
+    """``nbytes`` in GB to ``digits`` significant digits, whole GB written out past them."""
+    value = nbytes / 1e9
+    return f"{value:,.0f}" if value >= 10 ** digits else f"{value:,.{digits}g}"
 
 
 def fits(needed: float, budget: int | None = None) -> bool:

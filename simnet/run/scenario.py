@@ -36,7 +36,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     """
     model = StepModel.from_workload(scenario.workload, scenario.topology.gpus) if scenario.workload else None
     buckets = sorted(set(model.buckets())) if model else []
-    total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms)
+    # the training step's exchanges are the last step (their replays are none of a run's)
+    total = len(set(scenario.sizes) | set(buckets)) * len(scenario.algorithms) + (scenario.training is not None)
     largest = max(scenario.sizes, default=0)
     done = 0
     if progress:
@@ -81,6 +82,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))
     training = training_step(scenario)
+    if progress and training is not None:
+        done += 1
+        progress(done, total)
     step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
     said += step_said
     if step_read:  # a run's "changed nothing" of a variable the training step beside it reads says too little

@@ -259,8 +259,8 @@ def stripe_sends(schedule: Schedule, topology) -> Schedule:
         return schedule
     total = int(cut.sum())
     check_fits(total * transfer_bytes(schedule.algorithm),
-               f"{schedule.algorithm} over {len(schedule.ranks):,} GPUs, its sends striped over the NICs of EFA's "
-               f"devices, needs {total:,} transfers to build and replay",
+               f"{schedule.algorithm} over {len(schedule.ranks):,} GPUs, its sends across hosts striped over their "
+               f"NICs and ports, needs {total:,} transfers to build and replay",
                "use fewer GPUs, a larger chunk_size or another algorithm")
     if counted_more(total - len(schedule)):  # a count (count_transfers): the stripes counted, nothing built
         return schedule
