@@ -206,7 +206,7 @@ class ScheduleBuilder:
         self._count = 0
         self._budget = memory_budget()
         self._per_transfer = transfer_bytes(algorithm)
-        self._counted = _COUNTED.get()  # inside count_transfers: count, keep nothing
+        self._counted = _COUNTED.get()  # inside count_transfers: count, keep only ends and byte ranges
         self.info: dict = {}
 
     def expect(self, transfers: int) -> None:
