@@ -187,7 +187,8 @@ def test_compare_refuses_an_option_too_large_before_simulating_any(monkeypatch, 
     monkeypatch.setenv("SIMNET_MEMORY", f"{transfers(2**18) * transfer_bytes('hierarchical')} B")
     simulated = []
     monkeypatch.setattr(evaluate, "simulate", lambda *a, **k: simulated.append(a))
-    with pytest.raises(CompareError, match="the point at 24 GPUs: hierarchical over 24 GPUs at 4 MiB needs") as refused:
+    with pytest.raises(CompareError, match="the point options.chunk_size=16 KiB at 24 GPUs: hierarchical over 24 GPUs "
+                                           "at 4 MiB needs") as refused:
         compare_scenarios([scenario])
     assert refused.value.loc == ("variants", 1) and simulated == []
 
@@ -209,3 +210,21 @@ def test_compare_says_an_option_answered_by_one_way_between_groups(monkeypatch, 
     said = option_findings(compare_scenarios([load_scenario(path)]))
     assert [(f.kind, f.message.split(":")[0]) for f in said] == [("variant_too_large", "option two"),
                                                                   ("variant_too_large", "option four")]
+
+
+def test_compare_says_a_workload_s_iteration_time_rests_on_one_way_between_groups(monkeypatch, tmp_path):
+    """Fuzz round u (cause E): ranked by a workload's iteration time, whose 64 MiB bucket's
+    hierarchical ran its tree between groups only, compare's rows said nothing."""
+    from simnet.run.compare import compare_scenarios, option_findings
+    from simnet.spec.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: ls, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 4, "
+                    "gpus_per_host: 8, spines: 2}}\nsizes: [1 MiB]\nalgorithms: [hierarchical]\n"
+                    "workload: {gradient_size: 64 MiB, compute_time: 10 ms, bucket_size: 64 MiB}\n"
+                    "variants:\n  - {name: two, set: {}}\n  - {name: four, set: {topology.generate.spines: 4}}\n")
+    tree, ring = (len(build_schedule("hierarchical", _cluster(32), 2**26, inner=inner)) for inner in ("tree", "ring"))
+    assert tree < ring
+    monkeypatch.setenv("SIMNET_MEMORY", f"{tree * transfer_bytes('hierarchical')} B")
+    said = option_findings(compare_scenarios([load_scenario(path)]))
+    assert [f.kind for f in said] == ["variant_too_large", "variant_too_large"]

@@ -1966,6 +1966,21 @@ def test_nccl_topo_file_is_said_to_be_read_from_the_topology_instead(tmp_path, c
         "describes)"]
 
 
+def test_a_variable_nccl_reads_and_simnet_does_not_model_is_said(tmp_path, cli):
+    """Fuzz round u (#020): NCCL_IB_TIMEOUT, NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_NET_GDR_READ and
+    other variables NCCL 2.30.7 reads (nccl_names) that simnet neither follows nor refuses were
+    taken in silence. The answer is the one without them (the same JSON), and one line names
+    them all."""
+    path, _ = _box_sweep(tmp_path)
+    plain = json.loads(cli("run", path, "--json", "-").stdout)
+    result = cli("run", path, "--json", "-", env={"NCCL_IB_TIMEOUT": "22", "NCCL_NET_GDR_READ": "0"})
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
+    assert result.stderr.splitlines() == [
+        "warning env_unread: NCCL_IB_TIMEOUT=22, NCCL_NET_GDR_READ=0 are read by NCCL (or RCCL) and not modelled by "
+        "simnet: simnet's answers are the ones without them (on the machine, a variable that tunes NCCL's "
+        "transports may change the time)"]
+
+
 @pytest.mark.parametrize("algorithms, unread", [(["ring"], True), (["ring", "auto"], False)])
 def test_compare_says_nccl_algo_changed_nothing_where_every_option_names_its_algorithm(tmp_path, cli, algorithms,
                                                                                         unread):

@@ -185,3 +185,15 @@ def test_a_quoted_gpu_count_and_a_ratio_read_as_written():
     number = topology_from_dict({"name": "n", "generate": {**spec, "oversubscription": 4}})
     assert ratio.capacity.tolist() == number.capacity.tolist()
 
+
+
+@pytest.mark.parametrize("written, kind", [({"usd": 1000000}, "a mapping"), (["1 M$"], "a list"), (True, "a yes/no")])
+def test_a_cost_written_as_no_text_is_said_as_yaml_writes_it(written, kind):
+    """Fuzz round u #039: ``cost: {usd: 1000000}`` was refused with Python's repr of a dict."""
+    from simnet.spec.values import parse_cost
+
+    with pytest.raises(ValueError, match=rf"^.* is {kind}, not a cost \(e\.g\. '1\.2 M\$'"):
+        parse_cost(written)
+    with pytest.raises(ValueError) as refused:
+        parse_cost({"usd": 1000000})
+    assert "'usd'" not in str(refused.value) and "{usd: 1000000}" in str(refused.value)

@@ -76,14 +76,15 @@ def friendly(command):
 
 def _say_environment_warnings() -> None:
     """One warning line per NCCL or RCCL variable of the environment spelt nearly as one simnet
-    reads but read by neither library nor simnet (``simnet.run.nccl_env.misspelt``), and one per
-    variable naming a file NCCL reads the machine from (``read_elsewhere``)."""
+    reads but read by neither library nor simnet (``simnet.run.nccl_env.misspelt``), one per
+    variable naming a file NCCL reads the machine from (``read_elsewhere``), and one naming
+    those NCCL reads that simnet does not model (``read_by_nccl_only``)."""
     if any(name.upper().startswith(("NCCL_", "RCCL_")) for name in os.environ):
-        from simnet.run.nccl_env import misspelt, read_elsewhere
+        from simnet.run.nccl_env import misspelt, read_by_nccl_only, read_elsewhere
 
         for line in misspelt():
             click.echo(f"warning env_misspelt: {line}", err=True)
-        for line in read_elsewhere():
+        for line in read_elsewhere() + read_by_nccl_only():
             click.echo(f"warning env_unread: {line}", err=True)
 
 

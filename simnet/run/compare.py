@@ -237,8 +237,9 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
                "per_cost": None, "skipped": skipped[0] if skipped else {},
-               # (training and workload comparisons rank steps, not the collective's time these describe)
-               "partial": [] if training or workload else sorted(PARTIAL.keys() & set(largest.get("warnings", ()))),
+               # (a workload's iteration time is its buckets' runs'; a training step's exchanges are its own)
+               "partial": [] if training else sorted(PARTIAL.keys() & set(
+                   best.get("bucket_warnings", ()) if workload else largest.get("warnings", ()))),
                # options that changed nothing in any run of this option (each run said so)
                "unread": sorted(set.intersection(*(set(at.get("unread", ())) for record in records
                                                    for at in record["sizes"])) if records[0]["sizes"] else ())}

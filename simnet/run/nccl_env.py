@@ -100,6 +100,27 @@ DESCRIBED_BY_THE_TOPOLOGY = ("NCCL_TOPO_FILE",)
 v2.30.7), where simnet reads it from its topology: run as they are, said by ``read_elsewhere``."""
 
 
+def read_by_nccl_only(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line naming the variables of ``environ`` (default: the process environment) that
+    NCCL 2.30.7 or RCCL 2.21.5 reads (``nccl_names``) and simnet neither follows, refuses
+    (``NCCL_VARIABLES``) nor says of otherwise (``DESCRIBED_BY_THE_TOPOLOGY``), as
+    ``NCCL_IB_TIMEOUT`` or ``NCCL_DEBUG``: the answer is the one without them; or none.
+
+    >>> read_by_nccl_only({"NCCL_IB_TIMEOUT": "22", "NCCL_ALGO": "Ring"})[0].split(":")[0]
+    'NCCL_IB_TIMEOUT=22 is read by NCCL (or RCCL) and not modelled by simnet'
+    """
+    environ = os.environ if environ is None else environ
+    names = [name for name in sorted(environ) if environ[name].strip() and name not in NCCL_VARIABLES
+             and name not in DESCRIBED_BY_THE_TOPOLOGY and (name in NCCL_READS or name in RCCL_ONLY_READS)]
+    if not names:
+        return []
+    shown = ", ".join(f"{name}={environ[name]}" for name in names)
+    return [f"{shown} {'is' if len(names) == 1 else 'are'} read by NCCL (or RCCL) and not modelled by simnet: "
+            "simnet's answers are the ones without "
+            f"{'it' if len(names) == 1 else 'them'} (on the machine, a variable that tunes NCCL's transports may "
+            "change the time)"]
+
+
 def read_elsewhere(environ: Mapping[str, str] | None = None) -> list[str]:
     """One line per ``DESCRIBED_BY_THE_TOPOLOGY`` variable set in ``environ`` (default: the
     process environment): simnet never opens the file it names.

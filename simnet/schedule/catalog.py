@@ -35,7 +35,7 @@ def build_schedule(name: str, topology: Topology, size: int, ranks: list[str] | 
     """
     algorithm, mine = _resolve(name, size, collective, options)
     schedule = algorithm.build(topology, list(ranks or topology.gpus), int(size), **mine)
-    return schedule if algorithm.stripes else stripe_sends(schedule, topology)
+    return schedule if algorithm.stripes else stripe_sends(schedule, topology, int(size))
 
 
 def build_program(name: str, topology: Topology, size: int, ranks: list[str] | None = None,

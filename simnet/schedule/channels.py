@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simnet import units
 from simnet.io.budget import check_fits
 from simnet.schedule.transfers import Schedule, counted_more, csr_rows, transfer_bytes
 from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
@@ -240,7 +241,7 @@ def _stripes_of(schedule: Schedule, topology) -> np.ndarray:
     return np.maximum(1, np.minimum(cut, schedule.nbytes))
 
 
-def stripe_sends(schedule: Schedule, topology) -> Schedule:
+def stripe_sends(schedule: Schedule, topology, size: int) -> Schedule:
     """``schedule`` with every transfer that leaves its sender's host from a GPU whose NICs a
     network plugin groups into one device (EFA, ``plugin_stripes``) or whose NICs have
     several ports (planes) cut into one stripe per NIC and port (``_stripes_of``), as
@@ -253,14 +254,14 @@ def stripe_sends(schedule: Schedule, topology) -> Schedule:
     first: equal stripes on equal NICs leave together, but one NIC slowed by a fault lets it
     start before the slow stripe has left). For the algorithms whose builders do not lay
     their sends over NICs themselves (``Algorithm.stripes``); ``schedule`` itself where no
-    transfer is striped."""
+    transfer is striped. ``size``: the collective's bytes as given, for a refusal."""
     cut = _stripes_of(schedule, topology)
     if (cut == 1).all():
         return schedule
     total = int(cut.sum())
     check_fits(total * transfer_bytes(schedule.algorithm),
-               f"{schedule.algorithm} over {len(schedule.ranks):,} GPUs, its sends across hosts striped over their "
-               f"NICs and ports, needs {total:,} transfers to build and replay",
+               f"{schedule.algorithm} over {len(schedule.ranks):,} GPUs at {units.format_size(size)}, its sends "
+               f"across hosts striped over their NICs and ports, needs {total:,} transfers to build and replay",
                "use fewer GPUs, a larger chunk_size or another algorithm")
     if counted_more(total - len(schedule)):  # a count (count_transfers): the stripes counted, nothing built
         return schedule

@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field
 
 from simnet import units
+from simnet.errors import kind_of, shown
 
 __all__ = ["parse_sizes", "parse_cost", "MAX_SIZES", "Size", "PositiveSize"]
 
@@ -89,7 +90,9 @@ def parse_cost(text: object) -> float:
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         raise ValueError(f"{text} has no currency: write '{text} $', or with k$ or M$ ('1.2 M$')")
-    match = _COST.match(text) if isinstance(text, str) else None
+    if not isinstance(text, str):
+        raise ValueError(f"{shown(text)} is {kind_of(text)}, not a cost (e.g. '1.2 M$', '$800k', '250000 $')")
+    match = _COST.match(text)
     if not match:
         raise ValueError(f"{text!r} is not a cost (e.g. '1.2 M$', '$800k', '250000 $')")
     leading, number, multiplier, trailing = match.groups()

@@ -32,12 +32,12 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         raise
     except Unsupported as exc:
         if not plan.every_algorithm:  # (the cause kept: compare puts it on the algorithms)
-            raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from exc
+            raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from exc
         return {**_header(point, scenario), "skipped": str(exc)}
     except EnvironmentRefused as exc:  # the environment's, whatever the point (compare says it of no option)
         raise InputError(str(exc), plan.source) from exc
     except ValueError as exc:  # CannotSimulate among them
-        raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+        raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
 
 
 def check_point_fits(plan: SweepPlan, point: Point) -> None:
@@ -54,9 +54,15 @@ def check_point_fits(plan: SweepPlan, point: Point) -> None:
             sizes += StepModel.from_workload(scenario.workload, scenario.topology.gpus).buckets()
         check_runs_fit(scenario, sizes, [point.algorithm], plan.env)
     except TooLarge as exc:
-        raise InputError(f"the point at {len(scenario.topology.gpus)} GPUs: {exc}", plan.source) from None
+        raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
     except ValueError:  # (refused by evaluate_point in its turn, where it says it)
         return
+
+
+def _point_said(point: Point, scenario) -> str:
+    """A point as its refusal names it: its settings (``options.chunk_size=8 KiB``) and GPUs."""
+    settings = ", ".join(f"{key}={value}" for key, value in point.overrides)
+    return f"the point {settings + ' ' if settings else ''}at {len(scenario.topology.gpus)} GPUs"
 
 
 def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
@@ -95,8 +101,10 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
             "unread": sorted({w.link for w in said if w.kind == "option_unread" and w.link.startswith("options.")})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
-        summary = model.summary(gpus, {size: run(size).time_s for size in set(model.buckets())})
+        buckets = set(model.buckets())
+        summary = model.summary(gpus, {size: run(size).time_s for size in buckets})
         record.update({k: v for k, v in summary.items() if k != "gpus"})
+        record["bucket_warnings"] = sorted({w.kind for size in buckets for w in run(size).warnings})
     return record
 
 
