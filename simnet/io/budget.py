@@ -32,11 +32,12 @@ _FALLBACK = 4 * 2**30
 
 class TooLarge(CannotSimulate):
     """A run that would need more memory than the budget; ``str()`` says how much and what to
-    do, ``needed`` and ``budget`` are the bytes, ``what`` what needs them."""
+    do, ``needed`` and ``budget`` are the bytes, ``what`` what needs them; ``stopped``: the
+    count stopped where it passed the budget, so ``needed`` is only where it stopped."""
 
-    def __init__(self, message: str, needed: float = 0.0, budget: int = 0, what: str = ""):
+    def __init__(self, message: str, needed: float = 0.0, budget: int = 0, what: str = "", stopped: bool = False):
         super().__init__(message)
-        self.needed, self.budget, self.what = needed, budget, what
+        self.needed, self.budget, self.what, self.stopped = needed, budget, what, stopped
 
 
 def memory_budget() -> int:

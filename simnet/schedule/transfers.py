@@ -268,7 +268,7 @@ class ScheduleBuilder:
         raise TooLarge(f"{self._what()} needs more than the {budget} GB simnet may use here: over "
                        f"{transfers:,} transfers of ~{self._per_transfer:,} B to build and replay, where its build "
                        f"was stopped (SIMNET_MEMORY; default 80% of the free memory): {_REMEDY}",
-                       transfers * self._per_transfer, self._budget, self._what())
+                       transfers * self._per_transfer, self._budget, self._what(), stopped=True)
 
     def _what(self) -> str:
         """The schedule in a few words, for its refusal."""
