@@ -163,9 +163,9 @@ def _timed(choice: predict.Choice) -> list[str]:
 
 def _needs(exc: TooLarge) -> str:
     """What a ``TooLarge`` says the run needs, against the budget, in a few words."""
-    need, have = gigabytes(exc.needed, exc.budget)
     if exc.stopped:  # its count stopped at the budget: the need is unknown beyond it
-        return f"more than the {have} GB simnet may use here (SIMNET_MEMORY)"
+        return f"more than the {gigabytes(0, exc.budget)[1]} GB simnet may use here (SIMNET_MEMORY)"
+    need, have = gigabytes(exc.needed, exc.budget)
     return f"~{need} GB, more than the {have} GB simnet may use here (SIMNET_MEMORY)"
 
 
