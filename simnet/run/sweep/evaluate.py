@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simnet.errors import EnvironmentRefused, InputError, Unsupported
+from simnet.errors import EnvironmentRefused, InputError, Unsupported, shown
 from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
 from simnet.run.nccl_env import JUDGED_CHOICES
@@ -61,7 +61,7 @@ def check_point_fits(plan: SweepPlan, point: Point) -> None:
 
 def _point_said(point: Point, scenario) -> str:
     """A point as its refusal names it: its settings (``options.chunk_size=8 KiB``) and GPUs."""
-    settings = ", ".join(f"{key}={value}" for key, value in point.overrides)
+    settings = ", ".join(f"{key}={value if isinstance(value, str) else shown(value)}" for key, value in point.overrides)
     return f"the point {settings + ' ' if settings else ''}at {len(scenario.topology.gpus)} GPUs"
 
 
