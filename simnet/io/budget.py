@@ -21,7 +21,7 @@ from pathlib import Path
 from simnet import units
 from simnet.errors import CannotSimulate, InputError
 
-__all__ = ["memory_budget", "check_fits", "fits", "TooLarge", "SAFETY"]
+__all__ = ["memory_budget", "check_fits", "fits", "gigabytes", "in_gb", "TooLarge", "SAFETY"]
 
 SAFETY = 0.8
 """Fraction of the available memory a run may use (the rest: interpreter, plots, other processes)."""
@@ -88,14 +88,18 @@ def gigabytes(needed: float, budget: float) -> tuple[str, str]:
     ('1,600', '1,200')
     """
     for digits in range(3, 10):
-        need, have = _gb(needed, digits), _gb(budget, digits)
+        need, have = in_gb(needed, digits), in_gb(budget, digits)
         if need != have:
             return need, have
     return need, have
 
 
-def _gb(nbytes: float, digits: int) -> str:
-    """``nbytes`` in GB to ``digits`` significant digits, whole GB written out past them."""
+def in_gb(nbytes: float, digits: int = 3) -> str:
+    """``nbytes`` in GB to ``digits`` significant digits, whole GB written out past them.
+
+    >>> in_gb(2.097e8), in_gb(1.6e12)
+    ('0.21', '1,600')
+    """
     value = nbytes / 1e9
     return f"{value:,.0f}" if value >= 10 ** digits else f"{value:,.{digits}g}"
 

@@ -151,8 +151,8 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
     ports: dict[str, dict[frozenset, list[LinkReport]]] = {}
     run = units.format_time(time_s)
     sprayed = ""
-    if topo.routing == "ecmp" and any(topo.transport(n) == "efa" for n, d in topo.graph.nodes(data=True)
-                                      if d["kind"] == "nic"):
+    if topo.routing == "ecmp" and topo.derived("efa_nics", lambda t: any(
+            t.transport(n) == "efa" for n, d in t.graph.nodes(data=True) if d["kind"] == "nic")):
         # AWS's SRD sends each flow's packets over every path (up to 64), where ECMP hashes a flow onto one
         sprayed = (" (on EFA, AWS's SRD transport sprays each flow's packets over every path rather than hashing "
                    "it onto one, as routing: ecmp does here: where hashes collide, routing: by_destination, free of "

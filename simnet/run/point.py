@@ -22,7 +22,7 @@ from simnet.engine.faults import Fault
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import join_gates, replay
 from simnet.errors import EnvironmentRefused, Unsupported
-from simnet.io.budget import TooLarge, fits, gigabytes
+from simnet.io.budget import TooLarge, fits, gigabytes, in_gb
 from simnet.io.yamlsource import Source
 from simnet.model.calibration import Calibration, load_calibration, other_hardware
 from simnet.model.interface import lane_timing, resolve_model
@@ -164,7 +164,7 @@ def _timed(choice: predict.Choice) -> list[str]:
 def _needs(exc: TooLarge) -> str:
     """What a ``TooLarge`` says the run needs, against the budget, in a few words."""
     if exc.stopped:  # its count stopped at the budget: the need is unknown beyond it
-        return f"more than the {gigabytes(0, exc.budget)[1]} GB simnet may use here (SIMNET_MEMORY)"
+        return f"more than the {in_gb(exc.budget)} GB simnet may use here (SIMNET_MEMORY)"
     need, have = gigabytes(exc.needed, exc.budget)
     return f"~{need} GB, more than the {have} GB simnet may use here (SIMNET_MEMORY)"
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simnet import units
-from simnet.io.budget import TooLarge, check_fits, gigabytes, memory_budget
+from simnet.io.budget import TooLarge, check_fits, in_gb, memory_budget
 
 __all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "counted_more", "COPY", "REDUCE", "split_range",
            "in_order", "csr_rows", "TRANSFER_BYTES", "transfer_bytes"]
@@ -264,7 +264,7 @@ class ScheduleBuilder:
     def _check_over(self, transfers: int) -> None:
         """Refuse a build stopped where its first ``transfers`` pass the budget: what it needs is
         more, so its size in GB would only repeat the budget's."""
-        budget = gigabytes(0, self._budget)[1]
+        budget = in_gb(self._budget)
         raise TooLarge(f"{self._what()} needs more than the {budget} GB simnet may use here: over "
                        f"{transfers:,} transfers of ~{self._per_transfer:,} B to build and replay, where its build "
                        f"was stopped (SIMNET_MEMORY; default 80% of the free memory): {_REMEDY}",
