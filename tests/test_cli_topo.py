@@ -28,6 +28,17 @@ def test_check_reports_counts_and_worst_path(cli, root):
     assert "64 NICs, 12 switches" in out
     assert "400 Gb/s .. 3.6 Tb/s (50 .. 450 GB/s)" in out
     assert "6 us over 6 hops (r0h0-gpu0 -> r1h" in out  # 1 us PCIe + 4 x 1 us fabric + 1 us PCIe
+    assert "routing:   ECMP (each connection hashed onto one of the equal-cost paths)\n" in out  # no routing: key
+
+
+def test_check_says_an_efa_fabric_is_routed_by_destination(cli, tmp_path):
+    """A fabric of EFA NICs whose file names no routing is routed by destination
+    (docs/topologies.md, "Routing"): check says which routing, and why."""
+    (tmp_path / "p5.yaml").write_text("name: p5s\ngenerate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+                                      "server: p5.48xlarge}\n")
+    out = cli("topo", "check", tmp_path / "p5.yaml").stdout
+    assert "routing:   by destination (as InfiniBand routes a fat tree: D-mod-k); every NIC speaks EFA, whose SRD " \
+           "sprays each flow over every path\n" in out
 
 
 def test_check_reads_the_calibration_profile_the_topology_names(cli, tmp_path):

@@ -42,14 +42,16 @@ def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
     on two planes of half the bandwidth (NCCL merges a NIC's ports: docs/topologies.md
     ``planes``; to rounding: NCCL's channels never leave their rail's leaves there); EFA NICs
     written out two per GPU at half the rate (aws-ofi-nccl groups them into one device:
-    docs/model.md, "Several NICs per GPU"; within 2 %) where no connection is hashed onto an
-    uplink: one rack (elsewhere the stripes of two NICs are other flows for the spines than one
-    NIC's, and hashed by ECMP or over oversubscribed uplinks they part: the docs say so)."""
+    docs/model.md, "Several NICs per GPU"; within 2 %) where no connection shares an
+    oversubscribed uplink: one rack, or racks at 1:1 routed by destination, an EFA fabric's
+    default (the stripes of two NICs are other flows for the spines than one NIC's, and over
+    oversubscribed uplinks, or hashed by an explicit ``routing: ecmp``, they part: the docs
+    say so)."""
     forms = [(generated, 1e-9)]
     if generated["kind"] == "rail_optimized" and generated["units"] == 1:
         forms.append(({**generated, "planes": 2}, 1e-6))  # halves of bytes round apart
     if generated["kind"] == "leaf_spine" and generated["transport"] == "efa" and generated["nic_per"] == "gpu" and \
-            generated["racks"] == 1:
+            (generated["racks"] == 1 or generated["oversubscription"] == 1):
         written_out = {k: v for k, v in generated.items() if k != "nic_per"}
         forms.append(({**written_out, "nics_per_host": 2 * generated["gpus_per_host"], "nic_bandwidth": "200 Gb/s"},
                       0.02))
@@ -595,6 +597,33 @@ def test_parallel_cables_between_two_switches_are_one_link_of_their_sum():
     nic = next(link for link in written["links"] if kinds[link["a"]] == "nic" or kinds[link["b"]] == "nic")
     with pytest.raises(InputError, match="only two switches take parallel cables"):
         topology_from_dict({**written, "links": [*written["links"], nic]})
+
+
+def test_an_efa_fabric_is_routed_by_destination_unless_its_file_says_otherwise():
+    """AWS's SRD sprays each flow over every path (IEEE Micro 40(6), 2020), so an EFA
+    fabric's flows do not collide as an ECMP hash makes them: a fabric whose every NIC
+    speaks EFA is routed by destination when its file names no routing (the nearer of
+    simnet's two), and a p5.48xlarge by name, its 32 x 100G written out and 8 x 400G fused
+    give one answer across racks (a 420 MiB ring over two p5s in two racks: 2.21 ms where
+    ECMP's hash gave the fused device 3.68 ms). Any other NIC on the fabric, or ``routing``
+    in the file, and it is what the file says or ECMP."""
+    def fabric(routing: str | None = None, **hosts):
+        return topology_from_dict({"name": "t", **({"routing": routing} if routing else {}), "generate": {
+            "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "oversubscription": 1, **hosts}})
+
+    efa = {"gpus_per_host": 8, "gpu": "h100", "transport": "efa"}
+    forms = [{"server": "p5.48xlarge"}, {**efa, "nics_per_host": 32, "nic_bandwidth": "100 Gb/s"},
+             {**efa, "nics_per_host": 8, "nic_bandwidth": "400 Gb/s"}]
+    assert [fabric(**form).routing for form in forms] == ["by_destination"] * 3
+    times = {simnet.simulate(fabric(**form), "ring", 420 * 2**20).time_s for form in forms}
+    assert times == {simnet.simulate(fabric("by_destination", **forms[0]), "ring", 420 * 2**20).time_s}
+    assert fabric("ecmp", **forms[0]).routing == "ecmp"
+    assert fabric(**{**efa, "transport": "roce"}).routing == "ecmp"
+    mixed = topology_as_dict(fabric(**forms[2]))
+    del mixed["routing"]
+    nic = next(node for node in mixed["nodes"] if node["kind"] == "nic")
+    nic["transport"] = "ib"  # one NIC of another transport: the fabric is not EFA's alone
+    assert topology_from_dict(mixed).routing == "ecmp"
 
 
 def test_an_efa_fabric_hashed_by_ecmp_says_efa_sprays_its_flows():

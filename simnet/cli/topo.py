@@ -25,6 +25,8 @@ _TOPOLOGY = click.argument("topology", type=click.Path(dir_okay=False, path_type
 
 
 _KIND_NAMES = {"ps": "parameter server", "host": "host bridge", "nic": "NIC"}
+_ROUTING = {"ecmp": "ECMP (each connection hashed onto one of the equal-cost paths)",
+            "by_destination": "by destination (as InfiniBand routes a fat tree: D-mod-k)"}
 
 
 def _plural(word: str, count: int) -> str:
@@ -44,7 +46,7 @@ def topo_check(topology: Path) -> None:
       simnet topo check topologies/dgx_h100.yaml
     """
     from simnet import units
-    from simnet.topology.loader import load_topology
+    from simnet.topology.loader import default_routing, load_topology
     from simnet.topology.summary import SAMPLED_SOURCES, summarize
 
     loaded = load_topology(topology)
@@ -72,6 +74,9 @@ def topo_check(topology: Path) -> None:
         click.echo(f"  bandwidth: {units.format_bandwidth(s.min_bandwidth)} .. "
                    f"{units.format_bandwidth(s.max_bandwidth)} ({s.min_bandwidth / 1e9:.4g} .. "
                    f"{s.max_bandwidth / 1e9:.4g} GB/s) per direction")
+    efa = default_routing(loaded) == "by_destination"  # every NIC speaks EFA
+    click.echo(f"  routing:   {_ROUTING[loaded.routing]}"
+               f"{'; every NIC speaks EFA, whose SRD sprays each flow over every path' if efa else ''}")
     if s.gpus == 1:
         click.echo("  worst GPU-to-GPU path: none (one GPU: an AllReduce moves no data)")
     else:

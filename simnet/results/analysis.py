@@ -155,7 +155,8 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
             t.transport(n) == "efa" for n, d in t.graph.nodes(data=True) if d["kind"] == "nic")):
         # AWS's SRD sends each flow's packets over every path (up to 64), where ECMP hashes a flow onto one
         sprayed = (" (on EFA, AWS's SRD transport sprays each flow's packets over every path rather than hashing "
-                   "it onto one, as routing: ecmp does here: where hashes collide, routing: by_destination, free of "
+                   "it onto one, as routing: ecmp does here: where hashes collide, routing: by_destination (an EFA "
+                   "fabric's default when its file names none), free of "
                    "collisions, comes closer to it)")
     for link in links:
         machine = _machine(topo, link)

@@ -20,7 +20,7 @@ from simnet.topology.hardware import GPUS, NVLINK
 from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 
-__all__ = ["load_topology", "topology_from_dict"]
+__all__ = ["load_topology", "topology_from_dict", "default_routing"]
 
 
 def load_topology(path: str | Path) -> Topology:
@@ -109,19 +109,33 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.error(prefix + ("calibration",), why)
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                        routing=spec.routing, unread=tuple(unread), make_router=Router)
+                        routing=spec.routing or "ecmp", unread=tuple(unread), make_router=Router)
     marked = _nvls_unsaid(topology)
-    if marked:  # rare (a hand-written NVSwitch): the graph is frozen, so build it again with the fact
+    routing = spec.routing or default_routing(topology)
+    if marked or routing != topology.routing:  # rare: the graph is frozen, so build it again with the facts
         graph = nx.DiGraph(topology.graph)
-        for switch in marked:
+        for switch in marked:  # a hand-written NVSwitch
             graph.nodes[switch]["nvls"] = True
         topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                            routing=spec.routing, unread=topology.unread, make_router=Router)
+                            routing=routing, unread=topology.unread, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
     return topology
+
+
+def default_routing(topology: Topology) -> str:
+    """The routing of a fabric whose file names none: ``by_destination`` where every NIC of
+    every host (``Topology.rails``: NIC nodes, and GPUs cabled straight to a switch) speaks
+    EFA, else ``ecmp``. AWS's SRD transport sprays each flow's packets over every path (up
+    to 64; "A Cloud-Optimized Transport Protocol for Elastic and Scalable HPC", IEEE Micro
+    40(6), 2020): its flows never collide as an ECMP hash makes them, and destination
+    routing, free of such collisions, is the nearer of simnet's two (docs/topologies.md,
+    "Routing"); an EFA device's NICs fused or written out then answer alike."""
+    transports = {topology.transport(nic) for gpus in topology.groups("host").values()
+                  for nic, _ in topology.rails(gpus)}
+    return "by_destination" if transports == {"efa"} else "ecmp"
 
 
 def _nvls_unsaid(topology: Topology) -> list[str]:

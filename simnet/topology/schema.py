@@ -328,4 +328,5 @@ class TopologySpec(Strict):
     nodes: list[NodeSpec] = []
     links: list[LinkSpec] = []
     calibration: Name | None = None  # a profile from simnet calibrate, relative to this file
-    routing: Literal["ecmp", "by_destination"] = "ecmp"  # how equal-cost paths are chosen (simnet.topology.routing)
+    # how equal-cost paths are chosen (simnet.topology.routing); None: the fabric's default (loader.default_routing)
+    routing: Literal["ecmp", "by_destination"] | None = None
