@@ -60,9 +60,21 @@ def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
 
 def _rewritten(generated: dict, draw, rename: bool = False) -> dict:
     """The generated topology node by node, its switches, NICs and links shuffled (the GPUs
-    keep their order: it is their rank order) and some links written b -> a; with ``rename``
-    every node renamed (GPUs too), in an order of names unrelated to the old one."""
+    keep their order: it is their rank order), some links written b -> a and some cables
+    between two switches written as two parallel cables of half their bandwidth (one link of
+    their sum: docs/topologies.md); with ``rename`` every node renamed (GPUs too), in an
+    order of names unrelated to the old one."""
     written = topology_as_dict(topology_from_dict({"name": "t", "generate": generated}))
+    kinds = {node["id"]: node["kind"] for node in written["nodes"]}
+    links = written["links"]
+    halved = draw(st.lists(st.booleans(), min_size=len(links), max_size=len(links)))
+    written["links"] = []
+    for link, split in zip(links, halved):
+        if split and kinds[link["a"]] == kinds[link["b"]] == "switch":
+            half = {**link, "bandwidth": f"{simnet.units.parse_bandwidth(link['bandwidth']) / 2!r} B/s"}
+            written["links"] += [half, dict(half)]
+        else:
+            written["links"].append(link)
     if rename:
         prefix = draw(st.sampled_from(["n", "Sw-", "z_"]))
         names = dict(zip((node["id"] for node in written["nodes"]),
