@@ -89,7 +89,8 @@ def _reverse(targets: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarra
     """CSR (ptr, idx) of "who points at t": transfer i points at ``counts[i]`` consecutive ``targets``."""
     order = np.argsort(targets, kind="stable")
     owners = np.repeat(np.arange(n, dtype=np.int32), counts)[order]
-    ptr = np.searchsorted(targets[order], np.arange(n + 1))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(targets, minlength=n), out=ptr[1:])
     return ptr, owners
 
 
