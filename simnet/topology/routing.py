@@ -346,20 +346,35 @@ class Router:
     def _destination_numbers(self) -> dict[str, int]:
         """``_destination_number`` of every node: the endpoints first, in order of their leaf
         (the first switch their traffic enters, past a NIC that joins two planes), so the GPUs
-        under one leaf take consecutive numbers; then the dead ends (NICs); then the core."""
+        under one leaf take consecutive numbers; then the dead ends (NICs); then the core.
+        Endpoints and their leaves are ordered by rank (GPUs in rank order, then parameter
+        servers as listed; a leaf by the first endpoint under it), not by where the file lists
+        switches: names and order do not count (docs/topologies.md)."""
         topology = self.topology
         index = topology.node_index
+        rank = {gpu: r for r, gpu in enumerate(topology.gpus)}
 
-        def leaf(node: str) -> int:
+        def entered(node: str) -> list[str]:  # the switches its traffic enters first
             entries = self._approach(node)[1] if node not in self._core else ()
-            switches = [s for e in entries for s in ([e] if topology.kind(e) == "switch" else
-                                                      [p for p in topology.graph.predecessors(e)
-                                                       if topology.kind(p) == "switch"])]
-            return min((index[s] for s in switches), default=index[node])
+            return [s for e in entries for s in ([e] if topology.kind(e) == "switch" else
+                                                  [p for p in topology.graph.predecessors(e)
+                                                   if topology.kind(p) == "switch"])]
+
+        def group(node: str) -> int:
+            return 2 if node in self._core else int(node in self._forwards)
+
+        def place(node: str) -> int:  # GPUs by rank, then the other nodes as listed
+            return rank[node] if node in rank else len(rank) + index[node]
+
+        first: dict[str, int] = {}  # each leaf's first endpoint, by place
+        for node in sorted((n for n in topology.nodes if not group(n)), key=place):
+            for switch in entered(node):
+                first.setdefault(switch, place(node))
 
         def key(node: str) -> tuple[int, int, int]:
-            group = 2 if node in self._core else int(node in self._forwards)
-            return group, leaf(node), index[node]
+            if group(node):
+                return group(node), min((index[s] for s in entered(node)), default=index[node]), index[node]
+            return 0, min((first[s] for s in entered(node)), default=place(node)), place(node)
 
         return {n: i for i, n in enumerate(sorted(topology.nodes, key=key))}
 
