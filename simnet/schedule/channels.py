@@ -40,7 +40,7 @@ from simnet.schedule.transfers import Schedule, counted_more, csr_rows, transfer
 from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
 
 __all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout",
-           "plugin_stripes", "stripe_sends"]
+           "send_stripes", "stripe_sends"]
 
 
 @dataclass(frozen=True)
@@ -208,11 +208,14 @@ def ring_layout(topology, ranks: list[str], channels: int | None) -> tuple[int, 
     return channels, groups, np.array([g.weight for g in groups])
 
 
-def plugin_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def send_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Per node of ``nodes``: its node as NCCL sees it (an index: a GPU's host or NVLink
-    domain; any other node one of its own), and how many NICs the network plugin stripes its
-    sends over (a GPU's: the NICs of its device, ``search.net_devices``, more than one only
-    where EFA's plugin groups a GPU's NICs; else 1)."""
+    domain; any other node one of its own), and how many stripes a send of it that leaves
+    that node is cut into: one per NIC the network plugin stripes its sends over (a GPU's:
+    the NICs of its device, ``search.net_devices``, more than one only where EFA's plugin
+    groups a GPU's NICs; aws-ofi-nccl 2daf7d30 src/nccl_ofi_scheduler.cpp:77-120) times one
+    per port of each NIC (NCCL splits every send of a NIC over its ports, net_ib/p2p.cc:110-116,
+    v2.30.7; ``Topology.ports_per_nic``)."""
     hosts: dict[str, int] = {}
     host_of = np.array([hosts.setdefault(topology.label(node, "node") if topology.kind(node) == "gpu" else f"\0{node}",
                                          len(hosts)) for node in nodes], dtype=np.int64)
@@ -224,26 +227,25 @@ def plugin_stripes(topology, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
                 for _, gpu in device:
                     if gpu in position:
                         stripes[position[gpu]] = len(device)
-    return host_of, stripes
+    return host_of, stripes * topology.ports_per_nic
 
 
 def _stripes_of(schedule: Schedule, topology) -> np.ndarray:
     """Per transfer of ``schedule``, the stripes it is cut into where it goes over the network,
     to a GPU of another node or to a parameter server (not to a switch: NVLS's NVSwitch is in
-    the host): one per NIC of its sending GPU's device (``plugin_stripes``) and per port of
-    each NIC (NCCL splits every send of a NIC over its ports, net_ib/p2p.cc:110-116,
-    v2.30.7; ``Topology.ports_per_nic``), as long as each has a byte; else 1."""
-    host_of, stripes = plugin_stripes(topology, schedule.nodes)
+    the host): one per NIC of its sending GPU's device and per port of each NIC
+    (``send_stripes``), as long as each has a byte; else 1."""
+    host_of, stripes = send_stripes(topology, schedule.nodes)
     kind = np.array([topology.kind(node) for node in schedule.nodes])
     src, dst = schedule.src, schedule.dst
     network = (kind[src] == "gpu") & np.isin(kind[dst], ("gpu", "ps")) & (host_of[src] != host_of[dst])
-    cut = np.where(network, stripes[src] * topology.ports_per_nic, 1)
+    cut = np.where(network, stripes[src], 1)
     return np.maximum(1, np.minimum(cut, schedule.nbytes))
 
 
 def stripe_sends(schedule: Schedule, topology, size: int) -> Schedule:
     """``schedule`` with every transfer that leaves its sender's host from a GPU whose NICs a
-    network plugin groups into one device (EFA, ``plugin_stripes``) or whose NICs have
+    network plugin groups into one device (EFA, ``send_stripes``) or whose NICs have
     several ports (planes) cut into one stripe per NIC and port (``_stripes_of``), as
     aws-ofi-nccl stripes every send of such a device (2daf7d30
     src/nccl_ofi_scheduler.cpp:77-120) and NCCL every send of a NIC over its ports, NCCL's

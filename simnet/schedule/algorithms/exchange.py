@@ -13,7 +13,9 @@ block (i, j) of ``all_to_all`` is what rank i sends rank j; rank i's buffer in
   into one device (EFA, ``search.net_devices``) it stripes every send over them, NCCL's
   send/recv too (aws-ofi-nccl 2daf7d30 src/nccl_ofi_scheduler.cpp:77-120), so a send that
   leaves its host through such a GPU is cut into one stripe per NIC of the group, each its
-  own connection, which routing takes through consecutive NICs (``simnet.topology.routing``).
+  own connection, which routing takes through consecutive NICs (``simnet.topology.routing``);
+  and as NCCL splits every send of a NIC over its ports (net_ib/p2p.cc:110-116, v2.30.7), one
+  stripe per port of each NIC, through consecutive ports.
   Under ``model: nccl`` each send is first cut into the parts NCCL runs it on, one per
   channel (``send_channels``, from ``simnet.tuning.enqueue.send_channels``; NCCL's
   ncclP2pPartBounds, src/include/device.h:260-270, v2.30.7: parts of ceil(bytes / parts)
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.schedule.channels import plugin_stripes
+from simnet.schedule.channels import send_stripes
 from simnet.schedule.registry import register
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, split_range
 from simnet.topology.graph import Topology
@@ -92,10 +94,11 @@ def _send(b: ScheduleBuilder, topology: Topology, ranks: list[str], src: np.ndar
     to it first), each cut into ``parts`` parts on channels of their own (``_parts``), unless
     every part would take its send's one route (``_parts_part_ways``). The hop that leaves
     the host (from the relay, or from the sender) is cut into one stripe per NIC its GPU's
-    plugin device stripes over (``plugin_stripes``), stripe j of part p on connection p x the
-    most stripes + j, so consecutive stripes leave through consecutive NICs of the group."""
+    plugin device stripes over and per port of each NIC (``send_stripes``), stripe j of part p
+    on connection p x the most stripes + j, so consecutive stripes leave through consecutive
+    NICs of the group and ports of each."""
     sender = np.where(relay >= 0, relay, src)
-    host_of, stripes = plugin_stripes(topology, ranks)
+    host_of, stripes = send_stripes(topology, ranks)
     striped = np.where(host_of[sender] != host_of[dst], stripes[sender], 1)
     stride = int(striped.max(initial=1))
     if parts > 1:
