@@ -317,7 +317,8 @@ def test_contention_slows_the_nccl_model_too():
     size = 2**30
     open_fabric, thin = simulate(racks(1), "ring", size), simulate(racks(8), "ring", size)
     assert thin.time_s > 3 * open_fabric.time_s
-    assert thin.bottleneck.src.startswith("tor") and thin.bottleneck.dst.startswith("spine")
+    # an uplink, either way: a ring crosses them both ways alike (ties are named by name)
+    assert {thin.bottleneck.src[:3], thin.bottleneck.dst[:3]} == {"tor", "spi"}
 
 
 def test_nccl_proto_and_algo_are_honoured():

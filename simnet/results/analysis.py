@@ -1,7 +1,7 @@
 """From a timed schedule to what a person reads: per-link reports and warnings with remedies.
 
 ``link_reports`` turns the network's link statistics into ``LinkReport`` rows ordered by
-the bottleneck ranking (longest saturated first, then busiest on average), the one order
+the bottleneck ranking (longest saturated first, then busiest on average, then by name), the one order
 the results table, the warnings and the plots all use. ``find_warnings`` flags:
 
 * ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
@@ -51,7 +51,8 @@ def link_reports(replay) -> list[LinkReport]:
     mean = np.zeros(len(capacity))
     mean[used] = stats.bytes[used] / (offered[used] * seconds)  # a link that carried bytes had some capacity
     saturated = stats.saturated_ps[used] / duration
-    order = used[np.lexsort((-mean[used], -saturated))]
+    names = np.array([f"{topo.links[i][0]}->{topo.links[i][1]}" for i in used.tolist()])
+    order = used[np.lexsort((names, -mean[used], -saturated))]  # ties by name: a file's order counts for nothing
     peak = np.where(np.abs(stats.peak - 1.0) <= ROUNDING, 1.0, stats.peak)
     return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(capacity[i]),
                        bytes=float(stats.bytes[i]),

@@ -115,7 +115,7 @@ class Result:
 
     @property
     def bottleneck(self) -> LinkReport | None:
-        """The link that limited the run most: longest saturated, then busiest on average."""
+        """The link that limited the run most: longest saturated, then busiest on average, then by name."""
         return self.links[0] if self.links else None
 
     def to_dict(self) -> dict:
