@@ -28,7 +28,7 @@ from simnet.run.point import Conditions, Setup, calibration_of, checked_options,
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
-from simnet.topology.graph import Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
@@ -127,6 +127,14 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             f"healthy run's ({shown}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
+    if round(result.time_s * PS_PER_SECOND) < round(healthy.time_s * PS_PER_SECOND):
+        what = " and ".join(w for w, there in (("the faults", conditions.faults), ("the late GPUs", conditions.delays))
+                            if there)
+        result = replace(result, warnings=result.warnings + [Finding("conditions_faster", "", (
+            f"with {what} this run ended {units.format_time(healthy.time_s - result.time_s)} before the healthy "
+            f"run's {units.format_time(healthy.time_s)}: max-min sharing is not monotone, and the flows held back "
+            "left the others less to share while they waited; the cost shows as negative and every delay as "
+            "absorbed"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
 
 
