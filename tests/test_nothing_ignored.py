@@ -1300,6 +1300,21 @@ def test_compute_beyond_a_day_is_refused_in_a_workload_and_a_training_step():
     scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "efficiency": 1e-6}})
 
 
+def test_compare_says_an_option_no_run_of_an_option_felt(tmp_path, cli):
+    """Fuzz round v F4: chunk_size changed nothing in ring's runs (as ``simnet run`` says) and
+    halving-doubling takes none, yet compare, which says so of ``options.exact``, said nothing.
+    A run of an algorithm that does not take an option counts as one it changed nothing in."""
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4, "
+        "oversubscription: 2}}\nsizes: [16 MiB]\nalgorithms: [ring, halving_doubling]\nvariants:\n"
+        "  - {name: a, set: {options.chunk_size: 1 MiB}}\n  - {name: b, set: {options.chunk_size: 2 MiB}}\n")
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    said = [line for line in result.stdout.splitlines() if line.startswith("warning option_unread")]
+    assert [line.split(" in any run of ")[1].split(" (")[0] for line in said] == ["option a", "option b"]
+    assert all("options.chunk_size changed nothing" in line for line in said)
+
+
 def test_compare_refuses_two_files_of_one_name(tmp_path, cli):
     """Fuzz finding (31b): two scenario files both named ``a`` made two rows named ``a`` (and
     two points of one label in the plot); which was which could not be told."""

@@ -154,7 +154,8 @@ def option_findings(rows: list[dict]) -> list[Finding]:
     ``unread``: ``options.exact`` where no run would have been bounded, say), and a ranked
     time that is less than a whole answer (``PARTIAL``, from ``partial``)."""
     return [Finding("option_unread", name, (
-        f"{name} changed nothing in any run of option {row['option']} (simnet run on it says why of each run); "
+        f"{name} changed nothing in any run of option {row['option']} (taken by none or unfelt; simnet run on it "
+        "says why of each run that takes it); "
         "leave it out")) for row in rows for name in row["unread"]] + [
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
         for row in rows for kind in row["partial"]]
