@@ -1720,6 +1720,7 @@ def test_an_option_that_replaces_the_file_s_sweep_axis_says_so(tmp_path, cli):
 @pytest.mark.parametrize("block, line, named", [
     ("sweep:\n  topology.generate.server: [dgx-h100, bogus]\n", 7, "sweep.topology.generate.server: the point "),
     ("sweep:\n  bogus.key: [1, 2]\n", 7, "sweep.bogus.key: the point bogus.key=1: bogus: unknown key"),
+    ("sweep:\n  options.ps_server: [0, 1]\n", 7, "sweep.options.ps_server: read by none of ring"),  # fuzz v F5
     ("variants:\n  - name: fast\n    set: {topology.generate.nic_bandwidth: 400 Gb/s}\n"
      "  - name: typo\n    set: {topology.generate.nic_bandwith: 400 Gb/s}\n", 10,
      "variants[1].set.topology.generate.nic_bandwith: unknown key 'nic_bandwith'"),

@@ -270,9 +270,11 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
         raise ValueError(f"sweep: {nested_twice(axes)}")
     moot = _unread_axis(axes, algorithms or scenario.algorithms, scenario.collective)
     if moot:
-        raise ValueError(f"{moot}: read by none of {', '.join(algorithms or scenario.algorithms)} (see simnet "
-                         "algorithms), so every value of it gives the same point; leave it out, or name an "
-                         "algorithm that reads it")
+        why = (f"read by none of {', '.join(algorithms or scenario.algorithms)} (see simnet algorithms), so every "
+               "value of it gives the same point; leave it out, or name an algorithm that reads it")
+        if moot in (scenario.sweep or {}) and scenario.source and Path(scenario.source).is_file():  # the file's axis
+            raise load_yaml(scenario.source)[1].error(("sweep", moot), why)
+        raise ValueError(f"{moot}: {why}")
     counts = gpus if gpus is not None else axes.pop("gpus", None)
     axes.pop("gpus", None)
     for count in counts or []:
