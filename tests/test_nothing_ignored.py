@@ -2401,6 +2401,32 @@ def test_a_chunk_size_that_cuts_no_other_pieces_is_said_to_change_nothing(algori
     assert bool(said) == (algorithm == "ring")
 
 
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree", "halving_doubling"])
+def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorithm):
+    """Fuzz round v (observation ch4): ``options.channels: 4`` on two hosts of 4 H100 is what
+    NCCL's algorithms run there without it (4 channels standing for NCCL's 16): the same
+    answer without a word. Said exactly where the run without it is the same; 2 channels
+    halve the rate and move it. halving-doubling takes no channels: said of every value
+    (simulate's API took it in silence; a scenario refuses it where no algorithm takes it)."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 4, "gpu": "h100"}})
+    plain = simulate(topo, algorithm, 64 * 2**20)
+    for channels in (2, 4):
+        given = simulate(topo, algorithm, 64 * 2**20, channels=channels)
+        said = [w.message for w in given.warnings if w.kind == "option_unread" and w.link == "options.channels"]
+        if plain.channels is None:
+            assert given.time_s == plain.time_s and said == [
+                "options.channels changed nothing here: halving_doubling takes no channels (simnet algorithms lists "
+                "what each takes)"]
+            continue
+        assert bool(said) == (given.time_s == plain.time_s) == (channels == plain.channels), channels
+        if said:
+            assert said[0].startswith(f"options.channels {channels} changed nothing here: {algorithm} runs "
+                                      f"{plain.channels} channels")
+
+
 @pytest.mark.parametrize("value, said", [("64", True), ("1", False)])
 def test_compare_says_a_variable_of_nccl_s_plan_no_option_reads(tmp_path, cli, value, said):
     """Fuzz round n (#205, #206): compare under NCCL_MAX_NCHANNELS=64 (above what NCCL opens in

@@ -15,8 +15,8 @@ from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
-from simnet.run.scenario import scenario_choices_unread, unread_options
-from simnet.run.simulate import unread_by_every
+from simnet.run.scenario import scenario_choices_unread
+from simnet.run.simulate import unread_by_every, unread_options
 from simnet.run.sweep.evaluate import check_point_fits, evaluate_point
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario

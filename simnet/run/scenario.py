@@ -8,20 +8,14 @@ from dataclasses import replace
 from simnet.errors import Unsupported
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import check_fits, proto_unread, reads_nccl_proto, simulate, steering_variables
+from simnet.run.simulate import check_fits, proto_unread, reads_nccl_proto, simulate, steering_variables, unread_options
 from simnet.run.training import training_step
-from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
-from simnet.schedule.registry import COMMON_OPTIONS
-from simnet.tuning.tables import P2P_CHANNEL_VARIABLES, SIMNET_NAMES
+from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "check_runs_fit", "unread_options", "nccl_choice_unread", "scenario_choices_unread",
-           "step_reads"]
-
-NCCL_RUNS = tuple(SIMNET_NAMES.values())
-"""The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
+__all__ = ["run_scenario", "check_runs_fit", "nccl_choice_unread", "scenario_choices_unread", "step_reads"]
 
 
 def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
@@ -70,7 +64,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     by_size = {size: each_algorithm(size, timeline and size == largest) for size in dict.fromkeys(scenario.sizes)}
     by_bucket = {size: by_size[size] if size in by_size else each_algorithm(size, False) for size in buckets}
     ran = [a for a in scenario.algorithms if a not in skipped]
-    runs = [by_size[size][a] for size in by_size for a in ran]
+    # an option some algorithm of the file takes counts; one none takes is said once, below
+    untaken = {a: {f"options.{name}" for name in unread_options(scenario.options, [a], scenario.collective)}
+               for a in ran}
+    runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])])
+            for size in by_size for a in ran for run in [by_size[size][a]]]
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
@@ -173,13 +171,3 @@ def step_reads(scenario, training: dict, env: dict[str, str], names: list[str]) 
     (``training``, under ``env``) is not the same: one step more for each."""
     return {name for name in names
             if training_step(scenario, env={k: v for k, v in env.items() if k != name}) != training}
-
-
-def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
-    """The options given that none of ``algorithms`` reads (``auto``: any algorithm NCCL may
-    pick; ``direct`` for point-to-point collectives)."""
-    table = algorithms_for(collective)
-    picks = ("direct",) if lookup_collective(collective).point_to_point else NCCL_RUNS  # what auto may run
-    names = {name for a in algorithms for name in (picks if a == "auto" else [a]) if name in table}
-    takes = {option for name in names for option in table[name].options}
-    return sorted(k for k, v in options.items() if v is not None and k not in takes and k not in COMMON_OPTIONS)

@@ -28,11 +28,15 @@ from simnet.run.point import Conditions, Setup, calibration_of, checked_options,
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
+from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
-__all__ = ["simulate", "check_fits"]
+__all__ = ["simulate", "check_fits", "unread_options"]
+
+NCCL_RUNS = tuple(tables.SIMNET_NAMES.values())
+"""The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
 
 
 def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus: int | list[str] | None = None,
@@ -75,6 +79,10 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         raise EnvironmentRefused(f"{channelled}={env[channelled]} sets NCCL's channels, and model: ideal runs no "
                                  f"NCCL: {instead}")
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
+    if result.gpus > 1:  # options the algorithm takes none of (auto: no algorithm NCCL may pick takes them)
+        result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
+            f"options.{name} changed nothing here: {algorithm} takes no {name} (simnet algorithms lists what each "
+            "takes)")) for name in unread_options(options, [algorithm], point.collective))])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
@@ -109,7 +117,14 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
                 f"options.exact changed nothing here: {why}"))])
     if options.get("chunk_size") is not None and algorithm != "auto" and result.gpus > 1 and not any(
             w.kind == "chunk_size_raised" for w in result.warnings):
-        result = _chunk_unfelt(point, algorithm, size, options, result)
+        result = _option_unfelt(point, algorithm, size, options, result, "chunk_size", (
+            f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} cuts "
+            "the same pieces without it (each step's piece is no larger), timed alike"))
+    if options.get("channels") is not None and algorithm != "auto" and result.gpus > 1:
+        nccl = f" (NCCL's {result.nccl_channels})" if result.nccl_channels is not None else ""
+        result = _option_unfelt(point, algorithm, size, options, result, "channels", (
+            f"options.channels {options['channels']} changed nothing here: {algorithm} runs {result.channels} "
+            f"channels{nccl} without it, the same pieces timed alike"))
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
     elif calibration is not None:
@@ -222,7 +237,7 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
 
 
 CHUNK_JUDGED_UP_TO = 4096
-"""Pieces per lane up to which ``_chunk_unfelt`` compares two lane programs piece by piece
+"""Pieces per lane up to which ``_option_unfelt`` compares two lane programs piece by piece
 (one numpy comparison over the lanes per piece)."""
 
 
@@ -257,13 +272,15 @@ def _nccl_only_unread(env: Mapping[str, str]) -> list[Finding]:
             if not nccl_default(env.get(name, "").strip(), default, name)]
 
 
-def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result) -> Result:
-    """``result`` with an ``option_unread`` warning when ``options.chunk_size`` changed
-    nothing: without it the plan has the protocol it has, and ``algorithm`` cuts the same
-    pieces (its lane program, lane by lane and piece by piece) that the model times alike
-    (the program's timing): the same replay. Judged where the algorithm is a lane program of
-    at most ``CHUNK_JUDGED_UP_TO`` pieces a lane; never said where it is not so."""
-    plain = {k: v for k, v in options.items() if k != "chunk_size"}
+def _option_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result, name: str,
+                   said: str) -> Result:
+    """``result`` with an ``option_unread`` warning (``said``) when ``options[name]``
+    (``chunk_size``, ``channels``) changed nothing: without it the plan has the protocol it
+    has, and ``algorithm`` cuts the same pieces (its lane program, lane by lane and piece by
+    piece) that the model times alike (the program's timing): the same replay. Judged where
+    the algorithm is a lane program of at most ``CHUNK_JUDGED_UP_TO`` pieces a lane; never
+    said where it is not so."""
+    plain = {k: v for k, v in options.items() if k != name}
     try:
         plans = [point.plan(algorithm, size, dict(given)) for given in (options, plain)]
         programs = [build_program(algorithm, point.topo, size, collective=point.collective, **p.options)
@@ -275,9 +292,7 @@ def _chunk_unfelt(point: Setup, algorithm: str, size: int, options: dict, result
         return result
     if not _same_fields(*(lane_timing(p, program, point.topo) for p, program in zip(plans, programs))):
         return result
-    return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.chunk_size", (
-        f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} cuts the "
-        "same pieces without it (each step's piece is no larger), timed alike"))])
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
 
 
 def _same_program(one, other) -> bool:
@@ -397,3 +412,11 @@ def _traffic(result: Result) -> tuple:
                                  for r in result.links)
 
 
+def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
+    """The options given that none of ``algorithms`` reads (``auto``: any algorithm NCCL may
+    pick; ``direct`` for point-to-point collectives)."""
+    table = algorithms_for(collective)
+    picks = ("direct",) if lookup_collective(collective).point_to_point else NCCL_RUNS  # what auto may run
+    names = {name for a in algorithms for name in (picks if a == "auto" else [a]) if name in table}
+    takes = {option for name in names for option in table[name].options}
+    return sorted(k for k, v in options.items() if v is not None and k not in takes and k not in COMMON_OPTIONS)

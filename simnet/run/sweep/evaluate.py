@@ -11,7 +11,7 @@ from simnet.errors import EnvironmentRefused, InputError, Unsupported, shown
 from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
 from simnet.run.nccl_env import JUDGED_CHOICES
-from simnet.run.scenario import check_runs_fit, scenario_choices_unread, step_reads, unread_options
+from simnet.run.scenario import check_runs_fit, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
@@ -85,8 +85,6 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
     unread = scenario_choices_unread(scenario, plan.env, [point.algorithm], "this point")
-    # options this point's algorithm does not take: unread in its runs, as those that changed nothing
-    untaken = {f"options.{name}" for name in unread_options(scenario.options, [point.algorithm], scenario.collective)}
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
@@ -100,8 +98,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
             "warnings": sorted({w.kind for w in said}),
-            "unread": sorted(untaken | {w.link for w in said
-                                        if w.kind == "option_unread" and w.link.startswith("options.")})})
+            "unread": sorted({w.link for w in said if w.kind == "option_unread" and w.link.startswith("options.")})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         buckets = set(model.buckets())

@@ -247,7 +247,7 @@ in one line before it is planned, not after minutes of filling the memory."""
 def _unread_axis(axes: Mapping[str, list], algorithms: list[str], collective: str) -> str | None:
     """The first ``options.NAME`` axis none of ``algorithms`` reads (as ``simnet run`` warns
     ``option_unread`` and compare refuses a variant's), or None."""
-    from simnet.run.scenario import unread_options
+    from simnet.run.simulate import unread_options
 
     given = {key.removeprefix("options."): values for key, values in axes.items()
              if key.startswith("options.") and key.count(".") == 1}
