@@ -57,6 +57,22 @@ def test_a_run_that_leaves_nics_unused_warns():
     assert f"{32 - len(used)} of the 32 NICs" in idle.message  # every GPU of both hosts has two
 
 
+@pytest.mark.parametrize("algorithm", ["ps", "binary_tree"])
+def test_nics_of_gpus_that_send_nothing_across_hosts_are_not_said_idle(algorithm):
+    """Fuzz round v (G_p5x): a parameter server or a binary tree over two p5s uses the network
+    from a few GPUs only. Written out (4 x 100G EFA per GPU) every other GPU's four NICs were
+    said idle, by name (one 400G device each) nothing: the same hardware, the same idle
+    NICs. Idle NICs are said only of GPUs that use some of theirs (here all four, striped)."""
+    def pair(**hosts):
+        return topology_from_dict({"name": "p", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                             **hosts}})
+
+    written = pair(gpus_per_host=8, gpu="h100", nics_per_host=32, nic_bandwidth="100 Gb/s", transport="efa")
+    for topo in (written, pair(server="p5.48xlarge")):
+        result = simnet.simulate(topo, algorithm, 2**26)
+        assert not [w for w in result.warnings if w.kind == "nic_idle"], topo.name
+
+
 @settings(max_examples=12, deadline=None)
 @given(hosts=st.integers(2, 3), gpus=st.sampled_from([2, 4, 8]), per_gpu=st.sampled_from([2, 4]))
 def test_the_same_nic_bandwidth_written_out_per_gpu_carries_a_large_ring_alike(hosts, gpus, per_gpu):

@@ -64,18 +64,21 @@ def link_reports(replay) -> list[LinkReport]:
 
 
 def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
-    """``nic_idle`` when a run across hosts left unused some NICs of GPUs that have several
-    (the channels of such a GPU are dealt over all of them, as NCCL binds a channel to one NIC):
-    the answer holds for the NICs that carried data, not for all the hardware."""
+    """``nic_idle`` when a run across hosts left unused some NICs of GPUs that have several and
+    used some (the channels of such a GPU are dealt over all of them, as NCCL binds a channel
+    to one NIC): the answer holds for the NICs that carried data, not for all the hardware. A
+    GPU whose NICs all carried nothing sent nothing across hosts: idle however its NICs are
+    written (one of their summed speed would be idle too)."""
     hosts = topo.groups("node")
     if len(hosts) < 2:
         return []
+    used = {link.src for link in links} | {link.dst for link in links}
     nics = []
     for members in hosts.values():
         rails = topo.rails(members)
         many = {gpu for _, gpu in rails if sum(g == gpu for _, g in rails) > 1}
-        nics += [nic for nic, gpu in rails if gpu in many]
-    used = {link.src for link in links} | {link.dst for link in links}
+        sending = {gpu for nic, gpu in rails if nic in used}
+        nics += [nic for nic, gpu in rails if gpu in many & sending]
     idle = [nic for nic in nics if nic not in used]
     if not idle or len(idle) == len(nics):
         return []
