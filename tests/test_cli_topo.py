@@ -38,7 +38,12 @@ def test_check_says_an_efa_fabric_is_routed_by_destination(cli, tmp_path):
                                       "server: p5.48xlarge}\n")
     out = cli("topo", "check", tmp_path / "p5.yaml").stdout
     assert "routing:   by destination (as InfiniBand routes a fat tree: D-mod-k); every NIC speaks EFA, whose SRD " \
-           "sprays each flow over every path\n" in out
+           "sprays each flow over every path (an EFA fabric's default)\n" in out
+    (tmp_path / "p5.yaml").write_text("name: p5s\nrouting: ecmp\ngenerate: {kind: leaf_spine, racks: 2, "
+                                      "hosts_per_rack: 1, server: p5.48xlarge}\n")
+    out = cli("topo", "check", tmp_path / "p5.yaml").stdout
+    assert "routing:   ECMP (each connection hashed onto one of the equal-cost paths); every NIC speaks EFA, whose " \
+           "SRD sprays each flow over every path: the file's routing: ecmp hashes it onto one, as SRD does not\n" in out
 
 
 def test_check_reads_the_calibration_profile_the_topology_names(cli, tmp_path):

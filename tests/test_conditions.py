@@ -147,7 +147,7 @@ def test_a_parameter_server_absorbs_a_late_worker_while_others_queue_at_its_nic(
 def test_a_run_the_late_gpus_made_faster_says_so_and_absorbed_all_of_the_delay():
     """Fuzz round v F3: max-min sharing is not monotone. A textbook binary tree of 64 MiB over
     two hosts of 8 H100 with 32 x 100G EFA, one GPU 200 us late, ended 8.5 us before the
-    healthy run (its held-back flows left the others less to share) and the table said
+    healthy run (its held-back flows left the others more to share) and the table said
     "absorbed 208.5 us" of a 200 us delay. The run says why it is faster, and the delay
     counts as absorbed whole, no more."""
     topo = topology_from_dict({"name": "efa", "generate": {

@@ -671,6 +671,39 @@ def test_the_order_a_file_lists_switches_in_routes_nothing_by_destination():
             assert got.bottleneck.name == expected.bottleneck.name, algorithm
 
 
+def test_routes_by_destination_under_a_fault_do_not_depend_on_which_gpus_run():
+    """Review of the rank-numbered destinations: a view of some GPUs (``gpus:``, a job, a
+    training group) with a spine link down routed 56 of 240 pairs otherwise than the whole
+    network with the same link down, numbering destinations by the view's ranks. They are
+    numbered by the network's."""
+    from pathlib import Path
+
+    topo = simnet.load_topology(Path(__file__).resolve().parent.parent / "topologies" / "superpod_h100_1su.yaml")
+    assert topo.routing == "by_destination"
+    some = topo.gpus[40:48] + topo.gpus[8:16]
+    uplink = next(i for i, (u, v) in enumerate(topo.links) if "spine" in v)
+    whole, view = topo.without({uplink}), topo.subset(some).without({uplink})
+    assert all(whole.route_indices(a, b) == view.route_indices(a, b) for a in some for b in some if a != b)
+
+
+def test_a_parameter_server_behind_an_infiniband_nic_keeps_ecmp_beside_efa_gpus():
+    """Review: the EFA default looked at the GPUs' NICs only, so a fabric whose one NIC node
+    (a parameter server's) speaks InfiniBand was routed by destination and ``topo check``
+    said every NIC spoke EFA. Every NIC counts."""
+    nodes = [{"id": "g0", "kind": "gpu", "gpu": "h100", "transport": "efa"},
+             {"id": "g1", "kind": "gpu", "gpu": "h100", "transport": "efa"},
+             {"id": "ps0", "kind": "ps"}, {"id": "ps0-nic", "kind": "nic", "transport": "ib"},
+             {"id": "tor0", "kind": "switch"}, {"id": "tor1", "kind": "switch"},
+             {"id": "sp0", "kind": "switch"}, {"id": "sp1", "kind": "switch"}]
+    net = {"bandwidth": "100 Gb/s", "latency": "1 us"}
+    links = [{"a": "g0", "b": "tor0", **net}, {"a": "g1", "b": "tor1", **net}, {"a": "ps0", "b": "ps0-nic", **net},
+             {"a": "ps0-nic", "b": "tor1", **net}] + [{"a": t, "b": s, **net} for t in ("tor0", "tor1")
+                                                      for s in ("sp0", "sp1")]
+    assert topology_from_dict({"name": "t", "nodes": nodes, "links": links}).routing == "ecmp"
+    efa = [{**node, "transport": "efa"} if node["kind"] == "nic" else node for node in nodes]
+    assert topology_from_dict({"name": "t", "nodes": efa, "links": links}).routing == "by_destination"
+
+
 def test_an_efa_fabric_hashed_by_ecmp_says_efa_sprays_its_flows():
     """Fuzz round t #298: two p5.48xlarge in two racks at 1:1, a 420 MiB ring: hashed by ECMP
     the fused device's channels collide on the spines (3.68 ms) where its NICs written out, a

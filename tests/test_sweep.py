@@ -371,6 +371,26 @@ sweep: {{gpus: [8]}}
     assert result.exit_code == 2 and "holds a sweep of other inputs: NCCL_ALGO was ring, now tree" in result.stderr
 
 
+def test_a_sweep_written_by_other_code_of_the_same_version_is_not_resumed(tmp_path, monkeypatch):
+    """Review (2026-12-06): records written by another checkout of simnet 0.2.0 (EFA routed by
+    ECMP then, by destination now) were resumed as done: "4 points already done, 0 computed
+    now", old answers under new code. The sweep's identity holds a digest of simnet's code."""
+    import simnet.run.sweep.plan as plan_module
+    from simnet.errors import InputError
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\nsize: 1 MiB\n"
+                    "algorithms: [ring]\nsweep: {gpus: [2, 4]}\n")
+    out = tmp_path / "out"
+    run_sweep(plan_sweep(load_scenario(path)), out, LocalExecutor(1))
+    again, _ = run_sweep(plan_sweep(load_scenario(path)), out, LocalExecutor(1))  # the same code: resumed
+    assert len(again) == 2
+    monkeypatch.setattr(plan_module, "code_digest", lambda: "other-code")
+    with pytest.raises(InputError, match=r"holds a sweep of other inputs: simnet 0\.2\.0\+\w+ wrote it, this is "
+                                         r"0\.2\.0\+other-code"):
+        run_sweep(plan_sweep(load_scenario(path)), out, LocalExecutor(1))
+
+
 @pytest.mark.parametrize("bad, line", [('[1, 2]\n', 2), ('{"gpus": 4}\n', 2), ('{"key": \n', 2)])
 def test_a_damaged_results_line_is_refused_never_dropped_with_the_good_ones(tmp_path, cli, bad, line):
     path = write(tmp_path)

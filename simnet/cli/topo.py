@@ -75,8 +75,11 @@ def topo_check(topology: Path) -> None:
                    f"{units.format_bandwidth(s.max_bandwidth)} ({s.min_bandwidth / 1e9:.4g} .. "
                    f"{s.max_bandwidth / 1e9:.4g} GB/s) per direction")
     efa = default_routing(loaded) == "by_destination"  # every NIC speaks EFA
-    click.echo(f"  routing:   {_ROUTING[loaded.routing]}"
-               f"{'; every NIC speaks EFA, whose SRD sprays each flow over every path' if efa else ''}")
+    why = "" if not efa else ("; every NIC speaks EFA, whose SRD sprays each flow over every path (an EFA fabric's "
+                              "default)" if loaded.routing == "by_destination" else
+                              "; every NIC speaks EFA, whose SRD sprays each flow over every path: the file's "
+                              "routing: ecmp hashes it onto one, as SRD does not")
+    click.echo(f"  routing:   {_ROUTING[loaded.routing]}{why}")
     if s.gpus == 1:
         click.echo("  worst GPU-to-GPU path: none (one GPU: an AllReduce moves no data)")
     else:

@@ -1,8 +1,9 @@
 """From a timed schedule to what a person reads: per-link reports and warnings with remedies.
 
 ``link_reports`` turns the network's link statistics into ``LinkReport`` rows ordered by
-the bottleneck ranking (longest saturated first, then busiest on average, then by name), the one order
-the results table, the warnings and the plots all use. ``find_warnings`` flags:
+the bottleneck ranking (longest saturated first, then busiest on average, then by name, its
+numbers read as numbers), the one order the results table, the warnings and the plots all
+use. ``find_warnings`` flags:
 
 * ``nic_overload``: a machine's port (a link touching a GPU, NIC, host bridge or
   parameter server) busy most of the run with many flows crowding it (incast);
@@ -18,7 +19,7 @@ import numpy as np
 from simnet import units
 from simnet.results.result import Finding, LinkReport
 from simnet.schedule.catalog import algorithms_for
-from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.topology.graph import PS_PER_SECOND, Topology, natural_key
 
 __all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "IDLE_NICS_MATTER",
            "ENDPOINT_KINDS"]
@@ -51,8 +52,11 @@ def link_reports(replay) -> list[LinkReport]:
     mean = np.zeros(len(capacity))
     mean[used] = stats.bytes[used] / (offered[used] * seconds)  # a link that carried bytes had some capacity
     saturated = stats.saturated_ps[used] / duration
-    names = np.array([f"{topo.links[i][0]}->{topo.links[i][1]}" for i in used.tolist()])
-    order = used[np.lexsort((names, -mean[used], -saturated))]  # ties by name: a file's order counts for nothing
+    # ties by name, its numbers read as numbers (gpu2 before gpu11): a file's order counts for nothing
+    named = sorted(used.tolist(), key=lambda i: (natural_key(topo.links[i][0]), natural_key(topo.links[i][1])))
+    by_name = np.empty(len(capacity), dtype=np.int64)
+    by_name[named] = np.arange(len(named))
+    order = used[np.lexsort((by_name[used], -mean[used], -saturated))]
     peak = np.where(np.abs(stats.peak - 1.0) <= ROUNDING, 1.0, stats.peak)
     return [LinkReport(src=topo.links[i][0], dst=topo.links[i][1], capacity_Bps=float(capacity[i]),
                        bytes=float(stats.bytes[i]),
@@ -80,14 +84,15 @@ def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
         sending = {gpu for nic, gpu in rails if nic in used}
         nics += [nic for nic, gpu in rails if gpu in many & sending]
     idle = [nic for nic in nics if nic not in used]
-    if not idle or len(idle) == len(nics):
+    if not idle:
         return []
     busy = set(nics) - set(idle)
     if max((link.mean_utilization for link in links if link.src in busy or link.dst in busy), default=0.0) \
             < IDLE_NICS_MATTER:
         return []  # latency-bound: NCCL runs a small collective on fewer channels than NICs, and the others idle
     return [Finding("nic_idle", idle[0], (
-        f"{len(idle)} of the {len(nics)} NICs of the run's GPUs with several NICs carried nothing "
+        f"{len(idle)} of the {len(nics)} NICs of the GPUs that sent across hosts through some of their several "
+        "NICs carried nothing "
         f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. "
         "Remedy: NCCL's ring or tree deal their channels over every NIC of a GPU (compare -a ring); fewer "
         "channels (options.channels) use fewer. If a GPU's NICs are the ports of one card (a dual-port "

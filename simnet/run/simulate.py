@@ -80,9 +80,10 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
                                  f"NCCL: {instead}")
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
     if result.gpus > 1:  # options the algorithm takes none of (auto: no algorithm NCCL may pick takes them)
+        takes = "none of the algorithms auto weighs takes" if algorithm == "auto" else f"{algorithm} takes no"
         result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
-            f"options.{name} changed nothing here: {algorithm} takes no {name} (simnet algorithms lists what each "
-            "takes)")) for name in unread_options(options, [algorithm], point.collective))])
+            f"options.{name} changed nothing here: {takes} {name} (simnet algorithms lists what each takes)"))
+            for name in unread_options(options, [algorithm], point.collective))])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
@@ -148,8 +149,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = replace(result, warnings=result.warnings + [Finding("conditions_faster", "", (
             f"with {what} this run ended {units.format_time(healthy.time_s - result.time_s)} before the healthy "
             f"run's {units.format_time(healthy.time_s)}: max-min sharing is not monotone, and the flows held back "
-            "left the others less to share while they waited; the cost shows as negative and every delay as "
-            "absorbed"))])
+            "left the others more to share while they waited; the cost shows as negative"
+            f"{' and the delay as absorbed whole' if conditions.delays and not conditions.faults else ''}"))])
     return replace(result, conditions=conditions.impact(result, healthy.time_s))
 
 

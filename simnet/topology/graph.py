@@ -35,7 +35,7 @@ import numpy as np
 
 from simnet.topology.hardware import LINK_TYPES, NET, NVLINK, PCIE
 
-__all__ = ["Topology", "Routes", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND"]
+__all__ = ["Topology", "Routes", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND", "natural_key"]
 
 T = TypeVar("T")
 
@@ -225,7 +225,7 @@ class Topology:
         costs = {nic: self._costs_to_gpus(nic, members) for nic in self._nics_near(gpus)}
         sharing = {nic: _cheapest(cost, lambda gpu: (device[gpu], gpu)) for nic, cost in costs.items()}
         # NICs in the order of the GPUs next to them (as PCI numbers both), then by name: not the file's order
-        place = {nic: (self.node_index[local[0]] if local else len(self.node_index), _natural(nic))
+        place = {nic: (self.node_index[local[0]] if local else len(self.node_index), natural_key(nic))
                  for nic, local in sharing.items()}
         sharing = dict(sorted(sharing.items(), key=lambda item: place[item[0]]))
         binding = {}
@@ -412,10 +412,10 @@ def _cheapest(cost: dict[str, tuple], order: Callable[[str], tuple]) -> list[str
     return sorted((key for key, c in cost.items() if c == least), key=order)
 
 
-def _natural(name: str) -> tuple:
+def natural_key(name: str) -> tuple:
     """A sort key reading the numbers in ``name`` as numbers: ``nic8`` before ``nic10``.
 
-    >>> sorted(["nic10", "nic8", "nic9"], key=_natural)
+    >>> sorted(["nic10", "nic8", "nic9"], key=natural_key)
     ['nic8', 'nic9', 'nic10']
     """
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))

@@ -126,15 +126,17 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
 
 
 def default_routing(topology: Topology) -> str:
-    """The routing of a fabric whose file names none: ``by_destination`` where every NIC of
-    every host (``Topology.rails``: NIC nodes, and GPUs cabled straight to a switch) speaks
-    EFA, else ``ecmp``. AWS's SRD transport sprays each flow's packets over every path (up
-    to 64; "A Cloud-Optimized Transport Protocol for Elastic and Scalable HPC", IEEE Micro
-    40(6), 2020): its flows never collide as an ECMP hash makes them, and destination
-    routing, free of such collisions, is the nearer of simnet's two (docs/topologies.md,
-    "Routing"); an EFA device's NICs fused or written out then answer alike."""
-    transports = {topology.transport(nic) for gpus in topology.groups("host").values()
-                  for nic, _ in topology.rails(gpus)}
+    """The routing of a fabric whose file names none: ``by_destination`` where every NIC
+    (every NIC node, a parameter server's too, and every GPU cabled straight to a switch,
+    ``Topology.rails``) speaks EFA, else ``ecmp``. AWS's SRD transport sprays each flow's
+    packets over every path (up to 64; "A Cloud-Optimized Transport Protocol for Elastic
+    and Scalable HPC", IEEE Micro 40(6), 2020): its flows never collide as an ECMP hash
+    makes them, and destination routing, free of such collisions, is the nearer of simnet's
+    two (docs/topologies.md, "Routing"); an EFA device's NICs fused or written out then
+    answer alike."""
+    nics = {node for node, kind in topology.graph.nodes(data="kind") if kind == "nic"}
+    nics |= {nic for gpus in topology.groups("host").values() for nic, _ in topology.rails(gpus)}
+    transports = {topology.transport(nic) for nic in nics}
     return "by_destination" if transports == {"efa"} else "ecmp"
 
 

@@ -333,9 +333,14 @@ class Router:
         (their rank order, which every writing of the network keeps), another node's id. So the
         routes, and the answers, do not change when the nodes are renamed, as a switch's hash of
         a flow's addresses does not care what its operator calls the hosts."""
-        keys = self._fact("hash_keys", lambda: {
-            gpu: f"#{i}" for i, gpu in enumerate(n for n in self.topology.nodes if self.topology.kind(n) == "gpu")})
+        keys = self._fact("hash_keys", lambda: {gpu: f"#{i}" for gpu, i in self._gpu_places().items()})
         return f"{keys.get(src, src)}\0{keys.get(dst, dst)}"
+
+    def _gpu_places(self) -> dict[str, int]:
+        """Each GPU's place among the network's GPUs (their rank order, which every writing of
+        the network keeps), the same in every view of it whatever ranks the view runs."""
+        return self._fact("gpu_places", lambda: {
+            gpu: i for i, gpu in enumerate(n for n in self.topology.nodes if self.topology.kind(n) == "gpu")})
 
     def _destination_number(self, dst: str) -> int:
         """``dst``'s place among the endpoints ordered by the first core switch they hang off
@@ -347,12 +352,13 @@ class Router:
         """``_destination_number`` of every node: the endpoints first, in order of their leaf
         (the first switch their traffic enters, past a NIC that joins two planes), so the GPUs
         under one leaf take consecutive numbers; then the dead ends (NICs); then the core.
-        Endpoints and their leaves are ordered by rank (GPUs in rank order, then parameter
-        servers as listed; a leaf by the first endpoint under it), not by where the file lists
-        switches: names and order do not count (docs/topologies.md)."""
+        Endpoints and their leaves are ordered by rank (GPUs in the network's rank order,
+        ``_gpu_places``, then parameter servers as listed; a leaf by the first endpoint under
+        it), not by where the file lists switches: names and order do not count
+        (docs/topologies.md)."""
         topology = self.topology
         index = topology.node_index
-        rank = {gpu: r for r, gpu in enumerate(topology.gpus)}
+        rank = self._gpu_places()
 
         def entered(node: str) -> list[str]:  # the switches its traffic enters first
             entries = self._approach(node)[1] if node not in self._core else ()

@@ -26,7 +26,7 @@ from simnet.run.nccl_env import nccl_env, nccl_integer
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
 from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
-from simnet.version import __version__
+from simnet.version import __version__, code_digest
 
 __all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named",
            "check_points", "check_values"]
@@ -122,11 +122,11 @@ class SweepPlan:
         """Every input that changes a result, as ``sweep.json`` keeps them: a hash of the
         scenario as simulated (topology file inlined, sweep axes excluded), the hashes of the
         calibration profiles it uses, the NCCL variables as NCCL reads them and simnet's
-        version."""
+        version with its code's digest (``version.code_digest``: other code, other answers)."""
         base = Path(self.base)
         document = _inline_topology({k: v for k, v in self.document.items() if k != "sweep"}, base)
         return {"scenario": _hash(document), "env": {k: _as_nccl_reads(k, v) for k, v in self.env.items()},
-                "simnet": __version__,
+                "simnet": f"{__version__}+{code_digest()}",
                 "calibrations": [_digest(path) for path in _calibration_files(self.document, base)]}
 
 
@@ -272,7 +272,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     if moot:
         why = (f"read by none of {', '.join(algorithms or scenario.algorithms)} (see simnet algorithms), so every "
                "value of it gives the same point; leave it out, or name an algorithm that reads it")
-        if moot in (scenario.sweep or {}) and scenario.source and Path(scenario.source).is_file():  # the file's axis
+        if moot in (scenario.sweep or {}) and algorithms is None and scenario.source and \
+                Path(scenario.source).is_file():  # the file's axis, moot beside the file's algorithms
             raise load_yaml(scenario.source)[1].error(("sweep", moot), why)
         raise ValueError(f"{moot}: {why}")
     counts = gpus if gpus is not None else axes.pop("gpus", None)
