@@ -60,7 +60,8 @@ def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
 
 def _rewritten(generated: dict, draw, rename: bool = False) -> dict:
     """The generated topology node by node, its switches, NICs and links shuffled (the GPUs
-    keep their order: it is their rank order), some links written b -> a and some cables
+    keep their order, their rank order, or are listed in any order with their ``rank:``
+    written; fuzz round w F5), some links written b -> a and some cables
     between two switches written as two parallel cables of half their bandwidth (one link of
     their sum: docs/topologies.md); with ``rename`` every node renamed (GPUs too), in an
     order of names unrelated to the old one."""
@@ -82,6 +83,8 @@ def _rewritten(generated: dict, draw, rename: bool = False) -> dict:
         written["nodes"] = [{**node, "id": names[node["id"]]} for node in written["nodes"]]
         written["links"] = [{**link, "a": names[link["a"]], "b": names[link["b"]]} for link in written["links"]]
     gpus = [node for node in written["nodes"] if node["kind"] == "gpu"]
+    if draw(st.booleans()):  # the ranks written out (``rank:``), the GPUs listed in any order
+        gpus = draw(st.permutations([{**gpu, "rank": rank} for rank, gpu in enumerate(gpus)]))
     written["nodes"] = gpus + draw(st.permutations([node for node in written["nodes"] if node["kind"] != "gpu"]))
     links = draw(st.permutations(written["links"]))
     flips = draw(st.lists(st.booleans(), min_size=len(links), max_size=len(links)))

@@ -87,6 +87,9 @@ class Topology:
 
     def __post_init__(self, make_router: Callable[[Topology], Routes]) -> None:
         nx.freeze(self.graph)
+        # the network's GPUs in rank order, whatever ranks a view of it runs (``subset`` and
+        # ``without`` keep it): what routing reads of a GPU's place, never the file's order
+        self.network_gpus: tuple[str, ...] = tuple(self.gpus)
         self.nodes: list[str] = list(self.graph.nodes)
         self.node_index = {n: i for i, n in enumerate(self.nodes)}
         self.links: list[tuple[str, str]] = list(self.graph.edges)
@@ -225,8 +228,7 @@ class Topology:
         costs = {nic: self._costs_to_gpus(nic, members) for nic in self._nics_near(gpus)}
         sharing = {nic: _cheapest(cost, lambda gpu: (device[gpu], gpu)) for nic, cost in costs.items()}
         # NICs in the order of the GPUs next to them (as PCI numbers both), then by name: not the file's order
-        place = {nic: (self.node_index[local[0]] if local else len(self.node_index), natural_key(nic))
-                 for nic, local in sharing.items()}
+        place = {nic: (device[local[0]] if local else len(device), natural_key(nic)) for nic, local in sharing.items()}
         sharing = dict(sorted(sharing.items(), key=lambda item: place[item[0]]))
         binding = {}
         for gpu in gpus:
@@ -436,16 +438,16 @@ def _mirror_bits(value: int, width: int) -> int:
 
 
 def _gpus_by_host(topology: Topology) -> dict[str, list[str]]:
-    """Every GPU of the network (not only the ranks) by host label, in node order."""
+    """Every GPU of the network (not only the ranks) by host label, in the network's rank
+    order (``Topology.network_gpus``: explicit ``rank:`` keys, else the file's order)."""
     hosts: dict[str, list[str]] = {}
-    for gpu in topology.graph.nodes:
-        if topology.kind(gpu) == "gpu":
-            hosts.setdefault(topology.label(gpu, "host"), []).append(gpu)
+    for gpu in topology.network_gpus:
+        hosts.setdefault(topology.label(gpu, "host"), []).append(gpu)
     return hosts
 
 
 def _gpu_devices(topology: Topology) -> dict[str, int]:
-    """Each GPU's device index in its host (CUDA's numbering: the host's GPUs in node order)."""
+    """Each GPU's device index in its host (CUDA's numbering: the host's GPUs in rank order)."""
     return {gpu: i for gpus in topology.derived("gpus_by_host", _gpus_by_host).values() for i, gpu in enumerate(gpus)}
 
 

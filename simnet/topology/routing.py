@@ -337,10 +337,10 @@ class Router:
         return f"{keys.get(src, src)}\0{keys.get(dst, dst)}"
 
     def _gpu_places(self) -> dict[str, int]:
-        """Each GPU's place among the network's GPUs (their rank order, which every writing of
-        the network keeps), the same in every view of it whatever ranks the view runs."""
-        return self._fact("gpu_places", lambda: {
-            gpu: i for i, gpu in enumerate(n for n in self.topology.nodes if self.topology.kind(n) == "gpu")})
+        """Each GPU's place among the network's GPUs in their rank order
+        (``Topology.network_gpus``, which every writing of the network keeps, whatever order
+        the file lists them in, and every view of it, whatever ranks the view runs)."""
+        return self._fact("gpu_places", lambda: {gpu: i for i, gpu in enumerate(self.topology.network_gpus)})
 
     def _destination_number(self, dst: str) -> int:
         """``dst``'s place among the endpoints ordered by the first core switch they hang off
