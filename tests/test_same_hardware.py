@@ -674,6 +674,23 @@ def test_the_order_a_file_lists_switches_in_routes_nothing_by_destination():
             assert got.bottleneck.name == expected.bottleneck.name, algorithm
 
 
+@pytest.mark.parametrize("algorithm, size", [("binary_tree", 2**26), ("double_binary_tree", 2**26), ("ps", 2**20)])
+def test_an_efa_host_written_out_or_by_name_warns_alike(algorithm, size):
+    """Fuzz round w F1: two p5.48xlarge in two racks gave the same times written out (32 x
+    100G EFA) as by name, but only written out warned ``nic_overload`` ("8 flows" where by
+    name the port carried 2): each send's four stripes counted as four flows at the GPU's
+    port. Stripes of one send are one flow there: the same warnings either way."""
+    def p5s(**hosts):
+        return topology_from_dict({"name": "p", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                             **hosts}})
+
+    named = simnet.simulate(p5s(server="p5.48xlarge"), algorithm, size)
+    written = simnet.simulate(p5s(gpus_per_host=8, gpu="h100", nics_per_host=32, nic_bandwidth="100 Gb/s",
+                                  transport="efa"), algorithm, size)
+    assert written.time_s == pytest.approx(named.time_s, rel=1e-9)
+    assert sorted(w.kind for w in written.warnings) == sorted(w.kind for w in named.warnings)
+
+
 def test_routes_by_destination_under_a_fault_do_not_depend_on_which_gpus_run():
     """Review of the rank-numbered destinations: a view of some GPUs (``gpus:``, a job, a
     training group) with a spine link down routed 56 of 240 pairs otherwise than the whole

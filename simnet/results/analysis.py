@@ -19,6 +19,7 @@ import numpy as np
 from simnet import units
 from simnet.results.result import Finding, LinkReport
 from simnet.schedule.catalog import algorithms_for
+from simnet.schedule.channels import send_stripes
 from simnet.topology.graph import PS_PER_SECOND, Topology, natural_key
 
 __all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "IDLE_NICS_MATTER",
@@ -28,7 +29,10 @@ OVERLOAD_SATURATION = 0.5
 """A link (or port) saturated for at least this share of the run is worth a warning..."""
 OVERLOAD_FLOWS = 8
 """...when at least this many flows crowded a machine's port at once (incast), or 2 a fabric link.
-Algorithms that keep a few flows per port (a double binary tree has 4) are not incast."""
+Algorithms that keep a few flows per port (a double binary tree has 4) are not incast. The
+stripes of one send over a GPU's NICs and ports (``schedule.channels.send_stripes``: EFA's
+device, a NIC on two planes) are one flow to its port: at a GPU's port the flows are counted
+in sends, as on the one NIC of their summed speed the same hardware is written as."""
 IDLE_NICS_MATTER = 0.25
 """``nic_idle`` only when some NIC that carried data was busy at least this share of the run on
 average: below it bandwidth is not what sets the time (an 8-byte AllReduce runs on one channel
@@ -178,10 +182,12 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                     f"{_fabric_remedy(algorithm, collective)}{sprayed}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
+    gpus = [machine for machine in ports if topo.kind(machine) == "gpu"]
+    striped = dict(zip(gpus, send_stripes(topo, gpus)[1].tolist())) if gpus else {}
     for machine, cables in ports.items():  # one warning per machine, about its busiest cable
         pair = max(cables.values(), key=lambda links: max(link.port_saturated_fraction for link in links))
         busy = max(link.port_saturated_fraction for link in pair)
-        flows = max(link.max_flows for link in pair)
+        flows = -(-max(link.max_flows for link in pair) // striped.get(machine, 1))  # in sends (OVERLOAD_FLOWS)
         if busy < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:
             continue
         worst = pair[0]  # links come in bottleneck order: the port's link the results table would name
