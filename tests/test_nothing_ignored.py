@@ -1686,6 +1686,24 @@ def test_one_delay_spelt_two_ways_is_one_answer_and_nothing_absorbed_is_0():
     assert answers[0] == answers[1] and answers[0]["absorbed_s"] == 0.0 and answers[0]["max_delay_s"] == 1e-6
 
 
+@pytest.mark.parametrize("generate, moot", [
+    ({"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 2}, True),
+    ({"kind": "nvswitch", "gpus": 4}, True),
+    ({"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2}, False),
+    ({"kind": "rail_optimized", "units": 1, "nodes_per_unit": 2, "gpus_per_node": 2, "rails": 2, "planes": 2}, False)])
+def test_a_routing_no_route_can_follow_is_said_to_change_nothing(generate, moot):
+    """Fuzz round w F4: ``routing:`` on a fabric where every pair has one route (one rack
+    under one ToR, one NVSwitch box) changed nothing without a word, where its sibling keys
+    (a one-rack fabric's spines) are said to. Switches cabled together, or NICs with two
+    ports (planes), give it something to choose."""
+    for routing in ("ecmp", "by_destination"):
+        topo = topology_from_dict({"name": "t", "routing": routing, "generate": generate})
+        said = [entry for entry in topo.unread if entry.startswith("routing")]
+        assert bool(said) == moot, routing
+        assert all("every pair has one route and no routing chooses" in entry for entry in said)
+    assert not [e for e in topology_from_dict({"name": "t", "generate": generate}).unread if e.startswith("routing")]
+
+
 def test_a_one_rack_fabric_s_uplink_keys_are_said_to_build_nothing():
     """Fuzz finding (31e): a one-rack leaf_spine's oversubscription, uplink_bandwidth and
     spines built nothing (its ToR is the top) without a word. Warned, not refused: a sweep

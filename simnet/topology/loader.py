@@ -122,7 +122,21 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
+    if spec.routing is not None and not _routes_choose(topology):  # said as a generator key building nothing is
+        topology.unread += (f"{format_loc(prefix + ('routing',))} ({source.file}:{source.line(prefix + ('routing',))})"
+                            ": no two switches are cabled together and no NIC has several ports, so every pair has "
+                            "one route and no routing chooses",)
     return topology
+
+
+def _routes_choose(topology: Topology) -> bool:
+    """Whether ``routing`` may choose a route anywhere: some switch is cabled to another (a
+    way up or across that may branch), or some NIC (or GPU that is its own NIC) has several
+    ports. Else every pair of endpoints has one route whichever the routing."""
+    kinds = topology.graph.nodes(data="kind")
+    if any(kinds[u] == kinds[v] == "switch" for u, v in topology.links):
+        return True
+    return any(len(topology.ports(node)) > 1 for node, kind in kinds if kind in ("nic", "gpu"))
 
 
 def default_routing(topology: Topology) -> str:
