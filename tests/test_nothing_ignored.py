@@ -2445,6 +2445,23 @@ def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorit
                                       f"{plain.channels} channels")
 
 
+def test_channels_beyond_what_nccl_opens_are_said_to_be_capped():
+    """Fuzz round w X1: on one DGX H100 a ring's ``channels: 64`` asks NCCL for 128 channels
+    (each simulated channel stands for two of NCCL's 64 there) and ran NCCL's 64, the time of
+    ``channels: 32``, without a word. Said, with the count that gives the same run."""
+    from pathlib import Path
+
+    from simnet import load_topology, simulate
+
+    topo = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "dgx_h100.yaml")
+    capped, fewer = simulate(topo, "ring", 2**28, channels=64), simulate(topo, "ring", 2**28, channels=32)
+    assert capped.time_s == fewer.time_s and capped.nccl_channels == fewer.nccl_channels == 64
+    said = [w.message for w in capped.warnings if w.kind == "channels_capped"]
+    assert said == ["options.channels 64 asks NCCL for 128 channels of ring here, more than it opens (64: "
+                    "MAXCHANNELS, or NVLS's own count): the run has 64, as options.channels 32 gives"]
+    assert not [w for w in fewer.warnings if w.kind == "channels_capped"]
+
+
 @pytest.mark.parametrize("value, said", [("64", True), ("1", False)])
 def test_compare_says_a_variable_of_nccl_s_plan_no_option_reads(tmp_path, cli, value, said):
     """Fuzz round n (#205, #206): compare under NCCL_MAX_NCHANNELS=64 (above what NCCL opens in

@@ -95,6 +95,7 @@ class NcclPlan:
     size: int = 0  # bytes of the collective, in nccl-tests' convention
     channel_share: float = 1.0  # of NCCL's per-channel capacity in use: the channels and threads it runs
     running_channels: int | None = None  # the channels NCCL runs this collective on (its own algorithms)
+    channels_capped: tuple[int, int] | None = None  # (NCCL channels options.channels asked, those NCCL opens)
 
 
 def wire_factor(system: search.System, protocol: str) -> float:
@@ -158,7 +159,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         network = system.nodes > 1 and system.library == "nccl"
         protocol = "LL" if send <= parts * P2P_LL_THRESHOLD and not network else "Simple"
         row = "Tree" if algorithm in _TEXTBOOK_TREES else "Ring"
-    channel_share, running = 1.0, None
+    channel_share, running, capped = 1.0, None, None
     schedule = rccl.msccl(system, function, int(size)) if algorithm == "direct" else None
     if schedule is not None:
         # RCCL runs MSCCL's all-pairs file here, whose protocol its XML fixes (NCCL_PROTO is not
@@ -172,9 +173,10 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         if options.get("channels"):  # NVLS on one node counts NVLS channels, the others the ring search's
             given = options["channels"]
             most = rccl.MAX_CHANNELS if system.library == "rccl" else tables.MAX_CHANNELS
-            opened = min(full, given) if name == "NVLS" and system.nodes == 1 else \
-                min(full if nvls else most, round(full * given / search.graph(system, "Ring").channels))
-            opened = max(1, opened)
+            asked = given if name == "NVLS" and system.nodes == 1 else \
+                round(full * given / search.graph(system, "Ring").channels)
+            opened = max(1, min(full if nvls else most, asked))
+            capped = (asked, opened) if asked > opened else None
         running, threads = enqueue.collective_channels(system, name, protocol, size, function, opened)
         channel_share = running / full * threads
     if name == "NVLS" and options.get("channels") is None:
@@ -187,7 +189,7 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
             options["chunk_size"] = pipeline_chunk(system, name, protocol, size, function)
             coarsening = options["chunk_size"] / own
     return NcclPlan(protocol, options, row, name is not None, system, calibration or Calibration(), coarsening,
-                    function, int(size), channel_share, running)
+                    function, int(size), channel_share, running, capped)
 
 
 def connections(channel: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -54,7 +54,8 @@ class Finding:
     ``candidate_too_large`` (``auto``: another algorithm too large for the memory was not
     simulated), ``variant_too_large`` (``hierarchical``: one way between groups too large
     for the memory was not simulated),
-    ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``calibration_unused``
+    ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``channels_capped``
+    (``options.channels`` asked NCCL for more channels than it opens: it ran those), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
     profile was fitted on another machine), ``gpu_unnamed`` (GPUs of no named generation,
     taken by NCCL's model as A100s), ``option_unread`` (an option the algorithm does not take),

@@ -302,6 +302,14 @@ class Setup:
             warnings.append(Finding("chunk_size_raised", "", (
                 f"chunk_size {units.format_size(given)} is finer than NCCL pipelines {algorithm} here (its chunk "
                 f"comes from NCCL_BUFFSIZE and the message size): the model ran NCCL's, {units.format_size(own)}")))
+        capped = getattr(decided.detail, "channels_capped", None)
+        if capped is not None:
+            asked, opened = capped
+            fewer = max(1, round(options["channels"] * opened / asked))
+            warnings.append(Finding("channels_capped", "options.channels", (
+                f"options.channels {options['channels']} asks {self.model.upper()} for {asked} channels of "
+                f"{algorithm} here, more than it opens ({opened}: MAXCHANNELS, or NVLS's own count): the run has "
+                f"{opened}, as options.channels {fewer} gives")))
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (
