@@ -73,6 +73,19 @@ def test_nics_of_gpus_that_send_nothing_across_hosts_are_not_said_idle(algorithm
         assert not [w for w in result.warnings if w.kind == "nic_idle"], topo.name
 
 
+def test_a_nic_a_fault_took_down_is_not_said_idle():
+    """Fuzz round w F8: with one of a p5's 32 EFA NICs down from the start, every run warned
+    ``nic_idle`` of it, remedy "compare -a ring" on the ring itself: it was down, not left
+    unused (the conditions say so). A NIC another GPU's channels leave unused still is."""
+    topo = topology_from_dict({"name": "p", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 8, "gpu": "h100", "nics_per_host": 32,
+                                                         "nic_bandwidth": "100 Gb/s", "transport": "efa"}})
+    for algorithm in ("ring", "tree"):
+        result = simnet.simulate(topo, algorithm, 2**26, faults=[{"at": "0 s", "node": "r0h0-nic0", "down": True}])
+        assert not [w for w in result.warnings if w.kind == "nic_idle"], algorithm
+        assert [f["what"] for f in result.conditions["faults"]]  # said among the conditions
+
+
 @settings(max_examples=12, deadline=None)
 @given(hosts=st.integers(2, 3), gpus=st.sampled_from([2, 4, 8]), per_gpu=st.sampled_from([2, 4]))
 def test_the_same_nic_bandwidth_written_out_per_gpu_carries_a_large_ring_alike(hosts, gpus, per_gpu):

@@ -71,7 +71,7 @@ def link_reports(replay) -> list[LinkReport]:
                        max_flows=int(stats.max_flows[i]), mean_capacity_Bps=float(offered[i])) for i in order]
 
 
-def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
+def _idle_nics(topo: Topology, links: list[LinkReport], down: frozenset[int] = frozenset()) -> list[Finding]:
     """``nic_idle`` when a run across hosts left unused some NICs of GPUs that have several and
     used some (the channels of such a GPU are dealt over all of them, as NCCL binds a channel
     to one NIC): the answer holds for the NICs that carried data, not for all the hardware. A
@@ -87,6 +87,8 @@ def _idle_nics(topo: Topology, links: list[LinkReport]) -> list[Finding]:
         many = {gpu for _, gpu in rails if sum(g == gpu for _, g in rails) > 1}
         sending = {gpu for nic, gpu in rails if nic in used}
         nics += [nic for nic, gpu in rails if gpu in many & sending]
+    nics = [nic for nic in nics if not (topo.ports(nic) and all(topo.link_index[(nic, port)] in down
+                                                                for port in topo.ports(nic)))]  # down: not idle
     idle = [nic for nic in nics if nic not in used]
     if not idle:
         return []
@@ -152,9 +154,12 @@ def _fabric_remedy(algorithm: str, collective: str) -> str:
 
 
 def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
-                  servers: list[str] | None = None, collective: str = "allreduce") -> list[Finding]:
+                  servers: list[str] | None = None, collective: str = "allreduce",
+                  down: frozenset[int] = frozenset()) -> list[Finding]:
     """Warnings for the ``links`` of one run of ``collective``'s ``algorithm`` (see the module
-    docstring); remedies name only algorithms the collective has.
+    docstring); remedies name only algorithms the collective has. ``down``: directed links a
+    fault took down during the run (a NIC whose network links all went down is not idle: it
+    is down, which the conditions say).
 
     A port's two directions are judged together by the time *either* was saturated (a
     parameter server is saturated inbound while workers push, then outbound while they
@@ -199,7 +204,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
             f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
             f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
-    findings += _idle_nics(topo, links)
+    findings += _idle_nics(topo, links, down)
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
     if algorithm == "ps" and idle:
         findings.append(Finding("idle_servers", idle[0], (

@@ -266,7 +266,8 @@ class Setup:
         size = int(size)
         decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
         links = link_reports(run)
-        warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective)
+        down = frozenset(int(i) for fault in conditions.faults if fault.down for i in fault.links)
+        warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective, down)
         late = [fault for fault in conditions.faults if round(fault.at * PS_PER_SECOND) >= run.duration_ps]
         if late:  # read, and changed nothing: the run was over
             warnings.append(Finding("fault_after_end", "", (
