@@ -2445,6 +2445,27 @@ def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorit
                                       f"{plain.channels} channels")
 
 
+@pytest.mark.parametrize("algorithm, options, said", [
+    ("hierarchical", {"group_by": "node", "inner": "tree"}, ["options.group_by"]),  # unset inner tries both
+    ("ps", {"ps_servers": 1, "message_overhead": 0.0}, ["options.message_overhead", "options.ps_servers"]),
+    ("ring", {"exact": False}, ["options.exact"]),
+    ("ps", {"ps_servers": 2, "message_overhead": 1e-6}, [])])
+def test_options_written_at_their_own_default_are_said_to_change_nothing(algorithm, options, said):
+    """Fuzz round w F9: group_by: node, ps_servers: 1, message_overhead: 0 us or exact: false
+    give the run without them, without a word, where channels at their count are said to.
+    Said of the value the algorithm takes without it (its builder's default); hierarchical's
+    inner is not one (unset, both ways between groups run)."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 4}})
+    given = simulate(topo, algorithm, 2**24, **options)
+    assert sorted(w.link for w in given.warnings if w.kind == "option_unread" and "own default" in w.message) == said
+    if said:
+        plain = {k: v for k, v in options.items() if f"options.{k}" not in said}
+        assert given.time_s == simulate(topo, algorithm, 2**24, **plain).time_s
+
+
 def test_channels_beyond_what_nccl_opens_are_said_to_be_capped():
     """Fuzz round w X1: on one DGX H100 a ring's ``channels: 64`` asks NCCL for 128 channels
     (each simulated channel stands for two of NCCL's 64 there) and ran NCCL's 64, the time of

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
-from simnet.errors import EnvironmentRefused
+from simnet.errors import EnvironmentRefused, shown
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
@@ -84,6 +85,11 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
             f"options.{name} changed nothing here: {takes} {name} (simnet algorithms lists what each takes)"))
             for name in unread_options(options, [algorithm], point.collective))])
+        result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
+            f"options.{name} "
+            f"{units.format_time(options[name]) if name == 'message_overhead' else shown(options[name])} is "
+            f"{algorithm}'s own default: it changed nothing here"))
+            for name in given_as_default(options, algorithm, point.collective))])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
@@ -137,10 +143,10 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     healthy = point.simulate(result.algorithm, size, False, None, Conditions(), options)
     after_end = all(fault.at >= result.time_s for fault in conditions.faults)  # fault_after_end said so
     if not conditions.delays and not after_end and _traffic(result) == _traffic(healthy):
-        shown = "; ".join(f"faults[{f.index}] {f.what}" for f in conditions.faults[:3])
+        listed = "; ".join(f"faults[{f.index}] {f.what}" for f in conditions.faults[:3])
         result = replace(result, warnings=result.warnings + [Finding("fault_unfelt", "", (
             f"the faults changed nothing: the run's time and every link's bytes, peak and saturation equal the "
-            f"healthy run's ({shown}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
+            f"healthy run's ({listed}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
     if round(result.time_s * PS_PER_SECOND) < round(healthy.time_s * PS_PER_SECOND):
@@ -411,6 +417,31 @@ def _traffic(result: Result) -> tuple:
     found its link idle still lowers)."""
     return result.time_s, sorted((r.src, r.dst, r.bytes, r.peak_utilization, r.saturated_fraction, r.max_flows)
                                  for r in result.links)
+
+
+ENGINE_DEFAULTS = {"message_overhead": 0.0, "exact": False}
+"""What the options every algorithm takes are without them (``reduce_bandwidth``: none, no
+reduction time)."""
+
+DECIDED_WHEN_UNSET = frozenset({"inner"})
+"""Options whose absence is not their builder's default: ``hierarchical`` without ``inner``
+simulates both ways between groups and keeps the faster (``Setup.simulate``)."""
+
+
+def given_as_default(options: dict, algorithm: str, collective: str) -> list[str]:
+    """The options given at the very value ``algorithm`` takes without them (its builder's
+    default, or ``ENGINE_DEFAULTS``; the same type too, so ``1`` is not ``True``): written
+    out, they change nothing. Options whose default depends on the run (None: NCCL's chunk,
+    channels, both ways between groups) are judged by the runs themselves."""
+    if algorithm == "auto":
+        return []
+    taken = algorithms_for(collective)[algorithm]
+    defaults = {name: parameter.default for name, parameter in inspect.signature(taken.build).parameters.items()
+                if name in taken.options and name not in DECIDED_WHEN_UNSET
+                and parameter.default is not inspect.Parameter.empty}
+    defaults.update(ENGINE_DEFAULTS)
+    return sorted(name for name, value in options.items() if value is not None and defaults.get(name) is not None
+                  and type(value) is type(defaults[name]) and value == defaults[name])
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
