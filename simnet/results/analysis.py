@@ -71,7 +71,8 @@ def link_reports(replay) -> list[LinkReport]:
                        max_flows=int(stats.max_flows[i]), mean_capacity_Bps=float(offered[i])) for i in order]
 
 
-def _idle_nics(topo: Topology, links: list[LinkReport], down: frozenset[int] = frozenset()) -> list[Finding]:
+def _idle_nics(topo: Topology, links: list[LinkReport], down: frozenset[int] = frozenset(),
+               channelled: bool = True) -> list[Finding]:
     """``nic_idle`` when a run across hosts left unused some NICs of GPUs that have several and
     used some (the channels of such a GPU are dealt over all of them, as NCCL binds a channel
     to one NIC): the answer holds for the NICs that carried data, not for all the hardware. A
@@ -100,8 +101,9 @@ def _idle_nics(topo: Topology, links: list[LinkReport], down: frozenset[int] = f
         f"{len(idle)} of the {len(nics)} NICs of the GPUs that sent across hosts through some of their several "
         "NICs carried nothing "
         f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. "
-        "Remedy: NCCL's ring or tree deal their channels over every NIC of a GPU (compare -a ring); fewer "
-        "channels (options.channels) use fewer. If a GPU's NICs are the ports of one card (a dual-port "
+        "Remedy: NCCL's ring or tree deal their channels over every NIC of a GPU (compare -a ring)"
+        f"{'; fewer channels (options.channels) use fewer' if channelled else ''}. If a GPU's NICs are the ports "
+        "of one card (a dual-port "
         "ConnectX, as on OCI's BM.GPU.H100.8), NCCL merges them into one device: write one NIC at their summed "
         "rate, or the product's server: (docs/topologies.md)"))]
 
@@ -204,7 +206,8 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
             f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
             f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
-    findings += _idle_nics(topo, links, down)
+    table = algorithms_for(collective)
+    findings += _idle_nics(topo, links, down, algorithm not in table or "channels" in table[algorithm].options)
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
     if algorithm == "ps" and idle:
         findings.append(Finding("idle_servers", idle[0], (

@@ -306,11 +306,10 @@ class Setup:
         capped = getattr(decided.detail, "channels_capped", None)
         if capped is not None:
             asked, opened = capped
-            fewer = max(1, round(options["channels"] * opened / asked))
             warnings.append(Finding("channels_capped", "options.channels", (
                 f"options.channels {options['channels']} asks {self.model.upper()} for {asked} channels of "
                 f"{algorithm} here, more than it opens ({opened}: MAXCHANNELS, or NVLS's own count): the run has "
-                f"{opened}, as options.channels {fewer} gives")))
+                f"{opened}")))
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (

@@ -89,7 +89,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             f"options.{name} "
             f"{units.format_time(options[name]) if name == 'message_overhead' else shown(options[name])} is "
             f"{algorithm}'s own default: it changed nothing here"))
-            for name in given_as_default(options, algorithm, point.collective))])
+            for name in given_as_default(point, algorithm, size, options))])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
@@ -128,7 +128,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} cuts "
             "the same pieces without it (each step's piece is no larger), timed alike"))
     if options.get("channels") is not None and algorithm != "auto" and result.gpus > 1:
-        nccl = f" (NCCL's {result.nccl_channels})" if result.nccl_channels is not None else ""
+        library = "RCCL" if point.model == "rccl" else "NCCL"
+        nccl = f" ({library}'s {result.nccl_channels})" if result.nccl_channels is not None else ""
         result = _option_unfelt(point, algorithm, size, options, result, "channels", (
             f"options.channels {options['channels']} changed nothing here: {algorithm} runs {result.channels} "
             f"channels{nccl} without it, the same pieces timed alike"))
@@ -423,25 +424,35 @@ ENGINE_DEFAULTS = {"message_overhead": 0.0, "exact": False}
 """What the options every algorithm takes are without them (``reduce_bandwidth``: none, no
 reduction time)."""
 
-DECIDED_WHEN_UNSET = frozenset({"inner"})
+JUDGED_BY_THE_RUN = frozenset({"inner", "chunk_size", "channels"})
 """Options whose absence is not their builder's default: ``hierarchical`` without ``inner``
-simulates both ways between groups and keeps the faster (``Setup.simulate``)."""
+simulates both ways between groups and keeps the faster (``Setup.simulate``); the model
+fills ``chunk_size`` and ``channels`` (NCCL's chunk and channels), judged by comparing the
+runs' programs (``_option_unfelt``)."""
 
 
-def given_as_default(options: dict, algorithm: str, collective: str) -> list[str]:
-    """The options given at the very value ``algorithm`` takes without them (its builder's
-    default, or ``ENGINE_DEFAULTS``; the same type too, so ``1`` is not ``True``): written
-    out, they change nothing. Options whose default depends on the run (None: NCCL's chunk,
-    channels, both ways between groups) are judged by the runs themselves."""
+def given_as_default(point: Setup, algorithm: str, size: int, options: dict) -> list[str]:
+    """The options given at the very value ``algorithm`` takes without them (what the model's
+    plan fills in without it, else its builder's default, or ``ENGINE_DEFAULTS``; the same
+    type too, so ``1`` is not ``True``): written out, they change nothing. Options whose
+    default depends on the run (``JUDGED_BY_THE_RUN``) are judged elsewhere."""
     if algorithm == "auto":
         return []
-    taken = algorithms_for(collective)[algorithm]
-    defaults = {name: parameter.default for name, parameter in inspect.signature(taken.build).parameters.items()
-                if name in taken.options and name not in DECIDED_WHEN_UNSET
-                and parameter.default is not inspect.Parameter.empty}
-    defaults.update(ENGINE_DEFAULTS)
-    return sorted(name for name, value in options.items() if value is not None and defaults.get(name) is not None
-                  and type(value) is type(defaults[name]) and value == defaults[name])
+    taken = algorithms_for(point.collective)[algorithm]
+    built = {name: parameter.default for name, parameter in inspect.signature(taken.build).parameters.items()
+             if name in taken.options and parameter.default is not inspect.Parameter.empty}
+    said = []
+    for name, value in options.items():
+        if value is None or name in JUDGED_BY_THE_RUN or (name not in built and name not in ENGINE_DEFAULTS):
+            continue
+        if name in ENGINE_DEFAULTS:
+            default = ENGINE_DEFAULTS[name]
+        else:
+            planned = point.plan(algorithm, size, {k: v for k, v in options.items() if k != name}).options
+            default = planned.get(name, built[name])
+        if default is not None and type(value) is type(default) and value == default:
+            said.append(name)
+    return sorted(said)
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
