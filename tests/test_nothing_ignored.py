@@ -1704,6 +1704,27 @@ def test_a_routing_no_route_can_follow_is_said_to_change_nothing(generate, moot)
     assert not [e for e in topology_from_dict({"name": "t", "generate": generate}).unread if e.startswith("routing")]
 
 
+@pytest.mark.parametrize("racks, said", [(2, " (in option a)"), (1, "")])
+def test_compare_says_a_key_moot_in_the_file_only_of_the_options_it_is_moot_in(tmp_path, racks, said):
+    """Fuzz round x R5: a one-rack file's ``routing`` was said to change nothing in the whole
+    comparison, though variant b's two racks route by it (tree 4.18 against 3.49 ms). Said
+    of the options it is moot in; of every option, plainly; of none, not at all."""
+    from simnet.run.compare import compare_warnings
+    from simnet.spec.scenario import load_scenario
+
+    (tmp_path / "t.yaml").write_text("name: t\nrouting: ecmp\ngenerate: {kind: leaf_spine, racks: 1, "
+                                     "hosts_per_rack: 1, gpus_per_host: 2}\n")
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n"
+                                     f"  - {{name: a, set: {{topology.generate.hosts_per_rack: 2}}}}\n"
+                                     f"  - {{name: b, set: {{topology.generate.racks: {racks}}}}}\n")
+    routing = [f.message for f in compare_warnings([load_scenario(tmp_path / "s.yaml")]) if f.link == "routing"]
+    assert len(routing) == 1 and routing[0].endswith(f"no routing chooses{said}")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n"
+                                     "  - {name: a, set: {topology.generate.racks: 2}}\n"
+                                     "  - {name: b, set: {topology.generate.racks: 3}}\n")
+    assert not [f for f in compare_warnings([load_scenario(tmp_path / "s.yaml")]) if f.link == "routing"]
+
+
 def test_a_one_rack_fabric_s_uplink_keys_are_said_to_build_nothing():
     """Fuzz finding (31e): a one-rack leaf_spine's oversubscription, uplink_bandwidth and
     spines built nothing (its ToR is the top) without a word. Warned, not refused: a sweep

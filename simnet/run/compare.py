@@ -11,6 +11,8 @@ the other's column.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
@@ -135,11 +137,35 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     NCCL's collective algorithms (``scenario_choices_unread``), a variable of NCCL's plan no
     option reads (``_steering_unread``)."""
     said: dict[str, Finding] = {}
-    for scenario in scenarios:
+    for index, scenario in enumerate(scenarios):
+        moot = _moot_in(index, scenario)
         for finding in [*scenario.warnings, *scenario_choices_unread(scenario, nccl_env(), list(scenario.algorithms),
                                                                      "every option")]:
+            options = moot.get(finding.message)
+            if options is not None and not options:
+                continue  # moot in the file as written, but every variant makes it count
+            if options:
+                finding = replace(finding, message=f"{finding.message} (in option {', '.join(options)})")
             said.setdefault(finding.message, finding)
     return list(said.values()) + _steering_unread(scenarios)
+
+
+def _moot_in(index: int, scenario: Scenario) -> dict[str, list[str] | None]:
+    """Per key the file makes moot (``Scenario.warnings``' messages): None where every option
+    leaves it moot, else the options that do (a variant's own topology may read it: a
+    one-rack file's routing, with a variant of two racks)."""
+    if not scenario.variants:
+        return {}
+    def key(finding: Finding) -> tuple[str, str]:  # an option's scenario inlines the topology: topology.KEY
+        return finding.kind, finding.link.removeprefix("topology.")
+
+    plan = plan_sweep(scenario)
+    names = [name for name, _, _, _ in _options_of(index, scenario)]
+    per_option = [{key(w) for w in scenario_at(plan, overrides, None).warnings}
+                  for _, _, overrides, _ in _options_of(index, scenario)]
+    return {w.message: (None if all(key(w) in said for said in per_option)
+                        else [name for name, said in zip(names, per_option) if key(w) in said])
+            for w in scenario.warnings}
 
 
 PARTIAL = {"upper_bound": "its time is an upper bound (too large to replay exactly)",
