@@ -652,9 +652,12 @@ def test_an_option_no_algorithm_of_the_scenario_takes_is_said():
     unread. Beside hierarchical (scenarios/cross_region.yaml's way) nothing is said."""
     from simnet.run.scenario import run_scenario
 
-    def warned(algorithms):
-        spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": algorithms,
-                                   "options": {"inner": "tree", "group_by": "host"}})
+    racks = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2,
+                                       "spines": 1}}
+
+    def warned(algorithms):  # by rack: two hosts each, not the default's grouping by node (host)
+        spec = scenario_from_dict({"name": "s", "topology": racks, "sizes": ["1 MiB"], "algorithms": algorithms,
+                                   "options": {"inner": "tree", "group_by": "rack"}})
         return [w.message for run in run_scenario(spec).runs for w in run.warnings if w.kind == "option_unread"]
 
     assert warned(["ring"]) == ["options group_by, inner: none of ring takes them (see simnet algorithms), so "
@@ -2468,6 +2471,7 @@ def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorit
 
 @pytest.mark.parametrize("algorithm, options, said", [
     ("hierarchical", {"group_by": "node", "inner": "tree"}, ["options.group_by"]),  # unset inner tries both
+    ("hierarchical", {"group_by": "host"}, ["options.group_by"]),  # round x R7: each host its own node
     ("ps", {"ps_servers": 1, "message_overhead": 0.0}, ["options.message_overhead", "options.ps_servers"]),
     ("ring", {"exact": False}, ["options.exact"]),
     ("ps", {"ps_servers": 2, "message_overhead": 1e-6}, []),

@@ -87,8 +87,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             for name in unread_options(options, [algorithm], point.collective))])
         result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
             f"options.{name} "
-            f"{units.format_time(options[name]) if name == 'message_overhead' else shown(options[name])} is "
-            f"{algorithm}'s own default: it changed nothing here"))
+            f"{units.format_time(options[name]) if name == 'message_overhead' else shown(options[name])} "
+            f"{'groups the ranks as ' if name == 'group_by' else 'is '}{algorithm}'s own default"
+            f"{' does' if name == 'group_by' else ''}: it changed nothing here"))
             for name in given_as_default(point, algorithm, size, options))])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
@@ -450,9 +451,16 @@ def given_as_default(point: Setup, algorithm: str, size: int, options: dict) -> 
         else:
             planned = point.plan(algorithm, size, {k: v for k, v in options.items() if k != name}).options
             default = planned.get(name, built[name])
-        if default is not None and type(value) is type(default) and value == default:
+        if default is not None and type(value) is type(default) and (value == default or (
+                name == "group_by" and _same_groups(point.topo, value, default))):
             said.append(name)
     return sorted(said)
+
+
+def _same_groups(topology: Topology, level: str, other: str) -> bool:
+    """Whether grouping the ranks by ``level`` makes the groups ``other`` makes (hosts that
+    are each their own node: ``group_by: host`` is the default ``node``'s grouping)."""
+    return sorted(topology.groups(level).values()) == sorted(topology.groups(other).values())
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
