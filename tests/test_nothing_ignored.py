@@ -2495,6 +2495,22 @@ def test_options_written_at_their_own_default_are_said_to_change_nothing(algorit
         assert given.time_s == simulate(topo, algorithm, 2**24, **plain).time_s
 
 
+@pytest.mark.parametrize("pxn", [True, False])
+def test_pxn_on_one_node_is_said_to_change_nothing(pxn):
+    """Fuzz round x R7: ``pxn: false`` on one box gave the AllToAll it gives without it, without
+    a word: PXN picks the NIC a send across hosts leaves by, and on one node none does."""
+    from simnet import simulate
+
+    box = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 8}})
+    given = simulate(box, "direct", 2**24, collective="all_to_all", pxn=pxn)
+    assert given.time_s == simulate(box, "direct", 2**24, collective="all_to_all").time_s
+    assert [w.link for w in given.warnings if w.kind == "option_unread"] == ["options.pxn"]
+    two = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                        "gpus_per_host": 4}})
+    assert not [w for w in simulate(two, "direct", 2**24, collective="all_to_all", pxn=False).warnings
+                if w.kind == "option_unread"]
+
+
 def test_channels_beyond_what_nccl_opens_are_said_to_be_capped():
     """Fuzz round w X1: on one DGX H100 a ring's ``channels: 64`` asks NCCL for 128 channels
     (each simulated channel stands for two of NCCL's 64 there) and ran NCCL's 64, the time of

@@ -91,6 +91,12 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             f"{'groups the ranks as ' if name == 'group_by' else 'is '}{algorithm}'s own default"
             f"{' does' if name == 'group_by' else ''}: it changed nothing here"))
             for name in given_as_default(point, algorithm, size, options))])
+        table = algorithms_for(point.collective)
+        if options.get("pxn") is not None and algorithm in table and "pxn" in table[algorithm].options and \
+                len(point.topo.groups("node")) == 1 and not any(w.link == "options.pxn" for w in result.warnings):
+            result = replace(result, warnings=[*result.warnings, Finding("option_unread", "options.pxn", (
+                f"options.pxn {shown(options['pxn'])} changed nothing here: every rank is on one node, so no send "
+                "leaves its host through a NIC (PXN picks which NIC a send across hosts leaves by)"))])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
