@@ -189,13 +189,18 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                     f"{_fabric_remedy(algorithm, collective)}{sprayed}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
-    gpus = [machine for machine in ports if topo.kind(machine) == "gpu"]
-    striped = dict(zip(gpus, send_stripes(topo, gpus)[1].tolist())) if gpus else {}
+    crowded = {}  # machine -> (its busiest cable's links, busy share, most flows): those that may warn
     for machine, cables in ports.items():  # one warning per machine, about its busiest cable
         pair = max(cables.values(), key=lambda links: max(link.port_saturated_fraction for link in links))
         busy = max(link.port_saturated_fraction for link in pair)
-        flows = -(-max(link.max_flows for link in pair) // striped.get(machine, 1))  # in sends (OVERLOAD_FLOWS)
-        if busy < OVERLOAD_SATURATION or flows < OVERLOAD_FLOWS:
+        flows = max(link.max_flows for link in pair)
+        if busy >= OVERLOAD_SATURATION and flows >= OVERLOAD_FLOWS:
+            crowded[machine] = (pair, busy, flows)
+    gpus = [machine for machine in crowded if topo.kind(machine) == "gpu"]  # (stripes asked of these alone)
+    striped = dict(zip(gpus, send_stripes(topo, gpus)[1].tolist())) if gpus else {}
+    for machine, (pair, busy, flows) in crowded.items():
+        flows = -(-flows // striped.get(machine, 1))  # in sends (OVERLOAD_FLOWS)
+        if flows < OVERLOAD_FLOWS:
             continue
         worst = pair[0]  # links come in bottleneck order: the port's link the results table would name
         pair = sorted(pair, key=lambda link: link.dst != machine)  # inbound first

@@ -156,6 +156,7 @@ def _moot_in(index: int, scenario: Scenario) -> dict[str, list[str] | None]:
     one-rack file's routing, with a variant of two racks)."""
     if not scenario.variants:
         return {}
+
     def key(finding: Finding) -> tuple[str, str]:  # an option's scenario inlines the topology: topology.KEY
         return finding.kind, finding.link.removeprefix("topology.")
 

@@ -80,23 +80,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         raise EnvironmentRefused(f"{channelled}={env[channelled]} sets NCCL's channels, and model: ideal runs no "
                                  f"NCCL: {instead}")
     result = point.simulate(algorithm, size, timeline, reuse, conditions, options)
-    if result.gpus > 1:  # options the algorithm takes none of (auto: no algorithm NCCL may pick takes them)
-        takes = "none of the algorithms auto weighs takes" if algorithm == "auto" else f"{algorithm} takes no"
-        result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
-            f"options.{name} changed nothing here: {takes} {name} (simnet algorithms lists what each takes)"))
-            for name in unread_options(options, [algorithm], point.collective))])
-        result = replace(result, warnings=[*result.warnings, *(Finding("option_unread", f"options.{name}", (
-            f"options.{name} "
-            f"{units.format_time(options[name]) if name == 'message_overhead' else shown(options[name])} "
-            f"{'groups the ranks as ' if name == 'group_by' else 'is '}{algorithm}'s own default"
-            f"{' does' if name == 'group_by' else ''}: it changed nothing here"))
-            for name in given_as_default(point, algorithm, size, options))])
-        table = algorithms_for(point.collective)
-        if options.get("pxn") is not None and algorithm in table and "pxn" in table[algorithm].options and \
-                len(point.topo.groups("node")) == 1 and not any(w.link == "options.pxn" for w in result.warnings):
-            result = replace(result, warnings=[*result.warnings, Finding("option_unread", "options.pxn", (
-                f"options.pxn {shown(options['pxn'])} changed nothing here: every rank is on one node, so no send "
-                "leaves its host through a NIC (PXN picks which NIC a send across hosts leaves by)"))])
+    if result.gpus > 1:
+        result = replace(result, warnings=[*result.warnings, *_unfelt_by_value(point, algorithm, size, options)])
     if p2p and point.model == "nccl":
         result = _p2p_channels_unfelt(point, result, size, conditions, options, p2p)
     msccl = [name for name in rccl.MSCCL_VARIABLES if name in env]
@@ -430,6 +415,29 @@ def _traffic(result: Result) -> tuple:
 ENGINE_DEFAULTS = {"message_overhead": 0.0, "exact": False}
 """What the options every algorithm takes are without them (``reduce_bandwidth``: none, no
 reduction time)."""
+
+def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> list[Finding]:
+    """``option_unread`` of the options that change nothing whatever the run does: one the
+    algorithm takes none of (auto: no algorithm NCCL may pick takes it), one written at its
+    own default (``given_as_default``), ``pxn`` where every rank is on one node."""
+    takes = "none of the algorithms auto weighs takes" if algorithm == "auto" else f"{algorithm} takes no"
+    said = [Finding("option_unread", f"options.{name}", (
+        f"options.{name} changed nothing here: {takes} {name} (simnet algorithms lists what each takes)"))
+        for name in unread_options(options, [algorithm], point.collective)]
+    for name in given_as_default(point, algorithm, size, options):
+        value = units.format_time(options[name]) if name == "message_overhead" else shown(options[name])
+        own = f"groups the ranks as {algorithm}'s own default does" if name == "group_by" else \
+            f"is {algorithm}'s own default"
+        said.append(Finding("option_unread", f"options.{name}",
+                            f"options.{name} {value} {own}: it changed nothing here"))
+    table = algorithms_for(point.collective)
+    if options.get("pxn") is not None and algorithm in table and "pxn" in table[algorithm].options and \
+            len(point.topo.groups("node")) == 1 and not any(w.link == "options.pxn" for w in said):
+        said.append(Finding("option_unread", "options.pxn", (
+            f"options.pxn {shown(options['pxn'])} changed nothing here: every rank is on one node, so no send "
+            "leaves its host through a NIC (PXN picks which NIC a send across hosts leaves by)")))
+    return said
+
 
 JUDGED_BY_THE_RUN = frozenset({"inner", "chunk_size", "channels"})
 """Options whose absence is not their builder's default: ``hierarchical`` without ``inner``
