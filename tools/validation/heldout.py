@@ -22,7 +22,7 @@ import yaml
 
 from simnet import units
 from simnet.run.calibrate import Fit, error_factor
-from tools.validation.validate import DATA, ROOT, Point, cluster_topology, load_points
+from tools.validation.validate import DATA, ROOT, Point, cluster_topology, load_points, read_yaml
 
 __all__ = ["CHECKS", "PROFILES", "DOC", "Check", "CheckRow", "load_checks", "fit_check", "check_rows", "summary",
            "markdown", "row_line"]
@@ -72,7 +72,7 @@ def load_checks(path: Path = CHECKS, data: Path = DATA) -> list[Check]:
     configuration)."""
     points = {p.id: p for p in load_points(data)}
     checks = []
-    for entry in yaml.safe_load(Path(path).read_text())["checks"]:
+    for entry in read_yaml(path)["checks"]:
         name = f"check {entry['id']}"
         unknown = [i for part in ("fit", "predict") for i in entry[part] if i not in points]
         if unknown:
@@ -156,7 +156,7 @@ def markdown(checks: list[Check], rows: list[list[CheckRow]]) -> str:
         lines.append(f"| {check.description} | {fitted[0]} | {fitted[1]} | {fitted[2]} | {held[0]} | {held[1]} | "
                      f"{held[2]} |")
     for check, check_rows_ in zip(checks, rows):
-        edge = yaml.safe_load(check.profile.read_text())["fitted"].get("at_bound", [])
+        edge = read_yaml(check.profile)["fitted"].get("at_bound", [])
         lines += ["", f"## {check.description}", "",
                   f"Profile: `validation/calibrated/{check.profile.name}`; the system: "
                   f"{check.fit[0].description}."

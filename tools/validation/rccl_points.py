@@ -23,8 +23,6 @@ import argparse
 import math
 from pathlib import Path
 
-import yaml
-
 import simnet
 from simnet import units
 from simnet.run.nccl_env import NCCL_VARIABLES, nccl_system
@@ -78,7 +76,7 @@ def predict_row(point: validate.Point) -> validate.Row:
 
 def predict_all(path: Path = DATA) -> tuple[list[validate.Row], dict]:
     """(every point's row, the systems left out) of the data file."""
-    excluded = yaml.safe_load(Path(path).read_text()).get("excluded_systems", {})
+    excluded = validate.read_yaml(path).get("excluded_systems", {})
     return [predict_row(p) for p in validate.load_points(path)], excluded
 
 
