@@ -1693,6 +1693,7 @@ def test_one_delay_spelt_two_ways_is_one_answer_and_nothing_absorbed_is_0():
     ({"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 2}, True),
     ({"kind": "nvswitch", "gpus": 4}, True),
     ({"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2}, False),
+    ({"kind": "leaf_spine", "racks": 3, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1}, True),
     ({"kind": "rail_optimized", "units": 1, "nodes_per_unit": 2, "gpus_per_node": 2, "rails": 2, "planes": 2}, False)])
 def test_a_routing_no_route_can_follow_is_said_to_change_nothing(generate, moot):
     """Fuzz round w F4: ``routing:`` on a fabric where every pair has one route (one rack
@@ -1705,6 +1706,31 @@ def test_a_routing_no_route_can_follow_is_said_to_change_nothing(generate, moot)
         assert bool(said) == moot, routing
         assert all("every pair has one route and no routing chooses" in entry for entry in said)
     assert not [e for e in topology_from_dict({"name": "t", "generate": generate}).unread if e.startswith("routing")]
+
+
+def test_routing_over_two_tors_cabled_to_each_other_is_said_to_change_nothing(tmp_path):
+    """Fuzz round x R6: two ToRs cabled straight to each other (no spine) give every pair one
+    route, so ``routing:`` changed nothing without a word; a third cable closing a loop
+    through a spine gives it a choice. The times say the same: ecmp and by_destination
+    agree on the tree, as they must where no route branches."""
+    from simnet import load_topology, simulate
+
+    def fabric(routing, loop):
+        nodes = [{"id": f"r{r}g{g}", "kind": "gpu", "host": f"h{r}"} for r in range(2) for g in range(2)]
+        nodes += [{"id": f"tor{r}", "kind": "switch"} for r in range(2)] + [{"id": "spine", "kind": "switch"}] * loop
+        links = [{"a": f"r{r}g{g}", "b": f"tor{r}", "bandwidth": "100 Gb/s", "latency": "1 us"}
+                 for r in range(2) for g in range(2)]
+        links += [{"a": "tor0", "b": "tor1", "bandwidth": "100 Gb/s", "latency": "1 us"}]
+        links += [{"a": f"tor{r}", "b": "spine", "bandwidth": "100 Gb/s", "latency": "1 us"} for r in range(2)] * loop
+        path = tmp_path / f"{routing}{loop}.yaml"
+        path.write_text(yaml.safe_dump({"name": "t", "routing": routing, "nodes": nodes, "links": links}))
+        return load_topology(path)
+
+    for loop in (0, 1):
+        said = [[e for e in fabric(routing, loop).unread if e.startswith("routing")] for routing in ("ecmp", "by_destination")]
+        assert all(bool(s) == (not loop) for s in said), (loop, said)
+    times = {simulate(fabric(routing, 0), "ring", 2**20).time_s for routing in ("ecmp", "by_destination")}
+    assert len(times) == 1
 
 
 @pytest.mark.parametrize("racks, said", [(2, " (in option a)"), (1, "")])
