@@ -2501,6 +2501,10 @@ def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorit
     ("ps", {"ps_servers": 1, "message_overhead": 0.0}, ["options.message_overhead", "options.ps_servers"]),
     ("ring", {"exact": False}, ["options.exact"]),
     ("ps", {"ps_servers": 2, "message_overhead": 1e-6}, []),
+    ("ps", {"ps_server": "r0h0-gpu0"}, ["options.ps_server"]),  # round x R7: rank 0 serves without it
+    ("ps", {"ps_server": ["r0h0-gpu0"]}, ["options.ps_server"]),
+    ("ps", {"ps_server": "r0h0-gpu1"}, []),
+    ("ps", {"ps_server": ["r0h0-gpu0", "r0h0-gpu1"]}, []),  # two servers, where one serves without it
     ("tree", {"chunk_size": 4 * 2**20}, []),  # round x R1: the builder's 4 MiB is not NCCL's chunk, which the plan fills
     ("nvls_tree", {"chunk_size": 128 * 2**10}, [])])
 def test_options_written_at_their_own_default_are_said_to_change_nothing(algorithm, options, said):
@@ -2519,6 +2523,19 @@ def test_options_written_at_their_own_default_are_said_to_change_nothing(algorit
     if said:
         plain = {k: v for k, v in options.items() if f"options.{k}" not in said}
         assert given.time_s == simulate(topo, algorithm, 2**24, **plain).time_s
+
+
+@pytest.mark.parametrize("server, said", [("ps0", True), ("worker0", False)])
+def test_ps_server_naming_the_parameter_server_of_the_fabric_is_said_to_change_nothing(server, said):
+    """Fuzz round x R7: without ``ps_server`` the parameter server is the fabric's first node of
+    kind ps (else rank 0): naming it changed nothing without a word."""
+    from simnet import simulate
+
+    star = topology_from_dict({"name": "s", "generate": {"kind": "ps_star", "workers": 4, "servers": 1}})
+    assert "ps0" in star.parameter_servers and "worker0" in star.gpus
+    given = simulate(star, "ps", 2**20, ps_server=server)
+    assert [w.link for w in given.warnings if w.kind == "option_unread"] == ["options.ps_server"] * said
+    assert (given.time_s == simulate(star, "ps", 2**20).time_s) == said
 
 
 @pytest.mark.parametrize("pxn", [True, False])

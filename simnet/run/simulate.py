@@ -26,6 +26,7 @@ from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env
 from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
+from simnet.schedule.algorithms.direct import parameter_servers
 from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
@@ -426,8 +427,9 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
         for name in unread_options(options, [algorithm], point.collective)]
     for name in given_as_default(point, algorithm, size, options):
         value = units.format_time(options[name]) if name == "message_overhead" else shown(options[name])
-        own = f"groups the ranks as {algorithm}'s own default does" if name == "group_by" else \
-            f"is {algorithm}'s own default"
+        own = {"group_by": f"groups the ranks as {algorithm}'s own default does",
+               "ps_server": f"is the server {algorithm} takes by its own default"}.get(name,
+                                                                                       f"is {algorithm}'s own default")
         said.append(Finding("option_unread", f"options.{name}",
                             f"options.{name} {value} {own}: it changed nothing here"))
     table = algorithms_for(point.collective)
@@ -465,10 +467,23 @@ def given_as_default(point: Setup, algorithm: str, size: int, options: dict) -> 
         else:
             planned = point.plan(algorithm, size, {k: v for k, v in options.items() if k != name}).options
             default = planned.get(name, built[name])
-        if default is not None and type(value) is type(default) and (value == default or (
+        if name == "ps_server":
+            if _same_servers(point.topo, value, built["ps_servers"]):  # ps_servers is refused beside it
+                said.append(name)
+        elif default is not None and type(value) is type(default) and (value == default or (
                 name == "group_by" and _same_groups(point.topo, value, default))):
             said.append(name)
     return sorted(said)
+
+
+def _same_servers(topology: Topology, ps_server: str | list[str], ps_servers: int) -> bool:
+    """Whether ``ps_server`` names, in order, the servers a parameter server takes without it
+    (the first ``ps_servers`` nodes of kind ps, else the first ranks)."""
+    try:
+        return parameter_servers(topology, topology.gpus, ps_server, ps_servers) == \
+            parameter_servers(topology, topology.gpus, None, ps_servers)
+    except ValueError:  # refused where the run builds it
+        return False
 
 
 def _same_groups(topology: Topology, level: str, other: str) -> bool:
