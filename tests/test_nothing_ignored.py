@@ -2115,9 +2115,9 @@ def test_sweep_records_say_a_variable_changed_nothing_exactly_where_the_point_is
     said = []
     for plain, steered in zip(runs["plain"], runs["steered"]):
         for before, after in zip(plain["sizes"], steered["sizes"]):
-            same = {k: v for k, v in before.items() if k != "warnings"} == {k: v for k, v in after.items()
-                                                                            if k != "warnings"}
-            said.append(("key_unread" in after["warnings"]) == same)
+            same = {k: v for k, v in before.items() if k not in ("warnings", "unread")} == {
+                k: v for k, v in after.items() if k not in ("warnings", "unread")}
+            said.append(("key_unread" in after["warnings"]) == (variable in after["unread"]) == same)
     assert said and all(said)
 
 
@@ -2633,3 +2633,40 @@ def test_under_model_ideal_jobs_and_compare_say_what_no_run_reads(tmp_path, cli,
     assert result.exit_code == 0, result.stderr
     assert "warning key_unread: NCCL_BUFFSIZE=1048576 changed nothing here: it changes how NCCL runs" in \
         " ".join((result.stdout + result.stderr).split())
+
+
+def test_a_sweep_says_what_changed_nothing_at_every_point_as_run_does(tmp_path, cli):
+    """Fuzz round x R9: ``simnet sweep`` said nothing of an option none of its algorithms
+    takes or a topology key the file makes moot, where ``simnet run`` warns each (its
+    records kept them, unread). Said once, from the records, so a resumed sweep says it
+    too; an option some point reads (a tree's chunk_size, which moves its time) is not."""
+    from simnet import simulate
+
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: t, routing: ecmp, generate: {kind: nvswitch, gpus: 8}}\nsizes: [1 MiB]\n"
+        "algorithms: [ring, tree]\noptions: {ps_servers: 2, chunk_size: 64 KiB}\n")
+    said = []
+    for _ in range(2):  # computed, then resumed from the records
+        result = cli("sweep", tmp_path / "s.yaml", "--gpus", "4,8", "--out", tmp_path / "o", "--workers", "1")
+        assert result.exit_code == 0, result.stderr
+        said.append(" ".join(result.stdout.split()).split("warning ")[1:])
+    assert said[0] == said[1] and len(said[0]) == 2, said
+    assert said[0][0].startswith("option_unread: options.ps_servers changed nothing at any point of this sweep")
+    assert said[0][1].startswith(f"key_unread: topology.routing ({tmp_path / 's.yaml'}:2): the cables between "
+                                 "switches close no loop")
+    box = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
+    assert simulate(box, "tree", 2**20, chunk_size=64 * 2**10).time_s != simulate(box, "tree", 2**20).time_s
+
+
+def test_run_says_a_warning_of_the_whole_scenario_once(tmp_path, cli):
+    """A warning every run carries (an option none of the file's algorithms takes) was printed
+    once per algorithm row, and hidden behind "1 more like it" where a row had another of
+    its kind (ring's own chunk_size that changed nothing)."""
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 8}}\nsizes: [1 MiB, 2 MiB]\n"
+        "algorithms: [ring, tree]\noptions: {ps_servers: 2, chunk_size: 64 KiB}\n")
+    result = cli("run", tmp_path / "s.yaml")
+    out = " ".join(result.stdout.split())
+    assert result.exit_code == 0 and out.count("ps_servers: none of ring, tree takes it") == 1, out
+    assert "warning option_unread: options ps_servers: none of ring, tree takes it" in out
+    assert "warning option_unread (ring, 2 MiB): options.chunk_size 64 KiB changed nothing here" in out

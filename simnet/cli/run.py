@@ -358,15 +358,21 @@ def _print_notes(console, results) -> None:
         for file in dict.fromkeys(run.auto["nccl_pick"]["file"] for run in msccl):
             run = next(r for r in msccl if r.auto["nccl_pick"]["file"] == file)
             console.print(f"auto -> direct (MSCCL): {run.auto['nccl_pick']['why']}")
+    # what every run says is the scenario's (a key it makes moot, an option none of its algorithms
+    # takes): said once, not once per algorithm, nor hidden behind another of its kind
+    everywhere = set.intersection(*({(w.kind, w.message) for w in run.warnings} for run in results.runs)) \
+        if len(results.runs) > 1 else set()
     groups: dict[tuple[str, str], list] = {}  # (algorithm row, kind) -> runs that raised it, in size order
     for run in results.runs:
         row = f"auto -> {run.algorithm}" if run.auto else run.algorithm
-        for kind in dict.fromkeys(w.kind for w in run.warnings):
+        for kind in dict.fromkeys(w.kind for w in run.warnings if (w.kind, w.message) not in everywhere):
             groups.setdefault((row, kind), []).append(run)
     print_warnings(console, results.warnings)  # the scenario's own no run carries (a training step alone), -c's
+    print_warnings(console, [w for w in results.runs[0].warnings if (w.kind, w.message) in everywhere]
+                   if everywhere else [])
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
-        alike = [w for w in largest.warnings if w.kind == kind]
+        alike = [w for w in largest.warnings if w.kind == kind and (w.kind, w.message) not in everywhere]
         console.print(f"[yellow]warning[/yellow] {kind} ({algorithm}, {units.format_size(largest.size_bytes)}): "
                       f"{alike[0].message}")
         more = [f"{len(alike) - 1} more like it"] if len(alike) > 1 else []

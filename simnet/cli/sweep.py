@@ -156,13 +156,33 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     from simnet.run.scenario import scenario_choices_unread
 
     ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
-    print_warnings(console, scenario_choices_unread(spec, plan.env, ran, "every point"))
+    choices = scenario_choices_unread(spec, plan.env, ran, "every point")
+    print_warnings(console, choices + _unread_everywhere(spec, records, {w.link for w in choices}))
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
     for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",
                  *plot_sweep(records, spec.name, out)]:
         console.print(f"wrote {path}")
+
+
+def _unread_everywhere(spec, records: list[dict], said: set[str]) -> list:
+    """What changed nothing at any point of the sweep (``unread_everywhere``), once each and
+    not again where ``said``: the file's own words for a key it makes moot (``spec.warnings``),
+    else that it changed nothing anywhere."""
+    from simnet.results.result import Finding
+    from simnet.run.sweep.evaluate import unread_everywhere
+
+    own = {w.link: w for w in spec.warnings}
+    found = []
+    for link in unread_everywhere(records):
+        if link in said:
+            continue
+        kind = "option_unread" if link.startswith("options.") else "key_unread"
+        found.append(own.get(link) or Finding(kind, link, (
+            f"{link} changed nothing at any point of this sweep (simnet run on the scenario says why of each run)"
+            + ("; leave it out" if kind == "option_unread" else ""))))
+    return found
 
 
 def _sweep_with_progress(plan, out: Path, executor, recomputed: list[str]):

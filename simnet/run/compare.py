@@ -19,7 +19,7 @@ from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import scenario_choices_unread
 from simnet.run.simulate import unread_by_every, unread_options
-from simnet.run.sweep.evaluate import check_point_fits, evaluate_point
+from simnet.run.sweep.evaluate import check_point_fits, evaluate_point, unread_everywhere
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario
 
@@ -269,8 +269,7 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                "partial": [] if training else sorted(PARTIAL.keys() & set(
                    best.get("bucket_warnings", ()) if workload else largest.get("warnings", ()))),
                # options that changed nothing in any run of this option (each run said so)
-               "unread": sorted(set.intersection(*(set(at.get("unread", ())) for record in records
-                                                   for at in record["sizes"])) if records[0]["sizes"] else ())}
+               "unread": unread_everywhere(records, "options.")}
         if cost:
             # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
             value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]

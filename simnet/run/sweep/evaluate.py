@@ -17,7 +17,21 @@ from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["evaluate_point", "check_point_fits"]
+__all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere"]
+
+UNREAD = ("option_unread", "key_unread")
+"""Warning kinds that say a key or option changed nothing: a record's size entries keep
+their links (``unread``), so that a sweep or comparison can say what changed nothing
+anywhere, from records resumed as well as computed."""
+
+
+def unread_everywhere(records: list[dict], prefix: str = "") -> list[str]:
+    """The links (starting with ``prefix``) unread at every size of every record: what
+    changed nothing anywhere in them. None without sizes (a record of jobs keeps none)."""
+    sizes = [at for record in records for at in record["sizes"]]
+    if not sizes or any("unread" not in at for at in sizes):
+        return []
+    return sorted(link for link in set.intersection(*(set(at["unread"]) for at in sizes)) if link.startswith(prefix))
 
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
@@ -98,7 +112,7 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
             "warnings": sorted({w.kind for w in said}),
-            "unread": sorted({w.link for w in said if w.kind == "option_unread" and w.link.startswith("options.")})})
+            "unread": sorted({w.link for w in said if w.kind in UNREAD and w.link})})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         buckets = set(model.buckets())
