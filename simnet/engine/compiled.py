@@ -20,7 +20,7 @@ run as the SimPy network would at their instants (``FluidNetwork.detour``, the s
 the same order), and at each such fault the flows crossing them move to their detours with
 the bytes they have left, as ``FluidNetwork.set_capacity`` moves them.
 
-numba compiles these functions the first time they run after an install (~20 s of CPU,
+numba compiles these functions the first time they run after an install (~25 s of CPU,
 once: plain arrays in a few packed matrices, as typed containers and many arguments
 cost numba far more to compile) and caches the machine code beside this file. Buffers
 whose size depends on the run (the calendar, the work list, a timeline) start at a guess;
@@ -1196,7 +1196,7 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     job_rows = np.zeros((0, 6), dtype=np.int64) if jobs is None else np.asarray(jobs, dtype=np.int64)
     job_of = np.repeat(np.arange(len(job_rows), dtype=np.int64), job_rows[:, 1])
     # one type for the dependency lists whoever built them (a schedule's are int32, jobs' int64):
-    # numba compiles ``_run`` once per signature, ~20 s of CPU on a fresh install
+    # numba compiles ``_run`` once per signature, ~25 s of CPU on a fresh install
     dependents, followers = ((np.asarray(ptr, dtype=np.int64), np.asarray(idx, dtype=np.int32))
                              for ptr, idx in (dependents, followers))
     sizes = dict(FIRST_SIZES)
@@ -1286,7 +1286,7 @@ def _compiled_for(args: tuple) -> None:
     """Compile ``_run`` for these arguments' types, or load it from numba's cache, one
     process of this install at a time: processes started together on a fresh install (sweep
     workers, test workers) compile it once and the others load what it cached, instead of
-    each compiling it (~20 s of CPU each)."""
+    each compiling it (~25 s of CPU each)."""
     signature = tuple(numba.typeof(arg) for arg in args)
     if signature in _run.overloads:
         return
