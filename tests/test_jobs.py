@@ -183,6 +183,26 @@ def test_a_bad_background_job_is_one_line(cli, tmp_path, job, message):
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("start, refused", [("1 s", True), ("1 us", False)])
+def test_background_traffic_that_starts_after_the_other_jobs_ended_is_refused_on_its_line(cli, tmp_path, start,
+                                                                                          refused):
+    """Fuzz round y F1: a background job starting after every other job had ended ran no
+    period, and the run stopped on an internal ValueError said as the file's fault (exit 2,
+    "max() arg is an empty sequence", two numpy warnings). A 64 MiB ring of two over 100 Gb/s
+    takes over S/B = 5.4 ms, so noise from 1 us on overlaps it; from 1 s on it never runs."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + "\njobs:\n"
+                    "  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 64 MiB}\n"
+                    f"  - {{name: n, background: {{pattern: uniform, load: 50%, seed: 1}}, start: {start}}}\n")
+    result = cli("run", path)
+    if refused:
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"{path}:7: jobs[1].start: 1.000 s: background traffic runs only while the "
+                                        "other jobs run"), result.stderr
+    else:
+        assert result.exit_code == 0 and not result.stderr, result.stderr
+
+
 def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     """Two 2-GPU jobs. Packed, each keeps to its rack: a ring over one ToR, 4 links of 1 us,
     T = 2 (4 us + S/2 / B). Spread, each crosses the 2:1 uplink the other crosses too:

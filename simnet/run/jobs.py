@@ -73,6 +73,20 @@ def _mean_time(runs: list[tuple[int, int]]) -> float:
     return float(np.mean([end - start for start, end in runs])) / PS_PER_SECOND
 
 
+def _refuse_background_never_run(specs: list[JobSpec], together: list[list[tuple[int, int]]]) -> None:
+    """``JobError`` on the ``start`` of a background job that ran no period with the others
+    (``together``: each job's runs, ps): it offers traffic only while they run, and they had
+    all ended before it started, so it would change nothing."""
+    for i, (spec, runs) in enumerate(zip(specs, together)):
+        if spec.background is not None and not runs:
+            ended = max((end for other, theirs in zip(specs, together) if other.background is None
+                         for _, end in theirs), default=0)
+            raise JobError((i, "start"), (
+                f"{units.format_time(spec.start)}: background traffic runs only while the other jobs run, and they "
+                f"have all ended {units.format_time(ended / PS_PER_SECOND)} after the jobs' start, so it would never "
+                "run; start it before then, or leave it out"))
+
+
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
              env: Mapping[str, str] | None = None, calibration=None, faults: list | None = None,
              progress: Callable[[int, int], None] | None = None) -> JobsResult:
@@ -148,6 +162,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs)) if used[i] & used[j]]
     replays[1] += len(pairs) if len(runs) > 2 else 0
     together_times, together = replayed(runs)
+    _refuse_background_never_run(specs, together_times)
     names = [s.name for s in specs]
     matrix = {a: {b: 1.0 for b in names} for a in names}
     for i, j in pairs:  # only jobs with a link in common: else neither can slow the other
