@@ -240,6 +240,19 @@ def test_spellings_of_one_quantity_are_one_sweep_point(tmp_path, cli):
     assert [r["set"]["topology.generate.nic_bandwidth"] for r in _records(out)] == ["400Gb/s", "100 Gb/s"]
 
 
+def test_spellings_of_one_list_and_of_no_bandwidth_are_one_sweep_point(tmp_path, cli):
+    """Fuzz round y F4, F5: an axis of lists (``sizes: [[1 MiB], [1MiB], [1024 KiB]]``) made three
+    points of one run, and a fault's ``0%`` and ``0 Gb/s`` (the link down, either way) two."""
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, "
+        "spines: 2}}\nsizes: [1 MiB]\nalgorithms: [ring]\nfaults: [{at: 0 s, node: spine0, bandwidth: 50%}]\n"
+        "sweep: {sizes: [[1 MiB], [1MiB], [1024 KiB], [2 MiB]], faults.0.bandwidth: [0%, 0 Gb/s, 50%]}\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    points = {(tuple(r["set"]["sizes"]), r["set"]["faults.0.bandwidth"]) for r in _records(tmp_path / "o")}
+    assert points == {(size, bandwidth) for size in (("1 MiB",), ("2 MiB",)) for bandwidth in ("0%", "50%")}
+
+
 def test_a_value_spelt_otherwise_in_a_rerun_resumes_its_point(tmp_path, cli):
     """Fuzz finding (31e): ``--set workload.compute_time=10ms``, then ``=0.01 s``: one value in
     one run, but the rerun computed the point again (the resume key held the spelling)."""

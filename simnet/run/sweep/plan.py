@@ -223,6 +223,10 @@ def _canonical(value: Any) -> Any:
         return ("yes/no", value)
     if isinstance(value, (int, float)):
         return ("number", float(f"{value:.12g}"))
+    if isinstance(value, list):  # sizes: [1 MiB] and [1024 KiB] alike
+        return ("list", tuple(_canonical(v) for v in value))
+    if isinstance(value, dict):
+        return ("mapping", tuple(sorted((str(k), _canonical(v)) for k, v in value.items())))
     if not isinstance(value, str):
         return json.dumps(value, sort_keys=True, default=str)
     ratio = _RATIO.match(value)
@@ -232,9 +236,11 @@ def _canonical(value: Any) -> Any:
                         ("share", units.parse_share),  # 50% and 50.0% alike
                         ("number", parse_flops)):  # 989 TFLOP/s is the number 989e12, as gpu_flops reads it
         try:
-            return (kind, float(f"{parse(value):.12g}"))  # 1 us and 1000 ns alike, to float rounding
+            amount = float(f"{parse(value):.12g}")  # 1 us and 1000 ns alike, to float rounding
         except ValueError:
             continue
+        # no bandwidth and no share of it are one (a fault's 0% and 0 Gb/s: the link down)
+        return ("none of a bandwidth", 0.0) if amount == 0 and kind in ("B/s", "share") else (kind, amount)
     return value
 
 
