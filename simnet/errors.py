@@ -66,6 +66,15 @@ class Unsupported(ValueError):
     host): the algorithm does not apply here, whatever its options."""
 
 
+class OptionUnsupported(Unsupported):
+    """An option's value the topology cannot serve (``group_by: region`` where no GPU has a
+    region): ``option`` names it, so the refusal lands on its line, not the algorithm's."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
 def shown(value: Any) -> str:
     """A value as an error line quotes it: as YAML writes it (``true``, ``'40 Gbq'``, a list
     or mapping in flow style, ``{at: 1 ms, node: sw0}``), never Python's repr of a dict, at

@@ -2683,3 +2683,17 @@ def test_run_says_a_warning_of_the_whole_scenario_once(tmp_path, cli):
     assert result.exit_code == 0 and out.count("ps_servers: none of ring, tree takes it") == 1, out
     assert "warning option_unread: options ps_servers: none of ring, tree takes it" in out
     assert "warning option_unread (ring, 2 MiB): options.chunk_size 64 KiB changed nothing here" in out
+
+
+def test_a_group_by_no_gpu_is_labelled_for_is_refused_on_the_option_s_line(tmp_path, cli):
+    """Fuzz round y F8: ``options: {group_by: region}`` on a fabric without regions was refused
+    on the ``algorithms`` line, which is not what is wrong; ``-a hierarchical`` names the option
+    too when the file gives it."""
+    (tmp_path / "s.yaml").write_text(
+        "name: o\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, gpus_per_host: 2}}\n"
+        "sizes: [1 MiB]\nalgorithms: [hierarchical]\noptions: {group_by: region}\n")
+    for args in ((), ("-a", "hierarchical")):
+        result = cli("run", tmp_path / "s.yaml", *args)
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: options.group_by: region: no GPU of t has a "
+                                        "region label"), result.stderr

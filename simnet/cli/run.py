@@ -304,6 +304,10 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
         except InputError:
             raise  # names its own file and line (a calibration profile's)
         except Unsupported as exc:
+            option = getattr(exc, "option", None)  # OptionUnsupported: on the option's own line
+            if option is not None and option in spec.options:
+                where = ("options", option)
+                raise load_yaml(scenario)[1].error(where, str(exc).removeprefix(f"{option}: ")) from None
             if from_option:
                 raise InputError(f"--algorithm: {exc}", scenario) from None
             raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None

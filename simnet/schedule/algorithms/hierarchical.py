@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simnet.errors import Unsupported
+from simnet.errors import OptionUnsupported
 from simnet.schedule.algorithms.recursive import halving_doubling_part, recursive_doubling_part
 from simnet.schedule.algorithms.ring import all_gather, reduce_scatter, ring_allreduce
 from simnet.schedule.algorithms.tree import PIPELINE_CHUNK, double_binary_tree_part, tree_part
@@ -148,8 +148,9 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
     if group_by not in GROUP_LEVELS:
         raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
     if not any(topology.label(r, group_by) != r for r in ranks):
-        raise Unsupported(f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, so every GPU "
-                          f"would be a group of its own; label the GPUs or group by another level")
+        raise OptionUnsupported("group_by", f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, "
+                                            "so every GPU would be a group of its own; label the GPUs or group by "
+                                            "another level")
     b = ScheduleBuilder("hierarchical", ranks, size)
     position = {r: i for i, r in enumerate(ranks)}
     groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
