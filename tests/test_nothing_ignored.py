@@ -2697,3 +2697,20 @@ def test_a_group_by_no_gpu_is_labelled_for_is_refused_on_the_option_s_line(tmp_p
         assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: options.group_by: region: no GPU of t has a "
                                         "region label"), result.stderr
+
+
+@pytest.mark.parametrize("generate, group_by, said", [
+    ({"kind": "nvswitch", "gpus": 8}, None, True),
+    ({"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 4}, "rack", True),
+    ({"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 4}, None, False)])
+def test_inner_where_the_ranks_make_one_group_is_said_to_change_nothing(generate, group_by, said):
+    """Fuzz round y F11: hierarchical's ``inner`` on one box, or grouped by rack on one rack,
+    changed nothing without a word: with one group nothing runs between groups."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "t", "generate": generate})
+    grouping = {"group_by": group_by} if group_by else {}
+    given = simulate(topo, "hierarchical", 2**24, inner="halving_doubling", **grouping)
+    assert [w.link for w in given.warnings if w.kind == "option_unread"] == ["options.inner"] * said
+    if said:
+        assert given.time_s == simulate(topo, "hierarchical", 2**24, inner="ring", **grouping).time_s

@@ -438,7 +438,18 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
         said.append(Finding("option_unread", "options.pxn", (
             f"options.pxn {shown(options['pxn'])} changed nothing here: every rank is on one node, so no send "
             "leaves its host through a NIC (PXN picks which NIC a send across hosts leaves by)")))
+    if options.get("inner") is not None and algorithm in table and "inner" in table[algorithm].options:
+        level = options.get("group_by") or _builder_default(table[algorithm], "group_by")
+        if len(point.topo.groups(level)) == 1:
+            said.append(Finding("option_unread", "options.inner", (
+                f"options.inner {shown(options['inner'])} changed nothing here: every rank is in one group "
+                f"(group_by: {level}), so nothing runs between groups")))
     return said
+
+
+def _builder_default(taken, name: str):
+    """The value ``taken``'s builder gives option ``name`` when it is not given."""
+    return inspect.signature(taken.build).parameters[name].default
 
 
 JUDGED_BY_THE_RUN = frozenset({"inner", "chunk_size", "channels"})
