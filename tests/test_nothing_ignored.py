@@ -2714,3 +2714,42 @@ def test_inner_where_the_ranks_make_one_group_is_said_to_change_nothing(generate
     assert [w.link for w in given.warnings if w.kind == "option_unread"] == ["options.inner"] * said
     if said:
         assert given.time_s == simulate(topo, "hierarchical", 2**24, inner="ring", **grouping).time_s
+
+
+ONE_HOST_VALUES = {"nic_per": "host", "nics_per_host": 2, "nic_bandwidth": "100 Gb/s", "transport": "roce",
+                   "net_latency": "50 us", "link_latency": "20 us", "sharp": True, "rails": 4, "planes": 2,
+                   "switch_radix": 128, "leaf_oversubscription": 2}
+
+
+@pytest.mark.parametrize("generate", [{"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8},
+                                      {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1}])
+def test_one_host_s_network_keys_are_said_to_change_nothing_and_change_nothing(generate):
+    """Fuzz round y F12b: a one-host fabric's NIC and fabric keys (nic_bandwidth, transport,
+    link_latency, ...) built what no run crosses, without a word, as a one-rack fabric's spines
+    are said to: NCCL uses the network only between hosts. Each is said, and ring, tree and
+    auto answer the same with it; with two hosts none is said."""
+    from simnet import simulate
+    from simnet.topology.generators import ONE_HOST_UNREAD
+
+    plain = topology_from_dict({"name": "t", "generate": generate})
+    times = {a: simulate(plain, a, 2**26).time_s for a in ("ring", "tree", "auto")}
+    for key in ONE_HOST_UNREAD[generate["kind"]]:
+        topo = topology_from_dict({"name": "t", "generate": {**generate, key: ONE_HOST_VALUES[key]}})
+        assert [entry.split(" (")[0] for entry in topo.unread] == [f"generate.{key}"], key
+        assert {a: simulate(topo, a, 2**26).time_s for a in times} == times, key
+    two = {**generate, **({"hosts_per_rack": 2} if generate["kind"] == "leaf_spine" else {"nodes_per_unit": 2})}
+    assert not topology_from_dict({"name": "t", "generate": {**two, "nic_bandwidth": "100 Gb/s"}}).unread
+
+
+def test_one_region_s_wan_keys_are_said_to_change_nothing():
+    """Fuzz round y F12: ``cross_region`` with ``regions: 1`` builds no gateway, so its WAN keys
+    changed nothing without a word."""
+    from simnet import simulate
+
+    generate = {"kind": "cross_region", "regions": 1, "hosts_per_rack": 2, "gpus_per_host": 2}
+    plain = topology_from_dict({"name": "t", "generate": generate})
+    topo = topology_from_dict({"name": "t", "generate": {**generate, "wan_latency": "10 ms", "wan_bandwidth": "1 Gb/s",
+                                                         "gateway_bandwidth": "1 Gb/s"}})
+    assert [entry.split(" (")[0] for entry in topo.unread] == [
+        "generate.wan_bandwidth", "generate.wan_latency", "generate.gateway_bandwidth"]
+    assert simulate(topo, "ring", 2**24).time_s == simulate(plain, "ring", 2**24).time_s

@@ -76,8 +76,10 @@ def test_cli_refuses_bad_scenarios_with_exit_2(cli, name):
 # llm_at_scale.yaml (its 16,384-GPU fabric, 4 s) loads whole in tests/test_training.py, run as a user types it
 @pytest.mark.parametrize("path", [p for p in SCENARIOS if p.name != "llm_at_scale.yaml"], ids=lambda p: p.name)
 def test_every_shipped_scenario_loads(path):
+    """... and writes no key it would say changed nothing."""
     scenario = load_scenario(path)
     assert (scenario.sizes or scenario.training) and scenario.algorithms and scenario.topology.gpus
+    assert not [w.message for w in scenario.warnings if w.kind == "key_unread"]
 
 
 def test_sizes_forms():

@@ -866,17 +866,40 @@ def grown(params: dict, gpus: int) -> dict:
     return {**params, name: max(getattr(model, name), needed)}
 
 
+ONE_HOST_UNREAD = {"leaf_spine": ("nic_per", "nics_per_host", "nic_bandwidth", "transport", "net_latency",
+                                   "link_latency", "sharp"),
+                   "rail_optimized": ("rails", "nic_bandwidth", "planes", "transport", "net_latency", "link_latency",
+                                      "switch_radix", "leaf_oversubscription", "sharp")}
+"""Per generator, its keys of the network between hosts (NICs, their transport, the fabric
+above them): with one host (no compute trays) they build what no run crosses, since NCCL
+uses the network only between nodes, and its GPUs reach each other inside the host."""
+
+
 def unread_keys(params: dict) -> list[tuple[str, str]]:
     """(key, why) per parameter of a valid generator call that builds nothing here: a one-rack
     leaf_spine's (or cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``,
-    since that rack's ToR is the top of its fabric. Said, not refused: a sweep over GPU counts
-    grows the racks, and there they are read."""
+    since that rack's ToR is the top of its fabric; one region's WAN; one host's network
+    (``ONE_HOST_UNREAD``). Said, not refused: a sweep over GPU counts grows the racks, regions
+    and hosts, and there they are read."""
     model = GENERATORS[params["kind"]].params.model_validate(params)
+    written = model.model_fields_set
+    said: list[tuple[str, str]] = []
+    if isinstance(model, CrossRegionParams) and model.regions == 1:
+        said += [(key, "one region has no WAN to cross (no gateway is built), so it changed nothing here; it counts "
+                       "from regions: 2")
+                 for key in ("wan_bandwidth", "wan_latency", "gateway_bandwidth") if key in written]
     if isinstance(model, LeafSpineParams) and model.racks == 1:
-        return [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
-                      "nothing here; it counts from racks: 2")
-                for key in ("spines", "oversubscription", "uplink_bandwidth") if key in model.model_fields_set]
-    return []
+        said += [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
+                       "nothing here; it counts from racks: 2")
+                 for key in ("spines", "oversubscription", "uplink_bandwidth") if key in written]
+    hosts = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
+        else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
+    if hosts == 1 and model.gpus_per_tray is None:
+        said += [(key, "one host's GPUs reach each other inside it, and NCCL uses the network only between hosts, so "
+                       "it changed nothing here; it counts from two hosts")
+                 for key in ONE_HOST_UNREAD[model.kind.replace("cross_region", "leaf_spine")]
+                 if key in written and key not in dict(said)]
+    return said
 
 
 def generate(params: dict) -> tuple[Nodes, Links]:
