@@ -403,3 +403,27 @@ def test_a_fault_that_cuts_off_gpus_no_job_holds_is_taken(cli, tmp_path):
         assert result.exit_code == code, result.stderr
         if code:
             assert result.stderr.count("\n") == 1 and "faults[0]" in result.stderr and "cuts" in result.stderr
+
+
+def test_job_keys_that_change_nothing_are_refused_or_said(cli, tmp_path):
+    """Fuzz round y F2, F3, F6: ``placement: packed`` beside named GPUs (``spread`` there is
+    refused), a ``period`` shorter than every run of the job (each starts as the one before
+    ends, as without one) and a ``uniform`` background job's ``seed`` on two GPUs (each one's
+    only partner is the other) changed nothing without a word."""
+    def run(jobs: str):
+        path = tmp_path / "jobs.yaml"
+        path.write_text("name: j\ntopology:\n  name: fabric\n  generate: " + json.dumps(FABRIC) + f"\njobs:\n{jobs}")
+        return cli("run", path, "--json", "-")
+
+    named = run("  - {name: a, hosts: [r0h0, r1h0], placement: packed, size: 1 MiB}\n")
+    assert named.exit_code == 2 and ":6: jobs[0]: placement chooses GPUs for a count" in named.stderr, named.stderr
+    ring = "  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 64 MiB, repeat: 3"
+    plain, short, long = (json.loads(run(f"{ring}{period}}}\n").stdout) for period in ("", ", period: 1 us",
+                                                                                       ", period: 20 ms"))
+    assert short["jobs"] == plain["jobs"] != long["jobs"]  # S/B = 5.4 ms a run: 1 us never waits, 20 ms does
+    assert [w["link"] for w in short.get("warnings", [])] == ["jobs[0].period"]
+    assert not long.get("warnings")
+    noise = "  - {name: n, gpus: [r0h1-gpu0, r1h1-gpu0], background: {pattern: uniform, load: 50%"
+    seeded = [json.loads(run(f"{ring}}}\n{noise}{seed}}}}}\n").stdout) for seed in ("", ", seed: 1", ", seed: 2")]
+    assert seeded[0]["jobs"] == seeded[1]["jobs"] == seeded[2]["jobs"]
+    assert [w["link"] for w in seeded[1]["warnings"]] == ["jobs[1].background.seed"]

@@ -138,9 +138,13 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat})
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
+    index = {id(run): i for i, run in enumerate(runs)}
+    waited = [False] * len(runs)  # whether some run of the job waited for its period in some replay
 
     def replayed(jobs: list[JobRun], healthy: bool = False):
         answer = replay_jobs(jobs, topology, capacity=capacity, faults=None if healthy else faults)
+        for run, times in zip(jobs, answer[0]):
+            waited[index[id(run)]] |= any(start != end for (_, end), (start, _) in zip(times, times[1:]))
         replays[0] += 1
         if progress:
             progress(*replays)
@@ -187,6 +191,11 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                 f"together ({shown}{'; ...' if len(faults) > 3 else ''}): their links carried nothing of the jobs' "
                 "while they lasted, or less than was left; move them to when the jobs' traffic crosses, or leave "
                 "them out")))
+    said += [Finding("key_unread", f"jobs[{i}].period", (
+        f"jobs[{i}].period {units.format_time(spec.period)}: every run of {spec.name} took longer, so each started as "
+        "the one before ended, as without a period, and it changed nothing here"))
+        for i, spec in enumerate(specs) if spec.background is None and spec.period is not None and spec.repeat > 1
+        and not waited[i]]
     shared = []
     for link in sorted({link for i, a in enumerate(used) for b in used[i + 1:] for link in a & b},
                        key=lambda k: (-int(together.saturated_ps[k]), -float(together.bytes[k]), k))[:10]:

@@ -118,7 +118,7 @@ class JobSpec(Strict):
             raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")
         if (self.gpus is None) == (self.hosts is None):
             raise ValueError("give gpus (a count or a list of GPU ids) or hosts (a list of host labels)")
-        if self.placement != "packed" and not isinstance(self.gpus, int):
+        if "placement" in self.model_fields_set and not isinstance(self.gpus, int):  # packed too: it changes nothing
             raise ValueError("placement chooses GPUs for a count (gpus: 16); named GPUs and hosts are placed already")
         return self
 

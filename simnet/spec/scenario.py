@@ -402,9 +402,9 @@ def _where(source: Source, loc: tuple) -> str:
 def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[Finding]:
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
-    of a GPU the run leaves out, a seed of all_to_all background traffic (nothing is drawn),
-    a job's period when it runs once, a compute slowdown of a GPU the run leaves out
-    (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
+    of a GPU the run leaves out, a seed of all_to_all background traffic or of uniform traffic
+    on two GPUs (nothing is drawn), a job's period when it runs once, a compute slowdown of a
+    GPU the run leaves out (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
     one-rack fabric's spines), a training step's ``dtype`` where no activation crosses a link (tp,
     pp 1, no FSDP or EP) and its ``grad_dtype`` where no gradient does (dp 1). Warned, not
     refused: a sweep over the distribution, the pattern, repeat, the GPU count, the slowdown or
@@ -436,6 +436,11 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
                 and "seed" in job.background.model_fields_set:
             moot(("jobs", i, "background", "seed"), "all_to_all sends to every other GPU, nothing is drawn, so "
                                                     "seed changed nothing here")
+        gpus = job.gpus if isinstance(job.gpus, int) else len(job.gpus) if job.gpus is not None else None
+        if job.background is not None and job.background.pattern == "uniform" and gpus == 2 \
+                and "seed" in job.background.model_fields_set:
+            moot(("jobs", i, "background", "seed"), "on two GPUs each one's only partner is the other, nothing is "
+                                                    "drawn, so seed changed nothing here")
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
