@@ -2753,3 +2753,43 @@ def test_one_region_s_wan_keys_are_said_to_change_nothing():
     assert [entry.split(" (")[0] for entry in topo.unread] == [
         "generate.wan_bandwidth", "generate.wan_latency", "generate.gateway_bandwidth"]
     assert simulate(topo, "ring", 2**24).time_s == simulate(plain, "ring", 2**24).time_s
+
+
+@pytest.mark.parametrize("bucket, said", [("1 GB", ["workload.bucket_size", "workload.backward_fraction"]),
+                                          ("2 GB", ["workload.bucket_size", "workload.backward_fraction"]),
+                                          ("256 MB", [])])
+def test_a_bucket_as_large_as_the_gradient_is_said_to_change_nothing(bucket, said):
+    """Fuzz round y F10: ``bucket_size`` no smaller than the gradient makes one bucket, as
+    without it, so it and ``backward_fraction`` changed nothing without a word, where
+    ``backward_fraction`` without ``bucket_size`` is refused saying so."""
+    from simnet.run.scenario import run_scenario
+
+    def step(workload):
+        spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch", "gpus": 4}},
+                                   "sizes": ["1 MiB"], "algorithms": ["ring"],
+                                   "workload": {"compute_time": "10 ms", "gradient_size": "1 GB", **workload}})
+        return spec, run_scenario(spec).steps[0]["iteration_time_s"]
+
+    spec, given = step({"bucket_size": bucket, "backward_fraction": 0.9})
+    assert [w.link for w in spec.warnings if w.kind == "key_unread"] == said
+    if said:
+        assert given == step({})[1]
+
+
+def test_a_profile_s_network_figures_on_one_node_are_said_to_change_nothing(tmp_path):
+    """Fuzz round y F7: a profile's network_step_latency and network_bandwidth on one NVSwitch
+    box (no step crosses a node) changed nothing without a word; on two hosts they count."""
+    from simnet import simulate
+
+    (tmp_path / "p.cal.yaml").write_text("calibration:\n  base_latency: 5 us\n  network_step_latency: 100 us\n"
+                                         "  network_bandwidth: 0.5\n")
+    (tmp_path / "q.cal.yaml").write_text("calibration:\n  base_latency: 5 us\n")
+    box = topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 8}})
+    two = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                        "gpus_per_host": 4}})
+    for topo, felt in ((box, False), (two, True)):
+        given, plain = (simulate(topo, "ring", 2**24, calibration=tmp_path / f"{p}.cal.yaml") for p in "pq")
+        said = [w.message for w in given.warnings if w.kind == "key_unread"]
+        assert (given.time_s != plain.time_s) == felt and bool(said) == (not felt), said
+        assert not said or "network_step_latency and network_bandwidth refine the steps and links across " \
+                           "nodes" in said[0]

@@ -127,7 +127,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             f"options.channels {options['channels']} changed nothing here: {algorithm} runs {result.channels} "
             f"channels{nccl} without it, the same pieces timed alike"))
     if calibration is not None and point.model != "ideal":
-        result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)")
+        result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)",
+                         warnings=result.warnings + _network_fit_unread(point, calibration))
     elif calibration is not None:
         result = replace(result, warnings=[Finding("calibration_unused", calibration.source or "", (
             f"the calibration profile {calibration.source or ''} refines model: nccl or rccl only; model: "
@@ -445,6 +446,21 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
                 f"options.inner {shown(options['inner'])} changed nothing here: every rank is in one group "
                 f"(group_by: {level}), so nothing runs between groups")))
     return said
+
+
+def _network_fit_unread(point: Setup, calibration: Calibration) -> list[Finding]:
+    """``key_unread`` for a profile's network figures (``network_step_latency``,
+    ``network_bandwidth``) where every rank is on one node: they refine the steps and links
+    across nodes, and no step of this run crosses one."""
+    given = [name for name, unset in (("network_step_latency", 0.0), ("network_bandwidth", 1.0))
+             if getattr(calibration, name) != unset]
+    if not given or len(point.topo.gpus) < 2 or len(point.topo.groups("node")) > 1:
+        return []
+    profile = calibration.source or "(a Calibration given to simulate)"
+    return [Finding("key_unread", f"{profile}: {', '.join(given)}", (
+        f"the calibration profile {profile}'s {' and '.join(given)} refine{'s' if len(given) == 1 else ''} the steps "
+        f"and links across nodes, and every rank of this run is on one node: "
+        f"{'it' if len(given) == 1 else 'they'} changed nothing here"))]
 
 
 def _builder_default(taken, name: str):

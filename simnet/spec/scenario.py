@@ -468,6 +468,18 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
         elif factor == 1:
             moot(("workload", "compute_slowdown", gpu), "a slowdown of 1 computes as fast as the other GPUs, so it "
                                                         "changed nothing here")
+    if spec.workload is not None and spec.workload.bucket_size is not None:
+        from simnet.workloads.ddp import StepModel
+
+        gradient = StepModel.from_workload(spec.workload).gradient_bytes
+        if spec.workload.bucket_size >= gradient:  # one bucket, as without bucket_size
+            whole = f"no smaller than the gradient ({units.format_size(gradient)}): one bucket"
+            moot(("workload", "bucket_size"), f"{units.format_size(spec.workload.bucket_size)} is {whole}, AllReduced "
+                                              "once the backward pass ends, as without bucket_size, so it changed "
+                                              "nothing here")
+            if "backward_fraction" in spec.workload.model_fields_set:
+                moot(("workload", "backward_fraction"), f"bucket_size is {whole}, AllReduced once the backward pass "
+                                                        "ends, so where that pass starts changed nothing here")
     return said
 
 
