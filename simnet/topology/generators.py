@@ -103,8 +103,11 @@ class _NvSwitchHosts(Strict):
     def _from_server(cls, server: Server, written: dict) -> dict:
         """The parameters ``server`` sets, as a user would write them, beside the keys
         ``written`` in the generator (which win)."""
+        # the server's network latency is its transport's (p4d's 75 us is the EFA plugin's):
+        # another transport written brings its own default
+        other_transport = "transport" in written and written["transport"] != server.transport
         return {"gpu": server.gpu, "gpus_per_tray": server.gpus_per_tray, "transport": server.transport,
-                "nic_bandwidth": server.nic_bandwidth, "net_latency": server.net_latency}
+                "nic_bandwidth": server.nic_bandwidth, "net_latency": None if other_transport else server.net_latency}
 
     @model_validator(mode="before")
     @classmethod
