@@ -742,3 +742,17 @@ def test_an_efa_fabric_hashed_by_ecmp_says_efa_sprays_its_flows():
     routed = [simnet.simulate(fabric("by_destination", **form), "ring", 420 * 2**20) for form in (by_name, written)]
     assert routed[0].time_s == routed[1].time_s < hashed.time_s
     assert not any(w.kind == "link_congestion" for run in routed for w in run.warnings)
+
+
+def test_a_dual_port_nic_on_two_planes_warns_as_on_one():
+    """Fuzz round y F9: a rail fabric's NICs split over two planes (docs/topologies.md: a
+    dual-port NIC answers as one NIC of the summed rate) gave NVLSTree the same time as one
+    plane, but warned nic_overload on every GPU-NIC cable, counting each port's stripe of a
+    send as a flow (8 against 4)."""
+    from simnet import simulate
+
+    runs = [simulate(topology_from_dict({"name": "a", "generate": {
+        "kind": "rail_optimized", "server": "BM.GPU.H100.8", "units": 1, "nodes_per_unit": 4, "planes": planes}}),
+        "nvls_tree", 512 * 2**20) for planes in (1, 2)]
+    assert runs[0].time_s == pytest.approx(runs[1].time_s, rel=1e-9)
+    assert sorted(w.kind for w in runs[0].warnings) == sorted(w.kind for w in runs[1].warnings)
