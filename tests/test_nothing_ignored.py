@@ -1827,7 +1827,7 @@ def test_run_of_a_file_with_good_axes_and_variants_runs_the_file_as_written(tmp_
 
 
 @pytest.mark.parametrize("block, line, named", [
-    ("sweep:\n  sizes: [[1 MiB], [1 Mb]]\n", 7, "sweep.sizes: the point sizes=[1 Mb]: sizes: '1 Mb' is not a size"),
+    ("sweep:\n  sizes: [[1 MiB], [1 Mb]]\n", 7, "sweep.sizes: the point sizes=[1 Mb]: '1 Mb' is not a size"),
     ("sweep:\n  topology.generate.kind: [leaf_spine, nvswitch]\n", 7,
      "sweep.topology.generate.kind: the point topology.generate.kind=nvswitch: topology.generate.racks: unknown key"),
     ("faults: [{at: 0 s, link: [tor0, spine0], bandwidth: 50%}]\nsweep:\n  faults.0.at: [1 us, 2 d]\n", 8,
@@ -2793,3 +2793,24 @@ def test_a_profile_s_network_figures_on_one_node_are_said_to_change_nothing(tmp_
         assert (given.time_s != plain.time_s) == felt and bool(said) == (not felt), said
         assert not said or "network_step_latency and network_bandwidth refine the steps and links across " \
                            "nodes" in said[0]
+
+
+def test_a_group_by_no_gpu_is_labelled_for_is_refused_on_its_line_in_run_sweep_and_compare(tmp_path, cli):
+    """Fuzz round y F16: ``options.group_by: region`` as a sweep axis or a variant's set on a
+    fabric without regions: ``simnet run`` accepted the file, the sweep computed its first
+    point and then refused with no line, compare refused on the algorithms line. Refused
+    before anything runs, on the line that states it, by all three."""
+    head = ("name: h\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}}"
+            "\nsizes: [1 MiB]\nalgorithms: [hierarchical]\n")
+    (tmp_path / "s.yaml").write_text(head + "sweep: {options.group_by: [host, region]}\n")
+    (tmp_path / "c.yaml").write_text(head + "variants:\n  - {name: a, set: {options.group_by: host}}\n"
+                                            "  - {name: b, set: {options.group_by: region}}\n")
+    why = "no GPU of t has a region label"
+    for args, said in ((("run", tmp_path / "s.yaml"), "s.yaml:5: sweep.options.group_by: the point "
+                                                       "options.group_by=region: " + why),
+                       (("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--workers", "1"),
+                        "s.yaml:5: sweep.options.group_by: the point options.group_by=region: " + why),
+                       (("compare", tmp_path / "c.yaml"), "c.yaml:7: variants[1].set.options.group_by: region: " + why)):
+        result = cli(*args)
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1 and said in result.stderr, result.stderr
+    assert not (tmp_path / "o").exists()

@@ -29,6 +29,7 @@ from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
 from simnet.results.result import Finding
 from simnet.schedule.algorithms.direct import parameter_servers
+from simnet.schedule.algorithms.hierarchical import check_group_by
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
 from simnet.schedule.registry import COMMON_OPTIONS
@@ -308,6 +309,11 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             topology = topology.subset(spec.gpus)
         except ValueError as exc:
             raise source.error(("gpus",), str(exc).removeprefix("gpus: ")) from None
+    if spec.options.group_by is not None:  # refused here, on its line, before anything runs
+        try:
+            check_group_by(topology, topology.gpus, spec.options.group_by)
+        except ValueError as exc:
+            raise source.error(("options", "group_by"), str(exc).removeprefix("group_by: ")) from None
     if spec.options.ps_server is not None or spec.options.ps_servers is not None:
         try:
             parameter_servers(topology, topology.gpus, spec.options.ps_server, spec.options.ps_servers or 1)

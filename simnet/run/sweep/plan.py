@@ -345,8 +345,9 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
         if exc.line is not None or key is None or not Path(plan.source).is_file():
             raise
         value = dict(overrides)[key]
-        raise load_yaml(plan.source)[1].error(("sweep", key), (
-            f"the point {key}={value if isinstance(value, str) else shown(value)}: {exc.message}")) from None
+        said = value if isinstance(value, str) else shown(value)
+        why = exc.message.removeprefix(f"{key}: ").removeprefix(f"{said}: ")  # the point names both already
+        raise load_yaml(plan.source)[1].error(("sweep", key), f"the point {key}={said}: {why}") from None
 
 
 def check_values(scenario: Scenario, sets: dict[str, list[Any]] | None = None,

@@ -125,6 +125,15 @@ def _piece(b: ScheduleBuilder, groups: list[np.ndarray], lo: int, hi: int, inner
             ag_last[i] = ids[-1, position]
 
 
+def check_group_by(topology: Topology, ranks: list[str], group_by: str) -> None:
+    """``OptionUnsupported`` where no rank of ``ranks`` has a ``group_by`` label (a region on a
+    fabric of one region): every GPU would be a group of its own."""
+    if not any(topology.label(r, group_by) != r for r in ranks):
+        raise OptionUnsupported("group_by", f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, "
+                                            "so every GPU would be a group of its own; label the GPUs or group by "
+                                            "another level")
+
+
 @register("hierarchical",
           "ring reduce-scatter inside each group, AllReduce across groups (inner; unset: the faster of NCCL's tree "
           "and a ring, both simulated), ring "
@@ -147,10 +156,7 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
         raise ValueError(f"inner: unknown algorithm {inner!r}; expected one of {', '.join(INNER_ALGORITHMS)}")
     if group_by not in GROUP_LEVELS:
         raise ValueError(f"group_by: expected one of {', '.join(GROUP_LEVELS)}, not {group_by!r}")
-    if not any(topology.label(r, group_by) != r for r in ranks):
-        raise OptionUnsupported("group_by", f"group_by: {group_by}: no GPU of {topology.name} has a {group_by} label, "
-                                            "so every GPU would be a group of its own; label the GPUs or group by "
-                                            "another level")
+    check_group_by(topology, ranks, group_by)
     b = ScheduleBuilder("hierarchical", ranks, size)
     position = {r: i for i, r in enumerate(ranks)}
     groups = [np.array([position[r] for r in members]) for members in topology.groups(group_by, ranks).values()]
