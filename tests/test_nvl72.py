@@ -210,3 +210,18 @@ def test_nccls_tree_runs_a_chain_through_every_gpu_of_a_clique():
     hops = {h for h, _, _ in program.info["pipeline"].values()}
     between = {b for _, _, b in program.info["pipeline"].values()}
     assert hops == {144} and between == {2}
+
+
+@settings(max_examples=12, deadline=None)
+@given(first=st.integers(0, 16), second=st.integers(0, 16))
+def test_any_trays_of_a_rack_are_one_nccl_node_whichever_view_asks_first(first, second):
+    """Fuzz round y F17: the NVLink domain of a rack written as trays was found among the
+    ranks of the first view that asked, and kept for the network: two identical jobs on
+    trays 0-1 and 2-3 took 0.219 ms and 244.7 ms (trays 2-3 seen as two nodes over the
+    network, at 1/6000 of NVLink's rate), in whichever order they were listed. Every view's
+    GPUs share one node, and two views of the same shape answer alike."""
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "server": "gb200-nvl72"}})
+    views = [topo.subset([f"gpu{4 * tray + i}" for tray in (start, start + 1) for i in range(4)])
+             for start in (first, second)]
+    assert [len(view.groups("node")) for view in views] == [1, 1]
+    assert simnet.simulate(views[0], "ring", 2**24).time_s == simnet.simulate(views[1], "ring", 2**24).time_s

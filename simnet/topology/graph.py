@@ -487,7 +487,7 @@ def _nodes_of_host(topology: Topology) -> dict[str, set[str]]:
 def _nvlink_domains(topology: Topology) -> dict[str, str]:
     """The GPUs of NVLink domains that span several hosts, each with its domain's name: the
     rack its GPUs share when no other domain shares it, else its first GPU's id with ``-nvlink``."""
-    parent = {gpu: gpu for gpu in topology.gpus}
+    parent = {gpu: gpu for gpu in topology.network_gpus}  # a fact of the network, whichever view asks first
 
     def root(node: str) -> str:
         while parent[node] != node:
@@ -501,7 +501,7 @@ def _nvlink_domains(topology: Topology) -> dict[str, str]:
             parent.setdefault(v, v)
             parent[root(u)] = root(v)
     members: dict[str, list[str]] = {}
-    for gpu in topology.gpus:
+    for gpu in topology.network_gpus:
         members.setdefault(root(gpu), []).append(gpu)
     domains = [gpus for gpus in members.values() if len({topology.label(g, "host") for g in gpus}) > 1]
     rack = [racks.pop() if len(racks := {topology.graph.nodes[g].get("rack") for g in gpus}) == 1 else None
