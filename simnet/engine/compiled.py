@@ -949,6 +949,8 @@ def _complete(due, tr, net, fl, b, iv):
         fi[_F_FREE, iv[_FREE_N] + i] = s
     iv[_FREE_N] += count
     iv[_ACTIVE] -= count
+    if iv[_ACTIVE] == 0:  # every flow done: slots handed out as a fresh network's (FluidNetwork._complete)
+        fi[_F_FREE, :iv[_FREE_N]] = np.sort(fi[_F_FREE, :iv[_FREE_N]])[::-1].copy()
     if not tr.ji.shape[1]:
         return _report(tags, arrive, tr, net, fl, b, iv)
     owners = tr.ji[_J_OWNER][tr.job[tags]]  # each job's run is a listener: reported in the order they are numbered

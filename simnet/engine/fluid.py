@@ -497,6 +497,8 @@ class FluidNetwork:
         self._left[slots] = 0.0
         self._finish[slots] = np.inf
         self._free.extend(slots.tolist())
+        if len(self._free) == self._slots:  # every flow done: slots handed out as a fresh network's, so that
+            self._free.sort(reverse=True)  # idle states (idle_state) recur, whatever order the runs freed them in
         arrive = now + self._path_latency[rows] + self.overhead_ps + delays
         one = len(self._listeners) == 1
         for owner in [int(owners[0])] if one else np.unique(owners).tolist():
