@@ -1746,6 +1746,27 @@ def test_routing_over_two_tors_cabled_to_each_other_is_said_to_change_nothing(tm
     assert len(times) == 1
 
 
+def test_routing_between_gpus_cabled_to_two_nvswitches_is_not_said_to_change_nothing(tmp_path):
+    """Review of round x R6's fix: no switch is cabled to another, yet each GPU reaches every
+    other through either NVSwitch, so routing chooses (halving-doubling 2.458 ms under ecmp,
+    2.669 ms by destination, with one switch's links 4x the other's): not said to change
+    nothing."""
+    from simnet import load_topology, simulate
+
+    nodes = [{"id": f"g{i}", "kind": "gpu", "host": "h0", "gpu": "h100"} for i in range(4)]
+    nodes += [{"id": f"nvs{k}", "kind": "switch", "host": "h0", "nvls": False} for k in range(2)]
+    links = [{"a": f"g{i}", "b": f"nvs{k}", "bandwidth": bandwidth, "latency": "0.25 us", "type": "nvlink"}
+             for i in range(4) for k, bandwidth in enumerate(("200 GB/s", "50 GB/s"))]
+    times = set()
+    for routing in ("ecmp", "by_destination"):
+        (tmp_path / f"{routing}.yaml").write_text(yaml.safe_dump({"name": "two", "routing": routing, "nodes": nodes,
+                                                                  "links": links}))
+        topo = load_topology(tmp_path / f"{routing}.yaml")
+        assert not topo.unread
+        times.add(simulate(topo, "halving_doubling", 64 * 2**20).time_s)
+    assert len(times) == 2
+
+
 @pytest.mark.parametrize("racks, said", [(2, " (in option a)"), (1, "")])
 def test_compare_says_a_key_moot_in_the_file_only_of_the_options_it_is_moot_in(tmp_path, racks, said):
     """Fuzz round x R5: a one-rack file's ``routing`` was said to change nothing in the whole

@@ -124,23 +124,28 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     _check_sharp_gpus(topology, source, where)
     if spec.routing is not None and not _routes_choose(topology):  # said as a generator key building nothing is
         topology.unread += (f"{format_loc(prefix + ('routing',))} ({source.file}:{source.line(prefix + ('routing',))})"
-                            ": the cables between switches close no loop and no NIC has several ports, so every "
-                            "pair has one route and no routing chooses",)
+                            ": the cables between switches close no loop, no NIC has several ports and no GPU "
+                            "reaches another by two ways of equal cost, so every pair has one route and no routing "
+                            "chooses",)
     return topology
 
 
 def _routes_choose(topology: Topology) -> bool:
     """Whether ``routing`` may choose a route anywhere: some NIC (or GPU that is its own NIC)
-    has several ports, or the cables between forwarding nodes (switches, NICs) close a loop,
-    the only way two routes between one pair can differ (endpoints forward nothing; parallel
-    cables are one link). Else every pair of endpoints has one route whichever the routing:
-    one switch, or switches cabled as a tree (two ToRs cabled to each other, racks under one
-    spine)."""
+    has several ports, the cables between forwarding nodes (switches, NICs) close a loop, or,
+    where they close none, some endpoint reaches a node by several ways of equal cost (a GPU
+    cabled to two NVSwitches: endpoints forward nothing, so that is the only other branching;
+    parallel cables are one link). Else every pair of endpoints has one route whichever the
+    routing: one switch, or switches cabled as a tree (two ToRs cabled to each other, racks
+    under one spine), each endpoint's ways out leading to the others at different costs."""
     kinds = topology.graph.nodes(data="kind")
     if any(len(topology.ports(node)) > 1 for node, kind in kinds if kind in ("nic", "gpu")):
         return True
     core = nx.Graph([(u, v) for u, v in topology.links if u in topology.forwarding and v in topology.forwarding])
-    return core.number_of_edges() > core.number_of_nodes() - nx.number_connected_components(core)
+    if core.number_of_edges() > core.number_of_nodes() - nx.number_connected_components(core):
+        return True
+    return any(len(before) > 1 for source in [*topology.network_gpus, *topology.parameter_servers]
+               for before in topology.shortest_paths(source)[1].values())
 
 
 def default_routing(topology: Topology) -> str:
