@@ -2812,8 +2812,8 @@ def test_a_profile_s_network_figures_on_one_node_are_said_to_change_nothing(tmp_
         given, plain = (simulate(topo, "ring", 2**24, calibration=tmp_path / f"{p}.cal.yaml") for p in "pq")
         said = [w.message for w in given.warnings if w.kind == "key_unread"]
         assert (given.time_s != plain.time_s) == felt and bool(said) == (not felt), said
-        assert not said or "network_step_latency and network_bandwidth refine the steps and links across " \
-                           "nodes" in said[0]
+        assert not said or "network_step_latency and network_bandwidth refine the steps and links of the " \
+                           "network between nodes, and no route of this run crosses one" in said[0]
 
 
 def test_a_group_by_no_gpu_is_labelled_for_is_refused_on_its_line_in_run_sweep_and_compare(tmp_path, cli):
@@ -2835,3 +2835,31 @@ def test_a_group_by_no_gpu_is_labelled_for_is_refused_on_its_line_in_run_sweep_a
         result = cli(*args)
         assert result.exit_code == 2 and result.stderr.count("\n") == 1 and said in result.stderr, result.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("case", ["ps behind the host's NIC", "one host's GPUs on a switch"])
+def test_a_profile_s_network_figures_that_a_one_node_run_crosses_are_not_said_unread(tmp_path, case):
+    """Review of F7's fix: one node, yet a route crosses the network (a parameter server behind
+    the host's NIC; PCIe-only GPUs cabled to a switch), so the profile's network figures count
+    (ps 41.6 us -> 133.9 us at 64 KiB): not said to change nothing."""
+    from simnet import load_topology, simulate
+
+    if case.startswith("ps"):
+        nodes = [{"id": "g0", "kind": "gpu", "host": "h0", "gpu": "h100"},
+                 {"id": "g1", "kind": "gpu", "host": "h0", "gpu": "h100"}, {"id": "nvs", "kind": "switch", "host": "h0"},
+                 {"id": "nic0", "kind": "nic", "host": "h0"}, {"id": "tor", "kind": "switch"}, {"id": "ps0", "kind": "ps"}]
+        links = [{"a": g, "b": "nvs", "bandwidth": "450 GB/s", "latency": "0.25 us", "type": "nvlink"} for g in ("g0", "g1")]
+        links += [{"a": g, "b": "nic0", "bandwidth": "64 GB/s", "latency": "1 us"} for g in ("g0", "g1")]
+        links += [{"a": end, "b": "tor", "bandwidth": "400 Gb/s", "latency": "1 us"} for end in ("nic0", "ps0")]
+        algorithm = "ps"
+    else:
+        nodes = [{"id": f"g{i}", "kind": "gpu", "host": "h0", "gpu": "l40s"} for i in range(4)]
+        nodes += [{"id": "sw", "kind": "switch"}]
+        links = [{"a": f"g{i}", "b": "sw", "bandwidth": "100 Gb/s", "latency": "1 us", "type": "net"} for i in range(4)]
+        algorithm = "ring"
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"name": "t", "nodes": nodes, "links": links}))
+    (tmp_path / "p.cal.yaml").write_text("calibration: {network_step_latency: 40 us, network_bandwidth: 0.3}\n")
+    topo = load_topology(tmp_path / "t.yaml")
+    given = simulate(topo, algorithm, 2**16, calibration=tmp_path / "p.cal.yaml")
+    assert given.time_s > simulate(topo, algorithm, 2**16).time_s
+    assert not [w for w in given.warnings if w.kind == "key_unread"]

@@ -200,7 +200,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
     striped = dict(zip(gpus, send_stripes(topo, gpus)[1].tolist())) if gpus else {}
     for machine, (pair, busy, flows) in crowded.items():
         if topo.kind(machine) == "nic" and not {pair[0].src, pair[0].dst} & set(topo.ports(machine)):
-            striped[machine] = max(1, len(topo.ports(machine)))  # its GPU side carries a stripe per port of a send
+            striped[machine] = topo.ports_per_nic  # its GPU side carries a send once per port it is split over
         flows = -(-flows // striped.get(machine, 1))  # in sends (OVERLOAD_FLOWS)
         if flows < OVERLOAD_FLOWS:
             continue

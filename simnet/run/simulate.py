@@ -32,6 +32,7 @@ from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.topology.hardware import NET
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
@@ -450,16 +451,21 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
 
 def _network_fit_unread(point: Setup, calibration: Calibration) -> list[Finding]:
     """``key_unread`` for a profile's network figures (``network_step_latency``,
-    ``network_bandwidth``) where every rank is on one node: they refine the steps and links
-    across nodes, and no step of this run crosses one."""
+    ``network_bandwidth``) where every rank is on one node and no route between the run's
+    GPUs and parameter servers crosses a network link: they refine the steps and links of
+    the network (NCCL's NET), and no step of this run crosses one. (A parameter server
+    behind a NIC, or one host's GPUs cabled to a switch, cross one.)"""
     given = [name for name, unset in (("network_step_latency", 0.0), ("network_bandwidth", 1.0))
              if getattr(calibration, name) != unset]
-    if not given or len(point.topo.gpus) < 2 or len(point.topo.groups("node")) > 1:
+    topo = point.topo
+    ends = [*topo.gpus, *topo.parameter_servers]
+    if not given or len(topo.gpus) < 2 or len(topo.groups("node")) > 1 or any(
+            topo.link_type[i] == NET for a in ends for b in ends if a != b for i in topo.route_indices(a, b)):
         return []
     profile = calibration.source or "(a Calibration given to simulate)"
     return [Finding("key_unread", f"{profile}: {', '.join(given)}", (
         f"the calibration profile {profile}'s {' and '.join(given)} refine{'s' if len(given) == 1 else ''} the steps "
-        f"and links across nodes, and every rank of this run is on one node: "
+        f"and links of the network between nodes, and no route of this run crosses one: "
         f"{'it' if len(given) == 1 else 'they'} changed nothing here"))]
 
 
