@@ -410,9 +410,11 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
     of a GPU the run leaves out, a seed of all_to_all background traffic or of uniform traffic
     on two GPUs (nothing is drawn), a job's period when it runs once, a compute slowdown of a
-    GPU the run leaves out (``gpus:``) or of 1, a generator's parameter that builds nothing (``Topology.unread``: a
-    one-rack fabric's spines), a training step's ``dtype`` where no activation crosses a link (tp,
-    pp 1, no FSDP or EP) and its ``grad_dtype`` where no gradient does (dp 1). Warned, not
+    GPU the run leaves out (``gpus:``) or of 1, a workload's bucket_size no smaller than its
+    gradient (and its backward_fraction), a generator's parameter that builds nothing
+    (``Topology.unread``: a one-rack fabric's spines), a training step's ``dtype`` where no
+    activation crosses a link (tp, pp 1, no FSDP or EP) and its ``grad_dtype`` where no
+    gradient does (dp 1). Warned, not
     refused: a sweep over the distribution, the pattern, repeat, the GPU count, the slowdown or
     the parallelism makes them moot at some of its points only."""
     said = []
