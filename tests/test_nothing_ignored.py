@@ -2863,3 +2863,28 @@ def test_a_profile_s_network_figures_that_a_one_node_run_crosses_are_not_said_un
     given = simulate(topo, algorithm, 2**16, calibration=tmp_path / "p.cal.yaml")
     assert given.time_s > simulate(topo, algorithm, 2**16).time_s
     assert not [w for w in given.warnings if w.kind == "key_unread"]
+
+
+def test_one_host_s_network_keys_are_read_where_the_file_cables_more_to_its_network():
+    """Fuzz round z #1: the one-host rule read the generator's keys alone, so a parameter
+    server cabled to the host's ToR (ps 10.8 -> 107 ms with 10 Gb/s NICs) had nic_bandwidth
+    said to change nothing. With other nodes, links or generators beside it, not said."""
+    from simnet import simulate
+
+    generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 4}
+    extra = {"nodes": [{"id": "ps0", "kind": "ps"}],
+             "links": [{"a": "ps0", "b": "tor0", "bandwidth": "400 Gb/s", "latency": "1 us"}]}
+    slow, fast = (topology_from_dict({"name": "t", "generate": {**generate, **nics}, **extra})
+                  for nics in ({"nic_bandwidth": "10 Gb/s"}, {}))
+    assert not slow.unread
+    assert simulate(slow, "ps", 2**20).time_s > 5 * simulate(fast, "ps", 2**20).time_s
+
+
+def test_keys_a_server_fills_in_are_not_said_to_change_nothing():
+    """Fuzz round z #3: a one-host ``server: p4d.24xlarge`` was warned for nics_per_host,
+    nic_bandwidth, transport and net_latency, which the file never wrote (the catalogue's):
+    only keys written are said."""
+    generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "server": "p4d.24xlarge"}
+    assert topology_from_dict({"name": "t", "generate": generate}).unread == ()
+    written = topology_from_dict({"name": "t", "generate": {**generate, "nic_bandwidth": "200 Gb/s"}}).unread
+    assert [entry.split(" (")[0] for entry in written] == ["generate.nic_bandwidth"]

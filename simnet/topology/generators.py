@@ -878,14 +878,16 @@ above them): with one host (no compute trays) they build what no run crosses, si
 uses the network only between nodes, and its GPUs reach each other inside the host."""
 
 
-def unread_keys(params: dict) -> list[tuple[str, str]]:
-    """(key, why) per parameter of a valid generator call that builds nothing here: a one-rack
-    leaf_spine's (or cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``,
-    since that rack's ToR is the top of its fabric; one region's WAN; one host's network
-    (``ONE_HOST_UNREAD``). Said, not refused: a sweep over GPU counts grows the racks, regions
-    and hosts, and there they are read."""
+def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
+    """(key, why) per parameter written in a valid generator call (``params``; not the ones
+    its ``server:`` fills in) that builds nothing here: a one-rack leaf_spine's (or
+    cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``, since that
+    rack's ToR is the top of its fabric; one region's WAN; one host's network
+    (``ONE_HOST_UNREAD``), where the generator builds the whole fabric (``alone``: no other
+    generator, node or link that a route could reach its NICs from). Said, not refused: a
+    sweep over GPU counts grows the racks, regions and hosts, and there they are read."""
     model = GENERATORS[params["kind"]].params.model_validate(params)
-    written = model.model_fields_set
+    written = set(params)
     said: list[tuple[str, str]] = []
     if isinstance(model, CrossRegionParams) and model.regions == 1:
         said += [(key, "one region has no WAN to cross (no gateway is built), so it changed nothing here; it counts "
@@ -897,7 +899,7 @@ def unread_keys(params: dict) -> list[tuple[str, str]]:
                  for key in ("spines", "oversubscription", "uplink_bandwidth") if key in written]
     hosts = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
-    if hosts == 1 and model.gpus_per_tray is None:
+    if hosts == 1 and model.gpus_per_tray is None and alone:
         said += [(key, "one host's GPUs reach each other inside it, and NCCL uses the network only between hosts, so "
                        "it changed nothing here; it counts from two hosts")
                  for key in ONE_HOST_UNREAD[model.kind.replace("cross_region", "leaf_spine")]

@@ -47,6 +47,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     links: list[tuple[LinkSpec, tuple]] = []
     generators = spec.generate if isinstance(spec.generate, list) else [spec.generate] if spec.generate else []
     unread: list[str] = []  # parameters that build nothing here (simnet.topology.generators.unread_keys)
+    alone = len(generators) == 1 and not spec.nodes and not spec.links  # the generator builds the whole fabric
     for i, params in enumerate(generators):
         loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
         try:
@@ -58,7 +59,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         nodes += [(n, loc) for n in made_nodes]
         links += [(link, loc) for link in made_links]
         unread += [f"{format_loc(loc + (key,))} ({source.file}:{source.line(loc + (key,))}): {why}"
-                   for key, why in unread_keys(params)]
+                   for key, why in unread_keys(params, alone)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
