@@ -2888,3 +2888,22 @@ def test_keys_a_server_fills_in_are_not_said_to_change_nothing():
     assert topology_from_dict({"name": "t", "generate": generate}).unread == ()
     written = topology_from_dict({"name": "t", "generate": {**generate, "nic_bandwidth": "200 Gb/s"}}).unread
     assert [entry.split(" (")[0] for entry in written] == ["generate.nic_bandwidth"]
+
+
+def test_compare_says_a_variant_s_key_its_option_leaves_unread(tmp_path):
+    """Fuzz round z #2: compare ranked a one-host "slow nics" option (nic_bandwidth 10 Gb/s)
+    alone on the Pareto front, its time the same as without it, and said nothing, where
+    ``simnet run`` on that option warns key_unread: said, on the variant's line."""
+    from simnet.run.compare import compare_warnings
+    from simnet.spec.scenario import load_scenario
+
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 1, gpus_per_host: 8}}\n"
+        "sizes: [64 MiB]\nalgorithms: [auto]\ncost: 1 M$\nvariants:\n"
+        "  - {name: slow nics, set: {topology.generate.nic_bandwidth: 10 Gb/s}, cost: 0.5 M$}\n"
+        "  - {name: two hosts, set: {topology.generate.hosts_per_rack: 2}}\n")
+    said = [(f.link, f.message) for f in compare_warnings([load_scenario(tmp_path / "c.yaml")])
+            if f.kind == "key_unread"]
+    assert len(said) == 1 and said[0][0] == "variants[0].set.topology.generate.nic_bandwidth"
+    assert said[0][1].startswith(f"variants[0].set.topology.generate.nic_bandwidth ({tmp_path / 'c.yaml'}:7): one "
+                                 "host's GPUs reach each other inside it") and said[0][1].endswith("(in option slow nics)")

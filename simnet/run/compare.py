@@ -12,6 +12,7 @@ the other's column.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
 from simnet.results.result import Finding
@@ -147,7 +148,33 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
             if options:
                 finding = replace(finding, message=f"{finding.message} (in option {', '.join(options)})")
             said.setdefault(finding.message, finding)
+        for finding in _set_unread(scenario):
+            said.setdefault(finding.message, finding)
     return list(said.values()) + _steering_unread(scenarios)
+
+
+def _set_unread(scenario: Scenario) -> list[Finding]:
+    """``key_unread`` of each key a variant's ``set`` writes that its own option leaves
+    unread (a one-host fabric's nic_bandwidth, a one-rack fabric's spines), on the variant's
+    line: compare would rank that option as if the key were felt."""
+    if not scenario.variants:
+        return []
+    from simnet.io.yamlsource import load_yaml
+
+    plan = plan_sweep(scenario)
+    source = load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
+    said = []
+    for i, variant in enumerate(scenario.variants):
+        keys = {key.removeprefix("topology."): key for key in variant.set}  # an option's topology is inlined
+        for finding in scenario_at(plan, tuple(variant.set.items()), None).warnings:
+            key = keys.get(finding.link.removeprefix("topology."))
+            if finding.kind == "key_unread" and key is not None:
+                line = source.line(("variants", i, "set", key)) if source else None
+                where = f" ({scenario.source}:{line})" if line else ""
+                why = finding.message.partition("): ")[2] or finding.message
+                said.append(Finding("key_unread", f"variants[{i}].set.{key}",
+                                    f"variants[{i}].set.{key}{where}: {why} (in option {variant.name})"))
+    return said
 
 
 def _moot_in(index: int, scenario: Scenario) -> dict[str, list[str] | None]:
