@@ -2907,3 +2907,13 @@ def test_compare_says_a_variant_s_key_its_option_leaves_unread(tmp_path):
     assert len(said) == 1 and said[0][0] == "variants[0].set.topology.generate.nic_bandwidth"
     assert said[0][1].startswith(f"variants[0].set.topology.generate.nic_bandwidth ({tmp_path / 'c.yaml'}:7): one "
                                  "host's GPUs reach each other inside it") and said[0][1].endswith("(in option slow nics)")
+
+
+def test_a_warning_that_lists_names_in_brackets_prints_them(tmp_path, cli):
+    """Fuzz round z #11: ``ps_server: [ps0]`` was warned as "options.ps_server  is the server
+    ...": the console read the list's brackets as markup and dropped them with the name."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: ps_star, workers: 4}}\n"
+                                     "sizes: [64 MiB]\nalgorithms: [ps]\noptions: {ps_server: [ps0]}\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 0 and "options.ps_server [ps0] is the server ps takes by its own default" in \
+        " ".join(result.stdout.split()), result.stdout

@@ -346,6 +346,8 @@ def _progress_told(label: str):
 
 def _print_notes(console, results) -> None:
     """Auto choices, the NCCL variables applied, algorithms of `all` skipped and warnings, one line each."""
+    from rich.markup import escape
+
     from simnet import units
 
     for algorithm, why in results.skipped.items():
@@ -378,7 +380,7 @@ def _print_notes(console, results) -> None:
         largest = runs[-1]
         alike = [w for w in largest.warnings if w.kind == kind and (w.kind, w.message) not in everywhere]
         console.print(f"[yellow]warning[/yellow] {kind} ({algorithm}, {units.format_size(largest.size_bytes)}): "
-                      f"{alike[0].message}")
+                      f"{escape(alike[0].message)}")  # plain text: [r0h0-gpu0] is no markup
         more = [f"{len(alike) - 1} more like it"] if len(alike) > 1 else []
         more += [f"also at {', '.join(units.format_size(r.size_bytes) for r in runs[:-1])}"] if len(runs) > 1 else []
         if more:
