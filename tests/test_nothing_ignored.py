@@ -2917,3 +2917,23 @@ def test_a_warning_that_lists_names_in_brackets_prints_them(tmp_path, cli):
     result = cli("run", tmp_path / "s.yaml")
     assert result.exit_code == 0 and "options.ps_server [ps0] is the server ps takes by its own default" in \
         " ".join(result.stdout.split()), result.stdout
+
+
+def test_a_sweep_of_jobs_or_of_a_training_step_says_what_changed_nothing_at_every_point(tmp_path, cli):
+    """Fuzz round z #6: a sweep of a jobs scenario (a period with repeat 1) or of a training
+    step alone (fp8 with tp and pp 1) printed none of the key_unread lines ``simnet run``
+    prints: their records kept no unread links (jobs' sizes, a step's record)."""
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+                                     "gpus_per_host: 2}\n")
+    (tmp_path / "j.yaml").write_text("name: j\ntopology: t.yaml\njobs:\n"
+                                     "  - {name: a, gpus: 4, size: 1 MiB, algorithm: ring, period: 1 ms}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, "
+                                     "hosts_per_rack: 2}}\ntraining:\n  model: llama3_8b\n  efficiency: 0.5\n"
+                                     "  parallelism: {tp: 1, pp: 1, micro_batches: 1, micro_batch_size: 1}\n"
+                                     "  dtype: fp8\n")
+    for name, args, key in (("j", ("--set", "topology.generate.spines=1,2"), "jobs[0].period"),
+                            ("s", ("--gpus", "8,16"), "training.dtype")):
+        result = cli("sweep", tmp_path / f"{name}.yaml", *args, "--out", tmp_path / name, "--workers", "1")
+        said = " ".join(result.stdout.split())
+        assert result.exit_code == 0 and said.count("warning key_unread") == 1, said
+        assert f"warning key_unread: {key} ({tmp_path / f'{name}.yaml'}:" in said, said

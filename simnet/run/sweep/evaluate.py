@@ -26,12 +26,13 @@ anywhere, from records resumed as well as computed."""
 
 
 def unread_everywhere(records: list[dict], prefix: str = "") -> list[str]:
-    """The links (starting with ``prefix``) unread at every size of every record: what
-    changed nothing anywhere in them. None without sizes (a record of jobs keeps none)."""
-    sizes = [at for record in records for at in record["sizes"]]
-    if not sizes or any("unread" not in at for at in sizes):
+    """The links (starting with ``prefix``) unread at every size of every record (a record
+    without sizes, a training step's alone: at the record): what changed nothing anywhere
+    in them. None where some record keeps no ``unread`` (one written before they did)."""
+    kept = [at for record in records for at in (record["sizes"] or [record])]
+    if not kept or any("unread" not in at for at in kept):
         return []
-    return sorted(link for link in set.intersection(*(set(at["unread"]) for at in sizes)) if link.startswith(prefix))
+    return sorted(link for link in set.intersection(*(set(at["unread"]) for at in kept)) if link.startswith(prefix))
 
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
@@ -113,6 +114,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
             "warnings": sorted({w.kind for w in said}),
             "unread": sorted({w.link for w in said if w.kind in UNREAD and w.link})})
+    if not scenario.sizes:  # a training step alone: what the scenario makes moot, at the record
+        record["unread"] = sorted({w.link for w in [*scenario.warnings, *unread] if w.kind in UNREAD and w.link})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
         buckets = set(model.buckets())
@@ -142,5 +145,7 @@ def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     record["sizes"].append({"size_bytes": slowest["size_bytes"], "ran": name,
                             "time_s": slowest["together_s"], "algbw_GBps": None, "busbw_GBps": None,
                             "bottleneck": result.shared_links[0]["link"] if result.shared_links else None,
-                            "warnings": sorted({w.kind for w in [*scenario.warnings, *result.warnings]})})
+                            "warnings": sorted({w.kind for w in [*scenario.warnings, *result.warnings]}),
+                            "unread": sorted({w.link for w in [*scenario.warnings, *result.warnings]
+                                              if w.kind in UNREAD and w.link})})
     return record
