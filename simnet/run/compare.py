@@ -139,7 +139,8 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
     option reads (``_steering_unread``)."""
     said: dict[str, Finding] = {}
     for index, scenario in enumerate(scenarios):
-        moot = _moot_in(index, scenario)
+        heard = _options_heard(index, scenario)
+        moot = _moot_in(scenario, heard)
         for finding in [*scenario.warnings, *scenario_choices_unread(scenario, nccl_env(), list(scenario.algorithms),
                                                                      "every option")]:
             options = moot.get(finding.message)
@@ -148,25 +149,34 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
             if options:
                 finding = replace(finding, message=f"{finding.message} (in option {', '.join(options)})")
             said.setdefault(finding.message, finding)
-        for finding in _set_unread(scenario):
+        for finding in _set_unread(scenario, heard):
             said.setdefault(finding.message, finding)
     return list(said.values()) + _steering_unread(scenarios)
 
 
-def _set_unread(scenario: Scenario) -> list[Finding]:
-    """``key_unread`` of each key a variant's ``set`` writes that its own option leaves
-    unread (a one-host fabric's nic_bandwidth, a one-rack fabric's spines), on the variant's
-    line: compare would rank that option as if the key were felt."""
+def _options_heard(index: int, scenario: Scenario) -> list[tuple[str, list[Finding]]]:
+    """Each variant's name and the warnings its own scenario says when read (none without
+    variants): one reading per option for ``_moot_in`` and ``_set_unread``."""
     if not scenario.variants:
+        return []
+    plan = plan_sweep(scenario)
+    return [(name, scenario_at(plan, overrides, None).warnings)
+            for name, _, overrides, _ in _options_of(index, scenario)]
+
+
+def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> list[Finding]:
+    """``key_unread`` of each key a variant's ``set`` writes that its own option leaves
+    unread (``heard``: a one-host fabric's nic_bandwidth, a one-rack fabric's spines), on the
+    variant's line: compare would rank that option as if the key were felt."""
+    if not heard:
         return []
     from simnet.io.yamlsource import load_yaml
 
-    plan = plan_sweep(scenario)
     source = load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
     said = []
-    for i, variant in enumerate(scenario.variants):
+    for i, (variant, (_, warnings)) in enumerate(zip(scenario.variants, heard)):
         keys = {key.removeprefix("topology."): key for key in variant.set}  # an option's topology is inlined
-        for finding in scenario_at(plan, tuple(variant.set.items()), None).warnings:
+        for finding in warnings:
             key = keys.get(finding.link.removeprefix("topology."))
             if finding.kind == "key_unread" and key is not None:
                 line = source.line(("variants", i, "set", key)) if source else None
@@ -177,22 +187,19 @@ def _set_unread(scenario: Scenario) -> list[Finding]:
     return said
 
 
-def _moot_in(index: int, scenario: Scenario) -> dict[str, list[str] | None]:
+def _moot_in(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> dict[str, list[str] | None]:
     """Per key the file makes moot (``Scenario.warnings``' messages): None where every option
-    leaves it moot, else the options that do (a variant's own topology may read it: a
-    one-rack file's routing, with a variant of two racks)."""
-    if not scenario.variants:
+    (``heard``) leaves it moot, else the options that do (a variant's own topology may read
+    it: a one-rack file's routing, with a variant of two racks)."""
+    if not heard:
         return {}
 
     def key(finding: Finding) -> tuple[str, str]:  # an option's scenario inlines the topology: topology.KEY
         return finding.kind, finding.link.removeprefix("topology.")
 
-    plan = plan_sweep(scenario)
-    names = [name for name, _, _, _ in _options_of(index, scenario)]
-    per_option = [{key(w) for w in scenario_at(plan, overrides, None).warnings}
-                  for _, _, overrides, _ in _options_of(index, scenario)]
-    return {w.message: (None if all(key(w) in said for said in per_option)
-                        else [name for name, said in zip(names, per_option) if key(w) in said])
+    per_option = [(name, {key(w) for w in warnings}) for name, warnings in heard]
+    return {w.message: (None if all(key(w) in said for _, said in per_option)
+                        else [name for name, said in per_option if key(w) in said])
             for w in scenario.warnings}
 
 
