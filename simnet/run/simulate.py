@@ -419,6 +419,7 @@ ENGINE_DEFAULTS = {"message_overhead": 0.0, "exact": False}
 """What the options every algorithm takes are without them (``reduce_bandwidth``: none, no
 reduction time)."""
 
+
 def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> list[Finding]:
     """``option_unread`` of the options that change nothing whatever the run does: one the
     algorithm takes none of (auto: no algorithm NCCL may pick takes it), one written at its
@@ -441,7 +442,7 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
             f"options.pxn {shown(options['pxn'])} changed nothing here: every rank is on one node, so no send "
             "leaves its host through a NIC (PXN picks which NIC a send across hosts leaves by)")))
     if options.get("inner") is not None and algorithm in table and "inner" in table[algorithm].options:
-        level = options.get("group_by") or _builder_default(table[algorithm], "group_by")
+        level = options.get("group_by") or _builder_defaults(table[algorithm])["group_by"]
         if len(point.topo.groups(level)) == 1:
             said.append(Finding("option_unread", "options.inner", (
                 f"options.inner {shown(options['inner'])} changed nothing here: every rank is in one group "
@@ -469,9 +470,10 @@ def _network_fit_unread(point: Setup, calibration: Calibration) -> list[Finding]
         f"{'it' if len(given) == 1 else 'they'} changed nothing here"))]
 
 
-def _builder_default(taken, name: str):
-    """The value ``taken``'s builder gives option ``name`` when it is not given."""
-    return inspect.signature(taken.build).parameters[name].default
+def _builder_defaults(taken) -> dict:
+    """The values ``taken``'s builder gives the options it takes when they are not given."""
+    return {name: parameter.default for name, parameter in inspect.signature(taken.build).parameters.items()
+            if name in taken.options and parameter.default is not inspect.Parameter.empty}
 
 
 JUDGED_BY_THE_RUN = frozenset({"inner", "chunk_size", "channels"})
@@ -488,22 +490,21 @@ def given_as_default(point: Setup, algorithm: str, size: int, options: dict) -> 
     default depends on the run (``JUDGED_BY_THE_RUN``) are judged elsewhere."""
     if algorithm == "auto":
         return []
-    taken = algorithms_for(point.collective)[algorithm]
-    built = {name: parameter.default for name, parameter in inspect.signature(taken.build).parameters.items()
-             if name in taken.options and parameter.default is not inspect.Parameter.empty}
+    built = _builder_defaults(algorithms_for(point.collective)[algorithm])
     said = []
     for name, value in options.items():
         if value is None or name in JUDGED_BY_THE_RUN or (name not in built and name not in ENGINE_DEFAULTS):
+            continue
+        if name == "ps_server":  # (ps_servers is refused beside it: the builder's count)
+            if _same_servers(point.topo, value, built["ps_servers"]):
+                said.append(name)
             continue
         if name in ENGINE_DEFAULTS:
             default = ENGINE_DEFAULTS[name]
         else:
             planned = point.plan(algorithm, size, {k: v for k, v in options.items() if k != name}).options
             default = planned.get(name, built[name])
-        if name == "ps_server":
-            if _same_servers(point.topo, value, built["ps_servers"]):  # ps_servers is refused beside it
-                said.append(name)
-        elif default is not None and type(value) is type(default) and (value == default or (
+        if default is not None and type(value) is type(default) and (value == default or (
                 name == "group_by" and _same_groups(point.topo, value, default))):
             said.append(name)
     return sorted(said)
