@@ -2937,3 +2937,56 @@ def test_a_sweep_of_jobs_or_of_a_training_step_says_what_changed_nothing_at_ever
         said = " ".join(result.stdout.split())
         assert result.exit_code == 0 and said.count("warning key_unread") == 1, said
         assert f"warning key_unread: {key} ({tmp_path / f'{name}.yaml'}:" in said, said
+
+
+FOUR_HOSTS = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2,
+                                        "spines": 1}}
+
+
+@pytest.mark.parametrize("jobs, scenario_placement, key, other", [
+    ([{"name": "a", "gpus": 8, "placement": "spread", "size": "4 MiB"}], None, "jobs[0].placement", "random(3)"),
+    ([{"name": "a", "gpus": 4, "placement": "spread", "size": "4 MiB"},
+      {"name": "b", "gpus": 4, "placement": "random(1)", "size": "4 MiB"}], None, "jobs[1].placement", "spread"),
+    ([{"name": "a", "gpus": 8, "size": "4 MiB"}], "spread", "placement", "random(7)")])
+def test_a_placement_with_nothing_to_choose_is_said_and_changes_nothing(jobs, scenario_placement, key, other):
+    """Fuzz round z #8: a job asking for every GPU still free takes them all whatever its
+    placement (packed, spread, random), so placement changed nothing, without a word, while
+    a placement beside named GPUs is refused as moot. Said on its key, and true: the other
+    placement gives the same GPUs and times."""
+    from simnet.run.jobs import run_jobs
+
+    doc = {"name": "s", "topology": FOUR_HOSTS, "jobs": jobs,
+           **({"placement": scenario_placement} if scenario_placement else {})}
+    spec = scenario_from_dict(doc)
+    assert [(w.kind, w.link) for w in spec.warnings] == [("key_unread", key)]
+    assert "nothing to choose" in spec.warnings[0].message
+    swapped = [{**job, "placement": other} if key in (f"jobs[{i}].placement", "placement") else job
+               for i, job in enumerate(jobs)]
+    as_written = run_jobs(spec.topology, spec.jobs if not scenario_placement else
+                          [{**job, "placement": scenario_placement} for job in jobs]).jobs
+    assert run_jobs(spec.topology, swapped).jobs == as_written
+
+
+def test_a_placement_with_a_choice_is_not_said_unread():
+    spec = scenario_from_dict({"name": "s", "topology": FOUR_HOSTS, "placement": "spread",
+                               "jobs": [{"name": "a", "gpus": 4, "size": "4 MiB"},
+                                        {"name": "b", "gpus": 2, "placement": "packed", "size": "4 MiB"}]})
+    assert spec.warnings == []
+
+
+def test_a_seed_of_uniform_background_left_two_gpus_is_said_and_changes_nothing():
+    """Fuzz round z #7: background traffic given no GPUs takes every GPU no job holds; left
+    two, each one's only partner is the other and its seed draws nothing, said only where its
+    own gpus: said 2. Said, and true: another seed gives the same times."""
+    from simnet.run.jobs import run_jobs
+
+    def jobs(seed):
+        return [{"name": "a", "gpus": 6, "size": "4 MiB"},
+                {"name": "noise", "background": {"pattern": "uniform", "load": "90%", "seed": seed}}]
+
+    spec = scenario_from_dict({"name": "s", "topology": FOUR_HOSTS, "jobs": jobs(3)})
+    assert [(w.kind, w.link) for w in spec.warnings] == [("key_unread", "jobs[1].background.seed")]
+    assert "on two GPUs" in spec.warnings[0].message
+    assert run_jobs(spec.topology, jobs(3)).jobs == run_jobs(spec.topology, jobs(4)).jobs
+    assert scenario_from_dict({"name": "s", "topology": FOUR_HOSTS,
+                               "jobs": [{**jobs(3)[0], "gpus": 4}, jobs(3)[1]]}).warnings == []

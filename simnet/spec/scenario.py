@@ -377,7 +377,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
     _check_options(spec, source, collective)
-    warnings = _moot_keys(spec, topology, source) + _calibration_replaced(topology, calibration, source)
+    warnings = _moot_keys(spec, topology, placements, source) + _calibration_replaced(topology, calibration, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -405,11 +405,14 @@ def _where(source: Source, loc: tuple) -> str:
     return f"{source.file}:{line}" if line is not None else source.file
 
 
-def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[Finding]:
+def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str]],
+               source: Source) -> list[Finding]:
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
     of a GPU the run leaves out, a seed of all_to_all background traffic or of uniform traffic
-    on two GPUs (nothing is drawn), a job's period when it runs once, a compute slowdown of a
+    on two GPUs (nothing is drawn; ``placements``, each job's GPUs, say how many it has), a
+    placement (the job's or the scenario's) where a job asks for every GPU still free (there is
+    nothing to choose), a job's period when it runs once, a compute slowdown of a
     GPU the run leaves out (``gpus:``) or of 1, a workload's bucket_size no smaller than its
     gradient (and its backward_fraction), a generator's parameter that builds nothing
     (``Topology.unread``: a one-rack fabric's spines), a training step's ``dtype`` where no
@@ -439,13 +442,27 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, source: Source) -> list[F
                                       "delay changed nothing here")
         elif delay == 0 or units.parse_time(delay) == 0:
             moot(("stragglers", gpu), "a delay of 0 joins on time, so it changed nothing here")
+    placed_before = 0  # GPUs taken by the jobs placed before this one (counts first, leftover background last)
+    placing = {}  # per job whose placement applies, whether it had a choice
+    for i, job in enumerate(spec.jobs):
+        if isinstance(job.gpus, int):
+            placing[i] = job.gpus < len(running) - placed_before
+        if not (job.background is not None and job.gpus is None and job.hosts is None):
+            placed_before += len(placements[i])
+    for i, job in enumerate(spec.jobs):
+        if "placement" in job.model_fields_set and not placing.get(i, True):
+            moot(("jobs", i, "placement"), f"the job asks for all {job.gpus} GPUs still free, so there was nothing "
+                                           "to choose and placement changed nothing here")
+    scenario_placed = [i for i in placing if "placement" not in spec.jobs[i].model_fields_set]
+    if spec.placement and scenario_placed and not any(placing[i] for i in scenario_placed):
+        moot(("placement",), "every job it places asks for all the GPUs still free, so there was nothing to choose "
+                             "and placement changed nothing here")
     for i, job in enumerate(spec.jobs):
         if job.background is not None and job.background.pattern == "all_to_all" \
                 and "seed" in job.background.model_fields_set:
             moot(("jobs", i, "background", "seed"), "all_to_all sends to every other GPU, nothing is drawn, so "
                                                     "seed changed nothing here")
-        gpus = job.gpus if isinstance(job.gpus, int) else len(job.gpus) if job.gpus is not None else None
-        if job.background is not None and job.background.pattern == "uniform" and gpus == 2 \
+        if job.background is not None and job.background.pattern == "uniform" and len(placements[i]) == 2 \
                 and "seed" in job.background.model_fields_set:
             moot(("jobs", i, "background", "seed"), "on two GPUs each one's only partner is the other, nothing is "
                                                     "drawn, so seed changed nothing here")
