@@ -194,14 +194,17 @@ def format_bandwidth(bytes_per_s: float) -> str:
     return f"{_significant(bits)} b/s"
 
 
-_TIMES = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+_TIMES = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12))
 
 
 def format_time(seconds: float, short: bool = False) -> str:
     """Format seconds to 4 significant digits (``2.200 ms``, ``215.0 us``) in the largest
-    unit that keeps the number >= 1, under 1 ps (the engine's resolution) ``0 ns``; ``short``
-    drops trailing zeros, for the times a user typed and axis ticks (``10 ms``)."""
-    return _rounded(seconds if abs(seconds) >= TIME_RANGE[0] else 0.0, _TIMES, short)
+    unit that keeps the number >= 1, down to ps (``1.000 ps``, the engine's resolution),
+    under 1 ps ``0 ns``; ``short`` drops trailing zeros, for the times a user typed and axis
+    ticks (``10 ms``)."""
+    if abs(seconds) < TIME_RANGE[0]:
+        return _rounded(0.0, _TIMES[:-1], short)  # no time: said in ns, as a latency of 0 is written
+    return _rounded(seconds, _TIMES, short)
 
 
 _BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))

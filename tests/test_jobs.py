@@ -434,6 +434,8 @@ def test_job_keys_that_change_nothing_are_refused_or_said(cli, tmp_path):
                                                                                        ", period: 20 ms"))
     assert short["jobs"] == plain["jobs"] != long["jobs"]  # S/B = 5.4 ms a run: 1 us never waits, 20 ms does
     assert [w["link"] for w in short.get("warnings", [])] == ["jobs[0].period"]
+    # said as the file's other keys are (round z #12): its file and line, 1 us as written
+    assert short["warnings"][0]["message"].startswith(f"jobs[0].period ({tmp_path / 'jobs.yaml'}:6): 1.000 us: ")
     assert not long.get("warnings")
     noise = "  - {name: n, gpus: [r0h1-gpu0, r1h1-gpu0], background: {pattern: uniform, load: 50%"
     seeded = [json.loads(run(f"{ring}}}\n{noise}{seed}}}}}\n").stdout) for seed in ("", ", seed: 1", ", seed: 2")]

@@ -34,7 +34,7 @@ def test_size(text, expected):
 
 @pytest.mark.parametrize("seconds, shown", [
     (2.2e-3, "2.200 ms"), (3.98e-3, "3.980 ms"), (5.2314e-3, "5.231 ms"), (215e-6, "215.0 us"), (0.99996e-3, "1.000 ms"),
-    (0.0452, "45.20 ms"), (12345.6, "12350 s"), (0.0, "0 ns"), (1e-15, "0 ns"),
+    (0.0452, "45.20 ms"), (12345.6, "12350 s"), (0.0, "0 ns"), (1e-15, "0 ns"), (1e-12, "1.000 ps"), (5e-10, "500.0 ps"),
 ])
 def test_times_show_four_significant_digits_in_every_table(seconds, shown):
     # a column read "2.2 ms" beside "5.231 ms": the same precision must look the same

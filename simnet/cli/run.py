@@ -206,6 +206,25 @@ def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
                              "; name another file")
 
 
+def _on_their_lines(findings: list, scenario: Path) -> list:
+    """``findings`` of a run of jobs, each that names a job's key (``jobs[0].period: ...``, said
+    once the runs are timed) with the file and line of that key, as the scenario's own are."""
+    import re
+    from dataclasses import replace
+
+    from simnet.io.yamlsource import load_yaml
+
+    source, located = None, []
+    for finding in findings:
+        key = re.fullmatch(r"jobs\[(\d+)\]\.(\w+)", finding.link)
+        if key and finding.message.startswith(f"{finding.link}: "):
+            source = source or load_yaml(scenario)[1]
+            where = f"{source.file}:{source.line(('jobs', int(key[1]), key[2]))}"
+            finding = replace(finding, message=f"{finding.link} ({where}){finding.message[len(finding.link):]}")
+        located.append(finding)
+    return located
+
+
 def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None) -> None:
     """``simnet run`` of a scenario with jobs: per job alone and together, and who slows whom."""
     import json
@@ -233,7 +252,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         raise load_yaml(scenario)[1].error(("faults", *exc.loc), exc.message) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
-    said = [*spec.warnings, *result.warnings]
+    said = [*spec.warnings, *_on_their_lines(result.warnings, scenario)]
     warnings = [{"kind": w.kind, "link": w.link, "message": w.message} for w in said]
     document = json.dumps({"simnet": __version__, "scenario": spec.name, **result.to_dict(),
                            **({"warnings": warnings} if warnings else {})}, indent=1, allow_nan=False)
