@@ -736,8 +736,9 @@ def test_an_empty_bandwidth_mapping_in_a_profile_names_its_field(tmp_path):
      "stragglers.sigma", "uniform has its mean alone"),
     ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB", "period": "1 ms"}]},
      "jobs[0].period", "the job runs once (repeat: 1)"),
-    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB"},
-               {"name": "b", "background": {"pattern": "all_to_all", "load": "50%", "seed": 3}}]},
+    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB"},  # 4 GPUs left: uniform would draw partners
+               {"name": "b", "background": {"pattern": "all_to_all", "load": "50%", "seed": 3}}],
+      "topology": {**LEAF2, "generate": {**LEAF2["generate"], "racks": 3}}},
      "jobs[1].background.seed", "all_to_all sends to every other GPU, nothing is drawn")])
 def test_a_key_another_makes_moot_at_some_sweep_points_is_warned(tmp_path, cli, doc, key, says):
     """Fuzz leftovers: sigma beside an exponential or uniform distribution, a seed of
@@ -1663,7 +1664,7 @@ def test_a_gradient_of_nothing_is_refused_as_parameters_0_is():
 @pytest.mark.parametrize("background, period, says", [
     ("{pattern: uniform, load: 1e-9%}", "", "1e-09% of a route's bandwidth offers 36 b/s, under 1 Kb/s"),
     ("{pattern: all_to_all, load: 10%}", ", period: 1 ps",
-     "10% of a route's bandwidth offers 360 Gb/s, under a byte a period of 0.001 ns")])
+     "10% of a route's bandwidth offers 360 Gb/s, under a byte a period of 1 ps")])
 def test_a_background_load_too_small_to_send_is_refused(tmp_path, cli, background, period, says):
     """Fuzz finding (31e): every background transfer was at least a byte (max(1, ...)), so
     a load of 1e-9% offered 8 Kb/s, and 10% every 1 ps offered 1 TB/s a route, without a word."""
@@ -2739,25 +2740,39 @@ def test_inner_where_the_ranks_make_one_group_is_said_to_change_nothing(generate
 
 ONE_HOST_VALUES = {"nic_per": "host", "nics_per_host": 2, "nic_bandwidth": "100 Gb/s", "transport": "roce",
                    "net_latency": "50 us", "link_latency": "20 us", "sharp": True, "rails": 4, "planes": 2,
-                   "switch_radix": 128, "leaf_oversubscription": 2}
+                   "switch_radix": 128, "leaf_oversubscription": 2, "pcie_bandwidth": "1 GB/s", "pcie_latency": "1 ms"}
 
 
-@pytest.mark.parametrize("generate", [{"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8},
-                                      {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1}])
+@pytest.mark.parametrize("generate", [
+    {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8},
+    {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1},
+    {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8, "gpu": "gb200", "gpus_per_tray": 4},
+    {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1, "gpus_per_node": 8, "gpu": "gb200", "gpus_per_tray": 4},
+    {"kind": "nvswitch", "gpus": 8}, {"kind": "nvswitch", "gpus": 8, "gpu": "gb200", "gpus_per_tray": 4}])
 def test_one_host_s_network_keys_are_said_to_change_nothing_and_change_nothing(generate):
     """Fuzz round y F12b: a one-host fabric's NIC and fabric keys (nic_bandwidth, transport,
     link_latency, ...) built what no run crosses, without a word, as a one-rack fabric's spines
-    are said to: NCCL uses the network only between hosts. Each is said, and ring, tree and
-    auto answer the same with it; with two hosts none is said."""
+    are said to: NCCL uses the network only between hosts. So did (round z #4, #5) those of one
+    server's compute trays (one NVLink domain) and an nvswitch server's NICs, cabled to nothing.
+    Each is said, and ring, tree, auto, hierarchical and ps answer the same with it; with two
+    hosts none is said."""
     from simnet import simulate
     from simnet.topology.generators import ONE_HOST_UNREAD
 
     plain = topology_from_dict({"name": "t", "generate": generate})
-    times = {a: simulate(plain, a, 2**26).time_s for a in ("ring", "tree", "auto")}
+    algorithms = ("ring", "tree", "auto", "hierarchical", "ps")
+    times = {a: simulate(plain, a, 2**26).time_s for a in algorithms}
+    nics = {"nic_bandwidth": "400 Gb/s"} if generate["kind"] == "nvswitch" else {}  # its NICs' keys need NICs
     for key in ONE_HOST_UNREAD[generate["kind"]]:
-        topo = topology_from_dict({"name": "t", "generate": {**generate, key: ONE_HOST_VALUES[key]}})
-        assert [entry.split(" (")[0] for entry in topo.unread] == [f"generate.{key}"], key
+        if key in generate:
+            continue
+        value = "gpu" if key == "nic_per" and "gpus_per_tray" in generate else ONE_HOST_VALUES[key]  # a NIC per tray
+        topo = topology_from_dict({"name": "t", "generate": {**generate, **nics, key: value}})
+        written = [k for k in (*generate, *nics, key) if k in ONE_HOST_UNREAD[generate["kind"]]]
+        assert sorted(entry.split(" (")[0] for entry in topo.unread) == sorted({f"generate.{k}" for k in written})
         assert {a: simulate(topo, a, 2**26).time_s for a in times} == times, key
+    if generate["kind"] == "nvswitch":
+        return
     two = {**generate, **({"hosts_per_rack": 2} if generate["kind"] == "leaf_spine" else {"nodes_per_unit": 2})}
     assert not topology_from_dict({"name": "t", "generate": {**two, "nic_bandwidth": "100 Gb/s"}}).unread
 

@@ -872,10 +872,13 @@ def grown(params: dict, gpus: int) -> dict:
 ONE_HOST_UNREAD = {"leaf_spine": ("nic_per", "nics_per_host", "nic_bandwidth", "transport", "net_latency",
                                    "link_latency", "sharp"),
                    "rail_optimized": ("rails", "nic_bandwidth", "planes", "transport", "net_latency", "link_latency",
-                                      "switch_radix", "leaf_oversubscription", "sharp")}
+                                      "switch_radix", "leaf_oversubscription", "sharp"),
+                   "nvswitch": ("nic_bandwidth", "pcie_bandwidth", "pcie_latency", "transport", "net_latency")}
 """Per generator, its keys of the network between hosts (NICs, their transport, the fabric
-above them): with one host (no compute trays) they build what no run crosses, since NCCL
-uses the network only between nodes, and its GPUs reach each other inside the host."""
+above them): with one host, or one server's compute trays (one NVLink domain), they build
+what no run crosses, since NCCL uses the network only between NVLink domains, and the GPUs
+reach each other over NVLink; an ``nvswitch`` server's NICs are cabled to nothing but their
+GPUs."""
 
 
 def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
@@ -883,9 +886,10 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
     its ``server:`` fills in) that builds nothing here: a one-rack leaf_spine's (or
     cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``, since that
     rack's ToR is the top of its fabric; one region's WAN; one host's network
-    (``ONE_HOST_UNREAD``), where the generator builds the whole fabric (``alone``: no other
-    generator, node or link that a route could reach its NICs from). Said, not refused: a
-    sweep over GPU counts grows the racks, regions and hosts, and there they are read."""
+    (``ONE_HOST_UNREAD``: a server's trays are one host here), where the generator builds the
+    whole fabric (``alone``: no other generator, node or link that a route could reach its NICs
+    from). Said, not refused: a sweep over GPU counts grows the racks, regions and hosts, and
+    there they are read (an ``nvswitch`` server's NICs count once ``links:`` cable them)."""
     model = GENERATORS[params["kind"]].params.model_validate(params)
     written = set(params)
     said: list[tuple[str, str]] = []
@@ -897,11 +901,16 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said += [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
                        "nothing here; it counts from racks: 2")
                  for key in ("spines", "oversubscription", "uplink_bandwidth") if key in written]
-    hosts = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
+    servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
-    if hosts == 1 and model.gpus_per_tray is None and alone:
-        said += [(key, "one host's GPUs reach each other inside it, and NCCL uses the network only between hosts, so "
-                       "it changed nothing here; it counts from two hosts")
+    trays = " (its compute trays are one NVLink domain)" if getattr(model, "gpus_per_tray", None) else ""
+    if isinstance(model, NVSwitchParams) and alone:
+        said += [(key, "an nvswitch server's NICs are cabled to nothing but their GPUs, so no route crosses them and "
+                       "it changed nothing here; it counts where links: cable them to a network")
+                 for key in ONE_HOST_UNREAD["nvswitch"] if key in written]
+    elif servers == 1 and alone:
+        said += [(key, f"one host's GPUs{trays} reach each other inside it, and NCCL uses the network only between "
+                       "hosts, so it changed nothing here; it counts from two hosts")
                  for key in ONE_HOST_UNREAD[model.kind.replace("cross_region", "leaf_spine")]
                  if key in written and key not in dict(said)]
     return said
