@@ -3005,3 +3005,24 @@ def test_a_seed_of_uniform_background_left_two_gpus_is_said_and_changes_nothing(
     assert run_jobs(spec.topology, jobs(3)).jobs == run_jobs(spec.topology, jobs(4)).jobs
     assert scenario_from_dict({"name": "s", "topology": FOUR_HOSTS,
                                "jobs": [{**jobs(3)[0], "gpus": 4}, jobs(3)[1]]}).warnings == []
+
+
+@pytest.mark.parametrize("gpus, said", [(8, True), (["r0h1-gpu2", "r0h1-gpu5"], True), (16, False),
+                                        (["r0h0-gpu0", "r0h1-gpu0"], False)])
+def test_network_keys_of_a_run_inside_one_host_of_a_larger_fabric_are_said(gpus, said):
+    """Fuzz round z #10: a `gpus:` subset inside one host of a two-host fabric read none of the
+    fabric's network keys (no route of the run leaves the host), without a word, while a
+    straggler of a GPU left out is said. Said where the run's GPUs are one NVLink domain, and
+    true: every algorithm answers the same without the keys."""
+    from simnet import simulate
+
+    generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2}
+    keys = {"nic_bandwidth": "10 Gb/s", "net_latency": "1 ms", "transport": "roce"}
+    spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {**generate, **keys}},
+                               "sizes": ["1 MiB"], "gpus": gpus})
+    assert sorted(w.link for w in spec.warnings if w.kind == "key_unread") == (
+        sorted(f"topology.generate.{key}" for key in keys) if said else [])
+    plain = topology_from_dict({"name": "t", "generate": generate}).subset(gpus)
+    same = [simulate(plain, algorithm, 2**20).time_s == simulate(spec.topology, algorithm, 2**20).time_s
+            for algorithm in ("ring", "tree", "auto", "ps", "hierarchical")]
+    assert all(same) if said else not any(same)

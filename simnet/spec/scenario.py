@@ -472,6 +472,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     for said_by_topology in topology.unread:  # a generator's parameter that built nothing (a one-rack fabric's spines)
         key, _, rest = said_by_topology.partition(" (")
         said.append(Finding("key_unread", key, said_by_topology))
+    said += _network_unread_here(topology)
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
@@ -506,6 +507,26 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                 moot(("workload", "backward_fraction"), f"bucket_size is {whole}, AllReduced once the backward pass "
                                                         "ends, so where that pass starts changed nothing here")
     return said
+
+
+def _network_unread_here(topology: Topology) -> list[Finding]:
+    """A warning (``key_unread``) per network key of the topology's generator
+    (``Topology.network_keys``) where the run's ranks (``gpus:``, ``-g``) are one NVLink
+    domain of a larger fabric and no route between them and the parameter servers crosses a
+    network link: none of them is read (where the whole fabric is one domain, the topology
+    says so itself)."""
+    from simnet.topology.hardware import NET
+
+    ends = [*topology.gpus, *topology.parameter_servers]
+    if not topology.network_keys or len(topology.gpus) == len(topology.network_gpus) \
+            or len(topology.groups("node")) > 1 or any(topology.link_type[i] == NET for a in ends for b in ends
+                                                      if a != b for i in topology.route_indices(a, b)):
+        return []
+    already = {entry.partition(" (")[0] for entry in topology.unread}
+    return [Finding("key_unread", entry.partition(" (")[0], (
+        f"{entry}: the run's {len(topology.gpus)} GPUs (gpus:, -g) are one NVLink domain and no route between "
+        "them crosses the network, so it changed nothing here; it counts where the run spans two"))
+        for entry in topology.network_keys if entry.partition(" (")[0] not in already]
 
 
 def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:

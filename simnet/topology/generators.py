@@ -881,6 +881,13 @@ reach each other over NVLink; an ``nvswitch`` server's NICs are cabled to nothin
 GPUs."""
 
 
+def network_keys(params: dict) -> list[str]:
+    """The keys of the network between NVLink domains (``ONE_HOST_UNREAD``) a valid
+    generator call (``params``) writes: what no run inside one NVLink domain reads."""
+    kind = params["kind"].replace("cross_region", "leaf_spine")
+    return [key for key in ONE_HOST_UNREAD.get(kind, ()) if key in params]
+
+
 def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
     """(key, why) per parameter written in a valid generator call (``params``; not the ones
     its ``server:`` fills in) that builds nothing here: a one-rack leaf_spine's (or

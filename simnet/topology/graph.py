@@ -77,6 +77,9 @@ class Topology:
     calibration: str | None = None  # path of the calibration profile the topology names
     routing: str = "ecmp"  # how a route picks among equal-cost next hops (``simnet.topology.routing``)
     unread: tuple[str, ...] = ()  # parameters of its file that built nothing, each "key (file:line): why"
+    # the network keys ("key (file:line)") of a generator that built the whole fabric: a run whose ranks are one
+    # NVLink domain, no route of it crossing the network, reads none of them
+    network_keys: tuple[str, ...] = ()
     make_router: InitVar[Callable[[Topology], Routes]] = field(kw_only=True)
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:

@@ -14,7 +14,7 @@ from simnet import units
 from simnet.errors import InputError, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
-from simnet.topology.generators import GENERATORS, GeneratorError, generate, unread_keys
+from simnet.topology.generators import GENERATORS, GeneratorError, generate, network_keys, unread_keys
 from simnet.topology.graph import FORWARDING_KINDS, Topology
 from simnet.topology.hardware import GPUS, NVLINK
 from simnet.topology.routing import Router
@@ -47,6 +47,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     links: list[tuple[LinkSpec, tuple]] = []
     generators = spec.generate if isinstance(spec.generate, list) else [spec.generate] if spec.generate else []
     unread: list[str] = []  # parameters that build nothing here (simnet.topology.generators.unread_keys)
+    network: list[str] = []  # the network keys a generator that builds the whole fabric writes (network_keys)
     alone = len(generators) == 1 and not spec.nodes and not spec.links  # the generator builds the whole fabric
     for i, params in enumerate(generators):
         loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
@@ -60,6 +61,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         links += [(link, loc) for link in made_links]
         unread += [f"{format_loc(loc + (key,))} ({source.file}:{source.line(loc + (key,))}): {why}"
                    for key, why in unread_keys(params, alone)]
+        network += [f"{format_loc(loc + (key,))} ({source.file}:{source.line(loc + (key,))})"
+                    for key in (network_keys(params) if alone else ())]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
@@ -110,7 +113,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.error(prefix + ("calibration",), why)
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                        routing=spec.routing or "ecmp", unread=tuple(unread), make_router=Router)
+                        routing=spec.routing or "ecmp", unread=tuple(unread), network_keys=tuple(network),
+                        make_router=Router)
     marked = _nvls_unsaid(topology)
     routing = spec.routing or default_routing(topology)
     if marked or routing != topology.routing:  # rare: the graph is frozen, so build it again with the facts
@@ -118,7 +122,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         for switch in marked:  # a hand-written NVSwitch
             graph.nodes[switch]["nvls"] = True
         topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
-                            routing=routing, unread=topology.unread, make_router=Router)
+                            routing=routing, unread=topology.unread, network_keys=topology.network_keys,
+                            make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
