@@ -3026,3 +3026,31 @@ def test_network_keys_of_a_run_inside_one_host_of_a_larger_fabric_are_said(gpus,
     same = [simulate(plain, algorithm, 2**20).time_s == simulate(spec.topology, algorithm, 2**20).time_s
             for algorithm in ("ring", "tree", "auto", "ps", "hierarchical")]
     assert all(same) if said else not any(same)
+
+
+def test_routing_where_only_a_switch_beyond_no_endpoint_is_reached_two_ways_is_said_unread():
+    """Fuzz round z #9: a parameter server cabled to both ToRs of a one-spine fabric reaches
+    the spine two ways of equal cost, yet the spine is no endpoint and the server forwards
+    nothing: every pair of endpoints still has one route, and ecmp and by_destination answer
+    alike. ``routing`` changed nothing without a word (without the second cable it was said);
+    said now, and a GPU cabled to two NVSwitches (two ways to every GPU) is still read."""
+    from simnet import simulate
+
+    def fabric(routing):
+        return topology_from_dict({
+            "name": "t", "routing": routing,
+            "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2, "spines": 1},
+            "nodes": [{"id": "ps0", "kind": "ps"}],
+            "links": [{"a": "ps0", "b": f"tor{r}", "bandwidth": "100 Gb/s", "latency": "1 us"} for r in range(2)]})
+
+    ecmp, by_destination = fabric("ecmp"), fabric("by_destination")
+    assert [e.split(" (")[0] for e in ecmp.unread] == ["routing"] == [e.split(" (")[0] for e in by_destination.unread]
+    for algorithm in ("ps", "ring", "tree", "direct"):
+        assert simulate(ecmp, algorithm, 2**26).time_s == simulate(by_destination, algorithm, 2**26).time_s
+    two_switches = topology_from_dict({
+        "name": "t", "routing": "ecmp",
+        "nodes": [{"id": f"g{i}", "kind": "gpu", "host": "h"} for i in range(4)]
+        + [{"id": f"nvs{k}", "kind": "switch", "host": "h"} for k in range(2)],
+        "links": [{"a": f"g{i}", "b": f"nvs{k}", "bandwidth": "100 GB/s", "latency": "1 us", "type": "nvlink"}
+                  for i in range(4) for k in range(2)]})
+    assert not [e for e in two_switches.unread if e.startswith("routing")]

@@ -150,8 +150,19 @@ def _routes_choose(topology: Topology) -> bool:
     core = nx.Graph([(u, v) for u, v in topology.links if u in topology.forwarding and v in topology.forwarding])
     if core.number_of_edges() > core.number_of_nodes() - nx.number_connected_components(core):
         return True
-    return any(len(before) > 1 for source in [*topology.network_gpus, *topology.parameter_servers]
-               for before in topology.shortest_paths(source)[1].values())
+    ends = [*topology.network_gpus, *topology.parameter_servers]
+    return any(_ways_to(*topology.shortest_paths(source), ends) for source in ends)
+
+
+def _ways_to(cost: dict, before: dict, ends: list[str]) -> bool:
+    """Whether a search's equal-cost predecessors (``cost``, ``before``: what
+    ``Topology.shortest_paths`` returns) give some node of ``ends`` several shortest ways from
+    the source: counted along the search's order (a node branching on the way to a switch no
+    endpoint lies beyond gives no endpoint a choice)."""
+    ways: dict[str, int] = {}
+    for node in sorted(cost, key=cost.__getitem__):
+        ways[node] = sum(ways[p] for p in before.get(node, ())) or 1
+    return any(ways.get(end, 0) > 1 for end in ends)
 
 
 def default_routing(topology: Topology) -> str:
