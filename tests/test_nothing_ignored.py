@@ -779,7 +779,8 @@ def test_a_straggler_that_delays_nothing_is_warned(stragglers, gpus, key, says):
     delay makes them moot at some points only."""
     spec = scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"], "gpus": gpus,
                                "stragglers": stragglers})
-    assert [(w.kind, w.link) for w in spec.warnings] == [("key_unread", key)] and says in spec.warnings[0].message
+    said = [w for w in spec.warnings if not w.link.startswith("topology.")]  # (2 GPUs of one host: spines too)
+    assert [(w.kind, w.link) for w in said] == [("key_unread", key)] and says in said[0].message
 
 
 @pytest.mark.parametrize("job, says", [
@@ -1615,9 +1616,10 @@ def test_a_compute_slowdown_of_a_gpu_the_run_leaves_out_is_warned():
     the GPU count takes it in at its larger points."""
     doc = {"name": "s", "topology": LEAF2, "sizes": ["1 MiB"],
            "workload": {"compute_time": "1 ms", "gradient_size": "1 MiB", "compute_slowdown": {"r1h0-gpu1": 2}}}
-    left_out = scenario_from_dict({**doc, "gpus": 2})
-    assert [w.kind for w in left_out.warnings] == ["key_unread"]
-    assert "r1h0-gpu1 is not among the run's 2 GPUs (gpus:)" in left_out.warnings[0].message
+    left_out = scenario_from_dict({**doc, "gpus": 2})  # (LEAF2's spines are said too: the 2 GPUs share a host)
+    said = [w for w in left_out.warnings if not w.link.startswith("topology.")]
+    assert [w.kind for w in said] == ["key_unread"]
+    assert "r1h0-gpu1 is not among the run's 2 GPUs (gpus:)" in said[0].message
     assert scenario_from_dict(doc).warnings == []
 
 
@@ -3007,8 +3009,8 @@ def test_a_seed_of_uniform_background_left_two_gpus_is_said_and_changes_nothing(
                                "jobs": [{**jobs(3)[0], "gpus": 4}, jobs(3)[1]]}).warnings == []
 
 
-@pytest.mark.parametrize("gpus, said", [(8, True), (["r0h1-gpu2", "r0h1-gpu5"], True), (16, False),
-                                        (["r0h0-gpu0", "r0h1-gpu0"], False)])
+@pytest.mark.parametrize("gpus, said", [(8, True), (["r1h0-gpu2", "r1h0-gpu5"], True), (16, False),
+                                        (["r0h0-gpu0", "r1h0-gpu0"], False)])
 def test_network_keys_of_a_run_inside_one_host_of_a_larger_fabric_are_said(gpus, said):
     """Fuzz round z #10: a `gpus:` subset inside one host of a two-host fabric read none of the
     fabric's network keys (no route of the run leaves the host), without a word, while a
@@ -3016,8 +3018,9 @@ def test_network_keys_of_a_run_inside_one_host_of_a_larger_fabric_are_said(gpus,
     true: every algorithm answers the same without the keys."""
     from simnet import simulate
 
-    generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2}
-    keys = {"nic_bandwidth": "10 Gb/s", "net_latency": "1 ms", "transport": "roce"}
+    generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8}
+    keys = {"nic_bandwidth": "10 Gb/s", "net_latency": "1 ms", "transport": "roce", "spines": 3,
+            "oversubscription": 4}  # round aa F2: the fabric above the NICs too
     spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {**generate, **keys}},
                                "sizes": ["1 MiB"], "gpus": gpus})
     assert sorted(w.link for w in spec.warnings if w.kind == "key_unread") == (
@@ -3054,3 +3057,33 @@ def test_routing_where_only_a_switch_beyond_no_endpoint_is_reached_two_ways_is_s
         "links": [{"a": f"g{i}", "b": f"nvs{k}", "bandwidth": "100 GB/s", "latency": "1 us", "type": "nvlink"}
                   for i in range(4) for k in range(2)]})
     assert not [e for e in two_switches.unread if e.startswith("routing")]
+
+
+@pytest.mark.parametrize("fault", [{"at": "0 s", "link": ["r0h0-gpu0", "r0h0-nvswitch"], "bandwidth": 0},
+                                   {"at": "10 us", "node": "r0h0-nvswitch", "down": True}])
+def test_a_fault_that_sends_one_host_s_traffic_over_its_nics_makes_its_network_keys_count(tmp_path, fault):
+    """Fuzz round aa F1: with the host's NVLink cut, its GPUs reach each other through their
+    NICs and the ToR, so the host's NIC keys and a profile's network figures count (ring 4 MiB
+    5.59 ms against 0.165 ms without them), yet both were said to change nothing. Not said
+    where a fault takes a link down; still said where faults only slow links."""
+    from simnet.run.scenario import run_scenario
+
+    (tmp_path / "p.cal.yaml").write_text("calibration: {network_step_latency: 40 us, network_bandwidth: 0.3}\n")
+    generate = {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 4}
+    keys = {"nic_bandwidth": "10 Gb/s", "transport": "roce", "link_latency": "50 us"}
+
+    def scenario(extra, faults, calibration=None):
+        return scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {**generate, **extra}},
+                                   "sizes": ["4 MiB"], "algorithms": ["ring"], "faults": faults,
+                                   **({"calibration": calibration} if calibration else {})}, base=tmp_path)
+
+    written = scenario(keys, [fault])
+    assert not [w for w in written.warnings if w.kind == "key_unread"]
+    assert run_scenario(written).runs[0].time_s > 10 * run_scenario(scenario({}, [fault])).runs[0].time_s
+    profiled = run_scenario(scenario({}, [fault], "p.cal.yaml")).runs[0]
+    assert not [w for w in profiled.warnings if w.kind == "key_unread"]
+    slowed = {**fault, "bandwidth": "50%"} if "link" in fault else {"at": "10 us", "node": "r0h0-nvswitch",
+                                                                      "bandwidth": "50%"}
+    slowed.pop("down", None)
+    assert sorted(w.link for w in scenario(keys, [slowed]).warnings if w.kind == "key_unread") == sorted(
+        f"topology.generate.{key}" for key in keys)

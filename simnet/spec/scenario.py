@@ -45,6 +45,7 @@ from simnet.spec.jobs import JobError, JobSpec, check_jobs, known_placement
 from simnet.spec.options import Options
 from simnet.spec.values import parse_cost, parse_sizes
 from simnet.spec.workloads import Training, Workload
+from simnet.topology.generators import ONE_HOST_UNREAD
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPUS
 from simnet.topology.loader import load_topology, topology_from_dict
@@ -377,7 +378,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
             raise source.error(("collective",), "training picks the collectives of its step itself (TP, DP, PP, EP); "
                                                 "remove collective, or training")
     _check_options(spec, source, collective)
-    warnings = _moot_keys(spec, topology, placements, source) + _calibration_replaced(topology, calibration, source)
+    warnings = _moot_keys(spec, topology, placements, faults, source) + \
+        _calibration_replaced(topology, calibration, source)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,
@@ -405,7 +407,7 @@ def _where(source: Source, loc: tuple) -> str:
     return f"{source.file}:{line}" if line is not None else source.file
 
 
-def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str]],
+def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str]], faults: list[Fault],
                source: Source) -> list[Finding]:
     """A warning (``key_unread``) per key another key of this scenario leaves unread: sigma
     beside a distribution that has its mean alone, a mean of 0, a straggler's delay of 0 or
@@ -415,7 +417,8 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     nothing to choose), a job's period when it runs once, a compute slowdown of a
     GPU the run leaves out (``gpus:``) or of 1, a workload's bucket_size no smaller than its
     gradient (and its backward_fraction), a generator's parameter that builds nothing
-    (``Topology.unread``: a one-rack fabric's spines), a training step's ``dtype`` where no
+    (``Topology.unread``: a one-rack fabric's spines; its network keys only where no fault takes
+    a link down, which may send a route through the NICs), a training step's ``dtype`` where no
     activation crosses a link (tp, pp 1, no FSDP or EP) and its ``grad_dtype`` where no
     gradient does (dp 1). Warned, not
     refused: a sweep over the distribution, the pattern, repeat, the GPU count, the slowdown or
@@ -469,10 +472,13 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
+    rerouted = any((fault.factors == 0).any() for fault in faults)  # links down: routes may leave NVLink
+    one_host = {key for keys in ONE_HOST_UNREAD.values() for key in keys}  # (a one-rack fabric's spines stay unbuilt)
     for said_by_topology in topology.unread:  # a generator's parameter that built nothing (a one-rack fabric's spines)
         key, _, rest = said_by_topology.partition(" (")
-        said.append(Finding("key_unread", key, said_by_topology))
-    said += _network_unread_here(topology)
+        if not (rerouted and key.rpartition(".")[2] in one_host):
+            said.append(Finding("key_unread", key, said_by_topology))
+    said += [] if rerouted else _network_unread_here(topology)
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
