@@ -3087,3 +3087,21 @@ def test_a_fault_that_sends_one_host_s_traffic_over_its_nics_makes_its_network_k
     slowed.pop("down", None)
     assert sorted(w.link for w in scenario(keys, [slowed]).warnings if w.kind == "key_unread") == sorted(
         f"topology.generate.{key}" for key in keys)
+
+
+def test_compare_says_a_job_s_period_every_run_outlasts(tmp_path, cli):
+    """Fuzz round aa F3: ``simnet run`` says a job's period every run outlasts changed
+    nothing (judged once the jobs ran), ``simnet sweep`` too, but ``simnet compare`` dropped it,
+    in the file or set by a variant, and ranked the option as if it were felt. Said once, with
+    a key the file makes moot (a placement with nothing to choose) not said twice."""
+    jobs = ("jobs:\n  - {name: a, gpus: 4, algorithm: ring, size: 16 MiB, repeat: 3, placement: spread}\n"
+            "  - {name: b, gpus: 4, algorithm: ring, size: 16 MiB, placement: spread}\n")
+    (tmp_path / "c.yaml").write_text("name: c\ntopology: {name: t, generate: {kind: nvswitch, gpus: 8}}\n" + jobs +
+                                     "variants:\n  - {name: base}\n  - {name: per, set: {jobs.0.period: 1 us}}\n")
+    ran = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert ran.exit_code == 0, ran.stderr
+    printed = " ".join(ran.stdout.split())
+    assert printed.count("warning key_unread: jobs[0].period") == 1
+    assert "jobs[0].period changed nothing in any run of option per" in printed
+    assert printed.count("jobs[1].placement") == 1  # b asks for the 4 GPUs a leaves: the file's word, once
+    assert printed.count("jobs[0].placement") == 0  # a had a choice

@@ -73,6 +73,7 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     for row in rows:
         for algorithm, why in row["skipped"].items():
             console.print(f"skipped {algorithm} for {row['option']} (all): {why}")
-    print_warnings(console, compare_warnings(specs) + option_findings(rows))
+    said = compare_warnings(specs)  # (a job's key the file makes moot is said there, once)
+    print_warnings(console, said + [f for f in option_findings(rows) if f.link not in {w.link for w in said}])
     title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
     console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: {title}', output)}")

@@ -212,9 +212,10 @@ PARTIAL = {"upper_bound": "its time is an upper bound (too large to replay exact
 def option_findings(rows: list[dict]) -> list[Finding]:
     """What ``simnet run`` says of an option's runs that its row would hide: an option given to
     it that changed nothing in any of its runs (``option_unread``, from ``compare_rows``'
-    ``unread``: ``options.exact`` where no run would have been bounded, say), and a ranked
+    ``unread``: ``options.exact`` where no run would have been bounded, say), a job's key
+    judged after its runs (``key_unread``: a period every run outlasts), and a ranked
     time that is less than a whole answer (``PARTIAL``, from ``partial``)."""
-    return [Finding("option_unread", name, (
+    return [Finding("option_unread" if name.startswith("options.") else "key_unread", name, (
         f"{name} changed nothing in any run of option {row['option']} (taken by none or unfelt; simnet run on it "
         "says why of each run that takes it); "
         "leave it out")) for row in rows for name in row["unread"]] + [
@@ -302,8 +303,9 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                # (a workload's iteration time is its buckets' runs'; a training step's exchanges are its own)
                "partial": [] if training else sorted(PARTIAL.keys() & set(
                    best.get("bucket_warnings", ()) if workload else largest.get("warnings", ()))),
-               # options that changed nothing in any run of this option (each run said so)
-               "unread": unread_everywhere(records, "options.")}
+               # options, and jobs' keys judged once the jobs ran (a period every run outlasts), that changed
+               # nothing in any run of this option (each run said so)
+               "unread": unread_everywhere(records, "options.") + unread_everywhere(records, "jobs[")}
         if cost:
             # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
             value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]
