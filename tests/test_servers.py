@@ -181,3 +181,21 @@ def test_one_amd_server_by_name_is_its_xgmi_mesh():
     with pytest.raises(InputError, match="server: dgx-h100 has h100 GPUs on an NVSwitch, no xGMI mesh: use kind: "
                                          "nvswitch"):
         topology_from_dict({"name": "x", "generate": {"kind": "full_mesh", "server": "dgx-h100"}})
+
+
+@pytest.mark.parametrize("server", ["dgx-h100", "gb200-nvl72"])
+def test_one_named_server_holds_no_more_gpus_than_its_product(server, tmp_path, cli):
+    """Fuzz round aa F4: ``server: gb200-nvl72, gpus: 144`` on ``nvswitch`` built one NVLink
+    domain of 144 GPUs, a machine no vendor sells, and ``simnet sweep --gpus 144`` of the
+    shipped one-rack file grew into it without a word. Refused in one line, before any point
+    of a sweep runs; up to the product's count, as before."""
+    count = SERVERS[server].gpus
+    assert len(topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "server": server,
+                                                              "gpus": count // 2}}).gpus) == count // 2
+    with pytest.raises(InputError, match=rf"gpus: {2 * count} GPUs on one NVSwitch, where a {server} has {count}"):
+        topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "server": server, "gpus": 2 * count}})
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {{name: t, generate: {{kind: nvswitch, server: {server}}}}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\n")
+    swept = cli("sweep", tmp_path / "s.yaml", "--gpus", f"2,{2 * count}", "--out", tmp_path / "out")
+    assert swept.exit_code == 2 and swept.stderr.count("\n") == 1 and f"where a {server} has {count}" in swept.stderr
+    assert not (tmp_path / "out").exists()

@@ -195,6 +195,16 @@ class NVSwitchParams(_NvSwitchHosts):
         return data
 
     @model_validator(mode="after")
+    def _no_more_gpus_than_the_server(self) -> NVSwitchParams:
+        """A named server's GPUs are the most one box holds: more (written, or a sweep growing
+        it) would be a machine no vendor sells, one NVLink domain larger than the product's."""
+        if self.server is not None and self.gpus > SERVERS[self.server].gpus:
+            raise ValueError(f"gpus: {self.gpus} GPUs on one NVSwitch, where a {self.server} has "
+                             f"{SERVERS[self.server].gpus}: join servers with leaf_spine or rail_optimized (or name no "
+                             "server, for a box of that many GPUs)")
+        return self
+
+    @model_validator(mode="after")
     def _nic_keys_need_nics(self) -> NVSwitchParams:
         given = [key for key in ("pcie_bandwidth", "pcie_latency", "transport", "net_latency")
                  if key in self.model_fields_set]
