@@ -3105,3 +3105,19 @@ def test_compare_says_a_job_s_period_every_run_outlasts(tmp_path, cli):
     assert "jobs[0].period changed nothing in any run of option per" in printed
     assert printed.count("jobs[1].placement") == 1  # b asks for the 4 GPUs a leaves: the file's word, once
     assert printed.count("jobs[0].placement") == 0  # a had a choice
+
+
+@pytest.mark.parametrize("algorithm, size, chunk, unread", [
+    ("ps", 2**20, "64 MiB", True), ("ps", 2**26, "64 MiB", True), ("ps", 2**26, "256 KiB", False),
+    ("hierarchical", 2**20, "64 MiB", True), ("hierarchical", 2**26, "64 MiB", False)])
+def test_a_chunk_size_ps_or_hierarchical_cut_no_differently_is_said(algorithm, size, chunk, unread):
+    """Fuzz round aa F5: ``options.chunk_size`` no smaller than what ps and hierarchical cut
+    changed nothing without a word (ring's and nvls's were said: judged on their lane
+    programs, which these algorithms are not). Judged on their schedules, transfer by
+    transfer (hierarchical in each variant it runs), and true: the time is the same."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 8}})
+    given = simulate(topo, algorithm, size, chunk_size=chunk)
+    said = [w for w in given.warnings if w.link == "options.chunk_size"]
+    assert bool(said) == unread and (given.time_s == simulate(topo, algorithm, size).time_s) == unread

@@ -23,14 +23,16 @@ from simnet import units
 from simnet.errors import EnvironmentRefused, shown
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
+from simnet.model.interface import timing as model_timing
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env
-from simnet.run.point import Conditions, Setup, calibration_of, checked_options, checked_size
+from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.algorithms.direct import parameter_servers
-from simnet.schedule.catalog import algorithms_for, build_program
+from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
+from simnet.schedule.transfers import count_transfers
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import NET
 from simnet.topology.loader import load_topology
@@ -283,11 +285,15 @@ def _option_unfelt(point: Setup, algorithm: str, size: int, options: dict, resul
     piece) that the model times alike (the program's timing): the same replay. Judged where
     the algorithm is a lane program of at most ``CHUNK_JUDGED_UP_TO`` pieces a lane; never
     said where it is not so."""
+    if any(w.link == f"options.{name}" for w in result.warnings):  # said already (an algorithm that takes none)
+        return result
     plain = {k: v for k, v in options.items() if k != name}
     try:
         plans = [point.plan(algorithm, size, dict(given)) for given in (options, plain)]
         programs = [build_program(algorithm, point.topo, size, collective=point.collective, **p.options)
                     for p in plans]
+        if all(p is None for p in programs):  # no lane program (ps, hierarchical): judged transfer by transfer
+            return _schedule_unfelt(point, algorithm, size, options, result, name, said)
     except ValueError:
         return result
     if any(p is None for p in programs) or int(programs[0].flows.max(initial=0)) > CHUNK_JUDGED_UP_TO or \
@@ -295,6 +301,33 @@ def _option_unfelt(point: Setup, algorithm: str, size: int, options: dict, resul
         return result
     if not _same_fields(*(lane_timing(p, program, point.topo) for p, program in zip(plans, programs))):
         return result
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
+
+
+SCHEDULE_JUDGED_UP_TO = 200_000
+"""Transfers of an algorithm that is no lane program up to which ``_option_unfelt`` builds
+its schedule again without the option and compares the two transfer by transfer."""
+
+
+def _schedule_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result, name: str,
+                     said: str) -> Result:
+    """``_option_unfelt`` of an algorithm that is no lane program: ``result`` with the warning
+    where, with ``options[name]`` and without it, the plans' protocols are the same and the
+    schedules are the same transfers (ends, bytes, steps, dependencies) timed alike; for
+    ``hierarchical`` without ``inner``, in each variant it runs (the faster is its answer)."""
+    variants = [{**options, "inner": inner} for inner in HIERARCHICAL_VARIANTS] \
+        if algorithm == "hierarchical" and options.get("inner") is None else [options]
+    for variant in variants:
+        plans = [point.plan(algorithm, size, dict(given))
+                 for given in (variant, {k: v for k, v in variant.items() if k != name})]
+        built = [lambda p=p: build_schedule(algorithm, point.topo, size, collective=point.collective, **p.options)
+                 for p in plans]
+        if plans[0].protocol != plans[1].protocol or count_transfers(built[0]) > SCHEDULE_JUDGED_UP_TO:
+            return result
+        schedules = [build() for build in built]
+        if not _same_fields(*schedules) or not _same_fields(*(model_timing(p, schedule, point.topo)
+                                                              for p, schedule in zip(plans, schedules))):
+            return result
     return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
 
 
