@@ -217,6 +217,12 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     again = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "again.cal.yaml")
     assert again.exit_code == 0 and f"names the profile {tmp_path / 'old.cal.yaml'}; the fit starts from NCCL's own " \
         "model, without it" in " ".join(again.stdout.split()), again.stdout
+    assert "key_unread" not in again.stdout
+    # a topology key that built nothing is said, as simnet run says it (round aa F6: unsaid)
+    (tmp_path / "spined.yaml").write_text(topo_file.read_text().replace("gpus_per_host: 2}", "gpus_per_host: 2, "
+                                                                        "spines: 3}"))
+    spined = cli("calibrate", log, "-t", tmp_path / "spined.yaml", "-o", tmp_path / "spined.cal.yaml")
+    assert spined.exit_code == 0 and "warning key_unread: generate.spines" in " ".join(spined.stdout.split())
     bad = cli("calibrate", tmp_path / "missing.log", "-t", topo_file)
     assert bad.exit_code == 2 and "cannot read file: No such file or directory" in bad.stderr
     same = cli("calibrate", log, "-t", topo_file, "-o", tmp_path / "x.png", "--plot", tmp_path / "x.png")

@@ -555,3 +555,22 @@ def test_a_followed_variable_no_call_of_the_trace_reads_is_said(cli, root, topol
     assert bool(warned) == said and same == said
     if warned:
         assert "changed nothing" in warned[0]["message"]
+
+
+def test_replay_trace_says_what_changed_nothing_as_run_does(tmp_path, cli):
+    """Fuzz round aa F6: replay-trace (and calibrate) printed none of the topology's unread
+    keys that ``simnet run`` says (an nvswitch box's NIC keys), nor that a ``--placement``
+    had nothing to choose where the traces' ranks take every GPU. Said, and true: the JSON
+    is the same without the keys and with the packed placement."""
+    paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
+    (tmp_path / "nics.yaml").write_text("name: b\ngenerate: {kind: nvswitch, gpus: 2, nic_bandwidth: 10 Gb/s}\n")
+    (tmp_path / "bare.yaml").write_text("name: b\ngenerate: {kind: nvswitch, gpus: 2}\n")
+    said = cli("replay-trace", *paths, "-t", tmp_path / "nics.yaml", "--placement", "spread",
+               "--json", tmp_path / "a.json")
+    assert said.exit_code == 0, said.stderr
+    printed = " ".join(said.stdout.split())
+    assert "warning key_unread: generate.nic_bandwidth" in printed
+    assert "--placement spread: the traces' 2 ranks take every GPU of b" in printed
+    plain = cli("replay-trace", *paths, "-t", tmp_path / "bare.yaml", "--json", tmp_path / "b.json")
+    assert plain.exit_code == 0 and "warning" not in plain.stdout
+    assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.console import stdout_console
+from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import WholeRange, friendly
 from simnet.errors import InputError
 
@@ -50,6 +50,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
     from simnet.report.tables import calibration_table
     from simnet.run.calibrate import fit, points_of
     from simnet.run.nccl_env import nccl_env
+    from simnet.spec.scenario import topology_unread
     from simnet.topology.loader import load_topology
 
     seen = [Path(log).resolve() for log in logs]
@@ -84,6 +85,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
                          "run of it); no profile written", logs[0])
     console = stdout_console()
     console.print(calibration_table(result))
+    print_warnings(console, topology_unread(topology))  # as simnet run says them
     if topology.calibration is not None:  # read as a run would, it would correct the model the fit corrects
         console.print(f"note: {topology_path} names the profile {topology.calibration}; the fit starts from NCCL's "
                       "own model, without it (a profile corrects the model, not another profile)")

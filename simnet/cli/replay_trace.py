@@ -77,7 +77,8 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         raise InputError("--trace: '-' (standard output) is for --json only; name a file")
     if json_path and trace_path and Path(json_path).resolve() == Path(trace_path).resolve():
         raise InputError("--json and --trace must name different files")
-    replayed = simulate_trace(read_traces(traces, ranks_per_trace, groups, len(topology.gpus)), topology,
+    read = read_traces(traces, ranks_per_trace, groups, len(topology.gpus))
+    replayed = simulate_trace(read, topology,
                               placement=placement,
                               gpu_speedup=gpu_speedup, as_recorded=as_recorded,
                               **({"model": model} if model else {}))
@@ -92,7 +93,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
     console = stdout_console()
     for table in trace_tables(replayed):
         console.print(table)
-    print_warnings(console, replayed.warnings)
+    print_warnings(console, [*_unread(topology, placement, read), *replayed.warnings])
     if json_path:
         console.print(f"wrote {write_text(json_path, text)}")
     if trace_path:
@@ -102,6 +103,20 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         console.print(f"wrote {written}")
         for note in notes:
             console.print(note)
+
+
+def _unread(topology, placement: str, ranks: list) -> list:
+    """``key_unread`` of the topology's parameters that built nothing (as ``simnet run``
+    says them), and of a ``--placement`` with nothing to choose: the traces' ``ranks`` (one
+    ``RankTrace`` each) take every GPU of the topology."""
+    from simnet.results.result import Finding
+    from simnet.spec.scenario import topology_unread
+
+    moot = [Finding("key_unread", "--placement", (
+        f"--placement {placement}: the traces' {len(ranks)} ranks take every GPU of {topology.name}, so there was "
+        "nothing to choose and it changed nothing here"))] if placement != "packed" and \
+        len(ranks) == len(topology.gpus) else []
+    return [*topology_unread(topology), *moot]
 
 
 def _refuse_bad_flags(topology, placement: str, gpu_speedup: float) -> None:

@@ -473,11 +473,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
     rerouted = any((fault.factors == 0).any() for fault in faults)  # links down: routes may leave NVLink
-    one_host = {key for keys in ONE_HOST_UNREAD.values() for key in keys}  # (a one-rack fabric's spines stay unbuilt)
-    for said_by_topology in topology.unread:  # a generator's parameter that built nothing (a one-rack fabric's spines)
-        key, _, rest = said_by_topology.partition(" (")
-        if not (rerouted and key.rpartition(".")[2] in one_host):
-            said.append(Finding("key_unread", key, said_by_topology))
+    said += topology_unread(topology, rerouted)
     said += [] if rerouted else _network_unread_here(topology)
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
@@ -513,6 +509,16 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                 moot(("workload", "backward_fraction"), f"bucket_size is {whole}, AllReduced once the backward pass "
                                                         "ends, so where that pass starts changed nothing here")
     return said
+
+
+def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]:
+    """A warning (``key_unread``) per parameter of the topology's file that built nothing
+    (``Topology.unread``: a one-rack fabric's spines, one host's network); with ``rerouted``
+    (a fault takes a link down, so a GPU may reach another through its NIC) not one host's
+    network keys (a one-rack fabric's spines stay unbuilt)."""
+    one_host = {key for keys in ONE_HOST_UNREAD.values() for key in keys}
+    return [Finding("key_unread", entry.partition(" (")[0], entry) for entry in topology.unread
+            if not (rerouted and entry.partition(" (")[0].rpartition(".")[2] in one_host)]
 
 
 def _network_unread_here(topology: Topology) -> list[Finding]:
