@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "CannotSimulate", "SpecError", "shown", "kind_of"]
+__all__ = ["InputError", "CannotSimulate", "Cut", "SpecError", "shown", "kind_of"]
 
 SHOWN = 60
 """Most characters of a value an error line quotes."""
@@ -44,6 +44,16 @@ def _one_line(text: str) -> str:
 class CannotSimulate(ValueError):
     """Valid input that simnet cannot simulate here (too large for the memory, too long for
     the engine's horizon); ``str()`` says why and what to change."""
+
+
+class Cut(CannotSimulate):
+    """Links went down and a route the run resolved (for a transfer sent or still to send)
+    has no detour left: raised at the fault's instant (``at_ps``), even after the last
+    transfer if the fault comes later (``simnet.run`` refuses such faults before any replay)."""
+
+    def __init__(self, message: str, at_ps: int):
+        super().__init__(message)
+        self.at_ps = at_ps
 
 
 class SpecError(ValueError):

@@ -364,5 +364,20 @@ def test_a_switch_the_collective_reduces_in_going_down_is_a_clear_error():
 
     topo = topology_from_dict({"name": "s", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
                                                          "gpus_per_host": 2, "spines": 2, "sharp": True}})
-    with pytest.raises(Cut, match="leave no route"):
+    with pytest.raises(Cut, match="leave the run no route"):
         simulate(topo, "collnet_direct", 2**20, model="ideal", faults=[{"at": "0 s", "node": "spine0", "down": True}])
+
+
+def test_a_fault_that_leaves_an_algorithm_no_route_is_refused_on_its_line(tmp_path, cli):
+    """Fuzz round aa F8: the host's NVSwitch down at 0 s leaves NVLS (auto's pick) no route
+    from a GPU to the switch; the refusal named no line or fault and said to take fewer links
+    down, though ring alone runs. On the fault's line, naming it, with the other way out."""
+    (tmp_path / "a.yaml").write_text(
+        "name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 1, gpus_per_host: 4}\n"
+        "sizes: [1 MiB]\nalgorithms: [ring, auto]\nfaults: [{at: 0 s, node: r0h0-nvswitch, down: true}]\n")
+    refused = cli("run", tmp_path / "a.yaml")
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"{tmp_path / 'a.yaml'}:7: faults[0]: node r0h0-nvswitch down: ")
+    assert "no path from r0h0-gpu0 to r0h0-nvswitch" in refused.stderr and "run another algorithm" in refused.stderr
+    (tmp_path / "b.yaml").write_text((tmp_path / "a.yaml").read_text().replace("[ring, auto]", "[ring]"))
+    assert cli("run", tmp_path / "b.yaml").exit_code == 0

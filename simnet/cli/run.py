@@ -10,7 +10,7 @@ import click
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import Whole, friendly, loading
-from simnet.errors import InputError
+from simnet.errors import Cut, InputError
 from simnet.schedule.kinds import COLLECTIVES
 
 
@@ -250,6 +250,8 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         from simnet.io.yamlsource import load_yaml
 
         raise load_yaml(scenario)[1].error(("faults", *exc.loc), exc.message) from None
+    except Cut as exc:
+        raise _on_the_fault(spec, scenario, exc) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
     said = [*spec.warnings, *_on_their_lines(result.warnings, scenario)]
@@ -330,8 +332,23 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
             if from_option:
                 raise InputError(f"--algorithm: {exc}", scenario) from None
             raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
+        except Cut as exc:
+            raise _on_the_fault(spec, scenario, exc) from None
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
+
+
+def _on_the_fault(spec, scenario: Path, cut) -> InputError:
+    """The refusal of a run a fault leaves no route (``Cut``), on the line of the first fault
+    that takes links down at that instant (else the file's)."""
+    from simnet.io.yamlsource import load_yaml
+    from simnet.topology.graph import PS_PER_SECOND
+
+    fault = next((f for f in spec.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and (f.factors == 0).any()),
+                 None)
+    if fault is None:
+        return InputError(str(cut), scenario)
+    return load_yaml(scenario)[1].error(("faults", fault.index), f"{fault.what}: {cut}")
 
 
 @contextmanager

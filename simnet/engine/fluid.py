@@ -47,7 +47,7 @@ import simpy
 from simnet.engine.accounting import LinkStats
 from simnet.engine.clock import HORIZON_S, WHOLE_PS_SLACK, BeyondHorizon, check_horizon
 from simnet.engine.maxmin import max_min_rates
-from simnet.errors import CannotSimulate
+from simnet.errors import Cut
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.units import format_time
 
@@ -58,12 +58,6 @@ SETTLE_PRIORITY = 2
 """Where the once-per-instant recomputation falls among an instant's events, as a SimPy
 priority: after every URGENT (0) and NORMAL (1) event of the same instant, so all changes at
 one instant are handled together (``EndOfInstant``)."""
-
-class Cut(CannotSimulate):
-    """Links went down and a route the run resolved (for a transfer sent or still to send)
-    has no detour left: raised at the fault's instant, even after the last transfer if the
-    fault comes later (``simnet.run`` refuses such faults before any replay)."""
-
 
 def now_s(ps: int) -> str:
     """A simulated instant for a message, e.g. ``1.5 ms``."""
@@ -391,7 +385,8 @@ class FluidNetwork:
         try:
             detours = self.resolve_indices(keys[:, 0], keys[:, 1], keys[:, 2])
         except nx.NetworkXNoPath as exc:
-            raise Cut(f"links down at {now_s(now_ps)} leave no route: {exc}; take fewer links down") from None
+            raise Cut(f"links down at {now_s(now_ps)} leave the run no route: {exc} (a route its algorithm needs); "
+                      "take fewer links down, or run another algorithm", now_ps) from None
         remap = np.arange(len(self._moved))
         remap[crossing] = detours
         self._moved = remap[self._moved]
