@@ -155,3 +155,20 @@ def test_every_help_shows_an_example(cli, command):
     out = cli(*command, "--help").stdout
     assert "Example:" in out
     assert "simnet " + " ".join(command) in out
+
+
+@pytest.mark.parametrize("name", ["dgx_h100.yaml", "two_racks.yaml", "gb200_nvl72_2racks.yaml"])
+def test_export_as_yaml_writes_the_routing_only_where_it_is_read(cli, root, tmp_path, name):
+    """Fuzz round aa F9: the export wrote ``routing: ecmp`` for one NVSwitch box, which every
+    run of the exported file then said changed nothing. Written only where it is not the
+    file's default and some route chooses by it (the NVL72 racks' by_destination), and the
+    exported file routes as the original."""
+    from simnet import load_topology
+
+    source = tmp_path / name
+    shutil.copy(root / "topologies" / name, source)
+    assert cli("topo", "export", source, "--format", "yaml").exit_code == 0
+    exported = tmp_path / name.replace(".yaml", ".nodes.yaml")
+    written, original = load_topology(exported), load_topology(root / "topologies" / name)
+    assert written.unread == () and written.routing == original.routing
+    assert ("routing:" in exported.read_text()) == (name == "gb200_nvl72_2racks.yaml")

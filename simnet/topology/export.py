@@ -13,6 +13,7 @@ import yaml
 from simnet.io.files import write_text
 from simnet.topology.graph import Topology
 from simnet.topology.hardware import LINK_TYPES as LINK_NAMES
+from simnet.topology.loader import default_routing, routes_choose
 
 __all__ = ["export_graph", "export_text", "export_topology", "topology_as_dict"]
 
@@ -52,7 +53,9 @@ def topology_as_dict(topo: Topology) -> dict:
                 links.append(link)
             continue
         links.append({**link, "directed": True})
-    spec = {"name": topo.name, "description": topo.description, "routing": topo.routing,
+    # a routing the file's default gives, or that no route chooses by, is left out: written, a run would say so
+    routing = topo.routing if topo.routing != default_routing(topo) and routes_choose(topo) else None
+    spec = {"name": topo.name, "description": topo.description, "routing": routing,
             "calibration": str(Path(topo.calibration).resolve()) if topo.calibration else None,
             "nodes": nodes, "links": links}
     return {key: value for key, value in spec.items() if value not in ("", None)}

@@ -128,7 +128,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
-    if spec.routing is not None and not _routes_choose(topology):  # said as a generator key building nothing is
+    if spec.routing is not None and not routes_choose(topology):  # said as a generator key building nothing is
         topology.unread += (f"{format_loc(prefix + ('routing',))} ({source.file}:{source.line(prefix + ('routing',))})"
                             ": the cables between switches close no loop, no NIC has several ports and no GPU "
                             "reaches another by two ways of equal cost, so every pair has one route and no routing "
@@ -136,7 +136,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     return topology
 
 
-def _routes_choose(topology: Topology) -> bool:
+def routes_choose(topology: Topology) -> bool:
     """Whether ``routing`` may choose a route anywhere: some NIC (or GPU that is its own NIC)
     has several ports, the cables between forwarding nodes (switches, NICs) close a loop, or,
     where they close none, some endpoint reaches a node by several ways of equal cost (a GPU
