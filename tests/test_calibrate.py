@@ -475,6 +475,8 @@ def test_the_fit_keeps_every_launch_latency_at_zero_or_above_and_a_profile_below
                                          r"-6.6 us") as caught:
         simulate(topo, "ring", 1024, gpus=4, env={}, calibration=str(tmp_path / "neg.cal.yaml"))
     assert "\n" not in str(caught.value)
+    with pytest.raises(InputError, match=r"NVLSTree/Simple \(0 us in NCCL's model here\).*at least 0 us \(") as caught:
+        simulate(topo, "nvls_tree", 2**20, env={}, calibration=str(tmp_path / "neg.cal.yaml"))  # not -0 (round aa)
 
 
 def test_a_step_latency_below_zero_is_refused_and_the_fit_stays_above_the_model_s_least(tmp_path):

@@ -428,7 +428,7 @@ def test_job_keys_that_change_nothing_are_refused_or_said(cli, tmp_path):
         return cli("run", path, "--json", "-")
 
     named = run("  - {name: a, hosts: [r0h0, r1h0], placement: packed, size: 1 MiB}\n")
-    assert named.exit_code == 2 and ":6: jobs[0]: placement chooses GPUs for a count" in named.stderr, named.stderr
+    assert named.exit_code == 2 and ":6: jobs[0]: placement chooses which GPUs a count of them takes" in named.stderr, named.stderr
     ring = "  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 64 MiB, repeat: 3"
     plain, short, long = (json.loads(run(f"{ring}{period}}}\n").stdout) for period in ("", ", period: 1 us",
                                                                                        ", period: 20 ms"))

@@ -1290,7 +1290,7 @@ def test_a_background_job_s_placement_without_a_count_is_refused():
     jobs = [{"name": "a", "gpus": 2, "size": "1 MiB"},
             {"name": "bg", "placement": "spread", "background": {"pattern": "uniform", "load": "30%"}}]
     message = _refusal(jobs=jobs)
-    assert message.split(": ")[1] == "jobs[1]" and "placement chooses GPUs for a count" in message
+    assert message.split(": ")[1] == "jobs[1]" and "placement chooses which GPUs a count of them takes" in message
     counted = [jobs[0], {**jobs[1], "gpus": 2}]
     assert scenario_from_dict({"name": "s", "topology": FABRIC, "jobs": counted}).jobs[1].placement == "spread"
 
@@ -3121,3 +3121,23 @@ def test_a_chunk_size_ps_or_hierarchical_cut_no_differently_is_said(algorithm, s
     given = simulate(topo, algorithm, size, chunk_size=chunk)
     said = [w for w in given.warnings if w.link == "options.chunk_size"]
     assert bool(said) == unread and (given.time_s == simulate(topo, algorithm, size).time_s) == unread
+
+
+def test_what_a_sweep_or_a_comparison_says_names_where_it_comes_from(tmp_path, cli):
+    """Fuzz round aa F10: a key only --set gives that changed nothing anywhere pointed at
+    "simnet run on the scenario", which does not write it; comparing two files, one file's
+    moot key did not say which option it was in, as a variant's does."""
+    box = "name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+    (tmp_path / "s.yaml").write_text(box)
+    swept = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.nic_bandwidth=10Gb/s,100Gb/s",
+                "--out", tmp_path / "out")
+    assert swept.exit_code == 0, swept.stderr
+    assert "simnet run on a scenario that writes it says why" in " ".join(swept.stdout.split())
+    (tmp_path / "one.yaml").write_text(box.replace("name: s", "name: one").replace(
+        "{kind: nvswitch, gpus: 4}", "{kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 2, spines: 2}"))
+    (tmp_path / "two.yaml").write_text(box.replace("name: s", "name: two").replace(
+        "{kind: nvswitch, gpus: 4}", "{kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, spines: 2}"))
+    compared = cli("compare", tmp_path / "one.yaml", tmp_path / "two.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    printed = " ".join(compared.stdout.split())
+    assert "warning key_unread: topology.generate.spines" in printed and "(in option one)" in printed

@@ -157,7 +157,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
 
     ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
     choices = scenario_choices_unread(spec, plan.env, ran, "every point")
-    print_warnings(console, choices + _unread_everywhere(spec, records, {w.link for w in choices}))
+    print_warnings(console, choices + _unread_everywhere(spec, records, {w.link for w in choices}, set(axes)))
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
@@ -166,10 +166,11 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         console.print(f"wrote {path}")
 
 
-def _unread_everywhere(spec, records: list[dict], said: set[str]) -> list:
+def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str]) -> list:
     """What changed nothing at any point of the sweep (``unread_everywhere``), once each and
     not again where ``said``: the file's own words for a key it makes moot (``spec.warnings``),
-    else that it changed nothing anywhere."""
+    else that it changed nothing anywhere (for a key only ``--set`` gives, ``swept``, that a
+    run with it written says why)."""
     from simnet.results.result import Finding
     from simnet.run.sweep.evaluate import unread_everywhere
 
@@ -179,8 +180,9 @@ def _unread_everywhere(spec, records: list[dict], said: set[str]) -> list:
         if link in said:
             continue
         kind = "option_unread" if link.startswith("options.") else "key_unread"
+        whose = "a scenario that writes it" if link in swept and link not in own else "the scenario"
         found.append(own.get(link) or Finding(kind, link, (
-            f"{link} changed nothing at any point of this sweep (simnet run on the scenario says why of each run)"
+            f"{link} changed nothing at any point of this sweep (simnet run on {whose} says why of each run)"
             + ("; leave it out" if kind == "option_unread" else ""))))
     return found
 

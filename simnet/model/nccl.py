@@ -319,7 +319,7 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
         raise fit.refusal("base_latency", (
             f"{fit.base_latency * 1e6:.4g} us takes the launch latency of {row}/{protocol} ({launch:.4g} us in "
             f"{system.library.upper()}'s model here) below zero; a launch takes no less than no time: give a "
-            f"base_latency of at least {-launch:.4g} us (simnet calibrate fits within that)"))
+            f"base_latency of at least {0.0 - launch:.4g} us (simnet calibrate fits within that)"))  # (not -0)
     return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps, start_ps=start_ps)
 
 

@@ -146,6 +146,8 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
             options = moot.get(finding.message)
             if options is not None and not options:
                 continue  # moot in the file as written, but every variant makes it count
+            if not options and not scenario.variants and len(scenarios) > 1:  # a file that is one option of several
+                options = [scenario.name]
             if options:
                 finding = replace(finding, message=f"{finding.message} (in option {', '.join(options)})")
             said.setdefault(finding.message, finding)

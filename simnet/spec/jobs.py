@@ -111,15 +111,17 @@ class JobSpec(Strict):
             if self.gpus is not None and self.hosts is not None:
                 raise ValueError("give gpus or hosts, not both")
             if "placement" in self.model_fields_set and not isinstance(self.gpus, int):
-                raise ValueError("placement chooses GPUs for a count (gpus: 16); without one a background job "
-                                 "runs on every GPU no other job holds, or on the GPUs or hosts it names")
+                raise ValueError("placement chooses which GPUs a count of them takes (gpus: 16, say); without one a "
+                                 "background job runs on every GPU no other job holds, or on the GPUs or hosts it "
+                                 "names")
             return self
         if self.size is None:
             raise ValueError("give size (what the job AllReduces), or background: {pattern, load}")
         if (self.gpus is None) == (self.hosts is None):
             raise ValueError("give gpus (a count or a list of GPU ids) or hosts (a list of host labels)")
         if "placement" in self.model_fields_set and not isinstance(self.gpus, int):  # packed too: it changes nothing
-            raise ValueError("placement chooses GPUs for a count (gpus: 16); named GPUs and hosts are placed already")
+            raise ValueError("placement chooses which GPUs a count of them takes (gpus: 16, say); named GPUs and "
+                             "hosts are placed already")
         return self
 
 
