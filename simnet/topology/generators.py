@@ -891,16 +891,21 @@ reach each other over NVLink; an ``nvswitch`` server's NICs are cabled to nothin
 GPUs."""
 
 
-FABRIC_KEYS = ("spines", "uplink_bandwidth", "oversubscription", "spine_oversubscription", "wan_bandwidth",
-               "wan_latency", "gateway_bandwidth")
-"""Generators' keys of the fabric above the NICs (spines, uplinks, the WAN between regions)."""
+FABRIC_KEYS = {"leaf_spine": ("spines", "uplink_bandwidth", "oversubscription"),
+               "cross_region": ("spines", "uplink_bandwidth", "oversubscription", "wan_bandwidth", "wan_latency",
+                                "gateway_bandwidth"),
+               "rail_optimized": ("spine_oversubscription",)}
+"""Per generator of hosts joined by a network, its keys of the fabric above the NICs
+(spines, uplinks, the WAN between regions); a ``pcie`` box's ``uplink_bandwidth`` is its
+PCIe switches' own link, inside the box."""
 
 
 def network_keys(params: dict) -> list[str]:
     """The keys of the network between NVLink domains (``ONE_HOST_UNREAD``, ``FABRIC_KEYS``)
     a valid generator call (``params``) writes: what no run inside one NVLink domain reads."""
-    kind = params["kind"].replace("cross_region", "leaf_spine")
-    return [key for key in (*ONE_HOST_UNREAD.get(kind, ()), *FABRIC_KEYS) if key in params]
+    kind = params["kind"]
+    keys = (*ONE_HOST_UNREAD.get(kind.replace("cross_region", "leaf_spine"), ()), *FABRIC_KEYS.get(kind, ()))
+    return [key for key in keys if key in params]
 
 
 def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
