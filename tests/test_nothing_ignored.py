@@ -2748,16 +2748,13 @@ ONE_HOST_VALUES = {"nic_per": "host", "nics_per_host": 2, "nic_bandwidth": "100 
 @pytest.mark.parametrize("generate", [
     {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8},
     {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1},
-    {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 8, "gpu": "gb200", "gpus_per_tray": 4},
-    {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 1, "gpus_per_node": 8, "gpu": "gb200", "gpus_per_tray": 4},
     {"kind": "nvswitch", "gpus": 8}, {"kind": "nvswitch", "gpus": 8, "gpu": "gb200", "gpus_per_tray": 4}])
 def test_one_host_s_network_keys_are_said_to_change_nothing_and_change_nothing(generate):
     """Fuzz round y F12b: a one-host fabric's NIC and fabric keys (nic_bandwidth, transport,
     link_latency, ...) built what no run crosses, without a word, as a one-rack fabric's spines
-    are said to: NCCL uses the network only between hosts. So did (round z #4, #5) those of one
-    server's compute trays (one NVLink domain) and an nvswitch server's NICs, cabled to nothing.
-    Each is said, and ring, tree, auto, hierarchical and ps answer the same with it; with two
-    hosts none is said."""
+    are said to: NCCL uses the network only between hosts. So did (round z #5) an nvswitch
+    server's NICs, cabled to nothing. Each is said, and ring, tree, auto, hierarchical and ps
+    answer the same with it; with two hosts none is said."""
     from simnet import simulate
     from simnet.topology.generators import ONE_HOST_UNREAD
 
@@ -2768,8 +2765,7 @@ def test_one_host_s_network_keys_are_said_to_change_nothing_and_change_nothing(g
     for key in ONE_HOST_UNREAD[generate["kind"]]:
         if key in generate:
             continue
-        value = "gpu" if key == "nic_per" and "gpus_per_tray" in generate else ONE_HOST_VALUES[key]  # a NIC per tray
-        topo = topology_from_dict({"name": "t", "generate": {**generate, **nics, key: value}})
+        topo = topology_from_dict({"name": "t", "generate": {**generate, **nics, key: ONE_HOST_VALUES[key]}})
         written = [k for k in (*generate, *nics, key) if k in ONE_HOST_UNREAD[generate["kind"]]]
         assert sorted(entry.split(" (")[0] for entry in topo.unread) == sorted({f"generate.{k}" for k in written})
         assert {a: simulate(topo, a, 2**26).time_s for a in times} == times, key

@@ -885,10 +885,9 @@ ONE_HOST_UNREAD = {"leaf_spine": ("nic_per", "nics_per_host", "nic_bandwidth", "
                                       "switch_radix", "leaf_oversubscription", "sharp"),
                    "nvswitch": ("nic_bandwidth", "pcie_bandwidth", "pcie_latency", "transport", "net_latency")}
 """Per generator, its keys of the network between hosts (NICs, their transport, the fabric
-above them): with one host, or one server's compute trays (one NVLink domain), they build
-what no run crosses, since NCCL uses the network only between NVLink domains, and the GPUs
-reach each other over NVLink; an ``nvswitch`` server's NICs are cabled to nothing but their
-GPUs."""
+above them): with one host they build what no healthy run crosses, since NCCL uses the
+network only between NVLink domains, and the GPUs reach each other over NVLink; an
+``nvswitch`` server's NICs are cabled to nothing but their GPUs."""
 
 
 FABRIC_KEYS = {"leaf_spine": ("spines", "uplink_bandwidth", "oversubscription"),
@@ -913,10 +912,11 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
     its ``server:`` fills in) that builds nothing here: a one-rack leaf_spine's (or
     cross_region's) ``spines``, ``oversubscription`` or ``uplink_bandwidth``, since that
     rack's ToR is the top of its fabric; one region's WAN; one host's network
-    (``ONE_HOST_UNREAD``: a server's trays are one host here), where the generator builds the
-    whole fabric (``alone``: no other generator, node or link that a route could reach its NICs
-    from). Said, not refused: a sweep over GPU counts grows the racks, regions and hosts, and
-    there they are read (an ``nvswitch`` server's NICs count once ``links:`` cable them)."""
+    (``ONE_HOST_UNREAD``; not one server's compute trays, whose NICs the shipped one-rack NVL72
+    file writes to describe the rack), where the generator builds the whole fabric (``alone``:
+    no other generator, node or link that a route could reach its NICs from). Said, not
+    refused: a sweep over GPU counts grows the racks, regions and hosts, and there they are
+    read (an ``nvswitch`` server's NICs count once ``links:`` cable them)."""
     model = GENERATORS[params["kind"]].params.model_validate(params)
     written = set(params)
     said: list[tuple[str, str]] = []
@@ -930,14 +930,13 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
                  for key in ("spines", "oversubscription", "uplink_bandwidth") if key in written]
     servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
-    trays = " (its compute trays are one NVLink domain)" if getattr(model, "gpus_per_tray", None) else ""
     if isinstance(model, NVSwitchParams) and alone:
         said += [(key, "an nvswitch server's NICs are cabled to nothing but their GPUs, so no route crosses them and "
                        "it changed nothing here; it counts where links: cable them to a network")
                  for key in ONE_HOST_UNREAD["nvswitch"] if key in written]
-    elif servers == 1 and alone:
-        said += [(key, f"one host's GPUs{trays} reach each other inside it, and NCCL uses the network only between "
-                       "hosts, so it changed nothing here; it counts from two hosts")
+    elif servers == 1 and model.gpus_per_tray is None and alone:
+        said += [(key, "one host's GPUs reach each other inside it, and NCCL uses the network only between hosts, so "
+                       "it changed nothing here; it counts from two hosts")
                  for key in ONE_HOST_UNREAD[model.kind.replace("cross_region", "leaf_spine")]
                  if key in written and key not in dict(said)]
     return said
