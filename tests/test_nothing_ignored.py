@@ -3154,3 +3154,20 @@ def test_a_pcie_box_s_uplinks_are_not_the_network_a_subset_of_it_leaves_unread()
     slow, fast = (simulate(topology_from_dict(box(b)).subset(["gpu0", "gpu2"]), "ring", 2**26).time_s
                   for b in ("4 GB/s", "32 GB/s"))
     assert slow > 2 * fast
+
+
+def test_compare_keeps_what_an_option_s_runs_say_of_a_key_said_of_another_option():
+    """Review of c8d9b10: compare dropped every finding of an option's runs whose key the
+    files' warnings said, even where those named another option only: option B's word was
+    lost. Dropped only of the options already named (or where said of every option)."""
+    from simnet.results.result import Finding
+    from simnet.run.compare import unsaid
+
+    def ran(option):
+        return Finding("key_unread", "jobs[0].period", f"jobs[0].period changed nothing in any run of option {option} "
+                                                       "(taken by none or unfelt; ...); leave it out")
+
+    of_a = [Finding("key_unread", "jobs[0].period", "jobs[0].period (s.yaml:6): ... (in option A)")]
+    assert unsaid([ran("A"), ran("B")], of_a) == [ran("B")]
+    assert unsaid([ran("A"), ran("B")], [Finding("key_unread", "jobs[0].period", "jobs[0].period: ...")]) == []
+    assert unsaid([ran("A")], []) == [ran("A")]

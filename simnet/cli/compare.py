@@ -32,7 +32,7 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     with loading():  # the garbage collector skips them (shell.loading)
         from simnet.report.paths import IMAGE_SUFFIXES, output_file
         from simnet.report.sweep_report import compare_table, plot_compare
-        from simnet.run.compare import CompareError, compare_scenarios, compare_warnings, option_findings
+        from simnet.run.compare import CompareError, compare_scenarios, compare_warnings, option_findings, unsaid
         from simnet.run.sweep.plan import files_read
         from simnet.spec.scenario import load_scenario
 
@@ -74,6 +74,6 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
         for algorithm, why in row["skipped"].items():
             console.print(f"skipped {algorithm} for {row['option']} (all): {why}")
     said = compare_warnings(specs)  # (a job's key the file makes moot is said there, once)
-    print_warnings(console, said + [f for f in option_findings(rows) if f.link not in {w.link for w in said}])
+    print_warnings(console, said + unsaid(option_findings(rows), said))
     title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
     console.print(f"wrote {plot_compare(rows, f'{specs[0].name}: {title}', output)}")

@@ -24,8 +24,8 @@ from simnet.run.sweep.evaluate import check_point_fits, evaluate_point, unread_e
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario
 
-__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "option_findings", "PARTIAL", "pareto_front",
-           "PARETO_TOLERANCE", "CompareError"]
+__all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "option_findings", "unsaid", "PARTIAL",
+           "pareto_front", "PARETO_TOLERANCE", "CompareError"]
 
 
 class CompareError(SpecError):
@@ -223,6 +223,21 @@ def option_findings(rows: list[dict]) -> list[Finding]:
         "leave it out")) for row in rows for name in row["unread"]] + [
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
         for row in rows for kind in row["partial"]]
+
+
+def unsaid(findings: list[Finding], said: list[Finding]) -> list[Finding]:
+    """``option_findings`` that ``compare_warnings`` (``said``) has not said already: a key it
+    says of every option, or of the option a finding names (``(in option A, B)``), is not
+    said again of that option."""
+    options_said: dict[str, set[str] | None] = {}
+    for finding in said:
+        _, suffix, named = finding.message.rpartition(" (in option ")
+        options = set(named.removesuffix(")").split(", ")) if suffix else None
+        known = options_said.get(finding.link, set())
+        options_said[finding.link] = None if options is None or known is None else known | options
+    return [finding for finding in findings if finding.link not in options_said or (
+        options_said[finding.link] is not None
+        and not any(f"of option {option} " in finding.message for option in options_said[finding.link]))]
 
 
 def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
