@@ -381,3 +381,6 @@ def test_a_fault_that_leaves_an_algorithm_no_route_is_refused_on_its_line(tmp_pa
     assert "no path from r0h0-gpu0 to r0h0-nvswitch" in refused.stderr and "run another algorithm" in refused.stderr
     (tmp_path / "b.yaml").write_text((tmp_path / "a.yaml").read_text().replace("[ring, auto]", "[ring]"))
     assert cli("run", tmp_path / "b.yaml").exit_code == 0
+    swept = cli("sweep", tmp_path / "a.yaml", "--gpus", "2,4", "--out", tmp_path / "out")  # (review: no line there)
+    assert swept.exit_code == 2 and swept.stderr.count("\n") == 1
+    assert swept.stderr.startswith(f"{tmp_path / 'a.yaml'}:7: faults[0]: node r0h0-nvswitch down (the point at 2 GPUs)")

@@ -235,6 +235,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     from simnet.run.jobs import run_jobs
     from simnet.spec.conditions import FaultError
     from simnet.spec.jobs import JobError
+    from simnet.spec.scenario import fault_refusal
 
     try:
         with _progress_told("simulating jobs") as told:
@@ -251,7 +252,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
 
         raise load_yaml(scenario)[1].error(("faults", *exc.loc), exc.message) from None
     except Cut as exc:
-        raise _on_the_fault(spec, scenario, exc) from None
+        raise fault_refusal(spec, exc) from None
     except ValueError as exc:  # the NCCL variables leave a job's auto nothing NCCL could run
         raise InputError(str(exc), scenario) from None
     said = [*spec.warnings, *_on_their_lines(result.warnings, scenario)]
@@ -315,6 +316,7 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
     that cannot run here is named where it was asked for (``-a``, else the file's line)."""
     from simnet.errors import Unsupported
     from simnet.io.yamlsource import load_yaml
+    from simnet.spec.scenario import fault_refusal
 
     with loading():  # the engines
         from simnet.run.scenario import run_scenario
@@ -333,22 +335,9 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
                 raise InputError(f"--algorithm: {exc}", scenario) from None
             raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
         except Cut as exc:
-            raise _on_the_fault(spec, scenario, exc) from None
+            raise fault_refusal(spec, exc) from None
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
-
-
-def _on_the_fault(spec, scenario: Path, cut) -> InputError:
-    """The refusal of a run a fault leaves no route (``Cut``), on the line of the first fault
-    that takes links down at that instant (else the file's)."""
-    from simnet.io.yamlsource import load_yaml
-    from simnet.topology.graph import PS_PER_SECOND
-
-    fault = next((f for f in spec.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and (f.factors == 0).any()),
-                 None)
-    if fault is None:
-        return InputError(str(cut), scenario)
-    return load_yaml(scenario)[1].error(("faults", fault.index), f"{fault.what}: {cut}")
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.errors import InputError, kind_of, shown
+from simnet.errors import Cut, InputError, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
@@ -509,6 +509,18 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                 moot(("workload", "backward_fraction"), f"bucket_size is {whole}, AllReduced once the backward pass "
                                                         "ends, so where that pass starts changed nothing here")
     return said
+
+
+def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
+    """The refusal of a run of ``scenario`` that a fault leaves no route (``Cut``), on the
+    line of the first of its faults that takes links down at that instant (else the file's),
+    ``said`` (where, in a sweep) before it."""
+    fault = next((f for f in scenario.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and (f.factors == 0).any()),
+                 None)
+    if fault is None or scenario.source is None or not Path(scenario.source).is_file():
+        return InputError(f"{said}: {cut}" if said else str(cut), scenario.source)
+    return load_yaml(Path(scenario.source))[1].error(("faults", fault.index),
+                                                     f"{fault.what}{f' ({said})' if said else ''}: {cut}")
 
 
 def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simnet.errors import EnvironmentRefused, InputError, Unsupported, shown
+from simnet.errors import Cut, EnvironmentRefused, InputError, Unsupported, shown
 from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
 from simnet.run.nccl_env import JUDGED_CHOICES
@@ -15,6 +15,7 @@ from simnet.run.scenario import check_runs_fit, scenario_choices_unread, step_re
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
+from simnet.spec.scenario import fault_refusal
 from simnet.workloads.ddp import StepModel
 
 __all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere"]
@@ -51,6 +52,10 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         return {**_header(point, scenario), "skipped": str(exc)}
     except EnvironmentRefused as exc:  # the environment's, whatever the point (compare says it of no option)
         raise InputError(str(exc), plan.source) from exc
+    except Cut as exc:  # on the fault's line, unless a --set or a variant wrote the faults
+        if any(key.split(".")[0] == "faults" for key, _ in point.overrides):
+            raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
+        raise fault_refusal(scenario, exc, _point_said(point, scenario)) from None
     except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
 
