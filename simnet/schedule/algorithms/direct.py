@@ -10,7 +10,13 @@ from simnet.schedule.registry import chunk_count, register
 from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, in_order, split_range
 from simnet.topology.graph import Topology
 
-__all__ = ["ps", "naive", "direct", "direct_reduce_scatter", "direct_all_gather", "parameter_servers"]
+__all__ = ["ps", "naive", "direct", "direct_reduce_scatter", "direct_all_gather", "parameter_servers", "named_servers"]
+
+
+def named_servers(options: dict) -> list[str]:
+    """The nodes ``options["ps_server"]`` names (one or a list; none when not given)."""
+    named = options.get("ps_server")
+    return [] if named is None else [named] if isinstance(named, str) else list(named)
 
 
 def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | list[str] | None,
