@@ -3195,3 +3195,19 @@ def test_a_ps_server_outside_a_one_host_run_makes_the_network_count(tmp_path):
     profiled = run_scenario(scenario({}, calibration="p.cal.yaml")).runs[0]
     assert not [w for w in profiled.warnings if w.kind == "key_unread"]
     assert profiled.time_s > run_scenario(scenario({})).runs[0].time_s
+
+
+def test_compare_says_a_file_key_only_a_variant_leaves_unread(tmp_path, cli):
+    """Fuzz round ab F4: a variant whose ``gpus:`` keep its run inside one host reads none of
+    the fabric's keys, as run and sweep say; compare said nothing (the file's own reading reads
+    them, and the variant's set writes gpus, not them). Said once, of that option."""
+    (tmp_path / "v.yaml").write_text(
+        "name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4, "
+        "nic_bandwidth: 10 Gb/s, spines: 3}\nsizes: [4 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: two, set: "
+        "{gpus: all}}\n  - {name: onehost, set: {gpus: [r0h0-gpu0, r0h0-gpu1, r0h0-gpu2, r0h0-gpu3]}}\n")
+    compared = cli("compare", tmp_path / "v.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    printed = " ".join(compared.stdout.split())
+    for key in ("nic_bandwidth", "spines"):
+        assert printed.count(f"warning key_unread: topology.generate.{key} ") == 1
+    assert printed.count("(in option onehost)") == 2 and "(in option two" not in printed

@@ -151,9 +151,25 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
             if options:
                 finding = replace(finding, message=f"{finding.message} (in option {', '.join(options)})")
             said.setdefault(finding.message, finding)
-        for finding in _set_unread(scenario, heard):
+        for finding in _set_unread(scenario, heard) + _options_own(scenario, heard):
             said.setdefault(finding.message, finding)
     return list(said.values()) + _steering_unread(scenarios)
+
+
+def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> list[Finding]:
+    """``key_unread`` an option's own scenario says (``heard``) of a key neither the file says
+    (``_moot_in``'s) nor its variant's ``set`` writes (``_set_unread``'s): a fabric key no route
+    of a variant's ``gpus:`` crosses, say; once, with the options that say it."""
+    file_keys = {(w.kind, w.link.removeprefix("topology.")) for w in scenario.warnings}
+    found: dict[tuple[str, str], tuple[Finding, list[str]]] = {}
+    for variant, (name, warnings) in zip(scenario.variants, heard):
+        written = {key.removeprefix("topology.") for key in variant.set}
+        for finding in warnings:
+            key = (finding.kind, finding.link.removeprefix("topology."))
+            if finding.kind == "key_unread" and key not in file_keys and key[1] not in written:
+                found.setdefault(key, (finding, []))[1].append(name)
+    return [replace(finding, message=f"{finding.message} (in option {', '.join(names)})")
+            for finding, names in found.values()]
 
 
 def _options_heard(index: int, scenario: Scenario) -> list[tuple[str, list[Finding]]]:

@@ -59,10 +59,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.from_validation(exc, loc, GENERATORS[params["kind"]].params) from None
         nodes += [(n, loc) for n in made_nodes]
         links += [(link, loc) for link in made_links]
-        unread += [f"{format_loc(loc + (key,))} ({source.file}:{source.line(loc + (key,))}): {why}"
-                   for key, why in unread_keys(params, alone)]
-        network += [f"{format_loc(loc + (key,))} ({source.file}:{source.line(loc + (key,))})"
-                    for key in (network_keys(params) if alone else ())]
+        unread += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in unread_keys(params, alone)]
+        network += [_said_where(source, loc + (key,)) for key in (network_keys(params) if alone else ())]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
@@ -134,6 +132,13 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                             "reaches another by two ways of equal cost, so every pair has one route and no routing "
                             "chooses",)
     return topology
+
+
+def _said_where(source: Source, loc: tuple) -> str:
+    """``key (file:line)`` of the key at ``loc``, ``key (file)`` where the source has no lines
+    (a sweep's point, written from the file with its settings)."""
+    line = source.line(loc)
+    return f"{format_loc(loc)} ({source.file}{f':{line}' if line is not None else ''})"
 
 
 def routes_choose(topology: Topology) -> bool:
