@@ -192,8 +192,16 @@ def test_one_named_server_holds_no_more_gpus_than_its_product(server, tmp_path, 
     count = SERVERS[server].gpus
     assert len(topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "server": server,
                                                               "gpus": count // 2}}).gpus) == count // 2
-    with pytest.raises(InputError, match=rf"gpus: {2 * count} GPUs on one NVSwitch, where a {server} has {count}"):
+    with pytest.raises(InputError, match=rf"gpus: {2 * count} GPUs in one server, where a {server} has {count}"):
         topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "server": server, "gpus": 2 * count}})
+    # round ab F3: the same on the fabrics a refusal points at, before any tray rule; trays other than the product's
+    for kind, key in (("leaf_spine", "gpus_per_host"), ("rail_optimized", "gpus_per_node")):
+        with pytest.raises(InputError, match=rf"{key}: {count + 1} GPUs in one server, where a {server} has {count}"):
+            topology_from_dict({"name": "t", "generate": {"kind": kind, "server": server, key: count + 1}})
+    trays = SERVERS[server].gpus_per_tray
+    with pytest.raises(InputError, match=rf"gpus_per_tray: a {server} has "):
+        topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "server": server,
+                                                      "gpus_per_tray": 2 * trays if trays else 4}})
     (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {{name: t, generate: {{kind: nvswitch, server: {server}}}}}\n"
                                      "sizes: [1 MiB]\nalgorithms: [ring]\n")
     swept = cli("sweep", tmp_path / "s.yaml", "--gpus", f"2,{2 * count}", "--out", tmp_path / "out")

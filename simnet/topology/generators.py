@@ -119,6 +119,25 @@ class _NvSwitchHosts(Strict):
         return data
 
     @model_validator(mode="after")
+    def _no_more_than_the_server(self):
+        """A named server's GPUs are the most one of its boxes holds, in its trays: more GPUs
+        (written, or a sweep growing them) or other trays would be a machine no vendor sells.
+        Fewer GPUs stay allowed (part of a box)."""
+        if self.server is None:
+            return self
+        server = SERVERS[self.server]
+        count_key = next(key for key in ("gpus", "gpus_per_host", "gpus_per_node") if hasattr(self, key))
+        if getattr(self, count_key) > server.gpus:
+            more = "join servers with leaf_spine or rail_optimized" if count_key == "gpus" else "join more of them"
+            raise ValueError(f"{count_key}: {getattr(self, count_key)} GPUs in one server, where a {self.server} has "
+                             f"{server.gpus}: {more} (or name no server, for a box of that many GPUs)")
+        if getattr(self, "gpus_per_tray", None) != server.gpus_per_tray:
+            trays = f"trays of {server.gpus_per_tray} GPUs" if server.gpus_per_tray else "no compute trays"
+            raise ValueError(f"gpus_per_tray: a {self.server} has {trays}; leave gpus_per_tray out (or name no "
+                             "server, for another machine)")
+        return self
+
+    @model_validator(mode="after")
     def _nvls_needs_the_gpu(self):
         count_key = next(key for key in ("gpus", "gpus_per_host", "gpus_per_node") if hasattr(self, key))
         per_host = getattr(self, count_key)
@@ -193,16 +212,6 @@ class NVSwitchParams(_NvSwitchHosts):
             raise ValueError(f"{named} are a fully connected xGMI mesh, on no NVSwitch: use kind: full_mesh "
                              "(one host) or leaf_spine / rail_optimized (hosts of a mesh each)")
         return data
-
-    @model_validator(mode="after")
-    def _no_more_gpus_than_the_server(self) -> NVSwitchParams:
-        """A named server's GPUs are the most one box holds: more (written, or a sweep growing
-        it) would be a machine no vendor sells, one NVLink domain larger than the product's."""
-        if self.server is not None and self.gpus > SERVERS[self.server].gpus:
-            raise ValueError(f"gpus: {self.gpus} GPUs on one NVSwitch, where a {self.server} has "
-                             f"{SERVERS[self.server].gpus}: join servers with leaf_spine or rail_optimized (or name no "
-                             "server, for a box of that many GPUs)")
-        return self
 
     @model_validator(mode="after")
     def _nic_keys_need_nics(self) -> NVSwitchParams:
