@@ -384,6 +384,18 @@ def test_a_fault_that_leaves_an_algorithm_no_route_is_refused_on_its_line(tmp_pa
     swept = cli("sweep", tmp_path / "a.yaml", "--gpus", "2,4", "--out", tmp_path / "out")  # (review: no line there)
     assert swept.exit_code == 2 and swept.stderr.count("\n") == 1
     assert swept.stderr.startswith(f"{tmp_path / 'a.yaml'}:7: faults[0]: node r0h0-nvswitch down (the point at ")
+    # round ab F6: two faults at that instant, the first harmless: both are named, not the first alone
+    (tmp_path / "c.yaml").write_text((tmp_path / "a.yaml").read_text().replace(
+        "faults: [", "faults: [{at: 0 s, link: [r0h0-gpu3, r0h0-nvswitch], bandwidth: 50%}, "))
+    two = cli("run", tmp_path / "c.yaml")
+    assert two.exit_code == 2 and "faults[0]: link r0h0-gpu3-r0h0-nvswitch at 50%" not in two.stderr
+    (tmp_path / "d.yaml").write_text(
+        "name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4}}\n"
+        "sizes: [4 MiB]\nalgorithms: [nvls_tree]\nfaults: [{at: 0 s, link: [tor0, spine0], bandwidth: 0}, "
+        "{at: 0 s, node: r0h0-nvswitch, down: true}]\n")
+    both = cli("run", tmp_path / "d.yaml")
+    assert both.exit_code == 2 and "faults[0]: link tor0-spine0 down, with faults[1] node r0h0-nvswitch down: " \
+        in both.stderr, both.stderr
 
 
 def test_a_fault_after_the_run_that_would_cut_its_routes_changed_nothing(tmp_path, cli):

@@ -513,14 +513,14 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
 
 def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
     """The refusal of a run of ``scenario`` that a fault leaves no route (``Cut``), on the
-    line of the first of its faults that takes links down at that instant (else the file's),
-    ``said`` (where, in a sweep) before it."""
-    fault = next((f for f in scenario.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and (f.factors == 0).any()),
-                 None)
-    if fault is None or scenario.source is None or not Path(scenario.source).is_file():
+    line of the first of its faults that takes links down at that instant, naming the others
+    of that instant too (else on the file's), ``said`` (where, in a sweep) beside it."""
+    at_once = [f for f in scenario.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and (f.factors == 0).any()]
+    if not at_once or scenario.source is None or not Path(scenario.source).is_file():
         return InputError(f"{said}: {cut}" if said else str(cut), scenario.source)
-    return load_yaml(Path(scenario.source))[1].error(("faults", fault.index),
-                                                     f"{fault.what}{f' ({said})' if said else ''}: {cut}")
+    what = at_once[0].what + "".join(f", with faults[{f.index}] {f.what}" for f in at_once[1:])  # which cut: not known
+    return load_yaml(Path(scenario.source))[1].error(("faults", at_once[0].index),
+                                                     f"{what}{f' ({said})' if said else ''}: {cut}")
 
 
 def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]:
