@@ -3211,3 +3211,25 @@ def test_compare_says_a_file_key_only_a_variant_leaves_unread(tmp_path, cli):
     for key in ("nic_bandwidth", "spines"):
         assert printed.count(f"warning key_unread: topology.generate.{key} ") == 1
     assert printed.count("(in option onehost)") == 2 and "(in option two" not in printed
+
+
+def test_routing_over_one_tor_whose_gpus_have_several_nics_is_said_unread():
+    """Fuzz round ab F2: one ToR under hosts whose GPUs reach it through two NICs each: the
+    NICs are bound to the GPU's channels (``Topology.nic_binding``), so no routing chooses
+    anything (every algorithm and all_to_all bit-identical under ecmp and by_destination),
+    yet the loop through a host's PCIe switch and two NICs counted as one between switches,
+    and routing changed nothing without a word. Said, and true."""
+    from simnet import simulate
+
+    def fabric(routing):
+        return topology_from_dict({"name": "t", "routing": routing, "generate": {
+            "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 4, "nics_per_host": 8}})
+
+    ecmp, by_destination = fabric("ecmp"), fabric("by_destination")
+    assert [e.split(" (")[0] for e in ecmp.unread] == ["routing"] == [e.split(" (")[0] for e in by_destination.unread]
+    for algorithm, collective in (("ring", "allreduce"), ("tree", "allreduce"), ("auto", "allreduce"),
+                                  ("direct", "all_to_all")):
+        assert simulate(ecmp, algorithm, 2**26, collective=collective).time_s == \
+            simulate(by_destination, algorithm, 2**26, collective=collective).time_s
+    two_racks = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 4, "nics_per_host": 8}
+    assert not topology_from_dict({"name": "t", "routing": "ecmp", "generate": two_racks}).unread  # spines choose

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,9 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
     if spec.routing is not None and not routes_choose(topology):  # said as a generator key building nothing is
-        topology.unread += (f"{format_loc(prefix + ('routing',))} ({source.file}:{source.line(prefix + ('routing',))})"
-                            ": the cables between switches close no loop, no NIC has several ports and no GPU "
-                            "reaches another by two ways of equal cost, so every pair has one route and no routing "
-                            "chooses",)
+        topology.unread += (f"{_said_where(source, prefix + ('routing',))}: the cables between switches close no "
+                            "loop, no NIC has several ports and no route branches between switches (a host's NICs "
+                            "are its channels' choice), so every pair has one route and no routing chooses",)
     return topology
 
 
@@ -143,31 +143,36 @@ def _said_where(source: Source, loc: tuple) -> str:
 
 def routes_choose(topology: Topology) -> bool:
     """Whether ``routing`` may choose a route anywhere: some NIC (or GPU that is its own NIC)
-    has several ports, the cables between forwarding nodes (switches, NICs) close a loop, or,
-    where they close none, some endpoint reaches a node by several ways of equal cost (a GPU
-    cabled to two NVSwitches: endpoints forward nothing, so that is the only other branching;
+    has several ports, the cables between switches close a loop, or, where they close none,
+    some route to an endpoint branches between switches (a GPU cabled to two NVSwitches;
+    ``_switches_choose``; a choice between a host's NICs is its channels', not the routing's;
     parallel cables are one link). Else every pair of endpoints has one route whichever the
     routing: one switch, or switches cabled as a tree (two ToRs cabled to each other, racks
-    under one spine), each endpoint's ways out leading to the others at different costs."""
+    under one spine)."""
     kinds = topology.graph.nodes(data="kind")
     if any(len(topology.ports(node)) > 1 for node, kind in kinds if kind in ("nic", "gpu")):
         return True
-    core = nx.Graph([(u, v) for u, v in topology.links if u in topology.forwarding and v in topology.forwarding])
+    switched = {node for node, kind in kinds if kind == "switch"}  # (a loop through a host's NICs is no choice)
+    core = nx.Graph([(u, v) for u, v in topology.links if u in switched and v in switched])
     if core.number_of_edges() > core.number_of_nodes() - nx.number_connected_components(core):
         return True
     ends = [*topology.network_gpus, *topology.parameter_servers]
-    return any(_ways_to(*topology.shortest_paths(source), ends) for source in ends)
+    return any(_switches_choose(topology.shortest_paths(source)[1], ends, topology.kind) for source in ends)
 
 
-def _ways_to(cost: dict, before: dict, ends: list[str]) -> bool:
-    """Whether a search's equal-cost predecessors (``cost``, ``before``: what
-    ``Topology.shortest_paths`` returns) give some node of ``ends`` several shortest ways from
-    the source: counted along the search's order (a node branching on the way to a switch no
-    endpoint lies beyond gives no endpoint a choice)."""
-    ways: dict[str, int] = {}
-    for node in sorted(cost, key=cost.__getitem__):
-        ways[node] = sum(ways[p] for p in before.get(node, ())) or 1
-    return any(ways.get(end, 0) > 1 for end in ends)
+def _switches_choose(before: dict, ends: list[str], kind: Callable[[str], str]) -> bool:
+    """Whether a search's equal-cost predecessors (``before``, as ``Topology.shortest_paths``
+    returns them) give a route to some node of ``ends`` a choice between switches, the only
+    choice ``routing`` makes (``simnet.topology.routing``: a GPU's or a host's NICs are bound to
+    its channels whatever the routing): a node branching on the way to a switch no endpoint
+    lies beyond, or between NICs, gives none."""
+    on_the_way, stack = set(), list(ends)
+    while stack:  # the nodes some shortest route to an endpoint crosses
+        node = stack.pop()
+        if node not in on_the_way:
+            on_the_way.add(node)
+            stack.extend(before.get(node, ()))
+    return any(len(before.get(node, ())) > 1 and all(kind(p) == "switch" for p in before[node]) for node in on_the_way)
 
 
 def default_routing(topology: Topology) -> str:
