@@ -91,6 +91,8 @@ def test_sizes_forms():
     assert parse_sizes("1 B .. 4 B x1.1") == [1, 2, 3, 4]
     with pytest.raises(ValueError, match=r"'8 B \.\. 64 B x2' is a range: give it as the whole value"):
         parse_sizes(["1 KiB", "8 B .. 64 B x2"])
+    with pytest.raises(ValueError, match=r"a range is start \.\. end and its factor"):  # not "not a size" (round ab)
+        parse_sizes("1 MiB .. 1 KiB")
 
 
 def test_cost_forms():

@@ -56,6 +56,8 @@ def parse_sizes(text: object) -> list[int]:
                                  f"{text[sizes.index(size)]!r}: give each size once")
         return sizes
     match = _RANGE.match(text) if isinstance(text, str) else None
+    if not match and isinstance(text, str) and ".." in text:  # a range written otherwise: not "not a size"
+        raise ValueError(f"{text!r}: a range is start .. end and its factor, start <= end (e.g. '8 B .. 8 GiB x2')")
     if not match:
         return [_non_negative_size(text)]
     low, high, factor = units.parse_size(match.group(1)), units.parse_size(match.group(2)), float(match.group(3))
