@@ -416,3 +416,19 @@ def test_a_fault_after_the_run_that_would_cut_its_routes_changed_nothing(tmp_pat
     (tmp_path / "early.yaml").write_text((tmp_path / "late.yaml").read_text().replace("at: 1 s", "at: 10 us"))
     early = cli("run", tmp_path / "early.yaml")
     assert early.exit_code == 2 and f"{tmp_path / 'early.yaml'}:6: faults[0]" in early.stderr
+
+
+def test_a_fault_after_every_job_ended_that_would_cut_a_route_changed_nothing(tmp_path, cli):
+    """Review of 561ea75: under ``jobs:`` an NVSwitch down at 1 s, after a 77 us NVLS job, was
+    still refused as leaving the run no route (run's own runs were fixed, jobs replay apart):
+    said to change nothing (fault_unfelt) with the healthy times, as with ring."""
+    (tmp_path / "j.yaml").write_text(
+        "name: j\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 1, gpus_per_host: 4}}\n"
+        "jobs: [{name: a, gpus: 4, algorithm: nvls, size: 4 MiB}]\nfaults: [{at: 1 s, node: r0h0-nvswitch, down: true}]\n")
+    ran = cli("run", tmp_path / "j.yaml", "--json", tmp_path / "j.json")
+    assert ran.exit_code == 0, ran.stderr
+    document = json.loads((tmp_path / "j.json").read_text())
+    assert [w["kind"] for w in document["warnings"]] == ["fault_unfelt"]
+    assert document["jobs"][0]["alone_s"] == simulate(topology_from_dict(
+        {"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 1, "gpus_per_host": 4}}),
+        "nvls", 4 * 2**20).time_s

@@ -3233,3 +3233,19 @@ def test_routing_over_one_tor_whose_gpus_have_several_nics_is_said_unread():
             simulate(by_destination, algorithm, 2**26, collective=collective).time_s
     two_racks = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 4, "nics_per_host": 8}
     assert not topology_from_dict({"name": "t", "routing": "ecmp", "generate": two_racks}).unread  # spines choose
+
+
+def test_a_profile_s_network_figures_are_said_where_the_run_is_no_ps_despite_a_ps_server(tmp_path):
+    """Review of a4043ce: a ps_server outside a one-host run is a route end only for ps, which
+    sends to it; a ring beside it crosses no network, so a profile's network figures change
+    nothing there and are said so."""
+    from simnet import simulate
+
+    (tmp_path / "p.cal.yaml").write_text("calibration: {network_step_latency: 40 us, network_bandwidth: 0.3}\n")
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 4}})
+    host = [f"r0h0-gpu{i}" for i in range(4)]
+    ring = simulate(topo, "ring", 2**22, gpus=host, ps_server="r1h0-gpu0", calibration=tmp_path / "p.cal.yaml")
+    assert [w.link for w in ring.warnings if w.kind == "key_unread"] == [
+        f"{tmp_path / 'p.cal.yaml'}: network_step_latency, network_bandwidth"]
+    assert ring.time_s == simulate(topo, "ring", 2**22, gpus=host, ps_server="r1h0-gpu0").time_s

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from simnet.errors import Cut
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 if TYPE_CHECKING:  # a fault is applied to a fluid network, but lanes read faults without one
     from simnet.engine.fluid import FluidNetwork
 
-__all__ = ["Fault", "schedule_faults", "capacity_regimes", "capacity_changes"]
+__all__ = ["Fault", "schedule_faults", "capacity_regimes", "capacity_changes", "over_before_the_cut"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,24 @@ class Fault:
     @property
     def down(self) -> bool:
         return bool((self.factors == 0).all())
+
+
+Answer = TypeVar("Answer")
+
+
+def over_before_the_cut(replay: Callable[[list[Fault]], Answer], faults: list[Fault],
+                        end_ps: Callable[[Answer], int]) -> Answer:
+    """``replay(faults)``; where a fault leaves a route none (``Cut``) at an instant the run
+    without the faults from that instant on has ended by (``end_ps`` of its answer), that
+    answer: those faults came after the end and changed nothing (the engines apply a fault
+    at its instant whether anything is left to send or not). Else the ``Cut``."""
+    try:
+        return replay(faults)
+    except Cut as cut:
+        answer = replay([fault for fault in faults if round(fault.at * PS_PER_SECOND) < cut.at_ps])
+        if end_ps(answer) > cut.at_ps:
+            raise cut from None
+        return answer
 
 
 def schedule_faults(net: FluidNetwork, topology: Topology, faults: list[Fault]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from simnet import units
-from simnet.engine.faults import Fault
+from simnet.engine.faults import Fault, over_before_the_cut
 from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import check_fits, memory_budget
@@ -142,7 +142,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     waited = [False] * len(runs)  # whether some run of the job waited for its period in some replay
 
     def replayed(jobs: list[JobRun], healthy: bool = False):
-        answer = replay_jobs(jobs, topology, capacity=capacity, faults=None if healthy else faults)
+        answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given),
+                                     [] if healthy else faults,
+                                     lambda answer: max((end for times in answer[0] for _, end in times), default=0))
         for run, times in zip(jobs, answer[0]):
             waited[index[id(run)]] |= any(start != end for (_, end), (start, _) in zip(times, times[1:]))
         replays[0] += 1

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
-from simnet.engine.faults import Fault
+from simnet.engine.faults import Fault, over_before_the_cut
 from simnet.engine.lanes import MAX_EXACT, replay_lanes, worth_replaying
 from simnet.engine.replay import join_gates, replay
-from simnet.errors import Cut, EnvironmentRefused, Unsupported
+from simnet.errors import EnvironmentRefused, Unsupported
 from simnet.io.budget import TooLarge, fits, gigabytes, in_gb
 from simnet.io.yamlsource import Source
 from simnet.model.calibration import Calibration, load_calibration, other_hardware
@@ -264,14 +264,10 @@ class Setup:
             return self._fastest_inner(size, timeline, options, conditions)
         engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}
         size = int(size)
-        try:
-            decided, run, info = self._replay(algorithm, size, options, timeline, conditions, engine)
-        except Cut as cut:  # over before the cut? then the faults from its instant on changed nothing
-            before = replace(conditions, faults=tuple(f for f in conditions.faults
-                                                      if round(f.at * PS_PER_SECOND) < cut.at_ps))
-            decided, run, info = self._replay(algorithm, size, options, timeline, before, engine)
-            if run.duration_ps > cut.at_ps:
-                raise cut from None
+        decided, run, info = over_before_the_cut(
+            lambda faults: self._replay(algorithm, size, options, timeline,
+                                        replace(conditions, faults=tuple(faults)), engine),
+            list(conditions.faults), lambda answer: answer[1].duration_ps)
         links = link_reports(run)
         down = frozenset(int(i) for fault in conditions.faults if fault.down for i in fault.links)
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective, down)

@@ -131,7 +131,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
             f"channels{nccl} without it, the same pieces timed alike"))
     if calibration is not None and point.model != "ideal":
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)",
-                         warnings=result.warnings + _network_fit_unread(point, calibration, conditions, options))
+                         warnings=result.warnings + _network_fit_unread(
+                             point, calibration, conditions, named_servers(options) if algorithm == "ps" else []))
     elif calibration is not None:
         result = replace(result, warnings=[Finding("calibration_unused", calibration.source or "", (
             f"the calibration profile {calibration.source or ''} refines model: nccl or rccl only; model: "
@@ -484,17 +485,17 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
 
 
 def _network_fit_unread(point: Setup, calibration: Calibration, conditions: Conditions,
-                        options: dict) -> list[Finding]:
+                        servers: list[str]) -> list[Finding]:
     """``key_unread`` for a profile's network figures (``network_step_latency``,
     ``network_bandwidth``) where every rank is on one node and no route between the run's
     GPUs and parameter servers crosses a network link: they refine the steps and links of
     the network (NCCL's NET), and no step of this run crosses one. (A parameter server
-    behind a NIC, a ``ps_server`` of ``options`` on another host, or one host's GPUs cabled to
-    a switch, cross one; so may a route moved by a fault that takes a link down.)"""
+    behind a NIC, the ``servers`` a run of ps names on another host, or one host's GPUs cabled
+    to a switch, cross one; so may a route moved by a fault that takes a link down.)"""
     given = [name for name, unset in (("network_step_latency", 0.0), ("network_bandwidth", 1.0))
              if getattr(calibration, name) != unset]
     topo = point.topo
-    ends = [*topo.gpus, *topo.parameter_servers, *named_servers(options)]
+    ends = [*topo.gpus, *topo.parameter_servers, *servers]
     rerouted = any((fault.factors == 0).any() for fault in conditions.faults)
     if not given or rerouted or len(topo.gpus) < 2 or len(topo.groups("node")) > 1 or any(
             topo.link_type[i] == NET for a in ends for b in ends if a != b for i in topo.route_indices(a, b)):

@@ -474,7 +474,9 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                                         "period changed nothing here")
     rerouted = any((fault.factors == 0).any() for fault in faults)  # links down: routes may leave NVLink
     said += topology_unread(topology, rerouted)
-    said += [] if rerouted else _network_unread_here(topology, spec.options.model_dump(exclude_none=True))
+    # a ps_server counts whatever the file's algorithms: run -a ps may run ps where the file names none
+    servers = named_servers(spec.options.model_dump(exclude_none=True))
+    said += [] if rerouted else _network_unread_here(topology, servers)
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
@@ -533,16 +535,16 @@ def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]
             if not (rerouted and entry.partition(" (")[0].rpartition(".")[2] in one_host)]
 
 
-def _network_unread_here(topology: Topology, options: dict) -> list[Finding]:
+def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding]:
     """A warning (``key_unread``) per network key of the topology's generator
     (``Topology.network_keys``) where the run's ranks (``gpus:``, ``-g``) are one NVLink
     domain of a larger fabric and no route between them and the parameter servers (those of
-    the topology and any ``ps_server`` of ``options`` names, a GPU outside the run's among
-    them) crosses a network link: none of them is read (where the whole fabric is one domain,
-    the topology says so itself)."""
+    the topology and the ``servers`` a run of ps names, a GPU outside the run's among them)
+    crosses a network link: none of them is read (where the whole fabric is one domain, the
+    topology says so itself)."""
     from simnet.topology.hardware import NET
 
-    ends = [*topology.gpus, *topology.parameter_servers, *named_servers(options)]
+    ends = [*topology.gpus, *topology.parameter_servers, *servers]
     if not topology.network_keys or len(topology.gpus) == len(topology.network_gpus) \
             or len(topology.groups("node")) > 1 or any(topology.link_type[i] == NET for a in ends for b in ends
                                                       if a != b for i in topology.route_indices(a, b)):
