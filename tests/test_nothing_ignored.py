@@ -3249,3 +3249,22 @@ def test_a_profile_s_network_figures_are_said_where_the_run_is_no_ps_despite_a_p
     assert [w.link for w in ring.warnings if w.kind == "key_unread"] == [
         f"{tmp_path / 'p.cal.yaml'}: network_step_latency, network_bandwidth"]
     assert ring.time_s == simulate(topo, "ring", 2**22, gpus=host, ps_server="r1h0-gpu0").time_s
+
+
+def test_fsdp_with_no_data_parallelism_is_said_to_change_nothing():
+    """Fuzz round ac F3: ``fsdp: true`` where tp x pp is every GPU (dp 1) has no replica to
+    shard parameters over: a bit-identical step without a word, while ``grad_dtype`` there is
+    said. Said, and true; with two replicas it is not."""
+    from simnet.run.scenario import run_scenario
+
+    def scenario(fsdp, gpus):
+        parallelism = {"tp": 4, "pp": 2, **({"fsdp": fsdp} if fsdp is not None else {})}
+        return scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch",
+                                                                                         "gpus": gpus}},
+                                   "training": {"model": "llama3_8b", "efficiency": 0.5, "gpu_flops": 1e15,
+                                                "parallelism": parallelism}})
+
+    sharded = scenario(True, 8)
+    assert [w.link for w in sharded.warnings] == ["training.parallelism.fsdp"]
+    assert run_scenario(sharded).training["step_s"] == run_scenario(scenario(None, 8)).training["step_s"]
+    assert scenario(True, 16).warnings == []

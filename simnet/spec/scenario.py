@@ -491,6 +491,12 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
             moot(("training", "grad_dtype"), f"the step has no data parallelism here (tp {par.tp} x pp {par.pp} is "
                                              f"all {len(running)} GPUs: dp 1), so no gradient is reduced across GPUs "
                                              "and grad_dtype changed nothing here")
+    if training is not None and training.parallelism.fsdp and "fsdp" in training.parallelism.model_fields_set:
+        par = training.parallelism
+        if len(running) == par.tp * par.pp:
+            moot(("training", "parallelism", "fsdp"), f"the step has no data parallelism here (tp {par.tp} x pp "
+                                                      f"{par.pp} is all {len(running)} GPUs: dp 1), so there is no "
+                                                      "replica to shard parameters over and fsdp changed nothing here")
     for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
