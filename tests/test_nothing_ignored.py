@@ -3268,3 +3268,23 @@ def test_fsdp_with_no_data_parallelism_is_said_to_change_nothing():
     assert [w.link for w in sharded.warnings] == ["training.parallelism.fsdp"]
     assert run_scenario(sharded).training["step_s"] == run_scenario(scenario(None, 8)).training["step_s"]
     assert scenario(True, 16).warnings == []
+
+
+def test_a_compute_slowdown_below_another_gpu_s_is_said_to_change_nothing():
+    """Fuzz round ac F4: every bucket waits for the slowest GPU alone, so a slowdown below
+    another GPU's (1.1 beside 1.2) changed nothing, without a word, where one of exactly 1 is
+    said. Said, and true: the step is the same without it."""
+    from simnet.run.scenario import run_scenario
+
+    def scenario(slowdown):
+        return scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {"kind": "nvswitch",
+                                                                                         "gpus": 8}},
+                                   "sizes": ["1 MiB"], "algorithms": ["ring"],
+                                   "workload": {"compute_time": "10 ms", "gradient_size": "64 MiB",
+                                                "bucket_size": "16 MiB", "compute_slowdown": slowdown}})
+
+    both = scenario({"gpu3": 1.2, "gpu2": 1.1})
+    assert [(w.link, "slower still (1.2x)" in w.message) for w in both.warnings] == [
+        ("workload.compute_slowdown.gpu2", True)]
+    assert run_scenario(both).steps == run_scenario(scenario({"gpu3": 1.2})).steps
+    assert scenario({"gpu3": 1.2, "gpu2": 1.2}).warnings == []  # (either alone is the slowest)

@@ -497,13 +497,18 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
             moot(("training", "parallelism", "fsdp"), f"the step has no data parallelism here (tp {par.tp} x pp "
                                                       f"{par.pp} is all {len(running)} GPUs: dp 1), so there is no "
                                                       "replica to shard parameters over and fsdp changed nothing here")
-    for gpu, factor in (spec.workload.compute_slowdown or {}).items() if spec.workload else ():
+    slowdowns = {gpu: factor for gpu, factor in (spec.workload.compute_slowdown or {}).items()} if spec.workload else {}
+    slowest = max((f for g, f in slowdowns.items() if g in running), default=1.0)  # every bucket waits for it alone
+    for gpu, factor in slowdowns.items():
         if gpu not in running:
             moot(("workload", "compute_slowdown", gpu), f"{gpu} is not among the run's {len(running)} GPUs "
                                                         "(gpus:), so its slowdown changed nothing here")
         elif factor == 1:
             moot(("workload", "compute_slowdown", gpu), "a slowdown of 1 computes as fast as the other GPUs, so it "
                                                         "changed nothing here")
+        elif factor < slowest:
+            moot(("workload", "compute_slowdown", gpu), f"another GPU computes slower still ({slowest:g}x) and every "
+                                                        "bucket waits for the slowest, so it changed nothing here")
     if spec.workload is not None and spec.workload.bucket_size is not None:
         from simnet.workloads.ddp import StepModel
 
