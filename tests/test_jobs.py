@@ -441,3 +441,24 @@ def test_job_keys_that_change_nothing_are_refused_or_said(cli, tmp_path):
     seeded = [json.loads(run(f"{ring}}}\n{noise}{seed}}}}}\n").stdout) for seed in ("", ", seed: 1", ", seed: 2")]
     assert seeded[0]["jobs"] == seeded[1]["jobs"] == seeded[2]["jobs"]
     assert [w["link"] for w in seeded[1]["warnings"]] == ["jobs[1].background.seed"]
+
+
+def test_a_period_only_the_job_alone_waits_for_is_said_to_change_nothing(cli, tmp_path):
+    """Fuzz round ac F5: a period longer than the job's runs alone (2.13 ms) but shorter than
+    its runs beside background traffic (2.99 ms) left every number the same, without a word:
+    the wait was judged on the replay of the job alone, whose runs' durations do not move with
+    it. Judged where times are said (together, in pairs; alone only under faults)."""
+    def run(period: str):
+        path = tmp_path / "p.yaml"
+        path.write_text(
+            "name: p\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, gpus_per_host: 2, "
+            "nic_bandwidth: 100 Gb/s, oversubscription: 2}}\njobs:\n"
+            f"  - {{name: a, gpus: 4, placement: spread, algorithm: ring, size: 16 MiB, repeat: 3{period}}}\n"
+            "  - {name: noise, background: {pattern: uniform, load: 30%, seed: 3}, period: 1 ms}\n")
+        ran = cli("run", path, "--json", "-")
+        assert ran.exit_code == 0, ran.stderr
+        return json.loads(ran.stdout)
+
+    plain, between, beyond = run(""), run(", period: 2.5 ms"), run(", period: 3.1 ms")
+    assert between["jobs"] == plain["jobs"] and [w["link"] for w in between["warnings"]] == ["jobs[0].period"]
+    assert beyond["jobs"] != plain["jobs"] and not beyond.get("warnings")

@@ -139,13 +139,16 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                           "runs": spec.repeat})
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
     index = {id(run): i for i, run in enumerate(runs)}
-    waited = [False] * len(runs)  # whether some run of the job waited for its period in some replay
+    # whether some run of the job waited for its period in a replay whose times are said: together (each job's
+    # times and its last run's end) and in pairs; alone only under faults, met at other instants by a run that
+    # waits (alone, a wait moves no run's duration, and alone_s is their mean)
+    waited = [False] * len(runs)
 
-    def replayed(jobs: list[JobRun], healthy: bool = False):
+    def replayed(jobs: list[JobRun], healthy: bool = False, said: bool = True):
         answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given),
                                      [] if healthy else faults,
                                      lambda answer: max((end for times in answer[0] for _, end in times), default=0))
-        for run, times in zip(jobs, answer[0]):
+        for run, times in zip(jobs, answer[0] if said else ()):
             waited[index[id(run)]] |= any(start != end for (_, end), (start, _) in zip(times, times[1:]))
         replays[0] += 1
         if progress:
@@ -154,13 +157,13 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
 
     def healthy_alone(run: JobRun) -> list:
         replays[1] += 1  # asked for only where the faults may have changed nothing
-        return replayed([run], healthy=True)[0][0]
+        return replayed([run], healthy=True, said=False)[0][0]
 
     if progress:
         progress(*replays)
     alone_times = []
     for run in runs:
-        times, stats = replayed([run])
+        times, stats = replayed([run], said=bool(faults))
         alone_times.append(times[0])
         alone.append(_mean_time(times[0]))
         used.append(set(np.flatnonzero(stats.bytes > 0).tolist()))
