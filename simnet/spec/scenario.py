@@ -546,25 +546,51 @@ def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]
             if not (rerouted and entry.partition(" (")[0].rpartition(".")[2] in one_host)]
 
 
+ROUTES_JUDGED_UP_TO = 128
+"""Route ends (the run's GPUs and servers) up to which a run inside part of a fabric has its
+routes searched for the fabric keys it crosses no link of (``_network_unread_here``)."""
+
+ABOVE_THE_LEAVES = {"spines", "uplink_bandwidth", "oversubscription", "spine_oversubscription",
+                    "leaf_oversubscription"}
+"""Generator keys that build only what lies above a fabric's leaves (ToRs): spines, uplinks."""
+WAN = {"wan_bandwidth", "wan_latency", "gateway_bandwidth"}
+"""``cross_region``'s keys of the WAN between regions and its gateways."""
+
+
 def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding]:
     """A warning (``key_unread``) per network key of the topology's generator
-    (``Topology.network_keys``) where the run's ranks (``gpus:``, ``-g``) are one NVLink
-    domain of a larger fabric and no route between them and the parameter servers (those of
-    the topology and the ``servers`` a run of ps names, a GPU outside the run's among them)
-    crosses a network link: none of them is read (where the whole fabric is one domain, the
-    topology says so itself)."""
+    (``Topology.network_keys``) that a run on part of the fabric (``gpus:``, ``-g``) reads
+    nothing of, judged by the routes between its GPUs and the parameter servers (those of the
+    topology and the ``servers`` a run of ps names, a GPU outside the run's among them): every
+    one where the GPUs are one NVLink domain and no route crosses a network link; those above
+    the leaves (``ABOVE_THE_LEAVES``) where no route crosses a link between switches; the WAN's
+    where every end is in one region. Where the whole fabric is one domain, the topology says
+    so itself; beyond ``ROUTES_JUDGED_UP_TO`` ends, nothing is said."""
     from simnet.topology.hardware import NET
 
     ends = [*topology.gpus, *topology.parameter_servers, *servers]
     if not topology.network_keys or len(topology.gpus) == len(topology.network_gpus) \
-            or len(topology.groups("node")) > 1 or any(topology.link_type[i] == NET for a in ends for b in ends
-                                                      if a != b for i in topology.route_indices(a, b)):
+            or len(ends) > ROUTES_JUDGED_UP_TO:
         return []
+    crossed = {i for a in ends for b in ends if a != b for i in topology.route_indices(a, b)}
+    kinds = [(topology.kind(u), topology.kind(v)) for u, v in (topology.links[i] for i in crossed)]
+    n = len(topology.gpus)
+    if len(topology.groups("node")) == 1 and not any(topology.link_type[i] == NET for i in crossed):
+        unread = {key: f"the run's {n} GPUs (gpus:, -g) are one NVLink domain and no route between them crosses "
+                       "the network" for key in topology.network_keys}
+    else:
+        above = not any(k == ("switch", "switch") and topology.link_type[i] == NET for k, i in zip(kinds, crossed))
+        one_region = len({topology.label(end, "region") for end in ends}) == 1
+        unread = {entry: f"no route between the run's {n} GPUs (gpus:, -g) crosses a link between switches (they "
+                         "share a leaf)" if entry.partition(" (")[0].rpartition(".")[2] in ABOVE_THE_LEAVES
+                  else f"the run's {n} GPUs (gpus:, -g) are in one region, so no route crosses the WAN"
+                  for entry in topology.network_keys
+                  if (above and entry.partition(" (")[0].rpartition(".")[2] in ABOVE_THE_LEAVES)
+                  or (one_region and entry.partition(" (")[0].rpartition(".")[2] in WAN)}
     already = {entry.partition(" (")[0] for entry in topology.unread}
     return [Finding("key_unread", entry.partition(" (")[0], (
-        f"{entry}: the run's {len(topology.gpus)} GPUs (gpus:, -g) are one NVLink domain and no route between "
-        "them crosses the network, so it changed nothing here; it counts where the run spans two"))
-        for entry in topology.network_keys if entry.partition(" (")[0] not in already]
+        f"{entry}: {why}, so it changed nothing here; it counts where the run spans two"))
+        for entry, why in unread.items() if entry.partition(" (")[0] not in already]
 
 
 def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:
