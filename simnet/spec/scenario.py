@@ -546,7 +546,7 @@ def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]
             if not (rerouted and entry.partition(" (")[0].rpartition(".")[2] in one_host)]
 
 
-ROUTES_JUDGED_UP_TO = 128
+ROUTES_JUDGED_UP_TO = 64
 """Route ends (the run's GPUs and servers) up to which a run inside part of a fabric has its
 routes searched for the fabric keys it crosses no link of (``_network_unread_here``)."""
 
