@@ -3313,3 +3313,21 @@ def test_a_run_under_one_leaf_or_in_one_region_says_the_keys_above_it(generate, 
     same = [simulate(spec.topology, a, 2**26).time_s == simulate(bare.subset(gpus), a, 2**26).time_s
             for a in ("ring", "tree", "direct", "ps", "halving_doubling")]
     assert all(same) or not said
+
+
+def test_a_backward_fraction_said_to_change_nothing_changes_no_bit_of_the_step():
+    """Fuzz round ac F7: with one bucket (bucket_size no smaller than the gradient) the
+    backward_fraction is said to change nothing, yet the step differed in its last bits
+    (0.012478037352000003 against 0.012478037352 s): the one bucket was ready at forward +
+    backward, summed in floating point. The last bucket is ready as the backward pass ends,
+    at the compute time itself."""
+    from simnet.run.scenario import run_scenario
+
+    def scenario(**fraction):
+        return scenario_from_dict({"name": "s", "topology": LEAF2, "sizes": ["1 MiB"], "algorithms": ["ring"],
+                                   "workload": {"compute_time": "10 ms", "gradient_size": "64 MiB",
+                                                "bucket_size": "100 MiB", **fraction}})
+
+    said = scenario(backward_fraction=0.1)
+    assert "workload.backward_fraction" in [w.link for w in said.warnings]
+    assert run_scenario(said).steps == run_scenario(scenario()).steps

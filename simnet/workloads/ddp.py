@@ -77,8 +77,8 @@ class StepModel:
         forward = compute * (1 - self.backward_fraction)
         backward = compute * self.backward_fraction
         finish = 0.0
-        for i, size in enumerate(buckets):
-            ready = forward + backward * (i + 1) / len(buckets)
+        for i, size in enumerate(buckets):  # the last is ready as the backward pass ends: compute, to the bit
+            ready = compute if i + 1 == len(buckets) else forward + backward * (i + 1) / len(buckets)
             finish = max(finish, ready) + allreduce_s[size]
         return max(compute, finish)
 
