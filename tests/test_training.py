@@ -339,3 +339,16 @@ def test_groups_that_will_not_fit_together_are_refused_before_they_run(monkeypat
     ring = len(point.prepare("ring", 2**24, {})[1]) * transfer_bytes("ring")
     assert 4 * ring > 2.5 * one * transfer_bytes("halving_doubling")  # four rings' transfers would not fit ...
     assert simulate_groups(topo, groups, "allreduce", 2**24, algorithm="ring").time_s > 0  # ... but lanes hold none
+
+
+def test_csv_of_a_step_without_sizes_is_refused_before_anything_is_written(tmp_path, cli):
+    """Fuzz round ac F8: --csv on a training step with no sizes wrote a header and no row,
+    and said "wrote". Refused in one line (the step is in --json), nothing written."""
+    path = tmp_path / "train.yaml"
+    path.write_text(json.dumps({"name": "train", "topology": SWEEP["topology"],
+                                "training": {"model": "llama3_8b", "efficiency": 0.5, "gpu_flops": 1e16,
+                                             "parallelism": {"tp": 4, "pp": 2}}}))
+    refused = cli("run", path, "--csv", tmp_path / "a.csv")
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1 and "its training step is in --json" in \
+        refused.stderr
+    assert not (tmp_path / "a.csv").exists()

@@ -113,6 +113,9 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             raise InputError(f"{scenario}: --plot draws how jobs slow each other, and this scenario has one job: "
                              "add another (or a background job), or leave --plot out")
         return _run_jobs(spec, scenario, json_path, plot_dir)
+    if csv_path and not spec.sizes:  # it wrote a header and no row
+        raise InputError(f"{scenario}: --csv writes a row per run of the scenario's sizes, and it has none: its "
+                         "training step is in --json (or give sizes)")
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path), from_option=bool(algorithms))
     if notes:  # what -c left out of the file: said with the answer, in the JSON too
         from dataclasses import replace
