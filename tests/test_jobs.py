@@ -462,3 +462,11 @@ def test_a_period_only_the_job_alone_waits_for_is_said_to_change_nothing(cli, tm
     plain, between, beyond = run(""), run(", period: 2.5 ms"), run(", period: 3.1 ms")
     assert between["jobs"] == plain["jobs"] and [w["link"] for w in between["warnings"]] == ["jobs[0].period"]
     assert beyond["jobs"] != plain["jobs"] and not beyond.get("warnings")
+
+
+def test_one_job_is_said_in_the_singular(cli, tmp_path):
+    """Fuzz round ac F10: the table's title said "1 jobs"."""
+    (tmp_path / "j.yaml").write_text("name: lf\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "jobs: [{name: a, gpus: 4, size: 1 MiB}]\n")
+    ran = cli("run", tmp_path / "j.yaml")
+    assert ran.exit_code == 0 and "lf: 1 job on t, model nccl" in ran.stdout

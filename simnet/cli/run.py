@@ -270,8 +270,8 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         _plot_jobs(stderr_console(), result, plot_dir)
         return
     console = stdout_console()
-    console.print(jobs_table(result, f"{spec.name}: {len(spec.jobs)} jobs on {spec.topology.name}, "
-                                     f"{_model_label(spec)}"))
+    jobs = f"{len(spec.jobs)} job{'s' if len(spec.jobs) > 1 else ''}"
+    console.print(jobs_table(result, f"{spec.name}: {jobs} on {spec.topology.name}, {_model_label(spec)}"))
     if len(spec.jobs) > 1:
         console.print(interference_table(result))
     print_warnings(console, said)
