@@ -1,5 +1,6 @@
 """Sweeps and capacity planning: the step model, plots, Dask, resume after SIGKILL, compare."""
 
+import fcntl
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ from simnet.run.compare import compare_rows, pareto_front
 from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
 from simnet.run.sweep.plan import plan_sweep
 from simnet.run.sweep.run import run_sweep
-from simnet.run.sweep.store import load_records
+from simnet.run.sweep.store import LOCK, load_records
 from simnet.spec.scenario import load_scenario, scenario_from_dict
 from simnet.workloads.ddp import StepModel
 
@@ -137,6 +138,17 @@ sweep: {{gpus: [8, 16, 24, 32]}}
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    # its workers hold the sweep's lock (inherited) until the kernel has closed their files too, a moment after
+    # the sweep itself is reaped: a resume before then is told the folder is in use (a loaded CI machine saw it)
+    with (out / LOCK).open("a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the killed sweep's workers never let go of its lock"
+                time.sleep(0.02)
     before = load_records(results)
     assert 3 <= len(before) < 12, "the sweep should be killed part-way"
     with results.open("a") as handle:
