@@ -572,25 +572,27 @@ def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding
     if not topology.network_keys or len(topology.gpus) == len(topology.network_gpus) \
             or len(ends) > ROUTES_JUDGED_UP_TO:
         return []
-    crossed = {i for a in ends for b in ends if a != b for i in topology.route_indices(a, b)}
-    kinds = [(topology.kind(u), topology.kind(v)) for u, v in (topology.links[i] for i in crossed)]
+    crossed = [i for i in {i for a in ends for b in ends if a != b for i in topology.route_indices(a, b)}
+               if topology.link_type[i] == NET]
     n = len(topology.gpus)
-    if len(topology.groups("node")) == 1 and not any(topology.link_type[i] == NET for i in crossed):
-        unread = {key: f"the run's {n} GPUs (gpus:, -g) are one NVLink domain and no route between them crosses "
-                       "the network" for key in topology.network_keys}
-    else:
-        above = not any(k == ("switch", "switch") and topology.link_type[i] == NET for k, i in zip(kinds, crossed))
-        one_region = len({topology.label(end, "region") for end in ends}) == 1
-        unread = {entry: f"no route between the run's {n} GPUs (gpus:, -g) crosses a link between switches (they "
-                         "share a leaf)" if entry.partition(" (")[0].rpartition(".")[2] in ABOVE_THE_LEAVES
-                  else f"the run's {n} GPUs (gpus:, -g) are in one region, so no route crosses the WAN"
-                  for entry in topology.network_keys
-                  if (above and entry.partition(" (")[0].rpartition(".")[2] in ABOVE_THE_LEAVES)
-                  or (one_region and entry.partition(" (")[0].rpartition(".")[2] in WAN)}
+    every = f"the run's {n} GPUs (gpus:, -g) are one NVLink domain and no route between them crosses the network" \
+        if len(topology.groups("node")) == 1 and not crossed else None
+    between_switches = any(topology.kind(u) == topology.kind(v) == "switch" for u, v in map(topology.links.__getitem__,
+                                                                                             crossed))
+    above = None if between_switches else \
+        f"no route between the run's {n} GPUs (gpus:, -g) crosses a link between switches (they share a leaf)"
+    wan = f"the run's {n} GPUs (gpus:, -g) are in one region, so no route crosses the WAN" \
+        if len({topology.label(end, "region") for end in ends}) == 1 else None
     already = {entry.partition(" (")[0] for entry in topology.unread}
-    return [Finding("key_unread", entry.partition(" (")[0], (
-        f"{entry}: {why}, so it changed nothing here; it counts where the run spans two"))
-        for entry, why in unread.items() if entry.partition(" (")[0] not in already]
+    said = []
+    for entry in topology.network_keys:
+        link = entry.partition(" (")[0]
+        name = link.rpartition(".")[2]
+        reason = every or (above if name in ABOVE_THE_LEAVES else wan if name in WAN else None)
+        if reason and link not in already:
+            said.append(Finding("key_unread", link, f"{entry}: {reason}, so it changed nothing here; it counts where "
+                                                    "the run spans two"))
+    return said
 
 
 def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:
