@@ -316,3 +316,14 @@ def test_an_msccl_variable_that_changes_nothing_says_why():
     direct = simulate(one, "direct", 6 * 2**20, env={"RCCL_MSCCL_ENABLE": "0"})
     assert direct.nccl_channels != simulate(one, "direct", 6 * 2**20, env={}).nccl_channels
     assert not [w for w in direct.warnings if w.kind == "key_unread"]
+
+
+def test_a_variable_said_unread_on_amd_names_rccl_as_the_library_that_picks():
+    """Fuzz round ac F10: on MI300X, RCCL_LL128_FORCE_ENABLE=1 was said to change nothing
+    because "NCCL picks direct with the same plan": the library there is RCCL."""
+    from simnet import simulate, topology_from_dict
+
+    box = topology_from_dict({"name": "t", "generate": {"kind": "full_mesh", "gpus": 8, "gpu": "mi300x"}})
+    said = [w.message for w in simulate(box, "auto", 2**20, env={"RCCL_LL128_FORCE_ENABLE": "1"}).warnings
+            if w.kind == "key_unread"]
+    assert said and "RCCL picks direct" in said[0] and "NCCL picks" not in said[0]

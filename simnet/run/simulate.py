@@ -100,10 +100,11 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
-        ran = f"NCCL picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
+        library = "RCCL" if point.model == "rccl" else "NCCL"  # (the library the GPUs run picks)
+        ran = f"{library} picks {result.algorithm} with" if algorithm == "auto" else f"{algorithm} runs"
         for name in unchanged_without(point, algorithm, size, options, steering):
             result = _said_unread(point, result, [name], (
-                f"NCCL picks {result.algorithm} without it too, its candidates beside it the same"
+                f"{library} picks {result.algorithm} without it too, its candidates beside it the same"
                 if name == "NCCL_ALGO" else f"{ran} {SAME_PLAN}, so the same schedule at the same timing"))
     sends = [name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env and not any(
         w.kind == "key_unread" and w.link == name for w in result.warnings)]
