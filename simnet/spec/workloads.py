@@ -88,8 +88,8 @@ class Workload(Strict):
         for gpu, factor in value.items():
             if isinstance(factor, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*", factor):  # as Strict says it
                 raise ValueError(f"{gpu}: {factor!r} is text; write the number without quotes")
-            if isinstance(factor, str) or (isinstance(factor, (int, float)) and not isinstance(factor, bool)
-                                           and not 1 <= factor <= MAX_SLOWDOWN):
+            if isinstance(factor, (str, bool)) or (isinstance(factor, (int, float))  # (true said on its GPU, too)
+                                                   and not 1 <= factor <= MAX_SLOWDOWN):
                 raise ValueError(f"{gpu}: {shown(factor)} is not a slowdown; give how many times longer this GPU "
                                  f"computes than the others, a number from 1 (as fast) to {MAX_SLOWDOWN:,}: 1.2 for "
                                  "20% slower")
