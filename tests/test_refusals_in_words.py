@@ -83,7 +83,7 @@ def test_a_check_of_a_whole_mapping_is_put_on_the_key_it_names(tmp_path):
     ("{gpu1: 0.5}", "workload.compute_slowdown.gpu1: 0.5 is not a slowdown; give how many times longer this GPU "
                     "computes than the others, a number from 1 (as fast) to 1,000: 1.2 for 20% slower"),
     ("{gpu1: '20%'}", "workload.compute_slowdown.gpu1: '20%' is not a slowdown"),
-    ("{gpu1: true}", "workload.compute_slowdown.gpu1: true is not a slowdown"),  # (round ac: named no GPU)
+    ("{gpu1: true}", "workload.compute_slowdown.gpu1: true is a yes/no, not a slowdown"),  # (round ac: named no GPU)
     ("1.2", "workload.compute_slowdown: 1.2 is a number; give each slow GPU how many times longer it computes than "
             "the others, e.g. {gpu3: 1.2} for 20% slower")])
 def test_a_compute_slowdown_refused_says_what_the_number_means(tmp_path, value, says):

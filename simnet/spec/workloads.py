@@ -90,9 +90,10 @@ class Workload(Strict):
                 raise ValueError(f"{gpu}: {factor!r} is text; write the number without quotes")
             if isinstance(factor, (str, bool)) or (isinstance(factor, (int, float))  # (true said on its GPU, too)
                                                    and not 1 <= factor <= MAX_SLOWDOWN):
-                raise ValueError(f"{gpu}: {shown(factor)} is not a slowdown; give how many times longer this GPU "
-                                 f"computes than the others, a number from 1 (as fast) to {MAX_SLOWDOWN:,}: 1.2 for "
-                                 "20% slower")
+                yes_no = " a yes/no," if isinstance(factor, bool) else ""
+                raise ValueError(f"{gpu}: {shown(factor)} is{yes_no} not a slowdown; give how many times longer "
+                                 f"this GPU computes than the others, a number from 1 (as fast) to {MAX_SLOWDOWN:,}: "
+                                 "1.2 for 20% slower")
         return value
 
     @field_validator("parameters", mode="before")
