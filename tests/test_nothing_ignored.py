@@ -794,15 +794,13 @@ def test_a_period_of_zero_is_refused_on_its_line(job, says):
 
 
 def test_a_sweep_over_the_distribution_warns_at_the_points_sigma_is_moot(tmp_path, cli):
-    import json
-
     (tmp_path / "s.yaml").write_text(
         "name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
         "stragglers: {distribution: lognormal, mean: 10 us, sigma: 2}\n"
         "sweep: {stragglers.distribution: [lognormal, exponential]}\n")
     ran = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "out", "--workers", "1")
     assert ran.exit_code == 0, ran.stderr
-    records = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    records = _records(tmp_path / "out")
     warned = {r["set"]["stragglers.distribution"]: "key_unread" in r["sizes"][0]["warnings"] for r in records}
     assert warned == {"lognormal": False, "exponential": True}
 

@@ -32,6 +32,11 @@ class Fault:
     def down(self) -> bool:
         return bool((self.factors == 0).all())
 
+    @property
+    def cuts(self) -> bool:
+        """Whether it takes some link down (routes may move around it)."""
+        return bool((self.factors == 0).any())
+
 
 Answer = TypeVar("Answer")
 

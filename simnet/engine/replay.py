@@ -482,7 +482,7 @@ def never_full(net: FluidNetwork, rows: np.ndarray, caps: np.ndarray | None, que
     count = int(rows.max()) + 1
     routes = net.paths_of(np.arange(count))  # per route row: few, where transfers are many
     widest = np.append(capacity, np.inf)[routes].min(axis=1)  # per row, the most a flow on it can take
-    if any((fault.factors == 0).any() for fault in faults):
+    if any(fault.cuts for fault in faults):
         moved = _detour_links(net, faults, count)
         if moved is None:
             return np.zeros(len(capacity), dtype=bool)

@@ -34,7 +34,6 @@ from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.schedule.transfers import count_transfers
 from simnet.topology.graph import PS_PER_SECOND, Topology
-from simnet.topology.hardware import NET
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
@@ -497,9 +496,9 @@ def _network_fit_unread(point: Setup, calibration: Calibration, conditions: Cond
              if getattr(calibration, name) != unset]
     topo = point.topo
     ends = [*topo.gpus, *topo.parameter_servers, *servers]
-    rerouted = any((fault.factors == 0).any() for fault in conditions.faults)
-    if not given or rerouted or len(topo.gpus) < 2 or len(topo.groups("node")) > 1 or any(
-            topo.link_type[i] == NET for a in ends for b in ends if a != b for i in topo.route_indices(a, b)):
+    rerouted = any(fault.cuts for fault in conditions.faults)
+    if not given or rerouted or len(topo.gpus) < 2 or len(topo.groups("node")) > 1 or \
+            topo.network_links_between(ends):
         return []
     profile = calibration.source or "(a Calibration given to simulate)"
     return [Finding("key_unread", f"{profile}: {', '.join(given)}", (

@@ -153,7 +153,7 @@ def check_reachable(topology: Topology, faults: list[Fault], endpoints: list[str
     Links stay down once down (a later fault on them changes nothing)."""
     down: set[int] = set()
     for fault in faults:
-        if not (fault.factors == 0).any():
+        if not fault.cuts:
             continue
         down |= set(fault.links[fault.factors == 0].tolist())
         cut = _first_cut(topology.without(down), endpoints)

@@ -472,7 +472,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
         if job.background is None and job.period is not None and job.repeat == 1:
             moot(("jobs", i, "period"), "the job runs once (repeat: 1), so no run follows a period later and "
                                         "period changed nothing here")
-    rerouted = any((fault.factors == 0).any() for fault in faults)  # links down: routes may leave NVLink
+    rerouted = any(fault.cuts for fault in faults)  # links down: routes may leave NVLink
     said += topology_unread(topology, rerouted)
     # a ps_server counts whatever the file's algorithms: run -a ps may run ps where the file names none
     servers = named_servers(spec.options.model_dump(exclude_none=True))
@@ -528,7 +528,7 @@ def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
     """The refusal of a run of ``scenario`` that a fault leaves no route (``Cut``), on the
     line of the first of its faults that takes links down at that instant, naming the others
     of that instant too (else on the file's), ``said`` (where, in a sweep) beside it."""
-    at_once = [f for f in scenario.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and (f.factors == 0).any()]
+    at_once = [f for f in scenario.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and f.cuts]
     if not at_once or scenario.source is None or not Path(scenario.source).is_file():
         return InputError(f"{said}: {cut}" if said else str(cut), scenario.source)
     what = at_once[0].what + "".join(f", with faults[{f.index}] {f.what}" for f in at_once[1:])  # which cut: not known
@@ -566,14 +566,11 @@ def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding
     the leaves (``ABOVE_THE_LEAVES``) where no route crosses a link between switches; the WAN's
     where every end is in one region. Where the whole fabric is one domain, the topology says
     so itself; beyond ``ROUTES_JUDGED_UP_TO`` ends, nothing is said."""
-    from simnet.topology.hardware import NET
-
     ends = [*topology.gpus, *topology.parameter_servers, *servers]
     if not topology.network_keys or len(topology.gpus) == len(topology.network_gpus) \
             or len(ends) > ROUTES_JUDGED_UP_TO:
         return []
-    crossed = [i for i in {i for a in ends for b in ends if a != b for i in topology.route_indices(a, b)}
-               if topology.link_type[i] == NET]
+    crossed = topology.network_links_between(ends)
     n = len(topology.gpus)
     every = f"the run's {n} GPUs (gpus:, -g) are one NVLink domain and no route between them crosses the network" \
         if len(topology.groups("node")) == 1 and not crossed else None

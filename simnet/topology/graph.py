@@ -337,6 +337,13 @@ class Topology:
         (``flow`` picks among equal-cost ways: see ``simnet.topology.routing``)."""
         return self.router.route_indices(src, dst, flow)
 
+    def network_links_between(self, ends: list[str]) -> list[int]:
+        """Directed indices of the network links (``NET``: NICs, switches, the WAN) that the
+        route (connection 0) between some two of ``ends`` crosses; none where every route
+        stays on NVLink and PCIe. Quadratic in ``ends``: for a few dozen."""
+        crossed = {i for a in ends for b in ends if a != b for i in self.route_indices(a, b)}
+        return sorted(i for i in crossed if self.link_type[i] == NET)
+
     def route_matrix(self, src: list[str], dst: list[str], flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Routes of many connections at once: ``(paths, latency_ps)``, ``paths[i]`` the link
         indices of ``src[i] -> dst[i]`` on connection ``flow[i]`` padded with ``len(links)``,
