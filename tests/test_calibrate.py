@@ -230,6 +230,23 @@ def test_the_cli_fits_and_writes_a_profile(tmp_path, cli):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_a_profile_names_its_logs_and_topology_from_its_own_folder(tmp_path, cli, monkeypatch):
+    """Run from one folder writing the profile into another, the profile's ``fitted`` paths
+    lead from the profile to the files (round ac F10: they were the shell's, which moving to
+    the profile's folder breaks), as a topology's ``calibration:`` is read."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "pairs.yaml").write_text("name: pairs\ngenerate: {kind: leaf_spine, racks: 1, "
+                                                  "hosts_per_rack: 2, gpus_per_host: 2}\n")
+    (tmp_path / "data" / "mine.log").write_text(write_log({8: 40.0, 65536: 60.0, 2**20: 120.0}, 4))
+    (tmp_path / "profiles").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = cli("calibrate", "data/mine.log", "-t", "data/pairs.yaml", "-o", "profiles/mine.cal.yaml")
+    assert result.exit_code == 0, result.stderr
+    fitted = yaml.safe_load((tmp_path / "profiles" / "mine.cal.yaml").read_text())["fitted"]
+    assert fitted["topology"] == "../data/pairs.yaml" and fitted["logs"] == ["../data/mine.log"]
+    assert (tmp_path / "profiles" / fitted["logs"][0]).read_text().startswith("#")
+
+
 def test_logs_without_device_lines_take_their_rank_counts_in_order(tmp_path, cli):
     # rows copied from a thread rarely keep the '#  Rank N' lines: --gpus once per log lets
     # two node counts be fitted together (what separates a step's latency from the start)
@@ -415,7 +432,8 @@ MI300X_ROWS = """#  Rank  {r} Group  0 Pid  {p} on node0 device  {r} [0000:{r:02
 
 def _rccl_log(rows: dict[int, float]) -> str:
     devices = "\n".join(MI300X_ROWS.format(r=r, p=100 + r) for r in range(8))
-    body = "\n".join(f"{size} {size // 4} float sum -1 {us} 0 0 0 {us} 0 0 0" for size, us in rows.items())
+    body = "\n".join(f"{size} {size // 4} float sum -1 {us} {size / us / 1e3:.2f} {size / us / 1e3 * 1.75:.2f} 0 "
+                     f"{us} {size / us / 1e3:.2f} {size / us / 1e3 * 1.75:.2f} 0" for size, us in rows.items())
     return f"# Using devices\n{devices}\n{body}\n"
 
 
@@ -578,6 +596,14 @@ def test_a_garbled_row_or_device_list_is_refused_naming_its_line(tmp_path):
                           (row.rstrip()[:-1] + "-1", "#wrong: '-1' is no count of wrong results")]:
         with pytest.raises(InputError, match=re.escape(f"x.log:{number}: {says}")):
             points_of([parse_log(good.replace(row, garbled), "x.log")], topology_from_dict(FOUR))
+    # a printed algbw that is not size over time, out of place or in place (round ac: fitted on the time alone)
+    algbw, inplace_algbw = row.split()[6], row.split()[10]  # 1 MiB in 60 us: 17.48 GB/s; in place 60.6 us: 17.30
+    for garbled, says in [(row.replace(f" {algbw} ", " 999.10 ", 1), "algbw: 999.1 GB/s, where its size over its "
+                           "time (1048576 B in 60 us) is 17.48 GB/s"),
+                          (row.replace(f" {inplace_algbw} ", " 17.48 ", 1), "algbw: 17.48 GB/s, where its size over "
+                           "its time (1048576 B in 60.6 us) is 17.3 GB/s")]:
+        with pytest.raises(InputError, match=re.escape(f"x.log:{number}: {says}")):
+            parse_log(good.replace(row, garbled), "x.log")
     twice = good.replace("on node0 device  1", "on node0 device  0")
     with pytest.raises(InputError, match=re.escape("#  Rank 1: on node0 device 0, as rank 0 is (line 6): NCCL runs "
                                                    "one rank per GPU")):

@@ -409,7 +409,7 @@ def test_repeated_sizes_are_one_point_at_their_median():
     from simnet.topology.loader import topology_from_dict
 
     rows = "\n".join(f"     1048576  262144  float  sum  -1  {t}  {2**20 / t / 1e3:.2f}  {2**20 / t / 1e3 * 1.875:.2f}  0  "
-                     f"{t}  1  1  0" for t in (90.0, 100.0, 300.0))  # busbw: algbw x 2(n-1)/n of 16 ranks
+                     f"{t}  {2**20 / t / 1e3:.2f}  {2**20 / t / 1e3 * 1.875:.2f}  0" for t in (90.0, 100.0, 300.0))  # busbw: algbw x 2(n-1)/n of 16 ranks
     (point,) = points_of([parse_log(_log(16, 2, rows=rows), "x.log")], topology_from_dict(BOX16))
     assert point.measured_us == 100.0
 

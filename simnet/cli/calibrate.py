@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -91,7 +92,8 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
                       "own model, without it (a profile corrects the model, not another profile)")
     if result.warning:
         console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
-    fitted = {"topology": str(topology_path), "logs": [str(log) for log in logs], "points": len(points),
+    fitted = {"topology": _from_profile(topology_path, output), "logs": [_from_profile(log, output) for log in logs],
+              "points": len(points),
               "ranks": result.rank_counts, "held": list(result.held), "at_bound": list(result.at_bound),
               "nccl_variables": env,
               "geomean_error": {"before": round(result.geomean(result.errors_before), 4),
@@ -109,3 +111,10 @@ def _calibrate_with_progress(fit, topology, points, env):
 
     with progress("calibrating") as update:
         return fit(topology, points, progress=update, env=env)
+
+
+def _from_profile(path: Path, profile: Path) -> str:
+    """``path`` as the profile at ``profile`` names it: relative to the profile's folder, as a
+    topology names its profile (the shell's working directory is gone once the file moves)."""
+    return Path(os.path.relpath(path.resolve(), profile.resolve().parent)).as_posix()
+

@@ -139,6 +139,23 @@ def _row(fields: list[str]) -> tuple[int, float, float | None, float] | None:
     return int(fields[0]), time, inplace, busbw
 
 
+def _algbw_not_size_over_time(fields: list[str], size: int) -> str | None:
+    """Why a row's printed algbw (out of place, then in place) is not its size over its time,
+    GB/s, as nccl-tests computes it, to the rounding of both printed columns; or None. The
+    fit reads the time, so such a row is garbled, whichever column is wrong."""
+    body = fields[5:] if len(fields) == 13 else fields[4:]
+    for time_text, algbw_text in ((body[0], body[1]), (body[4], body[5])):
+        time, algbw = _float(time_text), _float(algbw_text)
+        if time is None or algbw is None or time <= 0:
+            continue
+        digits = len(time_text.partition(".")[2])
+        rate = size / (time * 1e3)
+        if abs(algbw - rate) > 0.0051 + rate * (0.5 * 10.0**-digits / time + 1e-9):
+            return (f"algbw: {algbw:g} GB/s, where its size over its time ({size} B in {time:g} us) is {rate:.4g} "
+                    "GB/s, as nccl-tests prints it: the row is garbled")
+    return None
+
+
 def _listed(ranks: dict[int, tuple], lines: dict[int, int], path: str) -> None:
     """``InputError`` naming the line when a run's device lines skip a rank."""
     missing = next((r for r in range(len(ranks)) if r not in ranks), None)
@@ -225,6 +242,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
         if size > 0 and fast:
             raise InputError(f"time: {size} B in {fast[0]:g} us is {size / (fast[0] * 1e3):.4g} GB/s, over the "
                              f"{MAX_RATE_GBPS:.0f} GB/s any machine moves; this row was not measured", path, number)
+        garbled = _algbw_not_size_over_time(fields, size)
+        if size > 0 and garbled:
+            raise InputError(garbled, path, number)
         if size > 0 and not 0 <= busbw <= 2 * MAX_RATE_GBPS:  # an AllReduce's busbw is at most twice its algbw
             raise InputError(f"busbw: {busbw:g} GB/s is not a bandwidth any machine reaches (0 to "
                              f"{2 * MAX_RATE_GBPS:.0f} GB/s); this row was not measured", path, number)
