@@ -164,6 +164,21 @@ def test_auto_is_one_series_with_its_pick_beside_each_point(cli, tmp_path, root,
     assert [t.xy[1] for t in busbw.texts] == pytest.approx([value for _, _, value in auto])
 
 
+def test_files_into_the_plot_folder_simnet_makes_are_written_there(cli, scenario, tmp_path):
+    """--json, --csv and --trace may name files in the --plot folder that simnet makes
+    (round ac: refused, 'folder does not exist'); a refused run leaves no folder behind."""
+    out = tmp_path / "outs" / "p"
+    ran = cli("run", scenario, "-a", "ring", "--plot", out, "--trace", out / "x.json", "--json", out / "r.json",
+              "--csv", out / "r.csv")
+    assert ran.exit_code == 0, ran.stderr
+    assert {"x.json", "r.json", "r.csv", "time_vs_size.png"} <= {p.name for p in out.iterdir()}
+    assert json.loads((out / "r.json").read_text())["runs"][0]["algorithm"] == "ring"
+    refused = cli("run", scenario, "-a", "nosuch", "--plot", tmp_path / "q", "--json", tmp_path / "q" / "r.json")
+    assert refused.exit_code == 2 and not (tmp_path / "q").exists()
+    deeper = cli("run", scenario, "--plot", tmp_path / "d", "--json", tmp_path / "d" / "sub" / "r.json")
+    assert deeper.exit_code == 2 and "folder" in deeper.stderr and not (tmp_path / "d").exists()
+
+
 def test_plot_figures_carry_the_data(scenario):
     from simnet.report.plots import featured_run, utilization_matrix
     from simnet.spec.scenario import load_scenario

@@ -73,7 +73,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
              if p and str(p) != "-"]
     inputs = files_read(spec)
     for path, option in files:
-        output_file(path, option, inputs=inputs)
+        if not _in_plot_folder_to_make(path, plot_dir):  # (that folder is checked as --plot's, below)
+            output_file(path, option, inputs=inputs)
     same = {Path(p).resolve() for p, _ in files}
     if len(same) < len(files):
         raise InputError("--json, --csv and --trace must name different files")
@@ -144,6 +145,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         if results.steps:
             console.print(steps_table(results, _workload_label(spec)))
         _print_notes(console, results)
+    _make_plot_folder_for(files, plot_dir)
     for path, text in ((json_path, results_json), (csv_path, results_csv)):
         if path and str(path) != "-":
             console.print(f"wrote {write_text(path, text(results))}")
@@ -195,6 +197,20 @@ def _first_gpus(spec, gpus: int, scenario: Path, collective: str | None):
                                   collective=collective, network=spec.topology)
     except InputError as exc:
         raise InputError(f"{exc.message} (with --gpus {gpus})", exc.file, exc.line) from None
+
+
+def _in_plot_folder_to_make(path, plot_dir: Path | None) -> bool:
+    """Whether ``path`` goes straight into the ``--plot`` folder, which does not exist yet
+    (simnet makes it; a file there needs no folder of its own)."""
+    return plot_dir is not None and not Path(plot_dir).exists() and \
+        Path(path).parent.resolve() == Path(plot_dir).resolve()
+
+
+def _make_plot_folder_for(files: list[tuple], plot_dir: Path | None) -> None:
+    """Make the ``--plot`` folder before the first of ``files`` is written into it (after
+    the run: a refused or failed run leaves no folder behind)."""
+    if any(_in_plot_folder_to_make(path, plot_dir) for path, _ in files):
+        Path(plot_dir).mkdir(parents=True, exist_ok=True)
 
 
 def _refuse_plot_collisions(plot_dir: Path, files: list[tuple]) -> None:
@@ -276,6 +292,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
         console.print(interference_table(result))
     print_warnings(console, said)
     if json_path:
+        _make_plot_folder_for([(json_path, "--json")], plot_dir)
         console.print(f"wrote {write_text(json_path, document)}")
     _plot_jobs(console, result, plot_dir)
 
