@@ -3211,6 +3211,26 @@ def test_compare_says_a_file_key_only_a_variant_leaves_unread(tmp_path, cli):
     assert printed.count("(in option onehost)") == 2 and "(in option two" not in printed
 
 
+def test_compare_says_each_unread_key_on_the_line_that_writes_it(tmp_path, cli):
+    """Fuzz round ac F9: in an option with a ``set``, the file's key was placed at "(v.yaml with
+    gpus=4)" instead of its line, and a key inside a mapping the set writes (a straggler, an
+    inline topology's spines) by the option's reading instead of the variant's line."""
+    (tmp_path / "v.yaml").write_text(
+        "name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4, "
+        "nic_bandwidth: 100 Gb/s}\nsizes: [4 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: base}\n"
+        "  - {name: one, set: {gpus: 4}}\n"
+        "  - {name: late, set: {gpus: 4, stragglers: {r1h0-gpu0: 100 us}}}\n"
+        "  - {name: rack, set: {topology: {name: r, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
+        "gpus_per_host: 4, spines: 2}}}}\n")
+    compared = cli("compare", tmp_path / "v.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    printed = " ".join(compared.stdout.split())
+    assert f"topology.generate.nic_bandwidth ({tmp_path / 'v.yaml'}:4): " in printed and " with gpus=4" not in printed
+    assert f"variants[2].set.stragglers.r1h0-gpu0 ({tmp_path / 'v.yaml'}:10): r1h0-gpu0 is not among" in printed
+    assert f"variants[3].set.topology.generate.spines ({tmp_path / 'v.yaml'}:11): " in printed
+    assert printed.count("(in option late)") == 1 and printed.count("(in option rack)") == 1
+
+
 def test_routing_over_one_tor_whose_gpus_have_several_nics_is_said_unread():
     """Fuzz round ab F2: one ToR under hosts whose GPUs reach it through two NICs each: the
     NICs are bound to the GPU's channels (``Topology.nic_binding``), so no routing chooses

@@ -161,15 +161,41 @@ def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> 
     (``_moot_in``'s) nor its variant's ``set`` writes (``_set_unread``'s): a fabric key no route
     of a variant's ``gpus:`` crosses, say; once, with the options that say it."""
     file_keys = {(w.kind, w.link.removeprefix("topology.")) for w in scenario.warnings}
+    source = _source_of(scenario)
     found: dict[tuple[str, str], tuple[Finding, list[str]]] = {}
     for variant, (name, warnings) in zip(scenario.variants, heard):
-        written = {key.removeprefix("topology.") for key in variant.set}
         for finding in warnings:
             key = (finding.kind, finding.link.removeprefix("topology."))
-            if finding.kind == "key_unread" and key not in file_keys and key[1] not in written:
+            if finding.kind == "key_unread" and key not in file_keys and _set_key(variant, finding) is None:
                 found.setdefault(key, (finding, []))[1].append(name)
-    return [replace(finding, message=f"{finding.message} (in option {', '.join(names)})")
-            for finding, names in found.values()]
+    said = []
+    for finding, names in found.values():
+        loc = tuple(finding.link.split("."))
+        if source is not None and loc in source.lines:  # the file's key, where the file writes it (not the option's
+            finding = _placed(finding, finding.link, f"{scenario.source}:{source.lines[loc]}")  # rewritten source)
+        said.append(replace(finding, message=f"{finding.message} (in option {', '.join(names)})"))
+    return said
+
+
+def _source_of(scenario: Scenario):
+    """The scenario file's ``YamlSource`` (lines of its keys), or None for one not read from a file."""
+    from simnet.io.yamlsource import load_yaml
+
+    return load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
+
+
+def _set_key(variant, finding: Finding) -> str | None:
+    """The key of ``variant``'s ``set`` that writes what ``finding`` names (the key itself, or
+    one of the mapping it sets: ``stragglers`` for ``stragglers.GPU``), or None."""
+    links = {finding.link, finding.link.removeprefix("topology.")}
+    return next((key for key in variant.set for link in links for written in {key, key.removeprefix("topology.")}
+                 if link == written or link.startswith(written + ".")), None)
+
+
+def _placed(finding: Finding, name: str, where: str) -> Finding:
+    """``finding`` said of ``name`` at ``where`` (file:line) instead of the place its message names."""
+    why = finding.message.partition("): ")[2] or finding.message
+    return Finding(finding.kind, name, f"{name} ({where}): {why}")
 
 
 def _options_heard(index: int, scenario: Scenario) -> list[tuple[str, list[Finding]]]:
@@ -188,20 +214,20 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
     variant's line: compare would rank that option as if the key were felt."""
     if not heard:
         return []
-    from simnet.io.yamlsource import load_yaml
-
-    source = load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
+    source = _source_of(scenario)
     said = []
     for i, (variant, (_, warnings)) in enumerate(zip(scenario.variants, heard)):
-        keys = {key.removeprefix("topology."): key for key in variant.set}  # an option's topology is inlined
         for finding in warnings:
-            key = keys.get(finding.link.removeprefix("topology."))
+            key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
             if finding.kind == "key_unread" and key is not None:
-                line = source.line(("variants", i, "set", key)) if source else None
-                where = f" ({scenario.source}:{line})" if line else ""
-                why = finding.message.partition("): ")[2] or finding.message
-                said.append(Finding("key_unread", f"variants[{i}].set.{key}",
-                                    f"variants[{i}].set.{key}{where}: {why} (in option {variant.name})"))
+                inner = next(finding.link.removeprefix(written) for written in (key, f"topology.{key}",
+                                                                                 key.removeprefix("topology."))
+                             if finding.link.startswith(written))
+                name = f"variants[{i}].set.{key}{inner}"
+                loc = ("variants", i, "set", key, *inner.split(".")[1:])
+                placed = _placed(finding, name, f"{scenario.source}:{source.line(loc)}") if source else \
+                    Finding(finding.kind, name, f"{name}: {finding.message.partition('): ')[2] or finding.message}")
+                said.append(replace(placed, message=f"{placed.message} (in option {variant.name})"))
     return said
 
 
