@@ -3214,14 +3214,17 @@ def test_compare_says_a_file_key_only_a_variant_leaves_unread(tmp_path, cli):
 def test_compare_says_each_unread_key_on_the_line_that_writes_it(tmp_path, cli):
     """Fuzz round ac F9: in an option with a ``set``, the file's key was placed at "(v.yaml with
     gpus=4)" instead of its line, and a key inside a mapping the set writes (a straggler, an
-    inline topology's spines) by the option's reading instead of the variant's line."""
+    inline topology's spines) by the option's reading instead of the variant's line; a topology
+    file of the option's own was said as the scenario's key, of every option."""
     (tmp_path / "v.yaml").write_text(
         "name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4, "
         "nic_bandwidth: 100 Gb/s}\nsizes: [4 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: base}\n"
         "  - {name: one, set: {gpus: 4}}\n"
         "  - {name: late, set: {gpus: 4, stragglers: {r1h0-gpu0: 100 us}}}\n"
         "  - {name: rack, set: {topology: {name: r, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
-        "gpus_per_host: 4, spines: 2}}}}\n")
+        "gpus_per_host: 4, spines: 2}}}}\n  - {name: filed, set: {topology: t2.yaml}}\n")
+    (tmp_path / "t2.yaml").write_text("name: t2\ngenerate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
+                                      "gpus_per_host: 4, spines: 4}\n")
     compared = cli("compare", tmp_path / "v.yaml", "-o", tmp_path / "c.png")
     assert compared.exit_code == 0, compared.stderr
     printed = " ".join(compared.stdout.split())
@@ -3229,6 +3232,8 @@ def test_compare_says_each_unread_key_on_the_line_that_writes_it(tmp_path, cli):
     assert f"variants[2].set.stragglers.r1h0-gpu0 ({tmp_path / 'v.yaml'}:10): r1h0-gpu0 is not among" in printed
     assert f"variants[3].set.topology.generate.spines ({tmp_path / 'v.yaml'}:11): " in printed
     assert printed.count("(in option late)") == 1 and printed.count("(in option rack)") == 1
+    # an option's own topology file: its key on that file's line, of that option alone
+    assert f"generate.spines ({tmp_path / 't2.yaml'}:2): " in printed and printed.count("(in option filed)") == 1
 
 
 def test_routing_over_one_tor_whose_gpus_have_several_nics_is_said_unread():

@@ -23,6 +23,7 @@ from simnet.run.simulate import unread_by_every, unread_options
 from simnet.run.sweep.evaluate import check_point_fits, evaluate_point, unread_everywhere
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario
+from simnet.topology.schema import TopologySpec
 
 __all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "option_findings", "unsaid", "PARTIAL",
            "pareto_front", "PARETO_TOLERANCE", "CompareError"]
@@ -184,9 +185,15 @@ def _source_of(scenario: Scenario):
     return load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
 
 
+TOPOLOGY_KEYS = frozenset(TopologySpec.model_fields) - {"name", "calibration"}
+"""A topology file's own keys (a scenario's ``calibration`` shares its name)."""
+
+
 def _set_key(variant, finding: Finding) -> str | None:
     """The key of ``variant``'s ``set`` that writes what ``finding`` names (the key itself, or
     one of the mapping it sets: ``stragglers`` for ``stragglers.GPU``), or None."""
+    if isinstance(variant.set.get("topology"), str) and finding.link.split(".")[0] in TOPOLOGY_KEYS:
+        return "topology"  # a topology file of the option's own: its keys are said as that file's
     links = {finding.link, finding.link.removeprefix("topology.")}
     return next((key for key in variant.set for link in links for written in {key, key.removeprefix("topology.")}
                  if link == written or link.startswith(written + ".")), None)
@@ -219,7 +226,10 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
     for i, (variant, (_, warnings)) in enumerate(zip(scenario.variants, heard)):
         for finding in warnings:
             key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
-            if finding.kind == "key_unread" and key is not None:
+            if finding.kind == "key_unread" and key is not None and key == "topology" and \
+                    isinstance(variant.set[key], str):  # in the option's topology file, on its own line
+                said.append(replace(finding, message=f"{finding.message} (in option {variant.name})"))
+            elif finding.kind == "key_unread" and key is not None:
                 inner = next(finding.link.removeprefix(written) for written in (key, f"topology.{key}",
                                                                                  key.removeprefix("topology."))
                              if finding.link.startswith(written))
@@ -241,7 +251,8 @@ def _moot_in(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> dict
     def key(finding: Finding) -> tuple[str, str]:  # an option's scenario inlines the topology: topology.KEY
         return finding.kind, finding.link.removeprefix("topology.")
 
-    per_option = [(name, {key(w) for w in warnings}) for name, warnings in heard]
+    per_option = [(name, {key(w) for w in warnings if _set_key(variant, w) is None})  # (not the file's: the set's)
+                  for variant, (name, warnings) in zip(scenario.variants, heard)]
     return {w.message: (None if all(key(w) in said for _, said in per_option)
                         else [name for name, said in per_option if key(w) in said])
             for w in scenario.warnings}
