@@ -230,3 +230,15 @@ def test_compare_says_a_workload_s_iteration_time_rests_on_one_way_between_group
     monkeypatch.setenv("SIMNET_MEMORY", f"{tree * transfer_bytes('hierarchical')} B")
     said = option_findings(compare_scenarios([load_scenario(path)]))
     assert [f.kind for f in said] == ["variant_too_large", "variant_too_large"]
+
+
+def test_a_run_too_large_through_its_options_is_refused_on_their_line(tmp_path, cli):
+    """Fuzz round ab F7: ``chunk_size: 1 B`` made a ps run too large for the memory, and the
+    refusal named neither the key nor its line. On the line of the option without which the
+    run fits (chunk_size here; channels, written too, is not what makes it large)."""
+    (tmp_path / "a.yaml").write_text("name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, "
+                                     "hosts_per_rack: 1, gpus_per_host: 4}\nsizes: [1 MiB]\nalgorithms: [ps]\n"
+                                     "options:\n  channels: 2\n  chunk_size: 1 B\n")
+    refused = cli("run", tmp_path / "a.yaml", env={"SIMNET_MEMORY": "200 MB"})  # 1 MiB in 1 B pieces: millions
+    assert refused.exit_code == 2 and refused.stderr.startswith(f"{tmp_path / 'a.yaml'}:9: options.chunk_size: ")
+    assert refused.stderr.rstrip().endswith("(it fits without this option)")

@@ -335,6 +335,7 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
     """Run the scenario, its progress on stderr (``simnet.cli.console.progress``); an algorithm
     that cannot run here is named where it was asked for (``-a``, else the file's line)."""
     from simnet.errors import Unsupported
+    from simnet.io.budget import TooLarge
     from simnet.io.yamlsource import load_yaml
     from simnet.spec.scenario import fault_refusal
 
@@ -356,8 +357,32 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
             raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
         except Cut as exc:
             raise fault_refusal(spec, exc) from None
+        except TooLarge as exc:
+            raise _too_large_where(spec, scenario, exc) from None
         except ValueError as exc:
             raise InputError(str(exc), scenario) from None
+
+
+def _too_large_where(spec, scenario: Path, exc) -> InputError:
+    """A run too large for the memory, refused on the line of the option that makes it so
+    (``chunk_size`` cutting pieces small, ``channels`` many: without it, every run fits), else
+    on the scenario (round ab F7: a 1 B chunk_size named neither line nor key)."""
+    from dataclasses import replace
+
+    from simnet.io.budget import TooLarge
+    from simnet.io.yamlsource import load_yaml
+    from simnet.run.scenario import check_runs_fit
+
+    source = load_yaml(scenario)[1]
+    for key in ("chunk_size", "channels"):
+        if key in spec.options and ("options", key) in source.lines:
+            try:
+                check_runs_fit(replace(spec, options={k: v for k, v in spec.options.items() if k != key}),
+                               spec.sizes)
+            except TooLarge:
+                continue
+            return source.error(("options", key), f"{exc} (it fits without this option)")
+    return InputError(str(exc), scenario)
 
 
 @contextmanager
