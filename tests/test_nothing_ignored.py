@@ -3316,23 +3316,26 @@ def test_a_compute_slowdown_below_another_gpu_s_is_said_to_change_nothing():
 @pytest.mark.parametrize("generate, gpus, said", [
     ({"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 4, "oversubscription": 4,
       "nic_bandwidth": "100 Gb/s"}, [f"r0h{h}-gpu{g}" for h in range(2) for g in range(4)],
-     ["spines", "oversubscription"]),
+     ["spines", "oversubscription", "routing"]),
     ({"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 4, "oversubscription": 4,
       "nic_bandwidth": "100 Gb/s"}, [f"r{r}h0-gpu{g}" for r in range(2) for g in range(4)], []),
     ({"kind": "cross_region", "regions": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "wan_bandwidth": "10 Gb/s",
       "wan_latency": "5 ms", "gateway_bandwidth": "40 Gb/s"}, 8, ["wan_bandwidth", "wan_latency", "gateway_bandwidth"])])
 def test_a_run_under_one_leaf_or_in_one_region_says_the_keys_above_it(generate, gpus, said):
     """Fuzz round ac F2: a run whose GPUs share one ToR (or one region) crosses no spine (or
-    WAN), yet its fabric's spines and oversubscription (or WAN keys) were read, without a word,
-    as on a one-rack (one-region) fabric they are said. Said, and true: every algorithm answers
-    the same without them; across racks none is said."""
+    WAN), yet its fabric's spines and oversubscription (or WAN keys), and the routing (its
+    routes have no two ways between switches), were read without a word, as on a one-rack
+    (one-region) fabric they are said. Said, and true: every algorithm answers the same
+    without them; across racks none is said."""
     from simnet import simulate
 
-    spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": generate}, "sizes": ["1 MiB"],
-                               "gpus": gpus})
+    routing = {"routing": "by_destination"} if generate["kind"] == "leaf_spine" else {}
+    spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": generate, **routing},
+                               "sizes": ["1 MiB"], "gpus": gpus})
     assert sorted(w.link for w in spec.warnings if w.kind == "key_unread") == sorted(
-        f"topology.generate.{key}" for key in said)
-    bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said}})
+        "topology.routing" if key == "routing" else f"topology.generate.{key}" for key in said)
+    bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said},
+                               **({} if "routing" in said else routing)})
     same = [simulate(spec.topology, a, 2**26).time_s == simulate(bare.subset(gpus), a, 2**26).time_s
             for a in ("ring", "tree", "direct", "ps", "halving_doubling")]
     assert all(same) or not said

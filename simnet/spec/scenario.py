@@ -48,7 +48,7 @@ from simnet.spec.workloads import Training, Workload
 from simnet.topology.generators import ONE_HOST_UNREAD
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import GPUS
-from simnet.topology.loader import load_topology, topology_from_dict
+from simnet.topology.loader import load_topology, routes_choose_between, topology_from_dict
 from simnet.topology.schema import Name, Strict
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.transformer import exchange_bytes, forward_seconds
@@ -586,6 +586,8 @@ def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding
         link = entry.partition(" (")[0]
         name = link.rpartition(".")[2]
         reason = every or (above if name in ABOVE_THE_LEAVES else wan if name in WAN else None)
+        if name == "routing" and not reason and not routes_choose_between(topology, ends):
+            reason = f"no route between the run's {n} GPUs (gpus:, -g) has two ways between switches to choose from"
         if reason and link not in already:
             said.append(Finding("key_unread", link, f"{entry}: {reason}, so it changed nothing here; it counts where "
                                                     "the run spans two"))

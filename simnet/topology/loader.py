@@ -21,7 +21,7 @@ from simnet.topology.hardware import GPUS, NVLINK
 from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 
-__all__ = ["load_topology", "topology_from_dict", "default_routing"]
+__all__ = ["load_topology", "topology_from_dict", "default_routing", "routes_choose", "routes_choose_between"]
 
 
 def load_topology(path: str | Path) -> Topology:
@@ -127,7 +127,9 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
-    if spec.routing is not None and not routes_choose(topology):  # said as a generator key building nothing is
+    if spec.routing is not None and routes_choose(topology):  # judged on a run's routes (part of the fabric)
+        topology.network_keys += (_said_where(source, prefix + ("routing",)),)
+    elif spec.routing is not None:  # said as a generator key building nothing is
         topology.unread += (f"{_said_where(source, prefix + ('routing',))}: the cables between switches close no "
                             "loop, no NIC has several ports and no route branches between switches (a host's NICs "
                             "are its channels' choice), so every pair has one route and no routing chooses",)
@@ -156,7 +158,17 @@ def routes_choose(topology: Topology) -> bool:
     core = nx.Graph([(u, v) for u, v in topology.links if u in switched and v in switched])
     if core.number_of_edges() > core.number_of_nodes() - nx.number_connected_components(core):
         return True
-    ends = [*topology.network_gpus, *topology.parameter_servers]
+    return routes_choose_between(topology, [*topology.network_gpus, *topology.parameter_servers])
+
+
+def routes_choose_between(topology: Topology, ends: list[str]) -> bool:
+    """Whether ``routing`` may choose a route between some two of ``ends`` (a run's GPUs and
+    servers): a NIC (or GPU that is its own NIC) of their hosts has several ports, or a
+    route between them branches between switches (``_switches_choose``)."""
+    hosts = {topology.label(end, "host") for end in ends}
+    if any(len(topology.ports(node)) > 1 for node, kind in topology.graph.nodes(data="kind")
+           if kind in ("nic", "gpu") and topology.label(node, "host") in hosts):
+        return True
     return any(_switches_choose(topology.shortest_paths(source)[1], ends, topology.kind) for source in ends)
 
 
