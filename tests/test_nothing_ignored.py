@@ -3357,3 +3357,34 @@ def test_a_backward_fraction_said_to_change_nothing_changes_no_bit_of_the_step()
     said = scenario(backward_fraction=0.1)
     assert "workload.backward_fraction" in [w.link for w in said.warnings]
     assert run_scenario(said).steps == run_scenario(scenario()).steps
+
+
+def test_a_variant_setting_a_neutral_value_over_the_file_s_own_is_not_said_to_change_nothing(tmp_path, cli):
+    """Fuzz round ad F1 (a false warning): a variant setting a bucket as large as the gradient,
+    a slowdown of 1 or a delay of 0 over the file's own values (or a period every run outlasts
+    over the file's period) was told it changed nothing, judged against the key's absence;
+    leaving it out gives the file's value, another answer. Not said, and the options differ."""
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}\n"
+        "sizes: [1 MiB]\nalgorithms: [ring]\n"
+        "workload: {compute_time: 1 ms, gradient_size: 8 MiB, bucket_size: 2 MiB, compute_slowdown: {r0h0-gpu1: 1.5}}\n"
+        "stragglers: {r0h0-gpu0: 500 us}\nvariants:\n  - {name: base}\n"
+        "  - {name: onebucket, set: {workload.bucket_size: 16 MiB}}\n"
+        "  - {name: cs1, set: {workload.compute_slowdown.r0h0-gpu1: 1}}\n"
+        "  - {name: st0, set: {stragglers.r0h0-gpu0: 0 us}}\n")
+    (tmp_path / "j.yaml").write_text(
+        "name: j\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}\n"
+        "jobs:\n  - {name: a, gpus: [r0h0-gpu0, r1h0-gpu0], algorithm: ring, size: 4 MiB, repeat: 3, period: 2 ms}\n"
+        "  - {name: b, gpus: [r0h0-gpu1, r1h0-gpu1], algorithm: ring, size: 4 MiB, repeat: 3}\n"
+        "variants:\n  - {name: base}\n  - {name: short, set: {jobs.0.period: 1 us}}\n")
+    for name in ("c", "j"):
+        compared = cli("compare", tmp_path / f"{name}.yaml", "-o", tmp_path / f"{name}.png")
+        assert compared.exit_code == 0, compared.stderr
+        assert "changed nothing" not in compared.stdout, compared.stdout
+    from simnet.run.compare import compare_scenarios
+    from simnet.spec.scenario import load_scenario
+
+    rows = {row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / "c.yaml")])}
+    assert all(rows[option] != rows["base"] for option in ("onebucket", "cs1", "st0")), rows
+    rows = {row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / "j.yaml")])}
+    assert rows["short"] != rows["base"], rows
