@@ -455,3 +455,12 @@ def test_a_fault_after_a_size_s_run_that_slows_the_workload_step_is_not_said_to_
     assert not [w for w in slowed.runs[0].warnings if w.kind == "fault_after_end"]
     small = run_scenario(scenario("1 KiB", fault))
     assert [w.kind for w in small.runs[0].warnings if w.kind == "fault_after_end"] == ["fault_after_end"]
+    # round ad F2: a fault during the step's buckets that none of them feels (a link none crosses) is still said
+    two = {"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "gpus_per_host": 4}}
+    unfelt = scenario_from_dict({"name": "s", "topology": two, "gpus": [f"r0h0-gpu{g}" for g in range(4)],
+                                 "sizes": ["4 MiB"], "algorithms": ["ring"],
+                                 "faults": [{"at": "60 us", "link": ["r0h1-gpu0", "r0h1-nvswitch"], "bandwidth": "25%"}],
+                                 "workload": {"compute_time": "1 ms", "gradient_size": "64 MiB"}})
+    ran = run_scenario(unfelt)
+    assert ran.runs[0].time_s < 60e-6 and ran.steps[0]["iteration_time_s"] > 1.2e-3  # the fault within the buckets
+    assert [w.kind for w in ran.runs[0].warnings if w.kind == "fault_after_end"] == ["fault_after_end"]

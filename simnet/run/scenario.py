@@ -70,8 +70,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])])
             for size in by_size for a in ran for run in [by_size[size][a]]]
     if model and scenario.faults:  # a fault after a size's run may still slow the step's buckets: not "changed nothing"
-        felt = {a for a in ran for size in buckets
-                if any(fault.at < by_bucket[size][a].time_s for fault in scenario.faults)}
+        felt = {a for a in ran for size in buckets  # (unless every bucket's run says it changed nothing there either)
+                if any(fault.at < by_bucket[size][a].time_s for fault in scenario.faults)
+                and not any(w.kind == "fault_unfelt" for w in by_bucket[size][a].warnings)}
         algorithm_of = [a for _ in by_size for a in ran]  # (runs are by size, then algorithm)
         runs = [replace(run, warnings=[w for w in run.warnings if w.kind != "fault_after_end"]) if a in felt else run
                 for run, a in zip(runs, algorithm_of)]
