@@ -255,6 +255,17 @@ def test_a_slow_gpu_holds_every_bucket_back_and_slack_absorbs_part_of_it(allredu
     assert summary["straggler_absorbed_s"] == pytest.approx(absorbed, abs=1e-12)
 
 
+def test_a_slow_gpu_alone_takes_its_own_slowed_compute():
+    """Fuzz round ad F3: one GPU 1.5x slow on a 1-GPU run kept the healthy 100 ms step (and its
+    exposed communication went to -50 ms): with nothing to exchange the step is the GPU's own
+    compute, 150 ms, all of it the straggler's cost and none absorbed."""
+    from simnet.workloads.ddp import StepModel
+
+    summary = StepModel(0.1, 100, 50, 0.5, slowest=1.5).summary(1, {})
+    assert summary["iteration_time_s"] == pytest.approx(0.15) and summary["communication_exposed_s"] == 0
+    assert summary["straggler_cost_s"] == pytest.approx(0.05) and summary["straggler_absorbed_s"] == 0
+
+
 def test_compute_slowdown_in_a_scenario_counts_only_the_run_s_gpus(cli, tmp_path, root):
     path = tmp_path / "s.yaml"
     path.write_text(f"name: s\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 MiB\nalgorithms: [ring]\n"

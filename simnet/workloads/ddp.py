@@ -70,10 +70,10 @@ class StepModel:
 
     def iteration_time(self, allreduce_s: dict[int, float], gpus: int = 2) -> float:
         """Step time given the AllReduce time of each distinct bucket size (seconds)."""
-        if gpus <= 1:
-            return self.compute_s
-        buckets = self.buckets()
         compute = self.compute_s * self.slowest  # a bucket is AllReduced once the slowest GPU has it
+        if gpus <= 1:  # nothing to exchange: the one GPU's compute, at its own pace
+            return compute
+        buckets = self.buckets()
         forward = compute * (1 - self.backward_fraction)
         backward = compute * self.backward_fraction
         finish = 0.0
@@ -98,9 +98,9 @@ class StepModel:
         summary = {"gpus": gpus, "compute_s": self.compute_s, "iteration_time_s": iteration,
                    "communication_exposed_s": round(iteration - self.compute_s * self.slowest, 15),
                    "speedup": speedup, "efficiency": speedup / gpus}
-        if self.slowest > 1 and gpus > 1:
+        if self.slowest > 1:
             healthy = replace(self, slowest=1.0).iteration_time(allreduce_s, gpus)
             late = self.compute_s * (self.slowest - 1)
-            summary.update(slowest_compute=self.slowest, straggler_cost_s=iteration - healthy,
-                           straggler_absorbed_s=max(late - (iteration - healthy), 0.0))
+            summary.update(slowest_compute=self.slowest, straggler_cost_s=iteration - healthy,  # (no float residue)
+                           straggler_absorbed_s=round(max(late - (iteration - healthy), 0.0), 15))
         return summary
