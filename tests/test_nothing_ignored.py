@@ -734,7 +734,7 @@ def test_an_empty_bandwidth_mapping_in_a_profile_names_its_field(tmp_path):
      "stragglers.sigma", "shapes the lognormal distribution only; exponential has its mean alone"),
     ({"sizes": ["1 MiB"], "stragglers": {"distribution": "uniform", "mean": "10 us", "sigma": 2}},
      "stragglers.sigma", "uniform has its mean alone"),
-    ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB", "period": "1 ms"}]},
+    ({"jobs": [{"name": "a", "gpus": 4, "size": "1 MiB", "period": "1 ms"}]},  # (on 2, one host: spines unread too)
      "jobs[0].period", "the job runs once (repeat: 1)"),
     ({"jobs": [{"name": "a", "gpus": 2, "size": "1 MiB"},  # 4 GPUs left: uniform would draw partners
                {"name": "b", "background": {"pattern": "all_to_all", "load": "50%", "seed": 3}}],
@@ -3388,3 +3388,25 @@ def test_a_variant_setting_a_neutral_value_over_the_file_s_own_is_not_said_to_ch
     assert all(rows[option] != rows["base"] for option in ("onebucket", "cs1", "st0")), rows
     rows = {row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / "j.yaml")])}
     assert rows["short"] != rows["base"], rows
+
+
+@pytest.mark.parametrize("hosts, said", [(["r0h0"], ["nic_bandwidth", "spines", "oversubscription"]),
+                                         (["r0h0", "r0h1"], ["spines", "oversubscription"]),
+                                         (["r0h0", "r1h0"], [])])
+def test_jobs_held_under_one_host_or_leaf_say_the_network_keys_they_leave_unread(hosts, said):
+    """Fuzz round ad F4: jobs whose GPUs all sit in one host (or under one leaf) left the NIC
+    keys (spines, oversubscription) unread, byte for byte, where the same GPUs as ``gpus:`` say
+    so. Said of the jobs' GPUs, and true: the jobs answer the same without them."""
+    from simnet.run.jobs import run_jobs
+
+    generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2,
+                "oversubscription": 4, "nic_bandwidth": "400 Gb/s"}
+    jobs = [{"name": name, "gpus": [f"{host}-gpu{g}" for host in hosts for g in gpus], "algorithm": "ring",
+             "size": "4 MiB"} for name, gpus in (("a", (0, 1)), ("b", (2, 3)))]
+    spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": generate}, "jobs": jobs})
+    assert sorted(w.link for w in spec.warnings if w.kind == "key_unread") == sorted(
+        f"topology.generate.{key}" for key in said)
+    assert all("the jobs' " in w.message for w in spec.warnings if w.kind == "key_unread")
+    bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said}})
+    if said:
+        assert run_jobs(spec.topology, spec.jobs).to_dict() == run_jobs(bare, spec.jobs).to_dict()

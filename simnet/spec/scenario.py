@@ -476,7 +476,12 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     said += topology_unread(topology, rerouted)
     # a ps_server counts whatever the file's algorithms: run -a ps may run ps where the file names none
     servers = named_servers(spec.options.model_dump(exclude_none=True))
-    said += [] if rerouted else _network_unread_here(topology, servers)
+    if spec.jobs:  # the GPUs the jobs hold are the run's (a background job's among them)
+        held = {gpu for gpus in placements for gpu in gpus}
+        said += [] if rerouted else _network_unread_here(
+            topology.subset([gpu for gpu in topology.gpus if gpu in held]), servers, f"the jobs' {len(held)} GPUs")
+    else:
+        said += [] if rerouted else _network_unread_here(topology, servers)
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
@@ -557,7 +562,7 @@ WAN = {"wan_bandwidth", "wan_latency", "gateway_bandwidth"}
 """``cross_region``'s keys of the WAN between regions and its gateways."""
 
 
-def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding]:
+def _network_unread_here(topology: Topology, servers: list[str], who: str | None = None) -> list[Finding]:
     """A warning (``key_unread``) per network key of the topology's generator
     (``Topology.network_keys``) that a run on part of the fabric (``gpus:``, ``-g``) reads
     nothing of, judged by the routes between its GPUs and the parameter servers (those of the
@@ -565,20 +570,22 @@ def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding
     one where the GPUs are one NVLink domain and no route crosses a network link; those above
     the leaves (``ABOVE_THE_LEAVES``) where no route crosses a link between switches; the WAN's
     where every end is in one region. Where the whole fabric is one domain, the topology says
-    so itself; beyond ``ROUTES_JUDGED_UP_TO`` ends, nothing is said."""
+    so itself; beyond ``ROUTES_JUDGED_UP_TO`` ends, nothing is said. ``who``: the GPUs, as
+    said (default: the run's, of ``gpus:`` or ``-g``)."""
     ends = [*topology.gpus, *topology.parameter_servers, *servers]
     if not topology.network_keys or len(topology.gpus) == len(topology.network_gpus) \
             or len(ends) > ROUTES_JUDGED_UP_TO:
         return []
     crossed = topology.network_links_between(ends)
     n = len(topology.gpus)
-    every = f"the run's {n} GPUs (gpus:, -g) are one NVLink domain and no route between them crosses the network" \
+    who = who or f"the run's {n} GPUs (gpus:, -g)"
+    every = f"{who} are one NVLink domain and no route between them crosses the network" \
         if len(topology.groups("node")) == 1 and not crossed else None
     between_switches = any(topology.kind(u) == topology.kind(v) == "switch" for u, v in map(topology.links.__getitem__,
                                                                                              crossed))
     above = None if between_switches else \
-        f"no route between the run's {n} GPUs (gpus:, -g) crosses a link between switches (they share a leaf)"
-    wan = f"the run's {n} GPUs (gpus:, -g) are in one region, so no route crosses the WAN" \
+        f"no route between {who} crosses a link between switches (they share a leaf)"
+    wan = f"{who} are in one region, so no route crosses the WAN" \
         if len({topology.label(end, "region") for end in ends}) == 1 else None
     already = {entry.partition(" (")[0] for entry in topology.unread}
     said = []
@@ -587,7 +594,7 @@ def _network_unread_here(topology: Topology, servers: list[str]) -> list[Finding
         name = link.rpartition(".")[2]
         reason = every or (above if name in ABOVE_THE_LEAVES else wan if name in WAN else None)
         if name == "routing" and not reason and not routes_choose_between(topology, ends):
-            reason = f"no route between the run's {n} GPUs (gpus:, -g) has two ways between switches to choose from"
+            reason = f"no route between {who} has two ways between switches to choose from"
         if reason and link not in already:
             said.append(Finding("key_unread", link, f"{entry}: {reason}, so it changed nothing here; it counts where "
                                                     "the run spans two"))
