@@ -3410,3 +3410,25 @@ def test_jobs_held_under_one_host_or_leaf_say_the_network_keys_they_leave_unread
     bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said}})
     if said:
         assert run_jobs(spec.topology, spec.jobs).to_dict() == run_jobs(bare, spec.jobs).to_dict()
+
+
+@pytest.mark.parametrize("hosts, sequence, unread", [(2, 4096, True), (1, 1024, False)])
+def test_an_amd_training_step_says_an_msccl_variable_that_changed_none_of_its_exchanges(monkeypatch, hosts, sequence,
+                                                                                        unread):
+    """Fuzz round ad F5: ``RCCL_MSCCL_ENABLE=0`` on an MI300X training step whose exchanges no
+    MSCCL schedule takes (its 64 MiB TP AllReduces are above MSCCL's sizes) changed nothing
+    without a word, where a run says so. Said exactly where the step is the same without it
+    (one host's 8 MiB TP AllReduces run MSCCL's schedule)."""
+    from simnet.run.scenario import run_scenario
+
+    fabric = {"name": "m", "generate": {"kind": "leaf_spine", "gpu": "mi300x", "racks": 1, "hosts_per_rack": hosts,
+                                        "gpus_per_host": 8}}
+    model = {"layers": 2, "hidden": 4096, "heads": 32, "ffn": 14336, "sequence": sequence, "vocabulary": 1000}
+    scenario = scenario_from_dict({"name": "s", "topology": fabric, "training": {
+        "model": model, "parallelism": {"tp": 8, "micro_batches": 2}, "efficiency": 0.5}})
+    plain = run_scenario(scenario).to_dict()
+    monkeypatch.setenv("RCCL_MSCCL_ENABLE", "0")
+    steered = run_scenario(scenario).to_dict()
+    said = [w for w in steered.get("warnings", []) if w["kind"] == "key_unread" and w["link"] == "RCCL_MSCCL_ENABLE"]
+    assert (steered["training"] == plain["training"]) == unread
+    assert len(said) == (1 if unread else 0), steered.get("warnings")

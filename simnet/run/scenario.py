@@ -12,6 +12,7 @@ from simnet.run.simulate import check_fits, proto_unread, reads_nccl_proto, simu
 from simnet.run.training import training_step
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
+from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 from simnet.workloads.ddp import StepModel
 
@@ -158,6 +159,7 @@ def _env_unfelt_in_step(scenario, training: dict | None, runs: list[Result]) -> 
         return [], set()
     said = []
     asked = steering_variables(env, ["auto"], ALLREDUCE)  # its exchanges run NCCL's pick: NCCL_ALGO steers them
+    asked += [name for name in MSCCL_VARIABLES if name in env]  # (and RCCL's MSCCL schedules, on AMD GPUs)
     read = step_reads(scenario, training, env, asked)
     if not runs:
         said += [Finding("key_unread", name, (
