@@ -601,13 +601,21 @@ def _tray_hosts(host: str, gpus: int, per_tray: int | None) -> tuple[Callable[[i
     return (lambda g: f"{host}-tray{g // per_tray}"), None
 
 
+def _rack_scale(gpu: str, switch_host: str | None) -> bool:
+    """Whether a server is a rack of its own (its GPUs' rack label is the server): one written
+    as compute trays (``_tray_hosts``: its NVSwitch is no one host's), and, written as one
+    host, a Grace-Blackwell server (gb200, gb300), which NVIDIA builds as an NVL72 rack
+    (GB200 NVL72 reference architecture): trays or one host, the same racks."""
+    return switch_host is None or (GPUS[gpu].host_cpu == "arm" and GPUS[gpu].nvls)
+
+
 def nvswitch(p: NVSwitchParams) -> tuple[Nodes, Links]:
     """``gpus`` GPUs each linked to one NVSwitch node; optional per-GPU NICs. With
     ``gpus_per_tray`` the GPUs' hosts are trays (``node0-tray3``) of one NVLink domain."""
     gpu = GPUS[p.gpu]
     switch = f"{p.prefix}nvswitch"
     host_of, switch_host = _tray_hosts(p.host, p.gpus, p.gpus_per_tray)
-    rack = p.host if switch_host is None else None
+    rack = p.host if _rack_scale(p.gpu, switch_host) else None
     nodes = [_node(f"{p.prefix}gpu{i}", "gpu", host=host_of(i), rack=rack, gpu=p.gpu) for i in range(p.gpus)]
     nodes.append(_node(switch, "switch", host=switch_host, rack=rack, nvls=gpu.nvls if p.nvls is None else p.nvls))
     links = [_link(n.id, switch, p.gpu_bandwidth or gpu.nvlink_bandwidth, p.latency, "nvlink") for n in nodes[:-1]]
@@ -663,7 +671,7 @@ class _Server:
         infra: Nodes = []
         links: Links = []
         host_of, switch_host = _tray_hosts(host, self.gpus, self.gpus_per_tray)
-        if switch_host is None:
+        if _rack_scale(self.gpu, switch_host):
             labels = {**labels, "rack": host}
         nic_host = {j: host_of(g) for g in reversed(range(self.gpus)) for j in self.nics_of(g)}
         nvswitch_id = f"{host}-nvswitch"
