@@ -58,7 +58,9 @@ def nccl_reading(topology) -> np.ndarray:
     figure exactly. NCCL reads a PCIe link's negotiated speed and width, never its throughput
     (v2.30.7 topo.cc kvDictPciGen, :545-557), so every way of writing one link's rate gives
     NCCL one figure: 31.5 GB/s read as 23.994 GB/s fell below the search's 24 GB/s step and
-    opened other rings than 31.5077 does. The replay keeps ``effective_capacity``."""
+    opened other rings than 31.5077 does. (``Topology`` runs such a link at the standard
+    link's line rate; here its figure is NCCL's exactly, whatever the floating point of
+    line rate x efficiency.) The replay keeps ``effective_capacity``."""
     return topology.derived("nccl_reading", _nccl_reading)
 
 
