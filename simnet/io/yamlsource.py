@@ -203,8 +203,11 @@ def _expected(error: dict, keys: list[str]) -> str:
     return _EXPECTED[error["type"]]
 
 
-_UNION_TAG = re.compile(r"^(constrained-\w+|function-\w+\[.*\]|\w+\[.*\]|str|int|float|bool|none)$")
-"""Labels pydantic puts in an error's location for the member of a union that failed."""
+_UNION_TAG = re.compile(r"^(constrained-\w+|function-\w+\[.*\]|(list|dict|tuple|set|frozenset|literal|nullable|union|"
+                        r"tagged-union|is-instance|is-subclass|default|chain|lax-or-strict|json-or-python|model|"
+                        r"dataclass|typed-dict|definition-ref)\[.*\]|str|int|float|bool|none)$")
+"""Labels pydantic puts in an error's location for the member of a union that failed (its
+type words only: a key of the file's own such as ``foo[1]`` is no label)."""
 
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
            "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
