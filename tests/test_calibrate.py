@@ -629,3 +629,20 @@ def test_a_log_no_correction_brings_near_is_refused_and_no_profile_written(tmp_p
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "at the edge of their range: these logs are not of the machine" in result.stderr
     assert not (tmp_path / "p.cal.yaml").exists() and result.stdout == ""
+
+
+@pytest.mark.parametrize("edit, said", [
+    (("hardware:", "hardwre:"), "fitted.hardwre: unknown key 'hardwre'; did you mean 'hardware'?"),
+    (("transport: ib", "transport: ib\n    colour: red"), "fitted.hardware.colour: unknown key 'colour'"),
+    (("nic_GBps: 48.0", "nic_GBps: '48 GB/s'"), "fitted.hardware.nic_GBps: '48 GB/s' is not a number"),
+    (("compute_capability: 90", "compute_capability: true"), "fitted.hardware.compute_capability: ")])
+def test_a_profile_s_record_of_its_machine_is_read_strictly(tmp_path, root, edit, said):
+    """Fuzz round ad F12: ``fitted:`` took any key, so a misspelt ``hardwre`` dropped the check
+    of the machine without a word, and ``nic_GBps: '48 GB/s'`` on the same machine warned of
+    another one. Refused in one line naming the key, as the calibration section's keys are."""
+    text = (root / "validation/calibrated/h100-ndr-309-2n.cal.yaml").read_text()
+    assert edit[0] in text
+    (tmp_path / "p.cal.yaml").write_text(text.replace(edit[0], edit[1]))
+    with pytest.raises(InputError, match=re.escape(said)):
+        load_calibration(tmp_path / "p.cal.yaml")
+    assert load_calibration(root / "validation/calibrated/h100-ndr-309-2n.cal.yaml").hardware

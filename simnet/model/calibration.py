@@ -121,6 +121,32 @@ class Calibration:
         return values
 
 
+class _HardwareSpec(Strict):
+    """``fitted.hardware``, as ``hardware_of`` writes it: numbers in its units (GB/s), no text."""
+
+    compute_capability: int
+    nvlink_GBps: float
+    gcn_arch: str | None = None
+    nic_GBps: float | None = None
+    transport: str | None = None
+
+
+class _FittedSpec(Strict):
+    """``fitted``: what the profile was fitted on (``simnet calibrate``'s or the validation's
+    record, read by no one but ``hardware``, which a run on another machine is warned of)."""
+
+    hardware: _HardwareSpec | None = None
+    topology: str | None = None
+    logs: list[str] | None = None
+    check: str | None = None
+    points: int | list[str] | None = None
+    ranks: list[int] | None = None
+    held: list[str] | None = None
+    at_bound: list[str] | None = None
+    nccl_variables: dict[str, str] | None = None
+    geomean_error: dict[str, float] | None = None
+
+
 def hardware_of(topology) -> dict:
     """The machine a profile is fitted on, as NCCL sees one node of it: GPU generation
     (compute capability), NVLink GB/s per GPU, and across nodes the NIC path's GB/s and
@@ -166,6 +192,11 @@ def load_calibration(path: str | Path) -> Calibration:
         where = ("fitted",) if not isinstance(fitted, dict) else ("fitted", "hardware")
         raise source.error(where, "expected a mapping as simnet calibrate writes it (the machine the profile was "
                                   "fitted on, which a run on another machine is warned of); fix it or leave it out")
+    if "fitted" in data:
+        try:  # a misspelt hardware would drop the check of the machine without a word, a unit make a false one
+            _FittedSpec.model_validate(fitted)
+        except ValidationError as exc:
+            raise source.from_validation(exc, ("fitted",), _FittedSpec) from None
     _refuse_a_size_twice(data["calibration"].get("bandwidth"), source)
     try:
         spec = _CalibrationSpec.model_validate(data["calibration"])
