@@ -303,6 +303,22 @@ def test_the_fit_times_what_nccl_ran_under_the_logged_variables(tmp_path, cli):
                                                           + ", ".join(tables.ALGORITHMS))
 
 
+def test_the_fit_times_each_row_under_every_logged_variable_and_says_those_none_reads():
+    """Fuzz round ad F10: the fit picked each row's algorithm under the logged variables but
+    timed it without them, so NCCL_MAX_NCHANNELS=2 (a ring of 2 channels, not NCCL's 8) left
+    the profile as without it, and a variable no row's decision read was not said. Timed as
+    NCCL ran it: the before-fit prediction moves with the channels; said where no row reads it."""
+    topology = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    points = points_of([parse_log(write_log({2**26: 400.0}, 8, gpus_per_host=8), "box.log")], topology, None)
+    plain = fit(topology, points, iterations=1, env={"NCCL_NVLS_ENABLE": "0"})
+    narrow = fit(topology, points, iterations=1, env={"NCCL_NVLS_ENABLE": "0", "NCCL_MAX_NCHANNELS": "2"})
+    assert narrow.before_us[0] > 1.5 * plain.before_us[0]  # the ring's 8 channels' bandwidth on 2
+    assert [w.link for w in narrow.unread] == [] and [w.link for w in plain.unread] == []
+    p2p = fit(topology, points, iterations=1, env={"NCCL_NVLS_ENABLE": "0", "NCCL_MIN_P2P_NCHANNELS": "4"})
+    assert [w.link for w in p2p.unread] == ["NCCL_MIN_P2P_NCHANNELS"] and p2p.before_us == plain.before_us
+    assert "changed nothing in the fit" in p2p.unread[0].message
+
+
 def test_a_log_of_a_max_on_floats_is_fitted_without_nvls():
     """NVLink SHARP sums floats but takes no max of them (src/include/device.h:587-599
     ncclNvlsSupported, v2.30.7: float and double sum only; 32/64-bit integers, half and bfloat16

@@ -86,7 +86,7 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
                          "run of it); no profile written", logs[0])
     console = stdout_console()
     console.print(calibration_table(result))
-    print_warnings(console, topology_unread(topology))  # as simnet run says them
+    print_warnings(console, [*topology_unread(topology), *result.unread])  # as simnet run says them
     if topology.calibration is not None:  # read as a run would, it would correct the model the fit corrects
         console.print(f"note: {topology_path} names the profile {topology.calibration}; the fit starts from NCCL's "
                       "own model, without it (a profile corrects the model, not another profile)")

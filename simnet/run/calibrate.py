@@ -32,6 +32,7 @@ from simnet.errors import InputError
 from simnet.io.nccltests import Log
 from simnet.model.calibration import KNOTS, Calibration
 from simnet.model.interface import library_model
+from simnet.results.result import Finding
 from simnet.run.simulate import simulate
 from simnet.topology.hardware import GPUS, NVLINK
 from simnet.tuning.tables import nvls_reduces
@@ -87,6 +88,7 @@ class Fit:
     after_us: list[float]
     held: tuple[str, ...] = ()  # parameters kept at NCCL's figures (as Calibration.parameters names them)
     at_bound: tuple[str, ...] = ()  # parameters the fit pushed to the edge of their range (likewise)
+    unread: tuple[Finding, ...] = ()  # NCCL variables of the logged runs that no row's NCCL decision read
 
     def note(self, name: str) -> str:
         """How ``Calibration.parameters``' ``name`` came out: '' (fitted), ' (held)' or ' (at its bound)'."""
@@ -350,10 +352,14 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     simulations finish. ``env``: the NCCL variables the logged runs had (``NCCL_ALGO``,
     ``NCCL_NVLS_ENABLE``, ...; default none), which decide what NCCL ran for each row."""
     base = Calibration()
-    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, calibration=base,
-                       env={**(env or {}), **({} if p.nvls else {"NCCL_NVLS_ENABLE": "0"})})  # NCCL's pick for its op
-              for p in points]
+    logged = [{**(env or {}), **({} if p.nvls else {"NCCL_NVLS_ENABLE": "0"})} for p in points]  # as NCCL ran each op
+    chosen = [simulate(topology, "auto", p.size_bytes, gpus=p.ranks, calibration=base, env=logged[i])  # NCCL's pick
+              for i, p in enumerate(points)]
     runs = [(r.algorithm, r.protocol) for r in chosen]
+    unread = tuple(Finding("key_unread", name, (
+        f"{name}={value} changed nothing in the fit: NCCL decides every row of the logs alike without it (simnet "
+        "run on a row's GPUs and size says why)")) for name, value in sorted((env or {}).items())
+        if all(any(w.kind == "key_unread" and w.link == name for w in r.warnings) for r in chosen))
     bounds = _bounds(topology, points, env)
     total = len(points) * len(PARAMETERS) * iterations
     done = [0]
@@ -361,9 +367,10 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     def predict(calibration: Calibration, rows: list[int] | None = None) -> np.ndarray:
         times = []
         for i in range(len(points)) if rows is None else rows:
-            point, (algorithm, protocol) = points[i], runs[i]
-            env = {"NCCL_PROTO": protocol} if protocol else {}
-            result = simulate(topology, algorithm, point.size_bytes, gpus=point.ranks, env=env, calibration=calibration)
+            point, (algorithm, protocol) = points[i], runs[i]  # NCCL's pick, under the variables it ran with
+            picked = {**logged[i], **({"NCCL_PROTO": protocol} if protocol else {})}
+            result = simulate(topology, algorithm, point.size_bytes, gpus=point.ranks, env=picked,
+                              calibration=calibration)
             times.append(result.time_s * 1e6)
             done[0] += 1
             if progress:
@@ -422,4 +429,4 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     edges = [name for name, value in zip(PARAMETERS, best) if name not in held
              and min(abs(value - edge) for edge in bounds[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
     return Fit(_calibration(best, bounds), points, runs, before.tolist(), best_times.tolist(),
-               tuple(sorted(held)), tuple(_label(name) for name in edges))
+               tuple(sorted(held)), tuple(_label(name) for name in edges), unread)
