@@ -3432,3 +3432,20 @@ def test_an_amd_training_step_says_an_msccl_variable_that_changed_none_of_its_ex
     said = [w for w in steered.get("warnings", []) if w["kind"] == "key_unread" and w["link"] == "RCCL_MSCCL_ENABLE"]
     assert (steered["training"] == plain["training"]) == unread
     assert len(said) == (1 if unread else 0), steered.get("warnings")
+
+
+@pytest.mark.parametrize("variable, value, said", [("NCCL_MIN_P2P_NCHANNELS", "4", True),
+                                                   ("NCCL_NCHANNELS_PER_NET_PEER", "1", True),
+                                                   ("NCCL_MAX_NCHANNELS", "1", False)])
+def test_compare_says_an_nccl_variable_no_option_reads_once(tmp_path, cli, variable, value, said):
+    """Fuzz round ad F9: NCCL's send/recv channel variables beside AllReduce options changed
+    nothing, and run and sweep said so, compare did not. Once, where every option's every run
+    says it; not where a run reads it (NCCL_MAX_NCHANNELS=1 narrows the ring)."""
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}\n"
+        "sizes: [16 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: a}\n"
+        "  - {name: b, set: {topology.generate.nic_bandwidth: 100 Gb/s}}\n")
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png", env={variable: value})
+    assert compared.exit_code == 0, compared.stderr
+    printed = " ".join(compared.stdout.split())
+    assert printed.count(f"warning key_unread: {variable}={value} changed nothing") == (1 if said else 0), printed

@@ -288,12 +288,18 @@ def option_findings(rows: list[dict]) -> list[Finding]:
     """What ``simnet run`` says of an option's runs that its row would hide: an option given to
     it that changed nothing in any of its runs (``option_unread``, from ``compare_rows``'
     ``unread``: ``options.exact`` where no run would have been bounded, say), a job's key
-    judged after its runs (``key_unread``: a period every run outlasts), and a ranked
-    time that is less than a whole answer (``PARTIAL``, from ``partial``)."""
-    return [Finding("option_unread" if name.startswith("options.") else "key_unread", name, (
-        f"{name} changed nothing in any run of option {row['option']} (taken by none or unfelt; simnet run on it "
-        "says why of each run that takes it); "
-        "leave it out")) for row in rows for name in row["unread"]] + [
+    judged after its runs (``key_unread``: a period every run outlasts), an NCCL (RCCL) variable
+    that changed nothing in any run of any option (once), and a ranked time that is less than a
+    whole answer (``PARTIAL``, from ``partial``)."""
+    env = nccl_env()
+    variables = set.intersection(*({name for name in row["unread"] if name in env} for row in rows)) if rows else set()
+    return [Finding("key_unread", name, (
+        f"{name}={env[name]} changed nothing in any run of any option (simnet run on an option says why of each "
+        "run)")) for name in sorted(variables)] + [
+        Finding("option_unread" if name.startswith("options.") else "key_unread", name, (
+            f"{name} changed nothing in any run of option {row['option']} (taken by none or unfelt; simnet run on it "
+            "says why of each run that takes it); "
+            "leave it out")) for row in rows for name in row["unread"] if name not in env] + [
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
         for row in rows for kind in row["partial"]]
 
@@ -395,7 +401,8 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                    best.get("bucket_warnings", ()) if workload else largest.get("warnings", ()))),
                # options, and jobs' keys judged once the jobs ran (a period every run outlasts), that changed
                # nothing in any run of this option (each run said so)
-               "unread": unread_everywhere(records, "options.") + unread_everywhere(records, "jobs[")}
+               "unread": unread_everywhere(records, "options.") + unread_everywhere(records, "jobs[")
+               + unread_everywhere(records, "NCCL_") + unread_everywhere(records, "RCCL_")}
         if cost:
             # throughput per unit of cost: tokens/s, GPU-equivalents of work (speedup) or bus GB/s per million
             value = best["tokens_per_s"] if training else best["speedup"] if workload else largest["busbw_GBps"]
