@@ -344,7 +344,8 @@ def test_nccl_algo_and_proto_beside_as_recorded_are_said_to_change_nothing():
     env = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}
     unread = [w.link for w in simulate_trace(traces, topology, as_recorded=True, env=env).warnings
               if w.kind == "key_unread"]
-    assert unread == ["NCCL_ALGO", "NCCL_PROTO"]
+    # and NCCL's pick under them is the recorded ring/LL, so --as-recorded changed nothing either (each alone)
+    assert unread == ["NCCL_ALGO", "NCCL_PROTO", "--as-recorded"]
     # without --as-recorded they steer NCCL's pick: each is said only where the replay without it is the same
     # (fuzz o: NCCL_ALGO=Ring on two A100s of one host, where NCCL picks Ring anyway, was never said)
     steered = simulate_trace(traces, topology, env=env)
@@ -574,3 +575,29 @@ def test_replay_trace_says_what_changed_nothing_as_run_does(tmp_path, cli):
     plain = cli("replay-trace", *paths, "-t", tmp_path / "bare.yaml", "--json", tmp_path / "b.json")
     assert plain.exit_code == 0 and "warning" not in plain.stdout
     assert json.loads((tmp_path / "a.json").read_text()) == json.loads((tmp_path / "b.json").read_text())
+
+
+def test_as_recorded_that_changes_no_call_is_said():
+    """Fuzz round ad F8a: under ``model: ideal`` (no protocol) --as-recorded ran every call as
+    NCCL's pick does, byte for byte, without a word. Said where every call is the same, and
+    true; not under the nccl model, where the recorded LL is not the pick's Simple."""
+    traces = read_traces([HTA_TRACE], ranks_per_trace=2)
+    topology = ROOT / "topologies" / "dgx_a100.yaml"
+    ideal = simulate_trace(traces, topology, as_recorded=True, model="ideal")
+    assert [w.link for w in ideal.warnings if w.kind == "key_unread"] == ["--as-recorded"]
+    assert ideal.steps == simulate_trace(traces, topology, model="ideal").steps
+    nccl = simulate_trace(traces, topology, as_recorded=True)
+    assert "--as-recorded" not in [w.link for w in nccl.warnings]
+    assert nccl.collectives != simulate_trace(traces, topology).collectives
+
+
+def test_a_trace_s_ranks_in_one_host_say_the_fabric_keys_they_leave_unread(cli, root):
+    """Fuzz round ad F8b: two ranks packed on one host of two_racks.yaml read none of its
+    network keys (the JSON the same at 100 Gb/s and 1:1), and replay-trace said nothing where
+    gpus: on one host says them."""
+    result = cli("replay-trace", HTA_TRACE, "--ranks-per-trace", "2", "-t", root / "topologies/two_racks.yaml")
+    assert result.exit_code == 0, result.stderr
+    printed = " ".join(result.stdout.split())
+    for key in ("nic_bandwidth", "oversubscription", "spines"):
+        assert f"warning key_unread: generate.{key} (" in printed and "the traces' 2 ranks' GPUs are one NVLink " \
+            "domain" in printed

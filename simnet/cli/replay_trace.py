@@ -93,7 +93,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
     console = stdout_console()
     for table in trace_tables(replayed):
         console.print(table)
-    print_warnings(console, [*_unread(topology, placement, read), *replayed.warnings])
+    print_warnings(console, [*_unread(topology, placement, read, replayed.gpus), *replayed.warnings])
     if json_path:
         console.print(f"wrote {write_text(json_path, text)}")
     if trace_path:
@@ -105,18 +105,21 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
             console.print(note)
 
 
-def _unread(topology, placement: str, ranks: list) -> list:
+def _unread(topology, placement: str, ranks: list, gpus: list[str]) -> list:
     """``key_unread`` of the topology's parameters that built nothing (as ``simnet run``
+    says them), of the network keys the ranks' GPUs (``gpus``) reach no link of (as ``gpus:``
     says them), and of a ``--placement`` with nothing to choose: the traces' ``ranks`` (one
     ``RankTrace`` each) take every GPU of the topology."""
     from simnet.results.result import Finding
-    from simnet.spec.scenario import topology_unread
+    from simnet.spec.scenario import network_keys_unread, topology_unread
 
     moot = [Finding("key_unread", "--placement", (
         f"--placement {placement}: the traces' {len(ranks)} ranks take every GPU of {topology.name}, so there was "
         "nothing to choose and it changed nothing here"))] if placement != "packed" and \
         len(ranks) == len(topology.gpus) else []
-    return [*topology_unread(topology), *moot]
+    here = network_keys_unread(topology.subset(gpus), [], f"the traces' {len(gpus)} ranks' GPUs") if len(gpus) > 1 \
+        else []
+    return [*topology_unread(topology), *here, *moot]
 
 
 def _refuse_bad_flags(topology, placement: str, gpu_speedup: float) -> None:

@@ -224,7 +224,7 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
     warnings = [*pricer.warnings, *_gpu_warning(traces[0].gpu, topo, gpus, gpu_speedup),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
-    warnings += pricer.unread(instances)
+    warnings += pricer.unread(instances) + pricer.as_recorded_unread(instances)
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (
@@ -322,6 +322,23 @@ class _Pricer:
             self.results[key] = simulate(self.topo, algorithm, size, gpus=list(gpus), model=self.model,
                                          env=dict(env), calibration=self.calibration, collective=collective)
         return self.results[key]
+
+    def as_recorded_unread(self, instances: list[Instance]) -> list[Finding]:
+        """``key_unread`` of --as-recorded where every call runs the algorithm NCCL's pick runs
+        in the same time (its recorded protocol timed as the pick's: under ``model: ideal``,
+        which runs no protocol, or where the recording is NCCL's pick), so it changed nothing."""
+        if not self.as_recorded or not instances:
+            return []
+        recorded = [(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances]
+        self.as_recorded = False
+        try:
+            picked = [(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances]
+        finally:
+            self.as_recorded = True
+        return [] if recorded != picked else [Finding("key_unread", "--as-recorded", (
+            "--as-recorded changed nothing here: every call runs the algorithm NCCL picks, in the same time with its "
+            f"recorded protocol as with the pick's{' (model: ideal runs no protocol)' if self.model == 'ideal' else ''}"
+        ))]
 
     def alone(self, inst: Instance) -> float:
         return self.result(inst).time_s

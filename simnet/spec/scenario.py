@@ -478,10 +478,10 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     servers = named_servers(spec.options.model_dump(exclude_none=True))
     if spec.jobs:  # the GPUs the jobs hold are the run's (a background job's among them)
         held = {gpu for gpus in placements for gpu in gpus}
-        said += [] if rerouted else _network_unread_here(
+        said += [] if rerouted else network_keys_unread(
             topology.subset([gpu for gpu in topology.gpus if gpu in held]), servers, f"the jobs' {len(held)} GPUs")
     else:
-        said += [] if rerouted else _network_unread_here(topology, servers)
+        said += [] if rerouted else network_keys_unread(topology, servers)
     training = spec.training
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
@@ -553,7 +553,7 @@ def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]
 
 ROUTES_JUDGED_UP_TO = 64
 """Route ends (the run's GPUs and servers) up to which a run inside part of a fabric has its
-routes searched for the fabric keys it crosses no link of (``_network_unread_here``)."""
+routes searched for the fabric keys it crosses no link of (``network_keys_unread``)."""
 
 ABOVE_THE_LEAVES = {"spines", "uplink_bandwidth", "oversubscription", "spine_oversubscription",
                     "leaf_oversubscription"}
@@ -562,7 +562,7 @@ WAN = {"wan_bandwidth", "wan_latency", "gateway_bandwidth"}
 """``cross_region``'s keys of the WAN between regions and its gateways."""
 
 
-def _network_unread_here(topology: Topology, servers: list[str], who: str | None = None) -> list[Finding]:
+def network_keys_unread(topology: Topology, servers: list[str], who: str | None = None) -> list[Finding]:
     """A warning (``key_unread``) per network key of the topology's generator
     (``Topology.network_keys``) that a run on part of the fabric (``gpus:``, ``-g``) reads
     nothing of, judged by the routes between its GPUs and the parameter servers (those of the
