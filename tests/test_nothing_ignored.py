@@ -3449,3 +3449,25 @@ def test_compare_says_an_nccl_variable_no_option_reads_once(tmp_path, cli, varia
     assert compared.exit_code == 0, compared.stderr
     printed = " ".join(compared.stdout.split())
     assert printed.count(f"warning key_unread: {variable}={value} changed nothing") == (1 if said else 0), printed
+
+
+@pytest.mark.parametrize("key, text", [("stragglers", "stragglers: {}"), ("faults", "faults: []"),
+                                       ("options", "options: {}"), ("sweep", "sweep: {}"),
+                                       ("variants", "variants: []"),
+                                       ("workload.compute_slowdown", "workload: {compute_time: 1 ms, gradient_size: "
+                                                                     "1 MiB, compute_slowdown: {}}")])
+def test_an_empty_mapping_or_list_is_said_to_change_nothing(key, text):
+    """Fuzz round ad F14: empty stragglers, faults, options, sweep, variants and slowdowns ran
+    without a word (as without them), where ``jobs: []`` is refused. Said on their line."""
+    spec = scenario_from_dict(yaml.safe_load(f"name: s\ntopology: {{name: b, generate: {{kind: nvswitch, gpus: 2}}}}\n"
+                                             f"sizes: [1 MiB]\nalgorithms: [ring]\n{text}\n"))
+    said = [w for w in spec.warnings if w.kind == "key_unread"]
+    assert [w.link for w in said] == [key] and "an empty " in said[0].message
+
+
+def test_a_spine_oversubscription_of_one_on_one_spine_tier_is_said_to_change_nothing():
+    """Fuzz round ad F14: ``spine_oversubscription: 1`` where the leaves fit one spine tier was
+    taken without a word, where 2 is refused (no core tier is built for it to shape)."""
+    said = topology_from_dict({"name": "r", "generate": {"kind": "rail_optimized", "nodes_per_unit": 2,
+                                                         "spine_oversubscription": 1}}).unread
+    assert len(said) == 1 and said[0].startswith("generate.spine_oversubscription") and "one spine tier" in said[0]

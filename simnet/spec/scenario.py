@@ -428,6 +428,13 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     def moot(loc: tuple, message: str) -> None:
         said.append(Finding("key_unread", format_loc(loc), f"{format_loc(loc)} ({_where(source, loc)}): {message}"))
 
+    for key, value in (("stragglers", spec.stragglers), ("faults", spec.faults), ("sweep", spec.sweep),
+                       ("variants", spec.variants), ("options", spec.options.model_dump(exclude_none=True))):
+        if key in spec.model_fields_set and not value:  # (jobs: [] is refused: a scenario of no job runs nothing)
+            moot((key,), f"{'an empty mapping' if isinstance(value, dict) else 'an empty list'}, so it changed "
+                         "nothing here; leave it out")
+    if spec.workload is not None and spec.workload.compute_slowdown == {}:
+        moot(("workload", "compute_slowdown"), "an empty mapping, so it changed nothing here; leave it out")
     raw = spec.stragglers
     running = set(topology.gpus)
     if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):

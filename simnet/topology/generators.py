@@ -945,6 +945,10 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said += [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
                        "nothing here; it counts from racks: 2")
                  for key in ("spines", "oversubscription", "uplink_bandwidth") if key in written]
+    if isinstance(model, RailOptimizedParams) and model.tiers() == 2 and "spine_oversubscription" in written:
+        said.append(("spine_oversubscription", f"its {model.leaves()} leaves per plane fit one spine tier, so no "
+                                               "core tier is built and it changed nothing here (as 1; any other is "
+                                               "refused)"))
     servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
     if isinstance(model, NVSwitchParams) and alone:
