@@ -42,14 +42,15 @@ def servers_command(name: str | None, as_json: bool) -> None:
         return
     table = Table(title="Servers and instances for `server:` (NICs as NCCL or RCCL sees them; keys written in "
                         "the generator win)", title_justify="left", show_lines=name is not None)
-    for column in ("server", "vendor", "GPUs", "NICs", "transport", "net plugin", "plugin latency", "what is there"):
+    for column in ("server", "vendor", "GPUs", "NICs", "transport", "net plugin", "plugin reports",
+                   "net_latency written", "what is there"):
         table.add_column(column, overflow="fold")
     for server in chosen:
         gpus = f"{server.gpus} {server.gpu}" + (f" ({server.gpus // server.gpus_per_tray} trays of "
                                                  f"{server.gpus_per_tray})" if server.gpus_per_tray else "")
         table.add_row(server.name, server.vendor, gpus, f"{server.nics} x {server.nic_bandwidth}", server.transport,
-                      server.plugin or "-", server.plugin_latency or server.net_latency or "0 (NCCL's own)",
-                      server.hardware)
+                      server.plugin or "-", server.plugin_latency or "-",
+                      server.net_latency or "none (the transport's)", server.hardware)
     console = stdout_console()
     console.print(table)
     for server in chosen if name else []:
