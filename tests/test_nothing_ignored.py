@@ -3471,3 +3471,25 @@ def test_a_spine_oversubscription_of_one_on_one_spine_tier_is_said_to_change_not
     said = topology_from_dict({"name": "r", "generate": {"kind": "rail_optimized", "nodes_per_unit": 2,
                                                          "spine_oversubscription": 1}}).unread
     assert len(said) == 1 and said[0].startswith("generate.spine_oversubscription") and "one spine tier" in said[0]
+
+
+def test_compare_says_an_option_that_answers_as_another_does(tmp_path, cli):
+    """Fuzz round ad F14: a variant whose set repeats the file's values (collective, model, a
+    generator default) was ranked as an option of its own, identical, without a word. An
+    option answering as an earlier one does, run for run to the picosecond, is said; one
+    that differs is not."""
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology: {name: b, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}}\n"
+        "sizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: base}\n"
+        "  - {name: same, set: {collective: allreduce, model: nccl, topology.generate.oversubscription: 1}}\n"
+        "  - {name: slow, set: {topology.generate.nic_bandwidth: 10 Gb/s}}\n")
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    printed = " ".join(compared.stdout.split())
+    assert "option same answers as option base does, every run to the picosecond" in printed
+    assert "option slow answers" not in printed
+    from simnet.run.compare import compare_scenarios
+    from simnet.spec.scenario import load_scenario
+
+    rows = {row["option"]: row for row in compare_scenarios([load_scenario(tmp_path / "c.yaml")])}
+    assert rows["same"]["collective_time_s"] == rows["base"]["collective_time_s"] != rows["slow"]["collective_time_s"]

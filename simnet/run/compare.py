@@ -11,6 +11,7 @@ the other's column.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -122,6 +123,9 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
                                                            f"({records[0]['skipped']})")
         options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}, where))
     rows = compare_rows(options)
+    answers = [_answers(records) for _, _, records, *_ in options]
+    for i, row in enumerate(rows):  # an option whose every answer another's is: what tells them apart changes nothing
+        row["same_as"] = next((options[j][0] for j in range(i) if answers[j] == answers[i]), None)
     sources = [_source_of(scenario) for scenario in scenarios]
     for row, (index, *_, where) in zip(rows, every):  # a key the option's set gives the file's value of: judged
         written = where[-1] if len(where) > 1 else {}  # against the file's, so not said to change nothing
@@ -181,6 +185,20 @@ def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> 
             finding = _placed(finding, finding.link, f"{scenario.source}:{source.lines[_path(finding.link)]}")
         said.append(replace(finding, message=f"{finding.message} (in option {', '.join(names)})"))
     return said
+
+
+def _answers(records: list[dict]) -> str:
+    """What an option's records answer, without what names it (its set, key, topology's name)
+    or what it was told (warnings, unread): equal for two options that answer alike, run for
+    run, to the picosecond."""
+    said = {"key", "set", "topology", "warnings", "unread"}
+
+    def bare(value):
+        if isinstance(value, dict):
+            return {k: bare(v) for k, v in value.items() if k not in said}
+        return [bare(v) for v in value] if isinstance(value, list) else value
+
+    return json.dumps(bare(records), sort_keys=True, default=str)
 
 
 def _file_writes(source, dotted: str) -> bool:
@@ -301,7 +319,11 @@ def option_findings(rows: list[dict]) -> list[Finding]:
             "says why of each run that takes it); "
             "leave it out")) for row in rows for name in row["unread"] if name not in env] + [
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
-        for row in rows for kind in row["partial"]]
+        for row in rows for kind in row["partial"]] + [
+        Finding("key_unread", row["option"], (
+            f"option {row['option']} answers as option {row['same_as']} does, every run to the picosecond: what sets "
+            "them apart changed nothing here (the same values, or ones no run reads)"))
+        for row in rows if row.get("same_as")]
 
 
 def unsaid(findings: list[Finding], said: list[Finding]) -> list[Finding]:
