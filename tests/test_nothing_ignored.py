@@ -3493,3 +3493,20 @@ def test_compare_says_an_option_that_answers_as_another_does(tmp_path, cli):
 
     rows = {row["option"]: row for row in compare_scenarios([load_scenario(tmp_path / "c.yaml")])}
     assert rows["same"]["collective_time_s"] == rows["base"]["collective_time_s"] != rows["slow"]["collective_time_s"]
+
+
+def test_a_sweep_setting_a_neutral_value_over_the_file_s_own_is_not_said_to_change_nothing(tmp_path, cli):
+    """As compare's variants (fuzz round ad F1): ``--set stragglers.GPU=0us`` over the file's
+    500 us was said to change nothing at any point, judged against the key's absence, while
+    every point differs from the file's run. Not said there; said where the file has no such
+    key (a delay of 0 on another GPU)."""
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: b, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}}\n"
+        "sizes: [1 MiB]\nalgorithms: [ring]\nstragglers: {r0h0-gpu0: 500 us}\n")
+    over = cli("sweep", tmp_path / "s.yaml", "--set", "stragglers.r0h0-gpu0=0us", "--out", tmp_path / "a")
+    assert over.exit_code == 0, over.stderr
+    assert "changed nothing" not in over.stdout
+    point = json.loads((tmp_path / "a" / "results.jsonl").read_text().splitlines()[0])
+    assert point["sizes"][0]["time_s"] < 400e-6  # the file's run waits 500 us for its late GPU
+    other = cli("sweep", tmp_path / "s.yaml", "--set", "stragglers.r1h0-gpu1=0us", "--out", tmp_path / "b")
+    assert "stragglers.r1h0-gpu1 changed nothing at any point" in " ".join(other.stdout.split())

@@ -171,14 +171,19 @@ def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str
     not again where ``said``: the file's own words for a key it makes moot (``spec.warnings``),
     else that it changed nothing anywhere (for a key only ``--set`` gives, ``swept``, that a
     run with it written says why)."""
+    from simnet.io.yamlsource import dotted_loc, load_yaml
     from simnet.results.result import Finding
     from simnet.run.sweep.evaluate import unread_everywhere
 
     own = {w.link: w for w in spec.warnings}
+    source = load_yaml(spec.source)[1] if spec.source and Path(spec.source).is_file() else None
     found = []
     for link in unread_everywhere(records):
         if link in said:
             continue
+        if source is not None and source.writes(link) and any(
+                dotted_loc(link)[:len(dotted_loc(axis))] == dotted_loc(axis) for axis in swept):
+            continue  # --set replaces the file's own value at every point: judged against that, it counts
         kind = "option_unread" if link.startswith("options.") else "key_unread"
         whose = "a scenario that writes it" if link in swept and link not in own else "the scenario"
         found.append(own.get(link) or Finding(kind, link, (

@@ -21,7 +21,7 @@ from simnet.errors import InputError, kind_of, shown
 from simnet.io.budget import memory_budget
 from simnet.io.files import read_text
 
-__all__ = ["Source", "load_yaml", "load_value", "format_loc", "MAX_VALUES"]
+__all__ = ["Source", "load_yaml", "load_value", "format_loc", "dotted_loc", "MAX_VALUES"]
 
 Loc = tuple[Any, ...]
 
@@ -87,6 +87,11 @@ class Source:
                 return self.lines[loc]
             loc = loc[:-1]
         return self.lines.get((), None)
+
+    def writes(self, dotted: str) -> bool:
+        """Whether the document writes the key ``dotted`` names (``workload.bucket_size``;
+        ``jobs[0].period`` and ``jobs.0.period`` alike), not only a mapping around it."""
+        return dotted_loc(dotted) in self.lines
 
     def error(self, loc: Loc, message: str) -> InputError:
         """An InputError for the value at ``loc``."""
@@ -224,6 +229,15 @@ def format_loc(loc: Loc) -> str:
         else:
             text += f".{part}" if text else str(part)
     return text
+
+
+def dotted_loc(dotted: str) -> Loc:
+    """A key's place written dotted, as a tuple of keys and list indices.
+
+    >>> dotted_loc("jobs[0].period"), dotted_loc("jobs.0.period")
+    (('jobs', 0, 'period'), ('jobs', 0, 'period'))
+    """
+    return tuple(int(part) if part.isdigit() else part for part in dotted.replace("[", ".").replace("]", "").split("."))
 
 
 def _expanded_size(root: yaml.Node, file: Path) -> int:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
+from simnet.io.yamlsource import dotted_loc
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
@@ -130,7 +131,8 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     for row, (index, *_, where) in zip(rows, every):  # a key the option's set gives the file's value of: judged
         written = where[-1] if len(where) > 1 else {}  # against the file's, so not said to change nothing
         row["unread"] = [name for name in row["unread"] if not (
-            any(_path(name)[:len(_path(key))] == _path(key) for key in written) and _file_writes(sources[index], name))]
+            any(dotted_loc(name)[:len(dotted_loc(key))] == dotted_loc(key) for key in written)
+            and sources[index] is not None and sources[index].writes(name))]
     return rows
 
 
@@ -181,8 +183,8 @@ def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> 
                 found.setdefault(key, (finding, []))[1].append(name)
     said = []
     for finding, names in found.values():
-        if _file_writes(source, finding.link):  # the file's key, where the file writes it (not the option's source)
-            finding = _placed(finding, finding.link, f"{scenario.source}:{source.lines[_path(finding.link)]}")
+        if source is not None and source.writes(finding.link):  # the file's key, where it writes it (not the option's)
+            finding = _placed(finding, finding.link, f"{scenario.source}:{source.lines[dotted_loc(finding.link)]}")
         said.append(replace(finding, message=f"{finding.message} (in option {', '.join(names)})"))
     return said
 
@@ -199,19 +201,6 @@ def _answers(records: list[dict]) -> str:
         return [bare(v) for v in value] if isinstance(value, list) else value
 
     return json.dumps(bare(records), sort_keys=True, default=str)
-
-
-def _file_writes(source, dotted: str) -> bool:
-    """Whether the scenario file (``source``, its ``YamlSource``) writes the key ``dotted``
-    names (``workload.bucket_size``, ``jobs[0].period``, ``jobs.0.period``): a variant's set
-    of it then replaces a value the file gives, and is judged against that, not its absence."""
-    return source is not None and _path(dotted) in source.lines
-
-
-def _path(dotted: str) -> tuple:
-    """A key's place as a tuple of keys and list indices: ``jobs[0].period`` and
-    ``jobs.0.period`` are ``("jobs", 0, "period")``."""
-    return tuple(int(part) if part.isdigit() else part for part in dotted.replace("[", ".").replace("]", "").split("."))
 
 
 def _source_of(scenario: Scenario):
@@ -262,7 +251,7 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
     for i, (variant, (_, warnings)) in enumerate(zip(scenario.variants, heard)):
         for finding in warnings:
             key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
-            if key is not None and _file_writes(source, finding.link):
+            if key is not None and source is not None and source.writes(finding.link):
                 continue  # the set replaces the file's own value: the option differs from the file's reading
             if finding.kind == "key_unread" and key is not None and key == "topology" and \
                     isinstance(variant.set[key], str):  # in the option's topology file, on its own line
