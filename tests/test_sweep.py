@@ -525,3 +525,14 @@ def test_a_bad_axis_value_is_said_before_the_axes_product_is_planned(tmp_path, c
     assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:7: sweep.topology.generate.gpu_bandwith: "), result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_point_its_algorithm_cannot_run_is_refused_on_the_algorithms_line(tmp_path, cli):
+    """Fuzz round aa F7: NVLSTree at a sweep point of one host (NCCL runs it across hosts only)
+    was refused naming the file alone; on the line of ``algorithms:`` that names it."""
+    path = tmp_path / "nv.yaml"
+    path.write_text("name: nv\ntopology: {name: b, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
+                    "gpus_per_host: 4}}\nsizes: [1 MiB]\nalgorithms: [ring, nvls_tree]\n")
+    result = cli("sweep", path, "--gpus", "8,4", "--out", tmp_path / "out", "--workers", "1")
+    assert result.exit_code == 2 and result.stderr.startswith(
+        f"{path}:4: algorithms: the point at 4 GPUs: nvls_tree runs across hosts"), result.stderr

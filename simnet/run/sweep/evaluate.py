@@ -5,6 +5,7 @@ transformer's step (``training``: step time, tokens/s, MFU, exposed parts)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from simnet.errors import Cut, EnvironmentRefused, InputError, Unsupported, shown
@@ -47,8 +48,8 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
     except InputError:
         raise
     except Unsupported as exc:
-        if not plan.every_algorithm:  # (the cause kept: compare puts it on the algorithms)
-            raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from exc
+        if not plan.every_algorithm:  # on the file's algorithms line where it names the algorithm (not -a)
+            raise _on_algorithms_line(plan, point, f"{_point_said(point, scenario)}: {exc}") from exc
         return {**_header(point, scenario), "skipped": str(exc)}
     except EnvironmentRefused as exc:  # the environment's, whatever the point (compare says it of no option)
         raise InputError(str(exc), plan.source) from exc
@@ -77,6 +78,19 @@ def check_point_fits(plan: SweepPlan, point: Point) -> None:
         raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
     except ValueError:  # (refused by evaluate_point in its turn, where it says it)
         return
+
+
+def _on_algorithms_line(plan: SweepPlan, point: Point, message: str) -> InputError:
+    """``message`` as an ``InputError`` on the line of the file's ``algorithms:`` that names
+    the point's algorithm, else on the file (an algorithm ``-a`` or a variant gave)."""
+    from simnet.io.yamlsource import load_yaml
+
+    if plan.source and Path(plan.source).is_file():
+        data, source = load_yaml(plan.source)
+        named = data.get("algorithms") if isinstance(data, dict) else None
+        if isinstance(named, list) and point.algorithm in named:
+            return source.error(("algorithms",), message)
+    return InputError(message, plan.source)
 
 
 def _point_said(point: Point, scenario) -> str:
