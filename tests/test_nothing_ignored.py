@@ -3482,11 +3482,14 @@ def test_compare_says_an_option_that_answers_as_another_does(tmp_path, cli):
         "name: c\ntopology: {name: b, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}}\n"
         "sizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: base}\n"
         "  - {name: same, set: {collective: allreduce, model: nccl, topology.generate.oversubscription: 1}}\n"
-        "  - {name: slow, set: {topology.generate.nic_bandwidth: 10 Gb/s}}\n")
+        "  - {name: slow, set: {topology.generate.nic_bandwidth: 10 Gb/s}}\n"
+        "  - {name: dear, cost: 2 M$, set: {model: nccl}}\n")
     compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     assert compared.exit_code == 0, compared.stderr
     printed = " ".join(compared.stdout.split())
-    assert "option same answers as option base does, every run to the picosecond" in printed
+    assert "option same answers as option base does, every run to the picosecond: what sets them apart" in printed
+    assert "option dear answers as option base does, every run to the picosecond: their sets change no run here, " \
+        "only their costs differ" in printed  # (the cost does set them apart: per M$)
     assert "option slow answers" not in printed
     from simnet.run.compare import compare_scenarios
     from simnet.spec.scenario import load_scenario

@@ -299,6 +299,7 @@ def option_findings(rows: list[dict]) -> list[Finding]:
     that changed nothing in any run of any option (once), and a ranked time that is less than a
     whole answer (``PARTIAL``, from ``partial``)."""
     env = nccl_env()
+    costs = {row["option"]: row["cost"] for row in rows}
     variables = set.intersection(*({name for name in row["unread"] if name in env} for row in rows)) if rows else set()
     return [Finding("key_unread", name, (
         f"{name}={env[name]} changed nothing in any run of any option (simnet run on an option says why of each "
@@ -310,8 +311,9 @@ def option_findings(rows: list[dict]) -> list[Finding]:
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
         for row in rows for kind in row["partial"]] + [
         Finding("key_unread", row["option"], (
-            f"option {row['option']} answers as option {row['same_as']} does, every run to the picosecond: what sets "
-            "them apart changed nothing here (the same values, or ones no run reads)"))
+            f"option {row['option']} answers as option {row['same_as']} does, every run to the picosecond: "
+            + ("what sets them apart changed nothing here (the same values, or ones no run reads)"
+               if row["cost"] == costs[row["same_as"]] else "their sets change no run here, only their costs differ")))
         for row in rows if row.get("same_as")]
 
 
