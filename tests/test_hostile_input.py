@@ -653,3 +653,15 @@ def test_a_set_key_with_brackets_is_an_unknown_key_not_an_internal_error(tmp_pat
     path.write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\nsizes: [1 MiB]\n")
     swept = cli("sweep", path, "--set", "sizes[0]=1MiB,2MiB", "--out", tmp_path / "out")
     assert swept.exit_code == 2 and "unknown key 'sizes[0]'" in swept.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("key", ["sizes.0.x", "algorithms.0.x", "sizes.0.0"])
+def test_a_set_key_through_a_value_of_a_list_is_refused_not_an_internal_error(tmp_path, cli, key):
+    """Fuzz round ae F3: a dotted key through a text element of a list (``sizes.0.x``) ended in
+    a TypeError, exit 70, in sweep, compare and run; refused in one line naming it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\nsizes: [1 MiB]\n"
+                    "algorithms: [ring]\n")
+    swept = cli("sweep", path, "--set", f"{key}=1", "--out", tmp_path / "out")
+    assert swept.exit_code == 2 and f"{key}: " in swept.stderr and "a value, not a mapping or list" in swept.stderr
+    assert not (tmp_path / "out").exists()

@@ -62,6 +62,9 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
             document = _inline_topology(document, base)
         target = document
         for k, part in enumerate(parts):
+            if not isinstance(target, (dict, list)):  # (sizes.0.x: a value has no keys to set)
+                raise ValueError(f"{dotted}: {'.'.join(parts[:k])} is {target!r}, a value, not a mapping or list "
+                                 f"for {part!r} to go into")
             if isinstance(target, list):
                 part = _index(target, part, dotted, ".".join(parts[:k]))
             elif k < len(parts) - 1 and not isinstance(target.get(part), (dict, list)):
