@@ -601,3 +601,12 @@ def test_a_trace_s_ranks_in_one_host_say_the_fabric_keys_they_leave_unread(cli, 
     for key in ("nic_bandwidth", "oversubscription", "spines"):
         assert f"warning key_unread: generate.{key} (" in printed and "the traces' 2 ranks' GPUs are one NVLink " \
             "domain" in printed
+
+
+def test_as_recorded_beside_a_variable_nccl_s_pick_cannot_run_under_is_no_internal_error():
+    """Fuzz round ae F4: --as-recorded with NCCL_ALGO=Tree on a trace holding a Broadcast (NCCL
+    has no Tree Broadcast) ended as an internal error (exit 70): judging whether --as-recorded
+    changed anything ran NCCL's pick, which the variable leaves nothing. It counts there."""
+    replayed = simulate_trace(read_traces([HTA_TRACE], ranks_per_trace=2), ROOT / "topologies" / "dgx_a100.yaml",
+                              as_recorded=True, env={"NCCL_ALGO": "Tree"})
+    assert [w.link for w in replayed.warnings if w.kind == "key_unread"] == ["NCCL_ALGO"]
