@@ -483,10 +483,8 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     said += topology_unread(topology, rerouted)
     # a ps_server counts whatever the file's algorithms: run -a ps may run ps where the file names none
     servers = named_servers(spec.options.model_dump(exclude_none=True))
-    if spec.jobs:  # the GPUs the jobs hold are the run's (a background job's among them)
-        held = {gpu for gpus in placements for gpu in gpus}
-        said += [] if rerouted else network_keys_unread(
-            topology.subset([gpu for gpu in topology.gpus if gpu in held]), servers, f"the jobs' {len(held)} GPUs")
+    if spec.jobs:  # each job's routes run among its own GPUs (a background job's too)
+        said += [] if rerouted else _network_unread_by_every_job(topology, servers, placements)
     else:
         said += [] if rerouted else network_keys_unread(topology, servers)
     training = spec.training
@@ -606,6 +604,20 @@ def network_keys_unread(topology: Topology, servers: list[str], who: str | None 
             said.append(Finding("key_unread", link, f"{entry}: {reason}, so it changed nothing here; it counts where "
                                                     "the run spans two"))
     return said
+
+
+def _network_unread_by_every_job(topology: Topology, servers: list[str], placements: list[list[str]]) -> list[Finding]:
+    """``network_keys_unread`` judged job by job (``placements``: each job's GPUs): a key no
+    job's routes read, said once; jobs share only the links their own routes cross."""
+    each = [network_keys_unread(topology.subset([gpu for gpu in topology.gpus if gpu in set(gpus)]), servers,
+                                f"the job's {len(gpus)} GPUs") for gpus in placements]
+    if len(each) == 1:
+        return each[0]
+    common = set.intersection(*({finding.link for finding in found} for found in each))
+    return [Finding("key_unread", finding.link, (
+        f"{finding.message.partition(': ')[0]}: no job's routes cross it (each job's GPUs lie in one NVLink domain, "
+        "under one leaf or in one region), so it changed nothing here; it counts where a job spans two"))
+        for finding in each[0] if finding.link in common]
 
 
 def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:
