@@ -3536,3 +3536,25 @@ def test_jobs_each_under_their_own_host_or_leaf_say_the_keys_no_job_reads(hosts,
     if said:
         bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said}})
         assert run_jobs(spec.topology, spec.jobs).to_dict() == run_jobs(bare, spec.jobs).to_dict()
+
+
+def test_a_set_over_the_file_s_value_that_counts_in_neither_is_still_said(tmp_path, cli):
+    """Review of 4d77e48/47e2b9d: judging a variant's (a --set's) key against the file's own value
+    dropped the warning where neither counts: a straggler of a GPU the option's gpus: leaves out
+    was said before and nothing after. Said again there, in compare and in sweep; a neutral
+    value over the file's felt one stays unsaid, also in a sweep of all algorithms (the skipped
+    ones' note overwrote the swept keys)."""
+    head = ("name: c\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+            "gpus_per_host: 2}\nsizes: [1 MiB]\n")
+    (tmp_path / "v.yaml").write_text(head + "algorithms: [ring]\nstragglers: {r0h0-gpu0: 500 us}\nvariants:\n"
+                                     "  - {name: base}\n  - {name: sub, set: {gpus: [r1h0-gpu0, r1h0-gpu1], "
+                                     "stragglers.r0h0-gpu0: 200 us}}\n")
+    compared = cli("compare", tmp_path / "v.yaml", "-o", tmp_path / "v.png")
+    assert "variants[1].set.stragglers.r0h0-gpu0 (" in " ".join(compared.stdout.split()), compared.stdout
+    (tmp_path / "s.yaml").write_text(head + "algorithms: [ring]\ngpus: [r1h0-gpu0, r1h0-gpu1]\n"
+                                     "stragglers: {r0h0-gpu0: 500 us}\n")
+    swept = cli("sweep", tmp_path / "s.yaml", "--set", "stragglers.r0h0-gpu0=0us,100us", "--out", tmp_path / "a")
+    assert "warning key_unread: stragglers.r0h0-gpu0 (" in " ".join(swept.stdout.split()), swept.stdout
+    (tmp_path / "all.yaml").write_text(head + "algorithms: all\nstragglers: {r0h0-gpu0: 500 us}\n")
+    neutral = cli("sweep", tmp_path / "all.yaml", "--set", "stragglers.r0h0-gpu0=0us", "--out", tmp_path / "b")
+    assert neutral.exit_code == 0 and "skipped" in neutral.stdout and "changed nothing" not in neutral.stdout

@@ -147,8 +147,8 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     console.print(sweep_table(records, f"{spec.name}: sweep over {_points(len(records))}"))
     where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
-        axes = ", ".join(f"{k}={v}" for k, v in r["set"].items())
-        point = f"{r['gpus']} GPUs" + (f" ({axes})" if axes else "")
+        settings = ", ".join(f"{k}={v}" for k, v in r["set"].items())
+        point = f"{r['gpus']} GPUs" + (f" ({settings})" if settings else "")
         where.setdefault((r["algorithm"], r["skipped"]), []).append(point)
     for note in notes + [f"skipped {name} at {'; '.join(dict.fromkeys(points))} (all): {why}"
                          for (name, why), points in where.items()]:
@@ -171,19 +171,20 @@ def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str
     not again where ``said``: the file's own words for a key it makes moot (``spec.warnings``),
     else that it changed nothing anywhere (for a key only ``--set`` gives, ``swept``, that a
     run with it written says why)."""
-    from simnet.io.yamlsource import dotted_loc, load_yaml
+    from simnet.io.yamlsource import dotted_within
     from simnet.results.result import Finding
     from simnet.run.sweep.evaluate import unread_everywhere
+    from simnet.spec.scenario import source_of
 
     own = {w.link: w for w in spec.warnings}
-    source = load_yaml(spec.source)[1] if spec.source and Path(spec.source).is_file() else None
+    source = source_of(spec)
     found = []
     for link in unread_everywhere(records):
         if link in said:
             continue
-        if source is not None and source.writes(link) and any(
-                dotted_loc(link)[:len(dotted_loc(axis))] == dotted_loc(axis) for axis in swept):
-            continue  # --set replaces the file's own value at every point: judged against that, it counts
+        if link not in own and source is not None and source.writes(link) and any(
+                dotted_within(link, axis) for axis in swept):
+            continue  # --set replaces the file's own value, which counts, at every point: it counts against it
         kind = "option_unread" if link.startswith("options.") else "key_unread"
         whose = "a scenario that writes it" if link in swept and link not in own else "the scenario"
         found.append(own.get(link) or Finding(kind, link, (

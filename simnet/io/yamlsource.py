@@ -21,7 +21,7 @@ from simnet.errors import InputError, kind_of, shown
 from simnet.io.budget import memory_budget
 from simnet.io.files import read_text
 
-__all__ = ["Source", "load_yaml", "load_value", "format_loc", "dotted_loc", "MAX_VALUES"]
+__all__ = ["Source", "load_yaml", "load_value", "format_loc", "dotted_loc", "dotted_within", "MAX_VALUES"]
 
 Loc = tuple[Any, ...]
 
@@ -238,6 +238,13 @@ def dotted_loc(dotted: str) -> Loc:
     (('jobs', 0, 'period'), ('jobs', 0, 'period'))
     """
     return tuple(int(part) if part.isdigit() else part for part in dotted.replace("[", ".").replace("]", "").split("."))
+
+
+def dotted_within(dotted: str, outer: str) -> bool:
+    """Whether the key ``dotted`` is ``outer`` or lies inside it (``stragglers.gpu0`` inside
+    ``stragglers``; ``jobs[0].period`` inside ``jobs.0``)."""
+    inner, around = dotted_loc(dotted), dotted_loc(outer)
+    return inner[:len(around)] == around
 
 
 def _expanded_size(root: yaml.Node, file: Path) -> int:

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
-from simnet.io.yamlsource import dotted_loc
+from simnet.io.yamlsource import dotted_loc, dotted_within
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
@@ -24,7 +23,7 @@ from simnet.run.scenario import scenario_choices_unread
 from simnet.run.simulate import unread_by_every, unread_options
 from simnet.run.sweep.evaluate import check_point_fits, evaluate_point, unread_everywhere
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
-from simnet.spec.scenario import Scenario
+from simnet.spec.scenario import Scenario, source_of
 from simnet.topology.schema import TopologySpec
 
 __all__ = ["compare_scenarios", "compare_rows", "compare_warnings", "option_findings", "unsaid", "PARTIAL",
@@ -127,11 +126,11 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     answers = [_answers(records) for _, _, records, *_ in options]
     for i, row in enumerate(rows):  # an option whose every answer another's is: what tells them apart changes nothing
         row["same_as"] = next((options[j][0] for j in range(i) if answers[j] == answers[i]), None)
-    sources = [_source_of(scenario) for scenario in scenarios]
+    sources = [source_of(scenario) for scenario in scenarios]
     for row, (index, *_, where) in zip(rows, every):  # a key the option's set gives the file's value of: judged
         written = where[-1] if len(where) > 1 else {}  # against the file's, so not said to change nothing
         row["unread"] = [name for name in row["unread"] if not (
-            any(dotted_loc(name)[:len(dotted_loc(key))] == dotted_loc(key) for key in written)
+            any(dotted_within(name, key) for key in written)
             and sources[index] is not None and sources[index].writes(name))]
     return rows
 
@@ -174,7 +173,7 @@ def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> 
     (``_moot_in``'s) nor its variant's ``set`` writes (``_set_unread``'s): a fabric key no route
     of a variant's ``gpus:`` crosses, say; once, with the options that say it."""
     file_keys = {(w.kind, w.link.removeprefix("topology.")) for w in scenario.warnings}
-    source = _source_of(scenario)
+    source = source_of(scenario)
     found: dict[tuple[str, str], tuple[Finding, list[str]]] = {}
     for variant, (name, warnings) in zip(scenario.variants, heard):
         for finding in warnings:
@@ -203,21 +202,14 @@ def _answers(records: list[dict]) -> str:
     return json.dumps(bare(records), sort_keys=True, default=str)
 
 
-def _source_of(scenario: Scenario):
-    """The scenario file's ``YamlSource`` (lines of its keys), or None for one not read from a file."""
-    from simnet.io.yamlsource import load_yaml
-
-    return load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
-
-
-TOPOLOGY_KEYS = frozenset(TopologySpec.model_fields) - {"name", "calibration"}
+_TOPOLOGY_KEYS = frozenset(TopologySpec.model_fields) - {"name", "calibration"}
 """A topology file's own keys (a scenario's ``calibration`` shares its name)."""
 
 
 def _set_key(variant, finding: Finding) -> str | None:
     """The key of ``variant``'s ``set`` that writes what ``finding`` names (the key itself, or
     one of the mapping it sets: ``stragglers`` for ``stragglers.GPU``), or None."""
-    if isinstance(variant.set.get("topology"), str) and finding.link.split(".")[0] in TOPOLOGY_KEYS:
+    if isinstance(variant.set.get("topology"), str) and finding.link.split(".")[0] in _TOPOLOGY_KEYS:
         return "topology"  # a topology file of the option's own: its keys are said as that file's
     links = {finding.link, finding.link.removeprefix("topology.")}
     return next((key for key in variant.set for link in links for written in {key, key.removeprefix("topology.")}
@@ -243,16 +235,21 @@ def _options_heard(index: int, scenario: Scenario) -> list[tuple[str, list[Findi
 def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> list[Finding]:
     """``key_unread`` of each key a variant's ``set`` writes that its own option leaves
     unread (``heard``: a one-host fabric's nic_bandwidth, a one-rack fabric's spines), on the
-    variant's line: compare would rank that option as if the key were felt."""
+    variant's line: compare would rank that option as if the key were felt. One that replaces
+    a value the file writes is judged against it: said where the file's value changes nothing
+    in that option either."""
     if not heard:
         return []
-    source = _source_of(scenario)
+    source = source_of(scenario)
+    plan = plan_sweep(scenario)
     said = []
     for i, (variant, (_, warnings)) in enumerate(zip(scenario.variants, heard)):
         for finding in warnings:
             key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
-            if key is not None and source is not None and source.writes(finding.link):
-                continue  # the set replaces the file's own value: the option differs from the file's reading
+            if key is not None and source is not None and source.writes(finding.link) and finding.link not in {
+                    w.link for w in scenario_at(plan, tuple((k, v) for k, v in variant.set.items() if k != key),
+                                                None).warnings if w.kind == "key_unread"}:
+                continue  # it replaces the file's own value, which counts in this option: judged against it
             if finding.kind == "key_unread" and key is not None and key == "topology" and \
                     isinstance(variant.set[key], str):  # in the option's topology file, on its own line
                 said.append(replace(finding, message=f"{finding.message} (in option {variant.name})"))

@@ -546,6 +546,12 @@ def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
                                                      f"{what}{f' ({said})' if said else ''}: {cut}")
 
 
+def source_of(scenario: Scenario) -> Source | None:
+    """The scenario file's ``Source`` (the line of each key it writes); None for a scenario
+    not read from a file."""
+    return load_yaml(scenario.source)[1] if scenario.source and Path(scenario.source).is_file() else None
+
+
 def topology_unread(topology: Topology, rerouted: bool = False) -> list[Finding]:
     """A warning (``key_unread``) per parameter of the topology's file that built nothing
     (``Topology.unread``: a one-rack fabric's spines, one host's network); with ``rerouted``
