@@ -371,14 +371,14 @@ def _too_large_where(spec, scenario: Path, exc) -> InputError:
 
     from simnet.io.budget import TooLarge
     from simnet.io.yamlsource import load_yaml
-    from simnet.run.scenario import check_runs_fit
+    from simnet.run.scenario import check_runs_fit, run_sizes
 
     source = load_yaml(scenario)[1]
     for key in ("chunk_size", "channels"):
         if key in spec.options and ("options", key) in source.lines:
             try:
                 check_runs_fit(replace(spec, options={k: v for k, v in spec.options.items() if k != key}),
-                               spec.sizes)
+                               run_sizes(spec))
             except TooLarge:
                 continue
             return source.error(("options", key), f"{exc} (it fits without this option)")

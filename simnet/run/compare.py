@@ -19,7 +19,7 @@ from simnet.io.yamlsource import dotted_loc, dotted_within
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
-from simnet.run.scenario import scenario_choices_unread
+from simnet.run.scenario import run_sizes, scenario_choices_unread
 from simnet.run.simulate import unread_by_every, unread_options
 from simnet.run.sweep.evaluate import check_point_fits, evaluate_point, unread_everywhere
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
@@ -330,8 +330,9 @@ def unsaid(findings: list[Finding], said: list[Finding]) -> list[Finding]:
 
 
 def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
-    """``simulate.unread_by_every`` over every option's every algorithm at every size, as
-    ``simnet run`` says of a run; none where an option has jobs or a training step."""
+    """``simulate.unread_by_every`` over every option's every algorithm at every size it runs
+    (its workload's buckets too), as ``simnet run`` says of a run; none where an option has
+    jobs or a training step."""
     env = nccl_env()
     options = []
     for scenario in scenarios:
@@ -340,7 +341,7 @@ def _steering_unread(scenarios: list[Scenario]) -> list[Finding]:
     if any(option.jobs or option.training is not None for option in options):
         return []
     return unread_by_every(env, [(Setup(o.topology, o.collective, o.model, env, o.calibration), algorithm, size,
-                                  o.options) for o in options for algorithm in o.algorithms for size in o.sizes],
+                                  o.options) for o in options for algorithm in o.algorithms for size in run_sizes(o)],
                            "every option")
 
 

@@ -16,7 +16,7 @@ from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "check_runs_fit", "nccl_choice_unread", "scenario_choices_unread", "step_reads"]
+__all__ = ["run_scenario", "run_sizes", "check_runs_fit", "nccl_choice_unread", "scenario_choices_unread", "step_reads"]
 
 
 def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
@@ -40,7 +40,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
 
     skipped: dict[str, str] = {}
     if total > 1:  # a run too large for the memory is refused before the others ran, not after
-        check_runs_fit(scenario, [*scenario.sizes, *buckets])
+        check_runs_fit(scenario, run_sizes(scenario))
 
     def each_algorithm(size: int, timeline: bool) -> dict[str, Result]:
         """Every algorithm of the scenario at ``size``; auto reuses the runs it would repeat."""
@@ -103,6 +103,12 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def run_sizes(scenario) -> list[int]:
+    """Every size a scenario's runs take: its sizes, then its workload's bucket sizes."""
+    buckets = StepModel.from_workload(scenario.workload, scenario.topology.gpus).buckets() if scenario.workload else []
+    return list(dict.fromkeys([*scenario.sizes, *buckets]))
 
 
 def check_runs_fit(scenario, sizes: list[int], algorithms: list[str] | None = None,

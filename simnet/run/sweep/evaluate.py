@@ -11,8 +11,7 @@ from typing import Any
 from simnet.errors import Cut, EnvironmentRefused, InputError, Unsupported, shown
 from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
-from simnet.run.nccl_env import JUDGED_CHOICES
-from simnet.run.scenario import check_runs_fit, scenario_choices_unread, step_reads
+from simnet.run.scenario import check_runs_fit, run_sizes, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
@@ -70,10 +69,7 @@ def check_point_fits(plan: SweepPlan, point: Point) -> None:
     if scenario.jobs:
         return
     try:
-        sizes = [*scenario.sizes]
-        if scenario.workload is not None:
-            sizes += StepModel.from_workload(scenario.workload, scenario.topology.gpus).buckets()
-        check_runs_fit(scenario, sizes, [point.algorithm], plan.env)
+        check_runs_fit(scenario, run_sizes(scenario), [point.algorithm], plan.env)
     except TooLarge as exc:
         raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
     except ValueError:  # (refused by evaluate_point in its turn, where it says it)
@@ -114,20 +110,26 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
                                    **scenario.conditions(), **scenario.options)
         return cache[size]
 
-    step, read_by_step = None, {}  # a variable that steers NCCL's plan -> whether the training step reads it
+    step, read_beside = None, {}  # an NCCL (RCCL) variable -> whether the step or the buckets beside the runs read it
     if scenario.training is not None:
         step = training_step(scenario, plan.env)
         record.update(training=step, step_s=step["step_s"], tokens_per_s=step["tokens_per_s"], mfu=step["mfu"])
+    buckets = set(StepModel.from_workload(scenario.workload, topology.gpus).buckets()) if scenario.workload else set()
+
+    def read_by_what_is_ranked(name: str) -> bool:  # the training step without it, or a bucket's run that reads it
+        if name not in read_beside:
+            read_beside[name] = (step is not None and bool(step_reads(scenario, step, plan.env, [name]))) or any(
+                not any(w.kind == "key_unread" and w.link == name for w in run(size).warnings) for size in buckets)
+        return read_beside[name]
+
     unread = scenario_choices_unread(scenario, plan.env, [point.algorithm], "this point")
     for size in scenario.sizes:
         result = run(size)
         neck = result.bottleneck
         said = [*result.warnings, *scenario.warnings, *unread]
-        if step is not None:  # a run's "changed nothing" is taken back where the step beside it reads it
-            for name in {w.link for w in said if w.kind == "key_unread" and w.link in JUDGED_CHOICES}:
-                if name not in read_by_step:
-                    read_by_step[name] = bool(step_reads(scenario, step, plan.env, [name]))
-            said = [w for w in said if not (w.kind == "key_unread" and read_by_step.get(w.link))]
+        # a run's "changed nothing" of a variable is taken back where what the point ranks by beside it reads it
+        said = [w for w in said
+                if not (w.kind == "key_unread" and w.link in plan.env and read_by_what_is_ranked(w.link))]
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
@@ -137,7 +139,6 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         record["unread"] = sorted({w.link for w in [*scenario.warnings, *unread] if w.kind in UNREAD and w.link})
     if scenario.workload is not None:
         model = StepModel.from_workload(scenario.workload, topology.gpus)
-        buckets = set(model.buckets())
         summary = model.summary(gpus, {size: run(size).time_s for size in buckets})
         record.update({k: v for k, v in summary.items() if k != "gpus"})
         record["bucket_warnings"] = sorted({w.kind for size in buckets for w in run(size).warnings})
