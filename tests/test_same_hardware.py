@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import simnet
 from simnet.topology.export import topology_as_dict
-from simnet.topology.hardware import GPUS
+from simnet.topology.hardware import GPUS, PCIE
 from simnet.topology.loader import topology_from_dict
 
 GENERATED = st.one_of(
@@ -757,3 +757,19 @@ def test_a_dual_port_nic_on_two_planes_warns_as_on_one():
         "nvls_tree", 512 * 2**20) for planes in (1, 2)]
     assert runs[0].time_s == pytest.approx(runs[1].time_s, rel=1e-9)
     assert sorted(w.kind for w in runs[0].warnings) == sorted(w.kind for w in runs[1].warnings)
+
+
+def test_a_pcie_rate_no_datasheet_spells_runs_as_written():
+    """Fuzz round ae F5: every rate from 62.4 to 64.6 GB/s ran at Gen5 x16's 63.02 GB/s, so
+    64.6 GB/s ran 2.5 % slower than written and 2.6 % slower than 64.7. A link is taken for the
+    standard one only where its rate spells that link's line or signalling rate (to 0.1 %)."""
+    def pcie_capacity(written: str) -> set[float]:
+        topology = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1,
+                                                                 "hosts_per_rack": 2, "pcie_bandwidth": written}})
+        return {float(c) for c, kind in zip(topology.capacity, topology.link_type) if kind == PCIE}
+
+    line = 32e9 * 16 / 8 * 128 / 130  # Gen5 x16: 32 GT/s x 16 lanes, 128b/130b
+    assert pcie_capacity("63 GB/s") == pcie_capacity("64 GB/s") and pcie_capacity("64 GB/s").pop() == pytest.approx(
+        line, rel=1e-12)
+    for written in (64.6, 62.4):  # (as the units parse them)
+        assert pcie_capacity(f"{written} GB/s").pop() == pytest.approx(written * 1e9, rel=1e-12)

@@ -33,7 +33,7 @@ from typing import Protocol, TypeVar
 import networkx as nx
 import numpy as np
 
-from simnet.topology.hardware import LINK_TYPES, NET, NVLINK, PCIE, pcie_bandwidth, pcie_generation_of, pcie_lanes_of
+from simnet.topology.hardware import LINK_TYPES, NET, NVLINK, PCIE, pcie_bandwidth, pcie_generation_of, pcie_spelling_of
 
 __all__ = ["Topology", "Routes", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND", "natural_key"]
 
@@ -118,16 +118,21 @@ class Topology:
         return self._up[node]
 
     def _standard_pcie(self) -> None:
-        """Run a PCIe link written at a standard link's rate as datasheets round it (Gen5 x16
-        written 63 or 64 GB/s: ``pcie_lanes_of``) at that link's line rate: one link, one
+        """Run a PCIe link written at a standard link's rate as datasheets spell it (Gen5 x16
+        as 63, 63.02 or 64 GB/s: ``pcie_spelling_of``) at that link's line rate: one link, one
         figure, however it is written (64 GB/s ran ps 1.5 % faster than the generator's
-        63.02 GB/s). Any other rate is the link's own."""
+        63.02 GB/s). Any other rate (64.6 GB/s) is the link's own."""
         for i in np.flatnonzero(self.link_type == PCIE):
-            gpu = next((self.gpu_model(end) for end in self.links[i] if self.kind(end) == "gpu"), None)
-            generation = pcie_generation_of(self.capacity[i], gpu)
-            lanes = pcie_lanes_of(self.capacity[i], generation)
+            generation = self.pcie_generation(i)
+            lanes = pcie_spelling_of(self.capacity[i], generation)
             if lanes is not None:
                 self.capacity[i] = pcie_bandwidth(generation, lanes)
+
+    def pcie_generation(self, i: int) -> int:
+        """The generation of PCIe link ``i``: the generation of a GPU at one end, else the one
+        its rate says (``hardware.pcie_generation_of``)."""
+        gpu = next((self.gpu_model(end) for end in self.links[i] if self.kind(end) == "gpu"), None)
+        return pcie_generation_of(self.capacity[i], gpu)
 
     def _type_of(self, u: str, v: str) -> int:
         """The link's class (``hardware.NVLINK``, ``PCIE`` or ``NET``): its ``type`` when the

@@ -217,6 +217,21 @@ def pcie_lanes_of(bandwidth: float, generation: int) -> int | None:
     return None
 
 
+def pcie_spelling_of(bandwidth: float, generation: int) -> int | None:
+    """The width (lanes) of the ``generation`` PCIe link whose line rate or signalling rate a
+    link written at ``bandwidth`` B/s per direction spells, as datasheets round them (to
+    0.1 %: Gen5 x16 as 63, 63.02 or 64 GB/s); None for any other rate, a link's own.
+
+    >>> pcie_spelling_of(63e9, 5), pcie_spelling_of(64e9, 5), pcie_spelling_of(64.6e9, 5), pcie_spelling_of(121e9, 6)
+    (16, 16, None, 16)
+    """
+    for lanes in (1, 2, 4, 8, 16):
+        if any(abs(bandwidth / rate - 1) <= 1e-3 for rate in (pcie_bandwidth(generation, lanes),
+                                                             _PCIE_GT[generation] * 1e9 * lanes / 8)):
+            return lanes
+    return None
+
+
 def pcie_generation_of(bandwidth: float, gpu: str | None = None) -> int:
     """The PCIe generation of a link of ``bandwidth`` B/s (per direction): the generation of
     ``gpu`` (a GPU at one end, of a named generation) when given, else 6 above Gen5 x16's

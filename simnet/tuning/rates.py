@@ -20,7 +20,6 @@ from simnet.topology.hardware import (
     nvlink_efficiency,
     pcie_effective,
     pcie_efficiency,
-    pcie_generation_of,
     pcie_lanes_of,
 )
 
@@ -45,8 +44,7 @@ def _efficiency(topology) -> np.ndarray:
             else:
                 factor[i] = nvlink_efficiency(model)
         elif kind == PCIE:  # the generation's own figure: Gen6's FLIT encoding is not Gen3-5's
-            gpu = next((topology.gpu_model(end) for end in (u, v) if topology.kind(end) == "gpu"), None)
-            factor[i] = pcie_efficiency(pcie_generation_of(topology.capacity[i], gpu))
+            factor[i] = pcie_efficiency(topology.pcie_generation(i))
     factor.flags.writeable = False  # shared by every view of the network
     return factor
 
@@ -67,9 +65,7 @@ def nccl_reading(topology) -> np.ndarray:
 def _nccl_reading(topology) -> np.ndarray:
     reading = effective_capacity(topology).copy()
     for i in np.flatnonzero(topology.link_type == PCIE):
-        u, v = topology.links[i]
-        gpu = next((topology.gpu_model(end) for end in (u, v) if topology.kind(end) == "gpu"), None)
-        generation = pcie_generation_of(topology.capacity[i], gpu)
+        generation = topology.pcie_generation(i)
         lanes = pcie_lanes_of(topology.capacity[i], generation)
         if lanes is not None:
             reading[i] = pcie_effective(generation, lanes)
