@@ -3099,7 +3099,7 @@ def test_compare_says_a_job_s_period_every_run_outlasts(tmp_path, cli):
     assert printed.count("warning key_unread: jobs[0].period") == 1
     assert "jobs[0].period changed nothing in any run of option per" in printed
     assert printed.count("jobs[1].placement") == 1  # b asks for the 4 GPUs a leaves: the file's word, once
-    assert printed.count("jobs[0].placement") == 0  # a had a choice
+    assert printed.count("jobs[0].placement") == 1  # a's choice in one host is packed's (round ae F2)
 
 
 @pytest.mark.parametrize("algorithm, size, chunk, unread", [
@@ -3580,3 +3580,23 @@ def test_a_variable_what_compare_ranks_by_reads_is_not_said_to_change_nothing(tm
     assert variable not in steered.stdout, steered.stdout
     ranked = [line for line in steered.stdout.splitlines() if line.startswith("│ a ")]
     assert ranked != [line for line in plain.stdout.splitlines() if line.startswith("│ a ")]
+
+
+@pytest.mark.parametrize("topology, said", [("dgx_a100.yaml", True), ("two_racks.yaml", False)])
+def test_a_placement_that_chooses_what_packed_does_is_said(root, topology, said):
+    """Fuzz round ae F2: ``placement: spread`` on GPUs that all sit in one host chose exactly
+    packed's GPUs, and run, sweep and compare said nothing (only a job taking every GPU still
+    free was said). Said where the jobs land where packed puts them, and true: the same times;
+    across hosts spread chooses otherwise, unsaid."""
+    from simnet.run.jobs import run_jobs
+
+    def scenario(placement: str):
+        return scenario_from_dict({"name": "j", "topology": str(root / "topologies" / topology), "jobs": [
+            {"name": "a", "gpus": 2, "placement": placement, "size": "16 MiB"},
+            {"name": "b", "gpus": 2, "placement": placement, "size": "4 MiB"}]})
+
+    spread = scenario("spread")
+    links = [w.link for w in spread.warnings if w.kind == "key_unread" and w.link.endswith("placement")]
+    assert links == (["jobs[0].placement", "jobs[1].placement"] if said else [])
+    assert (run_jobs(spread.topology, spread.jobs).jobs == run_jobs(spread.topology, scenario("packed").jobs).jobs) \
+        == said

@@ -610,3 +610,12 @@ def test_as_recorded_beside_a_variable_nccl_s_pick_cannot_run_under_is_no_intern
     replayed = simulate_trace(read_traces([HTA_TRACE], ranks_per_trace=2), ROOT / "topologies" / "dgx_a100.yaml",
                               as_recorded=True, env={"NCCL_ALGO": "Tree"})
     assert [w.link for w in replayed.warnings if w.kind == "key_unread"] == ["NCCL_ALGO"]
+
+
+def test_a_placement_that_chooses_what_packed_does_is_said_of_a_trace(cli, root):
+    """Fuzz round ae F2: ``--placement spread`` of two ranks on one DGX A100 chose packed's GPUs
+    (the JSON byte for byte the same) without a word."""
+    args = ("replay-trace", HTA_TRACE, "--ranks-per-trace", "2", "-t", root / "topologies/dgx_a100.yaml")
+    spread, packed = cli(*args, "--placement", "spread"), cli(*args)
+    assert spread.exit_code == packed.exit_code == 0, spread.stderr
+    assert "warning key_unread: --placement spread chose the GPUs packed does" in " ".join(spread.stdout.split())

@@ -111,12 +111,16 @@ def _unread(topology, placement: str, ranks: list, gpus: list[str]) -> list:
     says them), and of a ``--placement`` with nothing to choose: the traces' ``ranks`` (one
     ``RankTrace`` each) take every GPU of the topology."""
     from simnet.results.result import Finding
+    from simnet.spec.jobs import choose_gpus
     from simnet.spec.scenario import network_keys_unread, topology_unread
 
     moot = [Finding("key_unread", "--placement", (
         f"--placement {placement}: the traces' {len(ranks)} ranks take every GPU of {topology.name}, so there was "
         "nothing to choose and it changed nothing here"))] if placement != "packed" and \
-        len(ranks) == len(topology.gpus) else []
+        len(ranks) == len(topology.gpus) else [Finding("key_unread", "--placement", (
+            f"--placement {placement} chose the GPUs packed does (the GPUs lie so), so it changed nothing here"))] \
+        if placement != "packed" and choose_gpus(topology, list(topology.gpus), len(ranks), placement) == \
+        choose_gpus(topology, list(topology.gpus), len(ranks), "packed") else []
     here = network_keys_unread(topology.subset(gpus), [], f"the traces' {len(gpus)} ranks' GPUs") if len(gpus) > 1 \
         else []
     return [*topology_unread(topology), *here, *moot]

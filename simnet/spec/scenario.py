@@ -41,7 +41,7 @@ from simnet.spec.conditions import (
     resolve_faults,
     straggler_delays,
 )
-from simnet.spec.jobs import JobError, JobSpec, check_jobs, known_placement
+from simnet.spec.jobs import JobError, JobSpec, check_jobs, known_placement, place_jobs
 from simnet.spec.options import Options
 from simnet.spec.values import parse_cost, parse_sizes
 from simnet.spec.workloads import Training, Workload
@@ -459,14 +459,27 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
             placing[i] = job.gpus < len(running) - placed_before
         if not (job.background is not None and job.gpus is None and job.hosts is None):
             placed_before += len(placements[i])
+    placed = [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
+              and "placement" not in job.model_fields_set else job for job in spec.jobs]  # as the jobs were placed
+    unset = spec.placement or "packed"  # a job's placement without its own key
     for i, job in enumerate(spec.jobs):
         if "placement" in job.model_fields_set and not placing.get(i, True):
             moot(("jobs", i, "placement"), f"the job asks for all {job.gpus} GPUs still free, so there was nothing "
                                            "to choose and placement changed nothing here")
+        elif "placement" in job.model_fields_set and place_jobs(topology, [
+                other.model_copy(update={"placement": unset}) if k == i else other
+                for k, other in enumerate(placed)]) == placements:
+            moot(("jobs", i, "placement"), f"{job.placement} chose the GPUs {unset} does "
+                                           f"({'the default' if job.placement == unset else 'the free GPUs lie so'}), "
+                                           "so it changed nothing here")
     scenario_placed = [i for i in placing if "placement" not in spec.jobs[i].model_fields_set]
     if spec.placement and scenario_placed and not any(placing[i] for i in scenario_placed):
         moot(("placement",), "every job it places asks for all the GPUs still free, so there was nothing to choose "
                              "and placement changed nothing here")
+    elif spec.placement and scenario_placed and place_jobs(topology, spec.jobs) == placements:
+        moot(("placement",), f"{spec.placement} chose the GPUs packed does for every job it places "
+                             f"({'the default' if spec.placement == 'packed' else 'the free GPUs lie so'}), so it "
+                             "changed nothing here")
     for i, job in enumerate(spec.jobs):
         if job.background is not None and job.background.pattern == "all_to_all" \
                 and "seed" in job.background.model_fields_set:
