@@ -8,7 +8,7 @@ import yaml
 
 from simnet import InputError, topology_from_dict
 from simnet.io.nccltests import parse_log
-from simnet.model.calibration import Calibration, load_calibration
+from simnet.model.calibration import Calibration, load_calibration, other_hardware
 from simnet.run.calibrate import fit, points_of
 from simnet.run.simulate import simulate
 from simnet.tuning import tables
@@ -662,3 +662,21 @@ def test_a_profile_s_record_of_its_machine_is_read_strictly(tmp_path, root, edit
     with pytest.raises(InputError, match=re.escape(said)):
         load_calibration(tmp_path / "p.cal.yaml")
     assert load_calibration(root / "validation/calibrated/h100-ndr-309-2n.cal.yaml").hardware
+
+
+@pytest.mark.parametrize("edit, warned", [
+    (("nvlink_GBps: 370.8", "nvlink_GBps: 370.80001"), False),
+    (("transport: ib", "transport: ib\n    gcn_arch: gfx942"), True)])
+def test_a_profile_s_machine_is_compared_as_it_is_rounded(tmp_path, root, edit, warned):
+    """Fuzz round ae F6: a profile's NVLink figure off in its sixth digit warned of another
+    machine (values compared as written), and an MI300X's gcn_arch on an NVIDIA machine was
+    ignored. Rates compare to their written rounding; an AMD profile on NVIDIA GPUs is another."""
+    from simnet import load_topology
+
+    text = (root / "validation/calibrated/h100-ndr-309-2n.cal.yaml").read_text()
+    (tmp_path / "p.cal.yaml").write_text(text.replace(*edit))
+    topology = load_topology(root / "validation/logs/h100_ndr_8node.yaml")
+    assert (other_hardware(load_calibration(tmp_path / "p.cal.yaml"), topology) is not None) == warned
+    with pytest.raises(InputError, match=re.escape("fitted.hardware.transport: 'IB' is not one of 'ib'")):
+        (tmp_path / "q.cal.yaml").write_text(text.replace("transport: ib", "transport: IB"))
+        load_calibration(tmp_path / "q.cal.yaml")

@@ -18,15 +18,17 @@ profile.yaml``; the file looks like::
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.io.yamlsource import load_yaml
+from simnet.topology.hardware import GPUS, TRANSPORTS
 from simnet.topology.schema import Strict
 
 __all__ = ["Calibration", "load_calibration", "calibration_document", "hardware_of", "other_hardware", "KNOTS"]
@@ -121,14 +123,18 @@ class Calibration:
         return values
 
 
+_GCN_ARCHS = tuple(sorted({gpu.gcn_arch for gpu in GPUS.values() if gpu.gcn_arch}))
+"""The AMD GPUs' LLVM targets a profile may name (``hardware.GPU.gcn_arch``)."""
+
+
 class _HardwareSpec(Strict):
     """``fitted.hardware``, as ``hardware_of`` writes it: numbers in its units (GB/s), no text."""
 
     compute_capability: int
     nvlink_GBps: float
-    gcn_arch: str | None = None
+    gcn_arch: Literal[_GCN_ARCHS] | None = None  # type: ignore[valid-type]
     nic_GBps: float | None = None
-    transport: str | None = None
+    transport: Literal[TRANSPORTS] | None = None  # type: ignore[valid-type]
 
 
 class _FittedSpec(Strict):
@@ -169,8 +175,13 @@ def other_hardware(calibration: Calibration, topology) -> str | None:
     if calibration.hardware is None:
         return None
     fitted, here = dict(calibration.hardware), hardware_of(topology)
-    differ = [f"{key} {fitted[key]} there, {here[key]} here"
-              for key in fitted if key in here and fitted[key] != here[key]]
+    def alike(key: str) -> bool:  # rates as the profile rounds them (one or two decimals), the rest as written
+        return math.isclose(fitted[key], here[key], rel_tol=1e-3) if isinstance(here[key], float) else \
+            fitted[key] == here[key]
+
+    differ = [f"{key} {fitted[key]} there, {here[key]} here" for key in fitted if key in here and not alike(key)]
+    if "gcn_arch" in fitted and "gcn_arch" not in here:  # an AMD GPU's profile on NVIDIA GPUs
+        differ.append(f"gcn_arch {fitted['gcn_arch']} there, an NVIDIA GPU here")
     return "; ".join(differ) or None
 
 
