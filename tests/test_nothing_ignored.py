@@ -3600,3 +3600,12 @@ def test_a_placement_that_chooses_what_packed_does_is_said(root, topology, said)
     assert links == (["jobs[0].placement", "jobs[1].placement"] if said else [])
     assert (run_jobs(spread.topology, spread.jobs).jobs == run_jobs(spread.topology, scenario("packed").jobs).jobs) \
         == said
+
+
+def test_a_topology_s_empty_nodes_or_links_are_said_to_change_nothing():
+    """Fuzz round ae F7: a topology's ``nodes: []`` or ``links: []`` ran without a word, where a
+    scenario's empty containers are said and ``generate: []`` is refused."""
+    said = topology_from_dict({"name": "t", "generate": {"kind": "nvswitch", "gpus": 2}, "nodes": [],
+                               "links": []}).unread
+    assert [entry.partition(" ")[0] for entry in said] == ["nodes", "links"]
+    assert all("an empty list, so it changed nothing here" in entry for entry in said)

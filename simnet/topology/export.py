@@ -58,7 +58,7 @@ def topology_as_dict(topo: Topology) -> dict:
     spec = {"name": topo.name, "description": topo.description, "routing": routing,
             "calibration": str(Path(topo.calibration).resolve()) if topo.calibration else None,
             "nodes": nodes, "links": links}
-    return {key: value for key, value in spec.items() if value not in ("", None)}
+    return {key: value for key, value in spec.items() if value not in ("", None, [])}  # (a lone GPU has no links)
 
 
 def _exact(value: float) -> str:

@@ -62,6 +62,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         links += [(link, loc) for link in made_links]
         unread += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in unread_keys(params, alone)]
         network += [_said_where(source, loc + (key,)) for key in (network_keys(params) if alone else ())]
+    unread += [f"{_said_where(source, prefix + (key,))}: an empty list, so it changed nothing here; leave it out"
+               for key in ("nodes", "links") if key in spec.model_fields_set and not getattr(spec, key)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
