@@ -49,8 +49,12 @@ def _one_size(sizes) -> str | None:
 
 
 def _cost(dollars: float | None) -> str:
-    """``2.70 M$``: three significant digits, as a price is quoted."""
-    return f"{units.significant(dollars / 1e6, 3)} M$" if dollars else "-"
+    """``2.70 M$``: three significant digits, as a price is quoted; a cost of 0 is one, "-" none.
+
+    >>> _cost(2.7e6), _cost(0), _cost(None)
+    ('2.70 M$', '0 M$', '-')
+    """
+    return "-" if dollars is None else f"{units.significant(dollars / 1e6, 3)} M$"
 
 
 def _size_cell(size: int | None) -> str:
