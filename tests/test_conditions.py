@@ -475,3 +475,11 @@ def test_a_fault_after_a_size_s_run_that_slows_the_workload_step_is_not_said_to_
     ran = run_scenario(unfelt)
     assert ran.runs[0].time_s < 60e-6 and ran.steps[0]["iteration_time_s"] > 1.2e-3  # the fault within the buckets
     assert [w.kind for w in ran.runs[0].warnings if w.kind == "fault_after_end"] == ["fault_after_end"]
+    # review of 8d0e236: beside an earlier fault the buckets feel, a late one they do not feel is still said
+    both = scenario_from_dict({**unfelt.data, "faults": [
+        {"at": "0 s", "link": ["r0h0-gpu0", "r0h0-nvswitch"], "bandwidth": "50%"},
+        {"at": "60 us", "link": ["r0h1-gpu0", "r0h1-nvswitch"], "bandwidth": "25%"}]})
+    ran = run_scenario(both)
+    assert ran.steps[0]["iteration_time_s"] > run_scenario(unfelt).steps[0]["iteration_time_s"]  # the first is felt
+    said = [w.message for w in ran.runs[0].warnings if w.kind == "fault_after_end"]
+    assert len(said) == 1 and "faults[1]" in said[0]

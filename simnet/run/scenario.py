@@ -71,11 +71,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])])
             for size in by_size for a in ran for run in [by_size[size][a]]]
     if model and scenario.faults:  # a fault after a size's run may still slow the step's buckets: not "changed nothing"
-        felt = {a for a in ran for size in buckets  # (unless every bucket's run says it changed nothing there either)
-                if any(fault.at < by_bucket[size][a].time_s for fault in scenario.faults)
-                and not any(w.kind == "fault_unfelt" for w in by_bucket[size][a].warnings)}
         algorithm_of = [a for _ in by_size for a in ran]  # (runs are by size, then algorithm)
-        runs = [replace(run, warnings=[w for w in run.warnings if w.kind != "fault_after_end"]) if a in felt else run
+        runs = [replace(run, warnings=[w for w in run.warnings if w.kind != "fault_after_end"])
+                if _late_faults_felt(scenario, a, run.time_s, {size: by_bucket[size][a] for size in buckets}) else run
                 for run, a in zip(runs, algorithm_of)]
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
@@ -103,6 +101,24 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def _late_faults_felt(scenario, algorithm: str, end_s: float, buckets: dict[int, Result]) -> bool:
+    """Whether the faults at or after a run's end (``end_s``) change a run of ``algorithm`` at
+    one of the workload's bucket sizes (``buckets``: each one's run, under every fault): one
+    lasting past them that the faults changed (no ``fault_unfelt``), judged without the late
+    ones where earlier faults are felt too."""
+    late = [fault for fault in scenario.faults if fault.at >= end_s]
+    early = [fault for fault in scenario.faults if fault.at < end_s]
+    for size, run in buckets.items():
+        if not late or min(fault.at for fault in late) >= run.time_s or \
+                any(w.kind == "fault_unfelt" for w in run.warnings):
+            continue
+        if not early or simulate(scenario.topology, algorithm, size, model=scenario.model,
+                                 calibration=scenario.calibration, collective=scenario.collective,
+                                 **{**scenario.conditions(), "faults": early}, **scenario.options).time_s != run.time_s:
+            return True
+    return False
 
 
 def run_sizes(scenario) -> list[int]:
