@@ -665,3 +665,13 @@ def test_a_set_key_through_a_value_of_a_list_is_refused_not_an_internal_error(tm
     swept = cli("sweep", path, "--set", f"{key}=1", "--out", tmp_path / "out")
     assert swept.exit_code == 2 and f"{key}: " in swept.stderr and "a value, not a mapping or list" in swept.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_swept_option_no_option_is_named_is_an_unknown_key(tmp_path, cli):
+    """Fuzz round ae F8: ``--set options.channels[0]=2`` was refused as an option ring does not
+    read, though ring reads channels: it is no option at all, refused as an unknown key."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\nsizes: [1 MiB]\n"
+                    "algorithms: [ring]\n")
+    swept = cli("sweep", path, "--set", "options.channels[0]=2", "--out", tmp_path / "out")
+    assert swept.exit_code == 2 and "unknown key 'channels[0]'; did you mean 'channels'?" in swept.stderr

@@ -184,7 +184,7 @@ def _flat(values: np.ndarray, shape: tuple[int, ...], n: int) -> np.ndarray:
     return np.broadcast_to(values, shape).reshape(-1)
 
 
-_REMEDY = "use fewer GPUs, a larger chunk_size, fewer channels or another algorithm"
+_REMEDY = "use fewer GPUs, a larger chunk_size (or fewer channels, where the algorithm takes them) or another algorithm"
 
 
 class ScheduleBuilder:

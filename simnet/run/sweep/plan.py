@@ -257,9 +257,10 @@ def _unread_axis(axes: Mapping[str, list], algorithms: list[str], collective: st
     """The first ``options.NAME`` axis none of ``algorithms`` reads (as ``simnet run`` warns
     ``option_unread`` and compare refuses a variant's), or None."""
     from simnet.run.simulate import unread_options
+    from simnet.spec.options import Options
 
-    given = {key.removeprefix("options."): values for key, values in axes.items()
-             if key.startswith("options.") and key.count(".") == 1}
+    given = {key.removeprefix("options."): values for key, values in axes.items()  # (an unknown one: refused as such)
+             if key.startswith("options.") and key.removeprefix("options.") in Options.model_fields}
     unread = unread_options(given, list(algorithms), collective) if given else []
     return f"options.{unread[0]}" if unread else None
 
