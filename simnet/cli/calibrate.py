@@ -117,4 +117,3 @@ def _from_profile(path: Path, profile: Path) -> str:
     """``path`` as the profile at ``profile`` names it: relative to the profile's folder, as a
     topology names its profile (the shell's working directory is gone once the file moves)."""
     return Path(os.path.relpath(path.resolve(), profile.resolve().parent)).as_posix()
-
