@@ -483,3 +483,13 @@ def test_a_fault_after_a_size_s_run_that_slows_the_workload_step_is_not_said_to_
     assert ran.steps[0]["iteration_time_s"] > run_scenario(unfelt).steps[0]["iteration_time_s"]  # the first is felt
     said = [w.message for w in ran.runs[0].warnings if w.kind == "fault_after_end"]
     assert len(said) == 1 and "faults[1]" in said[0]
+    # round af: two faults after the run, the buckets feel the first: the second alone is said
+    two_late = scenario_from_dict({**unfelt.data, "faults": [
+        {"at": "60 us", "link": ["r0h0-gpu0", "r0h0-nvswitch"], "bandwidth": "25%"},
+        {"at": "70 us", "link": ["r0h1-gpu0", "r0h1-nvswitch"], "bandwidth": "25%"}]})
+    ran = run_scenario(two_late)
+    said = [w.message for w in ran.runs[0].warnings if w.kind == "fault_after_end"]
+    assert len(said) == 1 and said[0].startswith("1 of 2 faults") and "faults[1]" in said[0] and \
+        "faults[0]" not in said[0]
+    alone = scenario_from_dict({**unfelt.data, "faults": two_late.data["faults"][:1]})
+    assert run_scenario(alone).steps == ran.steps  # and true: the step is the same without it

@@ -3600,6 +3600,11 @@ def test_a_placement_that_chooses_what_packed_does_is_said(root, topology, said)
     assert links == (["jobs[0].placement", "jobs[1].placement"] if said else [])
     assert (run_jobs(spread.topology, spread.jobs).jobs == run_jobs(spread.topology, scenario("packed").jobs).jobs) \
         == said
+    if said:  # round af: under the scenario's own spread, the job's spread is said as the scenario's, not the default
+        both = scenario_from_dict({**spread.data, "placement": "spread", "jobs": [
+            {k: v for k, v in spread.data["jobs"][0].items() if k != "placement"}, spread.data["jobs"][1]]})
+        assert any("spread chose the GPUs spread does (as the scenario's placement)" in w.message
+                   for w in both.warnings)
 
 
 def test_a_topology_s_empty_nodes_or_links_are_said_to_change_nothing():

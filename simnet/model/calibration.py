@@ -131,9 +131,9 @@ class _HardwareSpec(Strict):
     """``fitted.hardware``, as ``hardware_of`` writes it: numbers in its units (GB/s), no text."""
 
     compute_capability: int
-    nvlink_GBps: float
+    nvlink_GBps: Annotated[float, Field(allow_inf_nan=False)]
     gcn_arch: Literal[_GCN_ARCHS] | None = None  # type: ignore[valid-type]
-    nic_GBps: float | None = None
+    nic_GBps: Annotated[float, Field(allow_inf_nan=False)] | None = None
     transport: Literal[TRANSPORTS] | None = None  # type: ignore[valid-type]
 
 

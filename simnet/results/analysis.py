@@ -22,7 +22,7 @@ from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.channels import send_stripes
 from simnet.topology.graph import PS_PER_SECOND, Topology, natural_key
 
-__all__ = ["link_reports", "find_warnings", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "IDLE_NICS_MATTER",
+__all__ = ["link_reports", "find_warnings", "after_end", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "IDLE_NICS_MATTER",
            "ENDPOINT_KINDS"]
 
 OVERLOAD_SATURATION = 0.5
@@ -222,3 +222,12 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
             f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}). Remedy: options.ps_servers: "
             f"{len(topo.parameter_servers)} shards the gradient over all of them")))
     return findings
+
+
+def after_end(late: list, faults: int, end_s: float, beside: str = "") -> Finding:
+    """``fault_after_end``: the faults of ``late`` (of ``faults``) come at or after the run's
+    end (``end_s``) and changed nothing (``beside``: what else they did not change either)."""
+    return Finding("fault_after_end", "", (
+        f"{len(late)} of {faults} faults come at or after the run's end ({units.format_time(end_s)}){beside}: "
+        f"{'; '.join(f'faults[{f.index}] {f.what}' for f in late[:3])}{'; ...' if len(late) > 3 else ''} changed "
+        "nothing; give an earlier at:"))

@@ -28,7 +28,7 @@ from simnet.model.calibration import Calibration, load_calibration, other_hardwa
 from simnet.model.interface import lane_timing, resolve_model
 from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
-from simnet.results.analysis import find_warnings, link_reports
+from simnet.results.analysis import after_end, find_warnings, link_reports
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import nccl_default, nccl_integer, nccl_system, turned_off
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
@@ -180,6 +180,7 @@ def _joined(timing, program, delays: Mapping[str, float]):
 
 
 @dataclass(frozen=True)
+
 class Setup:
     """What every run of one ``simulate`` call shares: the ranks, the collective and the model."""
 
@@ -273,10 +274,7 @@ class Setup:
         warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective, down)
         late = [fault for fault in conditions.faults if round(fault.at * PS_PER_SECOND) >= run.duration_ps]
         if late:  # read, and changed nothing: the run was over
-            warnings.append(Finding("fault_after_end", "", (
-                f"{len(late)} of {len(conditions.faults)} faults come at or after the run's end "
-                f"({units.format_time(run.time)}): {'; '.join(f'faults[{f.index}] {f.what}' for f in late[:3])}"
-                f"{'; ...' if len(late) > 3 else ''} changed nothing; give an earlier at:")))
+            warnings.append(after_end(late, len(conditions.faults), run.time))
         fit = self.calibration
         differ = other_hardware(fit, topo) if self.model != "ideal" and fit else None
         if differ:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from simnet.errors import Unsupported
+from simnet.results.analysis import after_end
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
 from simnet.run.simulate import check_fits, proto_unread, reads_nccl_proto, simulate, steering_variables, unread_options
@@ -72,8 +73,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
             for size in by_size for a in ran for run in [by_size[size][a]]]
     if model and scenario.faults:  # a fault after a size's run may still slow the step's buckets: not "changed nothing"
         algorithm_of = [a for _ in by_size for a in ran]  # (runs are by size, then algorithm)
-        runs = [replace(run, warnings=[w for w in run.warnings if w.kind != "fault_after_end"])
-                if _late_faults_felt(scenario, a, run.time_s, {size: by_bucket[size][a] for size in buckets}) else run
+        runs = [_said_after_buckets(scenario, a, run, {size: by_bucket[size][a] for size in buckets})
                 for run, a in zip(runs, algorithm_of)]
     gpus = len(scenario.topology.gpus)
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
@@ -103,22 +103,29 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
 
 
-def _late_faults_felt(scenario, algorithm: str, end_s: float, buckets: dict[int, Result]) -> bool:
-    """Whether the faults at or after a run's end (``end_s``) change a run of ``algorithm`` at
-    one of the workload's bucket sizes (``buckets``: each one's run, under every fault): one
-    lasting past them that the faults changed (no ``fault_unfelt``), judged without the late
-    ones where earlier faults are felt too."""
-    late = [fault for fault in scenario.faults if fault.at >= end_s]
-    early = [fault for fault in scenario.faults if fault.at < end_s]
-    for size, run in buckets.items():
-        if not late or min(fault.at for fault in late) >= run.time_s or \
-                any(w.kind == "fault_unfelt" for w in run.warnings):
-            continue
-        if not early or simulate(scenario.topology, algorithm, size, model=scenario.model,
-                                 calibration=scenario.calibration, collective=scenario.collective,
-                                 **{**scenario.conditions(), "faults": early}, **scenario.options).time_s != run.time_s:
-            return True
-    return False
+def _said_after_buckets(scenario, algorithm: str, run: Result, buckets: dict[int, Result]) -> Result:
+    """``run`` whose ``fault_after_end`` names only the faults after its end that no run of
+    ``algorithm`` at the workload's bucket sizes (``buckets``, each under every fault) feels
+    either: none, where each is felt; one fault is felt where a bucket lasting past it takes
+    another time without it."""
+    if not any(w.kind == "fault_after_end" for w in run.warnings):
+        return run
+    late = [fault for fault in scenario.faults if fault.at >= run.time_s]
+
+    def felt(fault, bucket: int) -> bool:
+        there = buckets[bucket]
+        if fault.at >= there.time_s or any(w.kind == "fault_unfelt" for w in there.warnings):
+            return False
+        return simulate(scenario.topology, algorithm, bucket, model=scenario.model, calibration=scenario.calibration,
+                        collective=scenario.collective, **{**scenario.conditions(), "faults": [
+                            f for f in scenario.faults if f is not fault]}, **scenario.options).time_s != there.time_s
+
+    unfelt = [fault for fault in late if not any(felt(fault, bucket) for bucket in buckets)]
+    kept = [w for w in run.warnings if w.kind != "fault_after_end"]
+    if unfelt:
+        kept.append(after_end(unfelt, len(scenario.faults), run.time_s,
+                              " and the workload's buckets do not feel them" if buckets else ""))
+    return replace(run, warnings=kept)
 
 
 def run_sizes(scenario) -> list[int]:

@@ -469,9 +469,10 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
         elif "placement" in job.model_fields_set and place_jobs(topology, [
                 other.model_copy(update={"placement": unset}) if k == i else other
                 for k, other in enumerate(placed)]) == placements:
-            moot(("jobs", i, "placement"), f"{job.placement} chose the GPUs {unset} does "
-                                           f"({'the default' if job.placement == unset else 'the free GPUs lie so'}), "
-                                           "so it changed nothing here")
+            how = "the free GPUs lie so" if job.placement != unset else \
+                "as the scenario's placement" if spec.placement else "the default"
+            moot(("jobs", i, "placement"), f"{job.placement} chose the GPUs {unset} does ({how}), so it changed "
+                                           "nothing here")
     scenario_placed = [i for i in placing if "placement" not in spec.jobs[i].model_fields_set]
     if spec.placement and scenario_placed and not any(placing[i] for i in scenario_placed):
         moot(("placement",), "every job it places asks for all the GPUs still free, so there was nothing to choose "
