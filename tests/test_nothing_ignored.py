@@ -3614,3 +3614,19 @@ def test_a_topology_s_empty_nodes_or_links_are_said_to_change_nothing():
                                "links": []}).unread
     assert [entry.partition(" ")[0] for entry in said] == ["nodes", "links"]
     assert all("an empty list, so it changed nothing here" in entry for entry in said)
+
+
+def test_sweep_and_compare_say_a_fault_after_every_run(tmp_path, cli):
+    """Round af (LOW): a fault at 5 s, after every run of every point, changed nothing in a
+    sweep or a comparison, and they said nothing, where simnet run says fault_after_end."""
+    head = ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}}"
+            "\nsizes: [1 MiB]\nalgorithms: [ring]\nfaults: [{at: 5 s, link: [tor1, spine0], bandwidth: 25%}]\n")
+    (tmp_path / "s.yaml").write_text(head)
+    swept = cli("sweep", tmp_path / "s.yaml", "--gpus", "2,4", "--out", tmp_path / "out")
+    assert "warning fault_after_end: at every point of this sweep every run ended before" in " ".join(
+        swept.stdout.split()), swept.stdout
+    (tmp_path / "c.yaml").write_text(head + "variants:\n  - {name: a}\n"
+                                            "  - {name: b, set: {topology.generate.nic_bandwidth: 100 Gb/s}}\n")
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    printed = " ".join(compared.stdout.split())
+    assert "option a: every run ended before some of its faults" in printed and "option b: every run" in printed

@@ -173,7 +173,7 @@ def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str
     run with it written says why)."""
     from simnet.io.yamlsource import dotted_within
     from simnet.results.result import Finding
-    from simnet.run.sweep.evaluate import unread_everywhere
+    from simnet.run.sweep.evaluate import after_every_end, unread_everywhere
     from simnet.spec.scenario import source_of
 
     own = {w.link: w for w in spec.warnings}
@@ -190,6 +190,9 @@ def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str
         found.append(own.get(link) or Finding(kind, link, (
             f"{link} changed nothing at any point of this sweep (simnet run on {whose} says why of each run)"
             + ("; leave it out" if kind == "option_unread" else ""))))
+    if after_every_end(records):
+        found.append(Finding("fault_after_end", "", "at every point of this sweep every run ended before some of its "
+                                                    "faults, which changed nothing there (simnet run says which)"))
     return found
 
 

@@ -21,7 +21,7 @@ from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import run_sizes, scenario_choices_unread
 from simnet.run.simulate import unread_by_every, unread_options
-from simnet.run.sweep.evaluate import check_point_fits, evaluate_point, unread_everywhere
+from simnet.run.sweep.evaluate import after_every_end, check_point_fits, evaluate_point, unread_everywhere
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario, source_of
 from simnet.topology.schema import TopologySpec
@@ -307,6 +307,9 @@ def option_findings(rows: list[dict]) -> list[Finding]:
             "leave it out")) for row in rows for name in row["unread"] if name not in env] + [
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
         for row in rows for kind in row["partial"]] + [
+        Finding("fault_after_end", "", f"option {row['option']}: every run ended before some of its faults, which "
+                                       "changed nothing there (simnet run on it says which)")
+        for row in rows if row.get("after_end")] + [
         Finding("key_unread", row["option"], (
             f"option {row['option']} answers as option {row['same_as']} does, every run to the picosecond: "
             + ("what sets them apart changed nothing here (the same values, or ones no run reads)"
@@ -408,6 +411,7 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
                "per_cost": None, "skipped": skipped[0] if skipped else {},
                # (a workload's iteration time is its buckets' runs'; a training step's exchanges are its own)
+               "after_end": after_every_end(records),
                "partial": [] if training else sorted(PARTIAL.keys() & set(
                    best.get("bucket_warnings", ()) if workload else largest.get("warnings", ()))),
                # options, and jobs' keys judged once the jobs ran (a period every run outlasts), that changed

@@ -18,7 +18,7 @@ from simnet.run.training import training_step
 from simnet.spec.scenario import fault_refusal
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere"]
+__all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere", "after_every_end"]
 
 UNREAD = ("option_unread", "key_unread")
 """Warning kinds that say a key or option changed nothing: a record's size entries keep
@@ -34,6 +34,17 @@ def unread_everywhere(records: list[dict], prefix: str = "") -> list[str]:
     if not kept or any("unread" not in at for at in kept):
         return []
     return sorted(link for link in set.intersection(*(set(at["unread"]) for at in kept)) if link.startswith(prefix))
+
+
+def after_every_end(records: list[dict]) -> bool:
+    """Whether every run of the records (at each size, and each workload's buckets) ended
+    before some fault (``fault_after_end``), so faults changed nothing anywhere in them; not
+    said of a training step's records, whose exchanges keep no such word."""
+    return bool(records) and all(
+        "training" not in record and (record["sizes"] or "bucket_warnings" in record)
+        and all("fault_after_end" in at.get("warnings", ()) for at in record["sizes"])
+        and ("bucket_warnings" not in record or "fault_after_end" in record["bucket_warnings"])
+        for record in records)
 
 
 def evaluate_point(plan: SweepPlan, point: Point) -> dict:
