@@ -640,3 +640,15 @@ def test_a_training_step_is_a_step_of_the_progress_of_its_own(tmp_path):
         run_scenario(spec, progress=lambda done, total: told.append((done, total)))
     assert told == [(0, 2), (1, 2), (2, 2)]
     assert started and all(at in ((0, 2), (1, 2)) for at in started)  # each replay under a step not yet done
+
+
+def test_gpus_that_keep_every_gpu_of_the_scenario_are_said_to_change_nothing(cli, scenario, tmp_path):
+    """Fuzz round ag: ``-g N`` equal to the scenario's GPUs (its gpus: list, or the whole
+    topology) ran as without it, unsaid; said, in the JSON too; a smaller N is not said."""
+    whole = json.loads(cli("run", scenario, "-a", "ring", "-s", "1 MiB", "--json", "-").stdout)
+    same = cli("run", scenario, "-a", "ring", "-s", "1 MiB", "-g", str(whole["runs"][0]["gpus"]), "--json", "-")
+    document = json.loads(same.stdout)
+    assert [w["link"] for w in document["warnings"] if w["kind"] == "key_unread"] == ["--gpus"]
+    assert document["runs"][0]["time_s"] == whole["runs"][0]["time_s"]
+    fewer = json.loads(cli("run", scenario, "-a", "ring", "-s", "1 MiB", "-g", "2", "--json", "-").stdout)
+    assert "--gpus" not in [w["link"] for w in fewer.get("warnings", [])]

@@ -3630,3 +3630,20 @@ def test_sweep_and_compare_say_a_fault_after_every_run(tmp_path, cli):
     compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     printed = " ".join(compared.stdout.split())
     assert "option a: every run ended before some of its faults" in printed and "option b: every run" in printed
+
+
+def test_a_run_beside_a_workload_whose_buckets_read_a_variable_does_not_say_it_unread(monkeypatch):
+    """Fuzz round ag: a size's run said NCCL_PROTO=Simple changed nothing there while the
+    workload's buckets read it (the iteration moved 5.265 -> 6.433 ms): the run's word is
+    taken back where the buckets beside it read the variable, as where a training step does."""
+    from simnet.run.scenario import run_scenario
+
+    scenario = scenario_from_dict({"name": "s", "topology": {"name": "b", "generate": {"kind": "nvswitch", "gpus": 8}},
+                                   "sizes": ["256 MiB"], "algorithms": ["ring"],  # (Simple there anyway)
+                                   "workload": {"compute_time": "1 ms", "gradient_size": "16 MiB",
+                                                "bucket_size": "1 MiB"}})  # LL128 there
+    plain = run_scenario(scenario)
+    monkeypatch.setenv("NCCL_PROTO", "Simple")
+    steered = run_scenario(scenario)
+    assert steered.steps[0]["iteration_time_s"] != plain.steps[0]["iteration_time_s"]
+    assert not [w for run in steered.runs for w in run.warnings if w.link == "NCCL_PROTO"]

@@ -22,7 +22,8 @@ from simnet.schedule.kinds import COLLECTIVES
               help="Collective instead of the file's (sizes in nccl-tests' convention).")
 @click.option("-s", "--size", "sizes", multiple=True,
               help="Size instead of the file's, e.g. '64 MiB' or '8 B .. 1 GiB x2' (repeatable).")
-@click.option("-g", "--gpus", type=Whole(), default=None, help="Use the first N GPUs of the topology.")
+@click.option("-g", "--gpus", type=Whole(), default=None,
+              help="Use the first N of the scenario's GPUs (its gpus:, else the topology's).")
 @click.option("--model", type=click.Choice(["nccl", "rccl", "ideal"]), default=None,
               help="Performance model instead of the file's: nccl (what nccl-tests measures), rccl (on AMD GPUs: "
                    "what rccl-tests measures) or ideal (line rate).")
@@ -64,7 +65,11 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         raise
     except ValueError as exc:
         raise InputError(str(exc), scenario) from None
+    said_g = []  # -g that keeps every GPU the scenario has: said with the answer, as -c's notes
     if gpus is not None:
+        if gpus == len(spec.topology.gpus):
+            said_g = [(f"--gpus {gpus}: the scenario runs on {gpus} GPUs already, so it changed nothing here",
+                       "--gpus")]
         spec = _first_gpus(spec, gpus, scenario, collective)
     for path, option in ((csv_path, "--csv"), (trace_path, "--trace")):
         if path is not None and str(path) == "-":
@@ -118,13 +123,14 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         raise InputError(f"{scenario}: --csv writes a row per run of the scenario's sizes, and it has none: its "
                          "training step is in --json (or give sizes)")
     results = _with_progress(spec, scenario, timeline=bool(plot_dir or trace_path), from_option=bool(algorithms))
-    if notes:  # what -c left out of the file: said with the answer, in the JSON too
+    said = [*((note, "--collective") for note in notes), *said_g]  # what -c left out of the file, a moot -g
+    if said:  # said with the answer, in the JSON too
         from dataclasses import replace
 
         from simnet.results.result import Finding
 
-        results = replace(results, warnings=[*results.warnings, *(Finding("key_unread", "--collective", note)
-                                                                   for note in notes)])
+        results = replace(results, warnings=[*results.warnings, *(Finding("key_unread", option, note)
+                                                                   for note, option in said)])
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.cli.console import stderr_console
 

@@ -91,7 +91,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         progress(done, total)
     step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
     said += step_said
-    if step_read:  # a run's "changed nothing" of a variable the training step beside it reads says too little
+    env = nccl_env()
+    step_read |= {name for name in env for a in ran for size in buckets  # a variable the workload's buckets read
+                  if not any(w.kind == "key_unread" and w.link == name for w in by_bucket[size][a].warnings)}
+    if step_read:  # a run's "changed nothing" of a variable the step beside it reads says too little
         runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in step_read)])
                 for run in runs]
     once = {w.link for w in said if w.kind == "key_unread" and w.link in ("NCCL_ALGO", "NCCL_PROTO")}

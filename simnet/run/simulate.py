@@ -141,11 +141,13 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         return result
     healthy = point.simulate(result.algorithm, size, False, None, Conditions(), options)
     after_end = all(fault.at >= result.time_s for fault in conditions.faults)  # fault_after_end said so
-    if not conditions.delays and not after_end and _traffic(result) == _traffic(healthy):
+    unfaulted = healthy if not conditions.delays or not conditions.faults or after_end else \
+        point.simulate(result.algorithm, size, False, None, Conditions(delays=conditions.delays), options)
+    if conditions.faults and not after_end and _traffic(result) == _traffic(unfaulted):  # (the late GPUs kept)
         listed = "; ".join(f"faults[{f.index}] {f.what}" for f in conditions.faults[:3])
         result = replace(result, warnings=result.warnings + [Finding("fault_unfelt", "", (
-            f"the faults changed nothing: the run's time and every link's bytes, peak and saturation equal the "
-            f"healthy run's ({listed}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
+            f"the faults changed nothing: the run's time and every link's bytes, peak and saturation equal the run's "
+            f"without them ({listed}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
     if round(result.time_s * PS_PER_SECOND) < round(healthy.time_s * PS_PER_SECOND):
