@@ -3407,7 +3407,7 @@ def test_jobs_held_under_one_host_or_leaf_say_the_network_keys_they_leave_unread
     spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": generate}, "jobs": jobs})
     assert sorted(w.link for w in spec.warnings if w.kind == "key_unread") == sorted(
         f"topology.generate.{key}" for key in said)
-    assert all("no job's routes cross it" in w.message for w in spec.warnings if w.kind == "key_unread")
+    assert all("no job's routes read it" in w.message for w in spec.warnings if w.kind == "key_unread")
     bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said}})
     if said:
         assert run_jobs(spec.topology, spec.jobs).to_dict() == run_jobs(bare, spec.jobs).to_dict()
@@ -3532,7 +3532,7 @@ def test_jobs_each_under_their_own_host_or_leaf_say_the_keys_no_job_reads(hosts,
     spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": generate}, "jobs": jobs})
     assert sorted(w.link for w in spec.warnings if w.kind == "key_unread") == sorted(
         f"topology.generate.{key}" for key in said)
-    assert all("no job's routes cross it" in w.message for w in spec.warnings if w.kind == "key_unread")
+    assert all("no job's routes read it" in w.message for w in spec.warnings if w.kind == "key_unread")
     if said:
         bare = topology_from_dict({"name": "t", "generate": {k: v for k, v in generate.items() if k not in said}})
         assert run_jobs(spec.topology, spec.jobs).to_dict() == run_jobs(bare, spec.jobs).to_dict()

@@ -635,8 +635,9 @@ def _network_unread_by_every_job(topology: Topology, servers: list[str], placeme
         return each[0]
     common = set.intersection(*({finding.link for finding in found} for found in each))
     return [Finding("key_unread", finding.link, (
-        f"{finding.message.partition(': ')[0]}: no job's routes cross it (each job's GPUs lie in one NVLink domain, "
-        "under one leaf or in one region), so it changed nothing here; it counts where a job spans two"))
+        f"{finding.message.partition(': ')[0]}: no job's routes read it (each job's GPUs lie in one NVLink domain, "
+        "under one leaf or in one region, or their routes have no two ways to choose from), so it changed nothing "
+        "here; it counts where a job spans two"))
         for finding in each[0] if finding.link in common]
 
 
