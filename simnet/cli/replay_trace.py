@@ -114,13 +114,13 @@ def _unread(topology, placement: str, ranks: list, gpus: list[str]) -> list:
     from simnet.spec.jobs import choose_gpus
     from simnet.spec.scenario import network_keys_unread, topology_unread
 
-    moot = [Finding("key_unread", "--placement", (
-        f"--placement {placement}: the traces' {len(ranks)} ranks take every GPU of {topology.name}, so there was "
-        "nothing to choose and it changed nothing here"))] if placement != "packed" and \
-        len(ranks) == len(topology.gpus) else [Finding("key_unread", "--placement", (
-            f"--placement {placement} chose the GPUs packed does (the GPUs lie so), so it changed nothing here"))] \
-        if placement != "packed" and choose_gpus(topology, list(topology.gpus), len(ranks), placement) == \
-        choose_gpus(topology, list(topology.gpus), len(ranks), "packed") else []
+    every = list(topology.gpus)
+    said = None if placement == "packed" else \
+        f": the traces' {len(ranks)} ranks take every GPU of {topology.name}, so there was nothing to choose and" \
+        if len(ranks) == len(every) else " chose the GPUs packed does (the GPUs lie so), so" \
+        if set(choose_gpus(topology, every, len(ranks), placement)) == set(every[:len(ranks)]) else None
+    moot = [Finding("key_unread", "--placement", f"--placement {placement}{said} it changed nothing here")] \
+        if said else []
     here = network_keys_unread(topology.subset(gpus), [], f"the traces' {len(gpus)} ranks' GPUs") if len(gpus) > 1 \
         else []
     return [*topology_unread(topology), *here, *moot]

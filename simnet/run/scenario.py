@@ -17,7 +17,8 @@ from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["run_scenario", "run_sizes", "check_runs_fit", "nccl_choice_unread", "scenario_choices_unread", "step_reads"]
+__all__ = ["run_scenario", "run_sizes", "read_by_any", "check_runs_fit", "nccl_choice_unread",
+           "scenario_choices_unread", "step_reads"]
 
 
 def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, timeline: bool = False) -> Results:
@@ -91,9 +92,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         progress(done, total)
     step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
     said += step_said
-    env = nccl_env()
-    step_read |= {name for name in env for a in ran for size in buckets  # a variable the workload's buckets read
-                  if not any(w.kind == "key_unread" and w.link == name for w in by_bucket[size][a].warnings)}
+    step_read |= {name for name in nccl_env()
+                  if read_by_any(name, [by_bucket[size][a] for a in ran for size in buckets])}
     if step_read:  # a run's "changed nothing" of a variable the step beside it reads says too little
         runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in step_read)])
                 for run in runs]
@@ -129,6 +129,12 @@ def _said_after_buckets(scenario, algorithm: str, run: Result, buckets: dict[int
         kept.append(after_end(unfelt, len(scenario.faults), run.time_s,
                               " and the workload's buckets do not feel them" if buckets else ""))
     return replace(run, warnings=kept)
+
+
+def read_by_any(name: str, runs: list[Result]) -> bool:
+    """Whether some of ``runs`` (a workload's bucket runs) reads the variable ``name``: does
+    not say it changed nothing there. A run beside them that says so saw too little."""
+    return any(not any(w.kind == "key_unread" and w.link == name for w in run.warnings) for run in runs)
 
 
 def run_sizes(scenario) -> list[int]:

@@ -11,7 +11,7 @@ from typing import Any
 from simnet.errors import Cut, EnvironmentRefused, InputError, Unsupported, shown
 from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
-from simnet.run.scenario import check_runs_fit, run_sizes, scenario_choices_unread, step_reads
+from simnet.run.scenario import check_runs_fit, read_by_any, run_sizes, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
 from simnet.run.training import training_step
@@ -129,8 +129,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
 
     def read_by_what_is_ranked(name: str) -> bool:  # the training step without it, or a bucket's run that reads it
         if name not in read_beside:
-            read_beside[name] = (step is not None and bool(step_reads(scenario, step, plan.env, [name]))) or any(
-                not any(w.kind == "key_unread" and w.link == name for w in run(size).warnings) for size in buckets)
+            read_beside[name] = (step is not None and bool(step_reads(scenario, step, plan.env, [name]))) or \
+                read_by_any(name, [run(size) for size in buckets])
         return read_beside[name]
 
     unread = scenario_choices_unread(scenario, plan.env, [point.algorithm], "this point")
