@@ -338,8 +338,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
         if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
             raise source.error(("workload", "compute_slowdown", gpu), f"{gpu!r} is not a GPU of {topology.name}")
-    jobs = [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
-            and "placement" not in job.model_fields_set else job for job in spec.jobs]
+    jobs = _as_placed(spec)
     try:
         placements = check_jobs(topology, jobs)
     except JobError as exc:
@@ -459,8 +458,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
             placing[i] = job.gpus < len(running) - placed_before
         if not (job.background is not None and job.gpus is None and job.hosts is None):
             placed_before += len(placements[i])
-    placed = [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
-              and "placement" not in job.model_fields_set else job for job in spec.jobs]  # as the jobs were placed
+    placed = _as_placed(spec)
     unset = spec.placement or "packed"  # a job's placement without its own key
     for i, job in enumerate(spec.jobs):
         if "placement" in job.model_fields_set and not placing.get(i, True):
@@ -553,11 +551,18 @@ def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
     line of the first of its faults that takes links down at that instant, naming the others
     of that instant too (else on the file's), ``said`` (where, in a sweep) beside it."""
     at_once = [f for f in scenario.faults if round(f.at * PS_PER_SECOND) == cut.at_ps and f.cuts]
-    if not at_once or scenario.source is None or not Path(scenario.source).is_file():
+    source = source_of(scenario)
+    if not at_once or source is None:
         return InputError(f"{said}: {cut}" if said else str(cut), scenario.source)
     what = at_once[0].what + "".join(f", with faults[{f.index}] {f.what}" for f in at_once[1:])  # which cut: not known
-    return load_yaml(Path(scenario.source))[1].error(("faults", at_once[0].index),
-                                                     f"{what}{f' ({said})' if said else ''}: {cut}")
+    return source.error(("faults", at_once[0].index), f"{what}{f' ({said})' if said else ''}: {cut}")
+
+
+def _as_placed(spec: ScenarioSpec) -> list[JobSpec]:
+    """The scenario's jobs as they are placed: the scenario's ``placement`` given to each job
+    of a GPU count that names none of its own."""
+    return [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
+            and "placement" not in job.model_fields_set else job for job in spec.jobs]
 
 
 def source_of(scenario: Scenario) -> Source | None:
