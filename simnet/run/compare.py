@@ -213,7 +213,7 @@ def _set_key(variant, finding: Finding) -> str | None:
         return "topology"  # a topology file of the option's own: its keys are said as that file's
     links = {finding.link, finding.link.removeprefix("topology.")}
     return next((key for key in variant.set for link in links for written in {key, key.removeprefix("topology.")}
-                 if link == written or link.startswith(written + ".")), None)
+                 if dotted_within(link, written)), None)
 
 
 def _placed(finding: Finding, name: str, where: str) -> Finding:
