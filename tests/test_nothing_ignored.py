@@ -3093,9 +3093,7 @@ def test_compare_says_a_job_s_period_every_run_outlasts(tmp_path, cli):
             "  - {name: b, gpus: 4, algorithm: ring, size: 16 MiB, placement: spread}\n")
     (tmp_path / "c.yaml").write_text("name: c\ntopology: {name: t, generate: {kind: nvswitch, gpus: 8}}\n" + jobs +
                                      "variants:\n  - {name: base}\n  - {name: per, set: {jobs.0.period: 1 us}}\n")
-    ran = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
-    assert ran.exit_code == 0, ran.stderr
-    printed = " ".join(ran.stdout.split())
+    printed = _compared(cli, tmp_path / "c.yaml")
     assert printed.count("warning key_unread: jobs[0].period") == 1
     assert "jobs[0].period changed nothing in any run of option per" in printed
     assert printed.count("jobs[1].placement") == 1  # b asks for the 4 GPUs a leaves: the file's word, once
@@ -3204,9 +3202,7 @@ def test_compare_says_a_file_key_only_a_variant_leaves_unread(tmp_path, cli):
         "name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4, "
         "nic_bandwidth: 10 Gb/s, spines: 3}\nsizes: [4 MiB]\nalgorithms: [ring]\nvariants:\n  - {name: two, set: "
         "{gpus: all}}\n  - {name: onehost, set: {gpus: [r0h0-gpu0, r0h0-gpu1, r0h0-gpu2, r0h0-gpu3]}}\n")
-    compared = cli("compare", tmp_path / "v.yaml", "-o", tmp_path / "c.png")
-    assert compared.exit_code == 0, compared.stderr
-    printed = " ".join(compared.stdout.split())
+    printed = _compared(cli, tmp_path / "v.yaml")
     for key in ("nic_bandwidth", "spines"):
         assert printed.count(f"warning key_unread: topology.generate.{key} ") == 1
     assert printed.count("(in option onehost)") == 2 and "(in option two" not in printed
@@ -3226,9 +3222,7 @@ def test_compare_says_each_unread_key_on_the_line_that_writes_it(tmp_path, cli):
         "gpus_per_host: 4, spines: 2}}}}\n  - {name: filed, set: {topology: t2.yaml}}\n")
     (tmp_path / "t2.yaml").write_text("name: t2\ngenerate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
                                       "gpus_per_host: 4, spines: 4}\n")
-    compared = cli("compare", tmp_path / "v.yaml", "-o", tmp_path / "c.png")
-    assert compared.exit_code == 0, compared.stderr
-    printed = " ".join(compared.stdout.split())
+    printed = _compared(cli, tmp_path / "v.yaml")
     assert f"topology.generate.nic_bandwidth ({tmp_path / 'v.yaml'}:4): " in printed and " with gpus=4" not in printed
     assert f"variants[2].set.stragglers.r1h0-gpu0 ({tmp_path / 'v.yaml'}:10): r1h0-gpu0 is not among" in printed
     assert f"variants[3].set.topology.generate.spines ({tmp_path / 'v.yaml'}:11): " in printed
@@ -3485,9 +3479,7 @@ def test_compare_says_an_option_that_answers_as_another_does(tmp_path, cli):
         "  - {name: same, set: {collective: allreduce, model: nccl, topology.generate.oversubscription: 1}}\n"
         "  - {name: slow, set: {topology.generate.nic_bandwidth: 10 Gb/s}}\n"
         "  - {name: dear, cost: 2 M$, set: {model: nccl}}\n")
-    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
-    assert compared.exit_code == 0, compared.stderr
-    printed = " ".join(compared.stdout.split())
+    printed = _compared(cli, tmp_path / "c.yaml")
     assert "option same answers as option base does, every run to the picosecond: what sets them apart" in printed
     assert "option dear answers as option base does, every run to the picosecond: their sets change no run here, " \
         "only their costs differ" in printed  # (the cost does set them apart: per M$)
@@ -3647,3 +3639,10 @@ def test_a_run_beside_a_workload_whose_buckets_read_a_variable_does_not_say_it_u
     steered = run_scenario(scenario)
     assert steered.steps[0]["iteration_time_s"] != plain.steps[0]["iteration_time_s"]
     assert not [w for run in steered.runs for w in run.warnings if w.link == "NCCL_PROTO"]
+
+
+def _compared(cli, path: Path) -> str:
+    """``simnet compare PATH`` as a user types it: its output, lines joined, once it succeeded."""
+    compared = cli("compare", path, "-o", path.with_suffix(".png"))
+    assert compared.exit_code == 0, compared.stderr
+    return " ".join(compared.stdout.split())
