@@ -3552,6 +3552,39 @@ def test_a_set_over_the_file_s_value_that_counts_in_neither_is_still_said(tmp_pa
     assert neutral.exit_code == 0 and "skipped" in neutral.stdout and "changed nothing" not in neutral.stdout
 
 
+@pytest.mark.parametrize("size, file_chunk, set_chunk, said", [("1 MiB", "4 MiB", "8 MiB", ["a", "b"]),
+                                                              ("1 MiB", "64 KiB", "8 MiB", ["a", "b"]),
+                                                              ("64 MiB", "2 MiB", "1 GiB", [])])
+def test_an_option_set_over_the_file_s_option_is_said_where_neither_counts(tmp_path, cli, size, file_chunk,
+                                                                           set_chunk, said):
+    """Left from the review of round ad: compare dropped an ``options.`` key a variant sets over
+    the file's own wherever both were written, so a chunk_size no run cuts by (pieces of 1 MiB
+    over 4 GPUs are far below 4 or 8 MiB) was said of the option that keeps the file's value
+    only. Judged against the file's value as scenario keys are: said of both where the file's
+    value answers as no chunk_size does (too coarse to cut, or finer than NCCL's chunk and
+    raised to it, which compare said of no option either); where the file's 2 MiB cuts a
+    64 MiB run's pieces and the variant's 1 GiB does not, the set moves the option's time and
+    is not said."""
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}"
+        f"\nsizes: [{size}]\nalgorithms: [ring]\noptions: {{chunk_size: {file_chunk}}}\nvariants:\n"
+        "  - {name: a, set: {topology.generate.nic_bandwidth: 100 Gb/s}}\n"
+        f"  - {{name: b, set: {{topology.generate.nic_bandwidth: 200 Gb/s, options.chunk_size: {set_chunk}}}}}\n")
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    text = " ".join(compared.stdout.split())
+    assert [o for o in "ab" if f"options.chunk_size changed nothing in any run of option {o} " in text] == said, text
+    if not said:  # the file's value cuts the pieces: b's set gives b another time than the file's value would
+        from simnet.run.compare import compare_scenarios
+        from simnet.spec.scenario import load_scenario
+
+        (tmp_path / "k.yaml").write_text((tmp_path / "c.yaml").read_text().replace(f", options.chunk_size: {set_chunk}",
+                                                                                    ""))
+        rows, kept = ({row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / name)])}
+                      for name in ("c.yaml", "k.yaml"))
+        assert rows["b"] != kept["b"], (rows, kept)
+
+
 @pytest.mark.parametrize("variable, value, what", [
     ("NCCL_MAX_P2P_NCHANNELS", "1", "training:\n  model: {layers: 4, hidden: 4096, heads: 32, ffn: 14336, sequence: "
                                     "4096, vocabulary: 1000}\n  parallelism: {tp: 2, pp: 2, micro_batches: 4}\n"

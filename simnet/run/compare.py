@@ -127,12 +127,27 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     for i, row in enumerate(rows):  # an option whose every answer another's is: what tells them apart changes nothing
         row["same_as"] = next((options[j][0] for j in range(i) if answers[j] == answers[i]), None)
     sources = [source_of(scenario) for scenario in scenarios]
-    for row, (index, *_, where) in zip(rows, every):  # a key the option's set gives the file's value of: judged
-        written = where[-1] if len(where) > 1 else {}  # against the file's, so not said to change nothing
-        row["unread"] = [name for name in row["unread"] if not (
-            any(dotted_within(name, key) for key in written)
-            and sources[index] is not None and sources[index].writes(name))]
+    for row, (index, _, _, overrides, where), (_, _, ran, *_) in zip(rows, every, options):
+        written = where[-1] if len(where) > 1 else {}
+        row["unread"] = [name for name in row["unread"] if not _counts_against_the_file(
+            name, next((key for key in written if dotted_within(name, key)), None), sources[index], plans[index],
+            overrides, scenarios[index].algorithms, where, ran)]
     return rows
+
+
+def _counts_against_the_file(name: str, key: str | None, source, plan, overrides: tuple, algorithms, where,
+                             ran: list[dict]) -> bool:
+    """Whether the run-level key ``name`` (``options.chunk_size``, ``jobs[0].period``), unread
+    in an option's records ``ran``, is written by its set's ``key`` over a value the file
+    writes that answers otherwise: then the set replaces a value that counts, and is not
+    said to change nothing. Where the file's value answers alike (unread, or raised to what
+    the run takes without it), it is said."""
+    if key is None or source is None or not source.writes(name):
+        return False
+    without = tuple((k, v) for k, v in overrides if k != key)
+    as_written = [record for record in (_evaluate(plan, Point(without, None, a), where) for a in algorithms)
+                  if "skipped" not in record]
+    return _answers(as_written) != _answers(ran)
 
 
 def _options_of(index: int, scenario: Scenario) -> list[tuple]:
@@ -302,8 +317,8 @@ def option_findings(rows: list[dict]) -> list[Finding]:
         f"{name}={env[name]} changed nothing in any run of any option (simnet run on an option says why of each "
         "run)")) for name in sorted(variables)] + [
         Finding("option_unread" if name.startswith("options.") else "key_unread", name, (
-            f"{name} changed nothing in any run of option {row['option']} (taken by none or unfelt; simnet run on it "
-            "says why of each run that takes it); "
+            f"{name} changed nothing in any run of option {row['option']} (taken by none, unfelt, or raised to "
+            "NCCL's; simnet run on it says why of each run that takes it); "
             "leave it out")) for row in rows for name in row["unread"] if name not in env] + [
         Finding(kind, "", f"option {row['option']}: {PARTIAL[kind]}; simnet run on it says more")
         for row in rows for kind in row["partial"]] + [

@@ -301,7 +301,7 @@ class Setup:
         given, ran = options.get("chunk_size"), decided.options.get("chunk_size")
         if given is not None and ran is not None and given < ran:
             own = round(ran / decided.detail.coarsening)  # NCCL's step (the replay may move several at once)
-            warnings.append(Finding("chunk_size_raised", "", (
+            warnings.append(Finding("chunk_size_raised", "options.chunk_size", (
                 f"chunk_size {units.format_size(given)} is finer than NCCL pipelines {algorithm} here (its chunk "
                 f"comes from NCCL_BUFFSIZE and the message size): the model ran NCCL's, {units.format_size(own)}")))
         capped = getattr(decided.detail, "channels_capped", None)

@@ -20,10 +20,11 @@ from simnet.workloads.ddp import StepModel
 
 __all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere", "after_every_end"]
 
-UNREAD = ("option_unread", "key_unread")
-"""Warning kinds that say a key or option changed nothing: a record's size entries keep
-their links (``unread``), so that a sweep or comparison can say what changed nothing
-anywhere, from records resumed as well as computed."""
+UNREAD = ("option_unread", "key_unread", "chunk_size_raised")
+"""Warning kinds that say a key or option changed nothing (a chunk finer than NCCL's ran as
+NCCL's, as without it): a record's size entries keep their links (``unread``), so that a
+sweep or comparison can say what changed nothing anywhere, from records resumed as well as
+computed."""
 
 
 def unread_everywhere(records: list[dict], prefix: str = "") -> list[str]:
