@@ -315,6 +315,36 @@ def test_nvls_on_a_switch_under_gpus_without_it_is_refused_as_the_generator_refu
         topology_from_dict({"name": "g", "generate": {"kind": "nvswitch", "gpus": 2, "gpu": "a100", "nvls": True}})
 
 
+def _two_hosts(marked: dict[str, dict]) -> dict:
+    """Two hosts of two H100 on their own NVSwitch, a NIC each to one ToR; ``marked``: keys
+    added to nodes by id."""
+    nodes = [{"id": f"g{h}{k}", "kind": "gpu", "host": f"h{h}", "gpu": "h100"} for h in range(2) for k in range(2)]
+    nodes += [{"id": f"nv{h}", "kind": "switch", "host": f"h{h}"} for h in range(2)]
+    nodes += [{"id": f"nic{h}", "kind": "nic", "host": f"h{h}"} for h in range(2)] + [{"id": "tor", "kind": "switch"}]
+    links = [{"a": f"g{h}{k}", "b": f"nv{h}", "bandwidth": "450 GB/s", "latency": "0.25 us"}
+             for h in range(2) for k in range(2)]
+    links += [{"a": f"g{h}{k}", "b": f"nic{h}", "bandwidth": "64 GB/s", "latency": "1 us"}
+              for h in range(2) for k in range(2)]
+    links += [{"a": f"nic{h}", "b": "tor", "bandwidth": "400 Gb/s", "latency": "1 us"} for h in range(2)]
+    return {"name": "t", "nodes": [{**node, **marked.get(node["id"], {})} for node in nodes], "links": links}
+
+
+@pytest.mark.parametrize("marked, refusal", [
+    ({"tor": {"nvls": True}}, "nodes.8..nvls: 'tor' joins no GPU over NVLink"),
+    ({"nv0": {"sharp": True}}, "nodes.4..sharp: 'nv0' joins GPUs over NVLink only")])
+def test_nvls_on_a_network_switch_or_sharp_on_an_nvswitch_is_refused(marked, refusal):
+    """Fuzz round ah: ``nvls: true`` on the ToR (no GPU on it) ran every algorithm as without
+    it, unsaid; ``sharp: true`` on a host's NVSwitch did too, and ``auto`` then refused the
+    run saying no SHARP switch was reachable. Each marks the other kind of switch: refused,
+    naming the kind that reads it; on the right switches both load."""
+    from simnet import topology_from_dict
+
+    with pytest.raises(InputError, match=refusal):
+        topology_from_dict(_two_hosts(marked))
+    right = topology_from_dict(_two_hosts({"nv0": {"nvls": True}, "nv1": {"nvls": True}, "tor": {"sharp": True}}))
+    assert right.graph.nodes["nv0"]["nvls"] and right.graph.nodes["tor"]["sharp"]
+
+
 @pytest.mark.parametrize("topology, variants, command", [
     ("time_vs_size.png", "", ["run", "s.yaml", "--plot", "."]),
     ("o/results.csv", "", ["sweep", "s.yaml", "--out", "o", "--workers", "1"]),

@@ -225,11 +225,17 @@ def _nvls_unsaid(topology: Topology) -> list[str]:
 
 
 def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
-    """A switch says ``nvls: true`` only over GPUs whose generation has NVLink SHARP (Hopper
-    on), as the generators require: an A100's NVSwitch cannot reduce."""
+    """A switch says ``nvls: true`` only where it joins GPUs over NVLink (an NVSwitch: a
+    network switch's NVLS would change nothing), and only over GPUs whose generation has
+    NVLink SHARP (Hopper on), as the generators require: an A100's NVSwitch cannot reduce."""
     for node, data in topology.graph.nodes(data=True):
         if not data.get("nvls"):
             continue
+        if not _nvlink_gpus(topology, node):
+            raise source.error(where[node] + ("nvls",), (
+                f"{node!r} joins no GPU over NVLink, and nvls marks an NVSwitch that reduces for the GPUs linked to it "
+                "(NVLink SHARP), so here it changes nothing: leave it out (a network switch that reduces says "
+                "sharp: true)"))
         models = {topology.gpu_model(n) for n in topology.graph.successors(node) if topology.kind(n) == "gpu"}
         lacking = sorted(m for m in models if m in GPUS and not GPUS[m].nvls)
         if lacking:
@@ -240,12 +246,24 @@ def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]
 def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
     """A switch says ``sharp: true`` only where some GPU's library can use it: RCCL (every
     GPU an AMD Instinct) runs no CollNet (NCCL's SHARP plugin), so there it changes nothing."""
+    for node, data in topology.graph.nodes(data=True):
+        if data.get("sharp") and _nvlink_gpus(topology, node) and all(
+                topology.link_type[topology.link_index[(node, v)]] == NVLINK for v in topology.graph.successors(node)):
+            raise source.error(where[node] + ("sharp",), (
+                f"{node!r} joins GPUs over NVLink only (an NVSwitch), and sharp marks a network switch that reduces "
+                "(SHARP, NCCL's CollNet), so here it changes nothing: an NVSwitch that reduces says nvls: true"))
     sharp = next((node for node, data in topology.graph.nodes(data=True) if data.get("sharp")), None)
     models = {topology.gpu_model(g) for g in topology.gpus}
     if sharp is not None and all(m in GPUS and GPUS[m].amd for m in models):
         raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the GPUs are AMD "
                                                       f"Instinct ({', '.join(sorted(models))}), whose RCCL runs no "
                                                       "CollNet (NCCL's SHARP plugin): leave sharp out")
+
+
+def _nvlink_gpus(topology: Topology, switch: str) -> list[str]:
+    """The GPUs ``switch`` is linked to over NVLink."""
+    return [v for v in topology.graph.successors(switch)
+            if topology.kind(v) == "gpu" and topology.link_type[topology.link_index[(switch, v)]] == NVLINK]
 
 
 def _check_gpu_transports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
