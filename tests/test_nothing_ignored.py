@@ -2857,6 +2857,25 @@ def test_a_profile_s_network_figures_on_one_node_are_said_to_change_nothing(tmp_
                            "network between nodes, and no route of this run crosses one" in said[0]
 
 
+@pytest.mark.parametrize("gpus_per_host, felt", [(1, False), (2, True)])
+def test_a_profile_s_intra_step_latency_over_hosts_of_one_gpu_is_said_to_change_nothing(tmp_path, gpus_per_host,
+                                                                                       felt):
+    """Fuzz round ah: the mirror of the case above. A profile's intra_step_latency over hosts of
+    one GPU each (every step crosses the network) changed nothing without a word; said, and
+    over hosts of two GPUs it counts (their step inside the host)."""
+    from simnet import simulate
+
+    (tmp_path / "p.cal.yaml").write_text("calibration:\n  base_latency: 0 us\n  intra_step_latency: 5 us\n")
+    (tmp_path / "q.cal.yaml").write_text("calibration:\n  base_latency: 0 us\n")
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 4 //
+                                                         gpus_per_host, "gpus_per_host": gpus_per_host}})
+    for algorithm, size in (("ring", 2**16), ("tree", 2**24)):
+        given, plain = (simulate(topo, algorithm, size, calibration=tmp_path / f"{p}.cal.yaml") for p in "pq")
+        said = [w.message for w in given.warnings if w.kind == "key_unread"]
+        assert (given.time_s != plain.time_s) == felt and bool(said) == (not felt), said
+        assert not said or "intra_step_latency refines the steps inside a node" in said[0]
+
+
 def test_a_group_by_no_gpu_is_labelled_for_is_refused_on_its_line_in_run_sweep_and_compare(tmp_path, cli):
     """Fuzz round y F16: ``options.group_by: region`` as a sweep axis or a variant's set on a
     fabric without regions: ``simnet run`` accepted the file, the sweep computed its first

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 
 from simnet import units
@@ -34,6 +35,7 @@ from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.schedule.transfers import count_transfers
 from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.topology.hardware import NET
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
@@ -488,25 +490,45 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
 
 def _network_fit_unread(point: Setup, calibration: Calibration, conditions: Conditions,
                         servers: list[str]) -> list[Finding]:
-    """``key_unread`` for a profile's network figures (``network_step_latency``,
-    ``network_bandwidth``) where every rank is on one node and no route between the run's
-    GPUs and parameter servers crosses a network link: they refine the steps and links of
-    the network (NCCL's NET), and no step of this run crosses one. (A parameter server
-    behind a NIC, the ``servers`` a run of ps names on another host, or one host's GPUs cabled
-    to a switch, cross one; so may a route moved by a fault that takes a link down.)"""
-    given = [name for name, unset in (("network_step_latency", 0.0), ("network_bandwidth", 1.0))
-             if getattr(calibration, name) != unset]
+    """``key_unread`` for a profile's figures of one kind of step that no step of this run
+    takes: its network figures (``network_step_latency``, ``network_bandwidth``) where every
+    rank is on one node and no route between the run's GPUs and parameter servers crosses a
+    network link (they refine the steps and links of NCCL's NET); its ``intra_step_latency``
+    where no two of them are joined by NVLink and PCIe alone (every step crosses the network:
+    hosts of one GPU). A parameter server behind a NIC, the ``servers`` a run of ps names on
+    another host, or one host's GPUs cabled to a switch, cross the network; so may a route
+    moved by a fault that takes a link down."""
     topo = point.topo
     ends = [*topo.gpus, *topo.parameter_servers, *servers]
-    rerouted = any(fault.cuts for fault in conditions.faults)
-    if not given or rerouted or len(topo.gpus) < 2 or len(topo.groups("node")) > 1 or \
-            topo.network_links_between(ends):
+    if any(fault.cuts for fault in conditions.faults) or len(topo.gpus) < 2:
         return []
     profile = calibration.source or "(a Calibration given to simulate)"
-    return [Finding("key_unread", f"{profile}: {', '.join(given)}", (
-        f"the calibration profile {profile}'s {' and '.join(given)} refine{'s' if len(given) == 1 else ''} the steps "
-        f"and links of the network between nodes, and no route of this run crosses one: "
-        f"{'it' if len(given) == 1 else 'they'} changed nothing here"))]
+    said = []
+    given = [name for name, unset in (("network_step_latency", 0.0), ("network_bandwidth", 1.0))
+             if getattr(calibration, name) != unset]
+    if given and len(topo.groups("node")) == 1 and not topo.network_links_between(ends):
+        said.append(Finding("key_unread", f"{profile}: {', '.join(given)}", (
+            f"the calibration profile {profile}'s {' and '.join(given)} refine{'s' if len(given) == 1 else ''} the "
+            f"steps and links of the network between nodes, and no route of this run crosses one: "
+            f"{'it' if len(given) == 1 else 'they'} changed nothing here")))
+    if calibration.intra_step_latency != 0.0 and not _joined_inside_a_node(topo, ends):
+        said.append(Finding("key_unread", f"{profile}: intra_step_latency", (
+            f"the calibration profile {profile}'s intra_step_latency refines the steps inside a node (over NVLink "
+            "or PCIe), and no two of this run's GPUs share one: every step crosses the network, so it changed "
+            "nothing here")))
+    return said
+
+
+def _joined_inside_a_node(topo: Topology, ends: list[str]) -> bool:
+    """Whether two of ``ends`` are joined by NVLink and PCIe links alone (a step between them
+    is one inside a node to NCCL's model, whichever way it is routed)."""
+    def components(network: Topology) -> dict[str, int]:
+        inside = nx.Graph([edge for edge, i in network.link_index.items() if network.link_type[i] != NET])
+        return {node: k for k, nodes in enumerate(nx.connected_components(inside)) for node in nodes}
+
+    component = topo.derived("inside_a_node", components)
+    found = [component[end] for end in ends if end in component]
+    return len(found) != len(set(found))
 
 
 def _builder_defaults(taken) -> dict:
