@@ -905,6 +905,34 @@ def test_one_size_twice_in_a_profile_s_bandwidth_is_refused(tmp_path, second):
         load_calibration(tmp_path / "n.cal.yaml")
 
 
+@pytest.mark.parametrize("collective, reduces", [("allreduce", True), ("reduce_scatter", True), ("reduce", True),
+                                                 ("all_gather", False), ("broadcast", False), ("all_to_all", False),
+                                                 ("send_recv", False)])
+def test_reduce_bandwidth_is_refused_where_the_collective_reduces_nothing(tmp_path, cli, collective, reduces):
+    """Fuzz round ah: ``options.reduce_bandwidth`` (the rate of the reductions' arithmetic) on an
+    AllGather, Broadcast, AllToAll or SendRecv, whose schedules reduce nothing, was taken by
+    every algorithm and changed nothing, unsaid. Refused on its line where the collective
+    reduces nothing; where it reduces, it slows the run (1 GB/s against NVLink's 450)."""
+    from simnet.schedule.catalog import build_schedule
+    from simnet.schedule.transfers import REDUCE
+
+    head = f"name: s\ntopology: {LEAF2}\ncollective: {collective}\nsizes: [1 MiB]\n"
+    (tmp_path / "plain.yaml").write_text(head)
+    (tmp_path / "slow.yaml").write_text(head + "options: {reduce_bandwidth: 1 GB/s}\n")
+    slow = cli("run", tmp_path / "slow.yaml", "--json", tmp_path / "slow.json")
+    if not reduces:
+        assert slow.exit_code == 2 and slow.stderr.strip() == (
+            f"{tmp_path / 'slow.yaml'}:5: options.reduce_bandwidth: no {collective} algorithm takes reduce_bandwidth "
+            f"({collective} reduces nothing: no reduction to time)"), slow.stderr
+        assert not (tmp_path / "slow.json").exists()
+        return
+    plain = cli("run", tmp_path / "plain.yaml", "--json", tmp_path / "plain.json")
+    assert slow.exit_code == plain.exit_code == 0, slow.stderr + plain.stderr
+    times = [json.loads((tmp_path / f"{name}.json").read_text())["runs"][0]["time_s"] for name in ("plain", "slow")]
+    assert times[1] > times[0]
+    assert (build_schedule("ring", topology_from_dict(LEAF2), 2**20, collective=collective).op == REDUCE).any()
+
+
 @pytest.mark.parametrize("command", ["run", "sweep"])
 def test_an_option_of_the_collective_c_runs_is_taken(tmp_path, cli, command):
     """Fuzz leftover: ``pxn`` was refused under ``-c all_to_all`` because the file says

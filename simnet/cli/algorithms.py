@@ -25,7 +25,7 @@ def algorithms_command(collective: str) -> None:
 
     from simnet.schedule.catalog import algorithms_for
     from simnet.schedule.kinds import collective as lookup
-    from simnet.schedule.registry import COMMON_OPTIONS, MODEL_OPTIONS
+    from simnet.schedule.registry import MODEL_OPTIONS, common_options
 
     kind = lookup(collective)
     table = Table(title=f"{kind.title} algorithms (S bytes, N ranks, path latency L, bandwidth B "
@@ -41,4 +41,6 @@ def algorithms_command(collective: str) -> None:
                   "the pick's")
     console = stdout_console()
     console.print(table)
-    console.print(f"Every algorithm also takes {', '.join(COMMON_OPTIONS[:-1])} and {COMMON_OPTIONS[-1]}.")
+    common = common_options(kind.name)
+    console.print(f"Every algorithm also takes {', '.join(common[:-1])} and {common[-1]}"
+                  + ("." if kind.reduces else f" ({kind.title} reduces nothing: no reduce_bandwidth)."))

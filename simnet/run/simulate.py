@@ -32,7 +32,7 @@ from simnet.schedule.algorithms.direct import named_servers, parameter_servers
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
-from simnet.schedule.registry import COMMON_OPTIONS
+from simnet.schedule.registry import common_options
 from simnet.schedule.transfers import count_transfers
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.hardware import NET
@@ -594,4 +594,5 @@ def unread_options(options: dict, algorithms: list[str], collective: str) -> lis
     picks = ("direct",) if lookup_collective(collective).point_to_point else NCCL_RUNS  # what auto may run
     names = {name for a in algorithms for name in (picks if a == "auto" else [a]) if name in table}
     takes = {option for name in names for option in table[name].options}
-    return sorted(k for k, v in options.items() if v is not None and k not in takes and k not in COMMON_OPTIONS)
+    common = common_options(lookup_collective(collective).name)
+    return sorted(k for k, v in options.items() if v is not None and k not in takes and k not in common)

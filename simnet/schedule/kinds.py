@@ -48,6 +48,7 @@ class Collective:
     busbw_factor: Callable[[int], float]  # busbw / algbw for N ranks
     description: str
     exchange: bool = False  # addressed in N x size bytes (see the module docstring)
+    reduces: bool = False  # sums buffers: its schedules have reductions, which options.reduce_bandwidth times
 
     @property
     def point_to_point(self) -> bool:
@@ -62,15 +63,15 @@ def _ring_factor(n: int) -> float:
 
 COLLECTIVES: dict[str, Collective] = {c.name: c for c in (
     Collective("allreduce", "AllReduce", "AllReduce", lambda n: 2 * (n - 1) / n if n else 0.0,
-               "every rank ends with the sum of every rank's buffer"),
+               "every rank ends with the sum of every rank's buffer", reduces=True),
     Collective("reduce_scatter", "ReduceScatter", "ReduceScatter", _ring_factor,
-               "rank r ends with the sum of part r of every rank's buffer (size: the whole input)"),
+               "rank r ends with the sum of part r of every rank's buffer (size: the whole input)", reduces=True),
     Collective("all_gather", "AllGather", "AllGather", _ring_factor,
                "every rank ends with part r of rank r, for every r (size: the whole output)"),
     Collective("broadcast", "Broadcast", "Broadcast", lambda n: 1.0,
                "every rank ends with the root's (rank 0's) buffer"),
     Collective("reduce", "Reduce", "Reduce", lambda n: 1.0,
-               "the root (rank 0) ends with the sum of every rank's buffer"),
+               "the root (rank 0) ends with the sum of every rank's buffer", reduces=True),
     Collective("all_to_all", "AllToAll", "SendRecv", _ring_factor,
                "rank j ends with block j of every rank's buffer, block i from rank i (size: one rank's buffer)",
                exchange=True),

@@ -17,7 +17,7 @@ from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.transfers import Schedule
 
 __all__ = ["Algorithm", "ALGORITHMS", "REGISTRY", "LISTING", "register", "chunk_count", "COMMON_OPTIONS",
-           "ENGINE_OPTIONS", "MODEL_OPTIONS", "order_algorithms"]
+           "ENGINE_OPTIONS", "MODEL_OPTIONS", "order_algorithms", "common_options"]
 
 
 ENGINE_OPTIONS = ("reduce_bandwidth", "message_overhead")
@@ -26,6 +26,16 @@ COMMON_OPTIONS = (*ENGINE_OPTIONS, "exact")
 """Options every algorithm accepts: the engine's, and ``exact`` (never bound a run from
 above: replay a ring too large to replay exactly on the fluid network however long it
 takes; see ``simnet.engine.lanes.MAX_EXACT``)."""
+
+
+def common_options(collective: str) -> tuple[str, ...]:
+    """The ``COMMON_OPTIONS`` every algorithm of ``collective`` takes: ``reduce_bandwidth``
+    only where it sums buffers (an AllGather's or a Broadcast's schedule has no reduction to
+    time)."""
+    reduces = COLLECTIVES[collective].reduces
+    return tuple(option for option in COMMON_OPTIONS if reduces or option != "reduce_bandwidth")
+
+
 MODEL_OPTIONS = ("send_channels",)
 """Options the performance model fills and no scenario gives: ``send_channels``, the channels
 NCCL splits each of its send/recv's sends over (``simnet.tuning.enqueue.send_channels``)."""
