@@ -363,6 +363,16 @@ def test_groups_beside_a_kineto_trace_name_the_option():
         read_traces([HTA_TRACE], ranks_per_trace=2, groups={"a": [0, 1]})
 
 
+@pytest.mark.parametrize("groups, refusal", [({"x": [0, 1]}, "no collective of the traces runs in group 'x'"),
+                                             ({"world": [0]}, "the calls shown in group 'world' name no process")])
+def test_groups_no_call_of_a_chakra_trace_runs_in_are_refused(groups, refusal):
+    """Fuzz round ah: --groups naming a group none of the trace's calls runs in (a typo, or
+    'world', the name the table shows for calls that name no group) changed nothing, unsaid."""
+    with pytest.raises(InputError, match=f"^--groups: {refusal}"):
+        read_traces([CHAKRA_TRACE], ranks_per_trace=2, groups=groups)
+    assert {op.comm.group_name for op in read_traces([CHAKRA_TRACE], ranks_per_trace=2)[0].ops if op.comm} == {"world"}
+
+
 def test_cli_replays_and_writes_json_and_a_perfetto_trace(tmp_path):
     paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
     out = subprocess.run([sys.executable, "-m", "simnet", "replay-trace", *map(str, paths), "-t",

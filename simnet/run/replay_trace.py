@@ -136,6 +136,15 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
         world = max(rank_of(p) for p in chakra) + ranks_per_trace
         named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
         traces = [read_chakra(p, world, named) for p in chakra]
+        called = {(op.comm.group_name, op.comm.group) for t in traces for op in t.ops if op.comm is not None}
+        unnamed = [name for name, ranks in named.items() if (name, ranks) not in called]
+        if unnamed and unnamed[0] == "world" and "world" in {name for name, _ in called}:
+            raise InputError("--groups: the calls shown in group 'world' name no process group (they run over "
+                             "every rank), so a group of that name changes nothing: leave it out")
+        if unnamed:  # (a group no call runs in would change nothing: a typo, or another job's trace)
+            raise InputError(f"--groups: no collective of the traces runs in group {unnamed[0]!r}: their calls' "
+                             f"groups are {', '.join(sorted({name for name, _ in called})) or 'none'} ('world': a "
+                             "call that names no process group, every rank's); name one of theirs, or leave it out")
     else:
         traces = [read_kineto(p) for p in paths]
     for t in traces:
