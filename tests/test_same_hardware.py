@@ -773,3 +773,59 @@ def test_a_pcie_rate_no_datasheet_spells_runs_as_written():
         line, rel=1e-12)
     for written in (64.6, 62.4):  # (as the units parse them)
         assert pcie_capacity(f"{written} GB/s").pop() == pytest.approx(written * 1e9, rel=1e-12)
+
+
+def _nvswitch_host(per_chip: list[list[int]], gpu: str = "h100", latency: str = "0.25 us") -> dict:
+    """One host whose GPU i reaches NVSwitch chip k at ``per_chip[i][k]`` GB/s (a chip of 0 is
+    no link); one chip is the NVSwitch written whole."""
+    chips = len(per_chip[0])
+    nodes = [{"id": f"g{i}", "kind": "gpu", "host": "h0", "gpu": gpu} for i in range(len(per_chip))]
+    nodes += [{"id": f"nv{k}", "kind": "switch", "host": "h0"} for k in range(chips)]
+    links = [{"a": f"g{i}", "b": f"nv{k}", "bandwidth": f"{rate} GB/s", "latency": latency}
+             for i, rates in enumerate(per_chip) for k, rate in enumerate(rates) if rate]
+    return {"name": f"chips{chips}", "nodes": nodes, "links": links}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gpus=st.integers(2, 8), chips=st.integers(2, 4), data=st.data(),
+       algorithm=st.sampled_from(["ring", "tree", "nvls", "auto"]), size=st.sampled_from([64 * 1024, 64 * 2**20]),
+       model=st.sampled_from(["nccl", "ideal"]))
+@example(gpus=8, chips=4, data=None, algorithm="ring", size=64 * 2**20, model="nccl")
+def test_an_nvswitch_written_chip_by_chip_is_the_nvswitch_written_whole(gpus, chips, data, algorithm, size, model):
+    """Fuzz round ah (SERIOUS): a DGX H100 written with its four NVSwitch chips (each GPU 112.5
+    GB/s to each) ran a 64 MiB ring in 1.969 ms against 382 us written with one NVSwitch of
+    450 GB/s a GPU: each connection took one chip. NCCL sees one NVS node carrying all of a
+    GPU's NVLinks, and so does simnet now: any split of each GPU's 450 GB/s over 2-4 chips
+    (an H100's 5+4+4+5 links, or any other) answers as the switch written whole, to the bit."""
+    def split() -> list[int]:  # 450 GB/s in whole GB/s over the chips, each at least 1
+        if data is None:
+            return [125, 100, 100, 125][:chips]
+        cuts = sorted(data.draw(st.lists(st.integers(1, 449), min_size=chips - 1, max_size=chips - 1, unique=True)))
+        return [b - a for a, b in zip([0, *cuts], [*cuts, 450])]
+
+    written = topology_from_dict(_nvswitch_host([split() for _ in range(gpus)]))
+    whole = topology_from_dict(_nvswitch_host([[450]] * gpus))
+    assert written.joined == (("nv0", tuple(f"nv{k}" for k in range(chips))),)
+    assert len(written.links) == len(whole.links) and (written.capacity == whole.capacity).all()
+    runs = [simnet.simulate(topo, algorithm, size, model=model) for topo in (written, whole)]
+    assert runs[0].time_s == runs[1].time_s and runs[0].algorithm == runs[1].algorithm
+    assert runs[0].to_dict()["links"] == runs[1].to_dict()["links"]
+
+
+@pytest.mark.parametrize("change, refusal", [
+    (lambda d: d["links"][1].update(latency="0.3 us"), r"links.1..latency: 'nv1' and 'nv0' join the same GPUs"),
+    (lambda d: d["nodes"][2].update(nvls=True) or d["nodes"][3].update(nvls=False),
+     r"nodes.3..nvls: 'nv1' joins the same GPUs as nv0")])
+def test_nvswitch_chips_that_cannot_be_one_switch_are_refused(change, refusal):
+    """Chips joined into one NVSwitch share one latency to each GPU and one NVLS (a chip that
+    says nothing takes the others'): written otherwise, refused on the line that differs (not
+    joined by a guess). A fault names the joined switch, not one chip of it."""
+    from simnet.errors import InputError, SpecError
+
+    host = _nvswitch_host([[225, 225], [225, 225]])
+    change(host)
+    with pytest.raises(InputError, match=refusal):
+        topology_from_dict(host)
+    with pytest.raises(SpecError, match="'nv1' is one of the chips nv0, nv1"):
+        simnet.simulate(topology_from_dict(_nvswitch_host([[225, 225], [225, 225]])), "ring", 2**20,
+                        faults=[{"at": "0 s", "node": "nv1", "down": True}])

@@ -66,6 +66,9 @@ def topo_check(topology: Path) -> None:
     click.echo(f"  GPUs:      {s.gpus} in {groups}")
     click.echo(f"  other:     {others or 'none'}")
     click.echo(f"  links:     {s.links} ({s.directed_links} directed)")
+    for kept, chips in loaded.joined:  # (the counts above are of the switches NCCL sees)
+        click.echo(f"  NVSwitch:  {', '.join(chips)} join the same GPUs over NVLink: one NVSwitch {kept}, as NCCL "
+                   "sees it, its link to each GPU all of that GPU's links to them")
     if loaded.calibration is not None:
         click.echo(f"  calibration: {loaded.calibration}")
     if s.min_bandwidth is None:

@@ -88,6 +88,17 @@ class FaultSpec(Strict):
         return f"{target} at {units.format_bandwidth(self.bandwidth)}"
 
 
+def _no_node(topology: Topology, name: str) -> str:
+    """Why a fault cannot name ``name``: no such node, or an NVSwitch chip joined with the
+    others of its NVSwitch (``Topology.joined``)."""
+    chips = next((group for kept, group in topology.joined if name in group), None)
+    if chips is not None:
+        return (f"{name!r} is one of the chips {', '.join(chips)}, which join the same GPUs over NVLink: one NVSwitch, "
+                f"as NCCL sees it, whose links add up; a fault names {chips[0]!r} (every chip), or a GPU's link to "
+                "it at the bandwidth left")
+    return f"no node {name!r} in {topology.name}"
+
+
 def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fault]:
     """Faults in time order (stable); ``FaultError`` names the spec that does not fit."""
     faults = []
@@ -97,13 +108,13 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
             a, b = spec.link
             for end in (a, b):
                 if end not in topology.node_index:
-                    raise FaultError((i, "link"), f"no node {end!r} in {topology.name}")
+                    raise FaultError((i, "link"), _no_node(topology, end))
             links = [topology.link_index[e] for e in ((a, b), (b, a)) if e in topology.link_index]
             if not links:
                 raise FaultError((i, "link"), f"no link between {a!r} and {b!r} in {topology.name}")
         else:
             if spec.node not in topology.node_index:
-                raise FaultError((i, "node"), f"no node {spec.node!r} in {topology.name}")
+                raise FaultError((i, "node"), _no_node(topology, spec.node))
             links = [j for j, (u, v) in enumerate(topology.links) if spec.node in (u, v)]
             if not links:
                 raise FaultError((i, "node"), f"{spec.node!r} has no links: nothing to take down")

@@ -80,6 +80,8 @@ class Topology:
     # the network keys ("key (file:line)") of a generator that built the whole fabric: a run whose ranks are one
     # NVLink domain, no route of it crossing the network, reads none of them
     network_keys: tuple[str, ...] = ()
+    # NVSwitch chips its file writes that join the same GPUs, each group one switch (NCCL's view): (kept id, chips)
+    joined: tuple[tuple[str, tuple[str, ...]], ...] = ()
     make_router: InitVar[Callable[[Topology], Routes]] = field(kw_only=True)
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:

@@ -116,6 +116,12 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                         routing=spec.routing or "ecmp", unread=tuple(unread), network_keys=tuple(network),
                         make_router=Router)
+    chips = _nvswitch_chips(topology)
+    if chips:  # rare: an NVSwitch written chip by chip is one switch, as NCCL sees it
+        topology = Topology(spec.name, _chips_joined(topology.graph, chips, source, where, link_at), gpus,
+                            spec.description, source.file, calibration=calibration, routing=topology.routing,
+                            unread=topology.unread, network_keys=topology.network_keys,
+                            joined=tuple((group[0], tuple(group)) for group in chips), make_router=Router)
     marked = _nvls_unsaid(topology)
     routing = spec.routing or default_routing(topology)
     if marked or routing != topology.routing:  # rare: the graph is frozen, so build it again with the facts
@@ -124,7 +130,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             graph.nodes[switch]["nvls"] = True
         topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                             routing=routing, unread=topology.unread, network_keys=topology.network_keys,
-                            make_router=Router)
+                            joined=topology.joined, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
@@ -202,6 +208,63 @@ def default_routing(topology: Topology) -> str:
     nics |= {nic for gpus in topology.groups("host").values() for nic, _ in topology.rails(gpus)}
     transports = {topology.transport(nic) for nic in nics}
     return "by_destination" if transports == {"efa"} else "ecmp"
+
+
+def _nvswitch_chips(topology: Topology) -> list[list[str]]:
+    """Switches that join the same GPUs (two or more), each over NVLink both ways and nothing
+    else, in one host (or none), in file order: the chips of one NVSwitch written chip by chip
+    (a DGX H100's four, an NVL72 rack's eighteen). NCCL sees them as one NVSwitch whose link
+    to each GPU carries all of that GPU's NVLinks (NVIDIA/nccl v2.30.7 src/graph/topo.cc:
+    ncclTopoConnectNodes adds each NVLink's bandwidth to the GPU's link to its one NVS node),
+    as the GPU spreads its traffic over every NVLink it has."""
+    found: dict[tuple, list[str]] = {}
+    for node, data in topology.graph.nodes(data=True):
+        ends = set(topology.graph.successors(node))
+        if data["kind"] != "switch" or data.get("sharp") or len(ends) < 2 or \
+                ends != set(topology.graph.predecessors(node)) or any(
+                    topology.kind(v) != "gpu" or topology.link_type[topology.link_index[(node, v)]] != NVLINK
+                    or topology.link_type[topology.link_index[(v, node)]] != NVLINK for v in ends):
+            continue
+        key = (frozenset(ends), *(data.get(level) for level in ("host", "rack", "region")))
+        found.setdefault(key, []).append(node)
+    return [chips for chips in found.values() if len(chips) > 1]
+
+
+def _chips_joined(graph: nx.DiGraph, chips: list[list[str]], source: Source, where: dict[str, tuple],
+                  link_at: dict[tuple[str, str], tuple]) -> nx.DiGraph:
+    """``graph`` with each group of ``chips`` (``_nvswitch_chips``) one switch, the first: its
+    link to each GPU (each way) of the bandwidths of the group's links to it added up, their
+    latency (one: refused where they differ), and the group's ``nvls`` (refused where the chips
+    disagree)."""
+    graph = nx.DiGraph(graph)
+    for group in chips:
+        keep = group[0]
+        said = {chip: graph.nodes[chip]["nvls"] for chip in group if "nvls" in graph.nodes[chip]}
+        if len(set(said.values())) > 1:
+            chip = next(c for c in said if said[c] != next(iter(said.values())))
+            raise source.error(where[chip] + ("nvls",), (
+                f"{chip!r} joins the same GPUs as {', '.join(c for c in group if c != chip)} over NVLink: chips of one "
+                "NVSwitch, one switch to NCCL, and they disagree on nvls; give it on every chip alike"))
+        if said:
+            graph.nodes[keep]["nvls"] = next(iter(said.values()))
+        for chip in group[1:]:
+            for gpu in list(graph.successors(chip)):
+                for edge, into in (((gpu, chip), (gpu, keep)), ((chip, gpu), (keep, gpu))):
+                    written, joined = graph.edges[edge], graph.edges[into]
+                    if not math.isclose(written["latency"], joined["latency"], rel_tol=1e-9, abs_tol=1e-18):
+                        raise source.error(link_at[edge] + ("latency",), (
+                            f"{chip!r} and {keep!r} join the same GPUs over NVLink: chips of one NVSwitch, one switch "
+                            f"to NCCL, whose links to {gpu!r} add their bandwidths and share one latency; this one is "
+                            f"{units.format_time(written['latency'])}, {keep!r}'s "
+                            f"{units.format_time(joined['latency'])}: write them alike"))
+                    joined["bandwidth"] += written["bandwidth"]
+                    if joined["bandwidth"] > units.BANDWIDTH_RANGE[1]:
+                        raise source.error(link_at[edge], (
+                            f"the links of {gpu!r} to the chips {', '.join(group)} (one NVSwitch) add up to "
+                            f"{units.format_bandwidth(joined['bandwidth'])}, above "
+                            f"{units.format_bandwidth(units.BANDWIDTH_RANGE[1])}, the most a link may carry"))
+            graph.remove_node(chip)
+    return graph
 
 
 def _nvls_unsaid(topology: Topology) -> list[str]:
