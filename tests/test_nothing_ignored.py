@@ -1806,16 +1806,17 @@ def test_routing_over_two_tors_cabled_to_each_other_is_said_to_change_nothing(tm
 
 
 def test_routing_between_gpus_cabled_to_two_nvswitches_is_not_said_to_change_nothing(tmp_path):
-    """Review of round x R6's fix: no switch is cabled to another, yet each GPU reaches every
-    other through either NVSwitch, so routing chooses (halving-doubling 2.458 ms under ecmp,
-    2.669 ms by destination, with one switch's links 4x the other's): not said to change
-    nothing."""
+    """Review of round x R6's fix: no switch is cabled to another, yet GPUs reach each other
+    through either NVSwitch, so routing chooses (halving-doubling 2.458 ms under ecmp, 2.669 ms
+    by destination, with one switch's links 4x the other's): not said to change nothing. (The
+    second NVSwitch leaves out one GPU: two that join the same GPUs are one NVSwitch, whose
+    links add up, and there routing chooses nothing: test_same_hardware.)"""
     from simnet import load_topology, simulate
 
     nodes = [{"id": f"g{i}", "kind": "gpu", "host": "h0", "gpu": "h100"} for i in range(4)]
     nodes += [{"id": f"nvs{k}", "kind": "switch", "host": "h0", "nvls": False} for k in range(2)]
     links = [{"a": f"g{i}", "b": f"nvs{k}", "bandwidth": bandwidth, "latency": "0.25 us", "type": "nvlink"}
-             for i in range(4) for k, bandwidth in enumerate(("200 GB/s", "50 GB/s"))]
+             for i in range(4) for k, bandwidth in enumerate(("200 GB/s", "50 GB/s")) if (i, k) != (3, 1)]
     times = set()
     for routing in ("ecmp", "by_destination"):
         (tmp_path / f"{routing}.yaml").write_text(yaml.safe_dump({"name": "two", "routing": routing, "nodes": nodes,
@@ -3108,7 +3109,8 @@ def test_routing_where_only_a_switch_beyond_no_endpoint_is_reached_two_ways_is_s
     the spine two ways of equal cost, yet the spine is no endpoint and the server forwards
     nothing: every pair of endpoints still has one route, and ecmp and by_destination answer
     alike. ``routing`` changed nothing without a word (without the second cable it was said);
-    said now, and a GPU cabled to two NVSwitches (two ways to every GPU) is still read."""
+    said now, and GPUs cabled to two NVSwitches that join different GPUs (two ways between the
+    GPUs on both) still read it (two that join the same GPUs are one NVSwitch: test_same_hardware)."""
     from simnet import simulate
 
     def fabric(routing):
@@ -3127,8 +3129,8 @@ def test_routing_where_only_a_switch_beyond_no_endpoint_is_reached_two_ways_is_s
         "nodes": [{"id": f"g{i}", "kind": "gpu", "host": "h"} for i in range(4)]
         + [{"id": f"nvs{k}", "kind": "switch", "host": "h"} for k in range(2)],
         "links": [{"a": f"g{i}", "b": f"nvs{k}", "bandwidth": "100 GB/s", "latency": "1 us", "type": "nvlink"}
-                  for i in range(4) for k in range(2)]})
-    assert not [e for e in two_switches.unread if e.startswith("routing")]
+                  for i in range(4) for k in range(2) if (i, k) != (3, 1)]})
+    assert not two_switches.joined and not [e for e in two_switches.unread if e.startswith("routing")]
 
 
 @pytest.mark.parametrize("fault", [{"at": "0 s", "link": ["r0h0-gpu0", "r0h0-nvswitch"], "bandwidth": 0},
