@@ -536,3 +536,20 @@ def test_a_point_its_algorithm_cannot_run_is_refused_on_the_algorithms_line(tmp_
     result = cli("sweep", path, "--gpus", "8,4", "--out", tmp_path / "out", "--workers", "1")
     assert result.exit_code == 2 and result.stderr.startswith(
         f"{path}:4: algorithms: the point at 4 GPUs: nvls_tree runs across hosts"), result.stderr
+
+
+def test_a_set_collective_is_judged_beside_the_algorithms_a_names(tmp_path, cli):
+    """Fuzz round ah: ``sweep --set collective=all_gather -a ring`` on a file of ``algorithms:
+    [ring, tree]`` was refused (no tree for AllGather) though -a replaces the file's algorithms,
+    as ``-c all_gather -a ring`` showed by running. Each point's collective is judged beside
+    the algorithms that run; without -a, the file's tree is still refused."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring, tree]\n")
+    swept = cli("sweep", tmp_path / "s.yaml", "--set", "collective=all_gather", "-a", "ring", "--out", tmp_path / "a",
+                "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    record = json.loads((tmp_path / "a" / "results.jsonl").read_text().splitlines()[0])
+    assert record["collective"] == "all_gather" and record["algorithm"] == "ring"
+    refused = cli("sweep", tmp_path / "s.yaml", "--set", "collective=all_gather", "--out", tmp_path / "b",
+                  "--workers", "1")
+    assert refused.exit_code == 2 and "unknown algorithm 'tree' for all_gather" in refused.stderr

@@ -119,6 +119,7 @@ class SweepPlan:
     points: list[Point]
     env: dict[str, str] = field(default_factory=dict)
     every_algorithm: bool = False  # `all`: a point whose topology cannot run its algorithm is skipped
+    algorithms: list[str] | None = None  # `-a`: they replace the file's in every point's scenario
 
     @property
     def identity(self) -> dict:
@@ -310,7 +311,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     for point in points:
         unique.setdefault(point.key, point)
     every = scenario.every_algorithm if every_algorithm is None else every_algorithm
-    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", list(unique.values()), nccl_env(env), every)
+    return SweepPlan(scenario.data, base, scenario.source or "<scenario>", list(unique.values()), nccl_env(env), every,
+                     list(algorithms) if algorithms else None)
 
 
 def _grow(document: dict, gpus: int, base: Path) -> dict:
@@ -338,6 +340,8 @@ def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: i
     if gpus is not None:
         document = _grow(document, gpus, Path(plan.base))
         document["gpus"] = gpus
+    if plan.algorithms is not None:  # (a point's collective is judged beside the algorithms that run)
+        document = {**document, "algorithms": plan.algorithms}
     label = plan.source + (f" with {', '.join(f'{k}={v if isinstance(v, str) else shown(v)}' for k, v in overrides)}"
                            if overrides else "")  # each value as typed (true, not Python's True)
     try:
