@@ -3758,3 +3758,19 @@ def _compared(cli, path: Path) -> str:
     compared = cli("compare", path, "-o", path.with_suffix(".png"))
     assert compared.exit_code == 0, compared.stderr
     return " ".join(compared.stdout.split())
+
+
+@pytest.mark.parametrize("gpus, size, said", [(1, "1 MiB", True), (4, "0 B", True), (2, "1 MiB", False)])
+def test_options_of_a_run_that_exchanges_nothing_are_said_to_change_nothing(tmp_path, cli, gpus, size, said):
+    """Fuzz round ah: ``gpus: 1`` answered every algorithm with 0 ns while its options
+    (channels, chunk_size, reduce_bandwidth) changed nothing, unsaid (a job of one GPU is
+    refused). One GPU, or a run of 0 B, exchanges nothing: each option given is said."""
+    (tmp_path / "s.yaml").write_text(
+        f"name: s\ntopology: {{name: t, generate: {{kind: nvswitch, gpus: 4}}}}\nsizes: [{size}]\n"
+        f"algorithms: [ring]\ngpus: {gpus}\noptions: {{chunk_size: 256 KiB, reduce_bandwidth: 1 GB/s}}\n")
+    ran = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "s.json")
+    assert ran.exit_code == 0, ran.stderr
+    run = json.loads((tmp_path / "s.json").read_text())["runs"][0]
+    unread = sorted(w["link"] for w in run["warnings"] if w["kind"] == "option_unread")
+    assert (run["time_s"] == 0) == said
+    assert (unread == ["options.chunk_size", "options.reduce_bandwidth"]) == said, run["warnings"]

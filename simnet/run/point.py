@@ -259,8 +259,12 @@ class Setup:
         empty = size == 0 and not lookup_collective(self.collective).point_to_point
         if len(topo.gpus) == 1 or empty:  # nothing to exchange: no schedule, no software, no time
             # (NCCL discards a collective of 0 elements before launching anything: enqueue.cc taskAppend)
+            why = "over one GPU there is nothing to exchange" if len(topo.gpus) == 1 else "a run of 0 B moves nothing"
             return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=0.0, links=[],
-                          warnings=[], options=dict(options), model=self.model, collective=self.collective)
+                          warnings=[Finding("option_unread", f"options.{name}", (
+                              f"options.{name} changed nothing here: {why} (time 0)"))
+                              for name, value in options.items() if value is not None],
+                          options=dict(options), model=self.model, collective=self.collective)
         if algorithm == "hierarchical" and options.get("inner") is None:
             return self._fastest_inner(size, timeline, options, conditions)
         engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}
