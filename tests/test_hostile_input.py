@@ -675,3 +675,25 @@ def test_a_swept_option_no_option_is_named_is_an_unknown_key(tmp_path, cli):
                     "algorithms: [ring]\n")
     swept = cli("sweep", path, "--set", "options.channels[0]=2", "--out", tmp_path / "out")
     assert swept.exit_code == 2 and "unknown key 'channels[0]'; did you mean 'channels'?" in swept.stderr
+
+
+def test_a_file_simnet_writes_gets_the_mode_a_plain_write_gives(tmp_path):
+    """Fuzz round ah: --json, --csv, --trace and topo export wrote 0600 files under umask 022
+    (the temporary file's mode, renamed into place) and turned a replaced 0644 file into 0600.
+    A new file gets what the umask leaves of 0666; a replaced one keeps its own mode."""
+    import os
+    import stat
+
+    from simnet.io.files import write_text
+
+    mask = os.umask(0o022)
+    try:
+        made = write_text(tmp_path / "new.json", "{}")
+        assert stat.S_IMODE(made.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.json"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        write_text(kept, "{}")
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "{}\n"
+    finally:
+        os.umask(mask)

@@ -69,15 +69,24 @@ def write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` (UTF-8, ending in a newline) to ``path`` whole: into a temporary file
     beside it, then renamed, so a reader never sees half a file and a failed write leaves the
     old one in place. The temporary name is short (``.simnet-XXXX.partial``): any name the
-    file system takes for ``path`` works."""
+    file system takes for ``path`` works. The file gets the mode a plain write would give
+    it: the old file's, else what the umask leaves of 0666 (a temporary file is 0600)."""
     import os
+    import stat
     import tempfile
 
     path = Path(path)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:  # a new file
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".simnet-",
                                      suffix=".partial", delete=False) as partial:
         partial.write(text if text.endswith("\n") else text + "\n")
     try:
+        os.chmod(partial.name, mode)
         os.replace(partial.name, path)
     except BaseException:
         os.unlink(partial.name)
