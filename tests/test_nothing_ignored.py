@@ -220,8 +220,11 @@ def test_a_sweep_does_not_resume_results_it_cannot_vouch_for(tmp_path, cli):
     (out / "results.jsonl").write_text(re.sub(r'"time_s": [0-9.e-]+', '"time_s": -5', records, count=1))
     again = cli("sweep", tmp_path / "s.yaml", "--out", out, "--workers", "1", "--gpus", "2,4")
     assert again.exit_code == 0 and "computed again" in again.stdout + again.stderr
-    latest = {r["key"]: r for r in _records(out)}  # the bad line stays in the file; its point was computed again
-    assert len(latest) == 2 and all(s["time_s"] > 0 for r in latest.values() for s in r["sizes"])
+    kept = _records(out)  # the bad line is dropped from the file; its point was computed again
+    assert len(kept) == 2 and all(s["time_s"] > 0 for r in kept for s in r["sizes"])
+    third = cli("sweep", tmp_path / "s.yaml", "--out", out, "--workers", "1", "--gpus", "2,4")  # (fuzz round ah:
+    assert third.exit_code == 0 and "computed again" not in third.stdout + third.stderr  # said at every resume)
+    assert "2 points already done, 0 computed now" in third.stdout
     (out / "sweep.json").unlink()
     (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: nvswitch, gpus: 4, gpu: a100}\n")
     stale = cli("sweep", tmp_path / "s.yaml", "--out", out, "--workers", "1", "--gpus", "2,4")
@@ -474,8 +477,8 @@ def test_a_record_with_a_sound_key_and_broken_fields_is_named_and_computed_again
     results.write_text(json.dumps(broken) + "\n" + second + "\n")
     again = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1")
     assert again.exit_code == 0, again.stderr
-    assert "results.jsonl:1: a record whose a size's size_bytes or time_s is not a number; computed again" in \
-        " ".join(again.stdout.split())
+    assert ("results.jsonl:1: a record whose sizes hold a size_bytes or time_s that is not a number; dropped, and its "
+            "point computed again") in " ".join(again.stdout.split())
     assert "1 point already done, 1 computed now" in again.stdout
 
 

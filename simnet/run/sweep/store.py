@@ -35,15 +35,15 @@ def _unsound(record: dict) -> str | None:
     if sizes is not None and not (isinstance(sizes, list) and all(
             isinstance(s, dict) and all(isinstance(s.get(k), (int, float)) and not isinstance(s.get(k), bool)
                                         for k in ("size_bytes", "time_s")) for s in sizes)):
-        return "a size's size_bytes or time_s is not a number"
+        return "its sizes hold a size_bytes or time_s that is not a number"
     if sizes is not None and not all(math.isfinite(s["time_s"]) and s["time_s"] >= 0 and s["size_bytes"] >= 0
                                      for s in sizes):
-        return "a size's size_bytes or time_s is negative or not finite"
+        return "its sizes hold a size_bytes or time_s that is negative or not finite"
     for key in ("iteration_time_s", "speedup", "efficiency"):
         if key in record and (isinstance(record[key], bool) or not isinstance(record[key], (int, float))):
             return f"its {key} is not a number"
     if sizes is None and not isinstance(record.get("training"), dict) and not isinstance(record.get("jobs"), list):
-        return "it holds no result (sizes, training or jobs)"
+        return "its result is missing (no sizes, training or jobs)"
     return None
 
 
@@ -52,7 +52,9 @@ def load_records(path: Path, recomputed: list[str] | None = None) -> list[dict]:
     final newline) is cut off, unless it is a whole record (then it is kept and the newline
     added); any other line that is not a record is refused with its line number, never
     dropped together with the good records after it. A record whose key is sound but whose
-    fields are not is left out, to be computed again, and named in ``recomputed``."""
+    fields are not is left out, to be computed again, and named in ``recomputed``; given
+    ``recomputed`` (a sweep that resumes, holding the lock), the file is rewritten without it,
+    so the next resume neither reads nor names it again."""
     if not path.exists():
         return []
     data = path.read_bytes()
@@ -67,7 +69,7 @@ def load_records(path: Path, recomputed: list[str] | None = None) -> list[dict]:
             with path.open("ab") as handle:
                 handle.write(b"\n")
             data, complete = data + b"\n", len(data) + 1
-    records = []
+    records, unsound = [], False
     for number, line in enumerate(data[:complete].splitlines(), 1):
         if not line.strip():
             continue
@@ -82,10 +84,14 @@ def load_records(path: Path, recomputed: list[str] | None = None) -> list[dict]:
         why = _unsound(record)
         if why:
             if recomputed is not None:
-                recomputed.append(f"{path}:{number}: a record whose {why.removeprefix('its ')}; computed again")
+                recomputed.append(f"{path}:{number}: a record whose {why.removeprefix('its ')}; dropped, and its "
+                                  "point computed again")
+            unsound = True
             continue
         records.append(record)
-    if complete != len(data):
+    if unsound and recomputed is not None:
+        rewrite_records(path, records)
+    elif complete != len(data):
         with path.open("rb+") as handle:
             handle.truncate(complete)
     return records
