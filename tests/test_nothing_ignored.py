@@ -1296,6 +1296,22 @@ def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root,
     assert not (tmp_path / "x.cal.yaml").exists()
 
 
+def test_calibrate_names_no_rank_count_a_ratio_no_count_gives(cli, root, tmp_path):
+    """Fuzz round ah (LOW): rows whose busbw is 15/16 of their algbw (an AllGather's factor at
+    16 ranks) were said to be 2(n-1)/n at "2 ranks", which makes 1.0. No n gives 0.9375 as
+    2(n-1)/n: said so, with the collective whose factor it is."""
+    rows = [line for line in (root / "validation" / "logs" / "xe9680_2node_issue309.log").read_text().splitlines()
+            if line.startswith("#")]
+    rows.append("    16777216       4194304     float     sum      -1   185.40   90.49   84.84      0   185.40   90.49"
+                "   84.84      0")
+    (tmp_path / "ag.log").write_text("\n".join(rows) + "\n")
+    result = cli("calibrate", tmp_path / "ag.log", "-t", root / "validation" / "logs" / "xe9680_2node.yaml",
+                 "--gpus", 16, "-o", tmp_path / "x.cal.yaml")
+    assert result.exit_code == 2 and "is 0.9375 x the algbw" in result.stderr, result.stderr
+    assert "(at no rank count: it is (n-1)/n at 16 ranks, an AllGather's or ReduceScatter's" in result.stderr
+    assert "(2 ranks)" not in result.stderr and not (tmp_path / "x.cal.yaml").exists()
+
+
 @pytest.mark.parametrize("args, says", [
     (["run", "s.yaml", "--json", ""], "--json: an empty value"),
     (["run", "s.yaml", "--json="], "--json: an empty value"),

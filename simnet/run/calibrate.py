@@ -166,12 +166,20 @@ def _refuse_ranks_the_rows_contradict(log: Log, ranks: int, said: str) -> None:
     def ratio(row) -> float:  # busbw over the algbw nccl-tests computes (size / time, GB/s)
         return row.busbw_GBps / (row.size_bytes / (row.time_us * 1e3))
 
-    def agrees(row) -> bool:  # to two printed decimals of busbw, and the time's digits
-        return abs(ratio(row) / expected - 1) <= 0.0051 / row.busbw_GBps + 0.0051 / row.time_us + 5e-4
+    def agrees(row, factor: float = expected) -> bool:  # to two printed decimals of busbw, and the time's digits
+        return abs(ratio(row) / factor - 1) <= 0.0051 / row.busbw_GBps + 0.0051 / row.time_us + 5e-4
 
     row = max(rows, key=lambda r: r.busbw_GBps)
     if not agrees(row):
-        told = f" ({2 / (2 - ratio(row)):.0f} ranks)" if ratio(row) < 2 else ""
+        count = round(2 / (2 - ratio(row))) if ratio(row) < 2 else 0  # the n whose 2(n-1)/n it is, if any
+        other = round(1 / (1 - ratio(row))) if ratio(row) < 1 else 0  # the n whose (n-1)/n it is, if any
+        if count >= 2 and agrees(row, 2 * (count - 1) / count):
+            told = f" ({count} ranks)"
+        elif other >= 2 and agrees(row, (other - 1) / other):
+            told = (f" (at no rank count: it is (n-1)/n at {other} ranks, an AllGather's or ReduceScatter's: are these "
+                    "all_reduce_perf rows?)")
+        else:
+            told = " (at no rank count)"
         raise InputError(f"{said} {ranks} ranks, but the log's rows were measured on another count: at "
                          f"{units.format_size(row.size_bytes)} busbw {row.busbw_GBps:g} GB/s is {ratio(row):.4g} x the "
                          f"algbw (size / time), which nccl-tests makes 2(n-1)/n{told}; {ranks} ranks make it "
