@@ -32,6 +32,9 @@ EXPECTED = {
     # the one-way link, not the GPU it leaves unreachable (fuzz finding: blamed on the node)
     "one_way_link.yaml": (8, "links[1]: a one-way link (directed: true) gpu1 -> sw, and no route leads into 'gpu1' the "
                              "other way, so GPU 'gpu0' cannot reach GPU 'gpu1'; give the way back too"),
+    # a cable between switches written one way: its line, not the GPU it leaves unreachable (fuzz round ah)
+    "one_way_switch_cable.yaml": (10, "links[2]: a one-way link (directed: true) tor0 -> tor1, and no route leads the "
+                                      "other way, so GPU 'gpu1' cannot reach GPU 'gpu0'; give the way back too"),
     "typo_key.yaml": (7, "links[0].bandwith: unknown key 'bandwith'; did you mean 'bandwidth'?"),
     "scenario_not_topology.yaml": (1, "this is a scenario file (it has 'topology:'), not a topology; give its "
                                       "topology (box.yaml) or use simnet run"),

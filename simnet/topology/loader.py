@@ -437,6 +437,21 @@ def _fabric_reach(graph: nx.DiGraph) -> tuple[dict[str, int], dict[int, frozense
     return component, {c: frozenset(nx.descendants(condensed, c) | {c}) for c in condensed}
 
 
+def _one_way_in_the_way(graph: nx.DiGraph, a: str, b: str) -> list[tuple[str, str]]:
+    """The first one-way link (``directed: true``, in file order) between forwarding nodes
+    whose way back would let ``a`` reach ``b`` (a cable between two switches written one way),
+    as a list of none or one."""
+    ways = nx.DiGraph(graph.subgraph([n for n, kind in graph.nodes(data="kind") if kind in FORWARDING_KINDS]
+                                     + [a, b]))
+    for u, v in sorted((e for e in ways.edges if not ways.has_edge(e[1], e[0]) and a not in e and b not in e),
+                       key=lambda e: graph.edges[e]["line"] or 0):
+        ways.add_edge(v, u)
+        if nx.has_path(ways, a, b):
+            return [(u, v)]
+        ways.remove_edge(v, u)
+    return []
+
+
 def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: Source,
                      link_at: dict[tuple[str, str], tuple]) -> None:
     """Every GPU (and parameter server) in ``gpus`` must reach every other through
@@ -467,10 +482,11 @@ def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: So
                         # its links that run one way only, away from where the route is missing
                         one_way = [e for e in (graph.out_edges(culprit) if culprit == b else
                                                graph.in_edges(culprit)) if not graph.has_edge(e[1], e[0])]
+                        one_way = one_way or _one_way_in_the_way(graph, a, b)
                         if one_way:
                             u, v = min(one_way, key=lambda e: graph.edges[e]["line"] or 0)
+                            ends = f" {'into' if culprit == b else 'out of'} {culprit!r}" if culprit in (u, v) else ""
                             raise source.error(link_at[u, v], (
-                                f"a one-way link (directed: true) {u} -> {v}, and no route leads "
-                                f"{'into' if culprit == b else 'out of'} {culprit!r} the other way, so "
-                                f"{kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}; give the way back too"))
+                                f"a one-way link (directed: true) {u} -> {v}, and no route leads{ends} the other way, "
+                                f"so {kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}; give the way back too"))
                         raise source.error(where[culprit], f"{kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}: {why}")
