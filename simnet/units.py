@@ -92,7 +92,7 @@ def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, flo
 
 BANDWIDTH_RANGE = (1e3 / 8, 1e16 / 8)
 """Positive bandwidths simnet accepts, B/s: 1 Kb/s (slower, and a GiB takes months) to
-10 Pb/s (beyond any link or switch built)."""
+10,000 Tb/s (beyond any link or switch built)."""
 TIME_RANGE = (1e-12, 86_400.0)
 """Non-zero durations simnet accepts, s: 1 ps (the engine's resolution) to one day."""
 SIZE_MAX = 2**50
@@ -110,8 +110,9 @@ def parse_bandwidth(text: object) -> float:
     within ``BANDWIDTH_RANGE``; zero and negatives are left to the caller to refuse)."""
     number, unit = _parse(text, _BANDWIDTH, "bandwidth")
     value = number * unit
-    if not math.isfinite(value) or 0 < value < BANDWIDTH_RANGE[0] or value > BANDWIDTH_RANGE[1]:
-        raise _outside(text, "1 Kb/s to 10 Pb/s")
+    vanished = value == 0 and re.search(r"[1-9]", re.split(r"[eE]", str(text))[0]) is not None  # 1e-400: not 0
+    if not math.isfinite(value) or vanished or 0 < value < BANDWIDTH_RANGE[0] or value > BANDWIDTH_RANGE[1]:
+        raise _outside(text, "1 Kb/s to 10,000 Tb/s")
     return value
 
 

@@ -117,10 +117,11 @@ def _files(tmp_path, bandwidth="100 Gb/s", latency="1 us", size="1 MiB", algorit
 
 
 REFUSED = [  # (what the user wrote, where, the message it gets)
-    ({"bandwidth": "1e400 Gb/s"}, "t.yaml:8", "links[0].bandwidth: '1e400 Gb/s' is outside 1 Kb/s to 10 Pb/s"),
-    ({"bandwidth": "1e30 Tb/s"}, "t.yaml:8", "is outside 1 Kb/s to 10 Pb/s"),
-    ({"bandwidth": "1e-300 B/s"}, "t.yaml:8", "is outside 1 Kb/s to 10 Pb/s"),
-    ({"bandwidth": "1 b/s"}, "t.yaml:8", "is outside 1 Kb/s to 10 Pb/s"),
+    ({"bandwidth": "1e400 Gb/s"}, "t.yaml:8", "links[0].bandwidth: '1e400 Gb/s' is outside 1 Kb/s to 10,000 Tb/s"),
+    ({"bandwidth": "1e30 Tb/s"}, "t.yaml:8", "is outside 1 Kb/s to 10,000 Tb/s"),
+    ({"bandwidth": "1e-300 B/s"}, "t.yaml:8", "is outside 1 Kb/s to 10,000 Tb/s"),
+    ({"bandwidth": "1 b/s"}, "t.yaml:8", "is outside 1 Kb/s to 10,000 Tb/s"),
+    ({"bandwidth": "1e-400 GB/s"}, "t.yaml:8", "is outside 1 Kb/s to 10,000 Tb/s"),  # (fuzz ah: "must be positive")
     ({"latency": "1e10 s"}, "t.yaml:8", "links[0].latency: '1e10 s' is outside 1 ps to 1 day"),
     ({"latency": "1e400 s"}, "t.yaml:8", "is outside 1 ps to 1 day"),
     ({"latency": "1e-15 s"}, "t.yaml:8", "is outside 1 ps to 1 day"),

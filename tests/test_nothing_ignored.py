@@ -1281,6 +1281,17 @@ def test_a_profile_factor_in_quotes_is_text(tmp_path, bandwidth, field):
         load_calibration(tmp_path / "q.cal.yaml")
 
 
+@pytest.mark.parametrize("bandwidth", ["true", "{1 MiB: true}"])
+def test_a_profile_factor_written_yes_is_said_to_be_no_number(tmp_path, bandwidth):
+    """Fuzz round ah (LOW): a factor by size written ``true`` was told "a yes/no is not a size"
+    (the sizes are the mapping's keys; its values are factors)."""
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "q.cal.yaml").write_text(f"calibration:\n  bandwidth: {bandwidth}\n")
+    with pytest.raises(InputError, match=r"calibration.bandwidth: a yes/no \(true, false\) is not a number"):
+        load_calibration(tmp_path / "q.cal.yaml")
+
+
 @pytest.mark.parametrize("given", [8, 2, 15])
 def test_calibrate_refuses_a_rank_count_the_log_s_own_rows_contradict(cli, root, tmp_path, given):
     """Fuzz finding (31b): the issue-309 log lists no devices, and ``--gpus 8`` (or 2) fitted its

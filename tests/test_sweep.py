@@ -45,7 +45,7 @@ def sweep_records(path, out, executor=None):
 
 
 def test_speedup_is_n_when_communication_is_free(tmp_path):
-    """At 1 PB/s (simnet's top of range is 10 Pb/s) and no latency the 64 MiB ring over 8
+    """At 1 PB/s (simnet's top of range is 10,000 Tb/s) and no latency the 64 MiB ring over 8
     GPUs takes 2 * 7/8 * 64 MiB / 1e15 B/s = 0.12 us: at most 1.2e-6 of the 100 ms step."""
     records = sweep_records(write(tmp_path, bandwidth="1000 TB/s", latency="0 s"), tmp_path / "out")
     for n, record in records.items():

@@ -206,7 +206,10 @@ def _quantity(annotation: Any, metadata: tuple | list = ()) -> str | None:
     for meta in (*metadata, *getattr(annotation, "__metadata__", ())):
         if isinstance(meta, BeforeValidator) and meta.func in _QUANTITIES:
             return _QUANTITIES[meta.func]
-    return next(filter(None, map(_quantity, typing.get_args(annotation))), None)
+    inner = typing.get_args(annotation)
+    if typing.get_origin(annotation) is dict:  # a mapping's values are what it holds (its keys, their names)
+        inner = inner[1:]
+    return next(filter(None, map(_quantity, inner)), None)
 
 
 @functools.cache
