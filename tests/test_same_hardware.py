@@ -819,13 +819,31 @@ def test_an_nvswitch_written_chip_by_chip_is_the_nvswitch_written_whole(gpus, ch
 def test_nvswitch_chips_that_cannot_be_one_switch_are_refused(change, refusal):
     """Chips joined into one NVSwitch share one latency to each GPU and one NVLS (a chip that
     says nothing takes the others'): written otherwise, refused on the line that differs (not
-    joined by a guess). A fault names the joined switch, not one chip of it."""
-    from simnet.errors import InputError, SpecError
+    joined by a guess)."""
+    from simnet.errors import InputError
 
     host = _nvswitch_host([[225, 225], [225, 225]])
     change(host)
     with pytest.raises(InputError, match=refusal):
         topology_from_dict(host)
-    with pytest.raises(SpecError, match="'nv1' is one of the chips nv0, nv1"):
-        simnet.simulate(topology_from_dict(_nvswitch_host([[225, 225], [225, 225]])), "ring", 2**20,
-                        faults=[{"at": "0 s", "node": "nv1", "down": True}])
+
+
+@pytest.mark.parametrize("faults, left", [
+    ([{"at": "0 s", "node": "nv2", "down": True}], [337.5] * 4),  # a chip down: the other three chips' links
+    ([{"at": "0 s", "link": ["g0", "nv0"], "bandwidth": "50%"}], [393.75, 450, 450, 450]),  # one GPU's link to one
+    ([{"at": "0 s", "node": "nv0", "down": True}, {"at": "0 s", "link": ["g1", "nv3"], "bandwidth": "56.25 GB/s"}],
+     [337.5, 281.25, 337.5, 337.5])])  # the kept chip is one chip too; faults of two chips add up
+def test_a_fault_on_an_nvswitch_chip_takes_that_chip_s_share(faults, left):
+    """Review of the chips' joining: a fault naming a chip (or a GPU's link to one) halved the
+    GPU's whole joined link, or was refused. It takes that chip's share: the run is the whole
+    switch's with a fault leaving each GPU's link what the chips leave it (a chip down leaves
+    3 x 112.5 GB/s; half of g0's link to nv0 leaves 450 - 56.25), to the bit."""
+    chips = topology_from_dict(_nvswitch_host([[112.5] * 4] * 4))
+    whole = topology_from_dict(_nvswitch_host([[450]] * 4))
+    same = [{"at": "0 s", "link": [f"g{i}", "nv0"], "bandwidth": f"{rate} GB/s"} for i, rate in enumerate(left)
+            if rate < 450]
+    for algorithm in ("ring", "tree"):
+        faulted = simnet.simulate(chips, algorithm, 64 * 2**20, faults=faults)
+        assert faulted.time_s == simnet.simulate(whole, algorithm, 64 * 2**20, faults=same).time_s, algorithm
+        healthy = simnet.simulate(chips, algorithm, 64 * 2**20).time_s
+        assert faulted.time_s > healthy if algorithm == "ring" else faulted.time_s >= healthy  # (a tree's caps hide one)

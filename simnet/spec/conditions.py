@@ -88,58 +88,93 @@ class FaultSpec(Strict):
         return f"{target} at {units.format_bandwidth(self.bandwidth)}"
 
 
-def _no_node(topology: Topology, name: str) -> str:
-    """Why a fault cannot name ``name``: no such node, or an NVSwitch chip joined with the
-    others of its NVSwitch (``Topology.joined``)."""
-    chips = next((group for kept, group in topology.joined if name in group), None)
-    if chips is not None:
-        return (f"{name!r} is one of the chips {', '.join(chips)}, which join the same GPUs over NVLink: one NVSwitch, "
-                f"as NCCL sees it, whose links add up; a fault names {chips[0]!r} (every chip), or a GPU's link to "
-                "it at the bandwidth left")
-    return f"no node {name!r} in {topology.name}"
-
-
 def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fault]:
-    """Faults in time order (stable); ``FaultError`` names the spec that does not fit."""
-    faults = []
+    """Faults in time order (stable); ``FaultError`` names the spec that does not fit. A fault
+    on an NVSwitch chip (``Topology.chip_links``: a chip joined with the others of its
+    NVSwitch) changes that chip's share of each joined link it names (``_on_chips``)."""
+    chips = {chip for _, group in topology.joined for chip in group}
+    faults, on_chips = [], []
     for i, raw in enumerate(specs):
         spec = raw if isinstance(raw, FaultSpec) else FaultSpec.model_validate(raw)
+        if chips & set(spec.link or [spec.node]):
+            on_chips.append((i, spec))
+            continue
         if spec.link is not None:
             a, b = spec.link
             for end in (a, b):
                 if end not in topology.node_index:
-                    raise FaultError((i, "link"), _no_node(topology, end))
+                    raise FaultError((i, "link"), f"no node {end!r} in {topology.name}")
             links = [topology.link_index[e] for e in ((a, b), (b, a)) if e in topology.link_index]
             if not links:
                 raise FaultError((i, "link"), f"no link between {a!r} and {b!r} in {topology.name}")
         else:
             if spec.node not in topology.node_index:
-                raise FaultError((i, "node"), _no_node(topology, spec.node))
+                raise FaultError((i, "node"), f"no node {spec.node!r} in {topology.name}")
             links = [j for j, (u, v) in enumerate(topology.links) if spec.node in (u, v)]
             if not links:
                 raise FaultError((i, "node"), f"{spec.node!r} has no links: nothing to take down")
         links = np.array(links, dtype=np.int64)
-        line = topology.capacity[links]
-        if spec.down or spec.bandwidth == 0:
-            factors = np.zeros(len(links))
-        elif isinstance(spec.bandwidth, str):
-            factors = np.full(len(links), units.parse_share(spec.bandwidth))
-            if 0 < factors[0] * line.min() < units.BANDWIDTH_RANGE[0]:  # a rate no link has: the run never ends
-                raise FaultError((i, "bandwidth"), f"{spec.bandwidth.strip()} of the link's "
-                                 f"{units.format_bandwidth(float(line.min()))} is under 1 Kb/s, the least bandwidth "
-                                 "simnet accepts; give 0 (or down: true) to take it down")
-        else:
-            if spec.bandwidth > line.min() * (1 + 1e-9):
-                raise FaultError((i, "bandwidth"), f"{units.format_bandwidth(spec.bandwidth)} is more than the link's "
-                                 f"{units.format_bandwidth(float(line.min()))}: a fault only takes bandwidth away")
-            factors = spec.bandwidth / line
-        for other in faults:
-            if other.at == spec.at and np.intersect1d(other.links, links).size:
-                raise FaultError((i,), f"faults[{other.index}] changes the same link at the same time "
-                                       f"({units.format_time(spec.at)}): one of them would be ignored; give one")
-        faults.append(Fault(spec.at, links, factors, spec.describe(), i))
+        faults.append(Fault(spec.at, links, _factors(i, spec, topology.capacity[links]), spec.describe(), i))
+    chipped = {i for i, _ in on_chips}
+    faults += _on_chips(topology, on_chips)
+    for k, fault in enumerate(faults):  # (faults of chips at one instant add up: _on_chips)
+        for other in faults[:k]:
+            if other.at == fault.at and np.intersect1d(other.links, fault.links).size and \
+                    not {other.index, fault.index} <= chipped:
+                first, then = sorted((other.index, fault.index))
+                raise FaultError((then,), f"faults[{first}] changes the same link at the same time "
+                                          f"({units.format_time(fault.at)}): one of them would be ignored; give one")
     faults = sorted(faults, key=lambda f: f.at)
     _refuse_what_changes_nothing(topology, faults)
+    return faults
+
+
+def _factors(i: int, spec: FaultSpec, line: np.ndarray) -> np.ndarray:
+    """What ``spec`` (the ``i``-th fault) leaves of links of ``line`` B/s, as factors of it."""
+    if spec.down or spec.bandwidth == 0:
+        return np.zeros(len(line))
+    if isinstance(spec.bandwidth, str):
+        factors = np.full(len(line), units.parse_share(spec.bandwidth))
+        if 0 < factors[0] * line.min() < units.BANDWIDTH_RANGE[0]:  # a rate no link has: the run never ends
+            raise FaultError((i, "bandwidth"), f"{spec.bandwidth.strip()} of the link's "
+                             f"{units.format_bandwidth(float(line.min()))} is under 1 Kb/s, the least bandwidth "
+                             "simnet accepts; give 0 (or down: true) to take it down")
+        return factors
+    if spec.bandwidth > line.min() * (1 + 1e-9):
+        raise FaultError((i, "bandwidth"), f"{units.format_bandwidth(spec.bandwidth)} is more than the link's "
+                         f"{units.format_bandwidth(float(line.min()))}: a fault only takes bandwidth away")
+    return spec.bandwidth / line
+
+
+def _on_chips(topology: Topology, specs: list[tuple[int, FaultSpec]]) -> list[Fault]:
+    """Faults on NVSwitch chips (their index and spec), in time order: each sets its chip's
+    links as written (a link of a GPU and a chip, or every link of a chip) to what it leaves
+    of them (a chip's link down stays down), and becomes a fault of the joined links they are
+    part of at the sum of their chips' shares as they stand then: a chip down leaves its GPUs
+    the other chips' links, and faults of two chips add up."""
+    kept = {chip: group[0] for _, group in topology.joined for chip in group}
+    parts: dict[tuple[str, str], list[tuple[str, str]]] = {}  # a joined link -> the chips' links it sums
+    for u, v in topology.chip_links:
+        parts.setdefault((kept.get(u, u), kept.get(v, v)), []).append((u, v))
+    now: dict[tuple[str, str], float] = {}  # a chip's link -> the factor it runs at
+    faults = []
+    for i, spec in sorted(specs, key=lambda item: item[1].at):
+        if spec.link is not None:
+            a, b = spec.link
+            for end in (a, b):
+                if end not in topology.node_index and end not in kept:
+                    raise FaultError((i, "link"), f"no node {end!r} in {topology.name}")
+            written = [e for e in ((a, b), (b, a)) if e in topology.chip_links]
+            if not written:
+                raise FaultError((i, "link"), f"no link between {a!r} and {b!r} in {topology.name}")
+        else:
+            written = [e for e in topology.chip_links if spec.node in e]
+        factors = _factors(i, spec, np.array([topology.chip_links[e] for e in written]))
+        now.update((e, 0.0 if now.get(e) == 0 else float(f)) for e, f in zip(written, factors))
+        joined = sorted({(kept.get(u, u), kept.get(v, v)) for u, v in written}, key=topology.link_index.__getitem__)
+        links = np.array([topology.link_index[e] for e in joined], dtype=np.int64)
+        left = [sum(topology.chip_links[part] * now.get(part, 1.0) for part in parts[e]) for e in joined]
+        faults.append(Fault(spec.at, links, np.array(left) / topology.capacity[links], spec.describe(), i))
     return faults
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Protocol, TypeVar
@@ -80,8 +80,10 @@ class Topology:
     # the network keys ("key (file:line)") of a generator that built the whole fabric: a run whose ranks are one
     # NVLink domain, no route of it crossing the network, reads none of them
     network_keys: tuple[str, ...] = ()
-    # NVSwitch chips its file writes that join the same GPUs, each group one switch (NCCL's view): (kept id, chips)
+    # NVSwitch chips its file writes that join the same GPUs, each group one switch (NCCL's view): (kept id, chips);
+    # and each chip's link as written ((GPU, chip) or (chip, GPU)) -> its bandwidth, B/s, its share of the joined link
     joined: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    chip_links: Mapping[tuple[str, str], float] = field(default_factory=dict)
     make_router: InitVar[Callable[[Topology], Routes]] = field(kw_only=True)
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:

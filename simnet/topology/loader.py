@@ -118,10 +118,13 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                         make_router=Router)
     chips = _nvswitch_chips(topology)
     if chips:  # rare: an NVSwitch written chip by chip is one switch, as NCCL sees it
+        chip_links = {(u, v): topology.graph.edges[u, v]["bandwidth"] for group in chips for chip in group
+                      for u, v in (*topology.graph.in_edges(chip), *topology.graph.out_edges(chip))}
         topology = Topology(spec.name, _chips_joined(topology.graph, chips, source, where, link_at), gpus,
                             spec.description, source.file, calibration=calibration, routing=topology.routing,
                             unread=topology.unread, network_keys=topology.network_keys,
-                            joined=tuple((group[0], tuple(group)) for group in chips), make_router=Router)
+                            joined=tuple((group[0], tuple(group)) for group in chips), chip_links=chip_links,
+                            make_router=Router)
     marked = _nvls_unsaid(topology)
     routing = spec.routing or default_routing(topology)
     if marked or routing != topology.routing:  # rare: the graph is frozen, so build it again with the facts
@@ -130,7 +133,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             graph.nodes[switch]["nvls"] = True
         topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                             routing=routing, unread=topology.unread, network_keys=topology.network_keys,
-                            joined=topology.joined, make_router=Router)
+                            joined=topology.joined, chip_links=topology.chip_links, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
@@ -212,12 +215,12 @@ def default_routing(topology: Topology) -> str:
 
 def _nvswitch_chips(topology: Topology) -> list[list[str]]:
     """Switches that join the same GPUs (two or more), each over NVLink both ways and nothing
-    else, in one host (or none), in file order: the chips of one NVSwitch written chip by chip
+    else, in file order: the chips of one NVSwitch written chip by chip
     (a DGX H100's four, an NVL72 rack's eighteen). NCCL sees them as one NVSwitch whose link
     to each GPU carries all of that GPU's NVLinks (NVIDIA/nccl v2.30.7 src/graph/topo.cc:
     ncclTopoConnectNodes adds each NVLink's bandwidth to the GPU's link to its one NVS node),
     as the GPU spreads its traffic over every NVLink it has."""
-    found: dict[tuple, list[str]] = {}
+    found: dict[frozenset, list[str]] = {}
     for node, data in topology.graph.nodes(data=True):
         ends = set(topology.graph.successors(node))
         if data["kind"] != "switch" or data.get("sharp") or len(ends) < 2 or \
@@ -225,8 +228,7 @@ def _nvswitch_chips(topology: Topology) -> list[list[str]]:
                     topology.kind(v) != "gpu" or topology.link_type[topology.link_index[(node, v)]] != NVLINK
                     or topology.link_type[topology.link_index[(v, node)]] != NVLINK for v in ends):
             continue
-        key = (frozenset(ends), *(data.get(level) for level in ("host", "rack", "region")))
-        found.setdefault(key, []).append(node)
+        found.setdefault(frozenset(ends), []).append(node)
     return [chips for chips in found.values() if len(chips) > 1]
 
 
