@@ -9,7 +9,15 @@ from simnet.errors import Unsupported
 from simnet.results.analysis import after_end
 from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
-from simnet.run.simulate import check_fits, proto_unread, reads_nccl_proto, simulate, steering_variables, unread_options
+from simnet.run.simulate import (
+    check_fits,
+    nothing_reduced,
+    proto_unread,
+    reads_nccl_proto,
+    simulate,
+    steering_variables,
+    unread_options,
+)
 from simnet.run.training import training_step
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
@@ -82,7 +90,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
     said += scenario_choices_unread(scenario, nccl_env(), ran)
     unread = unread_options(scenario.options, ran, scenario.collective)
-    if unread:
+    if unread == ["reduce_bandwidth"]:
+        said.append(Finding("option_unread", "", f"options reduce_bandwidth: {nothing_reduced(scenario.collective)}, "
+                                                 "so it changed nothing here"))
+    elif unread:
         said.append(Finding("option_unread", "", (
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "
             f"(see simnet algorithms), so {'it' if len(unread) == 1 else 'they'} changed nothing here")))

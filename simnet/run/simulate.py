@@ -39,7 +39,7 @@ from simnet.topology.hardware import NET
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
-__all__ = ["simulate", "check_fits", "unread_options"]
+__all__ = ["simulate", "check_fits", "unread_options", "nothing_reduced"]
 
 NCCL_RUNS = tuple(tables.SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -463,8 +463,9 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
     algorithm takes none of (auto: no algorithm NCCL may pick takes it), one written at its
     own default (``given_as_default``), ``pxn`` where every rank is on one node."""
     takes = "none of the algorithms auto weighs takes" if algorithm == "auto" else f"{algorithm} takes no"
-    said = [Finding("option_unread", f"options.{name}", (
-        f"options.{name} changed nothing here: {takes} {name} (simnet algorithms lists what each takes)"))
+    said = [Finding("option_unread", f"options.{name}", f"options.{name} changed nothing here: " + (
+        nothing_reduced(point.collective) if name == "reduce_bandwidth" else
+        f"{takes} {name} (simnet algorithms lists what each takes)"))
         for name in unread_options(options, [algorithm], point.collective)]
     for name in given_as_default(point, algorithm, size, options):
         value = units.format_time(options[name]) if name == "message_overhead" else shown(options[name])
@@ -585,6 +586,11 @@ def _same_groups(topology: Topology, level: str, other: str) -> bool:
     """Whether grouping the ranks by ``level`` makes the groups ``other`` makes (hosts that
     are each their own node: ``group_by: host`` is the default ``node``'s grouping)."""
     return sorted(topology.groups(level).values()) == sorted(topology.groups(other).values())
+
+
+def nothing_reduced(collective: str) -> str:
+    """Why ``reduce_bandwidth`` changes nothing of ``collective`` (one that sums nothing)."""
+    return f"{lookup_collective(collective).title} reduces nothing (no reduction to time)"
 
 
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:

@@ -32,7 +32,7 @@ from simnet.schedule.algorithms.direct import named_servers, parameter_servers
 from simnet.schedule.algorithms.hierarchical import check_group_by
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
-from simnet.schedule.registry import common_options
+from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.spec.conditions import (
     FaultError,
     FaultSpec,
@@ -758,15 +758,12 @@ def _check_options(spec: ScenarioSpec, source: Source, collective: str | None = 
     """Refuse an option no algorithm of the scenario's collective (nor of ``collective``, the
     one ``-c`` runs instead) takes: it would be ignored by whatever algorithm -a, a variant
     or a sweep picks."""
-    kinds = list(dict.fromkeys([spec.collective, collective or spec.collective]))
-    tables = [algorithms_for(c) for c in kinds]
-    common = {option for kind in kinds for option in common_options(kind)}
+    tables = [algorithms_for(c) for c in dict.fromkeys([spec.collective, collective or spec.collective])]
     for name in spec.options.model_dump(exclude_none=True):
         takers = [a.name for table in tables for a in table.values() if name in a.options]
-        if name not in common and not takers:
-            why = (f" ({' and '.join(kinds)} reduce{'s' * (len(kinds) == 1)} nothing: no reduction to time)"
-                   if name == "reduce_bandwidth" else "")
-            raise source.error(("options", name), f"no {' or '.join(kinds)} algorithm takes {name}{why}")
+        if name not in COMMON_OPTIONS and not takers:
+            which = " or ".join(dict.fromkeys([spec.collective, collective or spec.collective]))
+            raise source.error(("options", name), f"no {which} algorithm takes {name}")
 
 
 def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:
