@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -136,15 +136,14 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
         world = max(rank_of(p) for p in chakra) + ranks_per_trace
         named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
         traces = [read_chakra(p, world, named) for p in chakra]
-        called = {(op.comm.group_name, op.comm.group) for t in traces for op in t.ops if op.comm is not None}
-        unnamed = [name for name, ranks in named.items() if (name, ranks) not in called]
-        if unnamed and unnamed[0] == "world" and "world" in {name for name, _ in called}:
-            raise InputError("--groups: the calls shown in group 'world' name no process group (they run over "
-                             "every rank), so a group of that name changes nothing: leave it out")
-        if unnamed:  # (a group no call runs in would change nothing: a typo, or another job's trace)
-            raise InputError(f"--groups: no collective of the traces runs in group {unnamed[0]!r}: their calls' "
-                             f"groups are {', '.join(sorted({name for name, _ in called})) or 'none'} ('world': a "
-                             "call that names no process group, every rank's); name one of theirs, or leave it out")
+        named_by_calls = set().union(*(t.groups_named for t in traces))
+        unused = [name for name in named if name not in named_by_calls]
+        if unused:  # (a dump of every process group of a job, or a typo: said, as the replay reads none of them)
+            calls = ", ".join(repr(name) for name in sorted(named_by_calls - {""})) or "none"
+            traces[0] = replace(traces[0], notes=traces[0].notes + (
+                f"--groups: {', '.join(map(repr, unused))} {'is' if len(unused) == 1 else 'are'} named by no call of "
+                f"the traces (they name {calls}; a call that names none runs over every rank, shown as 'world'), so "
+                f"{'it' if len(unused) == 1 else 'they'} changed nothing",))
     else:
         traces = [read_kineto(p) for p in paths]
     for t in traces:

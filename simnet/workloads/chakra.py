@@ -169,7 +169,7 @@ def read_chakra(path: str | Path, world: int | None = None,
             raise InputError(f"node {node.id} ({node.name!r}): {field} {getattr(node, field):,} is past "
                              f"{bound:.4g} us: no recording", path)
     origin = min(n.start_time_micros for n in nodes)
-    ops, dangling = [], 0
+    ops, dangling, named = [], 0, set()
     for node in nodes:
         wanted = tuple(node.data_deps)
         deps = sorted({index[d] for d in wanted if d in index})
@@ -179,6 +179,8 @@ def read_chakra(path: str | Path, world: int | None = None,
             raise InputError(f"node {node.id} ({node.name!r}): is_cpu_op must be a bool, not {host!r:.40}", path)
         comm = _comm(node, rank, world, groups, source) \
             if node.type == _NODE_TYPES["COMM_COLL_NODE"] and not host else None
+        if comm is not None:
+            named.add(_attrs(node).get("pg_name", ""))
         if node.type in (_NODE_TYPES["COMM_SEND_NODE"], _NODE_TYPES["COMM_RECV_NODE"]) and not host:
             raise InputError(f"node {node.id} ({node.name!r}) is a point-to-point send/recv: not replayed yet", path)
         ops.append(Op(node.name, 1 if comm else 0, (node.start_time_micros - origin) * 1e-6,
@@ -190,7 +192,7 @@ def read_chakra(path: str | Path, world: int | None = None,
     notes = (f"{dangling:,} dependencies on nodes the file does not hold (Chakra's converter leaves the CPU "
              "operations it drops named) were left out",) if dangling else ()
     return RankTrace(rank, tuple(ops), source, world, notes=notes, timed=origin > 0 or any(
-        n.start_time_micros != origin for n in nodes))
+        n.start_time_micros != origin for n in nodes), groups_named=frozenset(named))
 
 
 def _refuse_cycle(nodes, ops: list[Op], path: Path) -> None:

@@ -98,6 +98,7 @@ class RankTrace:
     steps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     timed: bool = True
+    groups_named: frozenset[str] = frozenset()  # the process groups its calls name (Chakra's pg_name; "": none)
 
     def as_rank(self, rank: int) -> RankTrace:
         """The same operations standing for another rank of a job whose ranks all run alike."""
