@@ -477,8 +477,8 @@ def test_a_record_with_a_sound_key_and_broken_fields_is_named_and_computed_again
     results.write_text(json.dumps(broken) + "\n" + second + "\n")
     again = cli("sweep", path, "--gpus", "2,4", "--out", out, "--workers", "1")
     assert again.exit_code == 0, again.stderr
-    assert ("results.jsonl:1: a record whose sizes hold a size_bytes or time_s that is not a number; dropped, and its "
-            "point computed again") in " ".join(again.stdout.split())
+    assert ("results.jsonl:1: a record whose sizes hold a size_bytes or time_s that is not a number; dropped (its "
+            "point is computed again where the sweep runs it)") in " ".join(again.stdout.split())
     assert "1 point already done, 1 computed now" in again.stdout
 
 
@@ -3677,11 +3677,12 @@ def test_a_set_over_the_file_s_value_that_counts_in_neither_is_still_said(tmp_pa
     assert neutral.exit_code == 0 and "skipped" in neutral.stdout and "changed nothing" not in neutral.stdout
 
 
+@pytest.mark.parametrize("mapping", [False, True])
 @pytest.mark.parametrize("size, file_chunk, set_chunk, said", [("1 MiB", "4 MiB", "8 MiB", ["a", "b"]),
                                                               ("1 MiB", "64 KiB", "8 MiB", ["a", "b"]),
                                                               ("64 MiB", "2 MiB", "1 GiB", [])])
 def test_an_option_set_over_the_file_s_option_is_said_where_neither_counts(tmp_path, cli, size, file_chunk,
-                                                                           set_chunk, said):
+                                                                           set_chunk, said, mapping):
     """Left from the review of round ad: compare dropped an ``options.`` key a variant sets over
     the file's own wherever both were written, so a chunk_size no run cuts by (pieces of 1 MiB
     over 4 GPUs are far below 4 or 8 MiB) was said of the option that keeps the file's value
@@ -3689,12 +3690,15 @@ def test_an_option_set_over_the_file_s_option_is_said_where_neither_counts(tmp_p
     value answers as no chunk_size does (too coarse to cut, or finer than NCCL's chunk and
     raised to it, which compare said of no option either); where the file's 2 MiB cuts a
     64 MiB run's pieces and the variant's 1 GiB does not, the set moves the option's time and
-    is not said."""
+    is not said. The same where the variant sets a mapping of options (the review: the whole
+    mapping was put back, message_overhead and all, so the set always seemed to count)."""
+    written = (f"options: {{chunk_size: {set_chunk}, message_overhead: 1 us}}" if mapping else
+               f"options.chunk_size: {set_chunk}")
     (tmp_path / "c.yaml").write_text(
         "name: c\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}"
         f"\nsizes: [{size}]\nalgorithms: [ring]\noptions: {{chunk_size: {file_chunk}}}\nvariants:\n"
         "  - {name: a, set: {topology.generate.nic_bandwidth: 100 Gb/s}}\n"
-        f"  - {{name: b, set: {{topology.generate.nic_bandwidth: 200 Gb/s, options.chunk_size: {set_chunk}}}}}\n")
+        f"  - {{name: b, set: {{topology.generate.nic_bandwidth: 200 Gb/s, {written}}}}}\n")
     compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     assert compared.exit_code == 0, compared.stderr
     text = " ".join(compared.stdout.split())
@@ -3703,8 +3707,8 @@ def test_an_option_set_over_the_file_s_option_is_said_where_neither_counts(tmp_p
         from simnet.run.compare import compare_scenarios
         from simnet.spec.scenario import load_scenario
 
-        (tmp_path / "k.yaml").write_text((tmp_path / "c.yaml").read_text().replace(f", options.chunk_size: {set_chunk}",
-                                                                                    ""))
+        (tmp_path / "k.yaml").write_text((tmp_path / "c.yaml").read_text().replace(
+            f"chunk_size: {set_chunk}", f"chunk_size: {file_chunk}"))
         rows, kept = ({row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / name)])}
                       for name in ("c.yaml", "k.yaml"))
         assert rows["b"] != kept["b"], (rows, kept)
@@ -3806,14 +3810,17 @@ def _compared(cli, path: Path) -> str:
     return " ".join(compared.stdout.split())
 
 
+@pytest.mark.parametrize("algorithm", ["ring", "auto"])
 @pytest.mark.parametrize("gpus, size, said", [(1, "1 MiB", True), (4, "0 B", True), (2, "1 MiB", False)])
-def test_options_of_a_run_that_exchanges_nothing_are_said_to_change_nothing(tmp_path, cli, gpus, size, said):
+def test_options_of_a_run_that_exchanges_nothing_are_said_to_change_nothing(tmp_path, cli, gpus, size, said,
+                                                                            algorithm):
     """Fuzz round ah: ``gpus: 1`` answered every algorithm with 0 ns while its options
     (channels, chunk_size, reduce_bandwidth) changed nothing, unsaid (a job of one GPU is
-    refused). One GPU, or a run of 0 B, exchanges nothing: each option given is said."""
+    refused). One GPU, or a run of 0 B, exchanges nothing: each option given is said, of
+    ``auto`` too (the review: auto at 0 B weighed its candidates and said none)."""
     (tmp_path / "s.yaml").write_text(
         f"name: s\ntopology: {{name: t, generate: {{kind: nvswitch, gpus: 4}}}}\nsizes: [{size}]\n"
-        f"algorithms: [ring]\ngpus: {gpus}\noptions: {{chunk_size: 256 KiB, reduce_bandwidth: 1 GB/s}}\n")
+        f"algorithms: [{algorithm}]\ngpus: {gpus}\noptions: {{chunk_size: 256 KiB, reduce_bandwidth: 1 GB/s}}\n")
     ran = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "s.json")
     assert ran.exit_code == 0, ran.stderr
     run = json.loads((tmp_path / "s.json").read_text())["runs"][0]

@@ -127,27 +127,46 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     for i, row in enumerate(rows):  # an option whose every answer another's is: what tells them apart changes nothing
         row["same_as"] = next((options[j][0] for j in range(i) if answers[j] == answers[i]), None)
     sources = [source_of(scenario) for scenario in scenarios]
+    as_written: dict[tuple[int, str], str] = {}  # (scenario, overrides) -> its answers, each computed once
     for row, (index, _, _, overrides, where), (_, _, ran, *_) in zip(rows, every, options):
         written = where[-1] if len(where) > 1 else {}
         row["unread"] = [name for name in row["unread"] if not _counts_against_the_file(
-            name, next((key for key in written if dotted_within(name, key)), None), sources[index], plans[index],
-            overrides, scenarios[index].algorithms, where, ran)]
+            name, next((key for key in written if dotted_within(name, key)), None), overrides, ran,
+            source=sources[index], plan=plans[index],
+            answered=lambda changed, index=index, where=where: as_written.setdefault(
+                (index, repr(changed)), _answers_of(plans[index], changed, scenarios[index].algorithms, where)))]
     return rows
 
 
-def _counts_against_the_file(name: str, key: str | None, source, plan, overrides: tuple, algorithms, where,
-                             ran: list[dict]) -> bool:
+def _counts_against_the_file(name: str, key: str | None, overrides: tuple, ran: list[dict], *, source, plan,
+                             answered) -> bool:
     """Whether the run-level key ``name`` (``options.chunk_size``, ``jobs[0].period``), unread
-    in an option's records ``ran``, is written by its set's ``key`` over a value the file
-    writes that answers otherwise: then the set replaces a value that counts, and is not
-    said to change nothing. Where the file's value answers alike (unread, or raised to what
-    the run takes without it), it is said."""
+    in an option's records ``ran``, is written by its set's ``key`` (the key itself, or a
+    mapping holding it) over a value the file writes that answers otherwise (``answered``:
+    the option's answers with its overrides changed so): then the set replaces a value that
+    counts, and is not said to change nothing. Where the file's value answers alike (unread,
+    or raised to what the run takes without it), it is said; where the option cannot run with
+    the file's value, the set counts."""
     if key is None or source is None or not source.writes(name):
         return False
-    without = tuple((k, v) for k, v in overrides if k != key)
-    as_written = [record for record in (_evaluate(plan, Point(without, None, a), where) for a in algorithms)
-                  if "skipped" not in record]
-    return _answers(as_written) != _answers(ran)
+    loc = dotted_loc(name)
+    if loc == dotted_loc(key):
+        changed = tuple((k, v) for k, v in overrides if k != key)
+    else:  # the set writes a mapping around it: the file's value put back inside the set's mapping
+        value = plan.document
+        for part in loc:
+            value = value[part]
+        changed = (*overrides, (".".join(map(str, loc)), value))
+    try:
+        return answered(changed) != _answers(ran)
+    except (InputError, SpecError, Unsupported):
+        return True
+
+
+def _answers_of(plan, overrides: tuple, algorithms, where) -> str:
+    """``_answers`` of an option's records with ``overrides``, every algorithm it runs."""
+    return _answers([record for record in (_evaluate(plan, Point(overrides, None, a), where) for a in algorithms)
+                     if "skipped" not in record])
 
 
 def _options_of(index: int, scenario: Scenario) -> list[tuple]:

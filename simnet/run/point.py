@@ -148,6 +148,12 @@ class Conditions:
         }
 
 
+def _moved_nothing(options: dict, why: str) -> list[Finding]:
+    """``option_unread`` of each option given to a run that exchanges nothing (``why``)."""
+    return [Finding("option_unread", f"options.{name}", f"options.{name} changed nothing here: {why} (time 0)")
+            for name, value in options.items() if value is not None]
+
+
 def _judged_apart(result: Result) -> Result:
     """A named run's result as ``auto``'s pick: without what it says changed nothing of
     itself (``key_unread``, ``option_unread``), which says nothing of auto, whose pick and
@@ -250,21 +256,21 @@ class Setup:
         convention), replayed on the fluid network under ``conditions``; ``reuse``: results
         of this point by algorithm that ``auto`` may take instead of simulating again."""
         topo, table = self.topo, algorithms_for(self.collective)
+        empty = size == 0 and not lookup_collective(self.collective).point_to_point
         if algorithm == "auto" and len(topo.gpus) > 1:
-            return self._auto(size, timeline, options, conditions, reuse)
+            picked = self._auto(size, timeline, options, conditions, reuse)  # (its candidates' words are their own)
+            return replace(picked, warnings=picked.warnings + _moved_nothing(options, "a run of 0 B moves nothing")) \
+                if empty else picked
         if algorithm not in table and algorithm != "auto":
             raise ValueError(f"unknown algorithm {algorithm!r} for {self.collective}; expected one of "
                              f"{', '.join(table)} or auto")
         self.refuse_what_env_turns_off(algorithm)
-        empty = size == 0 and not lookup_collective(self.collective).point_to_point
         if len(topo.gpus) == 1 or empty:  # nothing to exchange: no schedule, no software, no time
             # (NCCL discards a collective of 0 elements before launching anything: enqueue.cc taskAppend)
             why = "over one GPU there is nothing to exchange" if len(topo.gpus) == 1 else "a run of 0 B moves nothing"
             return Result(algorithm=algorithm, gpus=len(topo.gpus), size_bytes=int(size), time_s=0.0, links=[],
-                          warnings=[Finding("option_unread", f"options.{name}", (
-                              f"options.{name} changed nothing here: {why} (time 0)"))
-                              for name, value in options.items() if value is not None],
-                          options=dict(options), model=self.model, collective=self.collective)
+                          warnings=_moved_nothing(options, why), options=dict(options), model=self.model,
+                          collective=self.collective)
         if algorithm == "hierarchical" and options.get("inner") is None:
             return self._fastest_inner(size, timeline, options, conditions)
         engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}

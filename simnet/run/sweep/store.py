@@ -84,8 +84,8 @@ def load_records(path: Path, recomputed: list[str] | None = None) -> list[dict]:
         why = _unsound(record)
         if why:
             if recomputed is not None:
-                recomputed.append(f"{path}:{number}: a record whose {why.removeprefix('its ')}; dropped, and its "
-                                  "point computed again")
+                recomputed.append(f"{path}:{number}: a record whose {why.removeprefix('its ')}; dropped (its point "
+                                  "is computed again where the sweep runs it)")
             unsound = True
             continue
         records.append(record)
