@@ -70,25 +70,30 @@ def write_text(path: str | Path, text: str) -> Path:
     beside it, then renamed, so a reader never sees half a file and a failed write leaves the
     old one in place. The temporary name is short (``.simnet-XXXX.partial``): any name the
     file system takes for ``path`` works. The file gets the mode a plain write would give
-    it: the old file's, else what the umask leaves of 0666 (a temporary file is 0600)."""
+    it: the old file's, else what the umask leaves of 0666 (the temporary file is made so)."""
     import os
+    import secrets
     import stat
-    import tempfile
 
     path = Path(path)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
-    except OSError:  # a new file
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".simnet-",
-                                     suffix=".partial", delete=False) as partial:
-        partial.write(text if text.endswith("\n") else text + "\n")
+    except OSError:  # a new file: the umask applies as the temporary file is made
+        mode = None
+    while True:
+        partial = path.parent / f".simnet-{secrets.token_hex(4)}.partial"
+        try:
+            handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
-        os.chmod(partial.name, mode)
-        os.replace(partial.name, path)
+        with open(handle, "w", encoding="utf-8") as stream:
+            stream.write(text if text.endswith("\n") else text + "\n")
+        if mode is not None:
+            os.chmod(partial, mode)
+        os.replace(partial, path)
     except BaseException:
-        os.unlink(partial.name)
+        partial.unlink(missing_ok=True)
         raise
     return path

@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 
 from simnet import units
@@ -35,7 +34,6 @@ from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import common_options
 from simnet.schedule.transfers import count_transfers
 from simnet.topology.graph import PS_PER_SECOND, Topology
-from simnet.topology.hardware import NET
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
 
@@ -512,24 +510,12 @@ def _network_fit_unread(point: Setup, calibration: Calibration, conditions: Cond
             f"the calibration profile {profile}'s {' and '.join(given)} refine{'s' if len(given) == 1 else ''} the "
             f"steps and links of the network between nodes, and no route of this run crosses one: "
             f"{'it' if len(given) == 1 else 'they'} changed nothing here")))
-    if calibration.intra_step_latency != 0.0 and not _joined_inside_a_node(topo, ends):
+    if calibration.intra_step_latency != 0.0 and not topo.joined_inside_a_node(ends):
         said.append(Finding("key_unread", f"{profile}: intra_step_latency", (
             f"the calibration profile {profile}'s intra_step_latency refines the steps inside a node (over NVLink "
             "or PCIe), and no two of this run's GPUs share one: every step crosses the network, so it changed "
             "nothing here")))
     return said
-
-
-def _joined_inside_a_node(topo: Topology, ends: list[str]) -> bool:
-    """Whether two of ``ends`` are joined by NVLink and PCIe links alone (a step between them
-    is one inside a node to NCCL's model, whichever way it is routed)."""
-    def components(network: Topology) -> dict[str, int]:
-        inside = nx.Graph([edge for edge, i in network.link_index.items() if network.link_type[i] != NET])
-        return {node: k for k, nodes in enumerate(nx.connected_components(inside)) for node in nodes}
-
-    component = topo.derived("inside_a_node", components)
-    found = [component[end] for end in ends if end in component]
-    return len(found) != len(set(found))
 
 
 def _builder_defaults(taken) -> dict:

@@ -359,6 +359,17 @@ class Topology:
         (``flow`` picks among equal-cost ways: see ``simnet.topology.routing``)."""
         return self.router.route_indices(src, dst, flow)
 
+    def joined_inside_a_node(self, ends: list[str]) -> bool:
+        """Whether two of ``ends`` are joined by NVLink and PCIe links alone: a step between
+        them is one inside a node to NCCL's model, whichever way it is routed."""
+        def components(network: Topology) -> dict[str, int]:
+            inside = nx.Graph([edge for edge, i in network.link_index.items() if network.link_type[i] != NET])
+            return {node: k for k, nodes in enumerate(nx.connected_components(inside)) for node in nodes}
+
+        component = self.derived("inside_a_node", components)
+        found = [component[end] for end in ends if end in component]
+        return len(found) != len(set(found))
+
     def network_links_between(self, ends: list[str]) -> list[int]:
         """Directed indices of the network links (``NET``: NICs, switches, the WAN) that the
         route (connection 0) between some two of ``ends`` crosses; none where every route

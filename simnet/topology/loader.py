@@ -17,7 +17,7 @@ from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.topology.generators import GENERATORS, GeneratorError, generate, network_keys, unread_keys
 from simnet.topology.graph import FORWARDING_KINDS, Topology
-from simnet.topology.hardware import GPUS, NVLINK
+from simnet.topology.hardware import GPUS, NET, NVLINK
 from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 
@@ -297,10 +297,12 @@ def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]
         if not data.get("nvls"):
             continue
         if not _nvlink_gpus(topology, node):
+            network = any(topology.link_type[topology.link_index[(node, v)]] == NET
+                          for v in topology.graph.successors(node))
             raise source.error(where[node] + ("nvls",), (
                 f"{node!r} joins no GPU over NVLink, and nvls marks an NVSwitch that reduces for the GPUs linked to it "
-                "(NVLink SHARP), so here it changes nothing: leave it out (a network switch that reduces says "
-                "sharp: true)"))
+                "(NVLink SHARP), so here it changes nothing: leave it out"
+                + (" (a network switch that reduces says sharp: true)" if network else "")))
         models = {topology.gpu_model(n) for n in topology.graph.successors(node) if topology.kind(n) == "gpu"}
         lacking = sorted(m for m in models if m in GPUS and not GPUS[m].nvls)
         if lacking:
