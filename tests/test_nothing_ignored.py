@@ -3827,3 +3827,22 @@ def test_options_of_a_run_that_exchanges_nothing_are_said_to_change_nothing(tmp_
     unread = sorted(w["link"] for w in run["warnings"] if w["kind"] == "option_unread")
     assert (run["time_s"] == 0) == said
     assert (unread == ["options.chunk_size", "options.reduce_bandwidth"]) == said, run["warnings"]
+
+
+def test_a_swept_key_the_file_writes_that_counts_in_neither_is_said(tmp_path, cli):
+    """Fuzz round ai: sweeping stragglers.sigma (and the distribution to exponential, which has
+    no sigma) over a file that writes sigma for its lognormal said nothing, though every point
+    left sigma unread and the file's own sigma answers alike there. Judged against the file's
+    value by running a point with it: said here; a neutral value over the file's felt one
+    (a straggler's 0 us over its 500 us) stays unsaid."""
+    head = ("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}}"
+            "\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    (tmp_path / "s.yaml").write_text(head + "stragglers: {distribution: lognormal, mean: 50 us, sigma: 1, seed: 7}\n")
+    swept = cli("sweep", tmp_path / "s.yaml", "--set", "stragglers.distribution=exponential", "--set",
+                "stragglers.sigma=0.5,2", "--out", tmp_path / "a", "--workers", "1")
+    assert swept.exit_code == 0 and "stragglers.sigma changed nothing at any point" in " ".join(swept.stdout.split())
+    assert len({r["sizes"][0]["time_s"] for r in _records(tmp_path / "a")}) == 1
+    (tmp_path / "n.yaml").write_text(head + "stragglers: {r0h0-gpu0: 500 us}\n")
+    neutral = cli("sweep", tmp_path / "n.yaml", "--set", "stragglers.r0h0-gpu0=0us", "--out", tmp_path / "b",
+                  "--workers", "1")
+    assert neutral.exit_code == 0 and "changed nothing" not in neutral.stdout, neutral.stdout

@@ -157,7 +157,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
 
     ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
     choices = scenario_choices_unread(spec, plan.env, ran, "every point")
-    print_warnings(console, choices + _unread_everywhere(spec, records, {w.link for w in choices}, set(axes)))
+    print_warnings(console, choices + _unread_everywhere(spec, plan, records, {w.link for w in choices}, set(axes)))
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
@@ -166,14 +166,15 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         console.print(f"wrote {path}")
 
 
-def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str]) -> list:
+def _unread_everywhere(spec, plan, records: list[dict], said: set[str], swept: set[str]) -> list:
     """What changed nothing at any point of the sweep (``unread_everywhere``), once each and
     not again where ``said``: the file's own words for a key it makes moot (``spec.warnings``),
     else that it changed nothing anywhere (for a key only ``--set`` gives, ``swept``, that a
-    run with it written says why)."""
+    run with it written says why). A swept key the file writes too is judged against the
+    file's value: not said where that answers otherwise at some point."""
     from simnet.io.yamlsource import dotted_within
     from simnet.results.result import Finding
-    from simnet.run.sweep.evaluate import after_every_end, unread_everywhere
+    from simnet.run.sweep.evaluate import after_every_end, answered_otherwise_as_written, unread_everywhere
     from simnet.spec.scenario import source_of
 
     own = {w.link: w for w in spec.warnings}
@@ -183,8 +184,8 @@ def _unread_everywhere(spec, records: list[dict], said: set[str], swept: set[str
         if link in said:
             continue
         if link not in own and source is not None and source.writes(link) and any(
-                dotted_within(link, axis) for axis in swept):
-            continue  # --set replaces the file's own value, which counts, at every point: it counts against it
+                dotted_within(link, axis) for axis in swept) and answered_otherwise_as_written(plan, records, link):
+            continue  # --set replaces the file's own value, which counts: it counts against it
         kind = "option_unread" if link.startswith("options.") else "key_unread"
         whose = "a scenario that writes it" if link in swept and link not in own else "the scenario"
         found.append(own.get(link) or Finding(kind, link, (

@@ -11,7 +11,6 @@ the other's column.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from simnet.errors import EnvironmentRefused, InputError, SpecError, Unsupported
@@ -21,7 +20,7 @@ from simnet.run.nccl_env import nccl_env
 from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import run_sizes, scenario_choices_unread
 from simnet.run.simulate import unread_by_every, unread_options
-from simnet.run.sweep.evaluate import after_every_end, check_point_fits, evaluate_point, unread_everywhere
+from simnet.run.sweep.evaluate import after_every_end, answers_of, check_point_fits, evaluate_point, unread_everywhere
 from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario, source_of
 from simnet.topology.schema import TopologySpec
@@ -123,7 +122,7 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
                                                            f"({records[0]['skipped']})")
         options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}, where))
     rows = compare_rows(options)
-    answers = [_answers(records) for _, _, records, *_ in options]
+    answers = [answers_of(records) for _, _, records, *_ in options]
     for i, row in enumerate(rows):  # an option whose every answer another's is: what tells them apart changes nothing
         row["same_as"] = next((options[j][0] for j in range(i) if answers[j] == answers[i]), None)
     sources = [source_of(scenario) for scenario in scenarios]
@@ -158,14 +157,14 @@ def _counts_against_the_file(name: str, key: str | None, overrides: tuple, ran: 
             value = value[part]
         changed = (*overrides, (".".join(map(str, loc)), value))
     try:
-        return answered(changed) != _answers(ran)
+        return answered(changed) != answers_of(ran)
     except (InputError, SpecError, Unsupported):
         return True
 
 
 def _answers_of(plan, overrides: tuple, algorithms, where) -> str:
     """``_answers`` of an option's records with ``overrides``, every algorithm it runs."""
-    return _answers([record for record in (_evaluate(plan, Point(overrides, None, a), where) for a in algorithms)
+    return answers_of([record for record in (_evaluate(plan, Point(overrides, None, a), where) for a in algorithms)
                      if "skipped" not in record])
 
 
@@ -220,20 +219,6 @@ def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> 
             finding = _placed(finding, finding.link, f"{scenario.source}:{source.lines[dotted_loc(finding.link)]}")
         said.append(replace(finding, message=f"{finding.message} (in option {', '.join(names)})"))
     return said
-
-
-def _answers(records: list[dict]) -> str:
-    """What an option's records answer, without what names it (its set, key, topology's name)
-    or what it was told (warnings, unread): equal for two options that answer alike, run for
-    run, to the picosecond."""
-    said = {"key", "set", "topology", "warnings", "unread"}
-
-    def bare(value):
-        if isinstance(value, dict):
-            return {k: bare(v) for k, v in value.items() if k not in said}
-        return [bare(v) for v in value] if isinstance(value, list) else value
-
-    return json.dumps(bare(records), sort_keys=True, default=str)
 
 
 _TOPOLOGY_KEYS = frozenset(TopologySpec.model_fields) - {"name", "calibration"}

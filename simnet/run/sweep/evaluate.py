@@ -5,10 +5,11 @@ transformer's step (``training``: step time, tokens/s, MFU, exposed parts)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from simnet.errors import Cut, EnvironmentRefused, InputError, Unsupported, shown
+from simnet.errors import Cut, EnvironmentRefused, InputError, SpecError, Unsupported, shown
 from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
 from simnet.run.scenario import check_runs_fit, read_by_any, run_sizes, scenario_choices_unread, step_reads
@@ -18,7 +19,8 @@ from simnet.run.training import training_step
 from simnet.spec.scenario import fault_refusal
 from simnet.workloads.ddp import StepModel
 
-__all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere", "after_every_end"]
+__all__ = ["evaluate_point", "check_point_fits", "UNREAD", "unread_everywhere", "after_every_end", "answers_of",
+           "answered_otherwise_as_written"]
 
 UNREAD = ("option_unread", "key_unread", "chunk_size_raised")
 """Warning kinds that say a key or option changed nothing (a chunk finer than NCCL's ran as
@@ -35,6 +37,42 @@ def unread_everywhere(records: list[dict], prefix: str = "") -> list[str]:
     if not kept or any("unread" not in at for at in kept):
         return []
     return sorted(link for link in set.intersection(*(set(at["unread"]) for at in kept)) if link.startswith(prefix))
+
+
+def answers_of(records: list[dict]) -> str:
+    """What ``records`` answer, without what names them (their set, key, topology's name) or
+    what they were told (warnings, unread): equal for two that answer alike, run for run,
+    to the picosecond."""
+    said = {"key", "set", "topology", "warnings", "unread"}
+
+    def bare(value):
+        if isinstance(value, dict):
+            return {k: bare(v) for k, v in value.items() if k not in said}
+        return [bare(v) for v in value] if isinstance(value, list) else value
+
+    return json.dumps(bare(records), sort_keys=True, default=str)
+
+
+def answered_otherwise_as_written(plan: SweepPlan, records: list[dict], link: str) -> bool:
+    """Whether some point of ``plan`` (its record among ``records``) answers otherwise with
+    the value the scenario file writes for ``link`` than with the value its axis gives it:
+    then the axis replaces a value that counts. A point refused with the file's value counts
+    too. (A key unread at every point that the file writes: judged against the file's value,
+    not against its absence.)"""
+    from simnet.io.yamlsource import dotted_within
+
+    by_key = {record["key"]: record for record in records}
+    for point in plan.points:
+        if point.key not in by_key:
+            continue
+        written = Point(tuple((k, v) for k, v in point.overrides if not dotted_within(link, k)), point.gpus,
+                        point.algorithm)
+        try:
+            if answers_of([evaluate_point(plan, written)]) != answers_of([by_key[point.key]]):
+                return True
+        except (InputError, SpecError, Unsupported, TooLarge):
+            return True
+    return False
 
 
 def after_every_end(records: list[dict]) -> bool:
