@@ -3846,3 +3846,21 @@ def test_a_swept_key_the_file_writes_that_counts_in_neither_is_said(tmp_path, cl
     neutral = cli("sweep", tmp_path / "n.yaml", "--set", "stragglers.r0h0-gpu0=0us", "--out", tmp_path / "b",
                   "--workers", "1")
     assert neutral.exit_code == 0 and "changed nothing" not in neutral.stdout, neutral.stdout
+
+
+def test_a_variant_s_mapping_that_keeps_a_key_moot_in_its_option_is_said(tmp_path, cli):
+    """Fuzz round ai: a variant setting ``training.parallelism: {tp: 8, pp: 2, ..., fsdp: true}``
+    over a file whose own parallelism shards (dp 16) left fsdp moot in that option (dp 1), and
+    compare said nothing: the key was judged against the file's whole mapping (dp 16, where
+    fsdp counts), not against the file's fsdp inside the variant's mapping. Said now."""
+    (tmp_path / "c.yaml").write_text(
+        "name: c\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 8}}\n"
+        "training:\n  model: {layers: 8, hidden: 4096, heads: 32, ffn: 14336, sequence: 4096, vocabulary: 32000}\n"
+        "  parallelism: {fsdp: true, micro_batches: 1}\n  efficiency: 0.5\nvariants:\n  - {name: FSDP}\n"
+        "  - {name: 3D, set: {training.parallelism: {tp: 8, pp: 2, micro_batches: 16}}}\n"
+        "  - {name: 3Dfsdp, set: {training.parallelism: {tp: 8, pp: 2, micro_batches: 16, fsdp: true}}}\n")
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    text = " ".join(compared.stdout.split())
+    assert "variants[2].set.training.parallelism.fsdp" in text and "fsdp changed nothing here (in option 3Dfsdp)" in text
+    assert "(in option FSDP" not in text

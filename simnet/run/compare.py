@@ -148,18 +148,24 @@ def _counts_against_the_file(name: str, key: str | None, overrides: tuple, ran: 
     the file's value, the set counts."""
     if key is None or source is None or not source.writes(name):
         return False
-    loc = dotted_loc(name)
-    if loc == dotted_loc(key):
-        changed = tuple((k, v) for k, v in overrides if k != key)
-    else:  # the set writes a mapping around it: the file's value put back inside the set's mapping
-        value = plan.document
-        for part in loc:
-            value = value[part]
-        changed = (*overrides, (".".join(map(str, loc)), value))
     try:
-        return answered(changed) != answers_of(ran)
+        return answered(_as_the_file_writes(overrides, key, name, plan.document)) != answers_of(ran)
     except (InputError, SpecError, Unsupported):
         return True
+
+
+def _as_the_file_writes(overrides: tuple, key: str, name: str, document: dict) -> tuple:
+    """``overrides`` (an option's set) with the key ``name`` as the scenario ``document``
+    writes it: without the set's ``key`` where that is ``name`` itself, else (``key`` a
+    mapping around it: ``training.parallelism`` for ``training.parallelism.fsdp``) with the
+    file's value put back inside the set's mapping, the mapping's other keys kept."""
+    loc = dotted_loc(name)
+    if loc == dotted_loc(key):
+        return tuple((k, v) for k, v in overrides if k != key)
+    value = document
+    for part in loc:
+        value = value[part]
+    return (*overrides, (".".join(map(str, loc)), value))
 
 
 def _answers_of(plan, overrides: tuple, algorithms, where) -> str:
@@ -266,7 +272,8 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
         for finding in warnings:
             key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
             if key is not None and source is not None and source.writes(finding.link) and finding.link not in {
-                    w.link for w in scenario_at(plan, tuple((k, v) for k, v in variant.set.items() if k != key),
+                    w.link for w in scenario_at(plan, _as_the_file_writes(tuple(variant.set.items()), key,
+                                                                          finding.link, plan.document),
                                                 None).warnings if w.kind == "key_unread"}:
                 continue  # it replaces the file's own value, which counts in this option: judged against it
             if finding.kind == "key_unread" and key is not None and key == "topology" and \
