@@ -3864,3 +3864,21 @@ def test_a_variant_s_mapping_that_keeps_a_key_moot_in_its_option_is_said(tmp_pat
     text = " ".join(compared.stdout.split())
     assert "variants[2].set.training.parallelism.fsdp" in text and "fsdp changed nothing here (in option 3Dfsdp)" in text
     assert "(in option FSDP" not in text
+
+
+@pytest.mark.parametrize("rails, said", [(1, True), (2, False)])
+def test_leaf_oversubscription_under_one_leaf_is_said_to_change_nothing(rails, said):
+    """Fuzz round ai: a rail_optimized fabric of one unit and one rail puts every NIC under one
+    leaf, so leaf_oversubscription (the leaves' uplinks) changed nothing, unsaid. Said there;
+    with two rails, routes between rails climb to the spines and it counts."""
+    from simnet import simulate
+
+    def fabric(oversubscription):
+        return topology_from_dict({"name": "r", "generate": {
+            "kind": "rail_optimized", "units": 1, "nodes_per_unit": 2, "gpus_per_node": 8, "rails": rails,
+            "leaf_oversubscription": oversubscription}})
+
+    plain, written = fabric(1), fabric(4)
+    assert any(e.startswith("generate.leaf_oversubscription") for e in written.unread) == said
+    times = {simulate(topo, "direct", 2**24).time_s for topo in (plain, written)}
+    assert (len(times) == 1) == said

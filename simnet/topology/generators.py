@@ -949,6 +949,11 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said.append(("spine_oversubscription", f"its {model.leaves()} leaves per plane fit one spine tier, so no "
                                                "core tier is built and it changed nothing here (as 1; any other is "
                                                "refused)"))
+    if isinstance(model, RailOptimizedParams) and model.leaves() == 1 and model.units * model.nodes_per_unit > 1 \
+            and "leaf_oversubscription" in written:
+        said.append(("leaf_oversubscription", "every NIC sits under the one leaf of its plane (one unit, one rail), so "
+                                              "no route climbs to a spine and it changed nothing here; it counts from "
+                                              "two leaves (rails: 2 or more, or units: 2)"))
     servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
     if isinstance(model, NVSwitchParams) and alone:
