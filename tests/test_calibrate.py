@@ -681,3 +681,24 @@ def test_a_profile_s_machine_is_compared_as_it_is_rounded(tmp_path, root, edit, 
     with pytest.raises(InputError, match=re.escape("fitted.hardware.transport: 'IB' is not one of 'ib'")):
         (tmp_path / "q.cal.yaml").write_text(text.replace("transport: ib", "transport: IB"))
         load_calibration(tmp_path / "q.cal.yaml")
+
+
+def test_runs_count_alike_however_they_are_filed(root, tmp_path, cli):
+    """Fuzz round ai: the same runs in one log met at the median of each size, but split over
+    two logs they were two points each (factors 6-10 % apart), and a renamed copy of a log got
+    past the "given twice" refusal. A size on one rank count is one point at the median of
+    its runs in every log; a copy (the very bytes) is refused."""
+    from simnet import load_topology
+
+    text = (root / "validation" / "logs" / "xe9680_2node_issue309.log").read_text()
+    topology = load_topology(root / "validation" / "logs" / "xe9680_2node.yaml")
+    filed = {"one": [parse_log(text + text, "both.log")], "two": [parse_log(text, "a.log"), parse_log(text, "b.log")],
+             "once": [parse_log(text, "a.log")]}  # the job run twice: one log of both runs, or a log per run
+    points = {how: sorted((p.ranks, p.size_bytes, p.measured_us) for p in points_of(logs, topology, 16))
+              for how, logs in filed.items()}
+    assert points["one"] == points["two"] == points["once"]
+    (tmp_path / "a.log").write_text(text)
+    (tmp_path / "copy.log").write_text(text)
+    copied = cli("calibrate", tmp_path / "a.log", tmp_path / "copy.log", "-t",
+                 root / "validation" / "logs" / "xe9680_2node.yaml", "--gpus", 16, "-o", tmp_path / "x.cal.yaml")
+    assert copied.exit_code == 2 and "holds the very bytes of" in copied.stderr and not (tmp_path / "x.cal.yaml").exists()

@@ -55,9 +55,15 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
     from simnet.topology.loader import load_topology
 
     seen = [Path(log).resolve() for log in logs]
+    contents = {}  # a log's bytes -> the first name it was given by
     for i, log in enumerate(seen):
         if log in seen[:i]:
             raise InputError(f"{logs[i]} is given twice: its rows would count twice in the fit; give each log once")
+        if log.is_file():
+            first = contents.setdefault(log.read_bytes(), logs[i])
+            if first != logs[i]:
+                raise InputError(f"{logs[i]} holds the very bytes of {first}: a copy of one log, whose runs would "
+                                 "count twice in the fit; give each log once")
     topology = load_topology(topology_path)
     inputs = [*logs, topology_path, *([topology.calibration] if topology.calibration else [])]
     output_file(output, "--output", inputs=inputs)

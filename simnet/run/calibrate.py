@@ -63,7 +63,8 @@ def error_factor(predicted: float, measured: float) -> float:
 
 @dataclass(frozen=True)
 class CalibrationPoint:
-    """One row of one log: ranks, bytes, measured time (us) and where it came from."""
+    """One measured size: ranks, bytes, measured time (us; the median of its runs) and the
+    log line of its first run."""
 
     log: str
     ranks: int
@@ -127,8 +128,10 @@ class Fit:
 
 def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) -> list[CalibrationPoint]:
     """The points of ``logs`` on ``topology``: each log's ranks from its device lines, or
-    ``gpus`` (one count for every log, or one per log)."""
-    points = []
+    ``gpus`` (one count for every log, or one per log). A size measured more than once on one
+    rank count (and kind of reduction), in one log or across several, is one point at the
+    median of its times: runs count alike however they are filed."""
+    repeats: dict[tuple, list] = {}  # (ranks, size, NVLS reduces) -> (log, row) of every run of it
     for i, log in enumerate(logs):
         log.refuse_unless_allreduce()
         given = gpus[i] if isinstance(gpus, list) else gpus
@@ -145,13 +148,11 @@ def points_of(logs: list[Log], topology, gpus: int | list[int] | None = None) ->
         _refuse_another_machine(log, topology, ranks)
         _refuse_ranks_the_rows_contradict(log, ranks, "the log's device lines list" if log.ranks else "--gpus says")
         _refuse_rows_faster_than_the_links(log, topology, ranks)
-        repeats: dict[int, list] = {}  # a size measured more than once: its median time, one point
         for row in log.rows:
-            repeats.setdefault(row.size_bytes, []).append(row)
-        points += [CalibrationPoint(log.path, ranks, size, float(np.median([r.best_us for r in rows])), rows[0].line,
-                                    all(nvls_reduces(r.dtype, r.op) for r in rows))
-                   for size, rows in repeats.items()]
-    return points
+            repeats.setdefault((ranks, row.size_bytes, nvls_reduces(row.dtype, row.op)), []).append((log, row))
+    return [CalibrationPoint(runs[0][0].path, ranks, size, float(np.median([row.best_us for _, row in runs])),
+                             runs[0][1].line, nvls)
+            for (ranks, size, nvls), runs in repeats.items()]
 
 
 def _refuse_ranks_the_rows_contradict(log: Log, ranks: int, said: str) -> None:
