@@ -363,6 +363,15 @@ def test_groups_beside_a_kineto_trace_name_the_option():
         read_traces([HTA_TRACE], ranks_per_trace=2, groups={"a": [0, 1]})
 
 
+def test_ranks_per_trace_past_the_recorded_world_names_the_trace_and_the_option():
+    """Fuzz round ai (LOW): --ranks-per-trace 8 on a trace of a 2-rank job was refused in a
+    line naming neither the trace nor the option."""
+    with pytest.raises(InputError) as refused:
+        read_traces([HTA_TRACE], ranks_per_trace=8)
+    assert str(HTA_TRACE) in str(refused.value) and "ranks 2-7 lie beyond it (--ranks-per-trace 8 makes each trace " \
+        "stand for 8 ranks; the trace records a world of 2)" in str(refused.value)
+
+
 @pytest.mark.parametrize("groups", [{"x": [0, 1]}, {"world": [0]}, {"world": [0, 1]}, {"x": [0, 1], "world": [0, 1]}])
 def test_groups_no_call_of_a_chakra_trace_names_are_said_to_change_nothing(groups):
     """Fuzz round ah: --groups naming a group none of the trace's calls names (a typo, or

@@ -174,7 +174,11 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
                          + (f"{_ranks_word(missing)} {_ranges(missing)} "
                             f"{'has' if len(missing) == 1 else 'have'} no trace; give "
                             f"{'it' if len(missing) == 1 else 'them'}, or --ranks-per-trace if every rank runs alike"
-                            if missing else f"{_ranks_word(beyond)} {_ranges(beyond)} lie beyond it"))
+                            if missing else f"{_ranks_word(beyond)} {_ranges(beyond)} lie beyond it"
+                            + (f" (--ranks-per-trace {ranks_per_trace} makes each trace stand for {ranks_per_trace} "
+                               f"ranks{'; the trace records a world of ' + str(world) if worlds else ''})"
+                               if ranks_per_trace > 1 else "")),
+                         None if missing or not worlds else worlds[world])
     return sorted(out, key=lambda t: t.rank)
 
 
