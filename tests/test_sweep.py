@@ -553,3 +553,24 @@ def test_a_set_collective_is_judged_beside_the_algorithms_a_names(tmp_path, cli)
     refused = cli("sweep", tmp_path / "s.yaml", "--set", "collective=all_gather", "--out", tmp_path / "b",
                   "--workers", "1")
     assert refused.exit_code == 2 and "unknown algorithm 'tree' for all_gather" in refused.stderr
+
+
+def test_a_sweep_of_jobs_plots_their_times_and_no_busbw(tmp_path, cli, figures):
+    """Fuzz round ai (LOW): a sweep of a jobs scenario drew busbw.png's bandwidth panel at 0 GB/s
+    for every point (a point of jobs has no one collective's busbw: its value is null) and a
+    log time axis over less than a decade with no tick labelled. Now the time panel alone,
+    each point's slowest job, on a linear axis with labelled ticks."""
+    (tmp_path / "j.yaml").write_text(
+        "name: j\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 4}}\n"
+        "jobs:\n  - {name: a, gpus: 4, placement: spread, algorithm: ring, size: 4 MiB}\n"
+        "  - {name: b, gpus: 4, algorithm: ring, size: 4 MiB}\n")
+    swept = cli("sweep", tmp_path / "j.yaml", "--set", "jobs.0.size=1MiB,4MiB", "--out", tmp_path / "o",
+                "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    (ax,) = figures["busbw.png"].axes
+    records = load_records(tmp_path / "o" / "results.jsonl")
+    assert all(r["sizes"][0]["busbw_GBps"] is None for r in records)
+    assert sorted(y for line in ax.get_lines() for y in line.get_ydata()) == sorted(
+        r["sizes"][0]["time_s"] for r in records)
+    assert ax.get_yscale() == "linear" and "slowest job" in ax.get_ylabel()
+    assert any(label.get_text() for label in ax.get_yticklabels())

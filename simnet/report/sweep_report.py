@@ -179,21 +179,29 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     series = _series(records)
     gpus = sorted({r["gpus"] for r in records})
 
-    fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
-    _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0, picks=True)
-    _gpu_axis(bus, gpus)
-    bus.set_ylabel("bus bandwidth (GB/s)")
-    bus.set_ylim(bottom=0)
-    bus.grid(True, alpha=0.3)
     size = _one_size(_largest(r)["size_bytes"] for r in records)
-    bus.set_title(f"busbw of a {size} {_title(records)}" if size else "busbw at each point's largest size")
+    if any(_largest(r)["busbw_GBps"] is not None for r in records):
+        fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
+        _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0, picks=True)
+        _gpu_axis(bus, gpus)
+        bus.set_ylabel("bus bandwidth (GB/s)")
+        bus.set_ylim(bottom=0)
+        bus.grid(True, alpha=0.3)
+        bus.set_title(f"busbw of a {size} {_title(records)}" if size else "busbw at each point's largest size")
+    else:  # jobs: each point's slowest job, whose busbw no one collective has
+        fig, time = plt.subplots(figsize=(9.5, 5.5))
     _lines(time, series, lambda r: _largest(r)["time_s"], picks=True)
     _gpu_axis(time, gpus)
-    if any(_largest(r)["time_s"] > 0 for r in records):  # one GPU alone moves nothing: no time to log-scale
+    times = [_largest(r)["time_s"] for r in records if _largest(r)["time_s"] > 0]
+    if times and max(times) >= 10 * min(times):  # (within a decade a log axis may hold no tick to label)
         time.set_yscale("log")
     time_axis(time.yaxis)
-    time.set_ylabel(f"{_title(records)} time of {size or 'the largest size'}")
-    time.set_title(f"{scenario}: {_title(records)} time")
+    if "jobs" in records[0]:
+        time.set_ylabel("the slowest job's time, the jobs run together")
+        time.set_title(f"{scenario}: jobs' time")
+    else:
+        time.set_ylabel(f"{_title(records)} time of {size or 'the largest size'}")
+        time.set_title(f"{scenario}: {_title(records)} time")
     written.append(_finish(plt, fig, time, out / "busbw.png"))
     if "iteration_time_s" not in records[0]:
         return written
