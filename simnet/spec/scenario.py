@@ -500,6 +500,11 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     else:
         said += [] if rerouted else network_keys_unread(topology, servers)
     training = spec.training
+    if training is not None and not isinstance(training.model, str) and training.model.kv_heads is None:
+        moot(("training", "model", "heads"), "without kv_heads every head has its own keys and values, so the step's "
+                                             "FLOPs, activations and parameters follow hidden whatever the heads "
+                                             "(they bound tp, which must divide them), and heads changed no time "
+                                             "here; kv_heads (grouped-query attention) makes it count")
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
         moe = training.transformer().moe
