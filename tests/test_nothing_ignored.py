@@ -3904,3 +3904,24 @@ def test_heads_without_kv_heads_is_said_to_change_no_time(kv_heads):
     said = [w.link for w in spec.warnings if w.kind == "key_unread"]
     assert ("training.model.heads" in said) == (kv_heads is None)
     assert (fewer == more) == (kv_heads is None)
+
+
+@pytest.mark.parametrize("key, value, readers", [("nvls", False, ("nvls", "nvls_tree")),
+                                                 ("sharp", True, ("collnet_direct", "collnet_chain"))])
+def test_a_switch_capability_no_algorithm_of_the_run_reduces_on_is_said(key, value, readers):
+    """Fuzz round ai: a generator's ``nvls: false`` or ``sharp: true`` beside ring and tree
+    changed nothing, unsaid, while NCCL_NVLS_ENABLE=0 in the same run was said. Said of each
+    run whose algorithm does not reduce on such a switch (and true: the same time without it);
+    not of auto, which weighs the algorithms that do."""
+    from simnet import simulate
+
+    generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8}
+    written, plain = (topology_from_dict({"name": "t", "generate": {**generate, **extra}})
+                      for extra in ({key: value}, {}))
+    for algorithm in ("ring", "tree", "auto"):
+        run = simulate(written, algorithm, 2**26)
+        said = [w.message for w in run.warnings if w.kind == "key_unread" and w.link == f"generate.{key}"]
+        assert bool(said) == (algorithm != "auto"), (algorithm, said)
+        assert not said or f"({readers[0]} and {readers[1]} do, and auto weighs them)" in said[0]
+        if said:
+            assert run.time_s == simulate(plain, algorithm, 2**26).time_s

@@ -97,6 +97,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
                                                             "named")
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
+    if point.topo.reduction_keys and result.gpus > 1 and algorithm != "auto":
+        result = replace(result, warnings=[*result.warnings, *_reduction_keys_unread(point.topo, algorithm)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         library = "RCCL" if point.model == "rccl" else "NCCL"  # (the library the GPUs run picks)
@@ -268,6 +270,26 @@ def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, di
         else f"{who} runs {SAME_PLAN}, so the same schedules at the same timing"))
         for name in JUDGED_CHOICES if name in unread]
     return said + (_nccl_only_unread(env) if all(point.model == "ideal" for point, *_ in runs) else [])
+
+
+SWITCH_REDUCERS = {"nvls": ("nvls", "nvls_tree", "on the NVSwitch"),
+                   "sharp": ("collnet_direct", "collnet_chain", "in the network (SHARP)")}
+"""Per switch capability a generator writes (``nvls``, ``sharp``): the algorithms that reduce
+on such a switch, and where (``auto`` weighs them too)."""
+
+
+def _reduction_keys_unread(topo: Topology, algorithm: str) -> list[Finding]:
+    """``key_unread`` of the generators' ``nvls`` and ``sharp`` keys (``Topology.reduction_keys``)
+    that ``algorithm`` (not ``auto``) reads nothing of: it does not reduce on such a switch."""
+    said = []
+    for entry in topo.reduction_keys:
+        link = entry.partition(" (")[0]
+        *readers, where = SWITCH_REDUCERS[link.rpartition(".")[2]]
+        if algorithm not in readers:
+            said.append(Finding("key_unread", link, f"{entry}: {algorithm} does not reduce {where} "
+                                                    f"({' and '.join(readers)} do, and auto weighs them), so it "
+                                                    "changed nothing here"))
+    return said
 
 
 def _nccl_only_unread(env: Mapping[str, str]) -> list[Finding]:
