@@ -228,10 +228,10 @@ def _nvswitch_chips(topology: Topology) -> list[list[str]]:
     found: dict[frozenset, list[str]] = {}
     for node, data in topology.graph.nodes(data=True):
         ends = set(topology.graph.successors(node))
-        if data["kind"] != "switch" or data.get("sharp") or len(ends) < 2 or \
+        if data["kind"] != "switch" or data.get("sharp") or len(ends) < 2 or not _nvlink_only(topology, node) or \
                 ends != set(topology.graph.predecessors(node)) or any(
-                    topology.kind(v) != "gpu" or topology.link_type[topology.link_index[(node, v)]] != NVLINK
-                    or topology.link_type[topology.link_index[(v, node)]] != NVLINK for v in ends):
+                    topology.kind(v) != "gpu" or topology.link_type[topology.link_index[(v, node)]] != NVLINK
+                    for v in ends):
             continue
         found.setdefault(frozenset(ends), []).append(node)
     return [chips for chips in found.values() if len(chips) > 1]
@@ -283,13 +283,10 @@ def _nvls_unsaid(topology: Topology) -> list[str]:
     ``NCCL_NVLS_ENABLE=0`` takes it away in simnet as in NCCL."""
     found = []
     for node, data in topology.graph.nodes(data=True):
-        if data["kind"] != "switch" or "nvls" in data:
+        if data["kind"] != "switch" or "nvls" in data or not _nvlink_only(topology, node):
             continue
-        ends = [(topology.kind(v), topology.link_type[topology.link_index[(node, v)]])
-                for v in topology.graph.successors(node)]
-        gpus = [v for v in topology.graph.successors(node) if topology.kind(v) == "gpu"]
-        if len(gpus) > 1 and all(kind == NVLINK for _, kind in ends) and \
-                all(topology.gpu_model(g) in GPUS and GPUS[topology.gpu_model(g)].nvls for g in gpus):
+        gpus = _nvlink_gpus(topology, node)
+        if len(gpus) > 1 and all(topology.gpu_model(g) in GPUS and GPUS[topology.gpu_model(g)].nvls for g in gpus):
             found.append(node)
     return found
 
@@ -319,8 +316,7 @@ def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple
     """A switch says ``sharp: true`` only where some GPU's library can use it: RCCL (every
     GPU an AMD Instinct) runs no CollNet (NCCL's SHARP plugin), so there it changes nothing."""
     for node, data in topology.graph.nodes(data=True):
-        if data.get("sharp") and _nvlink_gpus(topology, node) and all(
-                topology.link_type[topology.link_index[(node, v)]] == NVLINK for v in topology.graph.successors(node)):
+        if data.get("sharp") and _nvlink_gpus(topology, node) and _nvlink_only(topology, node):
             raise source.error(where[node] + ("sharp",), (
                 f"{node!r} joins GPUs over NVLink only (an NVSwitch), and sharp marks a network switch that reduces "
                 "(SHARP, NCCL's CollNet), so here it changes nothing: an NVSwitch that reduces says nvls: true"))
@@ -336,6 +332,12 @@ def _nvlink_gpus(topology: Topology, switch: str) -> list[str]:
     """The GPUs ``switch`` is linked to over NVLink."""
     return [v for v in topology.graph.successors(switch)
             if topology.kind(v) == "gpu" and topology.link_type[topology.link_index[(switch, v)]] == NVLINK]
+
+
+def _nvlink_only(topology: Topology, switch: str) -> bool:
+    """Whether every link out of ``switch`` is NVLink (an NVSwitch's, of one tier or two)."""
+    return all(topology.link_type[topology.link_index[(switch, v)]] == NVLINK
+               for v in topology.graph.successors(switch))
 
 
 def _check_gpu_transports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
