@@ -3925,3 +3925,24 @@ def test_a_switch_capability_no_algorithm_of_the_run_reduces_on_is_said(key, val
         assert not said or f"({readers[0]} and {readers[1]} do, and auto weighs them)" in said[0]
         if said:
             assert run.time_s == simulate(plain, algorithm, 2**26).time_s
+
+
+def test_compare_of_files_one_with_a_workload_prices_what_it_ranks_by(tmp_path, cli, figures):
+    """Fuzz round aj (SERIOUS): comparing a file with a workload beside one without ranked them
+    by their collective's time and priced busbw per M$, under a column headed "speedup per M$"
+    (352 shown where the speedup per M$ is 7.74); the plot was titled after the first file
+    alone. The column says what it holds; the plot names both files."""
+    head = "topology: {name: t, generate: {kind: nvswitch, gpus: 8}}\nsizes: [64 MiB]\nalgorithms: [ring]\n"
+    (tmp_path / "a.yaml").write_text("name: A\n" + head + "cost: 2 M$\n")
+    (tmp_path / "d.yaml").write_text("name: D\n" + head + "cost: 1 M$\n"
+                                     "workload: {compute_time: 10 ms, gradient_size: 64 MiB}\n")
+    compared = cli("compare", tmp_path / "a.yaml", tmp_path / "d.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    assert "busbw per M$" in compared.stdout and "speedup per M$" not in compared.stdout
+    from simnet.run.compare import compare_scenarios
+    from simnet.spec.scenario import load_scenario
+
+    rows = compare_scenarios([load_scenario(tmp_path / name) for name in ("a.yaml", "d.yaml")])
+    assert all(row["per_cost"] == pytest.approx(row["busbw_GBps"] / (row["cost"] / 1e6)) for row in rows)
+    (ax,) = figures["c.png"].axes
+    assert ax.get_title().startswith("A vs D:")

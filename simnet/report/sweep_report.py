@@ -284,7 +284,8 @@ def compare_table(rows: list[dict], title: str) -> Table:
     table = Table(title=title, title_justify="left")
     columns = ["option", "cost", "best algorithm"] + (["iteration", "speedup"] if workload else [])
     columns += [f"{_title(rows)} {size}"] if size else ["size", _title(rows)]
-    columns += ["busbw GB/s", "bottleneck", "speedup per M$" if workload else "busbw per M$", "Pareto"]
+    every_step = all(r["iteration_time_s"] is not None for r in rows)  # (what compare_rows prices: mixed, busbw)
+    columns += ["busbw GB/s", "bottleneck", "speedup per M$" if every_step else "busbw per M$", "Pareto"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("option", "best algorithm", "bottleneck") else "right")
     for row in rows:
