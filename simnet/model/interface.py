@@ -6,8 +6,8 @@
 * ``rccl``: the same model on AMD Instinct GPUs, with RCCL's tables and rules
   (``simnet.tuning.rccl``): the default wherever the ranks' GPUs are AMD's;
 * ``ideal``: line rate and no software costs: the network model alone, on which every
-  algorithm's closed form holds exactly; NCCL's Tree, and the chains of Broadcast and
-  Reduce over the ring, pipeline in NCCL's finest pieces (of any protocol) unless
+  algorithm's closed form holds exactly; NCCL's Tree and NVLSTree, and the chains of
+  Broadcast and Reduce over the ring, pipeline in NCCL's finest pieces (of any protocol) unless
   ``chunk_size`` says otherwise, so ideal is a lower bound of nccl for them.
 
 The runner asks the model for a ``ModelPlan`` before building a schedule (the protocol,
@@ -96,10 +96,10 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
     if model == "ideal":
         options = dict(options)
         name = tables.native(function, algorithm)
-        chain = name == "Tree" or (name == "Ring" and function in ("Broadcast", "Reduce"))
+        chain = name in ("Tree", "NVLSTree") or (name == "Ring" and function in ("Broadcast", "Reduce"))
         if chain and "chunk_size" in accepts and options.get("chunk_size") is None and size > 0:
-            # a tree, and the chain Broadcast and Reduce run around the ring, pipeline in NCCL's
-            # finest pieces, of any protocol, not in whole buffers stored and forwarded hop by hop:
+            # a tree (NVLSTree's too), and the chain Broadcast and Reduce run around the ring, pipeline in
+            # NCCL's finest pieces, of any protocol, not in whole buffers stored and forwarded hop by hop:
             # ideal (no protocol costs) is then a lower bound of nccl. AllReduce's ring keeps one
             # piece per step, the textbook ring of the closed form (docs/model.md says when NCCL's
             # pipelined ring beats it)
