@@ -51,7 +51,8 @@ def collective_option(spec, collective: str | None, algorithms: tuple[str, ...],
         from simnet.schedule.catalog import algorithms_for
 
         table = algorithms_for(collective)
-        changes["algorithms"] = [a for a in spec.algorithms if a in table or a == "auto"] or ["auto"]
+        changes["algorithms"] = ["auto", *table] if spec.every_algorithm else \
+            [a for a in spec.algorithms if a in table or a == "auto"] or ["auto"]  # (all: this collective's all)
         changes["every_algorithm"] = spec.every_algorithm
     return changes
 
