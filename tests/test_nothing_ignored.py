@@ -3946,3 +3946,50 @@ def test_compare_of_files_one_with_a_workload_prices_what_it_ranks_by(tmp_path, 
     assert all(row["per_cost"] == pytest.approx(row["busbw_GBps"] / (row["cost"] / 1e6)) for row in rows)
     (ax,) = figures["c.png"].axes
     assert ax.get_title().startswith("A vs D:")
+
+
+@pytest.mark.parametrize("collective, own", [("all_to_all", "pairwise"), ("reduce_scatter", "pat")])
+def test_algorithms_all_under_c_runs_every_algorithm_of_that_collective(tmp_path, cli, collective, own):
+    """Fuzz round aj: ``algorithms: all`` in an AllReduce file run with ``-c all_to_all`` (or
+    ``reduce_scatter``) ran the AllReduce algorithms that collective has, and left out its own
+    (pairwise, pat) without a word. ``all`` is that collective's all."""
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: all\n")
+    (tmp_path / "c.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: all\n"
+                                     f"collective: {collective}\n")
+    ran = cli("run", tmp_path / "s.yaml", "-c", collective, "--json", tmp_path / "s.json")
+    written = cli("run", tmp_path / "c.yaml", "--json", tmp_path / "c.json")
+    assert ran.exit_code == written.exit_code == 0, ran.stderr + written.stderr
+    algorithms = [[r["algorithm"] for r in json.loads((tmp_path / f"{n}.json").read_text())["runs"]] for n in "sc"]
+    assert own in algorithms[0] and sorted(algorithms[0]) == sorted(algorithms[1])
+
+
+@pytest.mark.parametrize("gpus, said", [("4", True), ("[r0h0-gpu0, r0h0-gpu1, r1h0-gpu0, r1h0-gpu1]", True),
+                                        ("2", False), ("[r1h0-gpu0, r1h0-gpu1, r0h0-gpu0, r0h0-gpu1]", False)])
+def test_gpus_that_take_every_gpu_in_order_are_said_to_change_nothing(tmp_path, gpus, said):
+    """Fuzz round aj: ``gpus: 8`` on an 8-GPU topology was silent while ``-g 8`` was said to
+    change nothing. Said where gpus: takes every GPU in the topology's own order (a count of
+    all, or the list as the topology ranks them); not of fewer GPUs or another order."""
+    from simnet.spec.scenario import load_scenario
+
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: [ring]\ngpus: {gpus}\n")
+    spec = load_scenario(tmp_path / "s.yaml")
+    assert ("gpus" in [w.link for w in spec.warnings if w.kind == "key_unread"]) == said
+
+
+def test_a_fault_cutting_off_only_gpus_outside_g_runs_as_with_gpus_in_the_file(tmp_path, cli):
+    """Fuzz round aj: a fault that cuts off rack 1 was refused ("the run would hang") under
+    ``-g 4`` and ``sweep --gpus 4`` whose runs stay in rack 0, while ``gpus: 4`` in the file ran
+    it and said the fault changed nothing. Judged on the GPUs each run has, both ways."""
+    head = f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+    cut = "faults: [{at: 0 s, link: [r1h0-nic0, tor1], down: true}, {at: 0 s, link: [r1h0-nic1, tor1], down: true}]\n"
+    (tmp_path / "s.yaml").write_text(head + cut)
+    (tmp_path / "g.yaml").write_text(head + cut + "gpus: 2\n")
+    subset = cli("run", tmp_path / "s.yaml", "-g", "2", "--json", tmp_path / "s.json")
+    written = cli("run", tmp_path / "g.yaml", "--json", tmp_path / "g.json")
+    assert subset.exit_code == written.exit_code == 0, subset.stderr + written.stderr
+    runs = [json.loads((tmp_path / f"{n}.json").read_text())["runs"][0] for n in "sg"]
+    assert runs[0]["time_s"] == runs[1]["time_s"] and "fault_unfelt" in [w["kind"] for w in runs[0]["warnings"]]
+    swept = cli("sweep", tmp_path / "s.yaml", "--gpus", "2", "--out", tmp_path / "o", "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    whole = cli("run", tmp_path / "s.yaml")
+    assert whole.exit_code == 2 and "would hang" in whole.stderr

@@ -58,7 +58,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
         from simnet.spec.scenario import load_scenario
         from simnet.spec.values import MAX_SIZES, parse_sizes
 
-    spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
+    spec = load_scenario(scenario, collective, runs_on_part=gpus is not None)  # (-g: reachability on its GPUs)
     try:  # the file whole: its sweep: and variants: too, which simnet sweep and compare read
         check_points(spec)
     except InputError:

@@ -75,7 +75,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         from simnet.run.sweep.plan import check_values, files_read, plan_sweep
         from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
 
-    spec = load_scenario(scenario, collective)  # its options checked against the collective that runs
+    spec = load_scenario(scenario, collective, runs_on_part=gpu_counts is not None)  # (each point's GPUs: its own)
     counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
     axes = {}
     for item in sets:

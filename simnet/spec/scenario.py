@@ -265,20 +265,24 @@ _REPLACEABLE = ("topology", "sizes", "algorithms", "every_algorithm", "options",
                 "sweep", "collective", "training")
 
 
-def load_scenario(path: str | Path, collective: str | None = None) -> Scenario:
+def load_scenario(path: str | Path, collective: str | None = None, runs_on_part: bool = False) -> Scenario:
     """Load and validate a scenario file; raise ``InputError`` on any mistake. ``collective``:
-    the one the caller runs instead of the file's (``-c``), whose options count as taken."""
+    the one the caller runs instead of the file's (``-c``), whose options count as taken;
+    ``runs_on_part``: the caller runs it on some of its GPUs only (``-g``, ``sweep --gpus``),
+    so a fault that cuts GPUs apart is judged on the GPUs each run has, not here."""
     data, source = load_yaml(path)
-    return scenario_from_dict(data, source, base=Path(path).parent, collective=collective)
+    return scenario_from_dict(data, source, base=Path(path).parent, collective=collective, runs_on_part=runs_on_part)
 
 
 def scenario_from_dict(data: Any, source: Source | None = None, base: Path | None = None,
-                       collective: str | None = None, network: Topology | None = None) -> Scenario:
+                       collective: str | None = None, network: Topology | None = None,
+                       runs_on_part: bool = False) -> Scenario:
     """Build a ``Scenario`` from parsed YAML; relative topology paths resolve against ``base``.
     ``collective``: one run instead of the file's (``-c``): an option its algorithms take is
     not refused for the file's collective's lacking it (the run warns ``option_unread`` for
     what the collective that runs does not read). ``network``: the topology the document
-    names, loaded already, so it is not read again (``gpus:`` picks among its network's GPUs)."""
+    names, loaded already, so it is not read again (``gpus:`` picks among its network's GPUs).
+    ``runs_on_part``: as for ``load_scenario``."""
     source = source or Source("<scenario>")
     if not isinstance(data, dict):
         raise source.error((), f"{shown(data)} is {kind_of(data)}; expected a mapping with name, topology and sizes")
@@ -334,7 +338,7 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
         model = resolve_model(spec.model, topology)
     except ValueError as exc:
         raise source.error(("model",), str(exc).removeprefix("model: ")) from None
-    faults, stragglers = _conditions(spec, topology, source)
+    faults, stragglers = _conditions(spec, topology, source, runs_on_part)
     for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
         if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
             raise source.error(("workload", "compute_slowdown", gpu), f"{gpu!r} is not a GPU of {topology.name}")
@@ -419,7 +423,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     (``Topology.unread``: a one-rack fabric's spines; its network keys only where no fault takes
     a link down, which may send a route through the NICs), a training step's ``dtype`` where no
     activation crosses a link (tp, pp 1, no FSDP or EP) and its ``grad_dtype`` where no
-    gradient does (dp 1). Warned, not
+    gradient does (dp 1), ``gpus:`` that takes every GPU in the topology's order. Warned, not
     refused: a sweep over the distribution, the pattern, repeat, the GPU count, the slowdown or
     the parallelism makes them moot at some of its points only."""
     said = []
@@ -434,6 +438,9 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                          "nothing here; leave it out")
     if spec.workload is not None and spec.workload.compute_slowdown == {}:
         moot(("workload", "compute_slowdown"), "an empty mapping, so it changed nothing here; leave it out")
+    if source.writes("gpus") and spec.gpus != "all" and list(topology.gpus) == list(topology.network_gpus):
+        moot(("gpus",), f"the topology's {len(topology.gpus)} GPUs in their own order, as without it, so it changed "
+                        "nothing here")
     raw = spec.stragglers
     running = set(topology.gpus)
     if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):
@@ -771,12 +778,14 @@ def _check_options(spec: ScenarioSpec, source: Source, collective: str | None = 
             raise source.error(("options", name), f"no {which} algorithm takes {name}")
 
 
-def _conditions(spec: ScenarioSpec, topology: Topology, source: Source) -> tuple[list[Fault], dict[str, float]]:
-    """The scenario's faults (in time order, checked to leave every GPU reachable) and
-    straggler delays, or one line naming the entry that does not fit the topology."""
+def _conditions(spec: ScenarioSpec, topology: Topology, source: Source,
+                runs_on_part: bool) -> tuple[list[Fault], dict[str, float]]:
+    """The scenario's faults (in time order, checked to leave every GPU reachable, unless it
+    ``runs_on_part`` of them) and straggler delays, or one line naming the entry that does not
+    fit the topology."""
     try:
         faults = resolve_faults(topology, spec.faults)
-        if not spec.jobs:  # jobs: only each job's GPUs need each other (simnet.run.jobs, once they are placed)
+        if not spec.jobs and not runs_on_part:  # jobs: only each job's GPUs need each other (simnet.run.jobs)
             check_reachable(topology, faults, topology.gpus + topology.parameter_servers)
     except FaultError as exc:
         raise source.error(("faults", *exc.loc), exc.message) from None
