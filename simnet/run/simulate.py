@@ -33,6 +33,7 @@ from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.registry import common_options
 from simnet.schedule.transfers import count_transfers
+from simnet.topology.generators import ALGORITHM_KEYS
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import rccl, tables
@@ -97,8 +98,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
                                                             "named")
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
-    if point.topo.reduction_keys and result.gpus > 1 and algorithm != "auto":
-        result = replace(result, warnings=[*result.warnings, *_reduction_keys_unread(point.topo, algorithm)])
+    if point.topo.algorithm_keys and result.gpus > 1:
+        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point.topo, algorithm)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         library = "RCCL" if point.model == "rccl" else "NCCL"  # (the library the GPUs run picks)
@@ -272,23 +273,20 @@ def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, di
     return said + (_nccl_only_unread(env) if all(point.model == "ideal" for point, *_ in runs) else [])
 
 
-SWITCH_REDUCERS = {"nvls": ("nvls", "nvls_tree", "on the NVSwitch"),
-                   "sharp": ("collnet_direct", "collnet_chain", "in the network (SHARP)")}
-"""Per switch capability a generator writes (``nvls``, ``sharp``): the algorithms that reduce
-on such a switch, and where (``auto`` weighs them too)."""
-
-
-def _reduction_keys_unread(topo: Topology, algorithm: str) -> list[Finding]:
-    """``key_unread`` of the generators' ``nvls`` and ``sharp`` keys (``Topology.reduction_keys``)
-    that ``algorithm`` (not ``auto``) reads nothing of: it does not reduce on such a switch."""
+def _algorithm_keys_unread(topo: Topology, algorithm: str) -> list[Finding]:
+    """``key_unread`` of the generators' keys only some algorithms read (``Topology.algorithm_keys``,
+    ``generators.ALGORITHM_KEYS``) that ``algorithm`` reads nothing of: it does not reduce on such
+    a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs)."""
     said = []
-    for entry in topo.reduction_keys:
+    for entry in topo.algorithm_keys:
         link = entry.partition(" (")[0]
-        *readers, where = SWITCH_REDUCERS[link.rpartition(".")[2]]
-        if algorithm not in readers:
-            said.append(Finding("key_unread", link, f"{entry}: {algorithm} does not reduce {where} "
-                                                    f"({' and '.join(readers)} do, and auto weighs them), so it "
-                                                    "changed nothing here"))
+        readers = ALGORITHM_KEYS[link.rpartition(".")[2]]
+        if algorithm in readers or (algorithm == "auto" and set(readers) & set(NCCL_RUNS)):
+            continue
+        weighed = ", and auto weighs them" if set(readers) & set(NCCL_RUNS) else ""
+        said.append(Finding("key_unread", link, f"{entry}: {algorithm} does not use it ({' and '.join(readers)} "
+                                                f"{'does' if len(readers) == 1 else 'do'}{weighed}), so it changed "
+                                                "nothing here"))
     return said
 
 

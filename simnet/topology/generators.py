@@ -907,6 +907,11 @@ network only between NVLink domains, and the GPUs reach each other over NVLink; 
 ``nvswitch`` server's NICs are cabled to nothing but their GPUs."""
 
 
+ALGORITHM_KEYS = {"nvls": ("nvls", "nvls_tree"), "sharp": ("collnet_direct", "collnet_chain"),
+                  "servers": ("ps",), "ps_bandwidth": ("ps",)}
+"""Generator keys only some algorithms read (``auto`` too where it weighs one of them: NVLS,
+CollNet): a switch's reduction (NVLink SHARP, SHARP) and a ps_star's parameter servers."""
+
 FABRIC_KEYS = {"leaf_spine": ("spines", "uplink_bandwidth", "oversubscription"),
                "cross_region": ("spines", "uplink_bandwidth", "oversubscription", "wan_bandwidth", "wan_latency",
                                 "gateway_bandwidth"),
@@ -949,6 +954,10 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said.append(("spine_oversubscription", f"its {model.leaves()} leaves per plane fit one spine tier, so no "
                                                "core tier is built and it changed nothing here (as 1; any other is "
                                                "refused)"))
+    if isinstance(model, PCIeParams) and model.gpus <= model.gpus_per_switch and alone \
+            and "uplink_bandwidth" in written:
+        said.append(("uplink_bandwidth", "every GPU sits under one PCIe switch, so no route climbs to the host bridge "
+                                         "and it changed nothing here; it counts from gpus_per_switch below gpus"))
     if isinstance(model, RailOptimizedParams) and model.leaves() == 1 and model.units * model.nodes_per_unit > 1 \
             and "leaf_oversubscription" in written:
         said.append(("leaf_oversubscription", "every NIC sits under the one leaf of its plane (one unit, one rail), so "

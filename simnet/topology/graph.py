@@ -80,9 +80,9 @@ class Topology:
     # the network keys ("key (file:line)") of a generator that built the whole fabric: a run whose ranks are one
     # NVLink domain, no route of it crossing the network, reads none of them
     network_keys: tuple[str, ...] = ()
-    # a generator's nvls and sharp keys as written ("key (file:line)"): only the algorithms that reduce on a switch
-    # (NVLS, NVLSTree; CollNet) and auto read them
-    reduction_keys: tuple[str, ...] = ()
+    # a generator's keys only some algorithms read, as written ("key (file:line)"): nvls and sharp (the algorithms
+    # that reduce on such a switch, and auto), a ps_star's servers and ps_bandwidth (ps)
+    algorithm_keys: tuple[str, ...] = ()
     # NVSwitch chips its file writes that join the same GPUs, each group one switch (NCCL's view): (kept id, chips);
     # and each chip's link as written ((GPU, chip) or (chip, GPU)) -> its bandwidth, B/s, its share of the joined link
     joined: tuple[tuple[str, tuple[str, ...]], ...] = ()

@@ -15,7 +15,7 @@ from simnet import units
 from simnet.errors import InputError, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
-from simnet.topology.generators import GENERATORS, GeneratorError, generate, network_keys, unread_keys
+from simnet.topology.generators import ALGORITHM_KEYS, GENERATORS, GeneratorError, generate, network_keys, unread_keys
 from simnet.topology.graph import FORWARDING_KINDS, Topology
 from simnet.topology.hardware import GPUS, NET, NVLINK
 from simnet.topology.routing import Router
@@ -49,7 +49,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     generators = spec.generate if isinstance(spec.generate, list) else [spec.generate] if spec.generate else []
     unread: list[str] = []  # parameters that build nothing here (simnet.topology.generators.unread_keys)
     network: list[str] = []  # the network keys a generator that builds the whole fabric writes (network_keys)
-    reduction: list[str] = []  # the generators' nvls and sharp keys (Topology.reduction_keys)
+    algorithm_keys: list[str] = []  # the generators' keys only some algorithms read (Topology.algorithm_keys)
     alone = len(generators) == 1 and not spec.nodes and not spec.links  # the generator builds the whole fabric
     for i, params in enumerate(generators):
         loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
@@ -63,7 +63,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         links += [(link, loc) for link in made_links]
         unread += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in unread_keys(params, alone)]
         network += [_said_where(source, loc + (key,)) for key in (network_keys(params) if alone else ())]
-        reduction += [_said_where(source, loc + (key,)) for key in ("nvls", "sharp") if key in params]
+        algorithm_keys += [_said_where(source, loc + (key,)) for key in ALGORITHM_KEYS if key in params]
     unread += [f"{_said_where(source, prefix + (key,))}: an empty list, so it changed nothing here; leave it out"
                for key in ("nodes", "links") if key in spec.model_fields_set and not getattr(spec, key)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
@@ -117,7 +117,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                         routing=spec.routing or "ecmp", unread=tuple(unread), network_keys=tuple(network),
-                        reduction_keys=tuple(reduction),
+                        algorithm_keys=tuple(algorithm_keys),
                         make_router=Router)
     chips = _nvswitch_chips(topology)
     if chips:  # rare: an NVSwitch written chip by chip is one switch, as NCCL sees it
@@ -126,7 +126,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         topology = Topology(spec.name, _chips_joined(topology.graph, chips, source, where, link_at), gpus,
                             spec.description, source.file, calibration=calibration, routing=topology.routing,
                             unread=topology.unread, network_keys=topology.network_keys,
-                            reduction_keys=topology.reduction_keys,
+                            algorithm_keys=topology.algorithm_keys,
                             joined=tuple((group[0], tuple(group)) for group in chips), chip_links=chip_links,
                             make_router=Router)
     marked = _nvls_unsaid(topology)
@@ -137,7 +137,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             graph.nodes[switch]["nvls"] = True
         topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                             routing=routing, unread=topology.unread, network_keys=topology.network_keys,
-                            reduction_keys=topology.reduction_keys, joined=topology.joined,
+                            algorithm_keys=topology.algorithm_keys, joined=topology.joined,
                             chip_links=topology.chip_links, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_gpu_transports(topology, source, where)
