@@ -3993,3 +3993,46 @@ def test_a_fault_cutting_off_only_gpus_outside_g_runs_as_with_gpus_in_the_file(t
     assert swept.exit_code == 0, swept.stderr
     whole = cli("run", tmp_path / "s.yaml")
     assert whole.exit_code == 2 and "would hang" in whole.stderr
+
+
+@pytest.mark.parametrize("per_switch, said", [(8, True), (2, False)])
+def test_a_pcie_box_s_uplink_under_one_switch_is_said_to_change_nothing(per_switch, said):
+    """Fuzz round aj: a pcie box with every GPU under one PCIe switch left uplink_bandwidth (the
+    switch's link to the host bridge) unread, unsaid. Said there; with two GPUs a switch the
+    routes between switches climb it and it counts."""
+    from simnet import simulate
+
+    def box(uplink):
+        return topology_from_dict({"name": "p", "generate": {"kind": "pcie", "gpus": 8, "gpu": "l40s",
+                                                             "gpus_per_switch": per_switch, **uplink}})
+
+    written, plain = box({"uplink_bandwidth": "1 GB/s"}), box({})
+    assert any(e.startswith("generate.uplink_bandwidth") for e in written.unread) == said
+    assert (simulate(written, "ring", 2**24).time_s == simulate(plain, "ring", 2**24).time_s) == said
+
+
+@pytest.mark.parametrize("algorithm, said", [("ring", True), ("auto", True), ("ps", False)])
+def test_a_ps_star_s_servers_beside_an_algorithm_that_runs_none_are_said(algorithm, said):
+    """Fuzz round aj: a ps_star's servers and ps_bandwidth beside ring or tree changed nothing,
+    unsaid. Said of each run that runs no parameter server (auto too: NCCL has none); ps
+    reads them."""
+    from simnet import simulate
+
+    star = topology_from_dict({"name": "s", "generate": {"kind": "ps_star", "workers": 4, "servers": 2,
+                                                         "ps_bandwidth": "10 Gb/s"}})
+    run = simulate(star, algorithm, 2**22)
+    assert sorted(w.link for w in run.warnings if w.kind == "key_unread") == \
+        (["generate.ps_bandwidth", "generate.servers"] if said else [])
+
+
+def test_a_scenario_calibration_naming_the_topology_s_own_profile_is_said(tmp_path):
+    """Fuzz round aj: a scenario's ``calibration:`` naming the very profile its topology names
+    changed nothing, unsaid (another profile there is said to replace it)."""
+    from simnet.spec.scenario import load_scenario
+
+    (tmp_path / "p.cal.yaml").write_text("calibration: {base_latency: 5 us}\n")
+    (tmp_path / "t.yaml").write_text("name: t\ncalibration: p.cal.yaml\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\n"
+                                     "calibration: p.cal.yaml\n")
+    said = [w for w in load_scenario(tmp_path / "s.yaml").warnings if w.link == "calibration"]
+    assert [w.kind for w in said] == ["key_unread"] and "names already, so it changed nothing" in said[0].message

@@ -660,10 +660,14 @@ def _network_unread_by_every_job(topology: Topology, servers: list[str], placeme
 
 def _calibration_replaced(topology: Topology, calibration: str | None, source: Source) -> list[Finding]:
     """A warning (``calibration_replaced``) when the scenario's profile replaces another the
-    topology names: the scenario's is the one that runs."""
-    if calibration is None or topology.calibration is None \
-            or Path(calibration).resolve() == Path(topology.calibration).resolve():
+    topology names: the scenario's is the one that runs; where it names the topology's own,
+    ``key_unread``: it changed nothing."""
+    if calibration is None or topology.calibration is None:
         return []
+    if Path(calibration).resolve() == Path(topology.calibration).resolve():
+        return [Finding("key_unread", "calibration", (
+            f"calibration ({_where(source, ('calibration',))}): {calibration} is the profile the topology "
+            f"{topology.source or topology.name} names already, so it changed nothing here; leave it out"))]
     return [Finding("calibration_replaced", calibration, (
         f"calibration ({_where(source, ('calibration',))}): the scenario's profile {calibration} replaces "
         f"{topology.calibration}, the one the topology {topology.source or topology.name} names; the "
