@@ -4036,3 +4036,17 @@ def test_a_scenario_calibration_naming_the_topology_s_own_profile_is_said(tmp_pa
                                      "calibration: p.cal.yaml\n")
     said = [w for w in load_scenario(tmp_path / "s.yaml").warnings if w.link == "calibration"]
     assert [w.kind for w in said] == ["key_unread"] and "names already, so it changed nothing" in said[0].message
+
+
+def test_a_parameter_server_down_beside_a_run_that_uses_none_is_unfelt_not_refused(tmp_path, cli):
+    """Fuzz round aj: taking down a parameter server in a ring run (which uses none) was refused
+    as cutting a worker off ("the run would hang"). Only ps uses the servers: the ring runs and
+    says the fault changed nothing; ps is still refused."""
+    (tmp_path / "s.yaml").write_text(
+        "name: s\ntopology: {name: t, generate: {kind: ps_star, workers: 4, servers: 2}}\nsizes: [1 MiB]\n"
+        "algorithms: [ring]\nfaults: [{at: 0 s, node: ps1, down: true}]\n")
+    ring = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "s.json")
+    assert ring.exit_code == 0, ring.stderr
+    assert "fault_unfelt" in [w["kind"] for w in json.loads((tmp_path / "s.json").read_text())["runs"][0]["warnings"]]
+    ps = cli("run", tmp_path / "s.yaml", "-a", "ps")
+    assert ps.exit_code == 2 and "would hang" in ps.stderr

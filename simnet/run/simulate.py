@@ -73,7 +73,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     options = checked_options(options)
     point = _setup(topology, gpus, model, env, calibration, collective)
     topo, env, calibration = point.topo, point.env, point.calibration
-    conditions = Conditions.of(topo, faults, stragglers)
+    conditions = Conditions.of(topo, faults, stragglers, servers=algorithm == "ps")  # (only ps uses the servers)
     counted = next((name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env), None)
     if counted and options.get("channels"):
         raise ValueError(f"options.channels and {counted}={env[counted]} both set the channels; give one")

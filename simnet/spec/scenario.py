@@ -790,7 +790,9 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source,
     try:
         faults = resolve_faults(topology, spec.faults)
         if not spec.jobs and not runs_on_part:  # jobs: only each job's GPUs need each other (simnet.run.jobs)
-            check_reachable(topology, faults, topology.gpus + topology.parameter_servers)
+            named = [spec.algorithms] if isinstance(spec.algorithms, str) else list(spec.algorithms)
+            servers = topology.parameter_servers if {"ps", "all"} & set(named) else []  # (run -a ps: its run says)
+            check_reachable(topology, faults, topology.gpus + servers)
     except FaultError as exc:
         raise source.error(("faults", *exc.loc), exc.message) from None
     raw = spec.stragglers
