@@ -327,3 +327,16 @@ def test_a_variable_said_unread_on_amd_names_rccl_as_the_library_that_picks():
     said = [w.message for w in simulate(box, "auto", 2**20, env={"RCCL_LL128_FORCE_ENABLE": "1"}).warnings
             if w.kind == "key_unread"]
     assert said and "RCCL picks direct" in said[0] and "NCCL picks" not in said[0]
+
+
+def test_a_protocol_no_algorithm_runs_here_is_refused_saying_which_run_what(tmp_path):
+    """Fuzz round aj (LOW): NCCL_PROTO=LL128 on MI300X (gfx942 has no LL128) was refused in ~900
+    characters repeating RCCL's reason once per algorithm, and never said that Ring and Tree run
+    without LL128 here. Each reason once; the protocols Ring and Tree do run, named."""
+    from simnet.errors import Unsupported
+
+    topo = topology_from_dict({"name": "m", "generate": {"kind": "full_mesh", "gpus": 8, "gpu": "mi300x"}})
+    with pytest.raises(Unsupported) as refused:
+        predict.pick(system_of(topo), 2**20, nccl_proto="LL128")
+    message = str(refused.value)
+    assert "Ring runs LL, Simple only here" in message and message.count("RCCL runs Ring and Tree only") == 1

@@ -19,6 +19,7 @@ NCCL times every (algorithm, protocol) pair of a collective as
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from simnet.errors import Unsupported
@@ -387,7 +388,16 @@ def pick(system: System, nbytes: int, nccl_algo: str | None = None, nccl_proto: 
                 if time is not None:
                     table[(algorithm, protocol)] = time
     if not table:
-        reasons = "; ".join(r for a in sorted(algos) if (r := unavailable(system, a, function)))
+        said = [unavailable(system, a, function) for a in ALGORITHMS if a in algos]
+        runs_with: dict[tuple[str, ...], list[str]] = {}  # algorithms that run here, only with protocols excluded
+        for a, why in zip([a for a in ALGORITHMS if a in algos], said):
+            possible = tuple(p for p in PROTOCOLS if predict(system, a, p, nbytes, function) is not None)
+            if why is None and possible:
+                runs_with.setdefault(possible, []).append(a)
+        said = [f"{' and '.join(names)} run{'s' * (len(names) == 1)} {', '.join(possible)} only here"
+                for possible, names in runs_with.items()] + said
+        said = [re.sub(r"^(RCCL runs Ring and Tree only), no \w+ \(", r"\1 (", r) if r else r for r in said]  # (one)
+        reasons = "; ".join(dict.fromkeys(r for r in said if r))  # (one reason said once, whatever it covers)
         given = [f"{name}={value}" for name, value in (("NCCL_ALGO", nccl_algo), ("NCCL_PROTO", nccl_proto))
                  if (value or "").strip()]
         raise Unsupported(f"{' '.join(given)} {'leaves' if len(given) == 1 else 'leave'} nothing NCCL could run "
