@@ -4039,14 +4039,19 @@ def test_a_scenario_calibration_naming_the_topology_s_own_profile_is_said(tmp_pa
 
 
 def test_a_parameter_server_down_beside_a_run_that_uses_none_is_unfelt_not_refused(tmp_path, cli):
-    """Fuzz round aj: taking down a parameter server in a ring run (which uses none) was refused
-    as cutting a worker off ("the run would hang"). Only ps uses the servers: the ring runs and
-    says the fault changed nothing; ps is still refused."""
-    (tmp_path / "s.yaml").write_text(
-        "name: s\ntopology: {name: t, generate: {kind: ps_star, workers: 4, servers: 2}}\nsizes: [1 MiB]\n"
-        "algorithms: [ring]\nfaults: [{at: 0 s, node: ps1, down: true}]\n")
-    ring = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "s.json")
-    assert ring.exit_code == 0, ring.stderr
-    assert "fault_unfelt" in [w["kind"] for w in json.loads((tmp_path / "s.json").read_text())["runs"][0]["warnings"]]
-    ps = cli("run", tmp_path / "s.yaml", "-a", "ps")
-    assert ps.exit_code == 2 and "would hang" in ps.stderr
+    """Fuzz round aj: taking down a parameter server in a ring run (which uses none), or one ps
+    leaves out (ps_servers: 1 of two), was refused as cutting a worker off ("the run would
+    hang"). Judged on the servers the run uses: the ring and ps of ps0 run and say the fault
+    changed nothing; ps of both servers is still refused."""
+    head = "name: s\ntopology: {name: t, generate: {kind: ps_star, workers: 4, servers: 2}}\nsizes: [1 MiB]\n"
+    (tmp_path / "s.yaml").write_text(head + "algorithms: [ring]\nfaults: [{at: 0 s, node: ps1, down: true}]\n")
+    (tmp_path / "p.yaml").write_text(head + "algorithms: [ps]\nfaults: [{at: 0 s, node: ps1, down: true}]\n")
+    for name in ("s", "p"):
+        ran = cli("run", tmp_path / f"{name}.yaml", "--json", tmp_path / f"{name}.json")
+        assert ran.exit_code == 0, ran.stderr
+        run = json.loads((tmp_path / f"{name}.json").read_text())["runs"][0]
+        assert "fault_unfelt" in [w["kind"] for w in run["warnings"]]
+    (tmp_path / "b.yaml").write_text(head + "algorithms: [ps]\noptions: {ps_servers: 2}\n"
+                                     "faults: [{at: 0 s, node: ps1, down: true}]\n")
+    both = cli("run", tmp_path / "b.yaml")
+    assert both.exit_code == 2 and "would hang" in both.stderr

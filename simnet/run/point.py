@@ -119,13 +119,15 @@ class Conditions:
     delays: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, topo: Topology, faults: list | None, stragglers: Mapping | None, servers: bool = True) -> Conditions:
-        """``faults`` and ``stragglers`` resolved on ``topo``; every GPU (and, where the run uses
-        them, ``servers``, every parameter server) must reach the others under the faults."""
+    def of(cls, topo: Topology, faults: list | None, stragglers: Mapping | None,
+           servers: list[str] | None = None) -> Conditions:
+        """``faults`` and ``stragglers`` resolved on ``topo``; every GPU and the parameter
+        ``servers`` the run uses (default: every one) must reach the others under the faults."""
         resolved = tuple(resolve_faults(topo, [f for f in faults or [] if not isinstance(f, Fault)]))
         resolved = tuple(sorted([*resolved, *(f for f in faults or [] if isinstance(f, Fault))], key=lambda f: f.at))
         if resolved:
-            check_reachable(topo, list(resolved), topo.gpus + (topo.parameter_servers if servers else []))
+            ends = topo.parameter_servers if servers is None else [s for s in servers if s not in set(topo.gpus)]
+            check_reachable(topo, list(resolved), topo.gpus + ends)
         delays = straggler_delays(topo, stragglers)
         return cls(resolved, {gpu: d for gpu, d in delays.items() if d > 0})
 

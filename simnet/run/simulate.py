@@ -27,7 +27,7 @@ from simnet.model.interface import timing as model_timing
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env
 from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of, checked_options, checked_size
-from simnet.schedule.algorithms.direct import named_servers, parameter_servers
+from simnet.schedule.algorithms.direct import named_servers, parameter_servers, servers_used
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
@@ -73,7 +73,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     options = checked_options(options)
     point = _setup(topology, gpus, model, env, calibration, collective)
     topo, env, calibration = point.topo, point.env, point.calibration
-    conditions = Conditions.of(topo, faults, stragglers, servers=algorithm == "ps")  # (only ps uses the servers)
+    conditions = Conditions.of(topo, faults, stragglers, servers=servers_used(topo, algorithm, options))
     counted = next((name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env), None)
     if counted and options.get("channels"):
         raise ValueError(f"options.channels and {counted}={env[counted]} both set the channels; give one")

@@ -28,7 +28,7 @@ from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
 from simnet.model.interface import resolve_model
 from simnet.results.result import Finding
-from simnet.schedule.algorithms.direct import named_servers, parameter_servers
+from simnet.schedule.algorithms.direct import named_servers, parameter_servers, servers_used
 from simnet.schedule.algorithms.hierarchical import check_group_by
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.kinds import COLLECTIVES
@@ -791,7 +791,9 @@ def _conditions(spec: ScenarioSpec, topology: Topology, source: Source,
         faults = resolve_faults(topology, spec.faults)
         if not spec.jobs and not runs_on_part:  # jobs: only each job's GPUs need each other (simnet.run.jobs)
             named = [spec.algorithms] if isinstance(spec.algorithms, str) else list(spec.algorithms)
-            servers = topology.parameter_servers if {"ps", "all"} & set(named) else []  # (run -a ps: its run says)
+            options = spec.options.model_dump(exclude_none=True)
+            servers = [s for s in servers_used(topology, "ps", options) if s not in set(topology.gpus)] \
+                if {"ps", "all"} & set(named) else []  # (run -a ps: its run says)
             check_reachable(topology, faults, topology.gpus + servers)
     except FaultError as exc:
         raise source.error(("faults", *exc.loc), exc.message) from None

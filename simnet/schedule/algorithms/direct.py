@@ -19,6 +19,18 @@ def named_servers(options: dict) -> list[str]:
     return [] if named is None else [named] if isinstance(named, str) else list(named)
 
 
+def servers_used(topology: Topology, algorithm: str, options: dict) -> list[str]:
+    """The parameter servers a run of ``algorithm`` uses: ps's (its ``ps_server``, else its
+    first ``ps_servers``; every one where the options name them wrongly, which ps refuses
+    itself); none for any other algorithm."""
+    if algorithm != "ps":
+        return []
+    try:
+        return parameter_servers(topology, topology.gpus, options.get("ps_server"), options.get("ps_servers") or 1)
+    except ValueError:
+        return topology.parameter_servers
+
+
 def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | list[str] | None,
                       ps_servers: int) -> list[str]:
     """The server nodes: ``ps_server`` if given (nodes of kind ps or host, or GPUs that also work),
