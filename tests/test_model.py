@@ -591,3 +591,16 @@ def test_nvls_tree_under_ideal_is_no_slower_than_under_nccl_across_a_wan(size):
     topo = topology_from_dict({"name": "c", "generate": {"kind": "cross_region", "regions": 2, "racks": 1,
                                                          "hosts_per_rack": 2, "gpus_per_host": 4}})
     assert simulate(topo, "nvls_tree", size, model="ideal").time_s <= simulate(topo, "nvls_tree", size).time_s
+
+
+def test_ideal_nvls_tree_pipelines_no_coarser_than_its_own_pieces(root):
+    """Review of c1ffad6 (MEDIUM): taking NCCL's piece for ideal's NVLSTree made its pieces
+    coarser than the builder's own at large sizes (1 MiB at 1 GiB), and ideal slower: 2.707 ->
+    2.841 ms over 16 GPUs of a SuperPOD. The finer of the two: the builder's time again, and
+    no slower than the same tree in its own pieces."""
+    from simnet import load_topology
+    from simnet.schedule.algorithms.innetwork import NVLS_CHUNK
+
+    topo = load_topology(root / "topologies" / "superpod_h100_1su.yaml").subset(16)
+    default = simulate(topo, "nvls_tree", 2**30, model="ideal").time_s
+    assert default <= simulate(topo, "nvls_tree", 2**30, model="ideal", chunk_size=NVLS_CHUNK).time_s

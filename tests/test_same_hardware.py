@@ -847,3 +847,18 @@ def test_a_fault_on_an_nvswitch_chip_takes_that_chip_s_share(faults, left):
         assert faulted.time_s == simnet.simulate(whole, algorithm, 64 * 2**20, faults=same).time_s, algorithm
         healthy = simnet.simulate(chips, algorithm, 64 * 2**20).time_s
         assert faulted.time_s > healthy if algorithm == "ring" else faulted.time_s >= healthy  # (a tree's caps hide one)
+
+
+@pytest.mark.parametrize("faults, refusal", [
+    ([{"at": "0 s", "node": "g0", "bandwidth": "30%"}, {"at": "1 ms", "node": "nv1", "bandwidth": "90%"}],
+     "one on a chip of it and one on the link or GPU as a whole"),
+    ([{"at": "0 s", "node": "nv0", "down": True}, {"at": "0 s", "link": ["g0", "nv0"], "bandwidth": "50%"}],
+     "changes the same link of a chip at the same time")])
+def test_faults_on_a_chip_that_cannot_add_up_are_refused(faults, refusal):
+    """Review of the chips' faults (HIGH): a chip's fault after a GPU's on the same joined link
+    put the link back to the chips' sum (g0 at 30 %, then nv1 at 90 %: 0.95), and two faults on
+    one chip's link at one instant kept one in silence. Refused, naming both."""
+    from simnet.errors import SpecError
+
+    with pytest.raises(SpecError, match=refusal):
+        simnet.simulate(topology_from_dict(_nvswitch_host([[112.5] * 4] * 4)), "ring", 2**20, faults=faults)

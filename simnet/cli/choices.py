@@ -63,7 +63,8 @@ def collective_notes(spec, changes: dict, algorithms: tuple[str, ...] = ()) -> l
     if "collective" not in changes:
         return []
     notes = []
-    dropped = [] if algorithms else [a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
+    dropped = [] if algorithms or spec.every_algorithm else [  # (all: the collective's all, nothing dropped)
+        a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
     if dropped:
         notes.append(f"not run for {changes['collective']} (it has no such algorithm): {', '.join(dropped)}")
     if "workload" in changes:

@@ -24,6 +24,7 @@ import numpy as np
 from simnet.model import nccl
 from simnet.model.nccl import NcclPlan
 from simnet.model.timing import Timing
+from simnet.schedule.algorithms.innetwork import NVLS_CHUNK
 from simnet.schedule.transfers import Schedule
 from simnet.topology.graph import Topology
 from simnet.topology.hardware import AMD_GPUS, GPUS
@@ -104,8 +105,9 @@ def plan(model: str, topology: Topology, algorithm: str, size: int, options: dic
             # piece per step, the textbook ring of the closed form (docs/model.md says when NCCL's
             # pipelined ring beats it)
             system = system or search.system_of(topology)
-            options["chunk_size"] = min(nccl.pipeline_chunk(system, name, protocol, size, function)
-                                        for protocol in tables.PROTOCOLS)
+            pieces = [nccl.pipeline_chunk(system, name, protocol, size, function) for protocol in tables.PROTOCOLS]
+            # (NVLSTree's own pieces, NVLS_CHUNK, where finer than NCCL's: its builder's, as before)
+            options["chunk_size"] = min(pieces + ([NVLS_CHUNK] if name == "NVLSTree" else []))
         if "send_channels" in accepts and options.get("send_channels") is None:
             # NCCL's send/recv cuts each send over its channels (nccl.plan): the same connections at
             # line rate, so ideal stays a lower bound of nccl where they leave through several NICs

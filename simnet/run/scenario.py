@@ -21,6 +21,7 @@ from simnet.run.simulate import (
 from simnet.run.training import training_step
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.kinds import collective as lookup_collective
+from simnet.topology.generators import ALGORITHM_KEYS
 from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
 from simnet.workloads.ddp import StepModel
@@ -78,7 +79,13 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     # an option some algorithm of the file takes counts; one none takes is said once, below
     untaken = {a: {f"options.{name}" for name in unread_options(scenario.options, [a], scenario.collective)}
                for a in ran}
-    runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])])
+    # a generator key some algorithm of the file reads (a ps_star's servers, read by its ps) counts
+    read_keys = {w.link for size in by_size for a in ran for w in by_size[size][a].warnings
+                 if w.kind == "key_unread" and w.link.rpartition(".")[2] in ALGORITHM_KEYS}
+    read_keys = {link for link in read_keys if any(not any(w.link == link for w in by_size[size][a].warnings)
+                                                   for size in by_size for a in ran)}
+    runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])
+                                   and not (w.kind == "key_unread" and w.link in read_keys)])
             for size in by_size for a in ran for run in [by_size[size][a]]]
     if model and scenario.faults:  # a fault after a size's run may still slow the step's buckets: not "changed nothing"
         algorithm_of = [a for _ in by_size for a in ran]  # (runs are by size, then algorithm)

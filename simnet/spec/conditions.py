@@ -119,6 +119,11 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
     faults += _on_chips(topology, on_chips)
     for k, fault in enumerate(faults):  # (faults of chips at one instant add up: _on_chips)
         for other in faults[:k]:
+            if len({other.index, fault.index} & chipped) == 1 and np.intersect1d(other.links, fault.links).size:
+                first, then = sorted((other.index, fault.index))
+                raise FaultError((then,), f"faults[{first}] and this fault change one GPU's link to its NVSwitch, one "
+                                          "on a chip of it and one on the link or GPU as a whole, which simnet does "
+                                          "not add up; give the chips' faults alone (one per chip), or the whole's")
             if other.at == fault.at and np.intersect1d(other.links, fault.links).size and \
                     not {other.index, fault.index} <= chipped:
                 first, then = sorted((other.index, fault.index))
@@ -157,6 +162,7 @@ def _on_chips(topology: Topology, specs: list[tuple[int, FaultSpec]]) -> list[Fa
     for u, v in topology.chip_links:
         parts.setdefault((kept.get(u, u), kept.get(v, v)), []).append((u, v))
     now: dict[tuple[str, str], float] = {}  # a chip's link -> the factor it runs at
+    changed: dict[tuple[float, tuple[str, str]], int] = {}  # (instant, a chip's link) -> the fault that changes it
     faults = []
     for i, spec in sorted(specs, key=lambda item: item[1].at):
         if spec.link is not None:
@@ -169,6 +175,12 @@ def _on_chips(topology: Topology, specs: list[tuple[int, FaultSpec]]) -> list[Fa
                 raise FaultError((i, "link"), f"no link between {a!r} and {b!r} in {topology.name}")
         else:
             written = [e for e in topology.chip_links if spec.node in e]
+        for e in written:  # two faults on one chip's link at one instant: one of them would be ignored
+            first = changed.setdefault((spec.at, e), i)
+            if first != i:
+                raise FaultError((max(first, i),), (
+                    f"faults[{min(first, i)}] changes the same link of a chip at the same time "
+                    f"({units.format_time(spec.at)}): one of them would be ignored; give one"))
         factors = _factors(i, spec, np.array([topology.chip_links[e] for e in written]))
         now.update((e, 0.0 if now.get(e) == 0 else float(f)) for e, f in zip(written, factors))
         joined = sorted({(kept.get(u, u), kept.get(v, v)) for u, v in written}, key=topology.link_index.__getitem__)

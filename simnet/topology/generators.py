@@ -907,10 +907,11 @@ network only between NVLink domains, and the GPUs reach each other over NVLink; 
 ``nvswitch`` server's NICs are cabled to nothing but their GPUs."""
 
 
-ALGORITHM_KEYS = {"nvls": ("nvls", "nvls_tree"), "sharp": ("collnet_direct", "collnet_chain"),
+ALGORITHM_KEYS = {"nvls": ("nvls", "nvls_tree"), "sharp": ("collnet_direct", "collnet_chain", "nvls"),
                   "servers": ("ps",), "ps_bandwidth": ("ps",)}
 """Generator keys only some algorithms read (``auto`` too where it weighs one of them: NVLS,
-CollNet): a switch's reduction (NVLink SHARP, SHARP) and a ps_star's parameter servers."""
+CollNet): a switch's reduction (NVLink SHARP, SHARP: CollNet's, and NVLS's across hosts) and
+a ps_star's parameter servers."""
 
 FABRIC_KEYS = {"leaf_spine": ("spines", "uplink_bandwidth", "oversubscription"),
                "cross_region": ("spines", "uplink_bandwidth", "oversubscription", "wan_bandwidth", "wan_latency",
