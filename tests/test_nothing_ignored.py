@@ -3991,6 +3991,10 @@ def test_a_fault_cutting_off_only_gpus_outside_g_runs_as_with_gpus_in_the_file(t
     assert runs[0]["time_s"] == runs[1]["time_s"] and "fault_unfelt" in [w["kind"] for w in runs[0]["warnings"]]
     swept = cli("sweep", tmp_path / "s.yaml", "--gpus", "2", "--out", tmp_path / "o", "--workers", "1")
     assert swept.exit_code == 0, swept.stderr
+    (tmp_path / "w.yaml").write_text(head + cut + "sweep: {gpus: [2]}\n")  # (the review: the file's axis, --set)
+    for args in ([tmp_path / "w.yaml"], [tmp_path / "s.yaml", "--set", "gpus=2"]):
+        axis = cli("sweep", *args, "--out", tmp_path / f"o{len(args)}", "--workers", "1")
+        assert axis.exit_code == 0, axis.stderr
     whole = cli("run", tmp_path / "s.yaml")
     assert whole.exit_code == 2 and "would hang" in whole.stderr
 

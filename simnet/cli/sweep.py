@@ -75,7 +75,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         from simnet.run.sweep.plan import check_values, files_read, plan_sweep
         from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
 
-    spec = load_scenario(scenario, collective, runs_on_part=gpu_counts is not None)  # (each point's GPUs: its own)
+    spec = load_scenario(scenario, collective, runs_on_part=_sweeps_gpus(scenario, gpu_counts, sets))
     counts = _gpu_counts(gpu_counts, scenario) if gpu_counts is not None else None
     axes = {}
     for item in sets:
@@ -164,6 +164,17 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     for path in [write_sweep_csv(records, out / "results.csv"), out / "results.jsonl",
                  *plot_sweep(records, spec.name, out)]:
         console.print(f"wrote {path}")
+
+
+def _sweeps_gpus(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...]) -> bool:
+    """Whether the sweep's points run on some of the scenario's GPUs (``--gpus``, ``--set
+    gpus=...`` or the file's ``sweep: {gpus: ...}``): a fault is then judged on each point's."""
+    from simnet.io.yamlsource import load_yaml
+
+    data, _ = load_yaml(scenario)
+    axes = data.get("sweep") if isinstance(data, dict) else None
+    return gpu_counts is not None or any(item.partition("=")[0].strip() == "gpus" for item in sets) or \
+        (isinstance(axes, dict) and "gpus" in axes)
 
 
 def _unread_everywhere(spec, plan, records: list[dict], said: set[str], swept: set[str]) -> list:
