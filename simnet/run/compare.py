@@ -21,7 +21,7 @@ from simnet.run.point import SAME_TIME, Setup
 from simnet.run.scenario import run_sizes, scenario_choices_unread
 from simnet.run.simulate import unread_by_every, unread_options
 from simnet.run.sweep.evaluate import after_every_end, answers_of, check_point_fits, evaluate_point, unread_everywhere
-from simnet.run.sweep.plan import Point, plan_sweep, scenario_at, setting_named
+from simnet.run.sweep.plan import Point, as_the_file_writes, plan_sweep, scenario_at, setting_named
 from simnet.spec.scenario import Scenario, source_of
 from simnet.topology.schema import TopologySpec
 
@@ -149,23 +149,9 @@ def _counts_against_the_file(name: str, key: str | None, overrides: tuple, ran: 
     if key is None or source is None or not source.writes(name):
         return False
     try:
-        return answered(_as_the_file_writes(overrides, key, name, plan.document)) != answers_of(ran)
+        return answered(as_the_file_writes(overrides, key, name, plan.document)) != answers_of(ran)
     except (InputError, SpecError, Unsupported):
         return True
-
-
-def _as_the_file_writes(overrides: tuple, key: str, name: str, document: dict) -> tuple:
-    """``overrides`` (an option's set) with the key ``name`` as the scenario ``document``
-    writes it: without the set's ``key`` where that is ``name`` itself, else (``key`` a
-    mapping around it: ``training.parallelism`` for ``training.parallelism.fsdp``) with the
-    file's value put back inside the set's mapping, the mapping's other keys kept."""
-    loc = dotted_loc(name)
-    if loc == dotted_loc(key):
-        return tuple((k, v) for k, v in overrides if k != key)
-    value = document
-    for part in loc:
-        value = value[part]
-    return (*overrides, (".".join(map(str, loc)), value))
 
 
 def _answers_of(plan, overrides: tuple, algorithms, where) -> str:
@@ -272,7 +258,7 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
         for finding in warnings:
             key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
             if key is not None and source is not None and source.writes(finding.link) and finding.link not in {
-                    w.link for w in scenario_at(plan, _as_the_file_writes(tuple(variant.set.items()), key,
+                    w.link for w in scenario_at(plan, as_the_file_writes(tuple(variant.set.items()), key,
                                                                           finding.link, plan.document),
                                                 None).warnings if w.kind == "key_unread"}:
                 continue  # it replaces the file's own value, which counts in this option: judged against it

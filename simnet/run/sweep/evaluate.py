@@ -14,7 +14,7 @@ from simnet.io.budget import TooLarge
 from simnet.run.jobs import run_jobs
 from simnet.run.scenario import check_runs_fit, read_by_any, run_sizes, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
-from simnet.run.sweep.plan import Point, SweepPlan, scenario_at
+from simnet.run.sweep.plan import Point, SweepPlan, as_the_file_writes, scenario_at
 from simnet.run.training import training_step
 from simnet.spec.scenario import fault_refusal
 from simnet.workloads.ddp import StepModel
@@ -65,12 +65,14 @@ def answered_otherwise_as_written(plan: SweepPlan, records: list[dict], link: st
     for point in plan.points:
         if point.key not in by_key:
             continue
-        written = Point(tuple((k, v) for k, v in point.overrides if not dotted_within(link, k)), point.gpus,
-                        point.algorithm)
+        key = next((k for k, _ in point.overrides if dotted_within(link, k)), None)
+        if key is None:  # the point keeps the file's value
+            continue
+        written = Point(as_the_file_writes(point.overrides, key, link, plan.document), point.gpus, point.algorithm)
         try:
             if answers_of([evaluate_point(plan, written)]) != answers_of([by_key[point.key]]):
                 return True
-        except (InputError, SpecError, Unsupported, TooLarge):
+        except (InputError, SpecError, Unsupported):
             return True
     return False
 

@@ -21,15 +21,15 @@ from typing import Any
 from simnet import units
 from simnet.errors import InputError, shown
 from simnet.io.budget import check_fits
-from simnet.io.yamlsource import Source, load_yaml
+from simnet.io.yamlsource import Source, dotted_loc, load_yaml
 from simnet.run.nccl_env import nccl_env, nccl_integer
 from simnet.spec.scenario import Scenario, nested_twice, scenario_from_dict
 from simnet.spec.workloads import parse_flops
 from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__, code_digest
 
-__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "fingerprint", "setting_named",
-           "check_points", "check_values"]
+__all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "as_the_file_writes", "fingerprint",
+           "setting_named", "check_points", "check_values"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -327,6 +327,20 @@ def _grow(document: dict, gpus: int, base: Path) -> dict:
         return {**document, "topology": {**topology, "generate": grown(generate, gpus)}}
     except (GeneratorError, ValueError):
         return document  # let the scenario's own validation report it
+
+
+def as_the_file_writes(overrides: tuple, key: str, name: str, document: dict) -> tuple:
+    """``overrides`` (an option's set) with the key ``name`` as the scenario ``document``
+    writes it: without the set's ``key`` where that is ``name`` itself, else (``key`` a
+    mapping around it: ``training.parallelism`` for ``training.parallelism.fsdp``) with the
+    file's value put back inside the set's mapping, the mapping's other keys kept."""
+    loc = dotted_loc(name)
+    if loc == dotted_loc(key):
+        return tuple((k, v) for k, v in overrides if k != key)
+    value = document
+    for part in loc:
+        value = value[part]
+    return (*overrides, (".".join(map(str, loc)), value))
 
 
 def scenario_at(plan: SweepPlan, overrides: tuple[tuple[str, Any], ...], gpus: int | None) -> Scenario:
