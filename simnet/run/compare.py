@@ -155,7 +155,7 @@ def _counts_against_the_file(name: str, key: str | None, overrides: tuple, ran: 
 
 
 def _answers_of(plan, overrides: tuple, algorithms, where) -> str:
-    """``_answers`` of an option's records with ``overrides``, every algorithm it runs."""
+    """``answers_of`` an option's records with ``overrides``, every algorithm it runs."""
     return answers_of([record for record in (_evaluate(plan, Point(overrides, None, a), where) for a in algorithms)
                      if "skipped" not in record])
 

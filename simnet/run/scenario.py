@@ -80,10 +80,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     untaken = {a: {f"options.{name}" for name in unread_options(scenario.options, [a], scenario.collective)}
                for a in ran}
     # a generator key some algorithm of the file reads (a ps_star's servers, read by its ps) counts
-    read_keys = {w.link for size in by_size for a in ran for w in by_size[size][a].warnings
+    every_run = [by_size[size][a] for size in by_size for a in ran]
+    said_keys = {w.link for run in every_run for w in run.warnings
                  if w.kind == "key_unread" and w.link.rpartition(".")[2] in ALGORITHM_KEYS}
-    read_keys = {link for link in read_keys if any(not any(w.link == link for w in by_size[size][a].warnings)
-                                                   for size in by_size for a in ran)}
+    read_keys = {link for link in said_keys if read_by_any(link, every_run)}
     runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])
                                    and not (w.kind == "key_unread" and w.link in read_keys)])
             for size in by_size for a in ran for run in [by_size[size][a]]]
