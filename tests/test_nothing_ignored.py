@@ -3906,25 +3906,56 @@ def test_heads_without_kv_heads_is_said_to_change_no_time(kv_heads):
     assert (fewer == more) == (kv_heads is None)
 
 
+@pytest.mark.parametrize("node_by_node", [False, True])
 @pytest.mark.parametrize("key, value, readers", [("nvls", False, ("nvls", "nvls_tree")),
                                                  ("sharp", True, ("collnet_direct", "collnet_chain", "nvls"))])
-def test_a_switch_capability_no_algorithm_of_the_run_reduces_on_is_said(key, value, readers):
+def test_a_switch_capability_no_algorithm_of_the_run_reduces_on_is_said(key, value, readers, node_by_node):
     """Fuzz round ai: a generator's ``nvls: false`` or ``sharp: true`` beside ring and tree
     changed nothing, unsaid, while NCCL_NVLS_ENABLE=0 in the same run was said. Said of each
     run whose algorithm does not reduce on such a switch (and true: the same time without it);
-    not of auto, which weighs the algorithms that do."""
+    not of auto, which weighs the algorithms that do. The same key written on the switches
+    node by node (the generator's fabric exported) is said alike, of the first switch with it."""
     from simnet import simulate
 
     generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8}
     written, plain = (topology_from_dict({"name": "t", "generate": {**generate, **extra}})
                       for extra in ({key: value}, {}))
+    if node_by_node:
+        from simnet.topology.export import topology_as_dict
+
+        nodes = topology_as_dict(written)
+        nodes["nodes"] = [{k: v for k, v in node.items() if k != "nvls" or key == "nvls"} for node in nodes["nodes"]]
+        written = topology_from_dict(nodes)
+        first = next(i for i, node in enumerate(nodes["nodes"]) if key in node)
+    link = f"nodes[{first}].{key}" if node_by_node else f"generate.{key}"
     for algorithm in ("ring", "tree", "auto"):
         run = simulate(written, algorithm, 2**26)
-        said = [w.message for w in run.warnings if w.kind == "key_unread" and w.link == f"generate.{key}"]
+        said = [w.message for w in run.warnings if w.kind == "key_unread" and w.link == link]
         assert bool(said) == (algorithm != "auto"), (algorithm, said)
         assert not said or f"({' and '.join(readers)} do, and auto weighs them)" in said[0]
         if said:
             assert run.time_s == simulate(plain, algorithm, 2**26).time_s
+
+
+@pytest.mark.parametrize("key, variable", [("nvls", "NCCL_NVLS_ENABLE"), ("sharp", "NCCL_COLLNET_ENABLE")])
+def test_a_switch_capability_the_environment_turns_off_is_said_of_auto(key, variable):
+    """A generator's ``nvls: true`` (on A100s' successors) or ``sharp: true`` beside auto under
+    the variable that turns that reduction off (NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0)
+    changed nothing, unsaid: auto weighs no algorithm that reduces there. Said, and true: the
+    same pick and time as the fabric without it."""
+    from simnet import simulate
+
+    generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8, "nvls": False}
+    written, plain = (topology_from_dict({"name": "t", "generate": {**generate, **extra}})
+                      for extra in ({key: True}, {}))
+    for env in ({variable: "0"}, {}):
+        run = simulate(written, "auto", 2**26, env=env)
+        said = [w.message for w in run.warnings if w.kind == "key_unread" and w.link == f"generate.{key}"]
+        assert bool(said) == bool(env), (env, said)
+        if said:
+            assert f"{variable}=0 turns it off" in said[0]
+            other = simulate(plain, "auto", 2**26, env=env)
+            assert (run.algorithm, run.time_s) == (other.algorithm, other.time_s)
 
 
 def test_compare_of_files_one_with_a_workload_prices_what_it_ranks_by(tmp_path, cli, figures):

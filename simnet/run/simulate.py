@@ -25,7 +25,7 @@ from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.model.interface import timing as model_timing
 from simnet.results.result import Finding, Result
-from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env
+from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env, turned_off
 from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of, checked_options, checked_size
 from simnet.schedule.algorithms.direct import named_servers, parameter_servers, servers_used
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
@@ -99,7 +99,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
     if point.topo.algorithm_keys and result.gpus > 1:
-        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point.topo, algorithm)])
+        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point, algorithm)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         library = "RCCL" if point.model == "rccl" else "NCCL"  # (the library the GPUs run picks)
@@ -273,20 +273,32 @@ def unread_by_every(env: Mapping[str, str], runs: list[tuple[Setup, str, int, di
     return said + (_nccl_only_unread(env) if all(point.model == "ideal" for point, *_ in runs) else [])
 
 
-def _algorithm_keys_unread(topo: Topology, algorithm: str) -> list[Finding]:
+_TURNED_OFF_BY = {"nvls": "NCCL_NVLS_ENABLE", "sharp": "NCCL_COLLNET_ENABLE"}
+"""The variable that turns off the switch reduction a generator key of ``ALGORITHM_KEYS`` marks."""
+
+
+def _algorithm_keys_unread(point: Setup, algorithm: str) -> list[Finding]:
     """``key_unread`` of the generators' keys only some algorithms read (``Topology.algorithm_keys``,
     ``generators.ALGORITHM_KEYS``) that ``algorithm`` reads nothing of: it does not reduce on such
-    a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs)."""
+    a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs,
+    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off)."""
     said = []
-    for entry in topo.algorithm_keys:
+    for entry in point.topo.algorithm_keys:
         link = entry.partition(" (")[0]
-        readers = ALGORITHM_KEYS[link.rpartition(".")[2]]
-        if algorithm in readers or (algorithm == "auto" and set(readers) & set(NCCL_RUNS)):
+        key = link.rpartition(".")[2]
+        readers = ALGORITHM_KEYS[key]
+        weighs = set(readers) & set(NCCL_RUNS)
+        variable = _TURNED_OFF_BY.get(key)
+        off = f"{variable}={point.env[variable]}" if variable and turned_off(point.env, variable) else ""
+        if algorithm in readers or (algorithm == "auto" and weighs and not off):
             continue
-        weighed = ", and auto weighs them" if set(readers) & set(NCCL_RUNS) else ""
-        said.append(Finding("key_unread", link, f"{entry}: {algorithm} does not use it ({' and '.join(readers)} "
-                                                f"{'does' if len(readers) == 1 else 'do'}{weighed}), so it changed "
-                                                "nothing here"))
+        if algorithm == "auto" and weighs:
+            why = f"{off} turns it off, as in NCCL (auto weighs none of {', '.join(readers)})"
+        else:
+            weighed = ", and auto weighs them" if weighs and not off else ""
+            why = f"{algorithm} does not use it ({' and '.join(readers)} {'does' if len(readers) == 1 else 'do'}" \
+                  f"{weighed})"
+        said.append(Finding("key_unread", link, f"{entry}: {why}, so it changed nothing here"))
     return said
 
 

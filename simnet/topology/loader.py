@@ -67,6 +67,10 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     unread += [f"{_said_where(source, prefix + (key,))}: an empty list, so it changed nothing here; leave it out"
                for key in ("nodes", "links") if key in spec.model_fields_set and not getattr(spec, key)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
+    for key in ("nvls", "sharp"):  # the same keys written on a switch node by node: said where the first is
+        first = next((loc for node, loc in nodes[len(nodes) - len(spec.nodes):]
+                      if node.kind == "switch" and getattr(node, key) is not None), None)
+        algorithm_keys += [_said_where(source, first + (key,))] if first else []
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
     graph = nx.DiGraph(name=spec.name)
