@@ -3958,6 +3958,27 @@ def test_a_switch_capability_the_environment_turns_off_is_said_of_auto(key, vari
             assert (run.algorithm, run.time_s) == (other.algorithm, other.time_s)
 
 
+@pytest.mark.parametrize("ps_server", ["worker0", ["worker1", "worker2"], "ps1"])
+def test_a_ps_star_s_servers_ps_does_not_serve_from_are_said(ps_server):
+    """A ps_star's ``servers`` and ``ps_bandwidth`` beside a ps whose ``ps_server`` names GPUs
+    changed nothing, unsaid (the run used none of the parameter servers), and the idle
+    servers' remedy asked for ``ps_servers``, which ps_server overrides. Said, and true: the
+    same time on the star without them; the remedy names ps_server."""
+    from simnet import simulate
+
+    generate = {"kind": "ps_star", "workers": 4, "gpu": "h100"}
+    written, plain = (topology_from_dict({"name": "t", "generate": {**generate, **extra}})
+                      for extra in ({"servers": 4, "ps_bandwidth": "100 Gb/s"}, {}))
+    run = simulate(written, "ps", 2**24, ps_server=ps_server)
+    said = {w.link for w in run.warnings if w.kind == "key_unread"}
+    on_gpus = ps_server != "ps1"
+    assert said == ({"generate.servers", "generate.ps_bandwidth"} if on_gpus else set()), said
+    if on_gpus:
+        assert run.time_s == simulate(plain, "ps", 2**24, ps_server=ps_server).time_s
+    (idle,) = [w.message for w in run.warnings if w.kind == "idle_servers"]
+    assert "options.ps_server names" in idle and "ps_servers: 4" in idle
+
+
 def test_compare_of_files_one_with_a_workload_prices_what_it_ranks_by(tmp_path, cli, figures):
     """Fuzz round aj (SERIOUS): comparing a file with a workload beside one without ranked them
     by their collective's time and priced busbw per M$, under a column headed "speedup per M$"

@@ -217,10 +217,15 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
     findings += _idle_nics(topo, links, down, algorithm not in table or "channels" in table[algorithm].options)
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
     if algorithm == "ps" and idle:
+        every = len(topo.parameter_servers)
+        named = servers != topo.parameter_servers[:len(servers)]  # ps_server chose them, not ps_servers' count
+        remedy = (f"options.ps_server names {', '.join(servers[:4])}{', ...' if len(servers) > 4 else ''}; naming "
+                  f"every one there (or leaving it out with options.ps_servers: {every})" if named else
+                  f"options.ps_servers: {every}")
         findings.append(Finding("idle_servers", idle[0], (
-            f"{len(idle)} of {len(topo.parameter_servers)} parameter servers carried nothing "
-            f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}). Remedy: options.ps_servers: "
-            f"{len(topo.parameter_servers)} shards the gradient over all of them")))
+            f"{len(idle)} of {every} parameter servers carried nothing "
+            f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}). Remedy: {remedy} shards the gradient over "
+            "all of them")))
     return findings
 
 

@@ -99,7 +99,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
     if point.topo.algorithm_keys and result.gpus > 1:
-        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point, algorithm)])
+        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point, algorithm, options)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         library = "RCCL" if point.model == "rccl" else "NCCL"  # (the library the GPUs run picks)
@@ -277,12 +277,15 @@ _TURNED_OFF_BY = {"nvls": "NCCL_NVLS_ENABLE", "sharp": "NCCL_COLLNET_ENABLE"}
 """The variable that turns off the switch reduction a generator key of ``ALGORITHM_KEYS`` marks."""
 
 
-def _algorithm_keys_unread(point: Setup, algorithm: str) -> list[Finding]:
+def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[Finding]:
     """``key_unread`` of the generators' keys only some algorithms read (``Topology.algorithm_keys``,
     ``generators.ALGORITHM_KEYS``) that ``algorithm`` reads nothing of: it does not reduce on such
     a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs,
-    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off)."""
+    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off; ps
+    none of the servers' where its ``options`` name only GPUs or hosts to serve)."""
     said = []
+    servers = point.topo.parameter_servers
+    elsewhere = algorithm == "ps" and servers and not set(servers_used(point.topo, algorithm, options)) & set(servers)
     for entry in point.topo.algorithm_keys:
         link = entry.partition(" (")[0]
         key = link.rpartition(".")[2]
@@ -290,9 +293,13 @@ def _algorithm_keys_unread(point: Setup, algorithm: str) -> list[Finding]:
         weighs = set(readers) & set(NCCL_RUNS)
         variable = _TURNED_OFF_BY.get(key)
         off = f"{variable}={point.env[variable]}" if variable and turned_off(point.env, variable) else ""
-        if algorithm in readers or (algorithm == "auto" and weighs and not off):
+        if (algorithm in readers and not (elsewhere and key in ("servers", "ps_bandwidth"))) or \
+                (algorithm == "auto" and weighs and not off):
             continue
-        if algorithm == "auto" and weighs:
+        if algorithm in readers:
+            named = ", ".join(named_servers(options)[:3])
+            why = f"options.ps_server names {named} to serve, none of the parameter servers (kind: ps)"
+        elif algorithm == "auto" and weighs:
             why = f"{off} turns it off, as in NCCL (auto weighs none of {', '.join(readers)})"
         else:
             weighed = ", and auto weighs them" if weighs and not off else ""
