@@ -142,6 +142,33 @@ def test_an_ideal_ring_whose_bounds_do_not_meet_takes_the_fluid_network_even_pas
     assert replay_lanes(program, topo, lane_timing(decided, program, topo), accept="makespan") is None
 
 
+@pytest.mark.parametrize("algorithm, size", [("ring", 2**20), ("ring", 2**24), ("tree", 2**24)])
+def test_an_ideal_run_the_fluid_network_cannot_hold_is_its_lanes_lower_bound(rail, monkeypatch, algorithm, size):
+    """Issue 34: under ``model: ideal`` a run whose bounds stay apart and whose transfers the
+    fluid network cannot hold in memory was refused (a 1 GiB ring over 4,096 H100s of a rail
+    fabric, ~86 GB). It is answered by its lanes' lower bound, said so with the steady upper
+    bound: the fluid network's exact time lies between them (lanes at their own rates are
+    never slower, at an equal split of every link never faster), so ``ideal`` stays under
+    ``nccl``; its link statistics are the steady pass's (no link over its capacity, the same
+    bytes as the exact run's). ``exact: true`` still asks for the fluid network, refused."""
+    from simnet.io.budget import TooLarge
+
+    topo = rail.subset(32)
+    exact, nccl = simulate(topo, algorithm, size, model="ideal"), simulate(topo, algorithm, size)
+    monkeypatch.setenv("SIMNET_MEMORY", "1 MiB")  # (the lanes need less: a few arrays per lane)
+    low = simulate(topo, algorithm, size, model="ideal")
+    assert (exact.replay.engine, low.replay.engine) == ("fluid", "lanes-lower")
+    assert low.time_s < exact.time_s <= low.replay.upper_ps / PS_PER_SECOND
+    assert low.time_s < nccl.time_s
+    (said,) = [w.message for w in low.warnings if w.kind == "lower_bound"]
+    assert said.startswith("time is a lower bound") and units.format_time(low.replay.upper_ps / PS_PER_SECOND) in said
+    assert all(link.mean_utilization <= 1 and link.saturated_fraction <= 1 for link in low.links)
+    assert {(link.src, link.dst): link.bytes for link in low.links} == \
+        pytest.approx({(link.src, link.dst): link.bytes for link in exact.links})
+    with pytest.raises(TooLarge):
+        simulate(topo, algorithm, size, model="ideal", exact=True)
+
+
 @settings(max_examples=4, deadline=None)
 @given(size=st.integers(2**16, 2**30), channels=st.sampled_from([None, 2, 4]))
 def test_model_ideal_is_the_fluid_run_whichever_engine_answers(rail, size, channels):

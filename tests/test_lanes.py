@@ -261,7 +261,8 @@ def test_simulate_bounds_only_nccl_rings_too_large_to_replay_exactly(racks, over
     auto = simulate(oversubscribed, "auto", 2**22)
     assert auto.algorithm != "ring" and [w.kind for w in auto.warnings].count("candidate_upper_bound") == 1
     # the exact lanes take the racks' ring under nccl: a timeline still gets the fluid network;
-    # model: ideal is the exact reference and a tree is bounded loosely: neither is ever bounded
+    # model: ideal is the exact reference (bounded, from below, only where the fluid network could not hold it)
+    # and a tree is bounded loosely: neither is bounded here
     assert simulate(racks, "ring", 2**24, timeline=True).replay.engine == "fluid"
     assert simulate(racks, "ring", 2**24, model="ideal").replay.engine == "fluid"
     assert simulate(racks, "tree", 2**24, model="ideal").replay.engine == "fluid"

@@ -290,8 +290,9 @@ def test_a_point_too_large_for_memory_stops_the_sweep_in_one_line_keeping_the_ot
     from simnet.schedule.catalog import build_schedule
     from simnet.schedule.transfers import transfer_bytes
 
-    path = write(tmp_path)  # NCCL's Tree: a schedule of transfers (a ring is replayed lane by lane, without one)
-    path.write_text(path.read_text().replace("[ring]", "[tree]") + "options: {chunk_size: 64 KiB}\n")
+    path = write(tmp_path)  # NCCL's Tree: a schedule of transfers (a ring is replayed lane by lane, without one);
+    # exact: under model: ideal a run the fluid network cannot hold is otherwise its lanes' lower bound
+    path.write_text(path.read_text().replace("[ring]", "[tree]") + "options: {chunk_size: 64 KiB, exact: true}\n")
     eight = len(build_schedule("tree", load_scenario(path).topology, 64 * 2**20, chunk_size=64 * 2**10))
     out = tmp_path / "out"
     result = cli("sweep", path, "--out", out, "--workers", "1", env={"SIMNET_MEMORY": f"{eight * transfer_bytes('tree') - 1} B"})

@@ -80,11 +80,13 @@ def worth_replaying(program: LaneProgram) -> bool:
     return 0 < len(program) and int(program.flows.max()) <= MAX_SERIAL
 
 
-ACCEPT = ("lanes", "makespan", "bound")
+ACCEPT = ("lanes", "makespan", "bound", "lower")
 """What ``replay_lanes`` may answer, each level taking the ones before it: ``lanes`` every
 lane's times exact (engine ``lanes``); ``makespan`` also the completion time alone, exact
 where the lower and upper bounds meet (engine ``lanes-bounds-meet``); ``bound`` also the
-steady upper bound where they do not (engine ``lanes-steady``)."""
+steady upper bound where they do not (engine ``lanes-steady``); ``lower``, instead of that,
+the lower bound (engine ``lanes-lower``: the completion time of the lanes at their own
+rates, ``Replay.upper_ps`` the steady upper bound, whose link statistics it keeps)."""
 
 
 def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None = None,
@@ -260,7 +262,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     contended, fluid_share = np.ones(program.lanes, dtype=bool), 1.0
     if fluid is not None and checkable:
         contended = _contended(program, paths, moving, watched, watch, intervals, at, capacity, rate, over, stats)
-        if (moving & ~contended).any() and (accept != "bound" or int(program.flows[contended].sum()) <= MAX_EXACT):
+        if (moving & ~contended).any() and \
+                (accept not in ("bound", "lower") or int(program.flows[contended].sum()) <= MAX_EXACT):
             fluid_share = program.flows[contended].sum() / len(program)  # else no parts: all or too many transfers
     if fluid_share <= 0.5:  # the fluid network replays half the program at most: cheaper than the bounds would be
         parts = in_parts()
@@ -275,6 +278,8 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     parts = in_parts() if fluid_share < 1 else None
     if parts is not None:
         return parts
+    if accept == "lower":
+        return replace(upper, duration_ps=duration, engine="lanes-lower", upper_ps=upper.duration_ps)
     return upper if accept == "bound" else None
 
 

@@ -49,7 +49,8 @@ class Replay:
     per-lane times upper bounds), ``lanes-fluid`` (the same, exact: the lanes that meet on
     links beyond their capacity timed on the fluid network, the others by lanes) or
     ``lanes-steady`` (the same, every lane at an equal split of every link it shares: times
-    are upper bounds)."""
+    are upper bounds) or ``lanes-lower`` (the completion time of every lane at its own rate, a
+    lower bound; ``upper_ps`` and the link statistics are the ``lanes-steady`` pass's)."""
 
     schedule: Schedule | None
     topology: Topology
@@ -63,6 +64,12 @@ class Replay:
     engine: str = "fluid"
     lanes_done_ps: np.ndarray | None = None  # lanes: when each lane's last transfer was delivered (ps)
     shared_link: int | None = None  # lanes-steady: the link of smallest equal share that slowed a lane
+    upper_ps: int | None = None  # lanes-lower: the steady pass's completion (an upper bound), its statistics'
+
+    @property
+    def stats_ps(self) -> int:
+        """The span the link statistics cover (ps): the run's, or the steady pass's under a lower bound."""
+        return self.duration_ps if self.upper_ps is None else self.upper_ps
 
     @property
     def time(self) -> float:

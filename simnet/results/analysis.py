@@ -47,7 +47,7 @@ def link_reports(replay) -> list[LinkReport]:
     """Every link that carried data, in bottleneck order (see the module docstring)."""
     topo, stats = replay.topology, replay.stats
     capacity = stats.capacity  # the rates the replay ran at (a model's effective rates), healthy
-    duration = replay.duration_ps
+    duration = replay.stats_ps  # (a lower bound's statistics are its steady pass's, over that pass)
     used = np.flatnonzero(stats.bytes > 0)
     if duration <= 0 or not len(used):
         return []

@@ -50,7 +50,9 @@ class LinkReport:
 class Finding:
     """A warning: ``kind`` is ``nic_overload``, ``link_congestion``, ``idle_servers``,
     ``upper_bound`` (the run was too large to replay exactly: its time is an upper bound),
-    ``candidate_upper_bound`` (``auto``: another algorithm's time is only an upper bound),
+    ``lower_bound`` (under ``model: ideal``, the run was too large to replay exactly: its time
+    is a lower bound), ``candidate_upper_bound`` / ``candidate_lower_bound`` (``auto``: another
+    algorithm's time is only a bound),
     ``candidate_too_large`` (``auto``: another algorithm too large for the memory was not
     simulated), ``variant_too_large`` (``hierarchical``: one way between groups too large
     for the memory was not simulated),

@@ -295,6 +295,7 @@ def _moot_in(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> dict
 
 
 PARTIAL = {"upper_bound": "its time is an upper bound (too large to replay exactly)",
+           "lower_bound": "its time is a lower bound (too large to replay exactly under model: ideal)",
            "variant_too_large": "hierarchical ran one way between groups only (the other too large for the memory)",
            "candidate_too_large": "auto left out a candidate too large for the memory"}
 """Warning kinds of a run whose answer is less than a whole one, and what compare says of them."""

@@ -325,6 +325,14 @@ class Setup:
                 f"options.channels {options['channels']} asks {self.model.upper()} for {asked} channels of "
                 f"{algorithm} here, more than it opens ({opened}: MAXCHANNELS, or NVLS's own count): the run has "
                 f"{opened}")))
+        if run.engine == "lanes-lower":
+            warnings.insert(0, Finding("lower_bound", "", (
+                "time is a lower bound: under model: ideal the exact replay (the fluid network, transfer by "
+                "transfer) would not fit in memory, so every connection ran at its own rate, which no sharing of a "
+                "link exceeds: the exact time is no earlier, "
+                f"and no later than {units.format_time(run.upper_ps / PS_PER_SECOND)} (every connection at an equal "
+                f"split of each link it crosses, the run whose link statistics these are; docs/architecture.md: "
+                f"steady lanes)")))
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (
@@ -373,12 +381,16 @@ class Setup:
     def boundable(self, algorithm: str, size: int, options: dict) -> bool:
         """Whether ``_replay`` could bound a run of ``algorithm`` at ``size`` bytes rather than
         replay it, were ``options["exact"]`` not set: a ring of more than ``MAX_EXACT``
-        transfers under NCCL's or RCCL's model."""
-        if algorithm != "ring" or self.model == "ideal":
+        transfers under NCCL's or RCCL's model (from above), a lane program the fluid network
+        could not hold under ``model: ideal`` (from below)."""
+        if algorithm != "ring" and self.model != "ideal":
             return False
         decided = self.plan(algorithm, size, {k: v for k, v in options.items() if k != "exact"})
-        return self._too_large_to_replay(build_program(algorithm, self.topo, size, collective=self.collective,
-                                                       **decided.options))
+        program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        if self.model == "ideal":
+            return program is not None and worth_replaying(program) and \
+                not fits(len(program) * transfer_bytes(algorithm))
+        return self._too_large_to_replay(program)
 
     def _too_large_to_replay(self, program) -> bool:
         """Whether ``program`` is a ring the fluid network would not finish (more than
@@ -401,17 +413,20 @@ class Setup:
         nccl``, a ring of more than ``MAX_EXACT`` transfers that neither proves as steady
         lanes (an upper bound: the fluid network would not finish); else on the fluid
         network. A timeline asks for the fluid network unless its schedule would not fit in
-        memory or it is such a ring. ``model: ideal`` (the exact reference),
-        ``options["exact"]`` and ``simulate_groups`` never bound."""
+        memory or it is such a ring. ``model: ideal`` (the exact reference) takes the lanes'
+        lower bound (``lanes-lower``) where the fluid network could not hold the schedule,
+        and never bounds from above; ``options["exact"]`` and ``simulate_groups`` never bound."""
         decided = self.plan(algorithm, size, options)
         program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
         if program is not None and worth_replaying(program):
             big_ring = self._too_large_to_replay(program) and not options.get("exact")
-            wants_fluid = timeline and fits(len(program) * transfer_bytes(algorithm))
+            held = fits(len(program) * transfer_bytes(algorithm))  # the fluid network could hold it whole
+            wants_fluid = timeline and held
+            lower = self.model == "ideal" and not held and not options.get("exact")
             if not wants_fluid or big_ring:
                 # with a timeline wanted, an exact answer is left for the fluid network's whole run below
-                run = self._by_lanes(decided, program, conditions, engine, "bound" if big_ring else "makespan",
-                                     parts=not wants_fluid)
+                accept = "bound" if big_ring else "lower" if lower else "makespan"
+                run = self._by_lanes(decided, program, conditions, engine, accept, parts=not wants_fluid)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:
@@ -450,10 +465,11 @@ class Setup:
         the steady bound (else the fluid network replays it whole either way). A run in parts
         (``lanes-fluid``) may have been bounded without it: None."""
         if not self.boundable(algorithm, size, options):
-            this = ("this run is under model: ideal" if self.model == "ideal" else
+            this = ("under model: ideal this run fits" if self.model == "ideal" else
                     "this ring has fewer" if algorithm == "ring" else f"this run is {algorithm}")
-            return (f"only a ring of more transfers than simnet replays under NCCL's or RCCL's model is ever "
-                    f"bounded instead of replayed, and {this}")
+            return (f"only a ring of more transfers than simnet replays under NCCL's or RCCL's model, or under model: "
+                    f"ideal a run by lanes the fluid network could not hold, is ever bounded instead of replayed, and "
+                    f"{this}")
         engine = run.replay.engine if run.replay is not None else None
         if engine in ("lanes", "lanes-bounds-meet"):
             return "the lanes replayed this ring exactly without it"
@@ -574,12 +590,14 @@ class Setup:
             return replace(run, warnings=said_of_auto + run.warnings)
         picked = _judged_apart(results[choice.algorithm])
         fastest = fastest_of({a: r.time_s for a, r in results.items()}, choice.algorithm)
-        bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
-                   if a != choice.algorithm and r.replay is not None and r.replay.engine == "lanes-steady"]
-        if bounded:
-            picked = replace(picked, warnings=[Finding("candidate_upper_bound", "", (
-                f"auto: {', '.join(bounded)} could only be bounded from above (too large to replay exactly), "
-                f"so it may be faster than its time says"))] + picked.warnings)
+        for engine, kind, side, than in (("lanes-steady", "candidate_upper_bound", "above", "faster"),
+                                          ("lanes-lower", "candidate_lower_bound", "below", "slower")):
+            bounded = [tables.SIMNET_NAMES[a] for a, r in results.items()
+                       if a != choice.algorithm and r.replay is not None and r.replay.engine == engine]
+            if bounded:
+                picked = replace(picked, warnings=[Finding(kind, "", (
+                    f"auto: {', '.join(bounded)} could only be bounded from {side} (too large to replay exactly), "
+                    f"so it may be {than} than its time says"))] + picked.warnings)
         return replace(picked, warnings=said_of_auto + picked.warnings, auto={
             "nccl_pick": {"algorithm": choice.algorithm, "protocol": choice.protocol,
                           "predicted_s": choice.time_s if size else None},  # NCCL discards an empty collective
