@@ -6,7 +6,9 @@ link at RCCL's (``topo.h`` GFX94X/GFX95X_XGMI_WIDTH: 48 GB/s; 48 of 64 on MI300X
 line rate is not public, at most 48 GB/s of what the link is written at), PCIe at NCCL's
 ``width x speed / 80`` over the line rate (0.76: x16 Gen5 is 48 of 63 GB/s, ``topo.cc``
 kvDictPciGen, v2.30.7 :545-557, :657; Gen6 0.79, 96 of 121 GB/s: its FLIT encoding is not
-Gen3-5's), the network at line rate (``net.bw = Mb/s / 8000``, ``topo.cc``).
+Gen3-5's), the network at line rate (``net.bw = Mb/s / 8000``, ``topo.cc``), but a GPU's own
+cable to the network (the GPU its own NIC) at most at its PCIe generation's x16 figure, the
+link its NIC would sit behind (48 GB/s under a 400 Gb/s H100 cable).
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ def _efficiency(topology) -> np.ndarray:
                 factor[i] = nvlink_efficiency(model)
         elif kind == PCIE:  # the generation's own figure: Gen6's FLIT encoding is not Gen3-5's
             factor[i] = pcie_efficiency(topology.pcie_generation(i))
+        elif topology.kind(u) == "gpu" or topology.kind(v) == "gpu":
+            # a GPU cabled straight to the network is its own NIC: the cable stands for the GPU's PCIe
+            # link to a NIC too, which NCCL reads at the generation's figure (an unnamed GPU: an A100's)
+            model = topology.gpu_model(u if topology.kind(u) == "gpu" else v)
+            pcie = pcie_effective(GPUS[model].pcie_generation if model in GPUS else 4)
+            factor[i] = min(1.0, pcie / topology.capacity[i])
     factor.flags.writeable = False  # shared by every view of the network
     return factor
 

@@ -121,7 +121,9 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
         nvlink = sum(rate[i] for i in out if topology.link_type[i] == NVLINK and topology.links[i][1] in peers)
         mesh = all(topology.link_index.get((a, b)) is not None and topology.link_type[topology.link_index[(a, b)]]
                    == NVLINK for a in first for b in first if a != b)
-    pci = max((rate[i] for i in out if topology.link_type[i] == PCIE), default=pcie_effective(4) / 1e9)
+    # a GPU with no PCIe link written (its own NIC, or NVLink alone) has its generation's, as NCCL reads it
+    generation = min((GPUS[m].pcie_generation for m in models if m in GPUS), default=4)
+    pci = max((rate[i] for i in out if topology.link_type[i] == PCIE), default=pcie_effective(generation) / 1e9)
     rails = topology.rails(first) if len(hosts) > 1 else []
     devices = net_devices(topology, rails)
     nic_bw = 0.0
