@@ -2152,19 +2152,21 @@ def test_a_calibration_profile_that_is_a_folder_or_a_pipe_is_refused_for_what_it
 @pytest.mark.parametrize("variable, meant", [("NCCL_PROTOCOL", "NCCL_PROTO"), ("NCCL_ALGORITHM", "NCCL_ALGO"),
                                              ("NCCL_MAX_CHANNELS", "NCCL_MAX_NCHANNELS"),
                                              ("NCCL_NVLS_ENABLED", "NCCL_NVLS_ENABLE"),
-                                             ("NCCL_FOO", None),  # like nothing simnet reads: NCCL ignores it
+                                             ("NCCL_FOO", ""),  # like nothing any library reads: said alike
                                              ("NCCL_IB_TC", None),  # NCCL reads it (v2.30.7), near NCCL_IB_HCA
                                              # review: RCCL reads it (src/graph/paths.cc:828 at 0cbce2a7),
                                              # NCCL not: its own line (test below)
                                              ("NCCL_NCHANNELS_PER_PEER", None),
                                              ("NCCL_NVLS", "NCCL_NVLS_ENABLE"),  # the likest, not the longest
                                              ("NCCL_MSCCL_ENABLE", "RCCL_MSCCL_ENABLE"),
-                                             ("RCCL_MSCCL_ENABLED", "RCCL_MSCCL_ENABLE")])
+                                             ("RCCL_MSCCL_ENABLED", "RCCL_MSCCL_ENABLE"), ("RCCL_FOO", "")])
 def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, variable, meant):
     """Fuzz round k (#290-#293, #309, debatable): NCCL_PROTOCOL=Simple ran as if unset without a
     word, as NCCL would run it; whoever set it meant NCCL_PROTO. A variable NCCL 2.30.7 does not
     read but spelt nearly as one simnet reads is warned, naming the one it resembles; the answer
-    stays NCCL's, the one without it. A real NCCL variable (NCCL_IB_TC) is not a misspelling."""
+    stays NCCL's, the one without it. A real NCCL variable (NCCL_IB_TC) is not a misspelling.
+    Fuzz round ak: one like nothing either library reads (NCCL_FOO, RCCL_FOO) was taken in
+    silence; it is said alike, naming none."""
     path, _ = _box_sweep(tmp_path)
     plain = json.loads(cli("run", path, "--json", "-").stdout)
     result = cli("run", path, "--json", "-", env={variable: "Simple"})
@@ -2172,8 +2174,9 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
     said = [line for line in result.stderr.splitlines() if line.startswith("warning env_misspelt")
             and "read by RCCL 2.21.5 only" not in line]
     library = "NCCL or RCCL" if variable.startswith("NCCL_") else "RCCL"
+    guess = f"; did you mean {meant}?" if meant else ":"
     assert said == ([f"warning env_misspelt: {variable}=Simple is not a variable {library} reads (NCCL 2.30.7, RCCL "
-                     f"2.21.5); did you mean {meant}? {library} ignores it, and so did this run"] if meant else [])
+                     f"2.21.5){guess} {library} ignores it, and so did this run"] if meant is not None else [])
 
 
 def test_nccl_topo_file_is_said_to_be_read_from_the_topology_instead(tmp_path, cli):
@@ -2200,9 +2203,22 @@ def test_a_variable_nccl_reads_and_simnet_does_not_model_is_said(tmp_path, cli):
     result = cli("run", path, "--json", "-", env={"NCCL_IB_TIMEOUT": "22", "NCCL_NET_GDR_READ": "0"})
     assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
     assert result.stderr.splitlines() == [
-        "warning env_unread: NCCL_IB_TIMEOUT=22, NCCL_NET_GDR_READ=0 are read by NCCL (or RCCL) and not modelled by "
+        "warning env_unread: NCCL_IB_TIMEOUT=22, NCCL_NET_GDR_READ=0 are read by NCCL and not modelled by "
         "simnet: simnet's answers are the ones without them (on the machine, a variable that tunes NCCL's "
         "transports may change the time)"]
+
+
+def test_a_variable_only_rccl_reads_is_said_as_rccl_s(tmp_path, cli):
+    """Fuzz round ak: RCCL_KERNEL_COLL_TRACE_ENABLE on H100s was said to be "read by NCCL (or
+    RCCL)"; NCCL reads no RCCL_ variable. The line names RCCL, and the answer is the one without."""
+    path, _ = _box_sweep(tmp_path)
+    plain = json.loads(cli("run", path, "--json", "-").stdout)
+    result = cli("run", path, "--json", "-", env={"RCCL_KERNEL_COLL_TRACE_ENABLE": "1"})
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
+    assert result.stderr.splitlines() == [
+        "warning env_unread: RCCL_KERNEL_COLL_TRACE_ENABLE=1 is read by RCCL (AMD GPUs) and not modelled by simnet: "
+        "simnet's answers are the ones without it (on the machine, a variable that tunes NCCL's transports may "
+        "change the time)"]
 
 
 @pytest.mark.parametrize("algorithms, unread", [(["ring"], True), (["ring", "auto"], False)])

@@ -59,14 +59,15 @@ def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
     """One line per ``NCCL_`` or ``RCCL_`` variable of ``environ`` (default: the process
-    environment) that neither NCCL 2.30.7 nor RCCL 2.21.5 reads (``nccl_names``) but that is
-    spelt nearly as one simnet follows or refuses (``NCCL_PROTOCOL`` for ``NCCL_PROTO``), or one
-    of their names in other letters' case (``nccl_algo``): the library ignores it, and so does
-    simnet, so the run is the one without it, which whoever set it rarely means. (The command
-    line says it; ``simulate(env=...)`` reads only the names it follows.)
+    environment) that neither NCCL 2.30.7 nor RCCL 2.21.5 reads (``nccl_names``), naming the
+    one simnet follows or refuses that it is spelt nearly as (``NCCL_PROTOCOL`` for
+    ``NCCL_PROTO``), if any, and one per name of theirs in other letters' case (``nccl_algo``):
+    the library ignores it, and so does simnet, so the run is the one without it, which
+    whoever set it rarely means. (The command line says it; ``simulate(env=...)`` reads only
+    the names it follows.)
 
-    >>> misspelt({"NCCL_PROTOCOL": "Simple", "NCCL_FOO": "1", "NCCL_DEBUG": "INFO"})[0].split(" (")[0]
-    'NCCL_PROTOCOL=Simple is not a variable NCCL or RCCL reads'
+    >>> [line.split(" (")[0] for line in misspelt({"NCCL_PROTOCOL": "Simple", "NCCL_FOO": "1", "NCCL_DEBUG": "INFO"})]
+    ['NCCL_FOO=1 is not a variable NCCL or RCCL reads', 'NCCL_PROTOCOL=Simple is not a variable NCCL or RCCL reads']
     >>> misspelt({"nccl_algo": "Ring"})[0].split(":")[0]
     'nccl_algo=Ring is not NCCL_ALGO'
     """
@@ -88,10 +89,10 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
         if near and rccl_only:  # NCCL ignores it; a run under RCCL refuses it (rccl.UNMODELLED), saying so itself
             said.append(f"{name}={environ[name]} is read by RCCL 2.21.5 only (simnet refuses it where RCCL runs), "
                         f"not by NCCL 2.30.7; did you mean {near}? NCCL ignores it, and so did this run")
-        elif near:
+        else:
             library = "NCCL or RCCL" if nccl_name else "RCCL"
-            said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5); did "
-                        f"you mean {near}? {library} ignores it, and so did this run")
+            said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5)"
+                        f"{f'; did you mean {near}?' if near else ':'} {library} ignores it, and so did this run")
     return said
 
 
@@ -107,7 +108,7 @@ def read_by_nccl_only(environ: Mapping[str, str] | None = None) -> list[str]:
     ``NCCL_IB_TIMEOUT`` or ``NCCL_DEBUG``: the answer is the one without them; or none.
 
     >>> read_by_nccl_only({"NCCL_IB_TIMEOUT": "22", "NCCL_ALGO": "Ring"})[0].split(":")[0]
-    'NCCL_IB_TIMEOUT=22 is read by NCCL (or RCCL) and not modelled by simnet'
+    'NCCL_IB_TIMEOUT=22 is read by NCCL and not modelled by simnet'
     """
     environ = os.environ if environ is None else environ
     names = [name for name in sorted(environ) if environ[name].strip() and name not in NCCL_VARIABLES
@@ -115,7 +116,9 @@ def read_by_nccl_only(environ: Mapping[str, str] | None = None) -> list[str]:
     if not names:
         return []
     shown = ", ".join(f"{name}={environ[name]}" for name in names)
-    return [f"{shown} {'is' if len(names) == 1 else 'are'} read by NCCL (or RCCL) and not modelled by simnet: "
+    rccl_only = [name in RCCL_ONLY_READS or name.startswith("RCCL_") for name in names]
+    library = "RCCL (AMD GPUs)" if all(rccl_only) else "NCCL" if not any(rccl_only) else "NCCL or RCCL"
+    return [f"{shown} {'is' if len(names) == 1 else 'are'} read by {library} and not modelled by simnet: "
             "simnet's answers are the ones without "
             f"{'it' if len(names) == 1 else 'them'} (on the machine, a variable that tunes NCCL's transports may "
             "change the time)"]
