@@ -140,7 +140,8 @@ def jobs_table(result, title: str) -> Table:
                    "slowdown", *(("healthy",) if faulted else ())):
         table.add_column(column, justify="left" if column in ("job", "algorithm", "protocol") else "right")
     for job in result.jobs:
-        table.add_row(job["name"], str(job["gpus"]), str(job["hosts"]), str(job["racks"]), job["algorithm"],
+        algorithm = job["algorithm"] + (f" ({job['inner']} between groups)" if job.get("inner") else "")
+        table.add_row(job["name"], str(job["gpus"]), str(job["hosts"]), str(job["racks"]), algorithm,
                       job["protocol"] or "-", units.format_size(job["size_bytes"]), str(job["runs"]),
                       units.format_time(job["alone_s"]), units.format_time(job["together_s"]),
                       f"{job['slowdown']:.2f}x", *((units.format_time(job["healthy_s"]),) if faulted else ()),

@@ -26,7 +26,7 @@ from simnet.io.budget import check_fits, memory_budget
 from simnet.model.timing import Timing
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import Setup, calibration_of
+from simnet.run.point import Conditions, Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
 from simnet.run.simulate import msccl_read, unread_by_every
 from simnet.schedule.kinds import ALLREDUCE
@@ -47,7 +47,8 @@ class JobUnsupported(JobError, Unsupported):
 
 @dataclass
 class JobsResult:
-    """Per job: its placement, algorithm and AllReduce times alone and together (s; under
+    """Per job: its placement, algorithm (``inner``: hierarchical's between groups, the variant
+    faster alone where the job names none) and AllReduce times alone and together (s; under
     faults, ``healthy_s`` together on the healthy fabric too); the interference matrix (job ->
     other job -> slowdown); the links jobs fought over; the faults, if any."""
 
@@ -123,7 +124,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         try:
             algorithm = point.nccl_pick(spec.size) if spec.algorithm == "auto" else spec.algorithm
             point.refuse_what_env_turns_off(algorithm)
-            decided, schedule, timing = point.prepare(algorithm, spec.size, {})
+            # hierarchical without inner: the variant faster alone, as one collective's run takes it
+            inner = point.simulate(algorithm, spec.size, False, None, Conditions(), {}).options["inner"] \
+                if algorithm == "hierarchical" else None
+            decided, schedule, timing = point.prepare(algorithm, spec.size, {"inner": inner} if inner else {})
         except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line
             raise JobUnsupported((i, "algorithm"), str(exc)) from None
         decisions.append((point, spec.algorithm, spec.size))
@@ -136,7 +140,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                            round((spec.period or 0.0) * PS_PER_SECOND)))
         described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
-                          "runs": spec.repeat})
+                          "runs": spec.repeat, **({"inner": inner} if inner else {})})
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
     index = {id(run): i for i, run in enumerate(runs)}
     # whether some run of the job waited for its period in a replay whose times are said: together (each job's
