@@ -407,6 +407,11 @@ def test_an_ideal_run_says_it_left_the_calibration_out():
     assert ideal.calibration is None and ideal.time_s == simulate(_pairs(), "ring", 2**20, model="ideal").time_s
     assert any(w.kind == "calibration_unused" and "mine.cal.yaml refines model: nccl or rccl only" in w.message
                for w in ideal.warnings)
+    # fuzz round ak: auto's answer reused the candidate's run, which said it already: said once
+    pick = simulate(_pairs(), "auto", 2**16, model="ideal").algorithm
+    known = {pick: simulate(_pairs(), pick, 2**16, model="ideal", calibration=profile)}
+    auto = simulate(_pairs(), "auto", 2**16, model="ideal", calibration=profile, reuse=known)
+    assert [w.kind for w in auto.warnings].count("calibration_unused") == 1
 
 
 def test_a_saturation_the_calibration_makes_says_so():

@@ -1265,6 +1265,29 @@ def test_a_name_no_font_draws_is_drawn_without_a_warning(tmp_path, cli):
     assert [str(w.message) for w in caught] == [] and (tmp_path / "d.png").stat().st_size > 0
 
 
+def test_a_figure_too_crowded_to_lay_out_tightly_is_saved_without_a_warning(tmp_path):
+    """Fuzz round ak: a sweep of 48 curves (``algorithms: all`` x four NIC speeds) printed
+    matplotlib's "Tight layout not applied" UserWarning and its source line on the terminal.
+    The figure keeps its default margins and is written, and nothing reaches the terminal."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from simnet.report.figures import save
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    for i in range(48):
+        ax.plot([0, 1], [i, i + 1], label=f"a series with a long name, number {i}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save(plt, fig, tmp_path / "crowded.png")
+    assert [str(w.message) for w in caught] == [] and (tmp_path / "crowded.png").stat().st_size > 0
+
+
 @pytest.mark.parametrize("keys, field", [
     ({"training": {**TRAINING, "efficiency": "0.5"}}, "training.efficiency"),
     ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 ms", "gradient_size": "4 MiB", "bucket_size": "1 MiB",
@@ -4151,3 +4174,19 @@ def test_keys_some_algorithm_of_the_scenario_reads_are_not_said_of_the_others(ro
     (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: all\n")
     other = cli("run", tmp_path / "s.yaml", "-c", "all_gather")
     assert other.exit_code == 0 and "not run for all_gather" not in other.stdout, other.stdout
+
+
+def test_a_congested_link_under_a_fault_says_whose_full_speed():
+    """Fuzz round ak: under a fault that left a link 1 % of its rate, ``link_congestion`` said
+    "16 MiB crossed it, 4.768 ms even at full speed": the time at the mean rate the fault left
+    (3.5 GB/s), not at the link's 200 GB/s. It says so."""
+    from simnet import simulate, units
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "gpu": "h100", "racks": 2,
+                                                         "hosts_per_rack": 1, "spines": 2}})
+    run = simulate(topo, "ring", 16 * 2**20, faults=[{"at": "50 us", "link": ["tor0", "spine0"], "bandwidth": "1%"}])
+    (said,) = [w.message for w in run.warnings if w.kind == "link_congestion" and w.link == "spine0->tor0"]
+    (link,) = [link for link in run.links if (link.src, link.dst) == ("spine0", "tor0")]
+    assert link.mean_capacity_Bps < link.capacity_Bps
+    assert f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed of what the faults left it" \
+        in said

@@ -51,7 +51,9 @@ def series_styles(names: list[str]) -> dict[str, dict]:
 def save(plt, fig, path, dpi: int = 120) -> None:
     """Lay out, write at ``dpi``, and free the figure. Every text is plain: a ``$`` in a
     scenario, job or link name is a dollar sign, never the start of a formula; a letter of a
-    name no font has is drawn as a box, without matplotlib's warning on the terminal."""
+    name no font has is drawn as a box, and a figure too crowded to lay out tightly (a legend
+    of dozens of series) keeps its default margins, both without matplotlib's warning on the
+    terminal."""
     import warnings
 
     from matplotlib.text import Text
@@ -60,6 +62,7 @@ def save(plt, fig, path, dpi: int = 120) -> None:
         text.set_parse_math(False)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
         fig.tight_layout()
         fig.savefig(path, dpi=dpi)
     plt.close(fig)

@@ -185,7 +185,8 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                 findings.append(Finding("link_congestion", link.name, (
                     f"{link.name}: {link.max_flows} flows shared {_capacity(link)}, saturated "
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
-                    f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed. Remedy: "
+                    f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed"
+                    f"{'' if link.mean_capacity_Bps == link.capacity_Bps else ' of what the faults left it'}. Remedy: "
                     f"{_fabric_remedy(algorithm, collective)}{sprayed}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)

@@ -132,14 +132,16 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = _option_unfelt(point, algorithm, size, options, result, "channels", (
             f"options.channels {options['channels']} changed nothing here: {algorithm} runs {result.channels} "
             f"channels{nccl} without it, the same pieces timed alike"))
+    # (auto's answer may be a candidate's run reused, which says these already: said once)
     if calibration is not None and point.model != "ideal":
+        said = _network_fit_unread(point, calibration, conditions, named_servers(options) if algorithm == "ps" else [])
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)",
-                         warnings=result.warnings + _network_fit_unread(
-                             point, calibration, conditions, named_servers(options) if algorithm == "ps" else []))
+                         warnings=result.warnings + [w for w in said if w not in result.warnings])
     elif calibration is not None:
-        result = replace(result, warnings=[Finding("calibration_unused", calibration.source or "", (
+        unused = Finding("calibration_unused", calibration.source or "", (
             f"the calibration profile {calibration.source or ''} refines model: nccl or rccl only; model: "
-            f"{point.model} ran without it"))] + result.warnings)
+            f"{point.model} ran without it"))
+        result = replace(result, warnings=[unused] * (unused not in result.warnings) + result.warnings)
     if not conditions:
         return result
     healthy = point.simulate(result.algorithm, size, False, None, Conditions(), options)
