@@ -95,6 +95,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     steps = [{"algorithm": a, **model.summary(gpus, {size: by_bucket[size][a].time_s for size in buckets})}
              for a in ran] if model else []
     said = list(getattr(scenario, "warnings", []))  # keys the scenario makes moot (spec.scenario)
+    if model and ran and "backward_fraction" in scenario.workload.model_fields_set:
+        said += _backward_fraction_unfelt(model, gpus, [{size: by_bucket[size][a].time_s for size in buckets}
+                                                        for a in ran])
     said += scenario_choices_unread(scenario, nccl_env(), ran)
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread == ["reduce_bandwidth"]:
@@ -122,6 +125,20 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if said:
         runs = [replace(run, warnings=[*run.warnings, *said]) for run in runs]
     return Results(scenario.name, runs, steps, training, skipped, [] if runs else said)
+
+
+def _backward_fraction_unfelt(model: StepModel, gpus: int, bucket_times: list[dict[int, float]]) -> list[Finding]:
+    """``key_unread`` for a workload's ``backward_fraction`` where every algorithm's step (its
+    buckets' AllReduce times, s, in ``bucket_times``) takes the same time at the default
+    (``StepModel.backward_fraction``'s): when the buckets are ready then moves no AllReduce's end."""
+    default = StepModel.__dataclass_fields__["backward_fraction"].default
+    usual = replace(model, backward_fraction=default)
+    if any(model.iteration_time(times, gpus) != usual.iteration_time(times, gpus) for times in bucket_times):
+        return []
+    return [Finding("key_unread", "workload.backward_fraction", (
+        f"workload.backward_fraction {model.backward_fraction:g} changed nothing here: every step takes the same "
+        f"time at the default {default:.4g}, the buckets' AllReduces ending as they do whenever the backward pass "
+        "hands the earlier ones over"))]
 
 
 def _said_after_buckets(scenario, algorithm: str, run: Result, buckets: dict[int, Result]) -> Result:
