@@ -507,17 +507,11 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     else:
         said += [] if rerouted else network_keys_unread(topology, servers)
     training = spec.training
-    shape = None if training is None or isinstance(training.model, str) else training.model
-    if shape is not None and shape.kv_heads in (None, shape.heads):
-        own = "without kv_heads" if shape.kv_heads is None else "with kv_heads equal to heads (as without it)"
-        moot(("training", "model", "heads"), f"{own} every head has its own keys and values, so the step's "
+    if training is not None and not isinstance(training.model, str) and training.model.kv_heads is None:
+        moot(("training", "model", "heads"), "without kv_heads every head has its own keys and values, so the step's "
                                              "FLOPs, activations and parameters follow hidden whatever the heads "
                                              "(they bound tp, which must divide them), and heads changed no time "
                                              "here; kv_heads (grouped-query attention) makes it count")
-        if shape.kv_heads is not None:
-            moot(("training", "model", "kv_heads"), "equal to heads it is multi-head attention, every head with its "
-                                                    "own keys and values, as without it: it changed nothing here; "
-                                                    "fewer (grouped-query attention) count")
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
         moe = training.transformer().moe
