@@ -169,6 +169,22 @@ def test_an_ideal_run_the_fluid_network_cannot_hold_is_its_lanes_lower_bound(rai
         simulate(topo, algorithm, size, model="ideal", exact=True)
 
 
+def test_a_fault_between_an_ideal_run_s_bounds_is_not_after_its_end(rail, monkeypatch):
+    """Review 65: under the lower bound a fault at 90 us, after the bound's 85.3 us but before the
+    exact run's 119.4 us (its end with the fault), was said to come after the end and change
+    nothing. A run bounded from below may end as late as its upper bound: a fault before that
+    is not after its end."""
+    topo = rail.subset(32)
+    faults = [{"at": "90 us", "link": ["su0h0-nic0", "su0-leaf0"], "bandwidth": "10%"}]
+    exact = simulate(topo, "ring", 2**24, model="ideal", faults=faults)
+    monkeypatch.setenv("SIMNET_MEMORY", "1 MiB")
+    low = simulate(topo, "ring", 2**24, model="ideal", faults=faults)
+    assert low.replay.engine == "lanes-lower" and low.time_s < 90e-6 < exact.time_s <= low.replay.upper_ps / 1e12
+    assert not [w for w in low.warnings if w.kind in ("fault_after_end", "fault_unfelt")]
+    assert "what the faults or late GPUs cost compares the bounds" in next(
+        w.message for w in low.warnings if w.kind == "lower_bound")
+
+
 @settings(max_examples=4, deadline=None)
 @given(size=st.integers(2**16, 2**30), channels=st.sampled_from([None, 2, 4]))
 def test_model_ideal_is_the_fluid_run_whichever_engine_answers(rail, size, channels):

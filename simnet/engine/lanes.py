@@ -45,7 +45,7 @@ from simnet.engine.clock import HORIZON_PS, WHOLE_PS_SLACK, check_horizon
 from simnet.engine.faults import Fault, capacity_changes, capacity_regimes
 from simnet.engine.maxmin import TIE
 from simnet.engine.replay import Replay
-from simnet.io.budget import fits
+from simnet.io.budget import TooLarge, fits
 from simnet.model.timing import Timing
 from simnet.schedule.lanes import LaneProgram
 from simnet.schedule.transfers import REDUCE
@@ -257,13 +257,19 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
         free = free_from_pass() or replay_lanes(program.part(~contended), topology,
                                                 timing.select(np.flatnonzero(~contended)), reduce_bandwidth,
                                                 message_overhead, faults=faults)
-        return None if free is None else _with_fluid(program, contended, free, fluid)
+        if free is None:
+            return None
+        try:
+            return _with_fluid(program, contended, free, fluid)
+        except TooLarge:  # the contended part alone would not fit either: under "lower", its bounds below
+            if accept != "lower":
+                raise
+            return None
 
     contended, fluid_share = np.ones(program.lanes, dtype=bool), 1.0
     if fluid is not None and checkable:
         contended = _contended(program, paths, moving, watched, watch, intervals, at, capacity, rate, over, stats)
-        if (moving & ~contended).any() and \
-                (accept not in ("bound", "lower") or int(program.flows[contended].sum()) <= MAX_EXACT):
+        if (moving & ~contended).any() and (accept != "bound" or int(program.flows[contended].sum()) <= MAX_EXACT):
             fluid_share = program.flows[contended].sum() / len(program)  # else no parts: all or too many transfers
     if fluid_share <= 0.5:  # the fluid network replays half the program at most: cheaper than the bounds would be
         parts = in_parts()

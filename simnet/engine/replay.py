@@ -67,8 +67,9 @@ class Replay:
     upper_ps: int | None = None  # lanes-lower: the steady pass's completion (an upper bound), its statistics'
 
     @property
-    def stats_ps(self) -> int:
-        """The span the link statistics cover (ps): the run's, or the steady pass's under a lower bound."""
+    def latest_ps(self) -> int:
+        """The latest the run may end (ps): its completion, or under a lower bound (``lanes-lower``)
+        the steady pass's, the span its link statistics cover; a fault from then on is after the end."""
         return self.duration_ps if self.upper_ps is None else self.upper_ps
 
     @property

@@ -47,7 +47,7 @@ def link_reports(replay) -> list[LinkReport]:
     """Every link that carried data, in bottleneck order (see the module docstring)."""
     topo, stats = replay.topology, replay.stats
     capacity = stats.capacity  # the rates the replay ran at (a model's effective rates), healthy
-    duration = replay.stats_ps  # (a lower bound's statistics are its steady pass's, over that pass)
+    duration = replay.latest_ps  # (a lower bound's statistics are its steady pass's, over that pass)
     used = np.flatnonzero(stats.bytes > 0)
     if duration <= 0 or not len(used):
         return []
@@ -157,9 +157,10 @@ def _fabric_remedy(algorithm: str, collective: str) -> str:
 
 def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
                   servers: list[str] | None = None, collective: str = "allreduce",
-                  down: frozenset[int] = frozenset()) -> list[Finding]:
+                  down: frozenset[int] = frozenset(), servers_named: bool = False) -> list[Finding]:
     """Warnings for the ``links`` of one run of ``collective``'s ``algorithm`` (see the module
-    docstring); remedies name only algorithms the collective has. ``down``: directed links a
+    docstring); remedies name only algorithms the collective has (``servers_named``: ps's
+    ``servers`` came from its ``ps_server``, not a count). ``down``: directed links a
     fault took down during the run (a NIC whose network links all went down is not idle: it
     is down, which the conditions say).
 
@@ -219,9 +220,8 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
     if algorithm == "ps" and idle:
         every = len(topo.parameter_servers)
-        named = servers != topo.parameter_servers[:len(servers)]  # ps_server chose them, not ps_servers' count
         remedy = (f"options.ps_server names {', '.join(servers[:4])}{', ...' if len(servers) > 4 else ''}; naming "
-                  f"every one there (or leaving it out with options.ps_servers: {every})" if named else
+                  f"every one there (or leaving it out with options.ps_servers: {every})" if servers_named else
                   f"options.ps_servers: {every}")
         findings.append(Finding("idle_servers", idle[0], (
             f"{len(idle)} of {every} parameter servers carried nothing "

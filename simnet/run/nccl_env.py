@@ -89,7 +89,7 @@ def misspelt(environ: Mapping[str, str] | None = None) -> list[str]:
         if near and rccl_only:  # NCCL ignores it; a run under RCCL refuses it (rccl.UNMODELLED), saying so itself
             said.append(f"{name}={environ[name]} is read by RCCL 2.21.5 only (simnet refuses it where RCCL runs), "
                         f"not by NCCL 2.30.7; did you mean {near}? NCCL ignores it, and so did this run")
-        else:
+        elif not rccl_only:  # (one RCCL reads is said by read_by_nccl_only)
             library = "NCCL or RCCL" if nccl_name else "RCCL"
             said.append(f"{name}={environ[name]} is not a variable {library} reads (NCCL 2.30.7, RCCL 2.21.5)"
                         f"{f'; did you mean {near}?' if near else ':'} {library} ignores it, and so did this run")

@@ -282,11 +282,12 @@ class Setup:
         decided, run, info = over_before_the_cut(
             lambda faults: self._replay(algorithm, size, options, timeline,
                                         replace(conditions, faults=tuple(faults)), engine),
-            list(conditions.faults), lambda answer: answer[1].duration_ps)
+            list(conditions.faults), lambda answer: answer[1].latest_ps)
         links = link_reports(run)
         down = frozenset(int(i) for fault in conditions.faults if fault.down for i in fault.links)
-        warnings = find_warnings(topo, links, run.time, algorithm, info.get("servers"), self.collective, down)
-        late = [fault for fault in conditions.faults if round(fault.at * PS_PER_SECOND) >= run.duration_ps]
+        warnings = find_warnings(topo, links, run.latest_ps / PS_PER_SECOND, algorithm, info.get("servers"),
+                                 self.collective, down, servers_named=options.get("ps_server") is not None)
+        late = [fault for fault in conditions.faults if round(fault.at * PS_PER_SECOND) >= run.latest_ps]
         if late:  # read, and changed nothing: the run was over
             warnings.append(after_end(late, len(conditions.faults), run.time))
         fit = self.calibration
@@ -332,7 +333,7 @@ class Setup:
                 "link exceeds: the exact time is no earlier, "
                 f"and no later than {units.format_time(run.upper_ps / PS_PER_SECOND)} (every connection at an equal "
                 f"split of each link it crosses, the run whose link statistics these are; docs/architecture.md: "
-                f"steady lanes)")))
+                f"steady lanes){'; what the faults or late GPUs cost compares the bounds' if conditions else ''}")))
         if run.engine == "lanes-steady":
             name = "->".join(topo.links[run.shared_link]) if run.shared_link is not None else ""
             warnings.insert(0, Finding("upper_bound", name, (

@@ -145,7 +145,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if not conditions:
         return result
     healthy = point.simulate(result.algorithm, size, False, None, Conditions(), options)
-    after_end = all(fault.at >= result.time_s for fault in conditions.faults)  # fault_after_end said so
+    latest_s = result.replay.latest_ps / PS_PER_SECOND if result.replay is not None else result.time_s
+    after_end = all(fault.at >= latest_s for fault in conditions.faults)  # fault_after_end said so
     unfaulted = healthy if not conditions.delays or not conditions.faults or after_end else \
         point.simulate(result.algorithm, size, False, None, Conditions(delays=conditions.delays), options)
     if conditions.faults and not after_end and _traffic(result) == _traffic(unfaulted):  # (the late GPUs kept)

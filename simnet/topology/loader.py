@@ -67,10 +67,6 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     unread += [f"{_said_where(source, prefix + (key,))}: an empty list, so it changed nothing here; leave it out"
                for key in ("nodes", "links") if key in spec.model_fields_set and not getattr(spec, key)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
-    for key in ("nvls", "sharp"):  # the same keys written on a switch node by node: said where the first is
-        first = next((loc for node, loc in nodes[len(nodes) - len(spec.nodes):]
-                      if node.kind == "switch" and getattr(node, key) is not None), None)
-        algorithm_keys += [_said_where(source, first + (key,))] if first else []
     links += [(link, prefix + ("links", i)) for i, link in enumerate(spec.links)]
 
     graph = nx.DiGraph(name=spec.name)
@@ -102,6 +98,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                            **({"type": link.type} if link.type else {}))
             link_at[u, v] = loc
 
+    algorithm_keys += _switch_keys_written(graph, nodes[len(nodes) - len(spec.nodes):], source)
     gpus = _rank_order(nodes, source)
     if not gpus:
         raise source.error(prefix + ("nodes",), "no GPUs: at least one node needs kind: gpu")
@@ -154,6 +151,26 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                             "loop, no NIC has several ports and no route branches between switches (a host's NICs "
                             "are its channels' choice), so every pair has one route and no routing chooses",)
     return topology
+
+
+def _switch_keys_written(graph: nx.DiGraph, written: list[tuple], source: Source) -> list[str]:
+    """Where the first switch written node by node gives ``sharp`` or ``nvls`` (``key (file:line)``),
+    the generators' ``ALGORITHM_KEYS`` as a file writes them on a switch: only some algorithms
+    read them. Not an ``nvls: true`` that makes its switch the GPUs' own NVLink fabric (a
+    switch shared by hosts, or joined to more than GPUs: ``Topology``'s link classes), which
+    every run reads."""
+    def only_algorithms_read(node) -> bool:
+        if node.nvls is None or node.nvls is False:
+            return True
+        ends = set(graph.successors(node.id)) | set(graph.predecessors(node.id))
+        return node.host is not None and all(graph.nodes[end]["kind"] == "gpu" for end in ends)
+
+    said = []
+    for key in ("nvls", "sharp"):
+        first = next((loc for node, loc in written if node.kind == "switch" and getattr(node, key) is not None
+                      and (key != "nvls" or only_algorithms_read(node))), None)
+        said += [_said_where(source, first + (key,))] if first else []
+    return said
 
 
 def _said_where(source: Source, loc: tuple) -> str:

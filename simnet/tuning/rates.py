@@ -47,12 +47,11 @@ def _efficiency(topology) -> np.ndarray:
                 factor[i] = nvlink_efficiency(model)
         elif kind == PCIE:  # the generation's own figure: Gen6's FLIT encoding is not Gen3-5's
             factor[i] = pcie_efficiency(topology.pcie_generation(i))
-        elif topology.kind(u) == "gpu" or topology.kind(v) == "gpu":
+        elif (topology.kind(u) == "gpu" or topology.kind(v) == "gpu") and \
+                (model := topology.gpu_model(u if topology.kind(u) == "gpu" else v)) in GPUS:
             # a GPU cabled straight to the network is its own NIC: the cable stands for the GPU's PCIe
-            # link to a NIC too, which NCCL reads at the generation's figure (an unnamed GPU: an A100's)
-            model = topology.gpu_model(u if topology.kind(u) == "gpu" else v)
-            pcie = pcie_effective(GPUS[model].pcie_generation if model in GPUS else 4)
-            factor[i] = min(1.0, pcie / topology.capacity[i])
+            # link to a NIC too, which NCCL reads at the generation's figure (an unnamed GPU: none assumed)
+            factor[i] = min(1.0, pcie_effective(GPUS[model].pcie_generation) / topology.capacity[i])
     factor.flags.writeable = False  # shared by every view of the network
     return factor
 
