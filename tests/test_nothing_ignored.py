@@ -3997,8 +3997,12 @@ def test_nvls_true_that_makes_a_shared_switch_nvlink_is_not_said_unread():
     assert not [w for w in marked.warnings if w.kind == "key_unread"]
 
 
-@pytest.mark.parametrize("key, variable", [("nvls", "NCCL_NVLS_ENABLE"), ("sharp", "NCCL_COLLNET_ENABLE")])
-def test_a_switch_capability_the_environment_turns_off_is_said_of_auto(key, variable):
+@pytest.mark.parametrize("key, variable, value, said_so", [
+    ("nvls", "NCCL_NVLS_ENABLE", "0", "NCCL_NVLS_ENABLE=0 turns it off"),
+    ("sharp", "NCCL_COLLNET_ENABLE", "0", "NCCL_COLLNET_ENABLE=0 turns it off"),
+    ("nvls", "NCCL_ALGO", "Ring,Tree", "NCCL_ALGO=Ring,Tree leaves auto no algorithm that reads it"),  # review 65
+    ("sharp", "NCCL_ALGO", "^CollNetDirect,CollNetChain,NVLS", "leaves auto no algorithm that reads it")])
+def test_a_switch_capability_the_environment_turns_off_is_said_of_auto(key, variable, value, said_so):
     """A generator's ``nvls: true`` (on A100s' successors) or ``sharp: true`` beside auto under
     the variable that turns that reduction off (NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0)
     changed nothing, unsaid: auto weighs no algorithm that reduces there. Said, and true: the
@@ -4008,12 +4012,12 @@ def test_a_switch_capability_the_environment_turns_off_is_said_of_auto(key, vari
     generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8, "nvls": False}
     written, plain = (topology_from_dict({"name": "t", "generate": {**generate, **extra}})
                       for extra in ({key: True}, {}))
-    for env in ({variable: "0"}, {}):
+    for env in ({variable: value}, {}):
         run = simulate(written, "auto", 2**26, env=env)
         said = [w.message for w in run.warnings if w.kind == "key_unread" and w.link == f"generate.{key}"]
         assert bool(said) == bool(env), (env, said)
         if said:
-            assert f"{variable}=0 turns it off" in said[0]
+            assert said_so in said[0]
             other = simulate(plain, "auto", 2**26, env=env)
             assert (run.algorithm, run.time_s) == (other.algorithm, other.time_s)
 

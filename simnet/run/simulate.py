@@ -36,7 +36,7 @@ from simnet.schedule.transfers import count_transfers
 from simnet.topology.generators import ALGORITHM_KEYS
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
-from simnet.tuning import rccl, tables
+from simnet.tuning import predict, rccl, tables
 
 __all__ = ["simulate", "check_fits", "unread_options", "nothing_reduced"]
 
@@ -284,7 +284,8 @@ def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[
     """``key_unread`` of the generators' keys only some algorithms read (``Topology.algorithm_keys``,
     ``generators.ALGORITHM_KEYS``) that ``algorithm`` reads nothing of: it does not reduce on such
     a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs,
-    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off; ps
+    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off or
+    NCCL_ALGO leaves it none of the algorithms of; ps
     none of the servers' where its ``options`` name only GPUs or hosts to serve)."""
     said = []
     servers = point.topo.parameter_servers
@@ -295,7 +296,12 @@ def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[
         readers = ALGORITHM_KEYS[key]
         weighs = set(readers) & set(NCCL_RUNS)
         variable = _TURNED_OFF_BY.get(key)
-        off = f"{variable}={point.env[variable]}" if variable and turned_off(point.env, variable) else ""
+        off = f"{variable}={point.env[variable]} turns it off, as in NCCL" \
+            if variable and turned_off(point.env, variable) else ""
+        restricted = point.env.get("NCCL_ALGO", "").strip()
+        if weighs and not off and restricted and not weighs & {tables.SIMNET_NAMES[a] for a in predict.parse_nccl_list(
+                restricted, tables.ALGORITHMS, "NCCL_ALGO", point.function)}:
+            off = f"NCCL_ALGO={point.env['NCCL_ALGO']} leaves auto no algorithm that reads it"
         if (algorithm in readers and not (elsewhere and key in ("servers", "ps_bandwidth"))) or \
                 (algorithm == "auto" and weighs and not off):
             continue
@@ -303,7 +309,7 @@ def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[
             named = ", ".join(named_servers(options)[:3])
             why = f"options.ps_server names {named} to serve, none of the parameter servers (kind: ps)"
         elif algorithm == "auto" and weighs:
-            why = f"{off} turns it off, as in NCCL (auto weighs none of {', '.join(readers)})"
+            why = f"{off} (auto weighs none of {', '.join(readers)})"
         else:
             weighed = ", and auto weighs them" if weighs and not off else ""
             why = f"{algorithm} does not use it ({' and '.join(readers)} {'does' if len(readers) == 1 else 'do'}" \
