@@ -473,7 +473,7 @@ class Setup:
                     f"{this}")
         engine = run.replay.engine if run.replay is not None else None
         if engine in ("lanes", "lanes-bounds-meet"):
-            return "the lanes replayed this ring exactly without it"
+            return "the lanes replayed this run exactly without it"
         if timeline and engine == "fluid":
             without = {k: v for k, v in options.items() if k != "exact"}
             decided = self.plan(algorithm, size, without)
@@ -481,7 +481,7 @@ class Setup:
             engines = {k: without[k] for k in ENGINE_OPTIONS if without.get(k) is not None}
             lanes = self._by_lanes(decided, program, conditions, engines, "bound", parts=False)
             if lanes is None or lanes.engine != "lanes-steady":
-                return ("with a timeline (--trace, --plot) the fluid network replays this ring whole either way: "
+                return ("with a timeline (--trace, --plot) the fluid network replays this run whole either way: "
                         "the lanes would not have bounded it")
         return None
 
