@@ -2241,7 +2241,7 @@ def test_a_variable_only_rccl_reads_is_said_as_rccl_s(tmp_path, cli):
     assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
     assert result.stderr.splitlines() == [
         "warning env_unread: RCCL_KERNEL_COLL_TRACE_ENABLE=1 is read by RCCL (AMD GPUs) and not modelled by simnet: "
-        "simnet's answers are the ones without it (on the machine, a variable that tunes NCCL's transports may "
+        "simnet's answers are the ones without it (on the machine, a variable that tunes RCCL's transports may "
         "change the time)"]
 
 

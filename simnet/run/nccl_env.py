@@ -120,7 +120,8 @@ def read_by_nccl_only(environ: Mapping[str, str] | None = None) -> list[str]:
     library = "RCCL (AMD GPUs)" if all(rccl_only) else "NCCL" if not any(rccl_only) else "NCCL or RCCL"
     return [f"{shown} {'is' if len(names) == 1 else 'are'} read by {library} and not modelled by simnet: "
             "simnet's answers are the ones without "
-            f"{'it' if len(names) == 1 else 'them'} (on the machine, a variable that tunes NCCL's transports may "
+            f"{'it' if len(names) == 1 else 'them'} (on the machine, a variable that tunes "
+            f"{'RCCL' if library.startswith('RCCL') else 'NCCL'}'s transports may "
             "change the time)"]
 
 
