@@ -707,3 +707,21 @@ def test_runs_count_alike_however_they_are_filed(root, tmp_path, cli):
     copied = cli("calibrate", tmp_path / "a.log", tmp_path / "copy.log", "-t",
                  root / "validation" / "logs" / "xe9680_2node.yaml", "--gpus", 16, "-o", tmp_path / "x.cal.yaml")
     assert copied.exit_code == 2 and "holds the very bytes of" in copied.stderr and not (tmp_path / "x.cal.yaml").exists()
+
+
+@pytest.mark.parametrize("terms", ["base_latency: 0 us\n  network_bandwidth: 1",
+                                   "bandwidth: {64 KiB: 1, 1 GiB: 1.0}\n  intra_step_latency: 0 s"])
+def test_a_profile_of_neutral_terms_alone_is_refused_as_an_empty_one_is(tmp_path, terms):
+    """Fuzz round ak (L2): ``calibration: {}`` is refused (it changes nothing), but a section of
+    terms each at the value that changes nothing (latencies 0, factors 1) was taken in silence,
+    the run the one without it. Refused alike, on the section's line; one such term beside a
+    term that counts is taken."""
+    from simnet.errors import InputError
+    from simnet.model.calibration import load_calibration
+
+    (tmp_path / "n.cal.yaml").write_text(f"calibration:\n  {terms}\n")
+    with pytest.raises(InputError, match=r"n\.cal\.yaml:2: calibration: every term of this calibration section"):
+        load_calibration(tmp_path / "n.cal.yaml")
+    (tmp_path / "c.cal.yaml").write_text(f"calibration:\n  {terms}\n  base_latency: 5 us\n".replace(
+        "  base_latency: 0 us\n", ""))
+    assert load_calibration(tmp_path / "c.cal.yaml").base_latency == pytest.approx(5e-6)

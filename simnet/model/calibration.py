@@ -19,7 +19,7 @@ profile.yaml``; the file looks like::
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -215,7 +215,14 @@ def load_calibration(path: str | Path) -> Calibration:
         raise source.from_validation(exc, ("calibration",), _CalibrationSpec) from None
     machine = fitted.get("hardware") if isinstance(fitted, dict) else None
     hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
-    return Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
+    calibration = Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
+    neutral = Calibration()
+    if calibration == neutral or (isinstance(calibration.bandwidth, tuple) and all(
+            factor == 1.0 for _, factor in calibration.bandwidth) and replace(calibration, bandwidth=1.0) == neutral):
+        raise source.error(("calibration",), "every term of this calibration section is the one that changes "
+                                             "nothing (latencies 0 s, factors 1), so it changes nothing; give the "
+                                             "terms simnet calibrate fits, or leave the profile out")
+    return calibration
 
 
 def _refuse_a_size_twice(bandwidth, source) -> None:
