@@ -2,8 +2,9 @@
 
 Shortest path by total latency, ties broken by hop count, then among equal-cost next hops
 (the topology's ``routing``): ``ecmp`` (the default, as Ethernet switches hash) picks one
-by a stable hash of ``(src, dst, flow)``, so a connection always takes the same path and
-results repeat; ``by_destination`` (as InfiniBand's subnet manager routes a fat tree:
+by a stable hash of ``(src, dst, flow)`` and the hop's network links from the destination
+(choices ordered by their links' rate and latency, then name), so a connection always takes
+the same path and results repeat; ``by_destination`` (as InfiniBand's subnet manager routes a fat tree:
 OpenSM's fat-tree engine, ``doc/current-routing.txt``, which makes "shift" patterns
 congestion-free) picks by the destination alone, the digits of its number (its port's
 place in leaf order, like a LID) choosing the way down, D-mod-k: every connection to one
@@ -39,6 +40,7 @@ from typing import TypeVar
 import networkx as nx
 
 from simnet.topology.graph import Topology
+from simnet.topology.hardware import NET
 
 __all__ = ["Router"]
 
@@ -290,10 +292,14 @@ class Router:
         place = self._destination_number(dst) if by_destination else 0
         path = [dst]
         node = dst
+        network_hops = 0  # links of the network crossed from the destination back to ``node``
         while node != src:
             choices = preds[node]
             if len(choices) > 1:
-                choices = sorted(choices)  # by name: the same whatever order the file lists them in
+                # by what the link from each carries, then its latency, then name: the same whatever order the
+                # file lists them in, and whatever it names them where their links differ
+                choices = sorted(choices, key=lambda u: (-topology.graph.edges[u, node]["bandwidth"],
+                                                         topology.graph.edges[u, node]["latency"], u))
                 ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
                 if ports and all(c in ports for c in choices):
                     # the ports of the receiving NIC (its planes): NCCL splits every send of a NIC over
@@ -317,11 +323,13 @@ class Router:
                     # share its NIC)
                     own = [nic for end in (src, dst) for nic in topology.nic_binding(end) if nic in choices] or choices
                     node = own[(zlib.crc32(self._pair(src, dst).encode()) + flow // topology.ports_per_nic) % len(own)]
-                else:  # ECMP: a hash of the connection and the hop (how far from the destination), not of names
-                    digest = zlib.crc32(f"{self._pair(src, dst)}\0{flow}\0{len(path)}".encode())
+                else:  # ECMP: a hash of the connection and the hop (how many network links from the
+                    # destination: a NIC written as a node or its GPU cabled straight, the same), not of names
+                    digest = zlib.crc32(f"{self._pair(src, dst)}\0{flow}\0{network_hops}".encode())
                     node = choices[digest % len(choices)]
             else:
                 node = choices[0]
+            network_hops += topology.link_type[topology.link_index[(node, path[-1])]] == NET
             path.append(node)
         path.reverse()
         route = tuple(topology.link_index[(u, v)] for u, v in zip(path, path[1:]))
