@@ -145,6 +145,12 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     if not records:
         raise InputError(f"no algorithm of all runs at any point of the sweep: {skipped[0]['skipped']}", scenario)
     console.print(sweep_table(records, f"{spec.name}: sweep over {_points(len(records))}"))
+    said = {kind for r in records for at in r.get("sizes", ()) for kind in at.get("warnings", ())}
+    for kind, mark, what in (("lower_bound", "≥", "a lower bound: under model: ideal the fluid network could not "
+                                                  "hold the run in the memory this point had"),
+                             ("upper_bound", "≤", "an upper bound: a ring too large to replay exactly")):
+        if kind in said:
+            console.print(f"{mark} marks {what} (simnet run says the other end; docs/architecture.md)")
     where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
         settings = ", ".join(f"{k}={v}" for k, v in r["set"].items())

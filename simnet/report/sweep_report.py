@@ -113,7 +113,10 @@ def sweep_table(records: list[dict], title: str) -> Table:
                     f"[red]{record['speedup']:.2f}[/red]" if slower else f"{record['speedup']:.2f}",
                     f"{record['efficiency']:.0%}", units.format_time(record["communication_exposed_s"])]
         row += [] if size else [_size_cell(largest["size_bytes"])]
-        row += [units.format_time(largest["time_s"]), _gbps(largest["busbw_GBps"]), largest["bottleneck"] or "-"]
+        bound = "≥ " if "lower_bound" in largest.get("warnings", ()) else \
+            "≤ " if "upper_bound" in largest.get("warnings", ()) else ""  # a bound, as run's warning says
+        row += [bound + units.format_time(largest["time_s"]), _gbps(largest["busbw_GBps"]),
+                largest["bottleneck"] or "-"]
         table.add_row(*row)
     return table
 
