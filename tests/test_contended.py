@@ -169,6 +169,18 @@ def test_an_ideal_run_the_fluid_network_cannot_hold_is_its_lanes_lower_bound(rai
         simulate(topo, algorithm, size, model="ideal", exact=True)
 
 
+def test_auto_says_no_candidate_bounded_from_below_is_faster(rail, monkeypatch):
+    """Fuzz round al: under ``model: ideal`` with too little memory for the tree, auto said
+    "tree 2.09x faster" from the tree's lower bound (47 us) while the tree takes 103.5 us and
+    NCCL's pick 98.1 us. A candidate bounded from below is never said faster than the pick."""
+    topo = rail.subset(32)
+    monkeypatch.setenv("SIMNET_MEMORY", "8 MiB")
+    auto = simulate(topo, "auto", 2**24, model="ideal")
+    bounded = {name for name, time in auto.auto["candidates"].items() if name != auto.algorithm and
+               simulate(topo, name, 2**24, model="ideal").replay.engine == "lanes-lower"}
+    assert bounded and auto.auto["fastest"] not in bounded
+
+
 def test_a_fault_between_an_ideal_run_s_bounds_is_not_after_its_end(rail, monkeypatch):
     """Review 65: under the lower bound a fault at 90 us, after the bound's 85.3 us but before the
     exact run's 119.4 us (its end with the fault), was said to come after the end and change
