@@ -329,8 +329,9 @@ class Setup:
         if run.engine == "lanes-lower":
             warnings.insert(0, Finding("lower_bound", "", (
                 "time is a lower bound: under model: ideal the exact replay (the fluid network, transfer by "
-                "transfer) would not fit in memory, so every connection ran at its own rate, which no sharing of a "
-                "link exceeds: the exact time is no earlier, "
+                "transfer) would not fit in memory, so this is the later of every connection at its own rate, which "
+                "no sharing of a link exceeds, and the busiest link's bytes at its capacity: the exact time is no "
+                "earlier, "
                 f"and no later than {units.format_time(run.upper_ps / PS_PER_SECOND)} (every connection at an equal "
                 f"split of each link it crosses, the run whose link statistics these are; docs/architecture.md: "
                 f"steady lanes){'; what the faults or late GPUs cost compares the bounds' if conditions else ''}")))
