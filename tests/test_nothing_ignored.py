@@ -4231,3 +4231,29 @@ def test_a_backward_fraction_that_moves_no_step_is_said(fraction):
     said = {w.link for run in given.runs for w in run.warnings if w.kind == "key_unread"}
     assert ("workload.backward_fraction" in said) == same
     assert same == (fraction != 0.05)
+
+
+@pytest.mark.parametrize("kind, per_host", [("leaf_spine", "gpus_per_host"), ("rail_optimized", "gpus_per_node")])
+@pytest.mark.parametrize("key, value", [("nvlink_latency", "5 us"), ("nvlink_bandwidth", "100 GB/s"),
+                                        ("nic_per", "host"), ("gpus_per_tray", 1)])
+def test_a_host_of_one_gpu_says_its_nvlink_and_nic_keys_change_nothing(kind, per_host, key, value):
+    """Fuzz round al: with one GPU a host, nvlink_latency, nvlink_bandwidth, nic_per: host and
+    gpus_per_tray: 1 gave the answer without them to the picosecond, unsaid: there is no
+    NVLink to another GPU and one NIC either way. Said, and true (the same times); with two
+    GPUs a host the NVLink keys count."""
+    from simnet import simulate
+
+    if key == "nic_per" and kind == "rail_optimized":
+        pytest.skip("rail_optimized has a NIC per GPU, no nic_per")
+    base = {"kind": kind, "gpu": "h100", per_host: 1, **({"racks": 1, "hosts_per_rack": 2} if kind == "leaf_spine"
+                                                         else {"nodes_per_unit": 2})}
+    written, plain = (topology_from_dict({"name": "t", "generate": {**base, **extra}}) for extra in ({key: value}, {}))
+    assert any(entry.startswith(f"generate.{key}") for entry in written.unread), written.unread
+    for algorithm in ("ring", "tree"):
+        assert simulate(written, algorithm, 2**24).time_s == simulate(plain, algorithm, 2**24).time_s
+    if key == "nvlink_latency":
+        two = {**base, per_host: 2}
+        counted = topology_from_dict({"name": "t", "generate": {**two, key: value}})
+        assert not any(entry.startswith(f"generate.{key}") for entry in counted.unread)
+        assert simulate(counted, "ring", 2**16).time_s != simulate(topology_from_dict(
+            {"name": "t", "generate": two}), "ring", 2**16).time_s

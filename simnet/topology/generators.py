@@ -964,6 +964,16 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said.append(("leaf_oversubscription", "every NIC sits under the one leaf of its plane (one unit, one rail), so "
                                               "no route climbs to a spine and it changed nothing here; it counts from "
                                               "two leaves (rails: 2 or more, or units: 2)"))
+    per_server = model.gpus_per_host if isinstance(model, LeafSpineParams) else \
+        model.gpus_per_node if isinstance(model, RailOptimizedParams) else None
+    if per_server == 1:  # (a sweep grows racks and hosts, never a host's GPUs)
+        said += [(key, "a host of one GPU is joined to no other GPU over NVLink (no NVSwitch is built), so it changed "
+                       "nothing here; it counts from two GPUs a host") for key in ("nvlink_bandwidth", "nvlink_latency")
+                 if key in written]
+        said += [(key, "a host of one GPU has one NIC either way (a NIC per GPU is a NIC per host), so it changed "
+                       "nothing here") for key in ("nic_per", "nics_per_host") if key in written]
+        said += [("gpus_per_tray", "a host of one GPU is one tray, so it changed nothing here")] \
+            if "gpus_per_tray" in written else []
     servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
     if isinstance(model, NVSwitchParams) and alone:
