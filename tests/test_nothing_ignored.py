@@ -3178,7 +3178,7 @@ def test_network_keys_of_a_run_inside_one_host_of_a_larger_fabric_are_said(gpus,
     from simnet import simulate
 
     generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 8}
-    keys = {"nic_bandwidth": "10 Gb/s", "net_latency": "1 ms", "transport": "roce", "spines": 3,
+    keys = {"nic_bandwidth": "10 Gb/s", "net_latency": "1 ms", "transport": "efa", "spines": 3,
             "oversubscription": 4}  # round aa F2: the fabric above the NICs too
     spec = scenario_from_dict({"name": "s", "topology": {"name": "t", "generate": {**generate, **keys}},
                                "sizes": ["1 MiB"], "gpus": gpus})
@@ -4257,3 +4257,30 @@ def test_a_host_of_one_gpu_says_its_nvlink_and_nic_keys_change_nothing(kind, per
         assert not any(entry.startswith(f"generate.{key}") for entry in counted.unread)
         assert simulate(counted, "ring", 2**16).time_s != simulate(topology_from_dict(
             {"name": "t", "generate": two}), "ring", 2**16).time_s
+
+
+@pytest.mark.parametrize("kind, value, said", [("leaf_spine", "roce", True), ("leaf_spine", "tcp", True),
+                                               ("leaf_spine", "efa", False),
+                                               ("ps_star", "ib", True), ("ps_star", "efa", False)])
+def test_a_transport_that_times_as_the_default_is_said(kind, value, said):
+    """Fuzz round al: ``transport: roce`` or ``tcp`` (and ``ib`` on a ps_star, whose default is tcp)
+    gave the default's answer to the picosecond, unsaid: NCCL's InfiniBand and socket transports
+    report no latency of their own (net_ib/init.cc:558, net_socket.cc:174). Said, and true (the
+    same times); EFA's latency counts."""
+    from simnet import simulate
+
+    base = {"kind": kind, **({"racks": 1, "hosts_per_rack": 2, "gpus_per_host": 2, "gpu": "h100"}
+                             if kind == "leaf_spine" else {"workers": 4, "gpu": "h100"})}
+    written, plain = (topology_from_dict({"name": "t", "generate": {**base, **extra}})
+                      for extra in ({"transport": value}, {}))
+    assert any(entry.startswith("generate.transport") for entry in written.unread) == said, written.unread
+    same = all(simulate(written, a, 2**16).time_s == simulate(plain, a, 2**16).time_s for a in ("ring", "tree"))
+    assert same == said
+    # its own default written (the presets' transport: ib) says what the hardware is: not said
+    own = topology_from_dict({"name": "t", "generate": {**base, "transport": plain_transport(kind)}})
+    assert not any(entry.startswith("generate.transport") for entry in own.unread)
+
+
+def plain_transport(kind: str) -> str:
+    """A generator's own default transport (docs/topologies.md)."""
+    return "tcp" if kind == "ps_star" else "ib"

@@ -985,6 +985,16 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
                        "it changed nothing here; it counts from two hosts")
                  for key in ONE_HOST_UNREAD[model.kind.replace("cross_region", "leaf_spine")]
                  if key in written and key not in dict(said)]
+    if "transport" in written and hasattr(model, "transport"):
+        without = GENERATORS[params["kind"]].params.model_validate({k: v for k, v in params.items()
+                                                                     if k != "transport"})
+        if model.transport != without.transport and {model.transport, without.transport} <= {"ib", "roce", "tcp"} \
+                and "transport" not in dict(said):  # (its own default written, as the presets do, says the hardware)
+            said.append(("transport", f"{model.transport} times as {without.transport}, its default here: in NCCL's "
+                                      "model InfiniBand, RoCE and sockets report no latency of their own (NVIDIA/nccl "
+                                      "v2.30.7 src/transport/net_ib/init.cc:558, net_socket.cc:174), and what a "
+                                      "socket or RoCE fabric carries is the NICs' bandwidth, so it changed nothing "
+                                      "here"))
     return said
 
 

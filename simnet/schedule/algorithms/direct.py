@@ -50,7 +50,8 @@ def parameter_servers(topology: Topology, ranks: list[str], ps_server: str | lis
             kind = topology.graph.nodes[server]["kind"]
             if kind in ("switch", "nic"):
                 raise ValueError(f"ps_server: {server!r} is a {kind}, which cannot sum gradients; name a node of "
-                                 "kind ps or host (a CPU server), or a GPU (a worker that also serves)")
+                                 "kind ps (a parameter server on the network) or host (a host's CPU, behind its "
+                                 "PCIe), or a GPU (a worker that also serves)")
         return servers
     pool = topology.parameter_servers or ranks
     if ps_servers > len(pool):
