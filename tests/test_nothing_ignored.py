@@ -4284,3 +4284,18 @@ def test_a_transport_that_times_as_the_default_is_said(kind, value, said):
 def plain_transport(kind: str) -> str:
     """A generator's own default transport (docs/topologies.md)."""
     return "tcp" if kind == "ps_star" else "ib"
+
+
+@pytest.mark.parametrize("algo, variable", [("NVLS", "NCCL_COLLNET_ENABLE"), ("CollNetDirect", "NCCL_COLLNET_ENABLE"),
+                                            ("NVLSTree", "NCCL_NVLS_ENABLE")])
+def test_what_the_environment_turned_off_is_named_when_nccl_algo_leaves_nothing(algo, variable):
+    """Fuzz round al: with sharp: true written and NCCL_COLLNET_ENABLE=0, NCCL_ALGO=NVLS was refused
+    as if the switches lacked ``sharp: true`` ("needs SHARP switches in the network"); the cause
+    is the variable, which the refusal now names."""
+    from simnet import simulate
+    from simnet.errors import Unsupported
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 4, "sharp": True}})
+    with pytest.raises(Unsupported, match=f"{variable}=0 turns .* off, as in NCCL: no {algo}"):
+        simulate(topo, "auto", 2**20, env={"NCCL_ALGO": algo, variable: "0"})

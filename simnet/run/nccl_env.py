@@ -204,9 +204,11 @@ def nccl_system(topology: Topology, env: Mapping[str, str]) -> search.System:
         raise ValueError(f"{foreign}={env[foreign]} is RCCL's (AMD Instinct GPUs), and these GPUs run NCCL, which "
                          "does not read it: unset it (or describe AMD GPUs: gpu: mi300x)")
     if system.nvls and turned_off(env, "NCCL_NVLS_ENABLE"):
-        system = replace(system, nvls=False)
+        system = replace(system, nvls=False,
+                         turned_off=(*system.turned_off, f"NCCL_NVLS_ENABLE={env['NCCL_NVLS_ENABLE']}"))
     if system.collnet and turned_off(env, "NCCL_COLLNET_ENABLE"):
-        system = replace(system, collnet=False)
+        system = replace(system, collnet=False,
+                         turned_off=(*system.turned_off, f"NCCL_COLLNET_ENABLE={env['NCCL_COLLNET_ENABLE']}"))
     bounds = {key: nccl_integer(env[name], name) for key, name in (("min_channels", "NCCL_MIN_NCHANNELS"),
                                                                     ("max_channels", "NCCL_MAX_NCHANNELS"),
                                                                     *zip(_P2P_FIELDS, tables.P2P_CHANNEL_VARIABLES))

@@ -351,16 +351,22 @@ def unavailable(system: System, algorithm: str, function: str = "AllReduce") -> 
     if function in ("ReduceScatter", "AllGather") and system.nodes > 1 and algorithm in ("NVLS", "CollNetDirect"):
         return (f"{algorithm} {function} across nodes needs CollNet heads for every GPU and the SHARP plugin's "
                 f"i{function.lower()}, which simnet does not model")
+    off = {name.partition("=")[0]: name for name in system.turned_off}  # what the environment took away
+    nvls_off = f"{off['NCCL_NVLS_ENABLE']} turns NVLink SHARP off, as in NCCL: no {algorithm}" \
+        if "NCCL_NVLS_ENABLE" in off else ""
+    collnet_off = f"{off['NCCL_COLLNET_ENABLE']} turns network SHARP (CollNet) off, as in NCCL: no {algorithm}" \
+        if "NCCL_COLLNET_ENABLE" in off else ""
     if algorithm == "NVLS":
         if not system.nvls:
-            return "NVLS needs an NVSwitch that reduces (nvls: true; an H100 or later GPU)"
-        return "NVLS across hosts needs SHARP switches in the network (sharp: true; NCCL pairs it with CollNet)"
+            return nvls_off or "NVLS needs an NVSwitch that reduces (nvls: true; an H100 or later GPU)"
+        return collnet_off or "NVLS across hosts needs SHARP switches in the network (sharp: true; NCCL pairs it " \
+                              "with CollNet)"
     if algorithm == "NVLSTree":
-        return ("NVLSTree needs an NVSwitch that reduces (nvls: true; H100 or later)" if not system.nvls
-                else "NVLSTree runs across hosts; this is one host")
+        return (nvls_off or "NVLSTree needs an NVSwitch that reduces (nvls: true; H100 or later)") if not system.nvls \
+            else "NVLSTree runs across hosts; this is one host"
     if algorithm in ("CollNetDirect", "CollNetChain"):
-        return (f"{algorithm} needs switches that reduce in the network (sharp: true)" if not system.collnet
-                else f"{algorithm} runs across hosts of at most 8 GPUs each")
+        return (collnet_off or f"{algorithm} needs switches that reduce in the network (sharp: true)") \
+            if not system.collnet else f"{algorithm} runs across hosts of at most 8 GPUs each"
     return f"{algorithm} has no bandwidth here"
 
 

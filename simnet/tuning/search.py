@@ -12,7 +12,7 @@ channels a communicator opens).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simnet.topology.hardware import GPUS, NVLINK, PCIE, UNNAMED_GPU_CC, pcie_effective
 from simnet.tuning import rccl
@@ -58,7 +58,8 @@ class System:
     ``min_p2p_channels``/``max_p2p_channels``/``net_peer_channels``: NCCL_MIN_P2P_NCHANNELS,
     NCCL_MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER (0: unset; ``enqueue.p2p_channels``);
     ``msccl``: RCCL_MSCCL_ENABLE (default 1), ``msccl_forced``: RCCL_MSCCL_FORCE_ENABLE=1
-    (``rccl.msccl``).
+    (``rccl.msccl``); ``turned_off``: the variables (``NAME=value``) that took ``nvls`` or
+    ``collnet`` away, for the words of what then cannot run.
     """
 
     ranks: int
@@ -84,6 +85,7 @@ class System:
     net_peer_channels: int = 0
     msccl: bool = True
     msccl_forced: bool = False
+    turned_off: tuple[str, ...] = field(default=(), compare=False)  # (words only: the same plan either way)
 
     @property
     def ppn(self) -> float:
