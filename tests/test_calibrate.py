@@ -725,3 +725,7 @@ def test_a_profile_of_neutral_terms_alone_is_refused_as_an_empty_one_is(tmp_path
     (tmp_path / "c.cal.yaml").write_text(f"calibration:\n  {terms}\n  base_latency: 5 us\n".replace(
         "  base_latency: 0 us\n", ""))
     assert load_calibration(tmp_path / "c.cal.yaml").base_latency == pytest.approx(5e-6)
+    # review 67: simnet calibrate's own profile (fitted: beside it) may find nothing to correct: loaded
+    fitted = "fitted: {hardware: {compute_capability: 90, nic_GBps: 48.0, nvlink_GBps: 370.8, transport: ib}}"
+    (tmp_path / "f.cal.yaml").write_text(f"calibration:\n  {terms}\n{fitted}\n")
+    assert load_calibration(tmp_path / "f.cal.yaml").base_latency == 0.0

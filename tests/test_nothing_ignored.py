@@ -2232,6 +2232,18 @@ def test_a_variable_nccl_reads_and_simnet_does_not_model_is_said(tmp_path, cli):
         "transports may change the time)"]
 
 
+def test_a_known_variable_set_to_nothing_is_said(tmp_path, cli):
+    """Fuzz round al (L2): NCCL_ALGO= (empty) ran as unset, as NCCL reads it, without a word,
+    where an empty NCCL_FOO= is said. Said, and the answer is the one without it."""
+    path, _ = _box_sweep(tmp_path)
+    plain = json.loads(cli("run", path, "--json", "-").stdout)
+    result = cli("run", path, "--json", "-", env={"NCCL_ALGO": "", "NCCL_IB_TIMEOUT": " "})
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
+    assert result.stderr.splitlines() == [
+        "warning env_unread: NCCL_ALGO='', NCCL_IB_TIMEOUT='' are set to nothing: NCCL (and RCCL) read an empty "
+        "value as unset, and so did this run"]
+
+
 def test_a_variable_only_rccl_reads_is_said_as_rccl_s(tmp_path, cli):
     """Fuzz round ak: RCCL_KERNEL_COLL_TRACE_ENABLE on H100s was said to be "read by NCCL (or
     RCCL)"; NCCL reads no RCCL_ variable. The line names RCCL, and the answer is the one without."""
@@ -4245,6 +4257,10 @@ def test_a_host_of_one_gpu_says_its_nvlink_and_nic_keys_change_nothing(kind, per
 
     if key == "nic_per" and kind == "rail_optimized":
         pytest.skip("rail_optimized has a NIC per GPU, no nic_per")
+    if key == "nic_per":  # review 67: two NICs for the one GPU are two NICs: read, not said
+        two = topology_from_dict({"name": "t", "generate": {"kind": kind, "gpu": "h100", per_host: 1, "racks": 1,
+                                                            "hosts_per_rack": 2, "nics_per_host": 2}})
+        assert not any(entry.startswith("generate.nics_per_host") for entry in two.unread)
     base = {"kind": kind, "gpu": "h100", per_host: 1, **({"racks": 1, "hosts_per_rack": 2} if kind == "leaf_spine"
                                                          else {"nodes_per_unit": 2})}
     written, plain = (topology_from_dict({"name": "t", "generate": {**base, **extra}}) for extra in ({key: value}, {}))

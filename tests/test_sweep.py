@@ -597,3 +597,8 @@ def test_a_lower_bound_is_marked_in_the_sweep_and_computed_again_with_more_memor
     assert "bounded from below for want of memory; computed again" in again.stdout + again.stderr
     assert exact["sizes"][0]["warnings"] == [] and exact["sizes"][0]["time_s"] > low["sizes"][0]["time_s"]
     assert "≥" not in again.stdout
+    # review 67: a bounded point this sweep does not run keeps its record
+    cli("sweep", path, "--gpus", "32", "--out", tmp_path / "two", "--workers", "1", env={"SIMNET_MEMORY": "1 MiB"})
+    other = cli("sweep", path, "--gpus", "16", "--out", tmp_path / "two", "--workers", "1")
+    assert other.exit_code == 0, other.stderr
+    assert sorted(r["gpus"] for r in load_records(tmp_path / "two" / "results.jsonl")) == [16, 32]

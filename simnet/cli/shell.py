@@ -80,11 +80,11 @@ def _say_environment_warnings() -> None:
     variable naming a file NCCL reads the machine from (``read_elsewhere``), and one naming
     those NCCL reads that simnet does not model (``read_by_nccl_only``)."""
     if any(name.upper().startswith(("NCCL_", "RCCL_")) for name in os.environ):
-        from simnet.run.nccl_env import misspelt, read_by_nccl_only, read_elsewhere
+        from simnet.run.nccl_env import misspelt, read_by_nccl_only, read_elsewhere, set_empty
 
         for line in misspelt():
             click.echo(f"warning env_misspelt: {line}", err=True)
-        for line in read_elsewhere() + read_by_nccl_only():
+        for line in read_elsewhere() + read_by_nccl_only() + set_empty():
             click.echo(f"warning env_unread: {line}", err=True)
 
 

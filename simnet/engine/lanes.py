@@ -86,7 +86,8 @@ lane's times exact (engine ``lanes``); ``makespan`` also the completion time alo
 where the lower and upper bounds meet (engine ``lanes-bounds-meet``); ``bound`` also the
 steady upper bound where they do not (engine ``lanes-steady``); ``lower``, instead of that,
 the lower bound (engine ``lanes-lower``: the completion time of the lanes at their own
-rates or of the busiest link at its capacity, whichever is later, ``Replay.upper_ps`` the
+rates or of the busiest link at its capacity (where no fault takes links down), whichever is
+later, ``Replay.upper_ps`` the
 steady upper bound, whose link statistics it keeps)."""
 
 
@@ -288,7 +289,9 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     if accept == "lower":
         # no link carries its bytes faster than its healthy capacity (faults only take from it): a bound of its
         # own, above the lanes' where many lanes share a link (a tree's NICs)
-        busiest = np.divide(upper.stats.bytes, healthy, out=np.zeros(links), where=healthy > 0).max(initial=0.0)
+        # (not where a fault takes links down: the steady pass's bytes on a detour are not the exact run's)
+        busiest = 0.0 if any(fault.cuts for fault in faults) else \
+            np.divide(upper.stats.bytes, healthy, out=np.zeros(links), where=healthy > 0).max(initial=0.0)
         floor = int(np.floor(busiest * PS_PER_SECOND))  # (whole ps at or under it)
         return replace(upper, duration_ps=max(duration, floor), engine="lanes-lower", upper_ps=upper.duration_ps)
     return upper if accept == "bound" else None

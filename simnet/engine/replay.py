@@ -49,8 +49,9 @@ class Replay:
     per-lane times upper bounds), ``lanes-fluid`` (the same, exact: the lanes that meet on
     links beyond their capacity timed on the fluid network, the others by lanes) or
     ``lanes-steady`` (the same, every lane at an equal split of every link it shares: times
-    are upper bounds) or ``lanes-lower`` (the completion time of every lane at its own rate, a
-    lower bound; ``upper_ps`` and the link statistics are the ``lanes-steady`` pass's)."""
+    are upper bounds) or ``lanes-lower`` (a lower bound: every lane at its own rate, or the
+    busiest link's bytes at its capacity, whichever ends later; ``upper_ps`` and the link
+    statistics are the ``lanes-steady`` pass's)."""
 
     schedule: Schedule | None
     topology: Topology

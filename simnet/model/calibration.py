@@ -217,8 +217,9 @@ def load_calibration(path: str | Path) -> Calibration:
     hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
     calibration = Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
     neutral = Calibration()
-    if calibration == neutral or (isinstance(calibration.bandwidth, tuple) and all(
-            factor == 1.0 for _, factor in calibration.bandwidth) and replace(calibration, bandwidth=1.0) == neutral):
+    if "fitted" not in data and (calibration == neutral or (isinstance(calibration.bandwidth, tuple) and all(
+            factor == 1.0 for _, factor in calibration.bandwidth) and replace(calibration, bandwidth=1.0) == neutral)):
+        # (written by hand; simnet calibrate's own, fitted: beside it, may find nothing to correct)
         raise source.error(("calibration",), "every term of this calibration section is the one that changes "
                                              "nothing (latencies 0 s, factors 1), so it changes nothing; give the "
                                              "terms simnet calibrate fits, or leave the profile out")

@@ -35,7 +35,7 @@ protocol, its channels, the system NCCL sees), said where the plan is the same w
 _P2P_FIELDS = ("min_p2p_channels", "max_p2p_channels", "net_peer_channels")  # search.System's, as P2P_CHANNEL_VARIABLES
 
 __all__ = ["NCCL_VARIABLES", "JUDGED_CHOICES", "nccl_env", "nccl_integer", "nccl_default", "turned_off",
-           "nccl_system", "misspelt", "read_elsewhere", "DESCRIBED_BY_THE_TOPOLOGY"]
+           "nccl_system", "misspelt", "read_elsewhere", "set_empty", "DESCRIBED_BY_THE_TOPOLOGY"]
 
 
 def nccl_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -123,6 +123,23 @@ def read_by_nccl_only(environ: Mapping[str, str] | None = None) -> list[str]:
             f"{'it' if len(names) == 1 else 'them'} (on the machine, a variable that tunes "
             f"{'RCCL' if library.startswith('RCCL') else 'NCCL'}'s transports may "
             "change the time)"]
+
+
+def set_empty(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line naming the variables NCCL 2.30.7 or RCCL 2.21.5 reads (or simnet follows) that
+    ``environ`` (default: the process environment) sets to nothing but blanks: the library
+    reads such a value as unset, and so does simnet; or none.
+
+    >>> set_empty({"NCCL_ALGO": " ", "NCCL_PROTO": "Simple"})[0].split(":")[0]
+    "NCCL_ALGO='' is set to nothing"
+    """
+    environ = os.environ if environ is None else environ
+    names = [name for name in sorted(environ) if not environ[name].strip()
+             and (name in NCCL_READS or name in RCCL_ONLY_READS or name in NCCL_VARIABLES)]
+    if not names:
+        return []
+    return [f"{', '.join(f'{name}={chr(39) * 2}' for name in names)} {'is' if len(names) == 1 else 'are'} set to "
+            "nothing: NCCL (and RCCL) read an empty value as unset, and so did this run"]
 
 
 def read_elsewhere(environ: Mapping[str, str] | None = None) -> list[str]:

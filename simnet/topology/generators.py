@@ -971,7 +971,8 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
                        "nothing here; it counts from two GPUs a host") for key in ("nvlink_bandwidth", "nvlink_latency")
                  if key in written]
         said += [(key, "a host of one GPU has one NIC either way (a NIC per GPU is a NIC per host), so it changed "
-                       "nothing here") for key in ("nic_per", "nics_per_host") if key in written]
+                       "nothing here") for key in ("nic_per", "nics_per_host")
+                 if key in written and (key == "nic_per" or model.nics_per_host == 1)]
         said += [("gpus_per_tray", "a host of one GPU is one tray, so it changed nothing here")] \
             if "gpus_per_tray" in written else []
     servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \

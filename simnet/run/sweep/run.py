@@ -60,7 +60,7 @@ def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: li
     # a point skipped by an earlier `all` sweep is tried again when this one names it
     records = load_records(results_path, recomputed)
     records = _superseded_dropped(plan, records, results_path, recomputed)
-    records = _lower_bounds_dropped(records, results_path, recomputed)
+    records = _lower_bounds_dropped(plan, records, results_path, recomputed)
     known = {r["key"]: r for r in records if plan.every_algorithm or "skipped" not in r}
     todo = [p for p in plan.points if p.key not in known]
     computed = 0
@@ -102,12 +102,16 @@ def _superseded_dropped(plan: SweepPlan, records: list[dict], path: Path, recomp
     return kept
 
 
-def _lower_bounds_dropped(records: list[dict], path: Path, recomputed: list[str] | None) -> list[dict]:
-    """``records`` without those whose time is a lower bound (``model: ideal`` where the fluid
-    network could not hold the run): that depends on the memory the run had (the budget, its
-    share among the workers), not on the point's inputs, so it is computed again, with what
-    this sweep has; the results file is rewritten without them, each named in ``recomputed``."""
-    bounded = [r for r in records if any("lower_bound" in at.get("warnings", ()) for at in r.get("sizes", ()))]
+def _lower_bounds_dropped(plan: SweepPlan, records: list[dict], path: Path, recomputed: list[str] | None
+                          ) -> list[dict]:
+    """``records`` without those of ``plan``'s points whose time is a lower bound (``model:
+    ideal`` where the fluid network could not hold the run): that depends on the memory the
+    run had (the budget, its share among the workers), not on the point's inputs, so it is
+    computed again, with what this sweep has; the results file is rewritten without them,
+    each named in ``recomputed``. Points this sweep does not run keep theirs."""
+    planned = {point.key for point in plan.points}
+    bounded = [r for r in records if r["key"] in planned and
+               any("lower_bound" in at.get("warnings", ()) for at in r.get("sizes", ()))]
     if not bounded:
         return records
     kept = [r for r in records if not any(r is b for b in bounded)]
