@@ -85,9 +85,8 @@ ACCEPT = ("lanes", "makespan", "bound", "lower")
 lane's times exact (engine ``lanes``); ``makespan`` also the completion time alone, exact
 where the lower and upper bounds meet (engine ``lanes-bounds-meet``); ``bound`` also the
 steady upper bound where they do not (engine ``lanes-steady``); ``lower``, instead of that,
-the lower bound (engine ``lanes-lower``: the completion time of the lanes at their own
-rates or of the busiest link at its capacity (where no fault takes links down), whichever is
-later, ``Replay.upper_ps`` the
+the lower bound (engine ``lanes-lower``: the later of the lanes at their own rates and, where
+no fault takes links down, the busiest link's bytes at its capacity; ``Replay.upper_ps`` the
 steady upper bound, whose link statistics it keeps)."""
 
 
