@@ -298,7 +298,8 @@ class Router:
             if len(choices) > 1:
                 # by what the link from each carries, then its latency, then name: the same whatever order the
                 # file lists them in, and whatever it names them where their links differ
-                choices = sorted(choices, key=lambda u: (-topology.graph.edges[u, node]["bandwidth"],
+                # (the rate it runs at: a PCIe link's spellings, 63 or 64 GB/s, are one)
+                choices = sorted(choices, key=lambda u: (-topology.capacity[topology.link_index[(u, node)]],
                                                          topology.graph.edges[u, node]["latency"], u))
                 ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
                 if ports and all(c in ports for c in choices):
