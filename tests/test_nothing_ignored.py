@@ -2203,58 +2203,36 @@ def test_a_misspelt_nccl_variable_is_warned_and_changes_nothing(tmp_path, cli, v
                      f"2.21.5){guess} {library} ignores it, and so did this run"] if meant is not None else [])
 
 
-def test_nccl_topo_file_is_said_to_be_read_from_the_topology_instead(tmp_path, cli):
-    """Fuzz round m (#020, debatable): NCCL_TOPO_FILE, the XML NCCL reads the machine from
-    (graph/topo.cc:1774, v2.30.7; Azure's images set it), was taken in silence: the answer is the
-    topology file's machine (the same JSON), and one line says the XML was not read."""
+@pytest.mark.parametrize("env, said", [
+    # fuzz round m (#020, debatable): NCCL_TOPO_FILE, the XML NCCL reads the machine from (graph/topo.cc:1774,
+    # v2.30.7; Azure's images set it), was taken in silence
+    ({"NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml"},
+     "warning env_unread: NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml names the XML NCCL reads the machine from; "
+     "simnet reads the machine from its topology file and did not open this one (write there what the XML "
+     "describes)"),
+    # fuzz round u (#020): variables NCCL 2.30.7 reads (nccl_names) that simnet neither follows nor refuses
+    ({"NCCL_IB_TIMEOUT": "22", "NCCL_NET_GDR_READ": "0"},
+     "warning env_unread: NCCL_IB_TIMEOUT=22, NCCL_NET_GDR_READ=0 are read by NCCL and not modelled by "
+     "simnet: simnet's answers are the ones without them (on the machine, a variable that tunes NCCL's "
+     "transports may change the time)"),
+    # fuzz round al (L2): NCCL_ALGO= (empty) ran as unset, as NCCL reads it, where an empty NCCL_FOO= is said
+    ({"NCCL_ALGO": "", "NCCL_IB_TIMEOUT": " "},
+     "warning env_unread: NCCL_ALGO='', NCCL_IB_TIMEOUT='' are set to nothing: NCCL (and RCCL) read an empty "
+     "value as unset, and so did this run"),
+    # fuzz round ak: RCCL_KERNEL_COLL_TRACE_ENABLE on H100s was said to be "read by NCCL (or RCCL)"
+    ({"RCCL_KERNEL_COLL_TRACE_ENABLE": "1"},
+     "warning env_unread: RCCL_KERNEL_COLL_TRACE_ENABLE=1 is read by RCCL (AMD GPUs) and not modelled by simnet: "
+     "simnet's answers are the ones without it (on the machine, a variable that tunes RCCL's transports may "
+     "change the time)")], ids=["topo-file", "nccl-reads", "set-to-nothing", "rccl-only"])
+def test_a_variable_simnet_does_not_follow_is_said_and_changes_nothing(tmp_path, cli, env, said):
+    """Variables simnet does not follow were taken in silence (the rounds above): the answer is
+    the one without them (the same JSON), and one line says why, naming the library that reads
+    them."""
     path, _ = _box_sweep(tmp_path)
     plain = json.loads(cli("run", path, "--json", "-").stdout)
-    result = cli("run", path, "--json", "-", env={"NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml"})
+    result = cli("run", path, "--json", "-", env=env)
     assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
-    assert result.stderr.splitlines() == [
-        "warning env_unread: NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml names the XML NCCL reads the machine from; "
-        "simnet reads the machine from its topology file and did not open this one (write there what the XML "
-        "describes)"]
-
-
-def test_a_variable_nccl_reads_and_simnet_does_not_model_is_said(tmp_path, cli):
-    """Fuzz round u (#020): NCCL_IB_TIMEOUT, NCCL_IB_SPLIT_DATA_ON_QPS, NCCL_NET_GDR_READ and
-    other variables NCCL 2.30.7 reads (nccl_names) that simnet neither follows nor refuses were
-    taken in silence. The answer is the one without them (the same JSON), and one line names
-    them all."""
-    path, _ = _box_sweep(tmp_path)
-    plain = json.loads(cli("run", path, "--json", "-").stdout)
-    result = cli("run", path, "--json", "-", env={"NCCL_IB_TIMEOUT": "22", "NCCL_NET_GDR_READ": "0"})
-    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
-    assert result.stderr.splitlines() == [
-        "warning env_unread: NCCL_IB_TIMEOUT=22, NCCL_NET_GDR_READ=0 are read by NCCL and not modelled by "
-        "simnet: simnet's answers are the ones without them (on the machine, a variable that tunes NCCL's "
-        "transports may change the time)"]
-
-
-def test_a_known_variable_set_to_nothing_is_said(tmp_path, cli):
-    """Fuzz round al (L2): NCCL_ALGO= (empty) ran as unset, as NCCL reads it, without a word,
-    where an empty NCCL_FOO= is said. Said, and the answer is the one without it."""
-    path, _ = _box_sweep(tmp_path)
-    plain = json.loads(cli("run", path, "--json", "-").stdout)
-    result = cli("run", path, "--json", "-", env={"NCCL_ALGO": "", "NCCL_IB_TIMEOUT": " "})
-    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
-    assert result.stderr.splitlines() == [
-        "warning env_unread: NCCL_ALGO='', NCCL_IB_TIMEOUT='' are set to nothing: NCCL (and RCCL) read an empty "
-        "value as unset, and so did this run"]
-
-
-def test_a_variable_only_rccl_reads_is_said_as_rccl_s(tmp_path, cli):
-    """Fuzz round ak: RCCL_KERNEL_COLL_TRACE_ENABLE on H100s was said to be "read by NCCL (or
-    RCCL)"; NCCL reads no RCCL_ variable. The line names RCCL, and the answer is the one without."""
-    path, _ = _box_sweep(tmp_path)
-    plain = json.loads(cli("run", path, "--json", "-").stdout)
-    result = cli("run", path, "--json", "-", env={"RCCL_KERNEL_COLL_TRACE_ENABLE": "1"})
-    assert result.exit_code == 0 and json.loads(result.stdout)["runs"] == plain["runs"]
-    assert result.stderr.splitlines() == [
-        "warning env_unread: RCCL_KERNEL_COLL_TRACE_ENABLE=1 is read by RCCL (AMD GPUs) and not modelled by simnet: "
-        "simnet's answers are the ones without it (on the machine, a variable that tunes RCCL's transports may "
-        "change the time)"]
+    assert result.stderr.splitlines() == [said]
 
 
 @pytest.mark.parametrize("algorithms, unread", [(["ring"], True), (["ring", "auto"], False)])
