@@ -283,10 +283,10 @@ _TURNED_OFF_BY = {"nvls": "NCCL_NVLS_ENABLE", "sharp": "NCCL_COLLNET_ENABLE"}
 def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[Finding]:
     """``key_unread`` of the generators' keys only some algorithms read (``Topology.algorithm_keys``,
     ``generators.ALGORITHM_KEYS``) that ``algorithm`` reads nothing of: it does not reduce on such
-    a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs,
-    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off or
-    NCCL_ALGO leaves it none of the algorithms of; ps
-    none of the servers' where its ``options`` name only GPUs or hosts to serve)."""
+    a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs:
+    none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off, or
+    whose algorithms NCCL_ALGO leaves out; ps none of the servers' where its ``options`` name
+    only GPUs or hosts to serve)."""
     said = []
     servers = point.topo.parameter_servers
     elsewhere = algorithm == "ps" and servers and not set(servers_used(point.topo, algorithm, options)) & set(servers)

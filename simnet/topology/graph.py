@@ -35,7 +35,7 @@ import numpy as np
 
 from simnet.topology.hardware import LINK_TYPES, NET, NVLINK, PCIE, pcie_bandwidth, pcie_generation_of, pcie_spelling_of
 
-__all__ = ["Topology", "Routes", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND", "natural_key"]
+__all__ = ["Topology", "Routes", "FORWARDING_KINDS", "GROUP_LEVELS", "PS_PER_SECOND", "natural_key", "host_nvswitch"]
 
 T = TypeVar("T")
 
@@ -57,6 +57,13 @@ class Routes(Protocol):
     def shortest_paths(self, src: str, stop: str | None = None,
                        within: set[str] | None = None) -> tuple[dict, dict]:
         """``(cost, preds)`` of a search from ``src`` (see ``Topology.shortest_paths``)."""
+
+
+def host_nvswitch(graph: nx.DiGraph, switch: str) -> bool:
+    """Whether ``switch`` is inside one host (a ``host`` label) and only GPUs attach to it: an
+    NVSwitch by its place alone, whatever it says of ``nvls``."""
+    neighbours = set(graph.successors(switch)) | set(graph.predecessors(switch))
+    return graph.nodes[switch].get("host") is not None and all(graph.nodes[n]["kind"] == "gpu" for n in neighbours)
 
 
 @dataclass(eq=False)
@@ -177,11 +184,7 @@ class Topology:
 
     def _is_gpu_fabric(self, switch: str) -> bool:
         """A switch inside one host that only GPUs attach to (an NVSwitch), or one marked nvls."""
-        data = self.graph.nodes[switch]
-        if data.get("nvls"):
-            return True
-        neighbours = set(self.graph.successors(switch)) | set(self.graph.predecessors(switch))
-        return data.get("host") is not None and all(self.kind(n) == "gpu" for n in neighbours)
+        return bool(self.graph.nodes[switch].get("nvls")) or host_nvswitch(self.graph, switch)
 
     # -------------------------------------------------------------- hardware
     def gpu_model(self, gpu: str) -> str | None:

@@ -16,7 +16,7 @@ from simnet.errors import InputError, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.topology.generators import ALGORITHM_KEYS, GENERATORS, GeneratorError, generate, network_keys, unread_keys
-from simnet.topology.graph import FORWARDING_KINDS, Topology
+from simnet.topology.graph import FORWARDING_KINDS, Topology, host_nvswitch
 from simnet.topology.hardware import GPUS, NET, NVLINK
 from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
@@ -159,16 +159,10 @@ def _switch_keys_written(graph: nx.DiGraph, written: list[tuple], source: Source
     read them. Not an ``nvls: true`` that makes its switch the GPUs' own NVLink fabric (a
     switch shared by hosts, or joined to more than GPUs: ``Topology``'s link classes), which
     every run reads."""
-    def only_algorithms_read(node) -> bool:
-        if node.nvls is None or node.nvls is False:
-            return True
-        ends = set(graph.successors(node.id)) | set(graph.predecessors(node.id))
-        return node.host is not None and all(graph.nodes[end]["kind"] == "gpu" for end in ends)
-
     said = []
     for key in ("nvls", "sharp"):
         first = next((loc for node, loc in written if node.kind == "switch" and getattr(node, key) is not None
-                      and (key != "nvls" or only_algorithms_read(node))), None)
+                      and (key != "nvls" or not node.nvls or host_nvswitch(graph, node.id))), None)
         said += [_said_where(source, first + (key,))] if first else []
     return said
 
