@@ -59,8 +59,7 @@ def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: li
     results_path = out / RESULTS
     # a point skipped by an earlier `all` sweep is tried again when this one names it
     records = load_records(results_path, recomputed)
-    records = _superseded_dropped(plan, records, results_path, recomputed)
-    records = _lower_bounds_dropped(plan, records, results_path, recomputed)
+    records = _stale_dropped(plan, records, results_path, recomputed)
     known = {r["key"]: r for r in records if plan.every_algorithm or "skipped" not in r}
     todo = [p for p in plan.points if p.key not in known]
     computed = 0
@@ -84,41 +83,33 @@ def _run_unlocked(plan: SweepPlan, out: Path, executor, progress, recomputed: li
     return [known[p.key] for p in plan.points], computed
 
 
-def _superseded_dropped(plan: SweepPlan, records: list[dict], path: Path, recomputed: list[str] | None) -> list[dict]:
-    """``records`` without those a point of ``plan`` supersedes: the same point (overrides,
-    GPUs, algorithm) whose files read (a calibration profile, a topology named in ``--set``)
-    have changed since, which is computed again; the results file is rewritten without them,
-    so it keeps one record per point. Each is named in ``recomputed``."""
+def _stale_dropped(plan: SweepPlan, records: list[dict], path: Path, recomputed: list[str] | None) -> list[dict]:
+    """``records`` without those of ``plan``'s points that must be computed again: one a point
+    supersedes (the same overrides, GPUs and algorithm, whose files read, a calibration profile
+    or a topology named in ``--set``, have changed since), and one whose time is a lower bound
+    (``model: ideal`` where the fluid network could not hold the run: that depends on the
+    memory the run had, the budget or its share among the workers, not on the point's inputs).
+    The results file is rewritten without them, so it keeps one record per point; each is
+    named in ``recomputed``. Points this sweep does not run keep theirs."""
     now = {_point_of(p.key): p.key for p in plan.points}
-    stale = [r for r in records if now.get(_point_of(r["key"]), r["key"]) != r["key"]]
+    planned = set(now.values())
+
+    def why(record: dict) -> str | None:
+        if now.get(_point_of(record["key"]), record["key"]) != record["key"]:
+            return "read files that changed since its record"
+        if record["key"] in planned and any("lower_bound" in at.get("warnings", ()) for at in record.get("sizes", ())):
+            return "was bounded from below for want of memory"
+        return None
+
+    stale = [(r, reason) for r in records if (reason := why(r))]
     if not stale:
         return records
-    dropped = {id(r) for r in stale}
+    dropped = {id(r) for r, _ in stale}
     kept = [r for r in records if id(r) not in dropped]
     rewrite_records(path, kept)
     if recomputed is not None:
-        recomputed += [f"{path}: the point {_said(r)} read files that changed since its record; computed again, "
-                       "its old record dropped" for r in stale]
-    return kept
-
-
-def _lower_bounds_dropped(plan: SweepPlan, records: list[dict], path: Path, recomputed: list[str] | None
-                          ) -> list[dict]:
-    """``records`` without those of ``plan``'s points whose time is a lower bound (``model:
-    ideal`` where the fluid network could not hold the run): that depends on the memory the
-    run had (the budget, its share among the workers), not on the point's inputs, so it is
-    computed again, with what this sweep has; the results file is rewritten without them,
-    each named in ``recomputed``. Points this sweep does not run keep theirs."""
-    planned = {point.key for point in plan.points}
-    bounded = [r for r in records if r["key"] in planned and
-               any("lower_bound" in at.get("warnings", ()) for at in r.get("sizes", ()))]
-    if not bounded:
-        return records
-    kept = [r for r in records if not any(r is b for b in bounded)]
-    rewrite_records(path, kept)
-    if recomputed is not None:
-        recomputed += [f"{path}: the point {_said(r)} was bounded from below for want of memory; computed again, "
-                       "its old record dropped" for r in bounded]
+        recomputed += [f"{path}: the point {_said(r)} {reason}; computed again, its old record dropped"
+                       for r, reason in stale]
     return kept
 
 
