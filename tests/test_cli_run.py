@@ -619,7 +619,7 @@ def test_a_run_of_several_replays_counts_them_and_never_seems_to_go_back(monkeyp
         told(0, 1)
         for total, done in ((100, 57), (100, 50), (10, 9)):
             Reporter(total, every_s=0.0)(done)
-    statuses = [line.split(", about")[0] for line in capsys.readouterr().err.splitlines() if "%" in line]
+    statuses = [line.split(";")[0] for line in capsys.readouterr().err.splitlines() if "%" in line]
     assert statuses == ["simulating: 0/1 done, this run 57%", "simulating: 0/1 done, this run's replay 2 50%",
                         "simulating: 0/1 done, this run's replay 3 90%"]
 

@@ -316,7 +316,44 @@ def test_a_listener_hears_how_far_a_replay_is(compiled_network, as_a_job, monkey
             replay(schedule, topo, timing=timing, compiled=compiled_network)
     shares = [share for share, _ in heard]
     assert len(shares) > 3 and shares == sorted(shares) and 0 < shares[0] and shares[-1] <= 1
-    assert all(left_s >= 0 for _, left_s in heard)
+    # no time left is said until the share has moved since the first report (no pace before)
+    assert all((left_s is None) == (share == shares[0]) for share, left_s in heard)
+    assert all(left_s >= 0 for _, left_s in heard if left_s is not None)
+
+
+def test_the_time_left_follows_the_pace_since_the_first_report(monkeypatch):
+    """Fuzz round ak: a replay whose set-up took long said "about 263,178 s left" of a minute's
+    run, extrapolating from its start. The pace counts from the first report: set up for 100 s,
+    1 of 100 transfers done then, 2 a second later: 98 s left (from the start: 4,949 s)."""
+    from simnet.engine import progress
+
+    clock = iter([0.0, 100.0, 101.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    heard = []
+    with progress.listening(lambda share, left_s: heard.append((share, left_s))):
+        report = progress.Reporter(100, every_s=0.0)
+        report(1)
+        report(2)
+    assert heard == [(0.01, None), (0.02, 98.0)]
+
+
+def test_a_replay_started_over_never_seems_to_go_back(monkeypatch):
+    """Fuzz round ak's binary tree of 1 B pieces: "this run 13%", then "4%", as the compiled
+    network started over with a larger calendar. A replay started over reports again once past
+    where it had come, its pace counted from there: 50 of 100 done, over, 10 (unsaid), 60 at
+    200 s, 70 at 201 s: 3 s left (10 a second, 30 to go)."""
+    from simnet.engine import progress
+
+    clock = iter([0.0, 100.0, 150.0, 200.0, 201.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    heard = []
+    with progress.listening(lambda share, left_s: heard.append((share, left_s))):
+        report = progress.Reporter(100, every_s=0.0)
+        report(50)
+        report.again()
+        for done in (10, 60, 70):
+            report(done)
+    assert heard == [(0.5, None), (0.6, None), (0.7, 3.0)]
 
 
 def test_jobs_of_no_transfers_run_on_any_engine_as_their_issue_times():

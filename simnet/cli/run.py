@@ -412,9 +412,10 @@ def _progress_told(label: str):
         def started() -> None:
             replays[0] += 1
 
-        def within(share: float, left_s: float) -> None:
+        def within(share: float, left_s: float | None) -> None:
             which = f"this run's replay {replays[0]}" if replays[0] > 1 else "this run"
-            update(*runs, status=f"{which} {share:.0%}, about {left_s:.0f} s left")
+            left = "" if left_s is None else f", about {left_s:.0f} s left"
+            update(*runs, status=f"{which} {share:.0%}{left}")
 
         with listening(within, started):
             yield told

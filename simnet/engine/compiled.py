@@ -1257,6 +1257,8 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         if iv[_FULL] == _FULL_SLOTS:
             raise RuntimeError("the compiled fluid network ran out of flow slots: slot_bound was too low")
         sizes[int(iv[_FULL])] *= 2  # start again with the full buffer doubled
+        if report is not None:
+            report.again()
     stats = {"bytes": lf[_L_BYTES, :links], "load": lf[_L_LOAD, :links], "in_force": lf[_L_IN_FORCE, :links],
              "peak": lf[_L_PEAK, :links], "flows": li[_L_FLOWS, :links], "saturated_ps": li[_L_SATURATED_PS, :links],
              "busy_ps": li[_L_BUSY_PS, :links], "either_ps": li[_L_EITHER_PS, :links],

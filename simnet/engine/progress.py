@@ -5,11 +5,11 @@ estimate of the time left, at most every ``EVERY_S`` seconds of wall time and on
 listener is in force (``listening``): no listener, no cost beyond a counter.
 
 >>> seen = []
->>> with listening(lambda share, left_s: seen.append(share)):
+>>> with listening(lambda share, left_s: seen.append((share, left_s is None))):
 ...     report = Reporter(4, every_s=0.0)
 ...     report(1); report(3)
->>> seen
-[0.25, 0.75]
+>>> seen  # the first report has no pace yet
+[(0.25, True), (0.75, False)]
 >>> Reporter(4)(4)  # nobody listens: nothing happens
 """
 
@@ -25,14 +25,16 @@ __all__ = ["listening", "Reporter", "EVERY_S"]
 EVERY_S = 0.5
 """Wall seconds between two reports of one replay."""
 
-_LISTENER: ContextVar[tuple[Callable[[float, float], None], Callable[[], None] | None] | None] = \
+_LISTENER: ContextVar[tuple[Callable[[float, float | None], None], Callable[[], None] | None] | None] = \
     ContextVar("simnet_progress", default=None)
 
 
 @contextmanager
-def listening(listener: Callable[[float, float], None], started: Callable[[], None] | None = None) -> Iterator[None]:
+def listening(listener: Callable[[float, float | None], None],
+              started: Callable[[], None] | None = None) -> Iterator[None]:
     """While in force, every replay calls ``listener(share, left_s)``: the share of its
-    transfers delivered (0 to 1) and the wall seconds it expects to take still; and
+    transfers delivered (0 to 1) and the wall seconds it expects to take still (None at its
+    first report, before it has a pace); and
     ``started()``, if given, as it starts."""
     token = _LISTENER.set((listener, started))
     try:
@@ -43,8 +45,10 @@ def listening(listener: Callable[[float, float], None], started: Callable[[], No
 
 class Reporter:
     """Reports ``done`` of ``total`` transfers to the listener in force, if any, at most
-    every ``every_s`` wall seconds; the time left extrapolates from the pace so far. A
-    ``total`` of 0 reports nothing (a part of a replay that reports on its own)."""
+    every ``every_s`` wall seconds; the time left extrapolates from the pace since the first
+    report, not since the start: what came before it (building routes, compiling, a pipeline
+    filling) says nothing of the pace, and an estimate from it could be hours for a minute's
+    run. A ``total`` of 0 reports nothing (a part of a replay that reports on its own)."""
 
     def __init__(self, total: int, every_s: float | None = None):
         listener, started = _LISTENER.get() or (None, None)
@@ -53,19 +57,30 @@ class Reporter:
             started()
         self.total = max(total, 1)
         self.every_s = EVERY_S if every_s is None else every_s
-        self.started = time.monotonic()
-        self.due = self.started + self.every_s
+        self.due = time.monotonic() + self.every_s
+        self.first: tuple[float, int] | None = None  # when the first report was, and how many were done
+        self.high = 0  # the most reported done: a replay started over reports again once past it
 
     @property
     def listened(self) -> bool:
         return self.listener is not None
 
+    def again(self) -> None:
+        """The replay starts over (a buffer of the compiled network grew): its reports resume
+        once it is past where it had come, at the pace it goes from there, so the share
+        never seems to go back."""
+        self.first = None
+
     def __call__(self, done: int) -> None:
         if self.listener is None:
             return
         now = time.monotonic()
-        if now < self.due or done <= 0:
+        if now < self.due or done <= 0 or (self.first is None and done <= self.high):
             return
+        self.high = max(self.high, done)
         self.due = now + self.every_s
-        share = min(done / self.total, 1.0)
-        self.listener(share, (now - self.started) * (1 - share) / share)
+        if self.first is None:
+            self.first = (now, done)
+        since, then = self.first
+        left_s = (now - since) / (done - then) * (self.total - done) if done > then else None
+        self.listener(min(done / self.total, 1.0), left_s)
