@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simnet import simulate
 from simnet.errors import Unsupported
-from simnet.io.budget import TooLarge, memory_budget
+from simnet.io.budget import TooLarge, gigabytes, memory_budget
+from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
 from simnet.schedule.catalog import algorithms_for, build_schedule
 from simnet.schedule.kinds import COLLECTIVES
 from simnet.schedule.transfers import TRANSFER_BYTES, count_transfers, transfer_bytes
@@ -123,8 +126,9 @@ def test_hierarchical_answers_with_the_way_between_groups_that_fits(monkeypatch)
     assert result.variants == {"inner": {"tree": result.time_s}}
     said = [w for w in result.warnings if w.kind == "variant_too_large"]
     assert len(said) == 1 and "a ring between groups was not simulated" in said[0].message
-    # fuzz u #007: its build stopped at the budget, so the need is said as more than the budget, no figure
-    assert "it needs more than the" in said[0].message and "~" not in said[0].message
+    # its count is known from its first piece (every piece adds as many), so the need is said exactly
+    need, have = gigabytes(ring * transfer_bytes("hierarchical"), tree * transfer_bytes("hierarchical"))
+    assert f"it needs ~{need} GB, more than the {have} GB" in said[0].message
     monkeypatch.setenv("SIMNET_MEMORY", f"{min(tree, ring) * transfer_bytes('hierarchical') - 1} B")
     with pytest.raises(TooLarge):  # neither fits: refused
         simulate(topo, "hierarchical", 2**26)
@@ -245,3 +249,34 @@ def test_a_run_too_large_through_its_options_is_refused_on_their_line(tmp_path, 
     refused = cli("run", tmp_path / "a.yaml", env={"SIMNET_MEMORY": "200 MB"})  # 1 MiB in 1 B pieces: millions
     assert refused.exit_code == 2 and refused.stderr.startswith(f"{tmp_path / 'a.yaml'}:9: options.chunk_size: ")
     assert refused.stderr.rstrip().endswith("(it fits without this option)")
+
+
+UNEVEN = topology_from_dict({"name": "uneven", "nodes": [
+    {"id": f"h{h}-g{g}", "kind": "gpu", "host": f"h{h}"} for h, gpus in enumerate((4, 2, 3)) for g in range(gpus)
+] + [{"id": "sw", "kind": "switch"}], "links": [
+    {"a": f"h{h}-g{g}", "b": "sw", "bandwidth": "50 GB/s", "latency": "1 us"}
+    for h, gpus in enumerate((4, 2, 3)) for g in range(gpus)]})
+
+
+@settings(max_examples=40, deadline=None)
+@given(topology=st.sampled_from([_cluster(16), UNEVEN]), inner=st.sampled_from(sorted(INNER_ALGORITHMS)),
+       size=st.integers(1, 5000), pieces=st.integers(1, 6))
+def test_every_piece_of_hierarchical_adds_as_many_transfers(topology, inner, size, pieces):
+    """What lets hierarchical refuse after its first piece (fuzz round ak, S6: at 1 B pieces
+    it built for minutes before its budget stopped it): every piece adds as many transfers as
+    the first, whatever its bytes (zero-byte transfers kept), for every way between groups
+    and for groups of unequal sizes."""
+    chunk = -(-size // pieces)
+    whole = count_transfers(lambda: build_schedule("hierarchical", topology, size, inner=inner, chunk_size=chunk))
+    first = count_transfers(lambda: build_schedule("hierarchical", topology, chunk, inner=inner, chunk_size=chunk))
+    assert whole == first * -(-size // chunk)
+
+
+def test_hierarchical_refuses_tiny_pieces_with_their_count_after_building_one(monkeypatch):
+    """Fuzz round ak, S6: 1 MiB over 16 GPUs in 1 B pieces, 301,989,888 transfers: refused
+    with the whole count ("needs N", not "needs more than ... where its build was stopped")
+    from the first piece's."""
+    monkeypatch.setenv("SIMNET_MEMORY", "1 GiB")
+    per_piece = count_transfers(lambda: build_schedule("hierarchical", _cluster(16), 1, chunk_size=1))
+    with pytest.raises(TooLarge, match=rf"^hierarchical over 16 GPUs at 1 MiB needs {per_piece * 2**20:,} transfers"):
+        build_schedule("hierarchical", _cluster(16), 2**20, chunk_size=1)

@@ -214,6 +214,11 @@ class ScheduleBuilder:
         that know their count up front call this before adding anything."""
         self._check(f"needs {transfers:,} transfers", transfers)
 
+    @property
+    def transfers(self) -> int:
+        """Transfers added so far."""
+        return self._count
+
     def node(self, node_id: str) -> int:
         """Index of ``node_id``, adding it if it is not a rank."""
         if node_id not in self._node_index:

@@ -167,6 +167,8 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
     cuts = split_range(0, size, chunk_count(size, chunk_size))
     for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         _piece(b, groups, lo, hi, inner, rs_last, ag_last)
+        if lo == 0:  # every piece adds as many transfers as the first (zero-byte ones kept): refuse now
+            b.expect(b.transfers * (len(cuts) - 1))
     b.info["groups"] = len(groups)
     b.info["pieces"] = len(cuts) - 1
     return b.build()
