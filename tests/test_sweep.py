@@ -11,6 +11,7 @@ from pathlib import Path
 
 import matplotlib.image as mpimg
 import pytest
+from matplotlib.markers import MarkerStyle
 
 from simnet.errors import InputError
 from simnet.run.compare import compare_rows, pareto_front
@@ -19,6 +20,7 @@ from simnet.run.sweep.plan import plan_sweep
 from simnet.run.sweep.run import run_sweep
 from simnet.run.sweep.store import LOCK, load_records
 from simnet.spec.scenario import load_scenario, scenario_from_dict
+from simnet.units import format_time
 from simnet.workloads.ddp import StepModel
 
 SCENARIO = """name: small-sweep
@@ -575,6 +577,43 @@ def test_a_sweep_of_jobs_plots_their_times_and_no_busbw(tmp_path, cli, figures):
         r["sizes"][0]["time_s"] for r in records)
     assert ax.get_yscale() == "linear" and "slowest job" in ax.get_ylabel()
     assert any(label.get_text() for label in ax.get_yticklabels())
+
+
+def test_a_lower_bound_marks_its_rates_csv_and_plots_too(tmp_path, cli, figures):
+    """Fuzz round al left: a point whose time is a lower bound showed its busbw, speedup and
+    efficiency unmarked (upper bounds, all three), and results.csv had no column to tell it by.
+    The table marks them ``≤`` (the iteration time and exposed communication ``≥``), the CSV
+    names ``lower_bound`` in its warnings columns, and each plot draws a hollow triangle on the
+    bound pointing where the value lies, in a legend."""
+    import csv
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nmodel: ideal\nsizes: [16 MiB]\nalgorithms: [ring]\ntopology: {name: rail, generate: "
+                    "{kind: rail_optimized, nodes_per_unit: 4, gpus_per_node: 8}}\n"
+                    "workload: {compute_time: 100 us, gradient_size: 16 MiB}\n")
+    out = tmp_path / "out"
+    swept = cli("sweep", path, "--gpus", "8,32", "--out", out, "--workers", "1", env={"SIMNET_MEMORY": "1 MiB"})
+    assert swept.exit_code == 0, swept.stderr
+    exact, low = sorted(load_records(out / "results.jsonl"), key=lambda r: r["gpus"])
+    assert exact["sizes"][0]["warnings"] == [] and low["sizes"][0]["warnings"] == ["lower_bound"]  # 8 GPUs: one box
+    row = next(line for line in swept.stdout.splitlines() if line.strip("│ ").startswith("32 "))
+    assert [cell.strip() for cell in row.split("│")[3:9]] == [
+        f"≥ {format_time(low['iteration_time_s'])}", f"≤ {low['speedup']:.2f}", f"≤ {low['efficiency']:.0%}",
+        f"≥ {format_time(low['communication_exposed_s'])}", f"≥ {format_time(low['sizes'][0]['time_s'])}",
+        f"≤ {low['sizes'][0]['busbw_GBps']:.2f}"]
+    assert "are upper bounds (≤)" in swept.stdout
+    rows = {int(r["gpus"]): r for r in csv.DictReader((out / "results.csv").open())}
+    assert (rows[8]["warnings"], rows[32]["warnings"], rows[32]["bucket_warnings"]) == ("", "lower_bound",
+                                                                                        "lower_bound")
+    for name, panel, marker, says in (("busbw.png", 0, "v", "at most"), ("busbw.png", 1, "^", "at least"),
+                                      ("speedup.png", 0, "v", "at most"), ("iteration_time.png", 0, "^", "at least")):
+        ax = figures[name].axes[panel]
+        (triangle,) = [c for c in ax.collections if c.get_label().startswith(says)]
+        assert triangle.get_offsets()[:, 0].tolist() == [32]  # on the bounded point only
+        assert any(text.get_text() == triangle.get_label() for text in ax.get_legend().get_texts())
+        style = MarkerStyle(marker)  # pointing where the value lies: up from a lower bound, down from an upper
+        assert triangle.get_paths()[0].vertices.tolist() == style.get_path().transformed(
+            style.get_transform()).vertices.tolist()
 
 
 def test_a_lower_bound_is_marked_in_the_sweep_and_computed_again_with_more_memory(tmp_path, cli):

@@ -150,7 +150,9 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
                                                   "hold the run in the memory this point had"),
                              ("upper_bound", "≤", "an upper bound: a ring too large to replay exactly")):
         if kind in said:
-            console.print(f"{mark} marks {what} (simnet run says the other end; docs/architecture.md)")
+            console.print(f"{mark} marks {what} (simnet run says the other end; docs/architecture.md); the busbw, "
+                          f"speedup and efficiency of such a point are {'upper' if mark == '≥' else 'lower'} bounds "
+                          f"({'≤' if mark == '≥' else '≥'}), and results.csv names it in its warnings column")
     where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
         settings = ", ".join(f"{k}={v}" for k, v in r["set"].items())

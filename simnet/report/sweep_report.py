@@ -57,6 +57,32 @@ def _cost(dollars: float | None) -> str:
     return "-" if dollars is None else f"{units.significant(dollars / 1e6, 3)} M$"
 
 
+_BOUNDS = {"lower_bound": "≥", "upper_bound": "≤"}
+"""The warning that makes a time a bound, and its mark (``simnet run`` says the other end)."""
+_FLIPPED = {"≥": "≤", "≤": "≥", "": ""}
+"""A bound on a time is the other bound on a rate (busbw, speedup, efficiency)."""
+
+
+def time_bound(kinds) -> str:
+    """``≥`` where warning ``kinds`` make a time a lower bound, ``≤`` an upper one, ``""`` exact.
+
+    >>> time_bound(["lower_bound", "link_congestion"]), time_bound([]), _FLIPPED[time_bound(["upper_bound"])]
+    ('≥', '', '≥')
+    """
+    # one way only: a point's runs share a model, and only ideal's are lower bounds, only nccl's upper
+    return next((_BOUNDS[kind] for kind in kinds if kind in _BOUNDS), "")
+
+
+def _bound(record: dict) -> str:
+    """The mark of the record's time at its largest size (its table and plot value)."""
+    return time_bound(_largest(record).get("warnings", ()))
+
+
+def _iteration_bound(record: dict) -> str:
+    """The mark of the record's iteration time: its buckets' runs' bound, if any."""
+    return time_bound(record.get("bucket_warnings", ()))
+
+
 def _size_cell(size: int | None) -> str:
     return "-" if size is None else units.format_size(size)
 
@@ -107,31 +133,44 @@ def sweep_table(records: list[dict], title: str) -> Table:
         largest = _largest(record)
         ran = largest.get("ran", record["algorithm"])  # auto: NCCL's pick at this point, as run's table says it
         row = [str(record["gpus"]), series_label(record) + (f" -> {ran}" if ran != record["algorithm"] else "")]
-        if workload:
+        if workload:  # a bound on the buckets' times bounds the iteration the same way, its speed the other
             slower = record["speedup"] < 1 and record["gpus"] > 1
-            row += [units.format_time(record["iteration_time_s"]),
-                    f"[red]{record['speedup']:.2f}[/red]" if slower else f"{record['speedup']:.2f}",
-                    f"{record['efficiency']:.0%}", units.format_time(record["communication_exposed_s"])]
+            on_time = _marked(_iteration_bound(record))
+            on_rate = _marked(_FLIPPED[_iteration_bound(record)])
+            speedup = on_rate + f"{record['speedup']:.2f}"
+            row += [on_time + units.format_time(record["iteration_time_s"]),
+                    f"[red]{speedup}[/red]" if slower else speedup, on_rate + f"{record['efficiency']:.0%}",
+                    on_time + units.format_time(record["communication_exposed_s"])]
         row += [] if size else [_size_cell(largest["size_bytes"])]
-        bound = "≥ " if "lower_bound" in largest.get("warnings", ()) else \
-            "≤ " if "upper_bound" in largest.get("warnings", ()) else ""  # a bound, as run's warning says
-        row += [bound + units.format_time(largest["time_s"]), _gbps(largest["busbw_GBps"]),
-                largest["bottleneck"] or "-"]
+        bound = _bound(record)  # a bound, as run's warning says
+        busbw = _gbps(largest["busbw_GBps"])
+        row += [_marked(bound) + units.format_time(largest["time_s"]),
+                busbw if busbw == "-" else _marked(_FLIPPED[bound]) + busbw, largest["bottleneck"] or "-"]
         table.add_row(*row)
     return table
 
 
 def write_sweep_csv(records: list[dict], path: Path) -> Path:
-    """One row per (point, size), with the point's iteration time and speedup when known."""
+    """One row per (point, size), with the point's iteration time and speedup when known, and
+    ``warnings``, the size's warning kinds (``;``-joined, as ``simnet run --csv`` writes them:
+    ``lower_bound`` makes its time a lower bound), then ``bucket_warnings``, those of the runs its
+    iteration time rests on."""
     fields = ["algorithm", "set", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "bottleneck",
-              "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu", "collective"]
+              "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu", "collective",
+              "warnings", "bucket_warnings"]  # new columns go last: readers by position keep working
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for record in records:
             for size in record["sizes"] or [{}]:  # a training sweep may have no sizes: one row per point
-                writer.writerow({**record, **size, "set": ";".join(f"{k}={v}" for k, v in record["set"].items())})
+                writer.writerow({**record, **size, "set": ";".join(f"{k}={v}" for k, v in record["set"].items()),
+                                 "warnings": ";".join(size.get("warnings", ())),
+                                 "bucket_warnings": ";".join(record.get("bucket_warnings", ()))})
     return path
+
+
+def _marked(mark: str) -> str:
+    return f"{mark} " if mark else ""
 
 
 def _gbps(value: float | None) -> str:
@@ -153,15 +192,28 @@ def _gpu_axis(ax, gpus: list[int]) -> None:
     ax.set_xlabel("GPUs (N)")
 
 
-def _lines(ax, series: dict[str, list[dict]], value, picks: bool = False) -> None:
+_BOUND_MARKERS = {"≥": ("^", "at least (a lower bound)"), "≤": ("v", "at most (an upper bound)")}
+"""Hollow triangles on a plotted bound, pointing where the value lies."""
+
+
+def _lines(ax, series: dict[str, list[dict]], value, picks: bool = False, bound=None) -> None:
     """One line per series of ``value(record)`` against the GPU count, each in its own style;
-    with ``picks``, what ``auto`` ran at the largest size written beside each of its points."""
+    with ``picks``, what ``auto`` ran at the largest size written beside each of its points;
+    with ``bound(record)`` (a mark of ``time_bound``), a hollow triangle on each bound pointing
+    where the value lies, in the legend once."""
     styles = series_styles(list(series))
+    legend: set[str] = set()
     for label, points in series.items():
         ax.plot([p["gpus"] for p in points], [value(p) for p in points], label=label, **styles[label])
         for p in points if picks and points[0]["algorithm"] == "auto" else ():
             ax.annotate(_largest(p)["ran"], (p["gpus"], value(p)), xytext=(5, 5), textcoords="offset points",
                         fontsize=7, color=styles[label]["color"])
+        for p in points if bound else ():
+            if mark := bound(p):
+                marker, says = _BOUND_MARKERS[mark]
+                ax.scatter([p["gpus"]], [value(p)], marker=marker, s=220, facecolors="white", zorder=6, linewidths=1.5,
+                           edgecolors=styles[label]["color"], label=None if says in legend else says)
+                legend.add(says)
 
 
 def _finish(plt, fig, ax, path: Path) -> Path:
@@ -185,15 +237,19 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     size = _one_size(_largest(r)["size_bytes"] for r in records)
     if any(_largest(r)["busbw_GBps"] is not None for r in records):
         fig, (bus, time) = plt.subplots(1, 2, figsize=(13, 5))
-        _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0, picks=True)
+        _lines(bus, series, lambda r: _largest(r)["busbw_GBps"] or 0.0, picks=True,
+               bound=lambda r: _FLIPPED[_bound(r)])
         _gpu_axis(bus, gpus)
         bus.set_ylabel("bus bandwidth (GB/s)")
         bus.set_ylim(bottom=0)
         bus.grid(True, alpha=0.3)
+        if any(_bound(r) for r in records):  # its bounds' triangle, in its own legend (the lines' is beside)
+            bus.legend(handles=[h for h in bus.collections if h.get_label() and not h.get_label().startswith("_")],
+                       fontsize=8, loc="lower left")
         bus.set_title(f"busbw of a {size} {_title(records)}" if size else "busbw at each point's largest size")
     else:  # jobs: each point's slowest job, whose busbw no one collective has
         fig, time = plt.subplots(figsize=(9.5, 5.5))
-    _lines(time, series, lambda r: _largest(r)["time_s"], picks=True)
+    _lines(time, series, lambda r: _largest(r)["time_s"], picks=True, bound=_bound)
     _gpu_axis(time, gpus)
     times = [_largest(r)["time_s"] for r in records if _largest(r)["time_s"] > 0]
     if times and max(times) >= 10 * min(times):  # (within a decade a log axis may hold no tick to label)
@@ -213,7 +269,7 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     low = min(0.5, min(r["speedup"] for r in records) / 1.5)
     top = max(max(gpus), max(r["speedup"] for r in records)) * 1.5
     ax.axhspan(low, 1, color="#d62728", alpha=0.12, label="slower than 1 GPU (speedup < 1)")
-    _lines(ax, series, lambda r: r["speedup"])
+    _lines(ax, series, lambda r: r["speedup"], bound=lambda r: _FLIPPED[_iteration_bound(r)])
     ax.plot(gpus, gpus, linestyle=(0, (4, 3)), color="grey", linewidth=1.2, zorder=5, label="ideal (speedup = N)")
     _gpu_axis(ax, gpus)
     ax.set_yscale("log", base=2)
@@ -226,7 +282,7 @@ def plot_sweep(records: list[dict], scenario: str, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(9.5, 5.5))
     compute = records[0]["compute_s"]
     ax.axhline(compute, color="grey", linestyle="--", label=f"compute only ({units.format_time(compute, short=True)})")
-    _lines(ax, series, lambda r: r["iteration_time_s"])
+    _lines(ax, series, lambda r: r["iteration_time_s"], bound=_iteration_bound)
     _gpu_axis(ax, gpus)
     ax.set_yscale("log")
     time_axis(ax.yaxis)
