@@ -3,7 +3,8 @@
 Shortest path by total latency, ties broken by hop count, then among equal-cost next hops
 (the topology's ``routing``): ``ecmp`` (the default, as Ethernet switches hash) picks one
 by a stable hash of ``(src, dst, flow)`` and the hop's network links from the destination
-(choices ordered by their links' rate and latency, then name), so a connection always takes
+(choices ordered by their links' rate and latency, then their place in the fabric, ``_looks``,
+then name), so a connection always takes
 the same path and results repeat; ``by_destination`` (as InfiniBand's subnet manager routes a fat tree:
 OpenSM's fat-tree engine, ``doc/current-routing.txt``, which makes "shift" patterns
 congestion-free) picks by the destination alone, the digits of its number (its port's
@@ -38,6 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import networkx as nx
+import numpy as np
 
 from simnet.topology.graph import Topology
 from simnet.topology.hardware import NET
@@ -299,8 +301,11 @@ class Router:
                 # by what the link from each carries, then its latency, then name: the same whatever order the
                 # file lists them in, and whatever it names them where their links differ
                 # (the rate it runs at: a PCIe link's spellings, 63 or 64 GB/s, are one)
+                # and where those are alike, by the node's place in the fabric (``_looks``: what lies
+                # beyond it), so a name decides only between nodes alike from everywhere
+                looks = self._fact("looks", self._looks)
                 choices = sorted(choices, key=lambda u: (-topology.capacity[topology.link_index[(u, node)]],
-                                                         topology.graph.edges[u, node]["latency"], u))
+                                                         topology.graph.edges[u, node]["latency"], looks[u], u))
                 ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
                 if ports and all(c in ports for c in choices):
                     # the ports of the receiving NIC (its planes): NCCL splits every send of a NIC over
@@ -344,6 +349,43 @@ class Router:
         a flow's addresses does not care what its operator calls the hosts."""
         keys = self._fact("hash_keys", lambda: {gpu: f"#{i}" for gpu, i in self._gpu_places().items()})
         return f"{keys.get(src, src)}\0{keys.get(dst, dst)}"
+
+    def _looks(self) -> dict[str, int]:
+        """Each node's place in the fabric as a number, whatever it is named: GPUs start from
+        their place in the rank order, other nodes from their kind; each round a node takes in
+        the places of its neighbours with the rate each way and the latency of the link to
+        each, until a round tells no more nodes apart (Weisfeiler-Lehman colour refinement,
+        a neighbourhood's multiset summed as 64-bit hashes). Nodes of one number look alike
+        from everywhere, to the rates and latencies of the links beyond; numbers follow the
+        sorted descriptions, never names."""
+        topology = self.topology
+        index, link_index, capacity = topology.node_index, topology.link_index, topology.capacity
+        ends, described = [], []  # per link up: (from, to), (rate, rate back, latency ps)
+        for u, hops in self._adjacency.items():
+            for v_index, v, latency in hops:
+                back = link_index.get((v, u))
+                ends.append((index[u], v_index))
+                described.append((capacity[link_index[(u, v)]], -1.0 if back is None else capacity[back], latency))
+        pairs = np.array(ends, dtype=np.int64).reshape(-1, 2)
+        link = np.unique(np.array(described, dtype=float).reshape(-1, 3), axis=0, return_inverse=True)[1].reshape(-1)
+        owner = np.concatenate([pairs[:, 0], pairs[:, 1]])  # every link seen from both ends
+        other = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        seen = _mixed(np.concatenate([2 * link, 2 * link + 1]).astype(np.uint64))  # and which end it is
+        order = np.argsort(owner, kind="stable")
+        owner, other, seen = owner[order], other[order], seen[order]
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else np.zeros(0, np.int64)
+        kinds = sorted({topology.kind(n) for n in topology.nodes})
+        places = self._gpu_places()
+        looks = np.unique(np.array([(kinds.index(topology.kind(n)), places.get(n, -1)) for n in topology.nodes],
+                                   dtype=np.int64).reshape(-1, 2), axis=0, return_inverse=True)[1].reshape(-1)
+        while True:
+            around = np.zeros(len(looks), dtype=np.uint64)
+            if len(owner):
+                around[owner[starts]] = np.add.reduceat(_mixed(seen ^ looks[other].astype(np.uint64)), starts)
+            finer = np.unique(_mixed(_mixed(looks.astype(np.uint64)) ^ around), return_inverse=True)[1].reshape(-1)
+            if finer.max(initial=0) == looks.max(initial=0):
+                return dict(zip(topology.nodes, looks.tolist()))
+            looks = finer
 
     def _gpu_places(self) -> dict[str, int]:
         """Each GPU's place among the network's GPUs in their rank order
@@ -406,3 +448,13 @@ def _ancestors(preds: Mapping[str, list[str]], dst: str) -> dict[str, list[str]]
             kept[node] = preds[node]
             stack.extend(preds[node])
     return kept
+
+
+def _mixed(values: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each value (splitmix64's finaliser): what a neighbourhood's sum of
+    them tells apart, whatever order the neighbours come in."""
+    with np.errstate(over="ignore"):
+        values = values + np.uint64(0x9E3779B97F4A7C15)
+        values = (values ^ (values >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        values = (values ^ (values >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return values ^ (values >> np.uint64(31))
