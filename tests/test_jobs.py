@@ -314,6 +314,29 @@ def test_jobs_whose_schedules_do_not_fit_together_are_refused_before_any_replay(
     assert not replays
 
 
+def test_a_hierarchical_job_that_cannot_fit_beside_the_others_is_refused_before_its_variants_run(monkeypatch):
+    """Left by fuzz round ak (M4's fix): a hierarchical job without inner simulated both of its
+    variants to pick the faster, and only then found its schedule would not fit beside the jobs
+    before it. Its smaller variant is counted first: refused in one line, nothing simulated."""
+    from simnet.errors import CannotSimulate
+    from simnet.schedule.catalog import build_schedule
+    from simnet.schedule.transfers import count_transfers, transfer_bytes
+
+    fabric = _fabric()
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 MiB"},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "hierarchical", "size": "64 MiB"}]
+    ring = 4 * transfer_bytes("ring")  # a 2-GPU ring under ideal: 4 transfers
+    sub = fabric.subset([g for g in fabric.gpus if fabric.label(g, "host") in ("r0h1", "r1h1")])
+    least = min(count_transfers(lambda i=inner: build_schedule("hierarchical", sub, 2**26, inner=i))
+                for inner in ("tree", "ring"))
+    monkeypatch.setenv("SIMNET_MEMORY", f"{ring + least * transfer_bytes('hierarchical') - 1} B")
+    simulated = []
+    monkeypatch.setattr("simnet.run.point.Setup.simulate", lambda *args, **kwargs: simulated.append(args))
+    with pytest.raises(CannotSimulate, match=f"the schedules of jobs a, b held together \\(at least {4 + least:,}"):
+        run_jobs(fabric, jobs, model="ideal")
+    assert not simulated
+
+
 def test_servers_without_rack_labels_are_a_rack_each():
     """Two servers of two GPUs, no rack labels: a spread job of two GPUs takes one GPU of
     each server, and a job on one server spans one host and one rack (it said a rack per GPU)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,15 +23,16 @@ from simnet import units
 from simnet.engine.faults import Fault, over_before_the_cut
 from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
-from simnet.io.budget import check_fits, memory_budget
+from simnet.io.budget import TooLarge, check_fits, memory_budget
 from simnet.model.timing import Timing
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import Conditions, Setup, calibration_of
+from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of
 from simnet.run.scenario import nccl_choice_unread
 from simnet.run.simulate import msccl_read, unread_by_every
+from simnet.schedule.catalog import build_schedule
 from simnet.schedule.kinds import ALLREDUCE
-from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, transfer_bytes
+from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, count_transfers, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults
 from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
@@ -62,6 +64,20 @@ class JobsResult:
     def to_dict(self) -> dict:
         return {"jobs": self.jobs, "interference": self.interference, "shared_links": self.shared_links,
                 **({"faults": self.faults} if self.faults else {})}
+
+
+def _fewest_transfers(topology: Topology, size: int) -> int:
+    """The transfers of ``hierarchical``'s smaller variant (``HIERARCHICAL_VARIANTS``) over
+    ``topology`` at ``size`` bytes, counted without building; ``TooLarge`` when neither fits."""
+    counts, refused = [], []
+    for inner in HIERARCHICAL_VARIANTS:
+        try:
+            counts.append(count_transfers(partial(build_schedule, "hierarchical", topology, size, inner=inner)))
+        except TooLarge as exc:
+            refused.append(exc)
+    if not counts:
+        raise refused[0]
+    return min(counts)
 
 
 def _placed(topology: Topology, name: str, gpus: list[str]) -> dict:
@@ -121,9 +137,16 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                               "size_bytes": int(schedule.nbytes.sum()), "runs": None})
             continue
         point = Setup(sub, ALLREDUCE, model, env, calibration)
+        together = f"the schedules of jobs {', '.join(s.name for s in specs[:len(runs) + 1])} held together"
+        remedy = "give the jobs fewer GPUs or smaller sizes, or run fewer of them at once"
         try:
             algorithm = point.nccl_pick(spec.size) if spec.algorithm == "auto" else spec.algorithm
             point.refuse_what_env_turns_off(algorithm)
+            if algorithm == "hierarchical":  # its variants are simulated to pick one: refuse first if none fits
+                least = _fewest_transfers(sub, spec.size)
+                check_fits(held + least * transfer_bytes(algorithm),
+                           f"{together} (at least {sum(len(r.schedule) for r in runs) + least:,} transfers)", remedy,
+                           budget)
             # hierarchical without inner: the variant faster alone, as one collective's run takes it
             inner = point.simulate(algorithm, spec.size, False, None, Conditions(), {}).options["inner"] \
                 if algorithm == "hierarchical" else None
@@ -132,9 +155,8 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
             raise JobUnsupported((i, "algorithm"), str(exc)) from None
         decisions.append((point, spec.algorithm, spec.size))
         held += len(schedule) * transfer_bytes(algorithm)
-        check_fits(held, f"the schedules of jobs {', '.join(s.name for s in specs[:len(runs) + 1])} held together "
-                   f"({sum(len(r.schedule) for r in runs) + len(schedule):,} transfers)",
-                   "give the jobs fewer GPUs or smaller sizes, or run fewer of them at once", budget)
+        check_fits(held, f"{together} ({sum(len(r.schedule) for r in runs) + len(schedule):,} transfers)", remedy,
+                   budget)
         capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))
