@@ -3967,6 +3967,26 @@ def test_a_switch_capability_no_algorithm_of_the_run_reduces_on_is_said(key, val
             assert run.time_s == simulate(plain, algorithm, 2**26).time_s
 
 
+@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+def test_sharp_that_gives_nccl_more_channels_is_not_said_unread(algorithm):
+    """Fuzz round am, M1: on two hosts of four H100, ``sharp: true`` was said to change nothing
+    of ring and tree, yet NCCL opens half as many channels again where CollNet may run and a
+    host's GPUs outrun its NICs (connect.cc ncclTopoPostset; ``search.comm_channels``): 16 -> 22
+    at 1 MiB, and the times moved (tree 65.36 -> 66.69 us). Not said where the plan reads it;
+    still said of simnet's own algorithms, whose runs it leaves alike."""
+    from simnet import simulate
+
+    generate = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 4, "gpu": "h100"}
+    marked, plain = (topology_from_dict({"name": "t", "generate": {**generate, **extra}})
+                     for extra in ({"sharp": True}, {}))
+    run, without = simulate(marked, algorithm, 2**20), simulate(plain, algorithm, 2**20)
+    assert (run.nccl_channels, without.nccl_channels) == (22, 16) and run.time_s != without.time_s
+    assert not [w for w in run.warnings if w.kind == "key_unread" and w.link == "generate.sharp"]
+    own = simulate(marked, "binary_tree", 2**20)
+    assert [w.link for w in own.warnings if w.kind == "key_unread"] == ["generate.sharp"]
+    assert own.time_s == simulate(plain, "binary_tree", 2**20).time_s
+
+
 def test_nvls_true_that_makes_a_shared_switch_nvlink_is_not_said_unread():
     """Review 65 (of the node-by-node keys above): ``nvls: true`` on a switch two hosts share
     makes its links NVLink (docs/topologies.md, an NVL72 rack's switch), which every run reads:

@@ -99,7 +99,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if point.model == "ideal" and result.gpus > 1:  # accepted for the runs of other models, read by none here
         result = replace(result, warnings=[*result.warnings, *_nccl_only_unread(env)])
     if point.topo.algorithm_keys and result.gpus > 1:
-        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point, algorithm, options)])
+        result = replace(result, warnings=[*result.warnings, *_algorithm_keys_unread(point, algorithm, size, options)])
     steering = steering_variables(env, [algorithm], point.collective)
     if steering and result.gpus > 1 and result.links:
         library = "RCCL" if point.model == "rccl" else "NCCL"  # (the library the GPUs run picks)
@@ -280,13 +280,15 @@ _TURNED_OFF_BY = {"nvls": "NCCL_NVLS_ENABLE", "sharp": "NCCL_COLLNET_ENABLE"}
 """The variable that turns off the switch reduction a generator key of ``ALGORITHM_KEYS`` marks."""
 
 
-def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[Finding]:
+def _algorithm_keys_unread(point: Setup, algorithm: str, size: int, options: dict) -> list[Finding]:
     """``key_unread`` of the generators' keys only some algorithms read (``Topology.algorithm_keys``,
     ``generators.ALGORITHM_KEYS``) that ``algorithm`` reads nothing of: it does not reduce on such
     a switch, or runs no parameter server (``auto`` reads those of the NCCL algorithms it weighs:
     none of a switch's reduction that NCCL_NVLS_ENABLE=0 or NCCL_COLLNET_ENABLE=0 turns off, or
     whose algorithms NCCL_ALGO leaves out; ps none of the servers' where its ``options`` name
-    only GPUs or hosts to serve)."""
+    only GPUs or hosts to serve). A switch's reduction that changes ``algorithm``'s plan at
+    ``size`` bytes all the same is read (NCCL opens half as many channels again where CollNet
+    may run, ``search.comm_channels``, and every algorithm runs on them)."""
     said = []
     servers = point.topo.parameter_servers
     elsewhere = algorithm == "ps" and servers and not set(servers_used(point.topo, algorithm, options)) & set(servers)
@@ -303,7 +305,9 @@ def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[
                 restricted, tables.ALGORITHMS, "NCCL_ALGO", point.function)}:
             off = f"NCCL_ALGO={point.env['NCCL_ALGO']} leaves auto no algorithm that reads it"
         if (algorithm in readers and not (elsewhere and key in ("servers", "ps_bandwidth"))) or \
-                (algorithm == "auto" and weighs and not off):
+                (algorithm == "auto" and weighs and not off) or \
+                (variable and not off and algorithm not in readers and _plan_reads(point, algorithm, size, options,
+                                                                                 variable)):
             continue
         if algorithm in readers:
             named = ", ".join(named_servers(options)[:3])
@@ -316,6 +320,18 @@ def _algorithm_keys_unread(point: Setup, algorithm: str, options: dict) -> list[
                   f"{weighed})"
         said.append(Finding("key_unread", link, f"{entry}: {why}, so it changed nothing here"))
     return said
+
+
+def _plan_reads(point: Setup, algorithm: str, size: int, options: dict, variable: str) -> bool:
+    """Whether ``algorithm``'s plan at ``size`` bytes changes when ``variable`` (NCCL_NVLS_ENABLE
+    or NCCL_COLLNET_ENABLE) turns the switches' reduction off (``_as_run``: protocol, options,
+    channels)."""
+    off = Setup(point.topo, point.collective, point.model, {**point.env, variable: "0"}, point.calibration)
+    try:
+        return _as_run(off.plan(algorithm, size, dict(options)), algorithm) != \
+            _as_run(point.plan(algorithm, size, dict(options)), algorithm)
+    except ValueError:  # a plan the reduction alone makes possible (or not): it is read
+        return True
 
 
 def _nccl_only_unread(env: Mapping[str, str]) -> list[Finding]:
@@ -406,9 +422,10 @@ def _same_fields(one, other, names: tuple[str, ...] | None = None) -> bool:
 
 def _as_run(plan, algorithm: str):
     """``plan`` (of ``algorithm``) with the system NCCL sees reduced to what the run reads of
-    it: NCCL_NVLS_ENABLE's NVLink SHARP and NCCL_COLLNET_ENABLE's SHARP only decide whether
+    it: NCCL_NVLS_ENABLE's NVLink SHARP and NCCL_COLLNET_ENABLE's SHARP decide whether
     NVLS, NVLSTree and CollNet may run (``predict.enabled``: their own runs and NCCL's pick,
-    which ``unchanged_without`` compares apart), and NCCL_MIN/MAX_NCHANNELS only the channels
+    which ``unchanged_without`` compares apart) and, CollNet's, how many channels the
+    communicator opens (``search.comm_channels``), which the plan holds; NCCL_MIN/MAX_NCHANNELS only the channels
     a collective opens (``enqueue.opened_channels``), which the plan holds (its running
     channels, channel share and options), and under RCCL the MSCCL file ``auto`` runs
     (``rccl.msccl``), which ``unchanged_without`` compares apart. RCCL_LL128_FORCE_ENABLE
