@@ -3,6 +3,7 @@ composition against its formula with closed-form collectives (ideal model), the 
 rank groups, scenarios and the CLI."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,20 @@ def test_csv_of_a_step_without_sizes_is_refused_before_anything_is_written(tmp_p
     assert refused.exit_code == 2 and refused.stderr.count("\n") == 1 and "its training step is in --json" in \
         refused.stderr
     assert not (tmp_path / "a.csv").exists()
+
+
+def test_the_exchanges_table_under_ideal_names_no_protocol(tmp_path, cli):
+    """Fuzz round am, L2: under ``model: ideal`` (no NCCL protocol) the exchanges table printed
+    ``ring/None``; it names the algorithm alone, and ``algorithm/protocol`` under NCCL's model."""
+    lines = {}
+    for model in ("ideal", "nccl"):
+        path = tmp_path / f"{model}.yaml"
+        path.write_text("name: t\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
+                        "gpus_per_host: 4, gpu: h100}}\ntraining: {model: llama3_8b, parallelism: {tp: 4, "
+                        f"micro_batches: 2}}, efficiency: 0.5}}\nmodel: {model}\n")
+        result = cli("run", path)
+        assert result.exit_code == 0, result.stderr
+        lines[model] = [line for line in result.stdout.splitlines() if line.strip("│ ").startswith(("TP ", "DP "))]
+        assert len(lines[model]) == 2
+    assert all("None" not in line and "│ ring " in line for line in lines["ideal"])
+    assert all(re.search(r"│ \w+/(LL|LL128|Simple) ", line) for line in lines["nccl"])

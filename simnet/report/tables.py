@@ -214,7 +214,7 @@ def training_tables(step: dict) -> tuple[Table, Table]:
         exchanges.add_column(column, justify="left" if column in ("kind", "collective", "algorithm") else "right")
     for item in step["collectives"]:
         exchanges.add_row(item["kind"].upper(), item["collective"], units.format_size(item["size_bytes"]),
-                          str(item["groups"]), f"{item['algorithm']}/{item['protocol']}",
+                          str(item["groups"]), "/".join(filter(None, (item["algorithm"], item["protocol"]))),
                           units.format_time(item["time_s"]))
     return summary, exchanges
 
