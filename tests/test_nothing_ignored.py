@@ -4245,7 +4245,7 @@ def test_a_backward_fraction_that_moves_no_step_is_said(fraction):
 
 @pytest.mark.parametrize("kind, per_host", [("leaf_spine", "gpus_per_host"), ("rail_optimized", "gpus_per_node")])
 @pytest.mark.parametrize("key, value", [("nvlink_latency", "5 us"), ("nvlink_bandwidth", "100 GB/s"),
-                                        ("nic_per", "host"), ("gpus_per_tray", 1)])
+                                        ("nic_per", "host"), ("gpus_per_tray", 1), ("nvls", False), ("nvls", True)])
 def test_a_host_of_one_gpu_says_its_nvlink_and_nic_keys_change_nothing(kind, per_host, key, value):
     """Fuzz round al: with one GPU a host, nvlink_latency, nvlink_bandwidth, nic_per: host and
     gpus_per_tray: 1 gave the answer without them to the picosecond, unsaid: there is no
@@ -4263,6 +4263,7 @@ def test_a_host_of_one_gpu_says_its_nvlink_and_nic_keys_change_nothing(kind, per
                                                          else {"nodes_per_unit": 2})}
     written, plain = (topology_from_dict({"name": "t", "generate": {**base, **extra}}) for extra in ({key: value}, {}))
     assert any(entry.startswith(f"generate.{key}") for entry in written.unread), written.unread
+    assert f"generate.{key}" not in written.algorithm_keys  # said once (fuzz round am, M3: nvls was said nowhere)
     for algorithm in ("ring", "tree"):
         assert simulate(written, algorithm, 2**24).time_s == simulate(plain, algorithm, 2**24).time_s
     if key == "nvlink_latency":

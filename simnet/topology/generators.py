@@ -897,12 +897,13 @@ def grown(params: dict, gpus: int) -> dict:
 
 
 ONE_HOST_UNREAD = {"leaf_spine": ("nic_per", "nics_per_host", "nic_bandwidth", "transport", "net_latency",
-                                   "link_latency", "sharp"),
+                                   "link_latency", "sharp", "pcie_bandwidth", "pcie_latency"),
                    "rail_optimized": ("rails", "nic_bandwidth", "planes", "transport", "net_latency", "link_latency",
-                                      "switch_radix", "leaf_oversubscription", "sharp"),
+                                      "switch_radix", "leaf_oversubscription", "sharp", "pcie_bandwidth",
+                                      "pcie_latency"),
                    "nvswitch": ("nic_bandwidth", "pcie_bandwidth", "pcie_latency", "transport", "net_latency")}
-"""Per generator, its keys of the network between hosts (NICs, their transport, the fabric
-above them): with one host they build what no healthy run crosses, since NCCL uses the
+"""Per generator, its keys of the network between hosts (NICs, the PCIe links to them, their
+transport, the fabric above them): with one host they build what no healthy run crosses, since NCCL uses the
 network only between NVLink domains, and the GPUs reach each other over NVLink; an
 ``nvswitch`` server's NICs are cabled to nothing but their GPUs."""
 
@@ -975,6 +976,8 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
                  if key in written and (key == "nic_per" or model.nics_per_host == 1)]
         said += [("gpus_per_tray", "a host of one GPU is one tray, so it changed nothing here")] \
             if "gpus_per_tray" in written else []
+        said += [("nvls", "a host of one GPU has no NVSwitch to reduce on (none is built), so it changed nothing "
+                          "here; it counts from two GPUs a host")] if "nvls" in written else []
     servers = model.racks * model.hosts_per_rack * getattr(model, "regions", 1) if isinstance(model, LeafSpineParams) \
         else model.units * model.nodes_per_unit if isinstance(model, RailOptimizedParams) else None
     if isinstance(model, NVSwitchParams) and alone:

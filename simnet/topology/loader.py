@@ -61,9 +61,12 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
             raise source.from_validation(exc, loc, GENERATORS[params["kind"]].params) from None
         nodes += [(n, loc) for n in made_nodes]
         links += [(link, loc) for link in made_links]
-        unread += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in unread_keys(params, alone)]
+        said = dict(unread_keys(params, alone))
+        unread += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in said.items()]
         network += [_said_where(source, loc + (key,)) for key in (network_keys(params) if alone else ())]
-        algorithm_keys += [_said_where(source, loc + (key,)) for key in ALGORITHM_KEYS if key in params]
+        # (a key that builds nothing here is said so once, not again of each algorithm that would read it)
+        algorithm_keys += [_said_where(source, loc + (key,)) for key in ALGORITHM_KEYS
+                           if key in params and key not in said]
     unread += [f"{_said_where(source, prefix + (key,))}: an empty list, so it changed nothing here; leave it out"
                for key in ("nodes", "links") if key in spec.model_fields_set and not getattr(spec, key)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
