@@ -2639,7 +2639,22 @@ def test_a_chunk_size_that_cuts_no_other_pieces_is_said_to_change_nothing(algori
     assert bool(said) == (algorithm == "ring")
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree", "halving_doubling"])
+@pytest.mark.parametrize("generate, said", [({"kind": "nvswitch", "gpus": 4, "gpu": "a100"}, True),
+                                            ({"kind": "pcie", "gpus": 4, "gpu": "l40s"}, False)])
+def test_a_chunk_size_no_candidate_of_auto_feels_is_said_to_change_nothing(generate, said):
+    """Fuzz round am, M2: ``auto`` judged no option it was given. A chunk_size that cuts no
+    candidate's pieces otherwise (four A100 on NVSwitch: NCCL's Tree inside one node is a chain
+    pipelined in NCCL's own pieces) is said, exactly where every candidate's time is the same."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "t", "generate": generate})
+    given, plain = simulate(topo, "auto", 3 * 2**20, chunk_size=2**20), simulate(topo, "auto", 3 * 2**20)
+    told = [w.message for w in given.warnings if w.kind == "option_unread" and w.link == "options.chunk_size"]
+    assert bool(told) == said == (given.auto["candidates"] == plain.auto["candidates"])
+    assert not told or "NCCL's pick and every candidate auto weighs (tree, ring) cut the same pieces" in told[0]
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree", "nvls_tree", "halving_doubling", "auto"])
 def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorithm):
     """Fuzz round v (observation ch4): ``options.channels: 4`` on two hosts of 4 H100 is what
     NCCL's algorithms run there without it (4 channels standing for NCCL's 16): the same
@@ -2658,6 +2673,12 @@ def test_channels_as_many_as_run_without_them_are_said_to_change_nothing(algorit
             assert given.time_s == plain.time_s and said == [
                 "options.channels changed nothing here: halving_doubling takes no channels (simnet algorithms lists "
                 "what each takes)"]
+            continue
+        if algorithm == "auto":  # fuzz round am, M2: said where no candidate auto weighs moves
+            unmoved = given.auto["candidates"] == plain.auto["candidates"]
+            assert bool(said) == unmoved == (channels == 4), channels
+            assert not said or said[0].startswith(f"options.channels {channels} changed nothing here: NCCL's pick "
+                                                  f"and every candidate auto weighs ({', '.join(plain.auto['candidates'])})")
             continue
         assert bool(said) == (given.time_s == plain.time_s) == (channels == plain.channels), channels
         if said:

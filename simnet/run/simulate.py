@@ -121,17 +121,22 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         if why:
             result = replace(result, warnings=[*result.warnings, Finding("option_unread", "options.exact", (
                 f"options.exact changed nothing here: {why}"))])
-    if options.get("chunk_size") is not None and algorithm != "auto" and result.gpus > 1 and not any(
+    if options.get("chunk_size") is not None and result.gpus > 1 and not any(
             w.kind == "chunk_size_raised" for w in result.warnings):
+        cuts = f"{algorithm} cuts" if algorithm != "auto" else \
+            f"NCCL's pick and every candidate auto weighs ({', '.join((result.auto or {}).get('candidates', ()))}) cut"
         result = _option_unfelt(point, algorithm, size, options, result, "chunk_size", (
-            f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} cuts "
+            f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {cuts} "
             "the same pieces without it (each step's piece is no larger), timed alike"))
-    if options.get("channels") is not None and algorithm != "auto" and result.gpus > 1:
+    if options.get("channels") is not None and result.gpus > 1:
         library = "RCCL" if point.model == "rccl" else "NCCL"
         nccl = f" ({library}'s {result.nccl_channels})" if result.nccl_channels is not None else ""
-        result = _option_unfelt(point, algorithm, size, options, result, "channels", (
-            f"options.channels {options['channels']} changed nothing here: {algorithm} runs {result.channels} "
-            f"channels{nccl} without it, the same pieces timed alike"))
+        ran = f"{algorithm} runs {result.channels} channels{nccl} without it, the same pieces timed alike" \
+            if algorithm != "auto" else (f"NCCL's pick and every candidate auto weighs ("
+                                         f"{', '.join((result.auto or {}).get('candidates', ()))}) run the same pieces "
+                                         "timed alike without it")
+        result = _option_unfelt(point, algorithm, size, options, result, "channels",
+                                f"options.channels {options['channels']} changed nothing here: {ran}")
     # (auto's answer may be a candidate's run reused, which says these already: said once)
     if calibration is not None and point.model != "ideal":
         said = _network_fit_unread(point, calibration, conditions, named_servers(options) if algorithm == "ps" else [])
@@ -251,7 +256,7 @@ def unchanged_without(point: Setup, algorithm: str, size: int, options: dict, na
 
 
 CHUNK_JUDGED_UP_TO = 4096
-"""Pieces per lane up to which ``_option_unfelt`` compares two lane programs piece by piece
+"""Pieces per lane up to which ``_unfelt`` compares two lane programs piece by piece
 (one numpy comparison over the lanes per piece)."""
 
 
@@ -347,41 +352,48 @@ def _nccl_only_unread(env: Mapping[str, str]) -> list[Finding]:
 def _option_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result, name: str,
                    said: str) -> Result:
     """``result`` with an ``option_unread`` warning (``said``) when ``options[name]``
-    (``chunk_size``, ``channels``) changed nothing: without it the plan has the protocol it
-    has, and ``algorithm`` cuts the same pieces (its lane program, lane by lane and piece by
-    piece) that the model times alike (the program's timing): the same replay. Judged where
-    the algorithm is a lane program of at most ``CHUNK_JUDGED_UP_TO`` pieces a lane; never
-    said where it is not so."""
+    (``chunk_size``, ``channels``) changed nothing of ``algorithm``'s run (``_unfelt``; for
+    ``auto``, of NCCL's pick and of every candidate beside it); never said twice."""
     if any(w.link == f"options.{name}" for w in result.warnings):  # said already (an algorithm that takes none)
         return result
+    # auto: NCCL picks without reading options, so they change nothing where no candidate's run moves
+    candidates = (result.auto or {}).get("candidates", {}) if algorithm == "auto" else [algorithm]
+    if not candidates or not all(_unfelt(point, candidate, size, options, name) for candidate in candidates):
+        return result
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
+
+
+def _unfelt(point: Setup, algorithm: str, size: int, options: dict, name: str) -> bool:
+    """Whether ``options[name]`` changes nothing of ``algorithm``'s run: without it the plan
+    has the protocol it has, and ``algorithm`` cuts the same pieces (its lane program, lane by
+    lane and piece by piece) that the model times alike (the program's timing): the same
+    replay. Judged where the algorithm is a lane program of at most ``CHUNK_JUDGED_UP_TO``
+    pieces a lane, or else a schedule (``_schedule_unchanged``); False where it is not so."""
     plain = {k: v for k, v in options.items() if k != name}
     try:
         plans = [point.plan(algorithm, size, dict(given)) for given in (options, plain)]
         programs = [build_program(algorithm, point.topo, size, collective=point.collective, **p.options)
                     for p in plans]
         if all(p is None for p in programs):  # no lane program (ps, hierarchical): judged transfer by transfer
-            return _schedule_unfelt(point, algorithm, size, options, result, name, said)
+            return _schedule_unchanged(point, algorithm, size, options, name)
     except ValueError:
-        return result
+        return False
     if any(p is None for p in programs) or int(programs[0].flows.max(initial=0)) > CHUNK_JUDGED_UP_TO or \
             plans[0].protocol != plans[1].protocol or not _same_program(*programs):
-        return result
-    if not _same_fields(*(lane_timing(p, program, point.topo) for p, program in zip(plans, programs))):
-        return result
-    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
+        return False
+    return _same_fields(*(lane_timing(p, program, point.topo) for p, program in zip(plans, programs)))
 
 
 SCHEDULE_JUDGED_UP_TO = 200_000
-"""Transfers of an algorithm that is no lane program up to which ``_option_unfelt`` builds
+"""Transfers of an algorithm that is no lane program up to which ``_unfelt`` builds
 its schedule again without the option and compares the two transfer by transfer."""
 
 
-def _schedule_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result, name: str,
-                     said: str) -> Result:
-    """``_option_unfelt`` of an algorithm that is no lane program: ``result`` with the warning
-    where, with ``options[name]`` and without it, the plans' protocols are the same and the
-    schedules are the same transfers (ends, bytes, steps, dependencies) timed alike; for
-    ``hierarchical`` without ``inner``, in each variant it runs (the faster is its answer)."""
+def _schedule_unchanged(point: Setup, algorithm: str, size: int, options: dict, name: str) -> bool:
+    """``_unfelt`` of an algorithm that is no lane program: with ``options[name]`` and without
+    it, the plans' protocols are the same and the schedules are the same transfers (ends,
+    bytes, steps, dependencies) timed alike; for ``hierarchical`` without ``inner``, in each
+    variant it runs (the faster is its answer)."""
     variants = [{**options, "inner": inner} for inner in HIERARCHICAL_VARIANTS] \
         if algorithm == "hierarchical" and options.get("inner") is None else [options]
     for variant in variants:
@@ -390,12 +402,12 @@ def _schedule_unfelt(point: Setup, algorithm: str, size: int, options: dict, res
         built = [lambda p=p: build_schedule(algorithm, point.topo, size, collective=point.collective, **p.options)
                  for p in plans]
         if plans[0].protocol != plans[1].protocol or count_transfers(built[0]) > SCHEDULE_JUDGED_UP_TO:
-            return result
+            return False
         schedules = [build() for build in built]
         if not _same_fields(*schedules) or not _same_fields(*(model_timing(p, schedule, point.topo)
                                                               for p, schedule in zip(plans, schedules))):
-            return result
-    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
+            return False
+    return True
 
 
 def _same_program(one, other) -> bool:
@@ -593,7 +605,7 @@ JUDGED_BY_THE_RUN = frozenset({"inner", "chunk_size", "channels"})
 """Options whose absence is not their builder's default: ``hierarchical`` without ``inner``
 simulates both ways between groups and keeps the faster (``Setup.simulate``); the model
 fills ``chunk_size`` and ``channels`` (NCCL's chunk and channels), judged by comparing the
-runs' programs (``_option_unfelt``)."""
+runs' programs (``_unfelt``)."""
 
 
 def given_as_default(point: Setup, algorithm: str, size: int, options: dict) -> list[str]:
