@@ -515,3 +515,19 @@ def test_a_fault_beside_a_straggler_that_changes_nothing_is_said():
     assert not [w for w in used.warnings if w.kind == "fault_unfelt"] and used.time_s > unused.time_s
     no_fault = scenario_from_dict({**scenario(["r0h0-gpu3", "r0h0-nic3"]).data, "faults": []})
     assert run_scenario(no_fault).runs[0].time_s == unused.time_s
+
+
+@pytest.mark.parametrize("left, unfelt", [("75%", True), ("300 GB/s", False)])
+def test_a_fault_that_leaves_a_link_more_than_it_carries_is_said_unfelt(left, unfelt):
+    """Fuzz round am, L1: NVLS over eight H100 carries 250 GB/s on a GPU's NVSwitch port; a fault
+    leaving it 75 % (337.5 GB/s) changed neither the time nor any link's bytes, yet was not said
+    unfelt: the port's utilisation, measured against the capacity left, rose. A capacity the
+    flows never fill binds no share: said, and true (the healthy time to the picosecond); one
+    below what they carry (300 GB/s) slows the run: not said."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    healthy = simulate(topo, "nvls", 2**28)
+    faulted = simulate(topo, "nvls", 2**28, faults=[{"at": "0 s", "link": ["gpu0", "nvswitch"], "bandwidth": left}])
+    assert ("fault_unfelt" in [w.kind for w in faulted.warnings]) == unfelt
+    assert (faulted.time_s == healthy.time_s) == unfelt

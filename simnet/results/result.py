@@ -66,7 +66,7 @@ class Finding:
     ``calibration_replaced`` (the scenario's profile replaces the topology's) or
     ``fault_after_end`` (a fault at or after the run's end, which changed nothing),
     ``fault_unfelt`` (faults that changed nothing: the run's time and every link's bytes,
-    peak and saturation are the healthy run's), ``conditions_faster`` (faults or late GPUs
+    and saturation are the healthy run's), ``conditions_faster`` (faults or late GPUs
     made the run end before the healthy run: max-min sharing is not monotone);
     ``link`` the directed link (or node) it is about; ``message`` one line with the remedy."""
 

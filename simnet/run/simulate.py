@@ -157,7 +157,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if conditions.faults and not after_end and _traffic(result) == _traffic(unfaulted):  # (the late GPUs kept)
         listed = "; ".join(f"faults[{f.index}] {f.what}" for f in conditions.faults[:3])
         result = replace(result, warnings=result.warnings + [Finding("fault_unfelt", "", (
-            f"the faults changed nothing: the run's time and every link's bytes, peak and saturation equal the run's "
+            f"the faults changed nothing: the run's time and every link's bytes and saturation equal the run's "
             f"without them ({listed}{'; ...' if len(conditions.faults) > 3 else ''}): their links carried nothing "
             "while they lasted, or less than was left; move them to when traffic crosses (see the healthy run's "
             "--trace), or leave them out"))])
@@ -521,11 +521,11 @@ def _said_unread(point: Setup, result: Result, names: list[str], why: str) -> Re
 
 
 def _traffic(result: Result) -> tuple:
-    """What a run's traffic was: its time (s) and each link's bytes, peak utilisation,
-    saturated fraction and most flows at once (not its mean capacity, which a fault that
-    found its link idle still lowers)."""
-    return result.time_s, sorted((r.src, r.dst, r.bytes, r.peak_utilization, r.saturated_fraction, r.max_flows)
-                                 for r in result.links)
+    """What a run's traffic was: its time (s) and each link's bytes, saturated fraction and
+    most flows at once; not its utilisation or mean capacity, which are measured against the
+    capacity a fault leaves and so move where the fault took what the link never used (a
+    capacity the flows never fill binds no max-min share: the run is the same)."""
+    return result.time_s, sorted((r.src, r.dst, r.bytes, r.saturated_fraction, r.max_flows) for r in result.links)
 
 
 ENGINE_DEFAULTS = {"message_overhead": 0.0, "exact": False}
