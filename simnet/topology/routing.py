@@ -359,15 +359,14 @@ class Router:
         from everywhere, to the rates and latencies of the links beyond; numbers follow the
         sorted descriptions, never names."""
         topology = self.topology
-        index, link_index, capacity = topology.node_index, topology.link_index, topology.capacity
-        ends, described = [], []  # per link up: (from, to), (rate, rate back, latency ps)
-        for u, hops in self._adjacency.items():
-            for v_index, v, latency in hops:
-                back = link_index.get((v, u))
-                ends.append((index[u], v_index))
-                described.append((capacity[link_index[(u, v)]], -1.0 if back is None else capacity[back], latency))
-        pairs = np.array(ends, dtype=np.int64).reshape(-1, 2)
-        link = np.unique(np.array(described, dtype=float).reshape(-1, 3), axis=0, return_inverse=True)[1].reshape(-1)
+        index, capacity, reverse = topology.node_index, topology.capacity, topology.reverse
+        up = np.ones(len(topology.links), dtype=bool)
+        up[list(topology.down)] = False
+        pairs = np.array([(index[u], index[v]) for u, v in topology.links], dtype=np.int64).reshape(-1, 2)[up]
+        # per link up: its rate, the rate of the link back (-1: none) and its latency
+        described = np.stack([capacity, np.where(reverse >= 0, capacity[reverse], -1.0),
+                              topology.latency_ps.astype(float)], axis=1)[up]
+        link = np.unique(described, axis=0, return_inverse=True)[1].reshape(-1)
         owner = np.concatenate([pairs[:, 0], pairs[:, 1]])  # every link seen from both ends
         other = np.concatenate([pairs[:, 1], pairs[:, 0]])
         seen = _mixed(np.concatenate([2 * link, 2 * link + 1]).astype(np.uint64))  # and which end it is
