@@ -321,6 +321,27 @@ def test_a_listener_hears_how_far_a_replay_is(compiled_network, as_a_job, monkey
     assert all(left_s >= 0 for _, left_s in heard if left_s is not None)
 
 
+def test_a_compiled_replay_that_starts_over_reports_no_share_twice(monkeypatch):
+    """Review 68: nothing failed without the compiled network's call to ``Reporter.again``. With
+    buffers of 2 entries the replay starts over as it grows them; the shares a listener hears
+    never go back, and it did start over."""
+    from simnet.engine import progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    monkeypatch.setattr(compiled, "PAUSE_INSTANTS", 4)
+    monkeypatch.setattr(compiled, "FIRST_SIZES", dict.fromkeys(compiled.FIRST_SIZES, 2))
+    again = []
+    original = progress.Reporter.again
+    monkeypatch.setattr(progress.Reporter, "again", lambda self: (again.append(1), original(self)))
+    topo = topology_from_dict({"name": "ls", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2, "spines": 1}})
+    _, schedule, timing = Setup(topo, "allreduce", "nccl", nccl_env({}), None).prepare("ring", 2**20, {})
+    heard = []
+    with progress.listening(lambda share, left_s: heard.append(share)):
+        replay(schedule, topo, timing=timing, compiled=True)
+    assert again and len(heard) > 3 and heard == sorted(heard)
+
+
 def test_the_time_left_follows_the_pace_since_the_first_report(monkeypatch):
     """Fuzz round ak: a replay whose set-up took long said "about 263,178 s left" of a minute's
     run, extrapolating from its start. The pace counts from the first report: set up for 100 s,

@@ -601,7 +601,7 @@ def test_a_lower_bound_marks_its_rates_csv_and_plots_too(tmp_path, cli, figures)
         f"≥ {format_time(low['iteration_time_s'])}", f"≤ {low['speedup']:.2f}", f"≤ {low['efficiency']:.0%}",
         f"≥ {format_time(low['communication_exposed_s'])}", f"≥ {format_time(low['sizes'][0]['time_s'])}",
         f"≤ {low['sizes'][0]['busbw_GBps']:.2f}"]
-    assert "are upper bounds (≤)" in swept.stdout
+    assert "and ≤ the upper bound it makes of a rate" in swept.stdout
     rows = {int(r["gpus"]): r for r in csv.DictReader((out / "results.csv").open())}
     assert (rows[8]["warnings"], rows[32]["warnings"], rows[32]["bucket_warnings"]) == ("", "lower_bound",
                                                                                         "lower_bound")

@@ -145,14 +145,15 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
     if not records:
         raise InputError(f"no algorithm of all runs at any point of the sweep: {skipped[0]['skipped']}", scenario)
     console.print(sweep_table(records, f"{spec.name}: sweep over {_points(len(records))}"))
-    said = {kind for r in records for at in r.get("sizes", ()) for kind in at.get("warnings", ())}
+    said = {kind for r in records for at in [*r.get("sizes", ()), {"warnings": r.get("bucket_warnings", ())}]
+            for kind in at.get("warnings", ())}  # (the buckets' bound the iteration, speedup and efficiency)
     for kind, mark, what in (("lower_bound", "≥", "a lower bound: under model: ideal the fluid network could not "
                                                   "hold the run in the memory this point had"),
                              ("upper_bound", "≤", "an upper bound: a ring too large to replay exactly")):
         if kind in said:
-            console.print(f"{mark} marks {what} (simnet run says the other end; docs/architecture.md); the busbw, "
-                          f"speedup and efficiency of such a point are {'upper' if mark == '≥' else 'lower'} bounds "
-                          f"({'≤' if mark == '≥' else '≥'}), and results.csv names it in its warnings column")
+            console.print(f"{mark} marks {what} (simnet run says the other end; docs/architecture.md), and "
+                          f"{'≤' if mark == '≥' else '≥'} the {'upper' if mark == '≥' else 'lower'} bound it makes "
+                          "of a rate (busbw, speedup, efficiency); results.csv names it in its warnings columns")
     where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
         settings = ", ".join(f"{k}={v}" for k, v in r["set"].items())

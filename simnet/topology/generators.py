@@ -931,6 +931,12 @@ def network_keys(params: dict) -> list[str]:
     return [key for key in keys if key in params]
 
 
+ONE_HOST_WHY = ("one host's GPUs reach each other inside it, and NCCL uses the network only between hosts, so it "
+                "changed nothing here; it counts from two hosts")
+"""Why ``unread_keys`` says one host's ``ONE_HOST_UNREAD`` keys: true where no route between its
+GPUs leaves the host (routes go by latency), which the loader checks on the routes."""
+
+
 def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
     """(key, why) per parameter written in a valid generator call (``params``; not the ones
     its ``server:`` fills in) that builds nothing here: a one-rack leaf_spine's (or
@@ -985,8 +991,7 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
                        "it changed nothing here; it counts where links: cable them to a network")
                  for key in ONE_HOST_UNREAD["nvswitch"] if key in written]
     elif servers == 1 and model.gpus_per_tray is None and alone:
-        said += [(key, "one host's GPUs reach each other inside it, and NCCL uses the network only between hosts, so "
-                       "it changed nothing here; it counts from two hosts")
+        said += [(key, ONE_HOST_WHY)
                  for key in ONE_HOST_UNREAD[model.kind.replace("cross_region", "leaf_spine")]
                  if key in written and key not in dict(said)]
     if "transport" in written and hasattr(model, "transport"):

@@ -15,7 +15,15 @@ from simnet import units
 from simnet.errors import InputError, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
-from simnet.topology.generators import ALGORITHM_KEYS, GENERATORS, GeneratorError, generate, network_keys, unread_keys
+from simnet.topology.generators import (
+    ALGORITHM_KEYS,
+    GENERATORS,
+    ONE_HOST_WHY,
+    GeneratorError,
+    generate,
+    network_keys,
+    unread_keys,
+)
 from simnet.topology.graph import FORWARDING_KINDS, Topology, host_nvswitch
 from simnet.topology.hardware import GPUS, NET, NVLINK
 from simnet.topology.routing import Router
@@ -51,6 +59,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     network: list[str] = []  # the network keys a generator that builds the whole fabric writes (network_keys)
     algorithm_keys: list[str] = []  # the generators' keys only some algorithms read (Topology.algorithm_keys)
     alone = len(generators) == 1 and not spec.nodes and not spec.links  # the generator builds the whole fabric
+    one_host: list[str] = []  # of ``unread``, one host's network keys: said only where no route leaves the host
     for i, params in enumerate(generators):
         loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
         try:
@@ -62,7 +71,9 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         nodes += [(n, loc) for n in made_nodes]
         links += [(link, loc) for link in made_links]
         said = dict(unread_keys(params, alone))
-        unread += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in said.items()]
+        entries = {key: f"{_said_where(source, loc + (key,))}: {why}" for key, why in said.items()}
+        unread += entries.values()
+        one_host += [entries[key] for key, why in said.items() if why == ONE_HOST_WHY]
         network += [_said_where(source, loc + (key,)) for key in (network_keys(params) if alone else ())]
         # (a key that builds nothing here is said so once, not again of each algorithm that would read it)
         algorithm_keys += [_said_where(source, loc + (key,)) for key in ALGORITHM_KEYS
@@ -123,6 +134,8 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                         routing=spec.routing or "ecmp", unread=tuple(unread), network_keys=tuple(network),
                         algorithm_keys=tuple(algorithm_keys),
                         make_router=Router)
+    if one_host and _routes_cross_nics(topology):  # (routes go by latency: a slow NVLink sends them out)
+        topology.unread = tuple(entry for entry in topology.unread if entry not in one_host)
     chips = _nvswitch_chips(topology)
     if chips:  # rare: an NVSwitch written chip by chip is one switch, as NCCL sees it
         chip_links = {(u, v): topology.graph.edges[u, v]["bandwidth"] for group in chips for chip in group
@@ -519,3 +532,11 @@ def _check_reachable(graph: nx.DiGraph, gpus: list[str], where: dict, source: So
                                 f"a one-way link (directed: true) {u} -> {v}, and no route leads{ends} the other way, "
                                 f"so {kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}; give the way back too"))
                         raise source.error(where[culprit], f"{kinds[a]} {a!r} cannot reach {kinds[b]} {b!r}: {why}")
+
+
+def _routes_cross_nics(topology: Topology) -> bool:
+    """Whether the route between some two GPUs passes a NIC (a host's GPUs joined over
+    NVLink slower than the way out through the network and back)."""
+    gpus = topology.gpus
+    return any(topology.kind(end) == "nic" for a in gpus for b in gpus if a != b
+               for link in topology.route(a, b) for end in link)
