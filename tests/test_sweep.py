@@ -641,3 +641,21 @@ def test_a_lower_bound_is_marked_in_the_sweep_and_computed_again_with_more_memor
     other = cli("sweep", path, "--gpus", "16", "--out", tmp_path / "two", "--workers", "1")
     assert other.exit_code == 0, other.stderr
     assert sorted(r["gpus"] for r in load_records(tmp_path / "two" / "results.jsonl")) == [16, 32]
+
+
+def test_an_axis_along_which_nothing_moves_is_said_once(tmp_path, cli):
+    """Fuzz round am, L3: ``--set topology.generate.transport=ib,roce`` gave two identical points,
+    unsaid (the point at ib, the default written, says nothing of its own), while a nic_bandwidth
+    axis beside it moves every point. Said of the axis along which no point moves, and only it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+                    "gpus_per_host: 4, gpu: h100}}\nsizes: [4 MiB]\nalgorithms: [ring]\n")
+    swept = cli("sweep", path, "--set", "topology.generate.transport=ib,roce", "--set",
+                "topology.generate.nic_bandwidth=100Gb/s,400Gb/s", "--out", tmp_path / "o", "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    records = load_records(tmp_path / "o" / "results.jsonl")
+    for bandwidth in ("100Gb/s", "400Gb/s"):  # true: ib and roce answer alike at each bandwidth
+        pair = [r for r in records if r["set"]["topology.generate.nic_bandwidth"] == bandwidth]
+        assert len(pair) == 2 and pair[0]["sizes"][0]["time_s"] == pair[1]["sizes"][0]["time_s"]
+    said = [line for line in swept.stdout.splitlines() if "changed nothing along this sweep" in line]
+    assert len(said) == 1 and "topology.generate.transport changed nothing along this sweep" in said[0]

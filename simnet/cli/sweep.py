@@ -194,7 +194,7 @@ def _unread_everywhere(spec, plan, records: list[dict], said: set[str], swept: s
     file's value: not said where that answers otherwise at some point."""
     from simnet.io.yamlsource import dotted_within
     from simnet.results.result import Finding
-    from simnet.run.sweep.evaluate import after_every_end, answered_otherwise_as_written, unread_everywhere
+    from simnet.run.sweep.evaluate import after_every_end, answered_otherwise_as_written, axes_unfelt, unread_everywhere
     from simnet.spec.scenario import source_of
 
     own = {w.link: w for w in spec.warnings}
@@ -211,6 +211,12 @@ def _unread_everywhere(spec, plan, records: list[dict], said: set[str], swept: s
         found.append(own.get(link) or Finding(kind, link, (
             f"{link} changed nothing at any point of this sweep (simnet run on {whose} says why of each run)"
             + ("; leave it out" if kind == "option_unread" else ""))))
+    for link, values in axes_unfelt(records).items():  # an axis none of whose values moves any point
+        if link not in said and link not in {w.link for w in found}:
+            kind = "option_unread" if link.startswith("options.") else "key_unread"
+            found.append(Finding(kind, link, (
+                f"{link} changed nothing along this sweep: every point answers alike at each of its values "
+                f"({', '.join(map(str, values))})")))
     if after_every_end(records):
         found.append(Finding("fault_after_end", "", "at every point of this sweep every run ended before some of its "
                                                     "faults, which changed nothing there (simnet run says which)"))

@@ -39,6 +39,25 @@ def unread_everywhere(records: list[dict], prefix: str = "") -> list[str]:
     return sorted(link for link in set.intersection(*(set(at["unread"]) for at in kept)) if link.startswith(prefix))
 
 
+def axes_unfelt(records: list[dict]) -> dict[str, list]:
+    """The swept keys (a record's ``set``) along which nothing moves: wherever the points
+    differ in that key alone (the same algorithm, GPU count and other keys' values), they
+    answer alike (``answers_of``), with at least two of its values met so. Each with the
+    values it took."""
+    unfelt = {}
+    for key in dict.fromkeys(k for record in records for k in record["set"]):
+        groups: dict[str, list[dict]] = {}
+        for record in records:
+            if key in record["set"]:
+                rest = {k: v for k, v in record["set"].items() if k != key}
+                groups.setdefault(json.dumps([record["algorithm"], record["gpus"], rest], sort_keys=True,
+                                             default=str), []).append(record)
+        compared = [group for group in groups.values() if len({str(r["set"][key]) for r in group}) > 1]
+        if compared and all(len({answers_of([r]) for r in group}) == 1 for group in compared):
+            unfelt[key] = list(dict.fromkeys(r["set"][key] for group in compared for r in group))
+    return unfelt
+
+
 def answers_of(records: list[dict]) -> str:
     """What ``records`` answer, without what names them (their set, key, topology's name) or
     what they were told (warnings, unread): equal for two that answer alike, run for run,
