@@ -33,6 +33,12 @@ GENERATED = st.one_of(
               st.integers(1, 2), st.sampled_from([2, 4]), st.sampled_from([2, 4])),
     st.builds(lambda gpus, per: {"kind": "pcie", "gpus": gpus, "gpus_per_switch": per},
               st.sampled_from([2, 4]), st.sampled_from([1, 2])),
+    # the hardware added since (AMD Instinct under RCCL's model, Blackwell HGX, Grace-Blackwell trays)
+    st.builds(lambda racks, hosts, gpu: {"kind": "leaf_spine", "racks": racks, "hosts_per_rack": hosts,
+                                         "gpus_per_host": 8, "gpu": gpu},
+              st.integers(1, 2), st.integers(1, 2), st.sampled_from(["mi300x", "b300", "b200"])),
+    st.builds(lambda gpu: {"kind": "nvswitch", "gpus": 8, "gpu": gpu, "gpus_per_tray": 4},
+              st.sampled_from(["gb200", "gb300"])),
 )
 
 
@@ -50,7 +56,7 @@ def _equivalent_forms(generated: dict) -> list[tuple[dict, float]]:
     forms = [(generated, 1e-9)]
     if generated["kind"] == "rail_optimized" and generated["units"] == 1:
         forms.append(({**generated, "planes": 2}, 1e-6))  # halves of bytes round apart
-    if generated["kind"] == "leaf_spine" and generated["transport"] == "efa" and generated["nic_per"] == "gpu" and \
+    if generated["kind"] == "leaf_spine" and generated.get("transport") == "efa" and generated["nic_per"] == "gpu" and \
             (generated["racks"] == 1 or generated["oversubscription"] == 1):
         written_out = {k: v for k, v in generated.items() if k != "nic_per"}
         forms.append(({**written_out, "nics_per_host": 2 * generated["gpus_per_host"], "nic_bandwidth": "200 Gb/s"},
