@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from simnet import simulate
 from simnet.errors import InputError
 from simnet.spec.scenario import scenario_from_dict
 from simnet.topology.hardware import GPUS, NVLINK, PCIE, pcie_bandwidth
@@ -94,3 +95,26 @@ def test_amd_servers_name_their_nics_transport_and_plugin():
     assert (SERVERS["Standard_ND96isr_MI300X_v5"].transport, SERVERS["BM.GPU.MI300X.8"].transport) == ("ib", "roce")
     amd = [s for s in SERVERS.values() if GPUS[s.gpu].amd]
     assert len(amd) == 5 and all(s.nics == s.gpus == 8 and s.nic_bandwidth == "400 Gb/s" for s in amd)
+
+
+@pytest.mark.parametrize("model", ["rccl", "ideal"])
+@pytest.mark.parametrize("other", [
+    {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 2, "planes": 2},  # a NIC on two planes
+    {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "nics_per_host": 16, "nic_bandwidth": "200 Gb/s"},
+    {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2, "nics_per_host": 16, "nic_bandwidth": "200 Gb/s",
+     "transport": "efa"}])
+def test_mi300x_hosts_answer_alike_however_their_network_rate_is_cut(other, model):
+    """Fuzz round an, S1/S2: on two MI300X hosts, a NIC on two planes ran RCCL's ring 1.44x (ideal
+    2x) slower than one plane of the same rate, and two 200G NICs per GPU 1.52x (EFA) and 4.8x (IB)
+    slower than one 400G NIC: RCCL's mesh rings skipped the NIC and port split every NVIDIA host
+    gets, and two NICs a GPU fell back to rank-order rings that put every channel on the same xGMI
+    links. The same GPUs and network rate answer alike, as the docs say of NVIDIA's."""
+    same = {"kind": other["kind"], "racks": 1, "hosts_per_rack": 2} if other["kind"] == "leaf_spine" else \
+        {"kind": "rail_optimized", "units": 1, "nodes_per_unit": 2}
+    if other.get("transport"):
+        same["transport"] = other["transport"]
+    one, cut = (topology_from_dict({"name": "mi", "generate": {**g, "gpu": "mi300x"}}) for g in (same, other))
+    for algorithm in ("ring", "tree"):
+        for size in (2**20, 2**28):
+            expected = simulate(one, algorithm, size, model=model)
+            assert simulate(cut, algorithm, size, model=model).time_s == pytest.approx(expected.time_s, rel=1e-9)

@@ -169,19 +169,20 @@ def channel_groups(topology, ranks: list[str], channels: int, kind: str = "ring"
     if channels < 1:
         raise ValueError("channels must be at least 1")
     hosts = host_positions(topology, ranks)
-    rings = mesh_rings(system_of(topology, ranks))
-    if rings is not None:
-        return _mesh_groups(hosts, rings, channels, kind)
     rails, nics, striped = (_rail_positions(topology, ranks, hosts) if len(hosts) > 1
                             else ([[] for _ in hosts], 1, False))
-    if min(len(r) for r in rails) == 0:
+    rings = mesh_rings(system_of(topology, ranks))
+    if rings is not None:  # (their NICs, and ports, as every host's: below)
+        groups = _mesh_groups(hosts, rings, channels, kind)
+    elif min(len(r) for r in rails) == 0:
         return [ChannelGroup(channels, hosts)]
-    layouts: dict[tuple, int] = {}
-    for c in range(channels):
-        key = tuple(_layout(host_rails, c, h, kind) for h, host_rails in enumerate(rails))
-        layouts[key] = layouts.get(key, 0) + 1
-    groups = [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
-              for key, weight in layouts.items()]
+    else:
+        layouts: dict[tuple, int] = {}
+        for c in range(channels):
+            key = tuple(_layout(host_rails, c, h, kind) for h, host_rails in enumerate(rails))
+            layouts[key] = layouts.get(key, 0) + 1
+        groups = [ChannelGroup(weight, [_order(members, enter, leave) for members, (enter, leave) in zip(hosts, key)])
+                  for key, weight in layouts.items()]
     if nics > 1:
         groups = _stripe(groups, nics) if striped else groups if kind == "nvls" else _spread_over_nics(groups, nics)
     return _over_ports(groups, topology.ports_per_nic)

@@ -296,12 +296,17 @@ def mesh_rings(system: System) -> list[tuple[int, ...]] | None:
     """RCCL's search channels on hosts of 8 fully connected AMD GPUs, as each channel's GPU
     order (device indices in the host), when one of RCCL's Rome models describes them:
     one such host (``rccl.single_node_rings``), or across nodes with a NIC per GPU
-    (``rccl.multi_node_rings``). None elsewhere (NVIDIA, or RCCL's generic search)."""
+    (``rccl.multi_node_rings``). Across nodes with the same number of NICs for every GPU
+    (2 x 200G for one 400G, say), no Rome model matches; simnet takes rome_model_81's rings
+    there too, each GPU's channels dealt over its NICs (``channels.channel_groups``), as NCCL
+    deals them, so the same GPUs and network rate answer alike (fuzz round an: RCCL's generic
+    search taken as rank-order rings put every channel on the same xGMI links, 4.8x slower).
+    None elsewhere (NVIDIA, or RCCL's generic search)."""
     if system.library != "rccl" or not system.mesh or round(system.ppn) != rccl.MESH_GPUS:
         return None
     if system.nodes == 1:
         return rccl.single_node_rings()
-    return rccl.multi_node_rings() if system.nics == rccl.MESH_GPUS else None
+    return rccl.multi_node_rings() if system.nics and system.nics % rccl.MESH_GPUS == 0 else None
 
 
 def comm_channels(system: System) -> int:
