@@ -545,3 +545,19 @@ def test_a_fault_that_moves_the_named_bottleneck_is_not_said_unfelt(root):
     assert faulted.time_s == healthy.time_s and faulted.bottleneck.name != healthy.bottleneck.name
     assert "fault_unfelt" not in [w.kind for w in faulted.warnings]
 
+
+
+@pytest.mark.parametrize("faults, stragglers, said", [
+    ([{"at": 0.0, "link": ["gpu0", "nvswitch"], "bandwidth": "50%"}], None, "at: 0.0 has no unit"),
+    ([{"at": "0 s", "link": ["gpu0", "nvswitch"], "bandwidth": 50}], None, "bandwidth: 50 has no unit"),
+    (None, {"distribution": "lognormal", "mean": 5, "sigma": 0.5}, "mean: 5 has no unit")])
+def test_a_bad_fault_or_straggler_given_to_simulate_is_one_line_naming_its_field(faults, stragglers, said):
+    """Fuzz round an, L4: simulate(faults=...) with a time or bandwidth missing its unit raised
+    pydantic's four-line ValidationError; now one line naming the field (a file's are said by the
+    scenario's schema with their lines)."""
+    from simnet.spec.conditions import FaultError
+
+    topo = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 4}})
+    with pytest.raises(FaultError) as refused:
+        simulate(topo, "ring", 2**20, faults=faults, stragglers=stragglers)
+    assert str(refused.value).startswith(said) and len(str(refused.value).splitlines()) == 1

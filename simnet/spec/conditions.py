@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 import networkx as nx
 import numpy as np
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
@@ -88,6 +88,19 @@ class FaultSpec(Strict):
         return f"{target} at {units.format_bandwidth(self.bandwidth)}"
 
 
+def _validated(model, raw: Any, loc: tuple):
+    """``model`` validated from ``raw`` (a mapping the API was given); ``FaultError`` in one
+    line at its first error's field where it does not fit (a file's are said by the
+    scenario's schema, with their lines)."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(map(str, error["loc"]))
+        raise FaultError((*loc, *error["loc"]), f"{field + ': ' if field else ''}"
+                                                f"{error['msg'].removeprefix('Value error, ')}") from None
+
+
 def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fault]:
     """Faults in time order (stable); ``FaultError`` names the spec that does not fit. A fault
     on an NVSwitch chip (``Topology.chip_links``: a chip joined with the others of its
@@ -95,7 +108,7 @@ def resolve_faults(topology: Topology, specs: list[dict | FaultSpec]) -> list[Fa
     chips = {chip for _, group in topology.joined for chip in group}
     faults, on_chips = [], []
     for i, raw in enumerate(specs):
-        spec = raw if isinstance(raw, FaultSpec) else FaultSpec.model_validate(raw)
+        spec = raw if isinstance(raw, FaultSpec) else _validated(FaultSpec, raw, (i,))
         if chips & set(spec.link or [spec.node]):
             on_chips.append((i, spec))
             continue
@@ -291,7 +304,7 @@ def straggler_delays(topology: Topology, spec: dict | StragglerDistribution | No
                 raise FaultError((gpu,), "a start delay is 0 or more (and at most a day)")
             delays[gpu] = round(delay * PS_PER_SECOND) / PS_PER_SECOND  # as the engine keeps it: 1000 ns is 1 us
         return {gpu: delays[gpu] for gpu in topology.gpus if gpu in delays}  # GPUs outside this run: no say
-    dist = spec if isinstance(spec, StragglerDistribution) else StragglerDistribution.model_validate(spec)
+    dist = spec if isinstance(spec, StragglerDistribution) else _validated(StragglerDistribution, spec, ())
     rng = np.random.default_rng(dist.seed)
     n = len(topology.gpus)
     if dist.distribution == "lognormal":
