@@ -659,3 +659,16 @@ def test_an_axis_along_which_nothing_moves_is_said_once(tmp_path, cli):
         assert len(pair) == 2 and pair[0]["sizes"][0]["time_s"] == pair[1]["sizes"][0]["time_s"]
     said = [line for line in swept.stdout.splitlines() if "changed nothing along this sweep" in line]
     assert len(said) == 1 and "topology.generate.transport changed nothing along this sweep" in said[0]
+
+
+def test_the_sweep_table_says_no_bottleneck_where_run_s_does(tmp_path, cli):
+    """Fuzz round an, L1: where no link ever filled, run's table said "none; busiest X (0% busy)"
+    and the sweep's table named X the bottleneck. Both say it alike now."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
+                    "gpus_per_host: 4, gpu: h100}}\nsizes: [4 KiB]\nalgorithms: [tree]\n")
+    ran = cli("run", path)
+    swept = cli("sweep", path, "--gpus", "8", "--out", tmp_path / "o", "--workers", "1")
+    assert ran.exit_code == swept.exit_code == 0, swept.stderr
+    (said,) = [line.split("│")[-2].strip() for line in ran.stdout.splitlines() if "none; busiest" in line]
+    assert [line.split("│")[-2].strip() for line in swept.stdout.splitlines() if "│" in line and " 8 " in line] == [said]

@@ -19,6 +19,7 @@ from rich.table import Table
 from simnet import units
 from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.report.plots import plot_steps
+from simnet.report.tables import SATURATED
 from simnet.run.compare import pareto_front
 from simnet.schedule.kinds import COLLECTIVES
 
@@ -145,9 +146,18 @@ def sweep_table(records: list[dict], title: str) -> Table:
         bound = _bound(record)  # a bound, as run's warning says
         busbw = _gbps(largest["busbw_GBps"])
         row += [_marked(bound) + units.format_time(largest["time_s"]),
-                busbw if busbw == "-" else _marked(_FLIPPED[bound]) + busbw, largest["bottleneck"] or "-"]
+                busbw if busbw == "-" else _marked(_FLIPPED[bound]) + busbw, _bottleneck(largest)]
         table.add_row(*row)
     return table
+
+
+def _bottleneck(size: dict) -> str:
+    """The bottleneck as ``simnet run``'s table says it: where no link ever filled, none, and
+    the busiest link with its mean load (records from before they kept both: the link)."""
+    name, saturated = size["bottleneck"], size.get("bottleneck_saturated_fraction")
+    if name is None or saturated is None or saturated >= SATURATED:
+        return name or "-"
+    return f"none; busiest {name} ({size['bottleneck_mean_utilization']:.0%} busy)"
 
 
 def write_sweep_csv(records: list[dict], path: Path) -> Path:
@@ -157,7 +167,8 @@ def write_sweep_csv(records: list[dict], path: Path) -> Path:
     iteration time rests on."""
     fields = ["algorithm", "set", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "bottleneck",
               "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu", "collective",
-              "warnings", "bucket_warnings"]  # new columns go last: readers by position keep working
+              "warnings", "bucket_warnings", "bottleneck_saturated_fraction"]  # new columns last: readers by
+    # position keep working
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

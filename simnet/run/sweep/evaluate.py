@@ -204,6 +204,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
+            "bottleneck_saturated_fraction": neck.saturated_fraction if neck else None,
+            "bottleneck_mean_utilization": neck.mean_utilization if neck else None,
             "warnings": sorted({w.kind for w in said}),
             "unread": sorted({w.link for w in said if w.kind in UNREAD and w.link})})
     if not scenario.sizes:  # a training step alone: what the scenario makes moot, at the record
