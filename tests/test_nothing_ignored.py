@@ -4378,3 +4378,24 @@ def test_a_backward_fraction_that_moves_a_straggler_s_cost_is_not_said(fraction)
     assert given.steps[0]["iteration_time_s"] == usual.steps[0]["iteration_time_s"]
     assert given.steps[0]["straggler_cost_s"] != usual.steps[0]["straggler_cost_s"]
     assert not [w for r in given.runs for w in r.warnings if w.link == "workload.backward_fraction"]
+
+
+@pytest.mark.parametrize("regions, gateway, said", [(2, "200 Gb/s", True), (2, "100 Gb/s", True),
+                                                    (2, "50 Gb/s", False), (3, "200 Gb/s", True),
+                                                    (3, "150 Gb/s", False)])
+def test_a_gateway_no_slower_than_its_wan_links_is_said_to_change_nothing(regions, gateway, said):
+    """Fuzz round an, L3: cross_region's gateway_bandwidth at or above what its WAN links carry
+    (100 Gb/s each, to each other region) never binds, yet changed nothing unsaid. Said, and true:
+    every algorithm answers as with a gateway ten times faster; below it, not said."""
+    from simnet import simulate
+
+    base = {"kind": "cross_region", "regions": regions, "gpu": "h100", "racks": 2, "hosts_per_rack": 1,
+            "gpus_per_host": 2, "wan_bandwidth": "100 Gb/s"}
+    written = topology_from_dict({"name": "t", "generate": {**base, "gateway_bandwidth": gateway}})
+    wide = topology_from_dict({"name": "t", "generate": {**base, "gateway_bandwidth": "10 Tb/s"}})
+    assert any(entry.startswith("generate.gateway_bandwidth") for entry in written.unread) == said
+    if said:
+        for algorithm in ("ring", "tree", "halving_doubling"):
+            for model in ("nccl", "ideal"):
+                assert simulate(written, algorithm, 2**24, model=model).time_s == \
+                    simulate(wide, algorithm, 2**24, model=model).time_s, (algorithm, model)

@@ -954,6 +954,11 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said += [(key, "one region has no WAN to cross (no gateway is built), so it changed nothing here; it counts "
                        "from regions: 2")
                  for key in ("wan_bandwidth", "wan_latency", "gateway_bandwidth") if key in written]
+    if isinstance(model, CrossRegionParams) and model.regions > 1 and model.gateway_bandwidth is not None and \
+            model.gateway_bandwidth >= model.wan_bandwidth * (model.regions - 1):
+        said.append(("gateway_bandwidth", "every byte a spine sends its gateway goes on over the WAN (and every byte "
+                                          "it gets from it came over it): at the WAN links' rate or more it never "
+                                          "binds, so it changed nothing here"))
     if isinstance(model, LeafSpineParams) and model.racks == 1:
         said += [(key, "one rack's ToR is the top of its fabric (no spines, no ToR uplinks are built), so it changed "
                        "nothing here; it counts from racks: 2")
