@@ -118,3 +118,25 @@ def test_mi300x_hosts_answer_alike_however_their_network_rate_is_cut(other, mode
         for size in (2**20, 2**28):
             expected = simulate(one, algorithm, size, model=model)
             assert simulate(cut, algorithm, size, model=model).time_s == pytest.approx(expected.time_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("gpu", ["mi325x", "mi355x"])
+@pytest.mark.parametrize("model", ["rccl", "ideal"])
+def test_an_unsourced_xgmi_rate_above_rccl_s_figure_is_said_under_the_library_models(gpu, model):
+    """Fuzz round an, M2: MI325X's and MI355X's xGMI rate, which a file must give, changed nothing
+    from RCCL's 48 GB/s per link up under RCCL's model (48 to 1000 GB/s: a 1 GiB ring 5.612 ms),
+    unsaid: those links run at RCCL's figure at most. Said there, and true; under ideal the rate
+    counts (not said), and below the figure it counts everywhere."""
+    def scenario(bandwidth):
+        return scenario_from_dict({"name": "s", "model": model, "sizes": ["64 MiB"], "algorithms": ["ring"],
+                                   "topology": {"name": "t", "generate": {"kind": "full_mesh", "gpu": gpu,
+                                                                          "bandwidth": bandwidth}}})
+
+    from simnet.run.scenario import run_scenario
+
+    fast, figure, slow = (scenario(b) for b in ("200 GB/s", "48 GB/s", "40 GB/s"))
+    said = [w.link for w in fast.warnings if w.kind == "key_unread"]
+    assert said == (["topology.generate.bandwidth"] if model == "rccl" else [])
+    assert not [w for w in slow.warnings if w.kind == "key_unread"]
+    times = [run_scenario(s).runs[0].time_s for s in (fast, figure, slow)]
+    assert (times[0] == times[1]) == (model == "rccl") and times[2] > times[1]

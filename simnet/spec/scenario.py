@@ -382,7 +382,9 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
                                                 "remove collective, or training")
     _check_options(spec, source, collective)
     warnings = _moot_keys(spec, topology, placements, faults, source) + \
-        _calibration_replaced(topology, calibration, source)
+        _calibration_replaced(topology, calibration, source) + \
+        ([] if model == "ideal" else [Finding("key_unread", entry.partition(" (")[0], entry)
+                                      for entry in topology.capped])  # (what NCCL's and RCCL's models cap)
     every = spec.algorithms == "all" or (isinstance(spec.algorithms, list) and "all" in spec.algorithms)
     return Scenario(name=spec.name, topology=topology, sizes=spec.sizes or spec.size or [], algorithms=algorithms,
                     every_algorithm=every,

@@ -1012,6 +1012,28 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
     return said
 
 
+def library_capped_keys(params: dict) -> list[tuple[str, str]]:
+    """(key, why) for the xGMI rate a generator call (``params``) writes for AMD GPUs whose link
+    rate no public source gives (MI325X, MI355X: required, ``_check_mesh``) where it is RCCL's
+    per-link figure or more: NCCL's and RCCL's models run those links at that figure at most
+    (``rates.efficiency``), so more changes nothing under them; ``model: ideal`` reads it."""
+    model = GENERATORS[params["kind"]].params.model_validate(params)
+    gpu = GPUS.get(getattr(model, "gpu", None) or "")
+    if gpu is None or not gpu.amd or not gpu.nvlink_links or gpu.nvlink_link_rate:
+        return []
+    per_server = model.gpus_per_host if isinstance(model, LeafSpineParams) else \
+        model.gpus_per_node if isinstance(model, RailOptimizedParams) else getattr(model, "gpus", None)
+    key = "bandwidth" if isinstance(model, FullMeshParams) else "nvlink_bandwidth"
+    written = getattr(model, key, None)
+    per_link = written if key == "bandwidth" else written / (per_server - 1) if written and per_server and \
+        per_server > 1 else None
+    if key not in params or per_link is None or per_link < gpu.nccl_link_rate:
+        return []
+    return [(key, f"{gpu.name}'s xGMI link rate is in no public source, so NCCL's and RCCL's models run its links at "
+                  f"RCCL's per-link figure, {gpu.nccl_link_rate / 1e9:g} GB/s, at most: the {per_link / 1e9:g} GB/s a "
+                  f"link written here changed nothing beyond it (model: ideal reads it)")]
+
+
 def generate(params: dict) -> tuple[Nodes, Links]:
     """Run the generator named by ``params["kind"]``; raise GeneratorError or ValidationError."""
     if not isinstance(params, dict):

@@ -90,6 +90,9 @@ class Topology:
     # a generator's keys only some algorithms read, as written ("key (file:line)"): nvls and sharp (the algorithms
     # that reduce on such a switch, and auto), a ps_star's servers and ps_bandwidth (ps)
     algorithm_keys: tuple[str, ...] = ()
+    # a generator's keys whose value NCCL's and RCCL's models cap ("key (file:line): why"): an unsourced xGMI rate
+    # above RCCL's per-link figure, said under those models (``model: ideal`` reads it)
+    capped: tuple[str, ...] = ()
     # NVSwitch chips its file writes that join the same GPUs, each group one switch (NCCL's view): (kept id, chips);
     # and each chip's link as written ((GPU, chip) or (chip, GPU)) -> its bandwidth, B/s, its share of the joined link
     joined: tuple[tuple[str, tuple[str, ...]], ...] = ()

@@ -21,6 +21,7 @@ from simnet.topology.generators import (
     ONE_HOST_WHY,
     GeneratorError,
     generate,
+    library_capped_keys,
     network_keys,
     unread_keys,
 )
@@ -60,6 +61,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
     algorithm_keys: list[str] = []  # the generators' keys only some algorithms read (Topology.algorithm_keys)
     alone = len(generators) == 1 and not spec.nodes and not spec.links  # the generator builds the whole fabric
     one_host: list[str] = []  # of ``unread``, one host's network keys: said only where no route leaves the host
+    capped: list[str] = []  # the keys NCCL's and RCCL's models cap (Topology.capped)
     for i, params in enumerate(generators):
         loc = prefix + (("generate", i) if isinstance(spec.generate, list) else ("generate",))
         try:
@@ -78,6 +80,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         # (a key that builds nothing here is said so once, not again of each algorithm that would read it)
         algorithm_keys += [_said_where(source, loc + (key,)) for key in ALGORITHM_KEYS
                            if key in params and key not in said]
+        capped += [f"{_said_where(source, loc + (key,))}: {why}" for key, why in library_capped_keys(params)]
     unread += [f"{_said_where(source, prefix + (key,))}: an empty list, so it changed nothing here; leave it out"
                for key in ("nodes", "links") if key in spec.model_fields_set and not getattr(spec, key)]
     nodes += [(n, prefix + ("nodes", i)) for i, n in enumerate(spec.nodes)]
@@ -132,7 +135,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         calibration = str(calibration)
     topology = Topology(spec.name, graph, gpus, spec.description, source.file, calibration=calibration,
                         routing=spec.routing or "ecmp", unread=tuple(unread), network_keys=tuple(network),
-                        algorithm_keys=tuple(algorithm_keys),
+                        algorithm_keys=tuple(algorithm_keys), capped=tuple(capped),
                         make_router=Router)
     if one_host and _routes_cross_nics(topology):  # (routes go by latency: a slow NVLink sends them out)
         topology.unread = tuple(entry for entry in topology.unread if entry not in one_host)
@@ -143,7 +146,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
         topology = Topology(spec.name, _chips_joined(topology.graph, chips, source, where, link_at), gpus,
                             spec.description, source.file, calibration=calibration, routing=topology.routing,
                             unread=topology.unread, network_keys=topology.network_keys,
-                            algorithm_keys=topology.algorithm_keys,
+                            algorithm_keys=topology.algorithm_keys, capped=topology.capped,
                             joined=tuple((group[0], tuple(group)) for group in chips), chip_links=chip_links,
                             make_router=Router)
     marked = _nvls_unsaid(topology)
