@@ -357,7 +357,12 @@ class Router:
         each, until a round tells no more nodes apart (Weisfeiler-Lehman colour refinement,
         a neighbourhood's multiset summed as 64-bit hashes). Nodes of one number look alike
         from everywhere, to the rates and latencies of the links beyond; numbers follow the
-        sorted descriptions, never names."""
+        sorted descriptions, never names. Switches still alike then are told apart, in order: a
+        class of twins (the same neighbours by the same links: a two-tier fabric's spines, one
+        core group's switches) by name, where no answer can tell which is which; else the first
+        class by number (a three-tier fabric's spines of one pod, spine j joined to core group
+        j) by name, and refinement in order (each number the place of its sorted description)
+        lines up the other pods' spines with the same core groups, whatever they are named."""
         topology = self.topology
         index, capacity, reverse = topology.node_index, topology.capacity, topology.reverse
         up = np.ones(len(topology.links), dtype=bool)
@@ -383,8 +388,9 @@ class Router:
                 around[owner[starts]] = np.add.reduceat(_mixed(seen ^ looks[other].astype(np.uint64)), starts)
             finer = np.unique(_mixed(_mixed(looks.astype(np.uint64)) ^ around), return_inverse=True)[1].reshape(-1)
             if finer.max(initial=0) == looks.max(initial=0):
-                return dict(zip(topology.nodes, looks.tolist()))
+                break
             looks = finer
+        return dict(zip(topology.nodes, _told_apart(topology, looks, owner, other, seen).tolist()))
 
     def _gpu_places(self) -> dict[str, int]:
         """Each GPU's place among the network's GPUs in their rank order
@@ -447,6 +453,37 @@ def _ancestors(preds: Mapping[str, list[str]], dst: str) -> dict[str, list[str]]
             kept[node] = preds[node]
             stack.extend(preds[node])
     return kept
+
+
+def _told_apart(topology: Topology, looks: np.ndarray, owner: np.ndarray, other: np.ndarray,
+                seen: np.ndarray) -> np.ndarray:
+    """``looks`` (refined) with the switches still alike told apart (``Router._looks``): the
+    twins of every class of twins at once, else the first class, by name, then refined in order."""
+    switches = np.array([topology.kind(n) == "switch" for n in topology.nodes], dtype=bool)
+    numbers, counts = np.unique(looks[switches], return_counts=True)
+    if not (counts > 1).any():
+        return looks
+    ends: list[list[tuple[int, int]]] = [[] for _ in topology.nodes]  # per node: (link, far end)
+    for u, v, link in zip(owner.tolist(), other.tolist(), seen.tolist()):
+        ends[u].append((link, v))
+    neighbours = [tuple(sorted(e)) for e in ends]
+    while (counts > 1).any():
+        classes = [sorted(np.flatnonzero(switches & (looks == n)).tolist(), key=topology.nodes.__getitem__)
+                   for n in numbers[counts > 1]]
+        twins = [c for c in classes if len({neighbours[u] for u in c}) == 1]
+        told = np.full(len(looks), -1, dtype=np.int64)
+        for members in twins or classes[:1]:
+            told[members] = np.arange(len(members))
+        looks = np.unique(np.stack([looks, told], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+        while True:  # in order: a number is the place of its node's sorted description
+            described = [(looks[u], tuple(sorted((link, looks[v]) for link, v in ends[u]))) for u in range(len(looks))]
+            place = {d: i for i, d in enumerate(sorted(set(described)))}
+            finer = np.array([place[d] for d in described], dtype=np.int64)
+            if finer.max(initial=0) == looks.max(initial=0):
+                break
+            looks = finer
+        numbers, counts = np.unique(looks[switches], return_counts=True)
+    return looks
 
 
 def _mixed(values: np.ndarray) -> np.ndarray:
