@@ -357,7 +357,7 @@ class Router:
         each, until a round tells no more nodes apart (Weisfeiler-Lehman colour refinement,
         a neighbourhood's multiset summed as 64-bit hashes). Nodes of one number look alike
         from everywhere, to the rates and latencies of the links beyond; numbers follow the
-        sorted descriptions, never names. Switches still alike then are told apart, in order: a
+        descriptions' sorted hashes, never names. Switches still alike then are told apart, in order: a
         class of twins (the same neighbours by the same links: a two-tier fabric's spines, one
         core group's switches) by name, where no answer can tell which is which; else the first
         class by number (a three-tier fabric's spines of one pod, spine j joined to core group
