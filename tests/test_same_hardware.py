@@ -1014,3 +1014,19 @@ def test_swapping_two_spines_names_in_one_pod_of_a_three_tier_fabric_moves_no_ro
     for algorithm, size in (("tree", 2**24), ("hierarchical", 2**24), ("ring", 2**20)):
         expected, got = (simnet.simulate(topology_from_dict(w), algorithm, size) for w in (written, renamed))
         assert got.time_s == expected.time_s, algorithm
+
+
+def test_views_with_links_down_share_the_fabric_s_places(monkeypatch):
+    """Review 68, L6: every view of a network with links down (a fault's) computed the places of
+    its nodes again (0.3-1 s at 16,384 GPUs each), and broke a detour's ties by a colouring of
+    the faulted fabric. One computation, the healthy fabric's, serves the network and its views."""
+    from simnet.topology.routing import Router
+
+    calls = []
+    original = Router._places_in_fabric
+    monkeypatch.setattr(Router, "_places_in_fabric", lambda self: calls.append(1) or original(self))
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 2, "spines": 2}})
+    down = topo.without({topo.link_index[("tor0", "spine0")]})
+    assert down.router._looks() is topo.router._looks() and calls == [1]
+    assert "tor0" in [u for u, _ in down.route("r0h0-gpu0", "r1h0-gpu0")]  # and it routes around the link down

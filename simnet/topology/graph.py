@@ -124,6 +124,7 @@ class Topology:
         self.forwarding: frozenset[str] = frozenset(
             n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS)
         self.down: frozenset[int] = frozenset()  # directed link indices that carry nothing (see ``without``)
+        self.whole: dict = {}  # facts of the network with every link up, shared by every view (``without``)
         self._up = {u: sorted(self.graph[u], key=self.node_index.__getitem__) for u in self.nodes}
         self._facts: dict = {}
         self._make_router = make_router

@@ -303,7 +303,7 @@ class Router:
                 # (the rate it runs at: a PCIe link's spellings, 63 or 64 GB/s, are one)
                 # and where those are alike, by the node's place in the fabric (``_looks``: what lies
                 # beyond it), so a name decides only between nodes alike from everywhere
-                looks = self._fact("looks", self._looks)
+                looks = self._looks()
                 choices = sorted(choices, key=lambda u: (-topology.capacity[topology.link_index[(u, node)]],
                                                          topology.graph.edges[u, node]["latency"], looks[u], u))
                 ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
@@ -351,6 +351,14 @@ class Router:
         return f"{keys.get(src, src)}\0{keys.get(dst, dst)}"
 
     def _looks(self) -> dict[str, int]:
+        """``_places_in_fabric`` of the network with every link up, once for it and every view
+        of it with links down (a detour's ties broken as the healthy fabric's: review 68)."""
+        whole = self.topology.whole
+        if "looks" not in whole:
+            whole["looks"] = self._places_in_fabric()
+        return whole["looks"]
+
+    def _places_in_fabric(self) -> dict[str, int]:
         """Each node's place in the fabric as a number, whatever it is named: GPUs start from
         their place in the rank order, other nodes from their kind; each round a node takes in
         the places of its neighbours with the rate each way and the latency of the link to
@@ -365,12 +373,10 @@ class Router:
         lines up the other pods' spines with the same core groups, whatever they are named."""
         topology = self.topology
         index, capacity, reverse = topology.node_index, topology.capacity, topology.reverse
-        up = np.ones(len(topology.links), dtype=bool)
-        up[list(topology.down)] = False
-        pairs = np.array([(index[u], index[v]) for u, v in topology.links], dtype=np.int64).reshape(-1, 2)[up]
-        # per link up: its rate, the rate of the link back (-1: none) and its latency
+        pairs = np.array([(index[u], index[v]) for u, v in topology.links], dtype=np.int64).reshape(-1, 2)
+        # per link: its rate, the rate of the link back (-1: none) and its latency
         described = np.stack([capacity, np.where(reverse >= 0, capacity[reverse], -1.0),
-                              topology.latency_ps.astype(float)], axis=1)[up]
+                              topology.latency_ps.astype(float)], axis=1)
         link = np.unique(described, axis=0, return_inverse=True)[1].reshape(-1)
         owner = np.concatenate([pairs[:, 0], pairs[:, 1]])  # every link seen from both ends
         other = np.concatenate([pairs[:, 1], pairs[:, 0]])
