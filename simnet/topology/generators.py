@@ -976,8 +976,7 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
         said.append(("leaf_oversubscription", "every NIC sits under the one leaf of its plane (one unit, one rail), so "
                                               "no route climbs to a spine and it changed nothing here; it counts from "
                                               "two leaves (rails: 2 or more, or units: 2)"))
-    per_server = model.gpus_per_host if isinstance(model, LeafSpineParams) else \
-        model.gpus_per_node if isinstance(model, RailOptimizedParams) else None
+    per_server = _gpus_per_server(model)
     if per_server == 1:  # (a sweep grows racks and hosts, never a host's GPUs)
         said += [(key, "a host of one GPU is joined to no other GPU over NVLink (no NVSwitch is built), so it changed "
                        "nothing here; it counts from two GPUs a host") for key in ("nvlink_bandwidth", "nvlink_latency")
@@ -1012,6 +1011,12 @@ def unread_keys(params: dict, alone: bool = True) -> list[tuple[str, str]]:
     return said
 
 
+def _gpus_per_server(model) -> int | None:
+    """GPUs per server of a leaf_spine's (or cross_region's) or rail_optimized's parameters; None for others."""
+    return model.gpus_per_host if isinstance(model, LeafSpineParams) else \
+        model.gpus_per_node if isinstance(model, RailOptimizedParams) else None
+
+
 def library_capped_keys(params: dict) -> list[tuple[str, str]]:
     """(key, why) for the xGMI rate a generator call (``params``) writes for AMD GPUs whose link
     rate no public source gives (MI325X, MI355X: required, ``_check_mesh``) where it is RCCL's
@@ -1021,8 +1026,7 @@ def library_capped_keys(params: dict) -> list[tuple[str, str]]:
     gpu = GPUS.get(getattr(model, "gpu", None) or "")
     if gpu is None or not gpu.amd or not gpu.nvlink_links or gpu.nvlink_link_rate:
         return []
-    per_server = model.gpus_per_host if isinstance(model, LeafSpineParams) else \
-        model.gpus_per_node if isinstance(model, RailOptimizedParams) else getattr(model, "gpus", None)
+    per_server = _gpus_per_server(model)
     key = "bandwidth" if isinstance(model, FullMeshParams) else "nvlink_bandwidth"
     written = getattr(model, key, None)
     per_link = written if key == "bandwidth" else written / (per_server - 1) if written and per_server and \
