@@ -328,6 +328,37 @@ def _timed(fl, iv, s):
 
 
 @njit(**_JIT)
+def _heap_remade(fl, iv):
+    """The heap of finish times made anew from every slot with a finite finish (Floyd's
+    heap construction, ~2 steps a slot): cheaper than moving each slot whose finish time
+    changed (~log2(flows) steps each) once most of them did. The heap's layout decides no
+    time: only its earliest finish is read."""
+    fi, finish = fl.fi, fl.ff[_F_FINISH]
+    heap, pos = fi[_F_HEAP], fi[_F_POS]
+    n = 0
+    for s in range(iv[_LOGICAL]):
+        if finish[s] < np.inf:
+            heap[n] = s
+            pos[s] = n
+            n += 1
+        else:
+            pos[s] = -1
+    iv[_HEAP] = n
+    for top in range(n // 2 - 1, -1, -1):  # each subtree's root sifted down, the last first
+        i = top
+        while True:
+            first = i
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < n and finish[heap[child]] < finish[heap[first]]:
+                    first = child
+            if first == i:
+                break
+            heap[i], heap[first] = heap[first], heap[i]
+            pos[heap[i]], pos[heap[first]] = i, first
+            i = first
+
+
+@njit(**_JIT)
 def _earliest(fl, iv):
     """The earliest finish of a flow (ps, float; inf: none)."""
     return fl.ff[_F_FINISH, fl.fi[_F_HEAP, 0]] if iv[_HEAP] else np.inf
@@ -587,12 +618,20 @@ def _affected(net, fl, b, iv):
             e = fl.fe[_E_NEXT, e]
     for i in range(n_marked):
         marked_at[marked[i]] = False
-    shared = _sorted(b.per_slot[_B_MEMBERS, :members])
     kept = 0
     for i in range(count):
         if alone[i] and not member[new[i]]:
             new[kept] = new[i]
             kept += 1
+    shared = b.per_slot[_B_MEMBERS, :members]
+    if members * 8 > iv[_LOGICAL]:  # most slots: listed again in order off their flags, cheaper than a sort
+        n = 0
+        for s in range(iv[_LOGICAL]):
+            if member[s]:
+                shared[n] = s
+                n += 1
+    else:
+        shared.sort()
     for s in shared:
         member[s] = False
     return new[:kept], shared
@@ -689,6 +728,9 @@ def _reallocate(net, fl, b, iv, timeline):
                     caps[i] = min(caps[i], capacity[link])
         _max_min(shared, net, fi[_F_ROW], caps, bool(np.any(caps < np.inf)), rates[len(alone):], b)
     latest = -np.inf
+    # each slot whose finish changes moves in the heap at once (later moves need a heap), or
+    # the heap is made anew after all of them where that costs less even if all change
+    remade = len(slots) * math.log2(iv[_HEAP] + 2) > iv[_LOGICAL]
     for i in range(len(slots)):
         s = slots[i]
         old = ff[_F_RATE, s]
@@ -700,13 +742,16 @@ def _reallocate(net, fl, b, iv, timeline):
         ff[_F_RATE, s] = rate
         ff[_F_FINISH, s] = now + ff[_F_LEFT, s] / rate * PS
         latest = max(latest, ff[_F_FINISH, s])
-        _timed(fl, iv, s)
+        if not remade:
+            _timed(fl, iv, s)
         r = fi[_F_ROW, s]
         for h in range(hops):
             link = net.paths[r, h]
             if link != pad:
                 net.lf[_L_DELTA, link] += rate - old
                 _listed(net.lb, _L_TOUCHED, b.per_link[_B_TOUCHED], iv, _TOUCHED, link)
+    if remade:
+        _heap_remade(fl, iv)
     if latest > HORIZON:
         return BEYOND_HORIZON
     if not _commit(net, b, iv, timeline):
