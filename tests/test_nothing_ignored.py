@@ -390,6 +390,23 @@ def test_a_dollar_in_a_name_is_plain_text_in_every_plot(tmp_path, cli, figures):
     assert any(name in title for title in titles)
 
 
+def test_a_log_axis_draws_its_numbers_and_a_dollar_in_a_log_s_name_stays_a_dollar(tmp_path, cli, root, figures):
+    """Making every text plain also made the log axes' tick labels plain, so the calibration
+    plot's bus bandwidth axis read ``$\\mathdefault{10^{2}}$`` (fuzz round ao L1)."""
+    log = tmp_path / "run $1$.log"
+    log.write_text((root / "validation" / "logs" / "xe9680_2node_issue309.log").read_text())
+    result = cli("calibrate", log, "-t", root / "validation" / "logs" / "xe9680_2node.yaml", "--gpus", "16",
+                 "-o", tmp_path / "x.cal.yaml", "--plot", tmp_path / "fit.png")
+    assert result.exit_code == 0, result.stderr
+    ax = figures["fit.png"].axes[0]
+    labels = [tick.label1 for tick in ax.yaxis.get_major_ticks() + ax.yaxis.get_minor_ticks()
+              if tick.label1.get_visible() and tick.label1.get_text()]
+    assert labels and all(label.get_parse_math() for label in labels if "$" in label.get_text())
+    assert any("mathdefault" in label.get_text() for label in labels)  # what only a parsed formula draws as a number
+    legend = [text for text in ax.get_legend().get_texts() if "run $1$.log" in text.get_text()]
+    assert legend and not any(text.get_parse_math() for text in legend)
+
+
 def _log(ranks: int, hosts: int, device: str = "NVIDIA H100 80GB HBM3", rows: str | None = None) -> str:
     lines = [f"#  Rank {r:2d} Group  0 Pid {r:4d} on node{r * hosts // ranks} device {r % (ranks // hosts)} [0x1a] {device}"
              for r in range(ranks)]
@@ -4399,3 +4416,4 @@ def test_a_gateway_no_slower_than_its_wan_links_is_said_to_change_nothing(region
             for model in ("nccl", "ideal"):
                 assert simulate(written, algorithm, 2**24, model=model).time_s == \
                     simulate(wide, algorithm, 2**24, model=model).time_s, (algorithm, model)
+

@@ -49,17 +49,27 @@ def series_styles(names: list[str]) -> dict[str, dict]:
 
 
 def save(plt, fig, path, dpi: int = 120) -> None:
-    """Lay out, write at ``dpi``, and free the figure. Every text is plain: a ``$`` in a
-    scenario, job or link name is a dollar sign, never the start of a formula; a letter of a
+    """Lay out, write at ``dpi``, and free the figure. Every text is plain but a log axis's
+    numbers (``10²``): a ``$`` in a scenario, job or link name is a dollar sign, never the
+    start of a formula; a letter of a
     name no font has is drawn as a box, and a figure too crowded to lay out tightly (a legend
     of dozens of series) keeps its default margins, both without matplotlib's warning on the
     terminal."""
     import warnings
 
     from matplotlib.text import Text
+    from matplotlib.ticker import LogFormatterMathtext
 
+    numbers = set()  # tick labels a log axis writes as formulas (10^2, 4x10^2): numbers, never a name
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for ticks, formatter in ((axis.get_major_ticks(), axis.get_major_formatter()),
+                                     (axis.get_minor_ticks(), axis.get_minor_formatter())):
+                if isinstance(formatter, LogFormatterMathtext):
+                    numbers.update(id(label) for tick in ticks for label in (tick.label1, tick.label2))
     for text in fig.findobj(Text):
-        text.set_parse_math(False)
+        if id(text) not in numbers:
+            text.set_parse_math(False)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
