@@ -171,7 +171,8 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
     specs = [raw if isinstance(raw, JobSpec) else JobSpec.model_validate(raw) for raw in specs]
     taken: dict[str, str] = {}
     placed: dict[int, list[str]] = {}
-    running = set(topology.gpus)
+    rank = {gpu: r for r, gpu in enumerate(topology.gpus)}  # the run's ranks: rank: fields, else file order
+    running = set(rank)
     leftover = [i for i, spec in enumerate(specs) if spec.background and spec.gpus is None and spec.hosts is None]
     for i in [i for i in range(len(specs)) if i not in leftover] + leftover:
         spec = specs[i]
@@ -208,7 +209,7 @@ def place_jobs(topology: Topology, specs: list[dict | JobSpec]) -> list[list[str
             raise JobError((i,), "a job needs at least 2 GPUs to exchange anything" if i not in leftover else
                            f"fewer than 2 GPUs are left for background job {spec.name!r}; give it gpus or hosts")
         taken.update({g: spec.name for g in gpus})
-        placed[i] = sorted(set(gpus), key=topology.node_index.__getitem__)
+        placed[i] = sorted(set(gpus), key=rank.__getitem__)
     return [placed[i] for i in range(len(specs))]
 
 
