@@ -143,7 +143,14 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
     ``tp`` (a micro-batch's activations; the PP all-gather carries as much), ``ep`` (an
     MoE's AllToAll, ``top_k`` times that), ``pp`` (a TP rank's share across a stage
     boundary), and the gradients: ``fsdp_gather`` and ``fsdp_scatter`` (one layer's shard)
-    with FSDP, else ``dp`` (a stage's dense shard) and ``edp`` (its experts')."""
+    with FSDP, else ``dp`` (the largest stage's dense shard: the first or last, which holds
+    an embedding beside its layers) and ``edp`` (its experts').
+
+    >>> m = Transformer(layers=4, hidden=8, heads=2, ffn=16, sequence=4, vocabulary=100)
+    >>> dense = m.attention_parameters() + m.expert_parameters()
+    >>> exchange_bytes(m, Parallelism(pp=2), 1, 2)["dp"] == (2 * dense + 100 * 8) * 2
+    True
+    """
     activation = model.activation_bytes(par.micro_batch_size * model.sequence, value_bytes)
     sizes = {"tp": activation}
     if model.moe:
@@ -156,7 +163,9 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
         sizes["fsdp_gather"] = dense // par.tp * value_bytes
         sizes["fsdp_scatter"] = dense // par.tp * grad_bytes
     else:
-        embeddings = 2 * model.vocabulary * model.hidden // par.pp  # input on the first stage, output on the last
+        # the input embedding on the first stage, the output layer on the last: with pp > 1 each
+        # of those stages holds one of them, and the step waits for the largest stage's sync
+        embeddings = (1 if par.pp > 1 else 2) * model.vocabulary * model.hidden
         sizes["dp"] = (layers * dense + embeddings) // par.tp * grad_bytes
         if model.moe:
             sizes["edp"] = layers * (model.experts * model.expert_parameters() // par.ep) // par.tp * grad_bytes
