@@ -219,6 +219,44 @@ def test_pareto_front_keeps_cheaper_options_that_are_not_slower():
     assert rows[0]["per_cost"] == pytest.approx((8 * 0.1 / 0.2) / 1.0)
 
 
+def test_the_pareto_front_weighs_the_work_an_option_does_not_its_step_time():
+    # fuzz 31ao S1: options at one cost, one with a 3.3x longer step that carries 4x the
+    # tokens (22 % more tokens/s), was judged dominated on step time alone; and a 64-GPU
+    # workload option (twice the GPUs' batches per iteration) lost to 32 GPUs at the same
+    # iteration time because the 32 cost less
+    def step(name, cost, step_s, tokens):
+        return (name, cost, [{"algorithm": "ring", "gpus": 64, "set": {}, "step_s": step_s,
+                              "tokens_per_s": tokens / step_s, "mfu": 0.3, "sizes": []}])
+
+    rows = compare_rows([step("few-micro-batches", 3e6, 0.45, 131_072), step("many-micro-batches", 3e6, 1.49, 524_288)])
+    assert [r["option"] for r in pareto_front(rows)] == ["many-micro-batches"]  # 351,865 against 291,271 tokens/s
+
+    def iteration(name, cost, gpus, time_s):
+        return (name, cost, [{"algorithm": "ring", "gpus": gpus, "set": {}, "iteration_time_s": time_s,
+                              "speedup": gpus * 0.6 / time_s, "sizes": [{"size_bytes": 1, "time_s": 0.01,
+                                                                         "busbw_GBps": 1.0, "bottleneck": None}]}])
+
+    rows = compare_rows([iteration("64 GPUs", 3e6, 64, 0.6001), iteration("32 GPUs", 1.6e6, 32, 0.6001),
+                         iteration("32 GPUs, dear", 3.2e6, 32, 0.6001)])
+    assert {r["option"] for r in pareto_front(rows)} == {"64 GPUs", "32 GPUs"}  # twice the work for 1.4 M$ more
+
+
+def test_compare_plots_what_an_option_does_per_second_where_options_differ_in_gpus(tmp_path, cli, figures):
+    path = tmp_path / "g.yaml"
+    path.write_text(SCENARIO.format(bandwidth="10 GB/s", latency="1 us").replace("sweep: {gpus: [1, 2, 4, 8]}\n", "")
+                    + "variants:\n  - {name: eight, cost: 2 M$}\n  - {name: four, set: {gpus: 4}, cost: 1 M$}\n")
+    result = cli("compare", path, "-o", tmp_path / "g.png")
+    assert result.exit_code == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
+    assert rows["eight"].rstrip().endswith("* │") and rows["four"].rstrip().endswith("* │")
+    ax = figures["g.png"].axes[0]
+    assert ax.get_ylabel() == "GPU batches/s (GPUs / iteration time)"
+    at = {t.get_text(): t.xy[1] for t in ax.texts}
+    iteration = {name: float(rows[name].split("│")[4].strip().split()[0]) / 1e3 for name in ("eight", "four")}
+    assert at["eight"] == pytest.approx(8 / iteration["eight"], rel=1e-3)  # the table's iteration times, in ms
+    assert at["four"] == pytest.approx(4 / iteration["four"], rel=1e-3)
+
+
 def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     path = tmp_path / "v.yaml"
     path.write_text(SCENARIO.format(bandwidth="10 GB/s", latency="1 us") + """variants:

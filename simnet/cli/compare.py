@@ -14,15 +14,17 @@ from simnet.errors import InputError
 @click.command()
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("compare.png"),
-              show_default=True, help="Where to draw cost against time (or time per option without costs).")
+              show_default=True, help="Where to draw cost against time (tokens/s for training, GPU batches/s "
+                                      "for workloads on different GPU counts; without costs, one bar per option).")
 @friendly
 def compare(scenarios: tuple[Path, ...], output: Path) -> None:
     """Compare hardware options side by side: a scenario's variants, or several scenarios.
 
     For each option: the fastest algorithm, iteration time (with a workload) and AllReduce
     time at the largest size every option ran (options sharing no size are refused), speedup, busbw,
-    bottleneck, cost and value per M$; the Pareto front is starred in the table and drawn
-    in the plot.
+    bottleneck, cost and value per M$; the Pareto front (cost against the time a unit of work
+    takes: a token of a training step, a GPU's batch of an iteration, the collective) is
+    starred in the table and drawn in the plot.
 
     \b
     Example:

@@ -370,44 +370,52 @@ def compare_table(rows: list[dict], title: str) -> Table:
     return table
 
 
-def _merit_label(rows: list[dict]) -> str:
-    """The time the comparison ranks by, as an axis label."""
+def _merit_axis(rows: list[dict]) -> tuple[str, list[float], bool]:
+    """What the Pareto front weighs, as the plot shows it: (axis label, one value per row,
+    whether more is better). A training step's tokens/s; a workload's iteration time, or its
+    GPUs' batches per second where options differ in GPUs (each GPU keeps its batch, so a
+    larger option's iteration does more); else the collective's time."""
     if all(r["step_s"] is not None for r in rows):
-        return "training step time"
+        return "training tokens/s", [r["tokens_per_s"] for r in rows], True
     if all(r["iteration_time_s"] is not None for r in rows):
-        return "iteration time"
+        if len({r["gpus"] for r in rows}) > 1:
+            return "GPU batches/s (GPUs / iteration time)", [1 / r["seconds_per_work"] for r in rows], True
+        return "iteration time", [r["iteration_time_s"] for r in rows], False
     size = _one_size(r["collective_size_bytes"] for r in rows)  # compare ranks every option at one size
-    return f"{_title(rows)} time" + (f" of {size}" if size else "")
+    return f"{_title(rows)} time" + (f" of {size}" if size else ""), [r["merit_s"] for r in rows], False
 
 
 def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
-    """Cost against time (the time axis from zero, so gaps look their size) with the Pareto
-    front joined and marked; without any cost, a bar of time per option (there is no front
-    to draw without prices)."""
+    """Cost against what the Pareto front weighs (``_merit_axis``, from zero, so gaps look
+    their size) with the front joined and marked; without any cost, a bar of it per option
+    (there is no front to draw without prices)."""
     plt = pyplot()
+    label, values, more_is_better = _merit_axis(rows)
+    value = {id(r): v for r, v in zip(rows, values)}
     priced = [r for r in rows if r["cost"] is not None]
-    label = _merit_label(rows)
     if priced:
         front = sorted(pareto_front(rows), key=lambda r: r["cost"])
         fig, ax = plt.subplots(figsize=(8, 5.5))
-        ax.scatter([r["cost"] / 1e6 for r in priced], [r["merit_s"] for r in priced], s=60, color="#4c72b0",
+        ax.scatter([r["cost"] / 1e6 for r in priced], [value[id(r)] for r in priced], s=60, color="#4c72b0",
                    label="hardware option", zorder=3)
-        ax.plot([r["cost"] / 1e6 for r in front], [r["merit_s"] for r in front], color="#dd8452", marker="*",
-                markersize=16, linewidth=2, label="Pareto front (nothing cheaper is faster)", zorder=4)
+        ax.plot([r["cost"] / 1e6 for r in front], [value[id(r)] for r in front], color="#dd8452", marker="*",
+                markersize=16, linewidth=2, zorder=4,
+                label=f"Pareto front (nothing cheaper {'does more' if more_is_better else 'is faster'})")
         for r in priced:
-            ax.annotate(r["option"], (r["cost"] / 1e6, r["merit_s"]), xytext=(6, 6), textcoords="offset points",
+            ax.annotate(r["option"], (r["cost"] / 1e6, value[id(r)]), xytext=(6, 6), textcoords="offset points",
                         fontsize=8)
         ax.set_xlabel("cost (M$)")
         ax.set_ylabel(label)
-        ax.set_ylim(0, max(r["merit_s"] for r in priced) * 1.15)  # from zero: a 1 % gap looks like 1 %, not the height
-        ax.legend(loc="lower right")
+        # from zero: a 1 % gap looks like 1 %, not the height
+        ax.set_ylim(0, max(value[id(r)] for r in priced) * 1.15)
+        ax.legend(loc="upper left" if more_is_better else "lower right")
     else:
         fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 2))
-        ax.barh([r["option"] for r in rows][::-1], [r["merit_s"] for r in rows][::-1], color="#4c72b0")
+        ax.barh([r["option"] for r in rows][::-1], values[::-1], color="#4c72b0")
         ax.set_xlabel(f"{label} (no costs given: add cost: to compare value)")
         ax.set_xlim(left=0)
-        time_axis(ax.xaxis)
-    time_axis(ax.yaxis if priced else ax.xaxis)
+    if not more_is_better:
+        time_axis(ax.yaxis if priced else ax.xaxis)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     save(plt, fig, path)

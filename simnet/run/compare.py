@@ -2,11 +2,16 @@
 cost), or several scenario files, each with its fastest algorithm, and the Pareto front
 of cost against time.
 
-The figure of merit is the transformer's step time when every option has ``training``,
-else the training-step (iteration) time when every option has a workload, else the
-collective's time at the largest size every option ran (options that share no size are
-not compared); each is kept in its own field of every row, so a report never puts one in
-the other's column.
+Each option's fastest algorithm is the one with the shortest transformer step when every
+option has ``training``, else the shortest training-step (iteration) time when every option
+has a workload, else the shortest collective time at the largest size every option ran
+(options that share no size are not compared); each is kept in its own field of every row,
+so a report never puts one in the other's column.
+
+The Pareto front weighs what an option does per second against its cost, since options may
+do different work in a step: the seconds a token takes (a step's time over its tokens), a
+GPU's batch (a workload's iteration time over its GPUs: every GPU keeps its batch), or the
+collective (``seconds_per_work`` of each row).
 """
 
 from __future__ import annotations
@@ -386,8 +391,8 @@ def _evaluate(plan, point: Point, where: tuple, evaluate=evaluate_point):
 def compare_rows(options: list[tuple]) -> list[dict]:
     """One row per hardware option (name, cost, its points' records[, the algorithms it
     skipped: why[, where it is written: its file's index and variant]]): its fastest
-    algorithm and what it buys. ``merit_s`` is the time the comparison ranks by (module
-    docstring)."""
+    algorithm and what it buys. ``merit_s`` is the time its algorithms are ranked by and
+    ``seconds_per_work`` what the Pareto front weighs (module docstring)."""
     every = [record for _, _, records, *_ in options for record in records]
     kinds = {record.get("collective", "allreduce") for record in every}
     if len(kinds) > 1 and not all("step_s" in record for record in every):
@@ -422,6 +427,8 @@ def compare_rows(options: list[tuple]) -> list[dict]:
                "collective_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
                "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
+               "seconds_per_work": (1 / best["tokens_per_s"] if training else
+                                    merit(best) / best["gpus"] if workload else merit(best)),
                "per_cost": None, "skipped": skipped[0] if skipped else {},
                # (a workload's iteration time is its buckets' runs'; a training step's exchanges are its own)
                "after_end": after_every_end(records),
@@ -446,15 +453,16 @@ algorithm than its pick, ``runner.SAME_TIME``)."""
 
 
 def pareto_front(rows: list[dict]) -> list[dict]:
-    """Rows no other row beats on both cost and time (rows without a cost are left out);
-    times within ``PARETO_TOLERANCE`` count as equal."""
+    """Rows no other row beats on both cost and the time a unit of their work takes
+    (``seconds_per_work``; rows without a cost are left out); times within
+    ``PARETO_TOLERANCE`` count as equal."""
     priced = [r for r in rows if r["cost"] is not None]
 
     def faster(o, r):  # o's time below r's beyond the tolerance
-        return o["merit_s"] < r["merit_s"] * (1 - PARETO_TOLERANCE)
+        return o["seconds_per_work"] < r["seconds_per_work"] * (1 - PARETO_TOLERANCE)
 
     def not_slower(o, r):
-        return o["merit_s"] <= r["merit_s"] * (1 + PARETO_TOLERANCE)
+        return o["seconds_per_work"] <= r["seconds_per_work"] * (1 + PARETO_TOLERANCE)
 
     return [r for r in priced if not any(
         o is not r and o["cost"] <= r["cost"] and not_slower(o, r) and (o["cost"] < r["cost"] or faster(o, r))
