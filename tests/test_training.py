@@ -370,3 +370,18 @@ def test_the_exchanges_table_under_ideal_names_no_protocol(tmp_path, cli):
         assert len(lines[model]) == 2
     assert all("None" not in line and "│ ring " in line for line in lines["ideal"])
     assert all(re.search(r"│ \w+/(LL|LL128|Simple) ", line) for line in lines["nccl"])
+
+
+@pytest.mark.parametrize("pp", [2, 4, 8])
+def test_the_data_parallel_sync_carries_the_largest_stage_s_gradient(pp):
+    """With pipeline stages the first holds the input embedding and the last the output layer
+    (Megatron-LM), each beside 1/pp of the layers: the sync the step waits for is that stage's
+    shard, (P - 2 V h) / pp + V h parameters over the TP ranks (fuzz round ao L2: the two
+    embeddings were spread over every stage, 3 % short at pp 4, 9 % at pp 8 for Llama 3 70B).
+    P is the model's parameter count, the one checked against Meta's 70.6B above."""
+    from simnet.workloads.transformer import exchange_bytes
+
+    model = PRESETS["llama3_70b"]
+    embedding = model.vocabulary * model.hidden
+    stage = (model.parameters() - 2 * embedding) // pp + embedding
+    assert exchange_bytes(model, Parallelism(tp=8, pp=pp), 2, 4)["dp"] == stage // 8 * 4
