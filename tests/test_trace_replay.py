@@ -226,6 +226,32 @@ def test_calls_of_one_size_by_disjoint_groups_at_once_share_the_fabric(tmp_path)
     assert replayed.step_s == pytest.approx(1e-3 + together.time_s + 50e-6 + 1e-3, rel=1e-6)
 
 
+def test_a_trace_s_ranks_take_the_gpus_of_those_ranks_whatever_order_the_file_lists_them_in():
+    # review 71 M1: the ranks' GPUs were put in the file's order, so the fabric above written
+    # with its GPUs interleaved across racks (ranks 0, 2, 1, 3, each with its rank:) put the
+    # pair [0, 1] across the racks, sharing the uplink with [2, 3]
+    from simnet.topology.export import topology_as_dict
+
+    generated = topology_from_dict({"name": "fabric", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
+        "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}})
+    written = topology_as_dict(generated)
+    gpus = [{**node, "rank": rank} for rank, node in enumerate(n for n in written["nodes"] if n["kind"] == "gpu")]
+    written["nodes"] = [gpus[0], gpus[2], gpus[1], gpus[3]] + [n for n in written["nodes"] if n["kind"] != "gpu"]
+    interleaved = topology_from_dict(written)
+    traces = []
+    for rank in range(4):
+        group = "[0, 1]" if rank in (0, 1) else "[2, 3]"
+        data = _step_trace(rank, 1_000, world=4)
+        data["traceEvents"][5] = _allreduce(1_100, 8_000, ranks=group, corr=2)
+        data["traceEvents"][5]["args"]["Process Group Name"] = "dp" + group
+        traces.append(read_kineto_events(data, f"r{rank}.json"))
+    on_host = simulate_trace(traces, generated, model="ideal")
+    assert simulate_trace(traces, interleaved, model="ideal").step_s == on_host.step_s
+    pair = simulate_groups(generated, [generated.gpus[:2], generated.gpus[2:]], "allreduce", SIZE, model="ideal")
+    assert on_host.step_s == pytest.approx(1e-3 + pair.time_s + 50e-6 + 1e-3, rel=1e-6)  # each pair inside its host
+
+
 def test_dp_groups_share_the_fabric_bucket_by_bucket_when_one_group_runs_late(tmp_path):
     # the fabric above; each rank: a GEMM, two AllReduce buckets back to back, the optimizer
     # once the second is done. Group [1, 3]'s GEMM takes 1.5 ms, group [0, 2]'s 1 ms, so

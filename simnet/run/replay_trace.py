@@ -207,7 +207,7 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     if len(traces) > len(topo.gpus):
         raise InputError(f"the trace has {len(traces)} ranks; {topo.name} has {len(topo.gpus)} GPUs", topo.source)
     try:
-        gpus = sorted(choose_gpus(topo, list(topo.gpus), len(traces), placement), key=topo.node_index.__getitem__)
+        gpus = choose_gpus(topo, list(topo.gpus), len(traces), placement)  # rank i on the i-th in rank order
     except ValueError as exc:
         raise InputError(str(exc)) from None
     try:  # the model against the ranks' GPUs (rccl on NVIDIA, nccl on AMD): refused before any pricing

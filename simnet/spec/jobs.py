@@ -155,11 +155,12 @@ def known_placement(value: str) -> str:
 
 def choose_gpus(topology: Topology, free: list[str], count: int, placement: str) -> list[str]:
     """``count`` of the ``free`` GPUs as ``placement`` (packed, spread or random(seed))
-    chooses them; a ValueError for another placement."""
+    chooses them, in the order of ``free`` (its ranks'); a ValueError for another placement."""
     if placement == "packed":
         return free[:count]
     if placement == "spread":
-        return _spread_order(topology, free)[:count]
+        chosen = set(_spread_order(topology, free)[:count])
+        return [gpu for gpu in free if gpu in chosen]
     if not isinstance(placement, str) or not _RANDOM.match(placement):
         raise ValueError(f"placement {placement!r}: expected packed, spread or random(seed)")
     rng = np.random.default_rng(int(_RANDOM.match(placement).group(1)))
