@@ -251,6 +251,7 @@ def test_compare_plots_what_an_option_does_per_second_where_options_differ_in_gp
     assert rows["eight"].rstrip().endswith("* │") and rows["four"].rstrip().endswith("* │")
     ax = figures["g.png"].axes[0]
     assert ax.get_ylabel() == "GPU batches/s (GPUs / iteration time)"
+    assert ax.get_title() == "small-sweep: cost against GPU batches/s (GPUs / iteration time)"  # not "time"
     at = {t.get_text(): t.xy[1] for t in ax.texts}
     iteration = {name: float(rows[name].split("│")[4].strip().split()[0]) / 1e3 for name in ("eight", "four")}
     assert at["eight"] == pytest.approx(8 / iteration["eight"], rel=1e-3)  # the table's iteration times, in ms

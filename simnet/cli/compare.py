@@ -77,6 +77,5 @@ def compare(scenarios: tuple[Path, ...], output: Path) -> None:
             console.print(f"skipped {algorithm} for {row['option']} (all): {why}")
     said = compare_warnings(specs)  # (a job's key the file makes moot is said there, once)
     print_warnings(console, said + unsaid(option_findings(rows), said))
-    title = "cost against time" if any(row["cost"] is not None for row in rows) else "time per option"
     named = specs[0].name if len(specs) == 1 else " vs ".join(spec.name for spec in specs)  # (files: each an option)
-    console.print(f"wrote {plot_compare(rows, f'{named}: {title}', output)}")
+    console.print(f"wrote {plot_compare(rows, named, output)}")

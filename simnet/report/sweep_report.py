@@ -4,8 +4,10 @@ Sweeps with a workload draw ``speedup.png`` and ``iteration_time.png``; every sw
 sizes draws ``busbw.png`` (bus bandwidth and collective time against GPUs, NCCL's pick
 written beside each point of ``auto``); with
 ``training``, ``training.png`` (MFU and tokens/s against GPUs) and ``step.png`` (where
-each point's step goes). ``compare.png`` is cost against time with the Pareto front, or,
-when no option has a cost, time per option.
+each point's step goes). ``compare.png`` is cost against what the Pareto front weighs
+(the collective's or iteration's time; tokens/s of a training step; GPU batches/s of
+workloads on different GPU counts) with the front, or, when no option has a cost, that
+per option.
 """
 
 from __future__ import annotations
@@ -385,12 +387,14 @@ def _merit_axis(rows: list[dict]) -> tuple[str, list[float], bool]:
     return f"{_title(rows)} time" + (f" of {size}" if size else ""), [r["merit_s"] for r in rows], False
 
 
-def plot_compare(rows: list[dict], title: str, path: Path) -> Path:
+def plot_compare(rows: list[dict], name: str, path: Path) -> Path:
     """Cost against what the Pareto front weighs (``_merit_axis``, from zero, so gaps look
     their size) with the front joined and marked; without any cost, a bar of it per option
-    (there is no front to draw without prices)."""
+    (there is no front to draw without prices). Titled ``name``: what it draws."""
     plt = pyplot()
     label, values, more_is_better = _merit_axis(rows)
+    title = f"{name}: cost against {label}" if any(r["cost"] is not None for r in rows) else \
+        f"{name}: {label} per option"
     value = {id(r): v for r, v in zip(rows, values)}
     priced = [r for r in rows if r["cost"] is not None]
     if priced:
