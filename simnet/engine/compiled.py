@@ -624,7 +624,7 @@ def _affected(net, fl, b, iv):
             new[kept] = new[i]
             kept += 1
     shared = b.per_slot[_B_MEMBERS, :members]
-    if members * 8 > iv[_LOGICAL]:  # most slots: listed again in order off their flags, cheaper than a sort
+    if members * 8 > iv[_LOGICAL]:  # over an eighth of the slots: listed again off their flags, cheaper than a sort
         n = 0
         for s in range(iv[_LOGICAL]):
             if member[s]:
