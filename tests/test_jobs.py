@@ -157,6 +157,24 @@ def test_jobs_run_on_the_run_s_gpus_or_are_refused_on_their_line(cli, tmp_path, 
     assert result.stderr.startswith(f"{path}:5: {where}: ") and message in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("placement", ["jobs", "scenario"])
+def test_a_placement_that_leaves_a_later_job_s_named_gpus_free_runs_and_is_not_said_moot(cli, tmp_path, placement):
+    """Fuzz round ap S1: judging whether a spread placement changed anything placed its job
+    packed, which takes the GPUs a later job names: exit 70 (JobError) on a valid file."""
+    spread = "placement: spread, " if placement == "jobs" else ""
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: j\ntopology:\n  name: fabric\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, "
+                    "gpus_per_host: 4}\n" + ("placement: spread\n" if placement == "scenario" else "")
+                    + f"jobs:\n  - {{name: a, gpus: 4, {spread}size: 1 MiB}}\n"
+                    "  - {name: c, gpus: [r0h0-gpu3, r1h0-gpu3], size: 1 MiB}\n")
+    result = cli("run", path, "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.stderr
+    assert "changed nothing" not in result.stdout + result.stderr  # spread decided that c's GPUs were free
+    jobs = json.loads((tmp_path / "out.json").read_text())["jobs"]
+    assert [(job["gpus"], job["first_gpu"], job["hosts"]) for job in jobs] == [(4, "r0h0-gpu0", 4),
+                                                                                (2, "r0h0-gpu3", 2)]  # a spread
+
+
 def test_background_traffic_at_full_load_takes_its_fair_half_of_a_shared_uplink():
     """Noise between the racks' other hosts at 100% load keeps one flow each way on the
     uplinks the ring crosses: the ring gets at most half (slowdown <= 2, the fair share) and

@@ -473,7 +473,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
         if "placement" in job.model_fields_set and not placing.get(i, True):
             moot(("jobs", i, "placement"), f"the job asks for all {job.gpus} GPUs still free, so there was nothing "
                                            "to choose and placement changed nothing here")
-        elif "placement" in job.model_fields_set and place_jobs(topology, [
+        elif "placement" in job.model_fields_set and _placed_otherwise(topology, [
                 other.model_copy(update={"placement": unset}) if k == i else other
                 for k, other in enumerate(placed)]) == placements:
             how = "the free GPUs lie so" if job.placement != unset else \
@@ -484,7 +484,7 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     if spec.placement and scenario_placed and not any(placing[i] for i in scenario_placed):
         moot(("placement",), "every job it places asks for all the GPUs still free, so there was nothing to choose "
                              "and placement changed nothing here")
-    elif spec.placement and scenario_placed and place_jobs(topology, spec.jobs) == placements:
+    elif spec.placement and scenario_placed and _placed_otherwise(topology, spec.jobs) == placements:
         moot(("placement",), f"{spec.placement} chose the GPUs packed does for every job it places "
                              f"({'the default' if spec.placement == 'packed' else 'the free GPUs lie so'}), so it "
                              "changed nothing here")
@@ -577,6 +577,16 @@ def _as_placed(spec: ScenarioSpec) -> list[JobSpec]:
     of a GPU count that names none of its own."""
     return [job.model_copy(update={"placement": spec.placement}) if spec.placement and isinstance(job.gpus, int)
             and "placement" not in job.model_fields_set else job for job in spec.jobs]
+
+
+def _placed_otherwise(topology: Topology, jobs: list) -> list[list[str]] | None:
+    """The GPUs ``jobs`` would take placed another way (``place_jobs``), or None where they
+    could not be placed so (a job whose named GPUs another placement took first): the
+    placement given decided that they could."""
+    try:
+        return place_jobs(topology, jobs)
+    except JobError:
+        return None
 
 
 def source_of(scenario: Scenario) -> Source | None:
