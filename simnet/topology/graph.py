@@ -433,7 +433,8 @@ class Topology:
         return view
 
     def subset(self, gpus: list[str] | int | None) -> Topology:
-        """The same network with only the given GPUs as ranks (first N, or ids in order)."""
+        """The same network with only the given GPUs as ranks: the first N, or the GPUs named,
+        in their rank order (``network_gpus``) whatever order the list gives them in."""
         if gpus is None:
             return self
         if isinstance(gpus, int):
@@ -451,7 +452,8 @@ class Topology:
                 seen.add(g)
             if not gpus:
                 raise ValueError("gpus: an empty list; name at least one GPU")
-            chosen = list(gpus)
+            rank = {gpu: r for r, gpu in enumerate(self.network_gpus)}
+            chosen = sorted(gpus, key=rank.__getitem__)
         if chosen == self.gpus:
             return self
         sub = copy.copy(self)  # the same frozen graph, arrays, facts and router; other ranks
