@@ -385,3 +385,27 @@ def test_the_data_parallel_sync_carries_the_largest_stage_s_gradient(pp):
     embedding = model.vocabulary * model.hidden
     stage = (model.parameters() - 2 * embedding) // pp + embedding
     assert exchange_bytes(model, Parallelism(tp=8, pp=pp), 2, 4)["dp"] == stage // 8 * 4
+
+
+@pytest.mark.parametrize("virtual_stages", [1, 2])
+def test_a_pipeline_sends_stage_to_stage_and_wraps_round_only_with_virtual_stages(virtual_stages):
+    """Four stages on a chain of switches, the last stage's switch cabled back to the first's:
+    1F1B passes activations stage to stage and the last to none, so that cable, at 100 GB/s or
+    1 Gb/s, changes nothing (fuzz round ap S2: the exchange ran as nccl-tests' SendRecv ring, the
+    last stage sending to the first over it: 6.23 s -> 13.71 s); with virtual stages the last
+    stage's chunk does go to the first, and the slow cable holds it up."""
+    def chain(cable: str):
+        links = [{"a": f"gpu{i}", "b": f"s{min(i, j)}{max(i, j)}", "bandwidth": "25 GB/s", "latency": "1 us"}
+                 for i in range(4) for j in (i - 1, i + 1) if 0 <= j < 4]
+        return topology_from_dict({"name": "chain", "nodes": [
+            *({"id": f"gpu{i}", "kind": "gpu", "host": f"h{i}", "gpu": "a100"} for i in range(4)),
+            *({"id": f"s{i}{i + 1}", "kind": "switch"} for i in range(3))],
+            "links": links + [{"a": "s23", "b": "s01", "bandwidth": cable, "latency": "1 us"}]})
+
+    par = Parallelism(pp=4, micro_batches=4, virtual_stages=virtual_stages)
+    fast, slow = (step_time(chain(cable), PRESETS["llama3_8b"], par, efficiency=0.5) for cable in ("100 GB/s", "1 Gb/s"))
+    sends = [next(c["time_s"] for c in step.collectives if c["collective"] == "send_recv") for step in (fast, slow)]
+    if virtual_stages == 1:
+        assert slow.step_s == fast.step_s and sends[0] == sends[1]
+    else:
+        assert sends[1] > 10 * sends[0]  # 64 MiB over 1 Gb/s: about half a second

@@ -45,11 +45,12 @@ class GroupsResult:
 
 def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], collective: str, size: int, *,
                     algorithm: str = "auto", model: str = DEFAULT_MODEL, env: Mapping[str, str] | None = None,
-                    calibration: Calibration | str | Path | None = None) -> GroupsResult:
+                    calibration: Calibration | str | Path | None = None, options: dict | None = None) -> GroupsResult:
     """Every group in ``groups`` (lists of GPU ids, disjoint) runs ``collective`` of
     ``size`` bytes at the same time, their flows sharing every link max-min fairly (the
     tensor-parallel groups of a training step, say). ``algorithm="auto"`` runs what NCCL's
-    model picks for each group, without simulating the alternatives.
+    model picks for each group, without simulating the alternatives; ``options`` go to every
+    group's algorithm.
 
     When every group's algorithm is a lane program (``simnet.engine.lanes``) they are
     replayed together lane by lane if no link can be shared beyond its capacity; otherwise
@@ -65,13 +66,13 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
         if len(gpus) < 2:
             continue
         chosen = point.nccl_pick(size) if algorithm == "auto" else algorithm
-        plans.append((i, point, chosen, point.plan(chosen, int(size), {})))
+        plans.append((i, point, chosen, point.plan(chosen, int(size), dict(options or {}))))
     if not plans:
         return GroupsResult(collective, int(size), algorithm, None, [0.0] * len(groups))
     ends = _groups_by_lanes(plans, topo, int(size))
     if ends is None:
         ends = _groups_on_fluid(plans, topo, int(size), f"{collective} of {size:,} B by {len(groups):,} groups of "
-                                f"{len(groups[plans[0][0]]):,} GPUs at once")
+                                f"{len(groups[plans[0][0]]):,} GPUs at once", options or {})
     times = [0.0] * len(groups)
     for (i, *_), end in zip(plans, ends):
         times[i] = end / PS_PER_SECOND
@@ -113,12 +114,13 @@ def _groups_by_lanes(plans: list, topo: Topology, size: int) -> list[int] | None
     return [int(run.lanes_done_ps[a:b].max(initial=0)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _groups_on_fluid(plans: list, topo: Topology, size: int, what: str) -> list[int]:
-    """Each group's completion (ps), their schedules replayed on the fluid network
-    (``replay_apart``); refused when their schedules together would not fit in memory."""
+def _groups_on_fluid(plans: list, topo: Topology, size: int, what: str, options: dict) -> list[int]:
+    """Each group's completion (ps), their schedules (``options`` given) replayed on the
+    fluid network (``replay_apart``); refused when their schedules together would not fit
+    in memory."""
     runs, held, budget = [], 0, memory_budget()
     for _, point, chosen, _ in plans:
-        decided, schedule, timing = point.prepare(chosen, size, {})
+        decided, schedule, timing = point.prepare(chosen, size, dict(options))
         held += len(schedule) * transfer_bytes(chosen)  # every group's schedule is held until they run together
         check_fits(held * len(plans) / (len(runs) + 1), what, "use fewer GPUs or fewer, larger groups", budget)
         runs.append(JobRun(schedule, timing))

@@ -162,14 +162,14 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     layers = model.layers // par.pp
     simulated = []
 
-    def exchange(kind: str, collective: str, size: int, among: str | None = None) -> float:
+    def exchange(kind: str, collective: str, size: int, among: str | None = None, options: dict | None = None) -> float:
         """Seconds of ``collective`` on ``size`` bytes in every group of ``among`` (default:
         ``kind``) at once, listed under ``kind``."""
         members = groups[among or kind]
         if size <= 0 or not members or len(members[0]) < 2:
             return 0.0
         result = simulate_groups(topology, members, collective, size, model=comm_model, env=env,
-                                 calibration=calibration)
+                                 calibration=calibration, options=options)
         simulated.append({"kind": kind, "collective": collective, "size_bytes": size, "groups": len(members),
                           "algorithm": result.algorithm, "protocol": result.protocol, "time_s": result.time_s})
         return result.time_s
@@ -182,8 +182,11 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     tp_t = exchange("tp", "allreduce", activation)
     ep_t = exchange("ep", "all_to_all", sizes["ep"]) if model.moe else 0.0
     pp_t = 0.0
-    if par.pp > 1:  # Megatron's scatter/gather across a stage boundary: 1/tp per rank, all-gathered on arrival
-        pp_t = exchange("pp", "send_recv", sizes["pp"]) + exchange("pp", "all_gather", activation, among="tp")
+    if par.pp > 1:  # Megatron's scatter/gather across a stage boundary: 1/tp per rank, all-gathered on arrival;
+        # each stage to the next, the last to none unless its chunks wrap round to the first (virtual stages)
+        chain = None if par.virtual_stages > 1 else {"wrap": False}
+        pp_t = exchange("pp", "send_recv", sizes["pp"], options=chain) + \
+            exchange("pp", "all_gather", activation, among="tp")
     fsdp_f = fsdp_b = 0.0
     if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward
         gather = exchange("dp", "all_gather", sizes["fsdp_gather"])

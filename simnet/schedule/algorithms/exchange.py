@@ -156,16 +156,17 @@ def pairwise_all_to_all(topology: Topology, ranks: list[str], size: int) -> Sche
 
 
 @register("direct", "rank i sends its buffer to rank i+1, all at once (nccl-tests' sendrecv; PXN across hosts)",
-          "L + S/B", options=("pxn", "send_channels"), collective="send_recv", lays_out_nics=True)
+          "L + S/B", options=("pxn", "send_channels", "wrap"), collective="send_recv", lays_out_nics=True)
 def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool = True,
-                     send_channels: int = 1) -> Schedule:
+                     send_channels: int = 1, wrap: bool = True) -> Schedule:
     """nccl-tests' SendRecv: every rank sends ``size`` bytes to the next and receives as
-    many from the previous, each send over ``send_channels`` channels (``_send``).
-    Contention-free: ``L + S/B``."""
+    many from the previous, each send over ``send_channels`` channels (``_send``); without
+    ``wrap`` the last rank sends to none and the first receives nothing (a pipeline's stages
+    passing activations on, ``simnet.run.training``). Contention-free: ``L + S/B``."""
     n = len(ranks)
     b = ScheduleBuilder("direct", ranks, n * size, size)
     if n > 1:
-        src = np.arange(n)
+        src = np.arange(n if wrap else n - 1)
         dst = (src + 1) % n
         relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(n, -1)
         _send(b, topology, ranks, src, dst, src * size, (src + 1) * size, relay, send_channels)
