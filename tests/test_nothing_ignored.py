@@ -4418,3 +4418,23 @@ def test_a_gateway_no_slower_than_its_wan_links_is_said_to_change_nothing(region
                 assert simulate(written, algorithm, 2**24, model=model).time_s == \
                     simulate(wide, algorithm, 2**24, model=model).time_s, (algorithm, model)
 
+
+
+def test_reduce_bandwidth_times_the_gpus_sums_not_the_switch_s(root):
+    """reduce_bandwidth, a GPU's reduction rate, also delayed what NVLS's NVSwitch sums (fuzz
+    round ap L3: a DGX H100's NVLS 1 GiB 4.096 -> 4.935 ms at 20 GB/s). NVLS on one host sums
+    only in the switch: the same time, and said; NVLSTree across hosts sums between hosts on
+    GPUs: slower, by lanes and on the fluid network alike."""
+    import simnet
+
+    box = simnet.load_topology(root / "topologies" / "dgx_h100.yaml")
+    free, slow = (simnet.simulate(box, "nvls", 2**20, **rate) for rate in ({}, {"reduce_bandwidth": 1e9}))
+    assert slow.time_s == free.time_s
+    assert [w.kind for w in slow.warnings if w.link == "options.reduce_bandwidth"] == ["option_unread"]
+    two = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                        "gpus_per_host": 8}})
+    free = simnet.simulate(two, "nvls_tree", 2**20)
+    lanes, fluid = (simnet.simulate(two, "nvls_tree", 2**20, reduce_bandwidth=1e9, timeline=on) for on in (False, True))
+    assert lanes.time_s == fluid.time_s > free.time_s
+    assert (lanes.replay.engine, fluid.replay.engine) == ("lanes", "fluid")
+    assert not any(w.link == "options.reduce_bandwidth" for w in lanes.warnings)

@@ -48,7 +48,7 @@ from simnet.engine.replay import Replay
 from simnet.io.budget import TooLarge, fits
 from simnet.model.timing import Timing
 from simnet.schedule.lanes import LaneProgram
-from simnet.schedule.transfers import REDUCE
+from simnet.schedule.transfers import REDUCE, summed_at
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 __all__ = ["replay_lanes", "ACCEPT", "worth_replaying", "MAX_SERIAL", "MAX_WATCHED", "WATCHED_BYTES", "MAX_EXACT",
@@ -175,12 +175,16 @@ def replay_lanes(program: LaneProgram, topology: Topology, timing: Timing | None
     width = paths.shape[2]
     crossings = np.array([np.bincount(regime[moving].ravel(), minlength=links + 1)[:links] for regime in paths])
 
+    # B/s each lane's reductions run at (inf: none timed, a switch's into it), None without reduce_bandwidth
+    reduction_rate = None if not reduce_bandwidth else \
+        np.where(summed_at(program.nodes, topology)[program.dst], float(reduce_bandwidth), np.inf)
+
     def replayed(rates: np.ndarray, watch: np.ndarray) -> tuple[int, LinkStats, np.ndarray, tuple, list, tuple]:
         """(completion ps, link statistics, each lane's last delivery ps, the ``watch`` lanes'
         transfer intervals, the moves to detours, (busy ps per regime and lane, wire bytes per
         lane)) of every lane at ``rates`` (regimes x lanes)."""
         finished, busy, wire, intervals, moves = _longest_path(program, carried, at, rates, latency, rerouted,
-                                                               timing, reduce_bandwidth, message_overhead, watch)
+                                                               timing, reduction_rate, message_overhead, watch)
         duration = int(finished.max(initial=0))
         stats = _lane_stats(paths, healthy, at, capacity, topology.reverse, rates, moving, busy, wire, duration)
         return duration, stats, finished, intervals, moves, (busy, wire)
@@ -430,7 +434,7 @@ def _regime_routes(program: LaneProgram, topology: Topology, at: np.ndarray,
 
 
 def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rate: np.ndarray, latency: np.ndarray,
-                  rerouted: np.ndarray, timing: Timing, reduce_bandwidth: float | None, message_overhead: float,
+                  rerouted: np.ndarray, timing: Timing, reduction_rate: np.ndarray | None, message_overhead: float,
                   watch: np.ndarray):
     """(when each lane's last transfer was delivered (ps), busy ps per regime and lane, wire
     bytes per lane, (starts, ends), the transfers moved to detours as (count, bytes left) per
@@ -441,7 +445,8 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
     regimes x lanes) of the route in force then (``rerouted``: regimes x lanes whose route
     moved at the regime's instant); ``starts``/``ends`` (transfers x watched lanes, -1 where
     a lane has no such transfer) are when the ``watch`` lanes' transfers held their links.
-    ``carried`` is ``program.carried()``.
+    ``carried`` is ``program.carried()``; ``reduction_rate`` (B/s per lane, None: reductions
+    take no time) delays a ``REDUCE`` transfer's delivery by its bytes at that rate.
 
     Times are int64 picoseconds, exact over the whole horizon: a transfer's duration is
     computed in float64 (``ceil(bytes * ps per byte - WHOLE_PS_SLACK)``, as the fluid engine
@@ -460,13 +465,13 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
     depth = int(program.lag.max(initial=0)) + 1
     delivered = np.zeros((depth, lanes), dtype=np.int64)
     sent = np.broadcast_to(np.asarray(timing.start_ps, dtype=np.int64), (lanes,)).copy()
-    guarded = _may_overflow(program, carried, ps_per_byte.max(axis=0), fixed, sent, reduce_bandwidth)
+    guarded = _may_overflow(program, carried, ps_per_byte.max(axis=0), fixed, sent, reduction_rate)
     busy = np.zeros(rate.shape, dtype=np.int64)
     last = np.zeros(lanes, dtype=np.int64)
     regimes = _Regimes(at, rate, ps_per_byte, wire_factor, at_least_one, guarded, rerouted, fixed)
     after, lag = program.after, program.lag
     ring_like = (after.shape[1] == 1 and (after >= 0).all() and lag[0, 0] >= 1 and (lag == lag[0, 0]).all()
-                 and (program.flows == program.flows[0]).all() and not reduce_bandwidth) if lanes else False
+                 and (program.flows == program.flows[0]).all() and reduction_rate is None) if lanes else False
     flows = int(program.flows.max(initial=0))
     starts, ends = np.full((flows, len(watch)), -1, dtype=np.int64), np.full((flows, len(watch)), -1, dtype=np.int64)
     if ring_like:  # one dependency each, one lag, as many transfers each: whole-array passes in place
@@ -496,9 +501,9 @@ def _longest_path(program: LaneProgram, carried: np.ndarray, at: np.ndarray, rat
             if guarded:  # before the next wave starts from these
                 check_horizon(sent[live].max(initial=0))
             done = sent[live] + regimes.fixed_at(start, sent[live], live)
-            if reduce_bandwidth:
-                done += _whole_ps(np.where(op[live] == REDUCE, np.ceil(size / reduce_bandwidth * PS_PER_SECOND), 0.0),
-                                  guarded, reduction=True)
+            if reduction_rate is not None:
+                summing = np.ceil(size / reduction_rate[live] * PS_PER_SECOND)
+                done += _whole_ps(np.where(op[live] == REDUCE, summing, 0.0), guarded, reduction=True)
             row[live] = done
             regimes.count_busy(busy, live, start, took)
             last[live] = np.maximum(last[live], done)
@@ -516,7 +521,7 @@ INT64_SAFE = 2**62
 
 
 def _may_overflow(program: LaneProgram, carried: np.ndarray, ps_per_byte: np.ndarray, fixed: np.ndarray,
-                  start: np.ndarray, reduce_bandwidth: float | None) -> bool:
+                  start: np.ndarray, reduction_rate: np.ndarray | None) -> bool:
     """Whether some time of the lane replay could pass ``INT64_SAFE``: no time exceeds the
     latest start plus every transfer's duration, latency and reduction together (float64,
     with a margin for its rounding), which for any run that fits the horizon many times
@@ -524,8 +529,8 @@ def _may_overflow(program: LaneProgram, carried: np.ndarray, ps_per_byte: np.nda
     transfers = float(program.flows.sum())
     bound = (float(start.max(initial=0)) + float((carried * ps_per_byte).sum())
              + transfers * (float(fixed.max(initial=0)) + 2.0))
-    if reduce_bandwidth:
-        bound += float(carried.sum()) / reduce_bandwidth * PS_PER_SECOND + transfers
+    if reduction_rate is not None:
+        bound += float((carried / reduction_rate).sum()) * PS_PER_SECOND + transfers
     return not bound * (1 + 1e-9) < INT64_SAFE
 
 

@@ -27,7 +27,7 @@ from simnet.engine.clock import check_horizon
 from simnet.engine.faults import Fault, capacity_changes, schedule_faults
 from simnet.engine.progress import Reporter
 from simnet.model.timing import Timing
-from simnet.schedule.transfers import REDUCE, Schedule, csr_rows
+from simnet.schedule.transfers import REDUCE, Schedule, csr_rows, summed_at
 from simnet.topology.graph import PS_PER_SECOND, Topology
 
 if TYPE_CHECKING:  # the fluid network and SimPy load when a replay runs on them, not for the lanes
@@ -151,8 +151,9 @@ class _Runner:
             self.gate_ps = join_gates(schedule.nodes, schedule.src, schedule.dst, start_delay) + timing.start_ps
             self.deferred = np.zeros(n, dtype=bool)
         self.reduce_ps = None  # ps a reduction delays each transfer's data, when reductions cost time
-        if reduce_bandwidth:
-            seconds = np.where(schedule.op == REDUCE, nbytes / reduce_bandwidth, 0.0)
+        if reduce_bandwidth:  # (a switch's reductions are the network's: not timed by it)
+            summed = (schedule.op == REDUCE) & summed_at(schedule.nodes, net.topology)[schedule.dst]
+            seconds = np.where(summed, nbytes / reduce_bandwidth, 0.0)
             self.reduce_ps = np.ceil(seconds * PS_PER_SECOND).astype(np.int64)
 
     def begin(self) -> None:

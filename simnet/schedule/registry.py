@@ -53,6 +53,7 @@ class Algorithm:
     collective: str = ALLREDUCE
     program: Callable[..., LaneProgram] | None = None  # the same algorithm as a LaneProgram, when it is one
     lays_out_nics: bool = False  # its builder lays its sends over NICs, a plugin's stripes too, itself
+    sums_in_switch: bool = False  # every sum is the switch's (NVLS): no GPU reduction for reduce_bandwidth to time
 
     @property
     def stripes(self) -> bool:
@@ -82,14 +83,16 @@ def order_algorithms() -> None:
 
 def register(name: str, description: str, closed_form: str, options: tuple[str, ...] = (),
              collective: str = ALLREDUCE, program: Callable[..., LaneProgram] | None = None,
-             lays_out_nics: bool = False):
+             lays_out_nics: bool = False, sums_in_switch: bool = False):
     """Decorator: publish ``fn`` under ``name`` for ``collective``; ``program`` builds the
     same algorithm as a ``LaneProgram`` (same arguments), which ``fn`` expands;
-    ``lays_out_nics``: ``fn`` lays its sends over NICs, a plugin's stripes too, itself."""
+    ``lays_out_nics``: ``fn`` lays its sends over NICs, a plugin's stripes too, itself;
+    ``sums_in_switch``: every sum it makes is a switch's (its ``REDUCE`` transfers all go
+    into one, ``transfers.summed_at``)."""
 
     def decorate(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
         REGISTRY[collective][name] = Algorithm(name, fn, description, closed_form, options, collective, program,
-                                               lays_out_nics)
+                                               lays_out_nics, sums_in_switch)
         return fn
 
     return decorate

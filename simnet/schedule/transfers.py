@@ -35,7 +35,8 @@ import numpy as np
 from simnet import units
 from simnet.io.budget import TooLarge, check_fits, in_gb, memory_budget
 
-__all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "counted_more", "COPY", "REDUCE", "split_range",
+__all__ = ["Schedule", "ScheduleBuilder", "count_transfers", "counted_more", "COPY", "REDUCE", "summed_at",
+           "split_range",
            "in_order", "csr_rows", "TRANSFER_BYTES", "transfer_bytes"]
 
 COPY = 0
@@ -324,3 +325,10 @@ class ScheduleBuilder:
             after_sent=column("after_sent"),
             info=dict(self.info),
         )
+
+
+def summed_at(nodes: list[str], topology) -> np.ndarray:
+    """Per node of ``nodes``: whether a ``REDUCE`` transfer's data is summed there by the
+    node itself, so that ``reduce_bandwidth`` (a GPU's, or a parameter server's, reduction
+    rate) times it; False at a switch, which sums in the network (NVLS's multimem, SHARP)."""
+    return np.array([topology.kind(node) != "switch" for node in nodes], dtype=bool)

@@ -144,7 +144,7 @@ def nvls_all_gather(topology: Topology, ranks: list[str], size: int, chunk_size:
 
 @register("nvls", "NVLink SHARP on one host: every GPU adds its buffer into the NVSwitch, which sends part r to "
           "rank r", "2*(L + c/B) + (N*k-1)*c/B for k chunks of c bytes per part (each GPU sends S)",
-          options=_NVLS_OPTIONS, collective="reduce_scatter")
+          options=_NVLS_OPTIONS, collective="reduce_scatter", sums_in_switch=True)
 def nvls_reduce_scatter(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
                         channels: int = 16) -> Schedule:
     """NVLS ReduceScatter on one host: each GPU's link carries S up and S/N down; about S/B."""

@@ -198,7 +198,7 @@ def nvls_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
 
 @register("nvls", "NVLink SHARP (NCCL NVLS): the NVSwitch reduces each chunk and multicasts it back",
           "one host, k chunks of c bytes: 2*(L + c/B) + (k-1)*c/B (each GPU link carries S up and S down)",
-          options=("chunk_size", "channels"), program=nvls_program)
+          options=("chunk_size", "channels"), program=nvls_program, sums_in_switch=True)
 def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
          channels: int = 16) -> Schedule:
     """NVLS AllReduce in chunks of ``chunk_size`` per channel (default NCCL's 128 KiB) on
