@@ -409,3 +409,14 @@ def test_a_pipeline_sends_stage_to_stage_and_wraps_round_only_with_virtual_stage
         assert slow.step_s == fast.step_s and sends[0] == sends[1]
     else:
         assert sends[1] > 10 * sends[0]  # 64 MiB over 1 Gb/s: about half a second
+
+
+def test_a_chain_of_sends_without_pxn_builds():
+    """wrap=False sends from all ranks but the last; without PXN its relays were laid out for
+    every rank and the arrays did not broadcast (review 73 M1)."""
+    from simnet.schedule.catalog import build_schedule
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 2}})
+    chain = build_schedule("direct", topo, 2**20, collective="send_recv", pxn=False, wrap=False)
+    assert sorted({(int(s), int(d)) for s, d in zip(chain.src, chain.dst)}) == [(0, 1), (1, 2), (2, 3)]

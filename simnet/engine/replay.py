@@ -2,7 +2,8 @@
 
 The replay keeps dependency counters in numpy arrays and starts every transfer whose
 dependencies are met as one batch per instant, so its Python work per transfer is small.
-A reduction delays the data's availability by ``bytes / reduce_bandwidth``.
+A reduction a GPU (or parameter server) makes delays the data's availability by
+``bytes / reduce_bandwidth``; a switch's (NVLS, SHARP) is the network's and takes no time.
 
 A performance model (``simnet.model``) decides how the transfers are timed, as a
 ``Timing``: the link capacities the network runs at, each transfer's bytes on the wire,

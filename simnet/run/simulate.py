@@ -561,8 +561,9 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
     if options.get("reduce_bandwidth") is not None and algorithm in table and table[algorithm].sums_in_switch and \
             not any(w.link == "options.reduce_bandwidth" for w in said):
         said.append(Finding("option_unread", "options.reduce_bandwidth", (
-            f"options.reduce_bandwidth changed nothing here: {algorithm} sums every piece in the NVSwitch (NVLink "
-            "SHARP), and reduce_bandwidth times the reductions GPUs and parameter servers make")))
+            f"options.reduce_bandwidth changed nothing here: {algorithm} sums every piece in a switch (the NVSwitch's "
+            "NVLink SHARP, a network switch's SHARP), and reduce_bandwidth times the sums GPUs and parameter servers "
+            "make")))
     if options.get("pxn") is not None and algorithm in table and "pxn" in table[algorithm].options and \
             len(point.topo.groups("node")) == 1 and not any(w.link == "options.pxn" for w in said):
         said.append(Finding("option_unread", "options.pxn", (

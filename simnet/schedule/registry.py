@@ -36,9 +36,10 @@ def common_options(collective: str) -> tuple[str, ...]:
     return tuple(option for option in COMMON_OPTIONS if reduces or option != "reduce_bandwidth")
 
 
-MODEL_OPTIONS = ("send_channels",)
-"""Options the performance model fills and no scenario gives: ``send_channels``, the channels
-NCCL splits each of its send/recv's sends over (``simnet.tuning.enqueue.send_channels``)."""
+MODEL_OPTIONS = ("send_channels", "wrap")
+"""Options simnet fills itself and no scenario gives: ``send_channels``, the channels NCCL
+splits each of its send/recv's sends over (``simnet.tuning.enqueue.send_channels``);
+``wrap``, whether SendRecv's last rank sends to the first (a training step's pipeline: not)."""
 
 
 @dataclass(frozen=True)

@@ -441,8 +441,9 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     if spec.workload is not None and spec.workload.compute_slowdown == {}:
         moot(("workload", "compute_slowdown"), "an empty mapping, so it changed nothing here; leave it out")
     if source.writes("gpus") and spec.gpus != "all" and list(topology.gpus) == list(topology.network_gpus):
-        moot(("gpus",), f"every one of the topology's {len(topology.gpus)} GPUs (a list takes them in rank order), as "
-                        "without it, so it changed nothing here")
+        listed = " (a list takes them in rank order)" if isinstance(spec.gpus, list) else ""
+        moot(("gpus",), f"every one of the topology's {len(topology.gpus)} GPUs{listed}, as without it, so it "
+                        "changed nothing here")
     raw = spec.stragglers
     running = set(topology.gpus)
     if isinstance(raw, dict) and "sigma" in raw and raw.get("distribution") in ("exponential", "uniform"):

@@ -168,6 +168,6 @@ def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool 
     if n > 1:
         src = np.arange(n if wrap else n - 1)
         dst = (src + 1) % n
-        relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(n, -1)
+        relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(len(src), -1)
         _send(b, topology, ranks, src, dst, src * size, (src + 1) * size, relay, send_channels)
     return b.build()
