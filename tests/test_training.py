@@ -420,3 +420,23 @@ def test_a_chain_of_sends_without_pxn_builds():
                                                          "gpus_per_host": 2}})
     chain = build_schedule("direct", topo, 2**20, collective="send_recv", pxn=False, wrap=False)
     assert sorted({(int(s), int(d)) for s, d in zip(chain.src, chain.dst)}) == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_a_pipeline_s_gradients_go_back_over_the_links_back():
+    """Each boundary's gradients cross it the other way (1F1B's backward sends): on directed
+    links at 400 Gb/s forward and 10 Gb/s back, the backward crossing takes the path's latency
+    and the shard at 10 Gb/s, the forward one at 400 Gb/s (fuzz round aq M1: the way back was
+    never simulated and the forward time was charged for it)."""
+    topo = topology_from_dict({"name": "dir", "nodes": [
+        {"id": "g0", "kind": "gpu", "host": "h0", "gpu": "h100"}, {"id": "g1", "kind": "gpu", "host": "h1", "gpu": "h100"},
+        {"id": "sw", "kind": "switch"}], "links": [
+        {"a": "g0", "b": "sw", "bandwidth": "400 Gb/s", "latency": "2 us", "directed": True},
+        {"a": "sw", "b": "g1", "bandwidth": "400 Gb/s", "latency": "2 us", "directed": True},
+        {"a": "g1", "b": "sw", "bandwidth": "10 Gb/s", "latency": "2 us", "directed": True},
+        {"a": "sw", "b": "g0", "bandwidth": "10 Gb/s", "latency": "2 us", "directed": True}]})
+    step = step_time(topo, PRESETS["llama3_8b"], Parallelism(pp=2, micro_batches=4), efficiency=0.5, comm_model="ideal")
+    sends = {c["kind"]: c for c in step.collectives if c["collective"] == "send_recv"}
+    shard = sends["pp"]["size_bytes"]
+    assert sends["pp"]["time_s"] == pytest.approx(4e-6 + shard / 50e9, rel=1e-9)  # L + S/B, docs/model.md
+    assert sends["pp back"]["time_s"] == pytest.approx(4e-6 + shard / 1.25e9, rel=1e-9)
+    assert step.slot["backward"]["pp"] == sends["pp back"]["time_s"]  # pp 2: no gather within a TP rank of one

@@ -164,8 +164,8 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
 
     def exchange(kind: str, collective: str, size: int, among: str | None = None, options: dict | None = None) -> float:
         """Seconds of ``collective`` on ``size`` bytes in every group of ``among`` (default:
-        ``kind``) at once, listed under ``kind``."""
-        members = groups[among or kind]
+        ``kind``'s first word) at once, listed under ``kind``."""
+        members = groups[among or kind.split()[0]]
         if size <= 0 or not members or len(members[0]) < 2:
             return 0.0
         result = simulate_groups(topology, members, collective, size, model=comm_model, env=env,
@@ -181,23 +181,27 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     activation = sizes["tp"]
     tp_t = exchange("tp", "allreduce", activation)
     ep_t = exchange("ep", "all_to_all", sizes["ep"]) if model.moe else 0.0
-    pp_t = 0.0
+    pp_f = pp_b = 0.0
     if par.pp > 1:  # Megatron's scatter/gather across a stage boundary: 1/tp per rank, all-gathered on arrival;
-        # each stage to the next, the last to none unless its chunks wrap round to the first (virtual stages)
-        chain = None if par.virtual_stages > 1 else {"wrap": False}
-        pp_t = exchange("pp", "send_recv", sizes["pp"], options=chain) + \
-            exchange("pp", "all_gather", activation, among="tp")
+        # activations each stage to the next, gradients back to the previous, the last (first) to none unless
+        # the chunks wrap round (virtual stages)
+        wrap = par.virtual_stages > 1
+        sent = exchange("pp", "send_recv", sizes["pp"], options={"wrap": wrap})
+        back = exchange("pp back", "send_recv", sizes["pp"], options={"wrap": wrap, "back": True})
+        gathered = exchange("pp", "all_gather", activation, among="tp")
+        pp_f, pp_b = sent + gathered, back + gathered
     fsdp_f = fsdp_b = 0.0
     if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward
         gather = exchange("dp", "all_gather", sizes["fsdp_gather"])
         scatter = exchange("dp", "reduce_scatter", sizes["fsdp_scatter"])
         fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
         fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
-    boundary = par.virtual_stages * pp_t  # one crossing per chunk boundary
-    # one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP AllToAlls per layer each way
-    parts = {"forward": {"pp": boundary, "fsdp": fsdp_f, "compute": compute_f, "tp": 2 * layers * tp_t,
-                         "ep": 2 * layers * ep_t},
-             "backward": {"pp": boundary, "tp": 2 * layers * tp_t, "ep": 2 * layers * ep_t, "fsdp": fsdp_b,
+    # one crossing per chunk boundary each way; one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP
+    # AllToAlls per layer each way
+    parts = {"forward": {"pp": par.virtual_stages * pp_f, "fsdp": fsdp_f, "compute": compute_f,
+                         "tp": 2 * layers * tp_t, "ep": 2 * layers * ep_t},
+             "backward": {"pp": par.virtual_stages * pp_b, "tp": 2 * layers * tp_t, "ep": 2 * layers * ep_t,
+                          "fsdp": fsdp_b,
                           "compute": 2 * compute_f}}  # compute last: the DP sync overlaps the final one
     slot = sum(parts["forward"].values()) + sum(parts["backward"].values())
     bubble = (par.pp - 1) / par.virtual_stages  # slots

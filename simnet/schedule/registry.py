@@ -36,10 +36,11 @@ def common_options(collective: str) -> tuple[str, ...]:
     return tuple(option for option in COMMON_OPTIONS if reduces or option != "reduce_bandwidth")
 
 
-MODEL_OPTIONS = ("send_channels", "wrap")
+MODEL_OPTIONS = ("send_channels", "wrap", "back")
 """Options simnet fills itself and no scenario gives: ``send_channels``, the channels NCCL
 splits each of its send/recv's sends over (``simnet.tuning.enqueue.send_channels``);
-``wrap``, whether SendRecv's last rank sends to the first (a training step's pipeline: not)."""
+``wrap``, whether SendRecv's last rank sends to the first (a training step's pipeline: not),
+and ``back``, whether each rank sends to the previous instead (its gradients)."""
 
 
 @dataclass(frozen=True)

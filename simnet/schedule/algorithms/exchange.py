@@ -156,18 +156,19 @@ def pairwise_all_to_all(topology: Topology, ranks: list[str], size: int) -> Sche
 
 
 @register("direct", "rank i sends its buffer to rank i+1, all at once (nccl-tests' sendrecv; PXN across hosts)",
-          "L + S/B", options=("pxn", "send_channels", "wrap"), collective="send_recv", lays_out_nics=True)
+          "L + S/B", options=("pxn", "send_channels", "wrap", "back"), collective="send_recv", lays_out_nics=True)
 def direct_send_recv(topology: Topology, ranks: list[str], size: int, pxn: bool = True,
-                     send_channels: int = 1, wrap: bool = True) -> Schedule:
+                     send_channels: int = 1, wrap: bool = True, back: bool = False) -> Schedule:
     """nccl-tests' SendRecv: every rank sends ``size`` bytes to the next and receives as
     many from the previous, each send over ``send_channels`` channels (``_send``); without
     ``wrap`` the last rank sends to none and the first receives nothing (a pipeline's stages
-    passing activations on, ``simnet.run.training``). Contention-free: ``L + S/B``."""
+    passing activations on, ``simnet.run.training``); ``back``: each to the previous instead
+    (the gradients coming back), without ``wrap`` the first to none. Contention-free: ``L + S/B``."""
     n = len(ranks)
     b = ScheduleBuilder("direct", ranks, n * size, size)
     if n > 1:
-        src = np.arange(n if wrap else n - 1)
-        dst = (src + 1) % n
+        src = np.arange(0 if wrap or not back else 1, n if wrap or back else n - 1)
+        dst = (src + (-1 if back else 1)) % n
         relay = pxn_relays(topology, ranks, src, dst) if pxn else np.full(len(src), -1)
         _send(b, topology, ranks, src, dst, src * size, (src + 1) * size, relay, send_channels)
     return b.build()
