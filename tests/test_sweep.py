@@ -258,6 +258,19 @@ def test_compare_plots_what_an_option_does_per_second_where_options_differ_in_gp
     assert at["four"] == pytest.approx(4 / iteration["four"], rel=1e-3)
 
 
+def test_the_pareto_front_s_tolerance_does_not_chain():
+    # fuzz round aq L1: each option within 1 % of the next cheaper one, 2.5 % from first to last:
+    # D was dropped by C, itself dropped by B, itself by A; C is 1.7 % faster than A
+    def option(name, cost, time_s):
+        return (name, cost, [{"algorithm": "ring", "gpus": 8, "set": {}, "iteration_time_s": time_s,
+                              "speedup": 8 * 0.1 / time_s, "sizes": [{"size_bytes": 1, "time_s": time_s,
+                                                                      "busbw_GBps": 1.0, "bottleneck": None}]}])
+
+    rows = compare_rows([option("A", 1e6, 0.6002), option("B", 2e6, 0.5952), option("C", 3e6, 0.5902),
+                         option("D", 4e6, 0.5852)])
+    assert [r["option"] for r in pareto_front(rows)] == ["A", "C"]  # D is within 1 % of C, B of A
+
+
 def test_compare_cli_on_variants(tmp_path, cli, root, figures):
     path = tmp_path / "v.yaml"
     path.write_text(SCENARIO.format(bandwidth="10 GB/s", latency="1 us") + """variants:

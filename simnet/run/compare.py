@@ -453,8 +453,8 @@ algorithm than its pick, ``runner.SAME_TIME``)."""
 
 
 def pareto_front(rows: list[dict]) -> list[dict]:
-    """Rows no other row beats on both cost and the time a unit of their work takes
-    (``seconds_per_work``; rows without a cost are left out); times within
+    """Rows no row of the front beats on both cost and the time a unit of their work takes
+    (``seconds_per_work``; rows without a cost are left out), in their order; times within
     ``PARETO_TOLERANCE`` count as equal."""
     priced = [r for r in rows if r["cost"] is not None]
 
@@ -464,6 +464,12 @@ def pareto_front(rows: list[dict]) -> list[dict]:
     def not_slower(o, r):
         return o["seconds_per_work"] <= r["seconds_per_work"] * (1 + PARETO_TOLERANCE)
 
-    return [r for r in priced if not any(
-        o is not r and o["cost"] <= r["cost"] and not_slower(o, r) and (o["cost"] < r["cost"] or faster(o, r))
-        for o in priced)]
+    # judged against the front itself, cheapest first: with a tolerance "dominates" does not chain (an option
+    # within 1 % of one that is itself off the front may be beyond 1 % of all on it: fuzz round aq L1)
+    front: list[dict] = []
+    for r in sorted(priced, key=lambda r: (r["cost"], r["seconds_per_work"])):
+        if not any(o["cost"] <= r["cost"] and not_slower(o, r) and (o["cost"] < r["cost"] or faster(o, r))
+                   for o in front):
+            front.append(r)
+    kept = {id(r) for r in front}
+    return [r for r in priced if id(r) in kept]
