@@ -4438,3 +4438,17 @@ def test_reduce_bandwidth_times_the_gpus_sums_not_the_switch_s(root):
     assert lanes.time_s == fluid.time_s > free.time_s
     assert (lanes.replay.engine, fluid.replay.engine) == ("lanes", "fluid")
     assert not any(w.link == "options.reduce_bandwidth" for w in lanes.warnings)
+
+
+def test_a_sweep_of_reduce_bandwidth_over_nvls_alone_is_refused_as_over_a_gather(tmp_path, cli):
+    """Every value of it gives nvls the same point, as for AllGather's ring (fuzz round aq L4);
+    beside ring, whose GPUs sum, it runs."""
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 8, gpu: h100}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [nvls]\n")
+    refused = cli("sweep", tmp_path / "s.yaml", "--set", "options.reduce_bandwidth=1GB/s,2GB/s", "--out",
+                  tmp_path / "a", "--workers", "1")
+    assert refused.exit_code == 2 and "options.reduce_bandwidth: read by none of nvls" in refused.stderr, refused.stderr
+    assert not (tmp_path / "a").exists()
+    ran = cli("sweep", tmp_path / "s.yaml", "-a", "nvls", "-a", "ring", "--set", "options.reduce_bandwidth=1GB/s,2GB/s",
+              "--out", tmp_path / "b", "--workers", "1")
+    assert ran.exit_code == 0, ran.stderr

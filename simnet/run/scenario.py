@@ -11,9 +11,9 @@ from simnet.results.result import Finding, Result, Results
 from simnet.run.nccl_env import nccl_env
 from simnet.run.simulate import (
     check_fits,
-    nothing_reduced,
     proto_unread,
     reads_nccl_proto,
+    reductions_unread,
     simulate,
     steering_variables,
     unread_options,
@@ -101,8 +101,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     said += scenario_choices_unread(scenario, nccl_env(), ran)
     unread = unread_options(scenario.options, ran, scenario.collective)
     if unread == ["reduce_bandwidth"]:
-        said.append(Finding("option_unread", "", f"options reduce_bandwidth: {nothing_reduced(scenario.collective)}, "
-                                                 "so it changed nothing here"))
+        why = reductions_unread(scenario.collective, ran)
+        said.append(Finding("option_unread", "", f"options reduce_bandwidth: {why}, so it changed nothing here"))
     elif unread:
         said.append(Finding("option_unread", "", (
             f"options {', '.join(unread)}: none of {', '.join(ran)} takes {'it' if len(unread) == 1 else 'them'} "

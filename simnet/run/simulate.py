@@ -38,7 +38,7 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import predict, rccl, tables
 
-__all__ = ["simulate", "check_fits", "unread_options", "nothing_reduced"]
+__all__ = ["simulate", "check_fits", "unread_options", "nothing_reduced", "reductions_unread"]
 
 NCCL_RUNS = tuple(tables.SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -547,7 +547,7 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
     own default (``given_as_default``), ``pxn`` where every rank is on one node."""
     takes = "none of the algorithms auto weighs takes" if algorithm == "auto" else f"{algorithm} takes no"
     said = [Finding("option_unread", f"options.{name}", f"options.{name} changed nothing here: " + (
-        nothing_reduced(point.collective) if name == "reduce_bandwidth" else
+        reductions_unread(point.collective, [algorithm]) if name == "reduce_bandwidth" else
         f"{takes} {name} (simnet algorithms lists what each takes)"))
         for name in unread_options(options, [algorithm], point.collective)]
     for name in given_as_default(point, algorithm, size, options):
@@ -558,12 +558,6 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
         said.append(Finding("option_unread", f"options.{name}",
                             f"options.{name} {value} {own}: it changed nothing here"))
     table = algorithms_for(point.collective)
-    if options.get("reduce_bandwidth") is not None and algorithm in table and table[algorithm].sums_in_switch and \
-            not any(w.link == "options.reduce_bandwidth" for w in said):
-        said.append(Finding("option_unread", "options.reduce_bandwidth", (
-            f"options.reduce_bandwidth changed nothing here: {algorithm} sums every piece in a switch (the NVSwitch's "
-            "NVLink SHARP, a network switch's SHARP), and reduce_bandwidth times the sums GPUs and parameter servers "
-            "make")))
     if options.get("pxn") is not None and algorithm in table and "pxn" in table[algorithm].options and \
             len(point.topo.groups("node")) == 1 and not any(w.link == "options.pxn" for w in said):
         said.append(Finding("option_unread", "options.pxn", (
@@ -670,6 +664,16 @@ def nothing_reduced(collective: str) -> str:
     return f"{lookup_collective(collective).title} reduces nothing (no reduction to time)"
 
 
+def reductions_unread(collective: str, algorithms: list[str]) -> str:
+    """Why ``reduce_bandwidth`` changes nothing of ``algorithms``' runs of ``collective``
+    (``unread_options`` says it does not): the collective sums nothing, or each of them sums
+    only in a switch (``Algorithm.sums_in_switch``)."""
+    if not lookup_collective(collective).reduces:
+        return nothing_reduced(collective)
+    return (f"{', '.join(algorithms)} {'sums' if len(algorithms) == 1 else 'sum'} every piece in a switch (NVLink "
+            "SHARP), and reduce_bandwidth times the sums GPUs and parameter servers make")
+
+
 def unread_options(options: dict, algorithms: list[str], collective: str) -> list[str]:
     """The options given that none of ``algorithms`` reads (``auto``: any algorithm NCCL may
     pick; ``direct`` for point-to-point collectives)."""
@@ -678,4 +682,6 @@ def unread_options(options: dict, algorithms: list[str], collective: str) -> lis
     names = {name for a in algorithms for name in (picks if a == "auto" else [a]) if name in table}
     takes = {option for name in names for option in table[name].options}
     common = common_options(lookup_collective(collective).name)
+    if names and all(table[name].sums_in_switch for name in names):  # every sum a switch's: no reduction to time
+        common = tuple(option for option in common if option != "reduce_bandwidth")
     return sorted(k for k, v in options.items() if v is not None and k not in takes and k not in common)
