@@ -293,6 +293,10 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
         if count != "all" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
             raise ValueError(f"gpus: {shown(count)} is not a GPU count (a whole number, 1 or more, or all)")
     counts = [None] if counts is None else [None if c == "all" else int(c) for c in counts]  # all: as gpus: all
+    if counts != [None] and isinstance(scenario.data.get("gpus"), list):  # (it was replaced without a word)
+        raise ValueError("gpus: the scenario names its GPUs, and a sweep's GPU counts are the first N ranks of the "
+                         "topology (a generated one grown to them), not of that list: leave the list out to sweep "
+                         "counts, or run -g N for the first N of it")
     names = list(axes)
     size = math.prod(len(axes[n]) for n in names) * len(counts) * len(algorithms or scenario.algorithms)
     check_fits(size * POINT_BYTES, f"a sweep of {size:,} points (the product of its axes)",
