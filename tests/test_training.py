@@ -440,3 +440,11 @@ def test_a_pipeline_s_gradients_go_back_over_the_links_back():
     assert sends["pp"]["time_s"] == pytest.approx(4e-6 + shard / 50e9, rel=1e-9)  # L + S/B, docs/model.md
     assert sends["pp back"]["time_s"] == pytest.approx(4e-6 + shard / 1.25e9, rel=1e-9)
     assert step.slot["backward"]["pp"] == sends["pp back"]["time_s"]  # pp 2: no gather within a TP rank of one
+
+
+def test_groups_refuse_an_engine_option_they_would_not_apply():
+    """simulate_groups' options reach the groups' algorithms, not the replay: reduce_bandwidth
+    changed nothing of them, unsaid (review 73 L4)."""
+    with pytest.raises(ValueError, match="reduce_bandwidth is not applied to groups"):
+        simulate_groups(box(4), [["gpu0", "gpu1"], ["gpu2", "gpu3"]], "allreduce", 2**20,
+                        options={"reduce_bandwidth": 1e9})

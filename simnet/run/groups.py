@@ -20,6 +20,7 @@ from simnet.run.point import Setup, calibration_of
 from simnet.schedule.catalog import build_program
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.lanes import merge_programs
+from simnet.schedule.registry import COMMON_OPTIONS
 from simnet.schedule.transfers import transfer_bytes
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
@@ -50,12 +51,16 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
     ``size`` bytes at the same time, their flows sharing every link max-min fairly (the
     tensor-parallel groups of a training step, say). ``algorithm="auto"`` runs what NCCL's
     model picks for each group, without simulating the alternatives; ``options`` go to every
-    group's algorithm.
+    group's algorithm (its own options only: the engine's, ``reduce_bandwidth`` and the like,
+    are refused).
 
     When every group's algorithm is a lane program (``simnet.engine.lanes``) they are
     replayed together lane by lane if no link can be shared beyond its capacity; otherwise
     on the fluid network, groups that share no link with each other apart and identical
     ones once (``replay_apart``)."""
+    common = set(COMMON_OPTIONS) & set(options or {})
+    if common:  # (the groups' replays take no engine options: they would change nothing, unsaid)
+        raise ValueError(f"simulate_groups: {sorted(common)[0]} is not applied to groups; give it to simulate")
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     env = nccl_env(env)
     calibration = calibration_of(calibration if calibration is not None else topo.calibration)
