@@ -50,7 +50,8 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
              faults: list | None = None, stragglers: Mapping | None = None, collective: str = ALLREDUCE,
              **options) -> Result:
     """Simulate one ``collective`` (default AllReduce; ``simnet.schedule.kinds``) of
-    ``size`` bytes in nccl-tests' convention; ``algorithm`` may be ``"auto"``.
+    ``size`` bytes in nccl-tests' convention; ``algorithm`` may be ``"auto"``; ``gpus``: the
+    first N ranks, or the GPUs named (in their rank order, whatever order the list has).
 
     ``model`` is ``"nccl"`` (NCCL's protocols, latencies and effective rates), ``"rccl"``
     (RCCL's, on AMD GPUs) or ``"ideal"`` (line rate); None (the default) takes the GPUs'
