@@ -284,6 +284,13 @@ def _heap_move(fi, finish, i, n):
         heap[i], heap[parent] = heap[parent], heap[i]
         pos[heap[i]], pos[heap[parent]] = i, parent
         i = parent
+    _sift_down(heap, pos, finish, i, n)
+
+
+@njit(**_JIT)
+def _sift_down(heap, pos, finish, i, n):
+    """Move the slot at position ``i`` of the heap (of ``n``) down below every child that
+    finishes earlier."""
     while True:
         first = i
         for child in (2 * i + 1, 2 * i + 2):
@@ -345,17 +352,7 @@ def _heap_remade(fl, iv):
             pos[s] = -1
     iv[_HEAP] = n
     for top in range(n // 2 - 1, -1, -1):  # each subtree's root sifted down, the last first
-        i = top
-        while True:
-            first = i
-            for child in (2 * i + 1, 2 * i + 2):
-                if child < n and finish[heap[child]] < finish[heap[first]]:
-                    first = child
-            if first == i:
-                break
-            heap[i], heap[first] = heap[first], heap[i]
-            pos[heap[i]], pos[heap[first]] = i, first
-            i = first
+        _sift_down(heap, pos, finish, top, n)
 
 
 @njit(**_JIT)
