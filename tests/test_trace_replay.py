@@ -205,21 +205,30 @@ def test_replaying_a_lone_rank_with_its_recorded_times_gives_the_recording(trace
     assert timeline.start[0].tolist() == pytest.approx(recorded(lone).start[0].tolist(), abs=1e-15)
 
 
-def test_calls_of_one_size_by_disjoint_groups_at_once_share_the_fabric(tmp_path):
-    # two pairs, each across the two racks of a fabric whose single spine uplink is shared:
-    # their AllReduces overlap, so they run together and take simulate_groups' time
-    topo = topology_from_dict({"name": "fabric", "generate": {
-        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
-        "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}})
-    gpus = topo.gpus  # r0h0-gpu0, r0h0-gpu1, r1h0-gpu0, r1h0-gpu1: ranks 0-3 in order
+SHARED_UPLINK = {"name": "fabric", "generate": {
+    "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
+    "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}}
+"""Two racks of one host of 2 GPUs under one spine: one uplink each way between the racks."""
+
+
+def _pairs_traces(pairs: tuple[tuple[int, int], ...]) -> list:
+    """Four ranks' data-parallel steps (``_step_trace``), each pair of ranks AllReducing at once."""
     traces = []
     for rank in range(4):
-        group = "[0, 2]" if rank in (0, 2) else "[1, 3]"
+        group = str(list(next(pair for pair in pairs if rank in pair)))
         data = _step_trace(rank, 1_000, world=4)
         data["traceEvents"][5] = _allreduce(1_100, 8_000, ranks=group, corr=2)
         data["traceEvents"][5]["args"]["Process Group Name"] = "dp" + group
         traces.append(read_kineto_events(data, f"r{rank}.json"))
-    replayed = simulate_trace(traces, topo, model="ideal")
+    return traces
+
+
+def test_calls_of_one_size_by_disjoint_groups_at_once_share_the_fabric(tmp_path):
+    # two pairs, each across the two racks of a fabric whose single spine uplink is shared:
+    # their AllReduces overlap, so they run together and take simulate_groups' time
+    topo = topology_from_dict(SHARED_UPLINK)
+    gpus = topo.gpus  # r0h0-gpu0, r0h0-gpu1, r1h0-gpu0, r1h0-gpu1: ranks 0-3 in order
+    replayed = simulate_trace(_pairs_traces(((0, 2), (1, 3))), topo, model="ideal")
     together = simulate_groups(topo, [[gpus[0], gpus[2]], [gpus[1], gpus[3]]], "allreduce", SIZE, model="ideal")
     alone = simulate_groups(topo, [[gpus[0], gpus[2]]], "allreduce", SIZE, model="ideal")
     assert together.time_s > 1.5 * alone.time_s  # the uplink is shared: a real effect to see
@@ -232,20 +241,12 @@ def test_a_trace_s_ranks_take_the_gpus_of_those_ranks_whatever_order_the_file_li
     # pair [0, 1] across the racks, sharing the uplink with [2, 3]
     from simnet.topology.export import topology_as_dict
 
-    generated = topology_from_dict({"name": "fabric", "generate": {
-        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
-        "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}})
+    generated = topology_from_dict(SHARED_UPLINK)
     written = topology_as_dict(generated)
     gpus = [{**node, "rank": rank} for rank, node in enumerate(n for n in written["nodes"] if n["kind"] == "gpu")]
     written["nodes"] = [gpus[0], gpus[2], gpus[1], gpus[3]] + [n for n in written["nodes"] if n["kind"] != "gpu"]
     interleaved = topology_from_dict(written)
-    traces = []
-    for rank in range(4):
-        group = "[0, 1]" if rank in (0, 1) else "[2, 3]"
-        data = _step_trace(rank, 1_000, world=4)
-        data["traceEvents"][5] = _allreduce(1_100, 8_000, ranks=group, corr=2)
-        data["traceEvents"][5]["args"]["Process Group Name"] = "dp" + group
-        traces.append(read_kineto_events(data, f"r{rank}.json"))
+    traces = _pairs_traces(((0, 1), (2, 3)))
     on_host = simulate_trace(traces, generated, model="ideal")
     assert simulate_trace(traces, interleaved, model="ideal").step_s == on_host.step_s
     pair = simulate_groups(generated, [generated.gpus[:2], generated.gpus[2:]], "allreduce", SIZE, model="ideal")
@@ -258,9 +259,7 @@ def test_dp_groups_share_the_fabric_bucket_by_bucket_when_one_group_runs_late(tm
     # [0, 2]'s second bucket starts while [1, 3]'s first still runs: bucket k of one group
     # runs with bucket k of the other (both take simulate_groups' time T), and the step is
     # the late group's: 1.5 ms + 2 T + 50 us + 1 ms
-    topo = topology_from_dict({"name": "fabric", "generate": {
-        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 1,
-        "gpu": "h100", "nic_bandwidth": "400 Gb/s", "uplink_bandwidth": "400 Gb/s"}})
+    topo = topology_from_dict(SHARED_UPLINK)
     gpus = topo.gpus
     traces = []
     for rank in range(4):
