@@ -38,7 +38,7 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import predict, rccl, tables
 
-__all__ = ["simulate", "check_fits", "unread_options", "nothing_reduced", "reductions_unread"]
+__all__ = ["simulate", "check_fits", "unread_options", "reductions_unread"]
 
 NCCL_RUNS = tuple(tables.SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -660,17 +660,12 @@ def _same_groups(topology: Topology, level: str, other: str) -> bool:
     return sorted(topology.groups(level).values()) == sorted(topology.groups(other).values())
 
 
-def nothing_reduced(collective: str) -> str:
-    """Why ``reduce_bandwidth`` changes nothing of ``collective`` (one that sums nothing)."""
-    return f"{lookup_collective(collective).title} reduces nothing (no reduction to time)"
-
-
 def reductions_unread(collective: str, algorithms: list[str]) -> str:
     """Why ``reduce_bandwidth`` changes nothing of ``algorithms``' runs of ``collective``
     (``unread_options`` says it does not): the collective sums nothing, or each of them sums
     only in a switch (``Algorithm.sums_in_switch``)."""
     if not lookup_collective(collective).reduces:
-        return nothing_reduced(collective)
+        return f"{lookup_collective(collective).title} reduces nothing (no reduction to time)"
     return (f"{', '.join(algorithms)} {'sums' if len(algorithms) == 1 else 'sum'} every piece in a switch (NVLink "
             "SHARP), and reduce_bandwidth times the sums GPUs and parameter servers make")
 

@@ -164,8 +164,8 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
 
     def exchange(kind: str, collective: str, size: int, among: str | None = None, options: dict | None = None) -> float:
         """Seconds of ``collective`` on ``size`` bytes in every group of ``among`` (default:
-        ``kind``'s first word) at once, listed under ``kind``."""
-        members = groups[among or kind.split()[0]]
+        ``kind``) at once, listed under ``kind``."""
+        members = groups[among or kind]
         if size <= 0 or not members or len(members[0]) < 2:
             return 0.0
         result = simulate_groups(topology, members, collective, size, model=comm_model, env=env,
@@ -187,7 +187,7 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
         # the chunks wrap round (virtual stages)
         wrap = par.virtual_stages > 1
         sent = exchange("pp", "send_recv", sizes["pp"], options={"wrap": wrap})
-        back = exchange("pp back", "send_recv", sizes["pp"], options={"wrap": wrap, "back": True})
+        back = exchange("pp back", "send_recv", sizes["pp"], among="pp", options={"wrap": wrap, "back": True})
         gathered = exchange("pp", "all_gather", activation, among="tp")
         pp_f, pp_b = sent + gathered, back + gathered
     fsdp_f = fsdp_b = 0.0
