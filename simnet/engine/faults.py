@@ -14,7 +14,7 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 if TYPE_CHECKING:  # a fault is applied to a fluid network, but lanes read faults without one
     from simnet.engine.fluid import FluidNetwork
 
-__all__ = ["Fault", "schedule_faults", "capacity_regimes", "capacity_changes", "over_before_the_cut"]
+__all__ = ["Fault", "fault_marks", "schedule_faults", "capacity_regimes", "capacity_changes", "over_before_the_cut"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,22 @@ class Fault:
     def cuts(self) -> bool:
         """Whether it takes some link down (routes may move around it)."""
         return bool((self.factors == 0).any())
+
+
+def fault_marks(faults: list[Fault]) -> dict[int, tuple]:
+    """What ``faults`` do to each directed link they touch, as ``Topology.marked`` takes it:
+    the (ps, share of capacity) of every change, in time order. Two links alike but for their
+    faults are then told apart by the faults, whatever their ends are named.
+
+    >>> fault = Fault(1e-6, np.array([3, 4]), np.array([0.25, 0.25]), "link a-b at 25%")
+    >>> fault_marks([fault])
+    {3: ((1000000, 0.25),), 4: ((1000000, 0.25),)}
+    """
+    marks: dict[int, tuple] = {}
+    for fault in sorted(faults, key=lambda f: f.at):
+        for link, factor in zip(fault.links.tolist(), fault.factors.tolist()):
+            marks[link] = (*marks.get(link, ()), (round(fault.at * PS_PER_SECOND), factor))
+    return marks
 
 
 Answer = TypeVar("Answer")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from simnet import units
-from simnet.engine.faults import Fault, over_before_the_cut
+from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
 from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, check_fits, memory_budget
@@ -124,6 +124,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
     faults = _faults_on(topology, faults or [], placements)
+    topology = topology.marked(fault_marks(faults))  # routes tell a faulted twin apart by its fault (simulate)
     runs, described, capacity, held, budget = [], [], None, 0.0, memory_budget()
     decisions = []  # each foreground job's (setup, algorithm as asked, size), for the variables it reads
     for i, (spec, gpus) in enumerate(zip(specs, placements)):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from simnet import units
+from simnet.engine.faults import fault_marks
 from simnet.errors import EnvironmentRefused, shown
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
@@ -75,6 +76,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     point = _setup(topology, gpus, model, env, calibration, collective)
     topo, env, calibration = point.topo, point.env, point.calibration
     conditions = Conditions.of(topo, faults, stragglers, servers=servers_used(topo, algorithm, options))
+    if conditions.faults:  # a faulted switch is no twin of its healthy ones: routes tell them apart by it, not names
+        point = replace(point, topo=topo.marked(fault_marks(list(conditions.faults))))
+        topo = point.topo
     counted = next((name for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS") if name in env), None)
     if counted and options.get("channels"):
         raise ValueError(f"options.channels and {counted}={env[counted]} both set the channels; give one")

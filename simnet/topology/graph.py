@@ -124,6 +124,7 @@ class Topology:
         self.forwarding: frozenset[str] = frozenset(
             n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS)
         self.down: frozenset[int] = frozenset()  # directed link indices that carry nothing (see ``without``)
+        self.marks: tuple[tuple[int, tuple], ...] = ()  # (link, what befalls it), sorted (see ``marked``)
         self.whole: dict = {}  # facts of the network with every link up, shared by every view (``without``)
         self._up = {u: sorted(self.graph[u], key=self.node_index.__getitem__) for u in self.nodes}
         self._facts: dict = {}
@@ -428,6 +429,21 @@ class Topology:
         view = copy.copy(self)
         view.down = self.down | frozenset(down)
         view._up = {u: [v for v in ahead if self.link_index[(u, v)] not in view.down] for u, ahead in self._up.items()}
+        view._facts = {}
+        view.router = self._make_router(view)
+        return view
+
+    def marked(self, marks: dict[int, tuple]) -> Topology:
+        """The same network with directed links told apart by ``marks`` (link index -> what
+        befalls it, a sortable tuple: a fault's instants and shares): where routing must choose
+        between nodes alike but for their names (twin spines), a node whose links are marked
+        otherwise is told apart by its marks, not by its name, so renaming nodes moves no route
+        where a fault has made one of them different. Its facts and router are its own; views of
+        it (``without``, ``subset``) keep the marks."""
+        if not marks:
+            return self
+        view = copy.copy(self)
+        view.marks = tuple(sorted(marks.items()))
         view._facts = {}
         view.router = self._make_router(view)
         return view

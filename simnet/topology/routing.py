@@ -352,11 +352,12 @@ class Router:
 
     def _looks(self) -> dict[str, int]:
         """``_places_in_fabric`` of the network with every link up, once for it and every view
-        of it with links down (a detour's ties broken as the healthy fabric's: review 68)."""
-        whole = self.topology.whole
-        if "looks" not in whole:
-            whole["looks"] = self._places_in_fabric()
-        return whole["looks"]
+        of it with links down (a detour's ties broken as the healthy fabric's: review 68), and
+        once per set of ``Topology.marks`` (a fault's links told apart by it)."""
+        whole, key = self.topology.whole, ("looks", self.topology.marks)
+        if key not in whole:
+            whole[key] = self._places_in_fabric()
+        return whole[key]
 
     def _places_in_fabric(self) -> dict[str, int]:
         """Each node's place in the fabric as a number, whatever it is named: GPUs start from
@@ -370,32 +371,31 @@ class Router:
         core group's switches) by name, where no answer can tell which is which; else the first
         class by number (a three-tier fabric's spines of one pod, spine j joined to core group
         j) by name, and refinement in order (each number the place of its sorted description)
-        lines up the other pods' spines with the same core groups, whatever they are named."""
+        lines up the other pods' spines with the same core groups, whatever they are named.
+        A network ``Topology.marked`` (by its faults) is refined on by the marks of its links,
+        which order the nodes alike without them (a faulted spine and its healthy twins), and
+        only those: the order of nodes told apart without marks stays as it was."""
         topology = self.topology
         index, capacity, reverse = topology.node_index, topology.capacity, topology.reverse
         pairs = np.array([(index[u], index[v]) for u, v in topology.links], dtype=np.int64).reshape(-1, 2)
         # per link: its rate, the rate of the link back (-1: none) and its latency
         described = np.stack([capacity, np.where(reverse >= 0, capacity[reverse], -1.0),
                               topology.latency_ps.astype(float)], axis=1)
-        link = np.unique(described, axis=0, return_inverse=True)[1].reshape(-1)
-        owner = np.concatenate([pairs[:, 0], pairs[:, 1]])  # every link seen from both ends
-        other = np.concatenate([pairs[:, 1], pairs[:, 0]])
-        seen = _mixed(np.concatenate([2 * link, 2 * link + 1]).astype(np.uint64))  # and which end it is
-        order = np.argsort(owner, kind="stable")
-        owner, other, seen = owner[order], other[order], seen[order]
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else np.zeros(0, np.int64)
         kinds = sorted({topology.kind(n) for n in topology.nodes})
         places = self._gpu_places()
         looks = np.unique(np.array([(kinds.index(topology.kind(n)), places.get(n, -1)) for n in topology.nodes],
                                    dtype=np.int64).reshape(-1, 2), axis=0, return_inverse=True)[1].reshape(-1)
-        while True:
-            around = np.zeros(len(looks), dtype=np.uint64)
-            if len(owner):
-                around[owner[starts]] = np.add.reduceat(_mixed(seen ^ looks[other].astype(np.uint64)), starts)
-            finer = np.unique(_mixed(_mixed(looks.astype(np.uint64)) ^ around), return_inverse=True)[1].reshape(-1)
-            if finer.max(initial=0) == looks.max(initial=0):
-                break
-            looks = finer
+        ends = _ends(pairs, described)
+        looks = _refined(looks, *ends)
+        if topology.marks:  # and then by their marks, which split only what looked alike without them
+            marks = dict(topology.marks)
+            numbered = {mark: i + 1 for i, mark in enumerate(sorted(set(marks.values())))}
+            marked = np.zeros(len(capacity))
+            marked[list(marks)] = [numbered[mark] for mark in marks.values()]
+            ends = _ends(pairs, np.column_stack([described, marked]))
+            looks = np.unique(np.stack([looks, _refined(looks, *ends)], axis=1), axis=0,
+                              return_inverse=True)[1].reshape(-1)
+        owner, other, seen, _ = ends
         return dict(zip(topology.nodes, _told_apart(topology, looks, owner, other, seen).tolist()))
 
     def _gpu_places(self) -> dict[str, int]:
@@ -459,6 +459,34 @@ def _ancestors(preds: Mapping[str, list[str]], dst: str) -> dict[str, list[str]]
             kept[node] = preds[node]
             stack.extend(preds[node])
     return kept
+
+
+def _ends(pairs: np.ndarray, described: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every link (``pairs`` of node indices, one row of ``described`` each) seen from both
+    ends: (owner, other end, a hash of the link's description and of which end it is), by
+    owner, and where each owner's entries start."""
+    link = np.unique(described, axis=0, return_inverse=True)[1].reshape(-1)
+    owner = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    other = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    seen = _mixed(np.concatenate([2 * link, 2 * link + 1]).astype(np.uint64))
+    order = np.argsort(owner, kind="stable")
+    owner, other, seen = owner[order], other[order], seen[order]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else np.zeros(0, np.int64)
+    return owner, other, seen, starts
+
+
+def _refined(looks: np.ndarray, owner: np.ndarray, other: np.ndarray, seen: np.ndarray,
+             starts: np.ndarray) -> np.ndarray:
+    """``looks`` refined until a round tells no more nodes apart: each round a node takes in
+    its neighbours' looks with the links to them (``_ends``)."""
+    while True:
+        around = np.zeros(len(looks), dtype=np.uint64)
+        if len(owner):
+            around[owner[starts]] = np.add.reduceat(_mixed(seen ^ looks[other].astype(np.uint64)), starts)
+        finer = np.unique(_mixed(_mixed(looks.astype(np.uint64)) ^ around), return_inverse=True)[1].reshape(-1)
+        if finer.max(initial=0) == looks.max(initial=0):
+            return looks
+        looks = finer
 
 
 def _told_apart(topology: Topology, looks: np.ndarray, owner: np.ndarray, other: np.ndarray,
