@@ -438,14 +438,18 @@ class Topology:
         befalls it, a sortable tuple: a fault's instants and shares): where routing must choose
         between nodes alike but for their names (twin spines), a node whose links are marked
         otherwise is told apart by its marks, not by its name, so renaming nodes moves no route
-        where a fault has made one of them different. Its facts and router are its own; views of
-        it (``without``, ``subset``) keep the marks."""
+        where a fault has made one of them different. Marks order only what looks alike without
+        them, so the facts of the network (``derived``: rates, latencies, NCCL's reading) stay
+        shared; its router is one per set of marks, shared by every view marked alike (a
+        scenario's runs under one fault). Views of it (``without``, ``subset``) keep the marks."""
         if not marks:
             return self
         view = copy.copy(self)
         view.marks = tuple(sorted(marks.items()))
-        view._facts = {}
-        view.router = self._make_router(view)
+        key = ("router", view.marks, self.down)
+        if key not in self.whole:
+            self.whole[key] = self._make_router(view)
+        view.router = self.whole[key]
         return view
 
     def subset(self, gpus: list[str] | int | None) -> Topology:
