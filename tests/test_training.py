@@ -159,7 +159,7 @@ def test_tensor_parallel_allreduces_sit_on_the_critical_path():
 
 def test_fsdp_gathers_overlap_compute_and_moe_exchanges_tokens():
     fsdp = step_time(box(8, "h100"), TINY, Parallelism(fsdp=True, micro_batches=2), efficiency=0.5)
-    assert [c["collective"] for c in fsdp.collectives] == ["all_gather", "reduce_scatter"]
+    assert [c["collective"] for c in fsdp.collectives] == ["all_gather", "reduce_scatter"] * 2  # layer, root
     assert fsdp.exposed["dp"] == 0 and fsdp.exposed["fsdp"] > 0
     moe = Transformer(layers=2, hidden=1024, heads=8, ffn=2048, sequence=1024, vocabulary=32000, experts=8, top_k=2)
     step = step_time(box(8, "h100"), moe, Parallelism(ep=8, micro_batches=2), efficiency=0.5)
@@ -385,6 +385,26 @@ def test_the_data_parallel_sync_carries_the_largest_stage_s_gradient(pp):
     embedding = model.vocabulary * model.hidden
     stage = (model.parameters() - 2 * embedding) // pp + embedding
     assert exchange_bytes(model, Parallelism(tp=8, pp=pp), 2, 4)["dp"] == stage // 8 * 4
+
+
+@pytest.mark.parametrize("vocabulary", [32_000, 2_000_000])
+def test_fsdp_gathers_and_reduces_every_parameter_the_ddp_step_reduces(vocabulary):
+    """Fuzz round ar, S1: FSDP gathered and reduce-scattered the layers only, never the input
+    embedding and output layer (13 % of Llama 3 8B; at a 2 M vocabulary 16.4 B parameters of
+    17.3 B), so its step did not notice the vocabulary while DDP's sync grew 15x. PyTorch FSDP
+    puts them in the root unit: gathered before the forward and reduce-scattered after the
+    backward of every micro-batch, exposed, as are the first gather and the last layer's
+    scatter each way. On compute slow enough to hide every prefetch (1 TFLOP/s), a slot
+    exposes exactly those: root gather + gather forward, scatter + root scatter backward."""
+    model = Transformer(layers=4, hidden=1024, heads=8, ffn=4096, sequence=1024, vocabulary=vocabulary)
+    par = Parallelism(fsdp=True, micro_batches=2)
+    step = step_time(box(8, "h100"), model, par, gpu_flops=1e12, efficiency=1.0, comm_model="ideal")
+    gathered = [c["size_bytes"] for c in step.collectives if c["collective"] == "all_gather"]
+    assert model.layers * gathered[0] + gathered[1] == model.parameters() * 2  # bf16, every weight once
+    times = {(c["collective"], c["size_bytes"]): c["time_s"] for c in step.collectives}
+    gather, root_gather = (times[("all_gather", size)] for size in gathered)
+    scatter, root_scatter = (times[("reduce_scatter", 2 * size)] for size in gathered)  # fp32 gradients
+    assert step.exposed["fsdp"] == pytest.approx(2 * (root_gather + gather + scatter + root_scatter), rel=1e-9)
 
 
 @pytest.mark.parametrize("virtual_stages", [1, 2])

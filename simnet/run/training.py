@@ -174,10 +174,10 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
                           "algorithm": result.algorithm, "protocol": result.protocol, "time_s": result.time_s})
         return result.time_s
 
-    layer_fwd, _ = model.forward_flops_per_token()
+    layer_fwd, logits_fwd = model.forward_flops_per_token()
     speed = gpu_flops * efficiency * par.tp  # a TP group splits every layer's work
     compute_f = forward_seconds(model, par, gpu_flops * efficiency)  # the last stage, with the output layer
-    layer_f = layer_fwd * tokens / speed
+    layer_f, logits_f = layer_fwd * tokens / speed, logits_fwd * tokens / speed
     activation = sizes["tp"]
     tp_t = exchange("tp", "allreduce", activation)
     ep_t = exchange("ep", "all_to_all", sizes["ep"]) if model.moe else 0.0
@@ -191,11 +191,17 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
         gathered = exchange("pp", "all_gather", activation, among="tp")
         pp_f, pp_b = sent + gathered, back + gathered
     fsdp_f = fsdp_b = 0.0
-    if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward
+    if par.fsdp:  # per layer: gather before forward and backward, reduce-scatter after backward, each the next
+        # layer's prefetched behind this one's compute; the root unit (the embeddings) gathered before the
+        # forward and reduce-scattered after the backward, with nothing to hide behind, as the last layer's
         gather = exchange("dp", "all_gather", sizes["fsdp_gather"])
         scatter = exchange("dp", "reduce_scatter", sizes["fsdp_scatter"])
-        fsdp_f = gather + max(gather - layer_f, 0.0) * (layers - 1)
-        fsdp_b = max(gather + scatter - 2 * layer_f, 0.0) * layers
+        root_gather = exchange("dp", "all_gather", sizes["fsdp_root_gather"])
+        root_scatter = exchange("dp", "reduce_scatter", sizes["fsdp_root_scatter"])
+        fsdp_f = root_gather + gather + max(gather - layer_f, 0.0) * (layers - 1)
+        # the backward's first gather behind the output layer's backward, its last scatter in the open
+        fsdp_b = max(gather - 2 * logits_f, 0.0) + max(gather + scatter - 2 * layer_f, 0.0) * (layers - 1) + \
+            scatter + root_scatter
     # one crossing per chunk boundary each way; one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP
     # AllToAlls per layer each way
     parts = {"forward": {"pp": par.virtual_stages * pp_f, "fsdp": fsdp_f, "compute": compute_f,

@@ -142,13 +142,18 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
     """Bytes each exchange of one training step carries (``simnet.run.training``), by kind:
     ``tp`` (a micro-batch's activations; the PP all-gather carries as much), ``ep`` (an
     MoE's AllToAll, ``top_k`` times that), ``pp`` (a TP rank's share across a stage
-    boundary), and the gradients: ``fsdp_gather`` and ``fsdp_scatter`` (one layer's shard)
-    with FSDP, else ``dp`` (the largest stage's dense shard: the first or last, which holds
-    an embedding beside its layers) and ``edp`` (its experts').
+    boundary), and the gradients: with FSDP ``fsdp_gather`` and ``fsdp_scatter`` (one
+    layer's shard) and ``fsdp_root_gather`` and ``fsdp_root_scatter`` (the root unit's: the
+    input embedding and the output layer, or with ``pp > 1`` the one the largest stage
+    holds), else ``dp`` (the largest stage's dense shard: the first or last, which holds an
+    embedding beside its layers) and ``edp`` (its experts').
 
     >>> m = Transformer(layers=4, hidden=8, heads=2, ffn=16, sequence=4, vocabulary=100)
     >>> dense = m.attention_parameters() + m.expert_parameters()
     >>> exchange_bytes(m, Parallelism(pp=4), 1, 2)["dp"] == (dense + 100 * 8) * 2  # a layer and an embedding
+    True
+    >>> fsdp = exchange_bytes(m, Parallelism(fsdp=True), 1, 2)  # every weight gathered: 4 layers and the root
+    >>> 4 * fsdp["fsdp_gather"] + fsdp["fsdp_root_gather"] == m.parameters()
     True
     """
     activation = model.activation_bytes(par.micro_batch_size * model.sequence, value_bytes)
@@ -159,13 +164,15 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
         sizes["pp"] = activation // par.tp
     dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
     layers = model.layers // par.pp
-    if par.fsdp:
+    # the input embedding on the first stage, the output layer on the last: with pp > 1 each
+    # of those stages holds one of them, and the step waits for the largest stage's exchanges
+    embeddings = (1 if par.pp > 1 else 2) * model.vocabulary * model.hidden
+    if par.fsdp:  # a unit per layer, the embeddings in the root unit (PyTorch FSDP's auto-wrap)
         sizes["fsdp_gather"] = dense // par.tp * value_bytes
         sizes["fsdp_scatter"] = dense // par.tp * grad_bytes
+        sizes["fsdp_root_gather"] = embeddings // par.tp * value_bytes
+        sizes["fsdp_root_scatter"] = embeddings // par.tp * grad_bytes
     else:
-        # the input embedding on the first stage, the output layer on the last: with pp > 1 each
-        # of those stages holds one of them, and the step waits for the largest stage's sync
-        embeddings = (1 if par.pp > 1 else 2) * model.vocabulary * model.hidden
         sizes["dp"] = (layers * dense + embeddings) // par.tp * grad_bytes
         if model.moe:
             sizes["edp"] = layers * (model.experts * model.expert_parameters() // par.ep) // par.tp * grad_bytes
