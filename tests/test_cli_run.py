@@ -537,6 +537,40 @@ def test_all_runs_what_the_topology_can_and_says_what_it_skipped(cli, tmp_path, 
     assert named.exit_code == 2 and "nvls_tree runs across hosts" in named.stderr
 
 
+def test_nvls_is_skipped_where_a_node_holds_one_gpu_of_the_run_as_nccl_has_none(cli, tmp_path, root):
+    """Fuzz round ar, M1: over one GPU of each of four H100 hosts (NVLS NVSwitches all),
+    `all` answered nvls_tree (2.822 ms beside the ring's 2.129) and the nvls skip advised it,
+    while NCCL sets NVLS up only on nodes holding two GPUs of the communicator or more
+    (ncclNvlsInit, src/transport/nvls.cc) and NCCL_ALGO=NVLSTree was refused for want of an
+    NVSwitch that reduces. Both are skipped for that reason, and the refusal gives it."""
+    path = tmp_path / "lone.yaml"
+    path.write_text(f"name: lone\ntopology: {root / 'topologies/two_racks.yaml'}\n"
+                    "gpus: [r0h0-gpu0, r0h1-gpu0, r0h2-gpu0, r0h3-gpu0]\nsizes: [64 MiB]\nalgorithms: all\n")
+    result = cli("run", path, "--json", tmp_path / "all.json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads((tmp_path / "all.json").read_text())
+    assert {"nvls", "nvls_tree"} <= set(data["skipped"]) and "ring" in {run["algorithm"] for run in data["runs"]}
+    said = " ".join(result.stdout.split())
+    assert "skipped nvls_tree (all): NCCL runs no NVLS where a node holds one GPU of the communicator" in said
+    assert "use nvls_tree" not in said
+    forced = cli("run", path, "-a", "auto", env={"NCCL_ALGO": "NVLSTree"})
+    assert forced.exit_code == 2 and "NVLSTree needs two GPUs of the communicator on every node" in forced.stderr
+
+
+@pytest.mark.parametrize("algorithm", ["collnet_direct", "collnet_chain"])
+def test_collnet_is_refused_on_hosts_of_more_than_eight_gpus_as_nccl_skips_it(algorithm):
+    """Fuzz round ar, M1: on two hosts of 16 H100 under SHARP switches `all` answered both
+    CollNets, which NCCL skips where a node holds more than NCCL_MAX_DIRECT_ARITY + 1 = 8 GPUs
+    of the communicator (src/enqueue.cc), as NCCL_ALGO=CollNetDirect here already said."""
+    from simnet.errors import Unsupported
+
+    sixteen = topology_from_dict({"name": "cn", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                             "gpus_per_host": 16, "gpu": "h100", "sharp": True}})
+    with pytest.raises(Unsupported, match="hosts of at most 8 GPUs each"):
+        simnet.simulate(sixteen, algorithm, 2**20)
+    assert simnet.simulate(sixteen.subset([*sixteen.gpus[:8], *sixteen.gpus[16:24]]), algorithm, 2**20).time_s > 0
+
+
 def test_a_sweep_of_all_skips_an_algorithm_only_where_it_cannot_run(cli, tmp_path, root):
     # two racks of 4 hosts: at 8 GPUs (one host) NVLSTree cannot run, at 16 it can
     out, path = tmp_path / "sweep", tmp_path / "racks.yaml"

@@ -32,15 +32,19 @@ UNEVEN = topology_from_dict({
 })
 SIZES = list(range(1, 34)) + [64, 100]
 ACROSS_HOSTS = {"nvls_tree", "collnet_direct", "collnet_chain"}  # NCCL runs these across nodes only
+NVLS = {"nvls", "nvls_tree"}  # NCCL sets NVLS up on no node holding one GPU of the run (ncclNvlsInit)
 
 
-def _refused(name, ranks):
-    """Whether NCCL itself would not run ``name`` on ``ranks`` (all on one host)."""
-    return name in ACROSS_HOSTS and len(CLUSTER.groups("host", ranks)) < 2
+def _refused(name, ranks) -> str | None:
+    """What NCCL's own limits refuse ``name`` on ``ranks`` for (words of the refusal), or None."""
+    hosts = CLUSTER.groups("host", ranks)
+    if name in NVLS and len(ranks) > 1 and min(len(gpus) for gpus in hosts.values()) < 2:
+        return "where a node holds one GPU"
+    return "runs across hosts" if name in ACROSS_HOSTS and len(hosts) < 2 else None
 
 
 def _assert_refused(name, ranks, size, **options):
-    with pytest.raises(ValueError, match="runs across hosts"):
+    with pytest.raises(ValueError, match=_refused(name, ranks)):
         build_schedule(name, CLUSTER, size, ranks=ranks, **options)
 
 
@@ -56,7 +60,7 @@ def test_every_algorithm_is_an_allreduce(name, n):
 
 
 @pytest.mark.parametrize("name, n", [run for run in RUNS if _refused(run[0], CLUSTER.gpus[:run[1]])])
-def test_an_algorithm_nccl_runs_across_hosts_refuses_ranks_on_one(name, n):
+def test_an_algorithm_nccl_cannot_run_on_these_ranks_is_refused(name, n):
     _assert_refused(name, CLUSTER.gpus[:n], 4096 + n, chunk_size=512, channels=3)
 
 

@@ -128,7 +128,7 @@ def test_the_cli_prints_jobs_and_the_matrix_and_plots_it(cli, tmp_path, figures)
     ("[{name: a, hosts: [r0h0], size: 1 MiB}]", "jobs[0]", "a job needs at least 2 GPUs"),
     ("[{name: a, gpus: 2, size: 1 MiB, algorithm: rings}]", "jobs[0].algorithm", "unknown algorithm 'rings'"),
     # fuzz 31d: an algorithm its GPUs cannot run named the file alone
-    ("[{name: a, gpus: 2, size: 1 MiB, algorithm: nvls}]", "jobs[0].algorithm", "nvls across hosts"),
+    ("[{name: a, gpus: 2, size: 1 MiB, algorithm: nvls}]", "jobs[0].algorithm", "NCCL runs no NVLS where a node holds one GPU"),
 ])
 def test_a_bad_job_is_one_line_naming_file_line_and_field(cli, tmp_path, jobs, where, message):
     path = tmp_path / "jobs.yaml"

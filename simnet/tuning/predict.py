@@ -356,13 +356,16 @@ def unavailable(system: System, algorithm: str, function: str = "AllReduce") -> 
         if "NCCL_NVLS_ENABLE" in off else ""
     collnet_off = f"{off['NCCL_COLLNET_ENABLE']} turns network SHARP (CollNet) off, as in NCCL: no {algorithm}" \
         if "NCCL_COLLNET_ENABLE" in off else ""
+    lone = f"{algorithm} needs two GPUs of the communicator on every node (NCCL's ncclNvlsInit, " \
+           "src/transport/nvls.cc), and a node here holds one" if system.lone_gpu else ""
     if algorithm == "NVLS":
         if not system.nvls:
-            return nvls_off or "NVLS needs an NVSwitch that reduces (nvls: true; an H100 or later GPU)"
+            return nvls_off or lone or "NVLS needs an NVSwitch that reduces (nvls: true; an H100 or later GPU)"
         return collnet_off or "NVLS across hosts needs SHARP switches in the network (sharp: true; NCCL pairs it " \
                               "with CollNet)"
     if algorithm == "NVLSTree":
-        return (nvls_off or "NVLSTree needs an NVSwitch that reduces (nvls: true; H100 or later)") if not system.nvls \
+        return (nvls_off or lone or "NVLSTree needs an NVSwitch that reduces (nvls: true; H100 or later)") \
+            if not system.nvls \
             else "NVLSTree runs across hosts; this is one host"
     if algorithm in ("CollNetDirect", "CollNetChain"):
         return (collnet_off or f"{algorithm} needs switches that reduce in the network (sharp: true)") \

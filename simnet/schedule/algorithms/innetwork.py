@@ -34,8 +34,27 @@ from simnet.tuning.search import graph, system_of
 __all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch", "sharp_tree", "NVLS_CHUNK",
            "nvls_program", "nvls_tree_program"]
 
+COLLNET_MAX_LOCAL = 8
+"""The most GPUs of a communicator on one node that CollNet runs with (NCCL_MAX_DIRECT_ARITY + 1,
+src/include/device.h and src/enqueue.cc, v2.30.7; ``simnet.tuning.predict`` keeps it too)."""
+
 NVLS_CHUNK = 128 * 1024
 """NCCL_NVLS_CHUNKSIZE's default, 128 KiB (NVIDIA/nccl v2.30.7 src/transport/nvls.cc)."""
+
+
+LONE_GPU = ("NCCL runs no NVLS where a node holds one GPU of the communicator (ncclNvlsInit returns when the "
+            "node's GPU count is under 2: src/transport/nvls.cc, v2.30.7)")
+"""Why NVLS and NVLSTree are refused over ranks one of whose nodes holds one of them: that
+rank's NVLS graph has no channel, and every rank takes the fewest any has (src/init.cc,
+AllGather3's alignment of ``graphs[a]->nChannels``)."""
+
+
+def _nvls_hosts(topology: Topology, ranks: list[str]) -> dict[str, list[str]]:
+    """``ranks`` by host, refused (``LONE_GPU``) where a host holds one of several."""
+    hosts = topology.groups("node", ranks)
+    if len(ranks) > 1 and min(len(gpus) for gpus in hosts.values()) < 2:
+        raise Unsupported(f"{LONE_GPU}; use tree or ring")
+    return hosts
 
 
 def nvls_switch(topology: Topology, gpus: list[str]) -> str:
@@ -182,7 +201,7 @@ def nvls_program(topology: Topology, ranks: list[str], size: int, chunk_size: in
                  channels: int = 16) -> LaneProgram:
     """``nvls`` as a ``LaneProgram``: on one host a lane from every GPU into the switch and
     one back, across hosts ``_two_level`` with SHARP between the hosts."""
-    hosts = topology.groups("node", ranks)
+    hosts = _nvls_hosts(topology, ranks)
     if len(hosts) == 1:
         lanes = ChunkLanes(ranks)
         switch = lanes.node(nvls_switch(topology, ranks))
@@ -215,7 +234,7 @@ def nvls(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS
 def nvls_tree_program(topology: Topology, ranks: list[str], size: int, chunk_size: int = NVLS_CHUNK,
                       channels: int | None = None) -> LaneProgram:
     """``nvls_tree`` as a ``LaneProgram`` (``_two_level``, NVLS inside the hosts, trees between)."""
-    if len(topology.groups("node", ranks)) < 2:
+    if len(_nvls_hosts(topology, ranks)) < 2:
         raise Unsupported("nvls_tree runs across hosts (NCCL disables NVLSTree on one node); use nvls")
     return _two_level("nvls_tree", topology, ranks, size, "nvls", "tree", chunk_size,
                       channels or nvls_heads(topology, ranks), "nvls")
@@ -239,8 +258,12 @@ def _collnet(name: str, intra: str):
     """(the lane program, the schedule) of CollNet with ``intra`` inside each host."""
     def program(topology: Topology, ranks: list[str], size: int, chunk_size: int = 512 * 1024,
                 channels: int | None = None) -> LaneProgram:
-        if len(topology.groups("node", ranks)) < 2:
+        hosts = topology.groups("node", ranks)
+        if len(hosts) < 2:
             raise Unsupported(f"{name} runs across hosts (NCCL enables CollNet from two nodes on)")
+        if max(len(gpus) for gpus in hosts.values()) > COLLNET_MAX_LOCAL:
+            raise Unsupported(f"{name} runs across hosts of at most {COLLNET_MAX_LOCAL} GPUs each (NCCL skips "
+                              "CollNet where a node holds more: NCCL_MAX_DIRECT_ARITY + 1, src/enqueue.cc, v2.30.7)")
         return _two_level(name, topology, ranks, size, intra, "sharp", chunk_size,
                           channels or default_channels(topology, ranks))
 
