@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 __all__ = [
     "UnitError",
@@ -76,8 +77,10 @@ _EXAMPLES = {
 }
 
 
-def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, float]:
-    """Split ``text`` into (number, unit multiplier) or raise UnitError."""
+def _parse(text: object, table: dict[str, float], what: str) -> float:
+    """``text``'s number times its unit's multiplier, rounded once from the exact decimal
+    product (so ``1000 ns`` is ``1 us`` to the bit, as ``400 Gb/s`` is ``50 GB/s``), or raise
+    UnitError."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         from simnet.errors import kind_of, shown  # only on this path: importing units loads nothing else
 
@@ -87,7 +90,7 @@ def _parse(text: object, table: dict[str, float], what: str) -> tuple[float, flo
         if isinstance(text, (int, float)) or _BARE.match(str(text)):
             raise UnitError(f"{text!r} has no unit; a {what} needs one ({_EXAMPLES[what]})")
         raise UnitError(f"{str(text)!r} is not a {what} ({_EXAMPLES[what]})")
-    return float(match.group(1)), table[match.group(2)]
+    return float(Decimal(match.group(1)) * Decimal(repr(table[match.group(2)])))
 
 
 BANDWIDTH_RANGE = (1e3 / 8, 1e16 / 8)
@@ -108,8 +111,7 @@ def _outside(text: object, span: str) -> UnitError:
 def parse_bandwidth(text: object) -> float:
     """Parse a bandwidth such as ``"400 Gb/s"`` into bytes per second (positive values
     within ``BANDWIDTH_RANGE``; zero and negatives are left to the caller to refuse)."""
-    number, unit = _parse(text, _BANDWIDTH, "bandwidth")
-    value = number * unit
+    value = _parse(text, _BANDWIDTH, "bandwidth")
     vanished = value == 0 and re.search(r"[1-9]", re.split(r"[eE]", str(text))[0]) is not None  # 1e-400: not 0
     if not math.isfinite(value) or vanished or 0 < value < BANDWIDTH_RANGE[0] or value > BANDWIDTH_RANGE[1]:
         raise _outside(text, "1 Kb/s to 10,000 Tb/s")
@@ -139,8 +141,7 @@ def parse_share(text: object) -> float:
 def parse_time(text: object) -> float:
     """Parse a duration such as ``"1.5 us"`` into seconds (zero, or a magnitude within
     ``TIME_RANGE``; the sign is left to the caller)."""
-    number, unit = _parse(text, _TIME, "time")
-    value = number * unit
+    value = _parse(text, _TIME, "time")
     if not math.isfinite(value) or 0 < abs(value) < TIME_RANGE[0] or abs(value) > TIME_RANGE[1]:
         raise _outside(text, "1 ps to 1 day")
     return value
@@ -156,8 +157,7 @@ def parse_size(text: object) -> int:
 
 def parse_size_approx(text: object) -> float:
     """Parse a size that may be rounded (``"1.304 GiB"``) into bytes, not necessarily whole."""
-    number, unit = _parse(text, _SIZE, "size")
-    value = number * unit
+    value = _parse(text, _SIZE, "size")
     if not math.isfinite(value) or abs(value) > SIZE_MAX:
         raise _outside(text, "0 B to 1 PiB")
     return value

@@ -1114,3 +1114,25 @@ def test_a_fault_on_one_of_twin_switches_answers_alike_whatever_they_are_named(s
     for job, twin in zip(got.jobs, expected.jobs):
         assert (job["alone_s"], job["together_s"]) == (pytest.approx(twin["alone_s"], rel=1e-9),
                                                        pytest.approx(twin["together_s"], rel=1e-9)), job["name"]
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_parallel_cables_whose_latencies_agree_to_the_ps_route_alike_in_any_order(first):
+    """Fuzz round as, M1: of two parallel cables (one link of their sum) whose latencies agree
+    to 1e-9 the first listed gave the link its latency, and ECMP ordered equal-cost links by
+    that float, so listing them the other way round moved routes between twin spines (a ring
+    under a fault 8.476 or 5.657 ms). Links are ordered by their latency in whole ps, the
+    network's own resolution."""
+    written = topology_as_dict(topology_from_dict({"name": "g", "routing": "ecmp", "generate": {
+        "kind": "leaf_spine", "racks": 3, "hosts_per_rack": 2, "gpus_per_host": 2, "gpu": "a100", "spines": 2}}))
+    cable = next(link for link in written["links"] if {link["a"], link["b"]} == {"tor0", "spine0"})
+    half = f"{simnet.units.parse_bandwidth(cable['bandwidth']) / 2!r} B/s"
+    cables = [{**cable, "bandwidth": half, "latency": latency} for latency in ("1 us", "1.0000000001 us")]
+    written["links"] = [link for link in written["links"] if link is not cable] + cables[first:] + cables[:first]
+    expected = topology_from_dict({**written, "links": [link for link in written["links"] if link not in cables]
+                                   + [{**cable, "latency": "1 us"}]})
+    fault = [{"at": "20 us", "link": ["tor1", "spine0"], "bandwidth": "25%"}]
+    for algorithm in ("tree", "halving_doubling"):
+        assert simnet.simulate(topology_from_dict(written), algorithm, 2**24, model="ideal", faults=fault).time_s == \
+            pytest.approx(simnet.simulate(expected, algorithm, 2**24, model="ideal", faults=fault).time_s,
+                          rel=1e-9), algorithm

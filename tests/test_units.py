@@ -1,3 +1,5 @@
+from decimal import Decimal
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -138,3 +140,31 @@ def test_a_number_typed_as_text_is_said_to_lack_its_unit(text):
     file says the unit is missing: a number typed on the command line is text."""
     with pytest.raises(ValueError, match="has no unit; a size needs one"):
         units.parse_size(text)
+
+
+TIME_UNITS = {"ps": 0, "ns": 3, "us": 6, "ms": 9, "s": 12}  # powers of ten of a picosecond
+RATE_UNITS = {"b/s": 0, "Kb/s": 3, "Mb/s": 6, "Gb/s": 9, "Tb/s": 12}  # of a bit per second
+
+
+@given(st.integers(min_value=1, max_value=86_400 * 10**12), st.sampled_from(list(TIME_UNITS)),
+       st.sampled_from(list(TIME_UNITS)))
+def test_every_spelling_of_one_time_is_the_same_number(picoseconds, one, other):
+    """Fuzz round as, M1: ``1000 ns`` was 1.0000000000000002e-06 s and ``1 us`` 1e-06 s, and
+    routing told equal-cost links apart by that last bit (a ring 8.476 or 5.657 ms). A number
+    and its unit are multiplied exactly and rounded once, so every spelling of one time is
+    one float."""
+    def spelt(unit: str) -> str:
+        return f"{Decimal(picoseconds).scaleb(-TIME_UNITS[unit]):f} {unit}"
+
+    assert units.parse_time(spelt(one)) == units.parse_time(spelt(other))
+
+
+@given(st.integers(min_value=1000, max_value=10**16), st.sampled_from(list(RATE_UNITS)),
+       st.sampled_from(list(RATE_UNITS)))
+def test_every_spelling_of_one_bandwidth_is_the_same_number(bits, one, other):
+    """Bits per second in any decimal prefix, or bytes per second, are one float."""
+    def spelt(unit: str) -> str:
+        return f"{Decimal(bits).scaleb(-RATE_UNITS[unit]):f} {unit}"
+
+    assert units.parse_bandwidth(spelt(one)) == units.parse_bandwidth(spelt(other)) == \
+        units.parse_bandwidth(f"{Decimal(bits) / 8:f} B/s")

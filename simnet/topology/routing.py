@@ -305,7 +305,8 @@ class Router:
                 # beyond it), so a name decides only between nodes alike from everywhere
                 looks = self._looks()
                 choices = sorted(choices, key=lambda u: (-topology.capacity[topology.link_index[(u, node)]],
-                                                         topology.graph.edges[u, node]["latency"], looks[u], u))
+                                                         topology.latency_ps[topology.link_index[(u, node)]],
+                                                         looks[u], u))
                 ports = topology.ports(node) if topology.kind(node) in ("nic", "gpu") else ()
                 if ports and all(c in ports for c in choices):
                     # the ports of the receiving NIC (its planes): NCCL splits every send of a NIC over
