@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simnet.errors import InputError
 from simnet.run.replay_trace import read_traces, simulate_trace
@@ -313,3 +315,35 @@ def test_as_recorded_says_when_a_kernel_names_no_algorithm_it_reads(tmp_path):
     assert [w.kind for w in replayed.warnings].count("recorded_algorithm") == 1
     assert "names no algorithm and protocol simnet reads" in replayed.warnings[0].message or any(
         "names no algorithm" in w.message for w in replayed.warnings)
+
+
+@settings(max_examples=40, deadline=None)
+@given(starts_ns=st.lists(st.integers(0, 10**12), min_size=2, max_size=4, unique=True),
+       origin_us=st.sampled_from([0.0, 1.7e15, 1_000_000.0]))
+def test_a_kernel_held_back_until_another_stream_s_ended_waits_for_it_in_every_step(starts_ns, origin_us):
+    """Fuzz round ar, M5: whether a kernel launched early, whose stream was free, waited for a
+    kernel on another stream that ended just as it started was decided by the rounding of the
+    rebased float times: of two identical steps one AllReduce waited for its GEMM and the other
+    did not (0.024999999999999998 s against 0.025), so --gpu-speedup 4 left that step 3.6x too
+    long. Times are compared in whole ns, as the trace writes them: every step's AllReduce waits
+    for its own GEMM, wherever the steps start."""
+    events = []
+    for step, start in enumerate(sorted(starts_ns)):
+        t0 = origin_us + start / 1000 + step * 20_000  # us, to the ns
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+                       "ts": t0, "dur": 19_990.0})
+        for k, (launch, begin, stream, name, dur, args) in enumerate([
+                (1, 10, 7, "void gemm_kernel()", 5000.0, {}),
+                (20, 5010, 40, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                 1000.0, {"Collective name": "allreduce", "In msg nelems": 16777216, "Out msg nelems": 16777216,
+                          "Group size": 2, "dtype": "Float", "Process Group Ranks": "[0, 1]"})]):
+            correlation = 1000 + 2 * step + k
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": t0 + launch, "dur": 5.0, "args": {"correlation": correlation}})
+            events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": t0 + begin,
+                           "dur": dur, "args": {"device": 0, "stream": stream, "correlation": correlation, **args}})
+    trace = read_kineto_events({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0,
+                                                                        "world_size": 2}, "traceEvents": events},
+                               "t.json")
+    for i in range(0, len(trace.ops), 2):
+        assert i in trace.ops[i + 1].deps, (i, trace.ops[i + 1])

@@ -232,7 +232,12 @@ def _dependencies(ops: list[Op], waits: list[dict], launches: dict[int, float],
                   records: dict[int, float]) -> list[set[int]]:
     """Each op's waited-for ops (indices): stream order, then the trace's stream waits if
     it has any, else the held-back rule (module docstring). ``launches`` and ``records``:
-    runtime calls' and event records' times (s, the ops' clock) by correlation."""
+    runtime calls' and event records' times (s, the ops' clock) by correlation. Times are
+    compared in whole ns, the trace's resolution: rebased and summed in floating point, an end
+    and a start written alike would otherwise compare by their rounding (fuzz round ar, M5)."""
+    def ns(seconds: float) -> int:
+        return round(seconds * 1e9)
+
     deps: list[set[int]] = [set() for _ in ops]
     by_stream: dict[int, list[int]] = {}
     for i, op in enumerate(ops):
@@ -241,7 +246,7 @@ def _dependencies(ops: list[Op], waits: list[dict], launches: dict[int, float],
             deps[i].add(line[-1])
         line.append(i)
     if waits:
-        launched_on = {s: sorted((_first(ops[i].launch_s, ops[i].start_s), i) for i in line)
+        launched_on = {s: sorted((ns(_first(ops[i].launch_s, ops[i].start_s)), i) for i in line)
                        for s, line in by_stream.items()}
         launch_keys = {s: [t for t, _ in line] for s, line in launched_on.items()}
         for w in waits:
@@ -252,27 +257,27 @@ def _dependencies(ops: list[Op], waits: list[dict], launches: dict[int, float],
             if not _is_whole(waiting) or not _is_whole(on) or waiting not in launched_on or on not in launched_on \
                     or t_record is None or t_wait is None:
                 continue
-            k_before = bisect.bisect_right(launch_keys[on], t_record) - 1  # last launched at or before the record
-            k_after = bisect.bisect_left(launch_keys[waiting], t_wait)  # first launched at or after the wait
+            k_before = bisect.bisect_right(launch_keys[on], ns(t_record)) - 1  # last launched by the record
+            k_after = bisect.bisect_left(launch_keys[waiting], ns(t_wait))  # first launched at or after the wait
             if k_before < 0 or k_after >= len(launch_keys[waiting]):
                 continue
             before, after = launched_on[on][k_before][1], launched_on[waiting][k_after][1]
-            if before < after and ops[before].start_s <= ops[after].start_s:
+            if before < after and ns(ops[before].start_s) <= ns(ops[after].start_s):
                 deps[after].add(before)
         return deps
-    ends = {s: sorted((ops[i].end_s, i) for i in line) for s, line in by_stream.items()}
+    ends = {s: sorted((ns(ops[i].end_s), i) for i in line) for s, line in by_stream.items()}
     end_keys = {s: [x[0] for x in v] for s, v in ends.items()}  # (end, index) sorted: ties in list order
     for i, op in enumerate(ops):
         if op.launch_s is None:  # when it could have started is not known: nothing to infer
             continue
-        free = max([ops[d].end_s for d in deps[i]] + [op.launch_s])
+        free = max([ns(ops[d].end_s) for d in deps[i]] + [ns(op.launch_s)])
         best = None
         for s in ends:
             if s == op.stream:
                 continue
             # the last op ending by op's start, and earlier in the list (zero-length ones may share its start)
-            k = bisect.bisect_right(ends[s], (op.start_s, i)) - 1
-            if k >= 0 and end_keys[s][k] > free and (best is None or end_keys[s][k] > ops[best].end_s):
+            k = bisect.bisect_right(ends[s], (ns(op.start_s), i)) - 1
+            if k >= 0 and end_keys[s][k] > free and (best is None or end_keys[s][k] > ns(ops[best].end_s)):
                 best = ends[s][k][1]
         if best is not None:
             deps[i].add(best)
