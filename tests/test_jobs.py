@@ -9,6 +9,7 @@ T = 2 (6 us + S/2 / (B/2)).
 
 import json
 
+import numpy as np
 import pytest
 
 from simnet import topology_from_dict
@@ -530,3 +531,25 @@ def test_a_hierarchical_job_runs_the_variant_a_run_of_its_gpus_takes(root):
     assert run.variants["inner"]["ring"] != run.variants["inner"]["tree"]  # (the choice counts here)
     assert (job["inner"], job["alone_s"]) == (run.options["inner"], run.time_s)
     assert "inner" not in result.jobs[1]
+
+
+@pytest.mark.parametrize("pattern, senders_into_one", [("incast", 3), ("uniform", None), ("all_to_all", None)])
+def test_background_traffic_offers_load_from_every_gpu(pattern, senders_into_one):
+    """Fuzz round ar, M6: an ``incast`` background job at ``load: 100%`` offered its target
+    its line rate in all (each of 3 senders a third), so the incast never overloaded it, where
+    the README says every GPU offers ``load`` to the one target. Every GPU offers ``load`` of its
+    route's bandwidth a period: the incast's target is asked for (GPUs - 1) x that."""
+    from simnet.run.jobs import background_schedule
+    from simnet.spec.jobs import BackgroundSpec
+
+    topology = topology_from_dict({"name": "f", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                             "gpus_per_host": 1, "nic_bandwidth": "100 Gb/s"}})
+    spec = BackgroundSpec(pattern=pattern, load="50%", seed=1)
+    schedule = background_schedule(topology, spec, 1e-3)
+    line = 100e9 / 8 * 1e-3  # bytes a GPU's NIC carries in a 1 ms period
+    sent = np.bincount(schedule.src, weights=schedule.nbytes, minlength=4)
+    assert sent == pytest.approx(np.full(4, 0.5 * line) if senders_into_one is None else
+                                 np.where(sent > 0, 0.5 * line, 0.0), abs=3)  # whole bytes per transfer
+    if senders_into_one is not None:
+        into = np.bincount(schedule.dst, weights=schedule.nbytes, minlength=4)
+        assert into.max() == pytest.approx(senders_into_one * 0.5 * line, abs=3)

@@ -283,7 +283,8 @@ BACKGROUND_PERIOD = 1e-3
 def background_schedule(topology: Topology, spec: BackgroundSpec, period: float, index: int = 0) -> Schedule:
     """One period of background traffic over ``topology``'s ranks: independent transfers,
     each ``load`` x its route's bottleneck bandwidth x ``period`` bytes (split over the
-    destinations of all_to_all and incast, so a GPU or the incast target offers ``load``).
+    destinations of all_to_all, so a GPU offers ``load``; every incast sender offers it whole,
+    so its target is asked for (GPUs - 1) x ``load``: an incast).
     A load offering under 1 Kb/s on a route, or under a byte a period, is refused (a
     ``JobError`` at job ``index``): it would be sent as a byte, not as what was asked."""
     gpus = topology.gpus
@@ -296,7 +297,7 @@ def background_schedule(topology: Topology, spec: BackgroundSpec, period: float,
         pairs, share = [(i, j) for i in range(n) for j in range(n) if i != j], 1.0 / (n - 1)
     else:
         target = int(rng.integers(n))
-        pairs, share = [(i, target) for i in range(n) if i != target], 1.0 / (n - 1)
+        pairs, share = [(i, target) for i in range(n) if i != target], 1.0
     src = np.array([i for i, _ in pairs])
     dst = np.array([j for _, j in pairs])
     rates = np.array([spec.load * share * topology.path_bandwidth(gpus[i], gpus[j]) for i, j in pairs])
