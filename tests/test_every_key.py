@@ -121,15 +121,15 @@ CASES: list[Case] = [
     case("ScenarioSpec", "workload", BASE, {"compute_time": "1 ms", "gradient_size": "1 MiB"}),
     case("ScenarioSpec", "training", BASE, TRAINING),
     case("ScenarioSpec", "sweep", BASE, {"gpus": [2, 4]}),
-    case("ScenarioSpec", "variants", BASE, [{"name": "v", "set": {"model": "ideal"}}, {"name": "w"}]),
+    case("ScenarioSpec", "variants", BASE, [{"name": "v", "set": {"gpus": 2}}, {"name": "w"}]),
     case("ScenarioSpec", "faults", BASE, [{"at": "0 s", "link": ["tor0", "spine0"], "bandwidth": "1%"}]),
     case("ScenarioSpec", "stragglers", BASE, {"r0h0-gpu0": "1 ms"}),
     case("ScenarioSpec", "jobs", BASE, sizes=DELETE, jobs=JOBS),
     case("ScenarioSpec", "placement", edit(BASE, sizes=DELETE, jobs=JOBS), "spread"),
-    case("ScenarioSpec", "cost", edit(BASE, variants=[{"name": "v", "set": {"model": "ideal"}}, {"name": "w"}]),
+    case("ScenarioSpec", "cost", edit(BASE, variants=[{"name": "v", "set": {"gpus": 2}}, {"name": "w"}]),
          "1000 $"),
     case("Variant", "name", edit(BASE, variants=TWO), variants__0__name="w"),
-    case("Variant", "set", edit(BASE, variants=TWO), variants__0__set={"model": "ideal"}),
+    case("Variant", "set", edit(BASE, variants=TWO), variants__0__set={"gpus": 2}),
     case("Variant", "cost", edit(BASE, variants=TWO), variants__0__cost="1000 $"),
     *[case("Options", key, edit(BASE, algorithms=[algorithm], **extra), **{f"options__{key}": value})
       for key, algorithm, value, extra in [

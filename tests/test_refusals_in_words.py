@@ -293,9 +293,9 @@ def test_an_output_under_a_file_and_an_environment_compare_cannot_follow_are_sai
     assert compared.stderr.startswith(f"{tmp_path / 's.yaml'}:1: NCCL_GRAPH_FILE=/tmp/g.xml changes the transports")
     # the review: NCCL's channels under model: ideal, refused of the variant that sets the model
     (tmp_path / "s.yaml").write_text(f"name: s\n{TOPOLOGY}sizes: [1 MiB]\nalgorithms: [ring]\n"
-                                     "variants:\n  - {name: a, set: {model: nccl}}\n"
-                                     "  - {name: b, set: {model: ideal}}\n")
+                                     "variants:\n  - {name: a, set: {model: ideal}}\n"
+                                     "  - {name: b, set: {model: ideal, gpus: 2}}\n")  # (ideal beside nccl: refused)
     ideal = cli("compare", tmp_path / "s.yaml", "-o", tmp_path / "c.png", env={"NCCL_MAX_NCHANNELS": "4"})
     assert ideal.exit_code == 2 and ideal.stderr.count("\n") == 1
-    assert ideal.stderr.startswith(f"{tmp_path / 's.yaml'}:7: variants[1].set.model: NCCL_MAX_NCHANNELS=4 sets "
+    assert ideal.stderr.startswith(f"{tmp_path / 's.yaml'}:6: variants[0].set.model: NCCL_MAX_NCHANNELS=4 sets "
                                    "NCCL's channels, and model: ideal runs no NCCL"), ideal.stderr

@@ -117,6 +117,14 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
     for index, _, _, overrides, where in every:  # a run too large for the memory: refused before any runs
         for algorithm in scenarios[index].algorithms:
             _evaluate(plans[index], Point(overrides, None, algorithm), where, check_point_fits)
+    at_line_rate = [(name, where) for index, name, _, overrides, where in every
+                    if dict(overrides).get("model", scenarios[index].model) == "ideal"]
+    if at_line_rate and len(at_line_rate) < len(every):  # (ideal is nccl's lower bound, not another machine)
+        name, where = at_line_rate[0]
+        other = next(o[1] for o in every if o[1] not in {n for n, _ in at_line_rate})
+        raise CompareError(*_key(where, "model"), (
+            f"option {name} runs model: ideal (line rate, no NCCL software costs) and option {other} does not, so "
+            "the ranking would weigh the model, not the hardware; give every option the same model"))
     options = []
     for index, name, cost, overrides, where in every:
         records = [_evaluate(plans[index], Point(overrides, None, algorithm), where)
