@@ -468,3 +468,25 @@ def test_groups_refuse_an_engine_option_they_would_not_apply():
     with pytest.raises(ValueError, match="reduce_bandwidth is not applied to groups"):
         simulate_groups(box(4), [["gpu0", "gpu1"], ["gpu2", "gpu3"]], "allreduce", 2**20,
                         options={"reduce_bandwidth": 1e9})
+
+
+def test_a_training_step_a_profile_refines_says_so_and_what_it_cannot_refine(cli, tmp_path, root):
+    """Fuzz round ar, M4: a profile fitted on H100s refined a training step on a DGX A100
+    (its exchanges and step changed) while the step's title, warnings and JSON said nothing
+    of it, where a run of sizes names the profile and warns that it was fitted on another
+    machine and that its network figures refine no route of one host. The step says so too."""
+    profile = root / "validation/calibrated/h100-ndr-309-2n.cal.yaml"
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ntopology: {root / 'topologies/dgx_a100.yaml'}\ncalibration: {profile}\n"
+                    "training: {model: llama3_8b, parallelism: {tp: 4, micro_batches: 2}, efficiency: 0.5}\n")
+    result = cli("run", path, "--json", tmp_path / "s.json")
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert f"training step calibrated by {profile}" in result.stdout and "warning calibration_other_hardware" in said
+    assert "network_bandwidth refines the steps and links of the network between nodes" in said
+    assert json.loads((tmp_path / "s.json").read_text())["training"]["calibration"] == str(profile)
+    ideal = tmp_path / "i.yaml"
+    ideal.write_text(path.read_text() + "model: ideal\n")
+    plain = cli("run", ideal, "--json", tmp_path / "i.json")
+    assert "calibrat" not in plain.stdout.replace("calibration_unused", "")
+    assert json.loads((tmp_path / "i.json").read_text())["training"]["calibration"] is None

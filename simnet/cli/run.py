@@ -144,6 +144,8 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
                                                       f"GPU{'s' if gpus > 1 else ''} ({spec.topology.name}), "
                                                       f"{_model_label(spec)}"))
         if results.training is not None:
+            if results.training["calibration"]:  # (a line of its own: the step's table is too narrow to hold a path)
+                console.print(f"training step calibrated by {results.training['calibration']}", soft_wrap=True)
             for table in training_tables(results.training):
                 console.print(table)
         if (costs := conditions_table(results)) is not None:

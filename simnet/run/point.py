@@ -46,7 +46,7 @@ SAME_TIME = 0.01
 ``auto`` names no faster algorithm than its pick and compare's Pareto front takes the cheaper."""
 
 __all__ = ["Setup", "Conditions", "SAME_TIME", "fastest_of", "checked_size", "checked_options", "HIERARCHICAL_VARIANTS",
-           "calibration_of"]
+           "calibration_of", "foreign_calibration"]
 
 
 def fastest_of(times: Mapping[str, float], pick: str) -> str:
@@ -109,6 +109,15 @@ def checked_options(options: dict) -> dict:
     except ValidationError as exc:
         raise ValueError(Source("<options>").from_validation(exc, model=Options).message) from None
     return {**options, **checked}
+
+
+def foreign_calibration(fit: Calibration | None, topo: Topology) -> list[Finding]:
+    """``calibration_other_hardware`` where the profile ``fit`` was fitted on another
+    machine than ``topo``'s (``other_hardware``), else nothing."""
+    differ = other_hardware(fit, topo) if fit else None
+    return [Finding("calibration_other_hardware", "", (
+        f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
+        "corrections may not hold here; fit one on this machine's logs (simnet calibrate)"))] if differ else []
 
 
 @dataclass(frozen=True)
@@ -291,11 +300,7 @@ class Setup:
         if late:  # read, and changed nothing: the run was over
             warnings.append(after_end(late, len(conditions.faults), run.time))
         fit = self.calibration
-        differ = other_hardware(fit, topo) if self.model != "ideal" and fit else None
-        if differ:
-            warnings.append(Finding("calibration_other_hardware", "", (
-                f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
-                "corrections may not hold here; fit one on this machine's logs (simnet calibrate)")))
+        warnings += foreign_calibration(fit, topo) if self.model != "ideal" else []
         # a GPU of the network (every subset shares the answer) names no generation: which of these ranks
         some_unnamed = topo.derived("a_gpu_unnamed", lambda t: any(
             data.get("gpu") is None for _, data in t.graph.nodes(data=True) if data["kind"] == "gpu"))

@@ -27,7 +27,15 @@ from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.model.interface import timing as model_timing
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import JUDGED_CHOICES, nccl_default, nccl_env, turned_off
-from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of, checked_options, checked_size
+from simnet.run.point import (
+    HIERARCHICAL_VARIANTS,
+    Conditions,
+    Setup,
+    calibration_of,
+    checked_options,
+    checked_size,
+    foreign_calibration,
+)
 from simnet.schedule.algorithms.direct import named_servers, parameter_servers, servers_used
 from simnet.schedule.catalog import algorithms_for, build_program, build_schedule
 from simnet.schedule.kinds import ALLREDUCE
@@ -39,7 +47,7 @@ from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.topology.loader import load_topology
 from simnet.tuning import predict, rccl, tables
 
-__all__ = ["simulate", "check_fits", "unread_options", "reductions_unread"]
+__all__ = ["simulate", "check_fits", "unread_options", "reductions_unread", "calibration_said"]
 
 NCCL_RUNS = tuple(tables.SIMNET_NAMES.values())
 """The algorithms ``auto`` may simulate: NCCL's, by simnet's names."""
@@ -575,6 +583,18 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
                 f"options.inner {shown(options['inner'])} changed nothing here: every rank is in one group "
                 f"(group_by: {level}), so nothing runs between groups")))
     return said
+
+
+def calibration_said(topology: Topology, model: str | None, calibration: Calibration | None) -> list[Finding]:
+    """What a run over every GPU of ``topology`` says of its ``calibration`` (as ``simulate``
+    does of each run): fitted on another machine (``calibration_other_hardware``), figures
+    of a kind of step no route takes (``key_unread``); nothing under ``model: ideal``, which
+    reads no profile. A training step's groups together join every GPU, so what no route
+    between them crosses, none of its exchanges does."""
+    point = Setup(topology, ALLREDUCE, model, nccl_env(), calibration)
+    if calibration is None or point.model == "ideal":
+        return []
+    return foreign_calibration(calibration, topology) + _network_fit_unread(point, calibration, Conditions(), [])
 
 
 def _network_fit_unread(point: Setup, calibration: Calibration, conditions: Conditions,

@@ -48,7 +48,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from simnet.model.interface import resolve_model
 from simnet.run.groups import simulate_groups
+from simnet.run.point import calibration_of
 from simnet.topology.hardware import GPUS
 from simnet.units import DTYPE_BYTES
 from simnet.workloads.transformer import Parallelism, Transformer, exchange_bytes, forward_seconds, rank_groups
@@ -239,4 +241,7 @@ def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None
     step = step_time(scenario.topology, spec.transformer(), spec.layout(), gpu_flops=spec.gpu_flops,
                      efficiency=spec.efficiency, dtype=spec.dtype, grad_dtype=spec.grad_dtype,
                      comm_model=scenario.model, env=env, calibration=scenario.calibration)
-    return {"model": spec.model if isinstance(spec.model, str) else "custom", **asdict(step)}
+    fit = calibration_of(scenario.calibration if scenario.calibration is not None else scenario.topology.calibration)
+    refined = fit is not None and resolve_model(scenario.model, scenario.topology) != "ideal"
+    return {"model": spec.model if isinstance(spec.model, str) else "custom", **asdict(step),
+            "calibration": (fit.source or "(a Calibration)") if refined else None}
