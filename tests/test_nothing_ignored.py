@@ -4469,3 +4469,19 @@ def test_a_sweep_of_gpu_counts_over_a_scenario_that_names_its_gpus_is_refused(tm
     assert "gpus: the scenario names its GPUs" in result.stderr and not (tmp_path / "sw").exists()
     assert cli("sweep", tmp_path / "s.yaml", "--set", "options.channels=2,4", "--out", tmp_path / "ok",
                "--workers", "1").exit_code == 0  # no GPU counts swept: the list runs as named
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3])
+def test_channels_said_to_change_nothing_claim_no_count_of_their_own(channels):
+    """Fuzz round ar, L1: a ring at line rate over one switch, whose time no channel count
+    moves, was said to run "1 channels", "2 channels" or "3 channels" without options.channels:
+    the count written, given as the run's own. The count is said only where it is the run's
+    own without the option (one channel here), else the same pieces timed alike."""
+    from simnet import simulate
+
+    star = topology_from_dict({"name": "s", "generate": {"kind": "nvswitch", "gpus": 4, "gpu_bandwidth": "12.5 GB/s"}})
+    result = simulate(star, "ring", 16 * 2**20, model="ideal", channels=channels)
+    said = [w.message for w in result.warnings if w.link == "options.channels"]
+    own = "ring runs 1 channel without it, the same pieces timed alike" if channels == 1 else \
+        "ring runs the same pieces timed alike without it"
+    assert said == [f"options.channels {channels} changed nothing here: {own}"]

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -145,12 +145,20 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if options.get("channels") is not None and result.gpus > 1:
         library = "RCCL" if point.model == "rccl" else "NCCL"
         nccl = f" ({library}'s {result.nccl_channels})" if result.nccl_channels is not None else ""
-        ran = f"{algorithm} runs {result.channels} channels{nccl} without it, the same pieces timed alike" \
-            if algorithm != "auto" else (f"NCCL's pick and every candidate auto weighs ("
-                                         f"{', '.join((result.auto or {}).get('candidates', ()))}) run the same pieces "
-                                         "timed alike without it")
+        written = options["channels"]
+
+        def ran() -> str:  # the count it runs without the option, where that is the one written (not the run's own)
+            if algorithm == "auto":
+                weighed = ", ".join((result.auto or {}).get("candidates", ()))
+                return (f"NCCL's pick and every candidate auto weighs ({weighed}) run the same pieces timed alike "
+                        "without it")
+            if _channels_without(point, algorithm, size, options) == written:
+                return (f"{algorithm} runs {written} channel{'s' * (written != 1)}{nccl} without it, the same pieces "
+                        "timed alike")
+            return f"{algorithm} runs the same pieces timed alike without it"
+
         result = _option_unfelt(point, algorithm, size, options, result, "channels",
-                                f"options.channels {options['channels']} changed nothing here: {ran}")
+                                lambda: f"options.channels {written} changed nothing here: {ran()}")
     # (auto's answer may be a candidate's run reused, which says these already: said once)
     if calibration is not None and point.model != "ideal":
         said = _network_fit_unread(point, calibration, conditions, named_servers(options) if algorithm == "ps" else [])
@@ -365,9 +373,17 @@ def _nccl_only_unread(env: Mapping[str, str]) -> list[Finding]:
             if not nccl_default(env.get(name, "").strip(), default, name)]
 
 
+def _channels_without(point: Setup, algorithm: str, size: int, options: dict) -> int | None:
+    """The channels ``algorithm``'s lane program runs without ``options.channels`` (None: no
+    lane program, or none it counts)."""
+    plan = point.plan(algorithm, size, {k: v for k, v in options.items() if k != "channels"})
+    program = build_program(algorithm, point.topo, size, collective=point.collective, **plan.options)
+    return None if program is None else program.info.get("channels")
+
+
 def _option_unfelt(point: Setup, algorithm: str, size: int, options: dict, result: Result, name: str,
-                   said: str) -> Result:
-    """``result`` with an ``option_unread`` warning (``said``) when ``options[name]``
+                   said: str | Callable[[], str]) -> Result:
+    """``result`` with an ``option_unread`` warning (``said``, or what it returns) when ``options[name]``
     (``chunk_size``, ``channels``) changed nothing of ``algorithm``'s run (``_unfelt``; for
     ``auto``, of NCCL's pick and of every candidate beside it); never said twice."""
     if any(w.link == f"options.{name}" for w in result.warnings):  # said already (an algorithm that takes none)
@@ -378,7 +394,8 @@ def _option_unfelt(point: Setup, algorithm: str, size: int, options: dict, resul
     if not candidates or any(w.kind == "candidate_too_large" for w in result.warnings) or \
             not all(_unfelt(point, candidate, size, options, name) for candidate in candidates):
         return result
-    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}", said)])
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", f"options.{name}",
+                                                               said() if callable(said) else said)])
 
 
 def _unfelt(point: Setup, algorithm: str, size: int, options: dict, name: str) -> bool:
