@@ -124,7 +124,7 @@ class Topology:
         self.forwarding: frozenset[str] = frozenset(
             n for n, kind in self.graph.nodes(data="kind") if kind in FORWARDING_KINDS)
         self.down: frozenset[int] = frozenset()  # directed link indices that carry nothing (see ``without``)
-        self.marks: tuple[tuple[int, tuple], ...] = ()  # (link, what befalls it), sorted (see ``marked``)
+        self.marks: tuple[tuple[int, int], ...] = ()  # (link, the place of what befalls it), sorted (``marked``)
         self.whole: dict = {}  # facts of the network with every link up, shared by every view (``without``)
         self._up = {u: sorted(self.graph[u], key=self.node_index.__getitem__) for u in self.nodes}
         self._facts: dict = {}
@@ -438,14 +438,17 @@ class Topology:
         befalls it, a sortable tuple: a fault's instants and shares): where routing must choose
         between nodes alike but for their names (twin spines), a node whose links are marked
         otherwise is told apart by its marks, not by its name, so renaming nodes moves no route
-        where a fault has made one of them different. Marks order only what looks alike without
-        them, so the facts of the network (``derived``: rates, latencies, NCCL's reading) stay
-        shared; its router is one per set of marks, shared by every view marked alike (a
-        scenario's runs under one fault). Views of it (``without``, ``subset``) keep the marks."""
+        where a fault has made one of them different. Marks order only nodes alike from
+        everywhere, so the facts of the network (``derived``: rates, latencies, NCCL's reading)
+        stay shared. Only the marks' order counts (kept as their places among the distinct
+        marks), so its router is one per set of marked links and their order, shared by every
+        view marked alike (a scenario's runs under one fault, a sweep of its time). Views of it
+        (``without``, ``subset``) keep the marks."""
         if not marks:
             return self
         view = copy.copy(self)
-        view.marks = tuple(sorted(marks.items()))
+        place = {mark: i for i, mark in enumerate(sorted(set(marks.values())))}
+        view.marks = tuple(sorted((link, place[mark]) for link, mark in marks.items()))
         key = ("router", view.marks, self.down)
         if key not in self.whole:
             self.whole[key] = self._make_router(view)

@@ -373,9 +373,10 @@ class Router:
         class by number (a three-tier fabric's spines of one pod, spine j joined to core group
         j) by name, and refinement in order (each number the place of its sorted description)
         lines up the other pods' spines with the same core groups, whatever they are named.
-        A network ``Topology.marked`` (by its faults) is refined on by the marks of its links,
-        which order the nodes alike without them (a faulted spine and its healthy twins), and
-        only those: the order of nodes told apart without marks stays as it was."""
+        In a network ``Topology.marked`` (by its faults) the nodes still alike are told apart by
+        their links' marks before their names (a faulted spine among its healthy twins); nothing
+        else moves, so its routes are the unmarked network's up to swapping nodes alike from
+        everywhere, and every time the same."""
         topology = self.topology
         index, capacity, reverse = topology.node_index, topology.capacity, topology.reverse
         pairs = np.array([(index[u], index[v]) for u, v in topology.links], dtype=np.int64).reshape(-1, 2)
@@ -388,16 +389,14 @@ class Router:
                                    dtype=np.int64).reshape(-1, 2), axis=0, return_inverse=True)[1].reshape(-1)
         ends = _ends(pairs, described)
         looks = _refined(looks, *ends)
-        if topology.marks:  # and then by their marks, which split only what looked alike without them
-            marks = dict(topology.marks)
-            numbered = {mark: i + 1 for i, mark in enumerate(sorted(set(marks.values())))}
-            marked = np.zeros(len(capacity))
-            marked[list(marks)] = [numbered[mark] for mark in marks.values()]
-            ends = _ends(pairs, np.column_stack([described, marked]))
-            looks = np.unique(np.stack([looks, _refined(looks, *ends)], axis=1), axis=0,
-                              return_inverse=True)[1].reshape(-1)
         owner, other, seen, _ = ends
-        return dict(zip(topology.nodes, _told_apart(topology, looks, owner, other, seen).tolist()))
+        # a node's marks (``Topology.marked``): the marks of the links it sends and receives on, sorted
+        signs: list[tuple] = [() for _ in topology.nodes]
+        for link, mark in topology.marks:
+            for end in pairs[link]:
+                signs[end] = (*signs[end], mark)
+        signs = [tuple(sorted(sign)) for sign in signs]
+        return dict(zip(topology.nodes, _told_apart(topology, looks, owner, other, seen, signs).tolist()))
 
     def _gpu_places(self) -> dict[str, int]:
         """Each GPU's place among the network's GPUs in their rank order
@@ -491,9 +490,10 @@ def _refined(looks: np.ndarray, owner: np.ndarray, other: np.ndarray, seen: np.n
 
 
 def _told_apart(topology: Topology, looks: np.ndarray, owner: np.ndarray, other: np.ndarray,
-                seen: np.ndarray) -> np.ndarray:
+                seen: np.ndarray, signs: list[tuple]) -> np.ndarray:
     """``looks`` (refined) with the switches still alike told apart (``Router._looks``): the
-    twins of every class of twins at once, else the first class, by name, then refined in order."""
+    twins of every class of twins at once, else the first class, by their ``signs`` (the
+    marks on their links) and then name, then refined in order."""
     switches = np.array([topology.kind(n) == "switch" for n in topology.nodes], dtype=bool)
     numbers, counts = np.unique(looks[switches], return_counts=True)
     if not (counts > 1).any():
@@ -503,7 +503,7 @@ def _told_apart(topology: Topology, looks: np.ndarray, owner: np.ndarray, other:
         ends[u].append((link, v))
     neighbours = [tuple(sorted(e)) for e in ends]
     while (counts > 1).any():
-        classes = [sorted(np.flatnonzero(switches & (looks == n)).tolist(), key=topology.nodes.__getitem__)
+        classes = [sorted(np.flatnonzero(switches & (looks == n)).tolist(), key=lambda u: (signs[u], topology.nodes[u]))
                    for n in numbers[counts > 1]]
         twins = [c for c in classes if len({neighbours[u] for u in c}) == 1]
         told = np.full(len(looks), -1, dtype=np.int64)
