@@ -94,7 +94,8 @@ def enabled(system: System, algorithm: str, protocol: str, function: str = "AllR
     if algorithm == "NVLSTree":
         return system.nvls and system.nodes > 1
     if algorithm in ("CollNetDirect", "CollNetChain"):
-        return system.collnet and system.nodes > 1 and system.ppn <= 8
+        # NCCL skips CollNet where a node holds more than NCCL_MAX_DIRECT_ARITY + 1 (src/enqueue.cc:2001-2003)
+        return system.collnet and system.nodes > 1 and (system.max_local or system.ppn) <= 8
     if protocol == "LL128":
         # LL128 needs NVLink inside the node and a PCIe-or-PXN path to the NIC (tuning.cc:514-536)
         return system.cc >= 70 and system.intra_hw == NVLINK

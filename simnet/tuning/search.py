@@ -58,7 +58,8 @@ class System:
     ``min_p2p_channels``/``max_p2p_channels``/``net_peer_channels``: NCCL_MIN_P2P_NCHANNELS,
     NCCL_MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER (0: unset; ``enqueue.p2p_channels``);
     ``msccl``: RCCL_MSCCL_ENABLE (default 1), ``msccl_forced``: RCCL_MSCCL_FORCE_ENABLE=1
-    (``rccl.msccl``); ``turned_off``: the variables (``NAME=value``) that took ``nvls`` or
+    (``rccl.msccl``); ``max_local``: the most GPUs of the communicator on one node (NCCL's
+    ``maxLocalRanks``, which CollNet is held to); ``turned_off``: the variables (``NAME=value``) that took ``nvls`` or
     ``collnet`` away, and ``lone_gpu``: a node holds one GPU of the communicator (which takes
     ``nvls`` away), for the words of what then cannot run.
     """
@@ -88,6 +89,7 @@ class System:
     msccl_forced: bool = False
     turned_off: tuple[str, ...] = field(default=(), compare=False)  # (words only: the same plan either way)
     lone_gpu: bool = field(default=False, compare=False)
+    max_local: int = 0  # the most GPUs of the communicator on one node (NCCL's maxLocalRanks; 0: ppn's)
 
     @property
     def ppn(self) -> float:
@@ -139,7 +141,8 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
         wire = sum(rate[topology.link_index[(n, port)]] for n, _ in devices[0] for port in topology.ports(n))
         nic_bw = float(min(to_nic, wire))
     marked = topology.derived("switch_features", _switch_features)
-    # NCCL sets NVLS up on nodes of two GPUs of the communicator or more (ncclNvlsInit, src/transport/nvls.cc)
+    # NCCL sets NVLS up on nodes of two GPUs of the communicator or more (ncclNvlsInit, src/transport/nvls.cc:262,
+    # v2.30.7; up to v2.28.3 three or more: gpuCount <= 2)
     lone_gpu = cc >= 90 and "nvls" in marked and min(len(on) for on in hosts.values()) < 2
     nvls = cc >= 90 and "nvls" in marked and not lone_gpu
     # CollNet needs COLLNET_NODE_THRESHOLD (2) nodes at least: NCCL turns it off below (init.cc:1468-1475, v2.30.7)
@@ -149,7 +152,8 @@ def system_of(topology, gpus: list[str] | None = None) -> System:
     return System(ranks=len(gpus), nodes=len(hosts), cc=cc, nvlink_bw=float(nvlink), pci_bw=float(pci),
                   nic_bw=nic_bw, nics=len(devices), transport=transport, cpu=cpu, nvls=nvls, collnet=collnet,
                   nic_latency=None if nic_latency is None else nic_latency * 1e6,
-                  library="rccl" if amd else "nccl", arch=amd[0] if amd else "", mesh=mesh, lone_gpu=lone_gpu)
+                  library="rccl" if amd else "nccl", arch=amd[0] if amd else "", mesh=mesh, lone_gpu=lone_gpu,
+                  max_local=max(len(on) for on in hosts.values()))
 
 
 def net_devices(topology, rails: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:

@@ -36,14 +36,15 @@ __all__ = ["nvls", "nvls_tree", "collnet_direct", "collnet_chain", "nvls_switch"
 
 COLLNET_MAX_LOCAL = 8
 """The most GPUs of a communicator on one node that CollNet runs with (NCCL_MAX_DIRECT_ARITY + 1,
-src/include/device.h and src/enqueue.cc, v2.30.7; ``simnet.tuning.predict`` keeps it too)."""
+src/enqueue.cc:2001-2003, v2.30.7, on maxLocalRanks; ``simnet.tuning.predict`` holds NCCL's model to
+it too, by ``System.max_local``)."""
 
 NVLS_CHUNK = 128 * 1024
 """NCCL_NVLS_CHUNKSIZE's default, 128 KiB (NVIDIA/nccl v2.30.7 src/transport/nvls.cc)."""
 
 
 LONE_GPU = ("NCCL runs no NVLS where a node holds one GPU of the communicator (ncclNvlsInit returns when the "
-            "node's GPU count is under 2: src/transport/nvls.cc, v2.30.7)")
+            "node's GPU count is under 2: src/transport/nvls.cc:262, v2.30.7)")
 """Why NVLS and NVLSTree are refused over ranks one of whose nodes holds one of them: that
 rank's NVLS graph has no channel, and every rank takes the fewest any has (src/init.cc,
 AllGather3's alignment of ``graphs[a]->nChannels``)."""
