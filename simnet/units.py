@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 
 __all__ = [
     "UnitError",
@@ -77,6 +77,11 @@ _EXAMPLES = {
 }
 
 
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+"""Decimal arithmetic of its own (the process's context may be anything), exact for any product
+of a written number and a unit (rounded once, by ``float``)."""
+
+
 def _parse(text: object, table: dict[str, float], what: str) -> float:
     """``text``'s number times its unit's multiplier, rounded once from the exact decimal
     product (so ``1000 ns`` is ``1 us`` to the bit, as ``400 Gb/s`` is ``50 GB/s``), or raise
@@ -90,7 +95,10 @@ def _parse(text: object, table: dict[str, float], what: str) -> float:
         if isinstance(text, (int, float)) or _BARE.match(str(text)):
             raise UnitError(f"{text!r} has no unit; a {what} needs one ({_EXAMPLES[what]})")
         raise UnitError(f"{str(text)!r} is not a {what} ({_EXAMPLES[what]})")
-    return float(Decimal(match.group(1)) * Decimal(repr(table[match.group(2)])))
+    try:
+        return float(_EXACT.multiply(Decimal(match.group(1)), Decimal(repr(table[match.group(2)]))))
+    except ArithmeticError:  # an exponent beyond any decimal: as out of range as a float's infinity
+        return math.inf
 
 
 BANDWIDTH_RANGE = (1e3 / 8, 1e16 / 8)
