@@ -155,6 +155,10 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
     >>> fsdp = exchange_bytes(m, Parallelism(fsdp=True), 1, 2)  # every weight gathered: 4 layers and the root
     >>> 4 * fsdp["fsdp_gather"] + fsdp["fsdp_root_gather"] == m.parameters()
     True
+    >>> moe = Transformer(layers=4, hidden=8, heads=2, ffn=16, sequence=4, vocabulary=100, experts=4, top_k=2)
+    >>> fsdp = exchange_bytes(moe, Parallelism(fsdp=True), 1, 2)  # its experts and router in each layer's unit
+    >>> 4 * fsdp["fsdp_gather"] + fsdp["fsdp_root_gather"] == moe.parameters()
+    True
     """
     activation = model.activation_bytes(par.micro_batch_size * model.sequence, value_bytes)
     sizes = {"tp": activation}
@@ -167,9 +171,11 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
     # the input embedding on the first stage, the output layer on the last: with pp > 1 each
     # of those stages holds one of them, and the step waits for the largest stage's exchanges
     embeddings = (1 if par.pp > 1 else 2) * model.vocabulary * model.hidden
-    if par.fsdp:  # a unit per layer, the embeddings in the root unit (PyTorch FSDP's auto-wrap)
-        sizes["fsdp_gather"] = dense // par.tp * value_bytes
-        sizes["fsdp_scatter"] = dense // par.tp * grad_bytes
+    if par.fsdp:  # a unit per layer (every weight of it: an MoE's experts and router too, ep being 1), the
+        # embeddings in the root unit (PyTorch FSDP's auto-wrap)
+        layer = (model.parameters() - 2 * model.vocabulary * model.hidden) // model.layers
+        sizes["fsdp_gather"] = layer // par.tp * value_bytes
+        sizes["fsdp_scatter"] = layer // par.tp * grad_bytes
         sizes["fsdp_root_gather"] = embeddings // par.tp * value_bytes
         sizes["fsdp_root_scatter"] = embeddings // par.tp * grad_bytes
     else:
