@@ -1152,3 +1152,21 @@ def test_the_healthy_run_a_fault_is_measured_against_is_the_run_without_faults(c
     faulted = simnet.simulate(topo, "tree", 2**24, model="ideal",
                               faults=[{"at": "20 us", "link": ["pod1-spine0", "core0-1"], **change}])
     assert faulted.conditions["healthy_s"] == plain.time_s
+
+
+def test_views_marked_by_one_fault_set_share_one_router_and_others_do_not():
+    """Review 77, L5: a scenario's runs under one fault share the marked network's router
+    (its routes are computed once); a fault moved in time orders the same links the same way
+    and shares it too; a fault on another link has a router of its own."""
+    from simnet.engine.faults import fault_marks
+    from simnet.spec.conditions import resolve_faults
+
+    topo = topology_from_dict({"name": "t", "routing": "ecmp", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "gpus_per_host": 2, "spines": 2}})
+
+    def router(at: str, spine: str):
+        return topo.marked(fault_marks(resolve_faults(topo, [{"at": at, "link": ["tor0", spine],
+                                                              "bandwidth": "25%"}]))).router
+
+    assert router("20 us", "spine0") is router("20 us", "spine0") is router("21 us", "spine0")
+    assert router("20 us", "spine1") is not router("20 us", "spine0") and topo.router is not router("20 us", "spine0")

@@ -114,9 +114,6 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
                 raise CompareError(index, ("variants", i, "set", f"options.{unread[0]}"), (
                     f"read by none of {', '.join(scenario.algorithms)} (see simnet algorithms), so it changes "
                     f"nothing in this comparison of {variant.name}; leave it out, or name an algorithm that reads it"))
-    for index, _, _, overrides, where in every:  # a run too large for the memory: refused before any runs
-        for algorithm in scenarios[index].algorithms:
-            _evaluate(plans[index], Point(overrides, None, algorithm), where, check_point_fits)
     at_line_rate = [(name, where) for index, name, _, overrides, where in every
                     if dict(overrides).get("model", scenarios[index].model) == "ideal"]
     if at_line_rate and len(at_line_rate) < len(every):  # (ideal is nccl's lower bound, not another machine)
@@ -125,6 +122,9 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
         raise CompareError(*_key(where, "model"), (
             f"option {name} runs model: ideal (line rate, no NCCL software costs) and option {other} does not, so "
             "the ranking would weigh the model, not the hardware; give every option the same model"))
+    for index, _, _, overrides, where in every:  # a run too large for the memory: refused before any runs
+        for algorithm in scenarios[index].algorithms:
+            _evaluate(plans[index], Point(overrides, None, algorithm), where, check_point_fits)
     options = []
     for index, name, cost, overrides, where in every:
         records = [_evaluate(plans[index], Point(overrides, None, algorithm), where)

@@ -201,7 +201,9 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
         root_gather = exchange("dp", "all_gather", sizes["fsdp_root_gather"])
         root_scatter = exchange("dp", "reduce_scatter", sizes["fsdp_root_scatter"])
         fsdp_f = root_gather + gather + max(gather - layer_f, 0.0) * (layers - 1)
-        # the backward's first gather behind the output layer's backward, its last scatter in the open
+        # the backward's first gather behind the output layer's backward, its last scatter in the open (with
+        # pp > 1 the first stage has no output layer to hide it, but the last stage, 3 output layers' compute
+        # slower, still bounds the slot)
         fsdp_b = max(gather - 2 * logits_f, 0.0) + max(gather + scatter - 2 * layer_f, 0.0) * (layers - 1) + \
             scatter + root_scatter
     # one crossing per chunk boundary each way; one micro-batch on the slowest stage: 2 TP AllReduces and 2 EP
