@@ -666,3 +666,15 @@ def test_a_placement_that_chooses_what_packed_does_is_said_of_a_trace(cli, root)
     spread, packed = cli(*args, "--placement", "spread"), cli(*args)
     assert spread.exit_code == packed.exit_code == 0, spread.stderr
     assert "warning key_unread: --placement spread chose the GPUs packed does" in " ".join(spread.stdout.split())
+
+
+def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_are_free(cli, root):
+    """Fuzz round ar, L2: the public Chakra trace of rank 0, given alone, replayed as a job of
+    one rank: its five AllReduces (36.68 ms recorded on NCCL's ring) took 0 ns, without a word,
+    where a Kineto trace names its world and a missing rank is refused. Refused in one line
+    saying what to give; with --ranks-per-trace it replays."""
+    alone = cli("replay-trace", CHAKRA_TRACE, "-t", root / "topologies/dgx_h100.yaml")
+    assert alone.exit_code == 2 and alone.stderr.count("\n") == 1, alone.stderr
+    assert alone.stderr.startswith(f"{CHAKRA_TRACE}: a trace of rank 0 alone stands for a job of one rank")
+    assert cli("replay-trace", CHAKRA_TRACE, "--ranks-per-trace", "8", "-t",
+               root / "topologies/dgx_h100.yaml").exit_code == 0
