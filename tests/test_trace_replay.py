@@ -678,3 +678,19 @@ def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_
     assert alone.stderr.startswith(f"{CHAKRA_TRACE}: a trace of rank 0 alone stands for a job of one rank")
     assert cli("replay-trace", CHAKRA_TRACE, "--ranks-per-trace", "8", "-t",
                root / "topologies/dgx_h100.yaml").exit_code == 0
+
+
+def test_as_recorded_onto_a_cluster_without_the_recorded_algorithm_s_hardware_runs_nccl_s_pick(tmp_path):
+    """Fuzz round ar, L4: a trace whose AllReduce ran CollNetChain, replayed --as-recorded onto
+    a cluster without SHARP switches, was refused whole in a line naming neither the trace nor
+    the call, where an algorithm simnet does not run at all falls back to NCCL's pick with a
+    recorded_algorithm warning. A recorded algorithm the cluster cannot run does the same."""
+    trace = _step_trace(0, 1_000)
+    trace["traceEvents"][-2]["name"] = "ncclDevKernel_AllReduce_Sum_f32_COLLNET_CHAIN_SIMPLE(ncclDevComm*)"
+    path = _write(tmp_path, "collnet.0.json", trace)
+    replayed = simulate_trace(read_traces([path], ranks_per_trace=2), _two_gpus(), as_recorded=True)
+    said = [w.message for w in replayed.warnings if w.kind == "recorded_algorithm"]
+    assert said and said[0].startswith("allreduce ran collnet_chain in the recording, which cannot run here (")
+    assert said[0].endswith("; NCCL's pick ran instead")
+    plain = simulate_trace(read_traces([path], ranks_per_trace=2), _two_gpus())
+    assert replayed.steps == plain.steps

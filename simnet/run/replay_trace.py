@@ -335,8 +335,18 @@ class _Pricer:
             if algorithm == "auto" and len(gpus) > 1:
                 algorithm = Setup(self.topo.subset(list(gpus)), collective, self.model, dict(env),
                                   self.calibration).nccl_pick(size)
-            self.results[key] = simulate(self.topo, algorithm, size, gpus=list(gpus), model=self.model,
-                                         env=dict(env), calibration=self.calibration, collective=collective)
+            try:
+                self.results[key] = simulate(self.topo, algorithm, size, gpus=list(gpus), model=self.model,
+                                             env=dict(env), calibration=self.calibration, collective=collective)
+            except Unsupported as exc:  # the recorded algorithm's hardware is not the cluster's: NCCL's pick runs
+                if algorithm == "auto" or len(gpus) < 2:
+                    raise
+                self._warn("recorded_algorithm", f"{collective} ran {algorithm} in the recording, which cannot run "
+                           f"here ({exc}); NCCL's pick ran instead")
+                picked = Setup(self.topo.subset(list(gpus)), collective, self.model, dict(self.env),
+                               self.calibration).nccl_pick(size)
+                self.results[key] = simulate(self.topo, picked, size, gpus=list(gpus), model=self.model,
+                                             env=dict(self.env), calibration=self.calibration, collective=collective)
         return self.results[key]
 
     def as_recorded_unread(self, instances: list[Instance]) -> list[Finding]:
