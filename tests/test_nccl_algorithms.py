@@ -198,3 +198,19 @@ def test_the_table_names_the_variant_hierarchical_kept(cli, tmp_path, root):
     run = json.loads(json_path.read_text())["runs"][0]
     assert f"hierarchical (inner {run['options']['inner']})" in result.stdout
     assert set(run["variants"]["inner"]) == {"tree", "ring"}
+
+
+def test_one_channel_of_the_option_is_two_of_nccl_s_as_the_readme_says(root):
+    """Fuzz round ar, L3: options.channels 1 (62.65 ms for 1 GiB on a DGX H100) and
+    NCCL_MAX_NCHANNELS=1 (125.3 ms) answered 2x apart with nothing saying why: the option counts
+    the rings of NCCL's topology search, each of which NCCL runs as two channels
+    (CHANNEL_DUPLICATION). The README says so: channels 1 times as NCCL_MAX_NCHANNELS=2."""
+    import simnet
+
+    topology = simnet.load_topology(root / "topologies/dgx_h100.yaml")
+    option = simnet.simulate(topology, "ring", 2**30, channels=1)
+    variable = simnet.simulate(topology, "ring", 2**30, env={"NCCL_MAX_NCHANNELS": "2"})
+    assert option.nccl_channels == variable.nccl_channels == 2
+    assert option.time_s == pytest.approx(variable.time_s, abs=2e-9)
+    text = " ".join((root / "README.md").read_text().split())
+    assert "so it times as `NCCL_MAX_NCHANNELS=2` does (within 2 ns), not `=1`" in text
