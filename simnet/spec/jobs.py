@@ -152,8 +152,8 @@ def _racks_by_cabling(topology: Topology) -> dict[str, str]:
                 if ahead in seen:
                     continue
                 seen.add(ahead)
-                if topology.kind(ahead) == "switch":
-                    leaves.add(ahead)
+                if topology.kind(ahead) == "switch" and not set(topology.graph[ahead]) <= nodes:
+                    leaves.add(ahead)  # (a switch cabled to this host alone is its own, labelled or not)
                 elif topology.kind(ahead) == "nic":  # a NIC written without the host's label: through it
                     frontier.append(ahead)
         if leaves:
