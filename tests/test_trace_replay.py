@@ -694,3 +694,18 @@ def test_as_recorded_onto_a_cluster_without_the_recorded_algorithm_s_hardware_ru
     assert said[0].endswith("; NCCL's pick ran instead")
     plain = simulate_trace(read_traces([path], ranks_per_trace=2), _two_gpus())
     assert replayed.steps == plain.steps
+    # review 79: NCCL_ALGO steers that pick, so it is not said to change nothing, nor is --as-recorded
+    steered = simulate_trace(read_traces([path], ranks_per_trace=2), _two_gpus(), as_recorded=True,
+                             env={"NCCL_ALGO": "Tree"})
+    assert "NCCL_ALGO" not in {w.link for w in steered.warnings if w.kind == "key_unread"}
+    assert [w.message for w in replayed.warnings if w.link == "--as-recorded"] == [
+        "--as-recorded changed nothing here: every call runs the algorithm NCCL picks, in the same time (each whose "
+        "recorded algorithm could not run took NCCL's pick: recorded_algorithm)"]
+    # review 79, M1: calls of disjoint groups at once (replayed together) fall back alike
+    pairs = _pairs_traces(((0, 2), (1, 3)))
+    for trace in pairs:
+        for op in trace.ops:
+            if op.comm is not None:
+                object.__setattr__(op.comm, "algorithm", "collnet_chain")
+    together = simulate_trace(pairs, topology_from_dict(SHARED_UPLINK), as_recorded=True)
+    assert together.step_s == simulate_trace(_pairs_traces(((0, 2), (1, 3))), topology_from_dict(SHARED_UPLINK)).step_s

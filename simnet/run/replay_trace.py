@@ -37,7 +37,7 @@ from simnet.run.groups import simulate_groups
 from simnet.run.nccl_env import JUDGED_CHOICES, nccl_env, nccl_system
 from simnet.run.point import Setup, calibration_of
 from simnet.run.simulate import simulate, unread_by_every
-from simnet.schedule.catalog import algorithms_for
+from simnet.schedule.catalog import algorithms_for, build_program
 from simnet.spec.jobs import choose_gpus
 from simnet.topology.graph import Topology
 from simnet.topology.loader import load_topology
@@ -276,6 +276,7 @@ class _Pricer:
         self.topo, self.gpus, self.model, self.env, self.calibration = topo, gpus, model, env, calibration
         self.as_recorded = as_recorded
         self.results: dict[tuple, object] = {}
+        self.runnable: dict[tuple, str | None] = {}  # (collective, algorithm, size, GPUs) -> why it cannot run
         self.warnings: list[Finding] = []
         self.model_name = Setup(topo.subset(gpus[:2]) if len(gpus) > 1 else topo, "allreduce", model, env,
                                 calibration).model
@@ -287,13 +288,32 @@ class _Pricer:
             self._warn("recorded_algorithm", f"a {c.collective}'s recorded kernel names no algorithm and protocol "
                        "simnet reads (NCCL's ..._RING_LL and the like); NCCL's pick ran instead")
         if self.as_recorded and c.algorithm:
-            if c.algorithm in algorithms_for(c.collective):
+            gpus = tuple(self.gpus[r] for r in c.group)
+            why = self._cannot_run(c.collective, c.algorithm, c.size_bytes, gpus) \
+                if c.algorithm in algorithms_for(c.collective) else None
+            if why:  # the recorded algorithm's hardware is not the cluster's (CollNet without SHARP switches)
+                self._warn("recorded_algorithm", f"{c.collective} ran {c.algorithm} in the recording, which cannot "
+                           f"run here ({why}); NCCL's pick ran instead")
+            elif c.algorithm in algorithms_for(c.collective):
                 algorithm = c.algorithm
                 env = {**self.env, **({"NCCL_PROTO": c.protocol} if c.protocol else {})}
             else:
                 self._warn("recorded_algorithm", f"{c.collective} ran {c.algorithm} in the recording, which "
                            f"simnet does not simulate for {c.collective}; NCCL's pick ran instead")
         return c.collective, c.size_bytes, tuple(self.gpus[r] for r in c.group), algorithm, tuple(sorted(env.items()))
+
+    def _cannot_run(self, collective: str, algorithm: str, size: int, gpus: tuple[str, ...]) -> str | None:
+        """Why ``algorithm`` cannot run ``collective`` over ``gpus`` of this cluster (its
+        builder's refusal), or None; once per call shape."""
+        key = (collective, algorithm, size, gpus)
+        if key not in self.runnable:
+            try:
+                build_program(algorithm, self.topo.subset(list(gpus)), size, collective=collective) if len(gpus) > 1 \
+                    else None
+                self.runnable[key] = None
+            except Unsupported as exc:
+                self.runnable[key] = str(exc)
+        return self.runnable[key]
 
     def unread(self, instances: list[Instance]) -> list[Finding]:
         """``key_unread`` for NCCL_ALGO (NCCL_PROTO) when --as-recorded ran every call with its
@@ -335,18 +355,8 @@ class _Pricer:
             if algorithm == "auto" and len(gpus) > 1:
                 algorithm = Setup(self.topo.subset(list(gpus)), collective, self.model, dict(env),
                                   self.calibration).nccl_pick(size)
-            try:
-                self.results[key] = simulate(self.topo, algorithm, size, gpus=list(gpus), model=self.model,
-                                             env=dict(env), calibration=self.calibration, collective=collective)
-            except Unsupported as exc:  # the recorded algorithm's hardware is not the cluster's: NCCL's pick runs
-                if algorithm == "auto" or len(gpus) < 2:
-                    raise
-                self._warn("recorded_algorithm", f"{collective} ran {algorithm} in the recording, which cannot run "
-                           f"here ({exc}); NCCL's pick ran instead")
-                picked = Setup(self.topo.subset(list(gpus)), collective, self.model, dict(self.env),
-                               self.calibration).nccl_pick(size)
-                self.results[key] = simulate(self.topo, picked, size, gpus=list(gpus), model=self.model,
-                                             env=dict(self.env), calibration=self.calibration, collective=collective)
+            self.results[key] = simulate(self.topo, algorithm, size, gpus=list(gpus), model=self.model,
+                                         env=dict(env), calibration=self.calibration, collective=collective)
         return self.results[key]
 
     def as_recorded_unread(self, instances: list[Instance]) -> list[Finding]:
@@ -363,10 +373,12 @@ class _Pricer:
             return []
         finally:
             self.as_recorded = True
+        fell_back = any(w.kind == "recorded_algorithm" for w in self.warnings)
         return [] if recorded != picked else [Finding("key_unread", "--as-recorded", (
-            "--as-recorded changed nothing here: every call runs the algorithm NCCL picks, in the same time with its "
-            f"recorded protocol as with the pick's{' (model: ideal runs no protocol)' if self.model == 'ideal' else ''}"
-        ))]
+            "--as-recorded changed nothing here: every call runs the algorithm NCCL picks, in the same time "
+            + ("(each whose recorded algorithm could not run took NCCL's pick: recorded_algorithm)" if fell_back else
+               f"with its recorded protocol as with the pick's"
+               f"{' (model: ideal runs no protocol)' if self.model == 'ideal' else ''}")))]
 
     def alone(self, inst: Instance) -> float:
         return self.result(inst).time_s
