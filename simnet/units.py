@@ -79,7 +79,8 @@ _EXAMPLES = {
 
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
 """Decimal arithmetic of its own (the process's context may be anything), exact for any product
-of a written number and a unit (rounded once, by ``float``)."""
+of a written number and a unit (rounded once, by ``float``; beyond its exponents, infinity or
+the least decimal, never a trap)."""
 
 
 def _parse(text: object, table: dict[str, float], what: str) -> float:
@@ -95,10 +96,16 @@ def _parse(text: object, table: dict[str, float], what: str) -> float:
         if isinstance(text, (int, float)) or _BARE.match(str(text)):
             raise UnitError(f"{text!r} has no unit; a {what} needs one ({_EXAMPLES[what]})")
         raise UnitError(f"{str(text)!r} is not a {what} ({_EXAMPLES[what]})")
-    try:
-        return float(_EXACT.multiply(Decimal(match.group(1)), Decimal(repr(table[match.group(2)]))))
-    except ArithmeticError:  # an exponent beyond any decimal: as out of range as a float's infinity
-        return math.inf
+    written = match.group(1)
+    mantissa, _, exponent = written.lower().partition("e")
+    if not re.search(r"[1-9]", mantissa):  # (0e99999 is zero, however written)
+        return 0.0
+    number = _EXACT.create_decimal(written)
+    if number.is_nan():  # an exponent beyond even this context's: infinity, or the least float
+        return math.copysign(math.inf if not exponent.startswith("-") else 5e-324, -1.0 if "-" in mantissa else 1.0)
+    product = _EXACT.multiply(number, Decimal(repr(table[match.group(2)])))
+    value = float(product)  # an exponent beyond any float: infinity, or the least float for what is not zero
+    return value if value != 0 else math.copysign(5e-324, product)
 
 
 BANDWIDTH_RANGE = (1e3 / 8, 1e16 / 8)

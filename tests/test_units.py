@@ -171,7 +171,8 @@ def test_every_spelling_of_one_bandwidth_is_the_same_number(bits, one, other):
 
 
 @pytest.mark.parametrize("parse, text", [(units.parse_size, "1e1000000 B"), (units.parse_size, "1e99999999999999999999 B"),
-                                         (units.parse_time, "1e1000000 s"), (units.parse_bandwidth, "1e-999999999 Gb/s")])
+                                         (units.parse_time, "1e1000000 s"), (units.parse_bandwidth, "1e-999999999 Gb/s"),
+                                         (units.parse_time, "1e-1000000 us"), (units.parse_time, "1e-99999999999999999999 us")])
 def test_an_exponent_beyond_any_number_is_out_of_range_in_one_line(parse, text):
     """Review 77, H4: multiplied as decimals in the process's decimal context, 1e1000000 B
     raised decimal.Overflow (a traceback) where a float's infinity had been refused as out of
@@ -181,4 +182,4 @@ def test_an_exponent_beyond_any_number_is_out_of_range_in_one_line(parse, text):
     with decimal.localcontext(decimal.Context(prec=3, traps=[decimal.Inexact])):  # a caller's, which counts for nothing
         with pytest.raises(units.UnitError, match="is outside"):
             parse(text)
-        assert units.parse_time("0.123456789 s") == 0.123456789
+        assert units.parse_time("0.123456789 s") == 0.123456789 and units.parse_size("0e99999999999999999999 B") == 0
