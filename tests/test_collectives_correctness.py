@@ -188,25 +188,31 @@ EFA = topology_from_dict({"name": "efa", "generate": {"kind": "leaf_spine", "rac
                                                        "nics_per_host": 16, "nic_bandwidth": "200 Gb/s"}})
 
 
+EFA_ALONE = topology_from_dict({"name": "efa1", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 4,
+                                                              "gpus_per_host": 1, "gpu": "h100", "transport": "efa",
+                                                              "nics_per_host": 2, "nic_bandwidth": "200 Gb/s"}})
+
+
 @pytest.mark.parametrize("collective, name", [(c, a) for c in COLLECTIVES for a in algorithms_for(c)])
 def test_every_schedule_striped_over_efa_nics_computes_its_collective(collective, name):
     """Sends across hosts cut into one stripe per NIC of the sender's EFA device (as the
     plugin stripes them) still compute the collective, in dependency order and in the
     replay's real order; and an algorithm that does not lay its sends over NICs itself is
     striped: every GPU sending across hosts sends through both NICs of its device."""
+    efa = EFA_ALONE if name == "pat" else EFA  # (PAT at one GPU per node, where NCCL runs it)
     try:
-        schedule = build_schedule(name, EFA, 4096 + 17, collective=collective, chunk_size=512, channels=3)
+        schedule = build_schedule(name, efa, 4096 + 17, collective=collective, chunk_size=512, channels=3)
     except ValueError as exc:  # nvls on two hosts, ...: refused as NCCL refuses it
         pytest.skip(str(exc))
-    check_collective(schedule, collective, timed=replay(schedule, EFA))
+    check_collective(schedule, collective, timed=replay(schedule, efa))
     if not algorithms_for(collective)[name].stripes:
         nodes = np.array(schedule.nodes)
-        host = np.array([EFA.label(n, "node") for n in schedule.nodes])
+        host = np.array([efa.label(n, "node") for n in schedule.nodes])
         across = host[schedule.src] != host[schedule.dst]
         assert across.any()
         used: dict[str, set[str]] = {}
         for a, b, c in zip(nodes[schedule.src[across]], nodes[schedule.dst[across]], schedule.channel[across]):
-            used.setdefault(str(a), set()).update(v for _, v in EFA.route(str(a), str(b), int(c))
-                                                  if EFA.kind(v) == "nic" and EFA.label(v, "node") == host[
+            used.setdefault(str(a), set()).update(v for _, v in efa.route(str(a), str(b), int(c))
+                                                  if efa.kind(v) == "nic" and efa.label(v, "node") == host[
                                                       schedule.nodes.index(str(a))])
         assert all(len(nics) == 2 for nics in used.values()), used

@@ -136,9 +136,9 @@ def test_real_schedules_under_nccl_s_model_run_the_same_compiled(algorithm):
     """NCCL's timing of real schedules (caps, per-step latencies, LL's wire bytes) on an
     oversubscribed two-rack fabric, one leaf's uplinks slowed mid-run and ranks joining
     late: the same on both networks."""
-    topo = topology_from_dict({"name": "ls", "generate": {
-        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 4, "spines": 2, "gpu": "h100",
-        "oversubscription": 2}})
+    topo = topology_from_dict({"name": "ls", "generate": {  # (PAT at one GPU per node, as NCCL runs it)
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 8 if algorithm == "pat" else 2,
+        "gpus_per_host": 1 if algorithm == "pat" else 4, "spines": 2, "gpu": "h100", "oversubscription": 2}})
     collective = "all_gather" if algorithm == "pat" else "allreduce"
     point = Setup(topo, collective, "nccl", nccl_env({}), None)
     _, schedule, timing = point.prepare(algorithm, 2**22, {})

@@ -334,10 +334,10 @@ def test_nccl_proto_and_algo_are_honoured():
 
     with pytest.raises(Unsupported, match="NCCL_PROTO=LL leaves nvls no protocol: NCCL runs it with Simple only"):
         simulate(box(), "nvls", 2**30, env={"NCCL_PROTO": "LL"})
-    # PAT (Simple only) named on hosts of 8 GPUs, where NCCL's model has no time for it: it ran
-    # Simple under NCCL_PROTO=LL without a word (fuzz round j #418, #421)
-    two = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
-                                                         "gpus_per_host": 8, "gpu": "h100"}})
+    # PAT (Simple only) ran Simple under NCCL_PROTO=LL without a word (fuzz round j #418, #421); at one GPU
+    # per node, where NCCL runs it (on hosts of 8 it is refused: fuzz round ar)
+    two = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 1, "gpu": "h100"}})
     with pytest.raises(Unsupported, match="NCCL_PROTO=LL128 leaves pat no protocol: NCCL runs it with Simple only"):
         simulate(two, "pat", 2**20, collective="all_gather", env={"NCCL_PROTO": "LL128"})
     assert simulate(two, "pat", 2**20, collective="all_gather", env={"NCCL_PROTO": "Simple"}).protocol == "Simple"

@@ -4141,9 +4141,10 @@ def test_compare_of_files_one_with_a_workload_prices_what_it_ranks_by(tmp_path, 
 def test_algorithms_all_under_c_runs_every_algorithm_of_that_collective(tmp_path, cli, collective, own):
     """Fuzz round aj: ``algorithms: all`` in an AllReduce file run with ``-c all_to_all`` (or
     ``reduce_scatter``) ran the AllReduce algorithms that collective has, and left out its own
-    (pairwise, pat) without a word. ``all`` is that collective's all."""
-    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: all\n")
-    (tmp_path / "c.yaml").write_text(f"name: s\ntopology: {LEAF2}\nsizes: [1 MiB]\nalgorithms: all\n"
+    (pairwise, pat) without a word. ``all`` is that collective's all (a GPU per host: PAT's)."""
+    alone = {**LEAF2, "generate": {**LEAF2["generate"], "gpus_per_host": 1}}
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {alone}\nsizes: [1 MiB]\nalgorithms: all\n")
+    (tmp_path / "c.yaml").write_text(f"name: s\ntopology: {alone}\nsizes: [1 MiB]\nalgorithms: all\n"
                                      f"collective: {collective}\n")
     ran = cli("run", tmp_path / "s.yaml", "-c", collective, "--json", tmp_path / "s.json")
     written = cli("run", tmp_path / "c.yaml", "--json", tmp_path / "c.json")

@@ -33,7 +33,13 @@ B = 10e9
 LINK = 1e-6
 
 
+ALONE = topology_from_dict({"name": "alone", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 8,
+                                                          "gpus_per_host": 1}})
+"""One GPU on each of 16 hosts: where NCCL runs PAT (ncclPatEnable), which the other fabrics refuse."""
+
+
 def _build(collective, name, topology, n, size, **options):
+    topology = ALONE if name == "pat" else topology
     return build_schedule(name, topology, size, ranks=topology.gpus[:n], collective=collective, **options)
 
 
@@ -48,7 +54,8 @@ COUNTS = [(collective, name, n) for collective, name in OTHERS for n in (1, 2, 3
 @pytest.mark.parametrize("collective, name, n", [c for c in COUNTS if not _across_hosts(c[1], c[2])])
 def test_every_schedule_computes_its_collective(collective, name, n):
     schedule = _build(collective, name, CLUSTER, n, 4096 + 7 * n, chunk_size=300, channels=3)
-    check_collective(schedule, collective, timed=replay(schedule, CLUSTER) if n in (2, 5, 16) else None)
+    on = ALONE if name == "pat" else CLUSTER
+    check_collective(schedule, collective, timed=replay(schedule, on) if n in (2, 5, 16) else None)
 
 
 @pytest.mark.parametrize("collective, name, n", [c for c in COUNTS if _across_hosts(c[1], c[2])])
@@ -66,7 +73,7 @@ def test_every_option_combination_computes_its_collective(pick, n, size, chunk, 
         n = min(n, 3)  # the first host of UNEVEN; NVLS needs an NVLS switch: use CLUSTER's first host
         topology = CLUSTER
     else:
-        topology = UNEVEN
+        topology = ALONE if name == "pat" else UNEVEN  # (PAT at one GPU per node only)
     schedule = build_schedule(name, topology, size, ranks=topology.gpus[:n], collective=collective, chunk_size=chunk,
                               channels=channels, pxn=pxn)
     check_collective(schedule, collective, seed=size)
@@ -90,6 +97,13 @@ def switch(n):
                                                               "gpu_bandwidth": "10 GB/s", "latency": "1 us"}})
 
 
+def hosts_on_a_switch(n):
+    """N hosts of one GPU each on one switch: path latency 2 us, B per direction (PAT's place)."""
+    return topology_from_dict({"name": "star", "nodes": [
+        *({"id": f"g{i}", "kind": "gpu", "host": f"h{i}"} for i in range(n)), {"id": "sw", "kind": "switch"}],
+        "links": [{"a": f"g{i}", "b": "sw", "bandwidth": "10 GB/s", "latency": "1 us"} for i in range(n)]})
+
+
 def timed(collective, name, topology, size, **options):
     return replay(build_schedule(name, topology, size, collective=collective, **options), topology).time
 
@@ -109,7 +123,7 @@ def test_pat_is_bruck_log_steps(collective, n):
     steps = int(np.ceil(np.log2(n)))
     expected = steps * 2 * LINK + (n - 1) / n * size / B
     assert len(bruck_steps(n)) == steps
-    assert timed(collective, "pat", switch(n), size) == pytest.approx(expected, rel=1e-6)
+    assert timed(collective, "pat", hosts_on_a_switch(n), size) == pytest.approx(expected, rel=1e-6)
 
 
 @pytest.mark.parametrize("n, k", [(2, 1), (4, 3), (8, 2)])
@@ -347,3 +361,15 @@ def test_compare_rows_name_the_collective_they_time(tmp_path):
     assert rows["full"]["collective_time_s"] == pytest.approx(full.time_s)
     assert rows["full"]["collective_size_bytes"] == 2**26
     assert rows["half"]["collective_time_s"] > rows["full"]["collective_time_s"]
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "all_gather"])
+def test_pat_is_refused_where_a_node_holds_several_gpus_as_nccl_has_it_off(collective):
+    """Fuzz round ar, M1: PAT on hosts of several GPUs was answered (by `all` too) while NCCL
+    enables it at one GPU per node only (ncclPatEnable: nNodes == nRanks) and NCCL_ALGO=PAT
+    was refused there. Refused, naming the node; at one GPU per node it runs."""
+    from simnet.errors import Unsupported
+
+    with pytest.raises(Unsupported, match="pat runs at one GPU per node .* node 'r0h0' holds 4 of these GPUs"):
+        build_schedule("pat", CLUSTER, 4096, ranks=CLUSTER.gpus[:8], collective=collective)
+    check_collective(_build(collective, "pat", CLUSTER, 8, 4096), collective)  # (_build takes ALONE for pat)

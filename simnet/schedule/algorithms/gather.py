@@ -3,7 +3,8 @@
 ``size`` is the whole buffer (N parts, part r = rank r's; nccl-tests' convention).
 
 * ``pat``: NCCL's PAT (Parallel Aggregated Trees, NCCL 2.23), which runs AllGather and
-  ReduceScatter at one GPU per node in a logarithmic number of network steps, is built on
+  ReduceScatter at one GPU per node (ranks of which a node holds several are refused, as NCCL
+  has it off there) in a logarithmic number of network steps, is built on
   Bruck's algorithm (Bruck et al., IEEE TPDS 8(11), 1997); simnet simulates Bruck's steps:
   in AllGather step k (distance d = 2^k, k < ceil(lg N)) rank r sends rank r-d the
   min(d, N-d) parts it holds, r .. r+min(d, N-d)-1, as one message, so after step k it
@@ -84,6 +85,7 @@ _PAT_FORM = "ceil(lg N)*L + (N-1)/N * S/B (one peer per step, each rank's link t
 def pat_all_gather(topology: Topology, ranks: list[str], size: int) -> Schedule:
     """Bruck's AllGather (NCCL's PAT). Contention-free, path latency L and bandwidth B:
     ``ceil(lg N) * L + (N-1)/N * S/B`` (step k sends min(2^k, N-2^k) parts of S/N)."""
+    _one_per_node(topology, ranks)
     return _pat("all_gather", ranks, size)
 
 
@@ -92,7 +94,18 @@ def pat_all_gather(topology: Topology, ranks: list[str], size: int) -> Schedule:
 def pat_reduce_scatter(topology: Topology, ranks: list[str], size: int) -> Schedule:
     """Bruck's steps backwards, adding (NCCL's PAT ReduceScatter). Contention-free:
     ``ceil(lg N) * L + (N-1)/N * S/B``."""
+    _one_per_node(topology, ranks)
     return _pat("reduce_scatter", ranks, size)
+
+
+def _one_per_node(topology: Topology, ranks: list[str]) -> None:
+    """Refuse ``ranks`` of which a node holds several: NCCL enables PAT at one GPU per node
+    only (``ncclPatEnable``: nNodes == nRanks, src/graph/tuning.cc, v2.30.7), as its tuner here."""
+    crowded = next(((node, len(gpus)) for node, gpus in topology.groups("node", ranks).items() if len(gpus) > 1),
+                   None)
+    if crowded is not None:
+        raise Unsupported(f"pat runs at one GPU per node (NCCL's ncclPatEnable), and node {crowded[0]!r} holds "
+                          f"{crowded[1]} of these GPUs; use ring")
 
 
 def _nvls(name: str, topology: Topology, ranks: list[str], size: int, chunk_size: int, channels: int) -> Schedule:
