@@ -716,3 +716,20 @@ def test_compare_refuses_options_one_of_which_runs_at_line_rate(cli, tmp_path, h
     assert not (tmp_path / "c.png").exists()
     (tmp_path / "i.yaml").write_text(head + "model: ideal\nvariants:\n  - {name: A}\n  - {name: B, set: {gpus: 2}}\n")
     assert cli("compare", tmp_path / "i.yaml", "-o", tmp_path / "i.png").exit_code == 0
+
+
+def test_compare_refuses_mixed_models_before_checking_any_option_s_memory(cli, tmp_path, monkeypatch):
+    """Review 79, L1: a line's mistake in the files (an option at model: ideal beside one that
+    is not) is said before any option's memory is checked, which on a large comparison takes
+    long or is refused first."""
+    import simnet.run.compare as compare
+
+    def no_memory(*args, **kwargs):
+        raise AssertionError("the memory was checked before the files were")
+
+    monkeypatch.setattr(compare, "check_point_fits", no_memory)
+    fabric = "{name: f, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 2, gpus_per_host: 1}}"
+    (tmp_path / "c.yaml").write_text(f"name: c\ntopology: {fabric}\nsizes: [1 MiB]\nalgorithms: [ring]\nvariants:\n"
+                                     "  - {name: A}\n  - {name: B, set: {model: ideal}}\n")
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 2 and "option B runs model: ideal" in result.stderr, result.stderr
