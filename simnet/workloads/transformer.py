@@ -159,6 +159,9 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
     >>> fsdp = exchange_bytes(moe, Parallelism(fsdp=True), 1, 2)  # its experts and router in each layer's unit
     >>> 4 * fsdp["fsdp_gather"] + fsdp["fsdp_root_gather"] == moe.parameters()
     True
+    >>> ddp = exchange_bytes(moe, Parallelism(), 1, 1)  # DDP syncs the same weights: dense (router too), experts
+    >>> ddp["dp"] + ddp["edp"] == moe.parameters()
+    True
     """
     activation = model.activation_bytes(par.micro_batch_size * model.sequence, value_bytes)
     sizes = {"tp": activation}
@@ -166,7 +169,8 @@ def exchange_bytes(model: Transformer, par: Parallelism, value_bytes: int, grad_
         sizes["ep"] = model.top_k * activation
     if par.pp > 1:
         sizes["pp"] = activation // par.tp
-    dense = model.attention_parameters() + (0 if model.moe else model.expert_parameters())
+    # what every data rank holds whole: attention, and the MLP or an MoE's router (its experts are edp's)
+    dense = model.attention_parameters() + (model.hidden * model.experts if model.moe else model.expert_parameters())
     layers = model.layers // par.pp
     # the input embedding on the first stage, the output layer on the last: with pp > 1 each
     # of those stages holds one of them, and the step waits for the largest stage's exchanges
