@@ -63,7 +63,7 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
         raise ValueError(f"simulate_groups: {sorted(common)[0]} is not applied to groups; give it to simulate")
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     env = nccl_env(env)
-    calibration = calibration_of(calibration if calibration is not None else topo.calibration)
+    calibration = calibration_of(calibration, topo)
     name = lookup_collective(collective).name
     plans = []  # (group index, its point, algorithm, the model's plan)
     for i, gpus in enumerate(groups):

@@ -120,7 +120,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     hears of each replay (alone, together, each pair that shares a link, healthy).
     """
     env = nccl_env(env)
-    calibration = calibration_of(calibration if calibration is not None else topology.calibration)
+    calibration = calibration_of(calibration, topology)
     specs = [s if isinstance(s, JobSpec) else JobSpec.model_validate(s) for s in specs]
     placements = place_jobs(topology, specs)
     faults = _faults_on(topology, faults or [], placements)

@@ -657,7 +657,9 @@ HIERARCHICAL_VARIANTS = ("tree", "ring")
 the faster kept (NCCL's Tree first, so it wins ties)."""
 
 
-def calibration_of(value: Calibration | str | Path | None) -> Calibration | None:
+def calibration_of(value: Calibration | str | Path | None, topology: Topology) -> Calibration | None:
+    """The profile a run takes: ``value`` (a profile or its path), else ``topology``'s own."""
+    value = value if value is not None else topology.calibration
     if value is None or isinstance(value, Calibration):
         return value
     return load_calibration(value)

@@ -218,7 +218,7 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
         resolve_model(model, topo.subset(gpus) if len(gpus) > 1 else topo)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    calibration = calibration_of(calibration if calibration is not None else topo.calibration)
+    calibration = calibration_of(calibration, topo)
     instances = instances_of(traces)
     try:  # the environment against the ranks' GPUs (a name NCCL does not know, a variable simnet does not
         # follow, RCCL's on NVIDIA GPUs): refused in one line before any pricing, not midway as an internal error
@@ -288,13 +288,13 @@ class _Pricer:
             self._warn("recorded_algorithm", f"a {c.collective}'s recorded kernel names no algorithm and protocol "
                        "simnet reads (NCCL's ..._RING_LL and the like); NCCL's pick ran instead")
         if self.as_recorded and c.algorithm:
-            gpus = tuple(self.gpus[r] for r in c.group)
-            why = self._cannot_run(c.collective, c.algorithm, c.size_bytes, gpus) \
-                if c.algorithm in algorithms_for(c.collective) else None
+            simulated = c.algorithm in algorithms_for(c.collective)
+            why = self._cannot_run(c.collective, c.algorithm, c.size_bytes, tuple(self.gpus[r] for r in c.group)) \
+                if simulated else None
             if why:  # the recorded algorithm's hardware is not the cluster's (CollNet without SHARP switches)
                 self._warn("recorded_algorithm", f"{c.collective} ran {c.algorithm} in the recording, which cannot "
                            f"run here ({why}); NCCL's pick ran instead")
-            elif c.algorithm in algorithms_for(c.collective):
+            elif simulated:
                 algorithm = c.algorithm
                 env = {**self.env, **({"NCCL_PROTO": c.protocol} if c.protocol else {})}
             else:

@@ -116,8 +116,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
     said += step_said
     if training is not None and training["calibration"] and not runs:  # (each run says it of itself)
-        said += calibration_said(scenario.topology, scenario.model, calibration_of(
-            scenario.calibration if scenario.calibration is not None else scenario.topology.calibration))
+        said += calibration_said(scenario.topology, scenario.model,
+                                 calibration_of(scenario.calibration, scenario.topology))
     step_read |= {name for name in nccl_env()
                   if read_by_any(name, [by_bucket[size][a] for a in ran for size in buckets])}
     if step_read:  # a run's "changed nothing" of a variable the step beside it reads says too little

@@ -212,7 +212,7 @@ def _setup(topology: Topology | str | Path, gpus: int | list[str] | None, model:
     environment as NCCL reads it, the calibration profile (default: the topology's)."""
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
     topo = topo.subset(gpus)
-    calibration = calibration_of(calibration if calibration is not None else topo.calibration)
+    calibration = calibration_of(calibration, topo)
     return Setup(topo, lookup_collective(collective).name, model, nccl_env(env), calibration)
 
 

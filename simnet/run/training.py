@@ -243,7 +243,7 @@ def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None
     step = step_time(scenario.topology, spec.transformer(), spec.layout(), gpu_flops=spec.gpu_flops,
                      efficiency=spec.efficiency, dtype=spec.dtype, grad_dtype=spec.grad_dtype,
                      comm_model=scenario.model, env=env, calibration=scenario.calibration)
-    fit = calibration_of(scenario.calibration if scenario.calibration is not None else scenario.topology.calibration)
+    fit = calibration_of(scenario.calibration, scenario.topology)
     refined = fit is not None and resolve_model(scenario.model, scenario.topology) != "ideal"
     return {"model": spec.model if isinstance(spec.model, str) else "custom", **asdict(step),
             "calibration": (fit.source or "(a Calibration)") if refined else None}
