@@ -32,7 +32,7 @@ from simnet.schedule.registry import chunk_count, register
 from simnet.schedule.transfers import COPY, REDUCE, Schedule, ScheduleBuilder, split_range
 from simnet.topology.graph import Topology
 
-__all__ = ["ring", "reduce_scatter", "all_gather", "ring_allreduce", "ring_reduce_scatter", "ring_all_gather",
+__all__ = ["ring", "PiecedRings", "ring_allreduce", "ring_reduce_scatter", "ring_all_gather",
            "ring_program", "ring_lanes"]
 
 
@@ -110,41 +110,77 @@ def ring_lanes(nodes: list[str], ranks: list[str], size: int, orders: np.ndarray
 
 
 def _ring_in(b: ScheduleBuilder, members: np.ndarray, parts, chunks: int, channel: int, phases: list[tuple[int, int]],
-             step0: int, last: np.ndarray, extra) -> np.ndarray:
-    """One ring over ``members`` (``b``'s node indices) added to ``b`` (``ring_lanes``), its
-    first pieces queued behind ``last``: the (transfers per member, members) ids of every
-    member's transfers in order. ``members`` of shape (G, g) are G rings side by side, in one
-    batch per transfer index (``parts`` alike or one row each, ``channel`` one or one each,
-    ``last`` and ``extra``'s arrays over the G x g members, ring after ring); their ids come as
-    (transfers per member, G, g)."""
+             step0: int, extra) -> np.ndarray:
+    """One ring over ``members`` (``b``'s node indices) added to ``b`` (``ring_lanes``): the
+    (transfers per member, members) ids of every member's transfers in order. ``members`` of
+    shape (G, g) are G rings side by side, in one batch per transfer index (``parts`` alike or
+    one row each, ``channel`` one or one each, ``extra``'s arrays over the G x g members, ring
+    after ring); their ids come as (transfers per member, G, g)."""
     rings = np.atleast_2d(members)
     lo, hi = (np.broadcast_to(np.asarray(edge), rings.shape) for edge in _part_ranges(parts))
     program = ring_lanes(b.nodes, b.ranks, b.size, rings, lo, hi, [chunks] * len(rings), phases,
                          np.broadcast_to(np.asarray(channel), (len(rings),)), step0)
     ids = b.next_ids((int(program.flows[0]), *rings.shape))  # transfer q of member i: one batch per q
-    program.emit(b, first=last, extra=extra)
+    program.emit(b, extra=extra)
     return ids.reshape(-1, members.shape[-1]) if members.ndim == 1 else ids
 
 
-def reduce_scatter(b: ScheduleBuilder, members: np.ndarray, parts, last: np.ndarray) -> np.ndarray:
-    """Ring reduce-scatter, in one piece, over each row of ``members`` (G rings of g node
-    indices, side by side) of g parts cut alike (``parts``: g+1 byte offsets, or a (lo, hi)
-    pair of arrays), every member's data final from the start. Member i ends owning part
-    (i + 1) mod g, completed by the delivery of its last incoming transfer. The first
-    transfers queue behind ``last`` (one id per member, ring after ring; -1: none). Returns the
-    (g - 1, G, g) ids of every member's transfers in order: ``[-1]`` is each member's last."""
-    return _ring_in(b, members, parts, 1, 0, [(REDUCE, 0)], 0, last, None)
+class PiecedRings:
+    """One phase of ring steps (``op``: ``REDUCE`` for a reduce-scatter, ``COPY`` for an
+    all-gather) over each row of ``members`` (G rings of g node indices, side by side) for k
+    pieces, piece p cut into g parts at ``bounds[p]`` (g+1 byte offsets): in step t member i
+    sends part ``(i + offset - t) mod g`` of the piece to member i+1, once member i-1's step
+    t-1 of that piece is delivered (step 0: once ``ready``, if given, is). Steps are numbered
+    from ``step0`` in the schedule.
 
+    The pieces pipeline through the ring round by round: piece p's step t is in round
+    ``p * stagger + t``, ``emit(r)`` adds round r, oldest piece first, and each connection
+    sends its transfers one after another in that order (a FIFO queue), so a step of one
+    piece waits for the neighbour while the connection sends another piece's.
+    ``ids[p, t]`` are piece p's step-t transfers (one per member, ring after ring)."""
 
-def all_gather(b: ScheduleBuilder, members: np.ndarray, parts, owned: np.ndarray, step0: int,
-               last: np.ndarray) -> np.ndarray:
-    """Ring all-gather, in one piece, over each row of ``members`` (as for ``reduce_scatter``):
-    member i starts from part (i + 1) mod g, final once ``owned`` (one id per member, ring after
-    ring; -1: already) is delivered; its steps count from ``step0``. Returns the (g - 1, G, g)
-    ids of every member's transfers in order; member i's transfer t delivers part (i - t) mod g
-    to member i + 1."""
-    owned = np.asarray(owned, dtype=np.int64)
-    return _ring_in(b, members, parts, 1, 0, [(COPY, 1)], step0, last, lambda q: [owned] if q == 0 else [])
+    def __init__(self, b: ScheduleBuilder, members: np.ndarray, bounds: np.ndarray, op: int, offset: int,
+                 step0: int = 0, stagger: int = 1):
+        self.b, self.members, self.bounds, self.stagger = b, np.atleast_2d(members), bounds, stagger
+        self.op, self.offset, self.step0 = op, offset, step0
+        rings, self.g = self.members.shape
+        self.src = self.members.reshape(-1)
+        self.dst = np.roll(self.members, -1, axis=1).reshape(-1)
+        self.member = np.tile(np.arange(self.g), rings)
+        self.ids = np.full((len(bounds), max(self.g - 1, 0), rings * self.g), -1, dtype=np.int64)
+        self.last = np.full(rings * self.g, -1, dtype=np.int64)  # each connection's last transfer
+
+    @property
+    def rounds(self) -> int:
+        """Rounds that add something: k pieces, g - 1 steps each."""
+        return (len(self.bounds) - 1) * self.stagger + self.g - 1 if self.g > 1 else 0
+
+    def emit(self, r: int, ready: np.ndarray | None = None) -> None:
+        """Add round ``r`` (nothing outside ``range(self.rounds)``); ``ready`` (one id per member,
+        ring after ring; -1: none) holds back step 0 of piece r, the one starting now."""
+        if not 0 <= r < self.rounds:
+            return
+        pieces = np.arange(len(self.bounds))
+        steps = r - pieces * self.stagger
+        keep = (steps >= 0) & (steps <= self.g - 2)
+        pieces, steps = pieces[keep], steps[keep]
+        if not len(pieces):
+            return
+        part = (self.member[None, :] + self.offset - steps[:, None]) % self.g
+        lo = np.take_along_axis(self.bounds[pieces], part, axis=1)
+        hi = np.take_along_axis(self.bounds[pieces], part + 1, axis=1)
+        rings = len(self.members)
+        before = self.ids[pieces, np.maximum(steps - 1, 0)].reshape(len(pieces), rings, self.g)
+        neighbour = np.roll(before, 1, axis=2).reshape(len(pieces), -1)  # member i-1's step t-1
+        neighbour[steps == 0] = -1
+        if ready is not None and steps[-1] == 0:
+            neighbour[-1] = ready
+        ids = self.b.next_ids(lo.shape)
+        queue = np.concatenate([self.last[None, :], ids[:-1]])
+        self.b.add(self.src, self.dst, lo, hi, self.op, deps=[neighbour], after_sent=queue,
+                   step=(self.step0 + steps)[:, None], chunk=pieces[:, None], channel=0)
+        self.ids[pieces, steps] = ids
+        self.last = ids[-1]
 
 
 def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo, hi, ready: np.ndarray,
@@ -166,7 +202,6 @@ def ring_allreduce(b: ScheduleBuilder, members: np.ndarray, lo, hi, ready: np.nd
     bounds = np.stack([split_range(int(a), int(z), m) for a, z in zip(lo.tolist(), hi.tolist())])
     ready = np.asarray(ready, dtype=np.int64).reshape(-1)
     ids = _ring_in(b, rings, (bounds[:, :-1], bounds[:, 1:]), chunks, channel, [(REDUCE, 0), (COPY, 1)], step0,
-                   np.full(count * m, -1),
                    lambda q: [ready] if q < (m - 1) * chunks else [])  # the reduce-scatter half waits for the data
     # each member's last reduced part, then what it gathered
     done = np.roll(ids[(m - 2) * chunks:].transpose(1, 2, 0), 1, axis=1)
