@@ -74,5 +74,6 @@ def save(plt, fig, path, dpi: int = 120) -> None:
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
         fig.tight_layout()
+        fig.set_layout_engine(None)  # laid out: else savefig draws it once more, to lay out nothing
         fig.savefig(path, dpi=dpi)
     plt.close(fig)
