@@ -199,15 +199,32 @@ def _joined(timing, program, delays: Mapping[str, float]):
 
 
 @dataclass(frozen=True)
-
 class Setup:
-    """What every run of one ``simulate`` call shares: the ranks, the collective and the model."""
+    """What every run of one ``simulate`` call shares: the ranks, the collective and the model;
+    and the last lane program it built with its timing, which the run under faults or
+    stragglers and its healthy comparison share (``replace`` gives a Setup of its own)."""
 
     topo: Topology
     collective: str
     model: str | None  # None: the GPUs' library's; resolved on creation (nccl, rccl or ideal)
     env: dict
     calibration: Calibration | None
+    _programs: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def program(self, algorithm: str, size: int, options: dict) -> tuple:
+        """``(plan, program, lane timing)``: the model's ``plan`` for ``algorithm`` at ``size``
+        bytes with ``options``, the lane program it builds (``build_program``; None where the
+        algorithm is no lane program) and its ``lane_timing``; the next run of the same
+        algorithm, size and options takes all three as built (only the last is kept: a large
+        program is no larger a burden than while it ran)."""
+        key = (algorithm, size, repr(sorted(options.items())))
+        if key not in self._programs:
+            self._programs.clear()
+            decided = self.plan(algorithm, size, options)
+            program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+            self._programs[key] = decided, program, None if program is None else lane_timing(decided, program,
+                                                                                              self.topo)
+        return self._programs[key]
 
     def __post_init__(self):
         object.__setattr__(self, "model", resolve_model(self.model, self.topo))
@@ -423,8 +440,7 @@ class Setup:
         memory or it is such a ring. ``model: ideal`` (the exact reference) takes the lanes'
         lower bound (``lanes-lower``) where the fluid network could not hold the schedule,
         and never bounds from above; ``options["exact"]`` and ``simulate_groups`` never bound."""
-        decided = self.plan(algorithm, size, options)
-        program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+        decided, program, lane_times = self.program(algorithm, size, options)
         if program is not None and worth_replaying(program):
             big_ring = self._too_large_to_replay(program) and not options.get("exact")
             held = fits(len(program) * transfer_bytes(algorithm))  # the fluid network could hold it whole
@@ -433,7 +449,7 @@ class Setup:
             if not wants_fluid or big_ring:
                 # with a timeline wanted, an exact answer is left for the fluid network's whole run below
                 accept = "bound" if big_ring else "lower" if lower else "makespan"
-                run = self._by_lanes(decided, program, conditions, engine, accept, parts=not wants_fluid)
+                run = self._by_lanes(program, lane_times, conditions, engine, accept, parts=not wants_fluid)
                 if wants_fluid and run is not None and run.engine != "lanes-steady":
                     run = None  # an exact answer: the fluid network, same completion, has the timeline
                 if run is not None:
@@ -447,11 +463,10 @@ class Setup:
                      start_delay=dict(conditions.delays), **engine)
         return decided, run, schedule.info
 
-    def _by_lanes(self, decided, program, conditions: Conditions, engine: dict, accept: str, parts: bool):
-        """``replay_lanes`` of ``program`` under the plan ``decided`` and ``conditions``
+    def _by_lanes(self, program, lane_times, conditions: Conditions, engine: dict, accept: str, parts: bool):
+        """``replay_lanes`` of ``program`` timed by ``lane_times`` under ``conditions``
         (``accept`` as it takes it); ``parts``: the contended lanes may go to the fluid network
         (``lanes-fluid``), else such a run is bounded or left (None)."""
-        lane_times = lane_timing(decided, program, self.topo)
         faults = list(conditions.faults)  # stragglers only delay each lane's first transfer
 
         def on_fluid(part, lanes):  # the parts lanes cannot time, transfer by transfer
@@ -482,10 +497,9 @@ class Setup:
             return "the lanes replayed this run exactly without it"
         if timeline and engine == "fluid":
             without = {k: v for k, v in options.items() if k != "exact"}
-            decided = self.plan(algorithm, size, without)
-            program = build_program(algorithm, self.topo, size, collective=self.collective, **decided.options)
+            _, program, lane_times = self.program(algorithm, size, without)
             engines = {k: without[k] for k in ENGINE_OPTIONS if without.get(k) is not None}
-            lanes = self._by_lanes(decided, program, conditions, engines, "bound", parts=False)
+            lanes = self._by_lanes(program, lane_times, conditions, engines, "bound", parts=False)
             if lanes is None or lanes.engine != "lanes-steady":
                 return ("with a timeline (--trace, --plot) the fluid network replays this run whole either way: "
                         "the lanes would not have bounded it")
