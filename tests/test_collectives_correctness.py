@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from simnet import topology_from_dict
 from simnet.engine.replay import replay
 from simnet.schedule.algorithms.hierarchical import INNER_ALGORITHMS
+from simnet.schedule.algorithms.ring import PiecedRings
 from simnet.schedule.algorithms.tree import btree_parents, dtree_parents, tree_depth
 from simnet.schedule.catalog import ALGORITHMS, algorithms_for, build_schedule
 from simnet.schedule.kinds import COLLECTIVES
@@ -94,6 +95,17 @@ def test_hierarchical_with_unequal_groups(inner, group_by):
     schedule = build_schedule("hierarchical", UNEVEN, 1000, inner=inner, group_by=group_by, chunk_size=64)
     check_allreduce(schedule)
     assert schedule.info["groups"] == (4 if group_by == "host" else 2)
+
+
+def test_pieced_rings_refuse_a_ready_for_a_round_no_piece_starts_in():
+    """Review 80, L3: a ``ready`` for a round where no piece starts was dropped in silence, so
+    nothing waited for it."""
+    b = ScheduleBuilder("t", ["a", "b", "c"], 30)
+    bounds = np.array([[0, 5, 10, 15], [15, 20, 25, 30]])
+    rings = PiecedRings(b, np.arange(3), bounds, REDUCE, 0, stagger=2)
+    rings.emit(0, ready=np.full(3, -1))  # piece 0 starts in round 0
+    with pytest.raises(ValueError, match="round 1 starts no piece"):
+        rings.emit(1, ready=np.full(3, -1))
 
 
 def test_parameter_server_defaults_to_the_ps_node_then_rank_0():

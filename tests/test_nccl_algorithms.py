@@ -158,7 +158,7 @@ def test_hierarchical_overlaps_its_phases_piece_by_piece():
 
 def test_hierarchical_pieces_pipeline_through_a_ring_step_by_step():
     """Fuzz round ar, M2: each piece's ring inside a group queued behind the previous piece's
-    last transfer, so k pieces paid k x 2(g-1) step latencies in series (a 72-GPU box: 1.12 ms
+    last transfer, so k pieces paid k(g-1) step latencies in series (a 72-GPU box: 1.12 ms
     against one piece's 659 us). One group of g on a switch: no faster than line rate,
     2(g-1) S / (g B), and no slower than one piece, 2(g-1)(L + S/(g B)), the ring's closed form."""
     g, size, bandwidth = 32, 2**26, 100e9

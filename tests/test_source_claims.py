@@ -84,7 +84,7 @@ def test_rail_aware_rings_use_every_nic_and_hierarchical_still_sends_less_across
     # NICs carries 2(N-1)/N * S/8 out; hierarchical (one GPU per shard across the G hosts)
     # sends 2(G-1)/G * S/8 through each, less, and pays for it on NVLink instead (this test
     # once claimed hierarchical could not win here: it held only while its pieces queued one
-    # after another; pipelined, it is as fast as the ring at 64 MiB, at line rate)
+    # after another)
     topo = topology_from_dict({"name": "rails", "generate": {
         "kind": "leaf_spine", "racks": 1, "hosts_per_rack": 4, "gpus_per_host": 8, "gpu": "h100", "nvls": True,
         "nic_bandwidth": "400 Gb/s"}})

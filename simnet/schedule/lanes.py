@@ -159,18 +159,16 @@ class LaneProgram:
         b.info.update(self.info)
         return b.build()
 
-    def emit(self, b: ScheduleBuilder, first: np.ndarray | None = None,
-             extra: Callable[[int], list[np.ndarray]] | None = None) -> None:
+    def emit(self, b: ScheduleBuilder, extra: Callable[[int], list[np.ndarray]] | None = None) -> None:
         """Add the program's transfers to ``b`` (whose node indices ``src`` and ``dst`` are):
         transfer q of every live lane in one batch per q, wave after wave, so a program whose lanes
         all carry as many transfers, in one wave, numbers transfer q of lane l
-        ``q * lanes + l`` from ``b``'s next id on. ``first`` (per lane; -1: none) is the
-        transfer each lane's first one queues behind (``after_sent``), ``extra(q)`` more
-        dependencies of every lane's transfer q (arrays over all lanes, ids or -1), after
-        the program's own: how a program joins a larger schedule."""
+        ``q * lanes + l`` from ``b``'s next id on. ``extra(q)``: more dependencies of every
+        lane's transfer q (arrays over all lanes, ids or -1), after the program's own: how a
+        program joins a larger schedule."""
         depth = int(self.lag.max(initial=0)) + 1
         ids = np.full((depth, self.lanes), -1, dtype=np.int64)  # ids of the last `depth` transfers per lane
-        last = np.full(self.lanes, -1, dtype=np.int64) if first is None else np.array(first, dtype=np.int64)
+        last = np.full(self.lanes, -1, dtype=np.int64)  # each lane's previous transfer: it queues behind it
         order = np.concatenate(self.waves() or [np.zeros(0, dtype=np.int64)])  # lanes wave after wave
         # the lanes' fixed columns in that order (indexed again only at transfers some of them lack)
         used = np.flatnonzero((self.after >= 0).any(axis=0))

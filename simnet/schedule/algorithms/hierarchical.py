@@ -32,14 +32,15 @@ phases overlap to within (k + 2) / k of the slowest one: 12.5 % at 16, where the
 
 PIECE_STAGGER = 2
 """Rounds between two pieces entering a group's ring (``PiecedRings``). Each connection then
-carries about (g - 1) / 2 pieces at once, so one piece's data arrives from the neighbour while
-it sends another's, and the first piece reaches the exchange between groups after about g^2/4
-transfers a connection. The two extremes: one round apart, the first piece waits behind all
-the others (g^2/2); g - 1 rounds apart (one piece after another), every step waits for the
+carries up to (g - 1) / 2 pieces at once, so one piece's data arrives from the neighbour while
+it sends another's, and the first piece reaches the exchange between groups sooner than with
+every piece in flight at once (one round apart: the first piece's rounds carry every other
+piece's steps too). g - 1 rounds apart is one piece after another: every step waits for the
 neighbour's, k(g - 1) step latencies in series (4x one piece's time on a 72-GPU domain).
 Compared on the headline's two racks, two NVL72 racks, one 72-GPU box, 8-rail and one-NIC
-hosts, 16 MiB to 1 GiB, nccl and ideal models: within 9 % of the better extreme everywhere
-(two NVL72 racks: 947 us against 870 us one round apart, 6.12 ms one piece after another)."""
+hosts, 16 MiB to 1 GiB, nccl and ideal models: within 9 % of the better of one round and
+g - 1 rounds apart everywhere (two NVL72 racks: 947 us against 870 us one round apart and
+6.12 ms one piece after another)."""
 
 SIDE_BY_SIDE = frozenset({"ring", "tree", "binary_tree", "double_binary_tree"})
 """Inner algorithms that run several AllReduces side by side (rows of members) in one call."""
@@ -118,7 +119,8 @@ def _pipeline(b: ScheduleBuilder, groups: list[np.ndarray], cuts: np.ndarray, in
         phases[g] = (members, PiecedRings(b, members, segments[:, parts], REDUCE, 0, 0, PIECE_STAGGER),
                      PiecedRings(b, members, segments[:, parts], COPY, 1, g - 1, PIECE_STAGGER))
     lag = max(largest - 2, 0)  # round at which piece 0 is reduced inside every group
-    for r in range((len(segments) - 1) * PIECE_STAGGER + lag + max(largest - 1, 1)):
+    final = lag + (len(segments) - 1) * PIECE_STAGGER + max(largest - 2, 0)  # the last piece's last gather
+    for r in range(final + 1):
         for _, scatter, _ in phases.values():
             scatter.emit(r)
         finals: dict[int, np.ndarray] = {}
@@ -178,7 +180,8 @@ def hierarchical(topology: Topology, ranks: list[str], size: int, inner: str = "
     if chunk_size is None:
         chunk_size = max(PIPELINE_CHUNK, -(-size // HIERARCHICAL_MAX_PIECES))
     cuts = split_range(0, size, chunk_count(size, chunk_size))
-    if len(cuts) > 2:  # every piece adds as many transfers as the first (zero-byte ones kept): refuse now
+    if len(cuts) > 2:  # every piece adds as many transfers as the first (zero-byte ones kept): refuse now,
+        # from one piece built on its own (1/k more building), not after building them all
         probe = ScheduleBuilder("hierarchical", ranks, size)
         _pipeline(probe, groups, cuts[:2], inner)
         b.expect(probe.transfers * (len(cuts) - 1))

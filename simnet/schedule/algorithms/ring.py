@@ -134,8 +134,9 @@ class PiecedRings:
     from ``step0`` in the schedule.
 
     The pieces pipeline through the ring round by round: piece p's step t is in round
-    ``p * stagger + t``, ``emit(r)`` adds round r, oldest piece first, and each connection
-    sends its transfers one after another in that order (a FIFO queue), so a step of one
+    ``p * stagger + t``, ``emit(r)`` adds round r, oldest piece first, and the phase's
+    transfers on each connection queue one after another in that order (FIFO; another phase
+    on the same connection has a queue of its own and shares its bandwidth), so a step of one
     piece waits for the neighbour while the connection sends another piece's.
     ``ids[p, t]`` are piece p's step-t transfers (one per member, ring after ring)."""
 
@@ -157,13 +158,14 @@ class PiecedRings:
 
     def emit(self, r: int, ready: np.ndarray | None = None) -> None:
         """Add round ``r`` (nothing outside ``range(self.rounds)``); ``ready`` (one id per member,
-        ring after ring; -1: none) holds back step 0 of piece r, the one starting now."""
-        if not 0 <= r < self.rounds:
-            return
+        ring after ring; -1: none) holds back step 0 of the piece that starts in this round
+        (piece ``r / stagger``); a ``ready`` for a round where no piece starts is an error."""
         pieces = np.arange(len(self.bounds))
         steps = r - pieces * self.stagger
         keep = (steps >= 0) & (steps <= self.g - 2)
         pieces, steps = pieces[keep], steps[keep]
+        if ready is not None and not (len(steps) and steps[-1] == 0):
+            raise ValueError(f"round {r} starts no piece: nothing to hold back on ready")
         if not len(pieces):
             return
         part = (self.member[None, :] + self.offset - steps[:, None]) % self.g
@@ -173,7 +175,7 @@ class PiecedRings:
         before = self.ids[pieces, np.maximum(steps - 1, 0)].reshape(len(pieces), rings, self.g)
         neighbour = np.roll(before, 1, axis=2).reshape(len(pieces), -1)  # member i-1's step t-1
         neighbour[steps == 0] = -1
-        if ready is not None and steps[-1] == 0:
+        if ready is not None:
             neighbour[-1] = ready
         ids = self.b.next_ids(lo.shape)
         queue = np.concatenate([self.last[None, :], ids[:-1]])
