@@ -151,13 +151,8 @@ class PiecedRings:
         self.ids = np.full((len(bounds), max(self.g - 1, 0), rings * self.g), -1, dtype=np.int64)
         self.last = np.full(rings * self.g, -1, dtype=np.int64)  # each connection's last transfer
 
-    @property
-    def rounds(self) -> int:
-        """Rounds that add something: k pieces, g - 1 steps each."""
-        return (len(self.bounds) - 1) * self.stagger + self.g - 1 if self.g > 1 else 0
-
     def emit(self, r: int, ready: np.ndarray | None = None) -> None:
-        """Add round ``r`` (nothing outside ``range(self.rounds)``); ``ready`` (one id per member,
+        """Add round ``r`` (nothing where no piece has a step in it); ``ready`` (one id per member,
         ring after ring; -1: none) holds back step 0 of the piece that starts in this round
         (piece ``r / stagger``); a ``ready`` for a round where no piece starts is an error."""
         pieces = np.arange(len(self.bounds))
