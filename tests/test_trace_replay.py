@@ -668,7 +668,7 @@ def test_a_placement_that_chooses_what_packed_does_is_said_of_a_trace(cli, root)
     assert "warning key_unread: --placement spread chose the GPUs packed does" in " ".join(spread.stdout.split())
 
 
-def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_are_free(cli, root):
+def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_are_free(cli, root, tmp_path):
     """Fuzz round ar, L2: the public Chakra trace of rank 0, given alone, replayed as a job of
     one rank: its five AllReduces (36.68 ms recorded on NCCL's ring) took 0 ns, without a word,
     where a Kineto trace names its world and a missing rank is refused. Refused in one line
@@ -678,6 +678,11 @@ def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_
     assert alone.stderr.startswith(f"{CHAKRA_TRACE}: a trace of rank 0 alone stands for a job of one rank")
     assert cli("replay-trace", CHAKRA_TRACE, "--ranks-per-trace", "8", "-t",
                root / "topologies/dgx_h100.yaml").exit_code == 0
+    # review 79, L2: process groups naming the ranks it lacks said only that they were no ranks 0..0
+    (tmp_path / "groups.yaml").write_text("g: [0, 1]\n")
+    grouped = cli("replay-trace", CHAKRA_TRACE, "--groups", tmp_path / "groups.yaml", "-t",
+                  root / "topologies/dgx_h100.yaml")
+    assert grouped.exit_code == 2 and grouped.stderr == alone.stderr, grouped.stderr
 
 
 def test_as_recorded_onto_a_cluster_without_the_recorded_algorithm_s_hardware_runs_nccl_s_pick(tmp_path):

@@ -134,12 +134,18 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
         for p in chakra:
             check(rank_of(p), None, p)
         world = max(rank_of(p) for p in chakra) + ranks_per_trace
-        named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
+        alone = InputError("a trace of rank 0 alone stands for a job of one rank, whose collectives move nothing: "
+                           "give every rank's trace, or --ranks-per-trace N for a job of N ranks that ran alike",
+                           chakra[0])
+        try:
+            named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
+        except InputError:
+            if world == 1:  # groups of ranks the job would not have: what is missing is the other ranks
+                raise alone from None
+            raise
         traces = [read_chakra(p, world, named) for p in chakra]
         if world == 1 and any(op.comm is not None for t in traces for op in t.ops):  # (a Kineto trace says its world)
-            raise InputError("a trace of rank 0 alone stands for a job of one rank, whose collectives move nothing: "
-                             "give every rank's trace, or --ranks-per-trace N for a job of N ranks that ran alike",
-                             traces[0].source)
+            raise alone
         named_by_calls = set().union(*(t.groups_named for t in traces))
         unused = [name for name in named if name not in named_by_calls]
         if unused:  # (a dump of every process group of a job, or a typo: said, as the replay reads none of them)
