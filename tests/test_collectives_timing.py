@@ -257,6 +257,27 @@ def test_cross_rack_all_to_all_congests_the_uplink_and_says_so():
     assert result.bottleneck.name in congested
 
 
+@pytest.mark.parametrize("per_host", [1, 2])
+def test_a_remedy_names_only_what_can_run_here(per_host):
+    """Fuzz round at, L1: link_congestion said "compare pat" on hosts of 8 GPUs, where the same
+    run skipped pat (one GPU per node), and hierarchical's "a coarser group_by (rack, region)"
+    on a fabric without regions, where group_by: region is refused."""
+    from simnet.run.simulate import simulate as run
+
+    topo = topology_from_dict({"name": "thin", "generate": {
+        "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": per_host, "spines": 1,
+        "nic_bandwidth": "100 Gb/s", "uplink_bandwidth": "10 Gb/s"}})
+
+    def remedies(algorithm, collective):
+        result = run(topo, algorithm, 2**24, model="ideal", collective=collective)
+        said = [w.message.split("Remedy: ")[1] for w in result.warnings if w.kind == "link_congestion"]
+        assert said
+        return said
+
+    assert all(("pat" in r) == (per_host == 1) for r in remedies("direct", "reduce_scatter"))
+    assert all("group_by (rack)" in r and "region" not in r for r in remedies("hierarchical", "allreduce"))
+
+
 def test_hierarchical_refuses_a_level_no_gpu_is_labelled_with():
     # two_racks labels hosts and racks, not regions: grouping by region would make every GPU a
     # group of its own and run the flat inner algorithm under hierarchical's name

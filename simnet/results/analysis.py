@@ -21,6 +21,7 @@ from simnet.results.result import Finding, LinkReport
 from simnet.schedule.catalog import algorithms_for
 from simnet.schedule.channels import send_stripes
 from simnet.topology.graph import PS_PER_SECOND, Topology, natural_key
+from simnet.topology.hardware import GPUS
 
 __all__ = ["link_reports", "find_warnings", "after_end", "OVERLOAD_SATURATION", "OVERLOAD_FLOWS", "IDLE_NICS_MATTER",
            "ENDPOINT_KINDS"]
@@ -126,31 +127,47 @@ def _machine(topo: Topology, link: LinkReport) -> str | None:
 _NEARER_THE_NETWORK = ("ps", "nic", "host", "gpu")
 
 
-def _alternatives(collective: str, algorithm: str) -> list[str]:
-    """What a remedy may suggest instead: the collective's own algorithms among the usual ones."""
+def _alternatives(topo: Topology, collective: str, algorithm: str) -> list[str]:
+    """What a remedy may suggest instead: the collective's own algorithms among the usual ones
+    that can run on ``topo``'s GPUs. PAT runs at one GPU per node (NCCL's ``ncclPatEnable``,
+    src/graph/tuning.cc, v2.30.7) and on NVIDIA GPUs (RCCL leaves it off); hierarchical needs
+    GPUs grouped into nodes."""
     table = algorithms_for(collective)
-    return [a for a in ("ring", "hierarchical", "pat", "pairwise") if a in table and a != algorithm]
+    runs = {"pat": lambda: not any(GPUS[m].amd for m in filter(None, map(topo.gpu_model, topo.gpus)) if m in GPUS)
+            and all(len(gpus) == 1 for gpus in topo.groups("node", topo.gpus).values()),
+            "hierarchical": lambda: any(topo.label(gpu, "node") != gpu for gpu in topo.gpus)}
+    return [a for a in ("ring", "hierarchical", "pat", "pairwise")
+            if a in table and a != algorithm and runs.get(a, lambda: True)()]
 
 
-def _port_remedy(algorithm: str, machine_kind: str, collective: str) -> str:
+def _coarser_groups(topo: Topology) -> list[str]:
+    """Levels above the node some GPU of ``topo`` is labelled with, that group its GPUs more
+    coarsely than nodes do: what hierarchical's ``group_by`` may be instead."""
+    nodes = len(topo.groups("node", topo.gpus))
+    return [level for level in ("rack", "region")
+            if any(topo.label(gpu, level) != gpu for gpu in topo.gpus) and len(topo.groups(level, topo.gpus)) < nodes]
+
+
+def _port_remedy(topo: Topology, algorithm: str, machine_kind: str, collective: str) -> str:
     if algorithm == "ps":
         return "shard the server (options.ps_servers: K) or use a collective such as ring"
     if machine_kind == "ps":
         return "use more parameter servers or a faster server NIC"
-    others = " or ".join(_alternatives(collective, algorithm))
+    others = " or ".join(_alternatives(topo, collective, algorithm))
     if not others:
         return "a faster port, or fewer flows through it (pxn: to route sends through the peer's rail)"
     return (f"a faster port, or fewer flows through it: compare {others} here (-a), which may or may not "
             "be faster on this fabric")
 
 
-def _fabric_remedy(algorithm: str, collective: str) -> str:
-    if algorithm == "hierarchical":
-        try_instead = "a coarser group_by (rack, region), so fewer shards cross"
-    elif "hierarchical" in _alternatives(collective, algorithm):
+def _fabric_remedy(topo: Topology, algorithm: str, collective: str) -> str:
+    coarser = _coarser_groups(topo)
+    if algorithm == "hierarchical" and coarser:
+        try_instead = f"a coarser group_by ({', '.join(coarser)}), so fewer shards cross"
+    elif "hierarchical" in _alternatives(topo, collective, algorithm):
         try_instead = "hierarchical, which sends 1/g of the data across for g GPUs per group"
     else:
-        try_instead = " or ".join(_alternatives(collective, algorithm) or ["a placement with fewer flows across"])
+        try_instead = " or ".join(_alternatives(topo, collective, algorithm) or ["a placement with fewer flows across"])
     return (f"more bandwidth on this tier (lower oversubscription), or less traffic across it: compare "
             f"{try_instead} (it may or may not be faster here)")
 
@@ -188,7 +205,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
                     f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed"
                     f"{'' if link.mean_capacity_Bps == link.capacity_Bps else ' of what the faults left it'}. Remedy: "
-                    f"{_fabric_remedy(algorithm, collective)}{sprayed}")))
+                    f"{_fabric_remedy(topo, algorithm, collective)}{sprayed}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
     crowded = {}  # machine -> (its busiest cable's links, busy share, most flows): those that may warn
@@ -214,7 +231,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
         findings.append(Finding("nic_overload", worst.name, (
             f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
-            f"Remedy: {_port_remedy(algorithm, topo.kind(machine), collective)}")))
+            f"Remedy: {_port_remedy(topo, algorithm, topo.kind(machine), collective)}")))
     table = algorithms_for(collective)
     findings += _idle_nics(topo, links, down, algorithm not in table or "channels" in table[algorithm].options)
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
