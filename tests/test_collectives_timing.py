@@ -276,6 +276,8 @@ def test_a_remedy_names_only_what_can_run_here(per_host):
 
     assert all(("pat" in r) == (per_host == 1) for r in remedies("direct", "reduce_scatter"))
     assert all("group_by (rack)" in r and "region" not in r for r in remedies("hierarchical", "allreduce"))
+    racked = run(topo, "hierarchical", 2**24, model="ideal", group_by="rack")  # nothing coarser is labelled
+    assert all("group_by" not in w.message for w in racked.warnings)
 
 
 def test_hierarchical_refuses_a_level_no_gpu_is_labelled_with():

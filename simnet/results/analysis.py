@@ -140,12 +140,16 @@ def _alternatives(topo: Topology, collective: str, algorithm: str) -> list[str]:
             if a in table and a != algorithm and runs.get(a, lambda: True)()]
 
 
-def _coarser_groups(topo: Topology) -> list[str]:
-    """Levels above the node some GPU of ``topo`` is labelled with, that group its GPUs more
-    coarsely than nodes do: what hierarchical's ``group_by`` may be instead."""
-    nodes = len(topo.groups("node", topo.gpus))
-    return [level for level in ("rack", "region")
-            if any(topo.label(gpu, level) != gpu for gpu in topo.gpus) and len(topo.groups(level, topo.gpus)) < nodes]
+def _coarser_groups(topo: Topology, group_by: str | None) -> list[str]:
+    """Levels above ``group_by`` (default: node) some GPU of ``topo`` is labelled with, that group
+    its GPUs into fewer groups than ``group_by`` does: what hierarchical's ``group_by`` may be
+    instead."""
+    level = group_by or "node"
+    rank = {"host": 0, "node": 0, "rack": 1, "region": 2}
+    groups = len(topo.groups(level, topo.gpus))
+    return [coarser for coarser in ("rack", "region") if rank[coarser] > rank[level]
+            and any(topo.label(gpu, coarser) != gpu for gpu in topo.gpus)
+            and len(topo.groups(coarser, topo.gpus)) < groups]
 
 
 def _port_remedy(topo: Topology, algorithm: str, machine_kind: str, collective: str) -> str:
@@ -160,8 +164,8 @@ def _port_remedy(topo: Topology, algorithm: str, machine_kind: str, collective: 
             "be faster on this fabric")
 
 
-def _fabric_remedy(topo: Topology, algorithm: str, collective: str) -> str:
-    coarser = _coarser_groups(topo)
+def _fabric_remedy(topo: Topology, algorithm: str, collective: str, group_by: str | None) -> str:
+    coarser = _coarser_groups(topo, group_by)
     if algorithm == "hierarchical" and coarser:
         try_instead = f"a coarser group_by ({', '.join(coarser)}), so fewer shards cross"
     elif "hierarchical" in _alternatives(topo, collective, algorithm):
@@ -174,10 +178,13 @@ def _fabric_remedy(topo: Topology, algorithm: str, collective: str) -> str:
 
 def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algorithm: str = "",
                   servers: list[str] | None = None, collective: str = "allreduce",
-                  down: frozenset[int] = frozenset(), servers_named: bool = False) -> list[Finding]:
+                  down: frozenset[int] = frozenset(), servers_named: bool = False,
+                  group_by: str | None = None) -> list[Finding]:
     """Warnings for the ``links`` of one run of ``collective``'s ``algorithm`` (see the module
-    docstring); remedies name only algorithms the collective has (``servers_named``: ps's
-    ``servers`` came from its ``ps_server``, not a count). ``down``: directed links a
+    docstring); remedies name only algorithms the collective has that can run on these GPUs,
+    and for hierarchical (grouped at ``group_by``, default node) only coarser levels the GPUs
+    are labelled with (``servers_named``: ps's ``servers`` came from its ``ps_server``, not a
+    count). ``down``: directed links a
     fault took down during the run (a NIC whose network links all went down is not idle: it
     is down, which the conditions say).
 
@@ -205,7 +212,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
                     f"{link.saturated_fraction:.0%} of the {run} run; {units.format_size(link.bytes)} crossed it, "
                     f"{units.format_time(link.bytes / link.mean_capacity_Bps)} even at full speed"
                     f"{'' if link.mean_capacity_Bps == link.capacity_Bps else ' of what the faults left it'}. Remedy: "
-                    f"{_fabric_remedy(topo, algorithm, collective)}{sprayed}")))
+                    f"{_fabric_remedy(topo, algorithm, collective, group_by)}{sprayed}")))
             continue
         ports.setdefault(machine, {}).setdefault(frozenset((link.src, link.dst)), []).append(link)
     crowded = {}  # machine -> (its busiest cable's links, busy share, most flows): those that may warn

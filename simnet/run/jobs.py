@@ -13,7 +13,7 @@ jobs' common start), and all jobs together run on the healthy fabric too, for th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -148,8 +148,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                 check_fits(held + least * transfer_bytes(algorithm),
                            f"{together} (at least {sum(len(r.schedule) for r in runs) + least:,} transfers)", remedy,
                            budget)
-            # hierarchical without inner: the variant faster alone, as one collective's run takes it
-            inner = point.simulate(algorithm, spec.size, False, None, Conditions(), {}).options["inner"] \
+            # hierarchical without inner: the variant faster alone, as one collective's run takes it, under the
+            # faults as they stand from the job's start on
+            shifted = tuple(replace(f, at=max(0.0, f.at - spec.start)) for f in faults)
+            inner = point.simulate(algorithm, spec.size, False, None, Conditions(faults=shifted), {}).options["inner"] \
                 if algorithm == "hierarchical" else None
             decided, schedule, timing = point.prepare(algorithm, spec.size, {"inner": inner} if inner else {})
         except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line

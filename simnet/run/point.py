@@ -312,7 +312,8 @@ class Setup:
         links = link_reports(run)
         down = frozenset(int(i) for fault in conditions.faults if fault.down for i in fault.links)
         warnings = find_warnings(topo, links, run.latest_ps / PS_PER_SECOND, algorithm, info.get("servers"),
-                                 self.collective, down, servers_named=options.get("ps_server") is not None)
+                                 self.collective, down, servers_named=options.get("ps_server") is not None,
+                                 group_by=options.get("group_by"))
         late = [fault for fault in conditions.faults if round(fault.at * PS_PER_SECOND) >= run.latest_ps]
         if late:  # read, and changed nothing: the run was over
             warnings.append(after_end(late, len(conditions.faults), run.time))

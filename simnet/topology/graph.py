@@ -155,10 +155,13 @@ class Topology:
 
     def _type_of(self, u: str, v: str) -> int:
         """The link's class (``hardware.NVLINK``, ``PCIE`` or ``NET``): its ``type`` when the
-        file gives one, else inferred from its ends (see ``docs/topologies.md``)."""
+        file gives one, else ``inferred_type``."""
         given = self.graph.edges[u, v].get("type")
-        if given is not None:
-            return LINK_TYPES.index(given)
+        return LINK_TYPES.index(given) if given is not None else self.inferred_type(u, v)
+
+    def inferred_type(self, u: str, v: str) -> int:
+        """The class of a link between ``u`` and ``v`` as its ends say it (see
+        ``docs/topologies.md``), whatever ``type`` the file gives it."""
         kinds = {self.kind(u), self.kind(v)}
         if "host" in kinds or kinds == {"gpu", "nic"}:
             return PCIE

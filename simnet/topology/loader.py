@@ -160,6 +160,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                             algorithm_keys=topology.algorithm_keys, joined=topology.joined,
                             chip_links=topology.chip_links, make_router=Router)
     _check_nvlink_exists(topology, source)
+    _check_nic_ports(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
@@ -397,6 +398,21 @@ def _check_nvlink_exists(topology: Topology, source: Source) -> None:
             raise InputError(f"the link {u} -> {v} is an NVLink, but {gpu} is an {topology.gpu_model(gpu)}, which has "
                              "none: join its GPUs through PCIe switches (type: pcie)", source.file,
                              topology.graph.edges[u, v]["line"])
+
+
+def _check_nic_ports(topology: Topology, source: Source) -> None:
+    """A NIC's cable to a switch outside its host is its network port: typed ``pcie`` or
+    ``nvlink`` it would leave the NIC no network port, and NCCL's model no rate for it (a
+    ring then ran at its search's last speed, 0.12 GB/s)."""
+    for nic in (n for n, kind in topology.graph.nodes(data="kind") if kind == "nic"):
+        for other in topology.graph.successors(nic):
+            given = topology.graph.edges[nic, other].get("type")
+            if given in (None, "net") or topology.kind(other) != "switch" or \
+                    topology.inferred_type(nic, other) != NET:
+                continue
+            raise InputError(f"the link {nic} -> {other} joins the NIC to a switch outside its host, its network "
+                             f"port, so it is type: net (or leave type out), not {given}: NCCL reaches the network "
+                             "through a NIC's network ports", source.file, topology.graph.edges[nic, other].get("line"))
 
 
 def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -> None:
