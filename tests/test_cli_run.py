@@ -53,9 +53,14 @@ def test_a_run_no_link_limited_names_its_busiest_link_not_a_0_percent_bottleneck
     path = tmp_path / "box.yaml"
     path.write_text("name: box\ntopology: {name: box, generate: {kind: nvswitch, gpus: 8, gpu: h100}}\n"
                     "size: 1 GiB\nalgorithms: [ring]\n")
-    result = cli("run", path)
+    result = cli("run", path, "--json", tmp_path / "r.json", "--csv", tmp_path / "r.csv")
     assert result.exit_code == 0, result.stderr
     assert "none; busiest gpu" in result.stdout and "(0%)" not in result.stdout
+    # fuzz round at, L4: the JSON and CSV named the busiest link the bottleneck the table says it is not
+    run = json.loads((tmp_path / "r.json").read_text())["runs"][0]
+    assert run["bottleneck"] is None and run["busiest"] == run["links"][0]["src"] + "->" + run["links"][0]["dst"]
+    row = next(csv.DictReader((tmp_path / "r.csv").open()))
+    assert (row["bottleneck"], row["busiest"]) == ("", run["busiest"])
 
 
 def test_a_parameter_server_behind_its_own_nic_gets_one_warning_for_that_machine():

@@ -215,6 +215,18 @@ def test_the_table_names_the_variant_hierarchical_kept(cli, tmp_path, root):
     assert set(run["variants"]["inner"]) == {"tree", "ring"}
 
 
+def test_hierarchical_over_one_group_names_no_variant(cli, tmp_path, root):
+    """Fuzz round at, L4: over one group (one DGX H100) nothing runs between groups, yet the
+    table said "hierarchical (inner tree)" and the JSON inner: tree, both variants simulated."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: v\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 MiB\n"
+                    "algorithms: [hierarchical]\n")
+    json_path = tmp_path / "r.json"
+    result = cli("run", path, "--json", json_path)
+    run = json.loads(json_path.read_text())["runs"][0]
+    assert "inner" not in result.stdout and "inner" not in run["options"] and run.get("variants") is None
+
+
 def test_one_channel_of_the_option_is_two_of_nccl_s_as_the_readme_says(root):
     """Fuzz round ar, L3: options.channels 1 (62.65 ms for 1 GiB on a DGX H100) and
     NCCL_MAX_NCHANNELS=1 (125.3 ms) answered 2x apart with nothing saying why: the option counts

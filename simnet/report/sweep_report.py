@@ -21,7 +21,7 @@ from rich.table import Table
 from simnet import units
 from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.report.plots import plot_steps
-from simnet.report.tables import SATURATED
+from simnet.results.result import FILLED
 from simnet.run.compare import pareto_front
 from simnet.schedule.kinds import COLLECTIVES
 
@@ -157,7 +157,7 @@ def _bottleneck(size: dict) -> str:
     """The bottleneck as ``simnet run``'s table says it: where no link ever filled, none, and
     the busiest link with its mean load (records from before they kept both: the link)."""
     name, saturated = size["bottleneck"], size.get("bottleneck_saturated_fraction")
-    if name is None or saturated is None or saturated >= SATURATED:
+    if name is None or saturated is None or saturated >= FILLED:
         return name or "-"
     return f"none; busiest {name} ({size['bottleneck_mean_utilization']:.0%} busy)"
 
@@ -366,7 +366,7 @@ def compare_table(rows: list[dict], title: str) -> Table:
             cells += [units.format_time(row["iteration_time_s"]) if row["iteration_time_s"] is not None else "-",
                       f"{row['speedup']:.2f}" if row["speedup"] is not None else "-"]
         cells += [] if size else [_size_cell(row["collective_size_bytes"])]
-        cells += [units.format_time(row["collective_time_s"]), _gbps(row["busbw_GBps"]), row["bottleneck"] or "-",
+        cells += [units.format_time(row["collective_time_s"]), _gbps(row["busbw_GBps"]), _bottleneck(row),
                   f"{row['per_cost']:.3g}" if row["per_cost"] else "-", "*" if id(row) in front else ""]
         table.add_row(*cells)
     return table

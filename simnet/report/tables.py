@@ -7,6 +7,7 @@ from collections import Counter
 from rich.table import Table
 
 from simnet import units
+from simnet.results.result import FILLED
 from simnet.schedule.kinds import COLLECTIVES
 from simnet.spec.conditions import when
 from simnet.topology.graph import PS_PER_SECOND, Topology
@@ -65,8 +66,6 @@ def _algorithm_cell(run) -> str:
     return name
 
 
-SATURATED = 0.01
-"""A bottleneck saturated for less of the run than this is not named as one."""
 
 
 def _bottleneck_cell(neck) -> str:
@@ -74,7 +73,7 @@ def _bottleneck_cell(neck) -> str:
     or NCCL's per-channel ceiling, set the pace), the busiest link and its mean load."""
     if neck is None:
         return "-"
-    if neck.saturated_fraction >= SATURATED:
+    if neck.saturated_fraction >= FILLED:
         return f"{neck.name} ({neck.saturated_fraction:.0%})"
     return f"none; busiest {neck.name} ({neck.mean_utilization:.0%} busy)"
 

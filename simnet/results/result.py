@@ -75,6 +75,11 @@ class Finding:
     message: str
 
 
+FILLED = 0.01
+"""A bottleneck saturated for less of the run than this is not named as one (``Result.filled``):
+the table then says none and names the busiest link, and the JSON's ``bottleneck`` is null."""
+
+
 @dataclass
 class Result:
     """One ``collective`` of ``size_bytes`` (nccl-tests' convention) over ``gpus`` ranks with ``algorithm``.
@@ -122,6 +127,14 @@ class Result:
         """The link that limited the run most: longest saturated, then busiest on average, then by name."""
         return self.links[0] if self.links else None
 
+    @property
+    def filled(self) -> LinkReport | None:
+        """The bottleneck where it was saturated at least ``FILLED`` of the run; None where no
+        link ever filled (latency or NCCL's ceilings set the pace: the bottleneck is only the
+        busiest link)."""
+        neck = self.bottleneck
+        return neck if neck is not None and neck.saturated_fraction >= FILLED else None
+
     def to_dict(self) -> dict:
         """The result JSON of one run (with options, bottleneck and auto details)."""
         data = {
@@ -129,7 +142,8 @@ class Result:
             "size_bytes": self.size_bytes, "time_s": self.time_s,
             "model": self.model, "protocol": self.protocol, "channels": self.channels,
             "algbw_GBps": self.algbw_GBps, "busbw_GBps": self.busbw_GBps,
-            "bottleneck": self.bottleneck.name if self.bottleneck else None,
+            "bottleneck": self.filled.name if self.filled else None,
+            "busiest": self.bottleneck.name if self.bottleneck else None,
             "links": [asdict(link) for link in self.links],
             "warnings": [asdict(w) for w in self.warnings],
             "options": {k: v for k, v in self.options.items() if v is not None},
@@ -183,7 +197,7 @@ class Results:
 
     FLAT_COLUMNS = ("scenario", "algorithm", "ran", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps",
                     "model", "protocol", "channels", "bottleneck", "bottleneck_saturated_fraction", "warnings",
-                    "collective")  # new columns go last: readers by position keep working
+                    "collective", "busiest")  # new columns go last: readers by position keep working
 
     def rows(self) -> list[dict]:
         """One flat dict per run (the CSV and DataFrame rows): ``algorithm`` as asked
@@ -196,7 +210,8 @@ class Results:
                          "ran": r.algorithm, "gpus": r.gpus,
                          "size_bytes": r.size_bytes, "time_s": r.time_s, "algbw_GBps": r.algbw_GBps,
                          "busbw_GBps": r.busbw_GBps, "model": r.model, "protocol": r.protocol or "",
-                         "channels": r.channels or "", "bottleneck": neck.name if neck else "",
+                         "channels": r.channels or "", "bottleneck": r.filled.name if r.filled else "",
                          "bottleneck_saturated_fraction": neck.saturated_fraction if neck else 0.0,
+                         "busiest": neck.name if neck else "",
                          "warnings": ";".join(dict.fromkeys(w.kind for w in r.warnings))})
         return rows

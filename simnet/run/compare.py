@@ -427,13 +427,15 @@ def compare_rows(options: list[tuple]) -> list[dict]:
         best = min(records, key=merit)
         largest = _at(best, size) if best["sizes"] else {"ran": best["algorithm"], "time_s": None,
                                                          "size_bytes": None, "busbw_GBps": None, "bottleneck": None}
+        neck = {key: largest.get(key) for key in ("bottleneck", "bottleneck_saturated_fraction",
+                                                   "bottleneck_mean_utilization")}
         ran = largest.get("ran", best["algorithm"])
         algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"
         row = {"option": name, "cost": cost, "algorithm": algorithm, "gpus": best["gpus"],
                "collective": best.get("collective", "allreduce"),
                "iteration_time_s": best.get("iteration_time_s"), "collective_time_s": largest["time_s"],
                "collective_size_bytes": largest["size_bytes"], "speedup": best.get("speedup"),
-               "busbw_GBps": largest["busbw_GBps"], "bottleneck": largest["bottleneck"], "merit_s": merit(best),
+               "busbw_GBps": largest["busbw_GBps"], **neck, "merit_s": merit(best),
                "step_s": best.get("step_s"), "tokens_per_s": best.get("tokens_per_s"), "mfu": best.get("mfu"),
                "seconds_per_work": (1 / best["tokens_per_s"] if training else
                                     merit(best) / best["gpus"] if workload else merit(best)),

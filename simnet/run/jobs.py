@@ -151,8 +151,8 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
             # hierarchical without inner: the variant faster alone, as one collective's run takes it, under the
             # faults as they stand from the job's start on
             shifted = tuple(replace(f, at=max(0.0, f.at - spec.start)) for f in faults)
-            inner = point.simulate(algorithm, spec.size, False, None, Conditions(faults=shifted), {}).options["inner"] \
-                if algorithm == "hierarchical" else None
+            inner = point.simulate(algorithm, spec.size, False, None, Conditions(faults=shifted),
+                                   {}).options.get("inner") if algorithm == "hierarchical" else None
             decided, schedule, timing = point.prepare(algorithm, spec.size, {"inner": inner} if inner else {})
         except Unsupported as exc:  # the job's algorithm cannot run on its GPUs: said on its line
             raise JobUnsupported((i, "algorithm"), str(exc)) from None

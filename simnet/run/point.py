@@ -302,7 +302,11 @@ class Setup:
                           warnings=_moved_nothing(options, why), options=dict(options), model=self.model,
                           collective=self.collective)
         if algorithm == "hierarchical" and options.get("inner") is None:
-            return self._fastest_inner(size, timeline, options, conditions)
+            if len(topo.groups(options.get("group_by") or "node")) > 1:
+                return self._fastest_inner(size, timeline, options, conditions)
+            # one group: nothing runs between groups, so no variant to choose and none to name
+            run = self.simulate(algorithm, size, timeline, reuse, conditions, {**options, "inner": "tree"})
+            return replace(run, options=dict(options))
         engine = {k: options[k] for k in ENGINE_OPTIONS if options.get(k) is not None}
         size = int(size)
         decided, run, info = over_before_the_cut(
