@@ -280,3 +280,16 @@ def test_hierarchical_refuses_tiny_pieces_with_their_count_after_building_one(mo
     per_piece = count_transfers(lambda: build_schedule("hierarchical", _cluster(16), 1, chunk_size=1))
     with pytest.raises(TooLarge, match=rf"^hierarchical over 16 GPUs at 1 MiB needs {per_piece * 2**20:,} transfers"):
         build_schedule("hierarchical", _cluster(16), 2**20, chunk_size=1)
+
+
+def test_a_lane_program_whose_lanes_wait_for_every_gpu_asks_the_budget_first(monkeypatch):
+    """Fuzz round au, M2: NVLS on one switch of N GPUs builds an N x N dependency matrix (each
+    multicast lane waits for every GPU's reduction) that no estimate counted: 4,096 GPUs peaked
+    at 1.30 GB under a 100 MiB budget, 100,000 died on numpy's allocation. Now refused first."""
+    topo = topology_from_dict({"name": "s", "generate": {"kind": "nvswitch", "gpus": 1024, "gpu": "h100"}})
+    monkeypatch.setenv("SIMNET_MEMORY", "50 MB")
+    with pytest.raises(TooLarge, match="^a lane program over 1,024 GPUs whose 1,024 lanes each wait for 1,024 others"):
+        simulate(topo, "nvls", 2**24)
+    monkeypatch.setenv("SIMNET_MEMORY", "200 MB")  # what it takes (74 B an entry measured), allowed
+    assert simulate(topo, "nvls", 2**24).time_s > 0
+

@@ -164,6 +164,19 @@ def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, given, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize("transport", ["efa", "tcp"])
+def test_sharp_over_nics_without_collnet_is_refused(cli, tmp_path, transport):
+    """Fuzz round au, M3: sharp: true over EFA or TCP sockets made NCCL's pick NVLS across hosts
+    (403.9 us against the ring's 588.0 us on two p5s), where NCCL has no CollNet plugin."""
+    (tmp_path / "t.yaml").write_text("name: t\ngenerate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, "
+                                     f"gpus_per_host: 8, gpu: h100, nvls: true, sharp: true, transport: {transport}}}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:2: generate.sharp: 'tor0' reduces in the "
+                                    f"network, and the NICs speak {transport} ("), result.stderr
+
+
 @pytest.mark.parametrize("cable", ["pcie", "nvlink"])
 def test_a_nic_s_network_cable_typed_otherwise_is_refused(cli, tmp_path, cable):
     """Fuzz round au, M1: a NIC cabled to the network switch by a link typed pcie or nvlink left

@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simnet.io.budget import check_fits
 from simnet.schedule.transfers import Schedule, ScheduleBuilder, split_range
+
+DEPENDENCY_BYTES = 80
+"""Peak memory per entry of a lane program's dependency matrix (lanes x the most lanes one
+waits for), from building it to replaying it: 74 B measured (peak resident memory of NVLS
+over 1,024 and 2,048 GPUs on one switch, whose multicast lanes each wait for every GPU's
+reduction: N^2 entries), rounded up."""
 
 __all__ = ["LaneProgram", "ChunkLanes", "merge_programs"]
 
@@ -231,6 +238,9 @@ class ChunkLanes:
         ``after[i]``; returns their ids (lanes count from 0 in the order they are added)."""
         n = len(after)
         width = max((len(a) for a in after), default=0)
+        if n * width > 1 << 16:  # (a quadratic program: the memory it will take, asked before it is taken)
+            check_fits(n * width * DEPENDENCY_BYTES, f"a lane program over {len(self.ranks):,} GPUs whose {n:,} lanes "
+                       f"each wait for {width:,} others", "use fewer GPUs under one switch, or another algorithm")
         matrix = np.full((n, max(width, 1)), -1, dtype=np.int64)
         for i, theirs in enumerate(after):
             matrix[i, : len(theirs)] = theirs

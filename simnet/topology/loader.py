@@ -349,7 +349,8 @@ def _check_nvls_gpus(topology: Topology, source: Source, where: dict[str, tuple]
 
 def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
     """A switch says ``sharp: true`` only where some GPU's library can use it: RCCL (every
-    GPU an AMD Instinct) runs no CollNet (NCCL's SHARP plugin), so there it changes nothing."""
+    GPU an AMD Instinct) runs no CollNet (NCCL's SHARP plugin), nor does NCCL over EFA or TCP
+    sockets alone, so there it changes nothing."""
     for node, data in topology.graph.nodes(data=True):
         if data.get("sharp") and _nvlink_gpus(topology, node) and _nvlink_only(topology, node):
             raise source.error(where[node] + ("sharp",), (
@@ -361,6 +362,18 @@ def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple
         raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the GPUs are AMD "
                                                       f"Instinct ({', '.join(sorted(models))}), whose RCCL runs no "
                                                       "CollNet (NCCL's SHARP plugin): leave sharp out")
+    transports = {topology.transport(n) for n, kind in topology.graph.nodes(data="kind") if kind == "nic"}
+    if sharp is not None and transports and transports <= {"efa", "tcp"}:
+        spoken = " and ".join(f"{t} ({_NO_COLLNET[t]})" for t in sorted(transports))
+        raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the NICs speak "
+                                                      f"{spoken}, over which NCCL runs no CollNet (its SHARP plugin "
+                                                      "works over InfiniBand verbs): leave sharp out")
+
+
+_NO_COLLNET = {"efa": "AWS's aws-ofi-nccl plugin, which offers no CollNet", "tcp": "NCCL's socket transport"}
+"""Transports over which NCCL has no CollNet: aws-ofi-nccl exports a net plugin only (NCCL logs
+"NET/Plugin: Failed to find ncclCollNetPlugin symbol" beside it, aws/aws-ofi-nccl#715 and
+NVIDIA/nccl#527), and the socket transport is NCCL's own, without one."""
 
 
 def _nvlink_gpus(topology: Topology, switch: str) -> list[str]:
