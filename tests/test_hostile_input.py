@@ -164,6 +164,33 @@ def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, given, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize("change, message", [
+    ({"tor": "{id: tor, kind: switch, host: h0}"}, "t.yaml:5: nodes[2]: the NIC n0 has no network port: its cable to tor "
+                                                   "is pcie"),
+    ({"n1": "{id: n1, kind: nic, host: h1, transport: efa}"}, "t.yaml:6: nodes[3].transport: n1's transport (efa) "
+                                                              "differs from n0's (ib)"),
+    ({"n1": "{id: n1, kind: nic, host: h1, net_latency: 75 us}"}, "t.yaml:6: nodes[3].net_latency: n1's net_latency "
+                                                                  "(75.00 us) differs from n0's (not given)"),
+])
+def test_nics_that_nccl_could_not_run_as_one_network_are_refused(cli, tmp_path, change, message):
+    """Fuzz round au, S1 and M3: a ToR labelled with a host made its NIC's cable PCIe (a NIC with
+    no network port: NCCL's ring ran at 0.12 GB/s), and a transport or net_latency on any NIC
+    but the first host's changed nothing (NCCL's model reads the first node's, taking nodes
+    alike), where on the first it moved a 64 KiB ring 3-9x."""
+    nodes = {"g0": "{id: g0, kind: gpu, host: h0, gpu: h100}", "g1": "{id: g1, kind: gpu, host: h1, gpu: h100}",
+             "n0": "{id: n0, kind: nic, host: h0}", "n1": "{id: n1, kind: nic, host: h1}",
+             "tor": "{id: tor, kind: switch}"}
+    nodes.update(change)
+    (tmp_path / "t.yaml").write_text("name: t\nnodes:\n" + "".join(f"  - {nodes[k]}\n" for k in
+                                                                  ("g0", "g1", "n0", "n1", "tor")) +
+                                     "links:\n  - {a: g0, b: n0, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: g1, b: n1, bandwidth: 64 GB/s, latency: 1 us}\n"
+                                     "  - {a: n0, b: tor, bandwidth: 400 Gb/s, latency: 1 us}\n  - {a: n1, b: tor, bandwidth: 400 Gb/s, latency: 1 us}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [64 KiB]\nalgorithms: [ring]\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / message}"), result.stderr
+
+
 @pytest.mark.parametrize("transport", ["efa", "tcp"])
 def test_sharp_over_nics_without_collnet_is_refused(cli, tmp_path, transport):
     """Fuzz round au, M3: sharp: true over EFA or TCP sockets made NCCL's pick NVLS across hosts

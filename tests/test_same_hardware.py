@@ -759,8 +759,10 @@ def test_an_efa_fabric_is_routed_by_destination_unless_its_file_says_otherwise()
     speaks EFA is routed by destination when its file names no routing (the nearer of
     simnet's two), and a p5.48xlarge by name, its 32 x 100G written out and 8 x 400G fused
     give one answer across racks (a 420 MiB ring over two p5s in two racks: 2.21 ms where
-    ECMP's hash gave the fused device 3.68 ms). Any other NIC on the fabric, or ``routing``
-    in the file, and it is what the file says or ECMP."""
+    ECMP's hash gave the fused device 3.68 ms). ``routing`` in the file, and it is what the
+    file says; NICs of another transport beside them are refused (NCCL runs one network)."""
+    from simnet.errors import InputError
+
     def fabric(routing: str | None = None, **hosts):
         return topology_from_dict({"name": "t", **({"routing": routing} if routing else {}), "generate": {
             "kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1, "oversubscription": 1, **hosts}})
@@ -776,8 +778,9 @@ def test_an_efa_fabric_is_routed_by_destination_unless_its_file_says_otherwise()
     mixed = topology_as_dict(fabric(**forms[2]))
     assert "routing" not in mixed  # the EFA default: the export leaves it to the file (round aa F9)
     nic = next(node for node in mixed["nodes"] if node["kind"] == "nic")
-    nic["transport"] = "ib"  # one NIC of another transport: the fabric is not EFA's alone
-    assert topology_from_dict(mixed).routing == "ecmp"
+    nic["transport"] = "ib"  # one NIC of another transport: NCCL runs one network for the job (fuzz round au, M3)
+    with pytest.raises(InputError, match=r"transport \(efa\) differs from r0h0-nic0's \(ib\)"):
+        topology_from_dict(mixed)
 
 
 def test_the_order_a_file_lists_switches_in_routes_nothing_by_destination():

@@ -26,7 +26,7 @@ from simnet.topology.generators import (
     unread_keys,
 )
 from simnet.topology.graph import FORWARDING_KINDS, Topology, host_nvswitch
-from simnet.topology.hardware import GPUS, NET, NVLINK
+from simnet.topology.hardware import GPUS, LINK_TYPES, NET, NVLINK
 from simnet.topology.routing import Router
 from simnet.topology.schema import LinkSpec, NodeSpec, TopologySpec
 
@@ -160,7 +160,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                             algorithm_keys=topology.algorithm_keys, joined=topology.joined,
                             chip_links=topology.chip_links, make_router=Router)
     _check_nvlink_exists(topology, source)
-    _check_nic_ports(topology, source)
+    _check_nic_ports(topology, source, where)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
@@ -413,7 +413,7 @@ def _check_nvlink_exists(topology: Topology, source: Source) -> None:
                              topology.graph.edges[u, v]["line"])
 
 
-def _check_nic_ports(topology: Topology, source: Source) -> None:
+def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
     """A NIC's cable to a switch outside its host is its network port: typed ``pcie`` or
     ``nvlink`` it would leave the NIC no network port, and NCCL's model no rate for it (a
     ring then ran at its search's last speed, 0.12 GB/s)."""
@@ -426,6 +426,29 @@ def _check_nic_ports(topology: Topology, source: Source) -> None:
             raise InputError(f"the link {nic} -> {other} joins the NIC to a switch outside its host, its network "
                              f"port, so it is type: net (or leave type out), not {given}: NCCL reaches the network "
                              "through a NIC's network ports", source.file, topology.graph.edges[nic, other].get("line"))
+    if len({topology.graph.nodes[g].get("host") for g in topology.gpus}) < 2:
+        return  # one host: its NICs need no way out
+    ported = []  # NICs with a network port, and those cabled to switches without one
+    for nic in (n for n, kind in topology.graph.nodes(data="kind") if kind == "nic"):
+        links = [topology.link_index[(nic, other)] for other in topology.graph.successors(nic)]
+        if any(topology.link_type[i] == NET for i in links):
+            ported.append(nic)
+            continue
+        switches = [topology.links[i][1] for i in links if topology.kind(topology.links[i][1]) == "switch"]
+        if switches:  # typed or labelled into the host: a ToR with a host: label makes it PCIe
+            raise source.error(where[nic], (
+                f"the NIC {nic} has no network port: its cable to {switches[0]} is "
+                f"{LINK_TYPES[topology.link_type[topology.link_index[(nic, switches[0])]]]}, so NCCL would see no way "
+                "to the network from it; a network switch carries no host: label (only a PCIe switch inside a server "
+                "does), and a NIC's cable to it is type: net"))
+    for key, said in (("transport", lambda v: v or "ib"),  # NCCL takes one network for the job
+                       ("net_latency", lambda v: "not given" if v is None else units.format_time(v))):
+        seen = {nic: said(topology.graph.nodes[nic].get(key)) for nic in ported}
+        other = next((n for n in ported if seen[n] != seen[ported[0]]), None)
+        if other is not None:
+            raise source.error(where[other] + (key,), (
+                f"{other}'s {key} ({seen[other]}) differs from {ported[0]}'s ({seen[ported[0]]}): NCCL's model times "
+                f"one network for every node (it takes nodes alike), so give every NIC the same {key}"))
 
 
 def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -> None:
