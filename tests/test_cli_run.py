@@ -460,7 +460,14 @@ def test_one_gpu_moves_nothing_and_says_so(cli, tmp_path, root):
     result = cli("run", path, "-g", "1", "--plot", tmp_path / "plots", "--csv", tmp_path / "one.csv")
     assert result.exit_code == 0, result.stderr
     assert "AllReduce on 1 GPU " in result.stdout and "* " not in result.stdout
-    assert "nothing to plot or trace" in result.stdout and not (tmp_path / "plots").exists()
+    assert "nothing to plot or trace: over one GPU no data moves" in result.stdout
+    assert not (tmp_path / "plots").exists()
+    # fuzz round au, L2: 0 B over several GPUs gave the same reason
+    zero = tmp_path / "zero.yaml"
+    zero.write_text("name: zero\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\nsizes: [0 B]\n"
+                    "algorithms: [ring]\n")
+    empty = cli("run", zero, "--plot", tmp_path / "plots")
+    assert "nothing to plot or trace: a run of 0 B moves no data" in empty.stdout, empty.stdout
     rows = list(csv.DictReader(io.StringIO((tmp_path / "one.csv").read_text())))
     assert {(r["size_bytes"], r["algorithm"], float(r["time_s"])) for r in rows} == {
         (size, algorithm, 0.0) for size in ("1400000000", "4000000") for algorithm in ("ring", "ps", "auto")}

@@ -286,6 +286,18 @@ def test_cli_collective_option_on_the_headline_scenario(cli, root):
     assert listing.exit_code == 0 and "pairwise" in listing.stdout and "pxn" in listing.stdout
 
 
+def test_a_collective_without_the_file_s_algorithms_says_nccl_s_pick_runs_instead(cli, tmp_path):
+    """Fuzz round au, L3: -c all_to_all on a file of algorithms: [ring] said ring was not run,
+    and ran NCCL's pick in its place without a word."""
+    path = tmp_path / "ring.yaml"
+    path.write_text("name: r\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\n"
+                    "algorithms: [ring]\n")
+    result = json.loads(cli("run", path, "-c", "all_to_all", "--json", "-").stdout)
+    assert [w["message"] for w in result["warnings"] if w["link"] == "--collective"] == [
+        "not run for all_to_all (it has no such algorithm): ring; NCCL's pick (auto) runs in their place"]
+    assert [run["algorithm"] for run in result["runs"]] == ["direct"]
+
+
 # ------------------------------------------------------------------ the model's rows, simulated
 def test_simulated_pat_and_nvls_keep_to_nccls_own_prediction():
     """Uncontended, a simulated NCCL algorithm costs what NCCL's model says (tuning.cc): PAT

@@ -66,7 +66,9 @@ def collective_notes(spec, changes: dict, algorithms: tuple[str, ...] = ()) -> l
     dropped = [] if algorithms or spec.every_algorithm else [  # (all: the collective's all, nothing dropped)
         a for a in spec.algorithms if a not in changes.get("algorithms", spec.algorithms)]
     if dropped:
-        notes.append(f"not run for {changes['collective']} (it has no such algorithm): {', '.join(dropped)}")
+        instead = "; NCCL's pick (auto) runs in their place" if changes["algorithms"] == ["auto"] and \
+            "auto" not in spec.algorithms else ""
+        notes.append(f"not run for {changes['collective']} (it has no such algorithm): {', '.join(dropped)}{instead}")
     if "workload" in changes:
         notes.append(f"the scenario's training step is a data-parallel step of AllReduces: not shown for "
                      f"{changes['collective']}")

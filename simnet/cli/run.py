@@ -169,7 +169,10 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
             return
     if (plot_dir or trace_path) and not any(run.moves_data for run in results.runs):
         if results.runs:
-            console.print("nothing to plot or trace: over one GPU no data moves")
+            why = "over one GPU no data moves" if all(run.gpus <= 1 for run in results.runs) else \
+                "a run of 0 B moves no data" if all(run.size_bytes == 0 for run in results.runs) else \
+                "no run moved data (over one GPU, or of 0 B)"
+            console.print(f"nothing to plot or trace: {why}")
         return
     if plot_dir:
         from simnet.report.plots import heatmap_missing, plot_results

@@ -48,12 +48,12 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
     """A copy of a scenario document with dotted keys set (``topology.generate.racks: 4``).
 
     A topology given as a file path is inlined first, so its fields can be overridden too.
-    A part that is a number indexes a list (``jobs.0.size``, ``faults.1.at``); one that is
-    no index of the list there is a ``ValueError`` naming it (it replaced the whole list).
+    A part that is a number indexes a list (``jobs.0.size`` or ``jobs[0].size``, ``faults.1.at``);
+    one that is no index of the list there is a ``ValueError`` naming it (it replaced the whole list).
     """
     document = copy.deepcopy(document)
     for dotted, value in overrides.items():
-        parts = dotted.split(".")
+        parts = [str(part) for part in dotted_loc(dotted)]
         if dotted == "topology.calibration" and isinstance(value, str):
             # relative to the topology's file, as the key written there is (or to the scenario's, inline)
             written = document.get("topology")
@@ -77,6 +77,16 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
             else:
                 target = target[part]
     return document
+
+
+def _dotted(key: str) -> str:
+    """A key as a sweep names its axis, dots only: ``jobs[0].size`` is ``jobs.0.size``, as
+    simnet's own messages write it.
+
+    >>> _dotted("jobs[0].size"), apply_overrides({"jobs": [{"size": 1}]}, {"jobs[0].size": 4}, Path("."))
+    ('jobs.0.size', {'jobs': [{'size': 4}]})
+    """
+    return ".".join(str(part) for part in dotted_loc(key))
 
 
 def _index(items: list, part: str, dotted: str, where: str) -> int:
@@ -275,8 +285,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     whose topology cannot run theirs are records of why, not errors."""
     if gpus is not None and "gpus" in (sets or {}):
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
-    axes = {k: _values(v) for k, v in (scenario.sweep or {}).items()}
-    axes.update({k: _values(v) for k, v in (sets or {}).items()})
+    axes = {_dotted(k): _values(v) for k, v in (scenario.sweep or {}).items()}
+    axes.update({_dotted(k): _values(v) for k, v in (sets or {}).items()})
     if nested_twice(axes):  # the file's sweep: and --set together
         raise ValueError(f"sweep: {nested_twice(axes)}")
     moot = _unread_axis(axes, algorithms or scenario.algorithms, scenario.collective)
