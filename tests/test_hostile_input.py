@@ -191,6 +191,19 @@ def test_nics_that_nccl_could_not_run_as_one_network_are_refused(cli, tmp_path, 
     assert result.stderr.startswith(f"{tmp_path / message}"), result.stderr
 
 
+@pytest.mark.parametrize("generate, link", [
+    ("{kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, oversubscription: 1e-9}", "tor0 -> spine0 runs at 400000000 Tb/s"),
+    ("{kind: rail_optimized, units: 1, planes: 2, nic_bandwidth: 1 Kb/s}", "su0h0-nic0 -> su0-leaf0-p0 runs at 500 b/s"),
+])
+def test_a_generated_link_beyond_the_bandwidths_simnet_takes_is_refused(cli, tmp_path, generate, link):
+    """Fuzz round au, L8: generators built links 8 orders of magnitude beyond 10,000 Tb/s, or
+    below 1 Kb/s, and topo check said ok; a run then ended on the time limit naming no line."""
+    (tmp_path / "t.yaml").write_text(f"name: t\ngenerate: {generate}\n")
+    result = cli("topo", "check", tmp_path / "t.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:2: the link {link}, outside 1 Kb/s to 10,000 Tb/s")
+
+
 @pytest.mark.parametrize("transport", ["efa", "tcp"])
 def test_sharp_over_nics_without_collnet_is_refused(cli, tmp_path, transport):
     """Fuzz round au, M3: sharp: true over EFA or TCP sockets made NCCL's pick NVLS across hosts

@@ -683,6 +683,12 @@ def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_
     grouped = cli("replay-trace", CHAKRA_TRACE, "--groups", tmp_path / "groups.yaml", "-t",
                   root / "topologies/dgx_h100.yaml")
     assert grouped.exit_code == 2 and grouped.stderr == alone.stderr, grouped.stderr
+    # fuzz round au, L4: a group of ranks the job lacks was refused naming neither file nor line
+    (tmp_path / "bad.yaml").write_text("g: [0, 1]\nh: [0, 9]\n")
+    bad = cli("replay-trace", CHAKRA_TRACE, "--ranks-per-trace", "8", "--groups", tmp_path / "bad.yaml", "-t",
+              root / "topologies/dgx_h100.yaml")
+    assert bad.exit_code == 2 and bad.stderr == f"{tmp_path / 'bad.yaml'}:2: h: expected a list of distinct ranks " \
+                                                "0..7, not [0, 9]\n", bad.stderr
 
 
 def test_as_recorded_onto_a_cluster_without_the_recorded_algorithm_s_hardware_runs_nccl_s_pick(tmp_path):

@@ -61,11 +61,11 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
             raise InputError(f"{traces[i]} is given twice; give each rank's trace once")
     topology = load_topology(topology_path)
     _refuse_bad_flags(topology, placement, gpu_speedup)
-    groups = None
+    groups, groups_source = None, None
     if groups_path is not None:
         from simnet.io.yamlsource import load_yaml
 
-        groups, _ = load_yaml(groups_path)
+        groups, groups_source = load_yaml(groups_path)
         if not isinstance(groups, dict):
             raise InputError("expected a mapping of process group name -> its ranks", groups_path)
     inputs = [*traces, topology_path, *([groups_path] if groups_path else []),
@@ -77,7 +77,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
         raise InputError("--trace: '-' (standard output) is for --json only; name a file")
     if json_path and trace_path and Path(json_path).resolve() == Path(trace_path).resolve():
         raise InputError("--json and --trace must name different files")
-    read = read_traces(traces, ranks_per_trace, groups, len(topology.gpus))
+    read = read_traces(traces, ranks_per_trace, groups, len(topology.gpus), groups_source)
     replayed = simulate_trace(read, topology,
                               placement=placement,
                               gpu_speedup=gpu_speedup, as_recorded=as_recorded,

@@ -31,6 +31,7 @@ import numpy as np
 
 from simnet import units
 from simnet.errors import InputError, Unsupported
+from simnet.io.yamlsource import Source
 from simnet.model.interface import DEFAULT_MODEL, resolve_model
 from simnet.results.result import Finding
 from simnet.run.groups import simulate_groups
@@ -98,7 +99,8 @@ class TraceReplay:
 
 
 def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
-                groups: Mapping[str, Sequence[int]] | None = None, max_ranks: int | None = None) -> list[RankTrace]:
+                groups: Mapping[str, Sequence[int]] | None = None, max_ranks: int | None = None,
+                groups_source: Source | None = None) -> list[RankTrace]:
     """One ``RankTrace`` per rank from Kineto JSON files (``.json``/``.json.gz``) or Chakra
     execution traces (``NAME.RANK.et``); with ``ranks_per_trace`` K each trace also stands
     for the K-1 ranks after its own (a job whose ranks all run alike, traced on one of
@@ -138,7 +140,7 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
                            "give every rank's trace, or --ranks-per-trace N for a job of N ranks that ran alike",
                            chakra[0])
         try:
-            named = {str(k): tuple(_group_ranks(k, v, world)) for k, v in (groups or {}).items()}
+            named = {str(k): tuple(_group_ranks(k, v, world, groups_source)) for k, v in (groups or {}).items()}
         except InputError:
             if world == 1:  # groups of ranks the job would not have: what is missing is the other ranks
                 raise alone from None
@@ -192,12 +194,14 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
     return sorted(out, key=lambda t: t.rank)
 
 
-def _group_ranks(name: object, ranks: object, world: int) -> list[int]:
-    """A process group's ranks as given (a list of distinct ranks of the job)."""
+def _group_ranks(name: object, ranks: object, world: int, source: Source | None = None) -> list[int]:
+    """A process group's ranks as given (a list of distinct ranks of the job); refused on its
+    line of ``source`` (the --groups file), where given."""
     if not isinstance(ranks, (list, tuple)) or not ranks or not all(
             isinstance(r, int) and not isinstance(r, bool) and 0 <= r < world for r in ranks) \
             or len(set(ranks)) < len(ranks):
-        raise InputError(f"group {name!r}: expected a list of distinct ranks 0..{world - 1}, not {ranks!r}")
+        said = f"expected a list of distinct ranks 0..{world - 1}, not {ranks!r}"
+        raise source.error((name,), said) if source is not None else InputError(f"group {name!r}: {said}")
     return list(ranks)
 
 

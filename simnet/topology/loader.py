@@ -161,6 +161,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                             chip_links=topology.chip_links, make_router=Router)
     _check_nvlink_exists(topology, source)
     _check_nic_ports(topology, source, where)
+    _check_link_rates(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
     _check_sharp_gpus(topology, source, where)
@@ -411,6 +412,19 @@ def _check_nvlink_exists(topology: Topology, source: Source) -> None:
             raise InputError(f"the link {u} -> {v} is an NVLink, but {gpu} is an {topology.gpu_model(gpu)}, which has "
                              "none: join its GPUs through PCIe switches (type: pcie)", source.file,
                              topology.graph.edges[u, v]["line"])
+
+
+def _check_link_rates(topology: Topology, source: Source) -> None:
+    """Every link within the bandwidths simnet accepts (``units.BANDWIDTH_RANGE``), generated
+    ones too: a generator's figures (an oversubscription of 1e-9, a NIC's rate split over
+    planes) may derive a link beyond them, refused on the generator's line."""
+    low, high = units.BANDWIDTH_RANGE
+    outside = np.flatnonzero((topology.capacity < low) | (topology.capacity > high))
+    if outside.size:
+        u, v = topology.links[int(outside[0])]
+        raise InputError(f"the link {u} -> {v} runs at {units.format_bandwidth(topology.capacity[outside[0]])}, "
+                         "outside 1 Kb/s to 10,000 Tb/s: where a generator built it, its figures (oversubscription, "
+                         "bandwidths, planes, spines) derive it", source.file, topology.graph.edges[u, v].get("line"))
 
 
 def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
