@@ -222,6 +222,20 @@ def test_background_traffic_that_starts_after_the_other_jobs_ended_is_refused_on
         assert result.exit_code == 0 and not result.stderr, result.stderr
 
 
+def test_compare_refuses_a_file_of_jobs_beside_a_file_of_one_collective(cli, tmp_path):
+    """Fuzz round au, L5: one column ranked a 4-GPU AllReduce (98.71 us) against the slowest of
+    two 2-GPU jobs (61.80 us), both on the Pareto front, without a word."""
+    (tmp_path / "A.yaml").write_text("name: A\ntopology: {name: t, generate: {kind: nvswitch, gpus: 4, gpu: h100}}\n"
+                                     "sizes: [16 MiB]\nalgorithms: [ring]\ncost: 1 M$\n")
+    (tmp_path / "B.yaml").write_text("name: B\ntopology: {name: t2, generate: {kind: nvswitch, gpus: 8, gpu: h100}}\n"
+                                     "cost: 2 M$\njobs: [{name: a, gpus: 2, size: 16 MiB}, {name: b, gpus: 2, "
+                                     "size: 16 MiB}]\n")
+    result = cli("compare", tmp_path / "A.yaml", tmp_path / "B.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 'B.yaml'}:4: jobs: B runs jobs, ranked by its slowest beside the "
+                                    "others, and A one collective over its GPUs")
+
+
 def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     """Two 2-GPU jobs. Packed, each keeps to its rack: a ring over one ToR, 4 links of 1 us,
     T = 2 (4 us + S/2 / B). Spread, each crosses the 2:1 uplink the other crosses too:
