@@ -275,6 +275,8 @@ def test_a_remedy_names_only_what_can_run_here(per_host):
         return said
 
     assert all(("pat" in r) == (per_host == 1) for r in remedies("direct", "reduce_scatter"))
+    # review 83: with one GPU a node, hierarchical's groups are single GPUs: it sends what a flat ring does
+    assert all(("hierarchical" in r) == (per_host > 1) for r in remedies("direct", "allreduce"))
     assert all("group_by (rack)" in r and "region" not in r for r in remedies("hierarchical", "allreduce"))
     racked = run(topo, "hierarchical", 2**24, model="ideal", group_by="rack")  # nothing coarser is labelled
     assert all("group_by" not in w.message for w in racked.warnings)

@@ -165,8 +165,9 @@ def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, given, 
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"tor": "{id: tor, kind: switch, host: h0}"}, "t.yaml:5: nodes[2]: the NIC n0 has no network port: its cable to tor "
-                                                   "is pcie"),
+    ({"tor": "{id: tor, kind: switch, host: h0}"}, "t.yaml:11: the link n0 -> tor joins the NIC to a network switch "
+                                                   "(cabled to several hosts), its network port, but is pcie, as tor's "
+                                                   "host: label makes it"),
     ({"n1": "{id: n1, kind: nic, host: h1, transport: efa}"}, "t.yaml:6: nodes[3].transport: n1's transport (efa) "
                                                               "differs from n0's (ib)"),
     ({"n1": "{id: n1, kind: nic, host: h1, net_latency: 75 us}"}, "t.yaml:6: nodes[3].net_latency: n1's net_latency "
@@ -204,6 +205,28 @@ def test_a_generated_link_beyond_the_bandwidths_simnet_takes_is_refused(cli, tmp
     assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:2: the link {link}, outside 1 Kb/s to 10,000 Tb/s")
 
 
+@pytest.mark.parametrize("extra_nodes, extra_links", [
+    # a spare NIC on a PCIe switch inside its host (review 83: refused as having no network port)
+    ("  - {id: plx, kind: switch, host: h0}\n  - {id: n2, kind: nic, host: h0}\n",
+     "  - {a: g0, b: plx, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: n2, b: plx, bandwidth: 64 GB/s, latency: 1 us, "
+     "type: pcie}\n"),
+    # a parameter server's NIC of another transport: no rank of the job (review 83)
+    ("  - {id: ps0, kind: ps, host: hs}\n  - {id: n3, kind: nic, host: hs, transport: tcp}\n",
+     "  - {a: ps0, b: n3, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: n3, b: tor, bandwidth: 100 Gb/s, latency: 1 us}\n"),
+])
+def test_nics_beside_the_job_s_network_stay_valid(cli, tmp_path, extra_nodes, extra_links):
+    """The refusals above judge the job's network only: NICs inside a host and a parameter
+    server's NIC are no NCCL rank's way to the network."""
+    (tmp_path / "t.yaml").write_text(
+        "name: t\nnodes:\n  - {id: g0, kind: gpu, host: h0, gpu: h100}\n  - {id: g1, kind: gpu, host: h1, gpu: h100}\n"
+        "  - {id: n0, kind: nic, host: h0}\n  - {id: n1, kind: nic, host: h1}\n  - {id: tor, kind: switch}\n"
+        + extra_nodes + "links:\n  - {a: g0, b: n0, bandwidth: 64 GB/s, latency: 1 us}\n"
+        "  - {a: g1, b: n1, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: n0, b: tor, bandwidth: 400 Gb/s, latency: 1 us}\n"
+        "  - {a: n1, b: tor, bandwidth: 400 Gb/s, latency: 1 us}\n" + extra_links)
+    result = cli("topo", "check", tmp_path / "t.yaml")
+    assert result.exit_code == 0, result.stderr
+
+
 @pytest.mark.parametrize("transport", ["efa", "tcp"])
 def test_sharp_over_nics_without_collnet_is_refused(cli, tmp_path, transport):
     """Fuzz round au, M3: sharp: true over EFA or TCP sockets made NCCL's pick NVLS across hosts
@@ -238,8 +261,9 @@ links:
     (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\n")
     result = cli("run", tmp_path / "s.yaml")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:11: the link n0 -> sw joins the NIC to a switch outside "
-                                    f"its host, its network port, so it is type: net (or leave type out), not {cable}")
+    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:11: the link n0 -> sw joins the NIC to a network switch "
+                                    f"(cabled to several hosts), its network port, but is typed {cable}: NCCL would "
+                                    "see no way to the network from n0")
 
 
 @pytest.mark.parametrize("yaml_text, where", [

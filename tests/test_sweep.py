@@ -1,5 +1,6 @@
 """Sweeps and capacity planning: the step model, plots, Dask, resume after SIGKILL, compare."""
 
+import csv
 import fcntl
 import json
 import os
@@ -724,3 +725,21 @@ def test_the_sweep_table_says_no_bottleneck_where_run_s_does(tmp_path, cli):
     assert ran.exit_code == swept.exit_code == 0, swept.stderr
     (said,) = [line.split("│")[-2].strip() for line in ran.stdout.splitlines() if "none; busiest" in line]
     assert [line.split("│")[-2].strip() for line in swept.stdout.splitlines() if "│" in line and " 8 " in line] == [said]
+
+
+def test_a_sweep_names_no_bottleneck_where_no_link_filled_and_a_key_once_however_written(cli, tmp_path):
+    """Review 83: results.jsonl and results.csv still named the busiest link the bottleneck where
+    none was saturated (run's JSON says null and busiest); and --set sizes.0 beside sizes[0]
+    passed the "given twice" check, one of them dropped."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ntopology: {name: t, generate: {kind: nvswitch, gpus: 8, gpu: h100}}\nsizes: [1 GiB]\n"
+                    "algorithms: [ring]\n")
+    out = tmp_path / "out"
+    assert cli("sweep", path, "--gpus", "8", "--out", out, "--workers", "1").exit_code == 0
+    size = json.loads((out / "results.jsonl").read_text().splitlines()[0])["sizes"][0]
+    assert size["bottleneck"] is None and size["busiest"].startswith("gpu")
+    row = next(csv.DictReader((out / "results.csv").open()))
+    assert (row["bottleneck"], row["busiest"]) == ("", size["busiest"])
+    twice = cli("sweep", path, "--set", "sizes.0=1MiB", "--set", "sizes[0]=2MiB", "--out", tmp_path / "o2")
+    assert twice.exit_code == 2 and "--set: sizes.0 is given twice" in twice.stderr
+

@@ -683,6 +683,9 @@ def test_a_chakra_trace_alone_is_not_taken_for_a_one_rank_job_whose_collectives_
     grouped = cli("replay-trace", CHAKRA_TRACE, "--groups", tmp_path / "groups.yaml", "-t",
                   root / "topologies/dgx_h100.yaml")
     assert grouped.exit_code == 2 and grouped.stderr == alone.stderr, grouped.stderr
+    (tmp_path / "dup.yaml").write_text("g: [0, 0]\n")  # review 83: a group wrong in itself says so
+    dup = cli("replay-trace", CHAKRA_TRACE, "--groups", tmp_path / "dup.yaml", "-t", root / "topologies/dgx_h100.yaml")
+    assert dup.exit_code == 2 and "g: expected a list of distinct ranks 0..0, not [0, 0]" in dup.stderr, dup.stderr
     # fuzz round au, L4: a group of ranks the job lacks was refused naming neither file nor line
     (tmp_path / "bad.yaml").write_text("g: [0, 1]\nh: [0, 9]\n")
     bad = cli("replay-trace", CHAKRA_TRACE, "--ranks-per-trace", "8", "--groups", tmp_path / "bad.yaml", "-t",

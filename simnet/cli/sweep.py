@@ -13,7 +13,7 @@ from simnet.cli.choices import algorithm_option, collective_notes, collective_op
 from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import WholeRange, friendly, loading
 from simnet.errors import InputError
-from simnet.io.yamlsource import load_value
+from simnet.io.yamlsource import dotted_loc, load_value
 from simnet.schedule.kinds import COLLECTIVES
 
 
@@ -85,9 +85,10 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if _split_values(values) and len(_split_values(values)) < len(values.split(",")):
             raise InputError(f"--set: {item!r} has an empty value between its commas; give each value once "
                              "(KEY=V1,V2)", scenario)
-        if key.strip() in axes:
-            raise InputError(f"--set: {key.strip()} is given twice; give its values once (KEY=V1,V2)", scenario)
-        axes[key.strip()] = [_set_value(v) for v in _split_values(values)]
+        key = ".".join(str(part) for part in dotted_loc(key.strip()))  # jobs[0].size is jobs.0.size
+        if key in axes:
+            raise InputError(f"--set: {key} is given twice; give its values once (KEY=V1,V2)", scenario)
+        axes[key] = [_set_value(v) for v in _split_values(values)]
     if nested_twice(axes):
         raise InputError(f"--set: {nested_twice(axes)}", scenario)
     for key in axes:

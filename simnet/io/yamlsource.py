@@ -237,7 +237,7 @@ def dotted_loc(dotted: str) -> Loc:
     >>> dotted_loc("jobs[0].period"), dotted_loc("jobs.0.period")
     (('jobs', 0, 'period'), ('jobs', 0, 'period'))
     """
-    return tuple(int(part) if part.isdigit() else part for part in dotted.replace("[", ".").replace("]", "").split("."))
+    return tuple(int(part) if part.isdigit() else part for part in re.sub(r"\[(\d+)\]", r".\1", dotted).split("."))
 
 
 def dotted_within(dotted: str, outer: str) -> bool:

@@ -156,7 +156,7 @@ def sweep_table(records: list[dict], title: str) -> Table:
 def _bottleneck(size: dict) -> str:
     """The bottleneck as ``simnet run``'s table says it: where no link ever filled, none, and
     the busiest link with its mean load (records from before they kept both: the link)."""
-    name, saturated = size["bottleneck"], size.get("bottleneck_saturated_fraction")
+    name, saturated = size["bottleneck"] or size.get("busiest"), size.get("bottleneck_saturated_fraction")
     if name is None or saturated is None or saturated >= FILLED:
         return name or "-"
     return f"none; busiest {name} ({size['bottleneck_mean_utilization']:.0%} busy)"
@@ -169,7 +169,7 @@ def write_sweep_csv(records: list[dict], path: Path) -> Path:
     iteration time rests on."""
     fields = ["algorithm", "set", "gpus", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "bottleneck",
               "iteration_time_s", "speedup", "efficiency", "step_s", "tokens_per_s", "mfu", "collective",
-              "warnings", "bucket_warnings", "bottleneck_saturated_fraction"]  # new columns last: readers by
+              "warnings", "bucket_warnings", "bottleneck_saturated_fraction", "busiest"]  # new columns last: readers by
     # position keep working
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")

@@ -131,11 +131,11 @@ def _alternatives(topo: Topology, collective: str, algorithm: str) -> list[str]:
     """What a remedy may suggest instead: the collective's own algorithms among the usual ones
     that can run on ``topo``'s GPUs. PAT runs at one GPU per node (NCCL's ``ncclPatEnable``,
     src/graph/tuning.cc, v2.30.7) and on NVIDIA GPUs (RCCL leaves it off); hierarchical needs
-    GPUs grouped into nodes."""
+    a node of several GPUs (with one each, it sends what a flat ring does)."""
     table = algorithms_for(collective)
     runs = {"pat": lambda: not any(GPUS[m].amd for m in filter(None, map(topo.gpu_model, topo.gpus)) if m in GPUS)
             and all(len(gpus) == 1 for gpus in topo.groups("node", topo.gpus).values()),
-            "hierarchical": lambda: any(topo.label(gpu, "node") != gpu for gpu in topo.gpus)}
+            "hierarchical": lambda: any(len(gpus) > 1 for gpus in topo.groups("node", topo.gpus).values())}
     return [a for a in ("ring", "hierarchical", "pat", "pairwise")
             if a in table and a != algorithm and runs.get(a, lambda: True)()]
 

@@ -433,7 +433,7 @@ def compare_rows(options: list[tuple]) -> list[dict]:
         best = min(records, key=merit)
         largest = _at(best, size) if best["sizes"] else {"ran": best["algorithm"], "time_s": None,
                                                          "size_bytes": None, "busbw_GBps": None, "bottleneck": None}
-        neck = {key: largest.get(key) for key in ("bottleneck", "bottleneck_saturated_fraction",
+        neck = {key: largest.get(key) for key in ("bottleneck", "busiest", "bottleneck_saturated_fraction",
                                                    "bottleneck_mean_utilization")}
         ran = largest.get("ran", best["algorithm"])
         algorithm = best["algorithm"] if ran == best["algorithm"] else f"{best['algorithm']} -> {ran}"

@@ -142,7 +142,9 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
         try:
             named = {str(k): tuple(_group_ranks(k, v, world, groups_source)) for k, v in (groups or {}).items()}
         except InputError:
-            if world == 1:  # groups of ranks the job would not have: what is missing is the other ranks
+            named_others = any(isinstance(r, int) and not isinstance(r, bool) and r > 0
+                               for ranks in (groups or {}).values() if isinstance(ranks, (list, tuple)) for r in ranks)
+            if world == 1 and named_others:  # groups of ranks the job would not have: the other ranks' traces
                 raise alone from None
             raise
         traces = [read_chakra(p, world, named) for p in chakra]

@@ -363,7 +363,9 @@ def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple
         raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the GPUs are AMD "
                                                       f"Instinct ({', '.join(sorted(models))}), whose RCCL runs no "
                                                       "CollNet (NCCL's SHARP plugin): leave sharp out")
-    transports = {topology.transport(n) for n, kind in topology.graph.nodes(data="kind") if kind == "nic"}
+    transports = {topology.transport(n) for n, kind in topology.graph.nodes(data="kind") if kind == "nic" or (
+        kind == "gpu" and any(topology.link_type[topology.link_index[(n, v)]] == NET
+                              for v in topology.graph.successors(n)))}
     if sharp is not None and transports and transports <= {"efa", "tcp"}:
         spoken = " and ".join(f"{t} ({_NO_COLLNET[t]})" for t in sorted(transports))
         raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the NICs speak "
@@ -427,41 +429,43 @@ def _check_link_rates(topology: Topology, source: Source) -> None:
                          "bandwidths, planes, spines) derive it", source.file, topology.graph.edges[u, v].get("line"))
 
 
+def _network_switch(topology: Topology, switch: str) -> bool:
+    """A switch cabled to NICs or GPUs of two hosts or more: the network's, whatever its labels."""
+    return len({topology.graph.nodes[n].get("host") for n in topology.graph.successors(switch)
+                if topology.kind(n) in ("nic", "gpu")} - {None}) > 1
+
+
 def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
-    """A NIC's cable to a switch outside its host is its network port: typed ``pcie`` or
-    ``nvlink`` it would leave the NIC no network port, and NCCL's model no rate for it (a
-    ring then ran at its search's last speed, 0.12 GB/s)."""
+    """A NIC's cable to a network switch (one cabled to NICs or GPUs of two hosts) is its network
+    port: typed ``pcie`` or ``nvlink``, or made PCIe by a ``host:`` label on the switch, the NIC
+    would have no way to the network in NCCL's model, and no rate (a ring then ran at NCCL's
+    search's last speed, 0.12 GB/s). The network's endpoints of the GPUs' hosts (NICs, GPUs
+    cabled straight to it) speak one ``transport`` with one ``net_latency``: NCCL runs one
+    network for a job, and its model takes nodes alike (a parameter server's NIC may differ)."""
     for nic in (n for n, kind in topology.graph.nodes(data="kind") if kind == "nic"):
         for other in topology.graph.successors(nic):
-            given = topology.graph.edges[nic, other].get("type")
-            if given in (None, "net") or topology.kind(other) != "switch" or \
-                    topology.inferred_type(nic, other) != NET:
+            i = topology.link_index[(nic, other)]
+            if topology.kind(other) != "switch" or topology.link_type[i] == NET or not _network_switch(topology, other):
                 continue
-            raise InputError(f"the link {nic} -> {other} joins the NIC to a switch outside its host, its network "
-                             f"port, so it is type: net (or leave type out), not {given}: NCCL reaches the network "
-                             "through a NIC's network ports", source.file, topology.graph.edges[nic, other].get("line"))
-    if len({topology.graph.nodes[g].get("host") for g in topology.gpus}) < 2:
-        return  # one host: its NICs need no way out
-    ported = []  # NICs with a network port, and those cabled to switches without one
-    for nic in (n for n, kind in topology.graph.nodes(data="kind") if kind == "nic"):
-        links = [topology.link_index[(nic, other)] for other in topology.graph.successors(nic)]
-        if any(topology.link_type[i] == NET for i in links):
-            ported.append(nic)
-            continue
-        switches = [topology.links[i][1] for i in links if topology.kind(topology.links[i][1]) == "switch"]
-        if switches:  # typed or labelled into the host: a ToR with a host: label makes it PCIe
-            raise source.error(where[nic], (
-                f"the NIC {nic} has no network port: its cable to {switches[0]} is "
-                f"{LINK_TYPES[topology.link_type[topology.link_index[(nic, switches[0])]]]}, so NCCL would see no way "
-                "to the network from it; a network switch carries no host: label (only a PCIe switch inside a server "
-                "does), and a NIC's cable to it is type: net"))
-    for key, said in (("transport", lambda v: v or "ib"),  # NCCL takes one network for the job
-                       ("net_latency", lambda v: "not given" if v is None else units.format_time(v))):
-        seen = {nic: said(topology.graph.nodes[nic].get(key)) for nic in ported}
-        other = next((n for n in ported if seen[n] != seen[ported[0]]), None)
+            given = topology.graph.edges[nic, other].get("type")
+            why = f"typed {given}" if given is not None else (
+                f"{LINK_TYPES[topology.link_type[i]]}, as {other}'s host: label makes it (a network switch carries "
+                "none: only a PCIe switch inside a server does)")
+            raise InputError(f"the link {nic} -> {other} joins the NIC to a network switch (cabled to several hosts), "
+                             f"its network port, but is {why}: NCCL would see no way to the network from {nic}; "
+                             "its cable to the network is type: net (or leave type out)", source.file,
+                             topology.graph.edges[nic, other].get("line"))
+    hosts = {topology.graph.nodes[g].get("host") for g in topology.gpus} - {None}
+    ends = [n for n, kind in topology.graph.nodes(data="kind") if kind in ("nic", "gpu")
+            and topology.graph.nodes[n].get("host") in hosts
+            and any(topology.link_type[topology.link_index[(n, v)]] == NET for v in topology.graph.successors(n))]
+    for key, said in (("transport", lambda v: v or "ib"),
+                      ("net_latency", lambda v: "not given" if v is None else units.format_time(v))):
+        seen = {end: said(topology.graph.nodes[end].get(key)) for end in ends}
+        other = next((n for n in ends if seen[n] != seen[ends[0]]), None)
         if other is not None:
             raise source.error(where[other] + (key,), (
-                f"{other}'s {key} ({seen[other]}) differs from {ported[0]}'s ({seen[ported[0]]}): NCCL's model times "
+                f"{other}'s {key} ({seen[other]}) differs from {ends[0]}'s ({seen[ends[0]]}): NCCL's model times "
                 f"one network for every node (it takes nodes alike), so give every NIC the same {key}"))
 
 

@@ -203,7 +203,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
                 if not (w.kind == "key_unread" and w.link in plan.env and read_by_what_is_ranked(w.link))]
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
-            "busbw_GBps": result.busbw_GBps, "bottleneck": neck.name if neck else None,
+            "busbw_GBps": result.busbw_GBps, "bottleneck": result.filled.name if result.filled else None,
+            "busiest": neck.name if neck else None,
             "bottleneck_saturated_fraction": neck.saturated_fraction if neck else None,
             "bottleneck_mean_utilization": neck.mean_utilization if neck else None,
             "warnings": sorted({w.kind for w in said}),
