@@ -285,8 +285,9 @@ def test_dp_groups_share_the_fabric_bucket_by_bucket_when_one_group_runs_late(tm
 
 def test_missing_ranks_and_mismatched_calls_are_refused_in_one_line(tmp_path):
     r0 = _write(tmp_path, "r0.json", _step_trace(0, 1_000))
-    with pytest.raises(InputError, match="rank 1 has no trace.*--ranks-per-trace"):
+    with pytest.raises(InputError, match="rank 1 has no trace.*--ranks-per-trace") as refused:
         read_traces([r0])
+    assert str(refused.value).startswith(f"{r0}: ")  # the trace whose world size says so (fuzz round au, L4)
     assert [t.rank for t in read_traces([r0], ranks_per_trace=2)] == [0, 1]
     other = _step_trace(1, 1_000)
     other["traceEvents"].append(_allreduce(20_000, 100))

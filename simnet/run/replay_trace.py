@@ -192,7 +192,7 @@ def read_traces(paths: Sequence[str | Path], ranks_per_trace: int = 1,
                             + (f" (--ranks-per-trace {ranks_per_trace} makes each trace stand for {ranks_per_trace} "
                                f"ranks{'; the trace records a world of ' + str(world) if worlds else ''})"
                                if ranks_per_trace > 1 else "")),
-                         None if missing or not worlds else worlds[world])
+                         worlds.get(world))  # (the trace that records the job's world size, where one does)
     return sorted(out, key=lambda t: t.rank)
 
 
