@@ -1193,3 +1193,22 @@ def test_renaming_spines_of_a_three_tier_fabric_moves_no_route_of_a_faulted_run(
         expected, got = (simnet.simulate(topology_from_dict(w), algorithm, 2**24, model="ideal", faults=[f])
                          for w, f in ((written, fault), (renamed, moved)))
         assert got.time_s == expected.time_s, algorithm
+
+
+def test_compare_tells_a_renamed_copy_answers_as_the_original(cli, tmp_path):
+    """Fuzz round at, L3: compare said an option "answers as option X does, every run to the
+    picosecond" of an export of a preset but not of the same export with its nodes renamed,
+    identical run for run: the check compared the bottleneck links' names."""
+    def scenario(name, gpu, switch):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\ntopology:\n  name: t\n  nodes:\n"
+            + "".join(f"    - {{id: {gpu}{i}, kind: gpu, host: h0, gpu: h100}}\n" for i in range(4))
+            + f"    - {{id: {switch}, kind: switch, host: h0}}\n  links:\n"
+            + "".join(f"    - {{a: {gpu}{i}, b: {switch}, bandwidth: 450 GB/s, latency: 0.5 us}}\n" for i in range(4))
+            + "sizes: [1 MiB, 64 MiB]\nalgorithms: [ring, tree]\ncost: 1 M$\n")
+        return tmp_path / f"{name}.yaml"
+
+    result = cli("compare", scenario("original", "gpu", "nvswitch"), scenario("renamed", "card", "fabric"))
+    assert result.exit_code == 0, result.stderr
+    assert "option renamed answers as option original does, every run to the picosecond" in result.stdout
+

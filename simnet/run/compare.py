@@ -141,7 +141,7 @@ def compare_scenarios(scenarios: list[Scenario]) -> list[dict]:
                                                            f"({records[0]['skipped']})")
         options.append((name, cost, ran, {r["algorithm"]: r["skipped"] for r in records if "skipped" in r}, where))
     rows = compare_rows(options)
-    answers = [answers_of(records) for _, _, records, *_ in options]
+    answers = [answers_of(records, names=False) for _, _, records, *_ in options]  # (at L3: renamed copies)
     for i, row in enumerate(rows):  # an option whose every answer another's is: what tells them apart changes nothing
         row["same_as"] = next((options[j][0] for j in range(i) if answers[j] == answers[i]), None)
     sources = [source_of(scenario) for scenario in scenarios]
