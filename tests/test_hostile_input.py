@@ -210,6 +210,9 @@ def test_a_generated_link_beyond_the_bandwidths_simnet_takes_is_refused(cli, tmp
     ("  - {id: plx, kind: switch, host: h0}\n  - {id: n2, kind: nic, host: h0}\n",
      "  - {a: g0, b: plx, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: n2, b: plx, bandwidth: 64 GB/s, latency: 1 us, "
      "type: pcie}\n"),
+    # a second NIC speaking RoCE beside InfiniBand ones: NCCL's IB verbs both, timed alike
+    ("  - {id: n4, kind: nic, host: h1, transport: roce}\n",
+     "  - {a: g1, b: n4, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: n4, b: tor, bandwidth: 400 Gb/s, latency: 1 us}\n"),
     # a parameter server's NIC of another transport: no rank of the job (review 83)
     ("  - {id: ps0, kind: ps, host: hs}\n  - {id: n3, kind: nic, host: hs, transport: tcp}\n",
      "  - {a: ps0, b: n3, bandwidth: 64 GB/s, latency: 1 us}\n  - {a: n3, b: tor, bandwidth: 100 Gb/s, latency: 1 us}\n"),

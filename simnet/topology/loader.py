@@ -440,8 +440,9 @@ def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]
     port: typed ``pcie`` or ``nvlink``, or made PCIe by a ``host:`` label on the switch, the NIC
     would have no way to the network in NCCL's model, and no rate (a ring then ran at NCCL's
     search's last speed, 0.12 GB/s). The network's endpoints of the GPUs' hosts (NICs, GPUs
-    cabled straight to it) speak one ``transport`` with one ``net_latency``: NCCL runs one
-    network for a job, and its model takes nodes alike (a parameter server's NIC may differ)."""
+    cabled straight to it) time one network: EFA or not (InfiniBand, RoCE and sockets report
+    no latency to NCCL: they time alike) and one ``net_latency``, as NCCL's model takes nodes
+    alike (a parameter server's NIC may differ)."""
     for nic in (n for n, kind in topology.graph.nodes(data="kind") if kind == "nic"):
         for other in topology.graph.successors(nic):
             i = topology.link_index[(nic, other)]
@@ -459,10 +460,10 @@ def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]
     ends = [n for n, kind in topology.graph.nodes(data="kind") if kind in ("nic", "gpu")
             and topology.graph.nodes[n].get("host") in hosts
             and any(topology.link_type[topology.link_index[(n, v)]] == NET for v in topology.graph.successors(n))]
-    for key, said in (("transport", lambda v: v or "ib"),
-                      ("net_latency", lambda v: "not given" if v is None else units.format_time(v))):
+    for key, said, timed in (("transport", lambda v: v or "ib", lambda v: v == "efa"),  # ib, roce, tcp time alike
+                             ("net_latency", lambda v: "not given" if v is None else units.format_time(v), str)):
         seen = {end: said(topology.graph.nodes[end].get(key)) for end in ends}
-        other = next((n for n in ends if seen[n] != seen[ends[0]]), None)
+        other = next((n for n in ends if timed(seen[n]) != timed(seen[ends[0]])), None)
         if other is not None:
             raise source.error(where[other] + (key,), (
                 f"{other}'s {key} ({seen[other]}) differs from {ends[0]}'s ({seen[ends[0]]}): NCCL's model times "
