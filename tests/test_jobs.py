@@ -611,3 +611,20 @@ def test_spread_without_rack_labels_takes_racks_from_the_cabling(generated):
             {"name": "b", "gpus": 2, "placement": "random(7)", "size": "1 MiB"}]
     assert place_jobs(bare, jobs) == place_jobs(labelled, jobs)
     assert len({rack_of(bare, g) for g in bare.gpus}) == len({rack_of(labelled, g) for g in labelled.gpus}) == 2
+
+
+def test_a_sweep_of_jobs_over_a_fault_key_that_moves_nothing_says_so(cli, tmp_path):
+    """Fuzz round au, L7: every job's times were the same at both values of faults.0.at, but
+    the records echoed the fault's at_s, so the axis was never said to change nothing."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text("name: J\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, "
+                    "gpus_per_host: 2, gpu: h100, oversubscription: 4}}\njobs:\n"
+                    "  - {name: a, gpus: 2, placement: spread, size: 16 MiB, algorithm: ring}\n"
+                    "  - {name: b, gpus: 2, placement: spread, size: 16 MiB, algorithm: ring}\n"
+                    "faults: [{at: 10 us, link: [tor0, spine0], bandwidth: 50%}]\n")
+    result = cli("sweep", path, "--set", "faults.0.at=0us,5us", "--out", tmp_path / "out", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert len({json.dumps(r["jobs"], sort_keys=True) for r in records}) == 1  # (the premise: nothing moved)
+    assert "faults.0.at changed nothing along this sweep" in result.stdout + result.stderr
+

@@ -60,10 +60,11 @@ def axes_unfelt(records: list[dict]) -> dict[str, list]:
 
 def answers_of(records: list[dict], names: bool = True) -> str:
     """What ``records`` answer, without what names them (their set, key, topology's name) or
-    what they were told (warnings, unread): equal for two that answer alike, run for run,
+    what they were told (warnings, unread, a jobs record's faults as written): equal for two
+    that answer alike, run for run,
     to the picosecond; without ``names``, also without the links they name (the bottleneck,
     the busiest: renamed nodes of one machine answer alike)."""
-    said = {"key", "set", "topology", "warnings", "unread"} | (set() if names else {"bottleneck", "busiest"})
+    said = {"key", "set", "topology", "warnings", "unread", "faults"} | (set() if names else {"bottleneck", "busiest"})
 
     def bare(value):
         if isinstance(value, dict):
