@@ -202,29 +202,27 @@ def test_hierarchical_without_inner_keeps_the_faster_of_tree_and_ring(cli, tmp_p
     assert chosen.time_s == min(each.values()) and chosen.options["inner"] == min(each, key=each.get)
 
 
+def _hierarchical_1mib(cli, tmp_path, topology, extra=""):
+    """``simnet run`` of hierarchical at 1 MiB on ``topology``: its table and its run's JSON."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: v\ntopology: {topology}\n{extra}size: 1 MiB\nalgorithms: [hierarchical]\n")
+    result = cli("run", path, "--json", tmp_path / "r.json")
+    return result.stdout, json.loads((tmp_path / "r.json").read_text())["runs"][0]
+
+
 def test_the_table_names_the_variant_hierarchical_kept(cli, tmp_path, root):
     # which variant is kept depends on the size, that the table names it does not: 1 MiB
     # replays in a fraction of a second (64 MiB, 12 s)
-    path = tmp_path / "s.yaml"
-    path.write_text(f"name: v\ntopology: {root / 'topologies/two_racks.yaml'}\nmodel: ideal\nsize: 1 MiB\n"
-                    "algorithms: [hierarchical]\n")
-    json_path = tmp_path / "r.json"
-    result = cli("run", path, "--json", json_path)
-    run = json.loads(json_path.read_text())["runs"][0]
-    assert f"hierarchical (inner {run['options']['inner']})" in result.stdout
+    table, run = _hierarchical_1mib(cli, tmp_path, root / "topologies/two_racks.yaml", "model: ideal\n")
+    assert f"hierarchical (inner {run['options']['inner']})" in table
     assert set(run["variants"]["inner"]) == {"tree", "ring"}
 
 
 def test_hierarchical_over_one_group_names_no_variant(cli, tmp_path, root):
     """Fuzz round at, L4: over one group (one DGX H100) nothing runs between groups, yet the
     table said "hierarchical (inner tree)" and the JSON inner: tree, both variants simulated."""
-    path = tmp_path / "s.yaml"
-    path.write_text(f"name: v\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsize: 1 MiB\n"
-                    "algorithms: [hierarchical]\n")
-    json_path = tmp_path / "r.json"
-    result = cli("run", path, "--json", json_path)
-    run = json.loads(json_path.read_text())["runs"][0]
-    assert "inner" not in result.stdout and "inner" not in run["options"] and run.get("variants") is None
+    table, run = _hierarchical_1mib(cli, tmp_path, root / "topologies/dgx_h100.yaml")
+    assert "inner" not in table and "inner" not in run["options"] and run.get("variants") is None
 
 
 def test_one_channel_of_the_option_is_two_of_nccl_s_as_the_readme_says(root):

@@ -363,9 +363,8 @@ def _check_sharp_gpus(topology: Topology, source: Source, where: dict[str, tuple
         raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the GPUs are AMD "
                                                       f"Instinct ({', '.join(sorted(models))}), whose RCCL runs no "
                                                       "CollNet (NCCL's SHARP plugin): leave sharp out")
-    transports = {topology.transport(n) for n, kind in topology.graph.nodes(data="kind") if kind == "nic" or (
-        kind == "gpu" and any(topology.link_type[topology.link_index[(n, v)]] == NET
-                              for v in topology.graph.successors(n)))}
+    transports = {topology.transport(n) for n, kind in topology.graph.nodes(data="kind")
+                  if kind == "nic" or (kind == "gpu" and _on_network(topology, n))}
     if sharp is not None and transports and transports <= {"efa", "tcp"}:
         spoken = " and ".join(f"{t} ({_NO_COLLNET[t]})" for t in sorted(transports))
         raise source.error(where[sharp] + ("sharp",), f"{sharp!r} reduces in the network, and the NICs speak "
@@ -429,6 +428,11 @@ def _check_link_rates(topology: Topology, source: Source) -> None:
                          "bandwidths, planes, spines) derive it", source.file, topology.graph.edges[u, v].get("line"))
 
 
+def _on_network(topology: Topology, node: str) -> bool:
+    """Whether ``node`` has a network (``NET``) link of its own: a NIC's port, a GPU cabled straight to a switch."""
+    return any(topology.link_type[topology.link_index[(node, v)]] == NET for v in topology.graph.successors(node))
+
+
 def _network_switch(topology: Topology, switch: str) -> bool:
     """A switch cabled to NICs or GPUs of two hosts or more: the network's, whatever its labels."""
     return len({topology.graph.nodes[n].get("host") for n in topology.graph.successors(switch)
@@ -458,8 +462,7 @@ def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]
                              topology.graph.edges[nic, other].get("line"))
     hosts = {topology.graph.nodes[g].get("host") for g in topology.gpus} - {None}
     ends = [n for n, kind in topology.graph.nodes(data="kind") if kind in ("nic", "gpu")
-            and topology.graph.nodes[n].get("host") in hosts
-            and any(topology.link_type[topology.link_index[(n, v)]] == NET for v in topology.graph.successors(n))]
+            and topology.graph.nodes[n].get("host") in hosts and _on_network(topology, n)]
     for key, said, timed in (("transport", lambda v: v or "ib", lambda v: v == "efa"),  # ib, roce, tcp time alike
                              ("net_latency", lambda v: "not given" if v is None else units.format_time(v), str)):
         seen = {end: said(topology.graph.nodes[end].get(key)) for end in ends}
