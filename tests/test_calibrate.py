@@ -438,8 +438,17 @@ def test_a_fitted_factor_never_runs_a_link_above_its_line_rate():
                                                           "gpus_per_host": 2}})
     plain = simulate(topo, "ps", 2**28).time_s
     line_rate = simulate(topo, "ps", 2**28, model="ideal").time_s
-    faster = simulate(topo, "ps", 2**28, calibration=Calibration(bandwidth=1.5, network_bandwidth=1.5)).time_s
-    slower = simulate(topo, "ps", 2**28, calibration=Calibration(network_bandwidth=0.5)).time_s
+    lifted = simulate(topo, "ps", 2**28, calibration=Calibration(bandwidth=1.5, network_bandwidth=1.5,
+                                                                 source="up.cal.yaml"))
+    faster = lifted.time_s
+    slowed = simulate(topo, "ps", 2**28, calibration=Calibration(network_bandwidth=0.5))
+    slower = slowed.time_s
+    # and the cut is said: the NIC's cable at 1.5 x 1.5 x 400 Gb/s would be 900 Gb/s
+    cut = [w for w in lifted.warnings if w.kind == "calibration_capped"]
+    assert len(cut) == 1 and "tor0" in cut[0].link and "-nic0" in cut[0].link
+    assert "up.cal.yaml's bandwidth 1.5x at 256 MiB and network_bandwidth 1.5x" in cut[0].message
+    assert "900 Gb/s against its 400 Gb/s" in cut[0].message and "ran at line rate" in cut[0].message
+    assert not [w for w in slowed.warnings if w.kind == "calibration_capped"]
     # two remote workers push, then pull, 256 MiB each through the server's port
     assert plain == pytest.approx(4 * 2**28 / 48e9, rel=0.01)
     assert faster == pytest.approx(line_rate, rel=3e-3) and line_rate == pytest.approx(4 * 2**28 / 50e9, rel=0.01)

@@ -51,8 +51,8 @@ from simnet.topology.hardware import NET, NVLINK, PCIE
 from simnet.tuning import enqueue, predict, rccl, search, tables
 from simnet.tuning.rates import effective_capacity
 
-__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "launch_latency", "step_latencies", "connections",
-           "wire_factor",
+__all__ = ["NcclPlan", "plan", "timing", "connection_timing", "launch_latency", "step_latencies", "fitted_capacity",
+           "connections", "wire_factor",
            "TRANSPORT_LATENCY", "WIRE_FACTOR", "P2P_LL_THRESHOLD", "MAX_PIECES"]
 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
@@ -293,11 +293,9 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
 
     capacity = effective_capacity(topology)  # shared by every group of a training step: read-only
     if fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0:
-        capacity = capacity * fit.bandwidth_at(size)
-        capacity[topology.link_type == NET] *= fit.network_bandwidth
         # a fitted factor may slow a link down, never run it above its line rate: a factor
         # above 1 raises NCCL's ceiling (below) as far as the wire allows, no further
-        capacity = np.minimum(capacity, topology.capacity)
+        capacity = np.minimum(fitted_capacity(topology, fit, size), topology.capacity)
     caps = None
     if decided.native and size > 0 and system.ranks > 1:
         # Simple: NCCL's algorithm bandwidth without its size correction for trees, whose fill the
@@ -321,6 +319,15 @@ def connection_timing(decided: NcclPlan, topology: Topology, nodes: list[str], c
             f"{system.library.upper()}'s model here) below zero; a launch takes no less than no time: give a "
             f"base_latency of at least {0.0 - launch:.4g} us (simnet calibrate fits within that)"))  # (not -0)
     return Timing(capacity=capacity, wire_factor=wire, rate_cap=caps, delay_ps=step_ps, start_ps=start_ps)
+
+
+def fitted_capacity(topology: Topology, fit: Calibration, size: int) -> np.ndarray:
+    """B/s per directed link as NCCL's model assumes it, times the profile's bandwidth factor
+    at ``size`` bytes (and its network factor on network links), before the line rate bounds
+    it: where this is above ``topology.capacity``, the wire cut the factor short."""
+    capacity = effective_capacity(topology) * fit.bandwidth_at(size)
+    capacity[topology.link_type == NET] *= fit.network_bandwidth
+    return capacity
 
 
 def step_latencies(decided: NcclPlan) -> dict[int, float]:

@@ -59,8 +59,10 @@ class Finding:
     ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``channels_capped``
     (``options.channels`` asked NCCL for more channels than it opens: it ran those), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
-    profile was fitted on another machine), ``gpu_unnamed`` (GPUs of no named generation,
-    taken by NCCL's model as A100s), ``option_unread`` (an option the algorithm does not take),
+    profile was fitted on another machine), ``calibration_capped`` (the profile's bandwidth
+    factors would have run a link above its line rate: it ran at line rate), ``gpu_unnamed``
+    (GPUs of no named generation, taken by NCCL's model as A100s), ``option_unread`` (an
+    option the algorithm does not take),
     ``key_unread`` (a key another key of the scenario makes moot: sigma beside an exponential
     or uniform distribution, a seed of all_to_all traffic, a period with repeat 1),
     ``calibration_replaced`` (the scenario's profile replaces the topology's) or

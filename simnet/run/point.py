@@ -28,6 +28,7 @@ from simnet.model.calibration import Calibration, load_calibration, other_hardwa
 from simnet.model.interface import lane_timing, resolve_model
 from simnet.model.interface import plan as model_plan
 from simnet.model.interface import timing as model_timing
+from simnet.model.nccl import fitted_capacity
 from simnet.results.analysis import after_end, find_warnings, link_reports
 from simnet.results.result import Finding, Result
 from simnet.run.nccl_env import nccl_default, nccl_integer, nccl_system, turned_off
@@ -38,7 +39,7 @@ from simnet.schedule.transfers import count_transfers, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults, straggler_delays
 from simnet.spec.options import Options
 from simnet.topology.graph import PS_PER_SECOND, Topology
-from simnet.topology.hardware import GPU_NAMES, GPUS, NCCL_FALLBACK_NVLINK_EFFICIENCY, UNNAMED_GPU_CC
+from simnet.topology.hardware import GPU_NAMES, GPUS, NCCL_FALLBACK_NVLINK_EFFICIENCY, NET, UNNAMED_GPU_CC
 from simnet.tuning import predict, rccl, search, tables
 
 SAME_TIME = 0.01
@@ -109,6 +110,27 @@ def checked_options(options: dict) -> dict:
     except ValidationError as exc:
         raise ValueError(Source("<options>").from_validation(exc, model=Options).message) from None
     return {**options, **checked}
+
+
+def _factor_cut_by_the_wire(topo: Topology, fit: Calibration, size: int, used: np.ndarray) -> list[Finding]:
+    """``calibration_capped`` where the profile's bandwidth factors would have run a link
+    the run ``used`` (mask by link) above its line rate: it ran at line rate instead."""
+    fitted = fitted_capacity(topo, fit, size)
+    cut = np.flatnonzero(used & (fitted > topo.capacity))
+    if not len(cut):
+        return []
+    worst = cut[np.argmax(fitted[cut] / topo.capacity[cut])]
+    src, dst = topo.links[worst]
+    on_network = topo.link_type[worst] == NET and fit.network_bandwidth != 1.0
+    factors = ([f"bandwidth {fit.bandwidth_at(size):.3g}x at {units.format_size(size)}"]
+               if fit.bandwidth_at(size) != 1.0 else []) + ([f"network_bandwidth {fit.network_bandwidth:.3g}x"]
+                                                            if on_network else [])
+    profile = fit.source or "(a Calibration given to simulate)"
+    return [Finding("calibration_capped", f"{src}->{dst}", (
+        f"the calibration profile {profile}'s {' and '.join(factors)} would run {len(cut)} link"
+        f"{'s' if len(cut) > 1 else ''} of this run above line rate ({src}->{dst}: "
+        f"{units.format_bandwidth(fitted[worst])} against its {units.format_bandwidth(topo.capacity[worst])}); "
+        f"{'they' if len(cut) > 1 else 'it'} ran at line rate, so the factor counted only up to that there"))]
 
 
 def foreign_calibration(fit: Calibration | None, topo: Topology) -> list[Finding]:
@@ -335,6 +357,7 @@ class Setup:
                 f"{NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} of line rate; give their generation "
                 f"(gpu: {', '.join(GPU_NAMES[:3])}, ...) for its own figures")))
         if self.model != "ideal" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
+            warnings += _factor_cut_by_the_wire(topo, fit, size, run.stats.bytes > 0)
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
                       f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "
                       f"at line rate: the saturation is the fit's as much as the hardware's)")
