@@ -89,6 +89,10 @@ def test_two_ranks_step_is_the_late_rank_then_the_ring_then_the_gap(tmp_path):
     assert (row["collective"], row["calls"], row["bytes"], row["recorded_ran"]) == ("allreduce", 1, SIZE, "ring/LL")
     # exposed: nothing computes while the AllReduce runs
     assert row["simulated_exposed_s"] == pytest.approx(ring, rel=1e-6)
+    # at line rate the ring fills gpu0's port for the whole call; under NCCL's model its
+    # ceilings (NVLink at a fraction of line rate) set the pace and no link fills
+    assert replayed.bottlenecks == [{"link": "gpu0->nvswitch", "seconds": pytest.approx(ring, rel=1e-6)}]
+    assert simulate_trace(read_traces(paths), topo, model="nccl").bottlenecks == []
 
 
 def test_a_faster_gpu_shortens_kernels_not_copies():

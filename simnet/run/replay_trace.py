@@ -429,10 +429,11 @@ class _Pricer:
 
     def bottlenecks(self, instances: list[Instance], timeline: Timeline) -> list[dict]:
         """The links that limited the collectives most: seconds of collective time each was
-        the bottleneck of, the five longest."""
+        the bottleneck of, the five longest; a collective whose links never filled (latency
+        or NCCL's ceilings set its pace: ``Result.filled``) counts for none."""
         spent: Counter = Counter()
         for j, inst in enumerate(instances):
-            link = self.result(inst).bottleneck
+            link = self.result(inst).filled
             if link is not None:
                 spent[link.name] += float(timeline.instance_end[j] - timeline.instance_start[j])
         return [{"link": name, "seconds": s} for name, s in spent.most_common(5)]
