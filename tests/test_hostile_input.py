@@ -165,7 +165,7 @@ def test_out_of_range_and_contradictory_input_is_one_line(cli, tmp_path, given, 
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"tor": "{id: tor, kind: switch, host: h0}"}, "t.yaml:11: the link n0 -> tor joins the NIC to a network switch "
+    ({"tor": "{id: tor, kind: switch, host: h0}"}, "t.yaml:7: nodes[4].host: the link n0 -> tor joins the NIC to a network switch "
                                                    "(cabled to several hosts), its network port, but is pcie, as tor's "
                                                    "host: label makes it"),
     ({"n1": "{id: n1, kind: nic, host: h1, transport: efa}"}, "t.yaml:6: nodes[3].transport: n1's transport (efa) "
@@ -264,7 +264,7 @@ links:
     (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsizes: [1 MiB]\nalgorithms: [ring]\n")
     result = cli("run", tmp_path / "s.yaml")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:11: the link n0 -> sw joins the NIC to a network switch "
+    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:11: links[2].type: the link n0 -> sw joins the NIC to a network switch "
                                     f"(cabled to several hosts), its network port, but is typed {cable}: NCCL would "
                                     "see no way to the network from n0")
 

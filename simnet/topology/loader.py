@@ -160,7 +160,7 @@ def topology_from_dict(data: Any, source: Source | None = None, prefix: tuple = 
                             algorithm_keys=topology.algorithm_keys, joined=topology.joined,
                             chip_links=topology.chip_links, make_router=Router)
     _check_nvlink_exists(topology, source)
-    _check_nic_ports(topology, source, where)
+    _check_nic_ports(topology, source, where, link_at)
     _check_link_rates(topology, source)
     _check_gpu_transports(topology, source, where)
     _check_nvls_gpus(topology, source, where)
@@ -439,7 +439,8 @@ def _network_switch(topology: Topology, switch: str) -> bool:
                 if topology.kind(n) in ("nic", "gpu")} - {None}) > 1
 
 
-def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]) -> None:
+def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple],
+                     link_at: dict[tuple[str, str], tuple]) -> None:
     """A NIC's cable to a network switch (one cabled to NICs or GPUs of two hosts) is its network
     port: typed ``pcie`` or ``nvlink``, or made PCIe by a ``host:`` label on the switch, the NIC
     would have no way to the network in NCCL's model, and no rate (a ring then ran at NCCL's
@@ -456,10 +457,12 @@ def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]
             why = f"typed {given}" if given is not None else (
                 f"{LINK_TYPES[topology.link_type[i]]}, as {other}'s host: label makes it (a network switch carries "
                 "none: only a PCIe switch inside a server does)")
-            raise InputError(f"the link {nic} -> {other} joins the NIC to a network switch (cabled to several hosts), "
-                             f"its network port, but is {why}: NCCL would see no way to the network from {nic}; "
-                             "its cable to the network is type: net (or leave type out)", source.file,
-                             topology.graph.edges[nic, other].get("line"))
+            written = link_at[nic, other]  # the field at fault: the link's type, else the switch's label
+            at = (written + ("type",) if written[-2:-1] == ("links",) else written) if given is not None \
+                else where[other] + ("host",)
+            raise source.error(at, f"the link {nic} -> {other} joins the NIC to a network switch (cabled to several "
+                                   f"hosts), its network port, but is {why}: NCCL would see no way to the network from "
+                                   f"{nic}; its cable to the network is type: net (or leave type out)")
     hosts = {topology.graph.nodes[g].get("host") for g in topology.gpus} - {None}
     ends = [n for n, kind in topology.graph.nodes(data="kind") if kind in ("nic", "gpu")
             and topology.graph.nodes[n].get("host") in hosts and _on_network(topology, n)]
