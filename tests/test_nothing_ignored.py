@@ -2151,6 +2151,44 @@ def test_jobs_say_an_msccl_variable_no_job_reads(tmp_path, cli, jobs, said):
     assert len(unread) == int(said) and (document["jobs"] == plain["jobs"]) == said
 
 
+AT_DEFAULTS = [("training", "dtype", "bf16", "fp16"), ("training", "grad_dtype", "fp32", "bf16"),
+               ("training", "gpu_flops", "989 TFLOP/s", "900 TFLOP/s"),  # an H100's dense BF16 peak
+               ("parallelism", "tp", 1, 2), ("parallelism", "ep", 1, None), ("parallelism", "fsdp", False, True),
+               ("parallelism", "micro_batches", 1, 2), ("parallelism", "micro_batch_size", 1, 2),
+               ("parallelism", "virtual_stages", 1, None),
+               ("job", "algorithm", "auto", "ring"), ("job", "repeat", 1, 2), ("job", "start", "0 s", "1 us"),
+               ("background", "period", "1 ms", "2 ms")]
+
+
+@pytest.mark.parametrize("where, key, default, other", AT_DEFAULTS, ids=[f"{w}.{k}" for w, k, _, _ in AT_DEFAULTS])
+def test_a_key_written_at_its_default_is_said_to_change_nothing(where, key, default, other):
+    """Fuzz round at, L2: a training step's or a job's key written at the value it takes
+    without it changed nothing, unsaid, where an option or a placement at its default is
+    said. Written so it answers as left out, and says so; at another value it says nothing
+    of its default."""
+    from simnet.run.scenario import run_scenario
+
+    def scenario(value):
+        def at(place: str) -> dict:
+            return {key: value} if where == place and value is not None else {}
+
+        parallelism = {"pp": 2, "micro_batches": 2} if key == "virtual_stages" else {}
+        training = {**TRAINING, "parallelism": {**parallelism, **at("parallelism")}, **at("training")}
+        job = {"name": "a", "gpus": 2, "size": "1 MiB", **at("job")}
+        background = {"name": "n", "background": {"pattern": "uniform", "load": "50%"}, **at("background")}
+        jobs = {"jobs": [job, background]} if where in ("job", "background") else {"training": training}
+        return scenario_from_dict({"name": "s", "topology": FABRIC, **jobs})
+
+    def said(value):
+        return [w for w in scenario(value).warnings if w.link.endswith(f".{key}") and "is its default" in w.message]
+
+    absent = run_scenario(scenario(None)).to_dict()
+    written = run_scenario(scenario(default)).to_dict()
+    assert {k: v for k, v in written.items() if k != "warnings"} == {k: v for k, v in absent.items() if k != "warnings"}
+    assert len(said(default)) == 1 and "so it changed nothing here; leave it out" in said(default)[0].message
+    assert not said(None) and (other is None or not said(other))
+
+
 @pytest.mark.parametrize("parallelism, warned", [({"tp": 2, "pp": 2}, True), ({"tp": 2}, False)])
 def test_a_training_grad_dtype_no_gradient_carries_is_warned(parallelism, warned):
     """Fuzz finding (k #131, #499): grad_dtype on a step without data parallelism (tp x pp is
@@ -3152,7 +3190,6 @@ def test_a_sweep_of_jobs_or_of_a_training_step_says_what_changed_nothing_at_ever
                                      "  - {name: a, gpus: 4, size: 1 MiB, algorithm: ring, period: 1 ms}\n")
     (tmp_path / "s.yaml").write_text("name: s\ntopology: {name: t, generate: {kind: leaf_spine, racks: 1, "
                                      "hosts_per_rack: 2}}\ntraining:\n  model: llama3_8b\n  efficiency: 0.5\n"
-                                     "  parallelism: {tp: 1, pp: 1, micro_batches: 1, micro_batch_size: 1}\n"
                                      "  dtype: fp8\n")
     for name, args, key in (("j", ("--set", "topology.generate.spines=1,2"), "jobs[0].period"),
                             ("s", ("--gpus", "8,16"), "training.dtype")):
@@ -3946,7 +3983,7 @@ def test_a_variant_s_mapping_that_keeps_a_key_moot_in_its_option_is_said(tmp_pat
     (tmp_path / "c.yaml").write_text(
         "name: c\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 8}}\n"
         "training:\n  model: {layers: 8, hidden: 4096, heads: 32, ffn: 14336, sequence: 4096, vocabulary: 32000}\n"
-        "  parallelism: {fsdp: true, micro_batches: 1}\n  efficiency: 0.5\nvariants:\n  - {name: FSDP}\n"
+        "  parallelism: {fsdp: true}\n  efficiency: 0.5\nvariants:\n  - {name: FSDP}\n"
         "  - {name: 3D, set: {training.parallelism: {tp: 8, pp: 2, micro_batches: 16}}}\n"
         "  - {name: 3Dfsdp, set: {training.parallelism: {tp: 8, pp: 2, micro_batches: 16, fsdp: true}}}\n")
     compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")

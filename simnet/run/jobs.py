@@ -34,7 +34,7 @@ from simnet.schedule.catalog import build_schedule
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, count_transfers, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults
-from simnet.spec.jobs import BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
+from simnet.spec.jobs import BACKGROUND_PERIOD, BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
@@ -276,10 +276,6 @@ def _env_unread(env: dict[str, str], decisions: list[tuple[Setup, str, int]]) ->
             f"{', '.join(f'{name}={env[name]}' for name in names)} changed nothing here: only NCCL's send/recv "
             f"reads {it} (all_to_all's and send_recv's direct), and jobs run AllReduces")))
     return said
-
-
-BACKGROUND_PERIOD = 1e-3
-"""How often a background job offers its load when the scenario does not say, s."""
 
 
 def background_schedule(topology: Topology, spec: BackgroundSpec, period: float, index: int = 0) -> Schedule:

@@ -43,6 +43,10 @@ def _share(value: Any) -> float:
     return share
 
 
+BACKGROUND_PERIOD = 1e-3
+"""How often a background job offers its load when the scenario does not say, s."""
+
+
 class BackgroundSpec(Strict):
     """Traffic that is not a collective: every ``period`` each GPU offers ``load`` of its
     route's bandwidth as a ``pattern``: ``uniform`` (to one partner drawn with ``seed``),

@@ -41,7 +41,7 @@ from simnet.spec.conditions import (
     resolve_faults,
     straggler_delays,
 )
-from simnet.spec.jobs import JobError, JobSpec, check_jobs, known_placement, place_jobs
+from simnet.spec.jobs import BACKGROUND_PERIOD, JobError, JobSpec, check_jobs, known_placement, place_jobs
 from simnet.spec.options import Options
 from simnet.spec.values import parse_cost, parse_sizes
 from simnet.spec.workloads import Training, Workload
@@ -425,7 +425,8 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     (``Topology.unread``: a one-rack fabric's spines; its network keys only where no fault takes
     a link down, which may send a route through the NICs), a training step's ``dtype`` where no
     activation crosses a link (tp, pp 1, no FSDP or EP) and its ``grad_dtype`` where no
-    gradient does (dp 1), ``gpus:`` that takes every GPU in the topology's order. Warned, not
+    gradient does (dp 1), ``gpus:`` that takes every GPU in the topology's order, a training
+    step's or a job's key written at its default (``_written_as_default``). Warned, not
     refused: a sweep over the distribution, the pattern, repeat, the GPU count, the slowdown or
     the parallelism makes them moot at some of its points only."""
     said = []
@@ -515,14 +516,17 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                                              "FLOPs, activations and parameters follow hidden whatever the heads "
                                              "(they bound tp, which must divide them), and heads changed no time "
                                              "here; kv_heads (grouped-query attention) makes it count")
-    if training is not None and "dtype" in training.model_fields_set:
+    for loc, value in _written_as_default(spec, topology):
+        moot(loc, f"{value} is its default, so it changed nothing here; leave it out")
+    if training is not None and "dtype" in training.model_fields_set and training.dtype != DEFAULT_DTYPE:
         par = training.parallelism
         moe = training.transformer().moe
         if par.tp == 1 and par.pp == 1 and not par.fsdp and not (moe and par.ep > 1):
             moot(("training", "dtype"), "the step's activations and parameters cross no link here (tp 1, pp 1, no "
                                         "FSDP or expert parallelism: only the gradient, in grad_dtype), so dtype "
                                         "changed nothing here")
-    if training is not None and "grad_dtype" in training.model_fields_set:
+    if training is not None and "grad_dtype" in training.model_fields_set and \
+            training.grad_dtype != Training.model_fields["grad_dtype"].default:
         par = training.parallelism
         if len(running) == par.tp * par.pp:
             moot(("training", "grad_dtype"), f"the step has no data parallelism here (tp {par.tp} x pp {par.pp} is "
@@ -559,6 +563,45 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                 moot(("workload", "backward_fraction"), f"bucket_size is {whole}, AllReduced once the backward pass "
                                                         "ends, so where that pass starts changed nothing here")
     return said
+
+
+DEFAULT_DTYPE = Training.model_fields["dtype"].default
+
+AT_DEFAULT = {"training": ("dtype", "grad_dtype"),
+              "parallelism": ("tp", "pp", "ep", "fsdp", "micro_batches", "micro_batch_size", "virtual_stages"),
+              "job": ("algorithm", "start", "repeat")}
+"""The keys of a training step and of a job whose default is a value one may write: written
+at it, they change nothing (a placement at its default is judged with the others': the
+scenario's placement makes a job's ``packed`` count)."""
+
+
+def _written_as_default(spec: ScenarioSpec, topology: Topology) -> list[tuple[tuple, str]]:
+    """(where, the value as said) of each key of ``AT_DEFAULT`` written at its default, of a training
+    step's gpu_flops written at its GPUs' own BF16 peak (what it takes without it) and of a
+    background job's period written at ``BACKGROUND_PERIOD``; the same type too, so 1.0 is
+    not 1 and 0 is not false."""
+    def at_default(model, key: str, default=None) -> bool:
+        value = getattr(model, key)
+        default = type(model).model_fields[key].default if default is None else default
+        return key in model.model_fields_set and type(value) is type(default) and value == default
+
+    written = []
+    if spec.training is not None:
+        training, par = spec.training, spec.training.parallelism
+        written += [(("training", key), getattr(training, key)) for key in AT_DEFAULT["training"]
+                    if at_default(training, key)]
+        written += [(("training", "parallelism", key), shown(getattr(par, key))) for key in AT_DEFAULT["parallelism"]
+                    if at_default(par, key)]
+        peak = GPUS[topology.gpu_model(topology.gpus[0])].bf16_flops if topology.gpu_model(topology.gpus[0]) \
+            in GPUS else None
+        if peak and at_default(training, "gpu_flops", float(peak)):
+            written.append((("training", "gpu_flops"), f"{training.gpu_flops / 1e12:g} TFLOP/s, its GPUs' BF16 peak,"))
+    for i, job in enumerate(spec.jobs):
+        written += [(("jobs", i, key), units.format_time(job.start) if key == "start" else str(getattr(job, key)))
+                    for key in AT_DEFAULT["job"] if at_default(job, key)]
+        if job.background is not None and at_default(job, "period", BACKGROUND_PERIOD):
+            written.append((("jobs", i, "period"), units.format_time(job.period)))
+    return written
 
 
 def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
