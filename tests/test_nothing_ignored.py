@@ -4523,3 +4523,41 @@ def test_channels_said_to_change_nothing_claim_no_count_of_their_own(channels):
     own = "ring runs 1 channel without it, the same pieces timed alike" if channels == 1 else \
         "ring runs the same pieces timed alike without it"
     assert said == [f"options.channels {channels} changed nothing here: {own}"]
+
+
+def test_a_reduction_rate_the_links_hide_is_said_to_change_nothing_and_one_they_do_not_is_not():
+    """A ring whose every reduction ends before the links could take the data it feeds (2:1
+    uplinks at 200 Gb/s, sums at 50 GB/s) ended with free reductions' time to the picosecond,
+    unsaid (fuzz round ao, L3): said now; summing at 1 GB/s is slower, and says nothing."""
+    from simnet import simulate
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 1,
+                                                         "gpus_per_host": 4, "gpu": "h100", "oversubscription": 2,
+                                                         "nic_bandwidth": "200 Gb/s"}})
+    free = simulate(topo, "ring", 16 * 2**20)
+    hidden, felt = (simulate(topo, "ring", 16 * 2**20, reduce_bandwidth=rate) for rate in (50e9, 1e9))
+    said = [w for w in hidden.warnings if w.link == "options.reduce_bandwidth"]
+    assert hidden.time_s == free.time_s and [w.kind for w in said] == ["option_unread"]
+    assert "changed nothing here" in said[0].message
+    assert felt.time_s > free.time_s and not any(w.link == "options.reduce_bandwidth" for w in felt.warnings)
+
+
+def test_an_option_the_workload_s_buckets_feel_is_not_said_to_change_nothing(tmp_path, cli):
+    """Fuzz round ap, M1: a reduction rate the 256 MiB run hides slows the 25 MiB buckets of
+    the workload's iteration; run, compare and sweep must not say it changed nothing."""
+    topology = ("{name: t, generate: {kind: leaf_spine, racks: 1, hosts_per_rack: 2, gpus_per_host: 8, gpu: a100, "
+                "nic_bandwidth: 200 Gb/s}}")
+    common = (f"topology: {topology}\nsizes: [256 MiB]\nalgorithms: [ring]\n"
+              "workload: {compute_time: 10 ms, gradient_size: 1 GB, bucket_size: 25 MiB}\n")
+    (tmp_path / "free.yaml").write_text(f"name: free\n{common}")
+    (tmp_path / "rb.yaml").write_text(f"name: rb\n{common}options: {{reduce_bandwidth: 50 GB/s}}\n")
+    (tmp_path / "c.yaml").write_text(f"name: c\n{common}variants:\n  - {{name: free}}\n"
+                                     "  - {name: rb50, set: {options.reduce_bandwidth: 50 GB/s}}\n")
+    free, slowed = (json.loads(cli("run", tmp_path / f"{name}.yaml", "--json", "-").stdout) for name in ("free", "rb"))
+    assert slowed["steps"][0]["iteration_time_s"] > free["steps"][0]["iteration_time_s"]
+    assert not any(w["link"] == "options.reduce_bandwidth" for run in slowed["runs"] for w in run["warnings"])
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    swept = cli("sweep", tmp_path / "rb.yaml", "--set", "options.reduce_bandwidth=50GB/s,60GB/s", "--out",
+                tmp_path / "s", "--workers", "1")
+    for result in (compared, swept):
+        assert result.exit_code == 0 and "reduce_bandwidth changed nothing" not in " ".join(result.stdout.split())

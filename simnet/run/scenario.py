@@ -118,10 +118,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     if training is not None and training["calibration"] and not runs:  # (each run says it of itself)
         said += calibration_said(scenario.topology, scenario.model,
                                  calibration_of(scenario.calibration, scenario.topology))
-    step_read |= {name for name in nccl_env()
+    step_read |= {name for name in [*nccl_env(), *(f"options.{key}" for key in scenario.options)]
                   if read_by_any(name, [by_bucket[size][a] for a in ran for size in buckets])}
-    if step_read:  # a run's "changed nothing" of a variable the step beside it reads says too little
-        runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "key_unread" and w.link in step_read)])
+    if step_read:  # a run's "changed nothing" of a variable or option the step beside it reads says too little
+        runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind in SAID_UNREAD and w.link in step_read)])
                 for run in runs]
     once = {w.link for w in said if w.kind == "key_unread" and w.link in ("NCCL_ALGO", "NCCL_PROTO")}
     if once:  # said of the scenario, so of every run: once
@@ -172,10 +172,15 @@ def _said_after_buckets(scenario, algorithm: str, run: Result, buckets: dict[int
     return replace(run, warnings=kept)
 
 
+SAID_UNREAD = ("key_unread", "option_unread")
+"""The warnings a run says a key (``key_unread``) or an option (``option_unread``) changed nothing by."""
+
+
 def read_by_any(name: str, runs: list[Result]) -> bool:
-    """Whether some of ``runs`` (a workload's bucket runs) reads the variable ``name``: does
-    not say it changed nothing there. A run beside them that says so saw too little."""
-    return any(not any(w.kind == "key_unread" and w.link == name for w in run.warnings) for run in runs)
+    """Whether some of ``runs`` (a workload's bucket runs) reads the variable or option
+    ``name`` (``options.chunk_size``): does not say it changed nothing there. A run beside
+    them that says so saw too little."""
+    return any(not any(w.kind in SAID_UNREAD and w.link == name for w in run.warnings) for run in runs)
 
 
 def run_sizes(scenario) -> list[int]:

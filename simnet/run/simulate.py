@@ -159,6 +159,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
 
         result = _option_unfelt(point, algorithm, size, options, result, "channels",
                                 lambda: f"options.channels {written} changed nothing here: {ran()}")
+    if options.get("reduce_bandwidth") is not None and result.gpus > 1 and result.replay is not None and \
+            not any(w.link == "options.reduce_bandwidth" for w in result.warnings):
+        result = _reductions_hidden(point, result, size, conditions, options)
     # (auto's answer may be a candidate's run reused, which says these already: said once)
     if calibration is not None and point.model != "ideal":
         said = _network_fit_unread(point, calibration, conditions, named_servers(options) if algorithm == "ps" else [])
@@ -486,6 +489,21 @@ def _as_run(plan, algorithm: str):
     kept = replace(kept, min_channels=0, max_channels=0)
     # RCCL_LL128_FORCE_ENABLE only lets LL128 be chosen (``predict.enabled``): the plan's protocol says what was
     return replace(plan, detail=replace(detail, system=replace(kept, ll128_forced=False)))
+
+
+def _reductions_hidden(point: Setup, result: Result, size: int, conditions: Conditions, options: dict) -> Result:
+    """``result`` with an ``option_unread`` warning when ``options.reduce_bandwidth`` changed
+    nothing of the run it answers with (``result.algorithm``: auto's pick): the same run
+    without it moves the same (``_traffic``), every reduction having ended before the data
+    it feeds could leave."""
+    plain = {name: value for name, value in options.items() if name != "reduce_bandwidth"}
+    if _traffic(point.simulate(result.algorithm, size, False, None, conditions, plain)) != _traffic(result):
+        return result
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.reduce_bandwidth", (
+        f"options.reduce_bandwidth {units.format_bandwidth(options['reduce_bandwidth'])} changed nothing here: "
+        f"{result.algorithm}'s every reduction ended before the links could take the data it feeds (the links, "
+        "not the reductions, set the pace): the run's time and every link's bytes and saturation are the run's "
+        "without it"))])
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,

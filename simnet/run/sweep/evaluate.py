@@ -190,8 +190,9 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
     buckets = set(StepModel.from_workload(scenario.workload, topology.gpus).buckets()) if scenario.workload else set()
 
     def read_by_what_is_ranked(name: str) -> bool:  # the training step without it, or a bucket's run that reads it
-        if name not in read_beside:
-            read_beside[name] = (step is not None and bool(step_reads(scenario, step, plan.env, [name]))) or \
+        if name not in read_beside:  # (an option: the buckets' runs alone; the step reads no scenario option)
+            read_beside[name] = (step is not None and name in plan.env and
+                                 bool(step_reads(scenario, step, plan.env, [name]))) or \
                 read_by_any(name, [run(size) for size in buckets])
         return read_beside[name]
 
@@ -201,8 +202,8 @@ def _evaluate(plan: SweepPlan, point: Point, scenario) -> dict:
         neck = result.bottleneck
         said = [*result.warnings, *scenario.warnings, *unread]
         # a run's "changed nothing" of a variable is taken back where what the point ranks by beside it reads it
-        said = [w for w in said
-                if not (w.kind == "key_unread" and w.link in plan.env and read_by_what_is_ranked(w.link))]
+        said = [w for w in said if not ((w.kind == "key_unread" and w.link in plan.env or w.kind == "option_unread"
+                                         and w.link.startswith("options.")) and read_by_what_is_ranked(w.link))]
         record["sizes"].append({
             "size_bytes": size, "ran": result.algorithm, "time_s": result.time_s, "algbw_GBps": result.algbw_GBps,
             "busbw_GBps": result.busbw_GBps, "bottleneck": result.filled.name if result.filled else None,
