@@ -446,13 +446,24 @@ def test_a_fitted_factor_never_runs_a_link_above_its_line_rate():
     # and the cut is said: the NIC's cable at 1.5 x 1.5 x 400 Gb/s would be 900 Gb/s
     cut = [w for w in lifted.warnings if w.kind == "calibration_capped"]
     assert len(cut) == 1 and "tor0" in cut[0].link and "-nic0" in cut[0].link
-    assert "up.cal.yaml's bandwidth 1.5x at 256 MiB and network_bandwidth 1.5x" in cut[0].message
-    assert "900 Gb/s against its 400 Gb/s" in cut[0].message and "ran at line rate" in cut[0].message
+    assert "up.cal.yaml's bandwidth 1.5x and network_bandwidth 1.5x at 256 MiB" in cut[0].message
+    assert "900 Gb/s against its 400 Gb/s" in cut[0].message and "a link runs at most at line rate" in cut[0].message
     assert not [w for w in slowed.warnings if w.kind == "calibration_capped"]
     # two remote workers push, then pull, 256 MiB each through the server's port
     assert plain == pytest.approx(4 * 2**28 / 48e9, rel=0.01)
     assert faster == pytest.approx(line_rate, rel=3e-3) and line_rate == pytest.approx(4 * 2**28 / 50e9, rel=0.01)
     assert slower == pytest.approx(4 * 2**28 / 25e9, rel=0.01)
+
+
+def test_a_factor_above_the_wire_on_links_that_never_fill_is_not_said_to_be_cut():
+    """Review 84, H1: a factor that would take a link above its line rate is cut only where
+    the link fills. A 16 MiB tree over two 8-GPU hosts fills no NIC: 1.5 and 1.9 on the
+    network each count in full (faster still at 1.9), and nothing is said of a cut."""
+    topo = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8}})
+    runs = [simulate(topo, "tree", 2**24, calibration=Calibration(network_bandwidth=f)) for f in (1.0, 1.5, 1.9)]
+    assert runs[0].time_s > runs[1].time_s > runs[2].time_s
+    assert not any(w.kind == "calibration_capped" for run in runs for w in run.warnings)
 
 
 # rccl-tests all_reduce_perf on 8x MI300X, one rank per GPU (the ROCm blog on RCCL and xGMI,
@@ -738,3 +749,19 @@ def test_a_profile_of_neutral_terms_alone_is_refused_as_an_empty_one_is(tmp_path
     fitted = "fitted: {hardware: {compute_capability: 90, nic_GBps: 48.0, nvlink_GBps: 370.8, transport: ib}}"
     (tmp_path / "f.cal.yaml").write_text(f"calibration:\n  {terms}\n{fitted}\n")
     assert load_calibration(tmp_path / "f.cal.yaml").base_latency == 0.0
+
+
+def test_jobs_say_a_factor_the_wire_cut_short():
+    """Review 84, M1: a jobs run whose profile lifts the network past its line rate where a
+    NIC fills said nothing, where simnet run of the same ring does."""
+    from simnet.run.jobs import run_jobs
+
+    topo = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 2, "gpu": "h100",
+                                                          "pcie_bandwidth": "200 GB/s"}})
+    jobs = [{"name": "a", "gpus": 4, "size": "256 MiB", "algorithm": "ring"}]
+    said = [[w for w in run_jobs(topo, jobs, calibration=Calibration(network_bandwidth=f)).warnings
+             if w.kind == "calibration_capped"] for f in (1.9, 0.5)]
+    alone = simulate(topo, "ring", 2**28, calibration=Calibration(network_bandwidth=1.9)).warnings
+    assert len(said[0]) == 1 and "of the jobs' run together above line rate" in said[0][0].message
+    assert said[0][0].link in {w.link for w in alone if w.kind == "calibration_capped"} and not said[1]

@@ -27,7 +27,7 @@ from simnet.io.budget import TooLarge, check_fits, memory_budget
 from simnet.model.timing import Timing
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of
+from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of, factor_cut_by_the_wire
 from simnet.run.scenario import nccl_choice_unread
 from simnet.run.simulate import msccl_read, unread_by_every
 from simnet.schedule.catalog import build_schedule
@@ -212,6 +212,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)
         job["runs"] = job["runs"] or len(times)
     said = _env_unread(env, decisions)
+    if calibration is not None and decisions and decisions[0][0].model != "ideal":  # the fabric's rates: the first's
+        said += factor_cut_by_the_wire(topology, calibration, decisions[0][2], together.saturated_ps > 0,
+                                       "the jobs' run together")
     if faults:
         healthy_times, _ = replayed(runs, healthy=True)
         for job, times in zip(described, healthy_times):

@@ -47,7 +47,7 @@ SAME_TIME = 0.01
 ``auto`` names no faster algorithm than its pick and compare's Pareto front takes the cheaper."""
 
 __all__ = ["Setup", "Conditions", "SAME_TIME", "fastest_of", "checked_size", "checked_options", "HIERARCHICAL_VARIANTS",
-           "calibration_of", "foreign_calibration"]
+           "calibration_of", "foreign_calibration", "factor_cut_by_the_wire"]
 
 
 def fastest_of(times: Mapping[str, float], pick: str) -> str:
@@ -112,25 +112,27 @@ def checked_options(options: dict) -> dict:
     return {**options, **checked}
 
 
-def _factor_cut_by_the_wire(topo: Topology, fit: Calibration, size: int, used: np.ndarray) -> list[Finding]:
-    """``calibration_capped`` where the profile's bandwidth factors would have run a link
-    the run ``used`` (mask by link) above its line rate: it ran at line rate instead."""
+def factor_cut_by_the_wire(topo: Topology, fit: Calibration, size: int, filled: np.ndarray,
+                           what: str = "this run") -> list[Finding]:
+    """``calibration_capped`` where the profile's bandwidth factors at ``size`` bytes would have
+    run a link that ``filled`` (mask by link: saturated some of the run) above its line rate:
+    it filled at line rate instead, so the factor counted only up to it there."""
     fitted = fitted_capacity(topo, fit, size)
-    cut = np.flatnonzero(used & (fitted > topo.capacity))
+    cut = np.flatnonzero(filled & (fitted > topo.capacity))
     if not len(cut):
         return []
     worst = cut[np.argmax(fitted[cut] / topo.capacity[cut])]
     src, dst = topo.links[worst]
-    on_network = topo.link_type[worst] == NET and fit.network_bandwidth != 1.0
-    factors = ([f"bandwidth {fit.bandwidth_at(size):.3g}x at {units.format_size(size)}"]
-               if fit.bandwidth_at(size) != 1.0 else []) + ([f"network_bandwidth {fit.network_bandwidth:.3g}x"]
-                                                            if on_network else [])
-    profile = fit.source or "(a Calibration given to simulate)"
+    factors = [f"{name} {factor:.3g}x" for name, factor, counts in (
+        ("bandwidth", fit.bandwidth_at(size), True),
+        ("network_bandwidth", fit.network_bandwidth, topo.link_type[worst] == NET)) if counts and factor != 1.0]
+    profile = f"the calibration profile {fit.source}" if fit.source else "the calibration"
+    links = f"{len(cut)} links" if len(cut) > 1 else "a link"
     return [Finding("calibration_capped", f"{src}->{dst}", (
-        f"the calibration profile {profile}'s {' and '.join(factors)} would run {len(cut)} link"
-        f"{'s' if len(cut) > 1 else ''} of this run above line rate ({src}->{dst}: "
-        f"{units.format_bandwidth(fitted[worst])} against its {units.format_bandwidth(topo.capacity[worst])}); "
-        f"{'they' if len(cut) > 1 else 'it'} ran at line rate, so the factor counted only up to that there"))]
+        f"{profile}'s {' and '.join(factors)} at {units.format_size(size)} would have run {links} of {what} above "
+        f"line rate ({src}->{dst}: {units.format_bandwidth(fitted[worst])} against its "
+        f"{units.format_bandwidth(topo.capacity[worst])}), and {'they' if len(cut) > 1 else 'it'} filled: a link "
+        "runs at most at line rate, so there the factor counted only up to it"))]
 
 
 def foreign_calibration(fit: Calibration | None, topo: Topology) -> list[Finding]:
@@ -357,7 +359,7 @@ class Setup:
                 f"{NCCL_FALLBACK_NVLINK_EFFICIENCY:.0%} of line rate; give their generation "
                 f"(gpu: {', '.join(GPU_NAMES[:3])}, ...) for its own figures")))
         if self.model != "ideal" and fit and (fit.bandwidth_at(size) != 1.0 or fit.network_bandwidth != 1.0):
-            warnings += _factor_cut_by_the_wire(topo, fit, size, run.stats.bytes > 0)
+            warnings += factor_cut_by_the_wire(topo, fit, size, run.stats.saturated_ps > 0)
             scaled = (f" (under the calibration profile, link rates and NCCL's ceilings are its fitted "
                       f"{fit.bandwidth_at(size):.2f}x, the network's {fit.network_bandwidth:.2f}x, links at most "
                       f"at line rate: the saturation is the fit's as much as the hardware's)")

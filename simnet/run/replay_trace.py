@@ -253,6 +253,9 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     warnings = [*pricer.warnings, *_gpu_warning(traces[0].gpu, topo, gpus, gpu_speedup),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
     warnings += pricer.unread(instances) + pricer.as_recorded_unread(instances)
+    # a calibration factor the wire cut short in some call's run: once per link
+    warnings += list({w.link: w for run in pricer.results.values() for w in run.warnings
+                      if w.kind == "calibration_capped"}.values())
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (

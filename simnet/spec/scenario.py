@@ -516,17 +516,14 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
                                              "FLOPs, activations and parameters follow hidden whatever the heads "
                                              "(they bound tp, which must divide them), and heads changed no time "
                                              "here; kv_heads (grouped-query attention) makes it count")
-    for loc, value in _written_as_default(spec, topology):
-        moot(loc, f"{value} is its default, so it changed nothing here; leave it out")
-    if training is not None and "dtype" in training.model_fields_set and training.dtype != DEFAULT_DTYPE:
+    if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
         moe = training.transformer().moe
         if par.tp == 1 and par.pp == 1 and not par.fsdp and not (moe and par.ep > 1):
             moot(("training", "dtype"), "the step's activations and parameters cross no link here (tp 1, pp 1, no "
                                         "FSDP or expert parallelism: only the gradient, in grad_dtype), so dtype "
                                         "changed nothing here")
-    if training is not None and "grad_dtype" in training.model_fields_set and \
-            training.grad_dtype != Training.model_fields["grad_dtype"].default:
+    if training is not None and "grad_dtype" in training.model_fields_set:
         par = training.parallelism
         if len(running) == par.tp * par.pp:
             moot(("training", "grad_dtype"), f"the step has no data parallelism here (tp {par.tp} x pp {par.pp} is "
@@ -562,46 +559,58 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
             if "backward_fraction" in spec.workload.model_fields_set:
                 moot(("workload", "backward_fraction"), f"bucket_size is {whole}, AllReduced once the backward pass "
                                                         "ends, so where that pass starts changed nothing here")
+    for loc, message in _written_as_default(spec, topology):  # (a reason above, true of any value, says more)
+        if format_loc(loc) not in {finding.link for finding in said}:
+            moot(loc, message)
     return said
 
 
-DEFAULT_DTYPE = Training.model_fields["dtype"].default
-
 AT_DEFAULT = {"training": ("dtype", "grad_dtype"),
               "parallelism": ("tp", "pp", "ep", "fsdp", "micro_batches", "micro_batch_size", "virtual_stages"),
-              "job": ("algorithm", "start", "repeat")}
-"""The keys of a training step and of a job whose default is a value one may write: written
-at it, they change nothing (a placement at its default is judged with the others': the
+              "model": ("experts", "top_k", "gated"), "workload": ("dtype",),
+              "job": ("algorithm", "start", "repeat"), "background": ("seed",)}
+"""The keys (by the mapping that holds them) whose default is a value one may write: written
+at it, they change nothing. A placement at its default is judged with the others' (the
 scenario's placement makes a job's ``packed`` count)."""
 
 
 def _written_as_default(spec: ScenarioSpec, topology: Topology) -> list[tuple[tuple, str]]:
-    """(where, the value as said) of each key of ``AT_DEFAULT`` written at its default, of a training
-    step's gpu_flops written at its GPUs' own BF16 peak (what it takes without it) and of a
-    background job's period written at ``BACKGROUND_PERIOD``; the same type too, so 1.0 is
-    not 1 and 0 is not false."""
-    def at_default(model, key: str, default=None) -> bool:
-        value = getattr(model, key)
-        default = type(model).model_fields[key].default if default is None else default
-        return key in model.model_fields_set and type(value) is type(default) and value == default
-
-    written = []
+    """(where, what to say) of each key of ``AT_DEFAULT`` written at its default, of a
+    training step's gpu_flops written at its GPUs' own BF16 peak (what it takes without it:
+    said without "leave it out", since an option of other GPUs in a comparison reads it) and
+    of a background job's period written at ``BACKGROUND_PERIOD``. (The strict schemas take
+    neither 1.0 for 1 nor 0 for false: a value equal to its default is it.)"""
+    held = []  # (where, the mapping, its kind in AT_DEFAULT)
     if spec.training is not None:
-        training, par = spec.training, spec.training.parallelism
-        written += [(("training", key), getattr(training, key)) for key in AT_DEFAULT["training"]
-                    if at_default(training, key)]
-        written += [(("training", "parallelism", key), shown(getattr(par, key))) for key in AT_DEFAULT["parallelism"]
-                    if at_default(par, key)]
-        peak = GPUS[topology.gpu_model(topology.gpus[0])].bf16_flops if topology.gpu_model(topology.gpus[0]) \
-            in GPUS else None
-        if peak and at_default(training, "gpu_flops", float(peak)):
-            written.append((("training", "gpu_flops"), f"{training.gpu_flops / 1e12:g} TFLOP/s, its GPUs' BF16 peak,"))
+        held += [(("training",), spec.training, "training"),
+                 (("training", "parallelism"), spec.training.parallelism, "parallelism")]
+        if not isinstance(spec.training.model, str):
+            held.append((("training", "model"), spec.training.model, "model"))
+    if spec.workload is not None:
+        held.append((("workload",), spec.workload, "workload"))
     for i, job in enumerate(spec.jobs):
-        written += [(("jobs", i, key), units.format_time(job.start) if key == "start" else str(getattr(job, key)))
-                    for key in AT_DEFAULT["job"] if at_default(job, key)]
-        if job.background is not None and at_default(job, "period", BACKGROUND_PERIOD):
-            written.append((("jobs", i, "period"), units.format_time(job.period)))
+        held.append((("jobs", i), job, "job"))
+        if job.background is not None:
+            held.append((("jobs", i, "background"), job.background, "background"))
+    unread = "is its default, so it changed nothing here; leave it out"
+    written = [(where + (key,), f"{'0 s' if key == 'start' else _as_written(getattr(mapping, key))} {unread}")
+               for where, mapping, kind in held for key in AT_DEFAULT[kind]
+               if key in mapping.model_fields_set and getattr(mapping, key) == type(mapping).model_fields[key].default]
+    gpu = topology.gpu_model(topology.gpus[0])
+    peak = GPUS[gpu].bf16_flops if gpu in GPUS else None
+    if spec.training is not None and "gpu_flops" in spec.training.model_fields_set and \
+            spec.training.gpu_flops == peak:
+        written.append((("training", "gpu_flops"), f"{peak / 1e12:g} TFLOP/s is its GPUs' BF16 peak, what it takes "
+                                                   "without it, so it changed nothing here"))
+    for i, job in enumerate(spec.jobs):
+        if job.background is not None and job.period == BACKGROUND_PERIOD:
+            written.append((("jobs", i, "period"), f"{units.format_time(job.period)} {unread}"))
     return written
+
+
+def _as_written(value: object) -> str:
+    """A default as a file writes it: a word bare (bf16, auto), a number or yes/no as YAML does."""
+    return value if isinstance(value, str) else shown(value)
 
 
 def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:

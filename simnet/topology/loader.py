@@ -457,9 +457,10 @@ def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]
             why = f"typed {given}" if given is not None else (
                 f"{LINK_TYPES[topology.link_type[i]]}, as {other}'s host: label makes it (a network switch carries "
                 "none: only a PCIe switch inside a server does)")
-            written = link_at[nic, other]  # the field at fault: the link's type, else the switch's label
-            at = (written + ("type",) if written[-2:-1] == ("links",) else written) if given is not None \
-                else where[other] + ("host",)
+            if given is None:  # the switch's host label made the cable PCIe
+                at = where[other] + ("host",)
+            else:  # the link's own type, where it is written by hand (a generator's entry else)
+                at = _type_field(link_at[nic, other])
             raise source.error(at, f"the link {nic} -> {other} joins the NIC to a network switch (cabled to several "
                                    f"hosts), its network port, but is {why}: NCCL would see no way to the network from "
                                    f"{nic}; its cable to the network is type: net (or leave type out)")
@@ -474,6 +475,12 @@ def _check_nic_ports(topology: Topology, source: Source, where: dict[str, tuple]
             raise source.error(where[other] + (key,), (
                 f"{other}'s {key} ({seen[other]}) differs from {ends[0]}'s ({seen[ends[0]]}): NCCL's model times "
                 f"one network for every node (it takes nodes alike), so give every NIC the same {key}"))
+
+
+def _type_field(written: tuple) -> tuple:
+    """Where a link's ``type`` is written: ``links[i].type`` for a link written by hand
+    (``written`` ends ``("links", i)``), the generator's entry for one it made."""
+    return written + ("type",) if written[-2:-1] == ("links",) else written
 
 
 def _add_parallel(graph: nx.DiGraph, u: str, v: str, link, loc: tuple, source) -> None:
