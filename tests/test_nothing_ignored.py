@@ -4576,3 +4576,41 @@ def test_an_option_the_workload_s_buckets_feel_is_not_said_to_change_nothing(tmp
                 tmp_path / "s", "--workers", "1")
     for result in (compared, swept):
         assert result.exit_code == 0 and "reduce_bandwidth changed nothing" not in " ".join(result.stdout.split())
+
+
+def test_a_file_s_own_sweep_axis_over_its_felt_value_is_not_said_to_change_nothing(tmp_path, cli):
+    """Fuzz round av, S1: a file writing fsdp: true and sweeping fsdp: [false] (its default)
+    beside tp was told fsdp changed nothing at any point, where each point moved against the
+    file's value: the file's own sweep: axes were not judged against it, as --set ones are."""
+    training = {**TRAINING, "parallelism": {"fsdp": True}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "topology": FABRIC, "training": training,
+        "sweep": {"training.parallelism.fsdp": [False], "training.parallelism.tp": [1, 2]}}))
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"name": "t", "topology": FABRIC, "training": training}))
+    swept = cli("sweep", tmp_path / "s.yaml", "--out", tmp_path / "o", "--workers", "1")
+    sharded = json.loads(cli("run", tmp_path / "t.yaml", "--json", "-").stdout)["training"]["step_s"]
+    records = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert swept.exit_code == 0 and "fsdp changed nothing" not in " ".join(swept.stdout.split())
+    assert next(r["step_s"] for r in records if r["set"]["training.parallelism.tp"] == 1) != sharded
+
+
+@pytest.mark.parametrize("parallelism, variants", [
+    ({"tp": 4}, [{"name": "file"}, {"name": "pp2", "set": {"training.parallelism.tp": 1,
+                                                            "training.parallelism.pp": 2,
+                                                            "training.parallelism.micro_batches": 2}}]),
+    ({"tp": 2, "fsdp": True}, [{"name": "file"},
+                               {"name": "tp1", "set": {"training.parallelism": {"tp": 1, "fsdp": True}}},
+                               {"name": "ddp", "set": {"training.parallelism": {"tp": 2, "fsdp": False}}}]),
+], ids=["the file's tp beside the option's pp fits no GPUs", "options written as mappings"])
+def test_compare_judges_an_option_s_default_against_the_file_without_breaking_the_options(tmp_path, cli, parallelism,
+                                                                                      variants):
+    """Fuzz round av, M1 and M2: judging an option's tp: 1 (its default) against the file's
+    tp, compare put the file's tp 4 beside the option's pp 2 (8 GPUs of 4) and refused after
+    printing its table; and it wrote the file's value into the option's own mapping, so two
+    different options became one and were refused as the same option twice."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "name": "c", "topology": FABRIC, "training": {**TRAINING, "parallelism": parallelism},
+        "variants": variants}))
+    compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert compared.exit_code == 0, compared.stderr
+    assert (tmp_path / "c.png").exists() and all(v["name"] in compared.stdout for v in variants)

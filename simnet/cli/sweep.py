@@ -167,7 +167,8 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
 
     ran = [] if spec.jobs else list(dict.fromkeys(r["algorithm"] for r in records))  # (jobs say their own)
     choices = scenario_choices_unread(spec, plan.env, ran, "every point")
-    print_warnings(console, choices + _unread_everywhere(spec, plan, records, {w.link for w in choices}, set(axes)))
+    swept = {*axes, *(spec.sweep or {})}  # the file's own sweep: axes replace its values as --set does
+    print_warnings(console, choices + _unread_everywhere(spec, plan, records, {w.link for w in choices}, swept))
     if "iteration_time_s" not in records[0] and "training" not in records[0] and "workload" not in changes:
         console.print("no workload in the scenario: speedup.png and iteration_time.png need one "
                       "(workload: {compute_time: ..., gradient_size: ...})")
