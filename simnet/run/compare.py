@@ -276,10 +276,8 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
     for i, (variant, (_, warnings)) in enumerate(zip(scenario.variants, heard)):
         for finding in warnings:
             key = _set_key(variant, finding)  # an option's topology is inlined: topology.KEY is the set's KEY
-            if key is not None and source is not None and source.writes(finding.link) and finding.link not in {
-                    w.link for w in scenario_at(plan, as_the_file_writes(tuple(variant.set.items()), key,
-                                                                          finding.link, plan.document),
-                                                None).warnings if w.kind == "key_unread"}:
+            if key is not None and source is not None and source.writes(finding.link) and \
+                    _counts_as_the_file_writes(plan, variant, key, finding.link):
                 continue  # it replaces the file's own value, which counts in this option: judged against it
             if finding.kind == "key_unread" and key is not None and key == "topology" and \
                     isinstance(variant.set[key], str):  # in the option's topology file, on its own line
@@ -294,6 +292,18 @@ def _set_unread(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> l
                     Finding(finding.kind, name, f"{name}: {finding.message.partition('): ')[2] or finding.message}")
                 said.append(replace(placed, message=f"{placed.message} (in option {variant.name})"))
     return said
+
+
+def _counts_as_the_file_writes(plan, variant, key: str, link: str) -> bool:
+    """Whether the key ``link`` counts in ``variant``'s option with the file's own value put
+    back for the set's: no ``key_unread`` of it there, or no such option at all (the file's
+    value beside the set's other keys is no valid scenario: a tp the set's pp does not fit)."""
+    try:
+        said = scenario_at(plan, as_the_file_writes(tuple(variant.set.items()), key, link, plan.document),
+                           None).warnings
+    except InputError:
+        return True
+    return link not in {w.link for w in said if w.kind == "key_unread"}
 
 
 def _moot_in(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> dict[str, list[str] | None]:

@@ -73,7 +73,7 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
                                      f"{parts[k + 1]} to index; write the list in the file")
                 target[part] = {}
             if k == len(parts) - 1:
-                target[part] = value
+                target[part] = copy.deepcopy(value)  # (a later key may write inside it: never into the caller's)
             else:
                 target = target[part]
     return document
