@@ -488,5 +488,6 @@ def test_a_training_step_a_profile_refines_says_so_and_what_it_cannot_refine(cli
     ideal = tmp_path / "i.yaml"
     ideal.write_text(path.read_text() + "model: ideal\n")
     plain = cli("run", ideal, "--json", tmp_path / "i.json")
-    assert "calibrat" not in plain.stdout.replace("calibration_unused", "")
+    # (fuzz round av, M3: under ideal the step dropped the profile without a word; said as a run of sizes says it)
+    assert "calibrated by" not in plain.stdout and "warning calibration_unused" in " ".join(plain.stdout.split())
     assert json.loads((tmp_path / "i.json").read_text())["training"]["calibration"] is None

@@ -115,7 +115,7 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         progress(done, total)
     step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
     said += step_said
-    if training is not None and training["calibration"] and not runs:  # (each run says it of itself)
+    if training is not None and not runs:  # (each run says it of itself)
         said += calibration_said(scenario.topology, scenario.model,
                                  calibration_of(scenario.calibration, scenario.topology))
     step_read |= {name for name in [*nccl_env(), *(f"options.{key}" for key in scenario.options)]

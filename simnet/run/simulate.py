@@ -168,9 +168,7 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = replace(result, calibration=calibration.source or "(a Calibration given to simulate)",
                          warnings=result.warnings + [w for w in said if w not in result.warnings])
     elif calibration is not None:
-        unused = Finding("calibration_unused", calibration.source or "", (
-            f"the calibration profile {calibration.source or ''} refines model: nccl or rccl only; model: "
-            f"{point.model} ran without it"))
+        unused = _calibration_unused(calibration, point.model)
         result = replace(result, warnings=[unused] * (unused not in result.warnings) + result.warnings)
     if not conditions:
         return result
@@ -623,13 +621,23 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
 def calibration_said(topology: Topology, model: str | None, calibration: Calibration | None) -> list[Finding]:
     """What a run over every GPU of ``topology`` says of its ``calibration`` (as ``simulate``
     does of each run): fitted on another machine (``calibration_other_hardware``), figures
-    of a kind of step no route takes (``key_unread``); nothing under ``model: ideal``, which
-    reads no profile. A training step's groups together join every GPU, so what no route
-    between them crosses, none of its exchanges does."""
+    of a kind of step no route takes (``key_unread``); under ``model: ideal``, which reads
+    no profile, that it ran without it (``calibration_unused``). A training step's groups
+    together join every GPU, so what no route between them crosses, none of its exchanges
+    does."""
     point = Setup(topology, ALLREDUCE, model, nccl_env(), calibration)
-    if calibration is None or point.model == "ideal":
+    if calibration is None:
         return []
+    if point.model == "ideal":
+        return [_calibration_unused(calibration, point.model)]
     return foreign_calibration(calibration, topology) + _network_fit_unread(point, calibration, Conditions(), [])
+
+
+def _calibration_unused(calibration: Calibration, model: str) -> Finding:
+    """``calibration_unused``: ``model`` (ideal) reads no calibration profile."""
+    return Finding("calibration_unused", calibration.source or "", (
+        f"the calibration profile {calibration.source or ''} refines model: nccl or rccl only; model: {model} ran "
+        "without it"))
 
 
 def _network_fit_unread(point: Setup, calibration: Calibration, conditions: Conditions,
