@@ -4614,3 +4614,17 @@ def test_compare_judges_an_option_s_default_against_the_file_without_breaking_th
     compared = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     assert compared.exit_code == 0, compared.stderr
     assert (tmp_path / "c.png").exists() and all(v["name"] in compared.stdout for v in variants)
+
+
+def test_a_dtype_on_one_gpu_is_moot_even_beside_fsdp():
+    """Fuzz round av, L3: on one GPU (dp 1) fsdp: true shards nothing and was said so, but
+    dtype, which then crosses no link either, was judged as if FSDP moved parameters."""
+    from simnet.run.scenario import run_scenario
+
+    def step(dtype):
+        training = {**TRAINING, "parallelism": {"fsdp": True}, **({"dtype": dtype} if dtype else {})}
+        return scenario_from_dict({"name": "s", "topology": FABRIC, "gpus": 1, "training": training})
+
+    said = {w.link for w in step("fp8").warnings if w.kind == "key_unread"}
+    assert {"training.dtype", "training.parallelism.fsdp"} <= said
+    assert run_scenario(step("fp8")).to_dict()["training"] == run_scenario(step(None)).to_dict()["training"]

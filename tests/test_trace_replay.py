@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from simnet.errors import InputError
 from simnet.run.groups import simulate_groups
 from simnet.run.replay_trace import read_traces, simulate_trace
+from simnet.run.simulate import simulate
 from simnet.topology.loader import topology_from_dict
 from simnet.workloads.chakra import read_chakra, write_chakra
 from simnet.workloads.kineto import read_kineto, read_kineto_events
@@ -531,6 +532,9 @@ def test_a_trace_from_another_gpu_says_its_kernels_keep_their_times(tmp_path):
     assert not [w for w in same.warnings if w.kind == "gpu_differs"]
     faster = simulate_trace(read_traces(paths), ROOT / "topologies" / "dgx_a100.yaml", gpu_speedup=312 / 989)
     assert not [w for w in faster.warnings if w.kind == "gpu_differs"]
+    # (fuzz round av, L5: --gpu-speedup 1, given, still said "give --gpu-speedup")
+    kept = simulate_trace(read_traces(paths), ROOT / "topologies" / "dgx_a100.yaml", gpu_speedup=1)
+    assert not [w for w in kept.warnings if w.kind == "gpu_differs"] and kept.step_s == replayed.step_s
 
 
 def _p2p(name, peer_key, peer, ts, dur, nelems=SIZE // 4):
@@ -728,3 +732,43 @@ def test_as_recorded_onto_a_cluster_without_the_recorded_algorithm_s_hardware_ru
                 object.__setattr__(op.comm, "algorithm", "collnet_chain")
     together = simulate_trace(pairs, topology_from_dict(SHARED_UPLINK), as_recorded=True)
     assert together.step_s == simulate_trace(_pairs_traces(((0, 2), (1, 3))), topology_from_dict(SHARED_UPLINK)).step_s
+
+
+def test_a_row_of_calls_that_ran_different_algorithms_names_every_one(tmp_path):
+    """Fuzz round av, M4: a group's calls of 1 KiB and of 64 MiB took different protocols,
+    and the row named only the most common (the first, on a tie): every one is named now,
+    the one that took most of the row's time first."""
+    def trace(rank):
+        return {"distributedInfo": {"rank": rank, "world_size": 2},
+                "deviceProperties": [{"name": "NVIDIA H100 80GB HBM3"}],
+                "traceEvents": [
+                    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 20_000},
+                    _launch(5, 1), _launch(10, 2), _launch(15, 3),
+                    _allreduce(100, 50, nelems=256, corr=1), _allreduce(200, 8_000, corr=2),
+                    _kernel("sgd", 9_000, 1_000, 7, 3)]}
+
+    paths = [_write(tmp_path, f"r{rank}.json", trace(rank)) for rank in (0, 1)]
+    replayed = simulate_trace(read_traces(paths), _two_gpus())
+    (row,) = replayed.collectives
+    ran = {call: simulate(_two_gpus(), "auto", size) for call, size in (("small", 1024), ("large", SIZE))}
+    names = {call: f"{r.algorithm}/{r.protocol}" for call, r in ran.items()}
+    assert names["small"] != names["large"]  # (else the row has one to name)
+    assert row["ran"] == f"{names['large']}, {names['small']}"
+
+
+def test_a_trace_replayed_under_a_calibration_profile_names_it_and_says_what_a_run_says(tmp_path):
+    """Fuzz round av, M5: the profile refined every call and the replay said nothing of it: not
+    its name, nor a term no call reads (a network factor on one NVSwitch box), nor a factor the
+    wire cut short, all of which a run of the same call says."""
+    from simnet.model.calibration import Calibration
+
+    paths = [_write(tmp_path, "r0.json", _step_trace(0, 1_000)), _write(tmp_path, "r1.json", _step_trace(1, 2_000))]
+    profile = Calibration(bandwidth=2.0, network_bandwidth=2.0, source="x.cal.yaml")
+    replayed = simulate_trace(read_traces(paths), _two_gpus(), calibration=profile)
+    run = simulate(_two_gpus(), "auto", SIZE, calibration=profile)
+    kinds = {(w.kind, w.link) for w in run.warnings}
+    assert ("key_unread", "x.cal.yaml: network_bandwidth") in kinds and "calibration_capped" in {k for k, _ in kinds}
+    assert kinds <= {(w.kind, w.link) for w in replayed.warnings}
+    assert replayed.to_dict()["calibration"] == "x.cal.yaml"
+    assert simulate_trace(read_traces(paths), _two_gpus(), model="ideal", calibration=profile).to_dict()[
+        "calibration"] is None

@@ -21,8 +21,9 @@ from simnet.errors import InputError
               help="Chakra traces: a YAML or JSON file of process group name -> its ranks (default: every rank).")
 @click.option("--placement", default="packed", show_default=True,
               help="Where ranks go: packed, spread (across racks, then hosts) or random(seed), as for jobs.")
-@click.option("--gpu-speedup", type=Real(), default=1.0, show_default=True,
-              help="Divide every kernel's recorded time by this (another GPU's FLOP/s over the recorded one's).")
+@click.option("--gpu-speedup", type=Real(), default=None,
+              help="Divide every kernel's recorded time by this (another GPU's FLOP/s over the recorded one's; "
+                   "default: kernels keep their recorded times).")
 @click.option("--as-recorded", is_flag=True,
               help="Run each collective with the algorithm and protocol its recorded kernel ran, not NCCL's pick.")
 @click.option("--model", type=click.Choice(["nccl", "rccl", "ideal"]), default=None,
@@ -33,7 +34,7 @@ from simnet.errors import InputError
 @friendly
 def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace: int, groups_path: Path | None,
                  placement: str,
-                 gpu_speedup: float, as_recorded: bool, model: str | None, json_path: str | None,
+                 gpu_speedup: float | None, as_recorded: bool, model: str | None, json_path: str | None,
                  trace_path: Path | None) -> None:
     """Replay the communication of profiled training steps on TOPOLOGY.
 
@@ -126,14 +127,14 @@ def _unread(topology, placement: str, ranks: list, gpus: list[str]) -> list:
     return [*topology_unread(topology), *here, *moot]
 
 
-def _refuse_bad_flags(topology, placement: str, gpu_speedup: float) -> None:
+def _refuse_bad_flags(topology, placement: str, gpu_speedup: float | None) -> None:
     """One line naming the flag for a placement or speed-up that cannot be: the replay said
     ``gpu_speedup must be ...`` or ``placement 'x': ...``, naming no flag."""
     import math
 
     from simnet.spec.jobs import choose_gpus
 
-    if not (math.isfinite(gpu_speedup) and 1e-6 <= gpu_speedup <= 1e6):
+    if gpu_speedup is not None and not (math.isfinite(gpu_speedup) and 1e-6 <= gpu_speedup <= 1e6):
         raise InputError(f"--gpu-speedup: {gpu_speedup:g} is not a ratio of FLOP/s; give one from 1e-06 to 1e+06 "
                          "(another GPU's FLOP/s over the recorded one's, e.g. 2.2)")
     try:

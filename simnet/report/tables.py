@@ -243,8 +243,9 @@ def trace_tables(replayed) -> tuple[Table, Table]:
     simulated, and per collective and group what it cost and what no compute hid."""
     faster = f", GPUs {replayed.gpu_speedup:g}x faster" if replayed.gpu_speedup != 1 else ""
     sources = ", ".join(replayed.sources) if len(replayed.sources) <= 3 else f"{len(replayed.sources)} traces"
-    steps = Table(title=f"{len(replayed.traces)} ranks of {sources} on {replayed.topology} ({replayed.model}{faster})",
-                  title_justify="left")
+    calibrated = f", calibrated by {replayed.calibration}" if replayed.calibration else ""
+    steps = Table(title=f"{len(replayed.traces)} ranks of {sources} on {replayed.topology} ({replayed.model}{faster}"
+                        f"{calibrated})", title_justify="left")
     for column in ("step", "recorded", "simulated", "change"):
         steps.add_column(column, justify="left" if column == "step" else "right")
     for step in replayed.steps:

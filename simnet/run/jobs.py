@@ -229,8 +229,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                 "while they lasted, or less than was left; move them to when the jobs' traffic crosses, or leave "
                 "them out")))
     said += [Finding("key_unread", f"jobs[{i}].period", (
-        f"jobs[{i}].period: {units.format_time(spec.period)}: every run of {spec.name} took longer, so each started "
-        "as the one before ended, as without a period, and it changed nothing here"))
+        f"jobs[{i}].period: {units.format_time(spec.period)}: every run of {spec.name} beside the other jobs took "
+        "longer, so each started as the one before ended, as without a period (alone, where its runs wait for it, "
+        "each run takes as long either way), and it changed nothing here"))
         for i, spec in enumerate(specs) if spec.background is None and spec.period is not None and spec.repeat > 1
         and not waited[i]]
     shared = []

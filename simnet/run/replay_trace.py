@@ -32,8 +32,9 @@ import numpy as np
 from simnet import units
 from simnet.errors import InputError, Unsupported
 from simnet.io.yamlsource import Source
+from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, resolve_model
-from simnet.results.result import Finding
+from simnet.results.result import Finding, Result
 from simnet.run.groups import simulate_groups
 from simnet.run.nccl_env import JUDGED_CHOICES, nccl_env, nccl_system
 from simnet.run.point import Setup, calibration_of
@@ -76,6 +77,7 @@ class TraceReplay:
     traces: list[RankTrace] = field(repr=False)
     simulated: Timeline = field(repr=False)
     recording: Timeline = field(repr=False)
+    calibration: str | None = None  # the profile that refined the calls' runs (none under ideal)
 
     @property
     def step_s(self) -> float:
@@ -93,6 +95,7 @@ class TraceReplay:
         """The result JSON of ``simnet replay-trace --json``."""
         return {"topology": self.topology, "ranks": len(self.traces), "gpus": self.gpus, "traces": self.sources,
                 "recorded_gpu": self.recorded_gpu, "gpu_speedup": self.gpu_speedup, "model": self.model,
+                "calibration": self.calibration,
                 "step_s": {"recorded": self.recorded_step_s, "simulated": self.step_s}, "steps": self.steps,
                 "collectives": self.collectives, "bottlenecks": self.bottlenecks,
                 "warnings": [{"kind": w.kind, "link": w.link, "message": w.message} for w in self.warnings]}
@@ -208,12 +211,15 @@ def _group_ranks(name: object, ranks: object, world: int, source: Source | None 
 
 
 def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path, *, placement: str = "packed",
-                   gpu_speedup: float = 1.0, as_recorded: bool = False, model: str = DEFAULT_MODEL,
+                   gpu_speedup: float | None = None, as_recorded: bool = False, model: str = DEFAULT_MODEL,
                    env: Mapping[str, str] | None = None, calibration=None) -> TraceReplay:
     """Replay ``traces`` (one per rank, ranks 0..N-1) on ``topology`` (module docstring).
     ``placement`` is packed, spread or random(seed) as for jobs; ``gpu_speedup`` divides
-    every kernel's recorded time (another GPU's FLOP/s over the recorded one's);
+    every kernel's recorded time (another GPU's FLOP/s over the recorded one's; None: they
+    keep it, and a trace of another GPU than the topology's is warned ``gpu_differs``);
     ``model`` and ``env`` as for ``simulate``."""
+    given = gpu_speedup is not None
+    gpu_speedup = 1.0 if gpu_speedup is None else gpu_speedup
     if isinstance(gpu_speedup, bool) or not isinstance(gpu_speedup, (int, float)) or not 1e-6 <= gpu_speedup <= 1e6:
         raise InputError(f"gpu_speedup must be a ratio of FLOP/s from 1e-06 to 1e+06, not {gpu_speedup!r}")
     topo = topology if isinstance(topology, Topology) else load_topology(topology)
@@ -250,12 +256,10 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
         timeline = replay(traces, lambda inst: times[index[id(inst)]], gpu_speedup, instances)
     recording = recorded(traces)
     notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
-    warnings = [*pricer.warnings, *_gpu_warning(traces[0].gpu, topo, gpus, gpu_speedup),
+    warnings = [*pricer.warnings, *([] if given else _gpu_warning(traces[0].gpu, topo, gpus)),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
     warnings += pricer.unread(instances) + pricer.as_recorded_unread(instances)
-    # a calibration factor the wire cut short in some call's run: once per link
-    warnings += list({w.link: w for run in pricer.results.values() for w in run.warnings
-                      if w.kind == "calibration_capped"}.values())
+    warnings += _calibration_said(list(pricer.results.values()), calibration)
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (
@@ -264,7 +268,8 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     return TraceReplay(topo.name, gpus, sorted({t.source for t in traces}), traces[0].gpu, float(gpu_speedup),
                        pricer.model_name, _steps(traces, recording, timeline),
                        _collectives(traces, instances, recording, timeline, pricer),
-                       pricer.bottlenecks(instances, timeline), warnings, list(traces), timeline, recording)
+                       pricer.bottlenecks(instances, timeline), warnings, list(traces), timeline, recording,
+                       calibration.source if calibration is not None and pricer.model_name != "ideal" else None)
 
 
 def _priced(pricer: _Pricer, inst: Instance) -> float:
@@ -446,15 +451,15 @@ class _Pricer:
             self.warnings.append(Finding(kind, "", message))
 
 
-def _gpu_warning(recorded_gpu: str | None, topo: Topology, gpus: list[str], speedup: float) -> list[Finding]:
-    """``gpu_differs`` when the trace ran on another GPU than the topology's and its kernels
-    keep their recorded times (no --gpu-speedup), with the dense BF16 FLOP/s ratio the
+def _gpu_warning(recorded_gpu: str | None, topo: Topology, gpus: list[str]) -> list[Finding]:
+    """``gpu_differs`` when the trace ran on another GPU than the topology's (its kernels keep
+    their recorded times: no --gpu-speedup was given), with the dense BF16 FLOP/s ratio the
     hardware facts give (simnet.topology.hardware) as a starting point."""
     from simnet.topology.hardware import GPUS
     from simnet.workloads.kineto import gpu_generation
 
     was, now = gpu_generation(recorded_gpu), {topo.gpu_model(g) for g in gpus}
-    if speedup != 1 or was is None or len(now) != 1 or None in now or now == {was}:
+    if was is None or len(now) != 1 or None in now or now == {was}:
         return []
     (now,) = now
     ratio = GPUS[now].bf16_flops / GPUS[was].bf16_flops if GPUS[was].bf16_flops and GPUS[now].bf16_flops else None
@@ -462,6 +467,26 @@ def _gpu_warning(recorded_gpu: str | None, topo: Topology, gpus: list[str], spee
             f"TFLOP/s (--gpu-speedup {ratio:.2f} if the step is compute-bound at peak)") if ratio else ""
     return [Finding("gpu_differs", "", f"the trace ran on {recorded_gpu}, {topo.name}'s GPUs are {now}: kernels "
                     f"keep the {was}'s recorded times; give --gpu-speedup{hint}")]
+
+
+CALIBRATION_SAID = ("calibration_other_hardware", "calibration_unused", "calibration_capped")
+"""What a call's run says of the calibration profile that the replay says too, once each
+(``calibration_capped`` once per link)."""
+
+
+def _calibration_said(runs: list[Result], calibration: Calibration | None) -> list[Finding]:
+    """What the calls' ``runs`` say of ``calibration`` (``CALIBRATION_SAID``), once each, and
+    a term of it that changed nothing in every one of them (``key_unread`` of the profile's
+    terms, said by every call's run)."""
+    runs = [run for run in runs if run.gpus > 1]
+    if calibration is None or not runs:
+        return []
+    said = {(w.kind, w.link if w.kind == "calibration_capped" else ""): w
+            for run in runs for w in run.warnings if w.kind in CALIBRATION_SAID}
+    profile = f"{calibration.source or '(a Calibration given to simulate)'}: "
+    unread = [w for w in runs[0].warnings if w.kind == "key_unread" and w.link.startswith(profile) and all(
+        any(v.kind == "key_unread" and v.link == w.link for v in run.warnings) for run in runs[1:])]
+    return list(said.values()) + unread
 
 
 def _overlapping_kinds(instances: list[Instance], timeline: Timeline) -> int:
@@ -492,7 +517,9 @@ def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recordi
                  pricer: _Pricer) -> list[dict]:
     """Per collective and group: calls, bytes, time (recorded: the group's shortest rank's,
     the one that waited least for its peers; simulated: the call's) and exposed time (mean
-    over the group's ranks), summed over calls, recorded and simulated, and what ran."""
+    over the group's ranks), summed over calls, recorded and simulated, and what ran: every
+    algorithm/protocol its calls ran, the one that took most of their time first (recorded:
+    by recorded time)."""
     by_rank = {t.rank: t for t in traces}
     timed = all(t.timed for t in traces)
     exposed = {"recorded": {t.rank: exposed_s(t, recording.start[t.rank], recording.end[t.rank]) for t in traces},
@@ -506,20 +533,22 @@ def _collectives(traces: Sequence[RankTrace], instances: list[Instance], recordi
             "ran": Counter(), "recorded_ran": Counter()})
         row["calls"] += 1
         row["bytes"] += c.size_bytes
-        row["recorded_s"] += min(by_rank[r].ops[i].duration_s for r, i in inst.members)
-        row["simulated_s"] += float(timeline.instance_end[j] - timeline.instance_start[j])
+        recorded_s = min(by_rank[r].ops[i].duration_s for r, i in inst.members)
+        simulated_s = float(timeline.instance_end[j] - timeline.instance_start[j])
+        row["recorded_s"] += recorded_s
+        row["simulated_s"] += simulated_s
         if timed:
             row["recorded_exposed_s"] += float(np.mean([exposed["recorded"][r][i] for r, i in inst.members]))
         row["simulated_exposed_s"] += float(np.mean([exposed["simulated"][r][i] for r, i in inst.members]))
         result = pricer.result(inst)
-        row["ran"][f"{result.algorithm}/{result.protocol}" if result.protocol else result.algorithm] += 1
+        row["ran"][f"{result.algorithm}/{result.protocol}" if result.protocol else result.algorithm] += simulated_s
         if c.algorithm:
-            row["recorded_ran"][f"{c.algorithm}/{c.protocol}" if c.protocol else c.algorithm] += 1
+            row["recorded_ran"][f"{c.algorithm}/{c.protocol}" if c.protocol else c.algorithm] += recorded_s
     out = []
-    for row in rows.values():
+    for row in rows.values():  # every algorithm its calls ran, the one that took most of their time first
         row["recorded_exposed_s"] = row["recorded_exposed_s"] if timed else None
-        row["ran"] = row["ran"].most_common(1)[0][0]
-        row["recorded_ran"] = row["recorded_ran"].most_common(1)[0][0] if row["recorded_ran"] else None
+        row["ran"] = ", ".join(name for name, _ in row["ran"].most_common())
+        row["recorded_ran"] = ", ".join(name for name, _ in row["recorded_ran"].most_common()) or None
         out.append(row)
     return sorted(out, key=lambda r: -r["simulated_exposed_s"])
 

@@ -519,10 +519,11 @@ def _moot_keys(spec: ScenarioSpec, topology: Topology, placements: list[list[str
     if training is not None and "dtype" in training.model_fields_set:
         par = training.parallelism
         moe = training.transformer().moe
-        if par.tp == 1 and par.pp == 1 and not par.fsdp and not (moe and par.ep > 1):
+        sharded = par.fsdp and len(running) > par.tp * par.pp  # (FSDP over dp 1 shards nothing: said below)
+        if par.tp == 1 and par.pp == 1 and not sharded and not (moe and par.ep > 1):
             moot(("training", "dtype"), "the step's activations and parameters cross no link here (tp 1, pp 1, no "
-                                        "FSDP or expert parallelism: only the gradient, in grad_dtype), so dtype "
-                                        "changed nothing here")
+                                        "FSDP over several GPUs or expert parallelism: only the gradient, in "
+                                        "grad_dtype), so dtype changed nothing here")
     if training is not None and "grad_dtype" in training.model_fields_set:
         par = training.parallelism
         if len(running) == par.tp * par.pp:
