@@ -765,3 +765,38 @@ def test_jobs_say_a_factor_the_wire_cut_short():
     alone = simulate(topo, "ring", 2**28, calibration=Calibration(network_bandwidth=1.9)).warnings
     assert len(said[0]) == 1 and "of the jobs' run together above line rate" in said[0][0].message
     assert said[0][0].link in {w.link for w in alone if w.kind == "calibration_capped"} and not said[1]
+
+
+def test_jobs_of_a_profile_by_size_answer_alike_in_either_order():
+    """Fuzz round av, S2: every job ran at the first job's size's factor, so listing a 1 GiB job
+    after a 1 MiB one slowed it 1.78x. Each job's links run at its own size's rates (the
+    1 GiB job as alone, at its own), a link both cross at the higher, and that is said."""
+    from simnet.run.jobs import run_jobs
+
+    topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                         "gpus_per_host": 2, "gpu": "h100", "nic_per": "host"}})
+    by_size = Calibration(bandwidth={2**20: 0.5, 2**32: 1.0})
+    small = {"name": "small", "gpus": [topo.gpus[0], topo.gpus[2]], "size": "1 MiB", "algorithm": "ring"}
+    large = {"name": "large", "gpus": [topo.gpus[1], topo.gpus[3]], "size": "1 GiB", "algorithm": "ring"}
+    first, second = (run_jobs(topo, jobs, calibration=by_size) for jobs in ([small, large], [large, small]))
+    times = [{job["name"]: (job["alone_s"], job["together_s"]) for job in run.jobs} for run in (first, second)]
+    assert times[0] == times[1]
+    alone = simulate(topo, "ring", 2**30, gpus=large["gpus"], calibration=by_size).time_s
+    assert times[0]["large"][0] == pytest.approx(alone, rel=1e-9)
+    assert [w.kind for w in first.warnings].count("calibration_shared") == 1
+
+
+def test_jobs_say_what_a_run_says_of_their_calibration_profile():
+    """Fuzz round av, M8: jobs ran under the profile and said none of what a run of the same
+    AllReduce says of it: a network term no route of one box crosses, and under model: ideal
+    that it ran without it."""
+    from simnet.run.jobs import run_jobs
+
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    profile = Calibration(base_latency=20e-6, network_bandwidth=0.5, source="x.cal.yaml")
+    jobs = [{"name": name, "gpus": 4, "size": "256 MiB", "algorithm": "ring"} for name in ("a", "b")]
+    said = {(w.kind, w.link) for w in run_jobs(box, jobs, calibration=profile).warnings}
+    run = {(w.kind, w.link) for w in simulate(box, "ring", 2**28, gpus=4, calibration=profile).warnings}
+    assert ("key_unread", "x.cal.yaml: network_bandwidth") in run & said
+    ideal = run_jobs(box, jobs, model="ideal", calibration=profile).warnings
+    assert [w.kind for w in ideal].count("calibration_unused") == 1

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the fluid network and SimPy load when a replay runs on them
     from simnet.engine.fluid import FluidNetwork
 
 __all__ = ["Replay", "replay", "COMPILED_FROM", "compiled_available",
-           "JobRun", "replay_jobs", "replay_apart", "join_gates", "never_full"]
+           "JobRun", "replay_jobs", "replay_apart", "crossed_links", "join_gates", "never_full"]
 
 
 @dataclass
@@ -892,7 +892,7 @@ def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray
     if any(job.repeat != 1 or job.start_ps for job in jobs):
         raise ValueError("replay_apart runs every job once from time 0; use replay_jobs for repeats and offsets")
     capacity = np.asarray(topology.capacity if capacity is None else capacity, dtype=float)
-    routed = [_routed(job, topology) for job in jobs]
+    routed = [_routed(job.schedule, topology) for job in jobs]
     parts: dict[int, list[int]] = {}
     for j, root in enumerate(_linked(jobs, [links for links, _ in routed])):
         parts.setdefault(root, []).append(j)
@@ -908,10 +908,14 @@ def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray
     return ends
 
 
-def _routed(job: JobRun, topology: Topology) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """(links the job's transfers cross, sorted; (route of each connection padded with -1,
-    each transfer's connection))."""
-    s = job.schedule
+def crossed_links(schedule: Schedule, topology: Topology) -> np.ndarray:
+    """The links (indices, sorted) that ``schedule``'s transfers cross on ``topology``'s routes."""
+    return _routed(schedule, topology)[0]
+
+
+def _routed(s: Schedule, topology: Topology) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """(links the schedule's transfers cross, sorted; (route of each connection padded with
+    -1, each transfer's connection))."""
     if not len(s):
         return np.zeros(0, dtype=np.int64), (np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
     triples = np.stack([s.channel.astype(np.int64), s.src.astype(np.int64), s.dst.astype(np.int64)], axis=1)

@@ -60,7 +60,9 @@ class Finding:
     (``options.channels`` asked NCCL for more channels than it opens: it ran those), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
     profile was fitted on another machine), ``calibration_capped`` (the profile's bandwidth
-    factors would have run a link above its line rate: it ran at line rate), ``gpu_unnamed``
+    factors would have run a link above its line rate: it ran at line rate),
+    ``calibration_shared`` (jobs the profile rates otherwise at their sizes share a link: it ran
+    at the highest of their rates), ``gpu_unnamed``
     (GPUs of no named generation, taken by NCCL's model as A100s), ``option_unread`` (an
     option the algorithm does not take),
     ``key_unread`` (a key another key of the scenario makes moot: sigma beside an exponential

@@ -21,7 +21,7 @@ import numpy as np
 
 from simnet import units
 from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
-from simnet.engine.replay import JobRun, replay_jobs
+from simnet.engine.replay import JobRun, crossed_links, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, check_fits, memory_budget
 from simnet.model.timing import Timing
@@ -29,7 +29,7 @@ from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
 from simnet.run.point import HIERARCHICAL_VARIANTS, Conditions, Setup, calibration_of, factor_cut_by_the_wire
 from simnet.run.scenario import nccl_choice_unread
-from simnet.run.simulate import msccl_read, unread_by_every
+from simnet.run.simulate import calibration_said, msccl_read, unread_by_every
 from simnet.schedule.catalog import build_schedule
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, count_transfers, transfer_bytes
@@ -110,8 +110,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     """Replay every job alone, every pair together and all together on ``topology``.
 
     ``model``, ``env`` (NCCL_ALGO / NCCL_PROTO) and ``calibration`` (a profile or its path;
-    default: the topology's) as for ``simulate``. With a calibration whose bandwidth
-    depends on size, the fabric runs at the first job's rates. ``faults`` (specs as a
+    default: the topology's) as for ``simulate``; with a profile whose bandwidth depends on
+    size, each job's links run at its own size's rates, a link jobs share at the highest of
+    theirs (``_fabric_capacity``). ``faults`` (specs as a
     scenario writes them, or ``Fault``; times from the jobs' common start) apply to every
     replay, alone and together; all together is replayed on the healthy fabric too, for
     what they cost (each job's ``healthy_s``, and the result's ``faults``). Every job's
@@ -125,7 +126,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     placements = place_jobs(topology, specs)
     faults = _faults_on(topology, faults or [], placements)
     topology = topology.marked(fault_marks(faults))  # routes tell a faulted twin apart by its fault (simulate)
-    runs, described, capacity, held, budget = [], [], None, 0.0, memory_budget()
+    runs, described, held, budget = [], [], 0.0, memory_budget()
     decisions = []  # each foreground job's (setup, algorithm as asked, size), for the variables it reads
     for i, (spec, gpus) in enumerate(zip(specs, placements)):
         sub = topology.subset(gpus)
@@ -160,12 +161,12 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         held += len(schedule) * transfer_bytes(algorithm)
         check_fits(held, f"{together} ({sum(len(r.schedule) for r in runs) + len(schedule):,} transfers)", remedy,
                    budget)
-        capacity = timing.capacity if capacity is None else capacity
         runs.append(JobRun(schedule, timing, round(spec.start * PS_PER_SECOND), spec.repeat,
                            round((spec.period or 0.0) * PS_PER_SECOND)))
         described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat, **({"inner": inner} if inner else {})})
+    capacity, contested = _fabric_capacity(topology, runs, [s.name for s in specs])
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
     index = {id(run): i for i, run in enumerate(runs)}
     # whether some run of the job waited for its period in a replay whose times are said: together (each job's
@@ -211,10 +212,16 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)
         job["runs"] = job["runs"] or len(times)
-    said = _env_unread(env, decisions)
-    if calibration is not None and decisions and decisions[0][0].model != "ideal":  # the fabric's rates: the first's
-        said += factor_cut_by_the_wire(topology, calibration, decisions[0][2], together.saturated_ps > 0,
-                                       "the jobs' run together")
+    said = _env_unread(env, decisions) + contested
+    if calibration is not None and decisions:  # what a run over the jobs' GPUs says of the profile
+        held = {gpu for gpus in placements for gpu in gpus}
+        said += calibration_said(topology.subset([g for g in topology.gpus if g in held]), model, calibration,
+                                 tuple(faults))
+    if calibration is not None and decisions and decisions[0][0].model != "ideal":
+        said += [finding for _, _, size in decisions  # each job's factor where its links filled, once a link
+                 for finding in factor_cut_by_the_wire(topology, calibration, size, together.saturated_ps > 0,
+                                                       "the jobs' run together")]
+        said = list({(w.kind, w.link): w for w in said}.values())
     if faults:
         healthy_times, _ = replayed(runs, healthy=True)
         for job, times in zip(described, healthy_times):
@@ -244,6 +251,37 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                        "bytes": float(together.bytes[link])})
     return JobsResult(described, matrix, shared, together, said,
                       [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in faults])
+
+
+def _fabric_capacity(topology: Topology, runs: list[JobRun], names: list[str]) -> tuple[np.ndarray | None,
+                                                                                     list[Finding]]:
+    """The links' rates the jobs share (B/s; None: line rates, where no job's model rates
+    them): each job's model rates the links at its own size (a calibration profile's factor
+    by size), so a link one job crosses runs at that job's rate, and one several cross at the
+    highest of theirs, whatever order the file lists them in (``calibration_shared`` says
+    where they differ; each job's NCCL ceilings keep its own factor); a link only background
+    traffic crosses at the highest any job gives it."""
+    rated = [(run, names[i]) for i, run in enumerate(runs) if run.timing.capacity is not None]
+    if not rated:
+        return None, []
+    first = rated[0][0].timing.capacity
+    if all(np.array_equal(run.timing.capacity, first) for run, _ in rated[1:]):
+        return first, []
+    rates = np.stack([run.timing.capacity for run, _ in rated])
+    crossed = np.zeros(rates.shape, dtype=bool)
+    for k, (run, _) in enumerate(rated):
+        crossed[k, crossed_links(run.schedule, topology)] = True
+    capacity = np.where(crossed.any(axis=0), np.where(crossed, rates, 0.0).max(axis=0), rates.max(axis=0))
+    differ = np.flatnonzero((crossed.sum(axis=0) > 1) & (np.where(crossed, rates, np.inf).min(axis=0) < capacity))
+    if not len(differ):
+        return capacity, []
+    link = int(differ[0])
+    sharing = [f"{name} {units.format_bandwidth(run.timing.capacity[link])}" for (run, name), on in
+               zip(rated, crossed[:, link]) if on]
+    return capacity, [Finding("calibration_shared", topology.link_name(link), (
+        f"{topology.link_name(link)}{f' and {len(differ) - 1} more links' if len(differ) > 1 else ''}, shared by "
+        f"jobs the calibration profile rates otherwise at their sizes ({', '.join(sharing)}), ran at the highest "
+        "of their rates; each job's NCCL ceilings keep its own factor"))]
 
 
 def _faults_on(topology: Topology, specs: list, placements: list[list[str]]) -> list[Fault]:

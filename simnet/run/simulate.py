@@ -618,19 +618,21 @@ def _unfelt_by_value(point: Setup, algorithm: str, size: int, options: dict) -> 
     return said
 
 
-def calibration_said(topology: Topology, model: str | None, calibration: Calibration | None) -> list[Finding]:
+def calibration_said(topology: Topology, model: str | None, calibration: Calibration | None,
+                     faults: tuple = ()) -> list[Finding]:
     """What a run over every GPU of ``topology`` says of its ``calibration`` (as ``simulate``
     does of each run): fitted on another machine (``calibration_other_hardware``), figures
     of a kind of step no route takes (``key_unread``); under ``model: ideal``, which reads
     no profile, that it ran without it (``calibration_unused``). A training step's groups
     together join every GPU, so what no route between them crosses, none of its exchanges
-    does."""
+    does. ``faults`` (``Fault``) that take links down may send a route across the network."""
     point = Setup(topology, ALLREDUCE, model, nccl_env(), calibration)
     if calibration is None:
         return []
     if point.model == "ideal":
         return [_calibration_unused(calibration, point.model)]
-    return foreign_calibration(calibration, topology) + _network_fit_unread(point, calibration, Conditions(), [])
+    return foreign_calibration(calibration, topology) + _network_fit_unread(point, calibration,
+                                                                            Conditions(faults=tuple(faults)), [])
 
 
 def _calibration_unused(calibration: Calibration, model: str) -> Finding:
