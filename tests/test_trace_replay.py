@@ -375,8 +375,9 @@ def test_nccl_algo_and_proto_beside_as_recorded_are_said_to_change_nothing():
     env = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}
     unread = [w.link for w in simulate_trace(traces, topology, as_recorded=True, env=env).warnings
               if w.kind == "key_unread"]
-    # and NCCL's pick under them is the recorded ring/LL, so --as-recorded changed nothing either (each alone)
-    assert unread == ["NCCL_ALGO", "NCCL_PROTO", "--as-recorded"]
+    # --as-recorded is judged against NCCL's pick without them (ring/Simple), which it changes: not said
+    # (fuzz round av, M7: it was, true only beside them, so dropping all three moved the calls)
+    assert unread == ["NCCL_ALGO", "NCCL_PROTO"]
     # without --as-recorded they steer NCCL's pick: each is said only where the replay without it is the same
     # (fuzz o: NCCL_ALGO=Ring on two A100s of one host, where NCCL picks Ring anyway, was never said)
     steered = simulate_trace(traces, topology, env=env)
@@ -772,3 +773,18 @@ def test_a_trace_replayed_under_a_calibration_profile_names_it_and_says_what_a_r
     assert replayed.to_dict()["calibration"] == "x.cal.yaml"
     assert simulate_trace(read_traces(paths), _two_gpus(), model="ideal", calibration=profile).to_dict()[
         "calibration"] is None
+
+
+def test_nccl_proto_and_as_recorded_are_never_both_said_where_only_each_beside_the_other_changes_nothing():
+    """Fuzz round av, M7: on the HTA trace (its kernels ran ring/LL), NCCL_PROTO=LL and
+    --as-recorded were each said to change nothing, each true only beside the other: a user
+    dropping both moved the AllReduces 2.4x. What is said to change nothing, dropped together,
+    answers alike."""
+    traces = read_traces([HTA_TRACE], ranks_per_trace=2)
+    topology = ROOT / "topologies" / "dgx_a100.yaml"
+    both = simulate_trace(traces, topology, as_recorded=True, env={"NCCL_PROTO": "LL"})
+    said = {w.link for w in both.warnings if w.kind == "key_unread"} & {"NCCL_PROTO", "--as-recorded"}
+    assert said and said != {"NCCL_PROTO", "--as-recorded"}
+    dropped = simulate_trace(traces, topology, as_recorded="--as-recorded" not in said,
+                             env={} if "NCCL_PROTO" in said else {"NCCL_PROTO": "LL"})
+    assert [r["simulated_s"] for r in dropped.collectives] == [r["simulated_s"] for r in both.collectives]

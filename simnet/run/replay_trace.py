@@ -258,7 +258,10 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
     warnings = [*pricer.warnings, *([] if given else _gpu_warning(traces[0].gpu, topo, gpus)),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
-    warnings += pricer.unread(instances) + pricer.as_recorded_unread(instances)
+    unread = pricer.unread(instances)
+    # --as-recorded judged against NCCL's pick without the variables said to change nothing beside it (each of
+    # NCCL_PROTO and --as-recorded may change nothing only given the other)
+    warnings += unread + pricer.as_recorded_unread(instances, without={w.link for w in unread})
     warnings += _calibration_said(list(pricer.results.values()), calibration)
     apart = _overlapping_kinds(instances, timeline)
     if apart:
@@ -379,20 +382,23 @@ class _Pricer:
                                          env=dict(env), calibration=self.calibration, collective=collective)
         return self.results[key]
 
-    def as_recorded_unread(self, instances: list[Instance]) -> list[Finding]:
+    def as_recorded_unread(self, instances: list[Instance], without: set[str] = frozenset()) -> list[Finding]:
         """``key_unread`` of --as-recorded where every call runs the algorithm NCCL's pick runs
         in the same time (its recorded protocol timed as the pick's: under ``model: ideal``,
-        which runs no protocol, or where the recording is NCCL's pick), so it changed nothing."""
+        which runs no protocol, or where the recording is NCCL's pick), so it changed nothing;
+        NCCL's pick made without the variables ``without`` (said to change nothing beside
+        --as-recorded: dropping both must answer alike)."""
         if not self.as_recorded or not instances:
             return []
         recorded = [(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances]
-        self.as_recorded = False
+        env, self.as_recorded = self.env, False
+        self.env = {name: value for name, value in env.items() if name not in without}
         try:
             picked = [(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances]
         except ValueError:  # NCCL's pick would fail a call (NCCL_ALGO=Tree on a Broadcast): --as-recorded counts
             return []
         finally:
-            self.as_recorded = True
+            self.env, self.as_recorded = env, True
         fell_back = any(w.kind == "recorded_algorithm" for w in self.warnings)
         return [] if recorded != picked else [Finding("key_unread", "--as-recorded", (
             "--as-recorded changed nothing here: every call runs the algorithm NCCL picks, in the same time "
