@@ -800,3 +800,18 @@ def test_jobs_say_what_a_run_says_of_their_calibration_profile():
     assert ("key_unread", "x.cal.yaml: network_bandwidth") in run & said
     ideal = run_jobs(box, jobs, model="ideal", calibration=profile).warnings
     assert [w.kind for w in ideal].count("calibration_unused") == 1
+
+
+def test_a_training_step_says_a_factor_the_wire_cut_short():
+    """Fuzz round av, M6: a step under bandwidth 1.6 and 2.0 answered alike to the bit, the
+    wire cutting both at line rate where its exchanges filled NVLink, without a word, where a
+    run of the same AllReduce says calibration_capped."""
+    from simnet.run.training import step_time
+    from simnet.spec.workloads import Training
+
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+    spec = Training.model_validate({"model": "llama3_8b", "parallelism": {"tp": 2}, "efficiency": 0.5})
+    steps = {f: step_time(box, spec.transformer(), spec.layout(), efficiency=0.5, calibration=Calibration(bandwidth=f))
+             for f in (1.6, 2.0, 0.5)}
+    assert steps[1.6].step_s == steps[2.0].step_s  # cut at line rate both
+    assert [w.kind for w in steps[2.0].warnings] == ["calibration_capped"] and not steps[0.5].warnings

@@ -5,6 +5,7 @@ replayed once, every group's time is the one a single fluid replay of all of the
 
 import importlib
 
+import numpy as np
 import pytest
 
 from simnet import topology_from_dict
@@ -39,7 +40,8 @@ def joint(topo, groups, collective, size, algorithm):
     for _, point, chosen, _ in plans(topo, groups, collective, size, algorithm):
         _, schedule, timing = point.prepare(chosen, size, {})
         runs.append(JobRun(schedule, timing))
-    times, _ = replay_jobs(runs, topo, capacity=runs[0].timing.capacity)
+    times, stats = replay_jobs(runs, topo, capacity=runs[0].timing.capacity)
+    joint.filled = stats.saturated_ps > 0  # (the links that filled, for the tests that ask)
     return [end for (_, end), in times]
 
 
@@ -54,16 +56,17 @@ def test_groups_replayed_together_by_lanes_take_the_times_of_one_fluid_replay(al
     groups = rails(topo)
     by_lanes = _groups_by_lanes(plans(topo, groups, "allreduce", 2**22, algorithm), topo, 2**22)
     assert by_lanes is not None  # a 400G NIC per GPU, 4 x 400G uplinks: no link shared beyond capacity
-    assert by_lanes == joint(topo, groups, "allreduce", 2**22, algorithm)
+    ends, filled = by_lanes
+    assert ends == joint(topo, groups, "allreduce", 2**22, algorithm) and np.array_equal(filled, joint.filled)
     result = simulate_groups(topo, groups, "allreduce", 2**22, algorithm=algorithm)
-    assert result.times_s == [t / PS_PER_SECOND for t in by_lanes]
+    assert result.times_s == [t / PS_PER_SECOND for t in ends]
 
 
 def test_groups_of_different_sizes_replay_together_by_lanes():
     topo = fabric()
     groups = [topo.gpus[0:4], topo.gpus[4:6], topo.gpus[8:16]]
-    by_lanes = _groups_by_lanes(plans(topo, groups, "all_gather", 2**20, "ring"), topo, 2**20)
-    assert by_lanes == joint(topo, groups, "all_gather", 2**20, "ring")
+    ends, filled = _groups_by_lanes(plans(topo, groups, "all_gather", 2**20, "ring"), topo, 2**20)
+    assert ends == joint(topo, groups, "all_gather", 2**20, "ring") and np.array_equal(filled, joint.filled)
 
 
 def test_lanes_that_would_share_a_link_beyond_capacity_go_to_the_fluid_network():
@@ -91,18 +94,21 @@ def test_independent_identical_groups_are_replayed_once(monkeypatch):
     """Tensor-parallel groups, one per host: no link in common, alike up to names."""
     topo = fabric()
     groups = [topo.gpus[i:i + 4] for i in range(0, 16, 4)]
-    ends, calls = _apart_counting(monkeypatch, topo, groups, "allreduce", "nvls")
+    (ends, filled), calls = _apart_counting(monkeypatch, topo, groups, "allreduce", "nvls")
     assert calls == [1]
     assert ends == joint(topo, groups, "allreduce", 2**24, "nvls")
+    # the links that filled: every group's, though three took the first's replay
+    assert np.array_equal(filled, joint.filled)
 
 
 def test_groups_linked_by_shared_links_are_replayed_together(monkeypatch):
     """Stage-to-stage sends between racks over thin uplinks: one part, contended."""
     topo = fabric(uplink="100 Gb/s")
     groups = [[topo.gpus[i], topo.gpus[8 + i]] for i in range(8)]  # rack 0 -> rack 1
-    ends, calls = _apart_counting(monkeypatch, topo, groups, "send_recv", "direct")
+    (ends, filled), calls = _apart_counting(monkeypatch, topo, groups, "send_recv", "direct")
     assert sorted(calls) == [8]
     assert ends == pytest.approx(joint(topo, groups, "send_recv", 2**24, "direct"), rel=1e-9)
+    assert np.array_equal(filled, joint.filled) and filled.any()  # (the uplinks fill)
     # eight 400G sends share one 100G uplink per direction: at least 32x one send at line rate
     assert min(ends) / PS_PER_SECOND > 8 * 2**24 / 12.5e9
 
@@ -111,3 +117,16 @@ def test_groups_of_one_gpu_take_no_time_and_keep_their_place():
     topo = fabric()
     result = simulate_groups(topo, [topo.gpus[0:1], topo.gpus[4:8]], "allreduce", 2**20)
     assert result.times_s[0] == 0.0 and result.times_s[1] > 0
+
+
+def test_identical_parts_mark_their_own_links_filled(monkeypatch):
+    """Pairs across two hosts' NICs, one pair per GPU and rack: eight parts alike, replayed
+    once. The links that filled are each pair's own (its NICs' cables), as one joint replay
+    finds, though seven took the first's replay."""
+    topo = fabric()
+    gpus = topo.gpus
+    groups = [[gpus[rack * 8 + i], gpus[rack * 8 + 4 + i]] for rack in (0, 1) for i in range(4)]
+    (ends, filled), calls = _apart_counting(monkeypatch, topo, groups, "send_recv", "direct")
+    assert calls == [1]
+    assert ends == joint(topo, groups, "send_recv", 2**24, "direct")
+    assert np.array_equal(filled, joint.filled) and filled.sum() == 32  # each pair's 2 NICs, up and down

@@ -880,14 +880,17 @@ class _RepeatedCycles:
             r.extend((a + t * cycle, b + t * cycle) for t in range(1, times + 1) for a, b in once)
         return cycle, times, per_cycle
 
-def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None) -> list[int]:
-    """When each job, all started at once and run once, completes (ps): ``replay_jobs``
-    of them all, done in parts. Max-min sharing couples flows only through the links they
-    share, so jobs whose routes are linked by no shared link never slow each other: each
-    set of jobs linked by shared links is replayed on its own, and a set identical to one
-    already replayed (the same schedules and timings over links of the same capacities and
-    latencies, crossed in the same pattern: the tensor-parallel groups of identical
-    servers) takes that one's times. Equal to the joint replay up to the rounding of rates
+
+def replay_apart(jobs: list[JobRun], topology: Topology, *,
+                 capacity: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
+    """When each job, all started at once and run once, completes (ps), and which links
+    filled (saturated some of the run; mask by link): ``replay_jobs`` of them all, done in
+    parts. Max-min sharing couples flows only through the links they share, so jobs whose
+    routes are linked by no shared link never slow each other: each set of jobs linked by
+    shared links is replayed on its own, and a set identical to one already replayed (the
+    same schedules and timings over links of the same capacities and latencies, crossed in
+    the same pattern: the tensor-parallel groups of identical servers) takes that one's
+    times. Equal to the joint replay up to the rounding of rates
     at the tie tolerance (``maxmin.TIE``)."""
     if any(job.repeat != 1 or job.start_ps for job in jobs):
         raise ValueError("replay_apart runs every job once from time 0; use replay_jobs for repeats and offsets")
@@ -896,16 +899,19 @@ def replay_apart(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray
     parts: dict[int, list[int]] = {}
     for j, root in enumerate(_linked(jobs, [links for links, _ in routed])):
         parts.setdefault(root, []).append(j)
-    ends = [0] * len(jobs)
-    known: dict[bytes, list[int]] = {}
+    ends, filled = [0] * len(jobs), np.zeros(len(topology.links), dtype=bool)
+    known: dict[bytes, tuple[list[int], np.ndarray]] = {}  # a part's ends, and which of its links filled
     for members in parts.values():
-        key = _fingerprint([jobs[j] for j in members], [routed[j] for j in members], topology, capacity)
+        used = np.unique(np.concatenate([routed[j][0] for j in members]))
+        key = _fingerprint([jobs[j] for j in members], [routed[j] for j in members], topology, capacity, used)
         if key not in known:
-            times, _ = replay_jobs([jobs[j] for j in members], topology, capacity=capacity)
-            known[key] = [end for (_, end), in times]
-        for j, end in zip(members, known[key]):
+            times, stats = replay_jobs([jobs[j] for j in members], topology, capacity=capacity)
+            known[key] = [end for (_, end), in times], stats.saturated_ps[used] > 0
+        part_ends, part_filled = known[key]  # (an identical part's links correspond in index order)
+        for j, end in zip(members, part_ends):
             ends[j] = end
-    return ends
+        filled[used[part_filled]] = True
+    return ends, filled
 
 
 def crossed_links(schedule: Schedule, topology: Topology) -> np.ndarray:
@@ -947,12 +953,12 @@ def _linked(jobs: list[JobRun], links: list[np.ndarray]) -> list[int]:
     return [root(j) for j in range(len(jobs))]
 
 
-def _fingerprint(jobs: list[JobRun], routed: list, topology: Topology, capacity: np.ndarray) -> bytes:
+def _fingerprint(jobs: list[JobRun], routed: list, topology: Topology, capacity: np.ndarray,
+                 used: np.ndarray) -> bytes:
     """A digest of everything the fluid replay of ``jobs`` together reads, their links
-    renumbered in index order (so identical parts of a fabric digest alike)."""
+    (``used``, sorted) renumbered in index order (so identical parts of a fabric digest alike)."""
     import hashlib
 
-    used = np.unique(np.concatenate([links for links, _ in routed]))
     digest = hashlib.blake2b(digest_size=20)
     for array in (capacity[used], topology.latency_ps[used]):
         digest.update(np.ascontiguousarray(array).tobytes())

@@ -4,7 +4,7 @@ data-parallel groups of a training step), lane by lane when it can, else on the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +15,9 @@ from simnet.io.budget import check_fits, memory_budget
 from simnet.model.calibration import Calibration
 from simnet.model.interface import DEFAULT_MODEL, lane_timing
 from simnet.model.timing import Timing
+from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
-from simnet.run.point import Setup, calibration_of
+from simnet.run.point import Setup, calibration_of, factor_cut_by_the_wire
 from simnet.schedule.catalog import build_program
 from simnet.schedule.kinds import collective as lookup_collective
 from simnet.schedule.lanes import merge_programs
@@ -37,6 +38,7 @@ class GroupsResult:
     algorithm: str  # what ran (NCCL's pick for the first group under auto)
     protocol: str | None
     times_s: list[float]  # per group, from the common start to its last delivery
+    warnings: list[Finding] = field(default_factory=list)  # a calibration factor the wire cut short
 
     @property
     def time_s(self) -> float:
@@ -74,19 +76,23 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
         plans.append((i, point, chosen, point.plan(chosen, int(size), dict(options or {}))))
     if not plans:
         return GroupsResult(collective, int(size), algorithm, None, [0.0] * len(groups))
-    ends = _groups_by_lanes(plans, topo, int(size))
-    if ends is None:
-        ends = _groups_on_fluid(plans, topo, int(size), f"{collective} of {size:,} B by {len(groups):,} groups of "
-                                f"{len(groups[plans[0][0]]):,} GPUs at once", options or {})
+    ran = _groups_by_lanes(plans, topo, int(size))
+    if ran is None:
+        ran = _groups_on_fluid(plans, topo, int(size), f"{collective} of {size:,} B by {len(groups):,} groups of "
+                               f"{len(groups[plans[0][0]]):,} GPUs at once", options or {})
+    ends, filled = ran
     times = [0.0] * len(groups)
     for (i, *_), end in zip(plans, ends):
         times[i] = end / PS_PER_SECOND
-    _, _, first, decided = plans[0]
-    return GroupsResult(collective, int(size), first, decided.protocol, times)
+    _, point, first, decided = plans[0]
+    cut = factor_cut_by_the_wire(topo, calibration, int(size), filled, f"the {len(groups):,} groups' {collective}") \
+        if calibration is not None and point.model != "ideal" else []
+    return GroupsResult(collective, int(size), first, decided.protocol, times, cut)
 
 
-def _groups_by_lanes(plans: list, topo: Topology, size: int) -> list[int] | None:
-    """Each group's completion (ps) with all of them replayed as one lane program, or None
+def _groups_by_lanes(plans: list, topo: Topology, size: int) -> tuple[list[int], np.ndarray] | None:
+    """Each group's completion (ps) with all of them replayed as one lane program, and which
+    links filled (mask by link), or None
     when some group's algorithm is no lane program, the model rates links differently for
     different groups, or the lanes could share a link beyond its capacity."""
     programs, timings = [], []
@@ -116,13 +122,15 @@ def _groups_by_lanes(plans: list, topo: Topology, size: int) -> list[int] | None
     if run is None:
         return None
     bounds = np.cumsum([0] + [p.lanes for p in programs])
-    return [int(run.lanes_done_ps[a:b].max(initial=0)) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [int(run.lanes_done_ps[a:b].max(initial=0)) for a, b in zip(bounds[:-1], bounds[1:])], \
+        run.stats.saturated_ps > 0
 
 
-def _groups_on_fluid(plans: list, topo: Topology, size: int, what: str, options: dict) -> list[int]:
+def _groups_on_fluid(plans: list, topo: Topology, size: int, what: str,
+                     options: dict) -> tuple[list[int], np.ndarray]:
     """Each group's completion (ps), their schedules (``options`` given) replayed on the
-    fluid network (``replay_apart``); refused when their schedules together would not fit
-    in memory."""
+    fluid network (``replay_apart``), and which links filled; refused when their schedules
+    together would not fit in memory."""
     runs, held, budget = [], 0, memory_budget()
     for _, point, chosen, _ in plans:
         decided, schedule, timing = point.prepare(chosen, size, dict(options))

@@ -115,6 +115,9 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         progress(done, total)
     step_said, step_read = _env_unfelt_in_step(scenario, training, runs)
     said += step_said
+    if training is not None:  # what the step's exchanges say, said with the scenario's words (not twice in JSON)
+        said += [Finding(**w) for w in training["warnings"]]
+        training = {k: v for k, v in training.items() if k != "warnings"}
     if training is not None and not runs:  # (each run says it of itself)
         said += calibration_said(scenario.topology, scenario.model,
                                  calibration_of(scenario.calibration, scenario.topology))

@@ -46,7 +46,7 @@ slots and every micro-batch crosses v stage boundaries each way instead of one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from simnet.model.interface import resolve_model
 from simnet.run.groups import simulate_groups
@@ -66,7 +66,8 @@ class TrainingStep:
     plus every part of ``exposed`` is ``step_s``; ``collectives`` lists each simulated
     exchange: kind, collective, bytes, groups, algorithm, time. ``slot`` holds the parts of
     one micro-batch's ``forward`` and ``backward`` on the slowest stage (compute, tp, ep,
-    fsdp, pp) and ``dp_sync_s`` the data-parallel gradient sync, for the step's timeline."""
+    fsdp, pp) and ``dp_sync_s`` the data-parallel gradient sync, for the step's timeline;
+    ``warnings`` what its exchanges say (``calibration_capped``), once a link."""
 
     gpus: int
     parallelism: dict
@@ -80,6 +81,7 @@ class TrainingStep:
     collectives: list
     slot: dict
     dp_sync_s: float
+    warnings: list = field(default_factory=list)  # what the exchanges say (a calibration factor the wire cut short)
 
 
 def one_f_one_b(stages: int, micro_batches: int, forward_s: float, backward_s: float,
@@ -162,7 +164,7 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     tokens = b * s
     sizes = exchange_bytes(model, par, a, g)
     layers = model.layers // par.pp
-    simulated = []
+    simulated, said = [], {}
 
     def exchange(kind: str, collective: str, size: int, among: str | None = None, options: dict | None = None) -> float:
         """Seconds of ``collective`` on ``size`` bytes in every group of ``among`` (default:
@@ -174,6 +176,7 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
                                  calibration=calibration, options=options)
         simulated.append({"kind": kind, "collective": collective, "size_bytes": size, "groups": len(members),
                           "algorithm": result.algorithm, "protocol": result.protocol, "time_s": result.time_s})
+        said.update({(w.kind, w.link): w for w in result.warnings if (w.kind, w.link) not in said})
         return result.time_s
 
     layer_fwd, logits_fwd = model.forward_flops_per_token()
@@ -230,7 +233,7 @@ def step_time(topology, model: Transformer, par: Parallelism, *, gpu_flops: floa
     return TrainingStep(gpus=len(gpus), parallelism=asdict(par), step_s=step, compute_s=m * 3 * compute_f,
                         exposed=exposed, tokens_per_step=global_tokens, tokens_per_s=global_tokens / step,
                         model_flops=flops, mfu=flops / (step * len(gpus) * gpu_flops), collectives=simulated,
-                        slot=parts, dp_sync_s=sync)
+                        slot=parts, dp_sync_s=sync, warnings=list(said.values()))
 
 
 def training_step(scenario, env: Mapping[str, str] | None = None) -> dict | None:
