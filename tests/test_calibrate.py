@@ -774,16 +774,38 @@ def test_jobs_of_a_profile_by_size_answer_alike_in_either_order():
     from simnet.run.jobs import run_jobs
 
     topo = topology_from_dict({"name": "t", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
-                                                         "gpus_per_host": 2, "gpu": "h100", "nic_per": "host"}})
+                                                         "gpus_per_host": 4, "gpu": "h100", "nic_per": "host"}})
     by_size = Calibration(bandwidth={2**20: 0.5, 2**32: 1.0})
-    small = {"name": "small", "gpus": [topo.gpus[0], topo.gpus[2]], "size": "1 MiB", "algorithm": "ring"}
-    large = {"name": "large", "gpus": [topo.gpus[1], topo.gpus[3]], "size": "1 GiB", "algorithm": "ring"}
+    # two hosts' halves each, through each host's one NIC (recursive doubling has no NCCL ceiling: its links'
+    # rates alone set its pace)
+    small = {"name": "small", "gpus": [*topo.gpus[0:2], *topo.gpus[4:6]], "size": "64 MiB",
+             "algorithm": "recursive_doubling"}
+    large = {"name": "large", "gpus": [*topo.gpus[2:4], *topo.gpus[6:8]], "size": "1 GiB", "algorithm": "ring"}
     first, second = (run_jobs(topo, jobs, calibration=by_size) for jobs in ([small, large], [large, small]))
     times = [{job["name"]: (job["alone_s"], job["together_s"]) for job in run.jobs} for run in (first, second)]
     assert times[0] == times[1]
-    alone = simulate(topo, "ring", 2**30, gpus=large["gpus"], calibration=by_size).time_s
-    assert times[0]["large"][0] == pytest.approx(alone, rel=1e-9)
+    for job, size in ((small, 2**26), (large, 2**30)):  # alone, each as a run of it alone (review 86, H4)
+        alone = simulate(topo, job["algorithm"], size, gpus=job["gpus"], calibration=by_size).time_s
+        assert times[0][job["name"]][0] == pytest.approx(alone, rel=1e-9)
     assert [w.kind for w in first.warnings].count("calibration_shared") == 1
+
+
+def test_jobs_say_a_factor_cut_short_only_of_links_that_ran_at_it():
+    """Review 86, H2: job a's 1.5x at 64 KiB was said cut short on NIC links only job b (at
+    0.5x) crosses; neither job's own run says it, and now the jobs do not."""
+    from simnet.run.jobs import run_jobs
+
+    topo = topology_from_dict({"name": "2n", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 4, "gpu": "h100"}})
+    profile = Calibration(bandwidth={2**16: 1.5, 2**20: 1.5, 2**28: 0.5, 2**30: 0.5}, source="p.cal.yaml")
+    a = {"name": "a", "gpus": topo.gpus[0:2], "size": "64 KiB", "algorithm": "ring"}
+    b = {"name": "b", "gpus": [topo.gpus[2], topo.gpus[6]], "size": "256 MiB", "algorithm": "recursive_doubling"}
+    alone = [simulate(topo, job["algorithm"], size, gpus=job["gpus"], calibration=profile).warnings
+             for job, size in ((a, 2**16), (b, 2**28))]
+    assert not any(w.kind == "calibration_capped" for said in alone for w in said)
+    for jobs in ([a, b], [b, a]):
+        assert not any(w.kind == "calibration_capped" for w in run_jobs(topo, jobs, calibration=profile).warnings)
+
 
 
 def test_jobs_say_what_a_run_says_of_their_calibration_profile():

@@ -788,3 +788,39 @@ def test_nccl_proto_and_as_recorded_are_never_both_said_where_only_each_beside_t
     dropped = simulate_trace(traces, topology, as_recorded="--as-recorded" not in said,
                              env={} if "NCCL_PROTO" in said else {"NCCL_PROTO": "LL"})
     assert [r["simulated_s"] for r in dropped.collectives] == [r["simulated_s"] for r in both.collectives]
+
+
+def test_what_is_said_to_change_nothing_beside_as_recorded_may_be_dropped_one_by_one(tmp_path):
+    """Review 86, H1: a recording of NCCL's own pick (ring/Simple) under NCCL_PROTO=LL said
+    both changed nothing; dropping --as-recorded alone ran ring/LL, 2.4x slower. Each that is
+    said may be dropped, alone or with the others, and the calls answer alike."""
+    def simple(rank):
+        trace = _step_trace(rank, 1_000 * (rank + 1))
+        for event in trace["traceEvents"]:
+            event["name"] = event["name"].replace("RING_LL", "RING_SIMPLE")
+        return trace
+
+    traces = read_traces([_write(tmp_path, f"r{r}.json", simple(r)) for r in (0, 1)])
+
+    def replayed(as_recorded: bool, env: dict):
+        return simulate_trace(traces, _two_gpus(), as_recorded=as_recorded, env=env)
+
+    given = replayed(True, {"NCCL_PROTO": "LL"})
+    said = {w.link for w in given.warnings if w.kind == "key_unread"}
+    assert said == {"NCCL_PROTO"}  # (--as-recorded counts: without it, NCCL_PROTO=LL's pick runs)
+    assert replayed(True, {}).collectives == given.collectives
+
+
+def test_the_calibration_words_of_a_replay_are_its_calls_own(tmp_path):
+    """Review 86, H3: judging --as-recorded priced NCCL's pick (ring/Simple) too, left it in
+    the pricer's cache, and the replay said that run's calibration_capped although its calls
+    ran ring/LL, which fills no link."""
+    from simnet.model.calibration import Calibration
+
+    paths = [_write(tmp_path, f"r{r}.json", _step_trace(r, 1_000 * (r + 1))) for r in (0, 1)]
+    profile = Calibration(bandwidth=1.3, source="x.cal.yaml")
+    replayed = simulate_trace(read_traces(paths), _two_gpus(), calibration=profile, as_recorded=True)
+    assert [row["ran"] for row in replayed.collectives] == ["ring/LL"]
+    own = simulate(_two_gpus(), "ring", SIZE, env={"NCCL_PROTO": "LL"}, calibration=profile).warnings
+    assert not any(w.kind == "calibration_capped" for w in own)
+    assert not any(w.kind == "calibration_capped" for w in replayed.warnings)

@@ -191,9 +191,10 @@ def _sweeps_gpus(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...]) 
 def _unread_everywhere(spec, plan, records: list[dict], said: set[str], swept: set[str]) -> list:
     """What changed nothing at any point of the sweep (``unread_everywhere``), once each and
     not again where ``said``: the file's own words for a key it makes moot (``spec.warnings``),
-    else that it changed nothing anywhere (for a key only ``--set`` gives, ``swept``, that a
-    run with it written says why). A swept key the file writes too is judged against the
-    file's value: not said where that answers otherwise at some point."""
+    else that it changed nothing anywhere (for a key only an axis gives, ``swept``: ``--set``
+    or the file's own ``sweep:``, that a run with it written says why). A swept key the file
+    writes too is judged against the file's value: not said where that answers otherwise at
+    some point."""
     from simnet.io.yamlsource import dotted_within
     from simnet.results.result import Finding
     from simnet.run.sweep.evaluate import after_every_end, answered_otherwise_as_written, axes_unfelt, unread_everywhere
@@ -207,7 +208,7 @@ def _unread_everywhere(spec, plan, records: list[dict], said: set[str], swept: s
             continue
         if link not in own and source is not None and source.writes(link) and any(
                 dotted_within(link, axis) for axis in swept) and answered_otherwise_as_written(plan, records, link):
-            continue  # --set replaces the file's own value, which counts: it counts against it
+            continue  # the axis replaces the file's own value, which counts: it counts against it
         kind = "option_unread" if link.startswith("options.") else "key_unread"
         whose = "a scenario that writes it" if link in swept and link not in own else "the scenario"
         found.append(own.get(link) or Finding(kind, link, (

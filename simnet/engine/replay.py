@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the fluid network and SimPy load when a replay runs on them
     from simnet.engine.fluid import FluidNetwork
 
 __all__ = ["Replay", "replay", "COMPILED_FROM", "compiled_available",
-           "JobRun", "replay_jobs", "replay_apart", "crossed_links", "join_gates", "never_full"]
+           "JobRun", "replay_jobs", "replay_apart", "join_gates", "never_full"]
 
 
 @dataclass
@@ -912,11 +912,6 @@ def replay_apart(jobs: list[JobRun], topology: Topology, *,
             ends[j] = end
         filled[used[part_filled]] = True
     return ends, filled
-
-
-def crossed_links(schedule: Schedule, topology: Topology) -> np.ndarray:
-    """The links (indices, sorted) that ``schedule``'s transfers cross on ``topology``'s routes."""
-    return _routed(schedule, topology)[0]
 
 
 def _routed(s: Schedule, topology: Topology) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:

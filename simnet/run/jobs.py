@@ -21,9 +21,10 @@ import numpy as np
 
 from simnet import units
 from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
-from simnet.engine.replay import JobRun, crossed_links, replay_jobs
+from simnet.engine.replay import JobRun, replay_jobs
 from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, check_fits, memory_budget
+from simnet.model.interface import resolve_model
 from simnet.model.timing import Timing
 from simnet.results.result import Finding
 from simnet.run.nccl_env import nccl_env
@@ -166,15 +167,28 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat, **({"inner": inner} if inner else {})})
-    capacity, contested = _fabric_capacity(topology, runs, [s.name for s in specs])
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
     index = {id(run): i for i, run in enumerate(runs)}
+    rates = [run.timing.capacity for run in runs]  # each job's links as its model rates them at its size (None:
+    # background traffic, or line rates); links no job of a replay crosses run at the highest any job gives them
+    highest = np.max([r for r in rates if r is not None], axis=0) if any(r is not None for r in rates) else None
+
+    def capacity_of(jobs: list[JobRun]) -> np.ndarray | None:
+        """The links' rates for a replay of ``jobs``: alone, a job's own (as ``simulate`` runs
+        it); together, each link at the highest rate of the jobs whose alone replays used it
+        (``used``), whatever order the file lists them in."""
+        own = [index[id(run)] for run in jobs if rates[index[id(run)]] is not None]
+        if len(jobs) == 1:
+            return rates[own[0]] if own else highest
+        return _shared_rates([rates[i] for i in own], [used[i] for i in own], highest)
+
     # whether some run of the job waited for its period in a replay whose times are said: together (each job's
     # times and its last run's end) and in pairs; alone only under faults, met at other instants by a run that
     # waits (alone, a wait moves no run's duration, and alone_s is their mean)
     waited = [False] * len(runs)
 
     def replayed(jobs: list[JobRun], healthy: bool = False, said: bool = True):
+        capacity = capacity_of(jobs)
         answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given),
                                      [] if healthy else faults,
                                      lambda answer: max((end for times in answer[0] for _, end in times), default=0))
@@ -196,9 +210,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         times, stats = replayed([run], said=bool(faults))
         alone_times.append(times[0])
         alone.append(_mean_time(times[0]))
-        used.append(set(np.flatnonzero(stats.bytes > 0).tolist()))
+        used.append(stats.bytes > 0)
     # two jobs together are the pair: its replay is the same call, not made twice
-    pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs)) if used[i] & used[j]]
+    pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs)) if (used[i] & used[j]).any()]
     replays[1] += len(pairs) if len(runs) > 2 else 0
     together_times, together = replayed(runs)
     _refuse_background_never_run(specs, together_times)
@@ -212,16 +226,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)
         job["runs"] = job["runs"] or len(times)
-    said = _env_unread(env, decisions) + contested
-    if calibration is not None and decisions:  # what a run over the jobs' GPUs says of the profile
-        held = {gpu for gpus in placements for gpu in gpus}
-        said += calibration_said(topology.subset([g for g in topology.gpus if g in held]), model, calibration,
-                                 tuple(faults))
-    if calibration is not None and decisions and decisions[0][0].model != "ideal":
-        said += [finding for _, _, size in decisions  # each job's factor where its links filled, once a link
-                 for finding in factor_cut_by_the_wire(topology, calibration, size, together.saturated_ps > 0,
-                                                       "the jobs' run together")]
-        said = list({(w.kind, w.link): w for w in said}.values())
+    said = _env_unread(env, decisions)
+    if calibration is not None and decisions:
+        said += _calibration_in_jobs(topology, calibration, model, faults, rates, used, placements, specs,
+                                     together.saturated_ps > 0, capacity_of(runs))
     if faults:
         healthy_times, _ = replayed(runs, healthy=True)
         for job, times in zip(described, healthy_times):
@@ -242,9 +250,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         for i, spec in enumerate(specs) if spec.background is None and spec.period is not None and spec.repeat > 1
         and not waited[i]]
     shared = []
-    for link in sorted({link for i, a in enumerate(used) for b in used[i + 1:] for link in a & b},
+    for link in sorted(np.flatnonzero(np.sum(used, axis=0) > 1).tolist(),
                        key=lambda k: (-int(together.saturated_ps[k]), -float(together.bytes[k]), k))[:10]:
-        holders = [names[i] for i, u in enumerate(used) if link in u]
+        holders = [names[i] for i, u in enumerate(used) if u[link]]
         end = max(e for times in together_times for _, e in times)
         shared.append({"link": topology.link_name(link), "jobs": holders,
                        "saturated_fraction": int(together.saturated_ps[link]) / end if end else 0.0,
@@ -253,35 +261,45 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                       [{"at_s": f.at, "what": f.what, "links": len(f.links)} for f in faults])
 
 
-def _fabric_capacity(topology: Topology, runs: list[JobRun], names: list[str]) -> tuple[np.ndarray | None,
-                                                                                     list[Finding]]:
-    """The links' rates the jobs share (B/s; None: line rates, where no job's model rates
-    them): each job's model rates the links at its own size (a calibration profile's factor
-    by size), so a link one job crosses runs at that job's rate, and one several cross at the
-    highest of theirs, whatever order the file lists them in (``calibration_shared`` says
-    where they differ; each job's NCCL ceilings keep its own factor); a link only background
-    traffic crosses at the highest any job gives it."""
-    rated = [(run, names[i]) for i, run in enumerate(runs) if run.timing.capacity is not None]
-    if not rated:
-        return None, []
-    first = rated[0][0].timing.capacity
-    if all(np.array_equal(run.timing.capacity, first) for run, _ in rated[1:]):
-        return first, []
-    rates = np.stack([run.timing.capacity for run, _ in rated])
-    crossed = np.zeros(rates.shape, dtype=bool)
-    for k, (run, _) in enumerate(rated):
-        crossed[k, crossed_links(run.schedule, topology)] = True
-    capacity = np.where(crossed.any(axis=0), np.where(crossed, rates, 0.0).max(axis=0), rates.max(axis=0))
-    differ = np.flatnonzero((crossed.sum(axis=0) > 1) & (np.where(crossed, rates, np.inf).min(axis=0) < capacity))
-    if not len(differ):
-        return capacity, []
-    link = int(differ[0])
-    sharing = [f"{name} {units.format_bandwidth(run.timing.capacity[link])}" for (run, name), on in
-               zip(rated, crossed[:, link]) if on]
-    return capacity, [Finding("calibration_shared", topology.link_name(link), (
-        f"{topology.link_name(link)}{f' and {len(differ) - 1} more links' if len(differ) > 1 else ''}, shared by "
-        f"jobs the calibration profile rates otherwise at their sizes ({', '.join(sharing)}), ran at the highest "
-        "of their rates; each job's NCCL ceilings keep its own factor"))]
+def _shared_rates(rates: list[np.ndarray], used: list[np.ndarray], highest: np.ndarray | None) -> np.ndarray | None:
+    """Links' rates for jobs replayed together (``rates`` and ``used``: each job's rates and
+    the links its alone replay used): a link at the highest rate of the jobs that use it,
+    one none uses at ``highest``; one array where every job rates the links alike."""
+    if not rates or all(np.array_equal(r, rates[0]) for r in rates[1:]):
+        return rates[0] if rates else highest
+    on = np.stack(used)
+    return np.where(on.any(axis=0), np.where(on, np.stack(rates), 0.0).max(axis=0), highest)
+
+
+def _calibration_in_jobs(topology: Topology, calibration, model: str | None, faults: list[Fault],
+                         rates: list, used: list[np.ndarray], placements: list[list[str]],
+                         specs: list[JobSpec], filled: np.ndarray, shared: np.ndarray | None) -> list[Finding]:
+    """What jobs say of their calibration profile: what every job's own run over its GPUs
+    says of it (``calibration_said``), links the jobs share that it rates otherwise at their
+    sizes (``calibration_shared``: they ran at the highest, ``shared``), and per job a factor
+    the wire cut short on links of its own that ran at its rate and ``filled`` together."""
+    by_job = [{(w.kind, w.link): w for w in calibration_said(topology.subset(
+        [g for g in topology.gpus if g in set(placements[i])]), model, calibration, tuple(faults))}
+        for i, spec in enumerate(specs) if spec.background is None]
+    said = [w for key, w in by_job[0].items() if all(key in theirs for theirs in by_job[1:])] if by_job else []
+    own = [i for i, rate in enumerate(rates) if rate is not None]  # (jobs the model rates: none under ideal)
+    if not own or resolve_model(model, topology) == "ideal":
+        return said
+    on = np.stack([used[i] for i in own])
+    lower = np.where(on, np.stack([rates[i] for i in own]), np.inf).min(axis=0)
+    differ = np.flatnonzero((on.sum(axis=0) > 1) & (lower < shared))
+    if len(differ):
+        link = int(differ[0])
+        sharing = ", ".join(f"{specs[i].name} {units.format_bandwidth(rates[i][link])}" for i, crossed in
+                            zip(own, on[:, link]) if crossed)
+        said.append(Finding("calibration_shared", topology.link_name(link), (
+            f"{topology.link_name(link)}{f' and {len(differ) - 1} more links' if len(differ) > 1 else ''}, shared "
+            f"by jobs the calibration profile rates otherwise at their sizes ({sharing}), ran at the highest of their "
+            "rates: each job's NCCL ceilings keep its own factor, and a job of a lower rate may run faster there "
+            "beside the others than alone")))
+    cut = [w for i in own for w in factor_cut_by_the_wire(
+        topology, calibration, specs[i].size, filled & used[i] & (shared == rates[i]), "the jobs' run together")]
+    return said + list({w.link: w for w in cut}.values())
 
 
 def _faults_on(topology: Topology, specs: list, placements: list[list[str]]) -> list[Fault]:

@@ -258,11 +258,11 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
     warnings = [*pricer.warnings, *([] if given else _gpu_warning(traces[0].gpu, topo, gpus)),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
+    warnings += _calibration_said([pricer.result(inst) for inst in instances], calibration)  # (the calls as run)
     unread = pricer.unread(instances)
-    # --as-recorded judged against NCCL's pick without the variables said to change nothing beside it (each of
-    # NCCL_PROTO and --as-recorded may change nothing only given the other)
+    # --as-recorded judged against NCCL's pick with and without the variables said to change nothing beside it
+    # (each of NCCL_PROTO and --as-recorded may change nothing only given the other)
     warnings += unread + pricer.as_recorded_unread(instances, without={w.link for w in unread})
-    warnings += _calibration_said(list(pricer.results.values()), calibration)
     apart = _overlapping_kinds(instances, timeline)
     if apart:
         warnings.append(Finding("concurrent_collectives", "", (
@@ -385,22 +385,24 @@ class _Pricer:
     def as_recorded_unread(self, instances: list[Instance], without: set[str] = frozenset()) -> list[Finding]:
         """``key_unread`` of --as-recorded where every call runs the algorithm NCCL's pick runs
         in the same time (its recorded protocol timed as the pick's: under ``model: ideal``,
-        which runs no protocol, or where the recording is NCCL's pick), so it changed nothing;
-        NCCL's pick made without the variables ``without`` (said to change nothing beside
-        --as-recorded: dropping both must answer alike)."""
+        which runs no protocol, or where the recording is NCCL's pick), so it changed nothing:
+        NCCL's pick under the environment, and without the variables ``without`` (said to
+        change nothing beside --as-recorded), so dropping any of them answers alike."""
         if not self.as_recorded or not instances:
             return []
         recorded = [(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances]
-        env, self.as_recorded = self.env, False
-        self.env = {name: value for name, value in env.items() if name not in without}
+        env, results, self.as_recorded = self.env, dict(self.results), False
         try:
-            picked = [(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances]
+            picks = []
+            for kept in (env, {name: value for name, value in env.items() if name not in without}):
+                self.env = kept
+                picks.append([(self.result(inst).algorithm, self.result(inst).time_s) for inst in instances])
         except ValueError:  # NCCL's pick would fail a call (NCCL_ALGO=Tree on a Broadcast): --as-recorded counts
             return []
-        finally:
-            self.env, self.as_recorded = env, True
+        finally:  # (the picks priced here are no call of the replay: not kept)
+            self.env, self.results, self.as_recorded = env, results, True
         fell_back = any(w.kind == "recorded_algorithm" for w in self.warnings)
-        return [] if recorded != picked else [Finding("key_unread", "--as-recorded", (
+        return [] if any(recorded != picked for picked in picks) else [Finding("key_unread", "--as-recorded", (
             "--as-recorded changed nothing here: every call runs the algorithm NCCL picks, in the same time "
             + ("(each whose recorded algorithm could not run took NCCL's pick: recorded_algorithm)" if fell_back else
                f"with its recorded protocol as with the pick's"
