@@ -837,3 +837,21 @@ def test_a_training_step_says_a_factor_the_wire_cut_short():
              for f in (1.6, 2.0, 0.5)}
     assert steps[1.6].step_s == steps[2.0].step_s  # cut at line rate both
     assert [w.kind for w in steps[2.0].warnings] == ["calibration_capped"] and not steps[0.5].warnings
+
+
+def test_a_profile_fitted_under_other_nccl_variables_says_so(tmp_path):
+    """Fuzz round av, L13: a profile fitted under NCCL_ALGO=Ring records it (fitted.nccl_variables)
+    and was applied to runs of NCCL's own picks without a word, where one fitted on another
+    machine is warned."""
+    (tmp_path / "r.cal.yaml").write_text(yaml.safe_dump({"calibration": {"base_latency": "2 us"},
+                                                          "fitted": {"nccl_variables": {"NCCL_ALGO": "Ring"}}}))
+    profile = load_calibration(tmp_path / "r.cal.yaml")
+    box = topology_from_dict({"name": "box", "generate": {"kind": "nvswitch", "gpus": 8, "gpu": "h100"}})
+
+    def said(env):
+        run = simulate(box, "ring", 2**24, calibration=profile, env=env)
+        return [w.message for w in run.warnings if w.kind == "calibration_other_environment"]
+
+    (message,) = said({})
+    assert "fitted under NCCL variables NCCL_ALGO=Ring, this run has none" in message
+    assert not said({"NCCL_ALGO": "Ring"})

@@ -91,6 +91,7 @@ class Calibration:
     network_bandwidth: float = 1.0
     source: str | None = field(default=None, compare=False)
     hardware: tuple[tuple[str, object], ...] | None = field(default=None, compare=False)  # ``hardware_of`` its fit
+    fitted_env: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)  # NCCL variables of its fit
 
     def __post_init__(self):
         if isinstance(self.bandwidth, dict):
@@ -115,7 +116,7 @@ class Calibration:
     @property
     def parameters(self) -> dict[str, float]:
         """The fitted numbers by name (one per size for a bandwidth by size)."""
-        values = {k: v for k, v in asdict(self).items() if k not in ("source", "bandwidth", "hardware")}
+        values = {k: v for k, v in asdict(self).items() if k not in ("source", "bandwidth", "hardware", "fitted_env")}
         if isinstance(self.bandwidth, tuple):
             values.update({f"bandwidth at {units.format_size(s)}": f for s, f in self.bandwidth})
         else:
@@ -139,7 +140,8 @@ class _HardwareSpec(Strict):
 
 class _FittedSpec(Strict):
     """``fitted``: what the profile was fitted on (``simnet calibrate``'s or the validation's
-    record, read by no one but ``hardware``, which a run on another machine is warned of)."""
+    record, read by no one but ``hardware`` and ``nccl_variables``: a run on another machine,
+    or under other NCCL variables, is warned of)."""
 
     hardware: _HardwareSpec | None = None
     topology: str | None = None
@@ -215,7 +217,9 @@ def load_calibration(path: str | Path) -> Calibration:
         raise source.from_validation(exc, ("calibration",), _CalibrationSpec) from None
     machine = fitted.get("hardware") if isinstance(fitted, dict) else None
     hardware = tuple(sorted(machine.items())) if isinstance(machine, dict) else None
-    calibration = Calibration(**spec.model_dump(), source=str(path), hardware=hardware)
+    variables = fitted.get("nccl_variables") if isinstance(fitted, dict) else None
+    calibration = Calibration(**spec.model_dump(), source=str(path), hardware=hardware,
+                              fitted_env=tuple(sorted(variables.items())) if isinstance(variables, dict) else None)
     neutral = Calibration()
     if "fitted" not in data and (calibration == neutral or (isinstance(calibration.bandwidth, tuple) and all(
             factor == 1.0 for _, factor in calibration.bandwidth) and replace(calibration, bandwidth=1.0) == neutral)):

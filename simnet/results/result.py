@@ -59,7 +59,8 @@ class Finding:
     ``chunk_size_raised`` (a chunk finer than NCCL's ran as NCCL's), ``channels_capped``
     (``options.channels`` asked NCCL for more channels than it opens: it ran those), ``calibration_unused``
     (``model: ideal`` left a calibration profile out), ``calibration_other_hardware`` (the
-    profile was fitted on another machine), ``calibration_capped`` (the profile's bandwidth
+    profile was fitted on another machine), ``calibration_other_environment`` (under other NCCL
+    variables), ``calibration_capped`` (the profile's bandwidth
     factors would have run a link above its line rate: it ran at line rate),
     ``calibration_shared`` (jobs the profile rates otherwise at their sizes share a link: it ran
     at the highest of their rates), ``gpu_unnamed``

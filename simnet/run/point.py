@@ -135,13 +135,23 @@ def factor_cut_by_the_wire(topo: Topology, fit: Calibration, size: int, filled: 
         "runs at most at line rate, so there the factor counted only up to it"))]
 
 
-def foreign_calibration(fit: Calibration | None, topo: Topology) -> list[Finding]:
+def foreign_calibration(fit: Calibration | None, topo: Topology, env: Mapping[str, str]) -> list[Finding]:
     """``calibration_other_hardware`` where the profile ``fit`` was fitted on another
-    machine than ``topo``'s (``other_hardware``), else nothing."""
+    machine than ``topo``'s (``other_hardware``), ``calibration_other_environment`` where
+    under other NCCL (RCCL) variables than the run's ``env``; else nothing."""
     differ = other_hardware(fit, topo) if fit else None
-    return [Finding("calibration_other_hardware", "", (
+    said = [Finding("calibration_other_hardware", "", (
         f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
         "corrections may not hold here; fit one on this machine's logs (simnet calibrate)"))] if differ else []
+    if fit is not None and fit.fitted_env is not None and dict(fit.fitted_env) != dict(env):
+        def shown(variables) -> str:
+            return ", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "none"
+
+        said.append(Finding("calibration_other_environment", "", (
+            f"the calibration profile {fit.source or ''} was fitted under NCCL variables {shown(dict(fit.fitted_env))}"
+            f", this run has {shown(dict(env))}: its corrections are of the runs they made (NCCL's picks, "
+            "protocols and channels), and may not hold here")))
+    return said
 
 
 @dataclass(frozen=True)
@@ -346,7 +356,7 @@ class Setup:
         if late:  # read, and changed nothing: the run was over
             warnings.append(after_end(late, len(conditions.faults), run.time))
         fit = self.calibration
-        warnings += foreign_calibration(fit, topo) if self.model != "ideal" else []
+        warnings += foreign_calibration(fit, topo, self.env) if self.model != "ideal" else []
         # a GPU of the network (every subset shares the answer) names no generation: which of these ranks
         some_unnamed = topo.derived("a_gpu_unnamed", lambda t: any(
             data.get("gpu") is None for _, data in t.graph.nodes(data=True) if data["kind"] == "gpu"))

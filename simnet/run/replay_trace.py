@@ -477,7 +477,8 @@ def _gpu_warning(recorded_gpu: str | None, topo: Topology, gpus: list[str]) -> l
                     f"keep the {was}'s recorded times; give --gpu-speedup{hint}")]
 
 
-CALIBRATION_SAID = ("calibration_other_hardware", "calibration_unused", "calibration_capped")
+CALIBRATION_SAID = ("calibration_other_hardware", "calibration_other_environment", "calibration_unused",
+                    "calibration_capped")
 """What a call's run says of the calibration profile that the replay says too, once each
 (``calibration_capped`` once per link)."""
 

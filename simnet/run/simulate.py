@@ -631,7 +631,7 @@ def calibration_said(topology: Topology, model: str | None, calibration: Calibra
         return []
     if point.model == "ideal":
         return [_calibration_unused(calibration, point.model)]
-    return foreign_calibration(calibration, topology) + _network_fit_unread(point, calibration,
+    return foreign_calibration(calibration, topology, point.env) + _network_fit_unread(point, calibration,
                                                                             Conditions(faults=tuple(faults)), [])
 
 
