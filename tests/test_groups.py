@@ -130,3 +130,20 @@ def test_identical_parts_mark_their_own_links_filled(monkeypatch):
     assert calls == [1]
     assert ends == joint(topo, groups, "send_recv", 2**24, "direct")
     assert np.array_equal(filled, joint.filled) and filled.sum() == 32  # each pair's 2 NICs, up and down
+
+
+def test_groups_of_other_shapes_name_what_ran_in_the_slowest():
+    """Fuzz round av, L12: groups of other shapes pick otherwise (one host: its own pick; one
+    spanning hosts: another), and the exchange named the first group's pick beside the
+    slowest group's time. It names what ran where the time is said."""
+    from simnet.run.simulate import simulate
+
+    topo = fabric()
+    gpus = topo.gpus
+    groups = [gpus[0:4], [gpus[4], gpus[5], gpus[8], gpus[9]]]  # one host; two hosts of two racks
+    together = simulate_groups(topo, groups, "allreduce", 2**26)
+    alone = [simulate(topo, "auto", 2**26, gpus=group) for group in groups]
+    slowest = max(alone, key=lambda run: run.time_s)
+    assert alone[0].algorithm != alone[1].algorithm  # (else there is one pick to name)
+    assert (together.algorithm, together.protocol) == (slowest.algorithm, slowest.protocol)
+    assert together.time_s == pytest.approx(slowest.time_s, rel=1e-9)

@@ -35,7 +35,7 @@ class GroupsResult:
 
     collective: str
     size_bytes: int
-    algorithm: str  # what ran (NCCL's pick for the first group under auto)
+    algorithm: str  # what ran in the slowest group (NCCL's pick for it under auto)
     protocol: str | None
     times_s: list[float]  # per group, from the common start to its last delivery
     warnings: list[Finding] = field(default_factory=list)  # a calibration factor the wire cut short
@@ -84,10 +84,11 @@ def simulate_groups(topology: Topology | str | Path, groups: list[list[str]], co
     times = [0.0] * len(groups)
     for (i, *_), end in zip(plans, ends):
         times[i] = end / PS_PER_SECOND
-    _, point, first, decided = plans[0]
+    # what ran where the time said (the slowest group's): groups of other shapes may run another pick
+    _, point, slowest, decided = plans[max(range(len(plans)), key=lambda k: ends[k])]
     cut = factor_cut_by_the_wire(topo, calibration, int(size), filled, f"the {len(groups):,} groups' {collective}") \
         if calibration is not None and point.model != "ideal" else []
-    return GroupsResult(collective, int(size), first, decided.protocol, times, cut)
+    return GroupsResult(collective, int(size), slowest, decided.protocol, times, cut)
 
 
 def _groups_by_lanes(plans: list, topo: Topology, size: int) -> tuple[list[int], np.ndarray] | None:
