@@ -239,3 +239,28 @@ def test_one_channel_of_the_option_is_two_of_nccl_s_as_the_readme_says(root):
     assert option.time_s == pytest.approx(variable.time_s, abs=2e-9)
     text = " ".join((root / "README.md").read_text().split())
     assert "so on one H100 box it times as `NCCL_MAX_NCHANNELS=2` does (within 2 ns), not `=1`" in text
+
+
+@pytest.mark.parametrize("algorithm, size, channels, chunk", [
+    # enqueue.cc:2231-2257 (v2.30.7) on paper, 2 hosts of 8 H100 under a SHARP ToR (8 heads):
+    # Direct, 2 deep: 512 KiB halved while nBytes / (channels x 8 heads x chunk) < 2 x 64 (down to
+    # 128 KiB), < 2 x 8 (64 KiB), < 2 x 8 (32 KiB): 64 MiB on 16 channels: 1, 2, 4 | 8 | 16 -> 32 KiB
+    ("CollNetDirect", 2**26, 16, 32768),
+    # Chain, 8 deep (GPUs a node): 256 KiB halved while nBytes / (channels x chunk) < 8 x 64 (to
+    # 128 KiB), < 8 x 8 (64 KiB), < 8 (32 KiB): 64 MiB on 16: 16, 32 | 64 -> 64 KiB; 1 MiB on 3: 1, 2 |
+    # 5 | 5 -> 32 KiB
+    ("CollNetChain", 2**26, 16, 65536),
+    ("CollNetChain", 2**20, 3, 32768),
+])
+def test_collnet_pipelines_in_nccl_s_own_smaller_chunks(algorithm, size, channels, chunk):
+    """Fuzz round aw, S1: CollNet ran in 512 KiB steps at every size, where NCCL halves them
+    down to 32 KiB to fill its pipeline: an 8 MiB CollNetChain took 441 us, against 536 us at
+    1 MiB, 768 us at 256 KiB."""
+    from simnet.tuning import enqueue, search
+
+    sharp = topology_from_dict({"name": "c", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 2,
+                                                          "gpus_per_host": 8, "gpu": "h100", "sharp": True,
+                                                          "nvls": False}})
+    system = search.system_of(sharp)
+    assert enqueue.collective_channels(system, algorithm, "Simple", size)[0] == channels
+    assert enqueue.chunk_size(system, algorithm, "Simple", size) == chunk

@@ -159,7 +159,7 @@ def collective_channels(system: System, algorithm: str, protocol: str, nbytes: i
         channels = comm
     elif algorithm == "CollNetDirect":
         channels, threshold = comm, COLLNET_THREAD_THRESHOLD
-        heads = max(1, min(graph(system, "CollNetDirect").channels, round(system.ppn)))
+        heads = collnet_heads(system)
         switch = 16
         while switch >= 1:  # enqueue.cc:2073-2082
             while (dropping := nbytes < channels * MAX_THREADS_ANY * heads * threshold) and channels > switch:
@@ -256,6 +256,8 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
             if nbytes < factor * ops * chunk and chunk > smaller:
                 chunk = smaller
         return chunk
+    if algorithm in ("CollNetDirect", "CollNetChain"):
+        return _collnet_chunk(system, algorithm, nbytes, channels)
     amd = system.library == "rccl"
     if protocol == "LL":
         return rccl.LL_CHUNK if amd else 32 * 1024
@@ -278,6 +280,33 @@ def chunk_size(system: System, algorithm: str, protocol: str, nbytes: int, funct
                 chunk //= 2
         return chunk
     return 1024 * 1024 if algorithm == "Ring" else 512 * 1024
+
+
+def collnet_heads(system: System) -> int:
+    """NCCL's CollNetDirect heads (``collnetDirect.nHeads``): one per channel of its graph, no
+    more than the GPUs of a node (connect.cc:233)."""
+    return max(1, min(graph(system, "CollNetDirect").channels, round(system.ppn)))
+
+
+def _collnet_chunk(system: System, algorithm: str, nbytes: int, channels: int) -> int:
+    """CollNet's chunk (enqueue.cc:2231-2257, v2.30.7), Simple's 512 KiB step (CollNetChain's
+    at most 256 KiB) halved while a channel (CollNetDirect: each of its heads) has fewer
+    chunks than 64, then 8, then 8 (Chain: 1) times the pattern is deep, down to 128, 64 and
+    32 KiB: CollNetDirect is 2 deep (leaves up to the heads, the heads through the network;
+    1 with one GPU a node: connect.cc:238), CollNetChain as deep as a node has GPUs
+    (connect.cc:472), so a mid-size collective pipelines in many small chunks."""
+    ppn = max(1, round(system.ppn))
+    if algorithm == "CollNetDirect":
+        spread, depth, rounds = channels * collnet_heads(system), (2 if ppn > 1 else 1), ((64, 131072), (8, 65536),
+                                                                                           (8, 32768))
+        chunk = 512 * 1024
+    else:
+        spread, depth, rounds = channels, ppn, ((64, 131072), (8, 65536), (1, 32768))
+        chunk = 256 * 1024
+    for loops, smallest in rounds:
+        while nbytes // (spread * chunk) < depth * loops and chunk > smallest:
+            chunk //= 2
+    return chunk
 
 
 def _pow2_up(n: int) -> int:
