@@ -536,6 +536,21 @@ def test_a_folder_where_an_output_file_goes_is_refused_before_the_work(cli, tmp_
     assert [p.name for p in out.iterdir()] == [name]
 
 
+@pytest.mark.parametrize("command, option, name", [
+    ("run", "--plot", "dang"), ("run", "--plot", "dang/sub"), ("run", "--json", "dang"), ("sweep", "--out", "dang")])
+def test_an_output_through_a_link_to_nothing_is_refused_before_the_work(cli, tmp_path, command, option, name):
+    """Fuzz round aw, M1: a dangling symbolic link as --plot or --out exited 70 after the run
+    (its JSON and CSV written), and as --json was replaced by a file without a word."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    (tmp_path / "dang").symlink_to(tmp_path / "nowhere" / "plots")
+    result = cli(command, path, option, tmp_path / name, *(["--csv", tmp_path / "r.csv"] if command == "run" else []))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{tmp_path / 'dang'} is a link to {tmp_path / 'nowhere' / 'plots'}, which does not exist" in result.stderr
+    assert (tmp_path / "dang").is_symlink() and not (tmp_path / "r.csv").exists()
+
+
 LONG = "x" * 300  # past the 255 bytes a file name may have on Linux file systems
 
 

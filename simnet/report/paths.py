@@ -49,8 +49,17 @@ def _refused_as(where: str) -> Iterator[None]:
         raise InputError(f"{where}: {exc.strerror or exc}") from None
 
 
+def _refuse_a_dangling_link(path: Path, where: str) -> None:
+    """``InputError`` where ``path`` or a folder above it is a symbolic link to nothing: the
+    write would fail after the work (a folder), or replace the link with a file."""
+    dangling = next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None)
+    if dangling is not None:
+        raise InputError(f"{where}: {dangling} is a link to {os.readlink(dangling)}, which does not exist")
+
+
 def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path:
     """``output_file``'s checks of the place itself."""
+    _refuse_a_dangling_link(path, where)
     if path.is_dir():
         raise InputError(f"{where}: it is a folder; give a file name")
     if path.exists() and not path.is_file():  # results replace a file whole: never a device such as /dev/null
@@ -94,6 +103,7 @@ def output_dir(path: str | Path, option: str, inputs: Iterable[str | Path] = (),
 
 def _writable_dir(path: Path, option: str, where: str, inputs: Iterable[str | Path], writes: Iterable[str]) -> Path:
     """``output_dir``'s checks of the place itself."""
+    _refuse_a_dangling_link(path, where)
     read = {Path(p).resolve() for p in inputs}
     for name in writes:
         if (path / name).resolve() in read:
