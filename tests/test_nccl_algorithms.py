@@ -233,12 +233,14 @@ def test_one_channel_of_the_option_is_two_of_nccl_s_as_the_readme_says(root):
     import simnet
 
     topology = simnet.load_topology(root / "topologies/dgx_h100.yaml")
-    option = simnet.simulate(topology, "ring", 2**30, channels=1)
-    variable = simnet.simulate(topology, "ring", 2**30, env={"NCCL_MAX_NCHANNELS": "2"})
-    assert option.nccl_channels == variable.nccl_channels == 2
-    assert option.time_s == pytest.approx(variable.time_s, abs=2e-9)
+    for size in (2**16, 2**22, 2**28, 2**30):  # the sizes the README names (fuzz round aw, M3: not every size)
+        option = simnet.simulate(topology, "ring", size, channels=1)
+        variable = simnet.simulate(topology, "ring", size, env={"NCCL_MAX_NCHANNELS": "2"})
+        assert option.nccl_channels == variable.nccl_channels == 2
+        assert option.time_s == pytest.approx(variable.time_s, abs=2e-9), size
     text = " ".join((root / "README.md").read_text().split())
-    assert "so on one H100 box it times as `NCCL_MAX_NCHANNELS=2` does (within 2 ns), not `=1`" in text
+    assert ("so on one H100 box it times as `NCCL_MAX_NCHANNELS=2` does, not `=1` (to the ns for a ring at 64 KiB, "
+            "4 MiB or 256 MiB and up; not everywhere yet") in text
 
 
 @pytest.mark.parametrize("algorithm, size, channels, chunk", [
