@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "CannotSimulate", "Cut", "SpecError", "shown", "kind_of"]
+__all__ = ["InputError", "CannotSimulate", "Cut", "SpecError", "shown", "as_written", "kind_of"]
 
 SHOWN = 60
 """Most characters of a value an error line quotes."""
@@ -83,6 +83,16 @@ class OptionUnsupported(Unsupported):
     def __init__(self, option: str, message: str):
         super().__init__(message)
         self.option = option
+
+
+def as_written(value: Any) -> str:
+    """A value as a file writes it: text bare (bf16, auto, 400Gb/s), anything else as
+    ``shown`` writes it (true, 1, {tp: 2}).
+
+    >>> as_written("bf16"), as_written(True), as_written({"tp": 2})
+    ('bf16', 'true', '{tp: 2}')
+    """
+    return value if isinstance(value, str) else shown(value)
 
 
 def shown(value: Any) -> str:

@@ -743,3 +743,12 @@ def test_a_sweep_names_no_bottleneck_where_no_link_filled_and_a_key_once_however
     twice = cli("sweep", path, "--set", "sizes.0=1MiB", "--set", "sizes[0]=2MiB", "--out", tmp_path / "o2")
     assert twice.exit_code == 2 and "--set: sizes.0 is given twice" in twice.stderr
 
+
+
+def test_a_swept_yes_no_is_labelled_as_a_file_writes_it():
+    """Fuzz round aw, L3: rows and results.csv said pxn=True / pxn=False, Python's spelling,
+    where a file writes true and false."""
+    from simnet.report.sweep_report import series_label
+
+    label = series_label({"algorithm": "direct", "set": {"options.pxn": True, "training.dtype": "bf16"}})
+    assert "pxn=true" in label and "dtype=bf16" in label and "True" not in label

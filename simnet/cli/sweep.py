@@ -12,7 +12,7 @@ import yaml
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
 from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import WholeRange, friendly, loading
-from simnet.errors import InputError
+from simnet.errors import InputError, as_written
 from simnet.io.yamlsource import dotted_loc, load_value
 from simnet.schedule.kinds import COLLECTIVES
 
@@ -157,7 +157,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
                           "of a rate (busbw, speedup, efficiency); results.csv names it in its warnings columns")
     where: dict[tuple[str, str], list[str]] = {}  # (algorithm, why) -> the points it was skipped at
     for r in skipped:
-        settings = ", ".join(f"{k}={v}" for k, v in r["set"].items())
+        settings = ", ".join(f"{k}={as_written(v)}" for k, v in r["set"].items())
         point = f"{r['gpus']} GPUs" + (f" ({settings})" if settings else "")
         where.setdefault((r["algorithm"], r["skipped"]), []).append(point)
     for note in notes + [f"skipped {name} at {'; '.join(dict.fromkeys(points))} (all): {why}"

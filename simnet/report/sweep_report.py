@@ -19,6 +19,7 @@ from matplotlib.ticker import FuncFormatter
 from rich.table import Table
 
 from simnet import units
+from simnet.errors import as_written
 from simnet.report.figures import pyplot, save, series_styles, time_axis
 from simnet.report.plots import plot_steps
 from simnet.results.result import FILLED
@@ -36,7 +37,7 @@ SWEEP_FILES = ("results.csv", "results.jsonl", "sweep.json", ".lock", "busbw.png
 
 def series_label(record: dict) -> str:
     """``ring`` or ``ring, nic_bandwidth=100 Gb/s``: one line per algorithm and override."""
-    extra = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in record["set"].items())
+    extra = ", ".join(f"{k.rsplit('.', 1)[-1]}={as_written(v)}" for k, v in record["set"].items())
     return f"{record['algorithm']}, {extra}" if extra else record["algorithm"]
 
 
@@ -176,7 +177,8 @@ def write_sweep_csv(records: list[dict], path: Path) -> Path:
         writer.writeheader()
         for record in records:
             for size in record["sizes"] or [{}]:  # a training sweep may have no sizes: one row per point
-                writer.writerow({**record, **size, "set": ";".join(f"{k}={v}" for k, v in record["set"].items()),
+                settings = ";".join(f"{k}={as_written(v)}" for k, v in record["set"].items())
+                writer.writerow({**record, **size, "set": settings,
                                  "warnings": ";".join(size.get("warnings", ())),
                                  "bucket_warnings": ";".join(record.get("bucket_warnings", ()))})
     return path

@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
-from simnet.errors import Cut, InputError, kind_of, shown
+from simnet.errors import Cut, InputError, as_written, kind_of, shown
 from simnet.io.files import missing_file
 from simnet.io.yamlsource import Source, format_loc, load_yaml
 from simnet.model.calibration import load_calibration
@@ -594,7 +594,7 @@ def _written_as_default(spec: ScenarioSpec, topology: Topology) -> list[tuple[tu
         if job.background is not None:
             held.append((("jobs", i, "background"), job.background, "background"))
     unread = "is its default, so it changed nothing here; leave it out"
-    written = [(where + (key,), f"{'0 s' if key == 'start' else _as_written(getattr(mapping, key))} {unread}")
+    written = [(where + (key,), f"{'0 s' if key == 'start' else as_written(getattr(mapping, key))} {unread}")
                for where, mapping, kind in held for key in AT_DEFAULT[kind]
                if key in mapping.model_fields_set and getattr(mapping, key) == type(mapping).model_fields[key].default]
     gpu = topology.gpu_model(topology.gpus[0])
@@ -607,11 +607,6 @@ def _written_as_default(spec: ScenarioSpec, topology: Topology) -> list[tuple[tu
         if job.background is not None and job.period == BACKGROUND_PERIOD:
             written.append((("jobs", i, "period"), f"{units.format_time(job.period)} {unread}"))
     return written
-
-
-def _as_written(value: object) -> str:
-    """A default as a file writes it: a word bare (bf16, auto), a number or yes/no as YAML does."""
-    return value if isinstance(value, str) else shown(value)
 
 
 def fault_refusal(scenario: Scenario, cut: Cut, said: str = "") -> InputError:
