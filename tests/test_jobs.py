@@ -599,6 +599,7 @@ def test_spread_without_rack_labels_takes_racks_from_the_cabling(generated):
     every host for a rack of its own, so spread took other GPUs (a job beside it 691.3 ->
     781.4 us) and the jobs table said 6 racks of a two-ToR fabric. Unlabelled, a host's rack
     is the switches it is cabled to (its ToR, or its SU's rail leaves), as the generator's."""
+    from simnet.spec.jobs import rack_of
     from simnet.topology.export import topology_as_dict
 
     labelled = topology_from_dict({"name": "f", "generate": generated})
@@ -609,7 +610,7 @@ def test_spread_without_rack_labels_takes_racks_from_the_cabling(generated):
     jobs = [{"name": "a", "gpus": 4, "placement": "spread", "size": "1 MiB"},
             {"name": "b", "gpus": 2, "placement": "random(7)", "size": "1 MiB"}]
     assert place_jobs(bare, jobs) == place_jobs(labelled, jobs)
-    assert len({bare.label(g, "rack") for g in bare.gpus}) == len({labelled.label(g, "rack") for g in labelled.gpus}) == 2
+    assert len({rack_of(bare, g) for g in bare.gpus}) == len({rack_of(labelled, g) for g in labelled.gpus}) == 2
 
 
 def test_a_sweep_of_jobs_over_a_fault_key_that_moves_nothing_says_so(cli, tmp_path):

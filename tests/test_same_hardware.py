@@ -1212,20 +1212,3 @@ def test_compare_tells_a_renamed_copy_answers_as_the_original(cli, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "option renamed answers as option original does, every run to the picosecond" in result.stdout
 
-
-
-def test_racks_written_without_labels_group_as_the_generator_s_wherever_racks_are_read():
-    """Fuzz round aw, M2: a two-rack fabric exported node by node without its rack labels had
-    its racks inferred from the cabling for a spread placement, and hierarchical's group_by:
-    rack refused it (every GPU a group of its own). Racks are one fact of the topology now:
-    the same groups, and the same hierarchical times, as the generator's labelled racks."""
-    generated = {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "gpus_per_host": 2}
-    labelled = topology_from_dict({"name": "t", "generate": generated})
-    written = topology_as_dict(labelled)
-    written["nodes"] = [{k: v for k, v in node.items() if k != "rack"} for node in written["nodes"]]
-    bare = topology_from_dict(written)
-    groups = [sorted(map(tuple, topo.groups("rack").values())) for topo in (labelled, bare)]
-    assert groups[0] == groups[1] and len(groups[0]) == 2
-    for size in (2**22, 2**26):
-        expected, got = (simnet.simulate(topo, "hierarchical", size, group_by="rack") for topo in (labelled, bare))
-        assert got.time_s == pytest.approx(expected.time_s, rel=1e-9)

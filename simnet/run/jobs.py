@@ -35,7 +35,7 @@ from simnet.schedule.catalog import build_schedule
 from simnet.schedule.kinds import ALLREDUCE
 from simnet.schedule.transfers import COPY, Schedule, ScheduleBuilder, count_transfers, transfer_bytes
 from simnet.spec.conditions import check_reachable, resolve_faults
-from simnet.spec.jobs import BACKGROUND_PERIOD, BackgroundSpec, JobError, JobSpec, place_jobs
+from simnet.spec.jobs import BACKGROUND_PERIOD, BackgroundSpec, JobError, JobSpec, place_jobs, rack_of
 from simnet.topology.graph import PS_PER_SECOND, Topology
 from simnet.tuning.rccl import MSCCL_VARIABLES
 from simnet.tuning.tables import P2P_CHANNEL_VARIABLES
@@ -84,8 +84,7 @@ def _fewest_transfers(topology: Topology, size: int) -> int:
 def _placed(topology: Topology, name: str, gpus: list[str]) -> dict:
     """Where a job runs: its name, GPU count, first GPU, and the hosts and racks it spans."""
     return {"name": name, "gpus": len(gpus), "first_gpu": gpus[0],
-            "hosts": len({topology.label(g, "host") for g in gpus}),
-            "racks": len({topology.label(g, "rack") for g in gpus})}
+            "hosts": len({topology.label(g, "host") for g in gpus}), "racks": len({rack_of(topology, g) for g in gpus})}
 
 
 def _mean_time(runs: list[tuple[int, int]]) -> float:

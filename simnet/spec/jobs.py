@@ -129,11 +129,47 @@ class JobSpec(Strict):
         return self
 
 
+def rack_of(topology: Topology, gpu: str) -> str:
+    """The GPU's rack: its label, or where it has none the switches its host is cabled to (a
+    ToR, or an SU's rail leaves: a generator's rack is that group of servers), so a file
+    written node by node without ``rack:`` groups its servers as the generator does; a host
+    cabled to no switch is a rack of its own (a host sits in one rack, so the GPUs of one
+    server are one rack, not a rack each)."""
+    return topology.graph.nodes[gpu].get("rack") or \
+        topology.derived("racks_by_cabling", _racks_by_cabling).get(topology.label(gpu, "host")) or \
+        topology.label(gpu, "host")
+
+
+def _racks_by_cabling(topology: Topology) -> dict[str, str]:
+    """Each host's switches outside it, the first its traffic enters (past its NICs), named
+    by the first of them in node order: hosts on the same ToR (the same rail leaves) alike."""
+    inside: dict[str, set[str]] = {}
+    for node in topology.graph.nodes:
+        inside.setdefault(topology.label(node, "host"), set()).add(node)
+    racks = {}
+    for host, nodes in inside.items():
+        if not any(topology.kind(n) == "gpu" for n in nodes):
+            continue
+        seen, leaves, frontier = set(nodes), set(), list(nodes)
+        while frontier:
+            for ahead in topology.graph.successors(frontier.pop()):
+                if ahead in seen:
+                    continue
+                seen.add(ahead)
+                if topology.kind(ahead) == "switch" and not set(topology.graph[ahead]) <= nodes:
+                    leaves.add(ahead)  # (a switch cabled to this host alone is its own, labelled or not)
+                elif topology.kind(ahead) == "nic":  # a NIC written without the host's label: through it
+                    frontier.append(ahead)
+        if leaves:
+            racks[host] = "+".join(sorted(leaves, key=topology.node_index.__getitem__))
+    return racks
+
+
 def _spread_order(topology: Topology, free: list[str]) -> list[str]:
     """Free GPUs taking turns across racks, then across the hosts of a rack."""
     racks: dict[str, dict[str, list[str]]] = {}
     for gpu in free:
-        racks.setdefault(topology.label(gpu, "rack"), {}).setdefault(topology.label(gpu, "host"), []).append(gpu)
+        racks.setdefault(rack_of(topology, gpu), {}).setdefault(topology.label(gpu, "host"), []).append(gpu)
     return _interleave([_interleave(list(hosts.values())) for hosts in racks.values()])
 
 

@@ -335,10 +335,6 @@ class Topology:
         if level == "node":
             domain = self.derived("nvlink_domains", _nvlink_domains).get(node)
             return domain or self.label(node, "host")
-        if level == "rack" and not self.graph.nodes[node].get("rack") and self.graph.nodes[node].get("host"):
-            # unlabelled: the switches its host is cabled to, as a generator's rack is that group of servers
-            host = self.graph.nodes[node]["host"]
-            return self.derived("racks_by_cabling", racks_by_cabling).get(host) or host
         return self.graph.nodes[node].get(level) or node
 
     def groups(self, level: str, gpus: list[str] | None = None) -> dict[str, list[str]]:
@@ -594,30 +590,3 @@ def _nvlink_domains(topology: Topology) -> dict[str, str]:
     taken = Counter(rack)
     return {g: r if r is not None and taken[r] == 1 else f"{gpus[0]}-nvlink"
             for gpus, r in zip(domains, rack) for g in gpus}
-
-
-def racks_by_cabling(topology: Topology) -> dict[str, str]:
-    """Each host's switches outside it, the first its traffic enters (past its NICs), named
-    by the first of them in node order: hosts on the same ToR (the same rail leaves) alike,
-    so a file written node by node without ``rack:`` groups its servers as the generator
-    does (a host cabled to no switch is a rack of its own)."""
-    inside: dict[str, set[str]] = {}
-    for node in topology.graph.nodes:
-        inside.setdefault(topology.label(node, "host"), set()).add(node)
-    racks = {}
-    for host, nodes in inside.items():
-        if not any(topology.kind(n) == "gpu" for n in nodes):
-            continue
-        seen, leaves, frontier = set(nodes), set(), list(nodes)
-        while frontier:
-            for ahead in topology.graph.successors(frontier.pop()):
-                if ahead in seen:
-                    continue
-                seen.add(ahead)
-                if topology.kind(ahead) == "switch" and not set(topology.graph[ahead]) <= nodes:
-                    leaves.add(ahead)  # (a switch cabled to this host alone is its own, labelled or not)
-                elif topology.kind(ahead) == "nic":  # a NIC written without the host's label: through it
-                    frontier.append(ahead)
-        if leaves:
-            racks[host] = "+".join(sorted(leaves, key=topology.node_index.__getitem__))
-    return racks
