@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +88,14 @@ class OptionUnsupported(Unsupported):
 
 def as_written(value: Any) -> str:
     """A value as a file writes it: text bare (bf16, auto, 400Gb/s), anything else as
-    ``shown`` writes it (true, 1, {tp: 2}).
+    ``shown`` writes it (true, 1, {tp: 2}), whole however long.
 
     >>> as_written("bf16"), as_written(True), as_written({"tp": 2})
     ('bf16', 'true', '{tp: 2}')
     """
-    return value if isinstance(value, str) else shown(value)
+    if isinstance(value, str):
+        return value
+    return _flow(value, budget=sys.maxsize) if isinstance(value, (dict, list, tuple)) else _scalar(value, quoted=True)
 
 
 def shown(value: Any) -> str:

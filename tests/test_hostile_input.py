@@ -540,7 +540,9 @@ def test_a_folder_where_an_output_file_goes_is_refused_before_the_work(cli, tmp_
     ("run", "--plot", "dang"), ("run", "--plot", "dang/sub"), ("run", "--json", "dang"), ("sweep", "--out", "dang")])
 def test_an_output_through_a_link_to_nothing_is_refused_before_the_work(cli, tmp_path, command, option, name):
     """Fuzz round aw, M1: a dangling symbolic link as --plot or --out exited 70 after the run
-    (its JSON and CSV written), and as --json was replaced by a file without a word."""
+    (its JSON and CSV written), and a file's link into no folder (compare -o, topo draw -o)
+    too. (A file's link to a file not yet written, in a folder that is there, is written:
+    review 88, M4.)"""
     _files(tmp_path)
     path = tmp_path / "s.yaml"
     path.write_text(SWEEP)
@@ -549,6 +551,17 @@ def test_an_output_through_a_link_to_nothing_is_refused_before_the_work(cli, tmp
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert f"{tmp_path / 'dang'} is a link to {tmp_path / 'nowhere' / 'plots'}, which does not exist" in result.stderr
     assert (tmp_path / "dang").is_symlink() and not (tmp_path / "r.csv").exists()
+
+
+def test_a_file_s_link_to_a_file_not_yet_written_is_written(cli, tmp_path):
+    """Review 88, M4: a link to a file that does not exist yet, in a folder that does, was
+    refused as a link to nothing."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    (tmp_path / "out.json").symlink_to(tmp_path / "later.json")
+    result = cli("run", path, "--json", tmp_path / "out.json")
+    assert result.exit_code == 0, result.stderr
 
 
 LONG = "x" * 300  # past the 255 bytes a file name may have on Linux file systems

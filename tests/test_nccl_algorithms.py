@@ -266,3 +266,19 @@ def test_collnet_pipelines_in_nccl_s_own_smaller_chunks(algorithm, size, channel
     system = search.system_of(sharp)
     assert enqueue.collective_channels(system, algorithm, "Simple", size)[0] == channels
     assert enqueue.chunk_size(system, algorithm, "Simple", size) == chunk
+
+
+def test_collnet_chain_is_as_deep_as_nccl_s_ranks_over_nodes_truncated():
+    """Review 88, M7: hosts of 8, 8 and 4 GPUs: NCCL's chain depth is nRanks / nNodes = 20 / 3 =
+    6 (connect.cc:472, integer division), not 7. 6 MiB on 16 channels: 256 KiB -> 128 KiB (1, 3
+    chunks a channel < 6 x 64), -> 64 KiB (6 < 6 x 8), and 6 is not under 6: 64 KiB (7 deep
+    would halve once more)."""
+    from simnet.tuning import enqueue, search
+
+    sharp = topology_from_dict({"name": "c", "generate": {"kind": "leaf_spine", "racks": 1, "hosts_per_rack": 3,
+                                                          "gpus_per_host": 8, "gpu": "h100", "sharp": True,
+                                                          "nvls": False}})
+    system = search.system_of(sharp.subset(sharp.gpus[:20]))
+    assert (system.ranks, system.nodes) == (20, 3)
+    assert enqueue.collective_channels(system, "CollNetChain", "Simple", 6 * 2**20)[0] == 16
+    assert enqueue.chunk_size(system, "CollNetChain", "Simple", 6 * 2**20) == 65536

@@ -752,3 +752,7 @@ def test_a_swept_yes_no_is_labelled_as_a_file_writes_it():
 
     label = series_label({"algorithm": "direct", "set": {"options.pxn": True, "training.dtype": "bf16"}})
     assert "pxn=true" in label and "dtype=bf16" in label and "True" not in label
+    # whole however long (review 88, M6: cut at 60 characters, two layouts read alike)
+    layout = {"tp": 8, "pp": 4, "micro_batches": 16, "micro_batch_size": 1, "virtual_stages": 2, "fsdp": False}
+    assert series_label({"algorithm": "auto", "set": {"training.parallelism": layout}}).endswith(
+        "parallelism={tp: 8, pp: 4, micro_batches: 16, micro_batch_size: 1, virtual_stages: 2, fsdp: false}")

@@ -49,17 +49,24 @@ def _refused_as(where: str) -> Iterator[None]:
         raise InputError(f"{where}: {exc.strerror or exc}") from None
 
 
-def _refuse_a_dangling_link(path: Path, where: str) -> None:
-    """``InputError`` where ``path`` or a folder above it is a symbolic link to nothing: the
-    write would fail after the work (a folder), or replace the link with a file."""
-    dangling = next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None)
-    if dangling is not None:
-        raise InputError(f"{where}: {dangling} is a link to {os.readlink(dangling)}, which does not exist")
+def _refuse_a_dangling_link(path: Path, where: str, folder: bool) -> None:
+    """``InputError`` where a folder above ``path`` is a symbolic link to nothing, or ``path``
+    itself, a ``folder`` to write into or a file whose link leads into no folder: the write
+    would fail after the work. (A file's link to a file not written yet, in a folder that is
+    there, is written.)"""
+    def dangling(link: Path) -> bool:
+        if not link.is_symlink() or link.exists():
+            return False
+        return folder or link != path or not (link.parent / os.readlink(link)).parent.is_dir()
+
+    found = next((p for p in (path, *path.parents) if dangling(p)), None)
+    if found is not None:
+        raise InputError(f"{where}: {found} is a link to {os.readlink(found)}, which does not exist")
 
 
 def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path:
     """``output_file``'s checks of the place itself."""
-    _refuse_a_dangling_link(path, where)
+    _refuse_a_dangling_link(path, where, folder=False)
     if path.is_dir():
         raise InputError(f"{where}: it is a folder; give a file name")
     if path.exists() and not path.is_file():  # results replace a file whole: never a device such as /dev/null
@@ -103,7 +110,7 @@ def output_dir(path: str | Path, option: str, inputs: Iterable[str | Path] = (),
 
 def _writable_dir(path: Path, option: str, where: str, inputs: Iterable[str | Path], writes: Iterable[str]) -> Path:
     """``output_dir``'s checks of the place itself."""
-    _refuse_a_dangling_link(path, where)
+    _refuse_a_dangling_link(path, where, folder=True)
     read = {Path(p).resolve() for p in inputs}
     for name in writes:
         if (path / name).resolve() in read:

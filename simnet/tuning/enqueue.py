@@ -293,16 +293,16 @@ def _collnet_chunk(system: System, algorithm: str, nbytes: int, channels: int) -
     at most 256 KiB) halved while a channel (CollNetDirect: each of its heads) has fewer
     chunks than 64, then 8, then 8 (Chain: 1) times the pattern is deep, down to 128, 64 and
     32 KiB: CollNetDirect is 2 deep (leaves up to the heads, the heads through the network;
-    1 with one GPU a node: connect.cc:238), CollNetChain as deep as a node has GPUs
-    (connect.cc:472), so a mid-size collective pipelines in many small chunks."""
-    ppn = max(1, round(system.ppn))
+    1 with one GPU a node: connect.cc:238), CollNetChain as deep as the ranks over the nodes
+    (``nRanks / nNodes``, truncated: connect.cc:472), so a mid-size collective pipelines in many
+    small chunks."""
+    per_node = max(1, system.ranks // max(1, system.nodes))  # NCCL's nRanks / nNodes, truncated
     if algorithm == "CollNetDirect":
-        spread, depth, rounds = channels * collnet_heads(system), (2 if ppn > 1 else 1), ((64, 131072), (8, 65536),
-                                                                                           (8, 32768))
-        chunk = 512 * 1024
+        spread, depth, chunk = channels * collnet_heads(system), (2 if per_node > 1 else 1), 512 * 1024
+        rounds = ((64, 131072), (8, 65536), (8, 32768))
     else:
-        spread, depth, rounds = channels, ppn, ((64, 131072), (8, 65536), (1, 32768))
-        chunk = 256 * 1024
+        spread, depth, chunk = channels, per_node, 256 * 1024
+        rounds = ((64, 131072), (8, 65536), (1, 32768))
     for loops, smallest in rounds:
         while nbytes // (spread * chunk) < depth * loops and chunk > smallest:
             chunk //= 2
