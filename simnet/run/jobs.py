@@ -113,7 +113,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     ``model``, ``env`` (NCCL_ALGO / NCCL_PROTO) and ``calibration`` (a profile or its path;
     default: the topology's) as for ``simulate``; with a profile whose bandwidth depends on
     size, each job's links run at its own size's rates, a link jobs share at the highest of
-    theirs (``_fabric_capacity``). ``faults`` (specs as a
+    theirs (``_shared_rates``). ``faults`` (specs as a
     scenario writes them, or ``Fault``; times from the jobs' common start) apply to every
     replay, alone and together; all together is replayed on the healthy fabric too, for
     what they cost (each job's ``healthy_s``, and the result's ``faults``). Every job's
