@@ -824,3 +824,17 @@ def test_the_calibration_words_of_a_replay_are_its_calls_own(tmp_path):
     own = simulate(_two_gpus(), "ring", SIZE, env={"NCCL_PROTO": "LL"}, calibration=profile).warnings
     assert not any(w.kind == "calibration_capped" for w in own)
     assert not any(w.kind == "calibration_capped" for w in replayed.warnings)
+
+
+def test_ranks_whose_profilers_named_their_steps_otherwise_are_said_to_be_paired_in_order(tmp_path):
+    """Fuzz round av, L8: rank 0 recorded ProfilerStep#3, rank 1 ProfilerStep#7; the replay
+    paired them under rank 0's name without a word."""
+    other = _step_trace(1, 2_000)
+    other["traceEvents"][0]["name"] = "ProfilerStep#7"
+    paths = [_write(tmp_path, "r0.json", _step_trace(0, 1_000)), _write(tmp_path, "r1.json", other)]
+    replayed = simulate_trace(read_traces(paths), _two_gpus())
+    notes = [w.message for w in replayed.warnings if w.kind == "trace_note"]
+    assert [s["step"] for s in replayed.steps] == ["ProfilerStep#3"]
+    assert len(notes) == 1 and "r1.json names its steps ProfilerStep#7 where" in notes[0]
+    alike = [_write(tmp_path, f"s{r}.json", _step_trace(r, 1_000)) for r in (0, 1)]
+    assert not [w for w in simulate_trace(read_traces(alike), _two_gpus()).warnings if w.kind == "trace_note"]

@@ -257,6 +257,7 @@ def simulate_trace(traces: Sequence[RankTrace], topology: Topology | str | Path,
     recording = recorded(traces)
     notes = {(t.source, note) for t in traces for note in t.notes}  # once per file, not per rank it stands for
     warnings = [*pricer.warnings, *([] if given else _gpu_warning(traces[0].gpu, topo, gpus)),
+                *_steps_named_otherwise(traces),
                 *(Finding("trace_note", "", f"{source}: {note}") for source, note in sorted(notes))]
     warnings += _calibration_said([pricer.result(inst) for inst in instances], calibration)  # (the calls as run)
     unread = pricer.unread(instances)
@@ -511,6 +512,19 @@ def _overlapping_kinds(instances: list[Instance], timeline: Timeline) -> int:
                 counted.update((j, k))
         active.append((end, kind, j))
     return len(counted)
+
+
+def _steps_named_otherwise(traces: Sequence[RankTrace]) -> list[Finding]:
+    """``trace_note`` where ranks' profilers named their steps otherwise (one recorded steps
+    3 and 4, another 7 and 8): the replay pairs the ranks' steps by position and names them
+    as rank 0's."""
+    other = next((t for t in traces[1:] if t.steps and traces[0].steps and t.steps != traces[0].steps), None)
+    if other is None:
+        return []
+    return [Finding("trace_note", "", (
+        f"{other.source} names its steps {', '.join(other.steps[:3])}{', ...' if len(other.steps) > 3 else ''} where "
+        f"{traces[0].source} names them {', '.join(traces[0].steps[:3])}{', ...' if len(traces[0].steps) > 3 else ''}:"
+        " the replay takes the ranks' steps in order, first with first, and names them as the first rank's"))]
 
 
 def _steps(traces: Sequence[RankTrace], recording: Timeline, timeline: Timeline) -> list[dict]:
