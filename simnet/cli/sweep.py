@@ -13,7 +13,7 @@ from simnet.cli.choices import algorithm_option, collective_notes, collective_op
 from simnet.cli.console import print_warnings, stdout_console
 from simnet.cli.shell import WholeRange, friendly, loading
 from simnet.errors import InputError, as_written
-from simnet.io.yamlsource import dotted_loc, load_value
+from simnet.io.yamlsource import load_value
 from simnet.schedule.kinds import COLLECTIVES
 
 
@@ -72,7 +72,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         from simnet.report.paths import output_dir
         from simnet.report.sweep_report import SWEEP_FILES, plot_sweep, sweep_table, write_sweep_csv
         from simnet.run.sweep.executors import DaskExecutor, LocalExecutor
-        from simnet.run.sweep.plan import check_values, files_read, plan_sweep
+        from simnet.run.sweep.plan import check_values, dotted_key, files_read, plan_sweep
         from simnet.spec.scenario import axis_changes_no_point, load_scenario, nested_twice
 
     spec = load_scenario(scenario, collective, runs_on_part=_sweeps_gpus(scenario, gpu_counts, sets))
@@ -85,7 +85,7 @@ def sweep(scenario: Path, gpu_counts: str | None, sets: tuple[str, ...], algorit
         if _split_values(values) and len(_split_values(values)) < len(values.split(",")):
             raise InputError(f"--set: {item!r} has an empty value between its commas; give each value once "
                              "(KEY=V1,V2)", scenario)
-        key = ".".join(str(part) for part in dotted_loc(key.strip()))  # jobs[0].size is jobs.0.size
+        key = dotted_key(key.strip())  # jobs[0].size is jobs.0.size
         if key in axes:
             raise InputError(f"--set: {key} is given twice; give its values once (KEY=V1,V2)", scenario)
         axes[key] = [_set_value(v) for v in _split_values(values)]

@@ -278,9 +278,9 @@ def _calibration_in_jobs(topology: Topology, calibration, model: str | None, fau
     says of it (``calibration_said``), links the jobs share that it rates otherwise at their
     sizes (``calibration_shared``: they ran at the highest, ``shared``), and per job a factor
     the wire cut short on links of its own that ran at its rate and ``filled`` together."""
-    by_job = [{(w.kind, w.link): w for w in calibration_said(topology.subset(
-        [g for g in topology.gpus if g in set(placements[i])]), model, calibration, tuple(faults))}
-        for i, spec in enumerate(specs) if spec.background is None]
+    by_job = [{(w.kind, w.link): w for w in calibration_said(topology.subset(placements[i]), model, calibration,
+                                                             tuple(faults))}  # (placements: in rank order)
+              for i, spec in enumerate(specs) if spec.background is None]
     said = [w for key, w in by_job[0].items() if all(key in theirs for theirs in by_job[1:])] if by_job else []
     own = [i for i, rate in enumerate(rates) if rate is not None]  # (jobs the model rates: none under ideal)
     if not own or resolve_model(model, topology) == "ideal":

@@ -144,13 +144,12 @@ def foreign_calibration(fit: Calibration | None, topo: Topology, env: Mapping[st
         f"the calibration profile {fit.source or ''} was fitted on another machine ({differ}): its "
         "corrections may not hold here; fit one on this machine's logs (simnet calibrate)"))] if differ else []
     if fit is not None and fit.fitted_env is not None and dict(fit.fitted_env) != dict(env):
-        def shown(variables) -> str:
-            return ", ".join(f"{k}={v}" for k, v in sorted(variables.items())) or "none"
-
+        fitted, here = (", ".join(f"{k}={v}" for k, v in sorted(dict(variables).items())) or "none"
+                        for variables in (fit.fitted_env, env))
         said.append(Finding("calibration_other_environment", "", (
-            f"the calibration profile {fit.source or ''} was fitted under NCCL variables {shown(dict(fit.fitted_env))}"
-            f", this run has {shown(dict(env))}: its corrections are of the runs they made (NCCL's picks, "
-            "protocols and channels), and may not hold here")))
+            f"the calibration profile {fit.source or ''} was fitted under NCCL variables {fitted}, this run has "
+            f"{here}: its corrections are of the runs they made (NCCL's picks, protocols and channels), and may not "
+            "hold here")))
     return said
 
 

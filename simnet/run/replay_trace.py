@@ -518,13 +518,14 @@ def _steps_named_otherwise(traces: Sequence[RankTrace]) -> list[Finding]:
     """``trace_note`` where ranks' profilers named their steps otherwise (one recorded steps
     3 and 4, another 7 and 8): the replay pairs the ranks' steps by position and names them
     as rank 0's."""
-    other = next((t for t in traces[1:] if t.steps and traces[0].steps and t.steps != traces[0].steps), None)
+    first = traces[0]
+    other = next((t for t in traces[1:] if t.steps and first.steps and t.steps != first.steps), None)
     if other is None:
         return []
+    named = [", ".join(t.steps[:3]) + (", ..." if len(t.steps) > 3 else "") for t in (other, first)]
     return [Finding("trace_note", "", (
-        f"{other.source} names its steps {', '.join(other.steps[:3])}{', ...' if len(other.steps) > 3 else ''} where "
-        f"{traces[0].source} names them {', '.join(traces[0].steps[:3])}{', ...' if len(traces[0].steps) > 3 else ''}:"
-        " the replay takes the ranks' steps in order, first with first, and names them as the first rank's"))]
+        f"{other.source} names its steps {named[0]} where {first.source} names them {named[1]}: the replay takes the "
+        "ranks' steps in order, first with first, and names them as the first rank's"))]
 
 
 def _steps(traces: Sequence[RankTrace], recording: Timeline, timeline: Timeline) -> list[dict]:

@@ -29,7 +29,7 @@ from simnet.topology.generators import GROWTH, GeneratorError, grown
 from simnet.version import __version__, code_digest
 
 __all__ = ["Point", "SweepPlan", "plan_sweep", "scenario_at", "apply_overrides", "as_the_file_writes", "fingerprint",
-           "setting_named", "check_points", "check_values"]
+           "setting_named", "check_points", "check_values", "dotted_key"]
 
 
 def _inline_topology(document: dict, base: Path) -> dict:
@@ -79,11 +79,11 @@ def apply_overrides(document: dict, overrides: dict[str, Any], base: Path) -> di
     return document
 
 
-def _dotted(key: str) -> str:
+def dotted_key(key: str) -> str:
     """A key as a sweep names its axis, dots only: ``jobs[0].size`` is ``jobs.0.size``, as
     simnet's own messages write it.
 
-    >>> _dotted("jobs[0].size"), apply_overrides({"jobs": [{"size": 1}]}, {"jobs[0].size": 4}, Path("."))
+    >>> dotted_key("jobs[0].size"), apply_overrides({"jobs": [{"size": 1}]}, {"jobs[0].size": 4}, Path("."))
     ('jobs.0.size', {'jobs': [{'size': 4}]})
     """
     return ".".join(str(part) for part in dotted_loc(key))
@@ -285,8 +285,8 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     whose topology cannot run theirs are records of why, not errors."""
     if gpus is not None and "gpus" in (sets or {}):
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
-    axes = {_dotted(k): _values(v) for k, v in (scenario.sweep or {}).items()}
-    axes.update({_dotted(k): _values(v) for k, v in (sets or {}).items()})
+    axes = {dotted_key(k): _values(v) for k, v in (scenario.sweep or {}).items()}
+    axes.update({dotted_key(k): _values(v) for k, v in (sets or {}).items()})
     if nested_twice(axes):  # the file's sweep: and --set together
         raise ValueError(f"sweep: {nested_twice(axes)}")
     moot = _unread_axis(axes, algorithms or scenario.algorithms, scenario.collective)
