@@ -553,15 +553,55 @@ def test_an_output_through_a_link_to_nothing_is_refused_before_the_work(cli, tmp
     assert (tmp_path / "dang").is_symlink() and not (tmp_path / "r.csv").exists()
 
 
-def test_a_file_s_link_to_a_file_not_yet_written_is_written(cli, tmp_path):
-    """Review 88, M4: a link to a file that does not exist yet, in a folder that does, was
-    refused as a link to nothing."""
+@pytest.mark.parametrize("command, option, name", [
+    ("run", "--json", "loop"), ("run", "--csv", "loop"), ("run", "--plot", "loop"), ("run", "--json", "loop/out.json"),
+    ("sweep", "--out", "loop")])
+def test_an_output_through_a_loop_of_links_is_refused_in_one_line(cli, tmp_path, command, option, name):
+    """Review 88, low: a link that leads back to itself as an output exited 70 (pathlib's
+    RuntimeError) or was said to lead to a file that does not exist."""
     _files(tmp_path)
     path = tmp_path / "s.yaml"
     path.write_text(SWEEP)
-    (tmp_path / "out.json").symlink_to(tmp_path / "later.json")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    result = cli(command, path, option, tmp_path / name)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{tmp_path / 'loop'} is a link to {tmp_path / 'loop'}, which leads back to itself" in result.stderr
+
+
+@pytest.mark.parametrize("leads_to, says", [("nowhere/x.png", "which does not exist"),
+                                             ("time_vs_size.png", "which leads back to itself")])
+def test_a_link_to_nowhere_inside_a_plot_folder_is_refused_before_the_work(cli, tmp_path, leads_to, says):
+    """Review 88, low: links inside an output folder were not checked; one to nowhere failed
+    the plot after the run (and a loop exited 70 in the check for inputs)."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "time_vs_size.png").symlink_to(leads_to)
+    result = cli("run", path, "--plot", tmp_path / "plots", "--json", tmp_path / "r.json")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{tmp_path / 'plots' / 'time_vs_size.png'} is a link to {leads_to}, {says}" in result.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("target_there", [False, True])
+def test_an_output_through_a_file_s_link_writes_the_file_it_names_and_keeps_the_link(cli, tmp_path, target_there):
+    """Review 88, M4: a link to a file that does not exist yet, in a folder that does, was
+    refused as a link to nothing; M5: written through, the link itself was replaced by the
+    file (its target left as it was), where a shell's ``>`` writes the target and keeps the
+    link."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    target = tmp_path / "later.json"
+    if target_there:
+        target.write_text("old\n")
+    (tmp_path / "out.json").symlink_to(target)
     result = cli("run", path, "--json", tmp_path / "out.json")
     assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "out.json").is_symlink() and (tmp_path / "out.json").readlink() == target
+    assert json.loads(target.read_text())["runs"], "the link's target holds the run"
+    assert [p.name for p in tmp_path.glob(".simnet-*")] == []
 
 
 LONG = "x" * 300  # past the 255 bytes a file name may have on Linux file systems

@@ -70,18 +70,21 @@ def write_text(path: str | Path, text: str) -> Path:
     beside it, then renamed, so a reader never sees half a file and a failed write leaves the
     old one in place. The temporary name is short (``.simnet-XXXX.partial``): any name the
     file system takes for ``path`` works. The file gets the mode a plain write would give
-    it: the old file's, else what the umask leaves of 0666 (the temporary file is made so)."""
+    it: the old file's, else what the umask leaves of 0666 (the temporary file is made so).
+    Through a symbolic link, the file it names is written and the link kept, as a shell's
+    ``>`` does. Returns ``path`` as given."""
     import os
     import secrets
     import stat
 
     path = Path(path)
+    written = Path(os.path.realpath(path))  # (the renamed file would replace the link itself)
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        mode = stat.S_IMODE(written.stat().st_mode)
     except OSError:  # a new file: the umask applies as the temporary file is made
         mode = None
     while True:
-        partial = path.parent / f".simnet-{secrets.token_hex(4)}.partial"
+        partial = written.parent / f".simnet-{secrets.token_hex(4)}.partial"
         try:
             handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             break
@@ -92,7 +95,7 @@ def write_text(path: str | Path, text: str) -> Path:
             stream.write(text if text.endswith("\n") else text + "\n")
         if mode is not None:
             os.chmod(partial, mode)
-        os.replace(partial, path)
+        os.replace(partial, written)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

@@ -57,11 +57,25 @@ def _refuse_a_dangling_link(path: Path, where: str, folder: bool) -> None:
     def dangling(link: Path) -> bool:
         if not link.is_symlink() or link.exists():
             return False
-        return folder or link != path or not (link.parent / os.readlink(link)).parent.is_dir()
+        return folder or link != path or _loops(link) or not (link.parent / os.readlink(link)).parent.is_dir()
 
     found = next((p for p in (path, *path.parents) if dangling(p)), None)
     if found is not None:
-        raise InputError(f"{where}: {found} is a link to {os.readlink(found)}, which does not exist")
+        what = "which leads back to itself (a loop of links)" if _loops(found) else "which does not exist"
+        raise InputError(f"{where}: {found} is a link to {os.readlink(found)}, {what}")
+
+
+def _loops(link: Path) -> bool:
+    """Whether following the symbolic link ``link`` never ends (a loop of links)."""
+    import errno
+
+    try:
+        link.resolve(strict=True)
+    except RuntimeError:  # Python 3.11 and 3.12 (3.13 raises OSError)
+        return True
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path:
@@ -113,6 +127,7 @@ def _writable_dir(path: Path, option: str, where: str, inputs: Iterable[str | Pa
     _refuse_a_dangling_link(path, where, folder=True)
     read = {Path(p).resolve() for p in inputs}
     for name in writes:
+        _refuse_a_dangling_link(path / name, where, folder=False)
         if (path / name).resolve() in read:
             raise InputError(f"{where}: {path / name} is an input of this command and would be overwritten; "
                              "write elsewhere")

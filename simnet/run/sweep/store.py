@@ -169,7 +169,9 @@ def append_record(handle, record: dict) -> None:
 
 def rewrite_records(path: Path, records: list[dict]) -> None:
     """Replace the results file with ``records`` at once (a new file, made durable, renamed
-    over the old one): a sweep killed meanwhile leaves the old file or the new, whole."""
+    over the old one): a sweep killed meanwhile leaves the old file or the new, whole. Through
+    a symbolic link, the file it names is replaced and the link kept."""
+    path = Path(os.path.realpath(path))
     temporary = path.with_name(path.name + ".new")
     with temporary.open("w") as handle:
         for record in records:
