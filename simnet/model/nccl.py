@@ -179,6 +179,13 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
             capped = (asked, opened) if asked > opened else None
         running, threads = enqueue.collective_channels(system, name, protocol, size, function, opened)
         channel_share = running / full * threads
+        if not nvls and name != "PAT" and "channels" in accepts:
+            # the replay lays out the channels that run, not every one at a share of its rate: each
+            # channel's pipeline then carries NCCL's share of the buffer, in as many chunks as NCCL's
+            laid = search.layout_channels(system, name)
+            running_laid = max(1, -(-running * laid // full))
+            if running_laid < (options.get("channels") or laid):
+                options["channels"] = running_laid
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = enqueue.nvls_channels(system)
     coarsening = 1.0

@@ -37,7 +37,7 @@ import numpy as np
 from simnet import units
 from simnet.io.budget import check_fits
 from simnet.schedule.transfers import Schedule, counted_more, csr_rows, transfer_bytes
-from simnet.tuning.search import comm_channels, graph, mesh_rings, net_devices, system_of
+from simnet.tuning.search import layout_channels, mesh_rings, net_devices, system_of
 
 __all__ = ["ChannelGroup", "host_positions", "channel_groups", "default_channels", "tree_channels", "ring_layout",
            "send_stripes", "stripe_sends"]
@@ -124,7 +124,7 @@ def _over_ports(groups: list[ChannelGroup], ports: int) -> list[ChannelGroup]:
 
 def default_channels(topology, ranks: list[str]) -> int:
     """The channels NCCL's topology search would open for a ring here (its search graph)."""
-    return graph(system_of(topology, ranks), "Ring").channels
+    return layout_channels(system_of(topology, ranks), "Ring")
 
 
 def tree_channels(topology, ranks: list[str]) -> int:
@@ -134,10 +134,7 @@ def tree_channels(topology, ranks: list[str]) -> int:
     over its gfx94 channel limit of 32 the search's channels are split between the two trees,
     else duplicated), and does not duplicate past its cap (:628-660): half of them, 32 across
     nodes of 8 MI300X (64 channels, not 128)."""
-    system = system_of(topology, ranks)
-    if system.library == "rccl":
-        return max(1, comm_channels(system) // 2)
-    return graph(system, "Ring").channels
+    return layout_channels(system_of(topology, ranks), "Tree")
 
 
 def _order(members: np.ndarray, enter: int, leave: int) -> np.ndarray:

@@ -317,6 +317,16 @@ def mesh_rings(system: System) -> list[tuple[int, ...]] | None:
     return rccl.multi_node_rings() if system.nics and system.nics % rccl.MESH_GPUS == 0 else None
 
 
+def layout_channels(system: System, algorithm: str) -> int:
+    """The channels simnet lays NCCL's ``algorithm`` ("Ring" or "Tree") out on when all of
+    ``comm_channels`` run, in the units of a schedule's ``channels`` option: the ring search's
+    rings (NCCL runs each as ``comm_channels / this`` channels); RCCL's trees, half its
+    communicator's channels (the two trees of the double binary tree share them)."""
+    if algorithm == "Tree" and system.library == "rccl":
+        return max(1, comm_channels(system) // 2)
+    return graph(system, "Ring").channels
+
+
 def comm_channels(system: System) -> int:
     """Channels of the communicator (``comm->nChannels``, connect.cc ncclTopoPostset): the
     ring search's, duplicated; half as many again for CollNet when a node's GPUs outrun its
