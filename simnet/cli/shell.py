@@ -49,7 +49,8 @@ def friendly(command):
             os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
             sys.exit(EXIT_BROKEN_PIPE)
         except KeyboardInterrupt:
-            click.echo("interrupted (a sweep keeps every finished point: run it again to resume)", err=True)
+            click.echo("interrupted (a sweep keeps every finished point: run it again to resume)"
+                       if command.__name__ == "sweep" else "interrupted", err=True)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)  # skip interpreter shutdown: it would wait on killed worker pools
