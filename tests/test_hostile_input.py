@@ -880,3 +880,16 @@ def test_a_file_simnet_writes_gets_the_mode_a_plain_write_gives(tmp_path):
         assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "{}\n"
     finally:
         os.umask(mask)
+
+
+@pytest.mark.parametrize("command, says", [("run", "interrupted\n"), ("compare", "interrupted\n"),
+                                           ("sweep", "interrupted (a sweep keeps every finished point: run it again "
+                                                     "to resume)\n")])
+def test_ctrl_c_says_a_sweep_resumes_only_of_a_sweep(command, says):
+    """Fuzz round ax, F3: Ctrl-C in run, compare or calibrate said "a sweep keeps every finished
+    point: run it again to resume", where there is no sweep and nothing to resume."""
+    program = ("from simnet.cli.shell import friendly\n"
+               f"def {command}():\n    raise KeyboardInterrupt\n"
+               f"friendly({command})()\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and done.stderr == says, done.stderr

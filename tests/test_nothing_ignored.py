@@ -162,15 +162,20 @@ def test_a_sweep_notices_a_changed_file_named_in_set(tmp_path, cli):
 
 def test_set_values_are_read_by_the_fields_type(tmp_path, cli):
     """``--set topology.generate.planes=2`` reaches a strict integer field as the number 2
-    (it arrived as the text '2' and was refused), and ``2``, ``02`` and ``2.0`` are one point."""
+    (it arrived as the text '2' and was refused), and ``2`` and ``02`` are one point; ``2.0``
+    beside them is refused, as the file refuses it (fuzz round ax, F1: after an equal value it
+    was merged unread, first it was refused)."""
     fabric = ("{name: rails, generate: {kind: rail_optimized, units: 1, nodes_per_unit: 2, gpus_per_node: 2, "
               "rails: 2}}")
     (tmp_path / "s.yaml").write_text(f"name: planes\ntopology: {fabric}\nsize: 1 MiB\nalgorithms: [ring]\n")
     out = tmp_path / "out"
-    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.planes=2,02,2.0", "--out", out,
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.planes=2,02", "--out", out,
                  "--workers", "1")
     assert result.exit_code == 0, result.stderr
     assert [r["set"] for r in _records(out)] == [{"topology.generate.planes": 2}]
+    spelt = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.planes=2,02,2.0", "--out", out,
+                "--workers", "1")
+    assert spelt.exit_code == 2 and "planes: 2.0 is not a whole number as written; write 2" in spelt.stderr
 
 
 def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
@@ -194,10 +199,17 @@ def test_numbers_read_as_people_write_them_in_a_file_and_in_set(tmp_path, cli):
     assert len(topology_from_dict({"name": "b", "generate": {"kind": "nvswitch", "gpus": 10}}).gpus) == 10
     (tmp_path / "s.yaml").write_text("name: s\ntopology: box.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
     out = tmp_path / "out"
-    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=10,1e1,010,4", "--out", out,
+    result = cli("sweep", tmp_path / "s.yaml", "--set", "topology.generate.gpus=10,010,4", "--out", out,
                  "--workers", "1")
     assert result.exit_code == 0, result.stderr
     assert [r["set"] for r in _records(out)] == [{"topology.generate.gpus": 10}, {"topology.generate.gpus": 4}]
+    # fuzz round ax, F1: a spelling the file refuses is refused wherever it stands, not only first
+    # (10,1e1 kept 10 and never read 1e1, which the file refuses: 10.0 is not a whole number)
+    for values in ("10,1e1", "1e1,10"):
+        spelt = cli("sweep", tmp_path / "s.yaml", "--set", f"topology.generate.gpus={values}", "--out",
+                    tmp_path / "o1", "--workers", "1")
+        assert spelt.exit_code == 2 and "gpus: 10.0 is not a whole number as written; write 10" in spelt.stderr, \
+            spelt.stderr
     (tmp_path / "box.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 2.0}\n")
     in_file = cli("run", tmp_path / "s.yaml")
     (tmp_path / "box.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 2}\n")
@@ -955,6 +967,26 @@ def test_reduce_bandwidth_where_the_collective_reduces_nothing_is_said_to_change
     if collective not in ("all_to_all", "send_recv"):  # (which run no ring)
         assert (build_schedule("ring", topology_from_dict(LEAF2), 2**20, collective=collective).op == REDUCE).any() \
             == reduces
+
+
+def test_an_option_one_algorithm_takes_is_said_unread_by_each_run_of_another(tmp_path, cli, root):
+    """Fuzz round ax, F4: beside a ring (which reduces on GPUs), nvls rows of the same file took
+    ``reduce_bandwidth`` without a word (their times those without it), where alone, or picked
+    by auto, they said it changed nothing: a run's own word was dropped wherever another
+    algorithm of the file took the option. An option none takes is still said once."""
+    head = f"name: s\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [1 MiB]\n"
+    (tmp_path / "s.yaml").write_text(head + "algorithms: [ring, nvls]\noptions: {reduce_bandwidth: 1 GB/s}\n")
+    (tmp_path / "plain.yaml").write_text(head + "algorithms: [ring, nvls]\n")
+    (tmp_path / "none.yaml").write_text(head + "algorithms: [nvls]\noptions: {reduce_bandwidth: 1 GB/s}\n")
+    for name in ("s", "plain", "none"):
+        assert cli("run", tmp_path / f"{name}.yaml", "--json", tmp_path / f"{name}.json").exit_code == 0
+    runs, plain, none = ({r["algorithm"]: r for r in json.loads((tmp_path / f"{name}.json").read_text())["runs"]}
+                         for name in ("s", "plain", "none"))
+    said = {a: [w["link"] for w in run["warnings"] if w["kind"] == "option_unread"] for a, run in runs.items()}
+    assert said == {"ring": [], "nvls": ["options.reduce_bandwidth"]}, said
+    assert runs["nvls"]["time_s"] == plain["nvls"]["time_s"] and runs["ring"]["time_s"] > plain["ring"]["time_s"]
+    once = [[w for w in run["warnings"] if w["kind"] == "option_unread"] for run in none.values()]
+    assert all(len(w) == 1 and w[0]["link"] == "" for w in once), once  # the file's one word, on every run
 
 
 def test_reduce_bandwidth_of_an_allreduce_file_runs_under_another_collective_and_says_so(tmp_path, cli):

@@ -78,9 +78,11 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     by_size = {size: each_algorithm(size, timeline and size == largest) for size in dict.fromkeys(scenario.sizes)}
     by_bucket = {size: by_size[size] if size in by_size else each_algorithm(size, False) for size in buckets}
     ran = [a for a in scenario.algorithms if a not in skipped]
-    # an option some algorithm of the file takes counts; one none takes is said once, below
-    untaken = {a: {f"options.{name}" for name in unread_options(scenario.options, [a], scenario.collective)}
-               for a in ran}
+    # an option none of the file's algorithms takes is said once, below; one another algorithm of the file takes
+    # counts, unsaid by a run that takes no such option, but not a reduce_bandwidth a run takes and sums in a switch
+    unread = unread_options(scenario.options, ran, scenario.collective)
+    untaken = {a: {f"options.{name}" for name in [*unread, *unread_options(scenario.options, [a], scenario.collective)]
+                   if name in unread or name != "reduce_bandwidth"} for a in ran}
     # a generator key some algorithm of the file reads (a ps_star's servers, read by its ps) counts
     every_run = [by_size[size][a] for size in by_size for a in ran]
     said_keys = {w.link for run in every_run for w in run.warnings
@@ -101,7 +103,6 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
         said += _backward_fraction_unfelt(model, gpus, [{size: by_bucket[size][a].time_s for size in buckets}
                                                         for a in ran])
     said += scenario_choices_unread(scenario, nccl_env(), ran)
-    unread = unread_options(scenario.options, ran, scenario.collective)
     if unread == ["reduce_bandwidth"]:
         why = reductions_unread(scenario.collective, ran)
         said.append(Finding("option_unread", "", f"options reduce_bandwidth: {why}, so it changed nothing here"))

@@ -394,8 +394,10 @@ def check_values(scenario: Scenario, sets: dict[str, list[Any]] | None = None,
     axes make thousands: minutes before a typo is said); a value refused only beside another
     axis's value is said when the sweep's points are planned. GPU counts are checked as
     numbers, not grown into topologies; ``algorithms`` replace the scenario's (``-a``).
-    Returns a plan of no points."""
-    axes = {k: _values(v) for k, v in {**(scenario.sweep or {}), **(sets or {})}.items() if k != "gpus"}
+    Every spelling is checked, not only the one of a quantity's spellings the points keep
+    (``4,4.0`` of a whole-number field is refused as ``4.0,4`` is). Returns a plan of no points."""
+    axes = {k: v if isinstance(v, list) else [v] for k, v in {**(scenario.sweep or {}), **(sets or {})}.items()
+            if k != "gpus"}
     plan = plan_sweep(scenario, sets=dict.fromkeys(axes, []), algorithms=algorithms)  # no product built
     for key, values in axes.items():
         for value in values:
