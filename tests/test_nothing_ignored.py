@@ -989,6 +989,18 @@ def test_an_option_one_algorithm_takes_is_said_unread_by_each_run_of_another(tmp
     assert all(len(w) == 1 and w[0]["link"] == "" for w in once), once  # the file's one word, on every run
 
 
+def test_reduce_bandwidth_unread_by_auto_s_switch_reducing_pick_says_why(root):
+    """Fuzz round ax, F8: auto picking nvls (64 MiB on a DGX H100) said reduce_bandwidth changed
+    nothing because nvls's every reduction ended before the links took its data: nvls makes no
+    reduction on a GPU; the NVSwitch sums every piece, as ``algorithms: [nvls]`` said."""
+    import simnet
+
+    topology = simnet.load_topology(root / "topologies/dgx_h100.yaml")
+    run = simnet.simulate(topology, "auto", 64 * 2**20, reduce_bandwidth=1e9)
+    said = [w.message for w in run.warnings if w.link == "options.reduce_bandwidth"]
+    assert run.algorithm == "nvls" and len(said) == 1 and "nvls sums every piece in a switch" in said[0], said
+
+
 def test_reduce_bandwidth_of_an_allreduce_file_runs_under_another_collective_and_says_so(tmp_path, cli):
     """Review of the first fix: the file's AllReduce reads reduce_bandwidth, so ``run -c
     all_gather`` and a sweep over the collective run, saying it changed nothing where the

@@ -497,11 +497,15 @@ def _reductions_hidden(point: Setup, result: Result, size: int, conditions: Cond
     plain = {name: value for name, value in options.items() if name != "reduce_bandwidth"}
     if _traffic(point.simulate(result.algorithm, size, False, None, conditions, plain)) != _traffic(result):
         return result
+    given = units.format_bandwidth(options['reduce_bandwidth'])
+    if algorithms_for(point.collective)[result.algorithm].sums_in_switch:  # (auto's pick: nvls, say)
+        why = reductions_unread(point.collective, [result.algorithm])
+    else:
+        why = (f"{result.algorithm}'s every reduction ended before the links could take the data it feeds (the "
+               "links, not the reductions, set the pace): the run's time and every link's bytes and saturation are "
+               "the run's without it")
     return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.reduce_bandwidth", (
-        f"options.reduce_bandwidth {units.format_bandwidth(options['reduce_bandwidth'])} changed nothing here: "
-        f"{result.algorithm}'s every reduction ended before the links could take the data it feeds (the links, "
-        "not the reductions, set the pace): the run's time and every link's bytes and saturation are the run's "
-        "without it"))])
+        f"options.reduce_bandwidth {given} changed nothing here: {why}"))])
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
