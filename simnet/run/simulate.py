@@ -162,6 +162,9 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
     if options.get("reduce_bandwidth") is not None and result.gpus > 1 and result.replay is not None and \
             not any(w.link == "options.reduce_bandwidth" for w in result.warnings):
         result = _reductions_hidden(point, result, size, conditions, options)
+    if algorithm == "hierarchical" and options.get("inner") is not None and result.gpus > 1 and \
+            not any(w.link == "options.inner" for w in result.warnings):
+        result = _inner_unfelt(point, result, size, conditions, options)
     # (auto's answer may be a candidate's run reused, which says these already: said once)
     if calibration is not None and point.model != "ideal":
         said = _network_fit_unread(point, calibration, conditions, named_servers(options) if algorithm == "ps" else [])
@@ -506,6 +509,23 @@ def _reductions_hidden(point: Setup, result: Result, size: int, conditions: Cond
                "the run's without it")
     return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.reduce_bandwidth", (
         f"options.reduce_bandwidth {given} changed nothing here: {why}"))])
+
+
+def _inner_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict) -> Result:
+    """``result`` (hierarchical's) with an ``option_unread`` warning when ``options.inner``
+    changed nothing: over two groups, where every variant is one exchange between them, the
+    run without it (the faster of ``HIERARCHICAL_VARIANTS``) moves the same (``_traffic``).
+    Over more groups the variants' steps differ; no run is simulated again to judge."""
+    level = options.get("group_by") or "node"
+    if len(point.topo.groups(level)) != 2:
+        return result
+    plain = {name: value for name, value in options.items() if name != "inner"}
+    if _traffic(point.simulate("hierarchical", size, False, None, conditions, plain)) != _traffic(result):
+        return result
+    return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.inner", (
+        f"options.inner {options['inner']} changed nothing here: between two groups ({level}s) it is one exchange "
+        f"either way, and the run without it (the faster of {' and '.join(HIERARCHICAL_VARIANTS)} between them) has "
+        "the same time and every link's bytes and saturation"))])
 
 
 def _p2p_channels_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
