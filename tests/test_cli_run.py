@@ -745,3 +745,29 @@ def test_compare_refuses_mixed_models_before_checking_any_option_s_memory(cli, t
                                      "  - {name: A}\n  - {name: B, set: {model: ideal}}\n")
     result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     assert result.exit_code == 2 and "option B runs model: ideal" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("servers, ps_servers", [(1, 1), (2, 1), (2, 2)])
+def test_a_parameter_server_s_remedy_is_one_the_topology_can_run(cli, tmp_path, servers, ps_servers):
+    """Fuzz round ax, F9: scenarios/ps_overload.yaml's nic_overload said "shard the server
+    (options.ps_servers: K)", which its one kind: ps node refuses for any K >= 2. The remedy
+    now says to add servers where every one of the topology's already serves, and bounds K by
+    them where some are idle; following it runs."""
+    star = f"{{name: s, generate: {{kind: ps_star, workers: 8, servers: {servers}}}}}"
+    (tmp_path / "s.yaml").write_text(f"name: p\ntopology: {star}\nsizes: [4 MiB]\nalgorithms: [ps]\n"
+                                     f"options: {{ps_servers: {ps_servers}}}\n")
+    result = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.stderr
+    said = [w["message"] for w in json.loads((tmp_path / "r.json").read_text())["runs"][0]["warnings"]
+            if w["kind"] == "nic_overload"]
+    assert said, "a parameter server's port carries every worker's gradient"
+    if ps_servers == servers:
+        assert all("add more, a ps_star's generate.servers: K" in m for m in said), said
+        more = star.replace(f"servers: {servers}", f"servers: {servers + 1}")
+        (tmp_path / "s.yaml").write_text(f"name: p\ntopology: {more}\nsizes: [4 MiB]\nalgorithms: [ps]\n"
+                                         f"options: {{ps_servers: {servers + 1}}}\n")
+    else:
+        assert all(f"options.ps_servers: K, up to the topology's {servers} parameter servers" in m for m in said)
+        (tmp_path / "s.yaml").write_text(f"name: p\ntopology: {star}\nsizes: [4 MiB]\nalgorithms: [ps]\n"
+                                         f"options: {{ps_servers: {servers}}}\n")
+    assert cli("run", tmp_path / "s.yaml").exit_code == 0

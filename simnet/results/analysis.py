@@ -152,9 +152,19 @@ def _coarser_groups(topo: Topology, group_by: str | None) -> list[str]:
             and len(topo.groups(coarser, topo.gpus)) < groups]
 
 
-def _port_remedy(topo: Topology, algorithm: str, machine_kind: str, collective: str) -> str:
+def _port_remedy(topo: Topology, algorithm: str, machine_kind: str, collective: str,
+                 servers: list[str] | None = None) -> str:
+    """What may relieve an overloaded port of ``machine_kind`` under ``algorithm`` (ps: its
+    ``servers``, if known)."""
     if algorithm == "ps":
-        return "shard the server (options.ps_servers: K) or use a collective such as ring"
+        own = len(topo.parameter_servers)  # options.ps_servers takes at most these (kind: ps), where there are any
+        if own and servers is not None and len(servers) >= own:
+            serving = "the topology's one parameter server (kind: ps) serves" if own == 1 else \
+                f"all {own} of the topology's parameter servers (kind: ps) serve"
+            return (f"shard the server over more parameter servers ({serving} already: add more, a ps_star's "
+                    "generate.servers: K, then options.ps_servers: K) or use a collective such as ring")
+        bound = f", up to the topology's {own} parameter servers" if own else ""
+        return f"shard the server (options.ps_servers: K{bound}) or use a collective such as ring"
     if machine_kind == "ps":
         return "use more parameter servers or a faster server NIC"
     others = " or ".join(_alternatives(topo, collective, algorithm))
@@ -238,7 +248,7 @@ def find_warnings(topo: Topology, links: list[LinkReport], time_s: float, algori
         findings.append(Finding("nic_overload", worst.name, (
             f"{machine} port: {flows} flows shared {_capacity(worst)}; saturated {each} "
             f"of the {run} run (one direction or the other {busy:.0%}); {moved} through this one port. "
-            f"Remedy: {_port_remedy(topo, algorithm, topo.kind(machine), collective)}")))
+            f"Remedy: {_port_remedy(topo, algorithm, topo.kind(machine), collective, servers)}")))
     table = algorithms_for(collective)
     findings += _idle_nics(topo, links, down, algorithm not in table or "channels" in table[algorithm].options)
     idle = [s for s in topo.parameter_servers if servers is not None and s not in servers]
