@@ -491,3 +491,26 @@ def test_a_training_step_a_profile_refines_says_so_and_what_it_cannot_refine(cli
     # (fuzz round av, M3: under ideal the step dropped the profile without a word; said as a run of sizes says it)
     assert "calibrated by" not in plain.stdout and "warning calibration_unused" in " ".join(plain.stdout.split())
     assert json.loads((tmp_path / "i.json").read_text())["training"]["calibration"] is None
+
+
+def test_a_step_plot_of_many_long_labelled_bars_keeps_its_legend_and_labels_on_the_figure(tmp_path, figures):
+    """Fuzz round ax, F10: a training sweep's step.png (8 bars labelled with every swept axis)
+    cut its x-axis label at the right edge and left its legend alone a third of the figure
+    below the bars (placed at a fraction of the axes' height)."""
+    from simnet.report.plots import plot_steps
+
+    step = {"compute_s": 0.24, "exposed": {"tp": 0.04, "ep": 0.0, "pp": 0.0, "fsdp": 0.0, "dp": 0.2, "bubble": 0.0},
+            "mfu": 0.25}
+    labels = [f"{8 * (1 + i % 2)} GPUs (auto, nic_bandwidth={200 * (1 + i // 4)}Gb/s, link_latency={1 + i // 2 % 2}us)"
+              for i in range(8)]
+    plot_steps([step] * 8, tmp_path / "step.png", labels)
+    fig = figures["step.png"]
+    ax = fig.axes[0]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()  # (the figure as saved: laid out, closed)
+    page = fig.bbox
+    legend, label, axes = (a.get_window_extent(renderer) for a in (ax.get_legend(), ax.xaxis.label, ax))
+    for box in (legend, label, *(t.get_window_extent(renderer) for t in ax.get_yticklabels())):
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, box
+    assert abs(legend.y0 - axes.y1) < 0.1 * fig.dpi, "the legend sits right above the bars"

@@ -225,7 +225,8 @@ def plot_steps(steps: list[dict], path: str | Path, labels: list[str] | None = N
     plt = pyplot()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     labels = labels or [f"{s['model']} on {s['gpus']} GPUs" for s in steps]
-    fig, ax = plt.subplots(figsize=(9, 2.2 + 0.7 * len(steps)))
+    # as wide as the bars' labels need beside 6 inches of bars (a sweep's labels name every axis)
+    fig, ax = plt.subplots(figsize=(max(9.0, 6 + 0.075 * max(map(len, labels), default=0)), 2.4 + 0.7 * len(steps)))
     left = np.zeros(len(steps))
     colors = plt.get_cmap("tab10").colors
     for (key, name), color in zip(STEP_PARTS, colors):
@@ -239,8 +240,9 @@ def plot_steps(steps: list[dict], path: str | Path, labels: list[str] | None = N
     ax.invert_yaxis()
     time_axis(ax.xaxis)
     ax.set_xlim(0, left.max() * 1.2)
-    ax.set_xlabel("time per training step (communication: what the critical path waits for)")
-    ax.set_title("where a training step's time goes")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=len(STEP_PARTS), fontsize=8, frameon=False)
+    ax.set_xlabel("time per training step\n(communication: what the critical path waits for)")
+    # the legend right above the bars and the title above it, at the same distance however many bars there are
+    ax.set_title("where a training step's time goes", pad=22)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(STEP_PARTS), fontsize=8, frameon=False)
     save(plt, fig, path)
     return Path(path)
