@@ -246,6 +246,33 @@ def test_one_channel_of_the_option_is_two_of_nccl_s_as_the_readme_says(root, alg
             "size") in text
 
 
+MI355X_BOX = {"name": "m", "generate": {"kind": "full_mesh", "server": "BM.GPU.MI355X-v1.8", "bandwidth": "64 GB/s"}}
+
+
+@pytest.mark.parametrize("machine, model, channels, env", [
+    ("dgx_h100", "nccl", 32, {"NCCL_MIN_NCHANNELS": "64"}),  # above the 24 NCCL opens by default
+    ("mi355x", "rccl", 1, {"NCCL_MAX_NCHANNELS": "4"}),  # RCCL's trees laid out on 56, its ring search 28 rings
+    ("mi355x", "rccl", 4, {"NCCL_MAX_NCHANNELS": "16"}),
+    ("mi355x", "rccl", 28, {})])  # the search's every ring: the default
+@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+def test_the_option_and_the_variable_that_run_the_same_channels_give_one_time(root, machine, model, channels, env,
+                                                                             algorithm):
+    """Review 89, H2 and M2: the replay laid out only fewer channels than the option's, so
+    where NCCL runs more than its default (NCCL_MIN_NCHANNELS=64 against channels: 32 on a
+    DGX H100 tree: 47.6 vs 73.7 us at 1 MiB) or where RCCL lays its trees out on more channels
+    than its ring search has rings (one MI355X host: channels 1 45.1 us, NCCL_MAX_NCHANNELS=4
+    57.4 us at 64 KiB), the same running channels answered apart."""
+    import simnet
+
+    topology = simnet.load_topology(root / "topologies/dgx_h100.yaml") if machine == "dgx_h100" else \
+        simnet.topology_from_dict(MI355X_BOX)
+    for size in (2**16, 2**20, 2**24):
+        option = simnet.simulate(topology, algorithm, size, model=model, channels=channels)
+        variable = simnet.simulate(topology, algorithm, size, model=model, env=env)
+        assert option.nccl_channels == variable.nccl_channels, size
+        assert option.time_s == pytest.approx(variable.time_s, abs=2e-9), size
+
+
 @pytest.mark.parametrize("env, channels", [({"NCCL_MAX_NCHANNELS": "2"}, 2), ({}, 24)])
 def test_a_tree_runs_each_channel_nccl_runs_in_nccl_s_steps(root, env, channels):
     """A 64 MiB tree on one DGX H100 (Simple: NCCL's tree steps are 512 KiB, enqueue.cc

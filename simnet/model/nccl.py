@@ -58,7 +58,9 @@ __all__ = ["NcclPlan", "plan", "timing", "connection_timing", "launch_latency", 
 WIRE_FACTOR = {"LL": 2.0, "LL128": 128 / 120, "Simple": 1.0}
 """Bytes on the wire per data byte: LL lines are 8 data + 8 flag bytes, LL128 lines 120 + 8."""
 MAX_PIECES = 64
-"""Most pipeline chunks simnet simulates per channel: NCCL's own chunks (128 KiB - 2 MiB) would
+"""Most pipeline chunks simnet simulates per channel, counted over every channel the communicator
+opens (the whole buffer's chunks are so bounded: a lane that stands for a few running channels
+carries theirs, up to MAX_PIECES x opened / running). NCCL's own chunks (128 KiB - 2 MiB) would
 give a 16 GiB AllReduce tens of thousands of transfers per connection. Coarser chunks fill a
 pipeline more slowly, (D + k - 1) / k of the streaming time for k chunks over D hops, and the
 bandwidth ceiling is raised by the ratio of that to NCCL's own chunks' fill, so the coarsening
@@ -181,11 +183,10 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         channel_share = running / full * threads
         if not nvls and name != "PAT" and "channels" in accepts:
             # the replay lays out the channels that run, not every one at a share of its rate: each
-            # channel's pipeline then carries NCCL's share of the buffer, in as many chunks as NCCL's
-            laid = search.layout_channels(system, name)
-            running_laid = max(1, -(-running * laid // full))
-            if running_laid < (options.get("channels") or laid):
-                options["channels"] = running_laid
+            # channel's pipeline then carries NCCL's share of the buffer, in as many chunks as NCCL's;
+            # however the count came about (options.channels is in the ring search's rings, which RCCL's
+            # trees are not laid out in: its count is what it opened, above)
+            options["channels"] = max(1, -(-running * search.layout_channels(system, name) // full))
     if name == "NVLS" and options.get("channels") is None:
         options["channels"] = enqueue.nvls_channels(system)
     coarsening = 1.0
