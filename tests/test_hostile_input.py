@@ -584,6 +584,25 @@ def test_a_link_to_nowhere_inside_a_plot_folder_is_refused_before_the_work(cli, 
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize("command, option, link", [("run", "--json", "out.json"), ("run", "--plot", "plots/step.png"),
+                                                   ("run", "--plot", "plots/time_vs_size.png"),
+                                                   ("sweep", "--out", "plots/results.csv")])
+def test_an_output_link_into_a_folder_simnet_cannot_write_is_refused_before_the_work(cli, tmp_path, command, option,
+                                                                                    link):
+    """Review 89, H1 and M1: written through a link, a file is made beside the file the link
+    names, but the checks proved only the link's own folder writable: a link into /proc (or
+    any folder the user cannot write) passed, and the command exited 70 after its work."""
+    _files(tmp_path)
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    (tmp_path / "plots").mkdir()
+    (tmp_path / link).symlink_to("/proc/simnet-out")
+    out = tmp_path / link.split("/")[0]
+    result = cli(command, path, option, out, *(["--csv", tmp_path / "r.csv"] if command == "run" else []))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "cannot create files in /proc" in result.stderr and not (tmp_path / "r.csv").exists()
+
+
 @pytest.mark.parametrize("target_there", [False, True])
 def test_an_output_through_a_file_s_link_writes_the_file_it_names_and_keeps_the_link(cli, tmp_path, target_there):
     """Review 88, M4: a link to a file that does not exist yet, in a folder that does, was
@@ -893,3 +912,6 @@ def test_ctrl_c_says_a_sweep_resumes_only_of_a_sweep(command, says):
                f"friendly({command})()\n")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and done.stderr == says, done.stderr
+    from simnet.cli.sweep import sweep  # the words hang on the command's name (review 89, L4)
+
+    assert sweep.callback.__name__ == "sweep"

@@ -87,7 +87,7 @@ def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path
         raise InputError(f"{where}: it is a device or pipe, not a file; give a file name")
     if path.resolve() in {Path(p).resolve() for p in inputs}:
         raise InputError(f"{where}: it is an input of this command; write elsewhere")
-    folder = path.parent
+    folder = _written_in(path)
     if not folder.is_dir():
         above = next((p for p in folder.parents if p.exists()), None)  # a file in the way says more than "missing"
         if folder.exists() or (above is not None and not above.is_dir()):
@@ -97,6 +97,12 @@ def _writable_file(path: Path, where: str, inputs: Iterable[str | Path]) -> Path
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"{where}: permission denied")
     return path
+
+
+def _written_in(path: Path) -> Path:
+    """The folder a file written to ``path`` is made in: through a symbolic link, the folder
+    of the file it names (``simnet.io.files.write_text``), else ``path``'s own."""
+    return Path(os.path.realpath(path)).parent if path.is_symlink() else path.parent
 
 
 def _can_create_in(folder: Path, where: str) -> None:
@@ -137,6 +143,8 @@ def _writable_dir(path: Path, option: str, where: str, inputs: Iterable[str | Pa
         if (path / name).exists() and not (path / name).is_file():
             raise InputError(f"{where}: {path / name} is a {'folder' if (path / name).is_dir() else 'device or pipe'}"
                              f", where simnet writes its {name}; remove it or use another {option}")
+        if (path / name).is_symlink():  # (written through: in the folder of the file it names)
+            _can_create_in(_written_in(path / name), f"{where}: {path / name} is a link to {os.readlink(path / name)}")
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not existing.is_dir():
         raise InputError(f"{where}: {existing} is a file, not a folder")
