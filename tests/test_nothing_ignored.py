@@ -990,6 +990,22 @@ def test_an_option_one_algorithm_takes_is_said_unread_by_each_run_of_another(tmp
     assert all(len(w) == 1 and w[0]["link"] == "" for w in once), once  # the file's one word, on every run
 
 
+def test_a_run_s_json_options_are_those_its_algorithm_takes(tmp_path, cli, root):
+    """Fuzz round ax, F5: in a file of several algorithms, halving_doubling's run listed
+    ``channels`` and ``chunk_size`` (it takes neither; its time the one without them) and ps's
+    ``channels``: a reader of --json could not tell which runs read them."""
+    from simnet.schedule.catalog import algorithms_for
+
+    (tmp_path / "s.yaml").write_text(f"name: s\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [1 MiB]\n"
+                                     "algorithms: [ring, halving_doubling, ps]\n"
+                                     "options: {channels: 4, chunk_size: 128 KiB}\n")
+    assert cli("run", tmp_path / "s.yaml", "--json", tmp_path / "r.json").exit_code == 0
+    table = algorithms_for("allreduce")
+    for run in json.loads((tmp_path / "r.json").read_text())["runs"]:
+        assert set(run["options"]) == {"channels", "chunk_size"} & set(table[run["algorithm"]].options), run
+    assert any(run["options"] for run in json.loads((tmp_path / "r.json").read_text())["runs"])
+
+
 def test_reduce_bandwidth_unread_by_auto_s_switch_reducing_pick_says_why(root):
     """Fuzz round ax, F8: auto picking nvls (64 MiB on a DGX H100) said reduce_bandwidth changed
     nothing because nvls's every reduction ended before the links took its data: nvls makes no

@@ -88,8 +88,10 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     said_keys = {w.link for run in every_run for w in run.warnings
                  if w.kind == "key_unread" and w.link.rpartition(".")[2] in ALGORITHM_KEYS}
     read_keys = {link for link in said_keys if read_by_any(link, every_run)}
-    runs = [replace(run, warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])
-                                   and not (w.kind == "key_unread" and w.link in read_keys)])
+    # a run's options are those it took (fuzz round ax, F5: a ring's JSON listed hierarchical's group_by)
+    runs = [replace(run, options={k: v for k, v in run.options.items() if f"options.{k}" not in untaken[a]},
+                    warnings=[w for w in run.warnings if not (w.kind == "option_unread" and w.link in untaken[a])
+                              and not (w.kind == "key_unread" and w.link in read_keys)])
             for size in by_size for a in ran for run in [by_size[size][a]]]
     if model and scenario.faults:  # a fault after a size's run may still slow the step's buckets: not "changed nothing"
         algorithm_of = [a for _ in by_size for a in ran]  # (runs are by size, then algorithm)
