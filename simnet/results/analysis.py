@@ -98,12 +98,13 @@ def _idle_nics(topo: Topology, links: list[LinkReport], down: frozenset[int] = f
     if max((link.mean_utilization for link in links if link.src in busy or link.dst in busy), default=0.0) \
             < IDLE_NICS_MATTER:
         return []  # latency-bound: NCCL runs a small collective on fewer channels than NICs, and the others idle
+    fewer = "; fewer channels (options.channels, NCCL_MAX_NCHANNELS, a small collective) use fewer"
     return [Finding("nic_idle", idle[0], (
         f"{len(idle)} of the {len(nics)} NICs of the GPUs that sent across hosts through some of their several "
         "NICs carried nothing "
         f"({', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}): the time is what the others deliver. "
         "Remedy: NCCL's ring or tree deal their channels over every NIC of a GPU (compare -a ring)"
-        f"{'; fewer channels (options.channels) use fewer' if channelled else ''}. If a GPU's NICs are the ports "
+        f"{fewer if channelled else ''}. If a GPU's NICs are the ports "
         "of one card (a dual-port "
         "ConnectX, as on OCI's BM.GPU.H100.8), NCCL merges them into one device: write one NIC at their summed "
         "rate, or the product's server: (docs/topologies.md)"))]
