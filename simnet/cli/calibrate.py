@@ -98,6 +98,8 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
                       "own model, without it (a profile corrects the model, not another profile)")
     if result.warning:
         console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
+    if result.size_warning:
+        console.print(f"[yellow]warning[/yellow] one size: {result.size_warning}")
     fitted = {"topology": _from_profile(topology_path, output), "logs": [_from_profile(log, output) for log in logs],
               "points": len(points),
               "ranks": result.rank_counts, "held": list(result.held), "at_bound": list(result.at_bound),

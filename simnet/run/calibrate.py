@@ -121,6 +121,16 @@ class Fit:
                 "start-up latency: the steps keep NCCL's figures and only the start-up latency was fitted; for "
                 "other node counts add a log from another one (docs/validation_calibrated.md)")
 
+    @property
+    def size_warning(self) -> str | None:
+        """Why the profile's rate factors are NCCL's own figures (rows of one size), or None."""
+        sizes = {p.size_bytes for p in self.points}
+        if len(sizes) > 1:
+            return None
+        return (f"every row moved {units.format_size(sizes.pop())}, which cannot tell the start-up latency from the "
+                "rate factors: the rates (bandwidth at every size, network_bandwidth) keep NCCL's figures and only "
+                "the latencies were fitted; for the rates add rows of other sizes (nccl-tests -b and -e)")
+
     @staticmethod
     def geomean(errors: list[float]) -> float:
         return math.exp(sum(math.log1p(e) for e in errors) / len(errors)) - 1
@@ -396,8 +406,12 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
 
     # rows of one rank count take nearly the same steps (by size NCCL may pick an algorithm
     # with other steps): a per-step latency and the start-up latency explain them about
-    # equally, so the steps keep NCCL's figures
+    # equally, so the steps keep NCCL's figures; rows of one size cannot tell the start-up
+    # latency from the rate factors, which then keep theirs (fuzz round ay, F1: one 1 MiB row
+    # fitted every size's factor and the network's, and moved a 1 GiB prediction 21 % off)
     held = set(LATENCIES[1:]) if len({p.ranks for p in points}) == 1 else set()
+    if len({p.size_bytes for p in points}) == 1:
+        held |= set(PARAMETERS[3:])
 
     def jacobian_at(x: np.ndarray, times: np.ndarray) -> np.ndarray:
         columns = np.zeros((len(points), len(PARAMETERS)))
@@ -438,4 +452,5 @@ def fit(topology, points: list[CalibrationPoint], iterations: int = 8,
     edges = [name for name, value in zip(PARAMETERS, best) if name not in held
              and min(abs(value - edge) for edge in bounds[_kind(name)]) < 1e-3 * _SCALE[_kind(name)]]
     return Fit(_calibration(best, bounds), points, runs, before.tolist(), best_times.tolist(),
-               tuple(sorted(held)), tuple(_label(name) for name in edges), unread)
+               tuple(_label(name) for name in PARAMETERS if name in held), tuple(_label(name) for name in edges),
+               unread)
