@@ -7,6 +7,7 @@ rings from the same racks cross the same uplinks in the same direction and get h
 T = 2 (6 us + S/2 / (B/2)).
 """
 
+import csv
 import json
 
 import numpy as np
@@ -628,3 +629,25 @@ def test_a_sweep_of_jobs_over_a_fault_key_that_moves_nothing_says_so(cli, tmp_pa
     assert len({json.dumps(r["jobs"], sort_keys=True) for r in records}) == 1  # (the premise: nothing moved)
     assert "faults.0.at changed nothing along this sweep" in result.stdout + result.stderr
 
+
+
+def test_a_sweep_of_jobs_names_no_bottleneck_where_no_shared_link_filled(cli, tmp_path, root):
+    """Fuzz round ay, F2: a sweep (table, results.jsonl, results.csv) and compare of two
+    spread jobs on two_racks named tor0->spine1 their bottleneck, where `run` said that most
+    fought-over link was saturated 0 % of the shared run: a bottleneck is a link that filled
+    (README: null where none was saturated 1 % of the run, the busiest beside it)."""
+    (tmp_path / "s.yaml").write_text(
+        f"name: sj\ntopology: {root / 'topologies/two_racks.yaml'}\nplacement: spread\njobs:\n"
+        "  - {name: a, gpus: 16, algorithm: ring, size: 64 MiB}\n  - {name: b, gpus: 16, algorithm: tree, size: 64 MiB}\n")
+    run = cli("run", tmp_path / "s.yaml", "--json", tmp_path / "r.json")
+    assert run.exit_code == 0, run.stderr
+    (top, *_) = json.loads((tmp_path / "r.json").read_text())["shared_links"]
+    assert top["saturated_fraction"] < 0.01  # the case: shared, never filled
+    swept = cli("sweep", tmp_path / "s.yaml", "--set", "jobs.0.size=16MiB,32MiB", "--out", tmp_path / "o",
+                "--workers", "1")
+    assert swept.exit_code == 0, swept.stderr
+    assert f"none; busiest {top['link']}" in swept.stdout
+    sizes = [json.loads(line)["sizes"][0] for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert all(s["bottleneck"] is None and s["busiest"] == top["link"] for s in sizes), sizes
+    rows = list(csv.DictReader((tmp_path / "o" / "results.csv").open()))
+    assert all(r["bottleneck"] == "" and r["busiest"] == top["link"] for r in rows), rows

@@ -160,7 +160,8 @@ def _bottleneck(size: dict) -> str:
     name, saturated = size["bottleneck"] or size.get("busiest"), size.get("bottleneck_saturated_fraction")
     if name is None or saturated is None or saturated >= FILLED:
         return name or "-"
-    return f"none; busiest {name} ({size['bottleneck_mean_utilization']:.0%} busy)"
+    busy = size.get("bottleneck_mean_utilization")  # (jobs: their most fought-over link, whose load they keep not)
+    return f"none; busiest {name}" + (f" ({busy:.0%} busy)" if busy is not None else "")
 
 
 def write_sweep_csv(records: list[dict], path: Path) -> Path:

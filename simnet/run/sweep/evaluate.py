@@ -11,6 +11,7 @@ from typing import Any
 
 from simnet.errors import Cut, EnvironmentRefused, InputError, SpecError, Unsupported, shown
 from simnet.io.budget import TooLarge
+from simnet.results.result import FILLED
 from simnet.run.jobs import run_jobs
 from simnet.run.scenario import check_runs_fit, read_by_any, run_sizes, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
@@ -239,9 +240,12 @@ def _jobs_record(scenario, record: dict, env: dict[str, str]) -> dict:
     slowest = max(work, key=lambda job: job["together_s"])
     name = f"jobs (slowest {slowest['name']})"
     record.update(result.to_dict(), algorithm=name)
+    top = result.shared_links[0] if result.shared_links else None  # the most fought-over link
+    filled = top is not None and top["saturated_fraction"] >= FILLED  # (a bottleneck only where it filled)
     record["sizes"].append({"size_bytes": slowest["size_bytes"], "ran": name,
                             "time_s": slowest["together_s"], "algbw_GBps": None, "busbw_GBps": None,
-                            "bottleneck": result.shared_links[0]["link"] if result.shared_links else None,
+                            "bottleneck": top["link"] if filled else None, "busiest": top["link"] if top else None,
+                            "bottleneck_saturated_fraction": top["saturated_fraction"] if top else None,
                             "warnings": sorted({w.kind for w in [*scenario.warnings, *result.warnings]}),
                             "unread": sorted({w.link for w in [*scenario.warnings, *result.warnings]
                                               if w.kind in UNREAD and w.link})})
