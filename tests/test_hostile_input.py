@@ -915,3 +915,30 @@ def test_ctrl_c_says_a_sweep_resumes_only_of_a_sweep(command, says):
     from simnet.cli.sweep import sweep  # the words hang on the command's name (review 89, L4)
 
     assert sweep.callback.__name__ == "sweep"
+
+
+MARKUP_TOPOLOGY = """name: markup
+nodes:
+  - {id: gpu0, kind: gpu, host: h0, gpu: h100}
+  - {id: gpu1, kind: gpu, host: h0, gpu: h100}
+  - {id: "NAME", kind: switch, host: h0}
+links:
+  - {a: gpu0, b: "NAME", bandwidth: 450 GB/s, latency: 0.25 us}
+  - {a: gpu1, b: "NAME", bandwidth: 450 GB/s, latency: 0.25 us}
+"""
+
+
+@pytest.mark.parametrize("name", ["nv[/]", "nv[/bold]", "nv[s]", "[red]nv"])
+@pytest.mark.parametrize("command", ["run", "sweep", "compare"])
+def test_a_name_that_reads_as_rich_markup_prints_as_written(cli, tmp_path, name, command):
+    """Fuzz round ay, F4: a node id ``nv[/]`` made run and sweep exit 70 (rich's MarkupError on
+    the table cell naming the link), after sweep had written its records; ``nv[s]`` printed as
+    ``nv`` struck through. Scenario, job and variant names the same. Names print as written."""
+    (tmp_path / "t.yaml").write_text(MARKUP_TOPOLOGY.replace("NAME", name))
+    variants = "variants:\n  - {name: 'A[/]'}\n  - {name: B, set: {options: {channels: 1}}}\n" if command == "compare" else ""
+    (tmp_path / "s.yaml").write_text(f"name: 's[/]'\ntopology: t.yaml\nsize: 1 MiB\nalgorithms: [ring]\n{variants}")
+    args = {"run": (), "sweep": ("--gpus", "2", "--out", tmp_path / "o"), "compare": ("-o", tmp_path / "c.png")}
+    result = cli(command, tmp_path / "s.yaml", *args[command])
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert ("A[/]" if command == "compare" else "s[/]") in text and (command == "sweep" or name in text), text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.console import print_warnings, stdout_console
+from simnet.cli.console import print_warning, print_warnings, stdout_console
 from simnet.cli.shell import WholeRange, friendly
 from simnet.errors import InputError
 
@@ -97,9 +97,9 @@ def calibrate(logs: tuple[Path, ...], topology_path: Path, output: Path, gpus: t
         console.print(f"note: {topology_path} names the profile {topology.calibration}; the fit starts from NCCL's "
                       "own model, without it (a profile corrects the model, not another profile)")
     if result.warning:
-        console.print(f"[yellow]warning[/yellow] one rank count: {result.warning}")
+        print_warning(console, f"one rank count: {result.warning}")
     if result.size_warning:
-        console.print(f"[yellow]warning[/yellow] one size: {result.size_warning}")
+        print_warning(console, f"one size: {result.size_warning}")
     fitted = {"topology": _from_profile(topology_path, output), "logs": [_from_profile(log, output) for log in logs],
               "points": len(points),
               "ranks": result.rank_counts, "held": list(result.held), "at_bound": list(result.at_bound),

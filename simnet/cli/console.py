@@ -1,5 +1,7 @@
 """rich consoles for the CLI: wide enough for tables even when output is a pipe or a file;
-progress as a bar on a terminal and as plain periodic lines in a log."""
+progress as a bar on a terminal and as plain periodic lines in a log. No string is read as
+rich markup: names are the user's (a node ``nv[/]`` or ``nv[s]`` prints as written), and
+what simnet colours it styles with ``rich.text.Text``."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 
-__all__ = ["stdout_console", "stderr_console", "print_warnings", "progress", "PLAIN_EVERY_S"]
+__all__ = ["stdout_console", "stderr_console", "print_warnings", "print_warning", "progress", "PLAIN_EVERY_S"]
 
 PLAIN_EVERY_S = 10.0
 """Seconds between progress lines when stderr is not a terminal (none for shorter runs)."""
@@ -22,27 +24,41 @@ def _width() -> int | None:
     return None if os.isatty(1) or os.environ.get("COLUMNS") else 160
 
 
+READER_GONE = [False]
+"""Whether standard output's reader went away (``simnet run S | head -1``) while a command ran."""
+
+
 class _Console(Console):
-    """rich's console, ending on a closed pipe as every other simnet output does (``shell.friendly``)."""
+    """rich's console. Where the reader of standard output goes away, the rest of what it
+    prints goes nowhere and the command goes on to write every file it was asked for (fuzz
+    round ay, F5: ``run --json --csv --plot | head -1`` wrote the JSON alone, calibrate no
+    profile); it then ends as a closed pipe ends a tool (``shell.friendly``: exit 141)."""
 
     def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (what is still buffered: nowhere)
+        READER_GONE[0] = True
 
 
 def stdout_console() -> Console:
-    return _Console(highlight=False, width=_width())
+    return _Console(highlight=False, markup=False, width=_width())
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, markup=False)
+
+
+def print_warning(console: Console, text: str) -> None:
+    """One warning line: ``warning`` in yellow, then ``text`` as written."""
+    from rich.text import Text
+
+    console.print(Text.assemble(("warning", "yellow"), " ", text))
 
 
 def print_warnings(console: Console, warnings) -> None:
-    """One line per finding (``kind``, ``message``), its message as plain text (no rich markup)."""
-    from rich.markup import escape
-
+    """One line per finding (``kind``, ``message``)."""
     for warning in warnings:
-        console.print(f"[yellow]warning[/yellow] {warning.kind}: {escape(warning.message)}")
+        print_warning(console, f"{warning.kind}: {warning.message}")
 
 
 @contextmanager
@@ -63,7 +79,8 @@ def progress(label: str) -> Iterator[Callable[..., None]]:
             TimeRemainingColumn,
         )
 
-        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+        columns = (TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[status]}", markup=False),
                    TimeElapsedColumn(), TimeRemainingColumn())
         with Progress(*columns, console=stderr_console(), transient=True) as bar:
             task = bar.add_task(label, total=None, status="")

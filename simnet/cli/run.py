@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
-from simnet.cli.console import print_warnings, stdout_console
+from simnet.cli.console import print_warning, print_warnings, stdout_console
 from simnet.cli.shell import Whole, friendly, loading
 from simnet.errors import Cut, InputError
 from simnet.schedule.kinds import COLLECTIVES
@@ -428,8 +428,6 @@ def _progress_told(label: str):
 
 def _print_notes(console, results) -> None:
     """Auto choices, the NCCL variables applied, algorithms of `all` skipped and warnings, one line each."""
-    from rich.markup import escape
-
     from simnet import units
 
     for algorithm, why in results.skipped.items():
@@ -461,8 +459,7 @@ def _print_notes(console, results) -> None:
     for (algorithm, kind), runs in groups.items():
         largest = runs[-1]
         alike = [w for w in largest.warnings if w.kind == kind and (w.kind, w.message) not in everywhere]
-        console.print(f"[yellow]warning[/yellow] {kind} ({algorithm}, {units.format_size(largest.size_bytes)}): "
-                      f"{escape(alike[0].message)}")  # plain text: [r0h0-gpu0] is no markup
+        print_warning(console, f"{kind} ({algorithm}, {units.format_size(largest.size_bytes)}): {alike[0].message}")
         more = [f"{len(alike) - 1} more like it"] if len(alike) > 1 else []
         more += [f"also at {', '.join(units.format_size(r.size_bytes) for r in runs[:-1])}"] if len(runs) > 1 else []
         if more:

@@ -33,9 +33,13 @@ def friendly(command):
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        from simnet.cli.console import READER_GONE
+
         try:
             done = command(*args, **kwargs)
             _say_environment_warnings()
+            if READER_GONE[0]:  # every file written; the reader of the table went away before it
+                sys.exit(EXIT_BROKEN_PIPE)
             return done
         except InputError as exc:
             click.echo(str(exc), err=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from matplotlib.ticker import FuncFormatter
 from rich.table import Table
+from rich.text import Text
 
 from simnet import units
 from simnet.errors import as_written
@@ -143,7 +144,7 @@ def sweep_table(records: list[dict], title: str) -> Table:
             on_rate = _marked(_FLIPPED[_iteration_bound(record)])
             speedup = on_rate + f"{record['speedup']:.2f}"
             row += [on_time + units.format_time(record["iteration_time_s"]),
-                    f"[red]{speedup}[/red]" if slower else speedup, on_rate + f"{record['efficiency']:.0%}",
+                    Text(speedup, style="red") if slower else speedup, on_rate + f"{record['efficiency']:.0%}",
                     on_time + units.format_time(record["communication_exposed_s"])]
         row += [] if size else [_size_cell(largest["size_bytes"])]
         bound = _bound(record)  # a bound, as run's warning says
