@@ -942,3 +942,32 @@ def test_a_name_that_reads_as_rich_markup_prints_as_written(cli, tmp_path, name,
     assert result.exit_code == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert ("A[/]" if command == "compare" else "s[/]") in text and (command == "sweep" or name in text), text
+
+
+@pytest.mark.parametrize("bucket, refused", [("", False), ("1 GiB", False), ("100 MiB", True)])
+def test_stragglers_beside_a_bucketed_gradient_are_refused(tmp_path, cli, root, bucket, refused):
+    """Fuzz round ay, F3: one GPU 2 ms late cost a step ~1 ms with one bucket, 20 ms with 10
+    and 192 ms with 100: the delay was charged on each bucket's AllReduce, one after another.
+    Refused in one line where the gradient is several buckets (compute_slowdown is the slow
+    GPU of every step); one bucket (or none given) runs."""
+    workload = "{compute_time: 10 ms, gradient_size: 1 GiB" + (f", bucket_size: {bucket}" if bucket else "") + "}"
+    (tmp_path / "s.yaml").write_text(f"name: w\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [64 MiB]\n"
+                                     f"algorithms: [ring]\nworkload: {workload}\nstragglers: {{gpu3: 2 ms}}\n")
+    result = cli("run", tmp_path / "s.yaml")
+    if refused:
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "s.yaml:6: stragglers: they join each collective late, and the workload AllReduces its gradient in " \
+               "11 buckets" in result.stderr
+    else:
+        assert result.exit_code == 0, result.stderr
+
+
+def test_a_profile_or_picture_to_standard_output_is_refused_not_written_as_a_file_named_dash(cli, tmp_path, root):
+    """Fuzz round ay, F6: ``simnet calibrate ... -o -`` wrote a file named ``-``, where
+    ``run --json -`` means standard output; ``topo draw -o -`` likewise."""
+    log = root / "validation/logs/h100_ndr_issue309_2node.log"
+    for args in (("calibrate", log, "-t", root / "validation/logs/h100_ndr_8node.yaml", "--gpus", "16", "-o", "-"),
+                 ("topo", "draw", root / "topologies/dgx_h100.yaml", "-o", "-")):
+        result = cli(*args)
+        assert result.exit_code == 2 and "'-' (standard output) is for --json" in result.stderr, result.stderr
+    assert not (Path.cwd() / "-").exists()

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+import simnet
 from simnet import topology_from_dict
 from simnet.report.paths import PLOT_FILES
 from simnet.run.jobs import run_jobs
@@ -651,3 +652,16 @@ def test_a_sweep_of_jobs_names_no_bottleneck_where_no_shared_link_filled(cli, tm
     assert all(s["bottleneck"] is None and s["busiest"] == top["link"] for s in sizes), sizes
     rows = list(csv.DictReader((tmp_path / "o" / "results.csv").open()))
     assert all(r["bottleneck"] == "" and r["busiest"] == top["link"] for r in rows), rows
+
+
+def test_background_traffic_that_never_meets_a_job_leaves_their_interference_at_one(root):
+    """Fuzz round ay, F9: background traffic starting after job a ended (and before b began)
+    never ran beside a in their pair's replay, whose mean of no runs was NaN: exit 70 on the
+    JSON. Jobs that never met slow each other by 1.00x."""
+    topology = simnet.load_topology(root / "topologies/two_racks.yaml")
+    result = run_jobs(topology, [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "16 MiB"},
+                                 {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "16 MiB",
+                                  "start": "10 ms"},
+                                 {"name": "n", "background": {"pattern": "uniform", "load": "5%"}, "start": "9 ms"}])
+    assert result.interference["a"]["n"] == result.interference["n"]["a"] == 1.0
+    assert all(np.isfinite(v) for row in result.interference.values() for v in row.values())

@@ -537,6 +537,7 @@ def test_a_gpu_flops_without_its_unit_is_refused():
     """gpu_flops: 989 (meant as TFLOP/s) gave a 1.2e11 s step; 989e12 and '989 TFLOP/s' are one figure."""
     message = _refusal(training={**TRAINING, "gpu_flops": 989})
     assert message.split(": ")[1].startswith("training.gpu_flops") and "989 TFLOP/s" in message
+    assert "989 has no unit" in message  # (fuzz round ay, F6: it said 989 FLOP/s was out of range, as README does not)
     for figure in ("989e12", 989e12, "989 TFLOP/s", "989TFLOP/s"):  # written as 400Gb/s may be (fuzz 31c)
         scenario = scenario_from_dict({"name": "s", "topology": FABRIC, "training": {**TRAINING, "gpu_flops": figure}})
         assert scenario.training.gpu_flops == 989e12
@@ -3730,16 +3731,19 @@ def test_a_variant_setting_a_neutral_value_over_the_file_s_own_is_not_said_to_ch
         "name: c\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}\n"
         "sizes: [1 MiB]\nalgorithms: [ring]\n"
         "workload: {compute_time: 1 ms, gradient_size: 8 MiB, bucket_size: 2 MiB, compute_slowdown: {r0h0-gpu1: 1.5}}\n"
-        "stragglers: {r0h0-gpu0: 500 us}\nvariants:\n  - {name: base}\n"
+        "variants:\n  - {name: base}\n"
         "  - {name: onebucket, set: {workload.bucket_size: 16 MiB}}\n"
-        "  - {name: cs1, set: {workload.compute_slowdown.r0h0-gpu1: 1}}\n"
-        "  - {name: st0, set: {stragglers.r0h0-gpu0: 0 us}}\n")
+        "  - {name: cs1, set: {workload.compute_slowdown.r0h0-gpu1: 1}}\n")
+    (tmp_path / "s.yaml").write_text(  # (stragglers beside buckets are refused: fuzz round ay, F3)
+        "name: s\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}\n"
+        "sizes: [1 MiB]\nalgorithms: [ring]\nworkload: {compute_time: 1 ms, gradient_size: 8 MiB}\n"
+        "stragglers: {r0h0-gpu0: 500 us}\nvariants:\n  - {name: base}\n  - {name: st0, set: {stragglers.r0h0-gpu0: 0 us}}\n")
     (tmp_path / "j.yaml").write_text(
         "name: j\ntopology:\n  name: t\n  generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2}\n"
         "jobs:\n  - {name: a, gpus: [r0h0-gpu0, r1h0-gpu0], algorithm: ring, size: 4 MiB, repeat: 3, period: 2 ms}\n"
         "  - {name: b, gpus: [r0h0-gpu1, r1h0-gpu1], algorithm: ring, size: 4 MiB, repeat: 3}\n"
         "variants:\n  - {name: base}\n  - {name: short, set: {jobs.0.period: 1 us}}\n")
-    for name in ("c", "j"):
+    for name in ("c", "s", "j"):
         compared = cli("compare", tmp_path / f"{name}.yaml", "-o", tmp_path / f"{name}.png")
         assert compared.exit_code == 0, compared.stderr
         assert "changed nothing" not in compared.stdout, compared.stdout
@@ -3747,7 +3751,9 @@ def test_a_variant_setting_a_neutral_value_over_the_file_s_own_is_not_said_to_ch
     from simnet.spec.scenario import load_scenario
 
     rows = {row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / "c.yaml")])}
-    assert all(rows[option] != rows["base"] for option in ("onebucket", "cs1", "st0")), rows
+    assert all(rows[option] != rows["base"] for option in ("onebucket", "cs1")), rows
+    rows = {row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / "s.yaml")])}
+    assert rows["st0"] != rows["base"], rows
     rows = {row["option"]: row["merit_s"] for row in compare_scenarios([load_scenario(tmp_path / "j.yaml")])}
     assert rows["short"] != rows["base"], rows
 
@@ -4728,3 +4734,15 @@ def test_a_dtype_on_one_gpu_is_moot_even_beside_fsdp():
     said = {w.link for w in step("fp8").warnings if w.kind == "key_unread"}
     assert {"training.dtype", "training.parallelism.fsdp"} <= said
     assert run_scenario(step("fp8")).to_dict()["training"] == run_scenario(step(None)).to_dict()["training"]
+
+
+def test_spellings_of_one_file_in_set_are_one_point(tmp_path, cli):
+    """Fuzz round ay, F10: ``--set topology=t.yaml,./t.yaml`` (or a profile by its name, with
+    ./ and by its absolute path) made a point per spelling, each computed alike, and then said
+    the key changed nothing along the sweep: the scenario reads one file."""
+    (tmp_path / "t.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    result = cli("sweep", tmp_path / "s.yaml", "--set", f"topology=t.yaml,./t.yaml,{tmp_path / 't.yaml'}",
+                 "--out", tmp_path / "o", "--workers", "1")
+    assert result.exit_code == 0, result.stderr
+    assert len(_records(tmp_path / "o")) == 1 and "changed nothing" not in result.stdout, result.stdout

@@ -31,6 +31,8 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
     ...
     simnet.errors.InputError: --json: cannot write /no/such/folder/out.json: folder /no/such/folder does not exist
     """
+    if str(path) == "-":  # (the outputs that may go to standard output take it before they get here)
+        raise InputError(f"{option}: '-' (standard output) is for --json and topo export -o only; name a file")
     path = Path(path)
     where = f"{option}: cannot write {path}"
     if suffixes is not None and path.suffix.lower() not in suffixes:

@@ -220,8 +220,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     matrix = {a: {b: 1.0 for b in names} for a in names}
     for i, j in pairs:  # only jobs with a link in common: else neither can slow the other
         times = together_times if len(runs) == 2 else replayed([runs[i], runs[j]])[0]
-        matrix[names[i]][names[j]] = _mean_time(times[0]) / alone[i]
-        matrix[names[j]][names[i]] = _mean_time(times[1]) / alone[j]
+        for a, b, ran in ((i, j, times[0]), (j, i, times[1])):
+            if ran:  # (background traffic that would start only after its pair's job ended never ran beside it)
+                matrix[names[a]][names[b]] = _mean_time(ran) / alone[a]
     for job, solo, times in zip(described, alone, together_times):
         job.update(alone_s=solo, together_s=_mean_time(times), slowdown=_mean_time(times) / solo,
                    finished_s=max(end for _, end in times) / PS_PER_SECOND)

@@ -771,6 +771,16 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
                                                "placement out")
     elif spec.placement is not None:
         raise source.error(("placement",), "placement places jobs given a GPU count; this scenario has no jobs")
+    if spec.stragglers and spec.workload is not None and spec.workload.bucket_size is not None:
+        from simnet.workloads.ddp import StepModel
+
+        buckets = len(StepModel.from_workload(spec.workload).buckets())
+        if buckets > 1:  # (fuzz round ay, F3: 2 ms late cost a step of 100 buckets 192 ms)
+            raise source.error(("stragglers",), (
+                f"they join each collective late, and the workload AllReduces its gradient in {buckets} "
+                f"buckets one after another: each would wait for them again, {buckets} times a step; for a GPU "
+                "slower every step give workload.compute_slowdown (every bucket then waits for it), or leave "
+                "bucket_size out"))
     if spec.training is not None:
         for key in ("faults", "stragglers"):
             if getattr(spec, key):

@@ -49,10 +49,13 @@ def parse_flops(text: str) -> float:
 def _gpu_flops(value: object) -> object:
     """A GPU's FLOP/s: a number (``989e12``) or text with its unit (``989 TFLOP/s``); a bare
     number below 1 GFLOP/s is taken for a figure whose unit was left out (``989``)."""
+    written = value
     if isinstance(value, str):
         value = parse_flops(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
             GPU_FLOPS_RANGE[0] <= value <= GPU_FLOPS_RANGE[1]):
+        if isinstance(written, (int, float)) and 0 < written < GPU_FLOPS_RANGE[0]:  # 989: its unit left out
+            raise ValueError(f"{written!r} has no unit: write its unit, e.g. '{written:g} TFLOP/s'")
         raise ValueError(f"{value!r} FLOP/s is outside 1 GFLOP/s to 1 EFLOP/s; with its unit, e.g. '989 TFLOP/s'")
     return value
 

@@ -219,13 +219,26 @@ def _reads(document: dict, overrides: tuple[tuple[str, Any], ...], base: Path, o
     return hashlib.sha256(json.dumps([[str(p), _digest(p)] for p in extra]).encode()).hexdigest()[:16]
 
 
-def _values(value: Any) -> list[Any]:
+def _values(value: Any, base: Path | None = None) -> list[Any]:
     """An axis's values, each spelling of one quantity once (``400Gb/s`` and ``50 GB/s`` are one
-    point, the first spelling kept)."""
+    point, the first spelling kept); with the scenario's folder ``base``, each file too
+    (``a.cal.yaml``, ``./a.cal.yaml`` and its absolute path: fuzz round ay, F10)."""
     first: dict[Any, Any] = {}
     for v in value if isinstance(value, list) else [value]:
-        first.setdefault(_canonical(v), v)
+        first.setdefault(_file(v, base) or _canonical(v), v)
     return list(first.values())
+
+
+def _file(value: Any, base: Path | None) -> tuple[str, str] | None:
+    """``("file", its resolved path)`` where ``value`` names a file that is there, relative
+    to ``base`` (the scenario's folder) as the scenario reads it; else None."""
+    if base is None or not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        path = (base / value).resolve()
+        return ("file", str(path)) if path.is_file() else None
+    except (OSError, ValueError):  # (a name the file system cannot hold: no file)
+        return None
 
 
 _RATIO = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*:\s*([0-9]+(?:\.[0-9]+)?)\s*$")
@@ -285,8 +298,9 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     whose topology cannot run theirs are records of why, not errors."""
     if gpus is not None and "gpus" in (sets or {}):
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
-    axes = {dotted_key(k): _values(v) for k, v in (scenario.sweep or {}).items()}
-    axes.update({dotted_key(k): _values(v) for k, v in (sets or {}).items()})
+    folder = Path(scenario.source).parent if scenario.source and Path(scenario.source).exists() else Path(".")
+    axes = {dotted_key(k): _values(v, folder) for k, v in (scenario.sweep or {}).items()}
+    axes.update({dotted_key(k): _values(v, folder) for k, v in (sets or {}).items()})
     if nested_twice(axes):  # the file's sweep: and --set together
         raise ValueError(f"sweep: {nested_twice(axes)}")
     moot = _unread_axis(axes, algorithms or scenario.algorithms, scenario.collective)
