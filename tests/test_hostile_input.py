@@ -971,3 +971,15 @@ def test_a_profile_or_picture_to_standard_output_is_refused_not_written_as_a_fil
         result = cli(*args)
         assert result.exit_code == 2 and "'-' (standard output) is for --json" in result.stderr, result.stderr
     assert not (Path.cwd() / "-").exists()
+
+
+@pytest.mark.parametrize("stragglers, args", [("{gpu3: 0 ms}", ()), ("{gpu7: 2 ms}", ("-g", "2"))])
+def test_stragglers_the_run_does_not_feel_are_not_refused_beside_buckets(tmp_path, cli, root, stragglers, args):
+    """Review 92, M2: the refusal of stragglers beside a bucketed gradient also refused a delay
+    of 0 and a GPU outside the run (-g 2), which run and say they changed nothing."""
+    (tmp_path / "s.yaml").write_text(f"name: w\ntopology: {root / 'topologies/dgx_h100.yaml'}\nsizes: [64 MiB]\n"
+                                     "algorithms: [ring]\nworkload: {compute_time: 10 ms, gradient_size: 1 GiB, "
+                                     f"bucket_size: 100 MiB}}\nstragglers: {stragglers}\n")
+    result = cli("run", tmp_path / "s.yaml", *args)
+    assert result.exit_code == 0, result.stderr
+    assert "changed nothing here" in " ".join(result.stdout.split())

@@ -633,10 +633,11 @@ def test_a_sweep_of_jobs_over_a_fault_key_that_moves_nothing_says_so(cli, tmp_pa
 
 
 def test_a_sweep_of_jobs_names_no_bottleneck_where_no_shared_link_filled(cli, tmp_path, root):
-    """Fuzz round ay, F2: a sweep (table, results.jsonl, results.csv) and compare of two
-    spread jobs on two_racks named tor0->spine1 their bottleneck, where `run` said that most
-    fought-over link was saturated 0 % of the shared run: a bottleneck is a link that filled
-    (README: null where none was saturated 1 % of the run, the busiest beside it)."""
+    """Fuzz round ay, F2: a sweep (table, results.jsonl, results.csv) of two spread jobs on
+    two_racks named tor0->spine1 its bottleneck, where `run` said that most fought-over link
+    was saturated 0 % of the shared run: a bottleneck is a link that filled (README: null where
+    none was saturated 1 % of the run, the busiest beside it). (compare's column reads the
+    sweep's records.)"""
     (tmp_path / "s.yaml").write_text(
         f"name: sj\ntopology: {root / 'topologies/two_racks.yaml'}\nplacement: spread\njobs:\n"
         "  - {name: a, gpus: 16, algorithm: ring, size: 64 MiB}\n  - {name: b, gpus: 16, algorithm: tree, size: 64 MiB}\n")

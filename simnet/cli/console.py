@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 
-__all__ = ["stdout_console", "stderr_console", "print_warnings", "print_warning", "progress", "PLAIN_EVERY_S"]
+__all__ = ["stdout_console", "stderr_console", "print_warnings", "print_warning", "echo", "progress", "PLAIN_EVERY_S"]
 
 PLAIN_EVERY_S = 10.0
 """Seconds between progress lines when stderr is not a terminal (none for shorter runs)."""
@@ -28,6 +28,24 @@ READER_GONE = [False]
 """Whether standard output's reader went away (``simnet run S | head -1``) while a command ran."""
 
 
+def _reader_gone() -> None:
+    """Standard output's reader went away: what is still printed goes nowhere."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    READER_GONE[0] = True
+
+
+def echo(text: str) -> None:
+    """``text`` (a document such as ``--json -``'s) on standard output; where its reader has gone
+    away, nowhere, and the command goes on to write its files (``_Console``)."""
+    import click
+
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+
+
 class _Console(Console):
     """rich's console. Where the reader of standard output goes away, the rest of what it
     prints goes nowhere and the command goes on to write every file it was asked for (fuzz
@@ -36,8 +54,7 @@ class _Console(Console):
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (what is still buffered: nowhere)
-        READER_GONE[0] = True
+        _reader_gone()
 
 
 def stdout_console() -> Console:

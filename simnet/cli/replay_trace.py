@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from simnet.cli.console import print_warnings, stdout_console
+from simnet.cli.console import echo, print_warnings, stdout_console
 from simnet.cli.shell import Real, WholeRange, friendly
 from simnet.errors import InputError
 
@@ -85,7 +85,7 @@ def replay_trace(traces: tuple[Path, ...], topology_path: Path, ranks_per_trace:
                               **({"model": model} if model else {}))
     text = json.dumps(replayed.to_dict(), indent=2)
     if json_path == "-":  # stdout holds the JSON alone; the trace file is still written
-        click.echo(text)
+        echo(text)
         if trace_path:
             from simnet.report.trace import write_replay_trace
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from simnet.cli.choices import algorithm_option, collective_notes, collective_option, refuse_algorithms_no_size_reads
-from simnet.cli.console import print_warning, print_warnings, stdout_console
+from simnet.cli.console import echo, print_warning, print_warnings, stdout_console
 from simnet.cli.shell import Whole, friendly, loading
 from simnet.errors import Cut, InputError
 from simnet.schedule.kinds import COLLECTIVES
@@ -134,7 +134,7 @@ def run(scenario: Path, algorithms: tuple[str, ...], collective: str | None, siz
     if json_path == "-":  # stdout is the JSON; everything else goes to stderr
         from simnet.cli.console import stderr_console
 
-        click.echo(results_json(results))
+        echo(results_json(results))
         console = stderr_console()
     else:
         console = stdout_console()
@@ -292,7 +292,7 @@ def _run_jobs(spec, scenario: Path, json_path: str | None, plot_dir: Path | None
     if json_path == "-":  # stdout is the JSON; the rest goes to stderr
         from simnet.cli.console import stderr_console
 
-        click.echo(document)
+        echo(document)
         print_warnings(stderr_console(), said)
         _plot_jobs(stderr_console(), result, plot_dir)
         return

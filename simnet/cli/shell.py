@@ -35,6 +35,7 @@ def friendly(command):
     def wrapper(*args, **kwargs):
         from simnet.cli.console import READER_GONE
 
+        READER_GONE[0] = False  # (a process may run several commands: an embedding, the tests)
         try:
             done = command(*args, **kwargs)
             _say_environment_warnings()

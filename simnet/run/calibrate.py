@@ -128,8 +128,8 @@ class Fit:
         if len(sizes) > 1:
             return None
         return (f"every row moved {units.format_size(sizes.pop())}, which cannot tell the start-up latency from the "
-                "rate factors: the rates (bandwidth at every size, network_bandwidth) keep NCCL's figures and only "
-                "the latencies were fitted; for the rates add rows of other sizes (nccl-tests -b and -e)")
+                "rate factors: the rates (bandwidth at every size, network_bandwidth) keep NCCL's figures; for the "
+                "rates add rows of other sizes (nccl-tests -b and -e)")
 
     @staticmethod
     def geomean(errors: list[float]) -> float:

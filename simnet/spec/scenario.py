@@ -339,6 +339,8 @@ def scenario_from_dict(data: Any, source: Source | None = None, base: Path | Non
     except ValueError as exc:
         raise source.error(("model",), str(exc).removeprefix("model: ")) from None
     faults, stragglers = _conditions(spec, topology, source, runs_on_part)
+    if not runs_on_part:  # (-g's first GPUs are checked when it takes them)
+        _refuse_stragglers_every_bucket_waits_for(spec, topology, stragglers, source)
     for gpu in (spec.workload.compute_slowdown or {}) if spec.workload else {}:
         if gpu not in topology.node_index or topology.kind(gpu) != "gpu":
             raise source.error(("workload", "compute_slowdown", gpu), f"{gpu!r} is not a GPU of {topology.name}")
@@ -771,16 +773,6 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
                                                "placement out")
     elif spec.placement is not None:
         raise source.error(("placement",), "placement places jobs given a GPU count; this scenario has no jobs")
-    if spec.stragglers and spec.workload is not None and spec.workload.bucket_size is not None:
-        from simnet.workloads.ddp import StepModel
-
-        buckets = len(StepModel.from_workload(spec.workload).buckets())
-        if buckets > 1:  # (fuzz round ay, F3: 2 ms late cost a step of 100 buckets 192 ms)
-            raise source.error(("stragglers",), (
-                f"they join each collective late, and the workload AllReduces its gradient in {buckets} "
-                f"buckets one after another: each would wait for them again, {buckets} times a step; for a GPU "
-                "slower every step give workload.compute_slowdown (every bucket then waits for it), or leave "
-                "bucket_size out"))
     if spec.training is not None:
         for key in ("faults", "stragglers"):
             if getattr(spec, key):
@@ -792,6 +784,27 @@ def _refuse_what_is_not_read(spec: ScenarioSpec, source: Source) -> None:
                 raise source.error((key,), f"the training step runs every exchange as NCCL picks it, with its "
                                            f"defaults: {key} apply to sizes of the scenario's own, and it has none; "
                                            f"remove {key}, or give sizes")
+
+
+def _refuse_stragglers_every_bucket_waits_for(spec: ScenarioSpec, topology: Topology, delays: dict[str, float],
+                                               source: Source) -> None:
+    """One line where stragglers that delay some GPU of the run (``delays``: s per GPU) stand
+    beside a workload whose gradient is AllReduced in several buckets one after another: each
+    bucket's AllReduce would wait for them again (fuzz round ay, F3: 2 ms late cost a step of
+    100 buckets 192 ms). A delay the run does not feel (0, a GPU outside it) is said moot."""
+    if spec.workload is None or spec.workload.bucket_size is None:
+        return
+    running = set(topology.gpus)
+    if not any(round(delay * PS_PER_SECOND) for gpu, delay in delays.items() if gpu in running):
+        return
+    from simnet.workloads.ddp import StepModel
+
+    buckets = len(StepModel.from_workload(spec.workload).buckets())
+    if buckets > 1:
+        raise source.error(("stragglers",), (
+            f"they join each collective late, and the workload AllReduces its gradient in {buckets} buckets one "
+            f"after another: each would wait for them again, {buckets} times a step; for a GPU slower every step "
+            "give workload.compute_slowdown (every bucket then waits for it), or leave bucket_size out"))
 
 
 def _refuse_what_no_step_holds(training, source: Source) -> None:
