@@ -9,6 +9,7 @@ T = 2 (6 us + S/2 / (B/2)).
 
 import csv
 import json
+import time
 
 import numpy as np
 import pytest
@@ -666,3 +667,20 @@ def test_background_traffic_that_never_meets_a_job_leaves_their_interference_at_
                                  {"name": "n", "background": {"pattern": "uniform", "load": "5%"}, "start": "9 ms"}])
     assert result.interference["a"]["n"] == result.interference["n"]["a"] == 1.0
     assert all(np.isfinite(v) for row in result.interference.values() for v in row.values())
+
+
+def test_background_traffic_too_long_to_replay_is_refused_before_any_replay(root, tmp_path, cli):
+    """Fuzz round ay, F7: background traffic of 1 ms periods beside a job repeated every 10 h
+    replayed 36 M periods (days; killed after 120 s). Refused in one line on its period,
+    before any replay, with the count; a period that leaves few periods runs."""
+    head = (f"name: j\ntopology: {root / 'topologies/two_racks.yaml'}\njobs:\n"
+            "  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 16 MiB, repeat: 2, period: 10 h}\n")
+    (tmp_path / "s.yaml").write_text(head + "  - {name: n, background: {pattern: uniform, load: 30%, seed: 3}}\n")
+    started = time.monotonic()
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1.000 ms: background traffic")
+    assert "36,000,001 periods" in result.stderr and time.monotonic() - started < 30
+    (tmp_path / "s.yaml").write_text(head.replace("10 h", "100 ms") +
+                                     "  - {name: n, background: {pattern: uniform, load: 30%, seed: 3}}\n")
+    assert cli("run", tmp_path / "s.yaml").exit_code == 0

@@ -105,6 +105,30 @@ def _refuse_background_never_run(specs: list[JobSpec], together: list[list[tuple
                 "run; start it before then, or leave it out"))
 
 
+BACKGROUND_TRANSFERS = 2_000_000
+"""Background transfers (its periods while the other jobs run, times the transfers of one)
+over which a run of jobs is refused before any replay: ~25 us each as replayed here (20,000
+periods of 48 transfers beside a 64 MiB ring on two_racks: 25 s), about a minute's work
+(fuzz round ay, F7: a period of 1 ms beside a job repeated every 10 h, 36 M periods, days)."""
+
+
+def _refuse_background_too_long(specs: list[JobSpec], runs: list[JobRun]) -> None:
+    """``JobError`` on the ``period`` of background traffic that would replay more than
+    ``BACKGROUND_TRANSFERS`` before the other jobs' last run could start (a lower bound of
+    how long they run: their starts and periods, not their runs' times)."""
+    last = max((run.start_ps + (run.repeat - 1) * run.period_ps for run in runs if run.repeat), default=0)
+    for i, (spec, run) in enumerate(zip(specs, runs)):
+        if spec.background is None or run.start_ps > last:
+            continue
+        periods = (last - run.start_ps) // run.period_ps + 1
+        if periods * len(run.schedule) > BACKGROUND_TRANSFERS:
+            raise JobError((i, "period"), (
+                f"{units.format_time(run.period_ps / PS_PER_SECOND)}: background traffic runs while the other jobs "
+                f"do, and their last run starts {units.format_time(last / PS_PER_SECOND)} in: at least {periods:,} "
+                f"periods of {len(run.schedule):,} transfers, over the {BACKGROUND_TRANSFERS:,} simnet replays; give "
+                "a longer period, or the other jobs fewer runs or shorter periods"))
+
+
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
              env: Mapping[str, str] | None = None, calibration=None, faults: list | None = None,
              progress: Callable[[int, int], None] | None = None) -> JobsResult:
@@ -167,6 +191,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat, **({"inner": inner} if inner else {})})
+    _refuse_background_too_long(specs, runs)
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
     index = {id(run): i for i, run in enumerate(runs)}
     rates = [run.timing.capacity for run in runs]  # each job's links as its model rates them at its size (None:
