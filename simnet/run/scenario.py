@@ -81,8 +81,8 @@ def run_scenario(scenario, progress: Callable[[int, int], None] | None = None, t
     # an option none of the file's algorithms takes is said once, below; one another algorithm of the file takes
     # counts, unsaid by a run that takes no such option, but not a reduce_bandwidth a run takes and sums in a switch
     unread = unread_options(scenario.options, ran, scenario.collective)
-    untaken = {a: {f"options.{name}" for name in [*unread, *unread_options(scenario.options, [a], scenario.collective)]
-                   if name in unread or name != "reduce_bandwidth"} for a in ran}
+    untaken = {a: {f"options.{name}" for name in [*unread, *(name for name in unread_options(
+        scenario.options, [a], scenario.collective) if name != "reduce_bandwidth")]} for a in ran}
     # a generator key some algorithm of the file reads (a ps_star's servers, read by its ps) counts
     every_run = [by_size[size][a] for size in by_size for a in ran]
     said_keys = {w.link for run in every_run for w in run.warnings

@@ -497,8 +497,7 @@ def _reductions_hidden(point: Setup, result: Result, size: int, conditions: Cond
     nothing of the run it answers with (``result.algorithm``: auto's pick): the same run
     without it moves the same (``_traffic``), every reduction having ended before the data
     it feeds could leave."""
-    plain = {name: value for name, value in options.items() if name != "reduce_bandwidth"}
-    if _traffic(point.simulate(result.algorithm, size, False, None, conditions, plain)) != _traffic(result):
+    if not _same_run_without(point, result, size, conditions, options, "reduce_bandwidth"):
         return result
     given = units.format_bandwidth(options['reduce_bandwidth'])
     if algorithms_for(point.collective)[result.algorithm].sums_in_switch:  # (auto's pick: nvls, say)
@@ -511,16 +510,21 @@ def _reductions_hidden(point: Setup, result: Result, size: int, conditions: Cond
         f"options.reduce_bandwidth {given} changed nothing here: {why}"))])
 
 
+def _same_run_without(point: Setup, result: Result, size: int, conditions: Conditions, options: dict,
+                      name: str) -> bool:
+    """Whether ``result.algorithm``'s run without ``options[name]`` moves what ``result`` did
+    (``_traffic``): the option, simulated again without it, changed nothing."""
+    plain = {key: value for key, value in options.items() if key != name}
+    return _traffic(point.simulate(result.algorithm, size, False, None, conditions, plain)) == _traffic(result)
+
+
 def _inner_unfelt(point: Setup, result: Result, size: int, conditions: Conditions, options: dict) -> Result:
     """``result`` (hierarchical's) with an ``option_unread`` warning when ``options.inner``
     changed nothing: over two groups, where every variant is one exchange between them, the
     run without it (the faster of ``HIERARCHICAL_VARIANTS``) moves the same (``_traffic``).
     Over more groups the variants' steps differ; no run is simulated again to judge."""
     level = options.get("group_by") or "node"
-    if len(point.topo.groups(level)) != 2:
-        return result
-    plain = {name: value for name, value in options.items() if name != "inner"}
-    if _traffic(point.simulate("hierarchical", size, False, None, conditions, plain)) != _traffic(result):
+    if len(point.topo.groups(level)) != 2 or not _same_run_without(point, result, size, conditions, options, "inner"):
         return result
     return replace(result, warnings=[*result.warnings, Finding("option_unread", "options.inner", (
         f"options.inner {options['inner']} changed nothing here: between two groups ({level}s) it is one exchange "

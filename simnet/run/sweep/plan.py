@@ -194,7 +194,7 @@ def files_read(scenario: Scenario, sets: dict[str, list[Any]] | None = None) -> 
     base = Path(scenario.source).parent if scenario.source else Path(".")
     files = ([Path(scenario.source)] if scenario.source else []) + _files_read(document, base)
     overrides = [dict(v.set) for v in scenario.variants]
-    overrides += [{key: value} for key, values in (sets or {}).items() for value in _values(values)]
+    overrides += [{key: value} for key, values in (sets or {}).items() for value in _values(values, base)]
     for changes in overrides:
         try:
             files += _files_read(apply_overrides(document, changes, base), base)
@@ -298,9 +298,9 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     whose topology cannot run theirs are records of why, not errors."""
     if gpus is not None and "gpus" in (sets or {}):
         raise ValueError("GPU counts are given twice (--gpus and --set gpus=...): give them once")
-    folder = Path(scenario.source).parent if scenario.source and Path(scenario.source).exists() else Path(".")
-    axes = {dotted_key(k): _values(v, folder) for k, v in (scenario.sweep or {}).items()}
-    axes.update({dotted_key(k): _values(v, folder) for k, v in (sets or {}).items()})
+    base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
+    axes = {dotted_key(k): _values(v, Path(base)) for k, v in (scenario.sweep or {}).items()}
+    axes.update({dotted_key(k): _values(v, Path(base)) for k, v in (sets or {}).items()})
     if nested_twice(axes):  # the file's sweep: and --set together
         raise ValueError(f"sweep: {nested_twice(axes)}")
     moot = _unread_axis(axes, algorithms or scenario.algorithms, scenario.collective)
@@ -325,7 +325,6 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     size = math.prod(len(axes[n]) for n in names) * len(counts) * len(algorithms or scenario.algorithms)
     check_fits(size * POINT_BYTES, f"a sweep of {size:,} points (the product of its axes)",
                "sweep fewer values, or split the axes over several sweeps (one --out each)")
-    base = str(Path(scenario.source).parent) if scenario.source and Path(scenario.source).exists() else "."
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
     points = [Point(combo, count, algorithm, reads)
