@@ -182,7 +182,8 @@ def plan(topology: Topology, algorithm: str, size: int, options: dict, accepts: 
         running, threads = enqueue.collective_channels(system, name, protocol, size, function, opened)
         channel_share = running / full * threads
         if not nvls and name != "PAT" and "channels" in accepts:
-            # the replay lays out the channels that run, not every one at a share of its rate: each
+            # the replay lays out the channels that run (enqueue.cc topoGetAlgoInfo, the first ones of the
+            # communicator's: connect.cc:443-503, v2.30.7), not every one at a share of its rate: each
             # channel's pipeline then carries NCCL's share of the buffer, in as many chunks as NCCL's;
             # however the count came about (options.channels is in the ring search's rings, which RCCL's
             # trees are not laid out in: its count is what it opened, above)
