@@ -701,7 +701,10 @@ def test_a_log_no_correction_brings_near_is_refused_and_no_profile_written(tmp_p
     (("transport: ib", "transport: ib\n    colour: red"), "fitted.hardware.colour: unknown key 'colour'"),
     (("nic_GBps: 48.0", "nic_GBps: '48 GB/s'"), "fitted.hardware.nic_GBps: '48 GB/s' is not a number"),
     (("compute_capability: 90", "compute_capability: true"), "fitted.hardware.compute_capability: "),
-    (("nvlink_GBps: 370.8", "nvlink_GBps: .nan"), "fitted.hardware.nvlink_GBps: nan is not a finite number")])
+    (("nvlink_GBps: 370.8", "nvlink_GBps: .nan"), "fitted.hardware.nvlink_GBps: nan is not a finite number"),
+    # fuzz round ay F6: NaN was said to be "at most 2.0" (it is no number to compare)
+    (("network_bandwidth: 1.006", "network_bandwidth: .nan"), "calibration.network_bandwidth: nan is not a finite"),
+    (("64 KiB: 0.9743", "64 KiB: .nan"), "calibration.bandwidth.64 KiB: nan is not a finite number")])
 def test_a_profile_s_record_of_its_machine_is_read_strictly(tmp_path, root, edit, said):
     """Fuzz round ad F12: ``fitted:`` took any key, so a misspelt ``hardwre`` dropped the check
     of the machine without a word, and ``nic_GBps: '48 GB/s'`` on the same machine warned of

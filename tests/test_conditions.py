@@ -550,7 +550,8 @@ def test_a_fault_that_moves_the_named_bottleneck_is_not_said_unfelt(root):
 @pytest.mark.parametrize("faults, stragglers, said", [
     ([{"at": 0.0, "link": ["gpu0", "nvswitch"], "bandwidth": "50%"}], None, "at: 0.0 has no unit"),
     ([{"at": "0 s", "link": ["gpu0", "nvswitch"], "bandwidth": 50}], None, "bandwidth: 50 has no unit"),
-    (None, {"distribution": "lognormal", "mean": 5, "sigma": 0.5}, "mean: 5 has no unit")])
+    (None, {"distribution": "lognormal", "mean": 5, "sigma": 0.5}, "mean: 5 has no unit"),
+    (None, {"distribution": "lognormal", "mean": "5 us", "sigma": float("nan")}, "sigma: Input should be a finite number")])
 def test_a_bad_fault_or_straggler_given_to_simulate_is_one_line_naming_its_field(faults, stragglers, said):
     """Fuzz round an, L4: simulate(faults=...) with a time or bandwidth missing its unit raised
     pydantic's four-line ValidationError; now one line naming the field (a file's are said by the

@@ -118,6 +118,18 @@ def test_a_yes_no_is_no_number(keys, field):
     assert message.split(": ")[1].startswith(field) and "yes/no" in message
 
 
+@pytest.mark.parametrize("keys, field", [
+    ({"sizes": ["1 MiB"], "workload": {"compute_time": "1 s", "gradient_size": "1 MiB",
+                                       "backward_fraction": float("nan")}}, "workload.backward_fraction"),
+    ({"sizes": ["1 MiB"], "stragglers": {"distribution": "lognormal", "mean": "1 ms", "sigma": float("nan")}},
+     "stragglers.sigma")])
+def test_a_bounded_fraction_refuses_nan_as_no_number(keys, field):
+    """Fuzz round ay F6: NaN in a field with bounds was said to lie outside them ("nan must be at
+    most 1"): it is no number to compare, and is refused as one."""
+    message = _refusal(**keys)
+    assert message.split(": ")[1].startswith(field) and "nan is not a finite number" in message
+
+
 def test_a_topology_count_refuses_a_yes_no():
     message = _refusal(sizes=["1 MiB"], topology={"name": "t", "generate": {**FABRIC["generate"], "racks": True}})
     assert "racks" in message and "yes/no" in message
@@ -277,6 +289,18 @@ def test_a_value_spelt_otherwise_in_a_rerun_resumes_its_point(tmp_path, cli):
     assert cli("sweep", tmp_path / "s.yaml", "--set", "workload.compute_time=10ms", *args).exit_code == 0
     again = cli("sweep", tmp_path / "s.yaml", "--set", "workload.compute_time=0.01 s", *args)
     assert again.exit_code == 0 and len(_records(tmp_path / "out")) == 1, again.stdout
+
+
+def test_a_file_spelt_otherwise_in_a_rerun_resumes_its_point(tmp_path, cli):
+    """Review 92, LOW 1: ``--set topology=t.yaml``, then ``=./t.yaml`` (or its absolute path):
+    one file, one point in one run, but the rerun computed it again (the resume key held the
+    spelling)."""
+    (tmp_path / "t.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    args = ("--out", tmp_path / "out", "--workers", "1")
+    for spelling in ("t.yaml", "./t.yaml", str(tmp_path / "t.yaml")):
+        result = cli("sweep", tmp_path / "s.yaml", "--set", f"topology={spelling}", *args)
+        assert result.exit_code == 0 and len(_records(tmp_path / "out")) == 1, (spelling, result.stdout)
 
 
 def test_gpu_counts_given_twice_are_refused(tmp_path, cli):

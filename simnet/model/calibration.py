@@ -41,7 +41,7 @@ def _signed_time(value: float) -> float:
 
 
 SignedTime = Annotated[float, BeforeValidator(units.parse_time), AfterValidator(_signed_time)]
-Factor = Annotated[float, Field(gt=0.05, le=2.0)]
+Factor = Annotated[float, Field(gt=0.05, le=2.0, allow_inf_nan=False)]
 
 
 KNOTS = tuple(2**e for e in (16, 20, 24, 28, 32))

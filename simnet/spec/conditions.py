@@ -280,7 +280,7 @@ class StragglerDistribution(Strict):
 
     distribution: Literal["lognormal", "exponential", "uniform"]
     mean: Latency
-    sigma: Annotated[float, Field(ge=0, le=10)] = 1.0
+    sigma: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 1.0
     seed: Annotated[int, Field(ge=0, strict=True)] = 0
 
 

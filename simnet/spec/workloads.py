@@ -78,7 +78,7 @@ class Workload(Strict):
     parameters: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     dtype: Literal["fp32", "fp16", "bf16", "fp8"] = "fp32"
     bucket_size: PositiveSize | None = None
-    backward_fraction: Annotated[float, Field(ge=0, le=1)] = 2 / 3
+    backward_fraction: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 2 / 3
     compute_slowdown: dict[str, Annotated[float, Field(ge=1, le=MAX_SLOWDOWN, allow_inf_nan=False)]] | None = None
 
     @field_validator("compute_slowdown", mode="before")

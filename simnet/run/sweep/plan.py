@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -105,12 +106,15 @@ class Point:
     gpus: int | None
     algorithm: str
     reads: str = ""  # digest of the files its overrides name (a topology, a calibration profile), if any
+    base: str = ""  # the folder its values name files from (the scenario's), if any
 
     @property
     def key(self) -> str:
         """A stable identity for resume: the same point, reading the same files, always has the same key,
-        however its values are spelt (``10ms`` in one run, ``0.01 s`` in the next: one point)."""
-        identity = {"set": {k: _canonical(v) for k, v in self.overrides}, "gpus": self.gpus,
+        however its values are spelt (``10ms`` in one run, ``0.01 s`` in the next; ``t.yaml``, then
+        ``./t.yaml``: one point)."""
+        base = Path(self.base) if self.base else None
+        identity = {"set": {k: _file(v, base) or _canonical(v) for k, v in self.overrides}, "gpus": self.gpus,
                     "algorithm": self.algorithm}
         if self.reads:
             identity["reads"] = self.reads
@@ -230,13 +234,14 @@ def _values(value: Any, base: Path | None = None) -> list[Any]:
 
 
 def _file(value: Any, base: Path | None) -> tuple[str, str] | None:
-    """``("file", its resolved path)`` where ``value`` names a file that is there, relative
-    to ``base`` (the scenario's folder) as the scenario reads it; else None."""
+    """``("file", its path from base)`` where ``value`` names a file that is there, relative
+    to ``base`` (the scenario's folder) as the scenario reads it, links resolved (the same
+    however it is spelt, and wherever the folder moves); else None."""
     if base is None or not isinstance(value, str) or not value.strip():
         return None
     try:
         path = (base / value).resolve()
-        return ("file", str(path)) if path.is_file() else None
+        return ("file", os.path.relpath(path, base.resolve())) if path.is_file() else None
     except (OSError, ValueError):  # (a name the file system cannot hold: no file)
         return None
 
@@ -327,7 +332,7 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
                "sweep fewer values, or split the axes over several sweeps (one --out each)")
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
-    points = [Point(combo, count, algorithm, reads)
+    points = [Point(combo, count, algorithm, reads, base)
               for combo in combos
               for reads in [_reads(scenario.data, combo, Path(base), own)]
               for count in counts
