@@ -291,7 +291,8 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     rounding)."""
     from simnet.engine.accounting import LinkStats
 
-    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled", lambda asked, runs, faulted=False: False)  # the skip: SimPy's
+    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
+                        lambda asked, runs, faulted=False, longest_ps=None: False)
     skipped = []
     repeat = LinkStats.repeat_since
     monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
@@ -684,3 +685,59 @@ def test_background_traffic_too_long_to_replay_is_refused_before_any_replay(root
     (tmp_path / "s.yaml").write_text(head.replace("10 h", "100 ms") +
                                      "  - {name: n, background: {pattern: uniform, load: 30%, seed: 3}}\n")
     assert cli("run", tmp_path / "s.yaml").exit_code == 0
+
+
+def test_periods_that_rarely_fall_into_step_are_refused_before_the_replay(root, tmp_path, cli):
+    """Fuzz round ay, F8: two jobs of 10,000 runs every 1.000001 and 1.000002 ms fall into
+    step again only every 1,000.003000002 s (their least common multiple, by hand), longer
+    than the 10 s they run: no stretch repeats and every run is replayed (estimated 6,000 s,
+    killed). Refused in one line on the first job's ``repeat``, before the shared replay;
+    periods that fall into step every 5 ms run."""
+    head = f"name: j\ntopology: {root / 'topologies/two_racks.yaml'}\njobs:\n"
+    (tmp_path / "s.yaml").write_text(
+        head + "  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 16 MiB, repeat: 10000, period: 1.000001 ms}\n"
+        "  - {name: b, hosts: [r0h1, r1h1], algorithm: ring, size: 16 MiB, repeat: 10000, period: 1.000002 ms}\n")
+    started = time.monotonic()
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:4: jobs[0].repeat: 10,000: ")
+    assert "a every 1.000001 ms, b every 1.000002 ms" in result.stderr and "every 1000.003 s" in result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_jobs_under_faults_with_too_many_runs_are_refused_before_any_replay(root):
+    """Under faults every run is replayed (no repeated stretch is looked for on a changing
+    fabric): 10,000 runs of two 16-GPU rings were minutes of work alone, before the shared
+    replay. Refused before any replay, on the job's ``repeat``."""
+    from simnet.spec.jobs import JobError
+
+    topology = simnet.load_topology(root / "topologies/two_racks.yaml")
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "16 MiB", "repeat": 10000,
+             "period": "1 ms"},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "16 MiB", "repeat": 10000,
+             "period": "1.25 ms"}]
+    seen = []
+    with pytest.raises(JobError, match=r"10,000: under faults every run of the jobs is replayed") as refused:
+        run_jobs(topology, jobs, faults=[{"at": "1 ms", "link": ["tor0", "spine0"], "bandwidth": "50%"}],
+                 progress=lambda done, total: seen.append(done))
+    assert refused.value.loc == (0, "repeat") and not seen  # nothing replayed
+
+
+def test_jobs_whose_runs_cannot_repeat_take_the_network_that_replays_them_fastest(root):
+    """Where no stretch of runs can repeat in time (periods of 1.000001 and 1.000002 ms),
+    the SimPy network's skip saves nothing and every run is replayed: on the compiled
+    network (~20x faster where jobs share links), not SimPy's (2,000 runs each: 40 s against
+    ~15 min); periods falling into step every 5 ms keep the skip."""
+    from simnet.engine.replay import JOBS_REPLAYED_UP_TO, JobRun, _jobs_run_compiled
+    from simnet.model.timing import Timing
+    from simnet.schedule.catalog import build_schedule
+
+    topology = simnet.load_topology(root / "topologies/two_racks.yaml")
+    ring = build_schedule("ring", topology.subset([g for g in topology.gpus if g.startswith(("r0h0", "r1h0"))]),
+                          16 * 2**20)
+    runs = 2000
+    assert 2 * runs * len(ring) > JOBS_REPLAYED_UP_TO  # beyond which the skip was always taken
+    longest = [200_000_000] * 2  # 0.2 ms a run alone
+    for periods, compiled in (((1_000_001_000, 1_000_002_000), True), ((1_000_000_000, 1_250_000_000), False)):
+        jobs = [JobRun(ring, Timing(), 0, runs, period) for period in periods]
+        assert _jobs_run_compiled(None, jobs, False, longest) == compiled

@@ -584,8 +584,8 @@ class JobRun:
 
 
 def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None,
-                timeline: bool = False, compiled: bool | None = None,
-                faults: list[Fault] | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+                timeline: bool = False, compiled: bool | None = None, faults: list[Fault] | None = None,
+                longest_ps: list[int] | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
     """Run several jobs on one fluid network (their flows share every link max-min fairly).
 
     Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
@@ -596,8 +596,9 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
 
     The network runs compiled (``simnet.engine.compiled``: the same runs and statistics to
     the bit as the SimPy network replaying every run, each job's runs on one copy of its
-    schedule) where numba is installed and it pays (``_jobs_run_compiled``); ``compiled``
-    True or False asks for one engine. The compiled network replays every run: it does not
+    schedule) where numba is installed and it pays (``_jobs_run_compiled``, told by
+    ``longest_ps``, each job's longest run alone in ps, where known); ``compiled`` True or
+    False asks for one engine. The compiled network replays every run: it does not
     look for repeated cycles.
 
     Repeated runs settle into cycles (on a fabric no fault changes during the replay): jobs on
@@ -625,7 +626,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
                        np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
                                        for rows, caps, _ in flows] + [np.zeros(0)]), queues, faults)
     net.set_slack(slack)
-    if _jobs_run_compiled(compiled, jobs, bool(faults)):
+    if _jobs_run_compiled(compiled, jobs, bool(faults), longest_ps):
         return _replay_jobs_compiled(jobs, topology, net, slack, timeline, faults)
     schedule_faults(net, topology, faults)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
@@ -707,18 +708,46 @@ its runs repeat from the second on, so SimPy's skip replays about four of them, 
 compiled network replays about five in the time SimPy replays one."""
 
 
-def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = False) -> bool:
+SIMPY_SLOWER = 20
+"""Transfers the compiled network replays in the time the SimPy network replays one where
+jobs share links: two 16-GPU rings of 16 MiB over two_racks' uplinks, 100 runs each, 56 us
+a transfer on SimPy against 2.5 us compiled (200 runs each: 1.5 M transfers in 3.8 s)."""
+
+JOBS_WORK_AT_MOST = 20_000_000
+"""Work (``replay_work``, in transfers of the compiled network) over which a run of jobs is
+refused before its replay: about a minute here at ~2.5 us a transfer (``SIMPY_SLOWER``)."""
+
+
+def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = False,
+                       longest_ps: list[int] | None = None) -> bool:
     """Whether ``replay_jobs`` takes the compiled network (``asked``: the caller's choice):
     as ``replay`` would for the transfers of every run, unless the runs of jobs that repeat
     may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
-    job counts once; never under faults, ``faulted``); no jobs at all, SimPy (nothing to run)."""
+    job counts once; never under faults, ``faulted``) and, where each job's longest run alone
+    (``longest_ps``) is known, the runs the skip still replays (``runs_replayed``) take the
+    SimPy network less time than every run the compiled one; no jobs at all, SimPy."""
     if not jobs:
         return False
     transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
     if asked is None and _may_skip(jobs, faulted) and (transfers > JOBS_REPLAYED_UP_TO or (
-            len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)):
+            len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)) and (
+            longest_ps is None or SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, longest_ps)) < transfers):
         return False
     return _runs_compiled(asked, transfers)
+
+
+def replay_work(jobs: list[JobRun], longest_ps: list[int] | None = None, faulted: bool = False) -> int:
+    """The work ``replay_jobs`` does by default (``faulted``: under faults), known before it
+    runs, in transfers of the compiled network (one on the SimPy network counts
+    ``SIMPY_SLOWER``): every run's on the compiled network, which skips none, else each
+    job's transfers times its ``runs_replayed`` (``longest_ps`` as there)."""
+    if _jobs_run_compiled(None, jobs, faulted, longest_ps):
+        return _transfers(jobs, runs_replayed(jobs, faulted=True))
+    return SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, longest_ps, faulted))
+
+
+def _transfers(jobs: list[JobRun], runs: list[int]) -> int:
+    return sum(len(job.schedule) * n for job, n in zip(jobs, runs))
 
 
 def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetwork, slack: np.ndarray,
@@ -775,6 +804,46 @@ def _may_skip(jobs: list[JobRun], faulted: bool = False) -> bool:
     """Whether ``replay_jobs`` looks for repeated cycles: some job runs more than once, on a
     fabric no fault changes (``faulted``: one may, and cycles before and after it differ)."""
     return not faulted and any(job.repeat != 1 for job in jobs)
+
+
+def runs_replayed(jobs: list[JobRun], longest_ps: list[int] | None = None, faulted: bool = False) -> list[int]:
+    """How many runs of each job ``replay_jobs`` replays at least, before it runs: the work
+    it will do, each job's transfers times these, where its skip over repeated cycles
+    (``_RepeatedCycles``) cannot take the rest. Under faults (``faulted``) every run (a
+    background job's until the last foreground run is due). Else, where ``longest_ps`` (each
+    job's longest run alone, ps) says every job that repeats runs on its period (alone, all
+    the jobs' longest runs one after another fit into it), a stretch repeats only after
+    the periods' least common multiple L (no fixed period moves with a shorter one): every
+    run due before the last job starts and two stretches of L after, or while all the jobs
+    run (to the first last run) where that ends sooner, is replayed. Otherwise each job's
+    first run.
+
+    >>> from simnet.schedule.transfers import ScheduleBuilder
+    >>> nothing = ScheduleBuilder("ring", ["gpu0"], 0).build()
+    >>> job = lambda period_ps, repeat: JobRun(nothing, Timing(), 0, repeat, period_ps)
+    >>> runs_replayed([job(1_000_001, 100), job(1_000_002, 100)], [200_000, 200_000])  # the second's last: after
+    [100, 99]
+    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], [200_000, 200_000])  # L = 5 us
+    [11, 9]
+    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], faulted=True)
+    [100, 100]
+    """
+    foreground = [job for job in jobs if job.repeat]
+    last = max((job.start_ps + (job.repeat - 1) * job.period_ps for job in foreground), default=0)
+    if faulted:
+        return [job.repeat or max(0, (last - job.start_ps) // max(job.period_ps, 1) + 1) for job in jobs]
+    first = [min(job.repeat, 1) for job in jobs]
+    repeating = [job for job in jobs if job.repeat != 1]
+    if longest_ps is None or len(jobs) < 2 or not repeating or \
+            any(job.period_ps <= sum(longest_ps) for job in repeating):
+        return first
+    common = math.lcm(*(job.period_ps for job in repeating))
+    together_from = max(job.start_ps for job in jobs)
+    together_to = min(job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat) \
+        if any(job.repeat for job in repeating) else together_from
+    until = min(together_to, together_from + 2 * common)  # replayed up to here at least
+    due = [max(0, (until - job.start_ps) // job.period_ps + 1) if job.period_ps else 1 for job in jobs]
+    return [max(f, min(d, job.repeat) if job.repeat else d) for f, d, job in zip(first, due, jobs)]
 
 
 class _RepeatedCycles:

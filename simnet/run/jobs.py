@@ -12,6 +12,7 @@ jobs' common start), and all jobs together run on the healthy fabric too, for th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -21,7 +22,7 @@ import numpy as np
 
 from simnet import units
 from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
-from simnet.engine.replay import JobRun, replay_jobs
+from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, replay_jobs, replay_work
 from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, check_fits, memory_budget
 from simnet.model.interface import resolve_model
@@ -129,6 +130,37 @@ def _refuse_background_too_long(specs: list[JobSpec], runs: list[JobRun]) -> Non
                 "a longer period, or the other jobs fewer runs or shorter periods"))
 
 
+def _refuse_replays_too_long(specs: list[JobSpec], runs: list[JobRun], sets: list[list[int]],
+                             longest_ps: list[int] | None, faulted: bool) -> None:
+    """``JobError`` on the ``repeat`` of the job with the most transfers to replay when the
+    replays of ``sets`` (indices into ``runs``) come to more work than ``JOBS_WORK_AT_MOST``
+    (``replay_work``; ``longest_ps``: each job's longest run alone, where known), said
+    before any of them: under faults (``faulted``) every run is replayed; else runs on
+    fixed periods repeat only in stretches of the periods' least common multiple (fuzz round
+    ay, F8: periods of 1.000001 and 1.000002 ms meet again every 1,000 s, hours of work)."""
+    work = sum(replay_work([runs[i] for i in chosen], None if longest_ps is None else [longest_ps[i] for i in chosen],
+                           faulted) for chosen in sets)
+    if work <= JOBS_WORK_AT_MOST:
+        return
+    i = max(range(len(runs)), key=lambda k: runs[k].repeat * len(runs[k].schedule))
+    repeating = [(spec.name, run.period_ps) for spec, run in zip(specs, runs) if run.repeat != 1 and run.period_ps]
+    if faulted:
+        why = "under faults every run of the jobs is replayed (simnet looks for repeated stretches of runs only on a " \
+              "fabric no fault changes)"
+    else:
+        common = math.lcm(*(period for _, period in repeating))
+        shown = ", ".join(f"{name} every {units.format_time(period / PS_PER_SECOND, exact=True)}"
+                          for name, period in repeating)
+        why = (f"the jobs' runs ({shown}) fall into step again only every "
+               f"{units.format_time(common / PS_PER_SECOND, exact=True)} "
+               "(their periods' least common multiple), so nearly every run is replayed rather than taken from a "
+               "repeated stretch")
+    raise JobError((i, "repeat"), (
+        f"{specs[i].repeat:,}: {why}: about {work / 1e6:,.0f} M transfers of work, over the "
+        f"{JOBS_WORK_AT_MOST / 1e6:,.0f} M simnet replays in about a minute; give the jobs fewer runs"
+        + ("" if faulted else ", or periods with a short common multiple (1 ms and 1.25 ms: every 5 ms)")))
+
+
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
              env: Mapping[str, str] | None = None, calibration=None, faults: list | None = None,
              progress: Callable[[int, int], None] | None = None) -> JobsResult:
@@ -192,6 +224,8 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat, **({"inner": inner} if inner else {})})
     _refuse_background_too_long(specs, runs)
+    if faults:  # the replays alone replay every run already
+        _refuse_replays_too_long(specs, runs, [[i] for i in range(len(runs))], None, True)
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
     index = {id(run): i for i, run in enumerate(runs)}
     rates = [run.timing.capacity for run in runs]  # each job's links as its model rates them at its size (None:
@@ -214,7 +248,9 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
 
     def replayed(jobs: list[JobRun], healthy: bool = False, said: bool = True):
         capacity = capacity_of(jobs)
-        answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given),
+        known = None if longest is None else [longest[index[id(run)]] for run in jobs]
+        answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given,
+                                                               longest_ps=known),
                                      [] if healthy else faults,
                                      lambda answer: max((end for times in answer[0] for _, end in times), default=0))
         for run, times in zip(jobs, answer[0] if said else ()):
@@ -230,14 +266,17 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
 
     if progress:
         progress(*replays)
-    alone_times = []
+    alone_times, longest = [], None  # longest: each job's longest run alone, ps, once replayed
     for run in runs:
         times, stats = replayed([run], said=bool(faults))
         alone_times.append(times[0])
         alone.append(_mean_time(times[0]))
         used.append(stats.bytes > 0)
+    longest = [max((end - start for start, end in times), default=0) for times in alone_times]
     # two jobs together are the pair: its replay is the same call, not made twice
     pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs)) if (used[i] & used[j]).any()]
+    together_and_pairs = [list(range(len(runs)))] + ([list(pair) for pair in pairs] if len(runs) > 2 else [])
+    _refuse_replays_too_long(specs, runs, together_and_pairs, longest, bool(faults))
     replays[1] += len(pairs) if len(runs) > 2 else 0
     together_times, together = replayed(runs)
     _refuse_background_never_run(specs, together_times)
