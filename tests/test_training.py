@@ -514,3 +514,15 @@ def test_a_step_plot_of_many_long_labelled_bars_keeps_its_legend_and_labels_on_t
     for box in (legend, label, *(t.get_window_extent(renderer) for t in ax.get_yticklabels())):
         assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, box
     assert abs(legend.y0 - axes.y1) < 0.1 * fig.dpi, "the legend sits right above the bars"
+
+
+def test_nccl_algo_leaving_a_step_s_exchange_nothing_is_said_on_the_training_line(root, tmp_path, cli, monkeypatch):
+    """Fuzz round ay F6: NCCL_ALGO=Tree on a training step (whose pipeline all-gather NCCL has no
+    Tree for) was refused on the `algorithms` key, which the file does not have, at its
+    `name:` line. Said on the `training:` line that asks for the exchange."""
+    (tmp_path / "t.yaml").write_text(f"name: t\ntopology: {root / 'topologies/two_racks.yaml'}\n"
+                                     "training: {model: llama3_8b, parallelism: {tp: 8, pp: 2}, efficiency: 0.5}\n")
+    monkeypatch.setenv("NCCL_ALGO", "Tree")
+    result = cli("run", tmp_path / "t.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 't.yaml'}:3: training: NCCL_ALGO=Tree leaves nothing NCCL could run")

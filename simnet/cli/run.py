@@ -365,7 +365,11 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
                 raise load_yaml(scenario)[1].error(where, str(exc).removeprefix(f"{option}: ")) from None
             if from_option:
                 raise InputError(f"--algorithm: {exc}", scenario) from None
-            raise load_yaml(scenario)[1].error(("algorithms",), str(exc)) from None
+            source = load_yaml(scenario)[1]
+            # the file's algorithms, else the step whose exchanges NCCL was asked to run (round ay F6: a training
+            # step's AllGather under NCCL_ALGO=Tree was said on an `algorithms` line the file does not have)
+            where = next((key for key in ("algorithms", "training", "workload") if source.writes(key)), "algorithms")
+            raise source.error((where,), str(exc)) from None
         except Cut as exc:
             raise fault_refusal(spec, exc) from None
         except TooLarge as exc:
