@@ -737,13 +737,26 @@ def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = F
 
 
 def replay_work(jobs: list[JobRun], longest_ps: list[int] | None = None, faulted: bool = False) -> int:
-    """The work ``replay_jobs`` does by default (``faulted``: under faults), known before it
-    runs, in transfers of the compiled network (one on the SimPy network counts
-    ``SIMPY_SLOWER``): every run's on the compiled network, which skips none, else each
-    job's transfers times its ``runs_replayed`` (``longest_ps`` as there)."""
-    if _jobs_run_compiled(None, jobs, faulted, longest_ps):
-        return _transfers(jobs, runs_replayed(jobs, faulted=True))
-    return SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, longest_ps, faulted))
+    """The work ``replay_jobs`` does by default (``faulted``: under faults) on the runs after
+    each job's first (what repeating costs; one run's own cost is bounded where it is
+    built), known before it runs, in transfers of the compiled network (one on the SimPy
+    network counts ``SIMPY_SLOWER``): every later run on the compiled network, which skips
+    none, else each job's transfers times its later ``runs_replayed`` (``longest_ps`` as
+    there).
+
+    >>> from simnet.schedule.transfers import COPY, ScheduleBuilder
+    >>> builder = ScheduleBuilder("ring", ["gpu0", "gpu1"], 2)
+    >>> _ = builder.add(src=[0, 1], dst=[1, 0], lo=0, hi=1, op=COPY)
+    >>> two = JobRun(builder.build(), Timing(), 0, 30, 1_000_000)
+    >>> replay_work([two], [200_000])  # alone, its runs repeat from the second: nothing more
+    0
+    >>> replay_work([two, two], [200_000, 200_000]) > 0  # two of one period: the first few
+    True
+    """
+    compiled = _jobs_run_compiled(None, jobs, faulted, longest_ps)
+    runs = runs_replayed(jobs, longest_ps, faulted or compiled)
+    later = _transfers(jobs, [max(0, n - 1) for n in runs])
+    return later if compiled else SIMPY_SLOWER * later
 
 
 def _transfers(jobs: list[JobRun], runs: list[int]) -> int:
