@@ -142,6 +142,14 @@ def simulate(topology: Topology | str | Path, algorithm: str, size: int, *, gpus
         result = _option_unfelt(point, algorithm, size, options, result, "chunk_size", (
             f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {cuts} "
             "the same pieces without it (each step's piece is no larger), timed alike"))
+        if algorithm != "auto" and not any(w.link == "options.chunk_size" for w in result.warnings) and \
+                _same_run_without(point, result, size, conditions, options, "chunk_size"):
+            # other pieces, the same answer (fuzz round ax, F6: a saturated link or line-rate links leave a finer
+            # pipeline nothing to gain): simulated again without it, as auto's candidates are not
+            result = replace(result, warnings=[*result.warnings, Finding("option_unread", "options.chunk_size", (
+                f"options.chunk_size {units.format_size(options['chunk_size'])} changed nothing here: {algorithm} "
+                "cuts other pieces with it, but simulated again without it the run has the same time and every "
+                "link the same bytes, saturation and most flows at once"))])
     if options.get("channels") is not None and result.gpus > 1:
         library = "RCCL" if point.model == "rccl" else "NCCL"
         nccl = f" ({library}'s {result.nccl_channels})" if result.nccl_channels is not None else ""
