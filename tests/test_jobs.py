@@ -278,6 +278,10 @@ def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "64 KiB", "repeat": 60, "period": "7 us"},
       {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "1 MiB", "repeat": 12, "period": "11 us"}],
      True),
+    # b starts 30 ms in: a's runs repeat alone before it (a job yet to start is no part of the state), then beside b
+    ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 60, "period": "1 ms"},
+      {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "4 MiB", "repeat": 20,
+       "period": "1.5 ms", "start": "30.3 ms"}], True),
     # a runs late beside b (180 us a run against a 120 us period), then alone (96 us) catches up a run at a time:
     # its idle states repeat run after run, but only until it is back on its period (skipping all the runs whose
     # state repeats, ignoring that bound, ends a 0.1 ms early)
@@ -306,6 +310,30 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     for name in ("saturated_ps", "busy_ps", "either_saturated_ps", "peak", "max_flows"):
         assert (getattr(fast.together, name) == getattr(slow.together, name)).all(), name
     assert fast.together.bytes == pytest.approx(slow.together.bytes, rel=1e-12)
+
+
+def test_a_job_yet_to_start_leaves_the_others_cycles_to_skip(monkeypatch):
+    """A job that starts later was part of the state (its distance ahead shrank at every idle
+    instant), so the jobs already running replayed every run until it started: a's 30 runs
+    before b's start at 30.3 ms. Now a job yet to start is no part of the state and bounds the
+    skip: the together replay skips a stretch before b starts and one after (exactness: the
+    parametrized test above, the same jobs)."""
+    from simnet.engine.accounting import LinkStats
+
+    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
+                        lambda asked, runs, faulted=False, longest_ps=None: False)
+    skipped = []
+    repeat = LinkStats.repeat_since
+    monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
+                        repeat(self, before, times))
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 60,
+             "period": "1 ms"},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "4 MiB", "repeat": 20,
+             "period": "1.5 ms", "start": "30.3 ms"}]
+    result = run_jobs(_fabric(), jobs, model="ideal")
+    together = skipped[2:]  # after a alone and b alone
+    assert len(together) == 2 and together[0] <= 30, skipped  # first: stretches of a's 1 ms before b starts
+    assert result.jobs[0]["runs"] == 60 and result.jobs[1]["runs"] == 20
 
 
 def test_repeated_cycles_without_latency_are_found_and_exact(monkeypatch):

@@ -825,19 +825,21 @@ def runs_replayed(jobs: list[JobRun], longest_ps: list[int] | None = None, fault
     (``_RepeatedCycles``) cannot take the rest. Under faults (``faulted``) every run (a
     background job's until the last foreground run is due). Else, where ``longest_ps`` (each
     job's longest run alone, ps) says every job that repeats runs on its period (alone, all
-    the jobs' longest runs one after another fit into it), a stretch repeats only after
-    the periods' least common multiple L (no fixed period moves with a shorter one): every
-    run due before the last job starts and two stretches of L after, or while all the jobs
-    run (to the first last run) where that ends sooner, is replayed. Otherwise each job's
-    first run.
+    the jobs' longest runs one after another fit into it), a stretch repeats only after the
+    least common multiple L of the periods of the jobs started (no fixed period moves with a
+    shorter one) and ends before the next job starts: from each start, the runs due in two
+    stretches of L, or to the next start or the first last run where that comes sooner, are
+    replayed. Otherwise each job's first run.
 
     >>> from simnet.schedule.transfers import ScheduleBuilder
     >>> nothing = ScheduleBuilder("ring", ["gpu0"], 0).build()
-    >>> job = lambda period_ps, repeat: JobRun(nothing, Timing(), 0, repeat, period_ps)
-    >>> runs_replayed([job(1_000_001, 100), job(1_000_002, 100)], [200_000, 200_000])  # the second's last: after
-    [100, 99]
+    >>> job = lambda period_ps, repeat, start_ps=0: JobRun(nothing, Timing(), start_ps, repeat, period_ps)
+    >>> runs_replayed([job(1_000_001, 100), job(1_000_002, 100)], [200_000, 200_000])  # due before the first last
+    [99, 99]
     >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], [200_000, 200_000])  # L = 5 us
-    [11, 9]
+    [10, 8]
+    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100, 50_000_000)], [200_000, 200_000])  # alone first
+    [12, 8]
     >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], faulted=True)
     [100, 100]
     """
@@ -850,13 +852,26 @@ def runs_replayed(jobs: list[JobRun], longest_ps: list[int] | None = None, fault
     if longest_ps is None or len(jobs) < 2 or not repeating or \
             any(job.period_ps <= sum(longest_ps) for job in repeating):
         return first
-    common = math.lcm(*(job.period_ps for job in repeating))
-    together_from = max(job.start_ps for job in jobs)
-    together_to = min(job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat) \
-        if any(job.repeat for job in repeating) else together_from
-    until = min(together_to, together_from + 2 * common)  # replayed up to here at least
-    due = [max(0, (until - job.start_ps) // job.period_ps + 1) if job.period_ps else 1 for job in jobs]
-    return [max(f, min(d, job.repeat) if job.repeat else d) for f, d, job in zip(first, due, jobs)]
+    together_to = min((job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat),
+                      default=max(job.start_ps for job in jobs))
+    starts = sorted({job.start_ps for job in jobs})
+    counts = [0] * len(jobs)
+    for begin, end in zip(starts, [*starts[1:], together_to]):
+        started = [i for i, job in enumerate(jobs) if job.repeat != 1 and job.start_ps <= begin]
+        if end <= begin or not started:
+            continue
+        until = min(end, together_to, begin + 2 * math.lcm(*(jobs[i].period_ps for i in started)))
+        for i in started:
+            counts[i] += _due_between(jobs[i], begin, until)
+    return [max(f, min(n, job.repeat) if job.repeat else n) for f, n, job in zip(first, counts, jobs)]
+
+
+def _due_between(job: JobRun, begin: int, end: int) -> int:
+    """How many of ``job``'s runs fall due (on its period) at or after ``begin`` and before ``end``, ps."""
+    due = [max(0, -(-(at - job.start_ps) // job.period_ps)) for at in (begin, end)]
+    if job.repeat:
+        due = [min(n, job.repeat) for n in due]
+    return due[1] - due[0]
 
 
 class _RepeatedCycles:
@@ -865,7 +880,8 @@ class _RepeatedCycles:
     At each instant a run ends and leaves the network idle (``FluidNetwork.idle_state``,
     looked at once the instant's network has settled, before any next run is issued) with
     every unfinished job's next run planned, the state is each job's next run's distance
-    ahead (or done), the order those plans were made in (plans due at once fire in it) and
+    ahead (or done; a job yet to start counts as that alone, and the stretches skipped end
+    before it starts), the order those plans were made in (plans due at once fire in it) and
     the network's idle state: all the future depends on, but
     for the runs' indices, which enter through one rule only: run k + 1 of a job of period
     P is issued at ``max(start + (k + 1) P, end of run k)``. The replay is deterministic and
@@ -907,8 +923,12 @@ class _RepeatedCycles:
         network = net.idle_state()
         if network is None:
             return None
-        order = tuple(sorted((j for j, p in enumerate(self.planned) if p is not None), key=self.made.__getitem__))
-        state = (tuple(None if p is None else p[1] - now for p in self.planned), order, network)
+        # a job yet to start waits at a time of its own: no part of the state, a bound on the skip (``_skip``)
+        pending = [p is not None and p[0] == 0 and not self.runs[j] for j, p in enumerate(self.planned)]
+        order = tuple(sorted((j for j, p in enumerate(self.planned) if p is not None and not pending[j]),
+                             key=self.made.__getitem__))
+        state = (tuple(None if p is None else "yet to start" if waits else p[1] - now
+                       for p, waits in zip(self.planned, pending)), order, network)
         counts = tuple(len(r) for r in self.runs)
         candidate, self.candidate = self.candidate, None
         if candidate is not None and candidate[1] + candidate[2] == now and candidate[0] == state:
@@ -945,6 +965,9 @@ class _RepeatedCycles:
                 times = left if times is None else min(times, left)
         if times is None:
             return None
+        for j, p in enumerate(self.planned):  # the stretches skipped end before a job yet to start starts
+            if p is not None and p[0] == 0 and not self.runs[j]:
+                times = min(times, (p[1] - self.env.now - 1) // cycle)
         for j, margin in self.margins[first:]:
             drift = per_cycle[j] * self.jobs[j].period_ps - cycle  # how much later its due comes each stretch
             if drift == 0:
