@@ -191,14 +191,12 @@ def significant(value: float, digits: int = 4) -> str:
     return f"{value:#.{digits}g}".rstrip(".")
 
 
-def _rounded(value: float, table: tuple[tuple[str, float], ...], short: bool = False, digits: int = 4) -> str:
+def _rounded(value: float, table: tuple[tuple[str, float], ...], short: bool = False) -> str:
     """``value`` to 4 significant digits in the largest unit of ``table`` (largest first)
     that keeps it >= 1 once rounded (999.96 us is ``1.000 ms``), else the last unit;
-    ``short`` drops trailing zeros; ``digits`` above 4: that many, no trailing zeros."""
-    numbers = [(unit, float(f"{value / scale:.{digits}g}")) for unit, scale in table]
+    ``short`` drops trailing zeros."""
+    numbers = [(unit, float(f"{value / scale:.4g}")) for unit, scale in table]
     unit, number = next((each for each in numbers if abs(each[1]) >= 1), numbers[-1])
-    if digits > 4:
-        return f"{number:.{digits}g} {unit}"
     return f"{_significant(number) if short else significant(number)} {unit}"
 
 
@@ -215,15 +213,28 @@ def format_bandwidth(bytes_per_s: float) -> str:
 _TIMES = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12))
 
 
-def format_time(seconds: float, short: bool = False, exact: bool = False) -> str:
+def format_time(seconds: float, short: bool = False) -> str:
     """Format seconds to 4 significant digits (``2.200 ms``, ``215.0 us``) in the largest
     unit that keeps the number >= 1, down to ps (``1.000 ps``, the engine's resolution),
     under 1 ps ``0 ns``; ``short`` drops trailing zeros, for the times a user typed and axis
-    ticks (``10 ms``); ``exact`` keeps 12 significant digits, without trailing zeros, for
-    times that differ in their last ps (``1.000001 ms``)."""
+    ticks (``10 ms``)."""
     if abs(seconds) < TIME_RANGE[0]:
         return _rounded(0.0, _TIMES[:-1], short)  # no time: said in ns, as a latency of 0 is written
-    return _rounded(seconds, _TIMES, short, 12 if exact else 4)
+    return _rounded(seconds, _TIMES, short)
+
+
+def format_ps(ps: int) -> str:
+    """A time of whole ps with every digit kept, in the largest unit that keeps it >= 1, for
+    times that differ in their last ps (periods, their common multiple); no exponent.
+
+    >>> format_ps(1_000_001_000), format_ps(1_000_003_000_002_000), format_ps(1_000_000_000_001), format_ps(0)
+    ('1.000001 ms', '1000.003000002 s', '1.000000000001 s', '0 ps')
+    """
+    scales = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
+    unit, scale = next(((name, each) for name, each in scales if abs(ps) >= each), scales[-1])
+    whole, part = divmod(abs(int(ps)), scale)
+    digits = f"{part:0{len(str(scale)) - 1}d}".rstrip("0") if scale > 1 else ""
+    return f"{'-' * (ps < 0)}{whole}{'.' + digits if digits else ''} {unit}"
 
 
 _BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))

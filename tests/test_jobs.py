@@ -715,21 +715,24 @@ def test_background_traffic_too_long_to_replay_is_refused_before_any_replay(root
     assert cli("run", tmp_path / "s.yaml").exit_code == 0
 
 
-def test_periods_that_rarely_fall_into_step_are_refused_before_the_replay(root, tmp_path, cli):
+@pytest.mark.parametrize("hosts, size", [(("[r0h0, r1h0]", "[r0h1, r1h1]"), "16 MiB"),
+                                         # review 93, HIGH 1: runs of 0.62 ms each, together longer than a period
+                                         (("[r0h0, r0h1]", "[r1h0, r1h1]"), "80 MiB")])
+def test_periods_that_rarely_fall_into_step_are_refused_before_the_replay(root, tmp_path, cli, hosts, size):
     """Fuzz round ay, F8: two jobs of 10,000 runs every 1.000001 and 1.000002 ms fall into
     step again only every 1,000.003000002 s (their least common multiple, by hand), longer
     than the 10 s they run: no stretch repeats and every run is replayed (estimated 6,000 s,
-    killed). Refused in one line on the first job's ``repeat``, before the shared replay;
-    periods that fall into step every 5 ms run."""
+    killed). Refused in one line on the first job's ``repeat``, before the shared replay,
+    each job's runs alone shorter than its period however long they are together."""
     head = f"name: j\ntopology: {root / 'topologies/two_racks.yaml'}\njobs:\n"
     (tmp_path / "s.yaml").write_text(
-        head + "  - {name: a, hosts: [r0h0, r1h0], algorithm: ring, size: 16 MiB, repeat: 10000, period: 1.000001 ms}\n"
-        "  - {name: b, hosts: [r0h1, r1h1], algorithm: ring, size: 16 MiB, repeat: 10000, period: 1.000002 ms}\n")
+        head + f"  - {{name: a, hosts: {hosts[0]}, algorithm: ring, size: {size}, repeat: 10000, period: 1.000001 ms}}\n"
+        f"  - {{name: b, hosts: {hosts[1]}, algorithm: ring, size: {size}, repeat: 10000, period: 1.000002 ms}}\n")
     started = time.monotonic()
     result = cli("run", tmp_path / "s.yaml")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:4: jobs[0].repeat: 10,000: ")
-    assert "a every 1.000001 ms, b every 1.000002 ms" in result.stderr and "every 1000.003 s" in result.stderr
+    assert "a every 1.000001 ms, b every 1.000002 ms" in result.stderr and "every 1000.003000002 s" in result.stderr
     assert time.monotonic() - started < 30
 
 
@@ -769,3 +772,40 @@ def test_jobs_whose_runs_cannot_repeat_take_the_network_that_replays_them_fastes
     for periods, compiled in (((1_000_001_000, 1_000_002_000), True), ((1_000_000_000, 1_250_000_000), False)):
         jobs = [JobRun(ring, Timing(), 0, runs, period) for period in periods]
         assert _jobs_run_compiled(None, jobs, False, longest) == compiled
+
+
+def test_runs_the_skip_cannot_take_are_stopped_not_replayed_for_hours(monkeypatch):
+    """Review 93, HIGH 1: runs back to back beside each other (periods shorter than the runs)
+    keep the network busy, so no repeated stretch is found and SimPy replayed every run (the
+    F8 periods with 80 MiB rings: 720 s left after 40 s). The SimPy replay stops once its work
+    on the runs after each job's first passes twice what is refused before a replay (here
+    made small), in one line on the repeat of the job with most left."""
+    from simnet.spec.jobs import JobError
+
+    monkeypatch.setattr("simnet.engine.replay.JOBS_WORK_AT_MOST", 2_000)  # 200 SimPy transfers
+    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
+                        lambda asked, runs, faulted=False, longest_ps=None: False)
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 400,
+             "period": "1 us"},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "700 KiB", "repeat": 300,
+             "period": "1 us"}]  # (alike, they would end together, leaving the network idle in one state each run)
+    with pytest.raises(JobError, match=r"^400: after \d+ runs replayed no stretch of them repeated .* and [\d,]+ runs "
+                                       "were left") as stopped:
+        run_jobs(_fabric(), jobs, model="ideal")
+    assert stopped.value.loc == (0, "repeat")
+
+
+def test_work_no_common_period_explains_is_refused_in_plain_words(monkeypatch):
+    """Review 93, MEDIUM 1: a refusal whose work does not come from periods that rarely fall
+    into step (here runs back to back, with no period, on the compiled network) was explained
+    by the periods' least common multiple, of none: "every 1 ps"."""
+    from simnet.spec.jobs import JobError
+
+    monkeypatch.setattr("simnet.run.jobs.JOBS_WORK_AT_MOST", 50)
+    monkeypatch.setattr("simnet.engine.replay._runs_compiled", lambda asked, transfers: asked is not False)
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 40},
+            {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "1 MiB", "repeat": 40}]
+    with pytest.raises(JobError, match=r"^40: the replays of the jobs together take every run one by one: work of "
+                                       r"about 0 M transfers") as refused:
+        run_jobs(_fabric(), jobs, model="ideal")
+    assert "least common multiple" not in str(refused.value)

@@ -27,6 +27,7 @@ from simnet.engine.accounting import SATURATED, LinkStats
 from simnet.engine.clock import check_horizon
 from simnet.engine.faults import Fault, capacity_changes, schedule_faults
 from simnet.engine.progress import Reporter
+from simnet.errors import CannotSimulate
 from simnet.model.timing import Timing
 from simnet.schedule.transfers import REDUCE, Schedule, csr_rows, summed_at
 from simnet.topology.graph import PS_PER_SECOND, Topology
@@ -639,6 +640,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     made = [0] * len(jobs)  # when each job's plan was made, in plans made: plans due at once fire in that order
     skipping = _may_skip(jobs, bool(faults)) and not timeline
     watch = _RepeatedCycles(env, net, jobs, runs, planned, made) if skipping else None
+    repeated = [0]  # transfers of the runs after each job's first replayed (the skipped ones are not)
 
     def plan(j: int, k: int, at: int) -> None:
         planned[j] = (k, at)
@@ -650,6 +652,12 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     def issue(j: int, k: int) -> None:
         planned[j] = None
         job, issued = jobs[j], env.now
+        if k:
+            repeated[0] += len(job.schedule)
+            if SIMPY_SLOWER * repeated[0] > 2 * JOBS_WORK_AT_MOST:
+                left = [max(other.repeat - len(r), 0) for other, r in zip(jobs, runs)]
+                raise RepeatsTooLong(max(range(len(jobs)), key=lambda i: left[i] * len(jobs[i].schedule)),
+                                     sum(len(r) for r in runs), sum(left))
         if job.repeat == 0 and not running[0] and foreground:
             return  # a background run due once every foreground job has ended: there is nothing to disturb
         if not len(job.schedule):
@@ -715,7 +723,20 @@ a transfer on SimPy against 2.5 us compiled (200 runs each: 1.5 M transfers in 3
 
 JOBS_WORK_AT_MOST = 20_000_000
 """Work (``replay_work``, in transfers of the compiled network) over which a run of jobs is
-refused before its replay: about a minute here at ~2.5 us a transfer (``SIMPY_SLOWER``)."""
+refused before its replay: about a minute here at ~2.5 us a transfer (``SIMPY_SLOWER``).
+Where the estimate is short of it, a SimPy replay that takes twice that on the runs after
+each job's first, no repeated stretch skipping them, is stopped (``RepeatsTooLong``)."""
+
+
+class RepeatsTooLong(CannotSimulate):
+    """A SimPy ``replay_jobs`` stopped past twice ``JOBS_WORK_AT_MOST`` of work on the runs
+    after each job's first: no repeated stretch took them (the network never idle between
+    runs, or never alike). ``job`` is the index of the job with most transfers left,
+    ``done`` and ``left`` the runs replayed and left in all."""
+
+    def __init__(self, job: int, done: int, left: int):
+        super().__init__(f"{done:,} runs replayed and no stretch of them repeated; {left:,} runs left")
+        self.job, self.done, self.left = job, done, left
 
 
 def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = False,
@@ -824,8 +845,9 @@ def runs_replayed(jobs: list[JobRun], longest_ps: list[int] | None = None, fault
     it will do, each job's transfers times these, where its skip over repeated cycles
     (``_RepeatedCycles``) cannot take the rest. Under faults (``faulted``) every run (a
     background job's until the last foreground run is due). Else, where ``longest_ps`` (each
-    job's longest run alone, ps) says every job that repeats runs on its period (alone, all
-    the jobs' longest runs one after another fit into it), a stretch repeats only after the
+    job's longest run alone, ps) says every job that repeats runs on its period (its runs
+    alone are shorter: beside the others, one that runs late runs back to back, and the
+    network, never idle while it does, repeats nothing either), a stretch repeats only after the
     least common multiple L of the periods of the jobs started (no fixed period moves with a
     shorter one) and ends before the next job starts: from each start, the runs due in two
     stretches of L, or to the next start or the first last run where that comes sooner, are
@@ -850,7 +872,7 @@ def runs_replayed(jobs: list[JobRun], longest_ps: list[int] | None = None, fault
     first = [min(job.repeat, 1) for job in jobs]
     repeating = [job for job in jobs if job.repeat != 1]
     if longest_ps is None or len(jobs) < 2 or not repeating or \
-            any(job.period_ps <= sum(longest_ps) for job in repeating):
+            any(job.repeat != 1 and job.period_ps <= longest for job, longest in zip(jobs, longest_ps)):
         return first
     together_to = min((job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat),
                       default=max(job.start_ps for job in jobs))

@@ -22,7 +22,7 @@ import numpy as np
 
 from simnet import units
 from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
-from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, replay_jobs, replay_work
+from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, RepeatsTooLong, replay_jobs, replay_work
 from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, check_fits, memory_budget
 from simnet.model.interface import resolve_model
@@ -135,30 +135,45 @@ def _refuse_replays_too_long(specs: list[JobSpec], runs: list[JobRun], sets: lis
     """``JobError`` on the ``repeat`` of the job with the most transfers to replay when the
     replays of ``sets`` (indices into ``runs``) come to more work than ``JOBS_WORK_AT_MOST``
     (``replay_work``; ``longest_ps``: each job's longest run alone, where known), said
-    before any of them: under faults (``faulted``) every run is replayed; else runs on
-    fixed periods repeat only in stretches of the periods' least common multiple (fuzz round
-    ay, F8: periods of 1.000001 and 1.000002 ms meet again every 1,000 s, hours of work)."""
+    before any of them: under faults (``faulted``) every run is replayed; runs on fixed
+    periods repeat only in stretches of the periods' least common multiple (fuzz round ay,
+    F8: periods of 1.000001 and 1.000002 ms meet again every 1,000 s, hours of work); else
+    the compiled network replays every run."""
     work = sum(replay_work([runs[i] for i in chosen], None if longest_ps is None else [longest_ps[i] for i in chosen],
                            faulted) for chosen in sets)
     if work <= JOBS_WORK_AT_MOST:
         return
     i = max(range(len(runs)), key=lambda k: runs[k].repeat * len(runs[k].schedule))
-    repeating = [(spec.name, run.period_ps) for spec, run in zip(specs, runs) if run.repeat != 1 and run.period_ps]
+    repeating = [(spec.name, run.period_ps) for spec, run in zip(specs, runs) if run.repeat != 1]
+    on_period = longest_ps is not None and len(repeating) > 1 and all(
+        run.period_ps > longest for run, longest in zip(runs, longest_ps) if run.repeat != 1)
+    remedy = "give the jobs fewer runs"
     if faulted:
         why = "under faults every run of the jobs is replayed (simnet looks for repeated stretches of runs only on a " \
               "fabric no fault changes)"
-    else:
+    elif on_period:
         common = math.lcm(*(period for _, period in repeating))
-        shown = ", ".join(f"{name} every {units.format_time(period / PS_PER_SECOND, exact=True)}"
-                          for name, period in repeating)
+        shown = ", ".join(f"{name} every {units.format_ps(period)}" for name, period in repeating)
         why = (f"the jobs' runs ({shown}) fall into step again only every "
-               f"{units.format_time(common / PS_PER_SECOND, exact=True)} "
-               "(their periods' least common multiple), so nearly every run is replayed rather than taken from a "
-               "repeated stretch")
+               f"{units.format_ps(common)} (their periods' least common multiple), so "
+               "nearly every run is replayed rather than taken from a repeated stretch")
+        remedy += ", or periods with a short common multiple (1 ms and 1.25 ms: every 5 ms)"
+    else:
+        why = "the replays of the jobs together" + (" and of each pair that shares a link" if len(sets) > 1 else "") + \
+              " take every run one by one"
     raise JobError((i, "repeat"), (
-        f"{specs[i].repeat:,}: {why}: about {work / 1e6:,.0f} M transfers of work, over the "
-        f"{JOBS_WORK_AT_MOST / 1e6:,.0f} M simnet replays in about a minute; give the jobs fewer runs"
-        + ("" if faulted else ", or periods with a short common multiple (1 ms and 1.25 ms: every 5 ms)")))
+        f"{specs[i].repeat:,}: {why}: work of about {work / 1e6:,.0f} M transfers on the compiled network, over the "
+        f"{JOBS_WORK_AT_MOST / 1e6:,.0f} M simnet replays in about a minute; {remedy}"))
+
+
+def _repeats_too_long(specs: list[JobSpec], stopped: RepeatsTooLong) -> JobError:
+    """The one line of a shared replay stopped for taking too long (``RepeatsTooLong``), on
+    the ``repeat`` of the job with most transfers left."""
+    return JobError((stopped.job, "repeat"), (
+        f"{specs[stopped.job].repeat:,}: after {stopped.done:,} runs replayed no stretch of them repeated (the network "
+        "was never idle between runs in the same state: runs back to back beside the other jobs, or periods that "
+        f"rarely fall into step), and {stopped.left:,} runs were left, more than simnet replays in about two minutes; "
+        "give the jobs fewer runs, or periods their runs fit into together"))
 
 
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
@@ -249,10 +264,15 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
     def replayed(jobs: list[JobRun], healthy: bool = False, said: bool = True):
         capacity = capacity_of(jobs)
         known = None if longest is None else [longest[index[id(run)]] for run in jobs]
-        answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given,
-                                                               longest_ps=known),
-                                     [] if healthy else faults,
-                                     lambda answer: max((end for times in answer[0] for _, end in times), default=0))
+        try:
+            answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given,
+                                                                   longest_ps=known),
+                                         [] if healthy else faults,
+                                         lambda answer: max((end for times in answer[0] for _, end in times),
+                                                            default=0))
+        except RepeatsTooLong as stopped:  # (its job counted among these jobs: named among all)
+            stopped.job = index[id(jobs[stopped.job])]
+            raise _repeats_too_long(specs, stopped) from None
         for run, times in zip(jobs, answer[0] if said else ()):
             waited[index[id(run)]] |= any(start != end for (_, end), (start, _) in zip(times, times[1:]))
         replays[0] += 1
