@@ -4792,3 +4792,21 @@ def test_a_chunk_size_cutting_other_pieces_that_change_nothing_is_said():
     moved = simulate(box, "ring", 64 * 2**20, model="ideal", chunk_size="256 KiB")
     assert moved.time_s != simulate(box, "ring", 64 * 2**20, model="ideal").time_s
     assert not [w for w in moved.warnings if w.link == "options.chunk_size"]
+
+
+def test_a_point_s_key_is_the_planner_s_wherever_it_is_computed(tmp_path, monkeypatch):
+    """Review 93, LOW 2: a point's key read the file system each time it was computed, from
+    the scenario's folder as typed (relative): a Dask worker in another folder found no file
+    and keyed the record otherwise, and the sweep exited 70 (KeyError). The plan keeps what
+    its values name."""
+    from simnet import load_scenario
+    from simnet.run.sweep.plan import plan_sweep
+
+    (tmp_path / "t.yaml").write_text("name: box\ngenerate: {kind: nvswitch, gpus: 4}\n")
+    (tmp_path / "s.yaml").write_text("name: s\ntopology: t.yaml\nsize: 1 MiB\nalgorithms: [ring]\n")
+    monkeypatch.chdir(tmp_path)
+    point = plan_sweep(load_scenario("s.yaml"), sets={"topology": ["t.yaml"]}).points[0]
+    here = point.key
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert point.key == here and '"file"' in here

@@ -11,12 +11,15 @@ from typing import Any
 
 from simnet.errors import Cut, EnvironmentRefused, InputError, SpecError, Unsupported, shown
 from simnet.io.budget import TooLarge
+from simnet.io.yamlsource import format_loc
 from simnet.results.result import FILLED
 from simnet.run.jobs import run_jobs
 from simnet.run.scenario import check_runs_fit, read_by_any, run_sizes, scenario_choices_unread, step_reads
 from simnet.run.simulate import simulate
 from simnet.run.sweep.plan import Point, SweepPlan, as_the_file_writes, scenario_at
 from simnet.run.training import training_step
+from simnet.spec.conditions import FaultError
+from simnet.spec.jobs import JobError
 from simnet.spec.scenario import fault_refusal
 from simnet.workloads.ddp import StepModel
 
@@ -130,6 +133,10 @@ def evaluate_point(plan: SweepPlan, point: Point) -> dict:
         if any(key.split(".")[0] == "faults" for key, _ in point.overrides):
             raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
         raise fault_refusal(scenario, exc, _point_said(point, scenario)) from None
+    except (JobError, FaultError) as exc:  # said with its field (a --set or a variant may have written it)
+        part = "jobs" if isinstance(exc, JobError) else "faults"
+        raise InputError(f"{_point_said(point, scenario)}: {format_loc((part, *exc.loc))}: {exc.message}",
+                         plan.source) from None
     except ValueError as exc:  # CannotSimulate among them
         raise InputError(f"{_point_said(point, scenario)}: {exc}", plan.source) from None
 

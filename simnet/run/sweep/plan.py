@@ -106,15 +106,17 @@ class Point:
     gpus: int | None
     algorithm: str
     reads: str = ""  # digest of the files its overrides name (a topology, a calibration profile), if any
-    base: str = ""  # the folder its values name files from (the scenario's), if any
+    # the overrides whose values name files, by their path from the scenario's folder, as the plan found them (a
+    # worker elsewhere, which finds no such file, keys the point alike: review 93 L2)
+    files: tuple[tuple[str, tuple[str, str]], ...] = ()
 
     @property
     def key(self) -> str:
         """A stable identity for resume: the same point, reading the same files, always has the same key,
         however its values are spelt (``10ms`` in one run, ``0.01 s`` in the next; ``t.yaml``, then
         ``./t.yaml``: one point)."""
-        base = Path(self.base) if self.base else None
-        identity = {"set": {k: _file(v, base) or _canonical(v) for k, v in self.overrides}, "gpus": self.gpus,
+        files = dict(self.files)
+        identity = {"set": {k: files.get(k) or _canonical(v) for k, v in self.overrides}, "gpus": self.gpus,
                     "algorithm": self.algorithm}
         if self.reads:
             identity["reads"] = self.reads
@@ -332,9 +334,10 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
                "sweep fewer values, or split the axes over several sweeps (one --out each)")
     combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
-    points = [Point(combo, count, algorithm, reads, base)
+    points = [Point(combo, count, algorithm, reads, files)
               for combo in combos
               for reads in [_reads(scenario.data, combo, Path(base), own)]
+              for files in [tuple((k, _file(v, Path(base))) for k, v in combo if _file(v, Path(base)))]
               for count in counts
               for algorithm in (algorithms or scenario.algorithms)]
     # `--gpus 4,4` or `-a ring -a ring` is one point, computed once; by key, as a value may be a
