@@ -771,3 +771,19 @@ def test_a_parameter_server_s_remedy_is_one_the_topology_can_run(cli, tmp_path, 
         (tmp_path / "s.yaml").write_text(f"name: p\ntopology: {star}\nsizes: [4 MiB]\nalgorithms: [ps]\n"
                                          f"options: {{ps_servers: {servers}}}\n")
     assert cli("run", tmp_path / "s.yaml").exit_code == 0
+
+
+@pytest.mark.parametrize("keys, variable, line", [
+    ("size: 1 MiB\n", "NCCL_ALGO=PAT", "3: size: "),
+    ("collective: all_gather\nsize: 1 MiB\n", "NCCL_ALGO=Tree", "3: collective: "),
+    ("sizes: [1 MiB]\nalgorithms: [auto]\n", "NCCL_ALGO=PAT", "4: algorithms: ")])
+def test_nccl_algo_leaving_nothing_is_said_on_the_line_that_asks_for_the_collective(root, tmp_path, cli, monkeypatch,
+                                                                                    keys, variable, line):
+    """Review 93, MEDIUM 2: a scenario that writes no `algorithms` (auto by default) was refused
+    under NCCL_ALGO on that key at its `name:` line; said on the line that asks NCCL for the
+    collective (`collective:`, else its sizes)."""
+    (tmp_path / "s.yaml").write_text(f"name: t\ntopology: {root / 'topologies/two_racks.yaml'}\n{keys}")
+    monkeypatch.setenv(*variable.split("="))
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:{line}{variable} leaves nothing NCCL could run")

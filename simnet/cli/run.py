@@ -366,9 +366,11 @@ def _with_progress(spec, scenario: Path, timeline: bool, from_option: bool = Fal
             if from_option:
                 raise InputError(f"--algorithm: {exc}", scenario) from None
             source = load_yaml(scenario)[1]
-            # the file's algorithms, else the step whose exchanges NCCL was asked to run (round ay F6: a training
-            # step's AllGather under NCCL_ALGO=Tree was said on an `algorithms` line the file does not have)
-            where = next((key for key in ("algorithms", "training", "workload") if source.writes(key)), "algorithms")
+            # the file's algorithms, else what asks NCCL for the collective: its collective and sizes, else the step
+            # whose exchanges it runs (round ay F6: a training step's AllGather under NCCL_ALGO=Tree was said on an
+            # `algorithms` line the file does not have; review 93 M2: so was a plain collective's)
+            where = next((key for key in ("algorithms", "collective", "sizes", "size", "training", "workload")
+                          if source.writes(key)), "algorithms")
             raise source.error((where,), str(exc)) from None
         except Cut as exc:
             raise fault_refusal(spec, exc) from None
