@@ -488,6 +488,23 @@ def test_progress_in_a_log_is_plain_periodic_lines(monkeypatch, capsys):
     assert lines[1].startswith("sweep: 4/4 done; ") and lines[1].endswith("about 0 s left")
 
 
+def test_a_part_s_own_time_left_is_not_contradicted_by_the_parts_pace(monkeypatch, capsys):
+    """Review 93: jobs said "2/3 done, this run 4%, about 243 s left; 10 s elapsed, about 10 s
+    left": the pace of the replays done (two short ones alone) against the shared replay's own
+    estimate. A status that says its part's time left is the estimate."""
+    from simnet.cli import console
+
+    clock = iter([0.0, 1.0, 2.0, 10.0])
+    monkeypatch.setattr(console.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(console, "PLAIN_EVERY_S", 0.0)
+    with console.progress("simulating jobs") as update:
+        update(1, 3)
+        update(2, 3)
+        update(2, 3, "this run 4%, about 243 s left")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "simulating jobs: 2/3 done, this run 4%, about 243 s left; 10 s elapsed"
+
+
 def test_time_left_follows_the_pace_after_the_first_point(monkeypatch, capsys):
     """Fuzz finding (31f): calibrate said "1/288 done; 11 s elapsed, about 3182 s left" on a
     fit that then took seconds: its first point carried numba's compile. With a first point of

@@ -85,7 +85,8 @@ def progress(label: str) -> Iterator[Callable[..., None]]:
     seconds (``label: 3/12 done, 2 running; 40 s elapsed, about 120 s left``; before the
     first is done, only when there is a status to say), so logs show progress and short
     runs print nothing. The time left follows the pace since the first was done, which
-    carries one-time costs (compiling, imports): no estimate until a second is done."""
+    carries one-time costs (compiling, imports): no estimate until a second is done, nor
+    beside a status that says the time its own part has left."""
     if sys.stderr.isatty():
         from rich.progress import (
             BarColumn,
@@ -114,8 +115,10 @@ def progress(label: str) -> Iterator[Callable[..., None]]:
         if now - last < PLAIN_EVERY_S or not (done or status):
             return
         last = now
-        # the pace since the first finished: the first carries one-time costs (numba's compile, imports)
-        paced = first is not None and done > first[1]
+        # the pace since the first finished: the first carries one-time costs (numba's compile, imports); a status
+        # that says the time its own part has left is the estimate (parts of unequal size: the pace of the parts
+        # done would contradict it, review 93)
+        paced = first is not None and done > first[1] and " left" not in status
         left = f", about {(now - first[0]) / (done - first[1]) * (total - done):.0f} s left" if paced else \
             ", about 0 s left" if done == total else ""
         print(f"{label}: {done}/{total} done{', ' + status if status else ''}; {now - start:.0f} s elapsed{left}",
