@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 import networkx as nx
 import numpy as np
-from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
 from simnet import units
 from simnet.engine.faults import Fault
@@ -280,7 +280,8 @@ class StragglerDistribution(Strict):
 
     distribution: Literal["lognormal", "exponential", "uniform"]
     mean: Latency
-    sigma: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 1.0
+    # -0.0 is 0 (numpy's lognormal refuses its sign: fuzz round az, F3)
+    sigma: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False), AfterValidator(lambda sigma: sigma + 0.0)] = 1.0
     seed: Annotated[int, Field(ge=0, strict=True)] = 0
 
 
