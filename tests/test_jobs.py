@@ -296,7 +296,7 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     from simnet.engine.accounting import LinkStats
 
     monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
-                        lambda asked, runs, faulted=False, longest_ps=None: False)
+                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
     skipped = []
     repeat = LinkStats.repeat_since
     monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
@@ -321,7 +321,7 @@ def test_a_job_yet_to_start_leaves_the_others_cycles_to_skip(monkeypatch):
     from simnet.engine.accounting import LinkStats
 
     monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
-                        lambda asked, runs, faulted=False, longest_ps=None: False)
+                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
     skipped = []
     repeat = LinkStats.repeat_since
     monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
@@ -709,7 +709,7 @@ def test_background_traffic_too_long_to_replay_is_refused_before_any_replay(root
     result = cli("run", tmp_path / "s.yaml")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1.000 ms: background traffic")
-    assert "36,000,001 periods" in result.stderr and time.monotonic() - started < 30
+    assert "36,000,001 of its periods" in result.stderr and time.monotonic() - started < 30
     (tmp_path / "s.yaml").write_text(head.replace("10 h", "100 ms") +
                                      "  - {name: n, background: {pattern: uniform, load: 30%, seed: 3}}\n")
     assert cli("run", tmp_path / "s.yaml").exit_code == 0
@@ -768,10 +768,10 @@ def test_jobs_whose_runs_cannot_repeat_take_the_network_that_replays_them_fastes
                           16 * 2**20)
     runs = 2000
     assert 2 * runs * len(ring) > JOBS_REPLAYED_UP_TO  # beyond which the skip was always taken
-    longest = [200_000_000] * 2  # 0.2 ms a run alone
+    alone = [(200_000_000, 200_000_000)] * 2  # 0.2 ms a run alone
     for periods, compiled in (((1_000_001_000, 1_000_002_000), True), ((1_000_000_000, 1_250_000_000), False)):
         jobs = [JobRun(ring, Timing(), 0, runs, period) for period in periods]
-        assert _jobs_run_compiled(None, jobs, False, longest) == compiled
+        assert _jobs_run_compiled(None, jobs, False, alone) == compiled
 
 
 def test_runs_the_skip_cannot_take_are_stopped_not_replayed_for_hours(monkeypatch):
@@ -784,7 +784,7 @@ def test_runs_the_skip_cannot_take_are_stopped_not_replayed_for_hours(monkeypatc
 
     monkeypatch.setattr("simnet.engine.replay.JOBS_WORK_AT_MOST", 2_000)  # 200 SimPy transfers
     monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
-                        lambda asked, runs, faulted=False, longest_ps=None: False)
+                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
     jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 400,
              "period": "1 us"},
             {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "700 KiB", "repeat": 300,
@@ -802,10 +802,47 @@ def test_work_no_common_period_explains_is_refused_in_plain_words(monkeypatch):
     from simnet.spec.jobs import JobError
 
     monkeypatch.setattr("simnet.run.jobs.JOBS_WORK_AT_MOST", 50)
-    monkeypatch.setattr("simnet.engine.replay._runs_compiled", lambda asked, transfers: asked is not False)
+    monkeypatch.setattr("simnet.engine.replay._runs_compiled", lambda asked, transfers, fresh=False: asked is not False)
     jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 40},
             {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "1 MiB", "repeat": 40}]
     with pytest.raises(JobError, match=r"^40: the replays of the jobs together take every run one by one: work of "
                                        r"about 0 M transfers") as refused:
         run_jobs(_fabric(), jobs, model="ideal")
     assert "least common multiple" not in str(refused.value)
+
+
+@pytest.mark.parametrize("job, refused", [
+    # fuzz round az F15: on the background's own 1 ms period its periods repeat with the job's: answered
+    ("{name: a, gpus: [r0h0-gpu0, r1h0-gpu0], algorithm: ring, size: 16 MiB, repeat: 10000, period: 1 ms}", False),
+    # az F6: beside runs back to back (22 ms each alone, no period) its periods keep no step with them: refused
+    ("{name: a, gpus: [r0h0-gpu0, r1h0-gpu0], algorithm: ring, size: 1 GiB, repeat: 2000}", True)])
+def test_background_traffic_is_refused_by_the_periods_replayed_not_by_those_it_offers(root, tmp_path, cli, job,
+                                                                                      refused):
+    """Background traffic was refused past 2 M transfers of its periods while the other jobs'
+    periods ran, whatever the skip over repeated stretches took (10,000 runs every 1 ms beside
+    it: refused, though 500 answered in 1.4 s), and counted one period beside a job with no
+    period (2,000 runs of 22 ms: hours). Its periods count as the replay takes them."""
+    (tmp_path / "s.yaml").write_text(
+        f"name: j\ntopology: {root / 'topologies/two_racks.yaml'}\njobs:\n  - {job}\n"
+        "  - {name: noise, background: {pattern: all_to_all, load: 10%, seed: 3}}\n")
+    started = time.monotonic()
+    result = cli("run", tmp_path / "s.yaml")
+    assert time.monotonic() - started < 60
+    if refused:
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1.000 ms: background traffic")
+    else:
+        assert result.exit_code == 0, result.stderr
+
+
+def test_runs_whose_last_starts_past_the_horizon_are_refused_on_their_repeat():
+    """Fuzz round az F7: 200 runs a day apart (each value in its range) overflowed the
+    engine's int64 picoseconds, exit 70; 100 were refused as 'a bandwidth far too low'. The
+    last run's start is known before any replay: 199 days, past the 11.6 days simnet holds."""
+    from simnet.spec.jobs import JobError
+
+    jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 200,
+             "period": "24 h"}]
+    with pytest.raises(JobError, match=r"^200: its last run would start 17193600 s in .* past the 1000000 s") as past:
+        run_jobs(_fabric(), jobs, model="ideal")
+    assert past.value.loc == (0, "repeat")

@@ -1198,7 +1198,8 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         slack: np.ndarray, reverse: np.ndarray, overhead_ps: int, start_ps: int,
         faults: list[tuple[int, np.ndarray, np.ndarray]], slots: int, timeline: bool,
         detours: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
-        report: Callable[[int], None] | None = None, jobs: np.ndarray | None = None) -> tuple[int, dict]:
+        report: Callable[[int], None] | None = None, jobs: np.ndarray | None = None,
+        paused: Callable[[int, int], None] | None = None) -> tuple[int, dict]:
     """Replay one schedule from the replay's per-transfer ``state`` (rows ``STATE``),
     ``times`` (start, sent, delivered ps; filled in) and ``floats`` (wire bytes, rate cap
     B/s, inf: none): ``local`` (joins), ``gate`` and ``reduce`` ps (empty: none), who waits for
@@ -1211,7 +1212,9 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
     their detours' rows (``FluidNetwork.detour``: ``paths`` and ``latency`` hold them), and
     whether the fault leaves a route none (then the run stops there with ``CUT``); ``report``
     (``simnet.engine.progress.Reporter``): told the transfers delivered (with ``jobs``: the
-    foreground runs finished) every ``PAUSE_INSTANTS`` instants, if it has a listener.
+    foreground runs finished) every ``PAUSE_INSTANTS`` instants, if it has a listener;
+    ``paused`` likewise, told the transfers delivered and the foreground runs finished (it
+    may raise, to stop the run).
 
     ``jobs`` (a row per job: first transfer, transfers, launch latency ps, first issue ps,
     runs or 0 for a background job, period ps) replays the transfers as the jobs of
@@ -1288,11 +1291,14 @@ def run(state: np.ndarray, times: np.ndarray, floats: np.ndarray, *, local: np.n
         iv[_RUNNING] = np.count_nonzero(job_rows[:, 4])
         listened = report is not None and report.listened
         args = (tr, net, fl, b, iv, dt, np.int64(start_ps), at, fault_ptr, fault_links, fault_capacity, timeline,
-                np.int64(PAUSE_INSTANTS if listened else 2**62))
+                np.int64(PAUSE_INSTANTS if listened or paused is not None else 2**62))
         _compiled_for(args)
         code = _run(*args)
         while code == PAUSED:
-            report(int(iv[_RUNS_DONE] if len(job_rows) else iv[_DELIVERED]))
+            if paused is not None:
+                paused(int(iv[_DELIVERED]), int(iv[_RUNS_DONE]))
+            if listened:
+                report(int(iv[_RUNS_DONE] if len(job_rows) else iv[_DELIVERED]))
             code = _run(*args)
         if code != FULL:
             break

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -361,15 +362,16 @@ the compiled network pays."""
 _spent_on_simpy = [0.0]  # wall seconds this process replayed on the SimPy network
 
 
-def _runs_compiled(asked: bool | None, transfers: int) -> bool:
+def _runs_compiled(asked: bool | None, transfers: int, fresh: bool = False) -> bool:
     """Whether ``replay`` takes the compiled network (``asked``: the caller's choice). numba
     is imported only where the compiled network would run: importing it costs the 0.5-1 s
-    that ``COMPILED_FROM`` saves small runs."""
+    that ``COMPILED_FROM`` saves small runs. ``fresh``: as in a fresh process (numba not
+    loaded yet, no SimPy time spent), for what must not depend on what ran before."""
     if asked is False:
         return False
     if asked is None:
-        loaded = sys.modules.get("simnet.engine.compiled")
-        if not (transfers >= COMPILED_FROM or _spent_on_simpy[0] >= SIMPY_SECONDS
+        loaded = None if fresh else sys.modules.get("simnet.engine.compiled")
+        if not (transfers >= COMPILED_FROM or (not fresh and _spent_on_simpy[0] >= SIMPY_SECONDS)
                 or (loaded is not None and loaded.loaded())):
             return False
     possible = compiled_available()
@@ -586,7 +588,7 @@ class JobRun:
 
 def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray | None = None,
                 timeline: bool = False, compiled: bool | None = None, faults: list[Fault] | None = None,
-                longest_ps: list[int] | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
+                alone_ps: list[tuple[int, int]] | None = None) -> tuple[list[list[tuple[int, int]]], LinkStats]:
     """Run several jobs on one fluid network (their flows share every link max-min fairly).
 
     Returns each job's runs as ``(start_ps, end_ps)`` (start: when the run was issued, its
@@ -598,7 +600,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
     The network runs compiled (``simnet.engine.compiled``: the same runs and statistics to
     the bit as the SimPy network replaying every run, each job's runs on one copy of its
     schedule) where numba is installed and it pays (``_jobs_run_compiled``, told by
-    ``longest_ps``, each job's longest run alone in ps, where known); ``compiled`` True or
+    ``alone_ps``, each job's shortest and longest run alone in ps, where known); ``compiled`` True or
     False asks for one engine. The compiled network replays every run: it does not
     look for repeated cycles.
 
@@ -627,7 +629,7 @@ def replay_jobs(jobs: list[JobRun], topology: Topology, *, capacity: np.ndarray 
                        np.concatenate([np.full(len(rows), np.inf) if caps is None else caps
                                        for rows, caps, _ in flows] + [np.zeros(0)]), queues, faults)
     net.set_slack(slack)
-    if _jobs_run_compiled(compiled, jobs, bool(faults), longest_ps):
+    if _jobs_run_compiled(compiled, jobs, bool(faults), alone_ps):
         return _replay_jobs_compiled(jobs, topology, net, slack, timeline, faults)
     schedule_faults(net, topology, faults)
     runs: list[list[tuple[int, int]]] = [[] for _ in jobs]
@@ -740,44 +742,39 @@ class RepeatsTooLong(CannotSimulate):
 
 
 def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = False,
-                       longest_ps: list[int] | None = None) -> bool:
+                       alone_ps: list[tuple[int, int]] | None = None, fresh: bool = False) -> bool:
     """Whether ``replay_jobs`` takes the compiled network (``asked``: the caller's choice):
     as ``replay`` would for the transfers of every run, unless the runs of jobs that repeat
     may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
-    job counts once; never under faults, ``faulted``) and, where each job's longest run alone
-    (``longest_ps``) is known, the runs the skip still replays (``runs_replayed``) take the
-    SimPy network less time than every run the compiled one; no jobs at all, SimPy."""
+    job counts its periods until the last foreground run is due; never under faults,
+    ``faulted``) and, where each job's runs alone (``alone_ps``: shortest, longest) are
+    known, the runs the skip still replays (``runs_replayed``) take the
+    SimPy network less time than every run the compiled one; no jobs at all, SimPy.
+    ``fresh``: as ``_runs_compiled``'s."""
     if not jobs:
         return False
-    transfers = sum(len(job.schedule) * max(job.repeat, 1) for job in jobs)
+    transfers = _transfers(jobs, runs_replayed(jobs, alone_ps, faulted=True))
     if asked is None and _may_skip(jobs, faulted) and (transfers > JOBS_REPLAYED_UP_TO or (
             len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)) and (
-            longest_ps is None or SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, longest_ps)) < transfers):
+            alone_ps is None or SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, alone_ps)) < transfers):
         return False
-    return _runs_compiled(asked, transfers)
+    return _runs_compiled(asked, transfers, fresh)
 
 
-def replay_work(jobs: list[JobRun], longest_ps: list[int] | None = None, faulted: bool = False) -> int:
-    """The work ``replay_jobs`` does by default (``faulted``: under faults) on the runs after
-    each job's first (what repeating costs; one run's own cost is bounded where it is
-    built), known before it runs, in transfers of the compiled network (one on the SimPy
-    network counts ``SIMPY_SLOWER``): every later run on the compiled network, which skips
-    none, else each job's transfers times its later ``runs_replayed`` (``longest_ps`` as
-    there).
+def replay_work(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = None,
+                faulted: bool = False) -> list[tuple[int, int]]:
+    """Each job's runs ``replay_jobs`` replays by default (``faulted``: under faults) and
+    its work on those after its first (what repeating costs; one run's own cost is bounded
+    where it is built), known before it runs, in transfers of the compiled network (one on
+    the SimPy network counts ``SIMPY_SLOWER``): every run on the compiled network, which
+    skips none, else its ``runs_replayed`` (``alone_ps`` as there).
 
-    >>> from simnet.schedule.transfers import COPY, ScheduleBuilder
-    >>> builder = ScheduleBuilder("ring", ["gpu0", "gpu1"], 2)
-    >>> _ = builder.add(src=[0, 1], dst=[1, 0], lo=0, hi=1, op=COPY)
-    >>> two = JobRun(builder.build(), Timing(), 0, 30, 1_000_000)
-    >>> replay_work([two], [200_000])  # alone, its runs repeat from the second: nothing more
-    0
-    >>> replay_work([two, two], [200_000, 200_000]) > 0  # two of one period: the first few
-    True
-    """
-    compiled = _jobs_run_compiled(None, jobs, faulted, longest_ps)
-    runs = runs_replayed(jobs, longest_ps, faulted or compiled)
-    later = _transfers(jobs, [max(0, n - 1) for n in runs])
-    return later if compiled else SIMPY_SLOWER * later
+    The network is the one a fresh process takes (``_runs_compiled``'s ``fresh``): one
+    input, one estimate, whatever ran before it in the process."""
+    compiled = _jobs_run_compiled(None, jobs, faulted, alone_ps, fresh=True)
+    runs = runs_replayed(jobs, alone_ps, faulted or compiled)
+    weight = 1 if compiled else SIMPY_SLOWER
+    return [(n, weight * len(job.schedule) * max(0, n - 1)) for job, n in zip(jobs, runs)]
 
 
 def _transfers(jobs: list[JobRun], runs: list[int]) -> int:
@@ -811,6 +808,7 @@ def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetw
         paths=paths, latency=latency, capacity=net.capacity, slack=slack, reverse=topology.reverse,
         overhead_ps=net.overhead_ps, start_ps=0, faults=changes, slots=compiled.slot_bound(queues),
         timeline=timeline, detours=detours, report=Reporter(sum(job.repeat for job in jobs)),
+        paused=partial(_stop_past_the_work, jobs),
         jobs=[(offset, count, job.timing.start_ps, job.start_ps, job.repeat, job.period_ps)
               for offset, count, job in zip(offsets.tolist(), counts, jobs)])
     if code == compiled.BEYOND_HORIZON:
@@ -823,6 +821,15 @@ def _replay_jobs_compiled(jobs: list[JobRun], topology: Topology, net: FluidNetw
         runs[j].append((issued, end))
     net.stats.adopt(totals, _in_force(net.capacity, changes))
     return runs, net.stats
+
+
+def _stop_past_the_work(jobs: list[JobRun], delivered: int, done: int) -> None:
+    """``RepeatsTooLong`` once the compiled network has delivered twice ``JOBS_WORK_AT_MOST``
+    transfers of ``jobs`` (``done`` foreground runs finished): work its estimate did not
+    foresee (background periods beside runs back to back, whose span no period tells)."""
+    if delivered > 2 * JOBS_WORK_AT_MOST:
+        raise RepeatsTooLong(max(range(len(jobs)), key=lambda i: jobs[i].repeat * len(jobs[i].schedule)), done,
+                             max(sum(job.repeat for job in jobs) - done, 0))
 
 
 def _merged_csr(lists: list[tuple[np.ndarray, np.ndarray]], offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -840,39 +847,55 @@ def _may_skip(jobs: list[JobRun], faulted: bool = False) -> bool:
     return not faulted and any(job.repeat != 1 for job in jobs)
 
 
-def runs_replayed(jobs: list[JobRun], longest_ps: list[int] | None = None, faulted: bool = False) -> list[int]:
+def runs_replayed(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = None,
+                  faulted: bool = False) -> list[int]:
     """How many runs of each job ``replay_jobs`` replays at least, before it runs: the work
     it will do, each job's transfers times these, where its skip over repeated cycles
-    (``_RepeatedCycles``) cannot take the rest. Under faults (``faulted``) every run (a
-    background job's until the last foreground run is due). Else, where ``longest_ps`` (each
-    job's longest run alone, ps) says every job that repeats runs on its period (its runs
+    (``_RepeatedCycles``) cannot take the rest. ``alone_ps``: each job's shortest and longest
+    run alone, ps, where known (a job's runs start a period apart, or a run apart where the
+    run is longer). Under faults (``faulted``) every run (a background job's until the last
+    foreground run is due). Else, where every job that repeats runs on its period (its runs
     alone are shorter: beside the others, one that runs late runs back to back, and the
     network, never idle while it does, repeats nothing either), a stretch repeats only after the
     least common multiple L of the periods of the jobs started (no fixed period moves with a
     shorter one) and ends before the next job starts: from each start, the runs due in two
     stretches of L, or to the next start or the first last run where that comes sooner, are
-    replayed. Otherwise each job's first run.
+    replayed. Beside a job whose runs follow each other back to back, background traffic's
+    periods keep no step with its runs: each is replayed while that job runs. Otherwise
+    each job's first run.
 
     >>> from simnet.schedule.transfers import ScheduleBuilder
     >>> nothing = ScheduleBuilder("ring", ["gpu0"], 0).build()
     >>> job = lambda period_ps, repeat, start_ps=0: JobRun(nothing, Timing(), start_ps, repeat, period_ps)
-    >>> runs_replayed([job(1_000_001, 100), job(1_000_002, 100)], [200_000, 200_000])  # due before the first last
+    >>> short = [(200_000, 200_000)] * 2
+    >>> runs_replayed([job(1_000_001, 100), job(1_000_002, 100)], short)  # due before the first last
     [99, 99]
-    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], [200_000, 200_000])  # L = 5 us
+    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], short)  # L = 5 us
     [10, 8]
-    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100, 50_000_000)], [200_000, 200_000])  # alone first
+    >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100, 50_000_000)], short)  # alone first
     [12, 8]
     >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], faulted=True)
     [100, 100]
+    >>> runs_replayed([job(0, 100), job(1_000_000, 0)], [(3_000_000, 3_000_000), (1_000, 1_000)])  # back to back
+    [1, 297]
     """
-    foreground = [job for job in jobs if job.repeat]
-    last = max((job.start_ps + (job.repeat - 1) * job.period_ps for job in foreground), default=0)
+    def step(j: int) -> int:  # how far apart the job's runs start at least
+        return max(jobs[j].period_ps, alone_ps[j][0] if alone_ps is not None else 0)
+
+    foreground = [j for j, job in enumerate(jobs) if job.repeat]
+    last = max((jobs[j].start_ps + (jobs[j].repeat - 1) * step(j) for j in foreground), default=0)
     if faulted:
         return [job.repeat or max(0, (last - job.start_ps) // max(job.period_ps, 1) + 1) for job in jobs]
     first = [min(job.repeat, 1) for job in jobs]
     repeating = [job for job in jobs if job.repeat != 1]
-    if longest_ps is None or len(jobs) < 2 or not repeating or \
-            any(job.repeat != 1 and job.period_ps <= longest for job, longest in zip(jobs, longest_ps)):
+    if alone_ps is None or len(jobs) < 2 or not repeating:
+        return first
+    back_to_back = [j for j in foreground if jobs[j].repeat > 1 and jobs[j].period_ps <= alone_ps[j][1]]
+    if back_to_back:
+        busy = max(jobs[j].start_ps + (jobs[j].repeat - 1) * step(j) for j in back_to_back)
+        return [max(f, _due_between(job, job.start_ps, busy)) if job.repeat == 0 else f
+                for f, job in zip(first, jobs)]
+    if any(job.repeat == 0 and job.period_ps <= longest for job, (_, longest) in zip(jobs, alone_ps)):
         return first
     together_to = min((job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat),
                       default=max(job.start_ps for job in jobs))

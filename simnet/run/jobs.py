@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from simnet import units
+from simnet.engine.clock import HORIZON_PS, HORIZON_S
 from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
 from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, RepeatsTooLong, replay_jobs, replay_work
 from simnet.errors import Unsupported
@@ -106,47 +107,48 @@ def _refuse_background_never_run(specs: list[JobSpec], together: list[list[tuple
                 "run; start it before then, or leave it out"))
 
 
-BACKGROUND_TRANSFERS = 2_000_000
-"""Background transfers (its periods while the other jobs run, times the transfers of one)
-over which a run of jobs is refused before any replay: ~25 us each as replayed here (20,000
-periods of 48 transfers beside a 64 MiB ring on two_racks: 25 s), about a minute's work
-(fuzz round ay, F7: a period of 1 ms beside a job repeated every 10 h, 36 M periods, days)."""
-
-
-def _refuse_background_too_long(specs: list[JobSpec], runs: list[JobRun]) -> None:
-    """``JobError`` on the ``period`` of background traffic that would replay more than
-    ``BACKGROUND_TRANSFERS`` before the other jobs' last run could start (a lower bound of
-    how long they run: their starts and periods, not their runs' times)."""
-    last = max((run.start_ps + (run.repeat - 1) * run.period_ps for run in runs if run.repeat), default=0)
-    for i, (spec, run) in enumerate(zip(specs, runs)):
-        if spec.background is None or run.start_ps > last:
-            continue
-        periods = (last - run.start_ps) // run.period_ps + 1
-        if periods * len(run.schedule) > BACKGROUND_TRANSFERS:
-            raise JobError((i, "period"), (
-                f"{units.format_time(run.period_ps / PS_PER_SECOND)}: background traffic runs while the other jobs "
-                f"do, and their last run starts {units.format_time(last / PS_PER_SECOND)} in: at least {periods:,} "
-                f"periods of {len(run.schedule):,} transfers, over the {BACKGROUND_TRANSFERS:,} simnet replays; give "
-                "a longer period, or the other jobs fewer runs or shorter periods"))
+def _refuse_past_the_horizon(specs: list[JobSpec], runs: list[JobRun]) -> None:
+    """``JobError`` on the ``repeat`` of a job whose last run would start past the simulated
+    time simnet holds (``HORIZON_S``), each value within its own range (fuzz round az, F7:
+    10,000 runs a day apart overflowed the engine's picoseconds, exit 70)."""
+    for i, run in enumerate(runs):
+        last = run.start_ps + (run.repeat - 1) * run.period_ps
+        if run.repeat and last >= HORIZON_PS:
+            raise JobError((i, "repeat"), (
+                f"{run.repeat:,}: its last run would start {units.format_ps(last)} in (its start, then "
+                f"{run.repeat - 1:,} periods of {units.format_ps(run.period_ps)}), past the "
+                f"{units.format_time(HORIZON_S)} simnet simulates; give fewer runs or a shorter period"))
 
 
 def _refuse_replays_too_long(specs: list[JobSpec], runs: list[JobRun], sets: list[list[int]],
-                             longest_ps: list[int] | None, faulted: bool) -> None:
-    """``JobError`` on the ``repeat`` of the job with the most transfers to replay when the
-    replays of ``sets`` (indices into ``runs``) come to more work than ``JOBS_WORK_AT_MOST``
-    (``replay_work``; ``longest_ps``: each job's longest run alone, where known), said
-    before any of them: under faults (``faulted``) every run is replayed; runs on fixed
-    periods repeat only in stretches of the periods' least common multiple (fuzz round ay,
-    F8: periods of 1.000001 and 1.000002 ms meet again every 1,000 s, hours of work); else
-    the compiled network replays every run."""
-    work = sum(replay_work([runs[i] for i in chosen], None if longest_ps is None else [longest_ps[i] for i in chosen],
-                           faulted) for chosen in sets)
-    if work <= JOBS_WORK_AT_MOST:
+                             alone_ps: list[tuple[int, int]] | None, faulted: bool) -> None:
+    """``JobError`` when the replays of ``sets`` (indices into ``runs``) come to more work
+    than ``JOBS_WORK_AT_MOST`` (``replay_work``; ``alone_ps``: each job's shortest and longest
+    run alone, where known), said before any of them on the job with the most: background
+    traffic on its ``period`` (its periods while the other jobs run: fuzz round ay, F7),
+    another job on its ``repeat``. Under faults (``faulted``) every run is replayed; runs on
+    fixed periods repeat only in stretches of the periods' least common multiple (round ay,
+    F8: 1.000001 and 1.000002 ms meet again every 1,000 s, hours of work); else the
+    compiled network replays every run."""
+    replayed, work = [0] * len(runs), [0] * len(runs)
+    for chosen in sets:
+        each = replay_work([runs[i] for i in chosen], None if alone_ps is None else [alone_ps[i] for i in chosen],
+                           faulted)
+        for i, (count, cost) in zip(chosen, each):
+            replayed[i], work[i] = max(replayed[i], count), work[i] + cost
+    if sum(work) <= JOBS_WORK_AT_MOST:
         return
-    i = max(range(len(runs)), key=lambda k: runs[k].repeat * len(runs[k].schedule))
+    i = max(range(len(runs)), key=work.__getitem__)
+    total = f"work of about {sum(work) / 1e6:,.0f} M transfers on the compiled network, over the " \
+            f"{JOBS_WORK_AT_MOST / 1e6:,.0f} M simnet replays in about a minute"
+    if specs[i].background is not None:
+        raise JobError((i, "period"), (
+            f"{units.format_time(runs[i].period_ps / PS_PER_SECOND)}: background traffic runs while the other jobs "
+            f"do, and about {replayed[i]:,} of its periods of {len(runs[i].schedule):,} transfers are replayed one by "
+            f"one: {total}; give a longer period, or the other jobs fewer runs, shorter periods or one in common"))
     repeating = [(spec.name, run.period_ps) for spec, run in zip(specs, runs) if run.repeat != 1]
-    on_period = longest_ps is not None and len(repeating) > 1 and all(
-        run.period_ps > longest for run, longest in zip(runs, longest_ps) if run.repeat != 1)
+    on_period = alone_ps is not None and len(repeating) > 1 and all(
+        run.period_ps > longest for run, (_, longest) in zip(runs, alone_ps) if run.repeat != 1)
     remedy = "give the jobs fewer runs"
     if faulted:
         why = "under faults every run of the jobs is replayed (simnet looks for repeated stretches of runs only on a " \
@@ -154,16 +156,13 @@ def _refuse_replays_too_long(specs: list[JobSpec], runs: list[JobRun], sets: lis
     elif on_period:
         common = math.lcm(*(period for _, period in repeating))
         shown = ", ".join(f"{name} every {units.format_ps(period)}" for name, period in repeating)
-        why = (f"the jobs' runs ({shown}) fall into step again only every "
-               f"{units.format_ps(common)} (their periods' least common multiple), so "
-               "nearly every run is replayed rather than taken from a repeated stretch")
+        why = (f"the jobs' runs ({shown}) fall into step again only every {units.format_ps(common)} (their periods' "
+               "least common multiple), so nearly every run is replayed rather than taken from a repeated stretch")
         remedy += ", or periods with a short common multiple (1 ms and 1.25 ms: every 5 ms)"
     else:
         why = "the replays of the jobs together" + (" and of each pair that shares a link" if len(sets) > 1 else "") + \
               " take every run one by one"
-    raise JobError((i, "repeat"), (
-        f"{specs[i].repeat:,}: {why}: work of about {work / 1e6:,.0f} M transfers on the compiled network, over the "
-        f"{JOBS_WORK_AT_MOST / 1e6:,.0f} M simnet replays in about a minute; {remedy}"))
+    raise JobError((i, "repeat"), f"{specs[i].repeat:,}: {why}: {total}; {remedy}")
 
 
 def _repeats_too_long(specs: list[JobSpec], stopped: RepeatsTooLong) -> JobError:
@@ -238,7 +237,7 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
         described.append({**_placed(topology, spec.name, gpus),
                           "algorithm": algorithm, "protocol": decided.protocol, "size_bytes": spec.size,
                           "runs": spec.repeat, **({"inner": inner} if inner else {})})
-    _refuse_background_too_long(specs, runs)
+    _refuse_past_the_horizon(specs, runs)
     if faults:  # the replays alone replay every run already
         _refuse_replays_too_long(specs, runs, [[i] for i in range(len(runs))], None, True)
     alone, used, replays = [], [], [0, len(runs) + 1 + bool(faults)]
@@ -263,10 +262,10 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
 
     def replayed(jobs: list[JobRun], healthy: bool = False, said: bool = True):
         capacity = capacity_of(jobs)
-        known = None if longest is None else [longest[index[id(run)]] for run in jobs]
+        known = None if spans is None else [spans[index[id(run)]] for run in jobs]
         try:
             answer = over_before_the_cut(lambda given: replay_jobs(jobs, topology, capacity=capacity, faults=given,
-                                                                   longest_ps=known),
+                                                                   alone_ps=known),
                                          [] if healthy else faults,
                                          lambda answer: max((end for times in answer[0] for _, end in times),
                                                             default=0))
@@ -286,17 +285,18 @@ def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | No
 
     if progress:
         progress(*replays)
-    alone_times, longest = [], None  # longest: each job's longest run alone, ps, once replayed
+    alone_times, spans = [], None  # spans: each job's shortest and longest run alone, ps, once replayed
     for run in runs:
         times, stats = replayed([run], said=bool(faults))
         alone_times.append(times[0])
         alone.append(_mean_time(times[0]))
         used.append(stats.bytes > 0)
-    longest = [max((end - start for start, end in times), default=0) for times in alone_times]
+    spans = [(min(lengths, default=0), max(lengths, default=0))
+             for lengths in ([end - start for start, end in times] for times in alone_times)]
     # two jobs together are the pair: its replay is the same call, not made twice
     pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs)) if (used[i] & used[j]).any()]
     together_and_pairs = [list(range(len(runs)))] + ([list(pair) for pair in pairs] if len(runs) > 2 else [])
-    _refuse_replays_too_long(specs, runs, together_and_pairs, longest, bool(faults))
+    _refuse_replays_too_long(specs, runs, together_and_pairs, spans, bool(faults))
     replays[1] += len(pairs) if len(runs) > 2 else 0
     together_times, together = replayed(runs)
     _refuse_background_never_run(specs, together_times)
