@@ -217,6 +217,9 @@ def parse_log(text: str, path: str = "<log>") -> Log:
             continue
         fields = line.split()
         if not fields[0][0].isdigit():
+            if len(fields) in (12, 13) and fields[2] in _TYPE_BYTES and fields[3] in _OPS:  # a row but for its size
+                raise InputError(f"size: {fields[0]!r} is no size nccl-tests prints (a whole number of bytes): the "
+                                 "row is garbled", path, number)  # (it was passed over as prose: fuzz round az, F5)
             continue  # prose, a header without '#', a command line
         if len(fields) == 12 and fields[4] == "-1":  # the old layout has no root: a time stands there
             raise InputError("a column is missing: the row has the current layout's root column (-1), and that "
