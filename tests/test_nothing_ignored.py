@@ -4810,3 +4810,19 @@ def test_a_point_s_key_is_the_planner_s_wherever_it_is_computed(tmp_path, monkey
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert point.key == here and '"file"' in here
+
+
+def test_a_scenario_s_own_cost_that_no_option_takes_is_said(tmp_path, cli):
+    """Fuzz round az F4: a scenario's `cost:` beside variants that each give their own cost is
+    no option's (5 M$, 999 M$ or none gave one table) and was not said; said on its line."""
+    text = ("name: c\ntopology: {name: box, generate: {kind: nvswitch, gpus: 4}}\nsizes: [1 MiB]\n"
+            "algorithms: [ring]\ncost: 5 M$\nvariants:\n  - {name: a, cost: 1 M$}\n"
+            "  - {name: b, set: {topology.generate.gpus: 8}, cost: 2 M$}\n")
+    (tmp_path / "c.yaml").write_text(text)
+    result = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert result.exit_code == 0, result.stderr
+    assert f"key_unread: cost ({tmp_path / 'c.yaml'}:5): every variant gives its own cost" in \
+        " ".join(result.stdout.split())
+    (tmp_path / "c.yaml").write_text(text.replace("{name: a, cost: 1 M$}", "{name: a}"))  # a takes the file's
+    again = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
+    assert again.exit_code == 0 and "key_unread: cost" not in " ".join(again.stdout.split())

@@ -207,9 +207,21 @@ def compare_warnings(scenarios: list[Scenario]) -> list[Finding]:
             if options:
                 finding = replace(finding, message=f"{finding.message} (in option {', '.join(options)})")
             said.setdefault(finding.message, finding)
-        for finding in _set_unread(scenario, heard) + _options_own(scenario, heard):
+        for finding in _set_unread(scenario, heard) + _options_own(scenario, heard) + _cost_unread(scenario):
             said.setdefault(finding.message, finding)
     return list(said.values()) + _steering_unread(scenarios)
+
+
+def _cost_unread(scenario: Scenario) -> list[Finding]:
+    """``key_unread`` of the scenario's own ``cost`` where every variant gives its own: it
+    costs no option (fuzz round az, F4: 5 M$ or 999 M$ gave the same table)."""
+    if scenario.cost is None or not scenario.variants or any(v.cost is None for v in scenario.variants):
+        return []
+    source = source_of(scenario)
+    where = f" ({scenario.source}:{source.lines[('cost',)]})" if source is not None and source.writes("cost") else ""
+    return [Finding("key_unread", "cost", (
+        f"cost{where}: every variant gives its own cost, so the scenario's (${scenario.cost:,.0f}) is "
+        "no option's and changed nothing; leave it out, or a variant's cost"))]
 
 
 def _options_own(scenario: Scenario, heard: list[tuple[str, list[Finding]]]) -> list[Finding]:
