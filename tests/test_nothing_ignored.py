@@ -4826,3 +4826,15 @@ def test_a_scenario_s_own_cost_that_no_option_takes_is_said(tmp_path, cli):
     (tmp_path / "c.yaml").write_text(text.replace("{name: a, cost: 1 M$}", "{name: a}"))  # a takes the file's
     again = cli("compare", tmp_path / "c.yaml", "-o", tmp_path / "c.png")
     assert again.exit_code == 0 and "key_unread: cost" not in " ".join(again.stdout.split())
+
+
+@pytest.mark.parametrize("gpus", [65, 72])
+def test_a_whole_nvl72_rack_of_a_larger_fabric_says_the_network_keys_it_never_reads(root, tmp_path, cli, gpus):
+    """Fuzz round az F12: a run of 64 GPUs of one NVL72 rack of gb200_nvl72_2racks said its
+    network keys (rails, nic_bandwidth) changed nothing, one of 65 or of the whole rack (72)
+    said nothing: routes were judged up to 64 ends. A whole rack is judged."""
+    (tmp_path / "r.yaml").write_text(f"name: r\ntopology: {root / 'topologies/gb200_nvl72_2racks.yaml'}\n"
+                                     f"gpus: {gpus}\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("run", tmp_path / "r.yaml")
+    assert result.exit_code == 0, result.stderr
+    assert "generate.rails (" in result.stdout and "one NVLink domain" in " ".join(result.stdout.split())
