@@ -4838,3 +4838,26 @@ def test_a_whole_nvl72_rack_of_a_larger_fabric_says_the_network_keys_it_never_re
     result = cli("run", tmp_path / "r.yaml")
     assert result.exit_code == 0, result.stderr
     assert "generate.rails (" in result.stdout and "one NVLink domain" in " ".join(result.stdout.split())
+
+
+def test_a_float_too_large_to_write_as_typed_is_not_advised_digit_by_digit(tmp_path, cli):
+    """Fuzz round az F9: `channels: 1e308` was answered 'write 1000000...(309 digits)', a number
+    no one typed (and refused next as out of range); a whole float beyond 2^53 is asked for in
+    digits, as one below it is shown (2.0: write 2)."""
+    (tmp_path / "s.yaml").write_text("name: x\ntopology: {name: b, generate: {kind: nvswitch, gpus: 2}}\n"
+                                     "sizes: [1 MiB]\nalgorithms: [ring]\noptions: {channels: 1e308}\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.rstrip().endswith(
+        "options.channels: 1e+308 is not a whole number as written; write one in the digits 0-9"), result.stderr
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf"])
+def test_a_bound_met_by_nan_or_infinity_says_it_is_no_finite_number(tmp_path, cli, value):
+    """Fuzz round az F9: `oversubscription: .nan` (or .inf) was said to be "nan must be at most
+    1000" (pydantic checks the bound before finiteness), where -.inf was "not a finite number"."""
+    (tmp_path / "s.yaml").write_text(
+        "name: x\ntopology: {name: t, generate: {kind: leaf_spine, racks: 2, hosts_per_rack: 1, gpus_per_host: 2, "
+        f"oversubscription: {value}}}}}\nsizes: [1 MiB]\nalgorithms: [ring]\n")
+    result = cli("run", tmp_path / "s.yaml")
+    assert result.exit_code == 2 and result.stderr.rstrip().endswith(
+        f"topology.generate.oversubscription: {value[1:]} is not a finite number"), result.stderr

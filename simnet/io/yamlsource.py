@@ -7,6 +7,7 @@ validation errors into an ``InputError`` naming file, line and field.
 
 from __future__ import annotations
 
+import math
 import re
 import typing
 from dataclasses import dataclass, field
@@ -134,7 +135,9 @@ class Source:
                                                                  "max_length")
             message = (f"{shown(value)} has {len(value)} item{'s' * (len(value) != 1)}; give "
                        f"{'at least' if first['type'] == 'too_short' else 'at most'} {bound}")
-        elif first["type"] == "finite_number":
+        elif first["type"] == "finite_number" or (  # NaN and infinity meet a bound first (fuzz round az, F9)
+                first["type"] in _BOUNDS and isinstance(first.get("input"), float)
+                and not math.isfinite(first["input"])):
             message = f"{shown(first.get('input'))} is not a finite number"
         elif first["type"] == "invalid_key":
             message = f"the key {shown(loc[-1])} is not a name; write keys as text"

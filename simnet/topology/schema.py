@@ -257,6 +257,8 @@ class Strict(BaseModel):
                                  else f"{value!r} is not a whole number; write one in the digits 0-9 (e.g. 8)")
             if isinstance(value, float):
                 raise ValueError(f"{value!r} is not a whole number as written; write {int(value)}"
+                                 if value.is_integer() and abs(value) < 2**53 else  # (beyond: no number as typed)
+                                 f"{value!r} is not a whole number as written; write one in the digits 0-9"
                                  if value.is_integer() else f"{value!r} is not a whole number")
         if plain is bool and not isinstance(value, bool):
             raise ValueError(f"{value!r} is text, not a yes/no (only true and false are); write true or false"
