@@ -172,3 +172,18 @@ def test_export_as_yaml_writes_the_routing_only_where_it_is_read(cli, root, tmp_
     written, original = load_topology(exported), load_topology(root / "topologies" / name)
     assert written.unread == () and written.routing == original.routing
     assert ("routing:" in exported.read_text()) == (name == "gb200_nvl72_2racks.yaml")
+
+
+def test_check_says_a_switch_of_one_host_s_gpus_read_as_a_network_switch(tmp_path, cli):
+    """Fuzz round az F10: an NVSwitch written with no host label, no nvls and no link type is
+    read as a network switch (docs/topologies.md's inference), 1.7-6.8x slower, and `topo check`
+    said ok without a word. Said; labelled with its host it is the host's NVSwitch, unsaid."""
+    text = ("name: t\nnodes:\n  - {id: gpu0, kind: gpu, host: h0}\n  - {id: gpu1, kind: gpu, host: h0}\n"
+            "  - {id: sw, kind: switch}\nlinks:\n  - {a: gpu0, b: sw, bandwidth: 450 GB/s, latency: 1 us}\n"
+            "  - {a: gpu1, b: sw, bandwidth: 450 GB/s, latency: 1 us}\n")
+    (tmp_path / "t.yaml").write_text(text)
+    result = cli("topo", "check", tmp_path / "t.yaml")
+    assert result.exit_code == 0 and "warning network_inside_host: sw joins only the GPUs of h0" in result.stdout
+    (tmp_path / "t.yaml").write_text(text.replace("{id: sw, kind: switch}", "{id: sw, kind: switch, host: h0}"))
+    labelled = cli("topo", "check", tmp_path / "t.yaml")
+    assert labelled.exit_code == 0 and "network_inside_host" not in labelled.stdout

@@ -47,7 +47,7 @@ def topo_check(topology: Path) -> None:
     """
     from simnet import units
     from simnet.topology.loader import default_routing, load_topology
-    from simnet.topology.summary import SAMPLED_SOURCES, summarize
+    from simnet.topology.summary import SAMPLED_SOURCES, network_switches_inside_a_host, summarize
 
     loaded = load_topology(topology)
     if loaded.calibration is not None:  # a profile the topology names is part of it: checked as a run reads it
@@ -90,6 +90,10 @@ def topo_check(topology: Path) -> None:
                    f" ({s.worst_pair[0]} -> {s.worst_pair[1]}){sampled}")
     for said in loaded.unread:  # a generator parameter that built nothing
         click.echo(f"warning key_unread: {said}")
+    for switch, host in network_switches_inside_a_host(loaded):
+        click.echo(f"warning network_inside_host: {switch} joins only the GPUs of {host} and is read as a network "
+                   f"switch (it has no host label, no nvls and its links no type): if it is {host}'s NVSwitch, give it "
+                   f"host: {host} (or its links type: nvlink)")
 
 
 @topo.command("show")

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from simnet.topology.graph import PS_PER_SECOND, Topology
+from simnet.topology.hardware import NET
 
 __all__ = ["TopologySummary", "summarize", "worst_path", "EXACT_WORST_PATH_GPUS", "SAMPLED_SOURCES"]
 
@@ -84,3 +85,23 @@ def summarize(topo: Topology) -> TopologySummary:
         worst_pair=pair,
         worst_exact=exact,
     )
+
+
+def network_switches_inside_a_host(topo: Topology) -> list[tuple[str, str]]:
+    """(switch, host) for each switch that only GPUs of one host attach to and whose links
+    to them are network links (``Topology.link_type``): an NVSwitch written with no host
+    label, no ``nvls`` and no link ``type`` is read so (``Topology.inferred_type``), and the
+    host's GPUs then talk at the network's pace (fuzz round az, F10: 1.7-6.8x slower)."""
+    found = []
+    for switch in topo.graph.nodes:
+        if topo.kind(switch) != "switch":
+            continue
+        near = set(topo.graph.successors(switch)) | set(topo.graph.predecessors(switch))
+        hosts = {topo.graph.nodes[n].get("host") for n in near}
+        if not near or any(topo.kind(n) != "gpu" for n in near) or len(hosts) != 1 or None in hosts:
+            continue
+        ends = [(n, switch) for n in near if (n, switch) in topo.link_index]
+        if ends and all(topo.link_type[topo.link_index[end]] == NET for end in ends):
+            found.append((switch, hosts.pop()))
+    return found
+
