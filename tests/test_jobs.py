@@ -708,7 +708,7 @@ def test_background_traffic_too_long_to_replay_is_refused_before_any_replay(root
     started = time.monotonic()
     result = cli("run", tmp_path / "s.yaml")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1.000 ms: background traffic")
+    assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1 ms: background traffic")
     assert "36,000,001 of its periods" in result.stderr and time.monotonic() - started < 30
     (tmp_path / "s.yaml").write_text(head.replace("10 h", "100 ms") +
                                      "  - {name: n, background: {pattern: uniform, load: 30%, seed: 3}}\n")
@@ -789,8 +789,8 @@ def test_runs_the_skip_cannot_take_are_stopped_not_replayed_for_hours(monkeypatc
              "period": "1 us"},
             {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "700 KiB", "repeat": 300,
              "period": "1 us"}]  # (alike, they would end together, leaving the network idle in one state each run)
-    with pytest.raises(JobError, match=r"^400: after \d+ runs replayed no stretch of them repeated .* and [\d,]+ runs "
-                                       "were left") as stopped:
+    with pytest.raises(JobError, match=r"^400: after \d+ runs replayed no stretch of them repeated .* and [\d,]+ of "
+                                       "the jobs' runs were left") as stopped:
         run_jobs(_fabric(), jobs, model="ideal")
     assert stopped.value.loc == (0, "repeat")
 
@@ -805,7 +805,7 @@ def test_work_no_common_period_explains_is_refused_in_plain_words(monkeypatch):
     monkeypatch.setattr("simnet.engine.replay._runs_compiled", lambda asked, transfers, fresh=False: asked is not False)
     jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 40},
             {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "1 MiB", "repeat": 40}]
-    with pytest.raises(JobError, match=r"^40: the replays of the jobs together take every run one by one: work of "
+    with pytest.raises(JobError, match=r"^40: the replays of the jobs together take every run one by one: work worth "
                                        r"about 0 M transfers") as refused:
         run_jobs(_fabric(), jobs, model="ideal")
     assert "least common multiple" not in str(refused.value)
@@ -830,7 +830,7 @@ def test_background_traffic_is_refused_by_the_periods_replayed_not_by_those_it_o
     assert time.monotonic() - started < 60
     if refused:
         assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
-        assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1.000 ms: background traffic")
+        assert result.stderr.startswith(f"{tmp_path / 's.yaml'}:5: jobs[1].period: 1 ms: background traffic")
     else:
         assert result.exit_code == 0, result.stderr
 
@@ -846,3 +846,37 @@ def test_runs_whose_last_starts_past_the_horizon_are_refused_on_their_repeat():
     with pytest.raises(JobError, match=r"^200: its last run would start 17193600 s in .* past the 1000000 s") as past:
         run_jobs(_fabric(), jobs, model="ideal")
     assert past.value.loc == (0, "repeat")
+
+
+def test_jobs_back_to_back_within_the_budget_take_the_compiled_network(root):
+    """Review 95, H1: runs back to back beside each other (0.64 ms alone every 0.5 ms) were
+    sent to SimPy, whose skip needs an idle network, and stopped after 185 s; the compiled
+    network answers in 35 s. Whether such a network is ever idle in one state again no
+    estimate tells, so within the budget every run is replayed compiled."""
+    from simnet.engine.replay import JOBS_REPLAYED_UP_TO, JOBS_WORK_AT_MOST, JobRun, _jobs_run_compiled
+    from simnet.model.timing import Timing
+    from simnet.schedule.catalog import build_schedule
+
+    topology = simnet.load_topology(root / "topologies/two_racks.yaml")
+    ring = build_schedule("ring", topology.subset([g for g in topology.gpus if g.startswith(("r0h0", "r1h0"))]),
+                          16 * 2**20)
+    jobs = [JobRun(ring, Timing(), 0, 2000, period) for period in (500_000_000, 700_000_000)]
+    assert JOBS_REPLAYED_UP_TO < 2 * 2000 * len(ring) <= JOBS_WORK_AT_MOST
+    assert _jobs_run_compiled(None, jobs, False, [(640_000_000, 640_000_000)] * 2)
+    assert not _jobs_run_compiled(None, jobs, False, [(200_000_000, 200_000_000)] * 2)  # on their periods: skip
+
+
+def test_the_compiled_network_s_stop_counts_no_first_run():
+    """Review 95, H3: the compiled network's stop counted the first runs' transfers, which no
+    skip could take: jobs of one run each delivering over twice the budget were stopped as
+    'no stretch repeated'."""
+    from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, RepeatsTooLong, _stop_past_the_work
+    from simnet.model.timing import Timing
+    from simnet.schedule.transfers import COPY, ScheduleBuilder
+
+    builder = ScheduleBuilder("ring", ["gpu0", "gpu1"], 2)
+    builder.add(src=[0, 1], dst=[1, 0], lo=0, hi=1, op=COPY)
+    once = JobRun(builder.build(), Timing(), 0, 1, 0)
+    _stop_past_the_work([once, once], 2 * JOBS_WORK_AT_MOST + 4, 0)  # (their first runs: 4 transfers)
+    with pytest.raises(RepeatsTooLong):
+        _stop_past_the_work([once, once], 2 * JOBS_WORK_AT_MOST + 5, 0)

@@ -748,13 +748,17 @@ def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = F
     may be worth skipping (``ALONE_REPLAYED_UP_TO``, ``JOBS_REPLAYED_UP_TO``; a background
     job counts its periods until the last foreground run is due; never under faults,
     ``faulted``) and, where each job's runs alone (``alone_ps``: shortest, longest) are
-    known, the runs the skip still replays (``runs_replayed``) take the
+    known, a job runs back to back beside others (whether the network is ever idle in one
+    state again no estimate tells: compiled while every run's work is within
+    ``JOBS_WORK_AT_MOST``, review 95 H1) or the runs the skip still replays (``runs_replayed``) take the
     SimPy network less time than every run the compiled one; no jobs at all, SimPy.
     ``fresh``: as ``_runs_compiled``'s."""
     if not jobs:
         return False
     transfers = _transfers(jobs, runs_replayed(jobs, alone_ps, faulted=True))
-    if asked is None and _may_skip(jobs, faulted) and (transfers > JOBS_REPLAYED_UP_TO or (
+    uncertain = alone_ps is not None and len(jobs) > 1 and transfers <= JOBS_WORK_AT_MOST and any(
+        job.repeat > 1 and job.period_ps <= longest for job, (_, longest) in zip(jobs, alone_ps))
+    if asked is None and _may_skip(jobs, faulted) and not uncertain and (transfers > JOBS_REPLAYED_UP_TO or (
             len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)) and (
             alone_ps is None or SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, alone_ps)) < transfers):
         return False
@@ -827,7 +831,7 @@ def _stop_past_the_work(jobs: list[JobRun], delivered: int, done: int) -> None:
     """``RepeatsTooLong`` once the compiled network has delivered twice ``JOBS_WORK_AT_MOST``
     transfers of ``jobs`` (``done`` foreground runs finished): work its estimate did not
     foresee (background periods beside runs back to back, whose span no period tells)."""
-    if delivered > 2 * JOBS_WORK_AT_MOST:
+    if delivered - sum(len(job.schedule) for job in jobs) > 2 * JOBS_WORK_AT_MOST:  # (first runs: not repeating)
         raise RepeatsTooLong(max(range(len(jobs)), key=lambda i: jobs[i].repeat * len(jobs[i].schedule)), done,
                              max(sum(job.repeat for job in jobs) - done, 0))
 
@@ -861,8 +865,8 @@ def runs_replayed(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = N
     shorter one) and ends before the next job starts: from each start, the runs due in two
     stretches of L, or to the next start or the first last run where that comes sooner, are
     replayed. Beside a job whose runs follow each other back to back, background traffic's
-    periods keep no step with its runs: each is replayed while that job runs. Otherwise
-    each job's first run.
+    periods keep no step with its runs: each is replayed while that job runs, and so is each
+    of its runs. Otherwise each job's first run.
 
     >>> from simnet.schedule.transfers import ScheduleBuilder
     >>> nothing = ScheduleBuilder("ring", ["gpu0"], 0).build()
@@ -877,7 +881,7 @@ def runs_replayed(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = N
     >>> runs_replayed([job(1_000_000, 100), job(1_250_000, 100)], faulted=True)
     [100, 100]
     >>> runs_replayed([job(0, 100), job(1_000_000, 0)], [(3_000_000, 3_000_000), (1_000, 1_000)])  # back to back
-    [1, 297]
+    [100, 297]
     """
     def step(j: int) -> int:  # how far apart the job's runs start at least
         return max(jobs[j].period_ps, alone_ps[j][0] if alone_ps is not None else 0)
@@ -892,9 +896,11 @@ def runs_replayed(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = N
         return first
     back_to_back = [j for j in foreground if jobs[j].repeat > 1 and jobs[j].period_ps <= alone_ps[j][1]]
     if back_to_back:
+        if not any(job.repeat == 0 for job in jobs):
+            return first  # (two alike may end together, idle in one state each run: no estimate tells)
         busy = max(jobs[j].start_ps + (jobs[j].repeat - 1) * step(j) for j in back_to_back)
-        return [max(f, _due_between(job, job.start_ps, busy)) if job.repeat == 0 else f
-                for f, job in zip(first, jobs)]
+        return [_due_between(job, job.start_ps, busy) if job.repeat == 0 else job.repeat if j in back_to_back else f
+                for j, (f, job) in enumerate(zip(first, jobs))]
     if any(job.repeat == 0 and job.period_ps <= longest for job, (_, longest) in zip(jobs, alone_ps)):
         return first
     together_to = min((job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat),

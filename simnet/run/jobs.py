@@ -139,11 +139,11 @@ def _refuse_replays_too_long(specs: list[JobSpec], runs: list[JobRun], sets: lis
     if sum(work) <= JOBS_WORK_AT_MOST:
         return
     i = max(range(len(runs)), key=work.__getitem__)
-    total = f"work of about {sum(work) / 1e6:,.0f} M transfers on the compiled network, over the " \
+    total = f"work worth about {sum(work) / 1e6:,.0f} M transfers on the compiled network, over the " \
             f"{JOBS_WORK_AT_MOST / 1e6:,.0f} M simnet replays in about a minute"
     if specs[i].background is not None:
         raise JobError((i, "period"), (
-            f"{units.format_time(runs[i].period_ps / PS_PER_SECOND)}: background traffic runs while the other jobs "
+            f"{units.format_ps(runs[i].period_ps)}: background traffic runs while the other jobs "
             f"do, and about {replayed[i]:,} of its periods of {len(runs[i].schedule):,} transfers are replayed one by "
             f"one: {total}; give a longer period, or the other jobs fewer runs, shorter periods or one in common"))
     repeating = [(spec.name, run.period_ps) for spec, run in zip(specs, runs) if run.repeat != 1]
@@ -170,9 +170,10 @@ def _repeats_too_long(specs: list[JobSpec], stopped: RepeatsTooLong) -> JobError
     the ``repeat`` of the job with most transfers left."""
     return JobError((stopped.job, "repeat"), (
         f"{specs[stopped.job].repeat:,}: after {stopped.done:,} runs replayed no stretch of them repeated (the network "
-        "was never idle between runs in the same state: runs back to back beside the other jobs, or periods that "
-        f"rarely fall into step), and {stopped.left:,} runs were left, more than simnet replays in about two minutes; "
-        "give the jobs fewer runs, or periods their runs fit into together"))
+        "was never idle between runs in the same state: runs back to back beside the other jobs or background "
+        f"traffic, or periods that rarely fall into step), and {stopped.left:,} of the jobs' runs were left: past "
+        "twice the work simnet refuses before a replay; give the jobs fewer runs, or periods their runs fit into "
+        "together"))
 
 
 def run_jobs(topology: Topology, specs: list[dict | JobSpec], *, model: str | None = None,
