@@ -731,10 +731,11 @@ each job's first, no repeated stretch skipping them, is stopped (``RepeatsTooLon
 
 
 class RepeatsTooLong(CannotSimulate):
-    """A SimPy ``replay_jobs`` stopped past twice ``JOBS_WORK_AT_MOST`` of work on the runs
-    after each job's first: no repeated stretch took them (the network never idle between
-    runs, or never alike). ``job`` is the index of the job with most transfers left,
-    ``done`` and ``left`` the runs replayed and left in all."""
+    """A ``replay_jobs`` stopped past twice ``JOBS_WORK_AT_MOST`` of work on the runs after
+    each job's first (SimPy's counted in its transfers' worth, ``SIMPY_SLOWER``; the compiled
+    network's by its pauses, ``_stop_past_the_work``): no repeated stretch took them (the
+    network never idle between runs, or never alike). ``job`` is the index of the job with
+    most transfers left, ``done`` and ``left`` the runs replayed and left."""
 
     def __init__(self, job: int, done: int, left: int):
         super().__init__(f"{done:,} runs replayed and no stretch of them repeated; {left:,} runs left")
