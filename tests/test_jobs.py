@@ -260,6 +260,20 @@ def test_compare_ranks_placements_by_the_slowest_job(cli, tmp_path):
     assert rows["spread"]["merit_s"] == pytest.approx(2 * (L + S / 2 / (B / 2)), rel=1e-9)
 
 
+def _skips_on_simpy(monkeypatch) -> list[int]:
+    """Jobs replayed on the SimPy network (whose skip over repeated cycles the compiled one
+    lacks); the list returned hears how many stretches each skip takes."""
+    from simnet.engine.accounting import LinkStats
+
+    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",
+                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
+    skipped = []
+    repeat = LinkStats.repeat_since
+    monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
+                        repeat(self, before, times))
+    return skipped
+
+
 @pytest.mark.parametrize("jobs, skips", [
     # two rings sharing the oversubscribed uplinks, periods 1 and 1.5 ms (a 3 ms cycle), b late by 0.2 ms
     ([{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 40, "period": "1 ms"},
@@ -293,14 +307,7 @@ def test_repeated_cycles_are_taken_from_one_replayed_cycle_exactly(jobs, skips, 
     runs, a job left alone); the cycles skipped give every run the time to the picosecond,
     and the links the statistics, that replaying them all gives (byte counts to float
     rounding)."""
-    from simnet.engine.accounting import LinkStats
-
-    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
-                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
-    skipped = []
-    repeat = LinkStats.repeat_since
-    monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
-                        repeat(self, before, times))
+    skipped = _skips_on_simpy(monkeypatch)
     fabric = fabric or _fabric()
     fast = run_jobs(fabric, jobs, model=model)
     assert bool(skipped) == skips
@@ -318,14 +325,7 @@ def test_a_job_yet_to_start_leaves_the_others_cycles_to_skip(monkeypatch):
     before b's start at 30.3 ms. Now a job yet to start is no part of the state and bounds the
     skip: the together replay skips a stretch before b starts and one after (exactness: the
     parametrized test above, the same jobs)."""
-    from simnet.engine.accounting import LinkStats
-
-    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
-                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
-    skipped = []
-    repeat = LinkStats.repeat_since
-    monkeypatch.setattr(LinkStats, "repeat_since", lambda self, before, times: skipped.append(times) or
-                        repeat(self, before, times))
+    skipped = _skips_on_simpy(monkeypatch)
     jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "4 MiB", "repeat": 60,
              "period": "1 ms"},
             {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "4 MiB", "repeat": 20,
@@ -783,8 +783,7 @@ def test_runs_the_skip_cannot_take_are_stopped_not_replayed_for_hours(monkeypatc
     from simnet.spec.jobs import JobError
 
     monkeypatch.setattr("simnet.engine.replay.JOBS_WORK_AT_MOST", 2_000)  # 200 SimPy transfers
-    monkeypatch.setattr("simnet.engine.replay._jobs_run_compiled",  # the skip: SimPy's
-                        lambda asked, runs, faulted=False, alone_ps=None, fresh=False: False)
+    _skips_on_simpy(monkeypatch)
     jobs = [{"name": "a", "hosts": ["r0h0", "r1h0"], "algorithm": "ring", "size": "1 MiB", "repeat": 400,
              "period": "1 us"},
             {"name": "b", "hosts": ["r0h1", "r1h1"], "algorithm": "ring", "size": "700 KiB", "repeat": 300,

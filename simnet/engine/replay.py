@@ -758,7 +758,7 @@ def _jobs_run_compiled(asked: bool | None, jobs: list[JobRun], faulted: bool = F
         return False
     transfers = _transfers(jobs, runs_replayed(jobs, alone_ps, faulted=True))
     uncertain = alone_ps is not None and len(jobs) > 1 and transfers <= JOBS_WORK_AT_MOST and any(
-        job.repeat > 1 and job.period_ps <= longest for job, (_, longest) in zip(jobs, alone_ps))
+        jobs[j].repeat > 1 for j in back_to_back(jobs, alone_ps))
     if asked is None and _may_skip(jobs, faulted) and not uncertain and (transfers > JOBS_REPLAYED_UP_TO or (
             len(jobs) == 1 and jobs[0].repeat > ALONE_REPLAYED_UP_TO)) and (
             alone_ps is None or SIMPY_SLOWER * _transfers(jobs, runs_replayed(jobs, alone_ps)) < transfers):
@@ -895,14 +895,15 @@ def runs_replayed(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = N
     repeating = [job for job in jobs if job.repeat != 1]
     if alone_ps is None or len(jobs) < 2 or not repeating:
         return first
-    back_to_back = [j for j in foreground if jobs[j].repeat > 1 and jobs[j].period_ps <= alone_ps[j][1]]
-    if back_to_back:
+    late = back_to_back(jobs, alone_ps)
+    runs_late = [j for j in late if jobs[j].repeat > 1]
+    if runs_late:
         if not any(job.repeat == 0 for job in jobs):
             return first  # (two alike may end together, idle in one state each run: no estimate tells)
-        busy = max(jobs[j].start_ps + (jobs[j].repeat - 1) * step(j) for j in back_to_back)
-        return [_due_between(job, job.start_ps, busy) if job.repeat == 0 else job.repeat if j in back_to_back else f
+        busy = max(jobs[j].start_ps + (jobs[j].repeat - 1) * step(j) for j in runs_late)
+        return [_due_between(job, job.start_ps, busy) if job.repeat == 0 else job.repeat if j in runs_late else f
                 for j, (f, job) in enumerate(zip(first, jobs))]
-    if any(job.repeat == 0 and job.period_ps <= longest for job, (_, longest) in zip(jobs, alone_ps)):
+    if late:  # background traffic whose periods its own traffic outlasts
         return first
     together_to = min((job.start_ps + (job.repeat - 1) * job.period_ps for job in repeating if job.repeat),
                       default=max(job.start_ps for job in jobs))
@@ -916,6 +917,13 @@ def runs_replayed(jobs: list[JobRun], alone_ps: list[tuple[int, int]] | None = N
         for i in started:
             counts[i] += _due_between(jobs[i], begin, until)
     return [max(f, min(n, job.repeat) if job.repeat else n) for f, n, job in zip(first, counts, jobs)]
+
+
+def back_to_back(jobs: list[JobRun], alone_ps: list[tuple[int, int]]) -> list[int]:
+    """The jobs that repeat (background traffic too) whose longest run alone (``alone_ps``:
+    shortest, longest, ps) is no shorter than their period: their runs follow each other."""
+    return [j for j, (job, (_, longest)) in enumerate(zip(jobs, alone_ps))
+            if job.repeat != 1 and job.period_ps <= longest]
 
 
 def _due_between(job: JobRun, begin: int, end: int) -> int:
@@ -976,7 +984,7 @@ class _RepeatedCycles:
         if network is None:
             return None
         # a job yet to start waits at a time of its own: no part of the state, a bound on the skip (``_skip``)
-        pending = [p is not None and p[0] == 0 and not self.runs[j] for j, p in enumerate(self.planned)]
+        pending = [self._yet_to_start(j) for j in range(len(self.jobs))]
         order = tuple(sorted((j for j, p in enumerate(self.planned) if p is not None and not pending[j]),
                              key=self.made.__getitem__))
         state = (tuple(None if p is None else "yet to start" if waits else p[1] - now
@@ -1000,6 +1008,11 @@ class _RepeatedCycles:
                               before[1])
         return None
 
+    def _yet_to_start(self, j: int) -> bool:
+        """Whether job ``j``'s first run is planned and not issued yet."""
+        planned = self.planned[j]
+        return planned is not None and planned[0] == 0 and not self.runs[j]
+
     def _unfinished(self, j: int) -> bool:
         job = self.jobs[j]
         return job.repeat == 0 or len(self.runs[j]) < job.repeat
@@ -1018,7 +1031,7 @@ class _RepeatedCycles:
         if times is None:
             return None
         for j, p in enumerate(self.planned):  # the stretches skipped end before a job yet to start starts
-            if p is not None and p[0] == 0 and not self.runs[j]:
+            if self._yet_to_start(j):
                 times = min(times, (p[1] - self.env.now - 1) // cycle)
         for j, margin in self.margins[first:]:
             drift = per_cycle[j] * self.jobs[j].period_ps - cycle  # how much later its due comes each stretch

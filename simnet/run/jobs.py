@@ -23,7 +23,7 @@ import numpy as np
 from simnet import units
 from simnet.engine.clock import HORIZON_PS, HORIZON_S
 from simnet.engine.faults import Fault, fault_marks, over_before_the_cut
-from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, RepeatsTooLong, replay_jobs, replay_work
+from simnet.engine.replay import JOBS_WORK_AT_MOST, JobRun, RepeatsTooLong, back_to_back, replay_jobs, replay_work
 from simnet.errors import Unsupported
 from simnet.io.budget import TooLarge, check_fits, memory_budget
 from simnet.model.interface import resolve_model
@@ -147,8 +147,7 @@ def _refuse_replays_too_long(specs: list[JobSpec], runs: list[JobRun], sets: lis
             f"do, and about {replayed[i]:,} of its periods of {len(runs[i].schedule):,} transfers are replayed one by "
             f"one: {total}; give a longer period, or the other jobs fewer runs, shorter periods or one in common"))
     repeating = [(spec.name, run.period_ps) for spec, run in zip(specs, runs) if run.repeat != 1]
-    on_period = alone_ps is not None and len(repeating) > 1 and all(
-        run.period_ps > longest for run, (_, longest) in zip(runs, alone_ps) if run.repeat != 1)
+    on_period = alone_ps is not None and len(repeating) > 1 and not back_to_back(runs, alone_ps)
     remedy = "give the jobs fewer runs"
     if faulted:
         why = "under faults every run of the jobs is replayed (simnet looks for repeated stretches of runs only on a " \

@@ -332,12 +332,15 @@ def plan_sweep(scenario: Scenario, gpus: list[int] | None = None, sets: dict[str
     size = math.prod(len(axes[n]) for n in names) * len(counts) * len(algorithms or scenario.algorithms)
     check_fits(size * POINT_BYTES, f"a sweep of {size:,} points (the product of its axes)",
                "sweep fewer values, or split the axes over several sweeps (one --out each)")
-    combos = [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+    # each axis value with the file it names, if any (looked up once, not per point)
+    named = {n: [(v, _file(v, Path(base))) for v in axes[n]] for n in names}
+    combos = [(tuple((n, v) for n, (v, _) in zip(names, combo)),
+               tuple((n, file) for n, (_, file) in zip(names, combo) if file))
+              for combo in itertools.product(*(named[n] for n in names))]
     own = {path.resolve() for path in _files_read(scenario.data, Path(base))}
     points = [Point(combo, count, algorithm, reads, files)
-              for combo in combos
+              for combo, files in combos
               for reads in [_reads(scenario.data, combo, Path(base), own)]
-              for files in [tuple((k, _file(v, Path(base))) for k, v in combo if _file(v, Path(base)))]
               for count in counts
               for algorithm in (algorithms or scenario.algorithms)]
     # `--gpus 4,4` or `-a ring -a ring` is one point, computed once; by key, as a value may be a
